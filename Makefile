@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
+# Thin wrapper over CMake with memorable targets. Build trees: build/ (release), build-asan/,
+# build-fuzz/. JOBS defaults to the number of cores.
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+FUZZ_SECONDS ?= 60
+
+.PHONY: all build test test-asan fuzz bench clean run
+
+# make: release build of libsonicboom.so and sb (CUDA backend too when nvcc is found)
+all build:
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	cmake --build build -j $(JOBS)
+
+# make test: build, then run the whole ctest suite
+test: build
+	cd build && ctest --output-on-failure -j $(JOBS)
+
+# make test-asan: the whole suite built with AddressSanitizer + UndefinedBehaviorSanitizer (no CUDA)
+test-asan:
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSONICBOOM_SANITIZE=ON -DSONICBOOM_CUDA=OFF $(CMAKE_FLAGS) >/dev/null
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		ctest --output-on-failure -j $(JOBS) -LE slow
+
+# make fuzz FUZZ_SECONDS=N: libFuzzer on the GGUF parser (clang), seeded with the shared files
+fuzz:
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSONICBOOM_FUZZ=ON -DSONICBOOM_CUDA=OFF -DSONICBOOM_TESTS=OFF >/dev/null
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf
+	FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh build-fuzz/fuzz/fuzz_gguf
+
+# make bench: kernel micro-benchmarks (GB/s vs the machine's measured bandwidth)
+bench: build
+	cmake --build build -j $(JOBS) --target benchmarks
+	sh bench/run.sh build
+
+clean:
+	rm -rf build build-asan build-fuzz

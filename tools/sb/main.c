@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * tools/sb/main.c — the `sb` command: dispatches to one subcommand per file (cmd_*.c).
+ * Layer 3 (tools): uses only include/sonicboom.h, like any third-party program would.
+ * Exit status: 0 success, 1 the operation failed (one line "error: <STATUS>: <detail>" on
+ * stderr), 2 usage error.
+ */
+#include "sb.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const sb_command commands[] = {
+    {"info", "print a GGUF file's header, metadata and tensor table", cmd_info},
+    {"version", "print the library version", cmd_version},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: sb <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\n'sb <command> --help' describes a command's options.\n");
+}
+
+int cmd_version(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    printf("sonicboom %s (library %s)\n", SB_VERSION_STRING, sb_version_string());
+    return 0;
+}
+
+int sb_cli_fail(sb_status s) {
+    fprintf(stderr, "error: %s: %s\n", sb_status_str(s), sb_last_error());
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) return cmd_version(argc - 1, argv + 1);
+    if (sb_version_number() != SB_VERSION_NUMBER) {
+        fprintf(stderr, "error: sb was built for libsonicboom %s but loaded %s\n", SB_VERSION_STRING,
+                sb_version_string());
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "sb: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * tools/sb/sb.h — what the `sb` subcommands share: the command table entry type, the exit-status
+ * convention and each subcommand's entry point. Uses only the public header.
+ */
+#ifndef SB_TOOLS_SB_H
+#define SB_TOOLS_SB_H
+
+#include "sonicboom.h"
+
+typedef struct sb_command {
+    const char *name;
+    const char *help;
+    int (*fn)(int argc, char **argv); /* argv[0] is the command name */
+} sb_command;
+
+/* Print "error: <STATUS>: <sb_last_error()>" to stderr and return exit status 1. */
+int sb_cli_fail(sb_status s);
+
+int cmd_info(int argc, char **argv);
+int cmd_version(int argc, char **argv);
+
+#endif
