@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * graph/ir.h — the graph IR: a flat array of nodes in topological order, the builder API that
+ * model builders (runtime/arch/ files) use to record a forward pass, the verifier and the text dump.
+ * Layer 2 (graph; sees base, quant, ops). Ops come from ops/ops.def (one line per op).
+ * Invariants: node i's sources are all < i (topological); a node's ne/dtype always equal what its
+ * op's shape function (graph/shape.c) derives from its sources and params — builders call that
+ * function, the verifier re-checks it after every pass.
+ * Builders only record: they compute nothing. Shape misuse is a bug in the builder and trips
+ * SB_ASSERT; allocation failure is sticky (g->status) and makes later builders return IR_NONE,
+ * so a builder checks ir_graph_status(g) once at the end.
+ * KV writes are explicit data flow: ir_kv_store returns "the cache after the write" (a view of the
+ * cache), and attention reads that value, so no hidden ordering exists.
+ * Non-goals: general tensors with strides (all values are contiguous), autodiff, control flow.
+ */
+#ifndef SB_GRAPH_IR_H
+#define SB_GRAPH_IR_H
+
+#include "base/status.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+// ---- ops ----
+
+enum {
+    OPF_INPUT = 1u << 0,   /* bound at run time, no sources */
+    OPF_VIEW = 1u << 1,    /* result aliases src0's memory */
+    OPF_ROWWISE = 1u << 2, /* row t of the result depends only on row t of row-shaped sources */
+    OPF_EW = 1u << 3,      /* may be a step of a FUSED chain */
+    OPF_REDUCE = 1u << 4,  /* a row reduction (at most one per FUSED chain) */
+    OPF_PLANNER = 1u << 5, /* created by passes only */
+};
+
+typedef enum ir_op {
+#define OP(NAME, name, min_src, max_src, flags) IR_OP_##NAME,
+#include "ops/ops.def"
+#undef OP
+    IR_OP_COUNT
+} ir_op;
+
+typedef struct ir_op_info {
+    const char *name;   /* text-IR name, "rms_norm" */
+    int min_src, max_src;
+    uint32_t flags;     /* OPF_* */
+} ir_op_info;
+
+extern const ir_op_info ir_ops[IR_OP_COUNT];
+
+// ---- nodes and graphs ----
+
+typedef int32_t ir_ref;   /* node index; IR_NONE = absent */
+#define IR_NONE ((ir_ref)-1)
+#define IR_MAX_SRC 8
+#define IR_MAX_IP 12
+#define IR_MAX_FP 8
+#define IR_NAME_MAX 64
+
+/* RoPE modes (architectures.md §0.3). Values are llama.cpp's rope type numbers. */
+enum { IR_ROPE_NORMAL = 0, IR_ROPE_NEOX = 2 };
+
+/* FUSED chain step: ip[0] = step count n (<= IR_MAX_FUSE); step i (0-based) is
+ * ip[1+i] = op | (operand << 8), where operand is the src index of the step's second input (ADD,
+ * MUL) or 0 for none; fp[i] = the step's float param (eps, scale, cap). src[0] is the chain input. */
+#define IR_MAX_FUSE 7
+
+typedef struct ir_node {
+    ir_op op;
+    int32_t dtype;            /* sb_type of the result */
+    ir_ref src[IR_MAX_SRC];   /* IR_NONE-padded */
+    int64_t ne[4];            /* ne[0] innermost; unused dims are 1 */
+    int32_t ip[IR_MAX_IP];    /* integer params (per op, see the builder comments) */
+    float fp[IR_MAX_FP];      /* float params */
+    char name[IR_NAME_MAX];   /* weight/kv/output name, or a debug name ("blk.3.attn_q"); may be "" */
+} ir_node;
+
+typedef struct ir_graph {
+    ir_node *nodes;
+    int32_t n_nodes, cap;
+    sb_status status;         /* sticky: first allocation failure */
+} ir_graph;
+
+sb_status ir_graph_create(ir_graph **out);
+void ir_graph_free(ir_graph *g);
+/* SB_OK, or the first failure recorded while building (SB_ERR_OOM). */
+sb_status ir_graph_status(const ir_graph *g);
+/* A deep copy (plans keep their own graph). */
+sb_status ir_graph_clone(const ir_graph *g, ir_graph **out);
+
+static inline int64_t ir_nelem(const ir_node *n) { return n->ne[0] * n->ne[1] * n->ne[2] * n->ne[3]; }
+/* Rows of a value = ne1*ne2*ne3. */
+static inline int64_t ir_nrows(const ir_node *n) { return n->ne[1] * n->ne[2] * n->ne[3]; }
+/* Bytes of a value (row bytes from quant/types.h times rows); 0 for an invalid dtype/ne[0]. */
+uint64_t ir_nbytes(const ir_node *n);
+/* Give a node a debug name (printf format, truncated to IR_NAME_MAX-1). Returns r. */
+ir_ref ir_set_name(ir_graph *g, ir_ref r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// ---- builder: inputs ----
+
+/* i32 [T]: token ids of the batch. */
+ir_ref ir_input_tokens(ir_graph *g, int64_t T);
+/* i32 [T]: absolute position of each token (query t sees cache positions <= pos[t]). */
+ir_ref ir_input_pos(ir_graph *g, int64_t T);
+/* i32 [n]: which token rows get logits (bound at run time; default = the last n rows). */
+ir_ref ir_input_out_rows(ir_graph *g, int64_t n);
+/* A read-only weight of any sb_type, bound by name at run time. ne: 1..4 dims, unused = 1. */
+ir_ref ir_input_weight(ir_graph *g, const char *name, int dtype, const int64_t ne[4]);
+/* A K or V cache buffer [Dkv, C] (dtype F32 or F16), persistent session state bound by name. */
+ir_ref ir_input_kv(ir_graph *g, const char *name, int dtype, const int64_t ne[4]);
+
+// ---- builder: ops (all results f32 unless said) ----
+
+/* (w [E,V] any type, tokens i32 [T]) -> [E,T]: rows of w, dequantized. */
+ir_ref ir_get_rows(ir_graph *g, ir_ref w, ir_ref tokens);
+/* x / sqrt(mean(x^2 over ne[0]) + eps), per row. fp[0] = eps. */
+ir_ref ir_rms_norm(ir_graph *g, ir_ref x, float eps);
+/* a + b, a * b. b has shape [ne0] (broadcast over rows) or a's shape. */
+ir_ref ir_add(ir_graph *g, ir_ref a, ir_ref b);
+ir_ref ir_mul(ir_graph *g, ir_ref a, ir_ref b);
+/* x * s. fp[0] = s. */
+ir_ref ir_scale(ir_graph *g, ir_ref x, float s);
+/* c * tanh(x / c). fp[0] = c (> 0). */
+ir_ref ir_softcap(ir_graph *g, ir_ref x, float c);
+ir_ref ir_silu(ir_graph *g, ir_ref x);
+ir_ref ir_gelu_tanh(ir_graph *g, ir_ref x);
+/* silu(gate) * up; gelu_tanh(gate) * up. Same shapes. */
+ir_ref ir_swiglu(ir_graph *g, ir_ref gate, ir_ref up);
+ir_ref ir_geglu(ir_graph *g, ir_ref gate, ir_ref up);
+/* (w [K,N] any type, x [K,T] f32) -> [N,T], y[n,t] = sum_k w[k,n] x[k,t]. */
+ir_ref ir_matmul(ir_graph *g, ir_ref w, ir_ref x);
+/* A view with the same element count, e.g. [D*H,T] <-> [D,H,T]. */
+ir_ref ir_reshape(ir_graph *g, ir_ref x, const int64_t ne[4]);
+
+typedef struct ir_rope_params {
+    int32_t n_rot;       /* rotated dims (even, <= D) */
+    int32_t mode;        /* IR_ROPE_NORMAL | IR_ROPE_NEOX */
+    float freq_base;     /* b */
+    float freq_scale;    /* s (1/F for linear scaling F) */
+} ir_rope_params;
+/* RoPE (architectures.md §0.3) of x [D,H,T] at pos [T]; freq_factors f32 [n_rot/2] or IR_NONE.
+ * ip[0]=n_rot ip[1]=mode fp[0]=freq_base fp[1]=freq_scale fp[2]=attn_factor (1). */
+ir_ref ir_rope(ir_graph *g, ir_ref x, ir_ref pos, ir_ref freq_factors, const ir_rope_params *p);
+/* Write column pos[t] of cache [Dkv,C] with x[:,t] (rounded to the cache dtype); returns the cache
+ * after the write (same shape/dtype, aliasing the cache). Read it through this value. */
+ir_ref ir_kv_store(ir_graph *g, ir_ref cache, ir_ref x, ir_ref pos);
+
+typedef struct ir_attn_params {
+    int32_t n_head_kv;   /* Hkv; Hq % Hkv == 0, query head h uses kv head h / (Hq/Hkv) */
+    int32_t head_dim;    /* D (== q ne[0]) */
+    float scale;         /* kq scale (e.g. 1/sqrt(D)) */
+    int32_t window;      /* 0 = none; else query at p sees [max(0, p-window+1), p] */
+    float softcap;       /* 0 = none; else score = c*tanh(score/c) before the mask */
+} ir_attn_params;
+/* (q [D,Hq,T], k [Dkv,C], v [Dkv,C], pos [T]) -> [D*Hq,T]. Query t attends to cache positions
+ * [lo, pos[t]] (causal; lo from the window), softmax in f32 with max subtraction.
+ * ip[0]=n_head_kv ip[1]=head_dim ip[2]=window fp[0]=scale fp[1]=softcap. */
+ir_ref ir_attention(ir_graph *g, ir_ref q, ir_ref k, ir_ref v, ir_ref pos, const ir_attn_params *p);
+/* (x [E,T], rows i32 [n]) -> [E,n]: rows rows[i] of x. */
+ir_ref ir_select_rows(ir_graph *g, ir_ref x, ir_ref rows);
+/* Mark x as a graph result called name ("logits"). */
+ir_ref ir_output(ir_graph *g, ir_ref x, const char *name);
+
+// ---- planner-side constructors (passes use these; builders do not) ----
+
+/* Append a node with the given op, sources (IR_NONE-terminated up to IR_MAX_SRC), params
+ * copied from `proto` (ip/fp/name/dtype where the op takes them from there), and shape from the
+ * op's shape function. Nodes appended by passes may break the order; ir_compact() restores it. */
+ir_ref ir_append(ir_graph *g, const ir_node *proto);
+
+/* Use counts: uses[i] = number of source slots referring to node i (OUTPUT counts once). */
+sb_status ir_use_counts(const ir_graph *g, int32_t *uses /* [n_nodes] */);
+/* Replace every source reference to `from` by `to`. */
+void ir_replace_uses(ir_graph *g, ir_ref from, ir_ref to);
+/* Drop nodes that no OUTPUT reaches and re-sort topologically (stable: inputs first in their
+ * original order, then compute nodes depth-first from the outputs in order). */
+sb_status ir_compact(ir_graph *g);
+
+// ---- shape functions, verifier, text form ----
+
+/* Derive ne/dtype of `n` from its op, sources and params. On failure returns SB_ERR_INTERNAL with
+ * the reason (which source, which dims). Writes n->ne/n->dtype only on success. */
+sb_status ir_infer_shape(const ir_graph *g, ir_node *n);
+/* Check every node: op range, arity, sources earlier in the order, shape/dtype = inferred,
+ * input names present, OUTPUT names unique. SB_ERR_INTERNAL naming the node on failure. */
+sb_status ir_verify(const ir_graph *g);
+/* The stable text form, one node a line:
+ *   %5 = rms_norm(%4) eps=1e-06 : f32[64,4] "blk.0.attn_norm"
+ * Floats print with %.9g, so the text round-trips. */
+void ir_print(const ir_graph *g, FILE *f);
+/* Same, into a malloc'd NUL-terminated string (NULL on OOM). */
+char *ir_print_str(const ir_graph *g);
+
+/* Short dtype name for the text form ("f32", "f16", "i32", "q4_K"). */
+const char *ir_dtype_name(int dtype);
+
+#endif

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * graph/plan.h — the planner: target capabilities (data, not code), the pass pipeline, and the
+ * plan object an executor walks (the rewritten graph + arena offsets of every value).
+ * Layer 2 (graph). The graph layer never sees backend internals: a backend describes itself with
+ * a plan_target (which activation type each weight type's matmul wants, which fusions it runs).
+ * A plan is immutable after plan_build and may be executed many times, concurrently from
+ * different threads with different bindings/arenas. Plans are per exact shape (T tokens): the
+ * session caches them keyed by T (decode T=1, prefill per batch size).
+ * Memory plan: every computed non-view value gets [offset, offset+bytes) in one arena
+ * (alignment PLAN_ALIGN); views (reshape, kv_store, output) alias their source; inputs are bound.
+ * Non-goals: multi-device placement, dynamic shapes inside one plan.
+ */
+#ifndef SB_GRAPH_PLAN_H
+#define SB_GRAPH_PLAN_H
+
+#include "graph/ir.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define PLAN_ALIGN 64
+
+typedef struct plan_target {
+    const char *name;                /* "cpu" */
+    /* act_type[w]: the activation type a matmul with weight type w multiplies in; SB_TYPE_F32 (or
+     * -1) = no quantize node (f32 activations). Used only when wants_quantized_act. */
+    bool wants_quantized_act;
+    int32_t act_type[SB_TYPE_COUNT];
+    bool fuse_norm_quant;            /* run pass fuse_norm_quant */
+    bool fuse_act_quant;             /* run pass fuse_act_quant */
+    bool fuse_elementwise;           /* run pass fuse_elementwise */
+} plan_target;
+
+/* The CPU target llama.cpp's CPU backend corresponds to: act_type[w] = qk_get(w)->vec_dot_type
+ * (K-quants -> Q8_K, 32-blocks -> Q8_0/Q8_1, F16 -> F16, BF16 -> BF16, F32 -> F32), all fusions. */
+void plan_target_cpu(plan_target *t);
+/* A target with no quantize-once and no fusions (reference execution; f32 activations). */
+void plan_target_reference(plan_target *t);
+
+// ---- passes ----
+
+typedef struct pass_ctx {
+    const plan_target *target;
+} pass_ctx;
+
+typedef sb_status (*pass_fn)(ir_graph *g, const pass_ctx *cx);
+
+typedef struct pass_info {
+    const char *name;   /* "dce", as in SB_DUMP_IR=after:dce */
+    pass_fn fn;
+} pass_info;
+
+sb_status pass_dce(ir_graph *g, const pass_ctx *cx);
+sb_status pass_quantize_once(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_norm_quant(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_act_quant(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_elementwise(ir_graph *g, const pass_ctx *cx);
+
+/* The pipeline table (graph/pipeline.c), in order; n_out receives the count. */
+const pass_info *pass_pipeline(int *n_out);
+
+/* Where SB_DUMP_IR output goes (default: stderr when the variable is set; tests pass a FILE*).
+ * spec: NULL = read getenv("SB_DUMP_IR"); "after-all"; "after:<pass>" (several comma-separated). */
+typedef struct plan_dump {
+    const char *spec;
+    FILE *f;
+} plan_dump;
+
+/* Run the pipeline on g in place (verifier after every pass). dump may be NULL. */
+sb_status pass_run_pipeline(ir_graph *g, const plan_target *t, const plan_dump *dump);
+
+// ---- plan ----
+
+typedef struct plan_value {
+    uint64_t offset;     /* arena offset (computed values); UINT64_MAX for inputs */
+    uint64_t bytes;
+    ir_ref alias;        /* root node whose memory this value uses (itself if not a view) */
+    int32_t input;       /* input slot for inputs/aliases of inputs, else -1 */
+} plan_value;
+
+typedef struct plan_input {
+    ir_ref node;
+    ir_op kind;          /* IR_OP_TOKENS/POS/OUT_ROWS/WEIGHT/KV */
+    const char *name;    /* node name ("tokens", "pos", "out_rows", the weight/kv name) */
+} plan_input;
+
+typedef struct plan_output {
+    ir_ref node;
+    const char *name;
+} plan_output;
+
+typedef struct plan {
+    ir_graph *g;             /* the planned graph (owned) */
+    plan_target target;
+    plan_value *vals;        /* [g->n_nodes] */
+    plan_input *inputs;      /* input slots, in node order */
+    int32_t n_inputs;
+    plan_output *outputs;
+    int32_t n_outputs;
+    uint64_t arena_bytes;    /* peak of the memory plan */
+    uint64_t naive_bytes;    /* sum of all computed values (what no reuse would need) */
+    int64_t n_tokens;        /* T of the tokens/pos inputs (0 if none) */
+    int64_t max_ctx;         /* largest KV cache length C (attention scratch) */
+} plan;
+
+/* Clone g, run the pipeline, plan memory. The caller keeps g. */
+sb_status plan_build(const ir_graph *g, const plan_target *target, const plan_dump *dump, plan **out);
+void plan_free(plan *p);
+/* Slot of the input named name, or -1. */
+int32_t plan_find_input(const plan *p, const char *name);
+/* Index into p->outputs of the output named name, or -1. */
+int32_t plan_find_output(const plan *p, const char *name);
+/* Peak bytes, reuse and the offset table, for humans. */
+void plan_print(const plan *p, FILE *f);
+
+#endif
