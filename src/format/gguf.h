@@ -62,7 +62,6 @@ typedef struct gguf_file {
     sb_strset key_set, tensor_set;
     /* owned memory */
     char *names;            /* all NUL-terminated key and tensor-name copies */
-    sb_strview *str_pool;   /* all string views */
     void *map;              /* mmap base when opened from a path, else NULL */
     size_t map_size;
 } gguf_file;

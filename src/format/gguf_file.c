@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * format/gguf_file.c — the file layer over the pure parser: read-only mmap of a path, release, and
+ * the typed metadata getters with their conversion rules (gguf.h).
+ * Layer 0 (format). The mapping is PROT_READ + MAP_PRIVATE: weights are never written through it.
+ * Non-goals: a SIGBUS guard for files truncated after open (documented in docs/gguf.md).
+ */
+#include "format/gguf.h"
+#include "base/status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+// ---- open / close ----
+
+sb_status gguf_open(const char *path, gguf_file *out) {
+    memset(out, 0, sizeof *out);
+    if (!path) return sb_fail(SB_ERR_INVALID_ARG, "gguf_open: NULL path");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return sb_fail(SB_ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return sb_fail(SB_ERR_IO, "%s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return sb_fail(SB_ERR_IO, "%s: not a regular file", path);
+    }
+    void *map = NULL;
+    size_t size = (size_t)st.st_size;
+    if (size > 0) {
+        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return sb_fail(e == ENOMEM ? SB_ERR_OOM : SB_ERR_IO, "%s: mmap of %zu bytes: %s", path, size, strerror(e));
+        }
+    }
+    close(fd);
+    sb_status s = gguf_parse((const uint8_t *)map, size, out);
+    if (s != SB_OK) {
+        if (map) munmap(map, size);
+        return sb_fail_context(s, "%s", path);
+    }
+    out->map = map;
+    out->map_size = size;
+    return SB_OK;
+}
+
+void gguf_close(gguf_file *f) {
+    if (!f) return;
+    if (f->kvs)
+        for (int64_t i = 0; i < f->n_kv; i++) free(f->kvs[i].strs);
+    free(f->kvs);
+    free(f->tensors);
+    free(f->key_views);
+    free(f->tensor_views);
+    free(f->names);
+    sb_strset_free(&f->key_set);
+    sb_strset_free(&f->tensor_set);
+    if (f->map) munmap(f->map, f->map_size);
+    memset(f, 0, sizeof *f);
+}
+
+// ---- element access ----
+
+static int is_int_type(uint32_t t) {
+    return t <= SB_GGUF_INT32 || t == SB_GGUF_BOOL || t == SB_GGUF_UINT64 || t == SB_GGUF_INT64;
+}
+
+static sb_status type_error(const gguf_kv *kv, const char *want) {
+    return sb_fail(SB_ERR_FORMAT_KEY_TYPE, "gguf: key \"%s\" has type %s%s%s, expected %s", kv->key,
+                   gguf_type_name(kv->type), kv->type == SB_GGUF_ARRAY ? " of " : "",
+                   kv->type == SB_GGUF_ARRAY ? gguf_type_name(kv->elem_type) : "", want);
+}
+
+static sb_status elem_check(const gguf_kv *kv, uint64_t j) {
+    if (j >= kv->count)
+        return sb_fail(SB_ERR_RANGE, "gguf: key \"%s\": element %llu out of range (%llu elements)", kv->key,
+                       (unsigned long long)j, (unsigned long long)kv->count);
+    return SB_OK;
+}
+
+/* Element j as a signed or unsigned 64-bit integer; *is_neg tells which half of the range. */
+static void load_int(const gguf_kv *kv, uint64_t j, int64_t *s, uint64_t *u, int *is_neg) {
+    const uint8_t *p = kv->data + j * gguf_type_size(kv->elem_type);
+    int64_t sv = 0;
+    uint64_t uv = 0;
+    switch (kv->elem_type) {
+    case SB_GGUF_UINT8: case SB_GGUF_BOOL: uv = p[0]; break;
+    case SB_GGUF_INT8: sv = (int8_t)p[0]; break;
+    case SB_GGUF_UINT16: { uint16_t v; memcpy(&v, p, 2); uv = v; break; }
+    case SB_GGUF_INT16: { int16_t v; memcpy(&v, p, 2); sv = v; break; }
+    case SB_GGUF_UINT32: { uint32_t v; memcpy(&v, p, 4); uv = v; break; }
+    case SB_GGUF_INT32: { int32_t v; memcpy(&v, p, 4); sv = v; break; }
+    case SB_GGUF_UINT64: memcpy(&uv, p, 8); break;
+    case SB_GGUF_INT64: memcpy(&sv, p, 8); break;
+    }
+    int uns = kv->elem_type == SB_GGUF_UINT8 || kv->elem_type == SB_GGUF_BOOL || kv->elem_type == SB_GGUF_UINT16 ||
+              kv->elem_type == SB_GGUF_UINT32 || kv->elem_type == SB_GGUF_UINT64;
+    if (uns) {
+        *is_neg = 0;
+        *u = uv;
+        *s = (int64_t)uv;
+    } else {
+        *is_neg = sv < 0;
+        *s = sv;
+        *u = (uint64_t)sv;
+    }
+}
+
+sb_status gguf_kv_i64(const gguf_kv *kv, uint64_t j, int64_t *out) {
+    SB_TRY(elem_check(kv, j));
+    if (!is_int_type(kv->elem_type)) return type_error(kv, "an integer");
+    int64_t s;
+    uint64_t u;
+    int neg;
+    load_int(kv, j, &s, &u, &neg);
+    if (!neg && u > (uint64_t)INT64_MAX)
+        return sb_fail(SB_ERR_RANGE, "gguf: key \"%s\": %llu does not fit in i64", kv->key, (unsigned long long)u);
+    *out = s;
+    return SB_OK;
+}
+
+sb_status gguf_kv_u64(const gguf_kv *kv, uint64_t j, uint64_t *out) {
+    SB_TRY(elem_check(kv, j));
+    if (!is_int_type(kv->elem_type)) return type_error(kv, "an integer");
+    int64_t s;
+    uint64_t u;
+    int neg;
+    load_int(kv, j, &s, &u, &neg);
+    if (neg) return sb_fail(SB_ERR_RANGE, "gguf: key \"%s\": %lld is negative", kv->key, (long long)s);
+    *out = u;
+    return SB_OK;
+}
+
+sb_status gguf_kv_f64(const gguf_kv *kv, uint64_t j, double *out) {
+    SB_TRY(elem_check(kv, j));
+    const uint8_t *p = kv->data + j * gguf_type_size(kv->elem_type);
+    if (kv->elem_type == SB_GGUF_FLOAT32) {
+        float v;
+        memcpy(&v, p, 4);
+        *out = v;
+        return SB_OK;
+    }
+    if (kv->elem_type == SB_GGUF_FLOAT64) {
+        memcpy(out, p, 8);
+        return SB_OK;
+    }
+    if (!is_int_type(kv->elem_type) || kv->elem_type == SB_GGUF_BOOL) return type_error(kv, "a number");
+    int64_t s;
+    uint64_t u;
+    int neg;
+    load_int(kv, j, &s, &u, &neg);
+    *out = neg ? (double)s : (double)u;
+    return SB_OK;
+}
+
+sb_status gguf_kv_str(const gguf_kv *kv, uint64_t j, sb_strview *out) {
+    SB_TRY(elem_check(kv, j));
+    if (kv->elem_type != SB_GGUF_STRING) return type_error(kv, "str");
+    *out = kv->strs[j];
+    return SB_OK;
+}
+
+// ---- typed getters by key ----
+
+static sb_status find(const gguf_file *f, const char *key, const gguf_kv **kv) {
+    *kv = gguf_find(f, key);
+    if (!*kv) return sb_fail(SB_ERR_NOT_FOUND, "gguf: key \"%s\" not found", key);
+    if ((*kv)->type == SB_GGUF_ARRAY) return type_error(*kv, "a scalar");
+    return SB_OK;
+}
+
+sb_status gguf_get_i64(const gguf_file *f, const char *key, int64_t *out) {
+    const gguf_kv *kv;
+    SB_TRY(find(f, key, &kv));
+    return gguf_kv_i64(kv, 0, out);
+}
+
+sb_status gguf_get_u32(const gguf_file *f, const char *key, uint32_t *out) {
+    const gguf_kv *kv;
+    uint64_t v = 0;
+    SB_TRY(find(f, key, &kv));
+    SB_TRY(gguf_kv_u64(kv, 0, &v));
+    if (v > UINT32_MAX) return sb_fail(SB_ERR_RANGE, "gguf: key \"%s\" = %llu does not fit in u32", key, (unsigned long long)v);
+    *out = (uint32_t)v;
+    return SB_OK;
+}
+
+sb_status gguf_get_f32(const gguf_file *f, const char *key, float *out) {
+    const gguf_kv *kv;
+    double v = 0;
+    SB_TRY(find(f, key, &kv));
+    SB_TRY(gguf_kv_f64(kv, 0, &v));
+    *out = (float)v;
+    return SB_OK;
+}
+
+sb_status gguf_get_bool(const gguf_file *f, const char *key, bool *out) {
+    const gguf_kv *kv;
+    SB_TRY(find(f, key, &kv));
+    if (kv->type != SB_GGUF_BOOL) return type_error(kv, "bool");
+    *out = kv->data[0] != 0;
+    return SB_OK;
+}
+
+sb_status gguf_get_str(const gguf_file *f, const char *key, sb_strview *out) {
+    const gguf_kv *kv;
+    SB_TRY(find(f, key, &kv));
+    return gguf_kv_str(kv, 0, out);
+}
+
+sb_status gguf_get_u32_or(const gguf_file *f, const char *key, uint32_t def, uint32_t *out) {
+    if (!gguf_find(f, key)) {
+        *out = def;
+        return SB_OK;
+    }
+    return gguf_get_u32(f, key, out);
+}
+
+sb_status gguf_get_f32_or(const gguf_file *f, const char *key, float def, float *out) {
+    if (!gguf_find(f, key)) {
+        *out = def;
+        return SB_OK;
+    }
+    return gguf_get_f32(f, key, out);
+}
+
+sb_status gguf_get_bool_or(const gguf_file *f, const char *key, bool def, bool *out) {
+    if (!gguf_find(f, key)) {
+        *out = def;
+        return SB_OK;
+    }
+    return gguf_get_bool(f, key, out);
+}
