@@ -8,11 +8,13 @@ bible-kjv-text), one verse per line, "Ge1:1 In the beginning ...". Output: one
 chapter per line, its verses joined by single spaces, references dropped
 (plain prose, so every word inside a line carries SentencePiece's "▁" prefix).
 Split: whole books from the end of the canon are held out until >= 5% of the
-characters (Colossians .. Revelation); everything before is training text.
+characters (Colossians .. Revelation: heldout.txt, only for the final perplexity);
+the books just before them, until >= 1% (Galatians .. Philippians: valid.txt), are for
+choosing the checkpoint; everything before is training text.
 Invariants: pure ASCII text (checked), deterministic output for a given package.
 Non-goals: verse/chapter headings, any normalization beyond dropping references.
 
-Usage: prepare_corpus.py OUTDIR [--raw FILE]   -> OUTDIR/train.txt, OUTDIR/heldout.txt
+Usage: prepare_corpus.py OUTDIR [--raw FILE]   -> OUTDIR/{train,valid,heldout}.txt
 """
 import argparse
 import os
@@ -21,6 +23,7 @@ import subprocess
 import sys
 
 HOLDOUT_FRACTION = 0.05
+VALID_FRACTION = 0.01
 VERSE_RE = re.compile(r'^(\d?[A-Za-z]+)(\d+):(\d+) (.*)$')
 
 
@@ -69,15 +72,21 @@ def main():
     while acc < HOLDOUT_FRACTION * total:
         split -= 1
         acc += sizes[split]
+    vacc, vsplit = 0, split
+    while vacc < VALID_FRACTION * total:
+        vsplit -= 1
+        vacc += sizes[vsplit]
     os.makedirs(a.outdir, exist_ok=True)
-    for name, part in (('train.txt', books[:split]), ('heldout.txt', books[split:])):
+    for name, part in (('train.txt', books[:vsplit]), ('valid.txt', books[vsplit:split]),
+                       ('heldout.txt', books[split:])):
         with open(os.path.join(a.outdir, name), 'w', encoding='ascii', newline='\n') as f:
             for _, chs in part:
                 for c in chs:
                     f.write(c + '\n')
     n_ch = sum(len(c) for _, c in books)
     print(f'{len(books)} books, {n_ch} chapters, {total} chars; held out {books[split][0]}..'
-          f'{books[-1][0]} ({len(books) - split} books, {acc} chars, {100.0 * acc / total:.2f}%)')
+          f'{books[-1][0]} ({len(books) - split} books, {acc} chars, {100.0 * acc / total:.2f}%); valid '
+          f'{books[vsplit][0]}..{books[split - 1][0]} ({vacc} chars, {100.0 * vacc / total:.2f}%)')
 
 
 if __name__ == '__main__':
