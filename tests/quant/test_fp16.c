@@ -82,7 +82,7 @@ static void test_fp16_ties(void) {
 
 static void test_fp16_vs_ggml(void) {
     long bad = 0, n = 0;
-    for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 61) {   /* ~70M patterns, every exponent */
+    for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 127) {   /* ~34M patterns, every exponent */
         const float f = qk_f32_from_bits((uint32_t)u);
         bad += qk_fp32_to_fp16(f) != ggml_fp32_to_fp16_oracle(f);
         n++;
