@@ -179,6 +179,14 @@ def main():
         arch.update(n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=128, n_ctx=64)
     arch.update(json.loads(a.arch))
     runs = json.loads(a.runs)
+    with torch.no_grad():   # the fast attention path (SDPA) must equal the explicit one
+        m = Llama(Config(**arch)).to(dev).eval()
+        x = torch.randint(0, arch['n_vocab'], (2, 64), device=dev)
+        e = llama_ref.nmse(m(x, fast=True).float().cpu().numpy(), m(x, fast=False).float().cpu().numpy())
+        log(f'sanity: fast vs explicit attention nmse {e:.3e}')
+        if e > 1e-6:
+            sys.exit('train: fast attention path disagrees')
+        del m
     results = []
     best_model, best_val = None, float('inf')
     for i, run in enumerate(runs):
