@@ -167,6 +167,11 @@ ir_ref ir_output(ir_graph *g, ir_ref x, const char *name);
  * copied from `proto` (ip/fp/name/dtype where the op takes them from there), and shape from the
  * op's shape function. Nodes appended by passes may break the order; ir_compact() restores it. */
 ir_ref ir_append(ir_graph *g, const ir_node *proto);
+/* ir_append, unless a node with the same op, dtype, sources and params exists (CSE); the name
+ * is not compared. Returns the existing or new node. */
+ir_ref ir_find_or_append(ir_graph *g, const ir_node *proto);
+/* A fresh prototype: op set, sources IR_NONE, params 0, dtype F32, ne 1, name "". */
+ir_node ir_proto(ir_op op);
 
 /* Use counts: uses[i] = number of source slots referring to node i (OUTPUT counts once). */
 sb_status ir_use_counts(const ir_graph *g, int32_t *uses /* [n_nodes] */);

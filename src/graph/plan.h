@@ -103,6 +103,10 @@ typedef struct plan {
     uint64_t naive_bytes;    /* sum of all computed values (what no reuse would need) */
     int64_t n_tokens;        /* T of the tokens/pos inputs (0 if none) */
     int64_t max_ctx;         /* largest KV cache length C (attention scratch) */
+    /* executor scratch, in f32 elements: per thread (attention scores, a weight row, a fused row)
+     * and shared (a non-f32 matmul activation converted to f32, K*T) */
+    uint64_t scratch_thread_f32;
+    uint64_t scratch_shared_f32;
 } plan;
 
 /* Clone g, run the pipeline, plan memory. The caller keeps g. */
@@ -114,5 +118,9 @@ int32_t plan_find_input(const plan *p, const char *name);
 int32_t plan_find_output(const plan *p, const char *name);
 /* Peak bytes, reuse and the offset table, for humans. */
 void plan_print(const plan *p, FILE *f);
+
+/* The memory plan alone (plan.c): fill p->vals, arena_bytes, naive_bytes for p->g. Exposed for
+ * the golden test; plan_build calls it. */
+sb_status plan_memory(plan *p);
 
 #endif

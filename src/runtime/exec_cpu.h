@@ -25,6 +25,11 @@ typedef struct exec_bindings {
     uint64_t arena_bytes;
 } exec_bindings;
 
+/* The plan target of this CPU: act_type[w] = the activation format cpu_matmul pairs with weight
+ * type w (backend/cpu/cpu_kernels.h: cpu_act_type), F32 where the kernels take f32 activations or
+ * do not support w (the reference matmul runs then); all fusions on. */
+void exec_cpu_target(plan_target *t);
+
 /* Arena bytes a run with n_threads threads needs (plan arena + per-thread scratch). */
 uint64_t exec_cpu_arena_bytes(const plan *p, int n_threads);
 

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * graph/pipeline.c — the pass pipeline as a static table, the verifier between passes, and the
+ * SB_DUMP_IR hook (MLIR-style): "after-all" prints the IR after every pass, "after:<p>[,<q>...]"
+ * after the named ones, "before" also prints the input graph. Output goes to the FILE* of the
+ * plan_dump (stderr by default) — the library prints only when a developer asked for it.
+ * Layer 2 (graph). Order matters: dce first (fewer rows for everything after), quantize_once
+ * before the two quantize fusions, the elementwise fusion last (the quantize fusions claim the
+ * norms that feed matmuls first).
+ * Non-goals: pass options per run, pass timing.
+ */
+#include "graph/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const pass_info pipeline[] = {
+    {"dce", pass_dce},
+    {"quantize_once", pass_quantize_once},
+    {"fuse_norm_quant", pass_fuse_norm_quant},
+    {"fuse_act_quant", pass_fuse_act_quant},
+    {"fuse_elementwise", pass_fuse_elementwise},
+};
+
+const pass_info *pass_pipeline(int *n_out) {
+    *n_out = (int)(sizeof pipeline / sizeof pipeline[0]);
+    return pipeline;
+}
+
+// ---- dump ----
+
+/* Does spec ask for a dump after pass `name`? ("after-all", or "after:a,b" naming it) */
+static bool wants_dump(const char *spec, const char *name) {
+    if (!spec || !*spec) return false;
+    if (!strcmp(spec, "after-all")) return true;
+    if (strncmp(spec, "after:", 6)) return false;
+    const char *p = spec + 6;
+    size_t nl = strlen(name);
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == nl && !strncmp(p, name, l)) return true;
+        if (!e) break;
+        p = e + 1;
+    }
+    return false;
+}
+
+static void dump(const plan_dump *d, const char *spec, const char *when, const ir_graph *g) {
+    FILE *f = d && d->f ? d->f : stderr;
+    fprintf(f, "// ---- IR %s (%d nodes) ----\n", when, (int)g->n_nodes);
+    ir_print(g, f);
+}
+
+// ---- run ----
+
+sb_status pass_run_pipeline(ir_graph *g, const plan_target *t, const plan_dump *d) {
+    const char *spec = d && d->spec ? d->spec : getenv("SB_DUMP_IR");
+    pass_ctx cx = {.target = t};
+    SB_TRY(ir_verify(g));
+    if (wants_dump(spec, "before") || (spec && !strcmp(spec, "after-all"))) dump(d, spec, "before passes", g);
+    for (size_t i = 0; i < sizeof pipeline / sizeof pipeline[0]; i++) {
+        sb_status s = pipeline[i].fn(g, &cx);
+        if (s != SB_OK) return sb_fail_context(s, "pass %s", pipeline[i].name);
+        s = ir_verify(g);
+        if (s != SB_OK) return sb_fail_context(s, "after pass %s", pipeline[i].name);
+        if (wants_dump(spec, pipeline[i].name)) {
+            char when[64];
+            snprintf(when, sizeof when, "after %s", pipeline[i].name);
+            dump(d, spec, when, g);
+        }
+    }
+    return SB_OK;
+}

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * graph/plan.c — plan_build (clone + pipeline + memory plan) and the memory plan itself:
+ * liveness intervals -> offsets in one arena (ggml-alloc made static).
+ * Layer 2 (graph). Memory plan: walk nodes in execution order; a computed value that is not a view
+ * gets the best-fitting free block (or grows the arena) when it is defined, and its block returns
+ * to the free list after its last reader ran (reads through views count: reshape, kv_store,
+ * output alias their source). Outputs stay live to the end (the caller reads them after the run).
+ * A value is never placed over a value its own node reads (inputs are freed after allocation).
+ * Offsets are PLAN_ALIGN-aligned. The arena is the caller's; running a plan allocates nothing.
+ * Non-goals: in-place reuse of an input's block by its consumer, multiple arenas/devices.
+ *
+ * Example (T=4, E=64): %2 get_rows [64,4] -> off 0; %3 rms_norm -> off 1024; %2 dies at %4 so
+ * %4 mul reuses off 0 ... peak = the largest set of simultaneously live values, printed by
+ * plan_print as "arena 2048 bytes (naive 4096, reuse 2.0x)".
+ */
+#include "graph/plan.h"
+
+#include "quant/types.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// ---- targets ----
+
+void plan_target_cpu(plan_target *t) {
+    memset(t, 0, sizeof *t);
+    t->name = "cpu";
+    t->wants_quantized_act = true;
+    for (int i = 0; i < SB_TYPE_COUNT; i++) {
+        const qk_traits *q = qk_get(i);
+        t->act_type[i] = (q && !q->removed && i != SB_TYPE_F32) ? q->vec_dot_type : SB_TYPE_F32;
+    }
+    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
+}
+
+void plan_target_reference(plan_target *t) {
+    memset(t, 0, sizeof *t);
+    t->name = "reference";
+    for (int i = 0; i < SB_TYPE_COUNT; i++) t->act_type[i] = SB_TYPE_F32;
+}
+
+// ---- free list ----
+
+typedef struct blk {
+    uint64_t off, size;
+} blk;
+
+typedef struct freelist {
+    blk *b;
+    int32_t n, cap;
+    uint64_t top; /* arena high-water mark */
+} freelist;
+
+static uint64_t fl_alloc(freelist *fl, uint64_t size) {
+    int32_t best = -1;
+    for (int32_t i = 0; i < fl->n; i++)
+        if (fl->b[i].size >= size && (best < 0 || fl->b[i].size < fl->b[best].size)) best = i;
+    if (best >= 0) {
+        uint64_t off = fl->b[best].off;
+        fl->b[best].off += size;
+        fl->b[best].size -= size;
+        if (!fl->b[best].size) memmove(&fl->b[best], &fl->b[best + 1], (size_t)(fl->n - best - 1) * sizeof *fl->b), fl->n--;
+        return off;
+    }
+    /* grow: extend a free block that ends at the top, else take fresh space */
+    if (fl->n && fl->b[fl->n - 1].off + fl->b[fl->n - 1].size == fl->top) {
+        uint64_t off = fl->b[fl->n - 1].off;
+        fl->top = off + size;
+        fl->n--;
+        return off;
+    }
+    uint64_t off = fl->top;
+    fl->top += size;
+    return off;
+}
+
+/* blocks sorted by offset; merge with neighbours */
+static bool fl_free(freelist *fl, uint64_t off, uint64_t size) {
+    int32_t i = 0;
+    while (i < fl->n && fl->b[i].off < off) i++;
+    if (i > 0 && fl->b[i - 1].off + fl->b[i - 1].size == off) {
+        fl->b[i - 1].size += size;
+        if (i < fl->n && fl->b[i - 1].off + fl->b[i - 1].size == fl->b[i].off) {
+            fl->b[i - 1].size += fl->b[i].size;
+            memmove(&fl->b[i], &fl->b[i + 1], (size_t)(fl->n - i - 1) * sizeof *fl->b);
+            fl->n--;
+        }
+        return true;
+    }
+    if (i < fl->n && off + size == fl->b[i].off) {
+        fl->b[i].off = off;
+        fl->b[i].size += size;
+        return true;
+    }
+    if (fl->n == fl->cap) {
+        int32_t cap = fl->cap ? fl->cap * 2 : 64;
+        blk *nb = realloc(fl->b, (size_t)cap * sizeof *nb);
+        if (!nb) return false;
+        fl->b = nb;
+        fl->cap = cap;
+    }
+    memmove(&fl->b[i + 1], &fl->b[i], (size_t)(fl->n - i) * sizeof *fl->b);
+    fl->b[i] = (blk){off, size};
+    fl->n++;
+    return true;
+}
+
+// ---- memory plan ----
+
+static bool is_view(ir_op op) { return ir_ops[op].flags & OPF_VIEW; }
+
+sb_status plan_memory(plan *p) {
+    const ir_graph *g = p->g;
+    int32_t n = g->n_nodes;
+    free(p->vals);
+    p->vals = calloc((size_t)(n ? n : 1), sizeof *p->vals);
+    int32_t *last = malloc((size_t)(n ? n : 1) * sizeof *last);
+    freelist fl = {0};
+    sb_status st = SB_OK;
+    if (!p->vals || !last) {
+        st = sb_fail(SB_ERR_OOM, "plan: memory plan of %d nodes", (int)n);
+        goto cleanup;
+    }
+    int32_t slot = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const ir_node *nd = &g->nodes[i];
+        plan_value *v = &p->vals[i];
+        v->bytes = ir_nbytes(nd);
+        v->input = -1;
+        v->offset = UINT64_MAX;
+        v->alias = i;
+        last[i] = i;
+        if (ir_ops[nd->op].flags & OPF_INPUT) {
+            v->input = slot++;
+        } else if (is_view(nd->op)) {
+            v->alias = p->vals[nd->src[0]].alias;
+            v->input = p->vals[nd->src[0]].input;
+        }
+        if (!v->bytes && !(ir_ops[nd->op].flags & OPF_INPUT)) {
+            st = sb_fail(SB_ERR_INTERNAL, "plan: node %%%d has no byte size", (int)i);
+            goto cleanup;
+        }
+        for (int j = 0; j < IR_MAX_SRC && nd->src[j] != IR_NONE; j++) {
+            ir_ref r = p->vals[nd->src[j]].alias;
+            if (last[r] < i) last[r] = i;
+        }
+        if (nd->op == IR_OP_OUTPUT) last[v->alias] = INT32_MAX;
+    }
+    /* a view's readers extend its root: propagate in order (roots precede views) */
+    for (int32_t i = 0; i < n; i++)
+        if (p->vals[i].alias != i && last[i] > last[p->vals[i].alias]) last[p->vals[i].alias] = last[i];
+    p->naive_bytes = 0;
+    for (int32_t i = 0; i < n; i++) {
+        plan_value *v = &p->vals[i];
+        if (v->input < 0 && v->alias == i) {
+            uint64_t sz = (v->bytes + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1);
+            v->offset = fl_alloc(&fl, sz);
+            p->naive_bytes += sz;
+        } else if (v->input < 0) {
+            v->offset = p->vals[v->alias].offset;
+        }
+        /* free every root whose last reader is node i */
+        for (int j = 0; j < IR_MAX_SRC && g->nodes[i].src[j] != IR_NONE; j++) {
+            ir_ref r = p->vals[g->nodes[i].src[j]].alias;
+            if (last[r] == i && p->vals[r].input < 0 && r != i) {
+                last[r] = -1; /* freed once */
+                uint64_t sz = (p->vals[r].bytes + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1);
+                if (!fl_free(&fl, p->vals[r].offset, sz)) {
+                    st = sb_fail(SB_ERR_OOM, "plan: free list");
+                    goto cleanup;
+                }
+            }
+        }
+        if (v->input < 0 && v->alias == i && last[i] == i) { /* never read: free at once */
+            uint64_t sz = (v->bytes + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1);
+            last[i] = -1;
+            if (!fl_free(&fl, v->offset, sz)) {
+                st = sb_fail(SB_ERR_OOM, "plan: free list");
+                goto cleanup;
+            }
+        }
+    }
+    p->arena_bytes = fl.top;
+cleanup:
+    free(last);
+    free(fl.b);
+    return st;
+}
+
+// ---- plan ----
+
+void plan_free(plan *p) {
+    if (!p) return;
+    ir_graph_free(p->g);
+    free(p->vals);
+    free(p->inputs);
+    free(p->outputs);
+    free(p);
+}
+
+static sb_status plan_index(plan *p) {
+    const ir_graph *g = p->g;
+    int32_t ni = 0, no = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (ir_ops[g->nodes[i].op].flags & OPF_INPUT) ni++;
+        if (g->nodes[i].op == IR_OP_OUTPUT) no++;
+    }
+    p->inputs = calloc((size_t)(ni ? ni : 1), sizeof *p->inputs);
+    p->outputs = calloc((size_t)(no ? no : 1), sizeof *p->outputs);
+    if (!p->inputs || !p->outputs) return sb_fail(SB_ERR_OOM, "plan: %d inputs, %d outputs", (int)ni, (int)no);
+    uint64_t thr = 1, shared = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (ir_ops[n->op].flags & OPF_INPUT) {
+            p->inputs[p->n_inputs++] = (plan_input){i, n->op, n->name};
+            if (n->op == IR_OP_TOKENS || n->op == IR_OP_POS) p->n_tokens = n->ne[0];
+            if (n->op == IR_OP_KV && n->ne[1] > p->max_ctx) p->max_ctx = n->ne[1];
+        }
+        if (n->op == IR_OP_OUTPUT) p->outputs[p->n_outputs++] = (plan_output){i, n->name};
+        if ((uint64_t)n->ne[0] > thr) thr = (uint64_t)n->ne[0];
+        if (n->op == IR_OP_MATMUL) {
+            const ir_node *w = &g->nodes[n->src[0]], *x = &g->nodes[n->src[1]];
+            if ((uint64_t)w->ne[0] > thr) thr = (uint64_t)w->ne[0];
+            if (x->dtype != SB_TYPE_F32 && (uint64_t)ir_nelem(x) > shared) shared = (uint64_t)ir_nelem(x);
+        }
+    }
+    if ((uint64_t)p->max_ctx > thr) thr = (uint64_t)p->max_ctx;
+    p->scratch_thread_f32 = thr;
+    p->scratch_shared_f32 = shared;
+    return SB_OK;
+}
+
+sb_status plan_build(const ir_graph *g, const plan_target *target, const plan_dump *dump, plan **out) {
+    if (!g || !target || !out) return sb_fail(SB_ERR_INVALID_ARG, "plan_build: NULL argument");
+    SB_TRY(ir_graph_status(g));
+    plan *p = calloc(1, sizeof *p);
+    if (!p) return sb_fail(SB_ERR_OOM, "plan: %zu bytes", sizeof *p);
+    p->target = *target;
+    sb_status st = ir_graph_clone(g, &p->g);
+    if (st == SB_OK) st = pass_run_pipeline(p->g, target, dump);
+    if (st == SB_OK) st = plan_index(p);
+    if (st == SB_OK) st = plan_memory(p);
+    if (st != SB_OK) {
+        plan_free(p);
+        return st;
+    }
+    const char *spec = dump && dump->spec ? dump->spec : getenv("SB_DUMP_IR");
+    if (spec && (!strcmp(spec, "after-all") || strstr(spec, "memplan"))) plan_print(p, dump && dump->f ? dump->f : stderr);
+    *out = p;
+    return SB_OK;
+}
+
+int32_t plan_find_input(const plan *p, const char *name) {
+    for (int32_t i = 0; i < p->n_inputs; i++)
+        if (!strcmp(p->inputs[i].name, name)) return i;
+    return -1;
+}
+
+int32_t plan_find_output(const plan *p, const char *name) {
+    for (int32_t i = 0; i < p->n_outputs; i++)
+        if (!strcmp(p->outputs[i].name, name)) return i;
+    return -1;
+}
+
+void plan_print(const plan *p, FILE *f) {
+    fprintf(f, "// ---- memory plan (%s): %d nodes, %d inputs, %d outputs ----\n", p->target.name ? p->target.name : "?",
+            (int)p->g->n_nodes, (int)p->n_inputs, (int)p->n_outputs);
+    for (int32_t i = 0; i < p->g->n_nodes; i++) {
+        const plan_value *v = &p->vals[i];
+        if (v->input >= 0 && v->alias == i)
+            fprintf(f, "%%%d input slot %d\n", (int)i, (int)v->input);
+        else if (v->alias != i)
+            fprintf(f, "%%%d view of %%%d\n", (int)i, (int)v->alias);
+        else
+            fprintf(f, "%%%d [%llu, %llu)\n", (int)i, (unsigned long long)v->offset,
+                    (unsigned long long)(v->offset + v->bytes));
+    }
+    fprintf(f, "arena %llu bytes (naive %llu, reuse %.2fx)\n", (unsigned long long)p->arena_bytes,
+            (unsigned long long)p->naive_bytes, p->arena_bytes ? (double)p->naive_bytes / (double)p->arena_bytes : 1.0);
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * graph/print.c — the stable text form of the IR (what SB_DUMP_IR prints and golden tests read):
+ *   %<i> = <op>(<%src>, ...) <params> : <dtype>[ne0,ne1,..] "<name>"
+ * e.g. `%7 = rope(%6, %1) n_rot=64 mode=neox base=1000000 fscale=1 : f32[64,8,4] "blk.0.q_rope"`.
+ * Layer 2 (graph). Stable: params in a fixed order per op, floats as %.9g (round-trip exact),
+ * shape with trailing 1s dropped, name quoted (omitted when empty). FUSED steps print as
+ * [op args; ...] with operands as @<src index>.
+ * Non-goals: a parser (golden tests build their input graphs with the builder API).
+ */
+#include "graph/ir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// ---- params ----
+
+static void print_params(const ir_node *n, FILE *f) {
+    switch (n->op) {
+    case IR_OP_RMS_NORM: fprintf(f, " eps=%.9g", n->fp[0]); break;
+    case IR_OP_SCALE: fprintf(f, " s=%.9g", n->fp[0]); break;
+    case IR_OP_SOFTCAP: fprintf(f, " cap=%.9g", n->fp[0]); break;
+    case IR_OP_ROPE:
+        fprintf(f, " n_rot=%d mode=%s base=%.9g fscale=%.9g", n->ip[0], n->ip[1] == IR_ROPE_NEOX ? "neox" : "normal",
+                n->fp[0], n->fp[1]);
+        if (n->fp[2] != 1.0f) fprintf(f, " attn_factor=%.9g", n->fp[2]);
+        break;
+    case IR_OP_ATTENTION:
+        fprintf(f, " n_head_kv=%d head_dim=%d scale=%.9g", n->ip[0], n->ip[1], n->fp[0]);
+        if (n->ip[2]) fprintf(f, " window=%d", n->ip[2]);
+        if (n->fp[1] != 0.0f) fprintf(f, " softcap=%.9g", n->fp[1]);
+        break;
+    case IR_OP_RMS_NORM_QUANT: fprintf(f, " eps=%.9g", n->fp[0]); break;
+    case IR_OP_GLU_QUANT: fprintf(f, " act=%s", (unsigned)n->ip[0] < IR_OP_COUNT ? ir_ops[n->ip[0]].name : "?"); break;
+    case IR_OP_FUSED:
+        fputs(" [", f);
+        for (int i = 0; i < n->ip[0] && i < IR_MAX_FUSE; i++) {
+            int op = n->ip[1 + i] & 0xff, opd = n->ip[1 + i] >> 8;
+            fprintf(f, "%s%s", i ? "; " : "", op < IR_OP_COUNT ? ir_ops[op].name : "?");
+            if (opd) fprintf(f, " @%d", opd);
+            if (op == IR_OP_RMS_NORM) fprintf(f, " eps=%.9g", n->fp[i]);
+            if (op == IR_OP_SCALE) fprintf(f, " s=%.9g", n->fp[i]);
+            if (op == IR_OP_SOFTCAP) fprintf(f, " cap=%.9g", n->fp[i]);
+        }
+        fputc(']', f);
+        break;
+    default: break;
+    }
+}
+
+// ---- graph ----
+
+void ir_print(const ir_graph *g, FILE *f) {
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        fprintf(f, "%%%d = %s(", (int)i, (unsigned)n->op < IR_OP_COUNT ? ir_ops[n->op].name : "?");
+        for (int j = 0; j < IR_MAX_SRC && n->src[j] != IR_NONE; j++) fprintf(f, "%s%%%d", j ? ", " : "", (int)n->src[j]);
+        fputc(')', f);
+        print_params(n, f);
+        int nd = 4;
+        while (nd > 1 && n->ne[nd - 1] == 1) nd--;
+        fprintf(f, " : %s[", ir_dtype_name(n->dtype));
+        for (int d = 0; d < nd; d++) fprintf(f, "%s%lld", d ? "," : "", (long long)n->ne[d]);
+        fputc(']', f);
+        if (n->name[0]) fprintf(f, " \"%s\"", n->name);
+        fputc('\n', f);
+    }
+}
+
+char *ir_print_str(const ir_graph *g) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    ir_print(g, f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * graph/shape.c — the op info table (from ops/ops.def) and one shape/dtype function per op:
+ * given a node's op, sources and params, derive its ne[4] and dtype or say why it cannot.
+ * Layer 2 (graph). Builders call ir_infer_shape and assert success (a misuse is a builder bug);
+ * the verifier calls it after every pass and compares, so shapes cannot drift from the table.
+ * Non-goals: broadcasting beyond "row vector [ne0] over all rows".
+ */
+#include "graph/ir.h"
+
+#include "quant/types.h"
+
+#include <string.h>
+
+const ir_op_info ir_ops[IR_OP_COUNT] = {
+#define OP(NAME, name, min_src, max_src, flags) [IR_OP_##NAME] = {#name, min_src, max_src, flags},
+#include "ops/ops.def"
+#undef OP
+};
+
+// ---- helpers ----
+
+#define FAIL(...) return sb_fail(SB_ERR_INTERNAL, __VA_ARGS__)
+
+static const ir_node *S(const ir_graph *g, const ir_node *n, int i) {
+    ir_ref r = n->src[i];
+    return (r >= 0 && r < g->n_nodes) ? &g->nodes[r] : NULL;
+}
+
+static bool same_ne(const int64_t *a, const int64_t *b) {
+    return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
+static void set(ir_node *n, int dtype, int64_t a, int64_t b, int64_t c, int64_t d) {
+    n->dtype = dtype;
+    n->ne[0] = a, n->ne[1] = b, n->ne[2] = c, n->ne[3] = d;
+}
+
+static bool is_row_vec(const ir_node *b, const ir_node *a) {
+    return b->ne[0] == a->ne[0] && b->ne[1] == 1 && b->ne[2] == 1 && b->ne[3] == 1;
+}
+
+/* The second operand of a binary row-wise op: [ne0] or the same shape, f32. */
+static sb_status check_operand(const ir_node *n, const ir_node *a, const ir_node *b) {
+    if (!b || b->dtype != SB_TYPE_F32) FAIL("%s: operand must be f32", ir_ops[n->op].name);
+    if (!same_ne(a->ne, b->ne) && !is_row_vec(b, a))
+        FAIL("%s: operand [%lld,%lld,%lld,%lld] is neither [%lld] nor the input's shape", ir_ops[n->op].name,
+             (long long)b->ne[0], (long long)b->ne[1], (long long)b->ne[2], (long long)b->ne[3], (long long)a->ne[0]);
+    return SB_OK;
+}
+
+static bool is_f32(const ir_node *x) { return x && x->dtype == SB_TYPE_F32; }
+static bool is_i32_vec(const ir_node *x) {
+    return x && x->dtype == SB_TYPE_I32 && x->ne[1] == 1 && x->ne[2] == 1 && x->ne[3] == 1;
+}
+
+// ---- shape of each op ----
+
+sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
+    if ((unsigned)n->op >= IR_OP_COUNT) FAIL("node op %d out of range", (int)n->op);
+    const ir_op_info *oi = &ir_ops[n->op];
+    int ns = 0;
+    while (ns < IR_MAX_SRC && n->src[ns] != IR_NONE) ns++;
+    for (int i = ns; i < IR_MAX_SRC; i++)
+        if (n->src[i] != IR_NONE) FAIL("%s: source %d set after an absent source", oi->name, i);
+    if (ns < oi->min_src || ns > oi->max_src)
+        FAIL("%s: %d sources, expected %d..%d", oi->name, ns, oi->min_src, oi->max_src);
+    for (int i = 0; i < ns; i++)
+        if (!S(g, n, i)) FAIL("%s: source %d = %d is not a node", oi->name, i, (int)n->src[i]);
+    const ir_node *a = ns > 0 ? S(g, n, 0) : NULL, *b = ns > 1 ? S(g, n, 1) : NULL;
+    int64_t ne[4];
+    memcpy(ne, n->ne, sizeof ne);
+    ir_node r = *n;
+
+    switch (n->op) {
+    case IR_OP_TOKENS:
+    case IR_OP_POS:
+    case IR_OP_OUT_ROWS:
+        if (ne[0] < 1 || ne[1] != 1 || ne[2] != 1 || ne[3] != 1) FAIL("%s: shape must be [n>=1]", oi->name);
+        set(&r, SB_TYPE_I32, ne[0], 1, 1, 1);
+        break;
+    case IR_OP_WEIGHT:
+    case IR_OP_KV:
+        for (int i = 0; i < 4; i++)
+            if (ne[i] < 1) FAIL("%s \"%s\": ne[%d] = %lld", oi->name, n->name, i, (long long)ne[i]);
+        if (!qk_valid(n->dtype)) FAIL("%s \"%s\": invalid dtype %d", oi->name, n->name, n->dtype);
+        if (n->op == IR_OP_KV && (n->dtype != SB_TYPE_F32 && n->dtype != SB_TYPE_F16))
+            FAIL("kv \"%s\": dtype must be f32 or f16", n->name);
+        if (n->op == IR_OP_KV && (ne[2] != 1 || ne[3] != 1)) FAIL("kv \"%s\": must be [Dkv, C]", n->name);
+        if (ne[0] % qk_get(n->dtype)->blck) FAIL("weight \"%s\": ne0 %lld not a multiple of the block", n->name, (long long)ne[0]);
+        if (!n->name[0]) FAIL("%s: needs a name", oi->name);
+        break;
+    case IR_OP_GET_ROWS:
+        if (a->ne[2] != 1 || a->ne[3] != 1 || !is_i32_vec(b)) FAIL("get_rows: needs w [E,V] and i32 [T]");
+        set(&r, SB_TYPE_F32, a->ne[0], b->ne[0], 1, 1);
+        break;
+    case IR_OP_RMS_NORM:
+    case IR_OP_SCALE:
+    case IR_OP_SOFTCAP:
+    case IR_OP_SILU:
+    case IR_OP_GELU_TANH:
+        if (!is_f32(a)) FAIL("%s: input must be f32", oi->name);
+        if (n->op == IR_OP_SOFTCAP && !(n->fp[0] > 0.0f)) FAIL("softcap: cap must be > 0");
+        set(&r, SB_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
+        break;
+    case IR_OP_ADD:
+    case IR_OP_MUL:
+        if (!is_f32(a)) FAIL("%s: input must be f32", oi->name);
+        SB_TRY(check_operand(n, a, b));
+        set(&r, SB_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
+        break;
+    case IR_OP_SWIGLU:
+    case IR_OP_GEGLU:
+        if (!is_f32(a) || !is_f32(b) || !same_ne(a->ne, b->ne)) FAIL("%s: gate and up must be f32 of one shape", oi->name);
+        set(&r, SB_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
+        break;
+    case IR_OP_MATMUL:
+        if (a->ne[2] != 1 || a->ne[3] != 1) FAIL("matmul: w must be 2-D");
+        if (b->ne[0] != a->ne[0]) FAIL("matmul: K mismatch: w ne0 %lld, x ne0 %lld", (long long)a->ne[0], (long long)b->ne[0]);
+        if (b->ne[2] != 1 || b->ne[3] != 1) FAIL("matmul: x must be 2-D");
+        if (!qk_valid(b->dtype)) FAIL("matmul: bad x dtype");
+        set(&r, SB_TYPE_F32, a->ne[1], b->ne[1], 1, 1);
+        break;
+    case IR_OP_RESHAPE:
+        for (int i = 0; i < 4; i++)
+            if (ne[i] < 1) FAIL("reshape: ne[%d] = %lld", i, (long long)ne[i]);
+        if (ne[0] * ne[1] * ne[2] * ne[3] != ir_nelem(a)) FAIL("reshape: element count changes");
+        if (a->dtype != SB_TYPE_F32 && ne[0] != a->ne[0]) FAIL("reshape: a block-typed value keeps its rows");
+        set(&r, a->dtype, ne[0], ne[1], ne[2], ne[3]);
+        break;
+    case IR_OP_ROPE: {
+        const ir_node *ff = ns > 2 ? S(g, n, 2) : NULL;
+        int32_t n_rot = n->ip[0], mode = n->ip[1];
+        if (!is_f32(a) || a->ne[3] != 1) FAIL("rope: x must be f32 [D,H,T]");
+        if (!is_i32_vec(b) || b->ne[0] != a->ne[2]) FAIL("rope: pos must be i32 [T=%lld]", (long long)a->ne[2]);
+        if (n_rot < 2 || n_rot % 2 || n_rot > a->ne[0] || n_rot > 1024) FAIL("rope: n_rot %d vs D %lld", n_rot, (long long)a->ne[0]);
+        if (mode != IR_ROPE_NORMAL && mode != IR_ROPE_NEOX) FAIL("rope: mode %d", mode);
+        if (ff && (!is_f32(ff) || ff->ne[0] < n_rot / 2)) FAIL("rope: freq factors must be f32 [>= n_rot/2]");
+        if (!(n->fp[0] > 0.0f) || !(n->fp[1] > 0.0f)) FAIL("rope: freq_base and freq_scale must be > 0");
+        set(&r, SB_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], 1);
+        break;
+    }
+    case IR_OP_KV_STORE: {
+        const ir_node *pos = S(g, n, 2);
+        if (a->op != IR_OP_KV && a->op != IR_OP_KV_STORE) FAIL("kv_store: src0 must be a kv cache");
+        if (!is_f32(b) || b->ne[0] != a->ne[0] || b->ne[2] != 1 || b->ne[3] != 1)
+            FAIL("kv_store: x must be f32 [Dkv=%lld, T]", (long long)a->ne[0]);
+        if (!is_i32_vec(pos) || pos->ne[0] != b->ne[1]) FAIL("kv_store: pos must be i32 [T]");
+        set(&r, a->dtype, a->ne[0], a->ne[1], 1, 1);
+        break;
+    }
+    case IR_OP_ATTENTION: {
+        const ir_node *v = S(g, n, 2), *pos = S(g, n, 3);
+        int32_t hkv = n->ip[0], D = n->ip[1];
+        if (!is_f32(a) || a->ne[3] != 1 || a->ne[0] != D) FAIL("attention: q must be f32 [D=%d,Hq,T]", D);
+        if (hkv < 1 || a->ne[1] % hkv) FAIL("attention: Hq %lld not a multiple of Hkv %d", (long long)a->ne[1], hkv);
+        if (b->ne[0] != (int64_t)D * hkv || !same_ne(b->ne, v->ne) || b->dtype != v->dtype)
+            FAIL("attention: k/v must be [Dkv=%lld, C] of one type", (long long)D * hkv);
+        if (b->dtype != SB_TYPE_F32 && b->dtype != SB_TYPE_F16) FAIL("attention: cache must be f32/f16");
+        if (!is_i32_vec(pos) || pos->ne[0] != a->ne[2]) FAIL("attention: pos must be i32 [T]");
+        if (n->ip[2] < 0 || n->fp[1] < 0.0f) FAIL("attention: window/softcap must be >= 0");
+        set(&r, SB_TYPE_F32, a->ne[0] * a->ne[1], a->ne[2], 1, 1);
+        break;
+    }
+    case IR_OP_SELECT_ROWS:
+        if (!is_f32(a) || a->ne[2] != 1 || a->ne[3] != 1 || !is_i32_vec(b)) FAIL("select_rows: needs f32 [E,T], i32 [n]");
+        set(&r, SB_TYPE_F32, a->ne[0], b->ne[0], 1, 1);
+        break;
+    case IR_OP_OUTPUT:
+        if (!is_f32(a)) FAIL("output: must be f32");
+        if (!n->name[0]) FAIL("output: needs a name");
+        set(&r, SB_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
+        break;
+    case IR_OP_QUANTIZE:
+        if (!is_f32(a) || !qk_valid(n->dtype) || n->dtype == SB_TYPE_F32) FAIL("quantize: f32 -> a non-f32 type");
+        if (a->ne[0] % qk_get(n->dtype)->blck) FAIL("quantize: ne0 %lld not a multiple of the block", (long long)a->ne[0]);
+        set(&r, n->dtype, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
+        break;
+    case IR_OP_RMS_NORM_QUANT:
+        if (!is_f32(a) || !qk_valid(n->dtype) || n->dtype == SB_TYPE_F32) FAIL("rms_norm_quant: f32 -> a non-f32 type");
+        if (a->ne[0] % qk_get(n->dtype)->blck) FAIL("rms_norm_quant: ne0 not a multiple of the block");
+        if (b && !(is_f32(b) && is_row_vec(b, a))) FAIL("rms_norm_quant: weight must be f32 [ne0]");
+        set(&r, n->dtype, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
+        break;
+    case IR_OP_GLU_QUANT:
+        if (!is_f32(a) || !is_f32(b) || !same_ne(a->ne, b->ne)) FAIL("glu_quant: gate and up must be f32 of one shape");
+        if (n->ip[0] != IR_OP_SWIGLU && n->ip[0] != IR_OP_GEGLU) FAIL("glu_quant: act %d", n->ip[0]);
+        if (!qk_valid(n->dtype) || n->dtype == SB_TYPE_F32 || a->ne[0] % qk_get(n->dtype)->blck) FAIL("glu_quant: bad type");
+        set(&r, n->dtype, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
+        break;
+    case IR_OP_FUSED: {
+        int nsteps = n->ip[0], reductions = 0;
+        if (!is_f32(a)) FAIL("fused: input must be f32");
+        if (nsteps < 1 || nsteps > IR_MAX_FUSE) FAIL("fused: %d steps", nsteps);
+        for (int i = 0; i < nsteps; i++) {
+            int op = n->ip[1 + i] & 0xff, opd = n->ip[1 + i] >> 8;
+            if (op >= IR_OP_COUNT || !(ir_ops[op].flags & OPF_EW)) FAIL("fused: step %d op %d is not elementwise", i, op);
+            if (ir_ops[op].flags & OPF_REDUCE) reductions++;
+            bool binary = op == IR_OP_ADD || op == IR_OP_MUL;
+            if (binary != (opd > 0)) FAIL("fused: step %d operand %d", i, opd);
+            if (binary) {
+                if (opd >= ns) FAIL("fused: step %d operand src %d absent", i, opd);
+                ir_node tmp = *n;
+                tmp.op = (ir_op)op;
+                SB_TRY(check_operand(&tmp, a, S(g, n, opd)));
+            }
+            if (op == IR_OP_SOFTCAP && !(n->fp[i] > 0.0f)) FAIL("fused: softcap cap must be > 0");
+        }
+        if (reductions > 1) FAIL("fused: %d row reductions (at most 1)", reductions);
+        set(&r, SB_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
+        break;
+    }
+    default:
+        FAIL("op %d has no shape function", (int)n->op);
+    }
+    n->dtype = r.dtype;
+    memcpy(n->ne, r.ne, sizeof n->ne);
+    return SB_OK;
+}
+
+uint64_t ir_nbytes(const ir_node *n) {
+    uint64_t rb = 0, total = 0;
+    if (qk_row_bytes(n->dtype, n->ne[0], &rb)) return 0;
+    if (__builtin_mul_overflow(rb, (uint64_t)ir_nrows(n), &total)) return 0;
+    return total;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * graph/verify.c — the IR verifier, run after building and after every pass in the pipeline.
+ * Layer 2 (graph). Checks: op in range, sources strictly earlier (topological order), arity,
+ * shape and dtype equal to what the op's shape function derives, inputs named, OUTPUT names
+ * unique, kv_store chains rooted at a kv input, select_rows rows from an i32 input.
+ * Failure: SB_ERR_INTERNAL naming the node index, op and reason (a pass or builder bug).
+ * Non-goals: checking numerics or bound data (the executor validates data per run).
+ */
+#include "graph/ir.h"
+
+#include <string.h>
+
+sb_status ir_verify(const ir_graph *g) {
+    if (g->status != SB_OK) return sb_fail(g->status, "ir: the graph recorded an earlier failure");
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if ((unsigned)n->op >= IR_OP_COUNT) return sb_fail(SB_ERR_INTERNAL, "ir verify: node %d op %d out of range", (int)i, (int)n->op);
+        for (int j = 0; j < IR_MAX_SRC && n->src[j] != IR_NONE; j++)
+            if (n->src[j] < 0 || n->src[j] >= i)
+                return sb_fail(SB_ERR_INTERNAL, "ir verify: node %%%d (%s) source %d = %%%d is not earlier", (int)i,
+                               ir_ops[n->op].name, j, (int)n->src[j]);
+        ir_node c = *n;
+        sb_status s = ir_infer_shape(g, &c);
+        if (s != SB_OK) return sb_fail_context(s, "ir verify: node %%%d (%s)", (int)i, ir_ops[n->op].name);
+        if (c.dtype != n->dtype || memcmp(c.ne, n->ne, sizeof c.ne))
+            return sb_fail(SB_ERR_INTERNAL, "ir verify: node %%%d (%s) shape %s[%lld,%lld,%lld,%lld], op derives %s[%lld,%lld,%lld,%lld]",
+                           (int)i, ir_ops[n->op].name, ir_dtype_name(n->dtype), (long long)n->ne[0], (long long)n->ne[1],
+                           (long long)n->ne[2], (long long)n->ne[3], ir_dtype_name(c.dtype), (long long)c.ne[0],
+                           (long long)c.ne[1], (long long)c.ne[2], (long long)c.ne[3]);
+        if (n->op == IR_OP_OUTPUT)
+            for (int32_t k = 0; k < i; k++)
+                if (g->nodes[k].op == IR_OP_OUTPUT && !strcmp(g->nodes[k].name, n->name))
+                    return sb_fail(SB_ERR_INTERNAL, "ir verify: output \"%s\" defined twice (%%%d, %%%d)", n->name, (int)k, (int)i);
+        if ((n->op == IR_OP_WEIGHT || n->op == IR_OP_KV) && !memchr(n->name, 0, IR_NAME_MAX))
+            return sb_fail(SB_ERR_INTERNAL, "ir verify: node %%%d name not terminated", (int)i);
+        if (n->op == IR_OP_SELECT_ROWS && g->nodes[n->src[1]].op != IR_OP_OUT_ROWS)
+            return sb_fail(SB_ERR_INTERNAL, "ir verify: select_rows %%%d rows must come from out_rows", (int)i);
+    }
+    return SB_OK;
+}

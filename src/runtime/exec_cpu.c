@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/exec_cpu.c — the CPU executor: validates the bound inputs, then walks the plan's nodes
+ * in order; each node is one parallel-for over its rows (tp_run) calling the reference op, except
+ * matmul and activation quantization, which go to backend/cpu's kernels (cpu_matmul,
+ * cpu_quantize_act) whenever the weight type is supported there.
+ * Layer 2 (runtime). Memory: every value lives at plan offset in the caller's arena, views alias
+ * their source, inputs are the caller's buffers; after the plan region the arena holds the default
+ * out_rows, the shared scratch (a non-f32 activation converted for the reference matmul) and one
+ * scratch slice per thread (attention scores / one row). No allocation while running.
+ * Non-goals: overlap of independent nodes, weight repacking, other devices.
+ */
+#include "runtime/exec_cpu.h"
+
+#include "backend/cpu/cpu_kernels.h"
+#include "ops/ops_ref.h"
+#include "quant/types.h"
+
+#include <string.h>
+
+// ---- target ----
+
+void exec_cpu_target(plan_target *t) {
+    plan_target_reference(t);
+    t->name = "cpu";
+    t->wants_quantized_act = true;
+    for (int w = 0; w < SB_TYPE_COUNT; w++) {
+        int a = cpu_act_type(w);
+        t->act_type[w] = a < 0 ? SB_TYPE_F32 : a;
+    }
+    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
+}
+
+// ---- arena layout ----
+
+static uint64_t al(uint64_t x) { return (x + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1); }
+
+static int64_t out_rows_n(const plan *p) {
+    for (int32_t i = 0; i < p->n_inputs; i++)
+        if (p->inputs[i].kind == IR_OP_OUT_ROWS) return p->g->nodes[p->inputs[i].node].ne[0];
+    return 0;
+}
+
+typedef struct layout {
+    uint64_t rows, shared, thread, thread_stride, total;
+} layout;
+
+static layout arena_layout(const plan *p, int n_threads) {
+    layout l;
+    l.rows = al(p->arena_bytes);
+    l.shared = l.rows + al((uint64_t)out_rows_n(p) * 4);
+    l.thread = l.shared + al(p->scratch_shared_f32 * 4);
+    l.thread_stride = al(p->scratch_thread_f32 * 4);
+    l.total = l.thread + l.thread_stride * (uint64_t)(n_threads < 1 ? 1 : n_threads);
+    return l;
+}
+
+uint64_t exec_cpu_arena_bytes(const plan *p, int n_threads) { return arena_layout(p, n_threads).total; }
+
+// ---- run context ----
+
+typedef struct run {
+    const plan *p;
+    const ir_graph *g;
+    void *const *data;
+    uint8_t *arena;
+    layout lay;
+    tp_pool *pool;
+    const int32_t *out_rows;
+    /* the node being run */
+    const ir_node *n;
+    void *dst;
+    const void *s[IR_MAX_SRC];
+    op_rope_args rope;
+    op_attn_args attn;
+    const float *xf; /* matmul activation as f32 */
+} run;
+
+static void *ptr(const run *r, ir_ref i) {
+    const plan_value *v = &r->p->vals[i];
+    if (v->input >= 0) {
+        if (r->g->nodes[i].op == IR_OP_OUT_ROWS || (r->g->nodes[v->alias].op == IR_OP_OUT_ROWS)) return (void *)r->out_rows;
+        return r->data[v->input];
+    }
+    return r->arena + v->offset;
+}
+
+static float *scratch(const run *r, int tid) { return (float *)(r->arena + r->lay.thread + r->lay.thread_stride * (uint64_t)tid); }
+
+static const ir_node *src(const run *r, int j) { return &r->g->nodes[r->n->src[j]]; }
+
+// ---- row kernels (tp_range_fn) ----
+
+static void k_get_rows(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    op_get_rows(r->dst, r->s[0], src(r, 0)->dtype, r->n->ne[0], r->s[1], b, e);
+}
+
+static void k_rms_norm(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    op_rms_norm(r->dst, r->s[0], r->n->ne[0], b, e, r->n->fp[0]);
+}
+
+/* one elementwise step over rows [b,e) of E; operand o is [E] (broadcast) or full */
+static void ew_step(int op, float *y, const float *x, const float *o, bool o_bcast, float f, int64_t E, int64_t b, int64_t e) {
+    float *yr = y + b * E;
+    const float *xr = x + b * E;
+    int64_t n = (e - b) * E;
+    switch (op) {
+    case IR_OP_ADD: op_add(yr, xr, o_bcast ? o : o + b * E, n, o_bcast ? E : n); break;
+    case IR_OP_MUL: op_mul(yr, xr, o_bcast ? o : o + b * E, n, o_bcast ? E : n); break;
+    case IR_OP_SCALE: op_scale(yr, xr, n, f); break;
+    case IR_OP_SOFTCAP: op_softcap(yr, xr, n, f); break;
+    case IR_OP_SILU: op_silu(yr, xr, n); break;
+    case IR_OP_GELU_TANH: op_gelu_tanh(yr, xr, n); break;
+    case IR_OP_RMS_NORM: op_rms_norm(y, x, E, b, e, f); break;
+    default: SB_ASSERT(!"not an elementwise step");
+    }
+}
+
+static bool bcast(const ir_node *o, const ir_node *n) { return ir_nelem(o) == n->ne[0] && ir_nrows(n) != 1; }
+
+static void k_ew(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    const ir_node *n = r->n;
+    const float *o = n->src[1] != IR_NONE ? r->s[1] : NULL;
+    ew_step(n->op, r->dst, r->s[0], o, o && bcast(src(r, 1), n), n->fp[0], n->ne[0], b, e);
+}
+
+static void k_glu(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    int64_t E = r->n->ne[0];
+    if (r->n->op == IR_OP_SWIGLU)
+        op_swiglu((float *)r->dst + b * E, (const float *)r->s[0] + b * E, (const float *)r->s[1] + b * E, (e - b) * E);
+    else
+        op_geglu((float *)r->dst + b * E, (const float *)r->s[0] + b * E, (const float *)r->s[1] + b * E, (e - b) * E);
+}
+
+static void k_fused(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    const ir_node *n = r->n;
+    int64_t E = n->ne[0];
+    const float *in = r->s[0];
+    for (int i = 0; i < n->ip[0]; i++) {
+        int op = n->ip[1 + i] & 0xff, opd = n->ip[1 + i] >> 8;
+        const float *o = opd ? r->s[opd] : NULL;
+        ew_step(op, r->dst, in, o, o && bcast(src(r, opd), n), n->fp[i], E, b, e);
+        in = r->dst; /* later steps run in place */
+    }
+}
+
+static void quantize_rows(int type, void *dst, const float *x, int64_t E, int64_t nrows) {
+    if (cpu_quantize_act(type, x, dst, E * nrows) == SB_OK) return;
+    uint64_t rb = op_row_bytes(type, E);
+    for (int64_t i = 0; i < nrows; i++) op_quantize_row((uint8_t *)dst + rb * (uint64_t)i, type, x + i * E, E);
+}
+
+static void k_quantize(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    int64_t E = r->n->ne[0];
+    uint64_t rb = op_row_bytes(r->n->dtype, E);
+    quantize_rows(r->n->dtype, (uint8_t *)r->dst + rb * (uint64_t)b, (const float *)r->s[0] + b * E, E, e - b);
+}
+
+static void k_norm_quant(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    int64_t E = r->n->ne[0];
+    uint64_t rb = op_row_bytes(r->n->dtype, E);
+    float *row = scratch(r, tid);
+    for (int64_t t = b; t < e; t++) {
+        op_rms_norm_row(row, (const float *)r->s[0] + t * E, E, r->n->fp[0]);
+        if (r->n->src[1] != IR_NONE) op_mul(row, row, r->s[1], E, E);
+        quantize_rows(r->n->dtype, (uint8_t *)r->dst + rb * (uint64_t)t, row, E, 1);
+    }
+}
+
+static void k_glu_quant(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    int64_t E = r->n->ne[0];
+    uint64_t rb = op_row_bytes(r->n->dtype, E);
+    float *row = scratch(r, tid);
+    for (int64_t t = b; t < e; t++) {
+        const float *g = (const float *)r->s[0] + t * E, *u = (const float *)r->s[1] + t * E;
+        if (r->n->ip[0] == IR_OP_SWIGLU)
+            op_swiglu(row, g, u, E);
+        else
+            op_geglu(row, g, u, E);
+        quantize_rows(r->n->dtype, (uint8_t *)r->dst + rb * (uint64_t)t, row, E, 1);
+    }
+}
+
+static void k_matmul_ref(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    const ir_node *w = src(r, 0);
+    op_matmul(r->dst, r->s[0], w->dtype, r->xf, w->ne[0], w->ne[1], r->n->ne[1], b, e, scratch(r, tid));
+}
+
+static void k_rope(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    op_rope(r->dst, r->s[0], r->s[1], &r->rope, b, e);
+}
+
+static void k_attention(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    op_attention(r->dst, r->s[0], r->s[1], r->s[2], r->s[3], &r->attn, b, e, scratch(r, tid));
+}
+
+static void k_dequant_x(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    const ir_node *x = src(r, 1);
+    uint64_t rb = op_row_bytes(x->dtype, x->ne[0]);
+    for (int64_t t = b; t < e; t++)
+        op_dequantize_row((float *)r->xf + t * x->ne[0], (const uint8_t *)r->s[1] + rb * (uint64_t)t, x->dtype, x->ne[0]);
+}
+
+// ---- validation ----
+
+static sb_status validate(const plan *p, const exec_bindings *b, const int32_t **out_rows) {
+    const ir_graph *g = p->g;
+    if (b->n_data != p->n_inputs) return sb_fail(SB_ERR_INVALID_ARG, "exec: %d bound inputs, plan has %d", (int)b->n_data, (int)p->n_inputs);
+    for (int32_t i = 0; i < p->n_inputs; i++)
+        if (!b->data[i] && p->inputs[i].kind != IR_OP_OUT_ROWS)
+            return sb_fail(SB_ERR_INVALID_ARG, "exec: input \"%s\" (slot %d) not bound", p->inputs[i].name, (int)i);
+    const int32_t *pos = NULL;
+    int64_t T = 0;
+    for (int32_t i = 0; i < p->n_inputs; i++) {
+        const ir_node *n = &g->nodes[p->inputs[i].node];
+        if (n->op == IR_OP_POS) pos = b->data[i], T = n->ne[0];
+        if (n->op == IR_OP_OUT_ROWS && b->data[i]) *out_rows = b->data[i];
+    }
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (n->op == IR_OP_GET_ROWS) {
+            const ir_node *w = &g->nodes[n->src[0]];
+            const int32_t *tok = b->data[p->vals[n->src[1]].input];
+            for (int64_t t = 0; t < n->ne[1]; t++)
+                if (tok[t] < 0 || tok[t] >= w->ne[1])
+                    return sb_fail(SB_ERR_RANGE, "exec: token %d at row %lld outside [0, %lld) of \"%s\"", tok[t], (long long)t,
+                                   (long long)w->ne[1], w->name);
+        }
+        if (n->op == IR_OP_KV && pos)
+            for (int64_t t = 0; t < T; t++)
+                if (pos[t] < 0 || pos[t] >= n->ne[1])
+                    return sb_fail(pos[t] < 0 ? SB_ERR_RANGE : SB_ERR_CONTEXT_FULL,
+                                   "exec: position %d at row %lld outside the cache \"%s\" of %lld positions", pos[t],
+                                   (long long)t, n->name, (long long)n->ne[1]);
+        if (n->op == IR_OP_OUT_ROWS && *out_rows) {
+            int64_t Tr = p->n_tokens;
+            for (int64_t k = 0; k < n->ne[0]; k++)
+                if ((*out_rows)[k] < 0 || (*out_rows)[k] >= Tr)
+                    return sb_fail(SB_ERR_RANGE, "exec: out_rows[%lld] = %d outside [0, %lld)", (long long)k, (*out_rows)[k], (long long)Tr);
+        }
+    }
+    return SB_OK;
+}
+
+// ---- run ----
+
+static int64_t grain_for(int64_t rows, int threads) {
+    int64_t g = rows / (threads * 4);
+    return g < 1 ? 1 : g;
+}
+
+sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, const float **out) {
+    if (!p || !b) return sb_fail(SB_ERR_INVALID_ARG, "exec: NULL plan or bindings");
+    int nt = tp_threads(pool);
+    run r = {.p = p, .g = p->g, .data = b->data, .arena = b->arena, .pool = pool};
+    r.lay = arena_layout(p, nt);
+    if (!b->arena || b->arena_bytes < r.lay.total || ((uintptr_t)b->arena % PLAN_ALIGN))
+        return sb_fail(SB_ERR_INVALID_ARG, "exec: arena %p of %llu bytes; need %llu bytes aligned to %d", b->arena,
+                       (unsigned long long)b->arena_bytes, (unsigned long long)r.lay.total, PLAN_ALIGN);
+    const int32_t *rows = NULL;
+    SB_TRY(validate(p, b, &rows));
+    if (!rows) { /* default: the last n rows */
+        int32_t *d = (int32_t *)(r.arena + r.lay.rows);
+        int64_t n = out_rows_n(p);
+        for (int64_t k = 0; k < n; k++) d[k] = (int32_t)(p->n_tokens - n + k);
+        rows = d;
+    }
+    r.out_rows = rows;
+
+    for (int32_t i = 0; i < p->g->n_nodes; i++) {
+        const ir_node *n = &p->g->nodes[i];
+        if (ir_ops[n->op].flags & OPF_INPUT) continue;
+        r.n = n;
+        r.dst = ptr(&r, i);
+        for (int j = 0; j < IR_MAX_SRC; j++) r.s[j] = n->src[j] != IR_NONE ? ptr(&r, n->src[j]) : NULL;
+        int64_t rows_n = ir_nrows(n);
+        switch (n->op) {
+        case IR_OP_GET_ROWS: tp_run(pool, n->ne[1], grain_for(n->ne[1], nt), k_get_rows, &r); break;
+        case IR_OP_RMS_NORM: tp_run(pool, rows_n, grain_for(rows_n, nt), k_rms_norm, &r); break;
+        case IR_OP_ADD:
+        case IR_OP_MUL:
+        case IR_OP_SCALE:
+        case IR_OP_SOFTCAP:
+        case IR_OP_SILU:
+        case IR_OP_GELU_TANH: tp_run(pool, rows_n, grain_for(rows_n, nt), k_ew, &r); break;
+        case IR_OP_SWIGLU:
+        case IR_OP_GEGLU: tp_run(pool, rows_n, grain_for(rows_n, nt), k_glu, &r); break;
+        case IR_OP_FUSED: tp_run(pool, rows_n, grain_for(rows_n, nt), k_fused, &r); break;
+        case IR_OP_QUANTIZE: tp_run(pool, rows_n, grain_for(rows_n, nt), k_quantize, &r); break;
+        case IR_OP_RMS_NORM_QUANT: tp_run(pool, rows_n, grain_for(rows_n, nt), k_norm_quant, &r); break;
+        case IR_OP_GLU_QUANT: tp_run(pool, rows_n, grain_for(rows_n, nt), k_glu_quant, &r); break;
+        case IR_OP_MATMUL: {
+            const ir_node *w = src(&r, 0), *x = src(&r, 1);
+            int act = cpu_act_type(w->dtype);
+            if (act >= 0 && act == x->dtype) {
+                sb_status s = cpu_matmul(pool, w->dtype, r.s[0], w->ne[0], w->ne[1], r.s[1], x->ne[1], r.dst);
+                if (s != SB_OK) return sb_fail_context(s, "exec: matmul %%%d \"%s\"", (int)i, n->name);
+                break;
+            }
+            if (!op_can_dequantize(w->dtype) || !op_can_dequantize(x->dtype))
+                return sb_fail(SB_ERR_UNSUPPORTED, "exec: matmul %%%d: weight \"%s\" type %s x activation %s not supported on CPU",
+                               (int)i, w->name, ir_dtype_name(w->dtype), ir_dtype_name(x->dtype));
+            if (x->dtype == SB_TYPE_F32) {
+                r.xf = r.s[1];
+            } else {
+                r.xf = (const float *)(r.arena + r.lay.shared);
+                tp_run(pool, x->ne[1], grain_for(x->ne[1], nt), k_dequant_x, &r);
+            }
+            tp_run(pool, w->ne[1], grain_for(w->ne[1], nt), k_matmul_ref, &r);
+            break;
+        }
+        case IR_OP_RESHAPE:
+        case IR_OP_OUTPUT: break; /* views */
+        case IR_OP_ROPE: {
+            const ir_node *x = src(&r, 0);
+            r.rope = (op_rope_args){.D = x->ne[0], .H = x->ne[1], .n_rot = n->ip[0], .mode = n->ip[1], .freq_base = n->fp[0],
+                                    .freq_scale = n->fp[1], .attn_factor = n->fp[2], .ff = n->src[2] != IR_NONE ? r.s[2] : NULL};
+            tp_run(pool, x->ne[2], grain_for(x->ne[2], nt), k_rope, &r);
+            break;
+        }
+        case IR_OP_KV_STORE: {
+            const ir_node *x = src(&r, 1);
+            op_kv_store(r.dst, n->dtype, n->ne[0], r.s[1], r.s[2], x->ne[1]);
+            break;
+        }
+        case IR_OP_ATTENTION: {
+            const ir_node *q = src(&r, 0), *k = src(&r, 1);
+            r.attn = (op_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .ctype = k->dtype, .scale = n->fp[0],
+                                    .softcap = n->fp[1], .window = n->ip[2]};
+            int64_t pairs = q->ne[1] * q->ne[2];
+            tp_run(pool, pairs, grain_for(pairs, nt), k_attention, &r);
+            break;
+        }
+        case IR_OP_SELECT_ROWS: op_select_rows(r.dst, r.s[0], n->ne[0], r.out_rows, n->ne[1]); break;
+        default: return sb_fail(SB_ERR_INTERNAL, "exec: op %s has no CPU implementation", ir_ops[n->op].name);
+        }
+    }
+    if (out)
+        for (int32_t k = 0; k < p->n_outputs; k++) out[k] = ptr(&r, p->outputs[k].node);
+    return SB_OK;
+}
