@@ -13,9 +13,13 @@
 #include "quant/quant.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static _Thread_local qk_traits *pending;   /* the table of the thread that runs fill() */
+/* The table to fill. Every caller passes the same table (types.c has one), so racing atomic stores
+ * of the same pointer are harmless; pthread_once orders the fill before every return. */
+static qk_traits *_Atomic pending;
+static atomic_bool done;   /* fast path: set (release) once fill() has completed */
 
 static void set(qk_traits *t, int type, qk_to_float_fn to, qk_from_float_fn from, int vdt) {
     t[type].to_float = to;
@@ -24,7 +28,7 @@ static void set(qk_traits *t, int type, qk_to_float_fn to, qk_from_float_fn from
 }
 
 static void fill(void) {
-    qk_traits *t = pending;
+    qk_traits *t = atomic_load(&pending);
     set(t, SB_TYPE_F32, qk_fp32_to_fp32_row, qk_fp32_copy_row, SB_TYPE_F32);
     set(t, SB_TYPE_F16, qk_fp16_to_fp32_row, qk_fp32_to_fp16_row, SB_TYPE_F16);
     set(t, SB_TYPE_BF16, qk_bf16_to_fp32_row, qk_fp32_to_bf16_row, SB_TYPE_BF16);
@@ -52,6 +56,8 @@ static void fill(void) {
 }
 
 void qk_register_converters(qk_traits *table) {
-    pending = table;
+    if (atomic_load_explicit(&done, memory_order_acquire)) return;
+    atomic_store(&pending, table);
     pthread_once(&once, fill);
+    atomic_store_explicit(&done, true, memory_order_release);
 }

@@ -6,7 +6,7 @@
  *  - every output byte is written: outputs poisoned with two different patterns must agree
  *    (quantize and dequantize);
  *  - all-zero rows dequantize to exactly zero; NaN/Inf/huge inputs do not crash and still write
- *    every byte;
+ *    every byte; random bytes dequantize without UB (run under UBSan);
  *  - qk_quantize_chunk equals row-by-row quantization and rejects bad arguments with the right
  *    status; the traits table carries the converters and formats.md §3.1 pairings.
  * Deterministic: fixed xorshift seed (printed).
@@ -130,6 +130,19 @@ static void test_special(const rt_case *c, uint64_t *seed) {
     free(q);
 }
 
+/* Arbitrary bytes (as in a corrupt or hostile file) dequantize without UB and write every value;
+ * values are finite unless an fp16/fp32 scale field itself is inf/NaN. */
+static void test_random_blocks(const rt_case *c, uint64_t *seed) {
+    const int64_t n = 64 * qk_get(c->type)->blck;
+    const size_t rb = row_bytes(c->type, n);
+    uint8_t *q = (uint8_t *)malloc(rb);
+    float *y = (float *)malloc((size_t)n * sizeof(float));
+    for (size_t i = 0; i < rb; i++) q[i] = (uint8_t)test_rand_u64(seed);
+    dequantize_checked(c, q, y, n, "random-bytes");
+    free(q);
+    free(y);
+}
+
 static void test_q8_semantics(void) {
     /* amax = 127 so that x*id = x: the x86 path rounds half to even, the ref away from zero */
     float x[32] = {127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f};
@@ -243,6 +256,7 @@ int main(void) {
     for (int i = 0; i < N_CASES; i++) {
         test_nmse(&cases[i]);
         test_special(&cases[i], &seed);
+        test_random_blocks(&cases[i], &seed);
     }
     test_q8_semantics();
     test_chunk();
