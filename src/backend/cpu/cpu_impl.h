@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/cpu/cpu_impl.h — the per-ISA kernel tables behind cpu_kernels.h. Private to backend/cpu.
+ * Layer 0 (backend/cpu). Each ISA file (cpu_scalar.c, cpu_avx2.c, cpu_avx512.c) fills one table;
+ * a NULL entry means "use the next lower ISA's kernel" (the dispatcher merges the tables).
+ * A dot kernel computes, for one weight row w of n elements and nc (1..CPU_MAX_NC) activation rows
+ * a + c*a_stride, out[c*o_stride] = dot(w, a_c). n is a positive multiple of the weight's block.
+ * Non-goals: argument checking (done once in cpu_kernels.c).
+ */
+#ifndef SB_BACKEND_CPU_IMPL_H
+#define SB_BACKEND_CPU_IMPL_H
+
+#include "sonicboom.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CPU_MAX_NC 4 /* activation rows one kernel call handles (register budget of AVX2) */
+
+typedef void (*cpu_dot_fn)(int64_t n, const void *w, const void *a, size_t a_stride, int nc, float *out,
+                           size_t o_stride);
+typedef void (*cpu_quant_fn)(const float *x, void *dst, int64_t n);
+
+typedef struct cpu_kernel_table {
+    cpu_dot_fn dot[SB_TYPE_COUNT];     /* indexed by weight type */
+    cpu_quant_fn quant[SB_TYPE_COUNT]; /* indexed by activation type (Q8_0, Q8_1, Q8_K) */
+} cpu_kernel_table;
+
+void cpu_fill_scalar(cpu_kernel_table *t);
+void cpu_fill_avx2(cpu_kernel_table *t);
+void cpu_fill_avx512(cpu_kernel_table *t);
+
+#endif
