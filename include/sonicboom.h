@@ -233,6 +233,130 @@ SB_API sb_status sb_gguf_get_tensor(const sb_gguf *g, int64_t i, sb_gguf_tensor 
 /* Index of the tensor named `name`, or SB_ERR_NOT_FOUND. */
 SB_API sb_status sb_gguf_find_tensor(const sb_gguf *g, const char *name, int64_t *index);
 
+/* ---- vocabulary / tokenizer ---- */
+
+/* A tokenizer vocabulary: token texts, merges/scores, special tokens and the chat format, read from
+ * the tokenizer.* keys of a GGUF file (architectures.md §8). Supported tokenizer.ggml.model values:
+ * "llama" (SentencePiece-style), "gpt2" (byte-level BPE; pre-tokenizers default, gpt-2, llama-bpe,
+ * qwen2 and their aliases) and "gemma4". An sb_vocab is immutable: every function below that takes
+ * a const sb_vocab * may be called from many threads at once on the same handle. */
+typedef struct sb_vocab sb_vocab;
+
+/* Token attribute bits (sb_token_get_attr). CONTROL/UNKNOWN tokens render only when special
+ * rendering is asked for; EOG marks the end-of-generation set (eos, eot, eom and the end markers
+ * recognised by text, e.g. <|im_end|>, <|eot_id|>, <end_of_turn>, <turn|>). */
+typedef enum sb_token_attr {
+    SB_TOKEN_ATTR_NORMAL = 1,
+    SB_TOKEN_ATTR_CONTROL = 2,
+    SB_TOKEN_ATTR_USER_DEFINED = 4,
+    SB_TOKEN_ATTR_UNKNOWN = 8,
+    SB_TOKEN_ATTR_BYTE = 16,
+    SB_TOKEN_ATTR_UNUSED = 32,
+    SB_TOKEN_ATTR_EOG = 64,
+} sb_token_attr;
+
+/* Special-token kinds for sb_vocab_get_special. */
+typedef enum sb_special_token {
+    SB_SPECIAL_BOS = 0, SB_SPECIAL_EOS = 1, SB_SPECIAL_EOT = 2, SB_SPECIAL_EOM = 3,
+    SB_SPECIAL_UNK = 4, SB_SPECIAL_SEP = 5, SB_SPECIAL_PAD = 6, SB_SPECIAL_MASK = 7,
+} sb_special_token;
+
+/* Load only the vocabulary of a GGUF file (metadata; no tensor data is read). The file is closed
+ * before returning: the handle owns copies of everything it needs. Free with sb_vocab_free.
+ * Errors: SB_ERR_INVALID_ARG (NULL args), SB_ERR_IO, SB_ERR_OOM, any SB_ERR_FORMAT_* from the GGUF
+ * reader, SB_ERR_VOCAB (a missing, mistyped or inconsistent tokenizer key — special id >= n_vocab,
+ * a BYTE token that is not <0xXX>, a merge naming a missing token ...; the key and index are in
+ * sb_last_error), SB_ERR_VOCAB_UNSUPPORTED (unknown tokenizer.ggml.model or .pre, named). */
+SB_API sb_status sb_vocab_load(const char *gguf_path, sb_vocab **out);
+
+/* Release a vocabulary. NULL is a no-op. */
+SB_API void sb_vocab_free(sb_vocab *v);
+
+/* Number of tokens (n_vocab); 0 for NULL. */
+SB_API int32_t sb_vocab_n_tokens(const sb_vocab *v);
+
+/* The id of a special token, or -1 when the vocabulary has none (or v is NULL). */
+SB_API int32_t sb_vocab_get_special(const sb_vocab *v, sb_special_token which);
+
+/* Whether tokenizing with add_special prepends BOS / appends EOS (1 or 0; 0 for NULL). */
+SB_API int sb_vocab_adds_bos(const sb_vocab *v);
+SB_API int sb_vocab_adds_eos(const sb_vocab *v);
+
+/* Tokenize len bytes of text (any bytes: NUL is ordinary, invalid UTF-8 has a defined result, see
+ * docs/tokenizer.md). add_special: add BOS/EOS as the vocabulary asks. parse_special: recognise
+ * control tokens such as <|im_start|> written in the text (user-defined tokens are always
+ * recognised; with parse_special = 0 control-token text is tokenized as plain text).
+ * Writes up to cap ids to tokens (may be NULL when cap is 0) and the count to *n_out.
+ * Errors: SB_ERR_INVALID_ARG, SB_ERR_TEXT_TOO_LONG (len > 2^31-1; nothing is done),
+ * SB_ERR_BUFFER_TOO_SMALL (*n_out = the number of ids needed; tokens holds the first cap of
+ * them), SB_ERR_OOM. */
+SB_API sb_status sb_tokenize(const sb_vocab *v, const char *text, size_t len, int add_special, int parse_special,
+                             int32_t *tokens, size_t cap, size_t *n_out);
+
+/* Flags for sb_detokenize. */
+enum {
+    SB_DETOK_REMOVE_SPECIAL = 1,  /* drop a leading BOS and trailing EOS that the vocabulary adds */
+    SB_DETOK_UNPARSE_SPECIAL = 2, /* render control tokens as their text (otherwise they render as "") */
+    SB_DETOK_NO_CLEAN_SPACES = 4, /* BPE: skip llama.cpp's " ." / " 's" clean-up (exact round trip) */
+};
+
+/* Token ids -> text (SPM: the space the tokenizer prefixed is removed from the first token; byte
+ * tokens are joined back into UTF-8). Writes up to cap bytes to buf, NUL-terminated when the text
+ * is shorter than cap, and the text length (without NUL) to *n_out.
+ * Errors: SB_ERR_INVALID_ARG, SB_ERR_RANGE (an id out of range; named), SB_ERR_BUFFER_TOO_SMALL
+ * (*n_out = bytes needed), SB_ERR_OOM. */
+SB_API sb_status sb_detokenize(const sb_vocab *v, const int32_t *tokens, size_t n, unsigned flags, char *buf,
+                               size_t cap, size_t *n_out);
+
+/* The bytes one token renders to (special != 0: control tokens as their text). Same buffer
+ * convention and errors as sb_detokenize. A piece may be an incomplete UTF-8 sequence (a byte
+ * token); use the streaming decoder below to print tokens as they come. */
+SB_API sb_status sb_token_to_piece(const sb_vocab *v, int32_t token, int special, char *buf, size_t cap,
+                                   size_t *n_out);
+
+/* The token's stored text exactly as in the GGUF (e.g. "Ġthe", "▁the", "<0x0A>"); a pointer owned
+ * by v, not NUL-terminated, and its length. SB_ERR_INVALID_ARG, SB_ERR_RANGE. */
+SB_API sb_status sb_token_get_text(const sb_vocab *v, int32_t token, const char **text, size_t *len);
+
+/* SB_TOKEN_ATTR_* bits of a token. SB_ERR_INVALID_ARG, SB_ERR_RANGE. */
+SB_API sb_status sb_token_get_attr(const sb_vocab *v, int32_t token, uint32_t *attr);
+
+/* 1 if token ends generation (SB_TOKEN_ATTR_EOG), 0 otherwise (also for bad ids / NULL). */
+SB_API int sb_token_is_eog(const sb_vocab *v, int32_t token);
+
+/* Streaming detokenizer: feed generated tokens one by one and print what comes back; bytes of a
+ * UTF-8 character split over several tokens are held until the character is complete. The first
+ * token's SPM prefix space is removed. One stream per generation; not thread-safe; it keeps a
+ * pointer to v, which must outlive it. */
+typedef struct sb_detok_stream sb_detok_stream;
+SB_API sb_status sb_detok_stream_create(const sb_vocab *v, int special, sb_detok_stream **out);
+SB_API void sb_detok_stream_free(sb_detok_stream *s);
+/* Push one token; writes the now-complete bytes (possibly none) like sb_detokenize. On
+ * SB_ERR_BUFFER_TOO_SMALL the stream is unchanged (*n_out = bytes needed; retry with a larger
+ * buffer). SB_ERR_RANGE for a bad id (stream unchanged). */
+SB_API sb_status sb_detok_stream_push(sb_detok_stream *s, int32_t token, char *buf, size_t cap, size_t *n_out);
+/* Write whatever is still held (an unfinished UTF-8 sequence, emitted as is) and reset. */
+SB_API sb_status sb_detok_stream_flush(sb_detok_stream *s, char *buf, size_t cap, size_t *n_out);
+
+/* One chat message. role: "system", "user" or "assistant"; content: NUL-terminated UTF-8. */
+typedef struct sb_chat_message {
+    const char *role;
+    const char *content;
+} sb_chat_message;
+
+/* Render messages as the prompt text for the vocabulary's chat format, recognised from
+ * tokenizer.chat_template (ChatML for Qwen2/2.5/3, Llama 3, Gemma 3, Gemma 4; anything else falls
+ * back to ChatML). The template itself is never executed. add_generation_prompt appends the
+ * assistant header. The text contains no BOS: tokenize it with add_special = 1 and
+ * parse_special = 1. Buffer convention as sb_detokenize. Errors: SB_ERR_INVALID_ARG (NULL args,
+ * an unknown role — the message index is named), SB_ERR_BUFFER_TOO_SMALL, SB_ERR_OOM. */
+SB_API sb_status sb_chat_render(const sb_vocab *v, const sb_chat_message *msgs, size_t n,
+                                int add_generation_prompt, char *buf, size_t cap, size_t *n_out);
+
+/* Name of the recognised chat format ("chatml", "llama3", "gemma3", "gemma4", "fallback (chatml)",
+ * ...); static storage, never NULL. */
+SB_API const char *sb_vocab_chat_format(const sb_vocab *v);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 
 static const sb_command commands[] = {
     {"info", "print a GGUF file's header, metadata and tensor table", cmd_info},
+    {"tokenize", "print the token ids (or pieces) of a text, loading only the vocabulary", cmd_tokenize},
     {"version", "print the library version", cmd_version},
 };
 

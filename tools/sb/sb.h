@@ -18,6 +18,7 @@ typedef struct sb_command {
 int sb_cli_fail(sb_status s);
 
 int cmd_info(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 #endif

@@ -102,7 +102,7 @@ sb_status tok_detokenize(const tok_vocab *v, const int32_t *ids, size_t n, unsig
     }
     size_t start = out->n;
     for (size_t i = 0; i < n; i++) {
-        sb_strview p;
+        sb_strview p = {0};
         SB_TRY(tok_piece(v, ids[i], (flags & TOK_DETOK_UNPARSE_SPECIAL) != 0, &p));
         if (remove_space && p.len && p.ptr[0] == ' ') { p.ptr++; p.len--; }
         remove_space = false;
@@ -125,7 +125,7 @@ void tok_stream_init(tok_stream *s, const tok_vocab *v, bool special) {
 }
 
 sb_status tok_stream_push(tok_stream *s, int32_t id, tok_bytes *out) {
-    sb_strview p;
+    sb_strview p = {0};
     SB_TRY(tok_piece(s->v, id, s->special, &p));
     if (s->first && s->v->add_space_prefix && p.len && p.ptr[0] == ' ') { p.ptr++; p.len--; }
     s->first = false;

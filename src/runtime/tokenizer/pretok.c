@@ -92,7 +92,7 @@ typedef struct split_ctx {
 
 static sb_status split(split_ctx *c, int level, size_t start, size_t len) {
     if (len == 0) return SB_OK;
-    if (level == c->t->n) return c->fn(c->user, start, len);
+    if (level >= c->t->n || level >= 4) return c->fn(c->user, start, len);
     const pcre2_code *re = c->t->re[level];
     PCRE2_SPTR subj = (PCRE2_SPTR)(c->text + start);
     size_t pos = 0, gap = 0;
