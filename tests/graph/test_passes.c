@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * tests/graph/test_passes.c — golden tests of every planner pass: each case builds a graph with
+ * the builder API, runs the passes it depends on, prints the IR (must equal the "# before"
+ * section of tests/graph/<case>.ir), runs the pass under test plus the verifier, and prints again
+ * (must equal "# after"). SB_UPDATE_GOLDEN=1 rewrites the files (review the diff!).
+ * Also: the verifier rejects broken graphs, the memory plan never overlaps two live values and
+ * reuses memory, SB_DUMP_IR output, the whole pipeline on a small transformer block.
+ */
+#include "graph/plan.h"
+#include "test.h"
+
+#include "sonicboom.h"
+
+// ---- golden driver ----
+
+static char *read_text(const char *path) {
+    size_t n = 0;
+    unsigned char *p = test_read_file(path, &n);
+    if (!p) return NULL;
+    char *s = realloc(p, n + 1);
+    if (!s) { free(p); return NULL; }
+    s[n] = 0;
+    return s;
+}
+
+static void golden(const char *name, ir_graph *g, const pass_fn *pre, int n_pre, pass_fn fn, const plan_target *t) {
+    pass_ctx cx = {.target = t};
+    for (int i = 0; i < n_pre; i++) CHECK(pre[i](g, &cx) == SB_OK);
+    CHECK(ir_verify(g) == SB_OK);
+    char *before = ir_print_str(g);
+    sb_status s = fn(g, &cx);
+    CHECKF(s == SB_OK, "%s: pass failed: %s", name, sb_last_error());
+    s = ir_verify(g);
+    CHECKF(s == SB_OK, "%s: verify after pass: %s", name, sb_last_error());
+    char *after = ir_print_str(g);
+    size_t len = strlen(before) + strlen(after) + 32;
+    char *got = malloc(len);
+    snprintf(got, len, "# before\n%s# after\n%s", before, after);
+    char path[256];
+    snprintf(path, sizeof path, "tests/graph/%s.ir", name);
+    if (getenv("SB_UPDATE_GOLDEN")) {
+        FILE *f = fopen(path, "w");
+        if (f) fputs(got, f), fclose(f);
+    }
+    char *want = read_text(path);
+    CHECKF(want != NULL, "%s missing", path);
+    if (want && strcmp(want, got)) {
+        CHECKF(0, "%s differs; got:\n%s", path, got);
+    } else if (want) {
+        CHECK(1);
+    }
+    free(want);
+    free(got);
+    free(before);
+    free(after);
+}
+
+static ir_graph *new_graph(void) {
+    ir_graph *g = NULL;
+    CHECK(ir_graph_create(&g) == SB_OK);
+    return g;
+}
+
+static ir_ref W(ir_graph *g, const char *name, int type, int64_t a, int64_t b) {
+    return ir_input_weight(g, name, type, (int64_t[4]){a, b, 1, 1});
+}
+
+/* CPU-like target with a fixed pairing (independent of the quant tables) */
+static void test_target(plan_target *t) {
+    plan_target_reference(t);
+    t->name = "test";
+    t->wants_quantized_act = true;
+    t->act_type[SB_TYPE_Q4_K] = SB_TYPE_Q8_K;
+    t->act_type[SB_TYPE_Q6_K] = SB_TYPE_Q8_K;
+    t->act_type[SB_TYPE_Q8_0] = SB_TYPE_Q8_0;
+    t->act_type[SB_TYPE_Q4_0] = SB_TYPE_Q8_0;
+    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
+}
+
+// ---- cases ----
+
+/* prefill T=4 with logits for one row: select_rows climbs above the output head and the last FFN */
+static void case_dce(void) {
+    ir_graph *g = new_graph();
+    const int64_t E = 64, V = 512, F = 128, T = 4;
+    ir_ref tok = ir_input_tokens(g, T), rows = ir_input_out_rows(g, 1);
+    ir_ref emb = W(g, "token_embd.weight", SB_TYPE_F32, E, V);
+    ir_ref nw = W(g, "blk.0.ffn_norm.weight", SB_TYPE_F32, E, 1), up = W(g, "blk.0.ffn_up.weight", SB_TYPE_F32, E, F);
+    ir_ref down = W(g, "blk.0.ffn_down.weight", SB_TYPE_F32, F, E), onw = W(g, "output_norm.weight", SB_TYPE_F32, E, 1);
+    ir_ref bias = W(g, "output.bias", SB_TYPE_F32, V, 1), dead_w = W(g, "unused.weight", SB_TYPE_F32, E, 8);
+    ir_ref x = ir_set_name(g, ir_get_rows(g, emb, tok), "inp_embd");
+    ir_ref h = ir_mul(g, ir_rms_norm(g, x, 1e-6f), nw);
+    ir_matmul(g, dead_w, h); /* nobody reads it */
+    ir_ref f = ir_matmul(g, down, ir_silu(g, ir_matmul(g, up, h)));
+    x = ir_set_name(g, ir_add(g, x, f), "blk.0.out");
+    ir_ref l = ir_add(g, ir_matmul(g, emb, ir_mul(g, ir_rms_norm(g, x, 1e-6f), onw)), bias);
+    ir_output(g, ir_select_rows(g, l, rows), "logits");
+    CHECK(ir_graph_status(g) == SB_OK);
+    golden("dce", g, NULL, 0, pass_dce, NULL);
+    /* the vocab matmul now runs on 1 row */
+    int found = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == IR_OP_MATMUL && g->nodes[i].ne[0] == V) {
+            found = 1;
+            CHECK_EQ_INT(g->nodes[i].ne[1], 1);
+        }
+    CHECK(found);
+    ir_graph_free(g);
+}
+
+/* q/k/v share one quantize, gate/up share one, a q8_0 weight gets its own, f32 weights none */
+static ir_graph *attn_ffn_graph(bool gemma) {
+    ir_graph *g = new_graph();
+    const int64_t E = 256, Dkv = 128, F = 512, T = 2, C = 16, D = 64;
+    ir_ref x0 = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, T, 1, 1}); /* stands for the residual stream */
+    ir_ref pos = ir_input_pos(g, T);
+    ir_ref an = W(g, "blk.0.attn_norm.weight", SB_TYPE_F32, E, 1);
+    ir_ref wq = W(g, "blk.0.attn_q.weight", SB_TYPE_Q4_K, E, E), wk = W(g, "blk.0.attn_k.weight", SB_TYPE_Q4_K, E, Dkv);
+    ir_ref wv = W(g, "blk.0.attn_v.weight", SB_TYPE_Q6_K, E, Dkv), bq = W(g, "blk.0.attn_q.bias", SB_TYPE_F32, E, 1);
+    ir_ref wo = W(g, "blk.0.attn_output.weight", SB_TYPE_Q8_0, E, E);
+    ir_ref kc = ir_input_kv(g, "cache_k_l0", SB_TYPE_F16, (int64_t[4]){Dkv, C, 1, 1});
+    ir_ref vc = ir_input_kv(g, "cache_v_l0", SB_TYPE_F16, (int64_t[4]){Dkv, C, 1, 1});
+    ir_ref h = ir_mul(g, ir_rms_norm(g, x0, 1e-6f), an);
+    ir_ref q = ir_add(g, ir_matmul(g, wq, h), bq), k = ir_matmul(g, wk, h), v = ir_matmul(g, wv, h);
+    ir_rope_params rp = {.n_rot = D, .mode = IR_ROPE_NEOX, .freq_base = 1e6f, .freq_scale = 1.0f};
+    q = ir_rope(g, ir_reshape(g, q, (int64_t[4]){D, E / D, T, 1}), pos, IR_NONE, &rp);
+    k = ir_rope(g, ir_reshape(g, k, (int64_t[4]){D, Dkv / D, T, 1}), pos, IR_NONE, &rp);
+    ir_ref ks = ir_kv_store(g, kc, ir_reshape(g, k, (int64_t[4]){Dkv, T, 1, 1}), pos), vs = ir_kv_store(g, vc, v, pos);
+    ir_attn_params ap = {.n_head_kv = 2, .head_dim = D, .scale = 0.125f};
+    ir_ref a = ir_matmul(g, wo, ir_attention(g, q, ks, vs, pos, &ap));
+    ir_ref x1;
+    if (gemma) {
+        ir_ref pn = W(g, "blk.0.post_attention_norm.weight", SB_TYPE_F32, E, 1);
+        x1 = ir_add(g, ir_mul(g, ir_rms_norm(g, a, 1e-6f), pn), x0);
+    } else {
+        x1 = ir_add(g, x0, a);
+    }
+    ir_ref fn = W(g, "blk.0.ffn_norm.weight", SB_TYPE_F32, E, 1);
+    ir_ref wg = W(g, "blk.0.ffn_gate.weight", SB_TYPE_Q4_K, E, F), wu = W(g, "blk.0.ffn_up.weight", SB_TYPE_Q4_K, E, F);
+    ir_ref wd = W(g, "blk.0.ffn_down.weight", SB_TYPE_Q6_K, F, E);
+    ir_ref h2 = ir_mul(g, ir_rms_norm(g, x1, 1e-6f), fn);
+    ir_ref gg = ir_matmul(g, wg, h2), uu = ir_matmul(g, wu, h2);
+    ir_ref act = gemma ? ir_geglu(g, gg, uu) : ir_swiglu(g, gg, uu);
+    ir_ref x2 = ir_add(g, x1, ir_matmul(g, wd, act));
+    ir_output(g, ir_softcap(g, ir_scale(g, x2, 0.5f), 30.0f), "out");
+    CHECK(ir_graph_status(g) == SB_OK);
+    return g;
+}
+
+static void case_quantize_once(void) {
+    plan_target t;
+    test_target(&t);
+    ir_graph *g = attn_ffn_graph(false);
+    golden("quantize_once", g, NULL, 0, pass_quantize_once, &t);
+    int nq = 0;
+    for (int i = 0; i < g->n_nodes; i++) nq += g->nodes[i].op == IR_OP_QUANTIZE;
+    CHECK_EQ_INT(nq, 4); /* qkv (q8_K), wo (q8_0), gate/up (q8_K), down (q8_K) */
+    ir_graph_free(g);
+    /* a target without quantized activations leaves the graph alone */
+    plan_target r;
+    plan_target_reference(&r);
+    g = attn_ffn_graph(false);
+    char *a = ir_print_str(g);
+    pass_ctx cx = {.target = &r};
+    CHECK(pass_quantize_once(g, &cx) == SB_OK);
+    char *b = ir_print_str(g);
+    CHECK(!strcmp(a, b));
+    free(a), free(b);
+    ir_graph_free(g);
+}
+
+static void case_fuse_norm_quant(void) {
+    plan_target t;
+    test_target(&t);
+    ir_graph *g = attn_ffn_graph(false);
+    pass_fn pre[] = {pass_quantize_once};
+    golden("fuse_norm_quant", g, pre, 1, pass_fuse_norm_quant, &t);
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) n += g->nodes[i].op == IR_OP_RMS_NORM_QUANT;
+    CHECK_EQ_INT(n, 2);
+    ir_graph_free(g);
+}
+
+static void case_fuse_act_quant(void) {
+    plan_target t;
+    test_target(&t);
+    ir_graph *g = attn_ffn_graph(true);
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant};
+    golden("fuse_act_quant", g, pre, 2, pass_fuse_act_quant, &t);
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) n += g->nodes[i].op == IR_OP_GLU_QUANT && g->nodes[i].ip[0] == IR_OP_GEGLU;
+    CHECK_EQ_INT(n, 1);
+    ir_graph_free(g);
+}
+
+static void case_fuse_elementwise(void) {
+    plan_target t;
+    test_target(&t);
+    ir_graph *g = attn_ffn_graph(true);
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant};
+    golden("fuse_elementwise", g, pre, 3, pass_fuse_elementwise, &t);
+    ir_graph_free(g);
+    /* an intermediate with two readers stays materialised */
+    g = new_graph();
+    ir_ref x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){8, 2, 1, 1});
+    ir_ref s = ir_scale(g, x, 2.0f);
+    ir_ref a = ir_add(g, s, x);
+    ir_output(g, ir_silu(g, a), "y");
+    ir_output(g, s, "s");
+    pass_ctx cx = {.target = &t};
+    CHECK(pass_fuse_elementwise(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+    char *txt = ir_print_str(g);
+    CHECKF(strstr(txt, "fused(%1, %0) [add @1; silu]") && strstr(txt, "scale(%0)"), "%s", txt);
+    free(txt);
+    ir_graph_free(g);
+}
+
+// ---- verifier ----
+
+static void test_verifier(void) {
+    ir_graph *g = new_graph();
+    ir_ref x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){8, 2, 1, 1});
+    ir_ref y = ir_rms_norm(g, x, 1e-5f);
+    ir_output(g, y, "y");
+    CHECK(ir_verify(g) == SB_OK);
+    g->nodes[y].ne[0] = 9; /* shape drift */
+    CHECK(ir_verify(g) == SB_ERR_INTERNAL && strstr(sb_last_error(), "rms_norm"));
+    g->nodes[y].ne[0] = 8;
+    g->nodes[y].src[0] = 2; /* not earlier */
+    CHECK(ir_verify(g) == SB_ERR_INTERNAL);
+    g->nodes[y].src[0] = x;
+    g->nodes[y].src[1] = x; /* arity */
+    CHECK(ir_verify(g) == SB_ERR_INTERNAL);
+    g->nodes[y].src[1] = IR_NONE;
+    ir_output(g, y, "y"); /* duplicate output name */
+    CHECK(ir_verify(g) == SB_ERR_INTERNAL && strstr(sb_last_error(), "twice"));
+    ir_graph_free(g);
+    /* a bad name is a sticky builder error, not a crash */
+    g = new_graph();
+    char longname[100];
+    memset(longname, 'a', 99);
+    longname[99] = 0;
+    CHECK(ir_input_weight(g, longname, SB_TYPE_F32, (int64_t[4]){4, 1, 1, 1}) == IR_NONE);
+    CHECK(ir_rms_norm(g, IR_NONE, 1e-5f) == IR_NONE);
+    CHECK(ir_graph_status(g) == SB_ERR_INVALID_ARG);
+    plan *p = NULL;
+    plan_target t;
+    plan_target_reference(&t);
+    CHECK(plan_build(g, &t, NULL, &p) == SB_ERR_INVALID_ARG && p == NULL);
+    ir_graph_free(g);
+}
+
+// ---- memory plan ----
+
+static void check_no_overlap(const plan *p) {
+    const ir_graph *g = p->g;
+    int n = g->n_nodes;
+    int32_t *last = calloc((size_t)n, sizeof *last);
+    for (int i = 0; i < n; i++) last[i] = i;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < IR_MAX_SRC && g->nodes[i].src[j] != IR_NONE; j++) {
+            int r = p->vals[g->nodes[i].src[j]].alias;
+            if (last[r] < i) last[r] = i;
+        }
+    for (int i = 0; i < n; i++)
+        if (g->nodes[i].op == IR_OP_OUTPUT) last[p->vals[i].alias] = n;
+    int bad = 0;
+    for (int a = 0; a < n; a++) {
+        const plan_value *va = &p->vals[a];
+        if (va->input >= 0 || va->alias != a) continue;
+        CHECK(va->offset % PLAN_ALIGN == 0 && va->offset + va->bytes <= p->arena_bytes);
+        for (int b = a + 1; b < n; b++) {
+            const plan_value *vb = &p->vals[b];
+            if (vb->input >= 0 || vb->alias != b) continue;
+            bool live_together = b <= last[a]; /* b defined while a still read */
+            bool overlap = va->offset < vb->offset + vb->bytes && vb->offset < va->offset + va->bytes;
+            if (live_together && overlap) bad++;
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+    free(last);
+}
+
+static void test_memplan(void) {
+    plan_target t;
+    test_target(&t);
+    ir_graph *g = attn_ffn_graph(true);
+    plan *p = NULL;
+    plan_dump d = {.spec = "", .f = NULL};
+    CHECKF(plan_build(g, &t, &d, &p) == SB_OK, "%s", sb_last_error());
+    if (!p) return;
+    check_no_overlap(p);
+    CHECK(p->arena_bytes > 0 && p->arena_bytes < p->naive_bytes);
+    CHECK_EQ_INT(p->n_outputs, 1);
+    CHECK(plan_find_input(p, "cache_k_l0") >= 0 && plan_find_input(p, "nope") == -1 && plan_find_output(p, "out") == 0);
+    /* kv_store results alias the cache inputs */
+    for (int i = 0; i < p->g->n_nodes; i++)
+        if (p->g->nodes[i].op == IR_OP_KV_STORE) CHECK(p->vals[i].input >= 0 && p->vals[i].alias != i);
+    /* golden plan text */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    plan_print(p, f);
+    fclose(f);
+    const char *path = "tests/graph/memplan.txt";
+    if (getenv("SB_UPDATE_GOLDEN")) {
+        FILE *o = fopen(path, "w");
+        if (o) fputs(buf, o), fclose(o);
+    }
+    char *want = read_text(path);
+    CHECKF(want && !strcmp(want, buf), "%s differs; got:\n%s", path, buf);
+    free(want);
+    free(buf);
+    plan_free(p);
+    ir_graph_free(g);
+}
+
+// ---- pipeline + dump ----
+
+static void test_pipeline_dump(void) {
+    plan_target t;
+    test_target(&t);
+    ir_graph *g = attn_ffn_graph(false);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    plan_dump d = {.spec = "after:dce,fuse_elementwise", .f = f};
+    plan *p = NULL;
+    CHECK(plan_build(g, &t, &d, &p) == SB_OK);
+    fclose(f);
+    CHECK(strstr(buf, "// ---- IR after dce") && strstr(buf, "// ---- IR after fuse_elementwise"));
+    CHECK(!strstr(buf, "after quantize_once"));
+    free(buf);
+    plan_free(p);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    d = (plan_dump){.spec = "after-all", .f = f};
+    CHECK(plan_build(g, &t, &d, &p) == SB_OK);
+    fclose(f);
+    int np = 0;
+    const pass_info *pl = pass_pipeline(&np);
+    CHECK(np == 5 && !strcmp(pl[0].name, "dce"));
+    for (int i = 0; i < np; i++) {
+        char key[80];
+        snprintf(key, sizeof key, "IR after %s", pl[i].name);
+        CHECK(strstr(buf, key) != NULL);
+    }
+    CHECK(strstr(buf, "memory plan") && strstr(buf, "arena "));
+    free(buf);
+    plan_free(p);
+    /* the whole pipeline: the final graph is golden too */
+    golden("pipeline", g, NULL, 0, pass_dce, &t);
+    ir_graph_free(g);
+    g = attn_ffn_graph(false);
+    CHECK(pass_run_pipeline(g, &t, &(plan_dump){.spec = "", .f = NULL}) == SB_OK);
+    char *txt = ir_print_str(g);
+    if (getenv("SB_UPDATE_GOLDEN")) {
+        FILE *o = fopen("tests/graph/pipeline_final.ir", "w");
+        if (o) fputs(txt, o), fclose(o);
+    }
+    char *want = read_text("tests/graph/pipeline_final.ir");
+    CHECKF(want && !strcmp(want, txt), "pipeline_final.ir differs; got:\n%s", txt);
+    free(want);
+    free(txt);
+    ir_graph_free(g);
+}
+
+int main(void) {
+    case_dce();
+    case_quantize_once();
+    case_fuse_norm_quant();
+    case_fuse_act_quant();
+    case_fuse_elementwise();
+    test_verifier();
+    test_memplan();
+    test_pipeline_dump();
+    return test_summary();
+}
