@@ -220,10 +220,11 @@ sb_status gguf_writer_add_tensor(gguf_writer *w, const char *name, int type, int
     if (t.ne[0] % tr->blck || ckd_mul(&t.nbytes, nel / (uint64_t)tr->blck, (uint64_t)tr->type_size))
         return sb_fail(SB_ERR_INVALID_ARG, "gguf writer: tensor \"%s\": ne[0] %lld vs block %lld", name,
                        (long long)t.ne[0], (long long)tr->blck);
-    /* llama.cpp writes n_dims = 1 + index of the last dim > 1 */
+    /* llama.cpp writes n_dims = 1 + index of the last dim > 1; a dim of 0 must survive too (llama.cpp
+     * would drop it and change the tensor's size), so: 1 + index of the last dim != 1 */
     t.n_dims = 1;
     for (int d = 3; d > 0; d--)
-        if (t.ne[d] > 1) {
+        if (t.ne[d] != 1) {
             t.n_dims = (uint32_t)d + 1;
             break;
         }
