@@ -26,6 +26,9 @@ typedef struct cpu_kernel_table {
     cpu_quant_fn quant[SB_TYPE_COUNT]; /* indexed by activation type (Q8_0, Q8_1, Q8_K) */
 } cpu_kernel_table;
 
+/* fp16 bits -> fp32 for every pattern (exact; filled before any kernel runs). */
+extern float cpu_fp16_table[65536];
+
 void cpu_fill_scalar(cpu_kernel_table *t);
 void cpu_fill_avx2(cpu_kernel_table *t);
 void cpu_fill_avx512(cpu_kernel_table *t);

@@ -14,6 +14,7 @@
 #include "cpu_impl.h"
 
 #include "base/cpu_features.h"
+#include "quant/fp16.h"
 #include "quant/types.h"
 
 #include <pthread.h>
@@ -46,7 +47,10 @@ bool cpu_isa_available(cpu_isa isa) {
     return false;
 }
 
+float cpu_fp16_table[65536];
+
 static void build_tables(void) {
+    for (uint32_t h = 0; h < 65536; h++) cpu_fp16_table[h] = qk_fp16_to_fp32((uint16_t)h);
     cpu_fill_scalar(&tables[CPU_ISA_SCALAR]);
     tables[CPU_ISA_AVX2] = tables[CPU_ISA_SCALAR];
     cpu_fill_avx2(&tables[CPU_ISA_AVX2]);
