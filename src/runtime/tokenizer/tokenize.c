@@ -155,13 +155,19 @@ static sb_status merge_all(sess *s, int32_t n) {
 }
 
 /* Split buf[0..n) into symbols of one UTF-8 character each (llama.cpp's lead-byte length,
- * clipped at the end; no validation), with ids looked up when lookup is set. */
+ * clipped at the end and at the first non-continuation byte), with ids looked up when lookup is
+ * set. */
 static sb_status make_chars(sess *s, size_t n, bool lookup, int32_t *count) {
     SB_TRY(grow((void **)&s->sy, &s->cap_sy, n + 1, sizeof *s->sy));
     int32_t k = 0;
     for (size_t o = 0; o < n;) {
         size_t l = tok_utf8_len((unsigned char)s->text[o]);
         if (l > n - o) l = n - o;
+        /* a lead byte takes only continuation bytes: an invalid sequence must not swallow the
+         * next character (llama.cpp would cut U+2581 apart after a stray 0xC3; we keep the
+         * round trip exact instead; valid UTF-8 splits identically) */
+        for (size_t j = 1; j < l; j++)
+            if (((unsigned char)s->text[o + j] & 0xC0) != 0x80) { l = j; break; }
         s->sy[k] = (sym){k - 1, o + l == n ? -1 : k + 1, (uint32_t)o, (uint32_t)l,
                          lookup ? tok_strmap_get(&s->v->text_map, s->text + o, l) : -1};
         k++;

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * tests/runtime/test_tok_robust.c — robustness on the real shared vocabularies (robustness.md §4b
+ * K2/K3/K6): all 256 single bytes and all 65536 two-byte strings, every code point
+ * 0..0x10FFFF, every token's piece re-tokenizing to the same text, NUL bytes, long and repetitive
+ * inputs with a linear-time check (1 MB vs 4 MB), and a length over INT32_MAX rejected up front.
+ * Defined behaviour checked: ids always in [0, n_vocab); round trip exact for SPM/Gemma 4 on any
+ * bytes (a literal U+2581 comes back as a space), and for byte-level BPE exact after invalid
+ * bytes became U+FFFD (docs/tokenizer.md).
+ * Argument: vocab names to run (default qwen2 llama-spm gemma-4).
+ */
+#include "test.h"
+
+#include "format/gguf.h"
+#include "runtime/tokenizer/tokenizer.h"
+
+#include <time.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* What the round trip must give back: the text itself, or for BPE the U+FFFD-sanitised text. */
+static size_t expected(const tok_vocab *v, const char *t, size_t n, char *out) {
+    if (tok_get_model(v) != TOK_MODEL_BPE) { /* a literal U+2581 comes back as the space it stands for */
+        size_t o = 0;
+        for (size_t i = 0; i < n;) {
+            if (i + 3 <= n && !memcmp(t + i, "\xE2\x96\x81", 3)) { out[o++] = ' '; i += 3; }
+            else out[o++] = t[i++];
+        }
+        return o;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t l = tok_utf8_decode((const unsigned char *)t + i, n - i, &cp);
+        if (l) { memcpy(out + o, t + i, l); o += l; i += l; }
+        else { memcpy(out + o, "\xEF\xBF\xBD", 3); o += 3; i++; }
+    }
+    return o;
+}
+
+static int fails_shown;
+
+/* Tokenize, check ids, detokenize, compare; returns true when all is well. */
+static bool round_trip(const tok_vocab *v, const char *t, size_t n, tok_ids *ids, tok_bytes *b, char *want) {
+    ids->n = 0;
+    b->n = 0;
+    if (tok_tokenize(v, t, n, false, false, ids) != SB_OK) return false;
+    for (size_t i = 0; i < ids->n; i++)
+        if (ids->ids[i] < 0 || ids->ids[i] >= tok_n_tokens(v)) return false;
+    if (tok_detokenize(v, ids->ids, ids->n, TOK_DETOK_NO_CLEAN_SPACES, b) != SB_OK) return false;
+    size_t wn = expected(v, t, n, want);
+    bool ok = b->n == wn && (!wn || !memcmp(b->p, want, wn));
+    if (!ok && fails_shown++ < 5) {
+        fprintf(stderr, "  round trip of %zu bytes:", n);
+        for (size_t i = 0; i < n && i < 16; i++) fprintf(stderr, " %02x", (unsigned char)t[i]);
+        fprintf(stderr, " -> %zu bytes:", b->n);
+        for (size_t i = 0; i < b->n && i < 16; i++) fprintf(stderr, " %02x", (unsigned char)b->p[i]);
+        fprintf(stderr, "\n");
+    }
+    return ok;
+}
+
+static void run(const char *name) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", name);
+    gguf_file f = {0};
+    if (gguf_open(test_data_path(rel), &f) != SB_OK) {
+        printf("SKIP %s: shared test data absent (%s)\n", name, sb_last_error());
+        return;
+    }
+    tok_vocab *v = NULL;
+    sb_status st = tok_vocab_load_gguf(&f, &v);
+    gguf_close(&f);
+    CHECKF(st == SB_OK, "%s: %s", name, sb_last_error());
+    if (!v) return;
+    tok_ids ids = {0};
+    tok_bytes b = {0};
+    char *want = malloc(64 << 20);
+    fails_shown = 0;
+    double t0 = now();
+
+    // all single bytes and all byte pairs
+    int bad = 0;
+    for (int x = 0; x < 256; x++) {
+        char s[2] = {(char)x};
+        bad += !round_trip(v, s, 1, &ids, &b, want);
+        for (int y = 0; y < 256; y++) {
+            s[1] = (char)y;
+            bad += !round_trip(v, s, 2, &ids, &b, want);
+        }
+    }
+    CHECKF(bad == 0, "%s: %d of 65792 one/two-byte strings failed", name, bad);
+    double t1 = now();
+
+    // every code point, 1024 per text (surrogates are not encodable: skipped)
+    bad = 0;
+    char *text = malloc(8192);
+    for (uint32_t cp = 0; cp <= 0x10FFFF;) {
+        size_t n = 0;
+        for (int k = 0; k < 1024 && cp <= 0x10FFFF; k++, cp++) {
+            if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+            n += tok_utf8_encode(cp, (unsigned char *)text + n);
+        }
+        bad += !round_trip(v, text, n, &ids, &b, want);
+    }
+    CHECKF(bad == 0, "%s: %d code-point blocks failed the round trip", name, bad);
+    free(text);
+    double t2 = now();
+
+    // every normal token's piece re-tokenizes to the same text
+    bad = 0;
+    for (int32_t id = 0; id < tok_n_tokens(v); id++) {
+        if (!(tok_attr(v, id) & TOK_ATTR_NORMAL)) continue;
+        sb_strview p;
+        if (tok_piece(v, id, false, &p) != SB_OK) { bad++; continue; }
+        bad += !round_trip(v, p.ptr, p.len, &ids, &b, want);
+    }
+    CHECKF(bad == 0, "%s: %d token pieces do not re-tokenize stably", name, bad);
+    double t3 = now();
+
+    // long inputs: English-like text, 1 MB and 4 MB; time must grow about linearly
+    static const char *words[] = {"the ", "quick ", "brown ", "fox, ", "jumps ", "over ", "lazy ", "dogs. ",
+                                  "It's ", "2024\n", "and ", "we're ", "testing ", "tokenizers! ", "(really) ", "\n\n"};
+    size_t big = 4u << 20;
+    char *eng = malloc(big);
+    uint64_t seed = 42;
+    for (size_t n = 0; n < big;) {
+        const char *w = words[test_rand_u64(&seed) % 16];
+        size_t l = strlen(w);
+        if (n + l > big) l = big - n;
+        memcpy(eng + n, w, l);
+        n += l;
+    }
+    double a0 = now();
+    CHECK(round_trip(v, eng, big / 4, &ids, &b, want));
+    double a1 = now();
+    CHECK(round_trip(v, eng, big, &ids, &b, want));
+    double a2 = now();
+    double r = (a2 - a1) / (a1 - a0 + 1e-9);
+    CHECKF(r < 8.0, "%s: 4 MB took %.2fx the time of 1 MB (%.3f s vs %.3f s)", name, r, a2 - a1, a1 - a0);
+    // repetitive inputs and NUL bytes
+    const char reps[] = {'a', ' ', '\n', '\0', '9'};
+    double worst = 0;
+    for (size_t k = 0; k < sizeof reps; k++) {
+        memset(eng, reps[k], 1u << 20);
+        double r0 = now();
+        CHECKF(round_trip(v, eng, 1u << 20, &ids, &b, want), "%s: 1 MB of byte 0x%02x", name, reps[k]);
+        double dt = now() - r0;
+        if (dt > worst) worst = dt;
+    }
+    CHECKF(worst < 10.0, "%s: a repetitive 1 MB input took %.1f s", name, worst);
+    free(eng);
+    double t4 = now();
+    ids.n = 0;
+    CHECK(tok_tokenize(v, "x", (size_t)INT32_MAX + 1, false, false, &ids) == SB_ERR_TEXT_TOO_LONG && ids.n == 0);
+    printf("%-9s bytes %.2fs, code points %.2fs, %d pieces %.2fs, long %.2fs (English %.1f MB/s)\n", name, t1 - t0,
+           t2 - t1, tok_n_tokens(v), t3 - t2, t4 - t3, 4.0 / (a2 - a1));
+    free(want);
+    tok_ids_free(&ids);
+    tok_bytes_free(&b);
+    tok_vocab_free(v);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) {
+        for (int i = 1; i < argc; i++) run(argv[i]);
+    } else {
+        run("qwen2");
+        run("llama-spm");
+        run("gemma-4");
+    }
+    return test_summary();
+}
