@@ -213,8 +213,27 @@ void op_kv_store(void *cache, int ctype, int64_t Dkv, const float *x, const int3
 
 // ---- attention ----
 
-static inline float kv_at(const void *c, int ctype, int64_t i) {
-    return ctype == SB_TYPE_F16 ? qk_fp16_to_fp32(((const uint16_t *)c)[i]) : ((const float *)c)[i];
+/* dot(q, cache row) and out += p * cache row, with the cache type branch outside the loop */
+static inline float kv_dot(const float *q, const void *c, int ctype, int64_t base, int64_t D) {
+    float s = 0.0f;
+    if (ctype == SB_TYPE_F16) {
+        const uint16_t *h = (const uint16_t *)c + base;
+        for (int64_t d = 0; d < D; d++) s += q[d] * qk_fp16_to_fp32(h[d]);
+    } else {
+        const float *f = (const float *)c + base;
+        for (int64_t d = 0; d < D; d++) s += q[d] * f[d];
+    }
+    return s;
+}
+
+static inline void kv_axpy(float *out, float p, const void *c, int ctype, int64_t base, int64_t D) {
+    if (ctype == SB_TYPE_F16) {
+        const uint16_t *h = (const uint16_t *)c + base;
+        for (int64_t d = 0; d < D; d++) out[d] += p * qk_fp16_to_fp32(h[d]);
+    } else {
+        const float *f = (const float *)c + base;
+        for (int64_t d = 0; d < D; d++) out[d] += p * f[d];
+    }
 }
 
 /* For query (t, h) at position p: s_j = (q . k_j) * scale (then c*tanh(s/c) if softcap) for
@@ -232,10 +251,7 @@ void op_attention(float *dst, const float *q, const void *k, const void *v, cons
         if (a->window > 0 && p - a->window + 1 > 0) lo = p - a->window + 1;
         float mx = -INFINITY;
         for (int64_t j = lo; j <= p; j++) {
-            const int64_t base = j * Dkv + kvh * D;
-            float s = 0.0f;
-            for (int64_t d = 0; d < D; d++) s += qv[d] * kv_at(k, a->ctype, base + d);
-            s *= a->scale;
+            float s = kv_dot(qv, k, a->ctype, j * Dkv + kvh * D, D) * a->scale;
             if (a->softcap > 0.0f) s = tanhf(s / a->softcap) * a->softcap;
             scores[j - lo] = s;
             if (s > mx) mx = s;
@@ -248,10 +264,6 @@ void op_attention(float *dst, const float *q, const void *k, const void *v, cons
         }
         const float inv = (float)(1.0 / sum);
         for (int64_t d = 0; d < D; d++) out[d] = 0.0f;
-        for (int64_t j = lo; j <= p; j++) {
-            const float pj = scores[j - lo] * inv;
-            const int64_t base = j * Dkv + kvh * D;
-            for (int64_t d = 0; d < D; d++) out[d] += pj * kv_at(v, a->ctype, base + d);
-        }
+        for (int64_t j = lo; j <= p; j++) kv_axpy(out, scores[j - lo] * inv, v, a->ctype, j * Dkv + kvh * D, D);
     }
 }
