@@ -2,9 +2,9 @@
 /*
  * graph/builder.c — the recording builders of graph/ir.h (ggml_add_impl style): fill a node's op,
  * sources and params, derive its shape through the op's shape function, append. Nothing runs.
- * Layer 2 (graph). A wrong shape is a bug in the model builder: ir_append asserts with the shape
- * function's reason. An IR_NONE argument (an earlier allocation failure) propagates as IR_NONE;
- * the sticky g->status reports the failure once.
+ * Layer 2 (graph). A wrong shape makes ir_append record a sticky SB_ERR_INVALID_ARG with the shape
+ * function's reason. An IR_NONE argument (an earlier failure) propagates as IR_NONE; the sticky
+ * g->status reports the first failure once.
  * Non-goals: constant folding, CSE (passes do that where it matters).
  */
 #include "graph/ir.h"

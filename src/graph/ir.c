@@ -66,16 +66,24 @@ static ir_ref push(ir_graph *g, const ir_node *n) {
     return g->n_nodes++;
 }
 
+/* Shape misuse (a builder handing inconsistent shapes, e.g. from unchecked hparams, or a pass bug)
+ * becomes the graph's sticky SB_ERR_INVALID_ARG with the shape function's reason: the library
+ * never aborts on what may come from a model file. */
+static sb_status shape_or_fail(ir_graph *g, ir_node *n) {
+    sb_status s = ir_infer_shape(g, n);
+    if (s != SB_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", sb_last_error());
+        g->status = sb_fail(SB_ERR_INVALID_ARG, "ir: building %s (node %d): %s",
+                            (unsigned)n->op < IR_OP_COUNT ? ir_ops[n->op].name : "?", (int)g->n_nodes, why);
+    }
+    return s == SB_OK ? SB_OK : g->status;
+}
+
 ir_ref ir_append(ir_graph *g, const ir_node *proto) {
     if (g->status != SB_OK) return IR_NONE;
-    for (int i = 0; i < IR_MAX_SRC; i++)
-        if (proto->src[i] == IR_NONE) {
-            for (int j = i + 1; j < IR_MAX_SRC; j++) SB_ASSERT(proto->src[j] == IR_NONE);
-            break;
-        }
     ir_node n = *proto;
-    sb_status s = ir_infer_shape(g, &n);
-    if (s != SB_OK) sb_assert_fail(__FILE__, __LINE__, sb_last_error()); /* a builder/pass bug */
+    if (shape_or_fail(g, &n) != SB_OK) return IR_NONE;
     return push(g, &n);
 }
 
@@ -91,9 +99,7 @@ ir_node ir_proto(ir_op op) {
 
 ir_ref ir_find_or_append(ir_graph *g, const ir_node *proto) {
     ir_node n = *proto;
-    if (g->status != SB_OK) return IR_NONE;
-    sb_status s = ir_infer_shape(g, &n);
-    if (s != SB_OK) sb_assert_fail(__FILE__, __LINE__, sb_last_error());
+    if (g->status != SB_OK || shape_or_fail(g, &n) != SB_OK) return IR_NONE;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *m = &g->nodes[i];
         if (m->op == n.op && m->dtype == n.dtype && !memcmp(m->src, n.src, sizeof n.src) &&

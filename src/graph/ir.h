@@ -6,9 +6,10 @@
  * Invariants: node i's sources are all < i (topological); a node's ne/dtype always equal what its
  * op's shape function (graph/shape.c) derives from its sources and params — builders call that
  * function, the verifier re-checks it after every pass.
- * Builders only record: they compute nothing. Shape misuse is a bug in the builder and trips
- * SB_ASSERT; allocation failure is sticky (g->status) and makes later builders return IR_NONE,
- * so a builder checks ir_graph_status(g) once at the end.
+ * Builders only record: they compute nothing. Shape misuse (inconsistent shapes, perhaps from a
+ * model file's hparams) and allocation failure are sticky (g->status = SB_ERR_INVALID_ARG with
+ * the op and the dims, or SB_ERR_OOM) and make later builders return IR_NONE, so a builder checks
+ * ir_graph_status(g) once at the end; plan_build refuses such a graph. Nothing aborts.
  * KV writes are explicit data flow: ir_kv_store returns "the cache after the write" (a view of the
  * cache), and attention reads that value, so no hidden ordering exists.
  * Non-goals: general tensors with strides (all values are contiguous), autodiff, control flow.

@@ -249,6 +249,20 @@ static void test_verifier(void) {
     plan_target_reference(&t);
     CHECK(plan_build(g, &t, NULL, &p) == SB_ERR_INVALID_ARG && p == NULL);
     ir_graph_free(g);
+    /* inconsistent shapes (e.g. from a model's hparams) are a sticky error naming op and dims */
+    g = new_graph();
+    ir_ref w = ir_input_weight(g, "w", SB_TYPE_F32, (int64_t[4]){64, 8, 1, 1});
+    x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){32, 2, 1, 1});
+    CHECK(ir_matmul(g, w, x) == IR_NONE);
+    CHECK(ir_graph_status(g) == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "matmul") && strstr(sb_last_error(), "K mismatch"));
+    CHECK(ir_add(g, x, x) == IR_NONE && ir_graph_status(g) == SB_ERR_INVALID_ARG);
+    ir_graph_free(g);
+    g = new_graph();
+    ir_ref q = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){16, 6, 2, 1});
+    ir_ref kv = ir_input_kv(g, "k", SB_TYPE_F32, (int64_t[4]){64, 8, 1, 1}), pos = ir_input_pos(g, 2);
+    ir_attn_params ap = {.n_head_kv = 4, .head_dim = 16, .scale = 1};
+    CHECK(ir_attention(g, q, kv, kv, pos, &ap) == IR_NONE && strstr(sb_last_error(), "Hq 6 not a multiple of Hkv 4"));
+    ir_graph_free(g);
 }
 
 // ---- memory plan ----
