@@ -91,6 +91,7 @@ typedef enum sb_status {
     SB_ERR_FORMAT_TENSOR_OVERLAP = 124, /* two tensors' data ranges overlap */
     SB_ERR_FORMAT_TENSOR_BOUNDS = 125, /* tensor data lies (partly) outside the file */
     SB_ERR_FORMAT_UNKNOWN_FILE = 126,  /* a reference/vector file with the wrong magic or layout */
+    SB_ERR_FORMAT_KEY_NUL = 127,       /* a metadata key holding a NUL byte (ambiguous as a C string) */
 
     /* Model binding (refines SB_ERR_UNSUPPORTED / SB_ERR_FORMAT for model loading). */
     SB_ERR_MODEL_ARCH = 200,           /* unknown or unsupported general.architecture */

@@ -5,8 +5,8 @@
  * with checked arithmetic; counts are checked against the bytes that could hold them before any
  * allocation, so memory use is bounded by a small multiple of the file size. Each failed check has
  * its own SB_ERR_FORMAT_* status and a message with the field, its file offset and the values.
- * Deviations from llama.cpp, all stricter or documented: bool bytes must be 0 or 1; tensor names may
- * not be empty or hold NUL bytes; alignment is capped at 1 MiB; one string/array value is capped at
+ * Deviations from llama.cpp, all stricter or documented: bool bytes must be 0 or 1; keys and tensor
+ * names may not hold NUL bytes (they are C strings in our API), tensor names may not be empty; alignment is capped at 1 MiB; one string/array value is capped at
  * 64 MiB; tensors need not be contiguous, but must be aligned, inside the file and disjoint.
  * Non-goals: big-endian files (rejected as such), writing (gguf_write.c).
  */
@@ -116,7 +116,9 @@ static sb_status parse_kv(cursor *c, gguf_kv *kv, int64_t i) {
     if (kv->key_raw.len == 0)
         return sb_fail(SB_ERR_FORMAT_KEY_EMPTY, "gguf: metadata key %lld at offset 0x%llx is empty", (long long)i,
                        (unsigned long long)at);
-    kv->key = "?"; /* the NUL-terminated copy is made after parsing; messages use the raw bytes */
+    if (memchr(kv->key_raw.ptr, 0, kv->key_raw.len))
+        return sb_fail(SB_ERR_FORMAT_KEY_NUL, "gguf: metadata key %lld at offset 0x%llx holds a NUL byte", (long long)i,
+                       (unsigned long long)at);
     int32_t type;
     uint64_t tat = c->pos;
     SB_TRY(rd(c, &type, 4, "metadata value type"));

@@ -28,7 +28,7 @@ typedef struct spec {
     int32_t t0_type, t1_type;
     int64_t t1_ne0;
     uint64_t t0_off, t1_off;
-    int t0_name_nul;
+    int t0_name_nul, key0_nul;
     long truncate_at;          /* > 0: cut the file to this many bytes */
     long data_cut;             /* > 0: cut this many bytes off the end */
     long info_cut;             /* > 0: end the file this many bytes before the end of the tensor infos */
@@ -49,6 +49,11 @@ static gb build(const spec *s) {
     gb_i64(&b, s->use_n_kv_override ? s->n_kv_override : 5 + s->dup_key);
     if (s->key_len_huge) {
         gb_u64(&b, UINT64_MAX);
+    } else if (s->key0_nul) {
+        gb_u64(&b, 7);
+        gb_put(&b, "gen\0ral", 7);
+        gb_i32(&b, 8);
+        gb_str(&b, "llama");
     } else {
         gb_kv_str(&b, s->key0, "llama");
     }
@@ -144,6 +149,7 @@ int main(void) {
     s = base(); s.n_tensors_delta = (int64_t)1 << 40; expect("n_tensors huge", s, SB_ERR_FORMAT_COUNT);
     s = base(); s.key_len_huge = 1; expect("key length 2^64-1", s, SB_ERR_FORMAT_STRING_LEN);
     s = base(); s.key0 = ""; expect("empty key", s, SB_ERR_FORMAT_KEY_EMPTY);
+    s = base(); s.key0_nul = 1; expect("key with NUL byte", s, SB_ERR_FORMAT_KEY_NUL);
     s = base(); s.dup_key = 1; expect("duplicate key", s, SB_ERR_FORMAT_KEY_DUPLICATE);
     s = base(); s.arr_type = 13; expect("value type 13", s, SB_ERR_FORMAT_VALUE_TYPE);
     s = base(); s.arr_type = -1; expect("value type -1", s, SB_ERR_FORMAT_VALUE_TYPE);
