@@ -16,6 +16,8 @@
 #include "ops/ops_ref.h"
 #include "quant/types.h"
 
+#include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 // ---- target ----
@@ -200,9 +202,117 @@ static void k_rope(void *c, int64_t b, int64_t e, int tid) {
     op_rope(r->dst, r->s[0], r->s[1], &r->rope, b, e);
 }
 
+/* Attention is the one reference op whose scalar form would dominate prefill (T*T*D*H work), so
+ * the executor runs its own copy of op_attention's math with vectorisable dot/axpy helpers (8
+ * partial sums), compiled twice: plain (SSE2) and for AVX2+FMA+F16C, picked by cpu_isa_active()
+ * (so SB_CPU_ISA=scalar also caps this). Same math as op_attention up to summation order;
+ * tests/runtime/test_exec_cpu.c compares the two. */
+#define ATTN_HELPERS(SFX, ATTR)                                                              \
+    ATTR __attribute__((unused)) static float dot_f32##SFX(const float *q, const float *k, int64_t n) {              \
+        float acc[8] = {0};                                                                  \
+        int64_t i = 0;                                                                       \
+        for (; i + 8 <= n; i += 8)                                                           \
+            for (int j = 0; j < 8; j++) acc[j] += q[i + j] * k[i + j];                       \
+        float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])); \
+        for (; i < n; i++) s += q[i] * k[i];                                                 \
+        return s;                                                                            \
+    }                                                                                        \
+    ATTR __attribute__((unused)) static float dot_f16##SFX(const float *q, const _Float16 *k, int64_t n) {           \
+        float acc[8] = {0};                                                                  \
+        int64_t i = 0;                                                                       \
+        for (; i + 8 <= n; i += 8)                                                           \
+            for (int j = 0; j < 8; j++) acc[j] += q[i + j] * (float)k[i + j];                \
+        float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])); \
+        for (; i < n; i++) s += q[i] * (float)k[i];                                          \
+        return s;                                                                            \
+    }                                                                                        \
+    ATTR __attribute__((unused)) static void axpy_f32##SFX(float *y, float a, const float *x, int64_t n) {           \
+        for (int64_t i = 0; i < n; i++) y[i] += a * x[i];                                    \
+    }                                                                                        \
+    ATTR __attribute__((unused)) static void axpy_f16##SFX(float *y, float a, const _Float16 *x, int64_t n) {        \
+        int64_t i = 0;                                                                       \
+        for (; i + 8 <= n; i += 8)                                                           \
+            for (int j = 0; j < 8; j++) y[i + j] += a * (float)x[i + j];                     \
+        for (; i < n; i++) y[i] += a * (float)x[i];                                          \
+    }
+
+ATTN_HELPERS(_base, )
+ATTN_HELPERS(_avx2c, __attribute__((target("avx2,fma,f16c"))))
+
+/* GCC does not vectorise _Float16 loads; F16C does it in one instruction */
+#define AVX2_ATTR __attribute__((target("avx2,fma,f16c")))
+
+AVX2_ATTR static float dot_f16_avx2(const float *q, const _Float16 *k, int64_t n) {
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i))), acc);
+    float t[8];
+    _mm256_storeu_ps(t, acc);
+    float s = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+    for (; i < n; i++) s += q[i] * (float)k[i];
+    return s;
+}
+
+AVX2_ATTR static void axpy_f16_avx2(float *y, float a, const _Float16 *x, int64_t n) {
+    const __m256 va = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += a * (float)x[i];
+}
+
+typedef struct attn_fns {
+    float (*dot_f32)(const float *, const float *, int64_t);
+    float (*dot_f16)(const float *, const _Float16 *, int64_t);
+    void (*axpy_f32)(float *, float, const float *, int64_t);
+    void (*axpy_f16)(float *, float, const _Float16 *, int64_t);
+} attn_fns;
+
+static attn_fns attn_pick(void) {
+    if (cpu_isa_active() >= CPU_ISA_AVX2) return (attn_fns){dot_f32_avx2c, dot_f16_avx2, axpy_f32_avx2c, axpy_f16_avx2};
+    return (attn_fns){dot_f32_base, dot_f16_base, axpy_f32_base, axpy_f16_base};
+}
+
 static void k_attention(void *c, int64_t b, int64_t e, int tid) {
     const run *r = c;
-    op_attention(r->dst, r->s[0], r->s[1], r->s[2], r->s[3], &r->attn, b, e, scratch(r, tid));
+    const op_attn_args *a = &r->attn;
+    const int64_t D = a->D, Hq = a->Hq, Dkv = a->D * a->Hkv, group = a->Hq / a->Hkv;
+    const int32_t *pos = r->s[3];
+    const bool f16 = a->ctype == SB_TYPE_F16;
+    const attn_fns fn = attn_pick();
+    float *scores = scratch(r, tid);
+    for (int64_t i = b; i < e; i++) {
+        const int64_t t = i / Hq, h = i % Hq, kvh = h / group;
+        const float *qv = (const float *)r->s[0] + (t * Hq + h) * D;
+        float *out = (float *)r->dst + (t * Hq + h) * D;
+        const int64_t p = pos[t];
+        const int64_t lo = (a->window > 0 && p - a->window + 1 > 0) ? p - a->window + 1 : 0;
+        float mx = -INFINITY;
+        for (int64_t j = lo; j <= p; j++) {
+            const int64_t base = j * Dkv + kvh * D;
+            float sc = f16 ? fn.dot_f16(qv, (const _Float16 *)r->s[1] + base, D) : fn.dot_f32(qv, (const float *)r->s[1] + base, D);
+            sc *= a->scale;
+            if (a->softcap > 0.0f) sc = tanhf(sc / a->softcap) * a->softcap;
+            scores[j - lo] = sc;
+            if (sc > mx) mx = sc;
+        }
+        double sum = 0.0;
+        for (int64_t j = lo; j <= p; j++) {
+            const float ex = expf(scores[j - lo] - mx);
+            scores[j - lo] = ex;
+            sum += (double)ex;
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int64_t d = 0; d < D; d++) out[d] = 0.0f;
+        for (int64_t j = lo; j <= p; j++) {
+            const int64_t base = j * Dkv + kvh * D;
+            if (f16)
+                fn.axpy_f16(out, scores[j - lo] * inv, (const _Float16 *)r->s[2] + base, D);
+            else
+                fn.axpy_f32(out, scores[j - lo] * inv, (const float *)r->s[2] + base, D);
+        }
+    }
 }
 
 static void k_dequant_x(void *c, int64_t b, int64_t e, int tid) {

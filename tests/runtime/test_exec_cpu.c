@@ -217,7 +217,59 @@ static void test_block(int type, double tol_vs_ref) {
     weights_free(&w);
 }
 
-// ---- 3: bad bindings ----
+// ---- 3: the executor's attention == the reference op ----
+
+static void test_attention_vs_ref(void) {
+    enum { AD = 40, AHQ = 6, AHKV = 3, AT = 5, AC = 24, ADKV = AD * AHKV };
+    float *q = rnd(AD * AHQ * AT, 1), *kx = rnd(ADKV * AT, 1), *vx = rnd(ADKV * AT, 1);
+    float *k0 = rnd(ADKV * AC, 1), *v0 = rnd(ADKV * AC, 1);
+    int32_t pos[AT] = {9, 10, 11, 12, 13};
+    struct { int ctype, window; float cap; } cases[] = {{SB_TYPE_F32, 0, 0}, {SB_TYPE_F16, 0, 0}, {SB_TYPE_F32, 4, 0}, {SB_TYPE_F16, 3, 5.0f}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int ct = cases[c].ctype;
+        size_t es = ct == SB_TYPE_F16 ? 2 : 4;
+        uint8_t *kc = malloc(ADKV * AC * es), *vc = malloc(ADKV * AC * es), *kr = malloc(ADKV * AC * es), *vr = malloc(ADKV * AC * es);
+        for (int i = 0; i < ADKV * AC; i++) {
+            op_quantize_row(kc + i * es, ct, k0 + i, 1);
+            op_quantize_row(vc + i * es, ct, v0 + i, 1);
+        }
+        memcpy(kr, kc, ADKV * AC * es), memcpy(vr, vc, ADKV * AC * es);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref P = ir_input_pos(g, AT);
+        ir_ref Q = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){AD, AHQ, AT, 1});
+        ir_ref K = ir_kv_store(g, ir_input_kv(g, "k", ct, (int64_t[4]){ADKV, AC, 1, 1}),
+                               ir_input_weight(g, "kx", SB_TYPE_F32, (int64_t[4]){ADKV, AT, 1, 1}), P);
+        ir_ref Vv = ir_kv_store(g, ir_input_kv(g, "v", ct, (int64_t[4]){ADKV, AC, 1, 1}),
+                                ir_input_weight(g, "vx", SB_TYPE_F32, (int64_t[4]){ADKV, AT, 1, 1}), P);
+        ir_attn_params ap = {.n_head_kv = AHKV, .head_dim = AD, .scale = 0.2f, .window = cases[c].window, .softcap = cases[c].cap};
+        ir_output(g, ir_attention(g, Q, K, Vv, P, &ap), "o");
+        plan_target t;
+        exec_cpu_target(&t);
+        plan *p = NULL;
+        CHECK(plan_build(g, &t, NULL, &p) == SB_OK);
+        bind bs[] = {{"pos", pos}, {"q", q}, {"k", kc}, {"v", vc}, {"kx", kx}, {"vx", vx}};
+        const float *out[1] = {0};
+        void *arena = NULL;
+        CHECKF(run(p, bs, 6, NULL, out, &arena) == SB_OK, "%s", sb_last_error());
+        /* reference: the plain op on its own copy of the caches */
+        float ref[AD * AHQ * AT], sc[AC];
+        op_kv_store(kr, ct, ADKV, kx, pos, AT);
+        op_kv_store(vr, ct, ADKV, vx, pos, AT);
+        CHECK(!memcmp(kr, kc, ADKV * AC * es) && !memcmp(vr, vc, ADKV * AC * es));
+        op_attn_args a = {.D = AD, .Hq = AHQ, .Hkv = AHKV, .ctype = ct, .scale = 0.2f, .softcap = cases[c].cap, .window = cases[c].window};
+        op_attention(ref, q, kr, vr, pos, &a, 0, AHQ * AT, sc);
+        double e = out[0] ? nmse(out[0], ref, AD * AHQ * AT) : 1;
+        CHECKF(e < 1e-12, "attention case %zu: exec vs ref NMSE %g", c, e);
+        free(arena);
+        plan_free(p);
+        ir_graph_free(g);
+        free(kc), free(vc), free(kr), free(vr);
+    }
+    free(q), free(kx), free(vx), free(k0), free(v0);
+}
+
+// ---- 4: bad bindings ----
 
 static void test_errors(void) {
     weights w;
@@ -256,6 +308,7 @@ int main(void) {
     } else {
         printf("SKIP quantized blocks: no reference quantizers registered\n");
     }
+    test_attention_vs_ref();
     test_errors();
     return test_summary();
 }
