@@ -79,8 +79,17 @@ struct tok_vocab {
     int32_t *trie_cand;   /* [n_nodes] order index of the candidate ending here, -1 none */
     int32_t n_nodes;
     void *pretok;         /* tok_pretok (pcre2), BPE only */
+    /* SPM/Gemma 4: the characters that precede U+2581 inside some token or merge result; text is
+     * cut into independent merge runs before any other U+2581 (tokenize.c merge_emit_runs) */
+    sb_strview *ws_prev;
+    int32_t n_ws_prev;
+    tok_strmap ws_prev_map;
+    bool no_runs;         /* tests only: one merge loop over the whole fragment (the reference) */
     tok_chat_kind chat;
 };
+
+/* Tests only: switch the run cutting of SPM/Gemma 4 off, to compare with the plain loop. */
+static inline void tok_vocab_set_no_runs(tok_vocab *v, bool on) { v->no_runs = on; }
 
 // ---- pre-tokenizer (pcre2), pretok.c ----
 
@@ -91,6 +100,19 @@ void tok_pretok_free(void *p);
  * covering the text exactly. */
 typedef sb_status (*tok_word_fn)(void *user, size_t start, size_t len);
 sb_status tok_pretok_split(const void *p, const char *text, size_t n, tok_word_fn fn, void *user);
+
+// ---- characters as the merge loops see them ----
+
+/* Length of the character starting at p[0] (n > 0 bytes left): llama.cpp's lead-byte length,
+ * clipped at the end and at the first byte that is not a continuation byte. Valid UTF-8 splits
+ * into its code points; any other byte stands alone. */
+static inline size_t tok_unit_len(const char *p, size_t n) {
+    size_t l = tok_utf8_len((unsigned char)p[0]);
+    if (l > n) l = n;
+    for (size_t j = 1; j < l; j++)
+        if (((unsigned char)p[j] & 0xC0) != 0x80) return j;
+    return l;
+}
 
 // ---- byte-level mapping (bytes <-> code points, GPT-2) ----
 

@@ -134,22 +134,58 @@ static sb_status try_pair(sess *s, int32_t l, int32_t r) {
     return heap_push(s, (bigram){(uint64_t)(uint32_t)rank << 32 | (uint32_t)l, r, a->n + b->n, res});
 }
 
-/* Run the merge loop over symbols [0, n) (linked in order). */
-static sb_status merge_all(sess *s, int32_t n) {
+/* Run the merge loop over symbols [a, b) (linked in order, unlinked from the rest). */
+static sb_status merge_range(sess *s, int32_t a, int32_t b) {
     s->n_hp = 0;
-    for (int32_t i = 1; i < n; i++) SB_TRY(try_pair(s, i - 1, i));
+    s->sy[a].prev = -1;
+    s->sy[b - 1].next = -1;
+    for (int32_t i = a + 1; i < b; i++) SB_TRY(try_pair(s, i - 1, i));
     while (s->n_hp) {
-        bigram b = heap_pop(s);
-        int32_t l = (int32_t)(b.key & 0xffffffffu);
-        sym *a = &s->sy[l], *c = &s->sy[b.right];
-        if (a->n == 0 || c->n == 0 || a->n + c->n != b.size) continue; /* stale */
-        a->n += c->n;
-        a->id = b.id;
+        bigram g = heap_pop(s);
+        int32_t l = (int32_t)(g.key & 0xffffffffu);
+        sym *x = &s->sy[l], *c = &s->sy[g.right];
+        if (x->n == 0 || c->n == 0 || x->n + c->n != g.size) continue; /* stale */
+        x->n += c->n;
+        x->id = g.id;
         c->n = 0;
-        a->next = c->next;
+        x->next = c->next;
         if (c->next >= 0) s->sy[c->next].prev = l;
-        SB_TRY(try_pair(s, a->prev, l));
-        SB_TRY(try_pair(s, l, a->next));
+        SB_TRY(try_pair(s, x->prev, l));
+        SB_TRY(try_pair(s, l, x->next));
+    }
+    return SB_OK;
+}
+
+static sb_status merge_all(sess *s, int32_t n) { return n > 0 ? merge_range(s, 0, n) : SB_OK; }
+
+static sb_status emit_bytes(sess *s, const sym *y);
+
+static bool is_space_mark(const sess *s, const sym *y) {
+    return y->n == 3 && !memcmp(s->text + y->start, "\xE2\x96\x81", 3);
+}
+
+/* SPM / Gemma 4: merge and emit symbols [0, k). Runs are cut before a U+2581 whose previous
+ * character never precedes U+2581 inside any token or merge result (tok_vocab.ws_prev): no merge
+ * can cross such a cut, and the heap order within each run is unchanged, so the result equals one
+ * merge loop over everything — with a heap the size of a word instead of the whole text. */
+static sb_status merge_emit_runs(sess *s, int32_t k) {
+    const tok_vocab *v = s->v;
+    int32_t a = 0;
+    for (int32_t i = 1; i <= k; i++) {
+        if (i < k) {
+            if (v->no_runs) continue;
+            const sym *y = &s->sy[i], *p = &s->sy[i - 1];
+            if (!is_space_mark(s, y) || is_space_mark(s, p) ||
+                tok_strmap_get(&v->ws_prev_map, s->text + p->start, p->n) >= 0)
+                continue;
+        }
+        SB_TRY(merge_range(s, a, i));
+        for (int32_t j = a; j >= 0; j = s->sy[j].next) {
+            const sym *y = &s->sy[j];
+            if (y->id >= 0) SB_TRY(ids_push(s->out, y->id));
+            else SB_TRY(emit_bytes(s, y));
+        }
+        a = i;
     }
     return SB_OK;
 }
@@ -161,13 +197,7 @@ static sb_status make_chars(sess *s, size_t n, bool lookup, int32_t *count) {
     SB_TRY(grow((void **)&s->sy, &s->cap_sy, n + 1, sizeof *s->sy));
     int32_t k = 0;
     for (size_t o = 0; o < n;) {
-        size_t l = tok_utf8_len((unsigned char)s->text[o]);
-        if (l > n - o) l = n - o;
-        /* a lead byte takes only continuation bytes: an invalid sequence must not swallow the
-         * next character (llama.cpp would cut U+2581 apart after a stray 0xC3; we keep the
-         * round trip exact instead; valid UTF-8 splits identically) */
-        for (size_t j = 1; j < l; j++)
-            if (((unsigned char)s->text[o + j] & 0xC0) != 0x80) { l = j; break; }
+        size_t l = tok_unit_len(s->text + o, n - o);
         s->sy[k] = (sym){k - 1, o + l == n ? -1 : k + 1, (uint32_t)o, (uint32_t)l,
                          lookup ? tok_strmap_get(&s->v->text_map, s->text + o, l) : -1};
         k++;
@@ -204,13 +234,7 @@ static sb_status spm_fragment(sess *s, const char *p, size_t n, bool prefix) {
     s->text = s->buf;
     int32_t k;
     SB_TRY(make_chars(s, o, true, &k));
-    SB_TRY(merge_all(s, k));
-    for (int32_t i = 0; k > 0 && i >= 0; i = s->sy[i].next) {
-        const sym *y = &s->sy[i];
-        if (y->id >= 0) SB_TRY(ids_push(s->out, y->id));
-        else SB_TRY(emit_bytes(s, y));
-    }
-    return SB_OK;
+    return merge_emit_runs(s, k);
 }
 
 // ---- Gemma 4 (§8.6) ----
@@ -225,13 +249,7 @@ static sb_status gemma4_run(sess *s, size_t start, size_t n) {
     s->text = p;
     int32_t k;
     SB_TRY(make_chars(s, n, true, &k));
-    SB_TRY(merge_all(s, k));
-    for (int32_t i = 0; k > 0 && i >= 0; i = s->sy[i].next) {
-        const sym *y = &s->sy[i];
-        if (y->id >= 0) SB_TRY(ids_push(s->out, y->id));
-        else SB_TRY(emit_bytes(s, y));
-    }
-    return SB_OK;
+    return merge_emit_runs(s, k);
 }
 
 static sb_status gemma4_fragment(sess *s, const char *p, size_t n) {

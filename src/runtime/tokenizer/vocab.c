@@ -37,6 +37,8 @@ void tok_vocab_free(tok_vocab *v) {
     free(v->trie_cand);
     tok_strmap_free(&v->text_map);
     tok_strmap_free(&v->raw_map);
+    tok_strmap_free(&v->ws_prev_map);
+    free(v->ws_prev);
     tok_u64map_free(&v->merges);
     tok_u64map_free(&v->trie);
     tok_pretok_free(v->pretok);
@@ -319,6 +321,69 @@ static sb_status build_merges(tok_vocab *v, const tok_vocab_spec *s) {
     return SB_OK;
 }
 
+// ---- where SPM / Gemma 4 text may be cut into independent merge runs ----
+
+static bool is_mark(const char *p, size_t n) { return n == 3 && !memcmp(p, "\xE2\x96\x81", 3); }
+
+/* Calls add(v, unit) for every character that directly precedes a U+2581 (and is not one) in t. */
+static void scan_ws_prev(tok_vocab *v, const sb_strview *t, int pass) {
+    const char *prev = NULL;
+    size_t prev_n = 0;
+    for (size_t o = 0; o < t->len;) {
+        size_t l = tok_unit_len(t->ptr + o, t->len - o);
+        if (is_mark(t->ptr + o, l) && prev && !is_mark(prev, prev_n)) {
+            if (pass == 0) v->n_ws_prev++;
+            else {
+                v->ws_prev[v->n_ws_prev] = (sb_strview){prev, prev_n};
+                if (tok_strmap_get(&v->ws_prev_map, prev, prev_n) < 0) tok_strmap_put(&v->ws_prev_map, v->n_ws_prev++);
+            }
+        }
+        prev = t->ptr + o;
+        prev_n = l;
+        o += l;
+    }
+}
+
+/* Last character of a (as the merge loop splits it). */
+static sb_strview last_unit(const sb_strview *a) {
+    sb_strview u = {a->ptr, 0};
+    for (size_t o = 0; o < a->len;) {
+        size_t l = tok_unit_len(a->ptr + o, a->len - o);
+        u = (sb_strview){a->ptr + o, l};
+        o += l;
+    }
+    return u;
+}
+
+static sb_status build_ws_prev(tok_vocab *v) {
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            int32_t n = v->n_ws_prev;
+            v->n_ws_prev = 0;
+            v->ws_prev = malloc((size_t)(n ? n : 1) * sizeof *v->ws_prev);
+            if (!v->ws_prev) return sb_fail(SB_ERR_OOM, "tokenizer: %d space-run entries", n);
+            SB_TRY(tok_strmap_init(&v->ws_prev_map, v->ws_prev, (uint64_t)n));
+        }
+        for (int32_t i = 0; i < v->n_tokens; i++) scan_ws_prev(v, &v->text[i], pass);
+        /* merge junctions (Gemma 4): a merged symbol need not be a token */
+        if (v->merges.mask) {
+            for (uint64_t k = 0; k <= v->merges.mask; k++) {
+                uint64_t key = v->merges.key[k];
+                if (key == UINT64_MAX) continue;
+                const sb_strview *l = &v->text[key >> 32], *r = &v->text[key & 0xffffffffu];
+                sb_strview u = last_unit(l);
+                if (!r->len || !is_mark(r->ptr, tok_unit_len(r->ptr, r->len)) || !u.len || is_mark(u.ptr, u.len)) continue;
+                if (pass == 0) v->n_ws_prev++;
+                else {
+                    v->ws_prev[v->n_ws_prev] = u;
+                    if (tok_strmap_get(&v->ws_prev_map, u.ptr, u.len) < 0) tok_strmap_put(&v->ws_prev_map, v->n_ws_prev++);
+                }
+            }
+        }
+    }
+    return SB_OK;
+}
+
 // ---- build ----
 
 static sb_status build(const tok_vocab_spec *s, tok_vocab *v) {
@@ -445,6 +510,7 @@ static sb_status build(const tok_vocab_spec *s, tok_vocab *v) {
     SB_ASSERT((uint64_t)(a - v->arena) <= arena_bytes);
     if (!spm) SB_TRY(build_merges(v, s));
     SB_TRY(build_specials(v));
+    if (!bpe) SB_TRY(build_ws_prev(v));
     v->chat = tok_chat_detect(s->chat_template, s->chat_template ? s->chat_template_len : 0);
     return SB_OK;
 }
