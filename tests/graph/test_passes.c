@@ -12,6 +12,8 @@
 
 #include "sonicboom.h"
 
+#include <time.h>
+
 // ---- golden driver ----
 
 static char *read_text(const char *path) {
@@ -380,7 +382,85 @@ static void test_pipeline_dump(void) {
     ir_graph_free(g);
 }
 
+// ---- a multi-layer model ----
+
+/* qwen2-shaped stack of L layers, T tokens, logits for n_out rows */
+static ir_graph *stack_graph(int L, int64_t T, int64_t n_out) {
+    ir_graph *g = new_graph();
+    const int64_t E = 256, Dkv = 64, F = 512, V = 1024, C = 1024, D = 32;
+    ir_ref tok = ir_input_tokens(g, T), pos = ir_input_pos(g, T), rows = ir_input_out_rows(g, n_out);
+    ir_ref emb = W(g, "token_embd.weight", SB_TYPE_Q4_K, E, V);
+    ir_ref x = ir_get_rows(g, emb, tok);
+    ir_rope_params rp = {.n_rot = D, .mode = IR_ROPE_NEOX, .freq_base = 1e6f, .freq_scale = 1.0f};
+    ir_attn_params ap = {.n_head_kv = 2, .head_dim = D, .scale = 0.17f};
+    for (int l = 0; l < L; l++) {
+        char nm[64];
+#define LW(s, ty, a, b) (snprintf(nm, sizeof nm, "blk.%d." s, l), W(g, nm, ty, a, b))
+        ir_ref h = ir_mul(g, ir_rms_norm(g, x, 1e-6f), LW("attn_norm.weight", SB_TYPE_F32, E, 1));
+        ir_ref q = ir_add(g, ir_matmul(g, LW("attn_q.weight", SB_TYPE_Q4_K, E, E), h), LW("attn_q.bias", SB_TYPE_F32, E, 1));
+        ir_ref k = ir_add(g, ir_matmul(g, LW("attn_k.weight", SB_TYPE_Q4_K, E, Dkv), h), LW("attn_k.bias", SB_TYPE_F32, Dkv, 1));
+        ir_ref v = ir_add(g, ir_matmul(g, LW("attn_v.weight", SB_TYPE_Q6_K, E, Dkv), h), LW("attn_v.bias", SB_TYPE_F32, Dkv, 1));
+        q = ir_rope(g, ir_reshape(g, q, (int64_t[4]){D, E / D, T, 1}), pos, IR_NONE, &rp);
+        k = ir_rope(g, ir_reshape(g, k, (int64_t[4]){D, Dkv / D, T, 1}), pos, IR_NONE, &rp);
+        snprintf(nm, sizeof nm, "cache_k_l%d", l);
+        ir_ref kc = ir_kv_store(g, ir_input_kv(g, nm, SB_TYPE_F16, (int64_t[4]){Dkv, C, 1, 1}), ir_reshape(g, k, (int64_t[4]){Dkv, T, 1, 1}), pos);
+        snprintf(nm, sizeof nm, "cache_v_l%d", l);
+        ir_ref vc = ir_kv_store(g, ir_input_kv(g, nm, SB_TYPE_F16, (int64_t[4]){Dkv, C, 1, 1}), v, pos);
+        x = ir_add(g, x, ir_matmul(g, LW("attn_output.weight", SB_TYPE_Q4_K, E, E), ir_attention(g, q, kc, vc, pos, &ap)));
+        h = ir_mul(g, ir_rms_norm(g, x, 1e-6f), LW("ffn_norm.weight", SB_TYPE_F32, E, 1));
+        ir_ref f = ir_swiglu(g, ir_matmul(g, LW("ffn_gate.weight", SB_TYPE_Q4_K, E, F), h), ir_matmul(g, LW("ffn_up.weight", SB_TYPE_Q4_K, E, F), h));
+        x = ir_set_name(g, ir_add(g, x, ir_matmul(g, LW("ffn_down.weight", SB_TYPE_Q6_K, F, E), f)), "blk.%d.out", l);
+#undef LW
+    }
+    x = ir_matmul(g, emb, ir_mul(g, ir_rms_norm(g, x, 1e-6f), W(g, "output_norm.weight", SB_TYPE_F32, E, 1)));
+    ir_output(g, ir_select_rows(g, x, rows), "logits");
+    CHECK(ir_graph_status(g) == SB_OK);
+    return g;
+}
+
+static void test_stack(void) {
+    plan_target t;
+    test_target(&t);
+    const int L = 24;
+    ir_graph *g = stack_graph(L, 512, 1);
+    plan *p = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECKF(plan_build(g, &t, NULL, &p) == SB_OK, "%s", sb_last_error());
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (!p) return;
+    double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    printf("24-layer T=512 graph: %d -> %d nodes, plan_build %.1f ms, arena %llu bytes (naive %llu)\n", (int)g->n_nodes,
+           (int)p->g->n_nodes, ms, (unsigned long long)p->arena_bytes, (unsigned long long)p->naive_bytes);
+    CHECK(ms < 2000);
+    check_no_overlap(p);
+    /* one quantize per layer for attention, one for gate/up (fused with the norms), and one each
+     * for wo and down (wo's input is attention, down's the fused glu) */
+    int nq = 0, nnq = 0, ng = 0, full_rows = 0, one_row = 0, nfused = 0;
+    for (int i = 0; i < p->g->n_nodes; i++) {
+        const ir_node *n = &p->g->nodes[i];
+        nq += n->op == IR_OP_QUANTIZE;
+        nnq += n->op == IR_OP_RMS_NORM_QUANT;
+        ng += n->op == IR_OP_GLU_QUANT;
+        nfused += n->op == IR_OP_FUSED;
+        if (n->op == IR_OP_MATMUL) {
+            if (n->ne[1] == 512) full_rows++;
+            if (n->ne[1] == 1) one_row++;
+        }
+    }
+    CHECK_EQ_INT(nnq, 2 * L + 1);
+    CHECK_EQ_INT(ng, L);
+    CHECK_EQ_INT(nq, L); /* wo's input */
+    /* last layer: wo, gate, up, down and the vocab matmul on 1 row; q/k/v of every layer on 512 */
+    CHECK_EQ_INT(one_row, 5);
+    CHECK_EQ_INT(full_rows, 7 * L - 4);
+    CHECK_EQ_INT(nfused, 0); /* qwen2 has no elementwise chains: bias and residual adds are single steps */
+    plan_free(p);
+    ir_graph_free(g);
+}
+
 int main(void) {
+    test_stack();
     case_dce();
     case_quantize_once();
     case_fuse_norm_quant();
