@@ -13,6 +13,7 @@
 #include "quant/types.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 // ---- types ----
@@ -122,13 +123,28 @@ void op_softcap(float *dst, const float *x, int64_t n, float c) {
 
 float op_silu1(float x) { return x / (1.0f + expf(-x)); }
 
-/* ggml_gelu_f32 evaluated on fp16(x) and rounded to fp16: exactly ggml's 65536-entry table. */
-float op_gelu_tanh1(float x) {
+/* ggml's GELU: for -10 < x < 10, table[fp16(x)] where table[h] = fp16(gelu_f32(H(h))) — 65536
+ * entries built once (pthread_once), 128 KiB. x <= -10 gives 0, x >= 10 gives x. */
+static uint16_t gelu_table[65536];
+static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
+
+static void gelu_init(void) {
+    for (uint32_t i = 0; i < 65536; i++) {
+        const float h = qk_fp16_to_fp32((uint16_t)i);
+        const float g = 0.5f * h * (1.0f + tanhf(0.79788456080286535587989211986876f * h * (1.0f + 0.044715f * h * h)));
+        gelu_table[i] = qk_fp32_to_fp16(g);
+    }
+}
+
+static inline float gelu_lookup(float x) {
     if (x <= -10.0f) return 0.0f;
     if (x >= 10.0f) return x;
-    const float h = qk_fp16_to_fp32(qk_fp32_to_fp16(x));
-    const float g = 0.5f * h * (1.0f + tanhf(0.79788456080286535587989211986876f * h * (1.0f + 0.044715f * h * h)));
-    return qk_fp16_to_fp32(qk_fp32_to_fp16(g));
+    return qk_fp16_to_fp32(gelu_table[qk_fp32_to_fp16(x)]);
+}
+
+float op_gelu_tanh1(float x) {
+    pthread_once(&gelu_once, gelu_init);
+    return gelu_lookup(x);
 }
 
 void op_silu(float *dst, const float *x, int64_t n) {
@@ -136,7 +152,8 @@ void op_silu(float *dst, const float *x, int64_t n) {
 }
 
 void op_gelu_tanh(float *dst, const float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) dst[i] = op_gelu_tanh1(x[i]);
+    pthread_once(&gelu_once, gelu_init);
+    for (int64_t i = 0; i < n; i++) dst[i] = gelu_lookup(x[i]);
 }
 
 void op_swiglu(float *dst, const float *g, const float *u, int64_t n) {
@@ -145,7 +162,8 @@ void op_swiglu(float *dst, const float *g, const float *u, int64_t n) {
 
 /* ggml_vec_geglu_f32: x >= 10 gives x * u (the table is bypassed). */
 void op_geglu(float *dst, const float *g, const float *u, int64_t n) {
-    for (int64_t i = 0; i < n; i++) dst[i] = op_gelu_tanh1(g[i]) * u[i];
+    pthread_once(&gelu_once, gelu_init);
+    for (int64_t i = 0; i < n; i++) dst[i] = gelu_lookup(g[i]) * u[i];
 }
 
 // ---- matmul ----

@@ -100,6 +100,19 @@ static void test_elementwise(void) {
     CHECK(op_gelu_tanh1(-10.0f) == 0.0f && op_gelu_tanh1(12.5f) == 12.5f);
     float v = op_gelu_tanh1(0.3f);
     CHECK(qk_fp16_to_fp32(qk_fp32_to_fp16(v)) == v);
+    /* the table equals fp16(gelu_f32(fp16(x))) (ggml_table_gelu_f16) over [-12, 12] */
+    int bad = 0;
+    for (int i = -24000; i <= 24000; i++) {
+        float x = (float)i * 0.0005f, want;
+        if (x <= -10.0f) want = 0.0f;
+        else if (x >= 10.0f) want = x;
+        else {
+            float h = qk_fp16_to_fp32(qk_fp32_to_fp16(x));
+            want = qk_fp16_to_fp32(qk_fp32_to_fp16(0.5f * h * (1.0f + tanhf(0.79788456080286535587989211986876f * h * (1.0f + 0.044715f * h * h)))));
+        }
+        bad += op_gelu_tanh1(x) != want;
+    }
+    CHECK_EQ_INT(bad, 0);
 }
 
 // ---- conversions, get_rows, select_rows ----
