@@ -159,6 +159,21 @@ SB_API const char *sb_type_name(int type);
 /* Block size (elements) and bytes per block of a type. SB_ERR_RANGE for unknown/removed ids. */
 SB_API sb_status sb_type_size(int type, int64_t *block_elems, int64_t *block_bytes);
 
+/* ---- backends ---- */
+
+typedef struct sb_backend_info {
+    int cuda_compiled;        /* 1 if this library was built with the CUDA backend */
+    int cuda_devices;         /* usable CUDA devices now (0 without GPU or driver) */
+    char cuda_device_name[128]; /* device 0's name, "" if none */
+    int cuda_cc;              /* device 0's compute capability × 10 (90 for sm_90), 0 if none */
+    char cuda_error[256];     /* why no device is usable, "" otherwise */
+    char cpu_isa[32];         /* the CPU kernel set chosen at run time: "avx512", "avx2" or "scalar" */
+} sb_backend_info;
+
+/* What this build and this machine offer. Never fails on a machine without GPU or driver: then
+ * cuda_devices is 0 and cuda_error says why. SB_ERR_INVALID_ARG for NULL. */
+SB_API sb_status sb_backend_get_info(sb_backend_info *out);
+
 /* ---- GGUF inspection ---- */
 
 typedef struct sb_gguf sb_gguf;
@@ -357,6 +372,60 @@ SB_API sb_status sb_chat_render(const sb_vocab *v, const sb_chat_message *msgs, 
 /* Name of the recognised chat format ("chatml", "llama3", "gemma3", "gemma4", "fallback (chatml)",
  * ...); static storage, never NULL. */
 SB_API const char *sb_vocab_chat_format(const sb_vocab *v);
+
+/* ---- model file tools: quantize, synth ---- */
+
+/* Progress of a long operation: `done` of `total` units (weights processed), `what` names the item
+ * just finished (a tensor name). Return nonzero to cancel: the call then fails with
+ * SB_ERR_CANCELLED and leaves no output file. Called on the calling thread. */
+typedef int (*sb_progress_fn)(void *user, uint64_t done, uint64_t total, const char *what);
+
+typedef struct sb_quantize_params {
+    int n_threads;            /* worker threads incl. the caller; <= 0: number of online cores */
+    sb_progress_fn progress;  /* may be NULL */
+    void *progress_user;
+} sb_quantize_params;
+
+/* Write `out` as llama-quantize would write it from `in` with mix `type_name` (case-insensitive):
+ * F32 F16 BF16 Q8_0 Q6_K Q5_K_M Q5_K_S Q5_1 Q5_0 Q4_K_M Q4_K_S Q4_1 Q4_0 Q3_K_L Q3_K_M Q3_K_S Q2_K
+ * IQ4_NL IQ4_XS. Per-tensor types follow llama.cpp's rules (1-D tensors and norms keep their type;
+ * output / tied embeddings Q6_K; attn_v / ffn_down bumps by layer; shape fallback when a row is not
+ * a multiple of the block), and for an F32/F16/BF16 input the tensor data, tensor order and
+ * metadata layout are byte-identical to llama-quantize's (no imatrix). Tensors already in a
+ * quantized type are dequantized first (a SB_LOG_WARN message says so). The output is written to
+ * a temporary file and renamed, so `out` is either complete or untouched. p may be NULL (defaults).
+ * Errors: SB_ERR_INVALID_ARG (NULL args, unknown type name: the valid ones are listed),
+ * SB_ERR_IO, SB_ERR_OOM, SB_ERR_FORMAT_* (bad input), SB_ERR_UNSUPPORTED (a tensor type that
+ * cannot be converted, or a shape no type fits: the tensor and type are named), SB_ERR_MODEL_NAN
+ * (non-finite input value), SB_ERR_CANCELLED. */
+SB_API sb_status sb_quantize_file(const char *in, const char *out, const char *type_name,
+                                  const sb_quantize_params *p);
+
+/* Name of quantization mix i (0..), NULL past the end. */
+SB_API const char *sb_quantize_type_name(int i);
+
+typedef struct sb_synth_params {
+    const char *type_name;    /* a mix as for sb_quantize_file; NULL = "F32" */
+    const char *vocab_path;   /* vocab-only GGUF whose tokenizer.* keys are copied; NULL = a small
+                                 synthetic byte-fallback SentencePiece vocabulary */
+    uint64_t seed;            /* weights are a deterministic function of (preset, seed, vocab) */
+    int n_threads;            /* <= 0: number of online cores */
+    sb_progress_fn progress;  /* may be NULL */
+    void *progress_user;
+} sb_synth_params;
+
+/* Write a random-weight model with the tensor names, shapes and metadata of a real model (preset:
+ * see sb_synth_preset_name), so that llama.cpp and SonicBoom load it; weights ~ N(0, 0.02^2),
+ * norm weights ~ 1 + N(0, 0.02^2), llama-3 rope_freqs computed as the converter does. The
+ * vocabulary size is the tokenizer's token count. Tensors are generated one at a time and
+ * quantized with the mix type_name (memory stays bounded). Atomic write as sb_quantize_file.
+ * Errors: SB_ERR_INVALID_ARG (NULL args, unknown preset or type), SB_ERR_IO, SB_ERR_OOM,
+ * SB_ERR_FORMAT_* / SB_ERR_VOCAB (bad vocab file: no tokenizer.ggml.tokens), SB_ERR_CANCELLED. */
+SB_API sb_status sb_synth_model(const char *preset, const char *out, const sb_synth_params *p);
+
+/* Name of preset i (0..), NULL past the end; sb_synth_preset_desc: a one-line description. */
+SB_API const char *sb_synth_preset_name(int i);
+SB_API const char *sb_synth_preset_desc(int i);
 
 #ifdef __cplusplus
 }

@@ -114,7 +114,7 @@ void sb_log(sb_log_level level, const char *fmt, ...) {
 
 // ---- assert ----
 
-_Noreturn void sb_assert_fail(const char *file, int line, const char *expr) {
+__attribute__((noreturn)) void sb_assert_fail(const char *file, int line, const char *expr) {
     sb_log(SB_LOG_ERROR, "SB_ASSERT failed: %s:%d: %s", file, line, expr);
     fprintf(stderr, "sonicboom: internal error: %s:%d: SB_ASSERT(%s) failed\n", file, line, expr);
     abort();

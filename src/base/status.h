@@ -14,6 +14,10 @@
 
 #include <stdarg.h>
 
+#ifdef __cplusplus
+extern "C" { /* also included by CUDA sources */
+#endif
+
 /* Record a formatted detail text for this thread and return s. */
 sb_status sb_fail(sb_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 sb_status sb_failv(sb_status s, const char *fmt, va_list ap);
@@ -34,7 +38,7 @@ int sb_log_enabled(sb_log_level level);
     do {                                                                                  \
         if (__builtin_expect(!(cond), 0)) sb_assert_fail(__FILE__, __LINE__, #cond);      \
     } while (0)
-_Noreturn void sb_assert_fail(const char *file, int line, const char *expr);
+__attribute__((noreturn)) void sb_assert_fail(const char *file, int line, const char *expr);
 
 /* Propagate a failing status. */
 #define SB_TRY(expr)                                  \
@@ -42,5 +46,9 @@ _Noreturn void sb_assert_fail(const char *file, int line, const char *expr);
         sb_status sb_try_s_ = (expr);                 \
         if (sb_try_s_ != SB_OK) return sb_try_s_;     \
     } while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

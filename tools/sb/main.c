@@ -27,6 +27,13 @@ int cmd_version(int argc, char **argv) {
     (void)argc;
     (void)argv;
     printf("sonicboom %s (library %s)\n", SB_VERSION_STRING, sb_version_string());
+    sb_backend_info bi;
+    if (sb_backend_get_info(&bi) == SB_OK) {
+        printf("cpu: %s kernels\n", bi.cpu_isa);
+        if (!bi.cuda_compiled) printf("cuda: not compiled in\n");
+        else if (bi.cuda_devices) printf("cuda: %d device(s), %s (sm_%d)\n", bi.cuda_devices, bi.cuda_device_name, bi.cuda_cc);
+        else printf("cuda: compiled in, no usable device (%s)\n", bi.cuda_error);
+    }
     return 0;
 }
 
