@@ -10,7 +10,8 @@
  * rounding inside dequantize, whose terms can exceed |w|); Q4_1/Q5_1 add 2^-10 * sum_b |m_b| *
  * (|s_b| + |d_b * sum q_b|), because their Q8_1 sum field s is fp16 (formats.md §3.3).
  * Outputs are NaN-poisoned and checked fully written; shapes include K = one block, N not a
- * multiple of the thread split, T = 1..9 (the 4-token groups plus tails). Seed printed; set
+ * multiple of the thread split or of the 8-row tile, T = 1..17 (4-token groups plus tails; T >= 8
+ * takes the decoded-tile GEMM on avx512). Seed printed; set
  * SB_TEST_SEED to replay.
  */
 #include "backend/cpu/cpu_kernels.h"
@@ -198,6 +199,8 @@ int main(void) {
                 {unit * 3, 37, 6, pool3},
                 {unit == 1 ? 77 : unit * 2, 9, 9, pool2}, /* odd K for float types; T = 4+4+1 */
                 {unit >= 256 ? 4864 : 896, 19, 4, pool2}, /* Qwen2.5-0.5B row lengths */
+                {unit >= 256 ? 768 : 896, 19, 17, pool3}, /* prefill tile path: 8-row tiles + tail */
+                {unit, 8, 8, NULL},                 /* tile path, exact 8 x 8 */
             };
             int fails = 0;
             worst_ratio = 0.0;

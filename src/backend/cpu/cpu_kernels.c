@@ -183,6 +183,8 @@ sb_status cpu_matmul(tp_pool *pool, int wtype, const void *W, int64_t K, int64_t
         return sb_fail(SB_ERR_INVALID_ARG, "cpu_matmul: N = %lld, T = %lld (both must be >= 1)", (long long)N,
                        (long long)T);
     if (!W || !act || !out) return sb_fail(SB_ERR_INVALID_ARG, "cpu_matmul: NULL pointer argument");
+    if (T >= CPU_TILE_MIN_T && cpu_isa_active() == CPU_ISA_AVX512 && cpu_tile_supported(wtype))
+        return cpu_tile_matmul(pool, wtype, cpu_act_type(wtype), W, wrow, K, N, act, arow, T, out);
     mm_ctx c = {table()->dot[wtype], W, act, wrow, arow, K, N, T, out};
     tp_run(pool, N, 4, mm_rows, &c);
     return SB_OK;

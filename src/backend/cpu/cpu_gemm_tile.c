@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/cpu/cpu_gemm_tile.c — prefill GEMM through decoded, row-interleaved weight tiles
+ * (AVX-512VL + VNNI, 256-bit vectors). For T >= CPU_TILE_MIN_T tokens this replaces the
+ * per-row dot kernels of cpu_x86.inc, whose float tail (cvt + 2 multiplies per block, row and
+ * token) capped them at ~5-7 int8 MACs per vector op.
+ * Layer 0 (backend/cpu).
+ * Scheme (all weight types alike): every weight element is decoded once per call into an
+ * unsigned byte q (= the type's integer value + off, 0..255), and every unit of U elements
+ * (U = 16 or 32: the type's scale granularity) gets a float scale ws and a float min wm, so that
+ *     w = ws * (q - off) + wm                                       (per element of the unit)
+ * e.g. Q5_0: q = 5-bit value, off 16, ws = d; Q4_K: q = nibble, off 0, ws = d*sc_j,
+ * wm = -dmin*m_j; Q8_0/IQ4: q = value + 128, off 128. Activations are copied to plain int8 rows
+ * with per-unit sums S = sum(y) and scales A (Q8_0/Q8_1: the block d; Q8_K: the superblock d).
+ *     out[t][r] = sum_u A_tu * (ws_ru * (I_rtu - off*S_tu) + wm_ru * S_tu),  I = sum q*y (exact int)
+ * Tile layout: 8 rows interleaved in 4-byte groups, [K/4][8 rows][4 B], so one vpdpbusd with a
+ * broadcast activation dword advances 8 rows x 4 elements; per unit and token the float work is
+ * one cvt + mul + fma for 8 rows (vs 8 rows x 3 ops in the row kernels).
+ * Exactness: I - off*S is exact in int32; results differ from the row kernels only in float
+ * rounding order (the S-based min term uses the exact Σy instead of Q8_1's fp16 s).
+ * Non-goals: persistent repacking (tiles are decoded per call into per-thread scratch), GEMV.
+ */
+#pragma GCC target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+
+#include "cpu_impl.h"
+
+#include "quant/blocks.h"
+
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define H(x) cpu_fp16_table[x]
+
+// ---- per-type row decode: q[K] (u8), ws[K/U], wm[K/U] ----
+
+typedef struct {
+    int unit;  /* U */
+    int off;   /* subtracted from q */
+    int has_min;
+} tile_spec;
+
+static bool spec_of(int wt, tile_spec *s) {
+    switch (wt) {
+    case SB_TYPE_Q4_0: *s = (tile_spec){32, 8, 0}; return true;
+    case SB_TYPE_Q5_0: *s = (tile_spec){32, 16, 0}; return true;
+    case SB_TYPE_Q8_0: *s = (tile_spec){32, 128, 0}; return true;
+    case SB_TYPE_IQ4_NL: *s = (tile_spec){32, 128, 0}; return true;
+    case SB_TYPE_Q4_1: *s = (tile_spec){32, 0, 1}; return true;
+    case SB_TYPE_Q5_1: *s = (tile_spec){32, 0, 1}; return true;
+    case SB_TYPE_Q4_K: *s = (tile_spec){32, 0, 1}; return true;
+    case SB_TYPE_Q5_K: *s = (tile_spec){32, 0, 1}; return true;
+    case SB_TYPE_IQ4_XS: *s = (tile_spec){32, 128, 0}; return true;
+    case SB_TYPE_Q2_K: *s = (tile_spec){16, 0, 1}; return true;
+    case SB_TYPE_Q3_K: *s = (tile_spec){16, 4, 0}; return true;
+    case SB_TYPE_Q6_K: *s = (tile_spec){16, 32, 0}; return true;
+    default: return false;
+    }
+}
+
+bool cpu_tile_supported(int wtype) {
+    tile_spec s;
+    return spec_of(wtype, &s);
+}
+
+static inline void k4_scale_min(int j, const uint8_t *q, int *sc, int *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+static void decode_row(int wt, const void *w, int64_t K, uint8_t *q, float *ws, float *wm) {
+    switch (wt) {
+    case SB_TYPE_Q4_0:
+    case SB_TYPE_Q4_1:
+    case SB_TYPE_IQ4_NL: {
+        const size_t bs = wt == SB_TYPE_Q4_1 ? sizeof(blk_q4_1) : sizeof(blk_q4_0);
+        for (int64_t b = 0; b < K / 32; b++) {
+            const unsigned char *blk = (const unsigned char *)w + b * bs;
+            const uint8_t *qs = blk + (wt == SB_TYPE_Q4_1 ? 4 : 2);
+            uint16_t d, m = 0;
+            memcpy(&d, blk, 2);
+            if (wt == SB_TYPE_Q4_1) memcpy(&m, blk + 2, 2);
+            for (int j = 0; j < 16; j++) {
+                int lo = qs[j] & 15, hi = qs[j] >> 4;
+                if (wt == SB_TYPE_IQ4_NL) lo = kvalues_iq4nl[lo] + 128, hi = kvalues_iq4nl[hi] + 128;
+                q[32 * b + j] = (uint8_t)lo;
+                q[32 * b + j + 16] = (uint8_t)hi;
+            }
+            ws[b] = H(d);
+            wm[b] = wt == SB_TYPE_Q4_1 ? H(m) : 0.0f;
+        }
+        break;
+    }
+    case SB_TYPE_Q5_0:
+    case SB_TYPE_Q5_1: {
+        const size_t bs = wt == SB_TYPE_Q5_1 ? sizeof(blk_q5_1) : sizeof(blk_q5_0);
+        for (int64_t b = 0; b < K / 32; b++) {
+            const unsigned char *blk = (const unsigned char *)w + b * bs;
+            const int o = wt == SB_TYPE_Q5_1 ? 4 : 2;
+            uint16_t d, m = 0;
+            uint32_t qh;
+            memcpy(&d, blk, 2);
+            if (wt == SB_TYPE_Q5_1) memcpy(&m, blk + 2, 2);
+            memcpy(&qh, blk + o, 4);
+            const uint8_t *qs = blk + o + 4;
+            for (int j = 0; j < 16; j++) {
+                q[32 * b + j] = (uint8_t)((qs[j] & 15) | (((qh >> j) & 1) << 4));
+                q[32 * b + j + 16] = (uint8_t)((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
+            }
+            ws[b] = H(d);
+            wm[b] = wt == SB_TYPE_Q5_1 ? H(m) : 0.0f;
+        }
+        break;
+    }
+    case SB_TYPE_Q8_0: {
+        const blk_q8_0 *x = w;
+        for (int64_t b = 0; b < K / 32; b++) {
+            for (int j = 0; j < 32; j++) q[32 * b + j] = (uint8_t)(x[b].qs[j] + 128);
+            ws[b] = H(x[b].d);
+            wm[b] = 0.0f;
+        }
+        break;
+    }
+    case SB_TYPE_Q4_K:
+    case SB_TYPE_Q5_K: {
+        for (int64_t b = 0; b < K / QK_K; b++) {
+            const unsigned char *blk = (const unsigned char *)w + b * (wt == SB_TYPE_Q4_K ? sizeof(blk_q4_K) : sizeof(blk_q5_K));
+            uint16_t d, dmin;
+            memcpy(&d, blk, 2);
+            memcpy(&dmin, blk + 2, 2);
+            const uint8_t *scales = blk + 4;
+            const uint8_t *qh = wt == SB_TYPE_Q5_K ? blk + 16 : NULL;
+            const uint8_t *qs = blk + (wt == SB_TYPE_Q5_K ? 48 : 16);
+            for (int j = 0; j < 8; j++) {
+                int sc, m;
+                k4_scale_min(j, scales, &sc, &m);
+                ws[8 * b + j] = H(d) * (float)sc;
+                wm[8 * b + j] = -(H(dmin) * (float)m);
+                for (int l = 0; l < 32; l++) {
+                    int v = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15;
+                    if (qh) v |= ((qh[l] >> j) & 1) << 4;
+                    q[256 * b + 32 * j + l] = (uint8_t)v;
+                }
+            }
+        }
+        break;
+    }
+    case SB_TYPE_Q6_K: {
+        const blk_q6_K *x = w;
+        for (int64_t b = 0; b < K / QK_K; b++) {
+            for (int e = 0; e < 256; e++) {
+                int n = e / 128, r = e % 128, g = r / 32, l = r % 32;
+                int lo = (x[b].ql[64 * n + l + 32 * (g & 1)] >> (4 * (g >> 1))) & 15;
+                int hi = (x[b].qh[32 * n + l] >> (2 * g)) & 3;
+                q[256 * b + e] = (uint8_t)(lo | hi << 4);
+            }
+            for (int j = 0; j < 16; j++) ws[16 * b + j] = H(x[b].d) * (float)x[b].scales[j], wm[16 * b + j] = 0.0f;
+        }
+        break;
+    }
+    case SB_TYPE_Q3_K: {
+        const blk_q3_K *x = w;
+        for (int64_t b = 0; b < K / QK_K; b++) {
+            const uint8_t *sc = x[b].scales;
+            for (int j = 0; j < 16; j++) {
+                int lo = j < 8 ? sc[j] & 15 : sc[j - 8] >> 4;
+                int hi = (sc[8 + j % 4] >> (2 * (j / 4))) & 3;
+                ws[16 * b + j] = H(x[b].d) * (float)((lo | hi << 4) - 32);
+                wm[16 * b + j] = 0.0f;
+            }
+            for (int e = 0; e < 256; e++) {
+                int low = (x[b].qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+                int h = (x[b].hmask[e % 32] >> (e / 32)) & 1;
+                q[256 * b + e] = (uint8_t)(low | h << 2);
+            }
+        }
+        break;
+    }
+    case SB_TYPE_Q2_K: {
+        const blk_q2_K *x = w;
+        for (int64_t b = 0; b < K / QK_K; b++) {
+            for (int j = 0; j < 16; j++) {
+                ws[16 * b + j] = H(x[b].d) * (float)(x[b].scales[j] & 15);
+                wm[16 * b + j] = -(H(x[b].dmin) * (float)(x[b].scales[j] >> 4));
+            }
+            for (int e = 0; e < 256; e++)
+                q[256 * b + e] = (uint8_t)((x[b].qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3);
+        }
+        break;
+    }
+    case SB_TYPE_IQ4_XS: {
+        const blk_iq4_xs *x = w;
+        for (int64_t b = 0; b < K / QK_K; b++) {
+            for (int ib = 0; ib < 8; ib++) {
+                int ls = ((x[b].scales_l[ib / 2] >> (4 * (ib % 2))) & 15) | (((x[b].scales_h >> (2 * ib)) & 3) << 4);
+                ws[8 * b + ib] = H(x[b].d) * (float)(ls - 32);
+                wm[8 * b + ib] = 0.0f;
+                for (int j = 0; j < 16; j++) {
+                    q[256 * b + 32 * ib + j] = (uint8_t)(kvalues_iq4nl[x[b].qs[16 * ib + j] & 15] + 128);
+                    q[256 * b + 32 * ib + j + 16] = (uint8_t)(kvalues_iq4nl[x[b].qs[16 * ib + j] >> 4] + 128);
+                }
+            }
+        }
+        break;
+    }
+    default: break;
+    }
+}
+
+// ---- activation preparation ----
+
+/* y8[t][K] int8, S[t][K/U] = sum of the unit, A[t][K/U] = activation scale of the unit. */
+static void prep_act(int at, const void *act, size_t arow, int64_t K, int64_t T, int U, int8_t *y8, int32_t *S,
+                     float *A) {
+    const int64_t nu = K / U;
+    for (int64_t t = 0; t < T; t++) {
+        const unsigned char *row = (const unsigned char *)act + t * arow;
+        int8_t *y = y8 + t * K;
+        if (at == SB_TYPE_Q8_K) {
+            const blk_q8_K *b = (const blk_q8_K *)row;
+            for (int64_t s = 0; s < K / QK_K; s++) memcpy(y + 256 * s, b[s].qs, 256);
+            for (int64_t u = 0; u < nu; u++) A[t * nu + u] = b[u * U / QK_K].d;
+        } else {
+            const size_t bs = at == SB_TYPE_Q8_1 ? sizeof(blk_q8_1) : sizeof(blk_q8_0);
+            const int o = at == SB_TYPE_Q8_1 ? 4 : 2;
+            for (int64_t s = 0; s < K / 32; s++) {
+                uint16_t d;
+                memcpy(&d, row + s * bs, 2);
+                memcpy(y + 32 * s, row + s * bs + o, 32);
+                A[t * nu + s] = H(d); /* U = 32 for every Q8_0/Q8_1-paired type */
+            }
+        }
+        for (int64_t u = 0; u < nu; u++) {
+            int sum = 0;
+            for (int e = 0; e < U; e++) sum += y[u * U + e];
+            S[t * nu + u] = sum;
+        }
+    }
+}
+
+// ---- the 8-row x NC-token microkernel ----
+
+typedef struct {
+    const uint8_t *tile; /* [K/4][8][4] */
+    const float *ws, *wm; /* [nu][8] */
+    const int8_t *y8;
+    const int32_t *S;
+    const float *A;
+    int64_t K, nu;
+    int U, off, has_min;
+} tile_args;
+
+static inline __attribute__((always_inline)) void micro(const tile_args *g, int64_t t0, const int NC, __m256 *res) {
+    __m256 facc[4];
+    for (int c = 0; c < NC; c++) facc[c] = _mm256_setzero_ps();
+    const int gpu = g->U / 4;
+    for (int64_t u = 0; u < g->nu; u++) {
+        __m256i iacc[4];
+        for (int c = 0; c < NC; c++) iacc[c] = _mm256_setzero_si256();
+        const uint8_t *wt = g->tile + u * gpu * 32;
+        for (int k = 0; k < gpu; k++) {
+            const __m256i w = _mm256_loadu_si256((const __m256i *)(wt + 32 * k));
+            for (int c = 0; c < NC; c++) {
+                int32_t yy;
+                memcpy(&yy, g->y8 + (t0 + c) * g->K + u * g->U + 4 * k, 4);
+                iacc[c] = _mm256_dpbusd_epi32(iacc[c], w, _mm256_set1_epi32(yy));
+            }
+        }
+        const __m256 ws = _mm256_loadu_ps(g->ws + 8 * u);
+        for (int c = 0; c < NC; c++) {
+            const int32_t s = g->S[(t0 + c) * g->nu + u];
+            const float a = g->A[(t0 + c) * g->nu + u];
+            const __m256i iv = _mm256_sub_epi32(iacc[c], _mm256_set1_epi32(g->off * s));
+            facc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iv), _mm256_mul_ps(ws, _mm256_set1_ps(a)), facc[c]);
+        }
+        if (g->has_min) {
+            const __m256 wm = _mm256_loadu_ps(g->wm + 8 * u);
+            for (int c = 0; c < NC; c++) {
+                const float as = g->A[(t0 + c) * g->nu + u] * (float)g->S[(t0 + c) * g->nu + u];
+                facc[c] = _mm256_fmadd_ps(wm, _mm256_set1_ps(as), facc[c]);
+            }
+        }
+    }
+    for (int c = 0; c < NC; c++) res[c] = facc[c];
+}
+
+// ---- driver ----
+
+typedef struct {
+    int wt, at;
+    tile_spec sp;
+    const char *W;
+    size_t wrow;
+    int64_t K, N, T;
+    const int8_t *y8;
+    const int32_t *S;
+    const float *A;
+    float *out;
+} tile_ctx;
+
+static void tile_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
+    (void)tid;
+    const tile_ctx *c = vctx;
+    const int64_t K = c->K, nu = K / c->sp.unit;
+    uint8_t *tile = aligned_alloc(64, (size_t)(8 * K + 64));
+    float *ws = malloc(sizeof(float) * (size_t)(8 * nu)), *wm = malloc(sizeof(float) * (size_t)(8 * nu));
+    uint8_t *q = malloc((size_t)K);
+    float *rs = malloc(sizeof(float) * (size_t)nu), *rm = malloc(sizeof(float) * (size_t)nu);
+    SB_ASSERT(tile && ws && wm && q && rs && rm); /* scratch of a few 10 KB; see cpu_matmul */
+    for (int64_t rb = r0; rb < r1; rb += 8) {
+        const int nr = r1 - rb < 8 ? (int)(r1 - rb) : 8;
+        for (int r = 0; r < 8; r++) {
+            if (r < nr) {
+                decode_row(c->wt, c->W + (rb + r) * c->wrow, K, q, rs, rm);
+            } else {
+                memset(q, 0, (size_t)K);
+                memset(rs, 0, sizeof(float) * (size_t)nu);
+                memset(rm, 0, sizeof(float) * (size_t)nu);
+            }
+            for (int64_t g4 = 0; g4 < K / 4; g4++) memcpy(tile + g4 * 32 + 4 * r, q + 4 * g4, 4);
+            for (int64_t u = 0; u < nu; u++) ws[8 * u + r] = rs[u], wm[8 * u + r] = rm[u];
+        }
+        tile_args g = {tile, ws, wm, c->y8, c->S, c->A, K, nu, c->sp.unit, c->sp.off, c->sp.has_min};
+        for (int64_t t = 0; t < c->T; t += 4) {
+            const int nc = c->T - t < 4 ? (int)(c->T - t) : 4;
+            __m256 res[4];
+            switch (nc) {
+            case 1: micro(&g, t, 1, res); break;
+            case 2: micro(&g, t, 2, res); break;
+            case 3: micro(&g, t, 3, res); break;
+            default: micro(&g, t, 4, res); break;
+            }
+            for (int k = 0; k < nc; k++) {
+                float *o = c->out + (t + k) * c->N + rb;
+                if (nr == 8) {
+                    _mm256_storeu_ps(o, res[k]);
+                } else {
+                    float tmp[8];
+                    _mm256_storeu_ps(tmp, res[k]);
+                    memcpy(o, tmp, sizeof(float) * (size_t)nr);
+                }
+            }
+        }
+    }
+    free(tile), free(ws), free(wm), free(q), free(rs), free(rm);
+}
+
+sb_status cpu_tile_matmul(tp_pool *pool, int wt, int at, const void *W, size_t wrow, int64_t K, int64_t N,
+                          const void *act, size_t arow, int64_t T, float *out) {
+    tile_spec sp;
+    if (!spec_of(wt, &sp)) return sb_fail(SB_ERR_INTERNAL, "cpu_tile_matmul: type %d has no tile decoder", wt);
+    const int64_t nu = K / sp.unit;
+    int8_t *y8 = malloc((size_t)(T * K));
+    int32_t *S = malloc(sizeof(int32_t) * (size_t)(T * nu));
+    float *A = malloc(sizeof(float) * (size_t)(T * nu));
+    if (!y8 || !S || !A) {
+        free(y8), free(S), free(A);
+        return sb_fail(SB_ERR_OOM, "cpu_tile_matmul: %lld bytes of activation scratch", (long long)(T * K * 9));
+    }
+    prep_act(at, act, arow, K, T, sp.unit, y8, S, A);
+    tile_ctx c = {wt, at, sp, W, wrow, K, N, T, y8, S, A, out};
+    tp_run(pool, N, 8, tile_rows, &c);
+    free(y8), free(S), free(A);
+    return SB_OK;
+}
