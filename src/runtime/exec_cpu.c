@@ -129,11 +129,54 @@ static void k_ew(void *c, int64_t b, int64_t e, int tid) {
     ew_step(n->op, r->dst, r->s[0], o, o && bcast(src(r, 1), n), n->fp[0], n->ne[0], b, e);
 }
 
+/* Functions compiled for AVX2+FMA+F16C, called only when cpu_isa_active() >= CPU_ISA_AVX2. */
+#define AVX2_ATTR __attribute__((target("avx2,fma,f16c")))
+
+/* SwiGLU over F x T values is the largest non-matmul cost of a prefill (one expf each), so AVX2
+ * machines use a vector exp: n = round(x log2 e), r = x - n ln2 (two-part ln2), e^r by its
+ * degree-7 Taylor polynomial on |r| <= ln2/2 (truncation < 2e-8 relative), times 2^n built in the
+ * exponent bits; x is clamped to [-87, 88] so 2^n stays a normal float. Within ~2 ulp of expf;
+ * tests/runtime/test_exec_cpu.c checks it against op_swiglu. */
+AVX2_ATTR static inline __m256 exp_avx2(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+AVX2_ATTR static void swiglu_avx2(float *y, const float *g, const float *u, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        const __m256 den = _mm256_add_ps(one, exp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), x)));
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_div_ps(x, den), _mm256_loadu_ps(u + i)));
+    }
+    if (i < n) op_swiglu(y + i, g + i, u + i, n - i);
+}
+
+static void swiglu(float *y, const float *g, const float *u, int64_t n) {
+    if (cpu_isa_active() >= CPU_ISA_AVX2)
+        swiglu_avx2(y, g, u, n);
+    else
+        op_swiglu(y, g, u, n);
+}
+
 static void k_glu(void *c, int64_t b, int64_t e, int tid) {
     const run *r = c;
     int64_t E = r->n->ne[0];
     if (r->n->op == IR_OP_SWIGLU)
-        op_swiglu((float *)r->dst + b * E, (const float *)r->s[0] + b * E, (const float *)r->s[1] + b * E, (e - b) * E);
+        swiglu((float *)r->dst + b * E, (const float *)r->s[0] + b * E, (const float *)r->s[1] + b * E, (e - b) * E);
     else
         op_geglu((float *)r->dst + b * E, (const float *)r->s[0] + b * E, (const float *)r->s[1] + b * E, (e - b) * E);
 }
@@ -184,7 +227,7 @@ static void k_glu_quant(void *c, int64_t b, int64_t e, int tid) {
     for (int64_t t = b; t < e; t++) {
         const float *g = (const float *)r->s[0] + t * E, *u = (const float *)r->s[1] + t * E;
         if (r->n->ip[0] == IR_OP_SWIGLU)
-            op_swiglu(row, g, u, E);
+            swiglu(row, g, u, E);
         else
             op_geglu(row, g, u, E);
         quantize_rows(r->n->dtype, (uint8_t *)r->dst + rb * (uint64_t)t, row, E, 1);
@@ -240,7 +283,6 @@ ATTN_HELPERS(_base, )
 ATTN_HELPERS(_avx2c, __attribute__((target("avx2,fma,f16c"))))
 
 /* GCC does not vectorise _Float16 loads; F16C does it in one instruction */
-#define AVX2_ATTR __attribute__((target("avx2,fma,f16c")))
 
 AVX2_ATTR static float dot_f16_avx2(const float *q, const _Float16 *k, int64_t n) {
     __m256 acc = _mm256_setzero_ps();

@@ -269,7 +269,40 @@ static void test_attention_vs_ref(void) {
     free(q), free(kx), free(vx), free(k0), free(v0);
 }
 
-// ---- 4: bad bindings ----
+// ---- 4: the executor's swiglu == the reference op (vector exp on AVX2) ----
+
+static void test_swiglu_vs_ref(void) {
+    enum { SE = 136, ST = 3, SN = SE * ST };
+    float *gt = rnd(SN, 4), *up = rnd(SN, 1);
+    gt[0] = -95.0f, gt[1] = 95.0f, gt[2] = 0.0f, gt[3] = -20.0f, gt[4] = 30.0f, gt[5] = 1e-6f; /* clamps and edges */
+    ir_graph *g;
+    ir_graph_create(&g);
+    ir_ref G = ir_input_weight(g, "g", SB_TYPE_F32, (int64_t[4]){SE, ST, 1, 1}), U = ir_input_weight(g, "u", SB_TYPE_F32, (int64_t[4]){SE, ST, 1, 1});
+    ir_output(g, ir_swiglu(g, G, U), "y");
+    plan_target t;
+    exec_cpu_target(&t);
+    plan *p = NULL;
+    CHECK(plan_build(g, &t, NULL, &p) == SB_OK);
+    bind bs[] = {{"g", gt}, {"u", up}};
+    const float *out[1] = {0};
+    void *arena = NULL;
+    CHECK(run(p, bs, 2, NULL, out, &arena) == SB_OK);
+    float ref[SN];
+    op_swiglu(ref, gt, up, SN);
+    double worst = 0;
+    for (int i = 0; i < SN && out[0]; i++) {
+        double d = fabs((double)out[0][i] - ref[i]) / (fabs(ref[i]) + 1e-30);
+        if (ref[i] != out[0][i] && d > worst) worst = d;
+    }
+    CHECKF(worst < 1e-6, "swiglu exec vs ref: worst relative error %g", worst);
+    CHECK(out[0] && fabsf(out[0][0]) < 1e-30f && isfinite(out[0][1]) && fabsf(out[0][1] - 95.0f * up[1]) <= 1e-5f * fabsf(95.0f * up[1]));
+    free(arena);
+    plan_free(p);
+    ir_graph_free(g);
+    free(gt), free(up);
+}
+
+// ---- 5: bad bindings ----
 
 static void test_errors(void) {
     weights w;
@@ -309,6 +342,7 @@ int main(void) {
         printf("SKIP quantized blocks: no reference quantizers registered\n");
     }
     test_attention_vs_ref();
+    test_swiglu_vs_ref();
     test_errors();
     return test_summary();
 }
