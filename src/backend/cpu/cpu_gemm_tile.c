@@ -58,6 +58,22 @@ static bool spec_of(int wt, tile_spec *s) {
     }
 }
 
+
+// ---- SIMD decode helpers (decode cost matters for T ~ 8..64) ----
+
+static inline __m256i nib32(const uint8_t *p) {
+    __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));
+    b = _mm256_srlv_epi64(b, _mm256_set_epi64x(4, 4, 0, 0));
+    return _mm256_and_si256(b, _mm256_set1_epi8(15));
+}
+
+static inline __m256i kv_u8(__m256i idx) { /* kvalues_iq4nl[idx] + 128 */
+    const __m128i kv = _mm_xor_si128(_mm_loadu_si128((const __m128i *)kvalues_iq4nl), _mm_set1_epi8((char)0x80));
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(kv), idx);
+}
+
+static inline void st32(uint8_t *q, __m256i v) { _mm256_storeu_si256((__m256i *)q, v); }
+
 bool cpu_tile_supported(int wtype) {
     tile_spec s;
     return spec_of(wtype, &s);
@@ -85,12 +101,7 @@ static void decode_row(int wt, const void *w, int64_t K, uint8_t *q, float *ws, 
             uint16_t d, m = 0;
             memcpy(&d, blk, 2);
             if (wt == SB_TYPE_Q4_1) memcpy(&m, blk + 2, 2);
-            for (int j = 0; j < 16; j++) {
-                int lo = qs[j] & 15, hi = qs[j] >> 4;
-                if (wt == SB_TYPE_IQ4_NL) lo = kvalues_iq4nl[lo] + 128, hi = kvalues_iq4nl[hi] + 128;
-                q[32 * b + j] = (uint8_t)lo;
-                q[32 * b + j + 16] = (uint8_t)hi;
-            }
+            st32(q + 32 * b, wt == SB_TYPE_IQ4_NL ? kv_u8(nib32(qs)) : nib32(qs));
             ws[b] = H(d);
             wm[b] = wt == SB_TYPE_Q4_1 ? H(m) : 0.0f;
         }
@@ -108,10 +119,8 @@ static void decode_row(int wt, const void *w, int64_t K, uint8_t *q, float *ws, 
             if (wt == SB_TYPE_Q5_1) memcpy(&m, blk + 2, 2);
             memcpy(&qh, blk + o, 4);
             const uint8_t *qs = blk + o + 4;
-            for (int j = 0; j < 16; j++) {
-                q[32 * b + j] = (uint8_t)((qs[j] & 15) | (((qh >> j) & 1) << 4));
-                q[32 * b + j + 16] = (uint8_t)((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
-            }
+            const __m256i lo = nib32(qs);
+            st32(q + 32 * b, _mm256_mask_add_epi8(lo, (__mmask32)qh, lo, _mm256_set1_epi8(16)));
             ws[b] = H(d);
             wm[b] = wt == SB_TYPE_Q5_1 ? H(m) : 0.0f;
         }
@@ -120,7 +129,7 @@ static void decode_row(int wt, const void *w, int64_t K, uint8_t *q, float *ws, 
     case SB_TYPE_Q8_0: {
         const blk_q8_0 *x = w;
         for (int64_t b = 0; b < K / 32; b++) {
-            for (int j = 0; j < 32; j++) q[32 * b + j] = (uint8_t)(x[b].qs[j] + 128);
+            st32(q + 32 * b, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[b].qs), _mm256_set1_epi8((char)0x80)));
             ws[b] = H(x[b].d);
             wm[b] = 0.0f;
         }
@@ -141,11 +150,13 @@ static void decode_row(int wt, const void *w, int64_t K, uint8_t *q, float *ws, 
                 k4_scale_min(j, scales, &sc, &m);
                 ws[8 * b + j] = H(d) * (float)sc;
                 wm[8 * b + j] = -(H(dmin) * (float)m);
-                for (int l = 0; l < 32; l++) {
-                    int v = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15;
-                    if (qh) v |= ((qh[l] >> j) & 1) << 4;
-                    q[256 * b + 32 * j + l] = (uint8_t)v;
+                const __m256i qb = _mm256_loadu_si256((const __m256i *)(qs + 32 * (j / 2)));
+                __m256i v = _mm256_and_si256(_mm256_srli_epi16(qb, 4 * (j % 2)), _mm256_set1_epi8(15));
+                if (qh) {
+                    const __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
+                    v = _mm256_or_si256(v, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, j), _mm256_set1_epi8(1)), 4));
                 }
+                st32(q + 256 * b + 32 * j, v);
             }
         }
         break;
@@ -153,11 +164,19 @@ static void decode_row(int wt, const void *w, int64_t K, uint8_t *q, float *ws, 
     case SB_TYPE_Q6_K: {
         const blk_q6_K *x = w;
         for (int64_t b = 0; b < K / QK_K; b++) {
-            for (int e = 0; e < 256; e++) {
-                int n = e / 128, r = e % 128, g = r / 32, l = r % 32;
-                int lo = (x[b].ql[64 * n + l + 32 * (g & 1)] >> (4 * (g >> 1))) & 15;
-                int hi = (x[b].qh[32 * n + l] >> (2 * g)) & 3;
-                q[256 * b + e] = (uint8_t)(lo | hi << 4);
+            const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3);
+            for (int n = 0; n < 2; n++) {
+                const __m256i l0 = _mm256_loadu_si256((const __m256i *)(x[b].ql + 64 * n));
+                const __m256i l1 = _mm256_loadu_si256((const __m256i *)(x[b].ql + 64 * n + 32));
+                const __m256i hb = _mm256_loadu_si256((const __m256i *)(x[b].qh + 32 * n));
+                uint8_t *o = q + 256 * b + 128 * n;
+                st32(o, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4)));
+                st32(o + 32, _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4)));
+                st32(o + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m3), 4)));
+                st32(o + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m3), 4)));
             }
             for (int j = 0; j < 16; j++) ws[16 * b + j] = H(x[b].d) * (float)x[b].scales[j], wm[16 * b + j] = 0.0f;
         }
@@ -309,21 +328,42 @@ static void tile_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
     const int64_t K = c->K, nu = K / c->sp.unit;
     uint8_t *tile = aligned_alloc(64, (size_t)(8 * K + 64));
     float *ws = malloc(sizeof(float) * (size_t)(8 * nu)), *wm = malloc(sizeof(float) * (size_t)(8 * nu));
-    uint8_t *q = malloc((size_t)K);
+    uint8_t *q = malloc((size_t)(8 * K));
     float *rs = malloc(sizeof(float) * (size_t)nu), *rm = malloc(sizeof(float) * (size_t)nu);
     SB_ASSERT(tile && ws && wm && q && rs && rm); /* scratch of a few 10 KB; see cpu_matmul */
     for (int64_t rb = r0; rb < r1; rb += 8) {
         const int nr = r1 - rb < 8 ? (int)(r1 - rb) : 8;
         for (int r = 0; r < 8; r++) {
             if (r < nr) {
-                decode_row(c->wt, c->W + (rb + r) * c->wrow, K, q, rs, rm);
+                decode_row(c->wt, c->W + (rb + r) * c->wrow, K, q + r * K, rs, rm);
             } else {
-                memset(q, 0, (size_t)K);
+                memset(q + r * K, 0, (size_t)K);
                 memset(rs, 0, sizeof(float) * (size_t)nu);
                 memset(rm, 0, sizeof(float) * (size_t)nu);
             }
-            for (int64_t g4 = 0; g4 < K / 4; g4++) memcpy(tile + g4 * 32 + 4 * r, q + 4 * g4, 4);
             for (int64_t u = 0; u < nu; u++) ws[8 * u + r] = rs[u], wm[8 * u + r] = rm[u];
+        }
+        /* interleave: 8x8 dword transpose per 32 elements -> [K/4][8 rows][4 B] */
+        for (int64_t e = 0; e < K; e += 32) {
+            __m256i t[8], v[8];
+            for (int r = 0; r < 8; r++) v[r] = _mm256_loadu_si256((const __m256i *)(q + r * K + e));
+            for (int r = 0; r < 8; r += 2) {
+                t[r] = _mm256_unpacklo_epi32(v[r], v[r + 1]);
+                t[r + 1] = _mm256_unpackhi_epi32(v[r], v[r + 1]);
+            }
+            const __m256i u0 = _mm256_unpacklo_epi64(t[0], t[2]), u1 = _mm256_unpackhi_epi64(t[0], t[2]);
+            const __m256i u2 = _mm256_unpacklo_epi64(t[1], t[3]), u3 = _mm256_unpackhi_epi64(t[1], t[3]);
+            const __m256i u4 = _mm256_unpacklo_epi64(t[4], t[6]), u5 = _mm256_unpackhi_epi64(t[4], t[6]);
+            const __m256i u6 = _mm256_unpacklo_epi64(t[5], t[7]), u7 = _mm256_unpackhi_epi64(t[5], t[7]);
+            uint8_t *o = tile + e * 8;
+            st32(o + 0 * 32, _mm256_permute2x128_si256(u0, u4, 0x20));
+            st32(o + 1 * 32, _mm256_permute2x128_si256(u1, u5, 0x20));
+            st32(o + 2 * 32, _mm256_permute2x128_si256(u2, u6, 0x20));
+            st32(o + 3 * 32, _mm256_permute2x128_si256(u3, u7, 0x20));
+            st32(o + 4 * 32, _mm256_permute2x128_si256(u0, u4, 0x31));
+            st32(o + 5 * 32, _mm256_permute2x128_si256(u1, u5, 0x31));
+            st32(o + 6 * 32, _mm256_permute2x128_si256(u2, u6, 0x31));
+            st32(o + 7 * 32, _mm256_permute2x128_si256(u3, u7, 0x31));
         }
         tile_args g = {tile, ws, wm, c->y8, c->S, c->A, K, nu, c->sp.unit, c->sp.off, c->sp.has_min};
         for (int64_t t = 0; t < c->T; t += 4) {
