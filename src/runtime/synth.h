@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/synth.h — random-weight models with the exact tensor names, shapes and metadata of real
+ * ones (architectures.md §2-§5, §9), for offline benchmarks and tests (`sb synth`).
+ * Layer 2 (runtime; uses base, quant, format, runtime/quantize).
+ * Invariants: the weights are a pure function of (preset, seed, tensor name, row): each row has its
+ * own RNG stream, so thread count and block size never change the bytes. Tensors are produced one
+ * block of rows at a time and fed through rt_quantize_tensors (same mixes as `sb quantize`), so
+ * memory stays bounded whatever the model size.
+ * Weights ~ N(0, 0.02^2); 1-D norm weights ~ 1 + N(0, 0.02^2); biases ~ N(0, 0.02^2); llama-3
+ * rope_freqs computed like convert_hf_to_gguf.py (factor 32, low 1, high 4, original context 8192).
+ * Non-goals: MoE or multimodal presets; trained-like weight statistics.
+ */
+#ifndef SB_RUNTIME_SYNTH_H
+#define SB_RUNTIME_SYNTH_H
+
+#include "sonicboom.h"
+#include "runtime/quantize.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct rt_synth_preset {
+    const char *name;       /* "qwen2.5-0.5b" */
+    const char *desc;
+    const char *arch;       /* general.architecture: qwen2, qwen3, llama, gemma3 */
+    const char *model_name; /* general.name */
+    int n_layer, n_embd, n_head, n_head_kv;
+    int head_dim;           /* 0: n_embd / n_head and no key_length key */
+    int n_ff, n_vocab, n_ctx;
+    float rope_base, rope_base_swa, eps;
+    int sliding_window;     /* gemma3; 0 = none */
+    bool qkv_bias, qk_norm, tied, llama3_rope;
+} rt_synth_preset;
+
+typedef struct rt_synth_opts {
+    const char *type_name;  /* mix name, "F32" when NULL */
+    const char *vocab_path; /* NULL: synthetic SPM byte-fallback vocabulary of preset->n_vocab tokens */
+    uint64_t seed;
+    rt_qopts q;
+} rt_synth_opts;
+
+const rt_synth_preset *rt_synth_preset_at(int i);
+const rt_synth_preset *rt_synth_preset_find(const char *name);
+
+sb_status rt_synth_model(const char *preset, const char *out, const rt_synth_opts *o);
+
+/* Fill n floats with N(mean, std^2) from the stream of (seed, key, row) (exposed for tests). */
+void rt_synth_normal_row(uint64_t seed, uint64_t key, int64_t row, float mean, float std, float *dst, int64_t n);
+
+#endif
