@@ -18,6 +18,8 @@
  * one cvt + mul + fma for 8 rows (vs 8 rows x 3 ops in the row kernels).
  * Exactness: I - off*S is exact in int32; results differ from the row kernels only in float
  * rounding order (the S-based min term uses the exact Σy instead of Q8_1's fp16 s).
+ * Memory: per call T*K*(1 + 8/U) bytes of activation copies + ~(16K + 10K/U*4) bytes per thread,
+ * allocated per call (prefill only; the T = 1 decode path allocates nothing).
  * Non-goals: persistent repacking (tiles are decoded per call into per-thread scratch), GEMV.
  */
 #pragma GCC target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
@@ -320,17 +322,26 @@ typedef struct {
     const int32_t *S;
     const float *A;
     float *out;
+    unsigned char *scratch; /* per thread: scratch_bytes each */
+    size_t scratch_bytes;
 } tile_ctx;
 
+/* Per-thread scratch: tile [8K] | q rows [8K] | ws, wm [8 nu] | rs, rm [nu], 64-byte aligned parts. */
+static size_t scratch_size(int64_t K, int64_t nu) {
+    size_t a = ((size_t)(8 * K) + 63) & ~(size_t)63, f = ((sizeof(float) * (size_t)(8 * nu)) + 63) & ~(size_t)63;
+    size_t g = ((sizeof(float) * (size_t)nu) + 63) & ~(size_t)63;
+    return 2 * a + 2 * f + 2 * g;
+}
+
 static void tile_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
-    (void)tid;
     const tile_ctx *c = vctx;
     const int64_t K = c->K, nu = K / c->sp.unit;
-    uint8_t *tile = aligned_alloc(64, (size_t)(8 * K + 64));
-    float *ws = malloc(sizeof(float) * (size_t)(8 * nu)), *wm = malloc(sizeof(float) * (size_t)(8 * nu));
-    uint8_t *q = malloc((size_t)(8 * K));
-    float *rs = malloc(sizeof(float) * (size_t)nu), *rm = malloc(sizeof(float) * (size_t)nu);
-    SB_ASSERT(tile && ws && wm && q && rs && rm); /* scratch of a few 10 KB; see cpu_matmul */
+    const size_t a = ((size_t)(8 * K) + 63) & ~(size_t)63, f = ((sizeof(float) * (size_t)(8 * nu)) + 63) & ~(size_t)63;
+    const size_t gsz = ((sizeof(float) * (size_t)nu) + 63) & ~(size_t)63;
+    unsigned char *base = c->scratch + (size_t)tid * c->scratch_bytes;
+    uint8_t *tile = base, *q = base + a;
+    float *ws = (float *)(base + 2 * a), *wm = (float *)(base + 2 * a + f);
+    float *rs = (float *)(base + 2 * a + 2 * f), *rm = (float *)(base + 2 * a + 2 * f + gsz);
     for (int64_t rb = r0; rb < r1; rb += 8) {
         const int nr = r1 - rb < 8 ? (int)(r1 - rb) : 8;
         for (int r = 0; r < 8; r++) {
@@ -387,7 +398,6 @@ static void tile_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
             }
         }
     }
-    free(tile), free(ws), free(wm), free(q), free(rs), free(rm);
 }
 
 sb_status cpu_tile_matmul(tp_pool *pool, int wt, int at, const void *W, size_t wrow, int64_t K, int64_t N,
@@ -395,16 +405,19 @@ sb_status cpu_tile_matmul(tp_pool *pool, int wt, int at, const void *W, size_t w
     tile_spec sp;
     if (!spec_of(wt, &sp)) return sb_fail(SB_ERR_INTERNAL, "cpu_tile_matmul: type %d has no tile decoder", wt);
     const int64_t nu = K / sp.unit;
+    const size_t sb = scratch_size(K, nu), nth = (size_t)tp_threads(pool);
     int8_t *y8 = malloc((size_t)(T * K));
     int32_t *S = malloc(sizeof(int32_t) * (size_t)(T * nu));
     float *A = malloc(sizeof(float) * (size_t)(T * nu));
-    if (!y8 || !S || !A) {
-        free(y8), free(S), free(A);
-        return sb_fail(SB_ERR_OOM, "cpu_tile_matmul: %lld bytes of activation scratch", (long long)(T * K * 9));
+    unsigned char *scratch = aligned_alloc(64, sb * nth);
+    if (!y8 || !S || !A || !scratch) {
+        free(y8), free(S), free(A), free(scratch);
+        return sb_fail(SB_ERR_OOM, "cpu_matmul: %zu bytes of prefill scratch (T = %lld, K = %lld)",
+                       (size_t)(T * K) + 8 * (size_t)(T * nu) + sb * nth, (long long)T, (long long)K);
     }
     prep_act(at, act, arow, K, T, sp.unit, y8, S, A);
-    tile_ctx c = {wt, at, sp, W, wrow, K, N, T, y8, S, A, out};
+    tile_ctx c = {wt, at, sp, W, wrow, K, N, T, y8, S, A, out, scratch, sb};
     tp_run(pool, N, 8, tile_rows, &c);
-    free(y8), free(S), free(A);
+    free(y8), free(S), free(A), free(scratch);
     return SB_OK;
 }
