@@ -33,6 +33,45 @@ void exec_cpu_target(plan_target *t) {
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
 }
 
+// ---- capability check ----
+
+sb_status exec_cpu_check(const plan *p) {
+    const ir_graph *g = p->g;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        const ir_node *s0 = n->src[0] != IR_NONE ? &g->nodes[n->src[0]] : NULL;
+        const ir_node *s1 = n->src[1] != IR_NONE ? &g->nodes[n->src[1]] : NULL;
+        switch (n->op) {
+        case IR_OP_GET_ROWS:
+            if (!op_can_dequantize(s0->dtype))
+                return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cpu: tensor \"%s\" of type %s cannot be read by get_rows (no dequantizer)",
+                               s0->name, ir_dtype_name(s0->dtype));
+            break;
+        case IR_OP_MATMUL: {
+            int act = cpu_act_type(s0->dtype);
+            bool kernel = act >= 0 && act == s1->dtype;
+            if (!kernel && !(op_can_dequantize(s0->dtype) && op_can_dequantize(s1->dtype)))
+                return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cpu: tensor \"%s\" of type %s x activation %s: no CPU matmul",
+                               s0->name, ir_dtype_name(s0->dtype), ir_dtype_name(s1->dtype));
+            break;
+        }
+        case IR_OP_QUANTIZE:
+        case IR_OP_RMS_NORM_QUANT:
+        case IR_OP_GLU_QUANT:
+        {
+            bool ok = op_can_quantize(n->dtype); /* else cpu_quantize_act, for the formats it pairs with */
+            for (int w = 0; w < SB_TYPE_COUNT && !ok; w++) ok = cpu_act_type(w) == n->dtype;
+            if (!ok)
+                return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cpu: no quantizer for activation type %s (node %%%d)",
+                               ir_dtype_name(n->dtype), (int)i);
+            break;
+        }
+        default: break;
+        }
+    }
+    return SB_OK;
+}
+
 // ---- arena layout ----
 
 static uint64_t al(uint64_t x) { return (x + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1); }

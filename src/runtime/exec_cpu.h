@@ -30,6 +30,12 @@ typedef struct exec_bindings {
  * do not support w (the reference matmul runs then); all fusions on. */
 void exec_cpu_target(plan_target *t);
 
+/* Can this CPU build run every node of p? Checks each weight's type against its use (get_rows
+ * needs a dequantizer; matmul a CPU kernel or a dequantizer for the reference path; quantize
+ * nodes a quantizer). SB_ERR_MODEL_TENSOR_TYPE naming the tensor, its type and the op otherwise.
+ * exec_cpu_run assumes a plan that passed this check. */
+sb_status exec_cpu_check(const plan *p);
+
 /* Arena bytes a run with n_threads threads needs (plan arena + per-thread scratch). */
 uint64_t exec_cpu_arena_bytes(const plan *p, int n_threads);
 

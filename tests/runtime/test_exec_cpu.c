@@ -13,6 +13,7 @@
  */
 #include "runtime/exec_cpu.h"
 
+#include "backend/cpu/cpu_kernels.h"
 #include "ops/ops_ref.h"
 #include "quant/types.h"
 #include "test.h"
@@ -317,6 +318,24 @@ static void test_errors(void) {
     CHECK(eval(&w, &t, 2, toks, -1, kc, vc, NULL, out, 1, NULL) == SB_ERR_RANGE);
     CHECK(eval(&w, &t, 2, toks, 0, kc, vc, NULL, out, 1, rows_bad) == SB_ERR_RANGE);
     CHECK(eval(&w, &t, 2, toks, 0, NULL, vc, NULL, out, 1, NULL) == SB_ERR_INVALID_ARG);
+    /* capability check: a weight type with neither a kernel nor a dequantizer */
+    {
+        ir_graph *gg;
+        ir_graph_create(&gg);
+        ir_ref xx = ir_input_weight(gg, "x", SB_TYPE_F32, (int64_t[4]){256, 2, 1, 1});
+        ir_ref ww = ir_input_weight(gg, "w.iq1", SB_TYPE_IQ1_S, (int64_t[4]){256, 4, 1, 1});
+        ir_output(gg, ir_matmul(gg, ww, xx), "y");
+        plan *pp = NULL;
+        CHECK(plan_build(gg, &t, NULL, &pp) == SB_OK);
+        if (!op_can_dequantize(SB_TYPE_IQ1_S) && cpu_act_type(SB_TYPE_IQ1_S) < 0)
+            CHECK(exec_cpu_check(pp) == SB_ERR_MODEL_TENSOR_TYPE && strstr(sb_last_error(), "w.iq1"));
+        plan_free(pp);
+        ir_graph_free(gg);
+        ir_graph *g2 = block_graph(2, 1, SB_TYPE_F32);
+        CHECK(plan_build(g2, &t, NULL, &pp) == SB_OK && exec_cpu_check(pp) == SB_OK);
+        plan_free(pp);
+        ir_graph_free(g2);
+    }
     /* arena too small */
     ir_graph *g = block_graph(2, 1, SB_TYPE_F32);
     plan *p = NULL;
