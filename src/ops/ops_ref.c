@@ -166,6 +166,22 @@ void op_geglu(float *dst, const float *g, const float *u, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = gelu_lookup(g[i]) * u[i];
 }
 
+// ---- planner-made ops ----
+
+void op_rms_norm_quant_row(void *dst, int type, const float *x, const float *w, int64_t E, float eps, float *tmp) {
+    op_rms_norm_row(tmp, x, E, eps);
+    if (w) op_mul(tmp, tmp, w, E, E);
+    op_quantize_row(dst, type, tmp, E);
+}
+
+void op_glu_quant_row(void *dst, int type, const float *g, const float *u, int64_t E, bool gelu, float *tmp) {
+    if (gelu)
+        op_geglu(tmp, g, u, E);
+    else
+        op_swiglu(tmp, g, u, E);
+    op_quantize_row(dst, type, tmp, E);
+}
+
 // ---- matmul ----
 
 void op_matmul(float *dst, const void *w, int wtype, const float *xf, int64_t K, int64_t N, int64_t T,

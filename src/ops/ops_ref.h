@@ -55,6 +55,13 @@ void op_geglu(float *dst, const float *g, const float *u, int64_t n);
 float op_silu1(float x);
 float op_gelu_tanh1(float x);
 
+// ---- planner-made ops (fusions of the above; results are bit-identical to the unfused chain) ----
+
+/* One row: dst (row of `type`) = quantize(rms_norm(x) [* w]) (w may be NULL); tmp = E floats. */
+void op_rms_norm_quant_row(void *dst, int type, const float *x, const float *w, int64_t E, float eps, float *tmp);
+/* One row: dst = quantize(act(g) * u), act = gelu_tanh when gelu else silu; tmp = E floats. */
+void op_glu_quant_row(void *dst, int type, const float *g, const float *u, int64_t E, bool gelu, float *tmp);
+
 // ---- matmul ----
 
 /* dst [N,T] rows n in [n0,n1) of y = W x: w [K,N] of type wtype, xf [K,T] f32 (already converted

@@ -141,6 +141,30 @@ static void test_rows(void) {
     CHECK(back[1] == qk_fp16_to_fp32(qk_fp32_to_fp16(w[1])));
 }
 
+// ---- fused planner ops == their chains ----
+
+static void test_fused_rows(void) {
+    enum { E = 64 };
+    float x[E], w[E], g[E], u[E], tmp[E], a[E];
+    uint16_t got[E], want[E];
+    fill(x, E, 2), fill(w, E, 1), fill(g, E, 2), fill(u, E, 1);
+    op_rms_norm_quant_row(got, SB_TYPE_F16, x, w, E, 1e-5f, tmp);
+    op_rms_norm_row(a, x, E, 1e-5f);
+    op_mul(a, a, w, E, E);
+    op_quantize_row(want, SB_TYPE_F16, a, E);
+    CHECK(!memcmp(got, want, sizeof got));
+    op_rms_norm_quant_row(got, SB_TYPE_F16, x, NULL, E, 1e-5f, tmp);
+    op_rms_norm_row(a, x, E, 1e-5f);
+    op_quantize_row(want, SB_TYPE_F16, a, E);
+    CHECK(!memcmp(got, want, sizeof got));
+    for (int gelu = 0; gelu < 2; gelu++) {
+        op_glu_quant_row(got, SB_TYPE_BF16, g, u, E, gelu, tmp);
+        if (gelu) op_geglu(a, g, u, E); else op_swiglu(a, g, u, E);
+        op_quantize_row(want, SB_TYPE_BF16, a, E);
+        CHECK(!memcmp(got, want, sizeof got));
+    }
+}
+
 // ---- matmul ----
 
 static void test_matmul(void) {
@@ -294,6 +318,7 @@ int main(void) {
     test_rms_norm();
     test_elementwise();
     test_rows();
+    test_fused_rows();
     test_matmul();
     test_rope();
     test_attention();
