@@ -80,7 +80,7 @@ static int run_case(int wt, int64_t K, int64_t N, int64_t T, tp_pool *pool) {
     const qk_traits *tr = qk_get(wt);
     const int at = cpu_act_type(wt);
     const qk_traits *ta = qk_get(at);
-    uint64_t wrb64, arb64;
+    uint64_t wrb64 = 0, arb64 = 0;
     CHECK(qk_row_bytes(wt, K, &wrb64) == 0 && qk_row_bytes(at, K, &arb64) == 0);
     size_t wrb = (size_t)wrb64, arb = (size_t)arb64, arb2 = 0;
     CHECK(cpu_act_row_bytes(wt, K, &arb2) == SB_OK && arb2 == arb);

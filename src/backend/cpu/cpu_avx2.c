@@ -5,9 +5,28 @@
  * stays portable; cpu_kernels.c only installs this table when cpuid reports the AVX2 set.
  * Non-goals: AVX-VNNI (VEX) variants; machines with AVX-512 VNNI use cpu_avx512.c instead.
  */
+#include "cpu_impl.h"
+
+#include "quant/blocks.h"
+#include "quant/fp16.h"
+
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The ISA is scoped to this file: GCC takes a target pragma, clang an attribute push applied to
+ * every function defined below (headers are included first so they are not affected). */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,bmi2"))), apply_to = function)
+#else
 #pragma GCC target("avx2,fma,f16c,bmi2")
+#endif
 
 #define KX_VNNI 0
 #include "cpu_x86.inc"
 
 void cpu_fill_avx2(cpu_kernel_table *t) { kx_fill(t); }
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif

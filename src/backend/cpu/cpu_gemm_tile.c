@@ -22,15 +22,22 @@
  * allocated per call (prefill only; the T = 1 decode path allocates nothing).
  * Non-goals: persistent repacking (tiles are decoded per call into per-thread scratch), GEMV.
  */
-#pragma GCC target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
-
 #include "cpu_impl.h"
 
 #include "quant/blocks.h"
+#include "quant/fp16.h"
 
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The ISA is scoped to this file: GCC takes a target pragma, clang an attribute push applied to
+ * every function defined below (headers are included first so they are not affected). */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"))), apply_to = function)
+#else
+#pragma GCC target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+#endif
 
 #define H(x) cpu_fp16_table[x]
 
@@ -421,3 +428,7 @@ sb_status cpu_tile_matmul(tp_pool *pool, int wt, int at, const void *W, size_t w
     free(y8), free(S), free(A), free(scratch);
     return SB_OK;
 }
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
