@@ -20,7 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
-// ---- presets (architectures.md §9) ----
+// ---- presets (architectures.md §9; tiny-* have the tensor shapes of testdata/models/test-*) ----
 
 static const rt_synth_preset presets[] = {
     {"qwen2.5-0.5b", "Qwen2.5-0.5B(-Instruct) shape: qwen2, 24 layers, 896 wide, GQA 14/2, QKV bias, tied",
@@ -41,14 +41,14 @@ static const rt_synth_preset presets[] = {
     {"tiny-qwen2", "test shape: qwen2, 2 layers, 256 wide, 4/2 heads, QKV bias, tied, 512-token vocab",
      "qwen2", "tiny-qwen2 (synthetic)", 2, 256, 4, 2, 0, 768, 512, 4096, 1e6f, 0, 1e-6f, 0,
      true, false, true, false},
-    {"tiny-qwen3", "test shape: qwen3, 2 layers, 256 wide, 4/2 heads of 64, q/k norm, tied, 512-token vocab",
-     "qwen3", "tiny-qwen3 (synthetic)", 2, 256, 4, 2, 64, 768, 512, 4096, 1e6f, 0, 1e-6f, 0,
+    {"tiny-qwen3", "test shape: qwen3, 2 layers, 256 wide, 4/2 heads of 96, q/k norm, tied, 512-token vocab",
+     "qwen3", "tiny-qwen3 (synthetic)", 2, 256, 4, 2, 96, 768, 512, 4096, 1e6f, 0, 1e-6f, 0,
      false, true, true, false},
-    {"tiny-llama", "test shape: llama, 2 layers, 256 wide, 4/2 heads, untied output, rope_freqs, 512-token vocab",
-     "llama", "tiny-llama (synthetic)", 2, 256, 4, 2, 64, 768, 512, 4096, 5e5f, 0, 1e-5f, 0,
+    {"tiny-llama", "test shape: llama, 2 layers, 256 wide, 8/2 heads of 32, untied output, rope_freqs, 512-token vocab",
+     "llama", "tiny-llama (synthetic)", 2, 256, 8, 2, 0, 768, 512, 4096, 5e5f, 0, 1e-5f, 0,
      false, false, false, true},
-    {"tiny-gemma3", "test shape: gemma3, 2 layers, 256 wide, 4/1 heads of 64, SWA 8, tied, 512-token vocab",
-     "gemma3", "tiny-gemma3 (synthetic)", 2, 256, 4, 1, 64, 512, 512, 4096, 1e6f, 1e4f, 1e-6f, 8,
+    {"tiny-gemma3", "test shape: gemma3, 4 layers, 256 wide, 4/1 heads of 64, SWA 8, tied, 512-token vocab",
+     "gemma3", "tiny-gemma3 (synthetic)", 4, 256, 4, 1, 64, 768, 512, 4096, 1e6f, 1e4f, 1e-6f, 8,
      false, true, true, false},
 };
 
