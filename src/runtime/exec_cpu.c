@@ -30,6 +30,11 @@ void exec_cpu_target(plan_target *t) {
         int a = cpu_act_type(w);
         t->act_type[w] = a < 0 ? SB_TYPE_F32 : a;
     }
+    /* llama.cpp's CPU rounds activations to the weight's half type before F16/BF16 matmuls
+     * (architectures.md §0.5); do the same (the f32 kernel then reads the rounded values), so
+     * F16/BF16 files agree with the references at the F32 bound. */
+    t->act_type[SB_TYPE_F16] = SB_TYPE_F16;
+    t->act_type[SB_TYPE_BF16] = SB_TYPE_BF16;
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
 }
 
@@ -452,6 +457,16 @@ static int64_t grain_for(int64_t rows, int threads) {
     return g < 1 ? 1 : g;
 }
 
+/* Row-parallel dispatch; a node of fewer than PAR_MIN_ELEMS elements (every elementwise node of
+ * a decode step) runs inline on the caller: waking the pool costs more than the work. */
+#define PAR_MIN_ELEMS 16384
+static void par(tp_pool *pool, int nt, int64_t rows, int64_t elems, tp_range_fn fn, void *ctx) {
+    if (rows <= 1 || elems < PAR_MIN_ELEMS || nt <= 1)
+        fn(ctx, 0, rows, 0);
+    else
+        tp_run(pool, rows, grain_for(rows, nt), fn, ctx);
+}
+
 sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, const float **out) {
     if (!p || !b) return sb_fail(SB_ERR_INVALID_ARG, "exec: NULL plan or bindings");
     int nt = tp_threads(pool);
@@ -478,25 +493,33 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
         for (int j = 0; j < IR_MAX_SRC; j++) r.s[j] = n->src[j] != IR_NONE ? ptr(&r, n->src[j]) : NULL;
         int64_t rows_n = ir_nrows(n);
         switch (n->op) {
-        case IR_OP_GET_ROWS: tp_run(pool, n->ne[1], grain_for(n->ne[1], nt), k_get_rows, &r); break;
-        case IR_OP_RMS_NORM: tp_run(pool, rows_n, grain_for(rows_n, nt), k_rms_norm, &r); break;
+        case IR_OP_GET_ROWS: par(pool, nt, n->ne[1], ir_nelem(n), k_get_rows, &r); break;
+        case IR_OP_RMS_NORM: par(pool, nt, rows_n, ir_nelem(n), k_rms_norm, &r); break;
         case IR_OP_ADD:
         case IR_OP_MUL:
         case IR_OP_SCALE:
         case IR_OP_SOFTCAP:
         case IR_OP_SILU:
-        case IR_OP_GELU_TANH: tp_run(pool, rows_n, grain_for(rows_n, nt), k_ew, &r); break;
+        case IR_OP_GELU_TANH: par(pool, nt, rows_n, ir_nelem(n), k_ew, &r); break;
         case IR_OP_SWIGLU:
-        case IR_OP_GEGLU: tp_run(pool, rows_n, grain_for(rows_n, nt), k_glu, &r); break;
-        case IR_OP_FUSED: tp_run(pool, rows_n, grain_for(rows_n, nt), k_fused, &r); break;
-        case IR_OP_QUANTIZE: tp_run(pool, rows_n, grain_for(rows_n, nt), k_quantize, &r); break;
-        case IR_OP_RMS_NORM_QUANT: tp_run(pool, rows_n, grain_for(rows_n, nt), k_norm_quant, &r); break;
-        case IR_OP_GLU_QUANT: tp_run(pool, rows_n, grain_for(rows_n, nt), k_glu_quant, &r); break;
+        case IR_OP_GEGLU: par(pool, nt, rows_n, ir_nelem(n), k_glu, &r); break;
+        case IR_OP_FUSED: par(pool, nt, rows_n, ir_nelem(n), k_fused, &r); break;
+        case IR_OP_QUANTIZE: par(pool, nt, rows_n, ir_nelem(n), k_quantize, &r); break;
+        case IR_OP_RMS_NORM_QUANT: par(pool, nt, rows_n, ir_nelem(n), k_norm_quant, &r); break;
+        case IR_OP_GLU_QUANT: par(pool, nt, rows_n, ir_nelem(n), k_glu_quant, &r); break;
         case IR_OP_MATMUL: {
             const ir_node *w = src(&r, 0), *x = src(&r, 1);
             int act = cpu_act_type(w->dtype);
             if (act >= 0 && act == x->dtype) {
                 sb_status s = cpu_matmul(pool, w->dtype, r.s[0], w->ne[0], w->ne[1], r.s[1], x->ne[1], r.dst);
+                if (s != SB_OK) return sb_fail_context(s, "exec: matmul %%%d \"%s\"", (int)i, n->name);
+                break;
+            }
+            if (act == SB_TYPE_F32 && (x->dtype == SB_TYPE_F16 || x->dtype == SB_TYPE_BF16)) {
+                /* half-rounded activations, widened back for the f32-activation kernel */
+                r.xf = (const float *)(r.arena + r.lay.shared);
+                tp_run(pool, x->ne[1], grain_for(x->ne[1], nt), k_dequant_x, &r);
+                sb_status s = cpu_matmul(pool, w->dtype, r.s[0], w->ne[0], w->ne[1], r.xf, x->ne[1], r.dst);
                 if (s != SB_OK) return sb_fail_context(s, "exec: matmul %%%d \"%s\"", (int)i, n->name);
                 break;
             }
@@ -518,7 +541,7 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
             const ir_node *x = src(&r, 0);
             r.rope = (op_rope_args){.D = x->ne[0], .H = x->ne[1], .n_rot = n->ip[0], .mode = n->ip[1], .freq_base = n->fp[0],
                                     .freq_scale = n->fp[1], .attn_factor = n->fp[2], .ff = n->src[2] != IR_NONE ? r.s[2] : NULL};
-            tp_run(pool, x->ne[2], grain_for(x->ne[2], nt), k_rope, &r);
+            par(pool, nt, x->ne[2], ir_nelem(x), k_rope, &r);
             break;
         }
         case IR_OP_KV_STORE: {
