@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/arch/arch.h — what architecture files share: the hyperparameter readers, the weight
+ * binder that checks name/shape/type against the file, and the one decoder-graph builder that
+ * serves every dense decoder here (qwen2, qwen3, llama, gemma3 differ only in data: rt_hparams).
+ * Layer 2 (runtime). Builders only record IR; a missing tensor, wrong shape or a type the CPU cannot
+ * run becomes a sticky status with the tensor named (SB_ERR_MODEL_TENSOR_*).
+ * Adding an architecture = one file with its load_hparams + a line in model.c's table.
+ */
+#ifndef SB_RUNTIME_ARCH_H
+#define SB_RUNTIME_ARCH_H
+
+#include "runtime/model.h"
+
+/* Graph-building context for one shape (T tokens, n_out logit rows, KV length n_ctx). */
+typedef struct rt_build {
+    ir_graph *g;
+    const rt_model *m;
+    int64_t T, n_out, n_ctx;
+    int kv_type;                /* SB_TYPE_F32 or SB_TYPE_F16 */
+    sb_status status;           /* first binding failure (message in sb_last_error at that time) */
+    char error[512];
+} rt_build;
+
+/* The weight named by fmt..., checked against the expected shape (ne1 = 0 for 1-D). Returns
+ * IR_NONE (and records the failure) when it is required and missing, or has another shape or an
+ * unsupported type; returns IR_NONE silently when optional and absent. */
+ir_ref rt_weight(rt_build *b, bool required, int64_t ne0, int64_t ne1, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Build the forward graph of the model for b->T tokens into b->g: logits [n_vocab, n_out] as
+ * output "logits". */
+sb_status rt_build_decoder(rt_build *b);
+
+// ---- hyperparameter helpers (key = "<arch>.<suffix>") ----
+sb_status rt_hp_u32(const gguf_file *f, const char *arch, const char *suffix, bool required, uint32_t def, int64_t *out);
+sb_status rt_hp_f32(const gguf_file *f, const char *arch, const char *suffix, bool required, float def, float *out);
+/* The generic keys of architectures.md §1 (n_embd, n_layer, heads, head dims, rope base/scaling,
+ * eps, n_ff, context). */
+sb_status rt_hp_common(const gguf_file *f, rt_hparams *hp);
+
+sb_status rt_arch_qwen2_hparams(const gguf_file *f, rt_hparams *hp);
+sb_status rt_arch_qwen3_hparams(const gguf_file *f, rt_hparams *hp);
+sb_status rt_arch_llama_hparams(const gguf_file *f, rt_hparams *hp);
+sb_status rt_arch_gemma3_hparams(const gguf_file *f, rt_hparams *hp);
+
+#endif

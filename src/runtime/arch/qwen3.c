@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/arch/qwen3.c — dense Qwen3 (architectures.md §3): like qwen2 plus per-head q/k RMSNorm
+ * before RoPE (norm first, then RoPE; V is not normed); head dim from key_length.
+ */
+#include "runtime/arch/arch.h"
+#include "base/status.h"
+
+sb_status rt_arch_qwen3_hparams(const gguf_file *f, rt_hparams *hp) {
+    SB_TRY(rt_hp_common(f, hp));
+    if (hp->n_rot != hp->head_dim)
+        return sb_fail(SB_ERR_MODEL_HPARAM, "model: qwen3: rope.dimension_count %d must equal the head dim %lld", hp->n_rot,
+                       (long long)hp->head_dim);
+    hp->rope_mode = IR_ROPE_NEOX;
+    hp->act = RT_ACT_SILU;
+    hp->qk_norm = true;
+    return SB_OK;
+}

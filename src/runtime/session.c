@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/session.c — sessions (session.h): KV buffers, a small plan cache keyed by (T, n_out),
+ * binding of plan inputs to weights/KV/staging buffers (done once per plan), chunked evaluation,
+ * prefix reuse.
+ * Layer 2 (runtime); the composition point of graph, backend and model:
+ *   graph/plan.h (provides: plan_build), runtime/exec_cpu.h (provides: exec_cpu_run),
+ *   runtime/arch/arch.h (provides: rt_build_decoder), base/threadpool.h (provides: tp_pool).
+ */
+#include "runtime/session.h"
+#include "runtime/arch/arch.h"
+#include "runtime/exec_cpu.h"
+#include "base/status.h"
+#include "base/threadpool.h"
+#include "graph/plan.h"
+#include "quant/types.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RT_MAX_PLANS 8
+
+typedef struct plan_entry {
+    int64_t T, n_out;
+    plan *p;
+    void **data;        /* bound input slots */
+    uint64_t last_use;
+} plan_entry;
+
+struct rt_session {
+    const rt_model *m;
+    rt_session_params prm;
+    void **kv;          /* [2*n_layer]: K of layer l at 2l, V at 2l+1, each [Dkv, n_ctx] of kv_type */
+    int32_t *cached;    /* [n_ctx] tokens whose K/V are in the cache */
+    int64_t n_cached;
+    plan_entry plans[RT_MAX_PLANS];
+    uint64_t use_clock;
+    void *arena;
+    uint64_t arena_bytes;
+    tp_pool *pool;
+    int32_t *tok_buf, *pos_buf; /* [n_batch] staging for the tokens/pos inputs */
+    float *logits;      /* [n_vocab] of the last evaluated position */
+    bool have_logits;
+    rt_session_stats st;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// ---- create / free ----
+
+sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_session **out) {
+    *out = NULL;
+    rt_session_params prm = p ? *p : (rt_session_params){0};
+    if (prm.n_ctx == 0) prm.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    if (prm.n_batch == 0) prm.n_batch = 512;
+    if (prm.n_ctx < 1 || prm.n_ctx > (int64_t)1 << 24)
+        return sb_fail(SB_ERR_INVALID_ARG, "session: n_ctx %lld out of range (1..16777216)", (long long)prm.n_ctx);
+    if (prm.n_batch < 1 || prm.n_batch > 65536)
+        return sb_fail(SB_ERR_INVALID_ARG, "session: n_batch %lld out of range (1..65536)", (long long)prm.n_batch);
+    if (prm.kv_type != SB_TYPE_F32 && prm.kv_type != SB_TYPE_F16)
+        return sb_fail(SB_ERR_INVALID_ARG, "session: KV cache type %d must be F32 or F16", prm.kv_type);
+    if (prm.n_threads <= 0) {
+        long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        prm.n_threads = nc > 0 ? (int)nc : 1;
+    }
+    if (prm.n_threads > 256) return sb_fail(SB_ERR_INVALID_ARG, "session: %d threads (at most 256)", prm.n_threads);
+    rt_session *s = (rt_session *)calloc(1, sizeof *s);
+    if (!s) return sb_fail(SB_ERR_OOM, "session");
+    s->m = m;
+    s->prm = prm;
+    const rt_hparams *hp = &m->hp;
+    uint64_t kv_bytes = (uint64_t)(hp->n_head_kv * hp->head_dim) * (uint64_t)prm.n_ctx * (uint64_t)qk_get(prm.kv_type)->type_size;
+    sb_status st = SB_OK;
+    s->kv = (void **)calloc((size_t)(2 * hp->n_layer), sizeof *s->kv);
+    s->cached = (int32_t *)malloc((size_t)prm.n_ctx * sizeof *s->cached);
+    s->tok_buf = (int32_t *)malloc((size_t)prm.n_batch * sizeof *s->tok_buf);
+    s->pos_buf = (int32_t *)malloc((size_t)prm.n_batch * sizeof *s->pos_buf);
+    s->logits = (float *)malloc((size_t)hp->n_vocab * sizeof *s->logits);
+    if (!s->kv || !s->cached || !s->tok_buf || !s->pos_buf || !s->logits) st = sb_fail(SB_ERR_OOM, "session buffers");
+    for (int64_t i = 0; st == SB_OK && i < 2 * hp->n_layer; i++) {
+        s->kv[i] = calloc(1, (size_t)kv_bytes);
+        if (!s->kv[i])
+            st = sb_fail(SB_ERR_OOM, "session: KV cache: %llu bytes per layer × %lld layers × 2 (n_ctx %lld)",
+                         (unsigned long long)kv_bytes, (long long)hp->n_layer, (long long)prm.n_ctx);
+    }
+    if (st == SB_OK) st = tp_create(prm.n_threads, &s->pool);
+    if (st != SB_OK) {
+        rt_session_free(s);
+        return st;
+    }
+    *out = s;
+    return SB_OK;
+}
+
+void rt_session_free(rt_session *s) {
+    if (!s) return;
+    for (int i = 0; i < RT_MAX_PLANS; i++) {
+        plan_free(s->plans[i].p);
+        free(s->plans[i].data);
+    }
+    if (s->kv)
+        for (int64_t i = 0; i < 2 * s->m->hp.n_layer; i++) free(s->kv[i]);
+    free(s->kv);
+    free(s->cached);
+    free(s->tok_buf);
+    free(s->pos_buf);
+    free(s->logits);
+    free(s->arena);
+    tp_free(s->pool);
+    free(s);
+}
+
+// ---- plans ----
+
+static sb_status bind_plan(rt_session *s, plan_entry *e) {
+    const plan *p = e->p;
+    e->data = (void **)calloc((size_t)(p->n_inputs ? p->n_inputs : 1), sizeof *e->data);
+    if (!e->data) return sb_fail(SB_ERR_OOM, "plan bindings");
+    for (int32_t i = 0; i < p->n_inputs; i++) {
+        const plan_input *in = &p->inputs[i];
+        switch (in->kind) {
+        case IR_OP_TOKENS: e->data[i] = s->tok_buf; break;
+        case IR_OP_POS: e->data[i] = s->pos_buf; break;
+        case IR_OP_OUT_ROWS: e->data[i] = NULL; break; /* the last n_out rows */
+        case IR_OP_WEIGHT: {
+            const gguf_tensor *t = gguf_find_tensor(&s->m->file, in->name);
+            if (!t) return sb_fail(SB_ERR_INTERNAL, "plan input \"%s\" names no tensor", in->name);
+            e->data[i] = (void *)t->data; /* read-only: weights are never written */
+            break;
+        }
+        case IR_OP_KV: {
+            long long l;
+            char kind;
+            if (sscanf(in->name, "cache_%c.%lld", &kind, &l) != 2 || l < 0 || l >= s->m->hp.n_layer || (kind != 'k' && kind != 'v'))
+                return sb_fail(SB_ERR_INTERNAL, "plan input \"%s\" is no KV buffer", in->name);
+            e->data[i] = s->kv[2 * l + (kind == 'v')];
+            break;
+        }
+        default: return sb_fail(SB_ERR_INTERNAL, "plan input %d has kind %d", i, in->kind);
+        }
+    }
+    return SB_OK;
+}
+
+static sb_status get_plan(rt_session *s, int64_t T, int64_t n_out, plan_entry **out) {
+    plan_entry *victim = &s->plans[0];
+    for (int i = 0; i < RT_MAX_PLANS; i++) {
+        plan_entry *e = &s->plans[i];
+        if (e->p && e->T == T && e->n_out == n_out) {
+            e->last_use = ++s->use_clock;
+            *out = e;
+            return SB_OK;
+        }
+        if (!e->p || (victim->p && e->last_use < victim->last_use)) victim = e;
+    }
+    plan_free(victim->p);
+    free(victim->data);
+    memset(victim, 0, sizeof *victim);
+    ir_graph *g;
+    SB_TRY(ir_graph_create(&g));
+    rt_build b = {.g = g, .m = s->m, .T = T, .n_out = n_out, .n_ctx = s->prm.n_ctx, .kv_type = s->prm.kv_type};
+    sb_status st = rt_build_decoder(&b);
+    if (st == SB_OK) {
+        plan_target t;
+        exec_cpu_target(&t);
+        st = plan_build(g, &t, NULL, &victim->p);
+    }
+    ir_graph_free(g);
+    if (st == SB_OK) st = bind_plan(s, victim);
+    if (st == SB_OK) {
+        uint64_t need = exec_cpu_arena_bytes(victim->p, tp_threads(s->pool));
+        if (need > s->arena_bytes) {
+            free(s->arena);
+            s->arena_bytes = 0;
+            s->arena = aligned_alloc(PLAN_ALIGN, (need + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN);
+            if (!s->arena) st = sb_fail(SB_ERR_OOM, "session arena: %llu bytes", (unsigned long long)need);
+            else s->arena_bytes = need;
+        }
+    }
+    if (st != SB_OK) {
+        plan_free(victim->p);
+        free(victim->data);
+        memset(victim, 0, sizeof *victim);
+        return st;
+    }
+    victim->T = T;
+    victim->n_out = n_out;
+    victim->last_use = ++s->use_clock;
+    s->st.n_plans_built++;
+    *out = victim;
+    return SB_OK;
+}
+
+// ---- evaluation ----
+
+static sb_status run_chunk(rt_session *s, const int32_t *tokens, int64_t T, int64_t n_out, float *out) {
+    plan_entry *e;
+    SB_TRY(get_plan(s, T, n_out, &e));
+    for (int64_t i = 0; i < T; i++) {
+        s->tok_buf[i] = tokens[i];
+        s->pos_buf[i] = (int32_t)(s->n_cached + i);
+    }
+    exec_bindings eb = {.data = e->data, .n_data = e->p->n_inputs, .arena = s->arena, .arena_bytes = s->arena_bytes};
+    const float *res[4] = {0};
+    SB_TRY(exec_cpu_run(e->p, &eb, s->pool, res));
+    int32_t oi = plan_find_output(e->p, "logits");
+    if (oi < 0 || !res[oi]) return sb_fail(SB_ERR_INTERNAL, "plan has no logits output");
+    const int64_t V = s->m->hp.n_vocab;
+    if (out) memcpy(out, res[oi], (size_t)(n_out * V) * sizeof *out);
+    memcpy(s->logits, res[oi] + (n_out - 1) * V, (size_t)V * sizeof *s->logits);
+    memcpy(s->cached + s->n_cached, tokens, (size_t)T * sizeof *tokens);
+    s->n_cached += T;
+    s->have_logits = true;
+    return SB_OK;
+}
+
+sb_status rt_session_eval(rt_session *s, const int32_t *tokens, int64_t n, bool all_logits, float *out) {
+    if (n <= 0) return sb_fail(SB_ERR_INVALID_ARG, "session: nothing to evaluate (%lld tokens)", (long long)n);
+    if (n > s->prm.n_ctx - s->n_cached)
+        return sb_fail(SB_ERR_CONTEXT_FULL, "session: %lld new tokens + %lld cached exceed the context of %lld", (long long)n,
+                       (long long)s->n_cached, (long long)s->prm.n_ctx);
+    const int64_t V = s->m->hp.n_vocab;
+    for (int64_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return sb_fail(SB_ERR_RANGE, "session: token %lld is %d, outside the vocabulary [0, %lld)", (long long)i, tokens[i],
+                           (long long)V);
+    double t0 = now_s();
+    for (int64_t done = 0; done < n;) {
+        int64_t T = n - done < s->prm.n_batch ? n - done : s->prm.n_batch;
+        sb_status st = run_chunk(s, tokens + done, T, all_logits ? T : 1, all_logits && out ? out + done * V : NULL);
+        if (st != SB_OK) return st;
+        done += T;
+    }
+    double dt = now_s() - t0;
+    if (n == 1) {
+        s->st.n_decode_tokens++;
+        s->st.decode_seconds += dt;
+    } else {
+        s->st.n_prefill_tokens += n;
+        s->st.prefill_seconds += dt;
+    }
+    return SB_OK;
+}
+
+sb_status rt_session_prefill(rt_session *s, const int32_t *tokens, int64_t n, int64_t *n_reused) {
+    if (n <= 0) return sb_fail(SB_ERR_INVALID_ARG, "session: empty prompt");
+    int64_t common = 0;
+    while (common < s->n_cached && common < n && s->cached[common] == tokens[common]) common++;
+    if (common == n) common = n - 1; /* re-evaluate the last token: its logits are needed */
+    if (n_reused) *n_reused = common;
+    s->n_cached = common;
+    sb_status st = rt_session_eval(s, tokens + common, n - common, false, NULL);
+    if (st == SB_OK) s->st.n_reused_tokens += common;
+    return st;
+}
+
+void rt_session_truncate(rt_session *s, int64_t n) {
+    if (n >= 0 && n < s->n_cached) s->n_cached = n;
+}
+
+const float *rt_session_logits(const rt_session *s) { return s->have_logits ? s->logits : NULL; }
+int64_t rt_session_n_cached(const rt_session *s) { return s->n_cached; }
+int64_t rt_session_n_ctx(const rt_session *s) { return s->prm.n_ctx; }
+const int32_t *rt_session_cached_tokens(const rt_session *s) { return s->cached; }
+const rt_model *rt_session_model(const rt_session *s) { return s->m; }
+rt_session_stats rt_session_get_stats(const rt_session *s) { return s->st; }
+void rt_session_reset_stats(rt_session *s) { memset(&s->st, 0, sizeof s->st); }
+int rt_session_threads(const rt_session *s) { return tp_threads(s->pool); }

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/session.h — one inference stream over a shared, read-only model: the KV cache, the plans
+ * (one per shape: decode T=1, prefill per batch size), the arena, prefix reuse, logits.
+ * Layer 2 (runtime).
+ * Invariants: positions 0..n_cached-1 of the KV cache hold the K/V of tokens cached[0..n_cached);
+ * evaluation appends at n_cached; nothing is allocated on the decode path once its plan exists.
+ * Thread safety: a session is used by one thread at a time; any number of sessions may share a
+ * model concurrently.
+ * Non-goals: several sequences per session, paged KV, context shifting (overflow is an error).
+ */
+#ifndef SB_RUNTIME_SESSION_H
+#define SB_RUNTIME_SESSION_H
+
+#include "runtime/model.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct rt_session_params {
+    int64_t n_ctx;      /* KV length; 0 = min(the model's context, 4096) */
+    int kv_type;        /* SB_TYPE_F32 or SB_TYPE_F16 */
+    int n_threads;      /* 0 = all cores */
+    int64_t n_batch;    /* largest prefill chunk; 0 = 512 */
+} rt_session_params;
+
+typedef struct rt_session_stats {
+    int64_t n_prefill_tokens, n_decode_tokens, n_reused_tokens;
+    double prefill_seconds, decode_seconds;
+    int64_t n_plans_built;
+} rt_session_stats;
+
+typedef struct rt_session rt_session;
+
+sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_session **out);
+void rt_session_free(rt_session *s);
+
+/* Evaluate n tokens at positions n_cached..n_cached+n-1 (in chunks of n_batch). With all_logits,
+ * out (n × n_vocab floats, may be NULL) receives every position's logits; otherwise the session
+ * keeps the last position's logits (rt_session_logits). SB_ERR_CONTEXT_FULL (numbers in the text)
+ * when the cache would overflow, SB_ERR_RANGE for a token id outside the vocabulary; in both cases
+ * nothing is evaluated. */
+sb_status rt_session_eval(rt_session *s, const int32_t *tokens, int64_t n, bool all_logits, float *out);
+
+/* Prefill with prefix reuse: keep the longest common prefix of the cached tokens and `tokens`,
+ * drop the rest of the cache, evaluate only the new suffix (at least the last token, so the
+ * logits are fresh). *n_reused (may be NULL) receives the tokens taken from the cache. */
+sb_status rt_session_prefill(rt_session *s, const int32_t *tokens, int64_t n, int64_t *n_reused);
+
+/* Drop cached positions >= n (n <= n_cached). */
+void rt_session_truncate(rt_session *s, int64_t n);
+
+/* The last evaluated position's logits (n_vocab floats), or NULL before any evaluation. */
+const float *rt_session_logits(const rt_session *s);
+int64_t rt_session_n_cached(const rt_session *s);
+int64_t rt_session_n_ctx(const rt_session *s);
+const int32_t *rt_session_cached_tokens(const rt_session *s);
+const rt_model *rt_session_model(const rt_session *s);
+rt_session_stats rt_session_get_stats(const rt_session *s);
+void rt_session_reset_stats(rt_session *s);
+int rt_session_threads(const rt_session *s);
+
+#endif
