@@ -84,11 +84,11 @@ struct tok_vocab {
     sb_strview *ws_prev;
     int32_t n_ws_prev;
     tok_strmap ws_prev_map;
-    bool no_runs;         /* tests only: one merge loop over the whole fragment (the reference) */
+    bool no_runs;         /* tests only: no run cutting, no word cache (the plain reference loops) */
     tok_chat_kind chat;
 };
 
-/* Tests only: switch the run cutting of SPM/Gemma 4 off, to compare with the plain loop. */
+/* Tests only: switch the SPM/Gemma 4 run cutting and the word cache off (reference behaviour). */
 static inline void tok_vocab_set_no_runs(tok_vocab *v, bool on) { v->no_runs = on; }
 
 // ---- pre-tokenizer (pcre2), pretok.c ----

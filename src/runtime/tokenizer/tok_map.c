@@ -155,18 +155,19 @@ static bool byte_is_printable(unsigned b) {
     return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
 }
 
+/* The 68 unprintable bytes in order: 0x00-0x20 (k 0..32), 0x7F-0xA0 (k 33..66), 0xAD (k 67). */
 uint32_t tok_byte_to_cp(unsigned char b) {
     if (byte_is_printable(b)) return b;
-    uint32_t k = 0;
-    for (unsigned i = 0; i < b; i++) k += !byte_is_printable(i);
-    return 0x100 + k;
+    if (b <= 0x20) return 0x100 + b;
+    if (b >= 0x7F && b <= 0xA0) return 0x100 + 33 + (b - 0x7F);
+    return 0x100 + 67; /* 0xAD */
 }
 
 int tok_cp_to_byte(uint32_t cp) {
     if (cp < 0x100) return byte_is_printable(cp) ? (int)cp : -1;
     if (cp >= 0x100 + 68) return -1;
     uint32_t k = cp - 0x100;
-    for (unsigned i = 0; i < 256; i++)
-        if (!byte_is_printable(i) && k-- == 0) return (int)i;
-    return -1;
+    if (k <= 32) return (int)k;
+    if (k <= 66) return (int)(0x7F + k - 33);
+    return 0xAD;
 }

@@ -68,7 +68,21 @@ typedef struct bigram {
     int32_t id;         /* the merged token */
 } bigram;
 
+/* A per-call cache of word -> ids for long texts (words repeat: English reuses a few thousand).
+ * Direct-mapped, no eviction policy: a colliding word overwrites. Never shared between calls, so
+ * the vocabulary stays immutable and thread-safe. */
+#define WC_SLOTS 8192
+#define WC_WORD 23
+#define WC_IDS 8
+typedef struct wc_entry {
+    uint64_t h;
+    uint8_t len, n_ids;
+    char w[WC_WORD];
+    int32_t ids[WC_IDS];
+} wc_entry;
+
 typedef struct sess {
+    wc_entry *wc;       /* NULL for short texts */
     const tok_vocab *v;
     tok_ids *out;
     const char *text;   /* the buffer symbols index into */
@@ -81,6 +95,37 @@ typedef struct sess {
     char *buf2;
     size_t cap_buf2;
 } sess;
+
+// ---- word cache ----
+
+static wc_entry *wc_slot(const sess *s, const char *w, size_t n, uint64_t *h) {
+    if (!s->wc || n > WC_WORD) return NULL;
+    *h = sb_hash_bytes(w, n) | 1; /* 0 marks an empty slot */
+    return &s->wc[*h & (WC_SLOTS - 1)];
+}
+
+/* Emit the cached ids of w; false on a miss. */
+static bool wc_hit(sess *s, const char *w, size_t n, sb_status *st) {
+    uint64_t h;
+    wc_entry *e = wc_slot(s, w, n, &h);
+    if (!e || e->h != h || e->len != n || memcmp(e->w, w, n)) return false;
+    *st = SB_OK;
+    for (uint8_t i = 0; i < e->n_ids && *st == SB_OK; i++) *st = ids_push(s->out, e->ids[i]);
+    return true;
+}
+
+/* Remember that w produced out->ids[from..]. */
+static void wc_store(sess *s, const char *w, size_t n, size_t from) {
+    uint64_t h;
+    wc_entry *e = wc_slot(s, w, n, &h);
+    size_t k = s->out->n - from;
+    if (!e || k > WC_IDS) return;
+    e->h = h;
+    e->len = (uint8_t)n;
+    e->n_ids = (uint8_t)k;
+    memcpy(e->w, w, n);
+    memcpy(e->ids, s->out->ids + from, k * sizeof *e->ids);
+}
 
 static sb_status heap_push(sess *s, bigram b) {
     SB_TRY(grow((void **)&s->hp, &s->cap_hp, s->n_hp + 1, sizeof *s->hp));
@@ -179,12 +224,22 @@ static sb_status merge_emit_runs(sess *s, int32_t k) {
                 tok_strmap_get(&v->ws_prev_map, s->text + p->start, p->n) >= 0)
                 continue;
         }
+        const char *w = s->text + s->sy[a].start;
+        size_t wn = (size_t)s->sy[i - 1].start + s->sy[i - 1].n - s->sy[a].start;
+        sb_status hit;
+        if (wc_hit(s, w, wn, &hit)) {
+            SB_TRY(hit);
+            a = i;
+            continue;
+        }
+        size_t from = s->out->n;
         SB_TRY(merge_range(s, a, i));
         for (int32_t j = a; j >= 0; j = s->sy[j].next) {
             const sym *y = &s->sy[j];
             if (y->id >= 0) SB_TRY(ids_push(s->out, y->id));
             else SB_TRY(emit_bytes(s, y));
         }
+        wc_store(s, w, wn, from);
         a = i;
     }
     return SB_OK;
@@ -274,10 +329,21 @@ static sb_status gemma4_fragment(sess *s, const char *p, size_t n) {
 
 // ---- byte-level BPE (§8.3) ----
 
+static sb_status bpe_word_merge(sess *s, const char *w, size_t n);
+
 static sb_status bpe_word(void *user, size_t start, size_t n) {
     sess *s = user;
-    const tok_vocab *v = s->v;
     const char *w = s->buf + start;
+    sb_status hit;
+    if (wc_hit(s, w, n, &hit)) return hit;
+    size_t from = s->out->n;
+    SB_TRY(bpe_word_merge(s, w, n));
+    wc_store(s, w, n, from);
+    return SB_OK;
+}
+
+static sb_status bpe_word_merge(sess *s, const char *w, size_t n) {
+    const tok_vocab *v = s->v;
     if (v->ignore_merges) {
         int32_t id = tok_strmap_get(&v->raw_map, w, n);
         if (id >= 0) return ids_push(s->out, id);
@@ -419,6 +485,7 @@ sb_status tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool ad
     if (len > INT32_MAX)
         return sb_fail(SB_ERR_TEXT_TOO_LONG, "tokenizer: text of %zu bytes exceeds the limit of %d bytes", len, INT32_MAX);
     sess s = {.v = v, .out = out};
+    if (len >= 16384 && !v->no_runs) s.wc = calloc(WC_SLOTS, sizeof *s.wc); /* NULL (no cache) is fine too */
     bool prev_special = true; /* SPM: the start of the text counts as after a special token */
     sb_status st = SB_OK;
     size_t n0 = out->n;
@@ -427,6 +494,7 @@ sb_status tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool ad
     if (st == SB_OK && add_special && v->add_bos && out->n >= n0 + 2 && out->ids[n0 + 1] == v->bos)
         sb_log(SB_LOG_WARN, "tokenizer: the text starts with BOS and add_special adds another one");
     if (st == SB_OK && add_special && v->add_eos) st = ids_push(out, v->eos);
+    free(s.wc);
     free(s.sy);
     free(s.hp);
     free(s.buf);
