@@ -2,3 +2,5 @@
 # Runtime layer extras. test_quantize / test_synth exit 77 (SKIP) when the shared reference models
 # are absent (their self-contained parts still ran and passed).
 set_tests_properties(runtime/test_quantize runtime/test_synth PROPERTIES SKIP_RETURN_CODE 77)
+add_test(NAME runtime/cli_quantize_synth COMMAND sh ${CMAKE_SOURCE_DIR}/tests/runtime/cli_quantize_synth.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
+set_tests_properties(runtime/cli_quantize_synth PROPERTIES LABELS runtime)
