@@ -96,7 +96,15 @@ static layout arena_layout(const plan *p, int n_threads) {
     l.rows = al(p->arena_bytes);
     l.shared = l.rows + al((uint64_t)out_rows_n(p) * 4);
     l.thread = l.shared + al(p->scratch_shared_f32 * 4);
-    l.thread_stride = al(p->scratch_thread_f32 * 4);
+    uint64_t thr = p->scratch_thread_f32;
+    for (int32_t i = 0; i < p->g->n_nodes; i++) { /* blocked prefill attention: K^T, V and scores */
+        const ir_node *n = &p->g->nodes[i];
+        if (n->op != IR_OP_ATTENTION || n->ne[1] < 2) continue;
+        uint64_t C = (uint64_t)p->g->nodes[n->src[1]].ne[1], D = (uint64_t)n->ip[1];
+        uint64_t need = 2 * D * (C + 8) + C + 16;
+        if (need > thr) thr = need;
+    }
+    l.thread_stride = al(thr * 4);
     l.total = l.thread + l.thread_stride * (uint64_t)(n_threads < 1 ? 1 : n_threads);
     return l;
 }
@@ -360,6 +368,117 @@ static attn_fns attn_pick(void) {
     return (attn_fns){dot_f32_base, dot_f16_base, axpy_f32_base, axpy_f16_base};
 }
 
+/* Prefill attention, blocked (AVX2 machines, T >= 2): one task = one kv head x ATT_TB tokens, so
+ * the K rows the block needs are converted once into K^T [D, nj] (scores for 8 keys per FMA, no
+ * horizontal sums) and V into f32 [nj, D], shared by the block's ATT_TB x (Hq/Hkv) queries. Same
+ * math as op_attention (mask, scale, softcap, max-subtracted softmax with a double sum); only the
+ * f32 summation order differs. Scratch per thread: 2*D*(nj+8) + nj floats (nj <= C). */
+#define ATT_TB 16
+
+AVX2_ATTR static void att_block_avx2(const run *r, int64_t task, float *scr) {
+    const op_attn_args *a = &r->attn;
+    const int64_t D = a->D, Hq = a->Hq, Hkv = a->Hkv, Dkv = D * Hkv, G = Hq / Hkv;
+    const int64_t T = r->n->ne[1];
+    const int64_t kvh = task % Hkv, t0 = (task / Hkv) * ATT_TB, t1 = t0 + ATT_TB < T ? t0 + ATT_TB : T;
+    const int32_t *pos = r->s[3];
+    const bool f16 = a->ctype == SB_TYPE_F16;
+    int64_t jlo = INT64_MAX, jhi = -1;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t p = pos[t], lo = (a->window > 0 && p - a->window + 1 > 0) ? p - a->window + 1 : 0;
+        if (lo < jlo) jlo = lo;
+        if (p > jhi) jhi = p;
+    }
+    const int64_t nj = jhi - jlo + 1, njp = (nj + 7) & ~(int64_t)7;
+    float *kt = scr, *vf = kt + D * njp, *sc = vf + D * njp;
+    for (int64_t jj = 0; jj < nj; jj++) {
+        const int64_t base = (jlo + jj) * Dkv + kvh * D;
+        for (int64_t d = 0; d < D; d++) {
+            kt[d * njp + jj] = f16 ? (float)((const _Float16 *)r->s[1])[base + d] : ((const float *)r->s[1])[base + d];
+            vf[jj * D + d] = f16 ? (float)((const _Float16 *)r->s[2])[base + d] : ((const float *)r->s[2])[base + d];
+        }
+    }
+    for (int64_t jj = nj; jj < njp; jj++)
+        for (int64_t d = 0; d < D; d++) kt[d * njp + jj] = 0.0f;
+    for (int64_t t = t0; t < t1; t++) {
+        const int64_t p = pos[t], lo = (a->window > 0 && p - a->window + 1 > 0) ? p - a->window + 1 : 0;
+        const int64_t j0 = lo - jlo, j1 = p - jlo + 1; /* visible keys [j0, j1) of the block */
+        const int64_t b0 = j0 & ~(int64_t)7;
+        for (int64_t g = 0; g < G; g++) {
+            const int64_t h = kvh * G + g;
+            const float *qv = (const float *)r->s[0] + (t * Hq + h) * D;
+            float *out = (float *)r->dst + (t * Hq + h) * D;
+            int64_t jb = b0;
+            for (; jb + 32 <= j1 + 7 && jb + 32 <= njp; jb += 32) { /* 4 independent FMA chains */
+                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+                for (int64_t d = 0; d < D; d++) {
+                    const __m256 qb = _mm256_set1_ps(qv[d]);
+                    const float *kr = kt + d * njp + jb;
+                    a0 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(kr), a0);
+                    a1 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(kr + 8), a1);
+                    a2 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(kr + 16), a2);
+                    a3 = _mm256_fmadd_ps(qb, _mm256_loadu_ps(kr + 24), a3);
+                }
+                _mm256_storeu_ps(sc + jb, a0);
+                _mm256_storeu_ps(sc + jb + 8, a1);
+                _mm256_storeu_ps(sc + jb + 16, a2);
+                _mm256_storeu_ps(sc + jb + 24, a3);
+            }
+            for (; jb < j1; jb += 8) {
+                __m256 acc = _mm256_setzero_ps();
+                for (int64_t d = 0; d < D; d++) acc = _mm256_fmadd_ps(_mm256_set1_ps(qv[d]), _mm256_loadu_ps(kt + d * njp + jb), acc);
+                _mm256_storeu_ps(sc + jb, acc);
+            }
+            float mx = -INFINITY;
+            for (int64_t jj = j0; jj < j1; jj++) {
+                float v = sc[jj] * a->scale;
+                if (a->softcap > 0.0f) v = tanhf(v / a->softcap) * a->softcap;
+                sc[jj] = v;
+                if (v > mx) mx = v;
+            }
+            /* exponentials 8 at a time (exp_avx2, as ggml's softmax uses a vector exp), sum in double */
+            double sum = 0.0;
+            int64_t jj = j0;
+            const __m256 vmx = _mm256_set1_ps(mx);
+            __m256d s0 = _mm256_setzero_pd(), s1 = s0;
+            for (; jj + 8 <= j1; jj += 8) {
+                const __m256 ex = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(sc + jj), vmx));
+                _mm256_storeu_ps(sc + jj, ex);
+                s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(ex)));
+                s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(ex, 1)));
+            }
+            double sv[4];
+            _mm256_storeu_pd(sv, _mm256_add_pd(s0, s1));
+            sum = (sv[0] + sv[1]) + (sv[2] + sv[3]);
+            for (; jj < j1; jj++) {
+                const float ex = expf(sc[jj] - mx);
+                sc[jj] = ex;
+                sum += (double)ex;
+            }
+            const float inv = (float)(1.0 / sum);
+            if (D % 64 == 0) { /* out held in 8 registers per 64 dims across all keys */
+                for (int64_t dc = 0; dc < D; dc += 64) {
+                    __m256 o[8];
+                    for (int k = 0; k < 8; k++) o[k] = _mm256_setzero_ps();
+                    for (int64_t j = j0; j < j1; j++) {
+                        const __m256 pj = _mm256_set1_ps(sc[j] * inv);
+                        const float *vr = vf + j * D + dc;
+                        for (int k = 0; k < 8; k++) o[k] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vr + 8 * k), o[k]);
+                    }
+                    for (int k = 0; k < 8; k++) _mm256_storeu_ps(out + dc + 8 * k, o[k]);
+                }
+            } else {
+                for (int64_t d = 0; d < D; d++) out[d] = 0.0f;
+                for (int64_t j = j0; j < j1; j++) axpy_f32_avx2c(out, sc[j] * inv, vf + j * D, D);
+            }
+        }
+    }
+}
+
+static void k_attention_blocked(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    for (int64_t task = b; task < e; task++) att_block_avx2(r, task, scratch(r, tid));
+}
+
 static void k_attention(void *c, int64_t b, int64_t e, int tid) {
     const run *r = c;
     const op_attn_args *a = &r->attn;
@@ -554,7 +673,12 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
             r.attn = (op_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .ctype = k->dtype, .scale = n->fp[0],
                                     .softcap = n->fp[1], .window = n->ip[2]};
             int64_t pairs = q->ne[1] * q->ne[2];
-            tp_run(pool, pairs, grain_for(pairs, nt), k_attention, &r);
+            if (q->ne[2] >= 2 && cpu_isa_active() >= CPU_ISA_AVX2) {
+                int64_t tasks = n->ip[0] * ((q->ne[2] + ATT_TB - 1) / ATT_TB);
+                tp_run(pool, tasks, 1, k_attention_blocked, &r);
+            } else {
+                tp_run(pool, pairs, grain_for(pairs, nt), k_attention, &r);
+            }
             break;
         }
         case IR_OP_SELECT_ROWS: op_select_rows(r.dst, r.s[0], n->ne[0], r.out_rows, n->ne[1]); break;

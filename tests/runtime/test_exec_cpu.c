@@ -220,11 +220,13 @@ static void test_block(int type, double tol_vs_ref) {
 
 // ---- 3: the executor's attention == the reference op ----
 
-static void test_attention_vs_ref(void) {
-    enum { AD = 40, AHQ = 6, AHKV = 3, AT = 5, AC = 24, ADKV = AD * AHKV };
+static void test_attention_vs_ref(int AD, int AT) {
+    enum { AHQ = 6, AHKV = 3, AC = 48 };
+    const int ADKV = AD * AHKV;
     float *q = rnd(AD * AHQ * AT, 1), *kx = rnd(ADKV * AT, 1), *vx = rnd(ADKV * AT, 1);
     float *k0 = rnd(ADKV * AC, 1), *v0 = rnd(ADKV * AC, 1);
-    int32_t pos[AT] = {9, 10, 11, 12, 13};
+    int32_t pos[40];
+    for (int i = 0; i < AT; i++) pos[i] = 9 + i;
     struct { int ctype, window; float cap; } cases[] = {{SB_TYPE_F32, 0, 0}, {SB_TYPE_F16, 0, 0}, {SB_TYPE_F32, 4, 0}, {SB_TYPE_F16, 3, 5.0f}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int ct = cases[c].ctype;
@@ -254,7 +256,7 @@ static void test_attention_vs_ref(void) {
         void *arena = NULL;
         CHECKF(run(p, bs, 6, NULL, out, &arena) == SB_OK, "%s", sb_last_error());
         /* reference: the plain op on its own copy of the caches */
-        float ref[AD * AHQ * AT], sc[AC];
+        float *ref = malloc(sizeof(float) * AD * AHQ * AT), sc[AC];
         op_kv_store(kr, ct, ADKV, kx, pos, AT);
         op_kv_store(vr, ct, ADKV, vx, pos, AT);
         CHECK(!memcmp(kr, kc, ADKV * AC * es) && !memcmp(vr, vc, ADKV * AC * es));
@@ -265,7 +267,7 @@ static void test_attention_vs_ref(void) {
         free(arena);
         plan_free(p);
         ir_graph_free(g);
-        free(kc), free(vc), free(kr), free(vr);
+        free(kc), free(vc), free(kr), free(vr), free(ref);
     }
     free(q), free(kx), free(vx), free(k0), free(v0);
 }
@@ -360,7 +362,9 @@ int main(void) {
     } else {
         printf("SKIP quantized blocks: no reference quantizers registered\n");
     }
-    test_attention_vs_ref();
+    test_attention_vs_ref(40, 5);   /* generic dims, one token block */
+    test_attention_vs_ref(64, 37);  /* register-blocked PV, several token blocks, 4-chain QK */
+    test_attention_vs_ref(64, 1);   /* decode path */
     test_swiglu_vs_ref();
     test_errors();
     return test_summary();
