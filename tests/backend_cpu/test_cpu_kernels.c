@@ -201,6 +201,7 @@ int main(void) {
                 {unit >= 256 ? 4864 : 896, 19, 4, pool2}, /* Qwen2.5-0.5B row lengths */
                 {unit >= 256 ? 768 : 896, 19, 17, pool3}, /* prefill tile path: 8-row tiles + tail */
                 {unit, 8, 8, NULL},                 /* tile path, exact 8 x 8 */
+                {unit * 2, 11, 14, pool2},          /* tile path, token tail of 6 */
             };
             int fails = 0;
             worst_ratio = 0.0;
