@@ -249,6 +249,163 @@ SB_API sb_status sb_gguf_get_tensor(const sb_gguf *g, int64_t i, sb_gguf_tensor 
 /* Index of the tensor named `name`, or SB_ERR_NOT_FOUND. */
 SB_API sb_status sb_gguf_find_tensor(const sb_gguf *g, const char *name, int64_t *index);
 
+/* ---- models ---- */
+
+/* A loaded model: weights mapped read-only from its GGUF file, hyperparameters, tokenizer. Immutable
+ * after loading; any number of sessions on any threads may share one model. Architectures:
+ * qwen2, qwen3, llama, gemma3. */
+typedef struct sb_model sb_model;
+typedef struct sb_vocab sb_vocab; /* described under "vocabulary / tokenizer" below */
+
+typedef struct sb_model_params {
+    int check_tensors;      /* 1: scan every weight for NaN/Inf at load (SB_ERR_MODEL_NAN) */
+    int reserved[15];       /* zero; room for later fields without changing the size */
+} sb_model_params;
+
+typedef struct sb_model_info {
+    char arch[32];          /* "qwen2" */
+    char name[128];         /* general.name, "" if absent */
+    int64_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx_train;
+    uint64_t n_params;      /* parameters of the weights the forward pass reads */
+    uint64_t weight_bytes;  /* bytes of those weights: what one decode step must read */
+} sb_model_info;
+
+/* Defaults: no tensor scan. */
+SB_API void sb_model_default_params(sb_model_params *p);
+
+/* Load a model (p may be NULL for defaults). Errors: SB_ERR_INVALID_ARG, SB_ERR_IO, SB_ERR_OOM, any
+ * SB_ERR_FORMAT_* (bad file), SB_ERR_MODEL_ARCH (unknown general.architecture, named),
+ * SB_ERR_MODEL_HPARAM (missing/out-of-range key, named), SB_ERR_MODEL_TENSOR_MISSING/_SHAPE/_TYPE
+ * (the tensor, expected and actual shape or type named), SB_ERR_MODEL_NAN, SB_ERR_VOCAB*. */
+SB_API sb_status sb_model_load(const char *path, const sb_model_params *p, sb_model **out);
+
+/* Release a model. Every session created on it must be freed first. NULL is a no-op. */
+SB_API void sb_model_free(sb_model *m);
+
+SB_API sb_status sb_model_get_info(const sb_model *m, sb_model_info *out);
+
+/* The model's vocabulary, borrowed: valid while the model lives; sb_vocab_free on it is a no-op. */
+SB_API const sb_vocab *sb_model_get_vocab(const sb_model *m);
+
+/* ---- sessions ---- */
+
+/* One inference stream: KV cache, cached plans, the last logits. Use from one thread at a time. */
+typedef struct sb_session sb_session;
+
+typedef struct sb_session_params {
+    int64_t n_ctx;          /* KV positions; 0 = min(model context, 4096) */
+    int kv_type;            /* SB_TYPE_F32 (default) or SB_TYPE_F16 */
+    int n_threads;          /* 0 = all cores */
+    int64_t n_batch;        /* largest prefill chunk; 0 = 512 */
+    int reserved[12];
+} sb_session_params;
+
+typedef struct sb_session_stats {
+    int64_t n_prefill_tokens, n_decode_tokens, n_reused_tokens;
+    double prefill_seconds, decode_seconds;
+    double prefill_tok_s, decode_tok_s;
+    double decode_gb_s;     /* weight bytes read per second while decoding */
+    int64_t n_plans_built;
+} sb_session_stats;
+
+SB_API void sb_session_default_params(sb_session_params *p);
+
+/* Errors: SB_ERR_INVALID_ARG (bad params, named), SB_ERR_OOM (bytes named). */
+SB_API sb_status sb_session_create(sb_model *m, const sb_session_params *p, sb_session **out);
+SB_API void sb_session_free(sb_session *s);
+
+/* Evaluate a prompt, reusing the longest common prefix of the tokens already in the cache: only
+ * the new suffix is computed (at least the last token); on a mismatch the cache is cut back to the
+ * common prefix. *n_reused (may be NULL) receives the reused count. Afterwards the logits of the
+ * last prompt token are available. Errors: SB_ERR_CONTEXT_FULL (counts named; nothing evaluated),
+ * SB_ERR_RANGE (a token outside the vocabulary), SB_ERR_INVALID_ARG, SB_ERR_OOM. */
+SB_API sb_status sb_session_prefill(sb_session *s, const int32_t *tokens, size_t n, int64_t *n_reused);
+
+/* Append one token at the next position. Same errors as prefill. */
+SB_API sb_status sb_session_decode(sb_session *s, int32_t token);
+
+/* Append n tokens at the next positions and write the logits of every one of them to logits
+ * (n × n_vocab floats, row i = after token i). For evaluation tools (perplexity, reference logits). */
+SB_API sb_status sb_session_eval_all(sb_session *s, const int32_t *tokens, size_t n, float *logits);
+
+/* The logits after the last evaluated token (borrowed, valid until the next evaluation) and the
+ * vocabulary size. SB_ERR_INVALID_ARG before any evaluation. */
+SB_API sb_status sb_session_get_logits(const sb_session *s, const float **logits, int64_t *n_vocab);
+
+/* Cached positions and the context length. */
+SB_API sb_status sb_session_get_state(const sb_session *s, int64_t *n_cached, int64_t *n_ctx);
+
+/* Forget cached positions >= n. */
+SB_API sb_status sb_session_truncate(sb_session *s, int64_t n);
+
+SB_API sb_status sb_session_get_stats(const sb_session *s, sb_session_stats *out);
+SB_API sb_status sb_session_reset_stats(sb_session *s);
+
+/* ---- sampling ---- */
+
+/* llama.cpp's chain and defaults: penalties → top-k → top-p → min-p → temperature → seeded draw;
+ * temp <= 0 is greedy. NaN logits are never chosen. */
+typedef struct sb_sampler sb_sampler;
+
+typedef struct sb_sampler_params {
+    float temp;             /* 0.8 */
+    int32_t top_k;          /* 40 (<= 0 off) */
+    float top_p;            /* 0.95 (>= 1 off) */
+    float min_p;            /* 0.05 (<= 0 off) */
+    float repeat_penalty;   /* 1.0 (off) */
+    float presence_penalty; /* 0 */
+    float frequency_penalty;/* 0 */
+    int32_t penalty_last_n; /* 64 */
+    uint64_t seed;          /* same seed, same tokens */
+    int reserved[8];
+} sb_sampler_params;
+
+SB_API void sb_sampler_default_params(sb_sampler_params *p);
+/* Errors: SB_ERR_INVALID_ARG (a NaN or out-of-range parameter, named), SB_ERR_OOM. */
+SB_API sb_status sb_sampler_create(const sb_sampler_params *p, int64_t n_vocab, sb_sampler **out);
+SB_API void sb_sampler_free(sb_sampler *smp);
+/* Pick a token from n_vocab logits. SB_ERR_RANGE when every logit is NaN or -inf. */
+SB_API sb_status sb_sampler_sample(sb_sampler *smp, const float *logits, int32_t *token);
+/* Add a token to the penalty history. */
+SB_API sb_status sb_sampler_accept(sb_sampler *smp, int32_t token);
+/* Clear the history and re-seed. */
+SB_API sb_status sb_sampler_reset(sb_sampler *smp);
+
+/* ---- generation ---- */
+
+/* Called with each new piece of text (whole UTF-8 characters) and the token that completed it
+ * (-1 for the final flush). Return nonzero to stop: sb_generate then returns SB_ERR_CANCELLED. */
+typedef int (*sb_text_fn)(void *user, const char *text, size_t len, int32_t token);
+
+typedef enum sb_stop_reason { SB_STOP_LENGTH = 0, SB_STOP_EOG = 1, SB_STOP_STRING = 2, SB_STOP_CONTEXT = 3 } sb_stop_reason;
+
+typedef struct sb_generate_params {
+    int64_t n_predict;          /* max new tokens; < 0 until the context is full (default 128) */
+    const char *const *stop;    /* stop strings, not emitted (may be NULL) */
+    size_t n_stop;
+    int add_special;            /* tokenize the prompt with BOS/EOS as the vocabulary wants (1) */
+    int parse_special;          /* match special-token text in the prompt (0) */
+    int reserved[8];
+} sb_generate_params;
+
+typedef struct sb_generate_result {
+    int64_t n_prompt, n_reused, n_generated;
+    double prefill_seconds, decode_seconds;
+    sb_stop_reason stop;
+} sb_generate_result;
+
+SB_API void sb_generate_default_params(sb_generate_params *p);
+
+/* Tokenize the prompt, prefill it (reusing the cached prefix), then sample and stream text until
+ * n_predict tokens, an end-of-generation token, a stop string or a full context. res may be NULL.
+ * Errors: those of sb_tokenize, sb_session_prefill and sb_sampler_sample; SB_ERR_CANCELLED. */
+SB_API sb_status sb_generate(sb_session *s, sb_sampler *smp, const char *prompt, size_t len, const sb_generate_params *p,
+                             sb_text_fn fn, void *user, sb_generate_result *res);
+
+/* The same from tokens. */
+SB_API sb_status sb_generate_tokens(sb_session *s, sb_sampler *smp, const int32_t *prompt, size_t n,
+                                    const sb_generate_params *p, sb_text_fn fn, void *user, sb_generate_result *res);
+
 /* ---- vocabulary / tokenizer ---- */
 
 /* A tokenizer vocabulary: token texts, merges/scores, special tokens and the chat format, read from

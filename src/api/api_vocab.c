@@ -10,13 +10,11 @@
 #include "base/status.h"
 #include "format/gguf.h"
 #include "runtime/tokenizer/tokenizer.h"
+#include "api/api_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-struct sb_vocab {
-    tok_vocab *v;
-};
 
 struct sb_detok_stream {
     tok_stream s;
@@ -67,7 +65,7 @@ SB_API sb_status sb_vocab_load(const char *path, sb_vocab **out) {
 }
 
 SB_API void sb_vocab_free(sb_vocab *v) {
-    if (!v) return;
+    if (!v || v->borrowed) return; /* a model's vocabulary lives and dies with the model */
     tok_vocab_free(v->v);
     free(v);
 }

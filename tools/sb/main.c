@@ -11,6 +11,10 @@
 #include <string.h>
 
 static const sb_command commands[] = {
+    {"run", "generate text from a prompt (default: the embedded model)", cmd_run},
+    {"bench", "llama-bench-style prefill/decode benchmark with GB/s and prefix-reuse latency", cmd_bench},
+    {"logits", "evaluate a reference file's tokens and write our logits in its format", cmd_logits},
+    {"perplexity", "perplexity of a model on a text file", cmd_perplexity},
     {"info", "print a GGUF file's header, metadata and tensor table", cmd_info},
     {"tokenize", "print the token ids (or pieces) of a text, loading only the vocabulary", cmd_tokenize},
     {"quantize", "quantize a GGUF model with llama-quantize's per-tensor mixes", cmd_quantize},

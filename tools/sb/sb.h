@@ -18,6 +18,10 @@ typedef struct sb_command {
 int sb_cli_fail(sb_status s);
 
 int cmd_info(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_logits(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * api/api_model.c — the public model, session, sampler and generation API over runtime/.
+ * Layer 3 (api): argument checks, parameter defaults, handle lifetimes, status translation.
+ */
+#include "sonicboom.h"
+#include "api/api_internal.h"
+#include "base/status.h"
+#include "runtime/generate.h"
+#include "runtime/model.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct sb_model {
+    rt_model *m;
+    struct sb_vocab vocab; /* borrowed view of m->vocab */
+};
+
+struct sb_session {
+    rt_session *s;
+    const sb_model *model;
+};
+
+struct sb_sampler {
+    rt_sampler *s;
+};
+
+#define NEED(cond, fn)                                                                  \
+    do {                                                                                \
+        if (!(cond)) return sb_fail(SB_ERR_INVALID_ARG, "%s: %s", fn, "invalid argument: " #cond); \
+    } while (0)
+
+// ---- models ----
+
+SB_API void sb_model_default_params(sb_model_params *p) {
+    if (p) memset(p, 0, sizeof *p);
+}
+
+SB_API sb_status sb_model_load(const char *path, const sb_model_params *p, sb_model **out) {
+    NEED(path && out, "sb_model_load");
+    *out = NULL;
+    rt_model_params rp = {.check_tensors = p && p->check_tensors};
+    sb_model *h = (sb_model *)calloc(1, sizeof *h);
+    if (!h) return sb_fail(SB_ERR_OOM, "sb_model handle");
+    sb_status s = rt_model_load(path, &rp, &h->m);
+    if (s != SB_OK) {
+        free(h);
+        return s;
+    }
+    h->vocab.v = h->m->vocab;
+    h->vocab.borrowed = 1;
+    *out = h;
+    return SB_OK;
+}
+
+SB_API void sb_model_free(sb_model *m) {
+    if (!m) return;
+    rt_model_free(m->m);
+    free(m);
+}
+
+SB_API sb_status sb_model_get_info(const sb_model *m, sb_model_info *out) {
+    NEED(m && out, "sb_model_get_info");
+    memset(out, 0, sizeof *out);
+    const rt_hparams *hp = &m->m->hp;
+    memcpy(out->arch, hp->arch, sizeof out->arch);
+    sb_strview name;
+    if (gguf_get_str(&m->m->file, "general.name", &name) == SB_OK)
+        memcpy(out->name, name.ptr, name.len < sizeof out->name - 1 ? name.len : sizeof out->name - 1);
+    sb_error_clear();
+    out->n_vocab = hp->n_vocab;
+    out->n_embd = hp->n_embd;
+    out->n_layer = hp->n_layer;
+    out->n_head = hp->n_head;
+    out->n_head_kv = hp->n_head_kv;
+    out->head_dim = hp->head_dim;
+    out->n_ff = hp->n_ff;
+    out->n_ctx_train = hp->n_ctx_train;
+    out->n_params = m->m->n_params;
+    out->weight_bytes = m->m->weight_bytes;
+    return SB_OK;
+}
+
+SB_API const sb_vocab *sb_model_get_vocab(const sb_model *m) { return m ? &m->vocab : NULL; }
+
+// ---- sessions ----
+
+SB_API void sb_session_default_params(sb_session_params *p) {
+    if (p) memset(p, 0, sizeof *p);
+}
+
+SB_API sb_status sb_session_create(sb_model *m, const sb_session_params *p, sb_session **out) {
+    NEED(m && out, "sb_session_create");
+    *out = NULL;
+    rt_session_params rp = {0};
+    if (p) rp = (rt_session_params){.n_ctx = p->n_ctx, .kv_type = p->kv_type, .n_threads = p->n_threads, .n_batch = p->n_batch};
+    sb_session *h = (sb_session *)calloc(1, sizeof *h);
+    if (!h) return sb_fail(SB_ERR_OOM, "sb_session handle");
+    sb_status s = rt_session_create(m->m, &rp, &h->s);
+    if (s != SB_OK) {
+        free(h);
+        return s;
+    }
+    h->model = m;
+    *out = h;
+    return SB_OK;
+}
+
+SB_API void sb_session_free(sb_session *s) {
+    if (!s) return;
+    rt_session_free(s->s);
+    free(s);
+}
+
+SB_API sb_status sb_session_prefill(sb_session *s, const int32_t *tokens, size_t n, int64_t *n_reused) {
+    NEED(s && tokens && n > 0 && n <= INT32_MAX, "sb_session_prefill");
+    return rt_session_prefill(s->s, tokens, (int64_t)n, n_reused);
+}
+
+SB_API sb_status sb_session_decode(sb_session *s, int32_t token) {
+    NEED(s, "sb_session_decode");
+    return rt_session_eval(s->s, &token, 1, false, NULL);
+}
+
+SB_API sb_status sb_session_eval_all(sb_session *s, const int32_t *tokens, size_t n, float *logits) {
+    NEED(s && tokens && logits && n > 0 && n <= INT32_MAX, "sb_session_eval_all");
+    return rt_session_eval(s->s, tokens, (int64_t)n, true, logits);
+}
+
+SB_API sb_status sb_session_get_logits(const sb_session *s, const float **logits, int64_t *n_vocab) {
+    NEED(s && logits, "sb_session_get_logits");
+    *logits = rt_session_logits(s->s);
+    if (n_vocab) *n_vocab = rt_session_model(s->s)->hp.n_vocab;
+    if (!*logits) return sb_fail(SB_ERR_INVALID_ARG, "sb_session_get_logits: nothing evaluated yet");
+    return SB_OK;
+}
+
+SB_API sb_status sb_session_get_state(const sb_session *s, int64_t *n_cached, int64_t *n_ctx) {
+    NEED(s, "sb_session_get_state");
+    if (n_cached) *n_cached = rt_session_n_cached(s->s);
+    if (n_ctx) *n_ctx = rt_session_n_ctx(s->s);
+    return SB_OK;
+}
+
+SB_API sb_status sb_session_truncate(sb_session *s, int64_t n) {
+    NEED(s && n >= 0, "sb_session_truncate");
+    rt_session_truncate(s->s, n);
+    return SB_OK;
+}
+
+SB_API sb_status sb_session_get_stats(const sb_session *s, sb_session_stats *out) {
+    NEED(s && out, "sb_session_get_stats");
+    rt_session_stats st = rt_session_get_stats(s->s);
+    memset(out, 0, sizeof *out);
+    out->n_prefill_tokens = st.n_prefill_tokens;
+    out->n_decode_tokens = st.n_decode_tokens;
+    out->n_reused_tokens = st.n_reused_tokens;
+    out->prefill_seconds = st.prefill_seconds;
+    out->decode_seconds = st.decode_seconds;
+    out->n_plans_built = st.n_plans_built;
+    if (st.prefill_seconds > 0) out->prefill_tok_s = (double)st.n_prefill_tokens / st.prefill_seconds;
+    if (st.decode_seconds > 0) {
+        out->decode_tok_s = (double)st.n_decode_tokens / st.decode_seconds;
+        out->decode_gb_s = out->decode_tok_s * (double)rt_session_model(s->s)->weight_bytes / 1e9;
+    }
+    return SB_OK;
+}
+
+SB_API sb_status sb_session_reset_stats(sb_session *s) {
+    NEED(s, "sb_session_reset_stats");
+    rt_session_reset_stats(s->s);
+    return SB_OK;
+}
+
+// ---- samplers ----
+
+static rt_sampler_params to_rt(const sb_sampler_params *p) {
+    return (rt_sampler_params){.temp = p->temp, .top_k = p->top_k, .top_p = p->top_p, .min_p = p->min_p,
+                               .repeat_penalty = p->repeat_penalty, .presence_penalty = p->presence_penalty,
+                               .frequency_penalty = p->frequency_penalty, .penalty_last_n = p->penalty_last_n, .seed = p->seed};
+}
+
+SB_API void sb_sampler_default_params(sb_sampler_params *p) {
+    if (!p) return;
+    rt_sampler_params r;
+    rt_sampler_defaults(&r);
+    memset(p, 0, sizeof *p);
+    *p = (sb_sampler_params){.temp = r.temp, .top_k = r.top_k, .top_p = r.top_p, .min_p = r.min_p,
+                             .repeat_penalty = r.repeat_penalty, .presence_penalty = r.presence_penalty,
+                             .frequency_penalty = r.frequency_penalty, .penalty_last_n = r.penalty_last_n, .seed = r.seed};
+}
+
+SB_API sb_status sb_sampler_create(const sb_sampler_params *p, int64_t n_vocab, sb_sampler **out) {
+    NEED(out, "sb_sampler_create");
+    *out = NULL;
+    sb_sampler_params d;
+    sb_sampler_default_params(&d);
+    rt_sampler_params rp = to_rt(p ? p : &d);
+    sb_sampler *h = (sb_sampler *)calloc(1, sizeof *h);
+    if (!h) return sb_fail(SB_ERR_OOM, "sb_sampler handle");
+    sb_status s = rt_sampler_create(&rp, n_vocab, &h->s);
+    if (s != SB_OK) {
+        free(h);
+        return s;
+    }
+    *out = h;
+    return SB_OK;
+}
+
+SB_API void sb_sampler_free(sb_sampler *smp) {
+    if (!smp) return;
+    rt_sampler_free(smp->s);
+    free(smp);
+}
+
+SB_API sb_status sb_sampler_sample(sb_sampler *smp, const float *logits, int32_t *token) {
+    NEED(smp && logits && token, "sb_sampler_sample");
+    return rt_sampler_sample(smp->s, logits, token);
+}
+
+SB_API sb_status sb_sampler_accept(sb_sampler *smp, int32_t token) {
+    NEED(smp, "sb_sampler_accept");
+    rt_sampler_accept(smp->s, token);
+    return SB_OK;
+}
+
+SB_API sb_status sb_sampler_reset(sb_sampler *smp) {
+    NEED(smp, "sb_sampler_reset");
+    rt_sampler_reset(smp->s);
+    return SB_OK;
+}
+
+// ---- generation ----
+
+SB_API void sb_generate_default_params(sb_generate_params *p) {
+    if (!p) return;
+    memset(p, 0, sizeof *p);
+    p->n_predict = 128;
+    p->add_special = 1;
+}
+
+typedef struct text_cb {
+    sb_text_fn fn;
+    void *user;
+} text_cb;
+
+static int forward_text(void *user, const char *text, size_t len, int32_t token) {
+    const text_cb *c = (const text_cb *)user;
+    return c->fn ? c->fn(c->user, text, len, token) : 0;
+}
+
+SB_API sb_status sb_generate_tokens(sb_session *s, sb_sampler *smp, const int32_t *prompt, size_t n,
+                                    const sb_generate_params *p, sb_text_fn fn, void *user, sb_generate_result *res) {
+    NEED(s && smp && prompt && n > 0 && n <= INT32_MAX, "sb_generate_tokens");
+    sb_generate_params d;
+    sb_generate_default_params(&d);
+    if (!p) p = &d;
+    NEED(p->n_stop == 0 || p->stop, "sb_generate_tokens");
+    for (size_t i = 0; i < p->n_stop; i++) NEED(p->stop[i], "sb_generate_tokens");
+    rt_generate_params gp = {.n_predict = p->n_predict, .stop = p->stop, .n_stop = p->n_stop};
+    text_cb cb = {fn, user};
+    rt_generate_result r;
+    sb_status st = rt_generate(s->s, smp->s, prompt, (int64_t)n, &gp, forward_text, &cb, &r);
+    if (res)
+        *res = (sb_generate_result){.n_prompt = r.n_prompt, .n_reused = r.n_reused, .n_generated = r.n_generated,
+                                    .prefill_seconds = r.prefill_seconds, .decode_seconds = r.decode_seconds,
+                                    .stop = (sb_stop_reason)r.stop};
+    return st;
+}
+
+SB_API sb_status sb_generate(sb_session *s, sb_sampler *smp, const char *prompt, size_t len, const sb_generate_params *p,
+                             sb_text_fn fn, void *user, sb_generate_result *res) {
+    NEED(s && smp && (prompt || !len), "sb_generate");
+    sb_generate_params d;
+    sb_generate_default_params(&d);
+    if (!p) p = &d;
+    const sb_vocab *v = &s->model->vocab;
+    size_t need = 0;
+    sb_status st = sb_tokenize(v, prompt ? prompt : "", len, p->add_special, p->parse_special, NULL, 0, &need);
+    if (st != SB_OK && st != SB_ERR_BUFFER_TOO_SMALL) return st;
+    if (need == 0) return sb_fail(SB_ERR_INVALID_ARG, "sb_generate: the prompt gives no tokens");
+    int32_t *toks = (int32_t *)malloc(need * sizeof *toks);
+    if (!toks) return sb_fail(SB_ERR_OOM, "sb_generate: %zu prompt tokens", need);
+    size_t n = 0;
+    st = sb_tokenize(v, prompt ? prompt : "", len, p->add_special, p->parse_special, toks, need, &n);
+    if (st == SB_OK) st = sb_generate_tokens(s, smp, toks, n, p, fn, user, res);
+    free(toks);
+    return st;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * tools/sb/args.c — shared option parsing for the `sb` subcommands (args.h).
+ */
+#include "args.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int need_value(const char *cmd, int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "sb %s: option %s needs a value\n", cmd, argv[*i]);
+        return 2;
+    }
+    return 0;
+}
+
+int arg_i64(const char *cmd, int argc, char **argv, int *i, int64_t lo, int64_t hi, int64_t *out) {
+    if (need_value(cmd, argc, argv, i)) return 2;
+    const char *opt = argv[*i], *v = argv[++*i];
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) {
+        fprintf(stderr, "sb %s: %s '%s': expected an integer in [%lld, %lld]\n", cmd, opt, v, (long long)lo, (long long)hi);
+        return 2;
+    }
+    *out = x;
+    return 0;
+}
+
+int arg_f32(const char *cmd, int argc, char **argv, int *i, float lo, float hi, float *out) {
+    if (need_value(cmd, argc, argv, i)) return 2;
+    const char *opt = argv[*i], *v = argv[++*i];
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x) || x < lo || x > hi) {
+        fprintf(stderr, "sb %s: %s '%s': expected a number in [%g, %g]\n", cmd, opt, v, lo, hi);
+        return 2;
+    }
+    *out = (float)x;
+    return 0;
+}
+
+int arg_str(const char *cmd, int argc, char **argv, int *i, const char **out) {
+    if (need_value(cmd, argc, argv, i)) return 2;
+    *out = argv[++*i];
+    return 0;
+}
+
+const char *default_model_path(void) {
+    const char *env = getenv("SB_MODEL");
+    if (env && *env) return env;
+#ifdef SB_DEFAULT_MODEL
+    if (access(SB_DEFAULT_MODEL, R_OK) == 0) return SB_DEFAULT_MODEL;
+#endif
+#ifdef SB_INSTALLED_MODEL
+    if (access(SB_INSTALLED_MODEL, R_OK) == 0) return SB_INSTALLED_MODEL;
+#endif
+    return NULL;
+}
+
+char *read_text_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *p = (char *)malloc(cap + 1);
+    while (p) {
+        size_t k = fread(p + n, 1, cap - n, f);
+        n += k;
+        if (n < cap) break;
+        cap *= 2;
+        char *q = (char *)realloc(p, cap + 1);
+        if (!q) {
+            free(p);
+            p = NULL;
+        } else {
+            p = q;
+        }
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!p || err) {
+        free(p);
+        errno = err ? EIO : ENOMEM;
+        return NULL;
+    }
+    p[n] = 0;
+    *len = n;
+    return p;
+}
+
+double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
