@@ -7,7 +7,8 @@
  * and one GEMV pass runs over every copy, so weights stream from DRAM as in a real decode step
  * (L3 here is large enough to hold a single matrix, which would flatter the kernel); GB/s = weight
  * bytes / time, best of 3 passes; (3) the thread pool's empty-dispatch cost; (4) GEMM with T tokens
- * at the same shapes (weights in cache), as GMAC/s.
+ * at the same shapes (weights in cache), as GMAC/s; (5) single-thread GEMV/GEMM ceilings in thread
+ * CPU time (immune to other processes descheduling us, unlike the wall-clock numbers above).
  * Usage: bench_gemv [-t THREADS] [-T PREFILL_TOKENS] [-q] (-q: quick, fewer types and passes).
  * SB_CPU_ISA=scalar|avx2|avx512 caps the kernel ISA. Not a test: prints numbers only.
  */
@@ -27,6 +28,12 @@
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -201,6 +208,43 @@ int main(int argc, char **argv) {
         }
     }
     free(xa);
+
+    /* Single-thread compute ceilings, timed in thread CPU time so that other processes on the
+     * machine (compiles, tests) do not distort them: GEMV with the matrix in L2 (K = 4864 or 896,
+     * N = 64) and GEMM with T = 128. A GEMV ceiling well above the per-core DRAM rate is what lets
+     * the streaming GEMV reach the bandwidth. */
+    printf("\nsingle-thread ceilings (thread CPU time, weights in cache)\n");
+    printf("%-7s %16s %16s\n", "type", "GEMV GB/s", "GEMM GMAC/s");
+    for (size_t ti = 0; ti < (quick ? 4 : ntypes); ti++) {
+        int wt = types[ti];
+        int64_t K = qk_get(wt)->blck == 256 ? 4864 : 896, N = 64, TT = 128;
+        size_t arb;
+        if (cpu_act_row_bytes(wt, K, &arb) != SB_OK) continue;
+        float *src = malloc(sizeof(float) * (size_t)(N * K));
+        float *xt = malloc(sizeof(float) * (size_t)(TT * K));
+        float *ot = malloc(sizeof(float) * (size_t)(TT * N));
+        unsigned char *act = malloc(arb * (size_t)TT);
+        for (int64_t i = 0; i < N * K; i++) src[i] = frand() * 0.05f;
+        for (int64_t i = 0; i < TT * K; i++) xt[i] = frand();
+        qk_quantize_chunk(wt, src, arena, N, K);
+        cpu_quantize_act(cpu_act_type(wt), xt, act, K * TT);
+        uint64_t wrb;
+        qk_row_bytes(wt, K, &wrb);
+        double bv = 1e30, bm = 1e30;
+        for (int p = 0; p < 5; p++) {
+            double t = cpu_s();
+            for (int r = 0; r < 50; r++) cpu_matmul(NULL, wt, arena, K, N, act, 1, ot);
+            t = (cpu_s() - t) / 50;
+            if (t < bv) bv = t;
+            t = cpu_s();
+            cpu_matmul(NULL, wt, arena, K, N, act, TT, ot);
+            t = cpu_s() - t;
+            if (t < bm) bm = t;
+        }
+        printf("%-7s %16.2f %16.2f\n", qk_get(wt)->name, (double)(wrb * (uint64_t)N) / bv / 1e9,
+               (double)K * N * TT / bm / 1e9);
+        free(src), free(xt), free(ot), free(act);
+    }
     free(x);
     free(out);
     free(arena);
