@@ -57,6 +57,7 @@ sb_status rt_generate(rt_session *s, rt_sampler *smp, const int32_t *prompt, int
 
     tok_stream ts;
     tok_stream_init(&ts, v, false);
+    ts.first = false; /* the text continues the prompt: keep the first piece's leading space */
     tok_bytes pending = {0};
     sb_status st = SB_OK;
     res->stop = RT_STOP_LENGTH;
