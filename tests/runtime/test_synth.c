@@ -164,7 +164,8 @@ static void value_tests(void) {
                 for (int j = i + 1; j < 512; j++)
                     dup += tk->strs[i].len == tk->strs[j].len && !memcmp(tk->strs[i].ptr, tk->strs[j].ptr, tk->strs[i].len);
             CHECK(dup == 0);
-            const int32_t *types = (const int32_t *)ty->data;
+            int32_t types[512]; /* metadata values are not aligned in the file */
+            memcpy(types, ty->data, sizeof types);
             CHECK(types[0] == 2 && types[1] == 3 && types[2] == 3 && types[3] == 6 && types[258] == 6 && types[259] == 1);
             CHECK(tk->strs[3 + 0x41].len == 6 && !memcmp(tk->strs[3 + 0x41].ptr, "<0x41>", 6));
         }
