@@ -365,6 +365,17 @@ static void test_pipeline_dump(void) {
     CHECK(strstr(buf, "memory plan") && strstr(buf, "arena "));
     free(buf);
     plan_free(p);
+    /* spec NULL reads SB_DUMP_IR from the environment */
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    setenv("SB_DUMP_IR", "after:fuse_act_quant", 1);
+    d = (plan_dump){.spec = NULL, .f = f};
+    CHECK(plan_build(g, &t, &d, &p) == SB_OK);
+    unsetenv("SB_DUMP_IR");
+    fclose(f);
+    CHECK(strstr(buf, "IR after fuse_act_quant") && !strstr(buf, "IR after dce") && strstr(buf, "glu_quant("));
+    free(buf);
+    plan_free(p);
     /* the whole pipeline: the final graph is golden too */
     golden("pipeline", g, NULL, 0, pass_dce, &t);
     ir_graph_free(g);
