@@ -399,6 +399,21 @@ static sb_status check_finite(const float *x, int64_t n, const char *name) {
     return SB_OK;
 }
 
+/* Copied F32/F16/BF16 tensors are checked too (llama.cpp validates every tensor it loads). */
+static sb_status check_finite_raw(int type, const void *data, uint64_t n, const char *name) {
+    if (type == SB_TYPE_F32) return check_finite((const float *)data, (int64_t)n, name);
+    if (type != SB_TYPE_F16 && type != SB_TYPE_BF16) return SB_OK;
+    const uint16_t mask = type == SB_TYPE_F16 ? 0x7C00 : 0x7F80;
+    const uint8_t *b = (const uint8_t *)data;
+    for (uint64_t i = 0; i < n; i++) {
+        uint16_t h = (uint16_t)(b[2 * i] | b[2 * i + 1] << 8);
+        if ((h & mask) == mask)
+            return sb_fail(SB_ERR_MODEL_NAN, "quantize: tensor \"%s\" (%s) has a non-finite value (0x%04x) at element %llu",
+                           name, qk_get(type)->name, h, (unsigned long long)i);
+    }
+    return SB_OK;
+}
+
 sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel *model, const rt_qtensor *ts,
                               int64_t n, rt_fill_fn fill, void *fill_ctx, const char *out, const rt_qopts *o) {
     if (!w || !m || !model || (!ts && n) || n < 0 || !out) return sb_fail(SB_ERR_INVALID_ARG, "quantize: NULL argument");
@@ -542,6 +557,8 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
             data = scratch + p->off;
         } else if (p->convert) {
             data = scratch ? scratch + p->off : NULL;
+        } else if ((s = check_finite_raw(t->type, t->data, nel, t->name)) != SB_OK) {
+            goto done;
         }
         sb_log(SB_LOG_DEBUG, "quantize: [%4lld/%4lld] %-36s %6s -> %6s", (long long)k + 1, (long long)n, t->name,
                qk_get(t->type)->name, qk_get(p->type)->name);

@@ -301,7 +301,7 @@ static void on_log(sb_log_level level, const char *msg, void *user) {
 }
 
 /* A small model: llama-ish names, one tensor of type `odd_type` with raw bytes when >= 0. */
-static void write_model(const char *path, int odd_type, float poison) {
+static void write_model(const char *path, int odd_type, float poison, float norm0) {
     gguf_writer *w;
     CHECK(gguf_writer_create(&w) == SB_OK);
     CHECK(gguf_writer_set_str(w, "general.architecture", "llama", 5) == SB_OK);
@@ -311,6 +311,7 @@ static void write_model(const char *path, int odd_type, float poison) {
     for (int i = 0; i < 256 * 64; i++) a[i] = test_rand_normal(&s) * 0.02f;
     for (int i = 0; i < 256; i++) b[i] = 1.0f;
     a[100] = poison;
+    b[0] = norm0;
     static uint16_t raw[256 * 64]; /* F16: small finite halves; other types: arbitrary bytes */
     for (size_t i = 0; i < sizeof raw / sizeof raw[0]; i++) raw[i] = (uint16_t)(0x2000 + (i * 7) % 0x1000);
     const int64_t ne2[4] = {256, 64, 1, 1}, ne1[4] = {256, 1, 1, 1};
@@ -348,20 +349,24 @@ static void file_tests(void) {
     CHECK(!file_exists(out));
 
     // an IQ2_XXS tensor has no dequantizer: SB_ERR_UNSUPPORTED naming the tensor and the type
-    write_model(in, SB_TYPE_IQ2_XXS, 0.5f);
+    write_model(in, SB_TYPE_IQ2_XXS, 0.5f, 1.0f);
     s = rt_quantize_file(in, out, "Q8_0", NULL);
     CHECKF(s == SB_ERR_UNSUPPORTED && strstr(sb_last_error(), "blk.0.attn_k.weight") && strstr(sb_last_error(), "IQ2_XXS"),
            "%s: %s", sb_status_str(s), sb_last_error());
     CHECK(!file_exists(out) && !dir_has_leftovers());
 
     // NaN input: fails like llama.cpp's tensor validation
-    write_model(in, -1, NAN);
+    write_model(in, -1, NAN, 1.0f);
     s = rt_quantize_file(in, out, "Q4_0", NULL);
     CHECK(s == SB_ERR_MODEL_NAN && strstr(sb_last_error(), "blk.0.attn_q.weight"));
     CHECK(!file_exists(out) && !dir_has_leftovers());
+    write_model(in, -1, 0.5f, INFINITY); /* in a tensor that is only copied */
+    s = rt_quantize_file(in, out, "Q4_0", NULL);
+    CHECK(s == SB_ERR_MODEL_NAN && strstr(sb_last_error(), "blk.0.attn_norm.weight"));
+    CHECK(!file_exists(out) && !dir_has_leftovers());
 
     // cancel from the progress callback: no output, nothing left behind
-    write_model(in, SB_TYPE_F16, 0.5f);
+    write_model(in, SB_TYPE_F16, 0.5f, 1.0f);
     int calls = 0;
     rt_qopts o = {.n_threads = 2, .progress = cancel_after_two, .progress_user = &calls};
     s = rt_quantize_file(in, out, "Q8_0", &o);
