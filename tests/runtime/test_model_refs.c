@@ -5,7 +5,8 @@
  * alone (teacher-forced with the reference's tokens). Thresholds from the testdata README:
  * F32/F16/BF16 NMSE <= 1e-5 (gemma3 2e-5); quantized NMSE <= 1e-3 and the same argmax wherever the
  * reference's top-two margin exceeds 0.05. Also: token-by-token prefill gives the same logits as
- * the batch (1e-5 relative), prefix reuse gives the same logits as a fresh session, and F16 KV
+ * the batch and prefix reuse the same as a fresh session (NMSE 1e-7 on F32 files, where only the
+ * summation order differs; 1e-3 on quantized ones), and F16 KV
  * stays within the quantized bound.
  * Usage: test_model_refs [name-substring] (no argument: all models).
  */
@@ -74,7 +75,7 @@ static void run_model(const char *dir, const char *gguf) {
             const float *a = rt_session_logits(s2), *b = ours + i * V;
             for (int64_t j = 0; j < V; j++) num += ((double)a[j] - b[j]) * ((double)a[j] - b[j]), den += (double)b[j] * b[j];
         }
-        CHECKF(num / den < 1e-9 || !strstr(gguf, "-f32."), "%s: token-by-token vs batch NMSE %.3e", gguf, num / den);
+        CHECKF(num / den < 1e-7 || !strstr(gguf, "-f32."), "%s: token-by-token vs batch NMSE %.3e", gguf, num / den);
         CHECKF(num / den < 1e-3, "%s: token-by-token vs batch NMSE %.3e", gguf, num / den);
         /* prefix reuse: a prompt sharing all but its last 2 tokens with the cache */
         int64_t reused = -1;
@@ -85,7 +86,7 @@ static void run_model(const char *dir, const char *gguf) {
         const float *a = rt_session_logits(s2), *b = ours + (r.n_prompt - 1) * V;
         num = den = 0;
         for (int64_t j = 0; j < V; j++) num += ((double)a[j] - b[j]) * ((double)a[j] - b[j]), den += (double)b[j] * b[j];
-        CHECKF(num / den < (strstr(gguf, "-f32.") ? 1e-9 : 1e-3), "%s: prefix reuse vs fresh NMSE %.3e", gguf, num / den);
+        CHECKF(num / den < (strstr(gguf, "-f32.") ? 1e-7 : 1e-3), "%s: prefix reuse vs fresh NMSE %.3e", gguf, num / den);
         rt_session_free(s2);
     }
     rt_session_free(ss);
