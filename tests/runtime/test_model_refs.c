@@ -89,6 +89,19 @@ static void run_model(const char *dir, const char *gguf) {
         CHECKF(num / den < (strstr(gguf, "-f32.") ? 1e-7 : 1e-3), "%s: prefix reuse vs fresh NMSE %.3e", gguf, num / den);
         rt_session_free(s2);
     }
+    if (strstr(gguf, "-f32.")) { /* an F16 KV cache stays within the quantized-model bound */
+        rt_session *s3;
+        rt_session_params sp16 = sp;
+        sp16.kv_type = SB_TYPE_F16;
+        CHECK(rt_session_create(m, &sp16, &s3) == SB_OK);
+        float *half = (float *)malloc((size_t)(r.n_prompt * V) * sizeof *half);
+        CHECK(rt_session_eval(s3, r.tokens, r.n_prompt, true, half) == SB_OK);
+        ref_cmp c16 = ref_compare(half, r.logits, r.n_prompt, V);
+        CHECKF(c16.nmse <= 1e-3 && c16.nmse > 0, "%s: F16 KV NMSE %.3e", gguf, c16.nmse);
+        printf("%-28s F16 KV cache: NMSE %.3e\n", gguf, c16.nmse);
+        free(half);
+        rt_session_free(s3);
+    }
     rt_session_free(ss);
     free(ours);
     ref_free(&r);

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * tests/runtime/test_sampler.c — the sampler chain: greedy is argmax, a seed reproduces its
+ * tokens and another seed does not, top-k/top-p/min-p only ever return tokens they keep, penalties
+ * move the choice, NaN logits are never chosen, all-NaN logits fail with SB_ERR_RANGE, and the draw
+ * frequencies follow softmax(logits / temp) (chi-square-style bound).
+ */
+#include "runtime/sampler.h"
+#include "test.h"
+
+#define V 64
+
+static void make_logits(float *l, uint64_t *seed) {
+    for (int i = 0; i < V; i++) l[i] = 3.0f * test_rand_normal(seed);
+}
+
+static int argmax(const float *l) {
+    int b = 0;
+    for (int i = 1; i < V; i++) b = l[i] > l[b] ? i : b;
+    return b;
+}
+
+int main(void) {
+    uint64_t seed = 42;
+    float l[V];
+    rt_sampler *s;
+    rt_sampler_params p;
+
+    /* greedy */
+    rt_sampler_defaults(&p);
+    p.temp = 0;
+    CHECK(rt_sampler_create(&p, V, &s) == SB_OK);
+    for (int k = 0; k < 50; k++) {
+        make_logits(l, &seed);
+        int32_t t;
+        CHECK(rt_sampler_sample(s, l, &t) == SB_OK && t == argmax(l));
+    }
+    /* NaN never chosen, all-NaN is an error */
+    for (int i = 0; i < V; i++) l[i] = NAN;
+    l[5] = -1;
+    int32_t t = -1;
+    CHECK(rt_sampler_sample(s, l, &t) == SB_OK && t == 5);
+    l[5] = NAN;
+    CHECK(rt_sampler_sample(s, l, &t) == SB_ERR_RANGE);
+    rt_sampler_free(s);
+
+    /* same seed, same sequence; different seed, different sequence */
+    int32_t a[40], b[40], c[40];
+    rt_sampler_defaults(&p);
+    p.temp = 1.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0;
+    for (int run = 0; run < 3; run++) {
+        p.seed = run == 2 ? 999 : 7;
+        CHECK(rt_sampler_create(&p, V, &s) == SB_OK);
+        uint64_t ls = 1;
+        for (int k = 0; k < 40; k++) {
+            make_logits(l, &ls);
+            for (int i = 0; i < V; i++) l[i] *= 0.2f; /* flat: many candidates */
+            int32_t *dst = run == 0 ? a : run == 1 ? b : c;
+            CHECK(rt_sampler_sample(s, l, &dst[k]) == SB_OK);
+        }
+        rt_sampler_free(s);
+    }
+    CHECK(!memcmp(a, b, sizeof a));
+    CHECK(memcmp(a, c, sizeof a) != 0);
+
+    /* top-k = 3: only the 3 best */
+    rt_sampler_defaults(&p);
+    p.temp = 5.0f;
+    p.top_k = 3;
+    p.top_p = 1.0f;
+    p.min_p = 0;
+    CHECK(rt_sampler_create(&p, V, &s) == SB_OK);
+    make_logits(l, &seed);
+    float sorted[V];
+    memcpy(sorted, l, sizeof l);
+    for (int i = 0; i < V; i++)
+        for (int j = i + 1; j < V; j++)
+            if (sorted[j] > sorted[i]) { float x = sorted[i]; sorted[i] = sorted[j]; sorted[j] = x; }
+    for (int k = 0; k < 300; k++) {
+        CHECK(rt_sampler_sample(s, l, &t) == SB_OK);
+        CHECK(l[t] >= sorted[2]);
+    }
+    rt_sampler_free(s);
+
+    /* min-p = 0.5: only tokens with p >= 0.5 * p_max (at temp 1) */
+    rt_sampler_defaults(&p);
+    p.temp = 1.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.5f;
+    CHECK(rt_sampler_create(&p, V, &s) == SB_OK);
+    for (int k = 0; k < 300; k++) {
+        CHECK(rt_sampler_sample(s, l, &t) == SB_OK);
+        CHECK(expf(l[t] - sorted[0]) >= 0.5f - 1e-6f);
+    }
+    rt_sampler_free(s);
+
+    /* frequencies follow softmax at temp 1 (no truncation): 4 tokens, 40000 draws */
+    float l4[V];
+    for (int i = 0; i < V; i++) l4[i] = -INFINITY;
+    l4[0] = 0, l4[1] = 1, l4[2] = 2, l4[3] = -1;
+    rt_sampler_defaults(&p);
+    p.temp = 1.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0;
+    CHECK(rt_sampler_create(&p, V, &s) == SB_OK);
+    int cnt[4] = {0};
+    for (int k = 0; k < 40000; k++) {
+        CHECK(rt_sampler_sample(s, l4, &t) == SB_OK && t >= 0 && t < 4);
+        if (t >= 0 && t < 4) cnt[t]++;
+    }
+    double z = 1 + expf(1) + expf(2) + expf(-1);
+    double want[4] = {1 / z, expf(1) / z, expf(2) / z, expf(-1) / z};
+    for (int i = 0; i < 4; i++) CHECKF(fabs(cnt[i] / 40000.0 - want[i]) < 0.01, "token %d: %.4f vs %.4f", i, cnt[i] / 40000.0, want[i]);
+    rt_sampler_free(s);
+
+    /* repeat penalty: the repeated best token loses to the runner-up */
+    rt_sampler_defaults(&p);
+    p.temp = 0;
+    p.repeat_penalty = 2.0f;
+    CHECK(rt_sampler_create(&p, V, &s) == SB_OK);
+    for (int i = 0; i < V; i++) l[i] = 0;
+    l[10] = 3.0f, l[11] = 2.0f;
+    rt_sampler_accept(s, 10);
+    CHECK(rt_sampler_sample(s, l, &t) == SB_OK && t == 11);
+    rt_sampler_reset(s);
+    CHECK(rt_sampler_sample(s, l, &t) == SB_OK && t == 10);
+    rt_sampler_free(s);
+
+    /* bad parameters are refused */
+    rt_sampler_defaults(&p);
+    p.temp = NAN;
+    CHECK(rt_sampler_create(&p, V, &s) == SB_ERR_INVALID_ARG);
+    rt_sampler_defaults(&p);
+    p.repeat_penalty = 0;
+    CHECK(rt_sampler_create(&p, V, &s) == SB_ERR_INVALID_ARG);
+    CHECK(rt_sampler_create(NULL, 0, &s) == SB_ERR_INVALID_ARG);
+    return test_summary();
+}
