@@ -161,7 +161,7 @@ static void test_gemma4(void) {
     sb_strview texts[300];
     int32_t types[300];
     int n = 0;
-    const char *base[] = {"<pad>", "<eos>", "<bos>", "\n", "\n\n", "\xE2\x96\x81", "a", "b", "ab", "\xE2\x96\x81" "a",
+    const char *base[] = {"<pad>", "<eos>", "<bos>", "\n", "\n\n", "\xE2\x96\x81", "a", "b", "ab", "\xE2\x96\x81\x61",
                           "<|tool_call>", "<|turn>", "<turn|>"};
     for (size_t i = 0; i < sizeof base / sizeof *base; i++) {
         texts[n] = (sb_strview){base[i], strlen(base[i])};
