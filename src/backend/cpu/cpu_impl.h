@@ -29,14 +29,17 @@ typedef struct cpu_kernel_table {
 /* fp16 bits -> fp32 for every pattern (exact; filled before any kernel runs). */
 extern float cpu_fp16_table[65536];
 
-/* Prefill GEMM through decoded 8-row tiles (cpu_gemm_tile.c; AVX-512 VNNI only). */
+/* Prefill GEMM through decoded 8-row tiles (cpu_tile.inc, instantiated for AVX-512 VNNI and AVX2). */
 #include "base/status.h"
 #include "base/threadpool.h"
 #include <stdbool.h>
 #define CPU_TILE_MIN_T 8 /* below this many tokens the row kernels win (tile decode not amortised) */
-bool cpu_tile_supported(int wtype);
-sb_status cpu_tile_matmul(tp_pool *pool, int wt, int at, const void *W, size_t wrow, int64_t K, int64_t N,
-                          const void *act, size_t arow, int64_t T, float *out);
+bool cpu_tile_supported_avx512(int wtype);
+sb_status cpu_tile_matmul_avx512(tp_pool *pool, int wt, int at, const void *W, size_t wrow, int64_t K, int64_t N,
+                                 const void *act, size_t arow, int64_t T, float *out);
+bool cpu_tile_supported_avx2(int wtype);
+sb_status cpu_tile_matmul_avx2(tp_pool *pool, int wt, int at, const void *W, size_t wrow, int64_t K, int64_t N,
+                               const void *act, size_t arow, int64_t T, float *out);
 
 void cpu_fill_scalar(cpu_kernel_table *t);
 void cpu_fill_avx2(cpu_kernel_table *t);

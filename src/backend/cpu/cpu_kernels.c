@@ -183,8 +183,13 @@ sb_status cpu_matmul(tp_pool *pool, int wtype, const void *W, int64_t K, int64_t
         return sb_fail(SB_ERR_INVALID_ARG, "cpu_matmul: N = %lld, T = %lld (both must be >= 1)", (long long)N,
                        (long long)T);
     if (!W || !act || !out) return sb_fail(SB_ERR_INVALID_ARG, "cpu_matmul: NULL pointer argument");
-    if (T >= CPU_TILE_MIN_T && cpu_isa_active() == CPU_ISA_AVX512 && cpu_tile_supported(wtype))
-        return cpu_tile_matmul(pool, wtype, cpu_act_type(wtype), W, wrow, K, N, act, arow, T, out);
+    if (T >= CPU_TILE_MIN_T) {
+        cpu_isa isa = cpu_isa_active();
+        if (isa == CPU_ISA_AVX512 && cpu_tile_supported_avx512(wtype))
+            return cpu_tile_matmul_avx512(pool, wtype, cpu_act_type(wtype), W, wrow, K, N, act, arow, T, out);
+        if (isa >= CPU_ISA_AVX2 && cpu_tile_supported_avx2(wtype))
+            return cpu_tile_matmul_avx2(pool, wtype, cpu_act_type(wtype), W, wrow, K, N, act, arow, T, out);
+    }
     mm_ctx c = {table()->dot[wtype], W, act, wrow, arow, K, N, T, out};
     tp_run(pool, N, 4, mm_rows, &c);
     return SB_OK;
