@@ -121,6 +121,14 @@ static sb_status collect(void *user, size_t start, size_t len) {
     return SB_OK;
 }
 
+/* Sums the word lengths into n (they must tile the text). */
+static sb_status count_words(void *user, size_t start, size_t len) {
+    words *w = user;
+    if (start != w->n) return SB_ERR_INTERNAL;
+    w->n += len;
+    return SB_OK;
+}
+
 /* Words as a string of their byte lengths, e.g. "[5][6]". */
 static void check_split(tok_pre pre, const char *text, size_t len, const char *want) {
     void *p = NULL;
@@ -159,6 +167,27 @@ static void test_splits(void) {
     SPLIT(TOK_PRE_DEFAULT, "Hello, world!!", "[5][1][6][2]");
     SPLIT(TOK_PRE_DEFAULT, "abc12345", "[3][3][2]");
     SPLIT(TOK_PRE_DEFAULT, "", "");
+    /* texts up to the size that runs on the default JIT stack, and beyond: patterns that
+     * backtrack over long runs must still succeed */
+    static const char *units[] = {" ", "\n ", " !", "\r\n", "\xE2\x80\x83", "a ", "1", "'s"};
+    for (size_t u = 0; u < sizeof units / sizeof *units; u++) {
+        for (size_t total = 4000; total <= 40000; total *= 10) {
+            char *big = malloc(total + 2);
+            size_t k = strlen(units[u]), n = 0;
+            while (n + k <= total) { memcpy(big + n, units[u], k); n += k; }
+            big[n++] = 'x';
+            for (int pre = TOK_PRE_DEFAULT; pre <= TOK_PRE_QWEN2; pre++) {
+                void *p = NULL;
+                CHECK(tok_pretok_create((tok_pre)pre, &p) == SB_OK);
+                words w = {.n = 0};
+                sb_status st = tok_pretok_split(p, big, n, count_words, &w);
+                CHECKF(st == SB_OK && w.n == n, "pre %d, %zu bytes of \"%s\": %s (%s)", pre, n, units[u],
+                       sb_status_str(st), sb_last_error());
+                tok_pretok_free(p);
+            }
+            free(big);
+        }
+    }
 }
 
 // ---- merges ----

@@ -86,6 +86,7 @@ typedef struct split_ctx {
     const char *text;
     pcre2_match_data *md;
     pcre2_match_context *mc;
+    pcre2_jit_stack *js;
     tok_word_fn fn;
     void *user;
 } split_ctx;
@@ -100,6 +101,12 @@ static sb_status split(split_ctx *c, int level, size_t start, size_t len) {
         int rc = c->t->jit[level] ? pcre2_jit_match(re, subj, len, pos, PCRE2_NO_UTF_CHECK, c->md, c->mc)
                                   : pcre2_match(re, subj, len, pos, PCRE2_NO_UTF_CHECK, c->md, c->mc);
         if (rc == PCRE2_ERROR_NOMATCH) break;
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT && !c->js) { /* retry on a private, growable stack */
+            c->js = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, NULL);
+            if (!c->js) return sb_fail(SB_ERR_OOM, "tokenizer: pcre2 JIT stack");
+            pcre2_jit_stack_assign(c->mc, NULL, c->js);
+            continue;
+        }
         if (rc < 0) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(rc, msg, sizeof msg);
@@ -123,20 +130,19 @@ static sb_status split(split_ctx *c, int level, size_t start, size_t len) {
 
 sb_status tok_pretok_split(const void *p, const char *text, size_t n, tok_word_fn fn, void *user) {
     const tok_pretok *t = p;
-    split_ctx c = {t, text, NULL, NULL, fn, user};
+    split_ctx c = {t, text, NULL, NULL, NULL, fn, user};
     c.md = pcre2_match_data_create(4, NULL);
     c.mc = pcre2_match_context_create(NULL);
-    pcre2_jit_stack *js = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, NULL);
-    if (!c.md || !c.mc || !js) {
-        pcre2_match_data_free(c.md);
-        pcre2_match_context_free(c.mc);
-        pcre2_jit_stack_free(js);
-        return sb_fail(SB_ERR_OOM, "tokenizer: pcre2 match data");
+    /* short texts run on PCRE2's default 32 KiB JIT stack (a private stack's mmap/munmap costs
+     * more than tokenizing a short prompt); long ones, or a match that runs out, get a growable
+     * private stack */
+    if (c.md && c.mc && n > 4096) {
+        c.js = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, NULL);
+        if (c.js) pcre2_jit_stack_assign(c.mc, NULL, c.js);
     }
-    pcre2_jit_stack_assign(c.mc, NULL, js);
-    sb_status st = split(&c, 0, 0, n);
+    sb_status st = c.md && c.mc && (n <= 4096 || c.js) ? split(&c, 0, 0, n) : sb_fail(SB_ERR_OOM, "tokenizer: pcre2 match data");
     pcre2_match_data_free(c.md);
     pcre2_match_context_free(c.mc);
-    pcre2_jit_stack_free(js);
+    pcre2_jit_stack_free(c.js);
     return st;
 }
