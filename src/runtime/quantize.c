@@ -20,6 +20,7 @@
 #include "quant/types.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -378,10 +379,12 @@ static sb_status scratch_open(const char *out, uint64_t size, uint8_t **map) {
     int fd = mkstemp(path);
     if (fd < 0) return sb_fail(SB_ERR_IO, "%s: %s", path, strerror(errno));
     unlink(path);
-    if (ftruncate(fd, (off_t)size) != 0) {
-        int e = errno;
+    /* reserve the blocks now: a full disk must fail here, not as SIGBUS on a mapped write */
+    int fe = posix_fallocate(fd, 0, (off_t)size);
+    if (fe != 0) {
         close(fd);
-        return sb_fail(SB_ERR_IO, "%s: ftruncate to %llu bytes: %s", path, (unsigned long long)size, strerror(e));
+        return sb_fail(SB_ERR_IO, "%s: reserving %llu bytes of scratch space: %s", path, (unsigned long long)size,
+                       strerror(fe));
     }
     void *p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int e = errno;
