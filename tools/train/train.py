@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
 """Train the embedded model (issue 7) and export its F32 GGUF and oracle logits.
 
-Development tool, run on the GPU machine (tools/train/README.md says how); --smoke runs
+Development tool, run on the GPU machine (models/README.md, "Regenerate", says how); --smoke runs
 a tiny configuration on the CPU for a few steps to check the whole pipeline.
 Data: DATA/{train,valid,heldout}.bin (uint16 ids from tokenize_corpus.py) and
 DATA/tokenizer.json. Every training window is [BOS] + 511 consecutive corpus tokens
