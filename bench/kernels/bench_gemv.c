@@ -78,6 +78,20 @@ static double measure_bw(tp_pool *pool, const void *arena, int prefetch) {
     return best;
 }
 
+/* One thread, thread CPU time (time the thread was descheduled does not count). */
+static double measure_bw1(const void *arena) {
+    bw_ctx c = {.p = arena, .prefetch = 1};
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t = cpu_s();
+        bw_fn(&c, 0, (int64_t)(ARENA_BYTES / 4096), 0);
+        t = cpu_s() - t;
+        if (t < best) best = t;
+    }
+    if (c.sums[0] == 42) printf(" ");
+    return ARENA_BYTES / best / 1e9;
+}
+
 // ---- dispatch overhead ----
 
 static void empty_fn(void *ctx, int64_t b, int64_t e, int tid) { (void)ctx, (void)b, (void)e, (void)tid; }
@@ -130,10 +144,14 @@ int main(int argc, char **argv) {
     double bw = bw_plain > bw_pf ? bw_plain : bw_pf;
     printf("read bandwidth (%d threads, 1 GiB sum, best of 5): %.2f GB/s plain loop, %.2f GB/s with software "
            "prefetch; using %.2f\n", threads, bw_plain, bw_pf, bw);
+    double bw1 = measure_bw1(arena);
+    printf("read bandwidth (1 thread, thread CPU time, with prefetch): %.2f GB/s\n", bw1);
     printf("thread pool: empty tp_run dispatch %.2f us\n\n", dispatch_us(pool));
 
     printf("GEMV, weights streamed from a 1 GiB working set (best of %d passes)\n", quick ? 1 : 3);
-    printf("%-7s %-26s %9s %8s %7s\n", "type", "shape", "MB", "GB/s", "of bw");
+    printf("(last two columns: 1 thread, timed in thread CPU time, against the 1-thread bandwidth %.2f GB/s:\n"
+           " immune to other processes taking the core, which a shared 2-core machine has plenty of)\n", bw1);
+    printf("%-7s %-26s %9s %8s %7s %8s %7s\n", "type", "shape", "MB", "GB/s", "of bw", "1t GB/s", "of bw1");
     float *x = malloc(sizeof(float) * 151936 * 4), *out = malloc(sizeof(float) * 151936 * (size_t)(T > 4 ? T : 4));
     size_t ntypes = quick ? 4 : sizeof types / sizeof *types;
     for (size_t ti = 0; ti < ntypes; ti++) {
@@ -171,15 +189,22 @@ int main(int argc, char **argv) {
             for (int64_t i = 0; i < K * 4; i++) x[i] = frand();
             unsigned char *act = malloc(arb * 4);
             cpu_quantize_act(cpu_act_type(wt), x, act, K);
-            double best = 1e30;
+            double best = 1e30, best1 = 1e30;
             for (int p = 0; p < (quick ? 1 : 3); p++) {
                 double t = now_s();
                 for (size_t c = 0; c < copies; c++) cpu_matmul(pool, wt, arena + c * mbytes, K, N, act, 1, out);
                 t = (now_s() - t) / (double)copies;
                 if (t < best) best = t;
             }
-            double gbs = (double)mbytes / best / 1e9;
-            printf("%-7s %-26s %9.2f %8.2f %6.1f%%\n", tr->name, shapes[si].what, mbytes / 1e6, gbs, 100.0 * gbs / bw);
+            for (int p = 0; p < (quick ? 1 : 2); p++) { /* one thread, thread CPU time */
+                double t = cpu_s();
+                for (size_t c = 0; c < copies; c++) cpu_matmul(NULL, wt, arena + c * mbytes, K, N, act, 1, out);
+                t = (cpu_s() - t) / (double)copies;
+                if (t < best1) best1 = t;
+            }
+            double gbs = (double)mbytes / best / 1e9, gbs1 = (double)mbytes / best1 / 1e9;
+            printf("%-7s %-26s %9.2f %8.2f %6.1f%% %8.2f %6.1f%%\n", tr->name, shapes[si].what, mbytes / 1e6, gbs,
+                   100.0 * gbs / bw, gbs1, 100.0 * gbs1 / bw1);
             free(act);
         }
     }
