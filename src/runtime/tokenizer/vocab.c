@@ -397,6 +397,8 @@ static sb_status build(const tok_vocab_spec *s, tok_vocab *v) {
     // texts (empty ones become "[EMPTY_<i>]", as llama.cpp names them) and the arena
     uint64_t total = 0;
     for (int32_t i = 0; i < n; i++) {
+        if (s->texts[i].len > (1u << 30))
+            return sb_fail(SB_ERR_VOCAB, "tokenizer.ggml.tokens[%d] is %zu bytes long (limit 1 GiB)", i, s->texts[i].len);
         size_t l = s->texts[i].len ? s->texts[i].len : 20;
         if (ckd_add(&total, total, (uint64_t)l) || total > (1ull << 40))
             return sb_fail(SB_ERR_VOCAB, "tokenizer.ggml.tokens: total text size overflows");
