@@ -8,6 +8,8 @@
  * CPU_ROW_TILE rows, and for each tile loops over the T activation rows in groups of CPU_MAX_NC,
  * so a tile of weights (<= ~44 KB) is decoded from cache, not DRAM, for every group after the
  * first, and each decoded block serves up to 4 tokens. T = 1 is the plain streaming GEMV.
+ * T >= CPU_TILE_MIN_T goes to the decoded-tile GEMM (cpu_tile.inc) when the active ISA has an
+ * instance for the weight type (avx512: all tile types; avx2: those that cannot saturate).
  * Non-goals: K-splitting (rows are long enough), repacked layouts, strided outputs.
  */
 #include "cpu_kernels.h"
