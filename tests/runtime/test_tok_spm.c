@@ -162,13 +162,13 @@ static void test_gemma4(void) {
     int32_t types[300];
     int n = 0;
     const char *base[] = {"<pad>", "<eos>", "<bos>", "\n", "\n\n", "\xE2\x96\x81", "a", "b", "ab", "\xE2\x96\x81\x61",
-                          "<|tool_call>", "<|turn>", "<turn|>"};
+                          "<|tool_call>", "<|turn>", "<turn|>", "<unused3>"};
     for (size_t i = 0; i < sizeof base / sizeof *base; i++) {
         texts[n] = (sb_strview){base[i], strlen(base[i])};
         types[n++] = i < 3 ? TOK_TYPE_CONTROL : TOK_TYPE_NORMAL;
     }
     types[10] = TOK_TYPE_USER_DEFINED;
-    types[11] = types[12] = TOK_TYPE_CONTROL;
+    types[11] = types[12] = types[13] = TOK_TYPE_CONTROL;
     int byte0 = n;
     for (int b = 0; b < 256; b++) {
         snprintf(names[b], 8, "<0x%02X>", b);
@@ -197,6 +197,9 @@ static void test_gemma4(void) {
     TOK_EQ(v, "c", false, false, byte0 + 'c');                   /* byte fallback */
     TOK_EQ(v, "a<|tool_call>b", false, false, 6, 10, 7);         /* user-defined always matched */
     TOK_EQ(v, "<|turn>", false, true, 11);
+    CHECK(tok_attr(v, 13) == TOK_ATTR_UNUSED);                  /* a CONTROL "<unused..>" is UNUSED */
+    TOK_EQ(v, "<unused3>", false, true, byte0 + '<', byte0 + 'u', byte0 + 'n', byte0 + 'u', byte0 + 's', byte0 + 'e',
+           byte0 + 'd', byte0 + '3', byte0 + '>');
     DETOK_EQ(v, TOK_DETOK_NO_CLEAN_SPACES, "a b\n\n\nab", 6, 5, 7, 4, 3, 8);
     DETOK_EQ(v, 0, "a.", 6, 5, byte0 + '.');                     /* clean_spaces is on for Gemma 4 */
     CHECK(tok_is_eog(v, 12) && tok_is_eog(v, 1) && !tok_is_eog(v, 11));

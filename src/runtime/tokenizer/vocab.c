@@ -112,6 +112,13 @@ static int parse_byte_token(const sb_strview *t) {
     return hi * 16 + lo;
 }
 
+static bool contains(const sb_strview *t, const char *s) {
+    size_t n = strlen(s);
+    for (size_t i = 0; i + n <= t->len; i++)
+        if (!memcmp(t->ptr + i, s, n)) return true;
+    return false;
+}
+
 static bool text_eq(const sb_strview *t, const char *s) {
     size_t n = strlen(s);
     return t->len == n && !memcmp(t->ptr, s, n);
@@ -431,6 +438,9 @@ static sb_status build(const tok_vocab_spec *s, tok_vocab *v) {
             return sb_fail(SB_ERR_VOCAB, "tokenizer.ggml.token_type[%d] = %d is not a token type (0..6)", i, ty);
         v->type[i] = (uint8_t)ty;
         v->attr[i] = attr_of_type(ty);
+        /* CONTROL placeholders such as <unused12> are UNUSED: never matched, never rendered (§8.1) */
+        if (v->attr[i] == TOK_ATTR_CONTROL && contains(&v->text[i], "unused"))
+            v->attr[i] = TOK_ATTR_UNUSED;
         v->score[i] = s->scores ? s->scores[i] : 0.0f;
     }
     SB_TRY(tok_strmap_init(&v->text_map, v->text, (uint64_t)n));
