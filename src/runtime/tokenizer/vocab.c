@@ -446,10 +446,12 @@ static sb_status build(const tok_vocab_spec *s, tok_vocab *v) {
     SB_TRY(tok_strmap_init(&v->text_map, v->text, (uint64_t)n));
     for (int32_t i = 0; i < n; i++) tok_strmap_put(&v->text_map, i);
 
-    // special ids and flags (defaults per model, then the metadata; architectures.md §8.1)
+    // special ids and flags (defaults per model, then the metadata; architectures.md §8.1).
+    // llama.cpp defaults byte-level BPE's bos/eos to id 11 — an ordinary token in real
+    // vocabularies (',' in Qwen2), which would make it end generation; we leave them unset.
     bool spm = v->model == TOK_MODEL_SPM, bpe = v->model == TOK_MODEL_BPE;
-    SB_TRY(set_special(&v->bos, s->bos, spm ? 1 : bpe ? 11 : -1, n, "bos_token_id"));
-    SB_TRY(set_special(&v->eos, s->eos, spm ? 2 : bpe ? 11 : -1, n, "eos_token_id"));
+    SB_TRY(set_special(&v->bos, s->bos, spm ? 1 : -1, n, "bos_token_id"));
+    SB_TRY(set_special(&v->eos, s->eos, spm ? 2 : -1, n, "eos_token_id"));
     SB_TRY(set_special(&v->eot, s->eot, -1, n, "eot_token_id"));
     SB_TRY(set_special(&v->eom, s->eom, -1, n, "eom_token_id"));
     SB_TRY(set_special(&v->unk, s->unk, spm ? 0 : -1, n, "unknown_token_id"));
