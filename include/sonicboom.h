@@ -297,8 +297,12 @@ typedef struct sb_session_params {
     int kv_type;            /* SB_TYPE_F32 (default) or SB_TYPE_F16 */
     int n_threads;          /* 0 = all cores */
     int64_t n_batch;        /* largest prefill chunk; 0 = 512 */
-    int reserved[12];
+    int device;             /* SB_DEVICE_CPU (0, default) or SB_DEVICE_CUDA (GPU 0; SB_ERR_DEVICE without one) */
+    int reserved[11];
 } sb_session_params;
+
+/* Values of sb_session_params.device. */
+enum { SB_DEVICE_CPU = 0, SB_DEVICE_CUDA = 1 };
 
 typedef struct sb_session_stats {
     int64_t n_prefill_tokens, n_decode_tokens, n_reused_tokens;

@@ -5,11 +5,13 @@
  * prefix reuse.
  * Layer 2 (runtime); the composition point of graph, backend and model:
  *   graph/plan.h (provides: plan_build), runtime/exec_cpu.h (provides: exec_cpu_run),
+ *   runtime/exec_cuda.h (provides: exec_cuda_run, when params.device == 1),
  *   runtime/arch/arch.h (provides: rt_build_decoder), base/threadpool.h (provides: tp_pool).
  */
 #include "runtime/session.h"
 #include "runtime/arch/arch.h"
 #include "runtime/exec_cpu.h"
+#include "runtime/exec_cuda.h"
 #include "base/status.h"
 #include "base/threadpool.h"
 #include "graph/plan.h"
@@ -42,6 +44,7 @@ struct rt_session {
     uint64_t arena_bytes;
     tp_pool *pool;
     int32_t *tok_buf, *pos_buf; /* [n_batch] staging for the tokens/pos inputs */
+    exec_cuda *cu;      /* the CUDA context when prm.device == 1, else NULL */
     float *logits;      /* [n_vocab] of the last evaluated position */
     bool have_logits;
     rt_session_stats st;
@@ -70,6 +73,7 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
         long nc = sysconf(_SC_NPROCESSORS_ONLN);
         prm.n_threads = nc > 0 ? (int)nc : 1;
     }
+    if (prm.device != 0 && prm.device != 1) return sb_fail(SB_ERR_INVALID_ARG, "session: device %d (0 = CPU, 1 = CUDA)", prm.device);
     if (prm.n_threads > 256) return sb_fail(SB_ERR_INVALID_ARG, "session: %d threads (at most 256)", prm.n_threads);
     rt_session *s = (rt_session *)calloc(1, sizeof *s);
     if (!s) return sb_fail(SB_ERR_OOM, "session");
@@ -91,6 +95,10 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
                          (unsigned long long)kv_bytes, (long long)hp->n_layer, (long long)prm.n_ctx);
     }
     if (st == SB_OK) st = tp_create(prm.n_threads, &s->pool);
+    if (st == SB_OK && prm.device == 1) {
+        st = exec_cuda_create(prm.n_batch, &s->cu);
+        if (st == SB_OK && prm.cuda_graph) exec_cuda_set_graphs(s->cu, prm.cuda_graph > 0);
+    }
     if (st != SB_OK) {
         rt_session_free(s);
         return st;
@@ -102,6 +110,7 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
 void rt_session_free(rt_session *s) {
     if (!s) return;
     for (int i = 0; i < RT_MAX_PLANS; i++) {
+        exec_cuda_forget(s->cu, s->plans[i].p);
         plan_free(s->plans[i].p);
         free(s->plans[i].data);
     }
@@ -114,6 +123,7 @@ void rt_session_free(rt_session *s) {
     free(s->logits);
     free(s->arena);
     tp_free(s->pool);
+    exec_cuda_free(s->cu);
     free(s);
 }
 
@@ -160,6 +170,7 @@ static sb_status get_plan(rt_session *s, int64_t T, int64_t n_out, plan_entry **
         }
         if (!e->p || (victim->p && e->last_use < victim->last_use)) victim = e;
     }
+    exec_cuda_forget(s->cu, victim->p);
     plan_free(victim->p);
     free(victim->data);
     memset(victim, 0, sizeof *victim);
@@ -169,12 +180,16 @@ static sb_status get_plan(rt_session *s, int64_t T, int64_t n_out, plan_entry **
     sb_status st = rt_build_decoder(&b);
     if (st == SB_OK) {
         plan_target t;
-        exec_cpu_target(&t);
+        if (s->cu)
+            exec_cuda_target(&t);
+        else
+            exec_cpu_target(&t);
         st = plan_build(g, &t, NULL, &victim->p);
+        if (st == SB_OK && s->cu) st = exec_cuda_check(victim->p);
     }
     ir_graph_free(g);
     if (st == SB_OK) st = bind_plan(s, victim);
-    if (st == SB_OK) {
+    if (st == SB_OK && !s->cu) {
         uint64_t need = exec_cpu_arena_bytes(victim->p, tp_threads(s->pool));
         if (need > s->arena_bytes) {
             free(s->arena);
@@ -208,13 +223,27 @@ static sb_status run_chunk(rt_session *s, const int32_t *tokens, int64_t T, int6
         s->pos_buf[i] = (int32_t)(s->n_cached + i);
     }
     exec_bindings eb = {.data = e->data, .n_data = e->p->n_inputs, .arena = s->arena, .arena_bytes = s->arena_bytes};
-    const float *res[4] = {0};
-    SB_TRY(exec_cpu_run(e->p, &eb, s->pool, res));
     int32_t oi = plan_find_output(e->p, "logits");
-    if (oi < 0 || !res[oi]) return sb_fail(SB_ERR_INTERNAL, "plan has no logits output");
+    if (oi < 0 || oi >= 4) return sb_fail(SB_ERR_INTERNAL, "plan has no logits output");
     const int64_t V = s->m->hp.n_vocab;
-    if (out) memcpy(out, res[oi], (size_t)(n_out * V) * sizeof *out);
-    memcpy(s->logits, res[oi] + (n_out - 1) * V, (size_t)V * sizeof *s->logits);
+    if (s->cu) {
+        /* the device writes the logits straight into out (all rows) or the session's last row */
+        float *dst[4] = {0}, *tmp = NULL;
+        if (out) dst[oi] = out;
+        else if (n_out == 1) dst[oi] = s->logits;
+        else if (!(dst[oi] = tmp = (float *)malloc((size_t)(n_out * V) * sizeof *tmp)))
+            return sb_fail(SB_ERR_OOM, "session: %lld logits rows", (long long)n_out);
+        sb_status st = exec_cuda_run(s->cu, e->p, &eb, dst);
+        if (st == SB_OK && dst[oi] != s->logits) memcpy(s->logits, dst[oi] + (n_out - 1) * V, (size_t)V * sizeof *s->logits);
+        free(tmp);
+        SB_TRY(st);
+    } else {
+        const float *res[4] = {0};
+        SB_TRY(exec_cpu_run(e->p, &eb, s->pool, res));
+        if (!res[oi]) return sb_fail(SB_ERR_INTERNAL, "plan has no logits output");
+        if (out) memcpy(out, res[oi], (size_t)(n_out * V) * sizeof *out);
+        memcpy(s->logits, res[oi] + (n_out - 1) * V, (size_t)V * sizeof *s->logits);
+    }
     memcpy(s->cached + s->n_cached, tokens, (size_t)T * sizeof *tokens);
     s->n_cached += T;
     s->have_logits = true;
@@ -273,3 +302,4 @@ const rt_model *rt_session_model(const rt_session *s) { return s->m; }
 rt_session_stats rt_session_get_stats(const rt_session *s) { return s->st; }
 void rt_session_reset_stats(rt_session *s) { memset(&s->st, 0, sizeof s->st); }
 int rt_session_threads(const rt_session *s) { return tp_threads(s->pool); }
+struct exec_cuda *rt_session_cuda(const rt_session *s) { return s->cu; }

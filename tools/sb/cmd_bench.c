@@ -24,7 +24,8 @@ static void usage(FILE *f) {
     fprintf(f, "usage: sb bench [-m MODEL] [-p 512] [-n 64] [-d 0] [-r 5] [-t N] [-o md|json] [--prefix P,N] [--kv-type f32|f16]\n"
                "  -p, -n, -d take comma-separated lists; every combination runs (pp tests, then tg tests).\n"
                "  --prefix P,N   first-token latency with a cached P-token prefix and N new tokens\n"
-               "  --bw GB/s      use this read bandwidth instead of measuring it\n");
+               "  --bw GB/s      use this read bandwidth instead of measuring it (CUDA: 4270, the H200's copy rate)\n"
+               "  --device cpu|cuda, -ngl N   run on the CPU (default) or on CUDA GPU 0 (-ngl N > 0 means CUDA)\n");
 }
 
 static int parse_list(const char *s, int64_t *out, int *n) {
@@ -137,7 +138,8 @@ static sb_status run_tg(sb_session *s, int32_t *toks, int64_t d, int64_t n, int6
 }
 
 int cmd_bench(int argc, char **argv) {
-    const char *model = NULL, *fmt = "md", *kv = "f32";
+    const char *model = NULL, *fmt = "md", *kv = "f32", *device = "cpu";
+    int64_t ngl = 0;
     int64_t pp[MAX_LIST] = {512}, tg[MAX_LIST] = {64}, dd[MAX_LIST] = {0}, reps = 5, threads = 0, prefix[2] = {0, 0};
     int n_pp = 1, n_tg = 1, n_d = 1, rc = 0, have_prefix = 0;
     float bw_given = 0;
@@ -173,6 +175,11 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "-o")) rc = arg_str("bench", argc, argv, &i, &fmt);
         else if (!strcmp(a, "--kv-type")) rc = arg_str("bench", argc, argv, &i, &kv);
         else if (!strcmp(a, "--bw")) rc = arg_f32("bench", argc, argv, &i, 0.001f, 1e6f, &bw_given);
+        else if (!strcmp(a, "--device")) rc = arg_str("bench", argc, argv, &i, &device);
+        else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) {
+            rc = arg_i64("bench", argc, argv, &i, 0, 1 << 30, &ngl);
+            if (!rc) device = ngl > 0 ? "cuda" : "cpu";
+        }
         else {
             fprintf(stderr, "sb bench: unknown option '%s'\n", a);
             rc = 2;
@@ -180,6 +187,11 @@ int cmd_bench(int argc, char **argv) {
     }
     if (!rc && strcmp(fmt, "md") && strcmp(fmt, "json")) rc = 2;
     if (!rc && strcmp(kv, "f32") && strcmp(kv, "f16")) rc = 2;
+    if (!rc && strcmp(device, "cpu") && strcmp(device, "cuda")) {
+        fprintf(stderr, "sb bench: --device '%s': expected cpu or cuda\n", device);
+        rc = 2;
+    }
+    const int cuda = !strcmp(device, "cuda");
     if (!model) model = default_model_path();
     if (!rc && !model) rc = 2;
     if (rc) {
@@ -203,6 +215,7 @@ int cmd_bench(int argc, char **argv) {
     sp.n_ctx = max_ctx;
     sp.n_threads = (int)threads;
     sp.kv_type = strcmp(kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
+    sp.device = cuda ? SB_DEVICE_CUDA : SB_DEVICE_CPU;
     if (st == SB_OK) st = sb_session_create(m, &sp, &s);
     int32_t *toks = (int32_t *)malloc((size_t)max_ctx * sizeof *toks);
     if (st == SB_OK && !toks) st = SB_ERR_OOM;
@@ -210,7 +223,8 @@ int cmd_bench(int argc, char **argv) {
         rc = sb_cli_fail(st);
         goto done;
     }
-    double bw = bw_given > 0 ? bw_given : measure_bandwidth((int)threads);
+    /* CUDA: the H200's measured device-to-device copy bandwidth (PERFORMANCE.md) unless --bw says */
+    double bw = bw_given > 0 ? bw_given : cuda ? 4270.0 : measure_bandwidth((int)threads);
     result res[3 * MAX_LIST * MAX_LIST + 1];
     int nres = 0;
     for (int a = 0; a < n_d && st == SB_OK; a++) {
@@ -259,8 +273,8 @@ int cmd_bench(int argc, char **argv) {
         printf("| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: |\n");
         for (int i = 0; i < nres; i++) {
             const result *r = &res[i];
-            printf("| %s %s | %.2f MiB | %.2f M | CPU | %d | %s | %.2f ± %.2f |", mi.arch, mi.name, gib * 1024,
-                   mi.n_params / 1e6, (int)threads, r->name, r->avg_ts, r->std_ts);
+            printf("| %s %s | %.2f MiB | %.2f M | %s | %d | %s | %.2f ± %.2f |", mi.arch, mi.name, gib * 1024,
+                   mi.n_params / 1e6, cuda ? "CUDA" : "CPU", (int)threads, r->name, r->avg_ts, r->std_ts);
             if (r->n_gen) {
                 double gbs = r->avg_ts * (double)mi.weight_bytes / 1e9;
                 printf(" %.2f | %.0f%% |\n", gbs, 100 * gbs / bw);
@@ -282,13 +296,13 @@ int cmd_bench(int argc, char **argv) {
             time_t now = time(NULL);
             char iso[32];
             strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-            printf("  {\"build_number\": %d, \"backends\": \"CPU\", \"model_filename\": \"%s\", \"model_type\": \"%s %s\", "
+            printf("  {\"build_number\": %d, \"backends\": \"%s\", \"model_filename\": \"%s\", \"model_type\": \"%s %s\", "
                    "\"model_size\": %llu, \"model_n_params\": %llu, \"n_batch\": 512, \"n_ubatch\": 512, \"n_threads\": %d, "
-                   "\"type_k\": \"%s\", \"type_v\": \"%s\", \"n_gpu_layers\": 0, \"flash_attn\": false, \"use_mmap\": true, "
+                   "\"type_k\": \"%s\", \"type_v\": \"%s\", \"n_gpu_layers\": %d, \"flash_attn\": false, \"use_mmap\": true, "
                    "\"n_prompt\": %lld, \"n_gen\": %lld, \"n_depth\": %lld, \"test_time\": \"%s\", \"avg_ns\": %.0f, "
                    "\"stddev_ns\": %.0f, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"gb_s\": %.4f, \"bw_gb_s\": %.4f, \"samples_ns\": [",
-                   sb_version_number(), model, mi.arch, mi.name, (unsigned long long)mi.weight_bytes,
-                   (unsigned long long)mi.n_params, (int)threads, kv, kv, (long long)r->n_prompt, (long long)r->n_gen,
+                   sb_version_number(), cuda ? "CUDA" : "CPU", model, mi.arch, mi.name, (unsigned long long)mi.weight_bytes,
+                   (unsigned long long)mi.n_params, (int)threads, kv, kv, cuda ? 99 : 0, (long long)r->n_prompt, (long long)r->n_gen,
                    (long long)r->n_depth, iso, r->avg_ns, r->std_ns, r->avg_ts, r->std_ts,
                    r->n_gen ? r->avg_ts * (double)mi.weight_bytes / 1e9 : 0.0, bw);
             for (int k = 0; k < r->n; k++) printf(k ? ", %.0f" : "%.0f", r->samples[k] * 1e9);

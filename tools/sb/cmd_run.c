@@ -33,6 +33,7 @@ static void usage(FILE *f) {
             "      --system TEXT       system message for --chat (also -sys)\n"
             "      --stop TEXT         stop string (repeatable, up to %d)\n"
             "      --kv-type f32|f16   KV cache type (f32)\n"
+            "      --device cpu|cuda   where to run (cpu); -ngl N: N > 0 means cuda (llama.cpp's flag)\n"
             "      --parse-special     match special-token text in a plain prompt\n"
             "      --check-tensors     scan weights for NaN/Inf at load\n"
             "  -v, --verbose           model and plan details on stderr\n",
@@ -48,7 +49,8 @@ static int emit(void *user, const char *text, size_t len, int32_t token) {
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *model = NULL, *prompt = NULL, *file = NULL, *system = NULL, *kv = "f32";
+    const char *model = NULL, *prompt = NULL, *file = NULL, *system = NULL, *kv = "f32", *device = "cpu";
+    int64_t ngl = 0;
     const char *stops[MAX_STOP];
     size_t n_stop = 0;
     int64_t n_predict = 128, n_ctx = 0, n_batch = 0, threads = 0, seed = -1, last_n = -2, top_k = -2;
@@ -84,6 +86,11 @@ int cmd_run(int argc, char **argv) {
                 rc = 2;
             } else rc = arg_str("run", argc, argv, &i, &stops[n_stop++]);
         } else if (!strcmp(a, "--kv-type")) rc = arg_str("run", argc, argv, &i, &kv);
+        else if (!strcmp(a, "--device")) rc = arg_str("run", argc, argv, &i, &device);
+        else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) {
+            rc = arg_i64("run", argc, argv, &i, 0, 1 << 30, &ngl);
+            if (!rc) device = ngl > 0 ? "cuda" : "cpu";
+        }
         else if (!strcmp(a, "--parse-special")) parse_special = 1;
         else if (!strcmp(a, "--check-tensors")) check = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = 1;
@@ -103,6 +110,10 @@ int cmd_run(int argc, char **argv) {
     }
     if (strcmp(kv, "f32") && strcmp(kv, "f16")) {
         fprintf(stderr, "sb run: --kv-type must be f32 or f16\n");
+        return 2;
+    }
+    if (strcmp(device, "cpu") && strcmp(device, "cuda")) {
+        fprintf(stderr, "sb run: --device must be cpu or cuda\n");
         return 2;
     }
     if (seed >= 0) sp.seed = (uint64_t)seed;
@@ -148,6 +159,7 @@ int cmd_run(int argc, char **argv) {
     ssp.n_batch = n_batch;
     ssp.n_threads = (int)threads;
     ssp.kv_type = strcmp(kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
+    ssp.device = strcmp(device, "cuda") ? SB_DEVICE_CPU : SB_DEVICE_CUDA;
     if (st == SB_OK) st = sb_session_create(m, &ssp, &s);
     if (st == SB_OK) st = sb_sampler_create(&sp, mi.n_vocab, &smp);
     sb_generate_params gp;

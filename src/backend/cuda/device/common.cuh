@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/cuda/device/common.cuh — pure __device__ helpers shared by every hand-written kernel
+ * family (and, later, by NVRTC-generated code: no host dependencies, no includes beyond
+ * quant/blocks.h and cuda_fp16.h): fp16/bf16 conversion, warp reductions, per-element
+ * dequantization of every block format this backend reads, and 16/32-bit packed loads for the
+ * 2-byte-aligned block formats.
+ * Layer 0 (backend/cuda). Invariants: the dequantizers match quant/*.c's dequantize_row_* bit for
+ * bit (the same f32 products in the same order); they exist once, here.
+ * Non-goals: vectorized multi-element dequant (the GEMV reads blocks through k_mmvq.cu's dots).
+ * References: formats.md §2 (block layouts), quant/blocks.h (structs and bit diagrams).
+ */
+#ifndef SB_BACKEND_CUDA_DEVICE_COMMON_CUH
+#define SB_BACKEND_CUDA_DEVICE_COMMON_CUH
+
+#include "quant/blocks.h"
+
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+/* type ids (ggml numbering, include/sonicboom.h); repeated here so device code needs no host header */
+enum {
+    CU_T_F32 = 0, CU_T_F16 = 1, CU_T_Q4_0 = 2, CU_T_Q4_1 = 3, CU_T_Q5_0 = 6, CU_T_Q5_1 = 7, CU_T_Q8_0 = 8,
+    CU_T_Q8_1 = 9, CU_T_Q2_K = 10, CU_T_Q3_K = 11, CU_T_Q4_K = 12, CU_T_Q5_K = 13, CU_T_Q6_K = 14,
+    CU_T_IQ4_NL = 20, CU_T_IQ4_XS = 23, CU_T_BF16 = 30,
+};
+
+// ---- conversions ----
+
+static __device__ __forceinline__ float cu_h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+static __device__ __forceinline__ uint16_t cu_f2h(float f) { return __half_as_ushort(__float2half_rn(f)); }
+static __device__ __forceinline__ float cu_bf2f(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
+
+// ---- reductions ----
+
+static __device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+static __device__ __forceinline__ double warp_sum_d(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+static __device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// ---- packed loads ----
+
+/* 32 bits from a 2-byte-aligned address (Q4_0/Q5_0/Q8_0/Q6_K blocks are only 2-aligned) */
+static __device__ __forceinline__ int ld_i32_a2(const void *p) {
+    const uint16_t *h = (const uint16_t *)p;
+    return (int)((uint32_t)h[0] | ((uint32_t)h[1] << 16));
+}
+static __device__ __forceinline__ int ld_i32_a4(const void *p) { return *(const int *)p; }
+
+/* the IQ4 code points (quant/blocks.h's host table, which device code cannot read) */
+static __constant__ int8_t cu_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// ---- per-element dequantization (row-major: element e of a row starting at `row`) ----
+
+static __device__ __forceinline__ void k4_scale_min(int j, const uint8_t *q, int *sc, int *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+static __device__ __forceinline__ float cu_deq1(int type, const uint8_t *row, int64_t e) {
+    switch (type) {
+    case CU_T_F32: return ((const float *)row)[e];
+    case CU_T_F16: return cu_h2f(((const uint16_t *)row)[e]);
+    case CU_T_BF16: return cu_bf2f(((const uint16_t *)row)[e]);
+    case CU_T_Q4_0: {
+        const blk_q4_0 *b = (const blk_q4_0 *)row + e / 32;
+        const int i = (int)(e % 32), q = (b->qs[i % 16] >> (4 * (i / 16))) & 0xF;
+        return (float)(q - 8) * cu_h2f(b->d);
+    }
+    case CU_T_Q4_1: {
+        const blk_q4_1 *b = (const blk_q4_1 *)row + e / 32;
+        const int i = (int)(e % 32), q = (b->qs[i % 16] >> (4 * (i / 16))) & 0xF;
+        return (float)q * cu_h2f(b->d) + cu_h2f(b->m);
+    }
+    case CU_T_Q5_0: {
+        const blk_q5_0 *b = (const blk_q5_0 *)row + e / 32;
+        const int i = (int)(e % 32);
+        const uint32_t qh = (uint32_t)b->qh[0] | (uint32_t)b->qh[1] << 8 | (uint32_t)b->qh[2] << 16 | (uint32_t)b->qh[3] << 24;
+        const int q = ((b->qs[i % 16] >> (4 * (i / 16))) & 0xF) | (int)(((qh >> i) & 1) << 4);
+        return (float)(q - 16) * cu_h2f(b->d);
+    }
+    case CU_T_Q5_1: {
+        const blk_q5_1 *b = (const blk_q5_1 *)row + e / 32;
+        const int i = (int)(e % 32);
+        const uint32_t qh = (uint32_t)b->qh[0] | (uint32_t)b->qh[1] << 8 | (uint32_t)b->qh[2] << 16 | (uint32_t)b->qh[3] << 24;
+        const int q = ((b->qs[i % 16] >> (4 * (i / 16))) & 0xF) | (int)(((qh >> i) & 1) << 4);
+        return (float)q * cu_h2f(b->d) + cu_h2f(b->m);
+    }
+    case CU_T_Q8_0: {
+        const blk_q8_0 *b = (const blk_q8_0 *)row + e / 32;
+        return (float)b->qs[e % 32] * cu_h2f(b->d);
+    }
+    case CU_T_Q8_1: {
+        const blk_q8_1 *b = (const blk_q8_1 *)row + e / 32;
+        return (float)b->qs[e % 32] * cu_h2f(b->d);
+    }
+    case CU_T_IQ4_NL: {
+        const blk_iq4_nl *b = (const blk_iq4_nl *)row + e / 32;
+        const int i = (int)(e % 32), q = (b->qs[i % 16] >> (4 * (i / 16))) & 0xF;
+        return cu_h2f(b->d) * (float)cu_kvalues_iq4nl[q];
+    }
+    case CU_T_Q2_K: {
+        const blk_q2_K *b = (const blk_q2_K *)row + e / 256;
+        const int i = (int)(e % 256), r = i % 128;
+        const uint8_t sc = b->scales[i / 16];
+        const int q = (b->qs[32 * (i / 128) + r % 32] >> (2 * (r / 32))) & 3;
+        const float dl = cu_h2f(b->d) * (float)(sc & 0xF), ml = cu_h2f(b->dmin) * (float)(sc >> 4);
+        return dl * (float)q - ml;
+    }
+    case CU_T_Q3_K: {
+        const blk_q3_K *b = (const blk_q3_K *)row + e / 256;
+        const int i = (int)(e % 256), r = i % 128, j = i / 16;
+        const int lo = j < 8 ? b->scales[j] & 0xF : b->scales[j - 8] >> 4;
+        const int hi = (b->scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+        const int sc = (lo | hi << 4) - 32;
+        const int k = i % 32;
+        const int v = ((b->qs[32 * (i / 128) + k] >> (2 * (r / 32))) & 3) - ((b->hmask[k] >> (i / 32)) & 1 ? 0 : 4);
+        return (cu_h2f(b->d) * (float)sc) * (float)v;
+    }
+    case CU_T_Q4_K: {
+        const blk_q4_K *b = (const blk_q4_K *)row + e / 256;
+        const int i = (int)(e % 256), j = i / 32;
+        int sc, m;
+        k4_scale_min(j, b->scales, &sc, &m);
+        const int q = (b->qs[32 * (i / 64) + i % 32] >> (4 * (j % 2))) & 0xF;
+        return (cu_h2f(b->d) * (float)sc) * (float)q - cu_h2f(b->dmin) * (float)m;
+    }
+    case CU_T_Q5_K: {
+        const blk_q5_K *b = (const blk_q5_K *)row + e / 256;
+        const int i = (int)(e % 256), j = i / 32;
+        int sc, m;
+        k4_scale_min(j, b->scales, &sc, &m);
+        const int q = ((b->qs[32 * (i / 64) + i % 32] >> (4 * (j % 2))) & 0xF) + 16 * ((b->qh[i % 32] >> j) & 1);
+        return (cu_h2f(b->d) * (float)sc) * (float)q - cu_h2f(b->dmin) * (float)m;
+    }
+    case CU_T_Q6_K: {
+        const blk_q6_K *b = (const blk_q6_K *)row + e / 256;
+        const int i = (int)(e % 256), n = i / 128, r = i % 128, g = r / 32, l = r % 32;
+        const int lo = (b->ql[64 * n + l + 32 * (g & 1)] >> (4 * (g >> 1))) & 0xF;
+        const int hi = (b->qh[32 * n + l] >> (2 * g)) & 3;
+        return (cu_h2f(b->d) * (float)b->scales[i / 16]) * (float)((lo | hi << 4) - 32);
+    }
+    case CU_T_IQ4_XS: {
+        const blk_iq4_xs *b = (const blk_iq4_xs *)row + e / 256;
+        const int i = (int)(e % 256), ib = i / 32, k = i % 32;
+        const int ls = ((b->scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((b->scales_h >> (2 * ib)) & 3) << 4);
+        const int q = (b->qs[16 * ib + k % 16] >> (4 * (k / 16))) & 0xF;
+        return (cu_h2f(b->d) * (float)(ls - 32)) * (float)cu_kvalues_iq4nl[q];
+    }
+    default: return __int_as_float(0x7fc00000); /* refused at plan time; NaN if ever reached */
+    }
+}
+
+#endif

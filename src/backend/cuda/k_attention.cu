@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/cuda/k_attention.cu — causal attention over the KV cache with GQA, sliding window and
+ * score softcap; split-K over the KV length ("flash-decoding") for decode.
+ * Math (ops_ref.c op_attention): for query (t, h) at p = pos[t], keys j in [lo, p] (lo from the
+ * window) of kv head h / (Hq/Hkv): s_j = (q . k_j) * scale, then c*tanh(s_j/c) if softcap;
+ * out = sum_j softmax(s)_j v_j. Online softmax in f32 (running max m, sum l, rescaled acc).
+ * Positions (and so the KV length) are read from device memory: one captured graph serves
+ * every decode step; the split count is fixed per plan and each split takes ceil(n/nsplit) keys.
+ * Geometry: k_attn: grid (Hq, T, nsplit), 4 warps; warp w takes keys w, w+4, ... of its split;
+ * lane l holds q/acc dims l, l+32, ... (D <= 256, 8 registers); scores by warp shuffle sums; the
+ * 4 warps merge through shared memory. nsplit == 1 writes out directly, else (m, l, acc[D])
+ * partials go to scratch and k_attn_combine (grid (Hq, T), D threads) merges the splits.
+ * Traffic: reads K and V of every visible key once per query head: 2*(p-lo+1)*D*(4|2) bytes per
+ * (t, h) — GQA groups re-read the same kv head from L2; decode at depth 4096, D 64, F32 cache:
+ * 2 MB per layer for 2 kv heads. Bandwidth-bound at decode; prefill (T x Hq blocks) is a plain
+ * (non-tensor-core) kernel: first slice, not flash attention.
+ * Tested against: op_attention (tests/runtime/test_cuda_ops.c) and the whole-model tests.
+ */
+#include "backend/cuda/cu_launch.cuh"
+#include "backend/cuda/device/common.cuh"
+
+#include <math.h>
+
+#define ATT_WARPS 4
+#define ATT_DL 8 /* dims per lane: D <= 256 */
+
+static __device__ __forceinline__ float kv_ld(const void *c, int f16, int64_t i) {
+    return f16 ? cu_h2f(((const uint16_t *)c)[i]) : ((const float *)c)[i];
+}
+
+__global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos,
+                                                         int D, int Hq, int Hkv, int f16, float scale, float softcap, int window,
+                                                         int nsplit, float *part) {
+    __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
+    __shared__ float sm_acc[ATT_WARPS][ATT_DL * 32];
+    const int h = blockIdx.x, sp = blockIdx.z;
+    const int64_t t = blockIdx.y;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int kvh = h / (Hq / Hkv);
+    const int64_t Dkv = (int64_t)D * Hkv;
+    const int64_t p = pos[t];
+    const int64_t lo = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
+    const int64_t n = p - lo + 1, chunk = (n + nsplit - 1) / nsplit;
+    const int64_t j0 = lo + sp * chunk, j1 = j0 + chunk < p + 1 ? j0 + chunk : p + 1;
+
+    float qv[ATT_DL], acc[ATT_DL];
+    const float *qr = q + (t * Hq + h) * D;
+#pragma unroll
+    for (int k = 0; k < ATT_DL; k++) {
+        const int d = lane + 32 * k;
+        qv[k] = d < D ? qr[d] : 0.0f;
+        acc[k] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    for (int64_t j = j0 + w; j < j1; j += ATT_WARPS) {
+        const int64_t base = j * Dkv + (int64_t)kvh * D;
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < ATT_DL; k++) {
+            const int d = lane + 32 * k;
+            if (d < D) s += qv[k] * kv_ld(kc, f16, base + d);
+        }
+        s = warp_sum(s) * scale;
+        if (softcap > 0.0f) s = tanhf(s / softcap) * softcap;
+        const float mn = fmaxf(m, s);
+        const float corr = expf(m - mn), e = expf(s - mn);
+        l = l * corr + e;
+#pragma unroll
+        for (int k = 0; k < ATT_DL; k++) {
+            const int d = lane + 32 * k;
+            acc[k] = acc[k] * corr + (d < D ? e * kv_ld(vc, f16, base + d) : 0.0f);
+        }
+        m = mn;
+    }
+    if (lane == 0) sm_m[w] = m, sm_l[w] = l;
+#pragma unroll
+    for (int k = 0; k < ATT_DL; k++) sm_acc[w][lane + 32 * k] = acc[k];
+    __syncthreads();
+    float M = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < ATT_WARPS; k++) M = fmaxf(M, sm_m[k]);
+    float L = 0.0f, f[ATT_WARPS];
+#pragma unroll
+    for (int k = 0; k < ATT_WARPS; k++) {
+        f[k] = sm_m[k] == -INFINITY ? 0.0f : expf(sm_m[k] - M);
+        L += sm_l[k] * f[k];
+    }
+    const int64_t o = t * Hq + h;
+    for (int d = threadIdx.x; d < D; d += ATT_WARPS * 32) {
+        float a = 0.0f;
+#pragma unroll
+        for (int k = 0; k < ATT_WARPS; k++) a += sm_acc[k][d] * f[k];
+        if (nsplit == 1)
+            dst[o * D + d] = a / L;
+        else
+            part[(o * nsplit + sp) * (D + 2) + 2 + d] = a;
+    }
+    if (nsplit > 1 && threadIdx.x == 0) {
+        part[(o * nsplit + sp) * (D + 2)] = M;
+        part[(o * nsplit + sp) * (D + 2) + 1] = L;
+    }
+}
+
+__global__ void k_attn_combine(float *dst, const float *part, int D, int Hq, int nsplit) {
+    const int64_t o = (int64_t)blockIdx.y * Hq + blockIdx.x;
+    const float *pp = part + o * nsplit * (D + 2);
+    float M = -INFINITY;
+    for (int s = 0; s < nsplit; s++) M = fmaxf(M, pp[s * (D + 2)]);
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float L = 0.0f, a = 0.0f;
+        for (int s = 0; s < nsplit; s++) {
+            const float m = pp[s * (D + 2)];
+            if (m == -INFINITY) continue;
+            const float f = expf(m - M);
+            L += pp[s * (D + 2) + 1] * f;
+            a += pp[s * (D + 2) + 2 + d] * f;
+        }
+        dst[o * D + d] = a / L;
+    }
+}
+
+extern "C" uint64_t cu_attention_scratch(const cu_attn_args *a) {
+    return a->nsplit > 1 ? (uint64_t)a->T * (uint64_t)a->Hq * (uint64_t)a->nsplit * (uint64_t)(a->D + 2) : 0;
+}
+
+extern "C" sb_status cu_attention(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
+                                  const cu_attn_args *a, float *scratch) {
+    if (a->T <= 0) return SB_OK;
+    if (a->D > ATT_DL * 32 || a->D <= 0 || a->Hkv <= 0 || a->Hq % a->Hkv || a->nsplit < 1)
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with head_dim %lld, %lld/%lld heads, %d splits (head_dim <= %d)",
+                       (long long)a->D, (long long)a->Hq, (long long)a->Hkv, a->nsplit, ATT_DL * 32);
+    const cudaStream_t st = (cudaStream_t)s;
+    k_attn<<<dim3((unsigned)a->Hq, (unsigned)a->T, (unsigned)a->nsplit), ATT_WARPS * 32, 0, st>>>(
+        dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale, a->softcap, a->window, a->nsplit, scratch);
+    sb_status r = cu_after_launch("k_attn");
+    if (r != SB_OK || a->nsplit == 1) return r;
+    k_attn_combine<<<dim3((unsigned)a->Hq, (unsigned)a->T), a->D < 32 ? 32 : ((unsigned)a->D + 31) / 32 * 32, 0, st>>>(dst, scratch, (int)a->D,
+                                                                                                                 (int)a->Hq, a->nsplit);
+    return cu_after_launch("k_attn_combine");
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/cuda/k_mmf.cu — matrix x f32 activations for weights without a dp4a path: F32, F16 and
+ * BF16 (the float models) and, through per-element dequantization, Q4_1/Q5_1/Q2_K/Q3_K/IQ4_NL/
+ * IQ4_XS (correct, not fast: each element re-derives its block's scale).
+ * Math: y[n,t] = sum_k deq(W)[k,n] * x[k,t], f32 accumulation per lane, then a warp sum.
+ * Geometry: 128-thread blocks, one warp per output row (grid.x = N/4); lane l takes k = l, l+32,
+ * ... (coalesced 4/2-byte loads for float weights); NC = min(T, 8) tokens per pass; grid.y tiles T.
+ * Traffic: float weights: N*K*(2|4) bytes once per 8-token tile + x from L1/L2; bandwidth-bound.
+ * Tested against: op_matmul (f64 accumulation) in tests/runtime/test_cuda_ops.c and the F32/F16/
+ * BF16 and Q4_1/Q5_1/Q2_K/Q3_K/IQ4 test models against llama.cpp's logits.
+ */
+#include "backend/cuda/cu_launch.cuh"
+#include "backend/cuda/device/common.cuh"
+
+#define MMF_WARPS 4
+#define MMF_NC 8
+
+template <int NC>
+__global__ void __launch_bounds__(MMF_WARPS * 32) k_mmf(float *dst, const uint8_t *w, int wtype, uint64_t rb, int64_t K, int64_t N,
+                                                        const float *x, int64_t T) {
+    const int lane = threadIdx.x & 31;
+    const int64_t n = (int64_t)blockIdx.x * MMF_WARPS + (threadIdx.x >> 5);
+    if (n >= N) return;
+    const int64_t t0 = (int64_t)blockIdx.y * NC;
+    const int nt = (int)(T - t0 < NC ? T - t0 : NC);
+    const uint8_t *row = w + (uint64_t)n * rb;
+    float acc[NC];
+#pragma unroll
+    for (int c = 0; c < NC; c++) acc[c] = 0.0f;
+    for (int64_t k = lane; k < K; k += 32) {
+        float wv;
+        if (wtype == CU_T_F32) wv = ((const float *)row)[k];
+        else if (wtype == CU_T_F16) wv = cu_h2f(((const uint16_t *)row)[k]);
+        else if (wtype == CU_T_BF16) wv = cu_bf2f(((const uint16_t *)row)[k]);
+        else wv = cu_deq1(wtype, row, k);
+#pragma unroll
+        for (int c = 0; c < NC; c++)
+            if (c < nt) acc[c] += wv * x[(t0 + c) * K + k];
+    }
+#pragma unroll
+    for (int c = 0; c < NC; c++) {
+        const float v = warp_sum(acc[c]);
+        if (lane == 0 && c < nt) dst[(t0 + c) * N + n] = v;
+    }
+}
+
+static uint64_t row_bytes(int type, int64_t K) {
+    switch (type) {
+    case CU_T_F32: return (uint64_t)K * 4;
+    case CU_T_F16: case CU_T_BF16: return (uint64_t)K * 2;
+    case CU_T_Q4_1: return (uint64_t)(K / 32) * sizeof(blk_q4_1);
+    case CU_T_Q5_1: return (uint64_t)(K / 32) * sizeof(blk_q5_1);
+    case CU_T_Q4_0: return (uint64_t)(K / 32) * sizeof(blk_q4_0);
+    case CU_T_Q5_0: return (uint64_t)(K / 32) * sizeof(blk_q5_0);
+    case CU_T_Q8_0: return (uint64_t)(K / 32) * sizeof(blk_q8_0);
+    case CU_T_IQ4_NL: return (uint64_t)(K / 32) * sizeof(blk_iq4_nl);
+    case CU_T_Q2_K: return (uint64_t)(K / 256) * sizeof(blk_q2_K);
+    case CU_T_Q3_K: return (uint64_t)(K / 256) * sizeof(blk_q3_K);
+    case CU_T_Q4_K: return (uint64_t)(K / 256) * sizeof(blk_q4_K);
+    case CU_T_Q5_K: return (uint64_t)(K / 256) * sizeof(blk_q5_K);
+    case CU_T_Q6_K: return (uint64_t)(K / 256) * sizeof(blk_q6_K);
+    case CU_T_IQ4_XS: return (uint64_t)(K / 256) * sizeof(blk_iq4_xs);
+    default: return 0;
+    }
+}
+
+extern "C" sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const float *x, int64_t T) {
+    if (T <= 0 || N <= 0) return SB_OK;
+    const uint64_t rb = row_bytes(wtype, K);
+    if (!rb) return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no f32-activation matmul for weight type %d", wtype);
+    const cudaStream_t st = (cudaStream_t)s;
+    const uint8_t *wb = (const uint8_t *)w;
+    const int nc = T <= 4 ? (int)T : MMF_NC; /* 1..4 exact; larger T in tiles of 8 */
+    const dim3 grid(cu_div_up(N, MMF_WARPS), cu_div_up(T, nc));
+    const int th = MMF_WARPS * 32;
+    switch (nc) {
+    case 1: k_mmf<1><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, T); break;
+    case 2: k_mmf<2><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, T); break;
+    case 3: k_mmf<3><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, T); break;
+    case 4: k_mmf<4><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, T); break;
+    default: k_mmf<8><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, T); break;
+    }
+    return cu_after_launch("k_mmf");
+}

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/cuda/k_mmvq.cu — quantized matrix x q8_1 activations with dp4a (MMVQ-style GEMV; also
+ * the first-slice prefill GEMM: token tiles of 8 over grid.y).
+ * Math: y[n,t] = sum over 32-element sub-blocks j of W row n:
+ *   d8_j,t * (dw0 * dot(w[0..15], qy[0..15]) + dw1 * dot(w[16..31], qy[16..31]) + dm * sum qy),
+ * where each weight sub-block is first unpacked to 32 signed int8 (w) in element order:
+ *   Q4_0 q-8, Q5_0 q-16, Q8_0 q (dw = d);  Q4_K/Q5_K q (dw = d*sc_j, dm = -dmin*m_j);
+ *   Q6_K q-32 (dw0/dw1 = d*scales[2j], d*scales[2j+1]).
+ * The offsets are applied in the integer domain (exact), so unlike llama.cpp's MMVQ no term uses
+ * the q8_1 sum s (formats.md §3.4); sum qy comes from a dp4a against 0x01010101.
+ * Geometry: 128-thread blocks, one warp per output row (4 rows a block, grid.x = N/4), lane l
+ * takes sub-blocks l, l+32, ...; NC = min(T, 8) tokens per pass share each unpacked sub-block;
+ * grid.y = ceil(T/8) token tiles. Warp reduction by shuffles, lane 0 writes NC outputs.
+ * Traffic: decode reads the weights once (bytes(W) = N*K*bpw/8) plus N/4 blocks x K*36/32 B of
+ * activations (L1/L2-resident), writes 4*N*T. Intensity ~ 2*T FLOP per weight byte x 8/bpw:
+ * bandwidth-bound for T <= 8; prefill re-reads W once per 8-token tile (from L2 for per-layer
+ * matrices up to ~50 MB) and is dp4a-throughput-bound.
+ * Tested against: op_matmul on the dequantized weights and activations (f64 accumulation)
+ * in tests/runtime/test_cuda_ops.c, and every quantized test model against llama.cpp's logits.
+ */
+#include "backend/cuda/cu_launch.cuh"
+#include "backend/cuda/device/common.cuh"
+
+#define MMVQ_WARPS 4
+#define MMVQ_NC 8
+
+typedef struct wsub {
+    int w[8];
+    float d0, d1, dm;
+} wsub;
+
+/* expand 4 bits (b0..b3) into bit 4 of 4 bytes */
+static __device__ __forceinline__ int bits4_to_b4(uint32_t b) {
+    return (int)(((b & 1u) << 4) | ((b & 2u) << 11) | ((b & 4u) << 18) | ((b & 8u) << 25));
+}
+
+template <int TYPE> static __device__ __forceinline__ void unpack(const uint8_t *row, int j, wsub *o);
+
+template <> __device__ __forceinline__ void unpack<CU_T_Q4_0>(const uint8_t *row, int j, wsub *o) {
+    const blk_q4_0 *b = (const blk_q4_0 *)row + j;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int q = ld_i32_a2(b->qs + 4 * i);
+        o->w[i] = __vsubss4(q & 0x0F0F0F0F, 0x08080808);
+        o->w[i + 4] = __vsubss4((q >> 4) & 0x0F0F0F0F, 0x08080808);
+    }
+    o->d0 = o->d1 = cu_h2f(b->d);
+    o->dm = 0.0f;
+}
+
+template <> __device__ __forceinline__ void unpack<CU_T_Q5_0>(const uint8_t *row, int j, wsub *o) {
+    const blk_q5_0 *b = (const blk_q5_0 *)row + j;
+    const uint32_t qh = (uint32_t)ld_i32_a2(b->qh);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int q = ld_i32_a2(b->qs + 4 * i);
+        o->w[i] = __vsubss4((q & 0x0F0F0F0F) | bits4_to_b4(qh >> (4 * i)), 0x10101010);
+        o->w[i + 4] = __vsubss4(((q >> 4) & 0x0F0F0F0F) | bits4_to_b4(qh >> (16 + 4 * i)), 0x10101010);
+    }
+    o->d0 = o->d1 = cu_h2f(b->d);
+    o->dm = 0.0f;
+}
+
+template <> __device__ __forceinline__ void unpack<CU_T_Q8_0>(const uint8_t *row, int j, wsub *o) {
+    const blk_q8_0 *b = (const blk_q8_0 *)row + j;
+#pragma unroll
+    for (int i = 0; i < 8; i++) o->w[i] = ld_i32_a2(b->qs + 4 * i);
+    o->d0 = o->d1 = cu_h2f(b->d);
+    o->dm = 0.0f;
+}
+
+template <> __device__ __forceinline__ void unpack<CU_T_Q4_K>(const uint8_t *row, int j, wsub *o) {
+    const blk_q4_K *b = (const blk_q4_K *)row + j / 8;
+    const int s = j % 8;
+    int sc, m;
+    k4_scale_min(s, b->scales, &sc, &m);
+    const int *q = (const int *)(b->qs + 32 * (s / 2));
+    const int sh = 4 * (s % 2);
+#pragma unroll
+    for (int i = 0; i < 8; i++) o->w[i] = (q[i] >> sh) & 0x0F0F0F0F;
+    o->d0 = o->d1 = cu_h2f(b->d) * (float)sc;
+    o->dm = -cu_h2f(b->dmin) * (float)m;
+}
+
+template <> __device__ __forceinline__ void unpack<CU_T_Q5_K>(const uint8_t *row, int j, wsub *o) {
+    const blk_q5_K *b = (const blk_q5_K *)row + j / 8;
+    const int s = j % 8;
+    int sc, m;
+    k4_scale_min(s, b->scales, &sc, &m);
+    const int *q = (const int *)(b->qs + 32 * (s / 2));
+    const int *qh = (const int *)b->qh;
+    const int sh = 4 * (s % 2);
+#pragma unroll
+    for (int i = 0; i < 8; i++) o->w[i] = ((q[i] >> sh) & 0x0F0F0F0F) | ((((unsigned)qh[i] >> s) & 0x01010101u) << 4);
+    o->d0 = o->d1 = cu_h2f(b->d) * (float)sc;
+    o->dm = -cu_h2f(b->dmin) * (float)m;
+}
+
+template <> __device__ __forceinline__ void unpack<CU_T_Q6_K>(const uint8_t *row, int j, wsub *o) {
+    const blk_q6_K *b = (const blk_q6_K *)row + j / 8;
+    const int s = j % 8, n = s / 4, g = s % 4;
+    const uint8_t *ql = b->ql + 64 * n + 32 * (g & 1);
+    const uint8_t *qh = b->qh + 32 * n;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int lo = (ld_i32_a2(ql + 4 * i) >> (4 * (g >> 1))) & 0x0F0F0F0F;
+        const int hi = (int)((((unsigned)ld_i32_a2(qh + 4 * i) >> (2 * g)) & 0x03030303u) << 4);
+        o->w[i] = __vsubss4(lo | hi, 0x20202020);
+    }
+    const float d = cu_h2f(b->d);
+    o->d0 = d * (float)b->scales[2 * s];
+    o->d1 = d * (float)b->scales[2 * s + 1];
+    o->dm = 0.0f;
+}
+
+template <int TYPE, int NC>
+__global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N,
+                                                          const blk_q8_1 *x, int64_t T) {
+    const int lane = threadIdx.x & 31;
+    const int64_t n = (int64_t)blockIdx.x * MMVQ_WARPS + (threadIdx.x >> 5);
+    if (n >= N) return;
+    const int64_t t0 = (int64_t)blockIdx.y * NC;
+    const int nt = (int)(T - t0 < NC ? T - t0 : NC);
+    const int nsb = (int)(K / 32);
+    const uint8_t *row = w + (uint64_t)n * rb;
+    float acc[NC];
+#pragma unroll
+    for (int c = 0; c < NC; c++) acc[c] = 0.0f;
+    for (int j = lane; j < nsb; j += 32) {
+        wsub ws;
+        unpack<TYPE>(row, j, &ws);
+#pragma unroll
+        for (int c = 0; c < NC; c++) {
+            if (c < nt) {
+                const blk_q8_1 *xb = x + (t0 + c) * (K / 32) + j;
+                const int *qy = (const int *)xb->qs;
+                int s0 = 0, s1 = 0, sq = 0;
+#pragma unroll
+                for (int i = 0; i < 4; i++) s0 = __dp4a(ws.w[i], qy[i], s0);
+#pragma unroll
+                for (int i = 4; i < 8; i++) s1 = __dp4a(ws.w[i], qy[i], s1);
+                if (ws.dm != 0.0f) {
+#pragma unroll
+                    for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, qy[i], sq);
+                }
+                const float d8 = cu_h2f(xb->d);
+                acc[c] += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)sq);
+            }
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < NC; c++) {
+        const float v = warp_sum(acc[c]);
+        if (lane == 0 && c < nt) dst[(t0 + c) * N + n] = v;
+    }
+}
+
+template <int TYPE>
+static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const blk_q8_1 *x,
+                             int64_t T) {
+    const dim3 grid(cu_div_up(N, MMVQ_WARPS), cu_div_up(T, T < MMVQ_NC ? T : MMVQ_NC));
+    const int th = MMVQ_WARPS * 32;
+    switch (T < MMVQ_NC ? T : MMVQ_NC) {
+    case 1: k_mmvq<TYPE, 1><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    case 2: k_mmvq<TYPE, 2><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    case 3: k_mmvq<TYPE, 3><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    case 4: k_mmvq<TYPE, 4><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    case 5: k_mmvq<TYPE, 5><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    case 6: k_mmvq<TYPE, 6><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    case 7: k_mmvq<TYPE, 7><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    default: k_mmvq<TYPE, 8><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    }
+    return cu_after_launch("k_mmvq");
+}
+
+static uint64_t row_bytes(int type, int64_t K) {
+    switch (type) {
+    case CU_T_Q4_0: return (uint64_t)(K / 32) * sizeof(blk_q4_0);
+    case CU_T_Q5_0: return (uint64_t)(K / 32) * sizeof(blk_q5_0);
+    case CU_T_Q8_0: return (uint64_t)(K / 32) * sizeof(blk_q8_0);
+    case CU_T_Q4_K: return (uint64_t)(K / 256) * sizeof(blk_q4_K);
+    case CU_T_Q5_K: return (uint64_t)(K / 256) * sizeof(blk_q5_K);
+    case CU_T_Q6_K: return (uint64_t)(K / 256) * sizeof(blk_q6_K);
+    default: return 0;
+    }
+}
+
+extern "C" bool cu_has_mmvq(int type) { return row_bytes(type, 256) != 0; }
+
+extern "C" sb_status cu_matmul_q8_1(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int64_t T) {
+    if (T <= 0 || N <= 0) return SB_OK;
+    const uint64_t rb = row_bytes(wtype, K);
+    const cudaStream_t st = (cudaStream_t)s;
+    const uint8_t *wb = (const uint8_t *)w;
+    const blk_q8_1 *x = (const blk_q8_1 *)xq;
+    switch (wtype) {
+    case CU_T_Q4_0: return launch_type<CU_T_Q4_0>(st, dst, wb, rb, K, N, x, T);
+    case CU_T_Q5_0: return launch_type<CU_T_Q5_0>(st, dst, wb, rb, K, N, x, T);
+    case CU_T_Q8_0: return launch_type<CU_T_Q8_0>(st, dst, wb, rb, K, N, x, T);
+    case CU_T_Q4_K: return launch_type<CU_T_Q4_K>(st, dst, wb, rb, K, N, x, T);
+    case CU_T_Q5_K: return launch_type<CU_T_Q5_K>(st, dst, wb, rb, K, N, x, T);
+    case CU_T_Q6_K: return launch_type<CU_T_Q6_K>(st, dst, wb, rb, K, N, x, T);
+    default: return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no q8_1 GEMV for weight type %d", wtype);
+    }
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/cuda/k_rope.cu — rotary position embedding (NORMAL and NEOX, freq factors, linear
+ * scaling) and the KV-cache column write (F32, or F16 rounded to nearest even).
+ * Math (architectures.md §0.3, ops_ref.c op_rope): theta_i = s * ((p * b^(-2/n_rot)^i) / ff_i),
+ * the power taken by repeated f32 multiplication as ggml does (so the last bits match the CPU at
+ * large p); (x0, x1) -> (x0 cos - x1 sin, x0 sin + x1 cos), both times attn_factor; pairs are
+ * (2i, 2i+1) in NORMAL mode and (i, i + n_rot/2) in NEOX mode; dims >= n_rot are copied.
+ * Positions come from device memory (pos[t]), so a captured CUDA graph serves every step.
+ * Geometry: rope: grid (T, H), block = n_rot/2 threads (one pair each; <= 512) plus the tail copy.
+ * kv_store: grid (Dkv/256, T), one element a thread, written at column pos[t].
+ * Traffic: rope reads and writes 4*D*H*T bytes; kv_store reads 4*Dkv*T, writes (2|4)*Dkv*T.
+ * Tested against: op_rope and op_kv_store (tests/runtime/test_cuda_ops.c, whole-model tests).
+ */
+#include "backend/cuda/cu_launch.cuh"
+#include "backend/cuda/device/common.cuh"
+
+__global__ void k_rope(float *dst, const float *x, const int32_t *pos, int64_t D, int64_t H, int n_rot, int mode, float theta_scale,
+                       float freq_scale, float attn_factor, const float *ff) {
+    const int64_t t = blockIdx.x, h = blockIdx.y;
+    const int half = n_rot / 2;
+    const float *src = x + (t * H + h) * D;
+    float *out = dst + (t * H + h) * D;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        float theta = (float)pos[t];
+        for (int k = 0; k < i; k++) theta *= theta_scale;
+        const float f = ff ? ff[i] : 1.0f;
+        const float th = freq_scale * (theta / f);
+        const float cs = cosf(th) * attn_factor, sn = sinf(th) * attn_factor;
+        const int64_t ia = mode == 2 ? i : 2 * i, ib = mode == 2 ? i + half : 2 * i + 1;
+        const float x0 = src[ia], x1 = src[ib];
+        out[ia] = x0 * cs - x1 * sn;
+        out[ib] = x0 * sn + x1 * cs;
+    }
+    if (out != src)
+        for (int64_t d = n_rot + threadIdx.x; d < D; d += blockDim.x) out[d] = src[d];
+}
+
+extern "C" sb_status cu_rope(cu_stream s, float *dst, const float *x, const int32_t *pos, const cu_rope_args *a) {
+    if (a->T <= 0) return SB_OK;
+    int th = a->n_rot / 2;
+    th = th < 32 ? 32 : th > 512 ? 512 : (th + 31) / 32 * 32;
+    k_rope<<<dim3((unsigned)a->T, (unsigned)a->H), th, 0, (cudaStream_t)s>>>(dst, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
+                                                                          a->freq_scale, a->attn_factor, a->ff);
+    return cu_after_launch("k_rope");
+}
+
+__global__ void k_kv_store(void *cache, int f16, int64_t Dkv, const float *x, const int32_t *pos) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
+    if (i >= Dkv) return;
+    const float v = x[t * Dkv + i];
+    const int64_t o = (int64_t)pos[t] * Dkv + i;
+    if (f16)
+        ((uint16_t *)cache)[o] = cu_f2h(v);
+    else
+        ((float *)cache)[o] = v;
+}
+
+extern "C" sb_status cu_kv_store(cu_stream s, void *cache, int ctype, int64_t Dkv, const float *x, const int32_t *pos, int64_t T) {
+    if (T <= 0) return SB_OK;
+    k_kv_store<<<dim3(cu_div_up(Dkv, 256), (unsigned)T), 256, 0, (cudaStream_t)s>>>(cache, ctype == CU_T_F16, Dkv, x, pos);
+    return cu_after_launch("k_kv_store");
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/cuda/k_rows.cu — row gathers and row-wise elementwise chains.
+ * Math: get_rows y[:,t] = dequant(w[:, tok[t]]); select_rows y[:,i] = x[:, idx[i]];
+ * ew chain: the FUSED node's steps (add/mul with a broadcast or full operand, scale, softcap,
+ * silu, gelu (ggml's fp16-table GELU emulated: fp16(gelu(fp16(x))), identity above 10, 0 below
+ * -10), rms_norm with the sum of squares in double as the CPU reference); glu: act(g) * u.
+ * Geometry: get/select: grid (E/256, rows), one thread per element. ew chain: one 256-thread block
+ * per row; thread i owns elements i, i+256, ... through every step, so only the rms_norm step
+ * needs a block reduction (warp shuffles + 8 partials in shared memory).
+ * Traffic: get_rows reads T rows of the table (T*E*bytes/elem) and writes 4*T*E; a chain reads
+ * x once, each operand once and writes dst once (later steps hit L1): 8*E*T + 4*E*T per operand,
+ * intensity < 1 FLOP/B, bandwidth-bound; at decode sizes (E ~ 1e3) launch latency dominates.
+ * Tested against: ops_ref.c op_get_rows/op_select_rows/op_add/.../op_rms_norm/op_geglu through
+ * tests/runtime/test_cuda_ops.c and the whole-model tests.
+ */
+#include "backend/cuda/cu_launch.cuh"
+#include "backend/cuda/device/common.cuh"
+
+// ---- shared activations ----
+
+static __device__ __forceinline__ float silu1(float x) { return x / (1.0f + expf(-x)); }
+
+static __device__ __forceinline__ float gelu1(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    const float h = __half2float(__float2half_rn(x));
+    const float g = 0.5f * h * (1.0f + tanhf(0.79788456080286535587989211986876f * h * (1.0f + 0.044715f * h * h)));
+    return __half2float(__float2half_rn(g));
+}
+
+// ---- get_rows / select_rows ----
+
+__global__ void k_get_rows(float *dst, const uint8_t *w, int wtype, int64_t E, uint64_t rb, const int32_t *tok) {
+    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
+    if (e >= E) return;
+    dst[t * E + e] = cu_deq1(wtype, w + (uint64_t)tok[t] * rb, e);
+}
+
+extern "C" sb_status cu_get_rows(cu_stream s, float *dst, const void *w, int wtype, int64_t E, uint64_t row_bytes,
+                                 const int32_t *tok, int64_t T) {
+    if (T <= 0) return SB_OK;
+    k_get_rows<<<dim3(cu_div_up(E, 256), (unsigned)T), 256, 0, (cudaStream_t)s>>>(dst, (const uint8_t *)w, wtype, E, row_bytes, tok);
+    return cu_after_launch("k_get_rows");
+}
+
+__global__ void k_select_rows(float *dst, const float *x, int64_t E, const int32_t *idx) {
+    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y;
+    if (e < E) dst[i * E + e] = x[(int64_t)idx[i] * E + e];
+}
+
+extern "C" sb_status cu_select_rows(cu_stream s, float *dst, const float *x, int64_t E, const int32_t *idx, int64_t n) {
+    if (n <= 0) return SB_OK;
+    k_select_rows<<<dim3(cu_div_up(E, 256), (unsigned)n), 256, 0, (cudaStream_t)s>>>(dst, x, E, idx);
+    return cu_after_launch("k_select_rows");
+}
+
+// ---- elementwise chains ----
+
+#define EW_THREADS 256
+
+__global__ void __launch_bounds__(EW_THREADS) k_ew_rows(float *dst, const float *x, int64_t E, cu_ew_chain c) {
+    __shared__ double part[EW_THREADS / 32];
+    const int64_t r = blockIdx.x;
+    float *y = dst + r * E;
+    const float *in = x + r * E;
+    for (int k = 0; k < c.n; k++) {
+        const cu_ew_step st = c.st[k];
+        if (st.op == CU_EW_RMS_NORM) {
+            double acc = 0.0;
+            for (int64_t i = threadIdx.x; i < E; i += EW_THREADS) {
+                const float v = in[i];
+                acc += (double)(v * v);
+            }
+            acc = warp_sum_d(acc);
+            if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = acc;
+            __syncthreads();
+            double sum = 0.0;
+#pragma unroll
+            for (int w = 0; w < EW_THREADS / 32; w++) sum += part[w];
+            __syncthreads(); /* part is reused by a later rms step */
+            const float mean = (float)(sum / (double)E);
+            const float sc = 1.0f / sqrtf(mean + st.f);
+            for (int64_t i = threadIdx.x; i < E; i += EW_THREADS) y[i] = in[i] * sc;
+        } else {
+            const float *o = st.opd ? (st.bcast ? st.opd : st.opd + r * E) : NULL;
+            for (int64_t i = threadIdx.x; i < E; i += EW_THREADS) {
+                const float v = in[i];
+                float out;
+                switch (st.op) {
+                case CU_EW_ADD: out = v + o[i]; break;
+                case CU_EW_MUL: out = v * o[i]; break;
+                case CU_EW_SCALE: out = v * st.f; break;
+                case CU_EW_SOFTCAP: out = tanhf(v * (1.0f / st.f)) * st.f; break;
+                case CU_EW_SILU: out = silu1(v); break;
+                case CU_EW_GELU: out = gelu1(v); break;
+                default: out = __int_as_float(0x7fc00000); break;
+                }
+                y[i] = out;
+            }
+        }
+        in = y;
+    }
+}
+
+extern "C" sb_status cu_ew_rows(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows, const cu_ew_chain *c) {
+    if (rows <= 0) return SB_OK;
+    k_ew_rows<<<(unsigned)rows, EW_THREADS, 0, (cudaStream_t)s>>>(dst, x, E, *c);
+    return cu_after_launch("k_ew_rows");
+}
+
+__global__ void k_glu(float *dst, const float *g, const float *u, int64_t n, int gelu) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float a = g[i];
+    dst[i] = (gelu ? gelu1(a) : silu1(a)) * u[i];
+}
+
+extern "C" sb_status cu_glu(cu_stream s, float *dst, const float *g, const float *u, int64_t n, bool gelu) {
+    if (n <= 0) return SB_OK;
+    k_glu<<<cu_div_up(n, 256), 256, 0, (cudaStream_t)s>>>(dst, g, u, n, gelu ? 1 : 0);
+    return cu_after_launch("k_glu");
+}
+
+extern "C" bool cu_can_dequantize(int type) {
+    switch (type) {
+    case CU_T_F32: case CU_T_F16: case CU_T_BF16: case CU_T_Q4_0: case CU_T_Q4_1: case CU_T_Q5_0: case CU_T_Q5_1:
+    case CU_T_Q8_0: case CU_T_Q2_K: case CU_T_Q3_K: case CU_T_Q4_K: case CU_T_Q5_K: case CU_T_Q6_K: case CU_T_IQ4_NL:
+    case CU_T_IQ4_XS: return true;
+    default: return false;
+    }
+}

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/cuda/kernels.h — host launchers of the hand-written CUDA kernel families (k_*.cu) and
+ * the device-memory / stream / graph wrappers (cu_mem.cu) the runtime's CUDA executor calls.
+ * Layer 0 (backend/cuda): launchers take device pointers, shapes and type ids — never graphs.
+ * Every launcher enqueues on stream `s` and returns SB_OK, or SB_ERR_DEVICE with the CUDA error
+ * text (cudaGetLastError after the launch); nothing aborts, nothing synchronizes.
+ * Shapes: ne[0] innermost; E row length, T tokens/rows, K matmul inner dim, N output rows,
+ * D head_dim, Hq/Hkv heads, C cache length. All f32 unless a type id says otherwise.
+ * Non-goals: NVRTC-generated kernels, autotuning (docs/cuda.md), multi-GPU.
+ */
+#ifndef SB_BACKEND_CUDA_KERNELS_H
+#define SB_BACKEND_CUDA_KERNELS_H
+
+#include "sonicboom.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct CUstream_st *cu_stream;      /* == cudaStream_t */
+typedef struct CUgraphExec_st *cu_graph;    /* == cudaGraphExec_t */
+
+// ---- device memory, streams, graphs (cu_mem.cu) ----
+
+sb_status cu_set_device(int dev);
+/* SB_ERR_OOM "cuda: <what>: cudaMalloc of N bytes failed, F of T bytes free" on out-of-memory. */
+sb_status cu_malloc(void **p, size_t bytes, const char *what);
+void cu_free(void *p);
+sb_status cu_memcpy_h2d(void *dst, const void *src, size_t bytes, cu_stream s);   /* async on s */
+sb_status cu_memcpy_d2h(void *dst, const void *src, size_t bytes, cu_stream s);   /* waits for s */
+sb_status cu_memset(void *dst, int v, size_t bytes, cu_stream s);
+sb_status cu_stream_create(cu_stream *s);
+void cu_stream_destroy(cu_stream s);
+sb_status cu_stream_sync(cu_stream s);
+sb_status cu_graph_begin(cu_stream s);
+/* Ends the capture on s and instantiates it; *g = NULL on failure. */
+sb_status cu_graph_end(cu_stream s, cu_graph *g);
+sb_status cu_graph_launch(cu_graph g, cu_stream s);
+void cu_graph_destroy(cu_graph g);
+sb_status cu_mem_info(size_t *free_b, size_t *total_b);
+int cu_sm_count(void);
+
+// ---- capabilities ----
+
+/* Can cu_get_rows / cu_matmul_f32 read weights of `type` (per-element dequantization)? */
+bool cu_can_dequantize(int type);
+/* Does cu_matmul_q8_1 have a dp4a dot for weights of `type`? */
+bool cu_has_mmvq(int type);
+
+// ---- rows / elementwise (k_rows.cu) ----
+
+/* dst [E,T] = rows tok[t] of w [E,V] (type wtype, row_bytes per row), dequantized. */
+sb_status cu_get_rows(cu_stream s, float *dst, const void *w, int wtype, int64_t E, uint64_t row_bytes,
+                      const int32_t *tok, int64_t T);
+/* dst [E,n] = x rows idx[i]. */
+sb_status cu_select_rows(cu_stream s, float *dst, const float *x, int64_t E, const int32_t *idx, int64_t n);
+
+/* One step of a row-wise chain (the FUSED node, and every single elementwise op as a chain of 1). */
+enum { CU_EW_ADD = 1, CU_EW_MUL, CU_EW_SCALE, CU_EW_SOFTCAP, CU_EW_SILU, CU_EW_GELU, CU_EW_RMS_NORM };
+#define CU_MAX_STEPS 7
+typedef struct cu_ew_step {
+    int op;             /* CU_EW_* */
+    int bcast;          /* operand is one row [E] broadcast over rows (else same shape as x) */
+    float f;            /* eps / scale / cap */
+    const float *opd;   /* ADD/MUL operand or NULL */
+} cu_ew_step;
+typedef struct cu_ew_chain {
+    int n;
+    cu_ew_step st[CU_MAX_STEPS];
+} cu_ew_chain;
+/* dst [E,rows] = chain(x); dst may be x. */
+sb_status cu_ew_rows(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows, const cu_ew_chain *c);
+/* dst = act(g) * u over n values (gelu: ggml's fp16-table GELU, else SiLU). */
+sb_status cu_glu(cu_stream s, float *dst, const float *g, const float *u, int64_t n, bool gelu);
+
+// ---- q8_1 activations (k_quantize.cu; formats.md §3.2 CUDA semantics: s = F16(sum x)) ----
+
+sb_status cu_quantize_q8_1(cu_stream s, void *dst, const float *x, int64_t E, int64_t rows);
+/* dst = q8_1(rms_norm(x) [* w]); w may be NULL. */
+sb_status cu_rms_norm_q8_1(cu_stream s, void *dst, const float *x, const float *w, int64_t E, int64_t rows, float eps);
+/* dst = q8_1(act(g) * u). */
+sb_status cu_glu_q8_1(cu_stream s, void *dst, const float *g, const float *u, int64_t E, int64_t rows, bool gelu);
+
+// ---- matmul (k_mmvq.cu, k_mmf.cu) ----
+
+/* dst [N,T] = W x: w [K,N] of wtype (cu_has_mmvq), xq [K,T] q8_1. */
+sb_status cu_matmul_q8_1(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int64_t T);
+/* dst [N,T] = W x: w [K,N] of any cu_can_dequantize type, x [K,T] f32. */
+sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const float *x, int64_t T);
+
+// ---- rope, kv, attention (k_rope.cu, k_attention.cu) ----
+
+typedef struct cu_rope_args {
+    int64_t D, H, T;
+    int n_rot, mode;          /* mode 0 normal, 2 neox */
+    float theta_scale;        /* freq_base^(-2/n_rot), computed on the host (powf, as the CPU) */
+    float freq_scale, attn_factor;
+    const float *ff;          /* [n_rot/2] or NULL */
+} cu_rope_args;
+sb_status cu_rope(cu_stream s, float *dst, const float *x, const int32_t *pos, const cu_rope_args *a);
+/* cache [Dkv,C] (F32 or F16) column pos[t] = x[:,t]. */
+sb_status cu_kv_store(cu_stream s, void *cache, int ctype, int64_t Dkv, const float *x, const int32_t *pos, int64_t T);
+
+typedef struct cu_attn_args {
+    int64_t D, Hq, Hkv, T;
+    int ctype;                /* F32 | F16 */
+    float scale, softcap;     /* softcap 0 = none */
+    int window;               /* 0 = none */
+    int nsplit;               /* KV splits (flash-decoding); 1 = none */
+} cu_attn_args;
+/* Floats of scratch cu_attention needs for these args (0 when nsplit == 1). */
+uint64_t cu_attention_scratch(const cu_attn_args *a);
+/* dst [D*Hq,T]; q [D,Hq,T]; k/v [D*Hkv, C]; pos [T] on the device; scratch per cu_attention_scratch. */
+sb_status cu_attention(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
+                       const cu_attn_args *a, float *scratch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,577 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/exec_cuda.c — the CUDA executor (exec_cuda.h): maps every plan input to device memory,
+ * then walks the planned nodes in order, one launcher call (backend/cuda/kernels.h) per node, on
+ * one stream; T = 1 plans are captured once as a CUDA Graph and replayed.
+ * Layer 2 (runtime). Memory: computed values live at their plan offset in one device arena
+ * (grown to the largest plan seen; growing drops every captured graph, since graphs bake in
+ * pointers); attention split partials follow the plan region; tokens/pos/out_rows sit in fixed
+ * device buffers refreshed before each run (outside the graph). Weights and KV caches are device
+ * copies keyed by the host pointer the session binds (uploaded on first sight, never again).
+ * Invariants: a graph is replayed only with the arena it was captured with; validation happens on
+ * the host before anything is enqueued, so a bad token/position changes no device state.
+ * Non-goals: overlap of independent nodes, multiple streams, NVRTC codegen (docs/cuda.md).
+ */
+#include "runtime/exec_cuda.h"
+
+#include "base/status.h"
+#include "quant/types.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef SB_HAVE_CUDA
+
+bool exec_cuda_available(char *why, size_t cap) {
+    if (cap) snprintf(why, cap, "this build has no CUDA backend (nvcc was not found at configure time)");
+    return false;
+}
+sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
+    *out = NULL;
+    return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend");
+}
+void exec_cuda_free(exec_cuda *cx) { (void)cx; }
+void exec_cuda_set_graphs(exec_cuda *cx, bool on) { (void)cx, (void)on; }
+void exec_cuda_target(plan_target *t) { plan_target_reference(t); }
+sb_status exec_cuda_check(const plan *p) { return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend"); }
+sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
+    return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend");
+}
+void exec_cuda_forget(exec_cuda *cx, const plan *p) { (void)cx, (void)p; }
+sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes) {
+    return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend");
+}
+exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx) { return (exec_cuda_stats){0}; }
+
+#else
+
+#include "backend/cuda/cu_device.h"
+#include "backend/cuda/kernels.h"
+
+#define CX_MAX_PLANS 16
+
+typedef struct devbuf {
+    const void *host;
+    void *dev;
+    uint64_t bytes;
+} devbuf;
+
+typedef struct cplan {
+    const plan *p;
+    void **dptr;          /* device pointer per input slot */
+    uint64_t scratch_off; /* attention split partials, after the plan region */
+    uint64_t arena_need;
+    cu_graph graph;
+    void *graph_arena;    /* the arena the graph was captured with */
+    int32_t n_kernels;
+} cplan;
+
+struct exec_cuda {
+    cu_stream s;
+    devbuf *bufs;
+    int32_t n_bufs, cap_bufs;
+    cplan plans[CX_MAX_PLANS];
+    void *arena;
+    uint64_t arena_bytes;
+    int32_t *d_tok, *d_pos, *d_rows;
+    int32_t *h_rows;      /* default out_rows staging */
+    int64_t max_tokens;
+    bool graphs;
+    int sms;
+    exec_cuda_stats st;
+};
+
+// ---- availability / context ----
+
+bool exec_cuda_available(char *why, size_t cap) {
+    int n = 0;
+    sb_status s = cu_device_count(&n);
+    if (s != SB_OK || n < 1) {
+        if (cap) snprintf(why, cap, "no usable CUDA device: %s", s != SB_OK ? sb_last_error() : "device count is 0");
+        return false;
+    }
+    return true;
+}
+
+sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
+    *out = NULL;
+    if (max_tokens < 1 || max_tokens > (1 << 24)) return sb_fail(SB_ERR_INVALID_ARG, "cuda: max_tokens %lld out of range", (long long)max_tokens);
+    int n = 0;
+    SB_TRY(cu_device_count(&n));
+    if (n < 1) return sb_fail(SB_ERR_DEVICE, "cuda: no CUDA device");
+    SB_TRY(cu_set_device(0));
+    exec_cuda *cx = (exec_cuda *)calloc(1, sizeof *cx);
+    if (!cx) return sb_fail(SB_ERR_OOM, "cuda context");
+    cx->max_tokens = max_tokens;
+    const char *env = getenv("SB_CUDA_GRAPH");
+    cx->graphs = !(env && env[0] == '0');
+    sb_status st = cu_stream_create(&cx->s);
+    size_t ib = (size_t)max_tokens * sizeof(int32_t);
+    if (st == SB_OK) st = cu_malloc((void **)&cx->d_tok, ib, "token buffer");
+    if (st == SB_OK) st = cu_malloc((void **)&cx->d_pos, ib, "position buffer");
+    if (st == SB_OK) st = cu_malloc((void **)&cx->d_rows, ib, "out_rows buffer");
+    if (st == SB_OK && !(cx->h_rows = (int32_t *)malloc(ib))) st = sb_fail(SB_ERR_OOM, "cuda: out_rows staging");
+    if (st != SB_OK) {
+        exec_cuda_free(cx);
+        return st;
+    }
+    cx->st.device_bytes = 3 * ib;
+    cx->sms = cu_sm_count();
+    *out = cx;
+    return SB_OK;
+}
+
+static void cplan_clear(cplan *c) {
+    cu_graph_destroy(c->graph);
+    free(c->dptr);
+    memset(c, 0, sizeof *c);
+}
+
+void exec_cuda_free(exec_cuda *cx) {
+    if (!cx) return;
+    if (cx->s) cu_stream_sync(cx->s);
+    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]);
+    for (int32_t i = 0; i < cx->n_bufs; i++) cu_free(cx->bufs[i].dev);
+    free(cx->bufs);
+    cu_free(cx->arena);
+    cu_free(cx->d_tok);
+    cu_free(cx->d_pos);
+    cu_free(cx->d_rows);
+    free(cx->h_rows);
+    cu_stream_destroy(cx->s);
+    free(cx);
+}
+
+void exec_cuda_set_graphs(exec_cuda *cx, bool on) { cx->graphs = on; }
+exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx) { return cx->st; }
+
+void exec_cuda_forget(exec_cuda *cx, const plan *p) {
+    if (!cx) return;
+    for (int i = 0; i < CX_MAX_PLANS; i++)
+        if (cx->plans[i].p == p) {
+            cu_stream_sync(cx->s);
+            cplan_clear(&cx->plans[i]);
+        }
+}
+
+// ---- target and capability check ----
+
+void exec_cuda_target(plan_target *t) {
+    plan_target_reference(t);
+    t->name = "cuda";
+    t->wants_quantized_act = true;
+    for (int w = 0; w < SB_TYPE_COUNT; w++) t->act_type[w] = cu_has_mmvq(w) ? SB_TYPE_Q8_1 : SB_TYPE_F32;
+    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
+}
+
+sb_status exec_cuda_check(const plan *p) {
+    const ir_graph *g = p->g;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        const ir_node *s0 = n->src[0] != IR_NONE ? &g->nodes[n->src[0]] : NULL;
+        const ir_node *s1 = n->src[1] != IR_NONE ? &g->nodes[n->src[1]] : NULL;
+        switch (n->op) {
+        case IR_OP_TOKENS: case IR_OP_POS: case IR_OP_OUT_ROWS: case IR_OP_WEIGHT: case IR_OP_RESHAPE: case IR_OP_OUTPUT:
+        case IR_OP_RMS_NORM: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU:
+        case IR_OP_GELU_TANH: case IR_OP_SWIGLU: case IR_OP_GEGLU: case IR_OP_FUSED: case IR_OP_ROPE: case IR_OP_SELECT_ROWS:
+            if (n->op == IR_OP_FUSED && n->ip[0] > 7)
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: fused chain %%%d of %d steps (at most 7)", (int)i, n->ip[0]);
+            if (n->op == IR_OP_ROPE && n->ip[0] / 2 > 512)
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: rope %%%d rotates %d dims (at most 1024)", (int)i, n->ip[0]);
+            break;
+        case IR_OP_KV:
+            if (n->dtype != SB_TYPE_F32 && n->dtype != SB_TYPE_F16)
+                return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: KV cache \"%s\" of type %s (F32 or F16 only)", n->name, ir_dtype_name(n->dtype));
+            break;
+        case IR_OP_KV_STORE: break;
+        case IR_OP_GET_ROWS:
+            if (!cu_can_dequantize(s0->dtype))
+                return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: tensor \"%s\" of type %s cannot be read by get_rows (no CUDA dequantizer)",
+                               s0->name, ir_dtype_name(s0->dtype));
+            break;
+        case IR_OP_MATMUL: {
+            bool ok = (s1->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(s0->dtype)) || (s1->dtype == SB_TYPE_F32 && cu_can_dequantize(s0->dtype));
+            if (!ok)
+                return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: tensor \"%s\" of type %s x activation %s: no CUDA matmul", s0->name,
+                               ir_dtype_name(s0->dtype), ir_dtype_name(s1->dtype));
+            break;
+        }
+        case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_GLU_QUANT:
+            if (n->dtype != SB_TYPE_Q8_1 || n->ne[0] % 32)
+                return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: no quantizer for activation type %s of %lld values (node %%%d)",
+                               ir_dtype_name(n->dtype), (long long)n->ne[0], (int)i);
+            break;
+        case IR_OP_ATTENTION:
+            if (n->ip[1] > 256 || n->ip[1] < 1)
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention %%%d with head_dim %d (1..256)", (int)i, n->ip[1]);
+            break;
+        default:
+            return sb_fail(SB_ERR_UNSUPPORTED, "cuda: op %s (node %%%d) has no CUDA kernel",
+                           (unsigned)n->op < IR_OP_COUNT ? ir_ops[n->op].name : "?", (int)i);
+        }
+    }
+    return SB_OK;
+}
+
+// ---- device buffers keyed by host pointer ----
+
+static sb_status devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, const char *name, void **dev) {
+    for (int32_t i = 0; i < cx->n_bufs; i++)
+        if (cx->bufs[i].host == host) {
+            if (cx->bufs[i].bytes < bytes)
+                return sb_fail(SB_ERR_INTERNAL, "cuda: buffer \"%s\" bound with %llu bytes, cached with %llu", name,
+                               (unsigned long long)bytes, (unsigned long long)cx->bufs[i].bytes);
+            *dev = cx->bufs[i].dev;
+            return SB_OK;
+        }
+    if (cx->n_bufs == cx->cap_bufs) {
+        int32_t cap = cx->cap_bufs ? 2 * cx->cap_bufs : 256;
+        devbuf *nb = (devbuf *)realloc(cx->bufs, (size_t)cap * sizeof *nb);
+        if (!nb) return sb_fail(SB_ERR_OOM, "cuda: buffer table of %d entries", (int)cap);
+        cx->bufs = nb;
+        cx->cap_bufs = cap;
+    }
+    void *d;
+    char what[128];
+    snprintf(what, sizeof what, "\"%.100s\"", name);
+    SB_TRY(cu_malloc(&d, (size_t)bytes, what));
+    sb_status st = cu_memcpy_h2d(d, host, (size_t)bytes, cx->s);
+    if (st == SB_OK) st = cu_stream_sync(cx->s); /* the host buffer may be pageable/mmap'd: finish before returning */
+    if (st != SB_OK) {
+        cu_free(d);
+        return st;
+    }
+    cx->bufs[cx->n_bufs++] = (devbuf){host, d, bytes};
+    cx->st.device_bytes += bytes;
+    *dev = d;
+    return SB_OK;
+}
+
+sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes) {
+    for (int32_t i = 0; i < cx->n_bufs; i++)
+        if (cx->bufs[i].host == host_kv) return cu_memcpy_d2h(host_kv, cx->bufs[i].dev, (size_t)(bytes < cx->bufs[i].bytes ? bytes : cx->bufs[i].bytes), cx->s);
+    return sb_fail(SB_ERR_INVALID_ARG, "cuda: %p is no device-mapped KV cache", host_kv);
+}
+
+// ---- per-plan state ----
+
+static uint64_t al(uint64_t x) { return (x + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1); }
+
+static int attn_nsplit(const exec_cuda *cx, const plan *p, const ir_node *n) {
+    const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
+    const int64_t T = q->ne[2], Hq = q->ne[1], C = k->ne[1];
+    if (T > 1) return 1;
+    int64_t ns = (2 * (int64_t)cx->sms + Hq - 1) / Hq;
+    int64_t cap = (C + 63) / 64;
+    if (ns > cap) ns = cap;
+    if (ns > 64) ns = 64;
+    return ns < 1 ? 1 : (int)ns;
+}
+
+static cu_attn_args attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) {
+    const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
+    return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .T = q->ne[2], .ctype = k->dtype, .scale = n->fp[0],
+                          .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n)};
+}
+
+static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cplan **out) {
+    cplan *free_slot = NULL;
+    for (int i = 0; i < CX_MAX_PLANS; i++) {
+        if (cx->plans[i].p == p) {
+            *out = &cx->plans[i];
+            return SB_OK;
+        }
+        if (!cx->plans[i].p && !free_slot) free_slot = &cx->plans[i];
+    }
+    if (!free_slot) return sb_fail(SB_ERR_INTERNAL, "cuda: more than %d live plans (exec_cuda_forget missing?)", CX_MAX_PLANS);
+    cplan *c = free_slot;
+    memset(c, 0, sizeof *c);
+    c->dptr = (void **)calloc((size_t)(p->n_inputs ? p->n_inputs : 1), sizeof *c->dptr);
+    if (!c->dptr) return sb_fail(SB_ERR_OOM, "cuda: plan bindings");
+    sb_status st = SB_OK;
+    for (int32_t i = 0; st == SB_OK && i < p->n_inputs; i++) {
+        const plan_input *in = &p->inputs[i];
+        const ir_node *n = &p->g->nodes[in->node];
+        switch (in->kind) {
+        case IR_OP_TOKENS: c->dptr[i] = cx->d_tok; break;
+        case IR_OP_POS: c->dptr[i] = cx->d_pos; break;
+        case IR_OP_OUT_ROWS: c->dptr[i] = cx->d_rows; break;
+        case IR_OP_WEIGHT:
+        case IR_OP_KV: st = devbuf_get(cx, b->data[i], ir_nbytes(n), in->name, &c->dptr[i]); break;
+        default: st = sb_fail(SB_ERR_INTERNAL, "cuda: plan input %d has kind %d", (int)i, in->kind);
+        }
+    }
+    uint64_t scratch = 0;
+    for (int32_t i = 0; i < p->g->n_nodes; i++)
+        if (p->g->nodes[i].op == IR_OP_ATTENTION) {
+            cu_attn_args a = attn_args(cx, p, &p->g->nodes[i]);
+            uint64_t f = cu_attention_scratch(&a);
+            if (f > scratch) scratch = f;
+        }
+    c->scratch_off = al(p->arena_bytes);
+    c->arena_need = c->scratch_off + al(scratch * 4);
+    if (st == SB_OK && c->arena_need > cx->arena_bytes) {
+        st = cu_stream_sync(cx->s);
+        if (st == SB_OK) {
+            for (int i = 0; i < CX_MAX_PLANS; i++) { /* graphs bake in the old arena */
+                cu_graph_destroy(cx->plans[i].graph);
+                cx->plans[i].graph = NULL;
+            }
+            cu_free(cx->arena);
+            cx->st.device_bytes -= cx->arena_bytes;
+            cx->arena = NULL;
+            cx->arena_bytes = 0;
+            st = cu_malloc(&cx->arena, (size_t)c->arena_need, "activation arena");
+            if (st == SB_OK) {
+                cx->arena_bytes = c->arena_need;
+                cx->st.device_bytes += c->arena_need;
+            }
+        }
+    }
+    if (st != SB_OK) {
+        free(c->dptr);
+        memset(c, 0, sizeof *c);
+        return st;
+    }
+    c->p = p;
+    *out = c;
+    return SB_OK;
+}
+
+// ---- validation (exec_cpu_run's rules) ----
+
+static sb_status validate(const plan *p, const exec_bindings *b, const int32_t **out_rows) {
+    const ir_graph *g = p->g;
+    if (b->n_data != p->n_inputs) return sb_fail(SB_ERR_INVALID_ARG, "exec: %d bound inputs, plan has %d", (int)b->n_data, (int)p->n_inputs);
+    for (int32_t i = 0; i < p->n_inputs; i++)
+        if (!b->data[i] && p->inputs[i].kind != IR_OP_OUT_ROWS)
+            return sb_fail(SB_ERR_INVALID_ARG, "exec: input \"%s\" (slot %d) not bound", p->inputs[i].name, (int)i);
+    const int32_t *pos = NULL;
+    int64_t T = 0;
+    for (int32_t i = 0; i < p->n_inputs; i++) {
+        const ir_node *n = &g->nodes[p->inputs[i].node];
+        if (n->op == IR_OP_POS) pos = b->data[i], T = n->ne[0];
+        if (n->op == IR_OP_OUT_ROWS && b->data[i]) *out_rows = b->data[i];
+    }
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (n->op == IR_OP_GET_ROWS) {
+            const ir_node *w = &g->nodes[n->src[0]];
+            const int32_t *tok = b->data[p->vals[n->src[1]].input];
+            for (int64_t t = 0; t < n->ne[1]; t++)
+                if (tok[t] < 0 || tok[t] >= w->ne[1])
+                    return sb_fail(SB_ERR_RANGE, "exec: token %d at row %lld outside [0, %lld) of \"%s\"", tok[t], (long long)t,
+                                   (long long)w->ne[1], w->name);
+        }
+        if (n->op == IR_OP_KV && pos)
+            for (int64_t t = 0; t < T; t++)
+                if (pos[t] < 0 || pos[t] >= n->ne[1])
+                    return sb_fail(pos[t] < 0 ? SB_ERR_RANGE : SB_ERR_CONTEXT_FULL,
+                                   "exec: position %d at row %lld outside the cache \"%s\" of %lld positions", pos[t], (long long)t,
+                                   n->name, (long long)n->ne[1]);
+        if (n->op == IR_OP_OUT_ROWS && *out_rows)
+            for (int64_t k = 0; k < n->ne[0]; k++)
+                if ((*out_rows)[k] < 0 || (*out_rows)[k] >= p->n_tokens)
+                    return sb_fail(SB_ERR_RANGE, "exec: out_rows[%lld] = %d outside [0, %lld)", (long long)k, (*out_rows)[k],
+                                   (long long)p->n_tokens);
+    }
+    return SB_OK;
+}
+
+// ---- node dispatch ----
+
+typedef struct crun {
+    exec_cuda *cx;
+    const plan *p;
+    cplan *c;
+    uint8_t *arena;
+    int32_t n_kernels;
+} crun;
+
+static void *dptr(const crun *r, ir_ref i) {
+    const plan_value *v = &r->p->vals[i];
+    if (v->input >= 0) return r->c->dptr[v->input];
+    return r->arena + v->offset;
+}
+
+static bool bcast(const ir_node *o, const ir_node *n) { return ir_nelem(o) == n->ne[0] && ir_nrows(n) != 1; }
+
+static int ew_code(int op) {
+    switch (op) {
+    case IR_OP_ADD: return CU_EW_ADD;
+    case IR_OP_MUL: return CU_EW_MUL;
+    case IR_OP_SCALE: return CU_EW_SCALE;
+    case IR_OP_SOFTCAP: return CU_EW_SOFTCAP;
+    case IR_OP_SILU: return CU_EW_SILU;
+    case IR_OP_GELU_TANH: return CU_EW_GELU;
+    case IR_OP_RMS_NORM: return CU_EW_RMS_NORM;
+    default: return 0;
+    }
+}
+
+static sb_status run_node(crun *r, int32_t i) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i];
+    cu_stream s = r->cx->s;
+    void *dst = dptr(r, i);
+#define SRC(j) (&g->nodes[n->src[j]])
+#define SP(j) dptr(r, n->src[j])
+    switch (n->op) {
+    case IR_OP_GET_ROWS: {
+        const ir_node *w = SRC(0);
+        uint64_t rb = 0;
+        qk_row_bytes(w->dtype, w->ne[0], &rb);
+        r->n_kernels++;
+        return cu_get_rows(s, dst, SP(0), w->dtype, n->ne[0], rb, SP(1), n->ne[1]);
+    }
+    case IR_OP_RMS_NORM: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU:
+    case IR_OP_GELU_TANH: {
+        cu_ew_chain c = {.n = 1};
+        c.st[0] = (cu_ew_step){.op = ew_code(n->op), .f = n->fp[0]};
+        if (n->op == IR_OP_ADD || n->op == IR_OP_MUL) {
+            c.st[0].opd = SP(1);
+            c.st[0].bcast = bcast(SRC(1), n);
+        }
+        r->n_kernels++;
+        return cu_ew_rows(s, dst, SP(0), n->ne[0], ir_nrows(n), &c);
+    }
+    case IR_OP_FUSED: {
+        cu_ew_chain c = {.n = n->ip[0]};
+        for (int k = 0; k < n->ip[0]; k++) {
+            const int op = n->ip[1 + k] & 0xff, opd = n->ip[1 + k] >> 8;
+            c.st[k] = (cu_ew_step){.op = ew_code(op), .f = n->fp[k]};
+            if (opd) {
+                c.st[k].opd = SP(opd);
+                c.st[k].bcast = bcast(SRC(opd), n);
+            }
+        }
+        r->n_kernels++;
+        return cu_ew_rows(s, dst, SP(0), n->ne[0], ir_nrows(n), &c);
+    }
+    case IR_OP_SWIGLU: case IR_OP_GEGLU:
+        r->n_kernels++;
+        return cu_glu(s, dst, SP(0), SP(1), ir_nelem(n), n->op == IR_OP_GEGLU);
+    case IR_OP_QUANTIZE:
+        r->n_kernels++;
+        return cu_quantize_q8_1(s, dst, SP(0), n->ne[0], ir_nrows(n));
+    case IR_OP_RMS_NORM_QUANT:
+        r->n_kernels++;
+        return cu_rms_norm_q8_1(s, dst, SP(0), n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), n->fp[0]);
+    case IR_OP_GLU_QUANT:
+        r->n_kernels++;
+        return cu_glu_q8_1(s, dst, SP(0), SP(1), n->ne[0], ir_nrows(n), n->ip[0] == IR_OP_GEGLU);
+    case IR_OP_MATMUL: {
+        const ir_node *w = SRC(0), *x = SRC(1);
+        r->n_kernels++;
+        if (x->dtype == SB_TYPE_Q8_1) return cu_matmul_q8_1(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->ne[1]);
+        return cu_matmul_f32(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->ne[1]);
+    }
+    case IR_OP_RESHAPE: case IR_OP_OUTPUT: return SB_OK;
+    case IR_OP_ROPE: {
+        const ir_node *x = SRC(0);
+        cu_rope_args a = {.D = x->ne[0], .H = x->ne[1], .T = x->ne[2], .n_rot = n->ip[0], .mode = n->ip[1],
+                          .theta_scale = powf(n->fp[0], -2.0f / (float)n->ip[0]), .freq_scale = n->fp[1], .attn_factor = n->fp[2],
+                          .ff = n->src[2] != IR_NONE ? SP(2) : NULL};
+        r->n_kernels++;
+        return cu_rope(s, dst, SP(0), SP(1), &a);
+    }
+    case IR_OP_KV_STORE:
+        r->n_kernels++;
+        return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
+    case IR_OP_ATTENTION: {
+        cu_attn_args a = attn_args(r->cx, r->p, n);
+        r->n_kernels += a.nsplit > 1 ? 2 : 1;
+        return cu_attention(s, dst, SP(0), SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off));
+    }
+    case IR_OP_SELECT_ROWS:
+        r->n_kernels++;
+        return cu_select_rows(s, dst, SP(0), n->ne[0], SP(1), n->ne[1]);
+    default: return sb_fail(SB_ERR_INTERNAL, "cuda: op %s has no CUDA implementation", ir_ops[n->op].name);
+    }
+#undef SRC
+#undef SP
+}
+
+static sb_status enqueue_all(crun *r) {
+    const ir_graph *g = r->p->g;
+    r->n_kernels = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (ir_ops[g->nodes[i].op].flags & OPF_INPUT) continue;
+        sb_status st = run_node(r, i);
+        if (st != SB_OK) return sb_fail_context(st, "cuda: node %%%d %s \"%s\"", (int)i, ir_ops[g->nodes[i].op].name, g->nodes[i].name);
+    }
+    return SB_OK;
+}
+
+// ---- run ----
+
+sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
+    if (!cx || !p || !b) return sb_fail(SB_ERR_INVALID_ARG, "exec_cuda: NULL context, plan or bindings");
+    const int32_t *rows = NULL;
+    SB_TRY(validate(p, b, &rows));
+    int64_t n_rows = 0;
+    for (int32_t i = 0; i < p->n_inputs; i++) {
+        const ir_node *n = &p->g->nodes[p->inputs[i].node];
+        int64_t cnt = n->op == IR_OP_TOKENS || n->op == IR_OP_POS || n->op == IR_OP_OUT_ROWS ? n->ne[0] : 0;
+        if (cnt > cx->max_tokens)
+            return sb_fail(SB_ERR_INVALID_ARG, "exec_cuda: input \"%s\" has %lld entries, the context takes %lld", p->inputs[i].name,
+                           (long long)cnt, (long long)cx->max_tokens);
+        if (n->op == IR_OP_OUT_ROWS) n_rows = n->ne[0];
+    }
+    cplan *c = NULL;
+    SB_TRY(cplan_get(cx, p, b, &c));
+    /* per-step inputs into the fixed device buffers (graph replays read them there) */
+    for (int32_t i = 0; i < p->n_inputs; i++) {
+        const plan_input *in = &p->inputs[i];
+        const ir_node *n = &p->g->nodes[in->node];
+        if (in->kind == IR_OP_TOKENS) SB_TRY(cu_memcpy_h2d(cx->d_tok, b->data[i], (size_t)n->ne[0] * 4, cx->s));
+        if (in->kind == IR_OP_POS) SB_TRY(cu_memcpy_h2d(cx->d_pos, b->data[i], (size_t)n->ne[0] * 4, cx->s));
+    }
+    if (n_rows > 0) {
+        if (!rows) {
+            for (int64_t k = 0; k < n_rows; k++) cx->h_rows[k] = (int32_t)(p->n_tokens - n_rows + k);
+            rows = cx->h_rows;
+        }
+        SB_TRY(cu_memcpy_h2d(cx->d_rows, rows, (size_t)n_rows * 4, cx->s));
+    }
+    crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena};
+    if (cx->graphs && p->n_tokens == 1) {
+        if (!c->graph || c->graph_arena != cx->arena) {
+            cu_graph_destroy(c->graph);
+            c->graph = NULL;
+            SB_TRY(cu_graph_begin(cx->s));
+            sb_status st = enqueue_all(&r);
+            cu_graph gr = NULL;
+            sb_status st2 = cu_graph_end(cx->s, &gr); /* always end the capture, even after a failed launch */
+            if (st != SB_OK) {
+                cu_graph_destroy(gr);
+                return st;
+            }
+            SB_TRY(st2);
+            c->graph = gr;
+            c->graph_arena = cx->arena;
+            c->n_kernels = r.n_kernels;
+            cx->st.graph_captures++;
+        }
+        SB_TRY(cu_graph_launch(c->graph, cx->s));
+        cx->st.graph_replays++;
+        cx->st.kernels_last_run = c->n_kernels;
+    } else {
+        SB_TRY(enqueue_all(&r));
+        cx->st.eager_runs++;
+        cx->st.kernels_last_run = r.n_kernels;
+    }
+    bool synced = false;
+    for (int32_t k = 0; out && k < p->n_outputs; k++) {
+        if (!out[k]) continue;
+        const ir_node *n = &p->g->nodes[p->outputs[k].node];
+        SB_TRY(cu_memcpy_d2h(out[k], dptr(&r, p->outputs[k].node), (size_t)ir_nelem(n) * sizeof(float), cx->s));
+        synced = true;
+    }
+    if (!synced) SB_TRY(cu_stream_sync(cx->s));
+    return SB_OK;
+}
+
+#endif

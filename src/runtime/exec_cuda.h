@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/exec_cuda.h — runs a plan on a CUDA device: walks the planned nodes in order and
+ * enqueues one hand-written kernel (backend/cuda/kernels.h) per node on one stream; a decode plan
+ * (T = 1) is captured once as a CUDA Graph and replayed for every step.
+ * Layer 2 (runtime). Device state lives in an exec_cuda context (one per session): the stream,
+ * a cache of device copies of the bound weights and KV caches keyed by their host pointer
+ * (weights uploaded once; a KV cache's host buffer is uploaded on first sight and from then on the
+ * device copy is the cache), one device arena (the largest plan's memory plan + attention split
+ * scratch), fixed device buffers for tokens / positions / out_rows (copied in before each run, so
+ * a captured graph reads each step's position from device memory).
+ * Inputs are validated on the host per run exactly as exec_cpu_run does. The first run of a plan
+ * may allocate; later runs allocate nothing. CUDA errors: SB_ERR_DEVICE with the CUDA text;
+ * device OOM: SB_ERR_OOM with bytes asked and free. Never aborts.
+ * Without CUDA in the build every entry point returns SB_ERR_UNSUPPORTED / false.
+ * Non-goals: NVRTC-generated kernels, several streams, multi-GPU, sharing weights across sessions.
+ */
+#ifndef SB_RUNTIME_EXEC_CUDA_H
+#define SB_RUNTIME_EXEC_CUDA_H
+
+#include "graph/plan.h"
+#include "runtime/exec_cpu.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct exec_cuda exec_cuda;
+
+typedef struct exec_cuda_stats {
+    int64_t eager_runs, graph_captures, graph_replays;
+    int32_t kernels_last_run;     /* launches enqueued by the last run (eager or captured) */
+    uint64_t device_bytes;        /* weights + KV + arena + staging on the device */
+} exec_cuda_stats;
+
+/* True when a CUDA device can be used; otherwise why (a CUDA error text, or "built without CUDA"). */
+bool exec_cuda_available(char *why, size_t cap);
+
+/* A context on device 0 for plans of at most max_tokens tokens (and out_rows entries). */
+sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out);
+void exec_cuda_free(exec_cuda *cx);
+
+/* Capture decode plans (T = 1) as CUDA Graphs (default on; env SB_CUDA_GRAPH=0 turns it off). */
+void exec_cuda_set_graphs(exec_cuda *cx, bool on);
+
+/* The CUDA plan target: q8_1 activations for weight types with a dp4a GEMV (Q4_0, Q5_0, Q8_0,
+ * Q4_K, Q5_K, Q6_K), f32 activations for all others; all fusions on. */
+void exec_cuda_target(plan_target *t);
+
+/* Can this build run every node of p on CUDA? SB_ERR_MODEL_TENSOR_TYPE naming the tensor, its
+ * type and the op otherwise (SB_ERR_UNSUPPORTED for shapes, e.g. head_dim > 256). */
+sb_status exec_cuda_check(const plan *p);
+
+/* Run p (which passed exec_cuda_check). b->data as for exec_cpu_run (host pointers; b->arena is
+ * not used). out[k] (may be NULL, or out itself NULL) receives output k's f32 values (its
+ * element count) on the host. Returns after the results are on the host. */
+sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out);
+
+/* Drop the per-plan device state of p (its captured graph); call before plan_free(p). */
+void exec_cuda_forget(exec_cuda *cx, const plan *p);
+
+/* Copy a KV cache's device contents back to its host buffer (tests; bytes = the cache's size). */
+sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes);
+
+exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx);
+
+#endif
