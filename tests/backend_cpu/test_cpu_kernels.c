@@ -9,7 +9,8 @@
  * k's block (float combination of exact int block sums: ~one rounding per block, plus the fp32
  * rounding inside dequantize, whose terms can exceed |w|); Q4_1/Q5_1 add 2^-10 * sum_b |m_b| *
  * (|s_b| + |d_b * sum q_b|), because their Q8_1 sum field s is fp16 (formats.md §3.3).
- * Outputs are NaN-poisoned and checked fully written; shapes include K = one block, N not a
+ * Weights also come as random bytes (fp16 scales made finite), covering bit patterns the quantizer
+ * never emits. Outputs are NaN-poisoned and checked fully written; shapes include K = one block, N not a
  * multiple of the thread split or of the 8-row tile, T = 1..17 (4-token groups plus tails; T >= 8
  * takes the decoded-tile GEMM on avx512). Seed printed; set
  * SB_TEST_SEED to replay.
@@ -75,8 +76,32 @@ static double q8_1_s_slack(int wt, const void *wrow, const void *arow, int64_t K
     return slack * (1.0 / 1024);
 }
 
+/* Random-byte weights: every bit pattern of the packed fields (6-bit scales with high bits set,
+ * int8 scales of -128, all qh/hmask combinations) rather than only what the quantizer emits. The
+ * fp16 scale fields are then overwritten with finite values in [2^-8, 1) of random sign. */
+static void random_blocks(int wt, unsigned char *dst, size_t bytes) {
+    for (size_t i = 0; i < bytes; i++) dst[i] = (unsigned char)test_rand_u64(&rng);
+    int offs[2] = {-1, -1};
+    switch (wt) {
+    case SB_TYPE_Q4_0: case SB_TYPE_Q5_0: case SB_TYPE_Q8_0: case SB_TYPE_IQ4_NL:
+    case SB_TYPE_IQ4_XS: offs[0] = 0; break;
+    case SB_TYPE_Q4_1: case SB_TYPE_Q5_1: case SB_TYPE_Q4_K: case SB_TYPE_Q5_K: offs[0] = 0, offs[1] = 2; break;
+    case SB_TYPE_Q2_K: offs[0] = 80, offs[1] = 82; break;
+    case SB_TYPE_Q3_K: offs[0] = 108; break;
+    case SB_TYPE_Q6_K: offs[0] = 208; break;
+    default: return;
+    }
+    const size_t bs = (size_t)qk_get(wt)->type_size;
+    for (size_t b = 0; b + bs <= bytes; b += bs)
+        for (int k = 0; k < 2; k++)
+            if (offs[k] >= 0) {
+                uint16_t h = (uint16_t)((test_rand_u64(&rng) & 0x83FF) | (uint16_t)((7 + test_rand_u64(&rng) % 8) << 10));
+                memcpy(dst + b + (size_t)offs[k], &h, 2);
+            }
+}
+
 /* One (type, K, N, T) case on the active ISA; returns failures. */
-static int run_case(int wt, int64_t K, int64_t N, int64_t T, tp_pool *pool) {
+static int run_case_w(int wt, int64_t K, int64_t N, int64_t T, tp_pool *pool, int raw_bytes) {
     const qk_traits *tr = qk_get(wt);
     const int at = cpu_act_type(wt);
     const qk_traits *ta = qk_get(at);
@@ -91,7 +116,9 @@ static int run_case(int wt, int64_t K, int64_t N, int64_t T, tp_pool *pool) {
     int fails = 0;
     fill_random(wf, N * K);
     fill_random(af, T * K);
-    if (qk_quantize_chunk(wt, wf, wq, N, K) != SB_OK) {
+    if (raw_bytes && tr->is_quantized) {
+        random_blocks(wt, wq, wrb * (size_t)N);
+    } else if (qk_quantize_chunk(wt, wf, wq, N, K) != SB_OK) {
         fprintf(stderr, "quantize %s failed: %s\n", tr->name, sb_last_error());
         fails++;
         goto done;
@@ -153,6 +180,8 @@ done:
     return fails;
 }
 
+static int run_case(int wt, int64_t K, int64_t N, int64_t T, tp_pool *pool) { return run_case_w(wt, K, N, T, pool, 0); }
+
 int main(void) {
     const char *env = getenv("SB_TEST_SEED");
     uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) * 2654435761u + 1;
@@ -207,6 +236,9 @@ int main(void) {
             worst_ratio = 0.0;
             for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
                 fails += run_case(wt, cases[c].K, cases[c].N, cases[c].T, cases[c].pool);
+            /* random-byte blocks: GEMV and the tile GEMM */
+            fails += run_case_w(wt, unit * 3, 13, 1, pool2, 1);
+            fails += run_case_w(wt, unit * 3, 13, 9, pool2, 1);
             CHECKF(fails == 0, "%s on %s: %d mismatches", qk_get(wt)->name, cpu_isa_name((cpu_isa)isa), fails);
             printf("%-7s %-6s max err/tol %.4f\n", cpu_isa_name((cpu_isa)isa), qk_get(wt)->name, worst_ratio);
         }
