@@ -230,7 +230,7 @@ static sb_status fallback(rt_qstate *st, const char *name, const int64_t ne[4], 
                        qk_get(t)->name, qk_get(t)->name);
     }
     if (ne[0] % blck(r) != 0) r = SB_TYPE_F16;
-    sb_log(SB_LOG_INFO, "quantize: %s: row length %lld is not a multiple of %d (%s): falling back to %s", name,
+    sb_log(SB_LOG_DEBUG, "quantize: %s: row length %lld is not a multiple of %d (%s): falling back to %s", name,
            (long long)ne[0], blck(t), qk_get(t)->name, qk_get(r)->name);
     *type = r;
     return SB_OK;

@@ -344,7 +344,7 @@ sb_status rt_synth_model(const char *preset, const char *out, const rt_synth_opt
         }
         n_vocab = (int64_t)tk->count;
         if (n_vocab != p->n_vocab)
-            sb_log(SB_LOG_INFO, "synth: %s has %lld tokens; preset %s has %d: token_embd gets %lld rows", o->vocab_path,
+            sb_log(SB_LOG_WARN, "synth: %s has %lld tokens; preset %s has %d: token_embd gets %lld rows", o->vocab_path,
                    (long long)n_vocab, p->name, p->n_vocab, (long long)n_vocab);
     }
     if ((s = gguf_writer_create(&w)) != SB_OK) goto done;

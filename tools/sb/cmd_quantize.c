@@ -23,7 +23,8 @@ void sb_cli_log(sb_log_level level, const char *msg, void *user) {
         fputs("\r\033[K", stderr);
         bar_drawn = 0;
     }
-    fprintf(stderr, "%s: %s\n", level == SB_LOG_ERROR ? "error" : level == SB_LOG_WARN ? "warning" : "info", msg);
+    fprintf(stderr, "%s: %s\n",
+            level == SB_LOG_ERROR ? "error" : level == SB_LOG_WARN ? "warning" : level == SB_LOG_INFO ? "info" : "debug", msg);
 }
 
 int sb_cli_progress(void *user, uint64_t done, uint64_t total, const char *what) {
@@ -67,7 +68,7 @@ static void usage(FILE *f) {
     fprintf(f, "\n"
                "                (llama-quantize's per-tensor mixes; the tensor data equals llama-quantize's)\n"
                "  --threads N   worker threads (default: all cores)\n"
-               "  -v            also print per-tensor decisions (fallback types)\n"
+               "  -v            also print each tensor's type decision and shape fallbacks\n"
                "A quantized input is dequantized first (with a warning). The output is written to a\n"
                "temporary file and renamed when complete.\n");
 }
@@ -104,7 +105,7 @@ int cmd_quantize(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    sb_log_set(sb_cli_log, NULL, verbose ? SB_LOG_INFO : SB_LOG_WARN);
+    sb_log_set(sb_cli_log, NULL, verbose ? SB_LOG_DEBUG : SB_LOG_WARN);
     if (isatty(2)) p.progress = sb_cli_progress;
     sb_status s = sb_quantize_file(pos[0], pos[1], pos[2], &p);
     sb_log_set(NULL, NULL, SB_LOG_WARN);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: sb synth --preset NAME -o OUT.gguf [--type TYPE] [--vocab VOCAB.gguf] [--seed N] [--threads N]\n"
+    fprintf(f, "usage: sb synth --preset NAME -o OUT.gguf [--type TYPE] [--vocab VOCAB.gguf] [--seed N] [--threads N] [-v]\n"
                "       sb synth --list\n"
                "  --preset NAME   model shape (see --list)\n"
                "  -o OUT.gguf     output file (written to a temporary file, then renamed)\n"
@@ -22,12 +22,14 @@ static void usage(FILE *f) {
                "                  byte-fallback SentencePiece vocabulary of the preset's size)\n"
                "  --seed N        RNG seed (default 0); same seed, same file\n"
                "  --threads N     worker threads (default: all cores)\n"
+               "  -v              print fallback types and other details\n"
                "presets:\n");
     for (int i = 0; sb_synth_preset_name(i); i++) fprintf(f, "  %-14s %s\n", sb_synth_preset_name(i), sb_synth_preset_desc(i));
 }
 
 int cmd_synth(int argc, char **argv) {
     const char *preset = NULL, *out = NULL;
+    int verbose = 0;
     sb_synth_params p = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -35,6 +37,8 @@ int cmd_synth(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "--list")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(a, "-v")) {
+            verbose = 1;
         } else if (!strcmp(a, "--preset") && more) {
             preset = argv[++i];
         } else if (!strcmp(a, "-o") && more) {
@@ -66,7 +70,7 @@ int cmd_synth(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    sb_log_set(sb_cli_log, NULL, SB_LOG_INFO);
+    sb_log_set(sb_cli_log, NULL, verbose ? SB_LOG_DEBUG : SB_LOG_WARN);
     if (isatty(2)) p.progress = sb_cli_progress;
     sb_status s = sb_synth_model(preset, out, &p);
     sb_log_set(NULL, NULL, SB_LOG_WARN);
