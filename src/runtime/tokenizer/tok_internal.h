@@ -84,6 +84,8 @@ struct tok_vocab {
     sb_strview *ws_prev;
     int32_t n_ws_prev;
     tok_strmap ws_prev_map;
+    bool ws_prev_ascii[128];   /* the same for 1-byte characters */
+    int32_t char_tok[128];     /* SPM/Gemma 4: token of each ASCII character, -1 if none */
     bool no_runs;         /* tests only: no run cutting, no word cache (the plain reference loops) */
     tok_chat_kind chat;
 };

@@ -220,8 +220,10 @@ static sb_status merge_emit_runs(sess *s, int32_t k) {
         if (i < k) {
             if (v->no_runs) continue;
             const sym *y = &s->sy[i], *p = &s->sy[i - 1];
-            if (!is_space_mark(s, y) || is_space_mark(s, p) ||
-                tok_strmap_get(&v->ws_prev_map, s->text + p->start, p->n) >= 0)
+            if (!is_space_mark(s, y) || is_space_mark(s, p)) continue;
+            unsigned char c0 = (unsigned char)s->text[p->start];
+            if (p->n == 1 && c0 < 128 ? v->ws_prev_ascii[c0]
+                                      : tok_strmap_get(&v->ws_prev_map, s->text + p->start, p->n) >= 0)
                 continue;
         }
         const char *w = s->text + s->sy[a].start;
@@ -233,6 +235,11 @@ static sb_status merge_emit_runs(sess *s, int32_t k) {
             continue;
         }
         size_t from = s->out->n;
+        for (int32_t j = a; j < i; j++) { /* ids of the run's characters (ASCII from a table) */
+            sym *y = &s->sy[j];
+            unsigned char c0 = (unsigned char)s->text[y->start];
+            y->id = y->n == 1 && c0 < 128 ? v->char_tok[c0] : tok_strmap_get(&v->text_map, s->text + y->start, y->n);
+        }
         SB_TRY(merge_range(s, a, i));
         for (int32_t j = a; j >= 0; j = s->sy[j].next) {
             const sym *y = &s->sy[j];
@@ -288,7 +295,7 @@ static sb_status spm_fragment(sess *s, const char *p, size_t n, bool prefix) {
     if (o > UINT32_MAX) return sb_fail(SB_ERR_TEXT_TOO_LONG, "tokenizer: escaped fragment of %zu bytes", o);
     s->text = s->buf;
     int32_t k;
-    SB_TRY(make_chars(s, o, true, &k));
+    SB_TRY(make_chars(s, o, false, &k));
     return merge_emit_runs(s, k);
 }
 
@@ -303,7 +310,7 @@ static sb_status gemma4_run(sess *s, size_t start, size_t n) {
     }
     s->text = p;
     int32_t k;
-    SB_TRY(make_chars(s, n, true, &k));
+    SB_TRY(make_chars(s, n, false, &k));
     return merge_emit_runs(s, k);
 }
 

@@ -363,6 +363,10 @@ static sb_strview last_unit(const sb_strview *a) {
 }
 
 static sb_status build_ws_prev(tok_vocab *v) {
+    for (int c = 0; c < 128; c++) {
+        char ch = (char)c;
+        v->char_tok[c] = tok_find(v, &ch, 1);
+    }
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {
             int32_t n = v->n_ws_prev;
@@ -388,6 +392,9 @@ static sb_status build_ws_prev(tok_vocab *v) {
             }
         }
     }
+    for (int32_t k = 0; k < v->n_ws_prev; k++)
+        if (v->ws_prev[k].len == 1 && (unsigned char)v->ws_prev[k].ptr[0] < 128)
+            v->ws_prev_ascii[(unsigned char)v->ws_prev[k].ptr[0]] = true;
     return SB_OK;
 }
 
