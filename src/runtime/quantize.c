@@ -417,6 +417,35 @@ static sb_status check_finite_raw(int type, const void *data, uint64_t n, const 
     return SB_OK;
 }
 
+/* ggml_validate_row_data on what was written: F16/BF16 elements and the fp16 scales of every block
+ * must be finite (an input too large for the type overflows them; llama-quantize then fails). */
+static sb_status check_output(int type, const uint8_t *q, uint64_t nbytes, const char *name) {
+    int off[2] = {-1, -1};
+    switch (type) {
+    case SB_TYPE_F16: case SB_TYPE_BF16:
+        if (check_finite_raw(type, q, nbytes / 2, name) != SB_OK)
+            return sb_fail(SB_ERR_RANGE, "quantize: tensor \"%s\": a value is too large for %s (it becomes infinite)",
+                           name, qk_get(type)->name);
+        return SB_OK;
+    case SB_TYPE_Q4_0: case SB_TYPE_Q5_0: case SB_TYPE_Q8_0: case SB_TYPE_IQ4_NL: case SB_TYPE_IQ4_XS: off[0] = 0; break;
+    case SB_TYPE_Q4_1: case SB_TYPE_Q5_1: case SB_TYPE_Q4_K: case SB_TYPE_Q5_K: off[0] = 0; off[1] = 2; break;
+    case SB_TYPE_Q2_K: off[0] = 80; off[1] = 82; break;
+    case SB_TYPE_Q3_K: off[0] = 108; break;
+    case SB_TYPE_Q6_K: off[0] = 208; break;
+    default: return SB_OK;
+    }
+    const uint64_t bs = (uint64_t)qk_get(type)->type_size;
+    for (uint64_t b = 0; b < nbytes / bs; b++)
+        for (int k = 0; k < 2 && off[k] >= 0; k++) {
+            const uint8_t *h = q + b * bs + off[k];
+            if (((uint16_t)(h[0] | h[1] << 8) & 0x7C00) == 0x7C00)
+                return sb_fail(SB_ERR_RANGE, "quantize: tensor \"%s\": block %llu of the %s data has a non-finite "
+                               "scale: the input values are too large for this type", name, (unsigned long long)b,
+                               qk_get(type)->name);
+        }
+    return SB_OK;
+}
+
 sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel *model, const rt_qtensor *ts,
                               int64_t n, rt_fill_fn fill, void *fill_ctx, const char *out, const rt_qopts *o) {
     if (!w || !m || !model || (!ts && n) || n < 0 || !out) return sb_fail(SB_ERR_INVALID_ARG, "quantize: NULL argument");
@@ -558,6 +587,7 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
                 goto done;
             }
             data = scratch + p->off;
+            if ((s = check_output(p->type, scratch + p->off, p->nbytes, t->name)) != SB_OK) goto done;
         } else if (p->convert) {
             data = scratch ? scratch + p->off : NULL;
         } else if ((s = check_finite_raw(t->type, t->data, nel, t->name)) != SB_OK) {

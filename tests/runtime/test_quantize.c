@@ -365,6 +365,18 @@ static void file_tests(void) {
     CHECK(s == SB_ERR_MODEL_NAN && strstr(sb_last_error(), "blk.0.attn_norm.weight"));
     CHECK(!file_exists(out) && !dir_has_leftovers());
 
+    // finite input too large for the output type: F16 overflows, Q8_0's fp16 scale overflows
+    write_model(in, -1, 1e6f, 1.0f);
+    s = rt_quantize_file(in, out, "F16", NULL);
+    CHECKF(s == SB_ERR_RANGE && strstr(sb_last_error(), "blk.0.attn_q.weight"), "%s: %s", sb_status_str(s), sb_last_error());
+    s = rt_quantize_file(in, out, "Q8_0", NULL);
+    CHECK(s == SB_OK); /* 1e6 / 127 fits an fp16 scale */
+    unlink(out);
+    write_model(in, -1, 1e8f, 1.0f);
+    s = rt_quantize_file(in, out, "Q8_0", NULL);
+    CHECKF(s == SB_ERR_RANGE && strstr(sb_last_error(), "non-finite scale"), "%s: %s", sb_status_str(s), sb_last_error());
+    CHECK(!file_exists(out) && !dir_has_leftovers());
+
     // cancel from the progress callback: no output, nothing left behind
     write_model(in, SB_TYPE_F16, 0.5f, 1.0f);
     int calls = 0;
