@@ -558,7 +558,8 @@ typedef struct sb_quantize_params {
  * Errors: SB_ERR_INVALID_ARG (NULL args, unknown type name: the valid ones are listed),
  * SB_ERR_IO, SB_ERR_OOM, SB_ERR_FORMAT_* (bad input), SB_ERR_UNSUPPORTED (a tensor type that
  * cannot be converted, or a shape no type fits: the tensor and type are named), SB_ERR_MODEL_NAN
- * (non-finite input value), SB_ERR_CANCELLED. */
+ * (a non-finite value in an F32/F16/BF16 input tensor), SB_ERR_RANGE (a value too large for the
+ * output type: an F16 element or a block's fp16 scale would be infinite), SB_ERR_CANCELLED. */
 SB_API sb_status sb_quantize_file(const char *in, const char *out, const char *type_name,
                                   const sb_quantize_params *p);
 
