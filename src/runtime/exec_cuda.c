@@ -34,6 +34,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
 }
 void exec_cuda_free(exec_cuda *cx) { (void)cx; }
 void exec_cuda_set_graphs(exec_cuda *cx, bool on) { (void)cx, (void)on; }
+void exec_cuda_set_poison(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_target(plan_target *t) { plan_target_reference(t); }
 sb_status exec_cuda_check(const plan *p) { return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend"); }
 sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
@@ -78,7 +79,7 @@ struct exec_cuda {
     int32_t *d_tok, *d_pos, *d_rows;
     int32_t *h_rows;      /* default out_rows staging */
     int64_t max_tokens;
-    bool graphs;
+    bool graphs, poison;
     int sms;
     exec_cuda_stats st;
 };
@@ -145,6 +146,7 @@ void exec_cuda_free(exec_cuda *cx) {
 }
 
 void exec_cuda_set_graphs(exec_cuda *cx, bool on) { cx->graphs = on; }
+void exec_cuda_set_poison(exec_cuda *cx, bool on) { cx->poison = on; }
 exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx) { return cx->st; }
 
 void exec_cuda_forget(exec_cuda *cx, const plan *p) {
@@ -536,6 +538,7 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
         }
         SB_TRY(cu_memcpy_h2d(cx->d_rows, rows, (size_t)n_rows * 4, cx->s));
     }
+    if (cx->poison) SB_TRY(cu_memset(cx->arena, 0xFF, (size_t)cx->arena_bytes, cx->s));
     crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena};
     if (cx->graphs && p->n_tokens == 1) {
         if (!c->graph || c->graph_arena != cx->arena) {

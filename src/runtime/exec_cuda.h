@@ -42,6 +42,10 @@ void exec_cuda_free(exec_cuda *cx);
 /* Capture decode plans (T = 1) as CUDA Graphs (default on; env SB_CUDA_GRAPH=0 turns it off). */
 void exec_cuda_set_graphs(exec_cuda *cx, bool on);
 
+/* Fill the device arena with 0xFF bytes (f32 NaN) before every run, so a value some kernel
+ * fails to write shows up as NaN (tests). */
+void exec_cuda_set_poison(exec_cuda *cx, bool on);
+
 /* The CUDA plan target: q8_1 activations for weight types with a dp4a GEMV (Q4_0, Q5_0, Q8_0,
  * Q4_K, Q5_K, Q6_K), f32 activations for all others; all fusions on. */
 void exec_cuda_target(plan_target *t);

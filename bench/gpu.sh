@@ -1,0 +1,80 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
+# bench/gpu.sh — one run on a GPU machine does it all: build for sm_90, run the CUDA tests (every
+# kernel family vs the CPU reference; every test model vs llama.cpp's logits, vs the CPU executor,
+# graph replay vs eager, prefix reuse), synthesize the Qwen2.5-0.5B-shape Q4_K_M file, run
+# `sb bench --device cuda` (pp512, tg64 at depth 0 and 4096, --prefix 512,64; eager vs CUDA graph)
+# and print a short table last, with ratios to llama.cpp's H200 numbers (PERFORMANCE.md).
+# Usage: bench/gpu.sh [OUTDIR]   (env: SB_TESTDATA = the shared testdata folder; default
+# ../shared/testdata, or .gpudata when that exists — a carried subset for machines without it;
+# SB_PREBUILT = a folder with sb, libsonicboom.so.0 and the test binaries, used if the build fails).
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUTD=${1:-${OUT:-$ROOT/gpu-out}}
+mkdir -p "$OUTD"
+DATA=${SB_TESTDATA:-$ROOT/../shared/testdata}
+[ -d "$ROOT/.gpudata" ] && [ -z "${SB_TESTDATA:-}" ] && DATA=$ROOT/.gpudata
+export SB_TESTDATA="$DATA"
+BUILD=${SB_BUILD_DIR:-$ROOT/build-gpu}
+MODEL=${SB_BENCH_MODEL:-/tmp/qwen2.5-0.5b-q4_k_m.gguf}
+NP=$(nproc 2>/dev/null || echo 4)
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUTD/gpu.txt"
+
+# ---- build (sm_90 only: the five-architecture default takes much longer) ----
+t0=$(date +%s)
+if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUTD/cmake.log" 2>&1 &&
+   cmake --build "$BUILD" -j"$NP" --target sb runtime_test_cuda_ops runtime_test_cuda_models >"$OUTD/build.log" 2>&1; then
+    BIN=$BUILD; TBIN=$BUILD/tests
+    echo "build: $(( $(date +%s) - t0 )) s (sm_90)"
+else
+    echo "build FAILED after $(( $(date +%s) - t0 )) s:"; tail -15 "$OUTD/cmake.log" "$OUTD/build.log" 2>/dev/null
+    PRE=${SB_PREBUILT:-$ROOT/.gpubin}
+    [ -x "$PRE/sb" ] || { echo "no prebuilt binaries in $PRE"; exit 1; }
+    echo "using the prebuilt binaries in $PRE"
+    BIN=$PRE; TBIN=$PRE; export LD_LIBRARY_PATH="$PRE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+
+# ---- correctness ----
+cd "$ROOT"
+timeout 60 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops.log" 2>&1; ops_rc=$?
+grep -E "FAIL|SKIP|passed" "$OUTD/test_cuda_ops.log" | head -40
+timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models.log" 2>&1; models_rc=$?
+cat "$OUTD/test_cuda_models.log" | grep -v "^$" | head -80
+
+# ---- benchmark ----
+if [ ! -f "$MODEL" ]; then
+    t0=$(date +%s)
+    timeout 120 "$BIN/sb" synth --preset qwen2.5-0.5b --vocab "$DATA/vocab/ggml-vocab-qwen2.gguf" --type Q4_K_M -o "$MODEL" >"$OUTD/synth.log" 2>&1 ||
+        { echo "synth failed:"; tail -5 "$OUTD/synth.log"; }
+    echo "synth: $(( $(date +%s) - t0 )) s"
+fi
+"$BIN/sb" info "$MODEL" 2>&1 | head -30 >"$OUTD/info.txt"
+timeout 120 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 0,4096 --prefix 512,64 >"$OUTD/bench.md" 2>&1; bench_rc=$?
+SB_CUDA_GRAPH=0 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0 >"$OUTD/bench_eager.md" 2>&1
+cat "$OUTD/bench.md" "$OUTD/bench_eager.md"
+
+# ---- summary ----
+echo
+echo "== summary (H200; llama.cpp September 2026: pp512 52,122, tg64 908, tg64 @ d4096 797 tok/s) =="
+echo "tests: cuda_ops rc=$ops_rc ($(grep -c FAIL "$OUTD/test_cuda_ops.log") FAIL lines), cuda_models rc=$models_rc ($(grep -c FAIL "$OUTD/test_cuda_models.log") FAIL lines)"
+python3 - "$OUTD/bench.md" "$OUTD/bench_eager.md" <<'PY'
+import sys, re
+ref = {"pp512": 52122.0, "tg64": 908.0, "tg64 @ d4096": 797.0, "pp512 @ d4096": None}
+print("| test | mode | tok/s | vs llama.cpp | GB/s | % of 4.27 TB/s |")
+print("| --- | --- | ---: | ---: | ---: | ---: |")
+for path, mode in ((sys.argv[1], "graph"), (sys.argv[2], "eager")):
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        continue
+    for l in lines:
+        c = [x.strip() for x in l.strip().strip("|").split("|")]
+        if len(c) < 9 or not re.match(r"^(pp|tg)\d", c[5]):
+            if l.startswith("first token"): print("|", l, "| | | | |")
+            continue
+        ts = float(c[6].split()[0])
+        r = ref.get(c[5])
+        print(f"| {c[5]} | {mode if c[5].startswith('tg') else '-'} | {ts:,.0f} | {'%.2fx' % (ts / r) if r else ''} | {c[7]} | {c[8]} |")
+PY
+exit 0

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * tests/runtime/test_cuda_ops.c — every CUDA kernel family against the plain-C reference ops, on
+ * fresh random inputs, through small graphs: the same graph is planned for the CUDA target (run by
+ * exec_cuda with the device arena poisoned with NaN before each run) and for the reference target
+ * (run by exec_cpu: unfused ops_ref.c, f32 activations, f64 matmul sums), and the outputs are
+ * compared by NMSE. Families: get_rows (every readable type), matmul (q8_1 dp4a GEMV per type and
+ * T = 1..13 including 8-token tiles; f32-activation GEMV for float and other types), fused RMSNorm
+ * chains, RMSNorm+quantize, GLU(+quantize), elementwise (scale/softcap/silu/gelu), RoPE
+ * NORMAL/NEOX with freq factors, kv_store + attention (F32/F16 cache, GQA, window, softcap,
+ * prefill and split-K decode).
+ * Limits: exact paths 1e-10; q8_1-activation paths 5e-4 (8-bit activations: ~5e-5 expected).
+ * SKIPs (exit 0, with the reason) when no CUDA device is usable — CI has none.
+ */
+#include "runtime/exec_cuda.h"
+#include "runtime/exec_cpu.h"
+#include "graph/ir.h"
+#include "graph/plan.h"
+#include "ops/ops_ref.h"
+#include "quant/types.h"
+#include "base/status.h"
+#include "test.h"
+
+#define MAXB 8
+
+typedef struct binds {
+    const char *name[MAXB];
+    void *data[MAXB];
+    int n;
+    int32_t *tok, *pos;
+} binds;
+
+static uint64_t seed = 0x5B0C0DA;
+
+static float *rnd(int64_t n, float scale) {
+    float *x = malloc((size_t)n * sizeof *x);
+    for (int64_t i = 0; i < n; i++) x[i] = scale * test_rand_normal(&seed);
+    return x;
+}
+
+/* rows of n f32 values quantized to type (a fresh buffer) */
+static void *quant_rows(int type, const float *x, int64_t n, int64_t rows) {
+    if (type == SB_TYPE_F32) {
+        void *d = malloc((size_t)(n * rows) * 4);
+        memcpy(d, x, (size_t)(n * rows) * 4);
+        return d;
+    }
+    uint64_t rb = op_row_bytes(type, n);
+    uint8_t *d = malloc((size_t)(rb * (uint64_t)rows));
+    for (int64_t r = 0; r < rows; r++) op_quantize_row(d + rb * (uint64_t)r, type, x + r * n, n);
+    return d;
+}
+
+static sb_status bind(const plan *p, const binds *b, void **data) {
+    for (int32_t i = 0; i < p->n_inputs; i++) {
+        const plan_input *in = &p->inputs[i];
+        data[i] = NULL;
+        if (in->kind == IR_OP_TOKENS) data[i] = b->tok;
+        else if (in->kind == IR_OP_POS) data[i] = b->pos;
+        else if (in->kind == IR_OP_OUT_ROWS) data[i] = NULL;
+        else
+            for (int k = 0; k < b->n; k++)
+                if (!strcmp(b->name[k], in->name)) data[i] = b->data[k];
+        if (!data[i] && in->kind != IR_OP_OUT_ROWS) return sb_fail(SB_ERR_INTERNAL, "test: input %s unbound", in->name);
+    }
+    return SB_OK;
+}
+
+/* Run g (output 0) on the reference CPU target and on CUDA; returns the NMSE (or 1e30 on error). */
+static double run_both(ir_graph *g, const binds *b, const char *label) {
+    plan *pr = NULL, *pc = NULL;
+    plan_target tr, tc;
+    plan_target_reference(&tr);
+    exec_cuda_target(&tc);
+    double res = 1e30;
+    void *dr[64], *dc[64];
+    float *yr = NULL, *yc = NULL;
+    exec_cuda *cx = NULL;
+    void *arena = NULL;
+    sb_status s = plan_build(g, &tr, NULL, &pr);
+    if (s == SB_OK) s = plan_build(g, &tc, NULL, &pc);
+    if (s == SB_OK) s = exec_cuda_check(pc);
+    if (s == SB_OK) s = bind(pr, b, dr);
+    if (s == SB_OK) s = bind(pc, b, dc);
+    if (s != SB_OK) goto out;
+    const ir_node *on = &pc->g->nodes[pc->outputs[0].node];
+    int64_t n = ir_nelem(on);
+    yc = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) yc[i] = NAN;
+    s = exec_cuda_create(64, &cx);
+    if (s != SB_OK) goto out;
+    exec_cuda_set_poison(cx, true);
+    exec_bindings ebc = {.data = dc, .n_data = pc->n_inputs};
+    float *outs[1] = {yc};
+    s = exec_cuda_run(cx, pc, &ebc, outs);
+    if (s != SB_OK) goto out;
+    uint64_t ab = exec_cpu_arena_bytes(pr, 1);
+    arena = aligned_alloc(PLAN_ALIGN, (ab + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN);
+    exec_bindings ebr = {.data = dr, .n_data = pr->n_inputs, .arena = arena, .arena_bytes = ab};
+    const float *ro[4] = {0};
+    s = exec_cpu_run(pr, &ebr, NULL, ro);
+    if (s != SB_OK) goto out;
+    yr = malloc((size_t)n * 4);
+    memcpy(yr, ro[0], (size_t)n * 4);
+    double num = 0, den = 0;
+    int64_t nan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (yc[i] != yc[i]) nan++;
+        num += ((double)yc[i] - yr[i]) * ((double)yc[i] - yr[i]);
+        den += (double)yr[i] * yr[i];
+    }
+    res = nan ? 1e30 : den > 0 ? num / den : num;
+    if (nan) fprintf(stderr, "%s: %lld of %lld outputs NaN (unwritten)\n", label, (long long)nan, (long long)n);
+out:
+    if (s != SB_OK) fprintf(stderr, "%s: %s: %s\n", label, sb_status_str(s), sb_last_error());
+    exec_cuda_free(cx);
+    plan_free(pr);
+    plan_free(pc);
+    free(arena);
+    free(yr);
+    free(yc);
+    return res;
+}
+
+static void expect(double nmse, double limit, const char *label) {
+    printf("%-44s NMSE %.3e (limit %.0e)%s\n", label, nmse, limit, nmse <= limit ? "" : "  FAIL");
+    CHECKF(nmse <= limit, "%s: NMSE %.3e > %.0e", label, nmse, limit);
+}
+
+// ---- families ----
+
+static const int all_types[] = {SB_TYPE_F32, SB_TYPE_F16, SB_TYPE_BF16, SB_TYPE_Q4_0, SB_TYPE_Q4_1, SB_TYPE_Q5_0, SB_TYPE_Q5_1,
+                                SB_TYPE_Q8_0, SB_TYPE_Q2_K, SB_TYPE_Q3_K, SB_TYPE_Q4_K, SB_TYPE_Q5_K, SB_TYPE_Q6_K,
+                                SB_TYPE_IQ4_NL, SB_TYPE_IQ4_XS};
+#define N_TYPES ((int)(sizeof all_types / sizeof all_types[0]))
+
+static bool mmvq_type(int t) {
+    return t == SB_TYPE_Q4_0 || t == SB_TYPE_Q5_0 || t == SB_TYPE_Q8_0 || t == SB_TYPE_Q4_K || t == SB_TYPE_Q5_K || t == SB_TYPE_Q6_K;
+}
+
+static void test_get_rows(void) {
+    const int64_t E = 512, V = 40, T = 7;
+    for (int k = 0; k < N_TYPES; k++) {
+        int t = all_types[k];
+        float *wf = rnd(E * V, 0.5f);
+        void *w = quant_rows(t, wf, E, V);
+        int32_t tok[7] = {0, 39, 5, 5, 17, 1, 38};
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref wr = ir_input_weight(g, "w", t, (int64_t[4]){E, V, 1, 1});
+        ir_output(g, ir_get_rows(g, wr, ir_input_tokens(g, T)), "y");
+        binds b = {.name = {"w"}, .data = {w}, .n = 1, .tok = tok};
+        char label[96];
+        snprintf(label, sizeof label, "get_rows %s", ir_dtype_name(t));
+        expect(run_both(g, &b, label), 1e-12, label);
+        ir_graph_free(g);
+        free(wf);
+        free(w);
+    }
+}
+
+static void test_matmul(void) {
+    const int64_t K = 512, N = 67;
+    const int64_t Ts[] = {1, 2, 5, 8, 13};
+    for (int k = 0; k < N_TYPES; k++) {
+        int t = all_types[k];
+        for (int j = 0; j < 5; j++) {
+            int64_t T = Ts[j];
+            if (!mmvq_type(t) && T != 1 && T != 13) continue;
+            float *wf = rnd(K * N, 0.1f), *x = rnd(K * T, 1.0f);
+            void *w = quant_rows(t, wf, K, N);
+            ir_graph *g;
+            ir_graph_create(&g);
+            ir_ref wr = ir_input_weight(g, "w", t, (int64_t[4]){K, N, 1, 1});
+            ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, T, 1, 1});
+            ir_output(g, ir_matmul(g, wr, xr), "y");
+            binds b = {.name = {"w", "x"}, .data = {w, x}, .n = 2};
+            char label[96];
+            snprintf(label, sizeof label, "matmul %s T=%lld (%s)", ir_dtype_name(t), (long long)T, mmvq_type(t) ? "q8_1 dp4a" : "f32");
+            expect(run_both(g, &b, label), mmvq_type(t) ? 5e-4 : 1e-10, label);
+            ir_graph_free(g);
+            free(wf);
+            free(x);
+            free(w);
+        }
+    }
+}
+
+static void test_norm_glu_ew(void) {
+    const int64_t E = 896, T = 5, F = 256, N = 40;
+    float *x = rnd(E * T, 2.0f), *w = rnd(E, 1.0f), *r = rnd(E * T, 1.0f);
+    float *gt = rnd(F * T, 2.0f), *ut = rnd(F * T, 1.0f), *wq = rnd(E * N, 0.1f), *wd = rnd(F * N, 0.1f);
+    void *wq8 = quant_rows(SB_TYPE_Q8_0, wq, E, N), *wd4 = quant_rows(SB_TYPE_Q4_K, wd, F, N);
+    binds b = {.name = {"x", "w", "r", "g", "u", "wq", "wd"}, .data = {x, w, r, gt, ut, wq8, wd4}, .n = 7};
+    ir_graph *g;
+    /* FUSED: x + rms_norm(x) * w + r */
+    ir_graph_create(&g);
+    ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, T, 1, 1});
+    ir_ref wr = ir_input_weight(g, "w", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
+    ir_ref rr = ir_input_weight(g, "r", SB_TYPE_F32, (int64_t[4]){E, T, 1, 1});
+    ir_output(g, ir_add(g, ir_mul(g, ir_rms_norm(g, xr, 1e-6f), wr), rr), "y");
+    expect(run_both(g, &b, "fused rms_norm*w+r"), 1e-10, "fused rms_norm*w+r");
+    ir_graph_free(g);
+    /* RMS_NORM_QUANT feeding a Q8_0 matmul */
+    ir_graph_create(&g);
+    xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, T, 1, 1});
+    wr = ir_input_weight(g, "w", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
+    ir_ref m = ir_input_weight(g, "wq", SB_TYPE_Q8_0, (int64_t[4]){E, N, 1, 1});
+    ir_output(g, ir_matmul(g, m, ir_mul(g, ir_rms_norm(g, xr, 1e-5f), wr)), "y");
+    expect(run_both(g, &b, "rms_norm_quant -> matmul q8_0"), 5e-4, "rms_norm_quant -> matmul q8_0");
+    ir_graph_free(g);
+    /* GLU_QUANT (swiglu, geglu) feeding a Q4_K matmul, and plain GLU */
+    for (int ge = 0; ge < 2; ge++) {
+        ir_graph_create(&g);
+        ir_ref gr = ir_input_weight(g, "g", SB_TYPE_F32, (int64_t[4]){F, T, 1, 1});
+        ir_ref ur = ir_input_weight(g, "u", SB_TYPE_F32, (int64_t[4]){F, T, 1, 1});
+        ir_ref d = ir_input_weight(g, "wd", SB_TYPE_Q4_K, (int64_t[4]){F, N, 1, 1});
+        ir_ref a = ge ? ir_geglu(g, gr, ur) : ir_swiglu(g, gr, ur);
+        ir_output(g, ir_matmul(g, d, a), "y");
+        const char *l = ge ? "glu_quant geglu -> matmul q4_K" : "glu_quant swiglu -> matmul q4_K";
+        expect(run_both(g, &b, l), 5e-4, l);
+        ir_graph_free(g);
+        ir_graph_create(&g);
+        gr = ir_input_weight(g, "g", SB_TYPE_F32, (int64_t[4]){F, T, 1, 1});
+        ur = ir_input_weight(g, "u", SB_TYPE_F32, (int64_t[4]){F, T, 1, 1});
+        ir_output(g, ge ? ir_geglu(g, gr, ur) : ir_swiglu(g, gr, ur), "y");
+        l = ge ? "geglu" : "swiglu";
+        expect(run_both(g, &b, l), 1e-10, l);
+        ir_graph_free(g);
+    }
+    /* elementwise singles and a chain */
+    for (int k = 0; k < 5; k++) {
+        ir_graph_create(&g);
+        xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, T, 1, 1});
+        ir_ref y;
+        const char *l;
+        switch (k) {
+        case 0: y = ir_silu(g, xr), l = "silu"; break;
+        case 1: y = ir_gelu_tanh(g, xr), l = "gelu_tanh (fp16 table)"; break;
+        case 2: y = ir_scale(g, xr, 0.37f), l = "scale"; break;
+        case 3: y = ir_softcap(g, xr, 1.5f), l = "softcap"; break;
+        default: y = ir_softcap(g, ir_scale(g, ir_gelu_tanh(g, xr), 3.0f), 2.0f), l = "fused gelu,scale,softcap"; break;
+        }
+        ir_output(g, y, "y");
+        expect(run_both(g, &b, l), 1e-10, l);
+        ir_graph_free(g);
+    }
+    free(x), free(w), free(r), free(gt), free(ut), free(wq), free(wd), free(wq8), free(wd4);
+}
+
+static void test_rope(void) {
+    const int64_t D = 64, H = 3, T = 4;
+    int32_t pos[4] = {0, 7, 1000, 4095};
+    for (int k = 0; k < 4; k++) {
+        float *x = rnd(D * H * T, 1.0f), *ff = malloc(32 * sizeof *ff);
+        for (int i = 0; i < 32; i++) ff[i] = 1.0f + 0.25f * (float)(i % 5);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){D, H, T, 1});
+        const int n_rot = k == 3 ? 32 : 64;
+        ir_ref fr = k >= 2 ? ir_input_weight(g, "ff", SB_TYPE_F32, (int64_t[4]){n_rot / 2, 1, 1, 1}) : IR_NONE;
+        ir_rope_params rp = {.n_rot = n_rot, .mode = k % 2 ? IR_ROPE_NEOX : IR_ROPE_NORMAL, .freq_base = 10000.0f,
+                             .freq_scale = k == 2 ? 0.125f : 1.0f};
+        ir_output(g, ir_rope(g, xr, ir_input_pos(g, T), fr, &rp), "y");
+        binds b = {.name = {"x", "ff"}, .data = {x, ff}, .n = 2, .pos = pos};
+        char label[96];
+        snprintf(label, sizeof label, "rope %s n_rot %d%s", k % 2 ? "neox" : "normal", n_rot, k >= 2 ? " freq factors" : "");
+        expect(run_both(g, &b, label), 1e-10, label);
+        ir_graph_free(g);
+        free(x);
+        free(ff);
+    }
+}
+
+static void test_attention(void) {
+    const int64_t D = 64, Hq = 4, Hkv = 2, C = 300, Dkv = D * Hkv;
+    struct { int64_t T, p0; int ctype, window; float softcap; } cs[] = {
+        {1, 0, SB_TYPE_F32, 0, 0}, {1, 250, SB_TYPE_F32, 0, 0}, {1, 250, SB_TYPE_F16, 0, 0}, {5, 100, SB_TYPE_F32, 0, 0},
+        {5, 100, SB_TYPE_F16, 8, 0}, {1, 299, SB_TYPE_F32, 8, 30.0f}, {13, 0, SB_TYPE_F32, 0, 50.0f}, {1, 120, SB_TYPE_F16, 0, 20.0f},
+    };
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int64_t T = cs[k].T;
+        size_t es = cs[k].ctype == SB_TYPE_F16 ? 2 : 4;
+        float *q = rnd(D * Hq * T, 1.0f), *kn = rnd(Dkv * T, 1.0f), *vn = rnd(Dkv * T, 1.0f);
+        float *kf = rnd(Dkv * C, 1.0f), *vf = rnd(Dkv * C, 1.0f);
+        void *kc = quant_rows(cs[k].ctype, kf, Dkv, C), *vc = quant_rows(cs[k].ctype, vf, Dkv, C);
+        (void)es;
+        int32_t pos[16];
+        for (int64_t t = 0; t < T; t++) pos[t] = (int32_t)(cs[k].p0 + t);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref qr = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, Hq, T, 1});
+        ir_ref knr = ir_input_weight(g, "kn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1});
+        ir_ref vnr = ir_input_weight(g, "vn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1});
+        ir_ref kcr = ir_input_kv(g, "cache_k.0", cs[k].ctype, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref vcr = ir_input_kv(g, "cache_v.0", cs[k].ctype, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref pr = ir_input_pos(g, T);
+        ir_ref k2 = ir_kv_store(g, kcr, knr, pr), v2 = ir_kv_store(g, vcr, vnr, pr);
+        ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 0.125f, .window = cs[k].window,
+                             .softcap = cs[k].softcap};
+        ir_output(g, ir_attention(g, qr, k2, v2, pr, &ap), "y");
+        binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0"}, .data = {q, kn, vn, kc, vc}, .n = 5, .pos = pos};
+        char label[96];
+        snprintf(label, sizeof label, "kv_store+attention %s T=%lld p0=%lld w=%d cap=%g", ir_dtype_name(cs[k].ctype), (long long)T,
+                 (long long)cs[k].p0, cs[k].window, cs[k].softcap);
+        expect(run_both(g, &b, label), 1e-9, label);
+        ir_graph_free(g);
+        free(q), free(kn), free(vn), free(kf), free(vf), free(kc), free(vc);
+    }
+}
+
+int main(void) {
+    char why[512];
+    if (!exec_cuda_available(why, sizeof why)) {
+        printf("SKIP: %s\n", why);
+        return 0;
+    }
+    printf("seed %#llx\n", (unsigned long long)seed);
+    test_get_rows();
+    test_matmul();
+    test_norm_glu_ew();
+    test_rope();
+    test_attention();
+    return test_summary();
+}
