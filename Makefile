@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build test test-asan fuzz bench clean run
+.PHONY: all build test test-asan fuzz fuzz-tokenize bench clean run
 
 # make: release build of libsonicboom.so and sb (CUDA backend too when nvcc is found)
 all build:
@@ -28,6 +28,13 @@ fuzz:
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSONICBOOM_FUZZ=ON -DSONICBOOM_CUDA=OFF -DSONICBOOM_TESTS=OFF >/dev/null
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf
 	FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh build-fuzz/fuzz/fuzz_gguf
+
+# make fuzz-tokenize FUZZ_SECONDS=N: libFuzzer on the tokenizers (shared qwen2 and llama-spm vocabularies)
+fuzz-tokenize:
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSONICBOOM_FUZZ=ON -DSONICBOOM_CUDA=OFF -DSONICBOOM_TESTS=OFF >/dev/null
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_tokenize
+	mkdir -p build-fuzz/corpus-tok && cd build-fuzz && SB_FUZZ_VOCABS=$(CURDIR)/../shared/testdata/vocab/ggml-vocab-qwen2.gguf:$(CURDIR)/../shared/testdata/vocab/ggml-vocab-llama-spm.gguf \
+		./fuzz/fuzz_tokenize -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -rss_limit_mb=2048 -timeout=5 corpus-tok
 
 # make bench: kernel micro-benchmarks (GB/s vs the machine's measured bandwidth)
 bench: build
