@@ -2,10 +2,14 @@
 /*
  * base/threadpool.c — persistent workers, generation-counter dispatch, spin-then-futex waits.
  * Layer 0 (base). Protocol per tp_run:
- *   caller: write job fields, done = 0, gen++ (seq_cst), wake sleepers if any; run chunks itself;
- *           wait until done == n_workers (spin, then futex on `done`).
- *   worker: wait for gen != seen (spin, then futex on `gen`); run chunks; done++ and wake the
- *           caller if it sleeps.
+ *   caller: write job fields, done = 0, job = gen' << 32 (open), gen = gen' (seq_cst), wake
+ *           sleepers if any; run chunks itself; close the job (fetch_or), which returns how many
+ *           workers joined; wait until done == joined (spin, then futex on `done`).
+ *   worker: wait for gen != seen (spin, then futex on `gen`); join the job with a CAS on `job`
+ *           unless it is closed or newer; if joined, run chunks, done++, wake the caller if it
+ *           sleeps. A worker that did not join never reads the job fields.
+ * So a worker the OS has not scheduled (2 shared cores) never delays tp_run: the caller takes
+ * every chunk itself and returns.
  * The sleeper counters and the futex words are seq_cst so the "announce sleeping, re-check" /
  * "publish, check sleepers" pairs cannot both miss (Dekker). Linux futex only.
  * Non-goals: fairness between concurrent callers (one caller at a time), priorities.
@@ -18,11 +22,13 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define TP_MAX_THREADS 256
+#define TP_CLOSED (1ull << 31)
 #define TP_SPIN_TICKS 100000 /* TSC ticks to spin before sleeping: ~30-50 µs */
 #define TP_SPIN_ITERS 4000   /* the same budget where there is no TSC */
 
@@ -36,7 +42,8 @@ struct tp_pool {
     _Atomic int64_t next;               /* next chunk start */
     /* synchronisation */
     _Atomic uint32_t gen;               /* futex word: bumped once per job */
-    _Atomic uint32_t done;              /* futex word: workers finished with the current job */
+    _Atomic uint64_t job;               /* gen << 32 | TP_CLOSED | workers that joined this job */
+    _Atomic uint32_t done;              /* futex word: joined workers finished with the current job */
     _Atomic int sleepers;               /* workers sleeping (or about to) on gen */
     _Atomic int caller_sleeping;        /* caller sleeping (or about to) on done */
     _Atomic int stop;
@@ -116,9 +123,15 @@ static void *worker_main(void *argp) {
         }
         seen = g;
         if (atomic_load_explicit(&p->stop, memory_order_acquire)) break;
+        /* join job g unless the caller already closed it (it finished every chunk without us) */
+        uint64_t js = atomic_load(&p->job);
+        bool joined = false;
+        while ((uint32_t)(js >> 32) == g && !(js & TP_CLOSED))
+            if (atomic_compare_exchange_weak(&p->job, &js, js + 1)) { joined = true; break; }
+        if (!joined) continue;
         run_chunks(p, a.tid);
-        uint32_t d = atomic_fetch_add(&p->done, 1) + 1;
-        if (d == (uint32_t)(p->n_threads - 1) && atomic_load(&p->caller_sleeping)) futex_wake(&p->done, 1);
+        atomic_fetch_add(&p->done, 1);
+        if (atomic_load(&p->caller_sleeping)) futex_wake(&p->done, 1);
     }
     return NULL;
 }
@@ -190,10 +203,14 @@ void tp_run(tp_pool *p, int64_t n, int64_t grain, tp_range_fn fn, void *ctx) {
     p->chunk = chunk;
     atomic_store_explicit(&p->next, 0, memory_order_relaxed);
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
-    atomic_fetch_add(&p->gen, 1); /* seq_cst: publishes the job fields above */
+    const uint32_t g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+    atomic_store(&p->job, (uint64_t)g << 32); /* open, nobody joined */
+    atomic_store(&p->gen, g);                 /* seq_cst: publishes the job fields above */
     if (atomic_load(&p->sleepers) > 0) futex_wake(&p->gen, INT_MAX);
     run_chunks(p, 0);
-    uint32_t want = (uint32_t)(p->n_threads - 1);
+    /* Close the job: workers that have not joined yet (descheduled by another process on a shared
+     * machine) skip it, so the caller waits only for those that are running chunks. */
+    const uint32_t want = (uint32_t)(atomic_fetch_or(&p->job, TP_CLOSED) & (TP_CLOSED - 1));
     uint32_t d = atomic_load_explicit(&p->done, memory_order_acquire);
     spin_budget sb = {spin_clock(), 0};
     while (d != want && spin_more(&sb)) {
