@@ -9,7 +9,9 @@
  * concurrently on disjoint ranges; one thread at a time may call tp_run on a pool (not reentrant:
  * fn must not call tp_run on the same pool).
  * Scheduling: [0, n) is cut into chunks (multiples of `grain`), handed out by an atomic counter,
- * so a thread that the OS delays (2 shared cores) does not hold the others up.
+ * so a thread that the OS delays (2 shared cores) does not hold the others up; a worker that has
+ * not joined a job by the time the caller ran out of chunks skips it (the caller never waits for
+ * a thread that is not running). So which tid runs which range is not fixed.
  * Non-goals: task graphs, work stealing across calls, pinning, non-Linux sleeping (futex).
  */
 #ifndef SB_BASE_THREADPOOL_H
