@@ -41,6 +41,10 @@ timeout 60 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops.log" 2>&1; ops_rc
 grep -E "FAIL|SKIP|passed" "$OUTD/test_cuda_ops.log" | head -40
 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models.log" 2>&1; models_rc=$?
 cat "$OUTD/test_cuda_models.log" | grep -v "^$" | head -80
+# llama.cpp's CUDA activation semantics for the K-quants (q8_1 instead of the CPU's q8_K): expected
+# 1.4-2e-3 NMSE against the CPU-made references, so FAIL lines here are informative only
+SB_CUDA_ACT=q8_1 timeout 100 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_q8_1.log" 2>&1
+echo "-- SB_CUDA_ACT=q8_1 (informative):"; grep -E "NMSE" "$OUTD/test_cuda_models_q8_1.log" | grep -v prefix | head -40
 
 # ---- benchmark ----
 if [ ! -f "$MODEL" ]; then
@@ -51,13 +55,17 @@ if [ ! -f "$MODEL" ]; then
 fi
 "$BIN/sb" info "$MODEL" 2>&1 | head -30 >"$OUTD/info.txt"
 timeout 120 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 0,4096 --prefix 512,64 >"$OUTD/bench.md" 2>&1; bench_rc=$?
+if [ $bench_rc -ne 0 ]; then
+    echo "bench failed (rc $bench_rc):"; tail -3 "$OUTD/bench.md"; echo "retrying with SB_CUDA_ACT=q8_1"
+    SB_CUDA_ACT=q8_1 timeout 100 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 0,4096 --prefix 512,64 >"$OUTD/bench.md" 2>&1
+fi
 SB_CUDA_GRAPH=0 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0 >"$OUTD/bench_eager.md" 2>&1
 cat "$OUTD/bench.md" "$OUTD/bench_eager.md"
 
 # ---- summary ----
 echo
 echo "== summary (H200; llama.cpp September 2026: pp512 52,122, tg64 908, tg64 @ d4096 797 tok/s) =="
-echo "tests: cuda_ops rc=$ops_rc ($(grep -c FAIL "$OUTD/test_cuda_ops.log") FAIL lines), cuda_models rc=$models_rc ($(grep -c FAIL "$OUTD/test_cuda_models.log") FAIL lines)"
+echo "tests: cuda_ops rc=$ops_rc ($(grep -c FAIL "$OUTD/test_cuda_ops.log") FAIL lines), cuda_models rc=$models_rc ($(grep -c FAIL "$OUTD/test_cuda_models.log") FAIL lines); bench rc=$bench_rc"
 python3 - "$OUTD/bench.md" "$OUTD/bench_eager.md" <<'PY'
 import sys, re
 ref = {"pp512": 52122.0, "tg64": 908.0, "tg64 @ d4096": 797.0, "pp512 @ d4096": None}

@@ -9,7 +9,9 @@
  * chains, RMSNorm+quantize, GLU(+quantize), elementwise (scale/softcap/silu/gelu), RoPE
  * NORMAL/NEOX with freq factors, kv_store + attention (F32/F16 cache, GQA, window, softcap,
  * prefill and split-K decode).
- * Limits: exact paths 1e-10; q8_1-activation paths 5e-4 (8-bit activations: ~5e-5 expected).
+ * Limits: exact paths 1e-10; 8-bit-activation paths 5e-4 against the f32 reference (~5e-5
+ * expected), and 1e-10 (1e-6 after a GLU) against the CPU executor where both round activations
+ * to q8_K (K-quant weights), which checks the q8_K quantizer bit for bit.
  * SKIPs (exit 0, with the reason) when no CUDA device is usable — CI has none.
  */
 #include "runtime/exec_cuda.h"
@@ -66,11 +68,16 @@ static sb_status bind(const plan *p, const binds *b, void **data) {
     return SB_OK;
 }
 
-/* Run g (output 0) on the reference CPU target and on CUDA; returns the NMSE (or 1e30 on error). */
-static double run_both(ir_graph *g, const binds *b, const char *label) {
+/* Run g (output 0) on CUDA and on the CPU — the reference target (unfused, f32 activations) or,
+ * with cpu_target, the CPU executor's target (same activation rounding as CUDA for K-quants:
+ * q8_K) — and return the NMSE (1e30 on error or unwritten output). */
+static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_target) {
     plan *pr = NULL, *pc = NULL;
     plan_target tr, tc;
-    plan_target_reference(&tr);
+    if (cpu_target)
+        exec_cpu_target(&tr);
+    else
+        plan_target_reference(&tr);
     exec_cuda_target(&tc);
     double res = 1e30;
     void *dr[64], *dc[64];
@@ -122,6 +129,8 @@ out:
     return res;
 }
 
+static double run_both(ir_graph *g, const binds *b, const char *label) { return run_cmp(g, b, label, false); }
+
 static void expect(double nmse, double limit, const char *label) {
     printf("%-44s NMSE %.3e (limit %.0e)%s\n", label, nmse, limit, nmse <= limit ? "" : "  FAIL");
     CHECKF(nmse <= limit, "%s: NMSE %.3e > %.0e", label, nmse, limit);
@@ -136,6 +145,14 @@ static const int all_types[] = {SB_TYPE_F32, SB_TYPE_F16, SB_TYPE_BF16, SB_TYPE_
 
 static bool mmvq_type(int t) {
     return t == SB_TYPE_Q4_0 || t == SB_TYPE_Q5_0 || t == SB_TYPE_Q8_0 || t == SB_TYPE_Q4_K || t == SB_TYPE_Q5_K || t == SB_TYPE_Q6_K;
+}
+/* weight types whose CUDA activations are q8_K (exec_cuda_target; as the CPU's) */
+static bool q8k_type(int t) {
+    return t == SB_TYPE_Q2_K || t == SB_TYPE_Q3_K || t == SB_TYPE_Q4_K || t == SB_TYPE_Q5_K || t == SB_TYPE_Q6_K || t == SB_TYPE_IQ4_XS;
+}
+static const char *path_name(int t) {
+    if (q8k_type(t)) return mmvq_type(t) ? "q8_K dp4a" : "q8_K f32-path";
+    return mmvq_type(t) ? "q8_1 dp4a" : "f32";
 }
 
 static void test_get_rows(void) {
@@ -166,7 +183,7 @@ static void test_matmul(void) {
         int t = all_types[k];
         for (int j = 0; j < 5; j++) {
             int64_t T = Ts[j];
-            if (!mmvq_type(t) && T != 1 && T != 13) continue;
+            if (!mmvq_type(t) && !q8k_type(t) && T != 1 && T != 13) continue;
             float *wf = rnd(K * N, 0.1f), *x = rnd(K * T, 1.0f);
             void *w = quant_rows(t, wf, K, N);
             ir_graph *g;
@@ -176,8 +193,13 @@ static void test_matmul(void) {
             ir_output(g, ir_matmul(g, wr, xr), "y");
             binds b = {.name = {"w", "x"}, .data = {w, x}, .n = 2};
             char label[96];
-            snprintf(label, sizeof label, "matmul %s T=%lld (%s)", ir_dtype_name(t), (long long)T, mmvq_type(t) ? "q8_1 dp4a" : "f32");
-            expect(run_both(g, &b, label), mmvq_type(t) ? 5e-4 : 1e-10, label);
+            snprintf(label, sizeof label, "matmul %s T=%lld (%s)", ir_dtype_name(t), (long long)T, path_name(t));
+            const bool q8 = mmvq_type(t) || q8k_type(t);
+            expect(run_both(g, &b, label), q8 ? 5e-4 : 1e-10, label);
+            if (q8k_type(t)) { /* the same q8_K rounding as the CPU executor: only summation order differs */
+                snprintf(label, sizeof label, "matmul %s T=%lld vs CPU q8_K", ir_dtype_name(t), (long long)T);
+                expect(run_cmp(g, &b, label, true), 1e-10, label);
+            }
             ir_graph_free(g);
             free(wf);
             free(x);
@@ -209,6 +231,23 @@ static void test_norm_glu_ew(void) {
     ir_output(g, ir_matmul(g, m, ir_mul(g, ir_rms_norm(g, xr, 1e-5f), wr)), "y");
     expect(run_both(g, &b, "rms_norm_quant -> matmul q8_0"), 5e-4, "rms_norm_quant -> matmul q8_0");
     ir_graph_free(g);
+    /* RMS_NORM_QUANT -> q8_K feeding a Q4_K matmul: bit-equal activations to the CPU's */
+    {
+        const int64_t E2 = 512;
+        float *wk = rnd(E2 * N, 0.1f);
+        void *wk4 = quant_rows(SB_TYPE_Q4_K, wk, E2, N);
+        binds b2 = {.name = {"x", "w", "wk"}, .data = {x, w, wk4}, .n = 3};
+        ir_graph_create(&g);
+        xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E2, T, 1, 1});
+        wr = ir_input_weight(g, "w", SB_TYPE_F32, (int64_t[4]){E2, 1, 1, 1});
+        ir_ref mk = ir_input_weight(g, "wk", SB_TYPE_Q4_K, (int64_t[4]){E2, N, 1, 1});
+        ir_output(g, ir_matmul(g, mk, ir_mul(g, ir_rms_norm(g, xr, 1e-6f), wr)), "y");
+        expect(run_both(g, &b2, "rms_norm_quant q8_K -> matmul q4_K"), 5e-4, "rms_norm_quant q8_K -> matmul q4_K");
+        expect(run_cmp(g, &b2, "... vs CPU q8_K", true), 1e-8, "rms_norm_quant q8_K -> matmul q4_K vs CPU");
+        ir_graph_free(g);
+        free(wk);
+        free(wk4);
+    }
     /* GLU_QUANT (swiglu, geglu) feeding a Q4_K matmul, and plain GLU */
     for (int ge = 0; ge < 2; ge++) {
         ir_graph_create(&g);
@@ -219,6 +258,8 @@ static void test_norm_glu_ew(void) {
         ir_output(g, ir_matmul(g, d, a), "y");
         const char *l = ge ? "glu_quant geglu -> matmul q4_K" : "glu_quant swiglu -> matmul q4_K";
         expect(run_both(g, &b, l), 5e-4, l);
+        /* the CPU's swiglu uses a vector exp within ~2 ulp of expf: a rare activation rounds apart */
+        expect(run_cmp(g, &b, l, true), 1e-6, ge ? "glu_quant geglu q8_K vs CPU" : "glu_quant swiglu q8_K vs CPU");
         ir_graph_free(g);
         ir_graph_create(&g);
         gr = ir_input_weight(g, "g", SB_TYPE_F32, (int64_t[4]){F, T, 1, 1});

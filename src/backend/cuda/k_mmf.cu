@@ -3,7 +3,8 @@
  * backend/cuda/k_mmf.cu — matrix x f32 activations for weights without a dp4a path: F32, F16 and
  * BF16 (the float models) and, through per-element dequantization, Q4_1/Q5_1/Q2_K/Q3_K/IQ4_NL/
  * IQ4_XS (correct, not fast: each element re-derives its block's scale).
- * Math: y[n,t] = sum_k deq(W)[k,n] * x[k,t], f32 accumulation per lane, then a warp sum.
+ * Math: y[n,t] = sum_k deq(W)[k,n] * x[k,t], f32 accumulation per lane, then a warp sum; x is f32
+ * or q8_K blocks (dequantized q*d on the fly: the CPU pairs Q2_K/Q3_K/IQ4_XS with Q8_K).
  * Geometry: 128-thread blocks, one warp per output row (grid.x = N/4); lane l takes k = l, l+32,
  * ... (coalesced 4/2-byte loads for float weights); NC = min(T, 8) tokens per pass; grid.y tiles T.
  * Traffic: float weights: N*K*(2|4) bytes once per 8-token tile + x from L1/L2; bandwidth-bound.
@@ -18,7 +19,9 @@
 
 template <int NC>
 __global__ void __launch_bounds__(MMF_WARPS * 32) k_mmf(float *dst, const uint8_t *w, int wtype, uint64_t rb, int64_t K, int64_t N,
-                                                        const float *x, int64_t T) {
+                                                        const void *xv, int xtype, int64_t T) {
+    const float *x = (const float *)xv;
+    const uint64_t xrb = (uint64_t)(K / 256) * sizeof(blk_q8_K); /* q8_K activation row */
     const int lane = threadIdx.x & 31;
     const int64_t n = (int64_t)blockIdx.x * MMF_WARPS + (threadIdx.x >> 5);
     if (n >= N) return;
@@ -36,7 +39,8 @@ __global__ void __launch_bounds__(MMF_WARPS * 32) k_mmf(float *dst, const uint8_
         else wv = cu_deq1(wtype, row, k);
 #pragma unroll
         for (int c = 0; c < NC; c++)
-            if (c < nt) acc[c] += wv * x[(t0 + c) * K + k];
+            if (c < nt)
+                acc[c] += wv * (xtype == CU_T_F32 ? x[(t0 + c) * K + k] : cu_deq1(CU_T_Q8_K, (const uint8_t *)xv + (uint64_t)(t0 + c) * xrb, k));
     }
 #pragma unroll
     for (int c = 0; c < NC; c++) {
@@ -65,8 +69,11 @@ static uint64_t row_bytes(int type, int64_t K) {
     }
 }
 
-extern "C" sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const float *x, int64_t T) {
+extern "C" sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype,
+                                   int64_t T) {
     if (T <= 0 || N <= 0) return SB_OK;
+    if (xtype != CU_T_F32 && !(xtype == CU_T_Q8_K && K % 256 == 0))
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: f32-path matmul with activation type %d (F32 or Q8_K)", xtype);
     const uint64_t rb = row_bytes(wtype, K);
     if (!rb) return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no f32-activation matmul for weight type %d", wtype);
     const cudaStream_t st = (cudaStream_t)s;
@@ -75,11 +82,11 @@ extern "C" sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int w
     const dim3 grid(cu_div_up(N, MMF_WARPS), cu_div_up(T, nc));
     const int th = MMF_WARPS * 32;
     switch (nc) {
-    case 1: k_mmf<1><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, T); break;
-    case 2: k_mmf<2><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, T); break;
-    case 3: k_mmf<3><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, T); break;
-    case 4: k_mmf<4><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, T); break;
-    default: k_mmf<8><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, T); break;
+    case 1: k_mmf<1><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T); break;
+    case 2: k_mmf<2><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T); break;
+    case 3: k_mmf<3><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T); break;
+    case 4: k_mmf<4><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T); break;
+    default: k_mmf<8><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T); break;
     }
     return cu_after_launch("k_mmf");
 }

@@ -114,9 +114,22 @@ template <> __device__ __forceinline__ void unpack<CU_T_Q6_K>(const uint8_t *row
     o->dm = 0.0f;
 }
 
-template <int TYPE, int NC>
+/* activation sub-block j (32 values) of token row t: its 8 ints and scale */
+template <int XQ> static __device__ __forceinline__ const int *act_sub(const uint8_t *x, int64_t K, int64_t t, int j, float *d8);
+template <> __device__ __forceinline__ const int *act_sub<CU_T_Q8_1>(const uint8_t *x, int64_t K, int64_t t, int j, float *d8) {
+    const blk_q8_1 *xb = (const blk_q8_1 *)x + t * (K / 32) + j;
+    *d8 = cu_h2f(xb->d);
+    return (const int *)xb->qs;
+}
+template <> __device__ __forceinline__ const int *act_sub<CU_T_Q8_K>(const uint8_t *x, int64_t K, int64_t t, int j, float *d8) {
+    const blk_q8_K *xb = (const blk_q8_K *)x + t * (K / 256) + j / 8;
+    *d8 = xb->d;
+    return (const int *)(xb->qs + 32 * (j % 8));
+}
+
+template <int TYPE, int XQ, int NC>
 __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N,
-                                                          const blk_q8_1 *x, int64_t T) {
+                                                          const uint8_t *x, int64_t T) {
     const int lane = threadIdx.x & 31;
     const int64_t n = (int64_t)blockIdx.x * MMVQ_WARPS + (threadIdx.x >> 5);
     if (n >= N) return;
@@ -133,8 +146,8 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
 #pragma unroll
         for (int c = 0; c < NC; c++) {
             if (c < nt) {
-                const blk_q8_1 *xb = x + (t0 + c) * (K / 32) + j;
-                const int *qy = (const int *)xb->qs;
+                float d8;
+                const int *qy = act_sub<XQ>(x, K, t0 + c, j, &d8);
                 int s0 = 0, s1 = 0, sq = 0;
 #pragma unroll
                 for (int i = 0; i < 4; i++) s0 = __dp4a(ws.w[i], qy[i], s0);
@@ -144,7 +157,6 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
 #pragma unroll
                     for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, qy[i], sq);
                 }
-                const float d8 = cu_h2f(xb->d);
                 acc[c] += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)sq);
             }
         }
@@ -156,20 +168,20 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
     }
 }
 
-template <int TYPE>
-static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const blk_q8_1 *x,
+template <int TYPE, int XQ>
+static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x,
                              int64_t T) {
     const dim3 grid(cu_div_up(N, MMVQ_WARPS), cu_div_up(T, T < MMVQ_NC ? T : MMVQ_NC));
     const int th = MMVQ_WARPS * 32;
     switch (T < MMVQ_NC ? T : MMVQ_NC) {
-    case 1: k_mmvq<TYPE, 1><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
-    case 2: k_mmvq<TYPE, 2><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
-    case 3: k_mmvq<TYPE, 3><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
-    case 4: k_mmvq<TYPE, 4><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
-    case 5: k_mmvq<TYPE, 5><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
-    case 6: k_mmvq<TYPE, 6><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
-    case 7: k_mmvq<TYPE, 7><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
-    default: k_mmvq<TYPE, 8><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    case 1: k_mmvq<TYPE, XQ, 1><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    case 2: k_mmvq<TYPE, XQ, 2><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    case 3: k_mmvq<TYPE, XQ, 3><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    case 4: k_mmvq<TYPE, XQ, 4><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    case 5: k_mmvq<TYPE, XQ, 5><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    case 6: k_mmvq<TYPE, XQ, 6><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    case 7: k_mmvq<TYPE, XQ, 7><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    default: k_mmvq<TYPE, XQ, 8><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
     }
     return cu_after_launch("k_mmvq");
 }
@@ -188,19 +200,29 @@ static uint64_t row_bytes(int type, int64_t K) {
 
 extern "C" bool cu_has_mmvq(int type) { return row_bytes(type, 256) != 0; }
 
-extern "C" sb_status cu_matmul_q8_1(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int64_t T) {
+extern "C" sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
+                                  int64_t T) {
     if (T <= 0 || N <= 0) return SB_OK;
     const uint64_t rb = row_bytes(wtype, K);
     const cudaStream_t st = (cudaStream_t)s;
-    const uint8_t *wb = (const uint8_t *)w;
-    const blk_q8_1 *x = (const blk_q8_1 *)xq;
-    switch (wtype) {
-    case CU_T_Q4_0: return launch_type<CU_T_Q4_0>(st, dst, wb, rb, K, N, x, T);
-    case CU_T_Q5_0: return launch_type<CU_T_Q5_0>(st, dst, wb, rb, K, N, x, T);
-    case CU_T_Q8_0: return launch_type<CU_T_Q8_0>(st, dst, wb, rb, K, N, x, T);
-    case CU_T_Q4_K: return launch_type<CU_T_Q4_K>(st, dst, wb, rb, K, N, x, T);
-    case CU_T_Q5_K: return launch_type<CU_T_Q5_K>(st, dst, wb, rb, K, N, x, T);
-    case CU_T_Q6_K: return launch_type<CU_T_Q6_K>(st, dst, wb, rb, K, N, x, T);
-    default: return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no q8_1 GEMV for weight type %d", wtype);
+    const uint8_t *wb = (const uint8_t *)w, *x = (const uint8_t *)xq;
+    if (xtype == CU_T_Q8_1) {
+        switch (wtype) {
+        case CU_T_Q4_0: return launch_type<CU_T_Q4_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T);
+        case CU_T_Q5_0: return launch_type<CU_T_Q5_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T);
+        case CU_T_Q8_0: return launch_type<CU_T_Q8_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T);
+        case CU_T_Q4_K: return launch_type<CU_T_Q4_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T);
+        case CU_T_Q5_K: return launch_type<CU_T_Q5_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T);
+        case CU_T_Q6_K: return launch_type<CU_T_Q6_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T);
+        default: break;
+        }
+    } else if (xtype == CU_T_Q8_K) {
+        switch (wtype) {
+        case CU_T_Q4_K: return launch_type<CU_T_Q4_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T);
+        case CU_T_Q5_K: return launch_type<CU_T_Q5_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T);
+        case CU_T_Q6_K: return launch_type<CU_T_Q6_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T);
+        default: break;
+        }
     }
+    return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no dp4a GEMV for weight type %d x activation type %d", wtype, xtype);
 }

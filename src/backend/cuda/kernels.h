@@ -78,20 +78,23 @@ sb_status cu_ew_rows(cu_stream s, float *dst, const float *x, int64_t E, int64_t
 /* dst = act(g) * u over n values (gelu: ggml's fp16-table GELU, else SiLU). */
 sb_status cu_glu(cu_stream s, float *dst, const float *g, const float *u, int64_t n, bool gelu);
 
-// ---- q8_1 activations (k_quantize.cu; formats.md §3.2 CUDA semantics: s = F16(sum x)) ----
+// ---- 8-bit activations (k_quantize.cu) ----
+/* xq = SB_TYPE_Q8_1 (formats.md §3.2 CUDA semantics: s = F16(sum x)) or SB_TYPE_Q8_K (the CPU
+ * reference quantize_row_q8_K_ref, bit for bit; E % 256 == 0). */
 
-sb_status cu_quantize_q8_1(cu_stream s, void *dst, const float *x, int64_t E, int64_t rows);
-/* dst = q8_1(rms_norm(x) [* w]); w may be NULL. */
-sb_status cu_rms_norm_q8_1(cu_stream s, void *dst, const float *x, const float *w, int64_t E, int64_t rows, float eps);
-/* dst = q8_1(act(g) * u). */
-sb_status cu_glu_q8_1(cu_stream s, void *dst, const float *g, const float *u, int64_t E, int64_t rows, bool gelu);
+sb_status cu_quantize_act(cu_stream s, int xq, void *dst, const float *x, int64_t E, int64_t rows);
+/* dst = quantize(rms_norm(x) [* w]); w may be NULL. */
+sb_status cu_rms_norm_quant(cu_stream s, int xq, void *dst, const float *x, const float *w, int64_t E, int64_t rows, float eps);
+/* dst = quantize(act(g) * u). */
+sb_status cu_glu_quant(cu_stream s, int xq, void *dst, const float *g, const float *u, int64_t E, int64_t rows, bool gelu);
 
 // ---- matmul (k_mmvq.cu, k_mmf.cu) ----
 
-/* dst [N,T] = W x: w [K,N] of wtype (cu_has_mmvq), xq [K,T] q8_1. */
-sb_status cu_matmul_q8_1(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int64_t T);
-/* dst [N,T] = W x: w [K,N] of any cu_can_dequantize type, x [K,T] f32. */
-sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const float *x, int64_t T);
+/* dst [N,T] = W x: w [K,N] of wtype (cu_has_mmvq), xq [K,T] of xtype: Q8_1 (any cu_has_mmvq type)
+ * or Q8_K (Q4_K, Q5_K, Q6_K). */
+sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T);
+/* dst [N,T] = W x: w [K,N] of any cu_can_dequantize type, x [K,T] f32 or (xtype Q8_K) q8_K blocks. */
+sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype, int64_t T);
 
 // ---- rope, kv, attention (k_rope.cu, k_attention.cu) ----
 

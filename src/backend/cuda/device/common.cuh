@@ -21,7 +21,7 @@
 /* type ids (ggml numbering, include/sonicboom.h); repeated here so device code needs no host header */
 enum {
     CU_T_F32 = 0, CU_T_F16 = 1, CU_T_Q4_0 = 2, CU_T_Q4_1 = 3, CU_T_Q5_0 = 6, CU_T_Q5_1 = 7, CU_T_Q8_0 = 8,
-    CU_T_Q8_1 = 9, CU_T_Q2_K = 10, CU_T_Q3_K = 11, CU_T_Q4_K = 12, CU_T_Q5_K = 13, CU_T_Q6_K = 14,
+    CU_T_Q8_1 = 9, CU_T_Q2_K = 10, CU_T_Q8_K = 15, CU_T_Q3_K = 11, CU_T_Q4_K = 12, CU_T_Q5_K = 13, CU_T_Q6_K = 14,
     CU_T_IQ4_NL = 20, CU_T_IQ4_XS = 23, CU_T_BF16 = 30,
 };
 
@@ -109,6 +109,10 @@ static __device__ __forceinline__ float cu_deq1(int type, const uint8_t *row, in
     case CU_T_Q8_1: {
         const blk_q8_1 *b = (const blk_q8_1 *)row + e / 32;
         return (float)b->qs[e % 32] * cu_h2f(b->d);
+    }
+    case CU_T_Q8_K: {
+        const blk_q8_K *b = (const blk_q8_K *)row + e / 256;
+        return (float)b->qs[e % 256] * b->d;
     }
     case CU_T_IQ4_NL: {
         const blk_iq4_nl *b = (const blk_iq4_nl *)row + e / 32;
