@@ -21,8 +21,12 @@ typedef void (*cpu_dot_fn)(int64_t n, const void *w, const void *a, size_t a_str
                            size_t o_stride);
 typedef void (*cpu_quant_fn)(const float *x, void *dst, int64_t n);
 
+/* Two weight rows (w0, w1) x one activation row: out[0], out[1]. Optional (GEMV fast path). */
+typedef void (*cpu_dot2_fn)(int64_t n, const void *w0, const void *w1, const void *a, float *out);
+
 typedef struct cpu_kernel_table {
     cpu_dot_fn dot[SB_TYPE_COUNT];     /* indexed by weight type */
+    cpu_dot2_fn dot2[SB_TYPE_COUNT];   /* NULL: use dot row by row */
     cpu_quant_fn quant[SB_TYPE_COUNT]; /* indexed by activation type (Q8_0, Q8_1, Q8_K) */
 } cpu_kernel_table;
 

@@ -154,6 +154,7 @@ sb_status cpu_vec_dot(int wtype, int64_t n, float *out, const void *w_row, const
 
 typedef struct {
     cpu_dot_fn dot;
+    cpu_dot2_fn dot2;
     const char *W, *act;
     size_t wrow, arow;
     int64_t K, N, T;
@@ -163,7 +164,10 @@ typedef struct {
 static void mm_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
     const mm_ctx *c = vctx;
     if (c->T == 1) {
-        for (int64_t r = r0; r < r1; r++) c->dot(c->K, c->W + r * c->wrow, c->act, c->arow, 1, c->out + r, 0);
+        int64_t r = r0;
+        if (c->dot2)
+            for (; r + 2 <= r1; r += 2) c->dot2(c->K, c->W + r * c->wrow, c->W + (r + 1) * c->wrow, c->act, c->out + r);
+        for (; r < r1; r++) c->dot(c->K, c->W + r * c->wrow, c->act, c->arow, 1, c->out + r, 0);
         return;
     }
     for (int64_t rb = r0; rb < r1; rb += CPU_ROW_TILE) {
@@ -192,7 +196,7 @@ sb_status cpu_matmul(tp_pool *pool, int wtype, const void *W, int64_t K, int64_t
         if (isa >= CPU_ISA_AVX2 && cpu_tile_supported_avx2(wtype))
             return cpu_tile_matmul_avx2(pool, wtype, cpu_act_type(wtype), W, wrow, K, N, act, arow, T, out);
     }
-    mm_ctx c = {table()->dot[wtype], W, act, wrow, arow, K, N, T, out};
+    mm_ctx c = {table()->dot[wtype], table()->dot2[wtype], W, act, wrow, arow, K, N, T, out};
     tp_run(pool, N, 4, mm_rows, &c);
     return SB_OK;
 }
