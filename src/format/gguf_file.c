@@ -219,26 +219,16 @@ sb_status gguf_get_str(const gguf_file *f, const char *key, sb_strview *out) {
     return gguf_kv_str(kv, 0, out);
 }
 
-sb_status gguf_get_u32_or(const gguf_file *f, const char *key, uint32_t def, uint32_t *out) {
-    if (!gguf_find(f, key)) {
-        *out = def;
-        return SB_OK;
+/* The *_or getters: the default when the key is absent, the typed getter's rules otherwise. */
+#define GETTER_OR(name, type, getter)                                                    \
+    sb_status name(const gguf_file *f, const char *key, type def, type *out) {            \
+        if (!gguf_find(f, key)) {                                                         \
+            *out = def;                                                                   \
+            return SB_OK;                                                                 \
+        }                                                                                 \
+        return getter(f, key, out);                                                       \
     }
-    return gguf_get_u32(f, key, out);
-}
-
-sb_status gguf_get_f32_or(const gguf_file *f, const char *key, float def, float *out) {
-    if (!gguf_find(f, key)) {
-        *out = def;
-        return SB_OK;
-    }
-    return gguf_get_f32(f, key, out);
-}
-
-sb_status gguf_get_bool_or(const gguf_file *f, const char *key, bool def, bool *out) {
-    if (!gguf_find(f, key)) {
-        *out = def;
-        return SB_OK;
-    }
-    return gguf_get_bool(f, key, out);
-}
+GETTER_OR(gguf_get_u32_or, uint32_t, gguf_get_u32)
+GETTER_OR(gguf_get_f32_or, float, gguf_get_f32)
+GETTER_OR(gguf_get_bool_or, bool, gguf_get_bool)
+#undef GETTER_OR

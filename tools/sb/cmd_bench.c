@@ -45,25 +45,30 @@ static int parse_list(const char *s, int64_t *out, int *n) {
 // ---- read bandwidth ----
 
 typedef struct bw_arg {
-    const double *p;
+    const uint64_t *p;
     size_t n;
-    double sum;
+    uint64_t sum;
 } bw_arg;
 
+/* Integer sums in 8 independent lanes (vectorised, never compute-bound) with software prefetch
+ * 2 KiB ahead: the read rate the memory system sustains, as the decode kernels see it. */
 static void *bw_read(void *a_) {
     bw_arg *a = (bw_arg *)a_;
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (size_t i = 0; i + 4 <= a->n; i += 4) s0 += a->p[i], s1 += a->p[i + 1], s2 += a->p[i + 2], s3 += a->p[i + 3];
-    a->sum = s0 + s1 + s2 + s3;
+    uint64_t s[8] = {0};
+    for (size_t i = 0; i + 8 <= a->n; i += 8) {
+        __builtin_prefetch(a->p + i + 256);
+        for (int k = 0; k < 8; k++) s[k] += a->p[i + k];
+    }
+    a->sum = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
     return NULL;
 }
 
 /* Best of 3 passes of n_threads threads summing a 512 MiB buffer, in GB/s. */
 static double measure_bandwidth(int n_threads) {
-    size_t n = (512u << 20) / sizeof(double);
-    double *buf = (double *)malloc(n * sizeof *buf);
+    size_t n = (512u << 20) / sizeof(uint64_t);
+    uint64_t *buf = (uint64_t *)malloc(n * sizeof *buf);
     if (!buf) return 0;
-    for (size_t i = 0; i < n; i++) buf[i] = (double)(i & 7);
+    for (size_t i = 0; i < n; i++) buf[i] = i & 7;
     double best = 0;
     pthread_t th[256];
     bw_arg args[256];

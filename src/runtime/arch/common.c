@@ -22,12 +22,21 @@ static void key_of(char *buf, size_t cap, const char *arch, const char *suffix) 
     snprintf(buf, cap, "%s.%s", arch, suffix);
 }
 
+/* Find "<arch>.<suffix>" into key/kv. *kv = NULL when it is absent and optional; SB_ERR_MODEL_HPARAM
+ * when it is absent and required. */
+static sb_status find_hp(const gguf_file *f, const char *arch, const char *suffix, bool required, char key[160],
+                         const gguf_kv **kv) {
+    key_of(key, 160, arch, suffix);
+    *kv = gguf_find(f, key);
+    if (!*kv && required) return sb_fail(SB_ERR_MODEL_HPARAM, "model: required key \"%s\" is missing", key);
+    return SB_OK;
+}
+
 sb_status rt_hp_u32(const gguf_file *f, const char *arch, const char *suffix, bool required, uint32_t def, int64_t *out) {
     char key[160];
-    key_of(key, sizeof key, arch, suffix);
-    const gguf_kv *kv = gguf_find(f, key);
+    const gguf_kv *kv;
+    SB_TRY(find_hp(f, arch, suffix, required, key, &kv));
     if (!kv) {
-        if (required) return sb_fail(SB_ERR_MODEL_HPARAM, "model: required key \"%s\" is missing", key);
         *out = def;
         return SB_OK;
     }
@@ -43,10 +52,9 @@ sb_status rt_hp_u32(const gguf_file *f, const char *arch, const char *suffix, bo
 
 sb_status rt_hp_f32(const gguf_file *f, const char *arch, const char *suffix, bool required, float def, float *out) {
     char key[160];
-    key_of(key, sizeof key, arch, suffix);
-    const gguf_kv *kv = gguf_find(f, key);
+    const gguf_kv *kv;
+    SB_TRY(find_hp(f, arch, suffix, required, key, &kv));
     if (!kv) {
-        if (required) return sb_fail(SB_ERR_MODEL_HPARAM, "model: required key \"%s\" is missing", key);
         *out = def;
         return SB_OK;
     }
