@@ -10,6 +10,16 @@
 # SB_PREBUILT = a folder with sb, libsonicboom.so.0 and the test binaries, used if the build fails).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# bench/gpu.sh --pack BUILD_DIR: fill .gpubin/ (git-ignored) with binaries built here for sm_90, for
+# a GPU machine whose image cannot configure the build (the device tool's has no libpcre2-dev)
+if [ "${1:-}" = "--pack" ]; then
+    B=${2:?usage: bench/gpu.sh --pack BUILD_DIR}
+    rm -rf "$ROOT/.gpubin" && mkdir -p "$ROOT/.gpubin" &&
+    cp "$B/sb" "$B/tests/runtime_test_cuda_ops" "$B/tests/runtime_test_cuda_models" "$ROOT/.gpubin/" &&
+    cp -L "$B/libsonicboom.so.0" "$ROOT/.gpubin/libsonicboom.so.0" &&
+    cp -L "$(ldconfig -p | awk '/libpcre2-8.so.0 / {print $NF; exit}')" "$ROOT/.gpubin/libpcre2-8.so.0" && du -sh "$ROOT/.gpubin"
+    exit $?
+fi
 OUTD=${1:-${OUT:-$ROOT/gpu-out}}
 mkdir -p "$OUTD"
 DATA=${SB_TESTDATA:-$ROOT/../shared/testdata}
@@ -60,18 +70,25 @@ if [ $bench_rc -ne 0 ]; then
     SB_CUDA_ACT=q8_1 timeout 100 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 0,4096 --prefix 512,64 >"$OUTD/bench.md" 2>&1
 fi
 SB_CUDA_GRAPH=0 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0 >"$OUTD/bench_eager.md" 2>&1
-cat "$OUTD/bench.md" "$OUTD/bench_eager.md"
+# the experimental attention variant (k_attention.cu variant 2) where attention matters
+SB_CUDA_ATTN=2 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 4096 >"$OUTD/bench_attn2.md" 2>&1
+cat "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn2.md"
+# where the time goes: device time per op family (CUDA events between nodes, eager)
+for d in 0 4096; do
+    timeout 60 "$TBIN/runtime_test_cuda_models" --perf "$MODEL" $d >"$OUTD/profile_d$d.txt" 2>&1
+    cat "$OUTD/profile_d$d.txt"
+done
 
 # ---- summary ----
 echo
 echo "== summary (H200; llama.cpp September 2026: pp512 52,122, tg64 908, tg64 @ d4096 797 tok/s) =="
 echo "tests: cuda_ops rc=$ops_rc ($(grep -c FAIL "$OUTD/test_cuda_ops.log") FAIL lines), cuda_models rc=$models_rc ($(grep -c FAIL "$OUTD/test_cuda_models.log") FAIL lines); bench rc=$bench_rc"
-python3 - "$OUTD/bench.md" "$OUTD/bench_eager.md" <<'PY'
+python3 - "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn2.md" <<'PY'
 import sys, re
 ref = {"pp512": 52122.0, "tg64": 908.0, "tg64 @ d4096": 797.0, "pp512 @ d4096": None}
 print("| test | mode | tok/s | vs llama.cpp | GB/s | % of 4.27 TB/s |")
 print("| --- | --- | ---: | ---: | ---: | ---: |")
-for path, mode in ((sys.argv[1], "graph"), (sys.argv[2], "eager")):
+for path, mode in ((sys.argv[1], "graph"), (sys.argv[2], "eager"), (sys.argv[3], "attn v2")):
     try:
         lines = open(path).read().splitlines()
     except OSError:
@@ -83,6 +100,6 @@ for path, mode in ((sys.argv[1], "graph"), (sys.argv[2], "eager")):
             continue
         ts = float(c[6].split()[0])
         r = ref.get(c[5])
-        print(f"| {c[5]} | {mode if c[5].startswith('tg') else '-'} | {ts:,.0f} | {'%.2fx' % (ts / r) if r else ''} | {c[7]} | {c[8]} |")
+        print(f"| {c[5]} | {mode if c[5].startswith('tg') or mode == 'attn v2' else '-'} | {ts:,.0f} | {'%.2fx' % (ts / r) if r else ''} | {c[7]} | {c[8]} |")
 PY
 exit 0

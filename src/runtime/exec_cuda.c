@@ -45,6 +45,12 @@ sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes) {
     return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend");
 }
 exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx) { return (exec_cuda_stats){0}; }
+void exec_cuda_set_profile(exec_cuda *cx, bool on) { (void)cx, (void)on; }
+void exec_cuda_set_attn_variant(exec_cuda *cx, int v) { (void)cx, (void)v; }
+size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
+    if (cap) buf[0] = 0;
+    return 0;
+}
 
 #else
 
@@ -52,6 +58,7 @@ exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx) { return (exec_cuda_sta
 #include "backend/cuda/kernels.h"
 
 #define CX_MAX_PLANS 16
+#define PROF_FAMILIES (IR_OP_COUNT + SB_TYPE_COUNT) /* ops, then matmul per weight type */
 
 typedef struct devbuf {
     const void *host;
@@ -79,9 +86,16 @@ struct exec_cuda {
     int32_t *d_tok, *d_pos, *d_rows;
     int32_t *h_rows;      /* default out_rows staging */
     int64_t max_tokens;
-    bool graphs, poison;
+    bool graphs, poison, profile;
     int sms;
+    int attn_variant;     /* k_attention.cu variant (env SB_CUDA_ATTN, default 1) */
     exec_cuda_stats st;
+    /* profile: device ms and kernel launches per family, runs profiled */
+    double prof_ms[PROF_FAMILIES];
+    int64_t prof_k[PROF_FAMILIES];
+    int64_t prof_runs;
+    void **ev;
+    int32_t n_ev;
 };
 
 // ---- availability / context ----
@@ -108,6 +122,10 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->max_tokens = max_tokens;
     const char *env = getenv("SB_CUDA_GRAPH");
     cx->graphs = !(env && env[0] == '0');
+    const char *pe = getenv("SB_CUDA_PROFILE");
+    cx->profile = pe && pe[0] == '1';
+    const char *av = getenv("SB_CUDA_ATTN");
+    cx->attn_variant = av && av[0] == '2' ? 2 : 1;
     sb_status st = cu_stream_create(&cx->s);
     size_t ib = (size_t)max_tokens * sizeof(int32_t);
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_tok, ib, "token buffer");
@@ -136,6 +154,8 @@ void exec_cuda_free(exec_cuda *cx) {
     for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]);
     for (int32_t i = 0; i < cx->n_bufs; i++) cu_free(cx->bufs[i].dev);
     free(cx->bufs);
+    if (cx->ev) cu_events_destroy(cx->ev, cx->n_ev);
+    free(cx->ev);
     cu_free(cx->arena);
     cu_free(cx->d_tok);
     cu_free(cx->d_pos);
@@ -147,6 +167,53 @@ void exec_cuda_free(exec_cuda *cx) {
 
 void exec_cuda_set_graphs(exec_cuda *cx, bool on) { cx->graphs = on; }
 void exec_cuda_set_poison(exec_cuda *cx, bool on) { cx->poison = on; }
+void exec_cuda_set_profile(exec_cuda *cx, bool on) { cx->profile = on; }
+void exec_cuda_set_attn_variant(exec_cuda *cx, int v) {
+    cx->attn_variant = v == 2 ? 2 : 1;
+    for (int i = 0; i < CX_MAX_PLANS; i++) { /* captured graphs hold the old kernel */
+        cu_graph_destroy(cx->plans[i].graph);
+        cx->plans[i].graph = NULL;
+    }
+}
+
+typedef struct prof_row {
+    int fam;
+    double ms;
+} prof_row;
+
+static int prof_cmp(const void *a, const void *b) {
+    const double x = ((const prof_row *)a)->ms, y = ((const prof_row *)b)->ms;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
+    if (cap) buf[0] = 0;
+    if (!cx || cx->prof_runs == 0 || cap == 0) return 0;
+    prof_row rows[PROF_FAMILIES];
+    int n = 0;
+    double total = 0;
+    int64_t kt = 0;
+    for (int f = 0; f < PROF_FAMILIES; f++)
+        if (cx->prof_k[f]) rows[n++] = (prof_row){f, cx->prof_ms[f]}, total += cx->prof_ms[f], kt += cx->prof_k[f];
+    qsort(rows, (size_t)n, sizeof *rows, prof_cmp);
+    const double runs = (double)cx->prof_runs;
+    size_t w = (size_t)snprintf(buf, cap, "%-22s %10s %8s %6s  (%lld runs; %.1f us and %.1f kernels per run)\n", "family", "us/run", "kernels",
+                                "share", (long long)cx->prof_runs, 1e3 * total / runs, (double)kt / runs);
+    for (int i = 0; i < n && w < cap; i++) {
+        char name[40];
+        const int f = rows[i].fam;
+        if (f < IR_OP_COUNT)
+            snprintf(name, sizeof name, "%s", ir_ops[f].name);
+        else
+            snprintf(name, sizeof name, "matmul %s", ir_dtype_name(f - IR_OP_COUNT));
+        w += (size_t)snprintf(buf + w, cap - w, "%-22s %10.1f %8.1f %5.1f%%\n", name, 1e3 * rows[i].ms / runs, (double)cx->prof_k[f] / runs,
+                              total > 0 ? 100 * rows[i].ms / total : 0.0);
+    }
+    memset(cx->prof_ms, 0, sizeof cx->prof_ms);
+    memset(cx->prof_k, 0, sizeof cx->prof_k);
+    cx->prof_runs = 0;
+    return w < cap ? w : cap - 1;
+}
 exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx) { return cx->st; }
 
 void exec_cuda_forget(exec_cuda *cx, const plan *p) {
@@ -285,7 +352,7 @@ static int attn_nsplit(const exec_cuda *cx, const plan *p, const ir_node *n) {
 static cu_attn_args attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) {
     const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
     return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .T = q->ne[2], .ctype = k->dtype, .scale = n->fp[0],
-                          .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n)};
+                          .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n), .variant = cx->attn_variant};
 }
 
 static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cplan **out) {
@@ -508,15 +575,64 @@ static sb_status run_node(crun *r, int32_t i) {
 #undef SP
 }
 
+static int prof_family(const plan *p, const ir_node *n) {
+    if (n->op == IR_OP_MATMUL) {
+        const int wt = p->g->nodes[n->src[0]].dtype;
+        if (wt >= 0 && wt < SB_TYPE_COUNT) return IR_OP_COUNT + wt;
+    }
+    return (int)n->op;
+}
+
 static sb_status enqueue_all(crun *r) {
     const ir_graph *g = r->p->g;
+    exec_cuda *cx = r->cx;
     r->n_kernels = 0;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (ir_ops[g->nodes[i].op].flags & OPF_INPUT) continue;
-        sb_status st = run_node(r, i);
-        if (st != SB_OK) return sb_fail_context(st, "cuda: node %%%d %s \"%s\"", (int)i, ir_ops[g->nodes[i].op].name, g->nodes[i].name);
+    if (cx->profile && cx->n_ev < g->n_nodes + 1) { /* profiling only: events for every node boundary */
+        if (cx->ev) cu_events_destroy(cx->ev, cx->n_ev);
+        free(cx->ev);
+        cx->n_ev = 0;
+        cx->ev = (void **)calloc((size_t)g->n_nodes + 1, sizeof *cx->ev);
+        if (!cx->ev) return sb_fail(SB_ERR_OOM, "cuda: profile events");
+        SB_TRY(cu_events_create(cx->ev, g->n_nodes + 1));
+        cx->n_ev = g->n_nodes + 1;
     }
-    return SB_OK;
+    int32_t ne = 0;
+    int32_t *fam = cx->profile ? (int32_t *)calloc((size_t)g->n_nodes + 1, sizeof *fam) : NULL;
+    int32_t *kn = cx->profile ? (int32_t *)calloc((size_t)g->n_nodes + 1, sizeof *kn) : NULL;
+    if (cx->profile && (!fam || !kn)) {
+        free(fam), free(kn);
+        return sb_fail(SB_ERR_OOM, "cuda: profile");
+    }
+    sb_status st = SB_OK;
+    if (cx->profile) st = cu_event_record(cx->ev[ne++], cx->s);
+    for (int32_t i = 0; st == SB_OK && i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (ir_ops[n->op].flags & OPF_INPUT) continue;
+        const int32_t k0 = r->n_kernels;
+        st = run_node(r, i);
+        if (st != SB_OK) {
+            st = sb_fail_context(st, "cuda: node %%%d %s \"%s\"", (int)i, ir_ops[n->op].name, n->name);
+            break;
+        }
+        if (cx->profile && r->n_kernels > k0) {
+            fam[ne] = prof_family(r->p, n);
+            kn[ne] = r->n_kernels - k0;
+            st = cu_event_record(cx->ev[ne++], cx->s);
+        }
+    }
+    if (cx->profile && st == SB_OK) {
+        st = cu_stream_sync(cx->s);
+        for (int32_t k = 1; st == SB_OK && k < ne; k++) {
+            float ms = 0;
+            st = cu_event_ms(cx->ev[k - 1], cx->ev[k], &ms);
+            cx->prof_ms[fam[k]] += ms;
+            cx->prof_k[fam[k]] += kn[k];
+        }
+        cx->prof_runs++;
+    }
+    free(fam);
+    free(kn);
+    return st;
 }
 
 // ---- run ----
@@ -552,7 +668,7 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
     }
     if (cx->poison) SB_TRY(cu_memset(cx->arena, 0xFF, (size_t)cx->arena_bytes, cx->s));
     crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena};
-    if (cx->graphs && p->n_tokens == 1) {
+    if (cx->graphs && !cx->profile && p->n_tokens == 1) {
         if (!c->graph || c->graph_arena != cx->arena) {
             cu_graph_destroy(c->graph);
             c->graph = NULL;

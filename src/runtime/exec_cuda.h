@@ -68,4 +68,14 @@ sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes);
 
 exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx);
 
+/* Attention kernel variant (backend/cuda/k_attention.cu): 1 (default) or 2; env SB_CUDA_ATTN=2. */
+void exec_cuda_set_attn_variant(exec_cuda *cx, int v);
+
+/* Profiling (SB_CUDA_PROFILE=1 in the environment, or this call): runs eagerly with a CUDA event
+ * between nodes and accumulates device time per op family (matmuls per weight type). */
+void exec_cuda_set_profile(exec_cuda *cx, bool on);
+/* The accumulated profile as text, one family a line (µs per run, kernels per run, share), sorted
+ * by time; then clears it. Returns the bytes written (0 when nothing was profiled). */
+size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap);
+
 #endif

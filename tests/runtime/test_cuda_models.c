@@ -9,6 +9,9 @@
  *  4. prefix reuse on CUDA vs the fresh batch (1e-6 F32 — the split-K decode attention sums in
  *     another order than the prefill kernel —, 1e-3 quantized).
  * Prints the kernels per decode step. Usage: test_cuda_models [name-substring].
+ * test_cuda_models --perf MODEL [DEPTH]: the same executor as a profiler on any model — device
+ * time per op family for one 512-token prefill and for decode steps at KV depth DEPTH (default
+ * 0), from CUDA events between the nodes (eager), then decode tok/s with and without the graph.
  * SKIPs (exit 0, with the reason) when no CUDA device is usable — CI has none.
  */
 #include "runtime/exec_cuda.h"
@@ -18,6 +21,7 @@
 #include "test.h"
 
 #include <dirent.h>
+#include <time.h>
 
 static int is_float_model(const char *name) { return strstr(name, "-f32.") || strstr(name, "-f16.") || strstr(name, "-bf16."); }
 
@@ -117,12 +121,68 @@ static void run_model(const char *dir, const char *gguf) {
     rt_model_free(m);
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int perf(const char *path, int64_t depth) {
+    rt_model *m;
+    if (rt_model_load(path, NULL, &m) != SB_OK) {
+        fprintf(stderr, "%s: %s\n", path, sb_last_error());
+        return 1;
+    }
+    const int64_t V = m->hp.n_vocab, steps = 32;
+    rt_session *s;
+    rt_session_params sp = {.n_ctx = depth + 512 + 2 * steps + 8, .n_threads = 1, .device = 1};
+    if (rt_session_create(m, &sp, &s) != SB_OK) {
+        fprintf(stderr, "session: %s\n", sb_last_error());
+        return 1;
+    }
+    exec_cuda *cx = rt_session_cuda(s);
+    int32_t *tok = malloc((size_t)(depth + 512 + 2 * steps) * sizeof *tok);
+    uint64_t rs = 42;
+    for (int64_t i = 0; i < depth + 512 + 2 * steps; i++) tok[i] = (int32_t)(test_rand_u64(&rs) % (uint64_t)V);
+    static char rep[16384];
+    sb_status st = rt_session_eval(s, tok, 512, false, NULL); /* warm-up: plans, uploads */
+    exec_cuda_set_profile(cx, true);
+    rt_session_truncate(s, 0);
+    if (st == SB_OK) st = rt_session_eval(s, tok, 512, false, NULL);
+    exec_cuda_profile_report(cx, rep, sizeof rep);
+    printf("== prefill T=512 (eager, profiled)\n%s", rep);
+    exec_cuda_set_profile(cx, false);
+    rt_session_truncate(s, 0);
+    for (int64_t d = 0; st == SB_OK && d < depth; d += 512) st = rt_session_eval(s, tok + d, depth - d < 512 ? depth - d : 512, false, NULL);
+    exec_cuda_set_profile(cx, true);
+    for (int64_t i = 0; st == SB_OK && i < steps; i++) st = rt_session_eval(s, tok + depth + i, 1, false, NULL);
+    exec_cuda_profile_report(cx, rep, sizeof rep);
+    printf("== decode at depth %lld (eager, profiled)\n%s", (long long)depth, rep);
+    exec_cuda_set_profile(cx, false);
+    for (int g = 1; g >= 0 && st == SB_OK; g--) {
+        exec_cuda_set_graphs(cx, g == 1);
+        rt_session_truncate(s, depth);
+        st = rt_session_eval(s, tok + depth, 1, false, NULL); /* capture / warm */
+        double t0 = now_s();
+        for (int64_t i = 1; st == SB_OK && i < steps; i++) st = rt_session_eval(s, tok + depth + i, 1, false, NULL);
+        double dt = now_s() - t0;
+        printf("decode at depth %lld, %s: %.1f tok/s (%.1f us per step, %d kernels)\n", (long long)depth, g ? "CUDA graph" : "eager",
+               (double)(steps - 1) / dt, 1e6 * dt / (double)(steps - 1), exec_cuda_get_stats(cx).kernels_last_run);
+    }
+    if (st != SB_OK) fprintf(stderr, "perf: %s\n", sb_last_error());
+    free(tok);
+    rt_session_free(s);
+    rt_model_free(m);
+    return st == SB_OK ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     char why[512];
     if (!exec_cuda_available(why, sizeof why)) {
         printf("SKIP: %s\n", why);
         return 0;
     }
+    if (argc >= 3 && !strcmp(argv[1], "--perf")) return perf(argv[2], argc >= 4 ? atoll(argv[3]) : 0);
     const char *dir = test_data_path("models");
     char dirpath[4096];
     snprintf(dirpath, sizeof dirpath, "%s", dir);

@@ -8,7 +8,7 @@
  * T = 1..13 including 8-token tiles; f32-activation GEMV for float and other types), fused RMSNorm
  * chains, RMSNorm+quantize, GLU(+quantize), elementwise (scale/softcap/silu/gelu), RoPE
  * NORMAL/NEOX with freq factors, kv_store + attention (F32/F16 cache, GQA, window, softcap,
- * prefill and split-K decode).
+ * prefill and split-K decode; both k_attention.cu variants).
  * Limits: exact paths 1e-10; 8-bit-activation paths 5e-4 against the f32 reference (~5e-5
  * expected), and 1e-10 (1e-6 after a GLU) against the CPU executor where both round activations
  * to q8_K (K-quant weights), which checks the q8_K quantizer bit for bit.
@@ -33,6 +33,7 @@ typedef struct binds {
 } binds;
 
 static uint64_t seed = 0x5B0C0DA;
+static int attn_variant = 1; /* k_attention.cu variant the CUDA runs use */
 
 static float *rnd(int64_t n, float scale) {
     float *x = malloc((size_t)n * sizeof *x);
@@ -97,6 +98,7 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     s = exec_cuda_create(64, &cx);
     if (s != SB_OK) goto out;
     exec_cuda_set_poison(cx, true);
+    exec_cuda_set_attn_variant(cx, attn_variant);
     exec_bindings ebc = {.data = dc, .n_data = pc->n_inputs};
     float *outs[1] = {yc};
     s = exec_cuda_run(cx, pc, &ebc, outs);
@@ -314,13 +316,17 @@ static void test_rope(void) {
 }
 
 static void test_attention(void) {
-    const int64_t D = 64, Hq = 4, Hkv = 2, C = 300, Dkv = D * Hkv;
-    struct { int64_t T, p0; int ctype, window; float softcap; } cs[] = {
-        {1, 0, SB_TYPE_F32, 0, 0}, {1, 250, SB_TYPE_F32, 0, 0}, {1, 250, SB_TYPE_F16, 0, 0}, {5, 100, SB_TYPE_F32, 0, 0},
-        {5, 100, SB_TYPE_F16, 8, 0}, {1, 299, SB_TYPE_F32, 8, 30.0f}, {13, 0, SB_TYPE_F32, 0, 50.0f}, {1, 120, SB_TYPE_F16, 0, 20.0f},
+    const int64_t Hq = 4, Hkv = 2, C = 300;
+    struct { int64_t T, p0; int ctype, window; float softcap; int64_t D; } cs[] = {
+        {1, 0, SB_TYPE_F32, 0, 0, 64}, {1, 250, SB_TYPE_F32, 0, 0, 64}, {1, 250, SB_TYPE_F16, 0, 0, 64}, {5, 100, SB_TYPE_F32, 0, 0, 64},
+        {5, 100, SB_TYPE_F16, 8, 0, 64}, {1, 299, SB_TYPE_F32, 8, 30.0f, 64}, {13, 0, SB_TYPE_F32, 0, 50.0f, 64},
+        {1, 120, SB_TYPE_F16, 0, 20.0f, 64}, {7, 60, SB_TYPE_F32, 0, 0, 37}, {1, 200, SB_TYPE_F16, 0, 0, 37},
+        {3, 140, SB_TYPE_F16, 0, 0, 256}, {1, 290, SB_TYPE_F32, 0, 0, 256},
     };
-    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
-        const int64_t T = cs[k].T;
+    for (size_t kk = 0; kk < 2 * sizeof cs / sizeof cs[0]; kk++) {
+        const size_t k = kk % (sizeof cs / sizeof cs[0]);
+        attn_variant = 1 + (int)(kk / (sizeof cs / sizeof cs[0]));
+        const int64_t T = cs[k].T, D = cs[k].D, Dkv = D * Hkv;
         size_t es = cs[k].ctype == SB_TYPE_F16 ? 2 : 4;
         float *q = rnd(D * Hq * T, 1.0f), *kn = rnd(Dkv * T, 1.0f), *vn = rnd(Dkv * T, 1.0f);
         float *kf = rnd(Dkv * C, 1.0f), *vf = rnd(Dkv * C, 1.0f);
@@ -342,12 +348,13 @@ static void test_attention(void) {
         ir_output(g, ir_attention(g, qr, k2, v2, pr, &ap), "y");
         binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0"}, .data = {q, kn, vn, kc, vc}, .n = 5, .pos = pos};
         char label[96];
-        snprintf(label, sizeof label, "kv_store+attention %s T=%lld p0=%lld w=%d cap=%g", ir_dtype_name(cs[k].ctype), (long long)T,
-                 (long long)cs[k].p0, cs[k].window, cs[k].softcap);
+        snprintf(label, sizeof label, "kv_store+attention v%d %s D=%lld T=%lld p0=%lld w=%d cap=%g", attn_variant,
+                 ir_dtype_name(cs[k].ctype), (long long)D, (long long)T, (long long)cs[k].p0, cs[k].window, cs[k].softcap);
         expect(run_both(g, &b, label), 1e-9, label);
         ir_graph_free(g);
         free(q), free(kn), free(vn), free(kf), free(vf), free(kc), free(vc);
     }
+    attn_variant = 1;
 }
 
 int main(void) {

@@ -120,3 +120,32 @@ extern "C" int cu_sm_count(void) {
     }
     return n;
 }
+
+extern "C" sb_status cu_events_create(void **ev, int n) {
+    for (int i = 0; i < n; i++) ev[i] = NULL;
+    for (int i = 0; i < n; i++) {
+        cudaEvent_t e;
+        cudaError_t r = cudaEventCreate(&e);
+        if (r != cudaSuccess) {
+            cu_events_destroy(ev, i);
+            return fail(r, "cudaEventCreate");
+        }
+        ev[i] = (void *)e;
+    }
+    return SB_OK;
+}
+
+extern "C" void cu_events_destroy(void **ev, int n) {
+    for (int i = 0; i < n; i++)
+        if (ev[i]) cudaEventDestroy((cudaEvent_t)ev[i]), ev[i] = NULL;
+}
+
+extern "C" sb_status cu_event_record(void *ev, cu_stream s) {
+    CU_CHECK(cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)s), "cudaEventRecord");
+    return SB_OK;
+}
+
+extern "C" sb_status cu_event_ms(void *a, void *b, float *ms) {
+    CU_CHECK(cudaEventElapsedTime(ms, (cudaEvent_t)a, (cudaEvent_t)b), "cudaEventElapsedTime");
+    return SB_OK;
+}

@@ -7,9 +7,12 @@
  * out = sum_j softmax(s)_j v_j. Online softmax in f32 (running max m, sum l, rescaled acc).
  * Positions (and so the KV length) are read from device memory: one captured graph serves
  * every decode step; the split count is fixed per plan and each split takes ceil(n/nsplit) keys.
- * Geometry: k_attn: grid (Hq, T, nsplit), 4 warps; warp w takes keys w, w+4, ... of its split;
- * lane l holds q/acc dims l, l+32, ... (D <= 256, 8 registers); scores by warp shuffle sums; the
- * 4 warps merge through shared memory. nsplit == 1 writes out directly, else (m, l, acc[D])
+ * Geometry: k_attn: grid (Hq, T, nsplit), 4 warps; lane l holds acc dims l, l+32, ... (D <= 256,
+ * 8 registers). Variant 1 (default): warp w takes keys w, w+4, ... of its split, scores by warp
+ * shuffle sums — ~2 dependent memory latencies per key. Variant 2 (cu_attn_args.variant, env
+ * SB_CUDA_ATTN=2; tested, not yet measured): warp w takes 32-key tiles w, w+4, ..., lane = key
+ * for the score (q from shared memory), then a coalesced V pass. The 4 warps merge through
+ * shared memory. nsplit == 1 writes out directly, else (m, l, acc[D])
  * partials go to scratch and k_attn_combine (grid (Hq, T), D threads) merges the splits.
  * Traffic: reads K and V of every visible key once per query head: 2*(p-lo+1)*D*(4|2) bytes per
  * (t, h) — GQA groups re-read the same kv head from L2; decode at depth 4096, D 64, F32 cache:
@@ -29,11 +32,42 @@ static __device__ __forceinline__ float kv_ld(const void *c, int f16, int64_t i)
     return f16 ? cu_h2f(((const uint16_t *)c)[i]) : ((const float *)c)[i];
 }
 
+/* dot(q, K row) for one lane: q in shared memory (broadcast reads), the row contiguous */
+static __device__ __forceinline__ float row_dot(const float *sq, const void *kc, int f16, int64_t base, int D) {
+    float s0 = 0.0f, s1 = 0.0f;
+    if (!f16 && D % 4 == 0) {
+        const float4 *r = (const float4 *)((const float *)kc + base);
+        for (int d = 0; d < D / 4; d += 2) { /* two independent chains */
+            const float4 a = r[d];
+            s0 += sq[4 * d] * a.x + sq[4 * d + 1] * a.y + sq[4 * d + 2] * a.z + sq[4 * d + 3] * a.w;
+            if (d + 1 < D / 4) {
+                const float4 b = r[d + 1];
+                s1 += sq[4 * d + 4] * b.x + sq[4 * d + 5] * b.y + sq[4 * d + 6] * b.z + sq[4 * d + 7] * b.w;
+            }
+        }
+    } else if (f16 && D % 2 == 0) {
+        const __half2 *r = (const __half2 *)((const uint16_t *)kc + base);
+        for (int d = 0; d < D / 2; d++) {
+            const float2 a = __half22float2(r[d]);
+            s0 += sq[2 * d] * a.x + sq[2 * d + 1] * a.y;
+        }
+    } else {
+        for (int d = 0; d < D; d++) s0 += sq[d] * kv_ld(kc, f16, base + d);
+    }
+    return s0 + s1;
+}
+
+/* VARIANT 1: each warp walks its keys one at a time (lanes over dims; a shuffle sum per key).
+ * VARIANT 2: each warp takes 32 keys at once, one per lane (a whole-row dot from registers and
+ * shared q), one max/sum shuffle per 32 keys, then a coalesced V pass (lanes over dims, the 32
+ * probabilities broadcast by shuffle): ~3 dependent memory latencies per 32 keys instead of ~64. */
+template <int VARIANT>
 __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos,
                                                          int D, int Hq, int Hkv, int f16, float scale, float softcap, int window,
                                                          int nsplit, float *part) {
     __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
     __shared__ float sm_acc[ATT_WARPS][ATT_DL * 32];
+    __shared__ float sm_q[ATT_DL * 32];
     const int h = blockIdx.x, sp = blockIdx.z;
     const int64_t t = blockIdx.y;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -53,6 +87,36 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
         acc[k] = 0.0f;
     }
     float m = -INFINITY, l = 0.0f;
+    if (VARIANT == 2) {
+        for (int d = threadIdx.x; d < D; d += ATT_WARPS * 32) sm_q[d] = qr[d];
+        __syncthreads();
+        for (int64_t jb = j0 + 32 * w; jb < j1; jb += 32 * ATT_WARPS) {
+            const int64_t j = jb + lane;
+            const bool ok = j < j1;
+            float s = -INFINITY;
+            if (ok) {
+                s = row_dot(sm_q, kc, f16, j * Dkv + (int64_t)kvh * D, D) * scale;
+                if (softcap > 0.0f) s = tanhf(s / softcap) * softcap;
+            }
+            const float mn = fmaxf(m, warp_max(s)); /* finite: key jb is valid */
+            const float corr = expf(m - mn);
+            const float e = ok ? expf(s - mn) : 0.0f;
+            l = l * corr + warp_sum(e);
+#pragma unroll
+            for (int k = 0; k < ATT_DL; k++) acc[k] *= corr;
+            const int nv = (int)(j1 - jb < 32 ? j1 - jb : 32);
+            for (int jj = 0; jj < nv; jj++) {
+                const float pj = __shfl_sync(0xffffffffu, e, jj);
+                const int64_t base = (jb + jj) * Dkv + (int64_t)kvh * D;
+#pragma unroll
+                for (int k = 0; k < ATT_DL; k++) {
+                    const int d = lane + 32 * k;
+                    if (d < D) acc[k] += pj * kv_ld(vc, f16, base + d);
+                }
+            }
+            m = mn;
+        }
+    } else
     for (int64_t j = j0 + w; j < j1; j += ATT_WARPS) {
         const int64_t base = j * Dkv + (int64_t)kvh * D;
         float s = 0.0f;
@@ -131,8 +195,13 @@ extern "C" sb_status cu_attention(cu_stream s, float *dst, const float *q, const
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with head_dim %lld, %lld/%lld heads, %d splits (head_dim <= %d)",
                        (long long)a->D, (long long)a->Hq, (long long)a->Hkv, a->nsplit, ATT_DL * 32);
     const cudaStream_t st = (cudaStream_t)s;
-    k_attn<<<dim3((unsigned)a->Hq, (unsigned)a->T, (unsigned)a->nsplit), ATT_WARPS * 32, 0, st>>>(
-        dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale, a->softcap, a->window, a->nsplit, scratch);
+    const dim3 grid((unsigned)a->Hq, (unsigned)a->T, (unsigned)a->nsplit);
+    if (a->variant == 2)
+        k_attn<2><<<grid, ATT_WARPS * 32, 0, st>>>(dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale,
+                                                   a->softcap, a->window, a->nsplit, scratch);
+    else
+        k_attn<1><<<grid, ATT_WARPS * 32, 0, st>>>(dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale,
+                                                   a->softcap, a->window, a->nsplit, scratch);
     sb_status r = cu_after_launch("k_attn");
     if (r != SB_OK || a->nsplit == 1) return r;
     k_attn_combine<<<dim3((unsigned)a->Hq, (unsigned)a->T), a->D < 32 ? 32 : ((unsigned)a->D + 31) / 32 * 32, 0, st>>>(dst, scratch, (int)a->D,

@@ -43,6 +43,11 @@ sb_status cu_graph_end(cu_stream s, cu_graph *g);
 sb_status cu_graph_launch(cu_graph g, cu_stream s);
 void cu_graph_destroy(cu_graph g);
 sb_status cu_mem_info(size_t *free_b, size_t *total_b);
+/* Timing events (profiling only): create n, record event i on s, milliseconds between i and j. */
+sb_status cu_events_create(void **ev, int n);
+void cu_events_destroy(void **ev, int n);
+sb_status cu_event_record(void *ev, cu_stream s);
+sb_status cu_event_ms(void *a, void *b, float *ms);
 int cu_sm_count(void);
 
 // ---- capabilities ----
@@ -115,6 +120,7 @@ typedef struct cu_attn_args {
     float scale, softcap;     /* softcap 0 = none */
     int window;               /* 0 = none */
     int nsplit;               /* KV splits (flash-decoding); 1 = none */
+    int variant;              /* 1 = key per warp step (default), 2 = 32 keys per warp step (k_attention.cu) */
 } cu_attn_args;
 /* Floats of scratch cu_attention needs for these args (0 when nsplit == 1). */
 uint64_t cu_attention_scratch(const cu_attn_args *a);
