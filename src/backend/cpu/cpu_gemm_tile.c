@@ -13,9 +13,10 @@
  * wm = -dmin*m_j; Q8_0/IQ4: q = value + 128, off 128. Activations are copied to plain int8 rows
  * with per-unit sums S = sum(y) and scales A (Q8_0/Q8_1: the block d; Q8_K: the superblock d).
  *     out[t][r] = sum_u A_tu * (ws_ru * (I_rtu - off*S_tu) + wm_ru * S_tu),  I = sum q*y (exact int)
- * Tile layout: 8 rows interleaved in 4-byte groups, [K/4][8 rows][4 B], so one vpdpbusd with a
- * broadcast activation dword advances 8 rows x 4 elements; per unit and token the float work is
- * one cvt + mul + fma for 8 rows (vs 8 rows x 3 ops in the row kernels).
+ * Tile layout: TR rows (16 here, in zmm; 8 in the AVX2 instance) interleaved in 4-byte groups,
+ * [K/4][TR rows][4 B], so one vpdpbusd with a broadcast activation dword advances TR rows x 4
+ * elements; per unit and token the float work is one cvt + (mul +) fma for TR rows (vs 3 ops per
+ * row in the row kernels).
  * Exactness: I - off*S is exact in int32; results differ from the row kernels only in float
  * rounding order (the S-based min term uses the exact Σy instead of Q8_1's fp16 s).
  * Memory: per call T*K*(1 + 8/U) bytes of activation copies + ~(16K + 10K/U*4) bytes per thread,

@@ -33,7 +33,7 @@ typedef struct cpu_kernel_table {
 /* fp16 bits -> fp32 for every pattern (exact; filled before any kernel runs). */
 extern float cpu_fp16_table[65536];
 
-/* Prefill GEMM through decoded 8-row tiles (cpu_tile.inc, instantiated for AVX-512 VNNI and AVX2). */
+/* Prefill GEMM through decoded row tiles (cpu_tile.inc: 16 rows for AVX-512 VNNI, 8 for AVX2). */
 #include "base/status.h"
 #include "base/threadpool.h"
 #include <stdbool.h>

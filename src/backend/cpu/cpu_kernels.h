@@ -71,9 +71,9 @@ sb_status cpu_vec_dot(int wtype, int64_t n, float *out, const void *w_row, const
  * contiguous, cpu_act_row_bytes each), out[t*N + n] gets the dot of activation row t with weight
  * row n. Output rows are split over the pool's threads (pool may be NULL: one thread).
  * T = 1 (decode) streams W once and allocates nothing. T > 1: each weight block is decoded once per
- * group of up to 4 activation rows; with T >= 8 on the avx512 ISA, 8-row weight tiles are decoded
- * into per-thread scratch and multiplied with VNNI (cpu_gemm_tile.c), which allocates
- * ~T*K*1.3 bytes per call (SB_ERR_OOM if that fails). */
+ * group of up to 4 activation rows; with T >= 8, weight tiles (16 rows on avx512, 8 on avx2) are
+ * decoded into per-thread scratch and multiplied with vpdpbusd / vpmaddubsw (cpu_tile.inc), which
+ * allocates ~T*K*1.4 bytes per call (SB_ERR_OOM if that fails). */
 sb_status cpu_matmul(tp_pool *pool, int wtype, const void *W, int64_t K, int64_t N, const void *act, int64_t T,
                      float *out);
 
