@@ -47,6 +47,7 @@ sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes) {
 exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx) { return (exec_cuda_stats){0}; }
 void exec_cuda_set_profile(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) { (void)cx, (void)v; }
+void exec_cuda_set_mmvq_variant(int v) { (void)v; }
 size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
     if (cap) buf[0] = 0;
     return 0;
@@ -74,6 +75,7 @@ typedef struct cplan {
     cu_graph graph;
     void *graph_arena;    /* the arena the graph was captured with */
     int32_t n_kernels;
+    int64_t runs;         /* runs of this plan so far */
 } cplan;
 
 struct exec_cuda {
@@ -126,6 +128,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->profile = pe && pe[0] == '1';
     const char *av = getenv("SB_CUDA_ATTN");
     cx->attn_variant = av && av[0] == '2' ? 2 : 1;
+    const char *mv = getenv("SB_CUDA_MMQ");
+    if (mv && mv[0] == '2') cu_mmvq_set_variant(2);
     sb_status st = cu_stream_create(&cx->s);
     size_t ib = (size_t)max_tokens * sizeof(int32_t);
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_tok, ib, "token buffer");
@@ -168,6 +172,7 @@ void exec_cuda_free(exec_cuda *cx) {
 void exec_cuda_set_graphs(exec_cuda *cx, bool on) { cx->graphs = on; }
 void exec_cuda_set_poison(exec_cuda *cx, bool on) { cx->poison = on; }
 void exec_cuda_set_profile(exec_cuda *cx, bool on) { cx->profile = on; }
+void exec_cuda_set_mmvq_variant(int v) { cu_mmvq_set_variant(v); }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) {
     cx->attn_variant = v == 2 ? 2 : 1;
     for (int i = 0; i < CX_MAX_PLANS; i++) { /* captured graphs hold the old kernel */
@@ -668,7 +673,11 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
     }
     if (cx->poison) SB_TRY(cu_memset(cx->arena, 0xFF, (size_t)cx->arena_bytes, cx->s));
     crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena};
-    if (cx->graphs && !cx->profile && p->n_tokens == 1) {
+    /* decode plans are captured on their first run; other shapes (prefill chunks, whose sizes vary
+     * per request) on their second, so a one-off shape does not pay the capture */
+    const bool use_graph = cx->graphs && !cx->profile && (p->n_tokens == 1 || c->runs >= 1);
+    c->runs++;
+    if (use_graph) {
         if (!c->graph || c->graph_arena != cx->arena) {
             cu_graph_destroy(c->graph);
             c->graph = NULL;

@@ -2,7 +2,8 @@
 /*
  * runtime/exec_cuda.h — runs a plan on a CUDA device: walks the planned nodes in order and
  * enqueues one hand-written kernel (backend/cuda/kernels.h) per node on one stream; a decode plan
- * (T = 1) is captured once as a CUDA Graph and replayed for every step.
+ * (T = 1) is captured once as a CUDA Graph on its first run and replayed for every step; other
+ * plans (prefill chunks) are captured on their second run.
  * Layer 2 (runtime). Device state lives in an exec_cuda context (one per session): the stream,
  * a cache of device copies of the bound weights and KV caches keyed by their host pointer
  * (weights uploaded once; a KV cache's host buffer is uploaded on first sight and from then on the
@@ -39,7 +40,8 @@ bool exec_cuda_available(char *why, size_t cap);
 sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out);
 void exec_cuda_free(exec_cuda *cx);
 
-/* Capture decode plans (T = 1) as CUDA Graphs (default on; env SB_CUDA_GRAPH=0 turns it off). */
+/* Capture plans as CUDA Graphs (default on; env SB_CUDA_GRAPH=0 turns it off): T = 1 plans on
+ * their first run, others on their second. */
 void exec_cuda_set_graphs(exec_cuda *cx, bool on);
 
 /* Fill the device arena with 0xFF bytes (f32 NaN) before every run, so a value some kernel
@@ -70,6 +72,10 @@ exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx);
 
 /* Attention kernel variant (backend/cuda/k_attention.cu): 1 (default) or 2; env SB_CUDA_ATTN=2. */
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v);
+
+/* Token-tile GEMV variant for T > 8 (process-wide; backend/cuda/k_mmvq.cu): 1 (default) or 2 (four
+ * rows per warp); env SB_CUDA_MMQ=2. */
+void exec_cuda_set_mmvq_variant(int v);
 
 /* Profiling (SB_CUDA_PROFILE=1 in the environment, or this call): runs eagerly with a CUDA event
  * between nodes and accumulates device time per op family (matmuls per weight type). */

@@ -5,7 +5,8 @@
  *     test_model_refs' thresholds: F32/F16/BF16 NMSE <= 1e-5 (gemma 2e-5), quantized <= 1e-3 and
  *     the same argmax wherever the reference's top-two margin exceeds 0.05;
  *  2. CUDA vs the CPU executor on the same file and tokens (same bounds);
- *  3. CUDA-graph replay vs eager execution of the decode steps: bit-identical logits;
+ *  3. CUDA-graph replay vs eager execution: bit-identical logits (decode steps, and the prompt
+ *     evaluated twice: its plan runs eagerly first, then from the graph captured on second use);
  *  4. prefix reuse on CUDA vs the fresh batch (1e-6 F32 — the split-K decode attention sums in
  *     another order than the prefill kernel —, 1e-3 quantized).
  * Prints the kernels per decode step. Usage: test_cuda_models [name-substring].
@@ -90,7 +91,7 @@ static void run_model(const char *dir, const char *gguf) {
         CHECKF(s2 == SB_OK && s3 == SB_OK, "%s: CPU %s / eager %s: %s", gguf, sb_status_str(s2), sb_status_str(s3), sb_last_error());
         double vs_cpu = s2 == SB_OK ? nmse(cu, cpu, n * V) : 1e30;
         int64_t graph_diff = 0;
-        for (int64_t i = r.n_prompt * V; s3 == SB_OK && i < n * V; i++) graph_diff += memcmp(&cu[i], &eager[i], sizeof(float)) != 0;
+        for (int64_t i = 0; s3 == SB_OK && i < n * V; i++) graph_diff += memcmp(&cu[i], &eager[i], sizeof(float)) != 0;
         printf("%-28s NMSE %.3e (limit %.0e)  argmax %d/%d  vs CPU %.3e  graph!=eager %lld  kernels/step %d%s\n", gguf, c.nmse, limit,
                c.argmax_checked - c.argmax_bad, c.argmax_checked, vs_cpu, (long long)graph_diff, kernels,
                c.nmse <= limit && argmax_ok && vs_cpu <= limit && graph_diff == 0 ? "" : "  FAIL");
@@ -98,6 +99,23 @@ static void run_model(const char *dir, const char *gguf) {
         CHECKF(argmax_ok, "%s: argmax differs on %d rows (first %d)", gguf, c.argmax_bad, c.first_bad_row);
         CHECKF(vs_cpu <= limit, "%s: CUDA vs CPU NMSE %.3e > %.0e", gguf, vs_cpu, limit);
         CHECKF(graph_diff == 0, "%s: %lld decode logits differ between graph replay and eager", gguf, (long long)graph_diff);
+        /* 3b. the prompt again in the same session: its plan now replays a captured graph */
+        {
+            rt_session *sg;
+            rt_session_params sp = {.n_ctx = n + 8, .n_threads = 2, .device = 1};
+            float *a = malloc((size_t)(r.n_prompt * V) * sizeof *a), *b2 = malloc((size_t)(r.n_prompt * V) * sizeof *b2);
+            CHECK(rt_session_create(m, &sp, &sg) == SB_OK);
+            CHECK(rt_session_eval(sg, r.tokens, r.n_prompt, true, a) == SB_OK);
+            rt_session_truncate(sg, 0);
+            CHECK(rt_session_eval(sg, r.tokens, r.n_prompt, true, b2) == SB_OK);
+            exec_cuda_stats cs = exec_cuda_get_stats(rt_session_cuda(sg));
+            CHECKF(cs.graph_captures == 1 && cs.eager_runs == 1, "%s: prompt twice: %lld captures, %lld eager runs", gguf,
+                   (long long)cs.graph_captures, (long long)cs.eager_runs);
+            CHECKF(!memcmp(a, b2, (size_t)(r.n_prompt * V) * sizeof *a), "%s: prompt logits differ between eager and graph replay", gguf);
+            rt_session_free(sg);
+            free(a);
+            free(b2);
+        }
         /* 4. prefix reuse on CUDA */
         if (strstr(gguf, "-f32.") || strstr(gguf, "q4_k_m")) {
             rt_session *ss;

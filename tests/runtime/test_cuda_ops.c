@@ -198,6 +198,12 @@ static void test_matmul(void) {
             snprintf(label, sizeof label, "matmul %s T=%lld (%s)", ir_dtype_name(t), (long long)T, path_name(t));
             const bool q8 = mmvq_type(t) || q8k_type(t);
             expect(run_both(g, &b, label), q8 ? 5e-4 : 1e-10, label);
+            if (mmvq_type(t) && T > 8) { /* the 4-rows-per-warp token-tile variant */
+                exec_cuda_set_mmvq_variant(2);
+                snprintf(label, sizeof label, "matmul %s T=%lld (%s, 4 rows/warp)", ir_dtype_name(t), (long long)T, path_name(t));
+                expect(run_both(g, &b, label), 5e-4, label);
+                exec_cuda_set_mmvq_variant(1);
+            }
             if (q8k_type(t)) { /* the same q8_K rounding as the CPU executor: only summation order differs */
                 snprintf(label, sizeof label, "matmul %s T=%lld vs CPU q8_K", ir_dtype_name(t), (long long)T);
                 expect(run_cmp(g, &b, label, true), 1e-10, label);

@@ -12,6 +12,8 @@
  * Geometry: 128-thread blocks, one warp per output row (4 rows a block, grid.x = N/4), lane l
  * takes sub-blocks l, l+32, ...; NC = min(T, 8) tokens per pass share each unpacked sub-block;
  * grid.y = ceil(T/8) token tiles. Warp reduction by shuffles, lane 0 writes NC outputs.
+ * Variant 2 (cu_mmvq_set_variant(2); T > 8 only; tested, not yet measured): 4 rows per warp
+ * sharing each activation load (k_mmvq_rows).
  * Traffic: decode reads the weights once (bytes(W) = N*K*bpw/8) plus N/4 blocks x K*36/32 B of
  * activations (L1/L2-resident), writes 4*N*T. Intensity ~ 2*T FLOP per weight byte x 8/bpw:
  * bandwidth-bound for T <= 8; prefill re-reads W once per 8-token tile (from L2 for per-layer
@@ -168,9 +170,78 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
     }
 }
 
+/* Variant 2 for token tiles (T > 8): each warp owns MMVQ_R consecutive rows and reuses every
+ * activation load (8 ints + scale per 32 values per token) for all of them — a quarter of the
+ * activation traffic through L1/L2 of variant 1, which re-reads the activations once per row. */
+#define MMVQ_R 4
+template <int TYPE, int XQ>
+__global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_rows(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N,
+                                                               const uint8_t *x, int64_t T) {
+    const int lane = threadIdx.x & 31;
+    const int64_t n0 = ((int64_t)blockIdx.x * MMVQ_WARPS + (threadIdx.x >> 5)) * MMVQ_R;
+    if (n0 >= N) return;
+    const int64_t t0 = (int64_t)blockIdx.y * MMVQ_NC;
+    const int nt = (int)(T - t0 < MMVQ_NC ? T - t0 : MMVQ_NC);
+    const int nsb = (int)(K / 32);
+    float acc[MMVQ_R][MMVQ_NC];
+#pragma unroll
+    for (int r = 0; r < MMVQ_R; r++)
+#pragma unroll
+        for (int c = 0; c < MMVQ_NC; c++) acc[r][c] = 0.0f;
+    for (int j = lane; j < nsb; j += 32) {
+        wsub ws[MMVQ_R];
+#pragma unroll
+        for (int r = 0; r < MMVQ_R; r++) {
+            if (n0 + r < N) {
+                unpack<TYPE>(w + (uint64_t)(n0 + r) * rb, j, &ws[r]);
+            } else {
+#pragma unroll
+                for (int i = 0; i < 8; i++) ws[r].w[i] = 0;
+                ws[r].d0 = ws[r].d1 = ws[r].dm = 0.0f;
+            }
+        }
+#pragma unroll
+        for (int c = 0; c < MMVQ_NC; c++) {
+            if (c < nt) {
+                float d8;
+                const int *qp = act_sub<XQ>(x, K, t0 + c, j, &d8);
+                int qy[8];
+#pragma unroll
+                for (int i = 0; i < 8; i++) qy[i] = qp[i];
+                int sq = 0;
+#pragma unroll
+                for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, qy[i], sq);
+#pragma unroll
+                for (int r = 0; r < MMVQ_R; r++) {
+                    int s0 = 0, s1 = 0;
+#pragma unroll
+                    for (int i = 0; i < 4; i++) s0 = __dp4a(ws[r].w[i], qy[i], s0);
+#pragma unroll
+                    for (int i = 4; i < 8; i++) s1 = __dp4a(ws[r].w[i], qy[i], s1);
+                    acc[r][c] += d8 * (ws[r].d0 * (float)s0 + ws[r].d1 * (float)s1 + ws[r].dm * (float)sq);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < MMVQ_R; r++)
+#pragma unroll
+        for (int c = 0; c < MMVQ_NC; c++) {
+            const float v = warp_sum(acc[r][c]);
+            if (lane == 0 && c < nt && n0 + r < N) dst[(t0 + c) * N + n0 + r] = v;
+        }
+}
+
+static int mmvq_variant = 1; /* cu_mmvq_set_variant */
+
 template <int TYPE, int XQ>
 static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x,
                              int64_t T) {
+    if (mmvq_variant == 2 && T > MMVQ_NC) {
+        const dim3 g2(cu_div_up(N, MMVQ_WARPS * MMVQ_R), cu_div_up(T, MMVQ_NC));
+        k_mmvq_rows<TYPE, XQ><<<g2, MMVQ_WARPS * 32, 0, s>>>(dst, w, rb, K, N, x, T);
+        return cu_after_launch("k_mmvq_rows");
+    }
     const dim3 grid(cu_div_up(N, MMVQ_WARPS), cu_div_up(T, T < MMVQ_NC ? T : MMVQ_NC));
     const int th = MMVQ_WARPS * 32;
     switch (T < MMVQ_NC ? T : MMVQ_NC) {
@@ -199,6 +270,8 @@ static uint64_t row_bytes(int type, int64_t K) {
 }
 
 extern "C" bool cu_has_mmvq(int type) { return row_bytes(type, 256) != 0; }
+
+extern "C" void cu_mmvq_set_variant(int v) { mmvq_variant = v == 2 ? 2 : 1; }
 
 extern "C" sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
                                   int64_t T) {
