@@ -48,6 +48,8 @@ exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx) { return (exec_cuda_sta
 void exec_cuda_set_profile(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) { (void)cx, (void)v; }
 void exec_cuda_set_mmvq_variant(int v) { (void)v; }
+void exec_cuda_set_fuse(exec_cuda *cx, bool on) { (void)cx, (void)on; }
+int32_t exec_cuda_count_fusions(const plan *p) { return -1; }
 size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
     if (cap) buf[0] = 0;
     return 0;
@@ -76,6 +78,10 @@ typedef struct cplan {
     void *graph_arena;    /* the arena the graph was captured with */
     int32_t n_kernels;
     int64_t runs;         /* runs of this plan so far */
+    /* executor-level fusion (cx->fuse): epi[i] = the ADD node a matmul i writes through its
+     * epilogue (-1 none); skip[j] = the ADD node j is done by its matmul */
+    int32_t *epi;
+    uint8_t *skip;
 } cplan;
 
 struct exec_cuda {
@@ -89,6 +95,7 @@ struct exec_cuda {
     int32_t *h_rows;      /* default out_rows staging */
     int64_t max_tokens;
     bool graphs, poison, profile;
+    bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=1; exec_cuda_set_fuse) */
     int sms;
     int attn_variant;     /* k_attention.cu variant (env SB_CUDA_ATTN, default 1) */
     exec_cuda_stats st;
@@ -128,6 +135,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->profile = pe && pe[0] == '1';
     const char *av = getenv("SB_CUDA_ATTN");
     cx->attn_variant = av && av[0] == '2' ? 2 : 1;
+    const char *fe = getenv("SB_CUDA_FUSE");
+    cx->fuse = fe && fe[0] == '1';
     const char *mv = getenv("SB_CUDA_MMQ");
     if (mv && mv[0] == '2') cu_mmvq_set_variant(2);
     sb_status st = cu_stream_create(&cx->s);
@@ -149,6 +158,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
 static void cplan_clear(cplan *c) {
     cu_graph_destroy(c->graph);
     free(c->dptr);
+    free(c->epi);
+    free(c->skip);
     memset(c, 0, sizeof *c);
 }
 
@@ -173,6 +184,12 @@ void exec_cuda_set_graphs(exec_cuda *cx, bool on) { cx->graphs = on; }
 void exec_cuda_set_poison(exec_cuda *cx, bool on) { cx->poison = on; }
 void exec_cuda_set_profile(exec_cuda *cx, bool on) { cx->profile = on; }
 void exec_cuda_set_mmvq_variant(int v) { cu_mmvq_set_variant(v); }
+void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
+    if (cx->fuse == on) return;
+    cu_stream_sync(cx->s);
+    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]); /* rebuilt (without re-uploads) on their next run */
+    cx->fuse = on;
+}
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) {
     cx->attn_variant = v == 2 ? 2 : 1;
     for (int i = 0; i < CX_MAX_PLANS; i++) { /* captured graphs hold the old kernel */
@@ -360,6 +377,75 @@ static cu_attn_args attn_args(const exec_cuda *cx, const plan *p, const ir_node 
                           .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n), .variant = cx->attn_variant};
 }
 
+// ---- executor-level fusion ----
+
+/* arena byte range of value i (its alias root); false for inputs (their own buffers) */
+static bool arena_range(const plan *p, ir_ref i, uint64_t *lo, uint64_t *hi) {
+    const plan_value *v = &p->vals[p->vals[i].alias];
+    if (v->input >= 0 || p->vals[i].input >= 0) return false;
+    *lo = v->offset;
+    *hi = v->offset + v->bytes;
+    return true;
+}
+
+static bool overlap(const plan *p, ir_ref a, ir_ref b) {
+    uint64_t a0, a1, b0, b1;
+    if (!arena_range(p, a, &a0, &a1) || !arena_range(p, b, &b0, &b1)) return false;
+    return a0 < b1 && b0 < a1;
+}
+
+static bool same_mem(const plan *p, ir_ref a, ir_ref b) {
+    uint64_t a0, a1, b0, b1;
+    if (!arena_range(p, a, &a0, &a1) || !arena_range(p, b, &b0, &b1)) return false;
+    return a0 == b0 && a1 == b1;
+}
+
+/* MATMUL m immediately followed by ADD(m, o) (either order), m used only there, o a [N] bias or a
+ * value of the output's shape: the GEMV writes the ADD's value through its epilogue and the ADD
+ * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
+ * o only exactly (each element is read, then written, by one thread). Bit-identical: the same
+ * f32 (W x) + o. */
+static sb_status plan_fusions(const plan *p, cplan *c) {
+    const ir_graph *g = p->g;
+    int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
+    c->epi = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->epi);
+    c->skip = (uint8_t *)calloc((size_t)g->n_nodes, 1);
+    if (!uses || !c->epi || !c->skip) {
+        free(uses);
+        return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
+    }
+    ir_use_counts(g, uses);
+    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = -1;
+    for (int32_t i = 0; i + 1 < g->n_nodes; i++) {
+        const ir_node *m = &g->nodes[i], *a = &g->nodes[i + 1];
+        if (m->op != IR_OP_MATMUL || a->op != IR_OP_ADD || uses[i] != 1) continue;
+        const int slot = a->src[0] == i ? 1 : a->src[1] == i ? 0 : -1;
+        if (slot < 0) continue;
+        const ir_ref o = a->src[slot];
+        const ir_node *on = &g->nodes[o];
+        const bool bc = ir_nelem(on) == m->ne[0] && ir_nrows(m) != 1;
+        if (!bc && ir_nelem(on) != ir_nelem(m)) continue;
+        if (overlap(p, i + 1, m->src[1])) continue;
+        if (overlap(p, i + 1, o) && !(same_mem(p, i + 1, o) && !bc)) continue;
+        c->epi[i] = i + 1;
+        c->skip[i + 1] = 1;
+    }
+    free(uses);
+    return SB_OK;
+}
+
+int32_t exec_cuda_count_fusions(const plan *p) {
+    cplan c = {0};
+    int32_t n = -1;
+    if (plan_fusions(p, &c) == SB_OK) {
+        n = 0;
+        for (int32_t i = 0; i < p->g->n_nodes; i++) n += c.skip[i];
+    }
+    free(c.epi);
+    free(c.skip);
+    return n;
+}
+
 static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cplan **out) {
     cplan *free_slot = NULL;
     for (int i = 0; i < CX_MAX_PLANS; i++) {
@@ -394,6 +480,7 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
             uint64_t f = cu_attention_scratch(&a);
             if (f > scratch) scratch = f;
         }
+    if (st == SB_OK && cx->fuse) st = plan_fusions(p, c);
     c->scratch_off = al(p->arena_bytes);
     c->arena_need = c->scratch_off + al(scratch * 4);
     if (st == SB_OK && c->arena_need > cx->arena_bytes) {
@@ -549,10 +636,18 @@ static sb_status run_node(crun *r, int32_t i) {
     case IR_OP_MATMUL: {
         const ir_node *w = SRC(0), *x = SRC(1);
         r->n_kernels++;
+        cu_epilogue epb, *ep = NULL;
+        if (r->c->epi && r->c->epi[i] >= 0) { /* write the following ADD's value */
+            const ir_node *a = &g->nodes[r->c->epi[i]];
+            const ir_ref o = a->src[0] == i ? a->src[1] : a->src[0];
+            epb = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = ir_nelem(&g->nodes[o]) == n->ne[0] && ir_nrows(n) != 1};
+            ep = &epb;
+            dst = dptr(r, r->c->epi[i]);
+        }
         const bool k_dp4a = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
         if (x->dtype == SB_TYPE_Q8_1 || (x->dtype == SB_TYPE_Q8_K && k_dp4a))
-            return cu_matmul_q8(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1]);
-        return cu_matmul_f32(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1]); /* f32 or q8_K */
+            return cu_matmul_q8(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep);
+        return cu_matmul_f32(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep); /* f32 or q8_K */
     }
     case IR_OP_RESHAPE: case IR_OP_OUTPUT: return SB_OK;
     case IR_OP_ROPE: {
@@ -613,6 +708,7 @@ static sb_status enqueue_all(crun *r) {
     for (int32_t i = 0; st == SB_OK && i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         if (ir_ops[n->op].flags & OPF_INPUT) continue;
+        if (r->c->skip && r->c->skip[i]) continue; /* done by the matmul before it */
         const int32_t k0 = r->n_kernels;
         st = run_node(r, i);
         if (st != SB_OK) {

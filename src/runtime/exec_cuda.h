@@ -77,6 +77,13 @@ void exec_cuda_set_attn_variant(exec_cuda *cx, int v);
  * rows per warp); env SB_CUDA_MMQ=2. */
 void exec_cuda_set_mmvq_variant(int v);
 
+/* Executor-level fusion (env SB_CUDA_FUSE=1; default off until measured): a matmul followed by
+ * an add of a bias or a residual writes the sum through its GEMV epilogue and the add is skipped
+ * (bit-identical results; -120 kernels per Qwen2 decode step). Changing it drops per-plan state. */
+void exec_cuda_set_fuse(exec_cuda *cx, bool on);
+/* How many ADD nodes of p that fusion would fold into GEMV epilogues (host only; -1 on error). */
+int32_t exec_cuda_count_fusions(const plan *p);
+
 /* Profiling (SB_CUDA_PROFILE=1 in the environment, or this call): runs eagerly with a CUDA event
  * between nodes and accumulates device time per op family (matmuls per weight type). */
 void exec_cuda_set_profile(exec_cuda *cx, bool on);

@@ -7,6 +7,7 @@
  *  2. CUDA vs the CPU executor on the same file and tokens (same bounds);
  *  3. CUDA-graph replay vs eager execution: bit-identical logits (decode steps, and the prompt
  *     evaluated twice: its plan runs eagerly first, then from the graph captured on second use);
+ *  3c. the executor-level GEMV-epilogue fusion: bit-identical logits, fewer kernels;
  *  4. prefix reuse on CUDA vs the fresh batch (1e-6 F32 — the split-K decode attention sums in
  *     another order than the prefill kernel —, 1e-3 quantized).
  * Prints the kernels per decode step. Usage: test_cuda_models [name-substring].
@@ -36,11 +37,12 @@ static double nmse(const float *a, const float *b, int64_t n) {
 }
 
 /* prompt as one batch (all logits) then each decode token alone; rows into out [n, V] */
-static sb_status eval_all(const rt_model *m, const ref_file *r, int device, int graph, float *out, int32_t *kernels) {
+static sb_status eval_all(const rt_model *m, const ref_file *r, int device, int graph, bool fuse, float *out, int32_t *kernels) {
     const int64_t V = r->n_vocab, n = (int64_t)r->n_prompt + r->n_decode;
     rt_session *s;
     rt_session_params sp = {.n_ctx = n + 8, .n_threads = 2, .device = device, .cuda_graph = graph};
     SB_TRY(rt_session_create(m, &sp, &s));
+    if (rt_session_cuda(s)) exec_cuda_set_fuse(rt_session_cuda(s), fuse);
     sb_status st = rt_session_eval(s, r->tokens, r->n_prompt, true, out);
     for (uint32_t i = 0; st == SB_OK && i < r->n_decode; i++) {
         st = rt_session_eval(s, &r->tokens[r->n_prompt + i], 1, false, NULL);
@@ -79,15 +81,15 @@ static void run_model(const char *dir, const char *gguf) {
     float *cu = malloc((size_t)(n * V) * sizeof *cu), *eager = malloc((size_t)(n * V) * sizeof *eager);
     float *cpu = malloc((size_t)(n * V) * sizeof *cpu);
     int32_t kernels = 0;
-    s = eval_all(m, &r, 1, 1, cu, &kernels);
+    s = eval_all(m, &r, 1, 1, false, cu, &kernels);
     CHECKF(s == SB_OK, "%s: CUDA: %s %s", gguf, sb_status_str(s), sb_last_error());
     if (s == SB_OK) {
         ref_cmp c = ref_compare(cu, r.logits, n, V);
         double limit = is_float_model(gguf) ? (strstr(gguf, "gemma") ? 2e-5 : 1e-5) : 1e-3;
         int argmax_ok = is_float_model(gguf) || c.argmax_bad == 0;
         /* 2. CPU executor on the same tokens; 3. eager decode (graphs off) */
-        sb_status s2 = eval_all(m, &r, 0, 0, cpu, NULL);
-        sb_status s3 = eval_all(m, &r, 1, -1, eager, NULL);
+        sb_status s2 = eval_all(m, &r, 0, 0, false, cpu, NULL);
+        sb_status s3 = eval_all(m, &r, 1, -1, false, eager, NULL);
         CHECKF(s2 == SB_OK && s3 == SB_OK, "%s: CPU %s / eager %s: %s", gguf, sb_status_str(s2), sb_status_str(s3), sb_last_error());
         double vs_cpu = s2 == SB_OK ? nmse(cu, cpu, n * V) : 1e30;
         int64_t graph_diff = 0;
@@ -99,6 +101,16 @@ static void run_model(const char *dir, const char *gguf) {
         CHECKF(argmax_ok, "%s: argmax differs on %d rows (first %d)", gguf, c.argmax_bad, c.first_bad_row);
         CHECKF(vs_cpu <= limit, "%s: CUDA vs CPU NMSE %.3e > %.0e", gguf, vs_cpu, limit);
         CHECKF(graph_diff == 0, "%s: %lld decode logits differ between graph replay and eager", gguf, (long long)graph_diff);
+        /* 3c. executor-level fusion (GEMV epilogues) gives the very same logits, with fewer kernels */
+        {
+            int32_t kf = 0;
+            sb_status s4 = eval_all(m, &r, 1, 1, true, cpu, &kf);
+            CHECKF(s4 == SB_OK, "%s: fused: %s", gguf, sb_last_error());
+            int64_t fd = 0;
+            for (int64_t i = 0; s4 == SB_OK && i < n * V; i++) fd += memcmp(&cu[i], &cpu[i], sizeof(float)) != 0;
+            printf("%-28s fused epilogues: %lld logits differ, kernels/step %d -> %d\n", gguf, (long long)fd, kernels, kf);
+            CHECKF(fd == 0 && kf < kernels, "%s: fused run: %lld logits differ, %d kernels (unfused %d)", gguf, (long long)fd, kf, kernels);
+        }
         /* 3b. the prompt again in the same session: its plan now replays a captured graph */
         {
             rt_session *sg;

@@ -34,6 +34,7 @@ typedef struct binds {
 
 static uint64_t seed = 0x5B0C0DA;
 static int attn_variant = 1; /* k_attention.cu variant the CUDA runs use */
+static bool fuse_on = false;  /* executor-level GEMV-epilogue fusion */
 
 static float *rnd(int64_t n, float scale) {
     float *x = malloc((size_t)n * sizeof *x);
@@ -99,6 +100,7 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     if (s != SB_OK) goto out;
     exec_cuda_set_poison(cx, true);
     exec_cuda_set_attn_variant(cx, attn_variant);
+    exec_cuda_set_fuse(cx, fuse_on);
     exec_bindings ebc = {.data = dc, .n_data = pc->n_inputs};
     float *outs[1] = {yc};
     s = exec_cuda_run(cx, pc, &ebc, outs);
@@ -297,6 +299,34 @@ static void test_norm_glu_ew(void) {
     free(x), free(w), free(r), free(gt), free(ut), free(wq), free(wd), free(wq8), free(wd4);
 }
 
+/* matmul + bias and matmul + residual, run with the GEMV-epilogue fusion on */
+static void test_fused_epilogue(void) {
+    const int64_t K = 512, N = 67;
+    const int types[] = {SB_TYPE_F16, SB_TYPE_Q4_K, SB_TYPE_Q5_0};
+    fuse_on = true;
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
+        for (int64_t T = 1; T <= 13; T += 12)
+            for (int resid = 0; resid < 2; resid++) {
+                const int t = types[k];
+                float *wf = rnd(K * N, 0.1f), *x = rnd(K * T, 1.0f), *o = rnd(resid ? N * T : N, 1.0f);
+                void *w = quant_rows(t, wf, K, N);
+                ir_graph *g;
+                ir_graph_create(&g);
+                ir_ref wr = ir_input_weight(g, "w", t, (int64_t[4]){K, N, 1, 1});
+                ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, T, 1, 1});
+                ir_ref orr = ir_input_weight(g, "o", SB_TYPE_F32, (int64_t[4]){N, resid ? T : 1, 1, 1});
+                ir_ref mm = ir_matmul(g, wr, xr);
+                ir_output(g, resid ? ir_add(g, orr, mm) : ir_add(g, mm, orr), "y");
+                binds b = {.name = {"w", "x", "o"}, .data = {w, x, o}, .n = 3};
+                char label[96];
+                snprintf(label, sizeof label, "fused matmul %s + %s T=%lld", ir_dtype_name(t), resid ? "residual" : "bias", (long long)T);
+                expect(run_both(g, &b, label), t == SB_TYPE_F16 ? 1e-10 : 5e-4, label);
+                ir_graph_free(g);
+                free(wf), free(x), free(o), free(w);
+            }
+    fuse_on = false;
+}
+
 static void test_rope(void) {
     const int64_t D = 64, H = 3, T = 4;
     int32_t pos[4] = {0, 7, 1000, 4095};
@@ -373,6 +403,7 @@ int main(void) {
     test_get_rows();
     test_matmul();
     test_norm_glu_ew();
+    test_fused_epilogue();
     test_rope();
     test_attention();
     return test_summary();

@@ -10,6 +10,7 @@
  */
 #include "runtime/exec_cuda.h"
 #include "runtime/session.h"
+#include "runtime/arch/arch.h"
 #include "graph/ir.h"
 #include "graph/plan.h"
 #include "base/status.h"
@@ -94,6 +95,34 @@ int main(void) {
             plan_free(pa);
         }
         ir_graph_free(g);
+    }
+
+    /* executor-level fusion decisions on the decode and prefill plans of the qwen2 test model:
+     * q/k/v biases and both residual adds of each layer (5 per layer) fold into GEMV epilogues */
+    {
+        rt_model *m;
+        if (rt_model_load(test_data_path("models/test-qwen2-q4_k_m.gguf"), NULL, &m) == SB_OK) {
+            for (int64_t T = 1; T <= 7; T += 6) {
+                ir_graph *g;
+                ir_graph_create(&g);
+                rt_build bld = {.g = g, .m = m, .T = T, .n_out = 1, .n_ctx = 64, .kv_type = SB_TYPE_F32};
+                CHECK(rt_build_decoder(&bld) == SB_OK);
+                plan_target t;
+                exec_cuda_target(&t);
+                plan *pd = NULL;
+                CHECK(plan_build(g, &t, NULL, &pd) == SB_OK);
+                if (pd) {
+                    int32_t nf = exec_cuda_count_fusions(pd);
+                    printf("qwen2 test model, T=%lld: %d adds fused into GEMV epilogues (%lld layers)\n", (long long)T, nf,
+                           (long long)m->hp.n_layer);
+                    CHECKF(nf >= 3 * m->hp.n_layer && nf <= 5 * m->hp.n_layer, "T=%lld: %d fusions for %lld layers", (long long)T, nf,
+                           (long long)m->hp.n_layer);
+                    plan_free(pd);
+                }
+                ir_graph_free(g);
+            }
+            rt_model_free(m);
+        }
     }
 
     /* sessions: without a usable GPU a CUDA session fails cleanly with SB_ERR_DEVICE */

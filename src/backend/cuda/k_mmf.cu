@@ -19,7 +19,7 @@
 
 template <int NC>
 __global__ void __launch_bounds__(MMF_WARPS * 32) k_mmf(float *dst, const uint8_t *w, int wtype, uint64_t rb, int64_t K, int64_t N,
-                                                        const void *xv, int xtype, int64_t T) {
+                                                        const void *xv, int xtype, int64_t T, cu_epilogue ep) {
     const float *x = (const float *)xv;
     const uint64_t xrb = (uint64_t)(K / 256) * sizeof(blk_q8_K); /* q8_K activation row */
     const int lane = threadIdx.x & 31;
@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(MMF_WARPS * 32) k_mmf(float *dst, const uint8_
 #pragma unroll
     for (int c = 0; c < NC; c++) {
         const float v = warp_sum(acc[c]);
-        if (lane == 0 && c < nt) dst[(t0 + c) * N + n] = v;
+        if (lane == 0 && c < nt) dst[(t0 + c) * N + n] = ep.add ? v + ep.add[ep.bcast ? n : (t0 + c) * N + n] : v;
     }
 }
 
@@ -70,8 +70,9 @@ static uint64_t row_bytes(int type, int64_t K) {
 }
 
 extern "C" sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype,
-                                   int64_t T) {
+                                   int64_t T, const cu_epilogue *epp) {
     if (T <= 0 || N <= 0) return SB_OK;
+    const cu_epilogue ep = epp ? *epp : cu_epilogue{NULL, 0};
     if (xtype != CU_T_F32 && !(xtype == CU_T_Q8_K && K % 256 == 0))
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: f32-path matmul with activation type %d (F32 or Q8_K)", xtype);
     const uint64_t rb = row_bytes(wtype, K);
@@ -82,11 +83,11 @@ extern "C" sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int w
     const dim3 grid(cu_div_up(N, MMF_WARPS), cu_div_up(T, nc));
     const int th = MMF_WARPS * 32;
     switch (nc) {
-    case 1: k_mmf<1><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T); break;
-    case 2: k_mmf<2><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T); break;
-    case 3: k_mmf<3><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T); break;
-    case 4: k_mmf<4><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T); break;
-    default: k_mmf<8><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T); break;
+    case 1: k_mmf<1><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
+    case 2: k_mmf<2><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
+    case 3: k_mmf<3><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
+    case 4: k_mmf<4><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
+    default: k_mmf<8><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
     }
     return cu_after_launch("k_mmf");
 }

@@ -131,7 +131,7 @@ template <> __device__ __forceinline__ const int *act_sub<CU_T_Q8_K>(const uint8
 
 template <int TYPE, int XQ, int NC>
 __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N,
-                                                          const uint8_t *x, int64_t T) {
+                                                          const uint8_t *x, int64_t T, cu_epilogue ep) {
     const int lane = threadIdx.x & 31;
     const int64_t n = (int64_t)blockIdx.x * MMVQ_WARPS + (threadIdx.x >> 5);
     if (n >= N) return;
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
 #pragma unroll
     for (int c = 0; c < NC; c++) {
         const float v = warp_sum(acc[c]);
-        if (lane == 0 && c < nt) dst[(t0 + c) * N + n] = v;
+        if (lane == 0 && c < nt) dst[(t0 + c) * N + n] = ep.add ? v + ep.add[ep.bcast ? n : (t0 + c) * N + n] : v;
     }
 }
 
@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
 #define MMVQ_R 4
 template <int TYPE, int XQ>
 __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_rows(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N,
-                                                               const uint8_t *x, int64_t T) {
+                                                               const uint8_t *x, int64_t T, cu_epilogue ep) {
     const int lane = threadIdx.x & 31;
     const int64_t n0 = ((int64_t)blockIdx.x * MMVQ_WARPS + (threadIdx.x >> 5)) * MMVQ_R;
     if (n0 >= N) return;
@@ -228,7 +228,10 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_rows(float *dst, const
 #pragma unroll
         for (int c = 0; c < MMVQ_NC; c++) {
             const float v = warp_sum(acc[r][c]);
-            if (lane == 0 && c < nt && n0 + r < N) dst[(t0 + c) * N + n0 + r] = v;
+            if (lane == 0 && c < nt && n0 + r < N) {
+                const int64_t o = (t0 + c) * N + n0 + r;
+                dst[o] = ep.add ? v + ep.add[ep.bcast ? n0 + r : o] : v;
+            }
         }
 }
 
@@ -236,23 +239,23 @@ static int mmvq_variant = 1; /* cu_mmvq_set_variant */
 
 template <int TYPE, int XQ>
 static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x,
-                             int64_t T) {
+                             int64_t T, cu_epilogue ep) {
     if (mmvq_variant == 2 && T > MMVQ_NC) {
         const dim3 g2(cu_div_up(N, MMVQ_WARPS * MMVQ_R), cu_div_up(T, MMVQ_NC));
-        k_mmvq_rows<TYPE, XQ><<<g2, MMVQ_WARPS * 32, 0, s>>>(dst, w, rb, K, N, x, T);
+        k_mmvq_rows<TYPE, XQ><<<g2, MMVQ_WARPS * 32, 0, s>>>(dst, w, rb, K, N, x, T, ep);
         return cu_after_launch("k_mmvq_rows");
     }
     const dim3 grid(cu_div_up(N, MMVQ_WARPS), cu_div_up(T, T < MMVQ_NC ? T : MMVQ_NC));
     const int th = MMVQ_WARPS * 32;
     switch (T < MMVQ_NC ? T : MMVQ_NC) {
-    case 1: k_mmvq<TYPE, XQ, 1><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
-    case 2: k_mmvq<TYPE, XQ, 2><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
-    case 3: k_mmvq<TYPE, XQ, 3><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
-    case 4: k_mmvq<TYPE, XQ, 4><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
-    case 5: k_mmvq<TYPE, XQ, 5><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
-    case 6: k_mmvq<TYPE, XQ, 6><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
-    case 7: k_mmvq<TYPE, XQ, 7><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
-    default: k_mmvq<TYPE, XQ, 8><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T); break;
+    case 1: k_mmvq<TYPE, XQ, 1><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
+    case 2: k_mmvq<TYPE, XQ, 2><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
+    case 3: k_mmvq<TYPE, XQ, 3><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
+    case 4: k_mmvq<TYPE, XQ, 4><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
+    case 5: k_mmvq<TYPE, XQ, 5><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
+    case 6: k_mmvq<TYPE, XQ, 6><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
+    case 7: k_mmvq<TYPE, XQ, 7><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
+    default: k_mmvq<TYPE, XQ, 8><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
     }
     return cu_after_launch("k_mmvq");
 }
@@ -274,26 +277,27 @@ extern "C" bool cu_has_mmvq(int type) { return row_bytes(type, 256) != 0; }
 extern "C" void cu_mmvq_set_variant(int v) { mmvq_variant = v == 2 ? 2 : 1; }
 
 extern "C" sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
-                                  int64_t T) {
+                                  int64_t T, const cu_epilogue *epp) {
     if (T <= 0 || N <= 0) return SB_OK;
+    const cu_epilogue ep = epp ? *epp : cu_epilogue{NULL, 0};
     const uint64_t rb = row_bytes(wtype, K);
     const cudaStream_t st = (cudaStream_t)s;
     const uint8_t *wb = (const uint8_t *)w, *x = (const uint8_t *)xq;
     if (xtype == CU_T_Q8_1) {
         switch (wtype) {
-        case CU_T_Q4_0: return launch_type<CU_T_Q4_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T);
-        case CU_T_Q5_0: return launch_type<CU_T_Q5_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T);
-        case CU_T_Q8_0: return launch_type<CU_T_Q8_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T);
-        case CU_T_Q4_K: return launch_type<CU_T_Q4_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T);
-        case CU_T_Q5_K: return launch_type<CU_T_Q5_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T);
-        case CU_T_Q6_K: return launch_type<CU_T_Q6_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T);
+        case CU_T_Q4_0: return launch_type<CU_T_Q4_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q5_0: return launch_type<CU_T_Q5_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q8_0: return launch_type<CU_T_Q8_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q4_K: return launch_type<CU_T_Q4_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q5_K: return launch_type<CU_T_Q5_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q6_K: return launch_type<CU_T_Q6_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
         default: break;
         }
     } else if (xtype == CU_T_Q8_K) {
         switch (wtype) {
-        case CU_T_Q4_K: return launch_type<CU_T_Q4_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T);
-        case CU_T_Q5_K: return launch_type<CU_T_Q5_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T);
-        case CU_T_Q6_K: return launch_type<CU_T_Q6_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T);
+        case CU_T_Q4_K: return launch_type<CU_T_Q4_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q5_K: return launch_type<CU_T_Q5_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q6_K: return launch_type<CU_T_Q6_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
         default: break;
         }
     }

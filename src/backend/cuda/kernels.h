@@ -95,14 +95,23 @@ sb_status cu_glu_quant(cu_stream s, int xq, void *dst, const float *g, const flo
 
 // ---- matmul (k_mmvq.cu, k_mmf.cu) ----
 
+/* Optional GEMV epilogue: y[n,t] = (W x)[n,t] + add[n] (bcast: a bias) or + add[t*N + n] (a
+ * residual of the output's shape; add may be dst itself). NULL = none. */
+typedef struct cu_epilogue {
+    const float *add;
+    int bcast;
+} cu_epilogue;
+
 /* dst [N,T] = W x: w [K,N] of wtype (cu_has_mmvq), xq [K,T] of xtype: Q8_1 (any cu_has_mmvq type)
  * or Q8_K (Q4_K, Q5_K, Q6_K). */
-sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T);
+sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
+                       const cu_epilogue *ep);
 /* Process-wide choice of the token-tile GEMV for T > 8: 1 (default) one row per warp, 2 four rows
  * per warp sharing activation loads (k_mmvq.cu). */
 void cu_mmvq_set_variant(int v);
 /* dst [N,T] = W x: w [K,N] of any cu_can_dequantize type, x [K,T] f32 or (xtype Q8_K) q8_K blocks. */
-sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype, int64_t T);
+sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype, int64_t T,
+                        const cu_epilogue *ep);
 
 // ---- rope, kv, attention (k_rope.cu, k_attention.cu) ----
 
