@@ -430,6 +430,21 @@ static sb_status plan_fusions(const plan *p, cplan *c) {
         c->epi[i] = i + 1;
         c->skip[i + 1] = 1;
     }
+    /* ROPE r, then only views of it, then KV_STORE(cache, view of r, pos): rope writes the cache */
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].op != IR_OP_ROPE || uses[i] != 1) continue;
+        int32_t j = i + 1;
+        bool ok = true;
+        while (j < g->n_nodes && g->nodes[j].op == IR_OP_RESHAPE) {
+            if (p->vals[j].alias != i || uses[j] != 1) ok = false;
+            j++;
+        }
+        if (!ok || j >= g->n_nodes) continue;
+        const ir_node *k = &g->nodes[j];
+        if (k->op != IR_OP_KV_STORE || p->vals[k->src[1]].alias != i || k->src[2] != g->nodes[i].src[1]) continue;
+        c->epi[i] = j;
+        c->skip[j] = 1;
+    }
     free(uses);
     return SB_OK;
 }
@@ -655,6 +670,11 @@ static sb_status run_node(crun *r, int32_t i) {
         cu_rope_args a = {.D = x->ne[0], .H = x->ne[1], .T = x->ne[2], .n_rot = n->ip[0], .mode = n->ip[1],
                           .theta_scale = powf(n->fp[0], -2.0f / (float)n->ip[0]), .freq_scale = n->fp[1], .attn_factor = n->fp[2],
                           .ff = n->src[2] != IR_NONE ? SP(2) : NULL};
+        if (r->c->epi && r->c->epi[i] >= 0) { /* fused with the kv_store that follows: write the cache */
+            const ir_node *k = &g->nodes[r->c->epi[i]];
+            a.cache = dptr(r, r->c->epi[i]);
+            a.ctype = k->dtype;
+        }
         r->n_kernels++;
         return cu_rope(s, dst, SP(0), SP(1), &a);
     }

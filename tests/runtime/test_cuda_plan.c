@@ -98,7 +98,9 @@ int main(void) {
     }
 
     /* executor-level fusion decisions on the decode and prefill plans of the qwen2 test model:
-     * q/k/v biases and both residual adds of each layer (5 per layer) fold into GEMV epilogues */
+     * q/k/v biases and the residual adds of each layer fold into GEMV epilogues (up to 5 a layer,
+     * fewer where the memory plan puts an add's result over the GEMV's activation), and the K
+     * kv_store into its RoPE (1 a layer) */
     {
         rt_model *m;
         if (rt_model_load(test_data_path("models/test-qwen2-q4_k_m.gguf"), NULL, &m) == SB_OK) {
@@ -113,9 +115,9 @@ int main(void) {
                 CHECK(plan_build(g, &t, NULL, &pd) == SB_OK);
                 if (pd) {
                     int32_t nf = exec_cuda_count_fusions(pd);
-                    printf("qwen2 test model, T=%lld: %d adds fused into GEMV epilogues (%lld layers)\n", (long long)T, nf,
+                    printf("qwen2 test model, T=%lld: %d nodes fused away (%lld layers)\n", (long long)T, nf,
                            (long long)m->hp.n_layer);
-                    CHECKF(nf >= 3 * m->hp.n_layer && nf <= 5 * m->hp.n_layer, "T=%lld: %d fusions for %lld layers", (long long)T, nf,
+                    CHECKF(nf >= 4 * m->hp.n_layer && nf <= 6 * m->hp.n_layer, "T=%lld: %d fusions for %lld layers", (long long)T, nf,
                            (long long)m->hp.n_layer);
                     plan_free(pd);
                 }

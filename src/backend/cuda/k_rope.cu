@@ -7,6 +7,8 @@
  * large p); (x0, x1) -> (x0 cos - x1 sin, x0 sin + x1 cos), both times attn_factor; pairs are
  * (2i, 2i+1) in NORMAL mode and (i, i + n_rot/2) in NEOX mode; dims >= n_rot are copied.
  * Positions come from device memory (pos[t]), so a captured CUDA graph serves every step.
+ * k_rope_store (executor fusion, SB_CUDA_FUSE): the same math written into the KV cache column
+ * pos[t] (F32 or F16) instead of dst — rope + kv_store of K in one kernel.
  * Geometry: rope: grid (T, H), block = n_rot/2 threads (one pair each; <= 512) plus the tail copy.
  * kv_store: grid (Dkv/256, T), one element a thread, written at column pos[t].
  * Traffic: rope reads and writes 4*D*H*T bytes; kv_store reads 4*Dkv*T, writes (2|4)*Dkv*T.
@@ -36,10 +38,46 @@ __global__ void k_rope(float *dst, const float *x, const int32_t *pos, int64_t D
         for (int64_t d = n_rot + threadIdx.x; d < D; d += blockDim.x) out[d] = src[d];
 }
 
+/* rope written straight into a KV cache column (the K path: rope then kv_store, fused) */
+template <typename C> static __device__ __forceinline__ void cstore(C *c, int64_t i, float v);
+template <> __device__ __forceinline__ void cstore<float>(float *c, int64_t i, float v) { c[i] = v; }
+template <> __device__ __forceinline__ void cstore<uint16_t>(uint16_t *c, int64_t i, float v) { c[i] = cu_f2h(v); }
+
+template <typename C>
+__global__ void k_rope_store(C *cache, const float *x, const int32_t *pos, int64_t D, int64_t H, int n_rot, int mode, float theta_scale,
+                             float freq_scale, float attn_factor, const float *ff) {
+    const int64_t t = blockIdx.x, h = blockIdx.y;
+    const int half = n_rot / 2;
+    const float *src = x + (t * H + h) * D;
+    C *out = cache + (int64_t)pos[t] * H * D + h * D;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        float theta = (float)pos[t];
+        for (int k = 0; k < i; k++) theta *= theta_scale;
+        const float f = ff ? ff[i] : 1.0f;
+        const float th = freq_scale * (theta / f);
+        const float cs = cosf(th) * attn_factor, sn = sinf(th) * attn_factor;
+        const int64_t ia = mode == 2 ? i : 2 * i, ib = mode == 2 ? i + half : 2 * i + 1;
+        const float x0 = src[ia], x1 = src[ib];
+        cstore(out, ia, x0 * cs - x1 * sn);
+        cstore(out, ib, x0 * sn + x1 * cs);
+    }
+    for (int64_t d = n_rot + threadIdx.x; d < D; d += blockDim.x) cstore(out, d, src[d]);
+}
+
 extern "C" sb_status cu_rope(cu_stream s, float *dst, const float *x, const int32_t *pos, const cu_rope_args *a) {
     if (a->T <= 0) return SB_OK;
     int th = a->n_rot / 2;
     th = th < 32 ? 32 : th > 512 ? 512 : (th + 31) / 32 * 32;
+    if (a->cache) {
+        const dim3 g((unsigned)a->T, (unsigned)a->H);
+        if (a->ctype == CU_T_F16)
+            k_rope_store<uint16_t><<<g, th, 0, (cudaStream_t)s>>>((uint16_t *)a->cache, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
+                                                                a->freq_scale, a->attn_factor, a->ff);
+        else
+            k_rope_store<float><<<g, th, 0, (cudaStream_t)s>>>((float *)a->cache, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
+                                                             a->freq_scale, a->attn_factor, a->ff);
+        return cu_after_launch("k_rope_store");
+    }
     k_rope<<<dim3((unsigned)a->T, (unsigned)a->H), th, 0, (cudaStream_t)s>>>(dst, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
                                                                           a->freq_scale, a->attn_factor, a->ff);
     return cu_after_launch("k_rope");

@@ -121,6 +121,8 @@ typedef struct cu_rope_args {
     float theta_scale;        /* freq_base^(-2/n_rot), computed on the host (powf, as the CPU) */
     float freq_scale, attn_factor;
     const float *ff;          /* [n_rot/2] or NULL */
+    void *cache;              /* NULL, or write the result straight into this KV cache [H*D, C] at column */
+    int ctype;                /* pos[t] (F32 or F16) instead of dst: rope + kv_store in one kernel */
 } cu_rope_args;
 sb_status cu_rope(cu_stream s, float *dst, const float *x, const int32_t *pos, const cu_rope_args *a);
 /* cache [Dkv,C] (F32 or F16) column pos[t] = x[:,t]. */
