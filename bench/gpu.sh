@@ -17,7 +17,13 @@ if [ "${1:-}" = "--pack" ]; then
     rm -rf "$ROOT/.gpubin" && mkdir -p "$ROOT/.gpubin" &&
     cp "$B/sb" "$B/tests/runtime_test_cuda_ops" "$B/tests/runtime_test_cuda_models" "$ROOT/.gpubin/" &&
     cp -L "$B/libsonicboom.so.0" "$ROOT/.gpubin/libsonicboom.so.0" &&
-    cp -L "$(ldconfig -p | awk '/libpcre2-8.so.0 / {print $NF; exit}')" "$ROOT/.gpubin/libpcre2-8.so.0" && du -sh "$ROOT/.gpubin"
+    cp -L "$(ldconfig -p | awk '/libpcre2-8.so.0 / {print $NF; exit}')" "$ROOT/.gpubin/libpcre2-8.so.0" || exit 1
+    # and what the image lacks to configure the build itself: pcre2.h, the .so link, a relocatable .pc
+    P=$ROOT/.gpubin/pcre2 && mkdir -p "$P/include" "$P/lib/pkgconfig" &&
+    cp "$(pkg-config --variable=includedir libpcre2-8)/pcre2.h" "$P/include/" &&
+    cp "$ROOT/.gpubin/libpcre2-8.so.0" "$P/lib/libpcre2-8.so" &&
+    printf 'prefix=${pcfiledir}/../..\nlibdir=${prefix}/lib\nincludedir=${prefix}/include\n\nName: libpcre2-8\nDescription: PCRE2 8-bit (carried)\nVersion: %s\nLibs: -L${libdir} -lpcre2-8\nCflags: -I${includedir}\n' \
+        "$(pkg-config --modversion libpcre2-8)" >"$P/lib/pkgconfig/libpcre2-8.pc" && du -sh "$ROOT/.gpubin"
     exit $?
 fi
 OUTD=${1:-${OUT:-$ROOT/gpu-out}}
@@ -32,6 +38,11 @@ NP=$(nproc 2>/dev/null || echo 4)
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUTD/gpu.txt"
 
 # ---- build (sm_90 only: the five-architecture default takes much longer) ----
+# an image without libpcre2-dev: use the headers and .pc carried in .gpubin/pcre2 (--pack)
+if ! pkg-config --exists libpcre2-8 2>/dev/null && [ -d "$ROOT/.gpubin/pcre2/lib/pkgconfig" ]; then
+    export PKG_CONFIG_PATH="$ROOT/.gpubin/pcre2/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    export LD_LIBRARY_PATH="$ROOT/.gpubin/pcre2/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 t0=$(date +%s)
 if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUTD/cmake.log" 2>&1 &&
    cmake --build "$BUILD" -j"$NP" --target sb runtime_test_cuda_ops runtime_test_cuda_models >"$OUTD/build.log" 2>&1; then

@@ -10,7 +10,8 @@
  * The offsets are applied in the integer domain (exact), so unlike llama.cpp's MMVQ no term uses
  * the q8_1 sum s (formats.md §3.4); sum qy comes from a dp4a against 0x01010101.
  * Geometry: 128-thread blocks, one warp per output row (4 rows a block, grid.x = N/4), lane l
- * takes sub-blocks l, l+32, ...; NC = min(T, 8) tokens per pass share each unpacked sub-block;
+ * takes sub-blocks l, l+32, ...; NC = 1, 2, 4 or 8 (>= T up to 8) tokens per pass share each
+ * unpacked sub-block;
  * grid.y = ceil(T/8) token tiles. Warp reduction by shuffles, lane 0 writes NC outputs.
  * Variant 2 (cu_mmvq_set_variant(2); T > 8 only; tested, not yet measured): 4 rows per warp
  * sharing each activation load (k_mmvq_rows).
@@ -245,16 +246,14 @@ static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint6
         k_mmvq_rows<TYPE, XQ><<<g2, MMVQ_WARPS * 32, 0, s>>>(dst, w, rb, K, N, x, T, ep);
         return cu_after_launch("k_mmvq_rows");
     }
-    const dim3 grid(cu_div_up(N, MMVQ_WARPS), cu_div_up(T, T < MMVQ_NC ? T : MMVQ_NC));
+    /* token counts per pass 1, 2, 4, 8 (each tile skips its missing tokens): half the instantiations */
+    const int nc = T <= 1 ? 1 : T <= 2 ? 2 : T <= 4 ? 4 : MMVQ_NC;
+    const dim3 grid(cu_div_up(N, MMVQ_WARPS), cu_div_up(T, nc));
     const int th = MMVQ_WARPS * 32;
-    switch (T < MMVQ_NC ? T : MMVQ_NC) {
+    switch (nc) {
     case 1: k_mmvq<TYPE, XQ, 1><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
     case 2: k_mmvq<TYPE, XQ, 2><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
-    case 3: k_mmvq<TYPE, XQ, 3><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
     case 4: k_mmvq<TYPE, XQ, 4><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
-    case 5: k_mmvq<TYPE, XQ, 5><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
-    case 6: k_mmvq<TYPE, XQ, 6><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
-    case 7: k_mmvq<TYPE, XQ, 7><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
     default: k_mmvq<TYPE, XQ, 8><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
     }
     return cu_after_launch("k_mmvq");
