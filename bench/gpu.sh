@@ -21,7 +21,7 @@ if [ "${1:-}" = "--pack" ]; then
     # and what the image lacks to configure the build itself: pcre2.h, the .so link, a relocatable .pc
     P=$ROOT/.gpubin/pcre2 && mkdir -p "$P/include" "$P/lib/pkgconfig" &&
     cp "$(pkg-config --variable=includedir libpcre2-8)/pcre2.h" "$P/include/" &&
-    cp "$ROOT/.gpubin/libpcre2-8.so.0" "$P/lib/libpcre2-8.so" &&
+    cp "$ROOT/.gpubin/libpcre2-8.so.0" "$P/lib/libpcre2-8.so" && cp "$ROOT/.gpubin/libpcre2-8.so.0" "$P/lib/" &&
     printf 'prefix=${pcfiledir}/../..\nlibdir=${prefix}/lib\nincludedir=${prefix}/include\n\nName: libpcre2-8\nDescription: PCRE2 8-bit (carried)\nVersion: %s\nLibs: -L${libdir} -lpcre2-8\nCflags: -I${includedir}\n' \
         "$(pkg-config --modversion libpcre2-8)" >"$P/lib/pkgconfig/libpcre2-8.pc" && du -sh "$ROOT/.gpubin"
     exit $?
