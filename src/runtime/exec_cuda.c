@@ -45,6 +45,11 @@ sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes) {
     return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend");
 }
 exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx) { return (exec_cuda_stats){0}; }
+sb_status exec_cuda_host_alloc(exec_cuda *cx, size_t bytes, void **out) {
+    *out = NULL;
+    return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend");
+}
+void exec_cuda_host_free(exec_cuda *cx, void *p) { (void)cx, (void)p; }
 void exec_cuda_set_profile(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) { (void)cx, (void)v; }
 void exec_cuda_set_mmvq_variant(int v) { (void)v; }
@@ -92,7 +97,7 @@ struct exec_cuda {
     void *arena;
     uint64_t arena_bytes;
     int32_t *d_tok, *d_pos, *d_rows;
-    int32_t *h_rows;      /* default out_rows staging */
+    int32_t *h_in;        /* page-locked staging [3 * max_tokens]: tokens, positions, out_rows */
     int64_t max_tokens;
     bool graphs, poison, profile;
     bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=1; exec_cuda_set_fuse) */
@@ -144,7 +149,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_tok, ib, "token buffer");
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_pos, ib, "position buffer");
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_rows, ib, "out_rows buffer");
-    if (st == SB_OK && !(cx->h_rows = (int32_t *)malloc(ib))) st = sb_fail(SB_ERR_OOM, "cuda: out_rows staging");
+    if (st == SB_OK) st = cu_host_alloc((void **)&cx->h_in, 3 * ib, "input staging");
     if (st != SB_OK) {
         exec_cuda_free(cx);
         return st;
@@ -175,12 +180,14 @@ void exec_cuda_free(exec_cuda *cx) {
     cu_free(cx->d_tok);
     cu_free(cx->d_pos);
     cu_free(cx->d_rows);
-    free(cx->h_rows);
+    cu_host_free(cx->h_in);
     cu_stream_destroy(cx->s);
     free(cx);
 }
 
 void exec_cuda_set_graphs(exec_cuda *cx, bool on) { cx->graphs = on; }
+sb_status exec_cuda_host_alloc(exec_cuda *cx, size_t bytes, void **out) { return cu_host_alloc(out, bytes, "host buffer"); }
+void exec_cuda_host_free(exec_cuda *cx, void *p) { cu_host_free(p); }
 void exec_cuda_set_poison(exec_cuda *cx, bool on) { cx->poison = on; }
 void exec_cuda_set_profile(exec_cuda *cx, bool on) { cx->profile = on; }
 void exec_cuda_set_mmvq_variant(int v) { cu_mmvq_set_variant(v); }
@@ -773,19 +780,27 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
     }
     cplan *c = NULL;
     SB_TRY(cplan_get(cx, p, b, &c));
-    /* per-step inputs into the fixed device buffers (graph replays read them there) */
+    /* per-step inputs into the fixed device buffers (graph replays read them there), through
+     * page-locked staging (the previous run has finished with it: every run ends synchronized) */
+    int32_t *h_tok = cx->h_in, *h_pos = cx->h_in + cx->max_tokens, *h_rows = cx->h_in + 2 * cx->max_tokens;
     for (int32_t i = 0; i < p->n_inputs; i++) {
         const plan_input *in = &p->inputs[i];
-        const ir_node *n = &p->g->nodes[in->node];
-        if (in->kind == IR_OP_TOKENS) SB_TRY(cu_memcpy_h2d(cx->d_tok, b->data[i], (size_t)n->ne[0] * 4, cx->s));
-        if (in->kind == IR_OP_POS) SB_TRY(cu_memcpy_h2d(cx->d_pos, b->data[i], (size_t)n->ne[0] * 4, cx->s));
+        const size_t nb = (size_t)p->g->nodes[in->node].ne[0] * 4;
+        if (in->kind == IR_OP_TOKENS) {
+            memcpy(h_tok, b->data[i], nb);
+            SB_TRY(cu_memcpy_h2d(cx->d_tok, h_tok, nb, cx->s));
+        }
+        if (in->kind == IR_OP_POS) {
+            memcpy(h_pos, b->data[i], nb);
+            SB_TRY(cu_memcpy_h2d(cx->d_pos, h_pos, nb, cx->s));
+        }
     }
     if (n_rows > 0) {
-        if (!rows) {
-            for (int64_t k = 0; k < n_rows; k++) cx->h_rows[k] = (int32_t)(p->n_tokens - n_rows + k);
-            rows = cx->h_rows;
-        }
-        SB_TRY(cu_memcpy_h2d(cx->d_rows, rows, (size_t)n_rows * 4, cx->s));
+        if (rows)
+            memcpy(h_rows, rows, (size_t)n_rows * 4);
+        else
+            for (int64_t k = 0; k < n_rows; k++) h_rows[k] = (int32_t)(p->n_tokens - n_rows + k);
+        SB_TRY(cu_memcpy_h2d(cx->d_rows, h_rows, (size_t)n_rows * 4, cx->s));
     }
     if (cx->poison) SB_TRY(cu_memset(cx->arena, 0xFF, (size_t)cx->arena_bytes, cx->s));
     crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena};

@@ -70,6 +70,11 @@ sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes);
 
 exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx);
 
+/* Page-locked host memory for buffers the device writes every step (the session's logits: a
+ * direct DMA instead of a staged pageable copy). Free with exec_cuda_host_free before the context. */
+sb_status exec_cuda_host_alloc(exec_cuda *cx, size_t bytes, void **out);
+void exec_cuda_host_free(exec_cuda *cx, void *p);
+
 /* Attention kernel variant (backend/cuda/k_attention.cu): 1 (default) or 2; env SB_CUDA_ATTN=2. */
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v);
 

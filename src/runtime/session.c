@@ -45,6 +45,7 @@ struct rt_session {
     tp_pool *pool;
     int32_t *tok_buf, *pos_buf; /* [n_batch] staging for the tokens/pos inputs */
     exec_cuda *cu;      /* the CUDA context when prm.device == 1, else NULL */
+    bool logits_pinned; /* logits from exec_cuda_host_alloc */
     float *logits;      /* [n_vocab] of the last evaluated position */
     bool have_logits;
     rt_session_stats st;
@@ -98,6 +99,12 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
     if (st == SB_OK && prm.device == 1) {
         st = exec_cuda_create(prm.n_batch, &s->cu);
         if (st == SB_OK && prm.cuda_graph) exec_cuda_set_graphs(s->cu, prm.cuda_graph > 0);
+        void *pl; /* the logits copied out every step: page-locked (else the malloc'd buffer stays) */
+        if (st == SB_OK && exec_cuda_host_alloc(s->cu, (size_t)hp->n_vocab * sizeof *s->logits, &pl) == SB_OK) {
+            free(s->logits);
+            s->logits = (float *)pl;
+            s->logits_pinned = true;
+        }
     }
     if (st != SB_OK) {
         rt_session_free(s);
@@ -120,7 +127,10 @@ void rt_session_free(rt_session *s) {
     free(s->cached);
     free(s->tok_buf);
     free(s->pos_buf);
-    free(s->logits);
+    if (s->logits_pinned)
+        exec_cuda_host_free(s->cu, s->logits);
+    else
+        free(s->logits);
     free(s->arena);
     tp_free(s->pool);
     exec_cuda_free(s->cu);

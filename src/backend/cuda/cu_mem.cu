@@ -49,6 +49,22 @@ extern "C" void cu_free(void *p) {
     if (p) cudaFree(p);
 }
 
+extern "C" sb_status cu_host_alloc(void **p, size_t bytes, const char *what) {
+    *p = NULL;
+    cudaError_t e = cudaMallocHost(p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        *p = NULL;
+        if (e == cudaErrorMemoryAllocation) return sb_fail(SB_ERR_OOM, "cuda: %s: cudaMallocHost of %zu bytes failed", what, bytes);
+        return fail(e, what);
+    }
+    return SB_OK;
+}
+
+extern "C" void cu_host_free(void *p) {
+    if (p) cudaFreeHost(p);
+}
+
 extern "C" sb_status cu_memcpy_h2d(void *dst, const void *src, size_t bytes, cu_stream s) {
     CU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, (cudaStream_t)s), "cudaMemcpyAsync host->device");
     return SB_OK;

@@ -31,6 +31,9 @@ sb_status cu_set_device(int dev);
 /* SB_ERR_OOM "cuda: <what>: cudaMalloc of N bytes failed, F of T bytes free" on out-of-memory. */
 sb_status cu_malloc(void **p, size_t bytes, const char *what);
 void cu_free(void *p);
+/* Page-locked host memory (fast, asynchronous copies); SB_ERR_OOM with the size on failure. */
+sb_status cu_host_alloc(void **p, size_t bytes, const char *what);
+void cu_host_free(void *p);
 sb_status cu_memcpy_h2d(void *dst, const void *src, size_t bytes, cu_stream s);   /* async on s */
 sb_status cu_memcpy_d2h(void *dst, const void *src, size_t bytes, cu_stream s);   /* waits for s */
 sb_status cu_memset(void *dst, int v, size_t bytes, cu_stream s);
