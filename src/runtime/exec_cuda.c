@@ -126,7 +126,9 @@ bool exec_cuda_available(char *why, size_t cap) {
 
 sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     *out = NULL;
-    if (max_tokens < 1 || max_tokens > (1 << 24)) return sb_fail(SB_ERR_INVALID_ARG, "cuda: max_tokens %lld out of range", (long long)max_tokens);
+    /* token counts become grid.y of several launches, which CUDA caps at 65535 */
+    if (max_tokens < 1 || max_tokens > 65535)
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: batch of %lld tokens (the CUDA executor takes 1..65535 per chunk)", (long long)max_tokens);
     int n = 0;
     SB_TRY(cu_device_count(&n));
     if (n < 1) return sb_fail(SB_ERR_DEVICE, "cuda: no CUDA device");
