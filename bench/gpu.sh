@@ -83,13 +83,16 @@ fi
 SB_CUDA_GRAPH=0 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0 >"$OUTD/bench_eager.md" 2>&1
 # the experimental attention variant (k_attention.cu variant 2) where attention matters
 SB_CUDA_ATTN=2 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 4096 >"$OUTD/bench_attn2.md" 2>&1
-# the experimental 4-rows-per-warp token-tile GEMV (k_mmvq.cu variant 2) where prefill matters
-SB_CUDA_MMQ=2 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 0 -d 0 --prefix 512,64 >"$OUTD/bench_mmq2.md" 2>&1
+# the experimental prefill GEMMs (k_mmvq.cu variant 2: 4 rows per warp; 3: shared-memory tiles)
+for v in 2 3; do
+    SB_CUDA_MMQ=$v timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 0 -d 0 --prefix 512,64 >"$OUTD/bench_mmq$v.md" 2>&1
+done
 # executor-level GEMV-epilogue fusion (bias / residual adds), and all three experiments together
 SB_CUDA_FUSE=1 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0 >"$OUTD/bench_fuse.md" 2>&1
-SB_CUDA_FUSE=1 SB_CUDA_MMQ=2 SB_CUDA_ATTN=2 timeout 120 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 0,4096 --prefix 512,64 \
+SB_CUDA_FUSE=1 SB_CUDA_MMQ=3 SB_CUDA_ATTN=2 timeout 120 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 0,4096 --prefix 512,64 \
     >"$OUTD/bench_all.md" 2>&1
-cat "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn2.md" "$OUTD/bench_mmq2.md" "$OUTD/bench_fuse.md" "$OUTD/bench_all.md"
+cat "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn2.md" "$OUTD/bench_mmq2.md" "$OUTD/bench_mmq3.md" "$OUTD/bench_fuse.md" \
+    "$OUTD/bench_all.md"
 # where the time goes: device time per op family (CUDA events between nodes, eager)
 for d in 0 4096; do
     timeout 60 "$TBIN/runtime_test_cuda_models" --perf "$MODEL" $d >"$OUTD/profile_d$d.txt" 2>&1
@@ -100,13 +103,14 @@ done
 echo
 echo "== summary (H200; llama.cpp September 2026: pp512 52,122, tg64 908, tg64 @ d4096 797 tok/s) =="
 echo "tests: cuda_ops rc=$ops_rc ($(grep -c FAIL "$OUTD/test_cuda_ops.log") FAIL lines), cuda_models rc=$models_rc ($(grep -c FAIL "$OUTD/test_cuda_models.log") FAIL lines); bench rc=$bench_rc"
-python3 - "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn2.md" "$OUTD/bench_mmq2.md" "$OUTD/bench_fuse.md" "$OUTD/bench_all.md" <<'PY'
+python3 - "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn2.md" "$OUTD/bench_mmq2.md" "$OUTD/bench_mmq3.md" "$OUTD/bench_fuse.md" \
+    "$OUTD/bench_all.md" <<'PY'
 import sys, re
 ref = {"pp512": 52122.0, "tg64": 908.0, "tg64 @ d4096": 797.0, "pp512 @ d4096": None}
 print("| test | mode | tok/s | vs llama.cpp | GB/s | % of 4.27 TB/s |")
 print("| --- | --- | ---: | ---: | ---: | ---: |")
 for path, mode in ((sys.argv[1], "graph"), (sys.argv[2], "eager"), (sys.argv[3], "attn v2"), (sys.argv[4], "mmq v2"),
-                   (sys.argv[5], "fuse"), (sys.argv[6], "all three")):
+                   (sys.argv[5], "mmq v3"), (sys.argv[6], "fuse"), (sys.argv[7], "fuse+attn2+mmq3")):
     try:
         lines = open(path).read().splitlines()
     except OSError:

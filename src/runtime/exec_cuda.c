@@ -145,7 +145,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     const char *fe = getenv("SB_CUDA_FUSE");
     cx->fuse = fe && fe[0] == '1';
     const char *mv = getenv("SB_CUDA_MMQ");
-    if (mv && mv[0] == '2') cu_mmvq_set_variant(2);
+    if (mv && (mv[0] == '2' || mv[0] == '3')) cu_mmvq_set_variant(mv[0] - '0');
     sb_status st = cu_stream_create(&cx->s);
     size_t ib = (size_t)max_tokens * sizeof(int32_t);
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_tok, ib, "token buffer");

@@ -78,8 +78,8 @@ void exec_cuda_host_free(exec_cuda *cx, void *p);
 /* Attention kernel variant (backend/cuda/k_attention.cu): 1 (default) or 2; env SB_CUDA_ATTN=2. */
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v);
 
-/* Token-tile GEMV variant for T > 8 (process-wide; backend/cuda/k_mmvq.cu): 1 (default) or 2 (four
- * rows per warp); env SB_CUDA_MMQ=2. */
+/* Token-tile GEMV variant for T > 8 (process-wide; backend/cuda/k_mmvq.cu): 1 (default), 2 (four
+ * rows per warp) or 3 (shared-memory tiled GEMM); env SB_CUDA_MMQ=2|3. */
 void exec_cuda_set_mmvq_variant(int v);
 
 /* Executor-level fusion (env SB_CUDA_FUSE=1; default off until measured): a matmul followed by

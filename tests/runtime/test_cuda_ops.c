@@ -184,12 +184,13 @@ static void test_get_rows(void) {
 
 static void test_matmul(void) {
     const int64_t K = 512, N = 67;
-    const int64_t Ts[] = {1, 2, 5, 8, 13};
+    const int64_t Ts[] = {1, 2, 5, 8, 13, 77};
     for (int k = 0; k < N_TYPES; k++) {
         int t = all_types[k];
-        for (int j = 0; j < 5; j++) {
+        for (int j = 0; j < 6; j++) {
             int64_t T = Ts[j];
             if (!mmvq_type(t) && !q8k_type(t) && T != 1 && T != 13) continue;
+            if (T == 77 && !mmvq_type(t)) continue; /* several 32-token tiles with a tail: the GEMM variants */
             float *wf = rnd(K * N, 0.1f), *x = rnd(K * T, 1.0f);
             void *w = quant_rows(t, wf, K, N);
             ir_graph *g;
@@ -206,10 +207,13 @@ static void test_matmul(void) {
                 snprintf(label, sizeof label, "matmul %s T=%lld vs CPU (x rounded)", ir_dtype_name(t), (long long)T);
                 expect(run_cmp(g, &b, label, true), 1e-10, label);
             }
-            if (mmvq_type(t) && T > 8) { /* the 4-rows-per-warp token-tile variant */
-                exec_cuda_set_mmvq_variant(2);
-                snprintf(label, sizeof label, "matmul %s T=%lld (%s, 4 rows/warp)", ir_dtype_name(t), (long long)T, path_name(t));
-                expect(run_both(g, &b, label), 5e-4, label);
+            if (mmvq_type(t) && T > 8) { /* the token-tile variants: 4 rows per warp; tiled GEMM */
+                for (int v = 2; v <= 3; v++) {
+                    exec_cuda_set_mmvq_variant(v);
+                    snprintf(label, sizeof label, "matmul %s T=%lld (%s, %s)", ir_dtype_name(t), (long long)T, path_name(t),
+                             v == 2 ? "4 rows/warp" : "tiled GEMM");
+                    expect(run_both(g, &b, label), 5e-4, label);
+                }
                 exec_cuda_set_mmvq_variant(1);
             }
             if (q8k_type(t)) { /* the same q8_K rounding as the CPU executor: only summation order differs */

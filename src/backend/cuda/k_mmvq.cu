@@ -14,7 +14,9 @@
  * unpacked sub-block;
  * grid.y = ceil(T/8) token tiles. Warp reduction by shuffles, lane 0 writes NC outputs.
  * Variant 2 (cu_mmvq_set_variant(2); T > 8 only; tested, not yet measured): 4 rows per warp
- * sharing each activation load (k_mmvq_rows).
+ * sharing each activation load (k_mmvq_rows). Variant 3 (T > 8; tested, not yet measured): a
+ * shared-memory tiled GEMM, 64 rows x 32 tokens a block (k_mmq): weight bytes read once per 32
+ * tokens instead of per 8, activations once per 64 rows instead of per row.
  * Traffic: decode reads the weights once (bytes(W) = N*K*bpw/8) plus N/4 blocks x K*36/32 B of
  * activations (L1/L2-resident), writes 4*N*T. Intensity ~ 2*T FLOP per weight byte x 8/bpw:
  * bandwidth-bound for T <= 8; prefill re-reads W once per 8-token tile (from L2 for per-layer
@@ -236,11 +238,126 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_rows(float *dst, const
         }
 }
 
+/* Variant 3 for token tiles (T > 8): a shared-memory tiled dp4a GEMM (MMQ-style). A block owns
+ * 64 rows x 32 tokens; per step of 8 sub-blocks (256 values of K) it unpacks the 64 x 8 weight
+ * sub-blocks once into shared memory (int8 x 32 + d0/d1/dm each) and the 32 x 8 activation
+ * sub-blocks (8 ints, scale, sum of q), then each thread accumulates 4 rows x 2 tokens from shared
+ * memory. Each weight byte is read once per 32 tokens and each activation once per 64 rows (vs
+ * once per 8 tokens and once per row in variant 1). Row strides are padded to 65 ints so the 16
+ * rows a warp touches fall in 16 banks. */
+#define MQ_BN 64
+#define MQ_BT 32
+#define MQ_KB 8
+#define MQ_LD (MQ_KB * 8 + 1)
+template <int TYPE, int XQ>
+__global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x,
+                                             int64_t T, cu_epilogue ep) {
+    __shared__ int ws[MQ_BN][MQ_LD];
+    __shared__ float wd[MQ_BN][MQ_KB][3];
+    __shared__ int xs[MQ_BT][MQ_LD];
+    __shared__ float xd[MQ_BT][MQ_KB];
+    __shared__ int xq[MQ_BT][MQ_KB];
+    const int tid = threadIdx.x;
+    const int64_t n0 = (int64_t)blockIdx.x * MQ_BN, t0 = (int64_t)blockIdx.y * MQ_BT;
+    const int nsb = (int)(K / 32);
+    const int tr = tid % 16, tt = tid / 16; /* rows tr + 16i (i < 4), tokens tt + 16c (c < 2) */
+    float acc[4][2];
+#pragma unroll
+    for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = 0.0f;
+    for (int j0 = 0; j0 < nsb; j0 += MQ_KB) {
+        /* weights: 64 rows x 8 sub-blocks, 2 per thread (8 neighbouring sub-blocks of a row per 8 threads) */
+#pragma unroll
+        for (int u2 = 0; u2 < 2; u2++) {
+            const int u = tid + 256 * u2, r = u / MQ_KB, jj = u % MQ_KB;
+            wsub t;
+            if (n0 + r < N && j0 + jj < nsb) {
+                unpack<TYPE>(w + (uint64_t)(n0 + r) * rb, j0 + jj, &t);
+            } else {
+#pragma unroll
+                for (int i = 0; i < 8; i++) t.w[i] = 0;
+                t.d0 = t.d1 = t.dm = 0.0f;
+            }
+#pragma unroll
+            for (int i = 0; i < 8; i++) ws[r][jj * 8 + i] = t.w[i];
+            wd[r][jj][0] = t.d0, wd[r][jj][1] = t.d1, wd[r][jj][2] = t.dm;
+        }
+        /* activations: 32 tokens x 8 sub-blocks, one per thread */
+        {
+            const int t = tid / MQ_KB, jj = tid % MQ_KB;
+            if (t0 + t < T && j0 + jj < nsb) {
+                float d8;
+                const int *qp = act_sub<XQ>(x, K, t0 + t, j0 + jj, &d8);
+                int sq = 0;
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    const int q = qp[i];
+                    xs[t][jj * 8 + i] = q;
+                    sq = __dp4a(0x01010101, q, sq);
+                }
+                xd[t][jj] = d8;
+                xq[t][jj] = sq;
+            } else {
+#pragma unroll
+                for (int i = 0; i < 8; i++) xs[t][jj * 8 + i] = 0;
+                xd[t][jj] = 0.0f;
+                xq[t][jj] = 0;
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int jj = 0; jj < MQ_KB; jj++) {
+            int xv[2][8];
+            float d8[2];
+            int sq[2];
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+#pragma unroll
+                for (int i = 0; i < 8; i++) xv[c][i] = xs[tt + 16 * c][jj * 8 + i];
+                d8[c] = xd[tt + 16 * c][jj];
+                sq[c] = xq[tt + 16 * c][jj];
+            }
+#pragma unroll
+            for (int i4 = 0; i4 < 4; i4++) {
+                const int r = tr + 16 * i4;
+                int wv[8];
+#pragma unroll
+                for (int i = 0; i < 8; i++) wv[i] = ws[r][jj * 8 + i];
+                const float d0 = wd[r][jj][0], d1 = wd[r][jj][1], dm = wd[r][jj][2];
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    int s0 = 0, s1 = 0;
+#pragma unroll
+                    for (int i = 0; i < 4; i++) s0 = __dp4a(wv[i], xv[c][i], s0);
+#pragma unroll
+                    for (int i = 4; i < 8; i++) s1 = __dp4a(wv[i], xv[c][i], s1);
+                    acc[i4][c] += d8[c] * (d0 * (float)s0 + d1 * (float)s1 + dm * (float)sq[c]);
+                }
+            }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i4 = 0; i4 < 4; i4++)
+#pragma unroll
+        for (int c = 0; c < 2; c++) {
+            const int64_t n = n0 + tr + 16 * i4, t = t0 + tt + 16 * c;
+            if (n < N && t < T) {
+                const int64_t o = t * N + n;
+                dst[o] = ep.add ? acc[i4][c] + ep.add[ep.bcast ? n : o] : acc[i4][c];
+            }
+        }
+}
+
 static int mmvq_variant = 1; /* cu_mmvq_set_variant */
 
 template <int TYPE, int XQ>
 static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x,
                              int64_t T, cu_epilogue ep) {
+    if (mmvq_variant == 3 && T > MMVQ_NC) {
+        const dim3 g3(cu_div_up(N, MQ_BN), cu_div_up(T, MQ_BT));
+        k_mmq<TYPE, XQ><<<g3, 256, 0, s>>>(dst, w, rb, K, N, x, T, ep);
+        return cu_after_launch("k_mmq");
+    }
     if (mmvq_variant == 2 && T > MMVQ_NC) {
         const dim3 g2(cu_div_up(N, MMVQ_WARPS * MMVQ_R), cu_div_up(T, MMVQ_NC));
         k_mmvq_rows<TYPE, XQ><<<g2, MMVQ_WARPS * 32, 0, s>>>(dst, w, rb, K, N, x, T, ep);
@@ -273,7 +390,7 @@ static uint64_t row_bytes(int type, int64_t K) {
 
 extern "C" bool cu_has_mmvq(int type) { return row_bytes(type, 256) != 0; }
 
-extern "C" void cu_mmvq_set_variant(int v) { mmvq_variant = v == 2 ? 2 : 1; }
+extern "C" void cu_mmvq_set_variant(int v) { mmvq_variant = v == 2 || v == 3 ? v : 1; }
 
 extern "C" sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
                                   int64_t T, const cu_epilogue *epp) {

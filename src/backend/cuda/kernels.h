@@ -110,7 +110,7 @@ typedef struct cu_epilogue {
 sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
                        const cu_epilogue *ep);
 /* Process-wide choice of the token-tile GEMV for T > 8: 1 (default) one row per warp, 2 four rows
- * per warp sharing activation loads (k_mmvq.cu). */
+ * per warp sharing activation loads, 3 the shared-memory tiled GEMM (k_mmvq.cu). */
 void cu_mmvq_set_variant(int v);
 /* dst [N,T] = W x: w [K,N] of any cu_can_dequantize type, x [K,T] f32 or (xtype Q8_K) q8_K blocks. */
 sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype, int64_t T,
