@@ -7,17 +7,19 @@
 # and print a short table last, with ratios to llama.cpp's H200 numbers (PERFORMANCE.md).
 # Usage: bench/gpu.sh [OUTDIR]   (env: SB_TESTDATA = the shared testdata folder; default
 # ../shared/testdata, or .gpudata when that exists — a carried subset for machines without it;
-# SB_PREBUILT = a folder with sb, libsonicboom.so.0 and the test binaries, used if the build fails).
+# SB_PREBUILT = a folder with sb, libsonicboom.so.0 and the test binaries, used if the build fails;
+# default: .gpubin/prebuilt.tar.xz from --pack, unpacked to /tmp/sb-prebuilt).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # bench/gpu.sh --pack BUILD_DIR: fill .gpubin/ (git-ignored) with binaries built here for sm_90, for
 # a GPU machine whose image cannot configure the build (the device tool's has no libpcre2-dev)
 if [ "${1:-}" = "--pack" ]; then
     B=${2:?usage: bench/gpu.sh --pack BUILD_DIR}
-    rm -rf "$ROOT/.gpubin" && mkdir -p "$ROOT/.gpubin" &&
-    cp "$B/sb" "$B/tests/runtime_test_cuda_ops" "$B/tests/runtime_test_cuda_models" "$ROOT/.gpubin/" &&
-    cp -L "$B/libsonicboom.so.0" "$ROOT/.gpubin/libsonicboom.so.0" &&
-    cp -L "$(ldconfig -p | awk '/libpcre2-8.so.0 / {print $NF; exit}')" "$ROOT/.gpubin/libpcre2-8.so.0" || exit 1
+    S=$(mktemp -d) && rm -rf "$ROOT/.gpubin" && mkdir -p "$ROOT/.gpubin" &&
+    cp "$B/sb" "$B/tests/runtime_test_cuda_ops" "$B/tests/runtime_test_cuda_models" "$S/" &&
+    cp -L "$B/libsonicboom.so.0" "$S/libsonicboom.so.0" &&
+    cp -L "$(ldconfig -p | awk '/libpcre2-8.so.0 / {print $NF; exit}')" "$S/libpcre2-8.so.0" &&
+    tar cJf "$ROOT/.gpubin/prebuilt.tar.xz" -C "$S" . && cp "$S/libpcre2-8.so.0" "$ROOT/.gpubin/" && rm -rf "$S" || exit 1
     # and what the image lacks to configure the build itself: pcre2.h, the .so link, a relocatable .pc
     P=$ROOT/.gpubin/pcre2 && mkdir -p "$P/include" "$P/lib/pkgconfig" &&
     cp "$(pkg-config --variable=includedir libpcre2-8)/pcre2.h" "$P/include/" &&
@@ -50,7 +52,10 @@ if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITEC
     echo "build: $(( $(date +%s) - t0 )) s (sm_90)"
 else
     echo "build FAILED after $(( $(date +%s) - t0 )) s:"; tail -15 "$OUTD/cmake.log" "$OUTD/build.log" 2>/dev/null
-    PRE=${SB_PREBUILT:-$ROOT/.gpubin}
+    PRE=${SB_PREBUILT:-/tmp/sb-prebuilt}
+    if [ ! -x "$PRE/sb" ] && [ -f "$ROOT/.gpubin/prebuilt.tar.xz" ]; then
+        mkdir -p "$PRE" && tar xJf "$ROOT/.gpubin/prebuilt.tar.xz" -C "$PRE"
+    fi
     [ -x "$PRE/sb" ] || { echo "no prebuilt binaries in $PRE"; exit 1; }
     echo "using the prebuilt binaries in $PRE"
     BIN=$PRE; TBIN=$PRE; export LD_LIBRARY_PATH="$PRE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
