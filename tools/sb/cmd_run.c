@@ -28,9 +28,9 @@ static void usage(FILE *f) {
             "      --top-k K           (40)      --top-p P (0.95)      --min-p M (0.05)\n"
             "      --repeat-penalty R  (1.0)     --repeat-last-n N (64)\n"
             "      --presence-penalty P (0)      --frequency-penalty F (0)\n"
-            "  -s, --seed S            RNG seed (same seed, same text)\n"
+            "      --seed S            RNG seed (same seed, same text)\n"
             "      --chat              render the prompt with the model's chat template\n"
-            "      --system TEXT       system message for --chat (also -sys)\n"
+            "  -s, --system TEXT       system message for --chat (also -sys)\n"
             "      --stop TEXT         stop string (repeatable, up to %d)\n"
             "      --kv-type f32|f16   KV cache type (f32)\n"
             "      --device cpu|cuda   where to run (cpu); -ngl N: N > 0 means cuda (llama.cpp's flag)\n"
@@ -77,9 +77,9 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--repeat-last-n")) rc = arg_i64("run", argc, argv, &i, 0, 1 << 20, &last_n);
         else if (!strcmp(a, "--presence-penalty")) rc = arg_f32("run", argc, argv, &i, -100, 100, &sp.presence_penalty);
         else if (!strcmp(a, "--frequency-penalty")) rc = arg_f32("run", argc, argv, &i, -100, 100, &sp.frequency_penalty);
-        else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) rc = arg_i64("run", argc, argv, &i, 0, INT64_MAX, &seed);
+        else if (!strcmp(a, "--seed")) rc = arg_i64("run", argc, argv, &i, 0, INT64_MAX, &seed);
         else if (!strcmp(a, "--chat")) chat = 1;
-        else if (!strcmp(a, "--system") || !strcmp(a, "-sys")) rc = arg_str("run", argc, argv, &i, &system);
+        else if (!strcmp(a, "-s") || !strcmp(a, "--system") || !strcmp(a, "-sys")) rc = arg_str("run", argc, argv, &i, &system);
         else if (!strcmp(a, "--stop")) {
             if (n_stop == MAX_STOP) {
                 fprintf(stderr, "sb run: at most %d --stop strings\n", MAX_STOP);
