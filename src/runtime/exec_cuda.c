@@ -87,6 +87,11 @@ typedef struct cplan {
      * epilogue (-1 none); skip[j] = the ADD node j is done by its matmul */
     int32_t *epi;
     uint8_t *skip;
+    /* gnext[i] = the next matmul of the multi-GEMV launch led by matmul i (-1 none; members after
+     * the leader are skipped); vstore[i] = the V kv_store matmul i's result also writes (-1 none) */
+    int32_t *gnext, *vstore;
+    uint64_t *moved;      /* per alias root: arena offset of its private copy (UINT64_MAX: the plan's) */
+    uint64_t moved_bytes; /* the private region, at al(p->arena_bytes) */
 } cplan;
 
 struct exec_cuda {
@@ -141,11 +146,11 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     const char *pe = getenv("SB_CUDA_PROFILE");
     cx->profile = pe && pe[0] == '1';
     const char *av = getenv("SB_CUDA_ATTN");
-    cx->attn_variant = av && av[0] == '2' ? 2 : 1;
+    cx->attn_variant = av && av[0] == '1' ? 1 : 2;
     const char *fe = getenv("SB_CUDA_FUSE");
-    cx->fuse = fe && fe[0] == '1';
+    cx->fuse = !(fe && fe[0] == '0');
     const char *mv = getenv("SB_CUDA_MMQ");
-    if (mv && (mv[0] == '2' || mv[0] == '3')) cu_mmvq_set_variant(mv[0] - '0');
+    if (mv && mv[0] >= '1' && mv[0] <= '3') cu_mmvq_set_variant(mv[0] - '0');
     sb_status st = cu_stream_create(&cx->s);
     size_t ib = (size_t)max_tokens * sizeof(int32_t);
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_tok, ib, "token buffer");
@@ -167,6 +172,9 @@ static void cplan_clear(cplan *c) {
     free(c->dptr);
     free(c->epi);
     free(c->skip);
+    free(c->gnext);
+    free(c->vstore);
+    free(c->moved);
     memset(c, 0, sizeof *c);
 }
 
@@ -200,7 +208,7 @@ void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
     cx->fuse = on;
 }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) {
-    cx->attn_variant = v == 2 ? 2 : 1;
+    cx->attn_variant = v == 1 ? 1 : 2;
     for (int i = 0; i < CX_MAX_PLANS; i++) { /* captured graphs hold the old kernel */
         cu_graph_destroy(cx->plans[i].graph);
         cx->plans[i].graph = NULL;
@@ -409,6 +417,108 @@ static bool same_mem(const plan *p, ir_ref a, ir_ref b) {
     return a0 == b0 && a1 == b1;
 }
 
+static int32_t next_node(const ir_graph *g, int32_t i) { /* the next non-input node after i (n_nodes if none) */
+    for (i++; i < g->n_nodes && (ir_ops[g->nodes[i].op].flags & OPF_INPUT); i++) {}
+    return i;
+}
+
+/* ADD(x, b) (not absorbed by a GEMV, no broadcast), the next node RMS_NORM_QUANT of it: one kernel
+ * computes the sum (written to the ADD's memory), the norm and the quantization, and the ADD is
+ * skipped. The norm's output must not overlap x or b (read by other blocks while it is written);
+ * the ADD's memory may be x or b exactly (element-wise read then write by one thread). */
+static void plan_add_norm(const plan *p, cplan *c) {
+    const ir_graph *g = p->g;
+    for (int32_t a = 0; a < g->n_nodes; a++) {
+        const ir_node *an = &g->nodes[a];
+        if (an->op != IR_OP_ADD || c->skip[a]) continue;
+        const int32_t r = next_node(g, a);
+        if (r >= g->n_nodes || g->nodes[r].op != IR_OP_RMS_NORM_QUANT || g->nodes[r].src[0] != a) continue;
+        const ir_ref x = an->src[0], b = an->src[1];
+        if (ir_nelem(&g->nodes[x]) != ir_nelem(an) || ir_nelem(&g->nodes[b]) != ir_nelem(an)) continue;
+        if (overlap(p, r, x) || overlap(p, r, b) || overlap(p, r, a)) continue;
+        if ((overlap(p, a, x) && !same_mem(p, a, x)) || (overlap(p, a, b) && !same_mem(p, a, b))) continue;
+        c->epi[r] = a;
+        c->skip[a] = 1;
+    }
+}
+
+/* the value a matmul's launch writes: its epilogue ADD's, or its own */
+static ir_ref mm_out(const cplan *c, ir_ref m) { return c->epi[m] >= 0 ? c->epi[m] : m; }
+
+static bool multi_ok(const ir_graph *g, const ir_node *m) {
+    if (m->op != IR_OP_MATMUL) return false;
+    const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
+    const bool kq = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
+    return x->ne[1] == 1 && ir_nrows(x) == 1 && ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && kq));
+}
+
+/* T = 1 matmuls of one activation (Q/K/V, gate/up; the planner schedules them apart, e.g. K, rope,
+ * V, Q) become one launch at the first one's place. Hoisting member j there is safe when what it
+ * reads exists by then (the activation, weights, an epilogue operand computed before the leader)
+ * and what it writes cannot clash with anything in between: its result (and the views of it) move
+ * from the plan's memory, which the planner may reuse before j, to a private region after the
+ * plan (c->moved, by alias root). A member whose result goes only to a KV cache (V) writes the
+ * cache column too, when no node between the leader and that kv_store touches the cache. */
+static void plan_groups(const plan *p, cplan *c, const int32_t *uses, uint64_t base) {
+    const ir_graph *g = p->g;
+    uint64_t at = base;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (c->skip[i] || !multi_ok(g, &g->nodes[i])) continue;
+        int32_t mem[CU_MULTI_MAX] = {i};
+        int n = 1;
+        for (int32_t j = i + 1; j < g->n_nodes && n < CU_MULTI_MAX; j++) {
+            const ir_node *m = &g->nodes[j];
+            if (c->skip[j] || !multi_ok(g, m) || m->src[1] != g->nodes[i].src[1]) continue;
+            if (c->epi[j] >= 0) { /* its epilogue operand must exist at the leader */
+                const ir_node *ad = &g->nodes[c->epi[j]];
+                const ir_ref o = ad->src[0] == j ? ad->src[1] : ad->src[0];
+                if (p->vals[o].input < 0 && o >= i) continue;
+            }
+            const ir_ref out = mm_out(c, j), root = p->vals[out].alias;
+            if (p->vals[root].input >= 0 || root != out) continue;
+            mem[n++] = j;
+        }
+        if (n > 1) {
+            for (int k = 0; k + 1 < n; k++) c->gnext[mem[k]] = mem[k + 1];
+            for (int k = 1; k < n; k++) {
+                const ir_ref out = mm_out(c, mem[k]);
+                c->skip[mem[k]] = 1;
+                c->moved[out] = at;
+                at += al(p->vals[out].bytes);
+            }
+        }
+        /* V: the member's value goes only to a kv_store (T = 1) */
+        for (int k = 0; k < n; k++) {
+            const ir_ref v = mm_out(c, mem[k]);
+            if (uses[v] != 1) continue;
+            int32_t s = -1;
+            for (int32_t q = v + 1; q < g->n_nodes && s < 0; q++)
+                for (int a = 0; a < IR_MAX_SRC; a++)
+                    if (g->nodes[q].src[a] == v) s = q;
+            if (s < 0) continue;
+            const ir_node *kv = &g->nodes[s];
+            if (kv->op != IR_OP_KV_STORE || kv->src[1] != v || kv->ne[0] != g->nodes[mem[k]].ne[0] || c->skip[s] ||
+                g->nodes[kv->src[2]].op != IR_OP_POS)
+                continue;
+            const ir_ref cin = kv->src[0];
+            bool touched = false;
+            for (int32_t q = i + 1; q < s && !touched; q++) {
+                const ir_node *qn = &g->nodes[q];
+                if (qn->op == IR_OP_KV_STORE && qn->src[0] == cin) touched = true;
+                for (int a = 0; a < IR_MAX_SRC; a++) {
+                    const ir_ref sr = qn->src[a];
+                    if (sr == IR_NONE) continue;
+                    if (sr == cin || (g->nodes[sr].op == IR_OP_KV_STORE && g->nodes[sr].src[0] == cin)) touched = true;
+                }
+            }
+            if (touched) continue;
+            c->vstore[mem[k]] = s;
+            c->skip[s] = 1;
+        }
+    }
+    c->moved_bytes = at - base;
+}
+
 /* MATMUL m immediately followed by ADD(m, o) (either order), m used only there, o a [N] bias or a
  * value of the output's shape: the GEMV writes the ADD's value through its epilogue and the ADD
  * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
@@ -419,12 +529,15 @@ static sb_status plan_fusions(const plan *p, cplan *c) {
     int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
     c->epi = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->epi);
     c->skip = (uint8_t *)calloc((size_t)g->n_nodes, 1);
-    if (!uses || !c->epi || !c->skip) {
+    c->gnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gnext);
+    c->vstore = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->vstore);
+    c->moved = (uint64_t *)malloc((size_t)g->n_nodes * sizeof *c->moved);
+    if (!uses || !c->epi || !c->skip || !c->gnext || !c->vstore || !c->moved) {
         free(uses);
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
     }
     ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = -1;
+    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->vstore[i] = -1, c->moved[i] = UINT64_MAX;
     for (int32_t i = 0; i + 1 < g->n_nodes; i++) {
         const ir_node *m = &g->nodes[i], *a = &g->nodes[i + 1];
         if (m->op != IR_OP_MATMUL || a->op != IR_OP_ADD || uses[i] != 1) continue;
@@ -454,6 +567,8 @@ static sb_status plan_fusions(const plan *p, cplan *c) {
         c->epi[i] = j;
         c->skip[j] = 1;
     }
+    plan_add_norm(p, c);
+    plan_groups(p, c, uses, al(p->arena_bytes));
     free(uses);
     return SB_OK;
 }
@@ -467,6 +582,9 @@ int32_t exec_cuda_count_fusions(const plan *p) {
     }
     free(c.epi);
     free(c.skip);
+    free(c.gnext);
+    free(c.vstore);
+    free(c.moved);
     return n;
 }
 
@@ -505,7 +623,7 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
             if (f > scratch) scratch = f;
         }
     if (st == SB_OK && cx->fuse) st = plan_fusions(p, c);
-    c->scratch_off = al(p->arena_bytes);
+    c->scratch_off = al(p->arena_bytes) + al(c->moved_bytes);
     c->arena_need = c->scratch_off + al(scratch * 4);
     if (st == SB_OK && c->arena_need > cx->arena_bytes) {
         st = cu_stream_sync(cx->s);
@@ -588,6 +706,10 @@ typedef struct crun {
 static void *dptr(const crun *r, ir_ref i) {
     const plan_value *v = &r->p->vals[i];
     if (v->input >= 0) return r->c->dptr[v->input];
+    if (r->c->moved) { /* hoisted multi-GEMV results live in the private region (plan_groups) */
+        const ir_ref root = v->alias;
+        if (root >= 0 && r->c->moved[root] != UINT64_MAX) return r->arena + r->c->moved[root] + (v->offset - r->p->vals[root].offset);
+    }
     return r->arena + v->offset;
 }
 
@@ -653,6 +775,11 @@ static sb_status run_node(crun *r, int32_t i) {
         return cu_quantize_act(s, n->dtype, dst, SP(0), n->ne[0], ir_nrows(n));
     case IR_OP_RMS_NORM_QUANT:
         r->n_kernels++;
+        if (r->c->epi && r->c->epi[i] >= 0) { /* the residual ADD before it, fused */
+            const ir_node *a = &g->nodes[r->c->epi[i]];
+            return cu_add_rms_norm_quant(s, n->dtype, dst, (float *)dptr(r, r->c->epi[i]), dptr(r, a->src[0]), dptr(r, a->src[1]),
+                                         n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), n->fp[0]);
+        }
         return cu_rms_norm_quant(s, n->dtype, dst, SP(0), n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), n->fp[0]);
     case IR_OP_GLU_QUANT:
         r->n_kernels++;
@@ -660,6 +787,26 @@ static sb_status run_node(crun *r, int32_t i) {
     case IR_OP_MATMUL: {
         const ir_node *w = SRC(0), *x = SRC(1);
         r->n_kernels++;
+        if (r->c->gnext && (r->c->gnext[i] >= 0 || r->c->vstore[i] >= 0)) { /* one launch for the group (Q/K/V, gate/up) */
+            cu_gemv_seg seg[CU_MULTI_MAX];
+            int ns = 0;
+            for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->gnext[m]) {
+                const ir_node *mn = &g->nodes[m], *mw = &g->nodes[mn->src[0]];
+                cu_gemv_seg *q = &seg[ns++];
+                *q = (cu_gemv_seg){.dst = (float *)dptr(r, m), .w = dptr(r, mn->src[0]), .wtype = mw->dtype, .N = mw->ne[1]};
+                if (r->c->epi[m] >= 0) {
+                    const ir_node *a = &g->nodes[r->c->epi[m]];
+                    const ir_ref o = a->src[0] == m ? a->src[1] : a->src[0];
+                    q->ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = 1};
+                    q->dst = (float *)dptr(r, r->c->epi[m]);
+                }
+                if (r->c->vstore[m] >= 0) {
+                    q->cache = dptr(r, r->c->vstore[m]);
+                    q->ctype = g->nodes[r->c->vstore[m]].dtype;
+                }
+            }
+            return cu_matmul_q8_multi(s, seg, ns, w->ne[0], SP(1), x->dtype, r->cx->d_pos);
+        }
         cu_epilogue epb, *ep = NULL;
         if (r->c->epi && r->c->epi[i] >= 0) { /* write the following ADD's value */
             const ir_node *a = &g->nodes[r->c->epi[i]];

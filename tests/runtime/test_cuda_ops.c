@@ -34,7 +34,8 @@ typedef struct binds {
 
 static uint64_t seed = 0x5B0C0DA;
 static int attn_variant = 1; /* k_attention.cu variant the CUDA runs use */
-static bool fuse_on = false;  /* executor-level GEMV-epilogue fusion */
+static bool fuse_on = false;  /* executor-level fusions (the default is on; tests opt in) */
+static int32_t last_kernels;  /* kernels the last CUDA run launched */
 
 static float *rnd(int64_t n, float scale) {
     float *x = malloc((size_t)n * sizeof *x);
@@ -105,6 +106,7 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     float *outs[1] = {yc};
     s = exec_cuda_run(cx, pc, &ebc, outs);
     if (s != SB_OK) goto out;
+    last_kernels = exec_cuda_get_stats(cx).kernels_last_run;
     uint64_t ab = exec_cpu_arena_bytes(pr, 1);
     arena = aligned_alloc(PLAN_ALIGN, (ab + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN);
     exec_bindings ebr = {.data = dr, .n_data = pr->n_inputs, .arena = arena, .arena_bytes = ab};
@@ -338,6 +340,82 @@ static void test_fused_epilogue(void) {
     fuse_on = false;
 }
 
+/* Run g fused and unfused against the reference; the fused run must launch `fewer` kernels less */
+static void expect_fused(ir_graph *g, const binds *b, const char *label, double limit, int fewer) {
+    fuse_on = false;
+    const double e0 = run_both(g, b, label);
+    const int32_t k0 = last_kernels;
+    fuse_on = true;
+    char l2[128];
+    snprintf(l2, sizeof l2, "%s (fused)", label);
+    const double e1 = run_both(g, b, l2);
+    const int32_t k1 = last_kernels;
+    fuse_on = false;
+    expect(e0, limit, label);
+    expect(e1, limit, l2);
+    printf("%-44s kernels %d -> %d\n", label, (int)k0, (int)k1);
+    CHECKF(k1 <= k0 - fewer, "%s: %d kernels fused vs %d unfused (expected %d fewer)", label, (int)k1, (int)k0, fewer);
+}
+
+/* one activation, three GEMVs of mixed weight types (Q/K/V-like: two with a bias, different row
+ * counts) summed: the multi-GEMV launch (k_mmvq_multi) at T = 1 */
+static void test_multi_gemv(void) {
+    const int64_t K = 512, N = 96;
+    const int sets[2][3] = {{SB_TYPE_Q5_0, SB_TYPE_Q8_0, SB_TYPE_Q4_0}, {SB_TYPE_Q4_K, SB_TYPE_Q6_K, SB_TYPE_Q5_K}};
+    for (int k = 0; k < 2; k++) {
+        float *x = rnd(K, 2.0f), *wn = rnd(K, 1.0f), *b0 = rnd(N, 1.0f), *b1 = rnd(N, 1.0f);
+        float *wf[3];
+        void *wq[3];
+        for (int j = 0; j < 3; j++) wf[j] = rnd(K * N, 0.1f), wq[j] = quant_rows(sets[k][j], wf[j], K, N);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, 1, 1, 1});
+        ir_ref wnr = ir_input_weight(g, "wn", SB_TYPE_F32, (int64_t[4]){K, 1, 1, 1});
+        ir_ref h = ir_mul(g, ir_rms_norm(g, xr, 1e-6f), wnr);
+        ir_ref w0 = ir_input_weight(g, "w0", sets[k][0], (int64_t[4]){K, N, 1, 1});
+        ir_ref w1 = ir_input_weight(g, "w1", sets[k][1], (int64_t[4]){K, N, 1, 1});
+        ir_ref w2 = ir_input_weight(g, "w2", sets[k][2], (int64_t[4]){K, N, 1, 1});
+        ir_ref q = ir_add(g, ir_matmul(g, w0, h), ir_input_weight(g, "b0", SB_TYPE_F32, (int64_t[4]){N, 1, 1, 1}));
+        ir_ref kk = ir_add(g, ir_matmul(g, w1, h), ir_input_weight(g, "b1", SB_TYPE_F32, (int64_t[4]){N, 1, 1, 1}));
+        ir_ref v = ir_matmul(g, w2, h);
+        ir_output(g, ir_add(g, ir_mul(g, q, kk), v), "y");
+        binds b = {.name = {"x", "wn", "w0", "w1", "w2", "b0", "b1"}, .data = {x, wn, wq[0], wq[1], wq[2], b0, b1}, .n = 7};
+        char label[96];
+        snprintf(label, sizeof label, "multi-GEMV %s+%s+%s T=1", ir_dtype_name(sets[k][0]), ir_dtype_name(sets[k][1]),
+                 ir_dtype_name(sets[k][2]));
+        expect_fused(g, &b, label, 5e-4, 3); /* two biases, two GEMVs */
+        ir_graph_free(g);
+        free(x), free(wn), free(b0), free(b1);
+        for (int j = 0; j < 3; j++) free(wf[j]), free(wq[j]);
+    }
+}
+
+/* residual add, then RMSNorm -> quantize -> GEMV, plus the sum again (add + rms_norm_quant in one
+ * kernel, which also writes the sum) */
+static void test_add_norm(void) {
+    const int64_t E = 512;
+    const int types[] = {SB_TYPE_Q8_0, SB_TYPE_Q4_K};
+    for (int k = 0; k < 2; k++)
+        for (int64_t T = 1; T <= 5; T += 4) {
+            float *x = rnd(E * T, 2.0f), *r = rnd(E * T, 1.0f), *wn = rnd(E, 1.0f), *wf = rnd(E * E, 0.05f);
+            void *wq = quant_rows(types[k], wf, E, E);
+            ir_graph *g;
+            ir_graph_create(&g);
+            ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, T, 1, 1});
+            ir_ref rr = ir_input_weight(g, "r", SB_TYPE_F32, (int64_t[4]){E, T, 1, 1});
+            ir_ref wnr = ir_input_weight(g, "wn", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
+            ir_ref wr = ir_input_weight(g, "w", types[k], (int64_t[4]){E, E, 1, 1});
+            ir_ref sum = ir_add(g, xr, rr);
+            ir_output(g, ir_add(g, sum, ir_matmul(g, wr, ir_mul(g, ir_rms_norm(g, sum, 1e-6f), wnr))), "y");
+            binds b = {.name = {"x", "r", "wn", "w"}, .data = {x, r, wn, wq}, .n = 4};
+            char label[96];
+            snprintf(label, sizeof label, "add+rms_norm_quant -> %s + sum T=%lld", ir_dtype_name(types[k]), (long long)T);
+            expect_fused(g, &b, label, 5e-4, 1); /* the add before the norm (and the residual after the GEMV where the memory plan allows) */
+            ir_graph_free(g);
+            free(x), free(r), free(wn), free(wf), free(wq);
+        }
+}
+
 static void test_rope(void) {
     const int64_t D = 64, H = 3, T = 4;
     int32_t pos[4] = {0, 7, 1000, 4095};
@@ -415,6 +493,8 @@ int main(void) {
     test_matmul();
     test_norm_glu_ew();
     test_fused_epilogue();
+    test_multi_gemv();
+    test_add_norm();
     test_rope();
     test_attention();
     return test_summary();

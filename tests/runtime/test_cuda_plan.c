@@ -38,7 +38,32 @@ static int quant_dtype(const plan *p) {
     return SB_TYPE_F32;
 }
 
-int main(void) {
+/* test_cuda_plan MODEL: the fusion count of MODEL's decode plan (a tool) */
+static int fusions_of(const char *path) {
+    rt_model *m;
+    if (rt_model_load(path, NULL, &m) != SB_OK) {
+        fprintf(stderr, "%s\n", sb_last_error());
+        return 1;
+    }
+    ir_graph *g;
+    ir_graph_create(&g);
+    rt_build bld = {.g = g, .m = m, .T = 1, .n_out = 1, .n_ctx = 4096, .kv_type = SB_TYPE_F16};
+    plan *pd = NULL;
+    plan_target t;
+    exec_cuda_target(&t);
+    if (rt_build_decoder(&bld) == SB_OK && plan_build(g, &t, NULL, &pd) == SB_OK) {
+        int32_t nk = 0;
+        for (int32_t i = 0; i < pd->g->n_nodes; i++) nk += !(ir_ops[pd->g->nodes[i].op].flags & OPF_INPUT);
+        printf("%s: %d compute nodes, %d fused away\n", path, (int)nk, (int)exec_cuda_count_fusions(pd));
+        plan_free(pd);
+    }
+    ir_graph_free(g);
+    rt_model_free(m);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) return fusions_of(argv[1]);
     /* a build without the backend: the check refuses everything, nothing else to test */
     plan *probe = matmul_plan(SB_TYPE_F32, 64, 4, "probe");
     if (!probe) return test_summary();
@@ -117,7 +142,10 @@ int main(void) {
                     int32_t nf = exec_cuda_count_fusions(pd);
                     printf("qwen2 test model, T=%lld: %d nodes fused away (%lld layers)\n", (long long)T, nf,
                            (long long)m->hp.n_layer);
-                    CHECKF(nf >= 4 * m->hp.n_layer && nf <= 6 * m->hp.n_layer, "T=%lld: %d fusions for %lld layers", (long long)T, nf,
+                    /* T = 1 also: K/V (or Q) and up into one launch with Q (or K) and gate, V's kv_store
+                     * into that launch, an unabsorbed residual add into the next norm */
+                    const int32_t lo = T == 1 ? 8 : 4, hi = T == 1 ? 11 : 6;
+                    CHECKF(nf >= lo * m->hp.n_layer && nf <= hi * m->hp.n_layer + 1, "T=%lld: %d fusions for %lld layers", (long long)T, nf,
                            (long long)m->hp.n_layer);
                     plan_free(pd);
                 }

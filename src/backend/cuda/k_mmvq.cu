@@ -27,6 +27,8 @@
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/common.cuh"
 
+#include <string.h>
+
 #define MMVQ_WARPS 4
 #define MMVQ_NC 8
 
@@ -132,16 +134,45 @@ template <> __device__ __forceinline__ const int *act_sub<CU_T_Q8_K>(const uint8
     return (const int *)(xb->qs + 32 * (j % 8));
 }
 
+/* one output row at T = 1: the warp's dot of W row `row` with activation x, reduced to every lane
+ * (shared by k_mmvq and k_mmvq_multi so fused and single launches are bit-identical) */
+template <int TYPE, int XQ> static __device__ __forceinline__ float mmvq_row1(const uint8_t *row, const uint8_t *x, int64_t K, int lane) {
+    const int nsb = (int)(K / 32);
+    float acc = 0.0f;
+    for (int j = lane; j < nsb; j += 32) {
+        wsub ws;
+        unpack<TYPE>(row, j, &ws);
+        float d8;
+        const int *qy = act_sub<XQ>(x, K, 0, j, &d8);
+        int s0 = 0, s1 = 0, sq = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) s0 = __dp4a(ws.w[i], qy[i], s0);
+#pragma unroll
+        for (int i = 4; i < 8; i++) s1 = __dp4a(ws.w[i], qy[i], s1);
+        if (ws.dm != 0.0f) {
+#pragma unroll
+            for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, qy[i], sq);
+        }
+        acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)sq);
+    }
+    return warp_sum(acc);
+}
+
 template <int TYPE, int XQ, int NC>
 __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N,
                                                           const uint8_t *x, int64_t T, cu_epilogue ep) {
     const int lane = threadIdx.x & 31;
     const int64_t n = (int64_t)blockIdx.x * MMVQ_WARPS + (threadIdx.x >> 5);
     if (n >= N) return;
+    const uint8_t *row = w + (uint64_t)n * rb;
+    if (NC == 1) { /* T = 1 (decode) */
+        const float v = mmvq_row1<TYPE, XQ>(row, x, K, lane);
+        if (lane == 0) dst[n] = ep.add ? v + ep.add[n] : v;
+        return;
+    }
     const int64_t t0 = (int64_t)blockIdx.y * NC;
     const int nt = (int)(T - t0 < NC ? T - t0 : NC);
     const int nsb = (int)(K / 32);
-    const uint8_t *row = w + (uint64_t)n * rb;
     float acc[NC];
 #pragma unroll
     for (int c = 0; c < NC; c++) acc[c] = 0.0f;
@@ -348,7 +379,66 @@ __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint6
         }
 }
 
-static int mmvq_variant = 1; /* cu_mmvq_set_variant */
+/* Several T = 1 GEMVs over one activation (cu_matmul_q8_multi): grid.x covers the 4-row blocks of
+ * every segment in order; a block finds its segment, then runs mmvq_row1 for its weight type (a
+ * warp-uniform switch, so one instantiation per activation type serves every mix of types). */
+typedef struct mseg {
+    float *dst;
+    const uint8_t *w;
+    uint64_t rb;
+    int64_t N;
+    cu_epilogue ep;
+    void *cache;
+    int wtype, f16;
+    unsigned nb; /* blocks of this segment */
+} mseg;
+typedef struct mseg_set {
+    mseg s[CU_MULTI_MAX];
+    int n;
+} mseg_set;
+
+template <int XQ> static __device__ __forceinline__ float mmvq_row_any(int wtype, const uint8_t *row, const uint8_t *x, int64_t K, int lane) {
+    switch (wtype) {
+    case CU_T_Q4_K: return mmvq_row1<CU_T_Q4_K, XQ>(row, x, K, lane);
+    case CU_T_Q5_K: return mmvq_row1<CU_T_Q5_K, XQ>(row, x, K, lane);
+    case CU_T_Q6_K: return mmvq_row1<CU_T_Q6_K, XQ>(row, x, K, lane);
+    default: break;
+    }
+    if (XQ == CU_T_Q8_1) {
+        switch (wtype) {
+        case CU_T_Q4_0: return mmvq_row1<CU_T_Q4_0, CU_T_Q8_1>(row, x, K, lane);
+        case CU_T_Q5_0: return mmvq_row1<CU_T_Q5_0, CU_T_Q8_1>(row, x, K, lane);
+        case CU_T_Q8_0: return mmvq_row1<CU_T_Q8_0, CU_T_Q8_1>(row, x, K, lane);
+        default: break;
+        }
+    }
+    return 0.0f; /* unreachable: the launcher checks the types */
+}
+
+template <int XQ>
+__global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_multi(mseg_set m, const uint8_t *x, int64_t K, const int32_t *pos) {
+    const int lane = threadIdx.x & 31;
+    unsigned b = blockIdx.x;
+    int k = 0;
+    while (k + 1 < m.n && b >= m.s[k].nb) b -= m.s[k].nb, k++;
+    const mseg &g = m.s[k];
+    const int64_t n = (int64_t)b * MMVQ_WARPS + (threadIdx.x >> 5);
+    if (n >= g.N) return;
+    float v = mmvq_row_any<XQ>(g.wtype, g.w + (uint64_t)n * g.rb, x, K, lane);
+    if (lane == 0) {
+        v = g.ep.add ? v + g.ep.add[n] : v;
+        g.dst[n] = v;
+        if (g.cache) {
+            const int64_t o = (int64_t)pos[0] * g.N + n;
+            if (g.f16)
+                ((uint16_t *)g.cache)[o] = cu_f2h(v);
+            else
+                ((float *)g.cache)[o] = v;
+        }
+    }
+}
+
+static int mmvq_variant = 3; /* cu_mmvq_set_variant */
 
 template <int TYPE, int XQ>
 static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x,
@@ -390,7 +480,33 @@ static uint64_t row_bytes(int type, int64_t K) {
 
 extern "C" bool cu_has_mmvq(int type) { return row_bytes(type, 256) != 0; }
 
-extern "C" void cu_mmvq_set_variant(int v) { mmvq_variant = v == 2 || v == 3 ? v : 1; }
+extern "C" void cu_mmvq_set_variant(int v) { mmvq_variant = v == 1 || v == 2 ? v : 3; }
+
+extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos) {
+    if (n < 1 || n > CU_MULTI_MAX) return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMV segments (1..%d)", n, CU_MULTI_MAX);
+    mseg_set m;
+    memset(&m, 0, sizeof m);
+    m.n = n;
+    unsigned blocks = 0;
+    for (int k = 0; k < n; k++) {
+        const int t = seg[k].wtype;
+        const bool kq = t == CU_T_Q4_K || t == CU_T_Q5_K || t == CU_T_Q6_K;
+        if (!(xtype == CU_T_Q8_1 ? cu_has_mmvq(t) : xtype == CU_T_Q8_K && kq))
+            return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no dp4a GEMV for weight type %d x activation type %d", t, xtype);
+        if (seg[k].cache && seg[k].ctype != CU_T_F32 && seg[k].ctype != CU_T_F16)
+            return sb_fail(SB_ERR_UNSUPPORTED, "cuda: KV cache of type %d (F32 or F16)", seg[k].ctype);
+        m.s[k] = mseg{seg[k].dst, (const uint8_t *)seg[k].w, row_bytes(t, K), seg[k].N, seg[k].ep, seg[k].cache, t,
+                      seg[k].ctype == CU_T_F16, cu_div_up(seg[k].N, MMVQ_WARPS)};
+        blocks += m.s[k].nb;
+    }
+    if (blocks == 0) return SB_OK;
+    const cudaStream_t st = (cudaStream_t)s;
+    if (xtype == CU_T_Q8_1)
+        k_mmvq_multi<CU_T_Q8_1><<<blocks, MMVQ_WARPS * 32, 0, st>>>(m, (const uint8_t *)xq, K, pos);
+    else
+        k_mmvq_multi<CU_T_Q8_K><<<blocks, MMVQ_WARPS * 32, 0, st>>>(m, (const uint8_t *)xq, K, pos);
+    return cu_after_launch("k_mmvq_multi");
+}
 
 extern "C" sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
                                   int64_t T, const cu_epilogue *epp) {

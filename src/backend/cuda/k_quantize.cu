@@ -132,15 +132,30 @@ template <int XQ> __global__ void __launch_bounds__(Q_THREADS) k_quantize(uint8_
     quant_row<XQ>(dst + act_row_bytes(XQ, E) * (uint64_t)r, E, src_plain{x + r * E});
 }
 
+/* with b != NULL (executor fusion of the residual add before the norm): the row is x + b, written
+ * to sum (which may be x or b: each element is read, then written, by one thread) and read back
+ * from there after the barrier for the quantization pass */
 template <int XQ>
-__global__ void __launch_bounds__(Q_THREADS) k_rms_norm_quant(uint8_t *dst, const float *x, const float *wt, int64_t E, float eps) {
+__global__ void __launch_bounds__(Q_THREADS) k_rms_norm_quant(uint8_t *dst, const float *x, const float *wt, int64_t E, float eps,
+                                                              const float *b, float *sum_out) {
     __shared__ double part[Q_THREADS / 32];
     const int64_t r = blockIdx.x;
     const float *xr = x + r * E;
     double acc = 0.0;
-    for (int64_t i = threadIdx.x; i < E; i += Q_THREADS) {
-        const float v = xr[i];
-        acc += (double)(v * v);
+    if (b) {
+        const float *br = b + r * E;
+        float *sr = sum_out + r * E;
+        for (int64_t i = threadIdx.x; i < E; i += Q_THREADS) {
+            const float v = xr[i] + br[i];
+            sr[i] = v;
+            acc += (double)(v * v);
+        }
+        xr = sr;
+    } else {
+        for (int64_t i = threadIdx.x; i < E; i += Q_THREADS) {
+            const float v = xr[i];
+            acc += (double)(v * v);
+        }
     }
     acc = warp_sum_d(acc);
     if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = acc;
@@ -172,10 +187,20 @@ extern "C" sb_status cu_quantize_act(cu_stream s, int xq, void *dst, const float
 extern "C" sb_status cu_rms_norm_quant(cu_stream s, int xq, void *dst, const float *x, const float *w, int64_t E, int64_t rows, float eps) {
     if (rows <= 0) return SB_OK;
     const cudaStream_t st = (cudaStream_t)s;
-    if (xq == CU_T_Q8_1) k_rms_norm_quant<CU_T_Q8_1><<<(unsigned)rows, Q_THREADS, 0, st>>>((uint8_t *)dst, x, w, E, eps);
-    else if (xq == CU_T_Q8_K) k_rms_norm_quant<CU_T_Q8_K><<<(unsigned)rows, Q_THREADS, 0, st>>>((uint8_t *)dst, x, w, E, eps);
+    if (xq == CU_T_Q8_1) k_rms_norm_quant<CU_T_Q8_1><<<(unsigned)rows, Q_THREADS, 0, st>>>((uint8_t *)dst, x, w, E, eps, NULL, NULL);
+    else if (xq == CU_T_Q8_K) k_rms_norm_quant<CU_T_Q8_K><<<(unsigned)rows, Q_THREADS, 0, st>>>((uint8_t *)dst, x, w, E, eps, NULL, NULL);
     else return bad_type(xq);
     return cu_after_launch("k_rms_norm_quant");
+}
+
+extern "C" sb_status cu_add_rms_norm_quant(cu_stream s, int xq, void *dst, float *sum_out, const float *x, const float *b, const float *w,
+                                           int64_t E, int64_t rows, float eps) {
+    if (rows <= 0) return SB_OK;
+    const cudaStream_t st = (cudaStream_t)s;
+    if (xq == CU_T_Q8_1) k_rms_norm_quant<CU_T_Q8_1><<<(unsigned)rows, Q_THREADS, 0, st>>>((uint8_t *)dst, x, w, E, eps, b, sum_out);
+    else if (xq == CU_T_Q8_K) k_rms_norm_quant<CU_T_Q8_K><<<(unsigned)rows, Q_THREADS, 0, st>>>((uint8_t *)dst, x, w, E, eps, b, sum_out);
+    else return bad_type(xq);
+    return cu_after_launch("k_add_rms_norm_quant");
 }
 
 extern "C" sb_status cu_glu_quant(cu_stream s, int xq, void *dst, const float *g, const float *u, int64_t E, int64_t rows, bool gelu) {

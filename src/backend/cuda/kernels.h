@@ -93,6 +93,11 @@ sb_status cu_glu(cu_stream s, float *dst, const float *g, const float *u, int64_
 sb_status cu_quantize_act(cu_stream s, int xq, void *dst, const float *x, int64_t E, int64_t rows);
 /* dst = quantize(rms_norm(x) [* w]); w may be NULL. */
 sb_status cu_rms_norm_quant(cu_stream s, int xq, void *dst, const float *x, const float *w, int64_t E, int64_t rows, float eps);
+/* Residual add + RMSNorm + quantize in one kernel (executor fusion of ADD then RMS_NORM_QUANT):
+ * sum = x + b (f32, written to sum_out, which may be x or b itself), dst = quantize(rms_norm(sum) [* w]).
+ * Bit-identical to cu_ew_rows(ADD) then cu_rms_norm_quant. dst must not overlap x, b or sum_out. */
+sb_status cu_add_rms_norm_quant(cu_stream s, int xq, void *dst, float *sum_out, const float *x, const float *b, const float *w, int64_t E,
+                                int64_t rows, float eps);
 /* dst = quantize(act(g) * u). */
 sb_status cu_glu_quant(cu_stream s, int xq, void *dst, const float *g, const float *u, int64_t E, int64_t rows, bool gelu);
 
@@ -109,8 +114,24 @@ typedef struct cu_epilogue {
  * or Q8_K (Q4_K, Q5_K, Q6_K). */
 sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
                        const cu_epilogue *ep);
-/* Process-wide choice of the token-tile GEMV for T > 8: 1 (default) one row per warp, 2 four rows
- * per warp sharing activation loads, 3 the shared-memory tiled GEMM (k_mmvq.cu). */
+/* Several GEMVs over one activation in one launch (executor fusion: Q/K/V, gate/up), T = 1 only.
+ * Segment k: dst_k [N_k] = W_k x (+ epilogue), W_k [K, N_k] of its own type (any cu_has_mmvq type
+ * with Q8_1 activations; Q4_K/Q5_K/Q6_K with Q8_K); with cache != NULL the result is also written
+ * to column pos[0] of that KV cache [N_k, C] (F32 or F16: the V kv_store folded in). Each row is
+ * the same warp computation as cu_matmul_q8 at T = 1, so the results are bit-identical. */
+#define CU_MULTI_MAX 3
+typedef struct cu_gemv_seg {
+    float *dst;
+    const void *w;
+    int wtype;
+    int64_t N;
+    cu_epilogue ep;
+    void *cache; /* NULL or a KV cache to write too */
+    int ctype;   /* its type: F32 or F16 */
+} cu_gemv_seg;
+sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos);
+/* Process-wide choice of the token-tile GEMV for T > 8: 1 one row per warp, 2 four rows per warp
+ * sharing activation loads, 3 (default) the shared-memory tiled GEMM (k_mmvq.cu). */
 void cu_mmvq_set_variant(int v);
 /* dst [N,T] = W x: w [K,N] of any cu_can_dequantize type, x [K,T] f32 or (xtype Q8_K) q8_K blocks. */
 sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype, int64_t T,
