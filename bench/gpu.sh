@@ -74,6 +74,10 @@ if [ "${SB_GPU_Q81:-0}" = 1 ]; then
     SB_CUDA_ACT=q8_1 timeout 100 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_q8_1.log" 2>&1
     echo "-- SB_CUDA_ACT=q8_1 (informative):"; grep -E "NMSE" "$OUTD/test_cuda_models_q8_1.log" | grep -v prefix | head -40
 fi
+# the same tests without programmatic dependent launch (SB_CUDA_PDL=0): results only
+SB_CUDA_PDL=0 timeout 60 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_nopdl.log" 2>&1
+SB_CUDA_PDL=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_nopdl.log" 2>&1
+echo "SB_CUDA_PDL=0: ops $(tail -1 "$OUTD/test_cuda_ops_nopdl.log"); models $(tail -1 "$OUTD/test_cuda_models_nopdl.log")"
 echo "tests done: $(( $(date +%s) - t0 )) s"
 
 # ---- benchmark ----
@@ -95,7 +99,8 @@ SB_CUDA_GRAPH=0 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 
 SB_CUDA_ATTN=1 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0,4096 >"$OUTD/bench_attn1.md" 2>&1
 SB_CUDA_MMQ=1 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 0 -d 0 --prefix 512,64 >"$OUTD/bench_mmq1.md" 2>&1
 SB_CUDA_FUSE=0 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0 >"$OUTD/bench_nofuse.md" 2>&1
-cat "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn1.md" "$OUTD/bench_mmq1.md" "$OUTD/bench_nofuse.md"
+SB_CUDA_PDL=0 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 0,4096 >"$OUTD/bench_nopdl.md" 2>&1
+cat "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn1.md" "$OUTD/bench_mmq1.md" "$OUTD/bench_nofuse.md" "$OUTD/bench_nopdl.md"
 # where the time goes: device time per op family (CUDA events between nodes, eager)
 for d in ${SB_GPU_PROFILE_DEPTHS:-0}; do
     timeout 60 "$TBIN/runtime_test_cuda_models" --perf "$MODEL" $d >"$OUTD/profile_d$d.txt" 2>&1
@@ -106,13 +111,13 @@ done
 echo
 echo "== summary (H200; llama.cpp September 2026: pp512 52,122, tg64 908, tg64 @ d4096 797 tok/s) =="
 echo "tests: cuda_ops rc=$ops_rc ($(grep -c FAIL "$OUTD/test_cuda_ops.log") FAIL lines), cuda_models rc=$models_rc ($(grep -c FAIL "$OUTD/test_cuda_models.log") FAIL lines); bench rc=$bench_rc"
-python3 - "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn1.md" "$OUTD/bench_mmq1.md" "$OUTD/bench_nofuse.md" <<'PY'
+python3 - "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn1.md" "$OUTD/bench_mmq1.md" "$OUTD/bench_nofuse.md" "$OUTD/bench_nopdl.md" <<'PY'
 import sys, re
 ref = {"pp512": 52122.0, "tg64": 908.0, "tg64 @ d4096": 797.0, "pp512 @ d4096": None}
 print("| test | mode | tok/s | vs llama.cpp | GB/s | % of 4.27 TB/s |")
 print("| --- | --- | ---: | ---: | ---: | ---: |")
 for path, mode in ((sys.argv[1], "graph"), (sys.argv[2], "eager"), (sys.argv[3], "attn v1"), (sys.argv[4], "mmq v1"),
-                   (sys.argv[5], "no fusion")):
+                   (sys.argv[5], "no fusion"), (sys.argv[6], "no PDL")):
     try:
         lines = open(path).read().splitlines()
     except OSError:

@@ -91,6 +91,7 @@ typedef struct cplan {
      * the leader are skipped); vstore[i] = the V kv_store matmul i's result also writes (-1 none) */
     int32_t *gnext, *vstore;
     uint64_t *moved;      /* per alias root: arena offset of its private copy (UINT64_MAX: the plan's) */
+    int32_t *qrope;       /* per ATTENTION node: the ROPE of Q it applies as it loads q (-1 none) */
     uint64_t moved_bytes; /* the private region, at al(p->arena_bytes) */
 } cplan;
 
@@ -102,6 +103,7 @@ struct exec_cuda {
     void *arena;
     uint64_t arena_bytes;
     int32_t *d_tok, *d_pos, *d_rows;
+    unsigned *d_cnt;      /* CU_ATT_COUNTERS zeroed split counters (attention's in-kernel merge) */
     int32_t *h_in;        /* page-locked staging [3 * max_tokens]: tokens, positions, out_rows */
     int64_t max_tokens;
     bool graphs, poison, profile;
@@ -157,12 +159,17 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_pos, ib, "position buffer");
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_rows, ib, "out_rows buffer");
     if (st == SB_OK) st = cu_host_alloc((void **)&cx->h_in, 3 * ib, "input staging");
+    if (st == SB_OK) st = cu_malloc((void **)&cx->d_cnt, CU_ATT_COUNTERS * sizeof(unsigned), "attention split counters");
+    if (st == SB_OK) st = cu_memset(cx->d_cnt, 0, CU_ATT_COUNTERS * sizeof(unsigned), cx->s);
+    if (st == SB_OK) st = cu_stream_sync(cx->s);
     if (st != SB_OK) {
         exec_cuda_free(cx);
         return st;
     }
     cx->st.device_bytes = 3 * ib;
     cx->sms = cu_sm_count();
+    const char *pd = getenv("SB_CUDA_PDL"); /* programmatic dependent launch: Hopper and later */
+    cu_set_pdl(cu_cc_major() >= 9 && !(pd && pd[0] == '0'));
     *out = cx;
     return SB_OK;
 }
@@ -175,6 +182,7 @@ static void cplan_clear(cplan *c) {
     free(c->gnext);
     free(c->vstore);
     free(c->moved);
+    free(c->qrope);
     memset(c, 0, sizeof *c);
 }
 
@@ -190,6 +198,7 @@ void exec_cuda_free(exec_cuda *cx) {
     cu_free(cx->d_tok);
     cu_free(cx->d_pos);
     cu_free(cx->d_rows);
+    cu_free(cx->d_cnt);
     cu_host_free(cx->h_in);
     cu_stream_destroy(cx->s);
     free(cx);
@@ -519,6 +528,32 @@ static void plan_groups(const plan *p, cplan *c, const int32_t *uses, uint64_t b
     c->moved_bytes = at - base;
 }
 
+/* overlap() where values moved to the private region (plan_groups) overlap nothing else */
+static bool overlap_m(const plan *p, const cplan *c, ir_ref a, ir_ref b) {
+    if (c->moved[p->vals[a].alias] != UINT64_MAX || c->moved[p->vals[b].alias] != UINT64_MAX) return false;
+    return overlap(p, a, b);
+}
+
+/* ROPE r of Q, used only by the ATTENTION right after it (same positions), not already writing a
+ * cache: the attention rotates q as it loads it and the ROPE is skipped. Needs the unrotated q
+ * intact at the attention (nothing runs in between) and apart from the attention's output. */
+static void plan_qrope(const plan *p, cplan *c, const int32_t *uses) {
+    const ir_graph *g = p->g;
+    for (int32_t r = 0; r < g->n_nodes; r++) {
+        const ir_node *rn = &g->nodes[r];
+        if (rn->op != IR_OP_ROPE || c->skip[r] || c->epi[r] >= 0 || uses[r] != 1) continue;
+        const int32_t a = next_node(g, r);
+        if (a >= g->n_nodes) continue;
+        const ir_node *an = &g->nodes[a];
+        if (an->op != IR_OP_ATTENTION || an->src[0] != r || an->src[3] != rn->src[1]) continue;
+        const ir_node *x = &g->nodes[rn->src[0]];
+        if (x->ne[0] != rn->ne[0] || x->ne[1] != rn->ne[1] || x->ne[2] != rn->ne[2] || rn->ip[0] > x->ne[0]) continue;
+        if (overlap_m(p, c, a, rn->src[0])) continue;
+        c->qrope[a] = r;
+        c->skip[r] = 1;
+    }
+}
+
 /* MATMUL m immediately followed by ADD(m, o) (either order), m used only there, o a [N] bias or a
  * value of the output's shape: the GEMV writes the ADD's value through its epilogue and the ADD
  * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
@@ -532,12 +567,13 @@ static sb_status plan_fusions(const plan *p, cplan *c) {
     c->gnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gnext);
     c->vstore = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->vstore);
     c->moved = (uint64_t *)malloc((size_t)g->n_nodes * sizeof *c->moved);
-    if (!uses || !c->epi || !c->skip || !c->gnext || !c->vstore || !c->moved) {
+    c->qrope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->qrope);
+    if (!uses || !c->epi || !c->skip || !c->gnext || !c->vstore || !c->moved || !c->qrope) {
         free(uses);
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
     }
     ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->vstore[i] = -1, c->moved[i] = UINT64_MAX;
+    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->vstore[i] = c->qrope[i] = -1, c->moved[i] = UINT64_MAX;
     for (int32_t i = 0; i + 1 < g->n_nodes; i++) {
         const ir_node *m = &g->nodes[i], *a = &g->nodes[i + 1];
         if (m->op != IR_OP_MATMUL || a->op != IR_OP_ADD || uses[i] != 1) continue;
@@ -569,6 +605,7 @@ static sb_status plan_fusions(const plan *p, cplan *c) {
     }
     plan_add_norm(p, c);
     plan_groups(p, c, uses, al(p->arena_bytes));
+    plan_qrope(p, c, uses);
     free(uses);
     return SB_OK;
 }
@@ -585,6 +622,7 @@ int32_t exec_cuda_count_fusions(const plan *p) {
     free(c.gnext);
     free(c.vstore);
     free(c.moved);
+    free(c.qrope);
     return n;
 }
 
@@ -839,8 +877,19 @@ static sb_status run_node(crun *r, int32_t i) {
         return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
     case IR_OP_ATTENTION: {
         cu_attn_args a = attn_args(r->cx, r->p, n);
-        r->n_kernels += a.nsplit > 1 ? 2 : 1;
-        return cu_attention(s, dst, SP(0), SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off));
+        const void *q = SP(0);
+        if (r->c->qrope && r->c->qrope[i] >= 0) { /* Q's RoPE fused: the unrotated q, and the rope's parameters */
+            const ir_node *rn = &g->nodes[r->c->qrope[i]];
+            q = dptr(r, rn->src[0]);
+            a.q_rot = rn->ip[0];
+            a.q_mode = rn->ip[1];
+            a.q_theta_scale = powf(rn->fp[0], -2.0f / (float)rn->ip[0]);
+            a.q_freq_scale = rn->fp[1];
+            a.q_attn_factor = rn->fp[2];
+            a.q_ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
+        }
+        r->n_kernels += a.nsplit > 1 && a.T * a.Hq > CU_ATT_COUNTERS ? 2 : 1;
+        return cu_attention(s, dst, q, SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off), r->cx->d_cnt);
     }
     case IR_OP_SELECT_ROWS:
         r->n_kernels++;

@@ -482,6 +482,44 @@ static void test_attention(void) {
     attn_variant = 1;
 }
 
+/* RoPE(q) then attention (kv_store of fresh k/v first): with the fusion on, the attention rotates q
+ * as it loads it (k_attn's rope_pair) and the ROPE kernel is skipped */
+static void test_rope_attention(void) {
+    const int64_t Hq = 4, Hkv = 2, C = 200, D = 64, Dkv = D * Hkv;
+    struct { int64_t T, p0; int mode, n_rot, variant; } cs[] = {
+        {1, 150, IR_ROPE_NEOX, 64, 2}, {1, 3, IR_ROPE_NORMAL, 64, 1}, {5, 40, IR_ROPE_NEOX, 32, 2}, {1, 199, IR_ROPE_NEOX, 64, 1},
+    };
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int64_t T = cs[k].T;
+        float *q = rnd(D * Hq * T, 1.0f), *kn = rnd(Dkv * T, 1.0f), *vn = rnd(Dkv * T, 1.0f);
+        float *kc = rnd(Dkv * C, 1.0f), *vc = rnd(Dkv * C, 1.0f);
+        int32_t pos[8];
+        for (int64_t t = 0; t < T; t++) pos[t] = (int32_t)(cs[k].p0 + t);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref qr = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, Hq, T, 1});
+        ir_ref knr = ir_input_weight(g, "kn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1});
+        ir_ref vnr = ir_input_weight(g, "vn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1});
+        ir_ref kcr = ir_input_kv(g, "cache_k.0", SB_TYPE_F32, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref vcr = ir_input_kv(g, "cache_v.0", SB_TYPE_F32, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref pr = ir_input_pos(g, T);
+        ir_rope_params rp = {.n_rot = cs[k].n_rot, .mode = cs[k].mode, .freq_base = 10000.0f, .freq_scale = 1.0f};
+        ir_ref qrot = ir_rope(g, qr, pr, IR_NONE, &rp);
+        ir_ref k2 = ir_kv_store(g, kcr, knr, pr), v2 = ir_kv_store(g, vcr, vnr, pr);
+        ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 0.125f};
+        ir_output(g, ir_attention(g, qrot, k2, v2, pr, &ap), "y");
+        binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0"}, .data = {q, kn, vn, kc, vc}, .n = 5, .pos = pos};
+        char label[96];
+        snprintf(label, sizeof label, "rope(q)+attention v%d %s n_rot %d T=%lld p0=%lld", cs[k].variant,
+                 cs[k].mode == IR_ROPE_NEOX ? "neox" : "normal", cs[k].n_rot, (long long)T, (long long)cs[k].p0);
+        attn_variant = cs[k].variant;
+        expect_fused(g, &b, label, 1e-9, 1);
+        attn_variant = 1;
+        ir_graph_free(g);
+        free(q), free(kn), free(vn), free(kc), free(vc);
+    }
+}
+
 int main(void) {
     char why[512];
     if (!exec_cuda_available(why, sizeof why)) {
@@ -497,5 +535,6 @@ int main(void) {
     test_add_norm();
     test_rope();
     test_attention();
+    test_rope_attention();
     return test_summary();
 }

@@ -155,6 +155,33 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* RoPE(q) right before the attention: the attention rotates q itself (1 node fused away) */
+    for (int T = 1; T <= 5; T += 4) {
+        ir_graph *g;
+        ir_graph_create(&g);
+        const int64_t D = 64, Hq = 4, Hkv = 2, C = 64;
+        ir_ref q = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, Hq, T, 1});
+        ir_ref kn = ir_input_weight(g, "kn", SB_TYPE_F32, (int64_t[4]){D * Hkv, T, 1, 1});
+        ir_ref vn = ir_input_weight(g, "vn", SB_TYPE_F32, (int64_t[4]){D * Hkv, T, 1, 1});
+        ir_ref kc = ir_input_kv(g, "cache_k.0", SB_TYPE_F32, (int64_t[4]){D * Hkv, C, 1, 1});
+        ir_ref vc = ir_input_kv(g, "cache_v.0", SB_TYPE_F32, (int64_t[4]){D * Hkv, C, 1, 1});
+        ir_ref pos = ir_input_pos(g, T);
+        ir_rope_params rp = {.n_rot = 64, .mode = IR_ROPE_NEOX, .freq_base = 10000.0f, .freq_scale = 1.0f};
+        ir_ref qr = ir_rope(g, q, pos, IR_NONE, &rp);
+        ir_ref k2 = ir_kv_store(g, kc, kn, pos), v2 = ir_kv_store(g, vc, vn, pos);
+        ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 0.125f};
+        ir_output(g, ir_attention(g, qr, k2, v2, pos, &ap), "y");
+        plan_target t;
+        exec_cuda_target(&t);
+        plan *pa = NULL;
+        CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
+        if (pa) {
+            CHECKF(exec_cuda_count_fusions(pa) == 1, "rope(q)+attention T=%d: %d fusions (1 expected)", T, (int)exec_cuda_count_fusions(pa));
+            plan_free(pa);
+        }
+        ir_graph_free(g);
+    }
+
     /* sessions: without a usable GPU a CUDA session fails cleanly with SB_ERR_DEVICE */
     char why[512];
     if (!exec_cuda_available(why, sizeof why)) {

@@ -21,4 +21,28 @@ static inline sb_status cu_after_launch(const char *kernel) {
 
 static inline unsigned cu_div_up(int64_t a, int64_t b) { return (unsigned)((a + b - 1) / b); }
 
+/* Programmatic dependent launch (Hopper+, cu_set_pdl): every kernel is launched with
+ * programmatic stream serialization, so the next kernel of the stream (or captured graph) is
+ * scheduled while this one still runs; each kernel starts with CU_PDL_ENTRY (device/common.cuh):
+ * allow its own dependents, then wait for its prerequisite grid to complete and flush — before
+ * any memory access, so the ordering is exactly the stream order. */
+extern "C" int cu_pdl_flag;
+template <class T> struct cu_id {
+    typedef T type;
+};
+template <typename... KArgs>
+static inline void cu_launch(void (*k)(KArgs...), dim3 grid, dim3 block, cudaStream_t s, typename cu_id<KArgs>::type... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = s;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = cu_pdl_flag ? 1 : 0;
+    (void)cudaLaunchKernelEx(&cfg, k, args...); /* an error stays for cu_after_launch's cudaGetLastError */
+}
+
 #endif

@@ -137,6 +137,20 @@ extern "C" int cu_sm_count(void) {
     return n;
 }
 
+extern "C" int cu_cc_major(void) {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+extern "C" {
+int cu_pdl_flag = 0;
+}
+extern "C" void cu_set_pdl(bool on) { cu_pdl_flag = on ? 1 : 0; }
+
 extern "C" sb_status cu_events_create(void **ev, int n) {
     for (int i = 0; i < n; i++) ev[i] = NULL;
     for (int i = 0; i < n; i++) {

@@ -61,10 +61,37 @@ static __device__ __forceinline__ float row_dot(const float *sq, const void *kc,
  * VARIANT 2: each warp takes 32 keys at once, one per lane (a whole-row dot from registers and
  * shared q), one max/sum shuffle per 32 keys, then a coalesced V pass (lanes over dims, the 32
  * probabilities broadcast by shuffle): ~3 dependent memory latencies per 32 keys instead of ~64. */
+typedef struct attn_rope {
+    const float *ff;
+    int n_rot, mode;
+    float ts, fs, af;
+} attn_rope;
+
+/* the merge of nsplit partials (m, l, acc[D]) of row o into dst (k_attn_combine, and the last split
+ * block of k_attn); ld: read through L2 (partials of other blocks of this kernel) or plainly */
+template <bool L2>
+static __device__ __forceinline__ void attn_merge(float *dst, const float *part, int64_t o, int D, int nsplit, int tid, int nth) {
+    const float *pp = part + o * nsplit * (D + 2);
+    float M = -INFINITY;
+    for (int s = 0; s < nsplit; s++) M = fmaxf(M, L2 ? __ldcg(pp + s * (D + 2)) : pp[s * (D + 2)]);
+    for (int d = tid; d < D; d += nth) {
+        float L = 0.0f, a = 0.0f;
+        for (int s = 0; s < nsplit; s++) {
+            const float m = L2 ? __ldcg(pp + s * (D + 2)) : pp[s * (D + 2)];
+            if (m == -INFINITY) continue;
+            const float f = expf(m - M);
+            L += (L2 ? __ldcg(pp + s * (D + 2) + 1) : pp[s * (D + 2) + 1]) * f;
+            a += (L2 ? __ldcg(pp + s * (D + 2) + 2 + d) : pp[s * (D + 2) + 2 + d]) * f;
+        }
+        dst[o * D + d] = a / L;
+    }
+}
+
 template <int VARIANT>
 __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos,
                                                          int D, int Hq, int Hkv, int f16, float scale, float softcap, int window,
-                                                         int nsplit, float *part) {
+                                                         int nsplit, float *part, attn_rope rp, unsigned *cnt) {
+    CU_PDL_ENTRY();
     __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
     __shared__ float sm_acc[ATT_WARPS][ATT_DL * 32];
     __shared__ float sm_q[ATT_DL * 32];
@@ -80,6 +107,21 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
 
     float qv[ATT_DL], acc[ATT_DL];
     const float *qr = q + (t * Hq + h) * D;
+    if (rp.n_rot > 0) { /* Q's RoPE on load (k_rope's math via rope_pair) */
+        for (int i = threadIdx.x; i < rp.n_rot / 2; i += ATT_WARPS * 32) {
+            int ia, ib;
+            float ya, yb;
+            rope_pair(qr, i, rp.n_rot, rp.mode, (int32_t)p, rp.ts, rp.fs, rp.af, rp.ff, &ia, &ib, &ya, &yb);
+            sm_q[ia] = ya;
+            sm_q[ib] = yb;
+        }
+        for (int d = rp.n_rot + threadIdx.x; d < D; d += ATT_WARPS * 32) sm_q[d] = qr[d];
+        __syncthreads();
+        qr = sm_q;
+    } else if (VARIANT == 2) {
+        for (int d = threadIdx.x; d < D; d += ATT_WARPS * 32) sm_q[d] = qr[d];
+        __syncthreads();
+    }
 #pragma unroll
     for (int k = 0; k < ATT_DL; k++) {
         const int d = lane + 32 * k;
@@ -88,8 +130,6 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
     }
     float m = -INFINITY, l = 0.0f;
     if (VARIANT == 2) {
-        for (int d = threadIdx.x; d < D; d += ATT_WARPS * 32) sm_q[d] = qr[d];
-        __syncthreads();
         for (int64_t jb = j0 + 32 * w; jb < j1; jb += 32 * ATT_WARPS) {
             const int64_t j = jb + lane;
             const bool ok = j < j1;
@@ -105,7 +145,26 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
 #pragma unroll
             for (int k = 0; k < ATT_DL; k++) acc[k] *= corr;
             const int nv = (int)(j1 - jb < 32 ? j1 - jb : 32);
-            for (int jj = 0; jj < nv; jj++) {
+            int jj = 0;
+            for (; jj + 4 <= nv; jj += 4) { /* 4 keys' V loads in flight, then the same accumulation order */
+                float pj[4], vv[4][ATT_DL];
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    pj[u] = __shfl_sync(0xffffffffu, e, jj + u);
+                    const int64_t base = (jb + jj + u) * Dkv + (int64_t)kvh * D;
+#pragma unroll
+                    for (int k = 0; k < ATT_DL; k++) {
+                        const int d = lane + 32 * k;
+                        vv[u][k] = d < D ? kv_ld(vc, f16, base + d) : 0.0f;
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+#pragma unroll
+                    for (int k = 0; k < ATT_DL; k++)
+                        if (lane + 32 * k < D) acc[k] += pj[u] * vv[u][k];
+            }
+            for (; jj < nv; jj++) {
                 const float pj = __shfl_sync(0xffffffffu, e, jj);
                 const int64_t base = (jb + jj) * Dkv + (int64_t)kvh * D;
 #pragma unroll
@@ -164,24 +223,25 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
         part[(o * nsplit + sp) * (D + 2)] = M;
         part[(o * nsplit + sp) * (D + 2) + 1] = L;
     }
+    if (nsplit > 1 && cnt) { /* the last split block of (t, h) merges (threadfence reduction) */
+        __shared__ int last;
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            const unsigned prev = atomicAdd(&cnt[o], 1u);
+            last = prev == (unsigned)nsplit - 1;
+        }
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+        attn_merge<true>(dst, part, o, D, nsplit, threadIdx.x, ATT_WARPS * 32);
+        if (threadIdx.x == 0) cnt[o] = 0; /* ready for the next attention */
+    }
 }
 
 __global__ void k_attn_combine(float *dst, const float *part, int D, int Hq, int nsplit) {
-    const int64_t o = (int64_t)blockIdx.y * Hq + blockIdx.x;
-    const float *pp = part + o * nsplit * (D + 2);
-    float M = -INFINITY;
-    for (int s = 0; s < nsplit; s++) M = fmaxf(M, pp[s * (D + 2)]);
-    for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        float L = 0.0f, a = 0.0f;
-        for (int s = 0; s < nsplit; s++) {
-            const float m = pp[s * (D + 2)];
-            if (m == -INFINITY) continue;
-            const float f = expf(m - M);
-            L += pp[s * (D + 2) + 1] * f;
-            a += pp[s * (D + 2) + 2 + d] * f;
-        }
-        dst[o * D + d] = a / L;
-    }
+    CU_PDL_ENTRY();
+    attn_merge<false>(dst, part, (int64_t)blockIdx.y * Hq + blockIdx.x, D, nsplit, threadIdx.x, blockDim.x);
 }
 
 extern "C" uint64_t cu_attention_scratch(const cu_attn_args *a) {
@@ -189,22 +249,26 @@ extern "C" uint64_t cu_attention_scratch(const cu_attn_args *a) {
 }
 
 extern "C" sb_status cu_attention(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
-                                  const cu_attn_args *a, float *scratch) {
+                                  const cu_attn_args *a, float *scratch, unsigned *counters) {
     if (a->T <= 0) return SB_OK;
     if (a->D > ATT_DL * 32 || a->D <= 0 || a->Hkv <= 0 || a->Hq % a->Hkv || a->nsplit < 1)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with head_dim %lld, %lld/%lld heads, %d splits (head_dim <= %d)",
                        (long long)a->D, (long long)a->Hq, (long long)a->Hkv, a->nsplit, ATT_DL * 32);
+    if (a->q_rot < 0 || a->q_rot > a->D || a->q_rot % 2)
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with a fused RoPE of %d dims (head_dim %lld)", a->q_rot, (long long)a->D);
     const cudaStream_t st = (cudaStream_t)s;
     const dim3 grid((unsigned)a->Hq, (unsigned)a->T, (unsigned)a->nsplit);
+    const attn_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
+    unsigned *cnt = counters && a->T * a->Hq <= CU_ATT_COUNTERS ? counters : NULL;
     if (a->variant == 2)
-        k_attn<2><<<grid, ATT_WARPS * 32, 0, st>>>(dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale,
-                                                   a->softcap, a->window, a->nsplit, scratch);
+        cu_launch(k_attn<2>, grid, ATT_WARPS * 32, st, dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale,
+                                                   a->softcap, a->window, a->nsplit, scratch, rp, cnt);
     else
-        k_attn<1><<<grid, ATT_WARPS * 32, 0, st>>>(dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale,
-                                                   a->softcap, a->window, a->nsplit, scratch);
+        cu_launch(k_attn<1>, grid, ATT_WARPS * 32, st, dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale,
+                                                   a->softcap, a->window, a->nsplit, scratch, rp, cnt);
     sb_status r = cu_after_launch("k_attn");
-    if (r != SB_OK || a->nsplit == 1) return r;
-    k_attn_combine<<<dim3((unsigned)a->Hq, (unsigned)a->T), a->D < 32 ? 32 : ((unsigned)a->D + 31) / 32 * 32, 0, st>>>(dst, scratch, (int)a->D,
+    if (r != SB_OK || a->nsplit == 1 || cnt) return r;
+    cu_launch(k_attn_combine, dim3((unsigned)a->Hq, (unsigned)a->T), a->D < 32 ? 32 : ((unsigned)a->D + 31) / 32 * 32, st, dst, scratch, (int)a->D,
                                                                                                                  (int)a->Hq, a->nsplit);
     return cu_after_launch("k_attn_combine");
 }

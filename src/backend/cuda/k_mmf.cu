@@ -23,6 +23,7 @@
 template <int NC>
 __global__ void __launch_bounds__(MMF_WARPS * 32) k_mmf(float *dst, const uint8_t *w, int wtype, uint64_t rb, int64_t K, int64_t N,
                                                         const void *xv, int xtype, int64_t T, cu_epilogue ep) {
+    CU_PDL_ENTRY();
     const float *x = (const float *)xv;
     const uint64_t xrb = (uint64_t)(K / 256) * sizeof(blk_q8_K); /* q8_K activation row */
     const int lane = threadIdx.x & 31;
@@ -93,11 +94,11 @@ extern "C" sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int w
     const dim3 grid(cu_div_up(N, MMF_WARPS), cu_div_up(T, nc));
     const int th = MMF_WARPS * 32;
     switch (nc) {
-    case 1: k_mmf<1><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
-    case 2: k_mmf<2><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
-    case 3: k_mmf<3><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
-    case 4: k_mmf<4><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
-    default: k_mmf<8><<<grid, th, 0, st>>>(dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
+    case 1: cu_launch(k_mmf<1>, grid, th, st, dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
+    case 2: cu_launch(k_mmf<2>, grid, th, st, dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
+    case 3: cu_launch(k_mmf<3>, grid, th, st, dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
+    case 4: cu_launch(k_mmf<4>, grid, th, st, dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
+    default: cu_launch(k_mmf<8>, grid, th, st, dst, wb, wtype, rb, K, N, x, xtype, T, ep); break;
     }
     return cu_after_launch("k_mmf");
 }

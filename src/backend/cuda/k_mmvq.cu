@@ -161,6 +161,7 @@ template <int TYPE, int XQ> static __device__ __forceinline__ float mmvq_row1(co
 template <int TYPE, int XQ, int NC>
 __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N,
                                                           const uint8_t *x, int64_t T, cu_epilogue ep) {
+    CU_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
     const int64_t n = (int64_t)blockIdx.x * MMVQ_WARPS + (threadIdx.x >> 5);
     if (n >= N) return;
@@ -211,6 +212,7 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
 template <int TYPE, int XQ>
 __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_rows(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N,
                                                                const uint8_t *x, int64_t T, cu_epilogue ep) {
+    CU_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
     const int64_t n0 = ((int64_t)blockIdx.x * MMVQ_WARPS + (threadIdx.x >> 5)) * MMVQ_R;
     if (n0 >= N) return;
@@ -283,6 +285,7 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_rows(float *dst, const
 template <int TYPE, int XQ>
 __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x,
                                              int64_t T, cu_epilogue ep) {
+    CU_PDL_ENTRY();
     __shared__ int ws[MQ_BN][MQ_LD];
     __shared__ float wd[MQ_BN][MQ_KB][3];
     __shared__ int xs[MQ_BT][MQ_LD];
@@ -417,6 +420,7 @@ template <int XQ> static __device__ __forceinline__ float mmvq_row_any(int wtype
 
 template <int XQ>
 __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_multi(mseg_set m, const uint8_t *x, int64_t K, const int32_t *pos) {
+    CU_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
     unsigned b = blockIdx.x;
     int k = 0;
@@ -445,12 +449,12 @@ static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint6
                              int64_t T, cu_epilogue ep) {
     if (mmvq_variant == 3 && T > MMVQ_NC) {
         const dim3 g3(cu_div_up(N, MQ_BN), cu_div_up(T, MQ_BT));
-        k_mmq<TYPE, XQ><<<g3, 256, 0, s>>>(dst, w, rb, K, N, x, T, ep);
+        cu_launch(k_mmq<TYPE, XQ>, g3, 256, s, dst, w, rb, K, N, x, T, ep);
         return cu_after_launch("k_mmq");
     }
     if (mmvq_variant == 2 && T > MMVQ_NC) {
         const dim3 g2(cu_div_up(N, MMVQ_WARPS * MMVQ_R), cu_div_up(T, MMVQ_NC));
-        k_mmvq_rows<TYPE, XQ><<<g2, MMVQ_WARPS * 32, 0, s>>>(dst, w, rb, K, N, x, T, ep);
+        cu_launch(k_mmvq_rows<TYPE, XQ>, g2, MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, T, ep);
         return cu_after_launch("k_mmvq_rows");
     }
     /* token counts per pass 1, 2, 4, 8 (each tile skips its missing tokens): half the instantiations */
@@ -458,10 +462,10 @@ static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint6
     const dim3 grid(cu_div_up(N, MMVQ_WARPS), cu_div_up(T, nc));
     const int th = MMVQ_WARPS * 32;
     switch (nc) {
-    case 1: k_mmvq<TYPE, XQ, 1><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
-    case 2: k_mmvq<TYPE, XQ, 2><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
-    case 4: k_mmvq<TYPE, XQ, 4><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
-    default: k_mmvq<TYPE, XQ, 8><<<grid, th, 0, s>>>(dst, w, rb, K, N, x, T, ep); break;
+    case 1: cu_launch(k_mmvq<TYPE, XQ, 1>, grid, th, s, dst, w, rb, K, N, x, T, ep); break;
+    case 2: cu_launch(k_mmvq<TYPE, XQ, 2>, grid, th, s, dst, w, rb, K, N, x, T, ep); break;
+    case 4: cu_launch(k_mmvq<TYPE, XQ, 4>, grid, th, s, dst, w, rb, K, N, x, T, ep); break;
+    default: cu_launch(k_mmvq<TYPE, XQ, 8>, grid, th, s, dst, w, rb, K, N, x, T, ep); break;
     }
     return cu_after_launch("k_mmvq");
 }
@@ -502,9 +506,9 @@ extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int
     if (blocks == 0) return SB_OK;
     const cudaStream_t st = (cudaStream_t)s;
     if (xtype == CU_T_Q8_1)
-        k_mmvq_multi<CU_T_Q8_1><<<blocks, MMVQ_WARPS * 32, 0, st>>>(m, (const uint8_t *)xq, K, pos);
+        cu_launch(k_mmvq_multi<CU_T_Q8_1>, blocks, MMVQ_WARPS * 32, st, m, (const uint8_t *)xq, K, pos);
     else
-        k_mmvq_multi<CU_T_Q8_K><<<blocks, MMVQ_WARPS * 32, 0, st>>>(m, (const uint8_t *)xq, K, pos);
+        cu_launch(k_mmvq_multi<CU_T_Q8_K>, blocks, MMVQ_WARPS * 32, st, m, (const uint8_t *)xq, K, pos);
     return cu_after_launch("k_mmvq_multi");
 }
 

@@ -128,6 +128,7 @@ static __device__ __forceinline__ uint64_t act_row_bytes(int xq, int64_t E) {
 }
 
 template <int XQ> __global__ void __launch_bounds__(Q_THREADS) k_quantize(uint8_t *dst, const float *x, int64_t E) {
+    CU_PDL_ENTRY();
     const int64_t r = blockIdx.x;
     quant_row<XQ>(dst + act_row_bytes(XQ, E) * (uint64_t)r, E, src_plain{x + r * E});
 }
@@ -138,6 +139,7 @@ template <int XQ> __global__ void __launch_bounds__(Q_THREADS) k_quantize(uint8_
 template <int XQ>
 __global__ void __launch_bounds__(Q_THREADS) k_rms_norm_quant(uint8_t *dst, const float *x, const float *wt, int64_t E, float eps,
                                                               const float *b, float *sum_out) {
+    CU_PDL_ENTRY();
     __shared__ double part[Q_THREADS / 32];
     const int64_t r = blockIdx.x;
     const float *xr = x + r * E;
@@ -169,6 +171,7 @@ __global__ void __launch_bounds__(Q_THREADS) k_rms_norm_quant(uint8_t *dst, cons
 }
 
 template <int XQ> __global__ void __launch_bounds__(Q_THREADS) k_glu_quant(uint8_t *dst, const float *g, const float *u, int64_t E, int gelu) {
+    CU_PDL_ENTRY();
     const int64_t r = blockIdx.x;
     quant_row<XQ>(dst + act_row_bytes(XQ, E) * (uint64_t)r, E, src_glu{g + r * E, u + r * E, gelu});
 }
@@ -178,8 +181,8 @@ static sb_status bad_type(int xq) { return sb_fail(SB_ERR_UNSUPPORTED, "cuda: ac
 extern "C" sb_status cu_quantize_act(cu_stream s, int xq, void *dst, const float *x, int64_t E, int64_t rows) {
     if (rows <= 0) return SB_OK;
     const cudaStream_t st = (cudaStream_t)s;
-    if (xq == CU_T_Q8_1) k_quantize<CU_T_Q8_1><<<(unsigned)rows, Q_THREADS, 0, st>>>((uint8_t *)dst, x, E);
-    else if (xq == CU_T_Q8_K) k_quantize<CU_T_Q8_K><<<(unsigned)rows, Q_THREADS, 0, st>>>((uint8_t *)dst, x, E);
+    if (xq == CU_T_Q8_1) cu_launch(k_quantize<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, E);
+    else if (xq == CU_T_Q8_K) cu_launch(k_quantize<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, E);
     else return bad_type(xq);
     return cu_after_launch("k_quantize");
 }
@@ -187,8 +190,8 @@ extern "C" sb_status cu_quantize_act(cu_stream s, int xq, void *dst, const float
 extern "C" sb_status cu_rms_norm_quant(cu_stream s, int xq, void *dst, const float *x, const float *w, int64_t E, int64_t rows, float eps) {
     if (rows <= 0) return SB_OK;
     const cudaStream_t st = (cudaStream_t)s;
-    if (xq == CU_T_Q8_1) k_rms_norm_quant<CU_T_Q8_1><<<(unsigned)rows, Q_THREADS, 0, st>>>((uint8_t *)dst, x, w, E, eps, NULL, NULL);
-    else if (xq == CU_T_Q8_K) k_rms_norm_quant<CU_T_Q8_K><<<(unsigned)rows, Q_THREADS, 0, st>>>((uint8_t *)dst, x, w, E, eps, NULL, NULL);
+    if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL);
+    else if (xq == CU_T_Q8_K) cu_launch(k_rms_norm_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL);
     else return bad_type(xq);
     return cu_after_launch("k_rms_norm_quant");
 }
@@ -197,8 +200,8 @@ extern "C" sb_status cu_add_rms_norm_quant(cu_stream s, int xq, void *dst, float
                                            int64_t E, int64_t rows, float eps) {
     if (rows <= 0) return SB_OK;
     const cudaStream_t st = (cudaStream_t)s;
-    if (xq == CU_T_Q8_1) k_rms_norm_quant<CU_T_Q8_1><<<(unsigned)rows, Q_THREADS, 0, st>>>((uint8_t *)dst, x, w, E, eps, b, sum_out);
-    else if (xq == CU_T_Q8_K) k_rms_norm_quant<CU_T_Q8_K><<<(unsigned)rows, Q_THREADS, 0, st>>>((uint8_t *)dst, x, w, E, eps, b, sum_out);
+    if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);
+    else if (xq == CU_T_Q8_K) cu_launch(k_rms_norm_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);
     else return bad_type(xq);
     return cu_after_launch("k_add_rms_norm_quant");
 }
@@ -206,8 +209,8 @@ extern "C" sb_status cu_add_rms_norm_quant(cu_stream s, int xq, void *dst, float
 extern "C" sb_status cu_glu_quant(cu_stream s, int xq, void *dst, const float *g, const float *u, int64_t E, int64_t rows, bool gelu) {
     if (rows <= 0) return SB_OK;
     const cudaStream_t st = (cudaStream_t)s;
-    if (xq == CU_T_Q8_1) k_glu_quant<CU_T_Q8_1><<<(unsigned)rows, Q_THREADS, 0, st>>>((uint8_t *)dst, g, u, E, gelu ? 1 : 0);
-    else if (xq == CU_T_Q8_K) k_glu_quant<CU_T_Q8_K><<<(unsigned)rows, Q_THREADS, 0, st>>>((uint8_t *)dst, g, u, E, gelu ? 1 : 0);
+    if (xq == CU_T_Q8_1) cu_launch(k_glu_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, g, u, E, gelu ? 1 : 0);
+    else if (xq == CU_T_Q8_K) cu_launch(k_glu_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, g, u, E, gelu ? 1 : 0);
     else return bad_type(xq);
     return cu_after_launch("k_glu_quant");
 }

@@ -19,20 +19,17 @@
 
 __global__ void k_rope(float *dst, const float *x, const int32_t *pos, int64_t D, int64_t H, int n_rot, int mode, float theta_scale,
                        float freq_scale, float attn_factor, const float *ff) {
+    CU_PDL_ENTRY();
     const int64_t t = blockIdx.x, h = blockIdx.y;
     const int half = n_rot / 2;
     const float *src = x + (t * H + h) * D;
     float *out = dst + (t * H + h) * D;
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
-        float theta = (float)pos[t];
-        for (int k = 0; k < i; k++) theta *= theta_scale;
-        const float f = ff ? ff[i] : 1.0f;
-        const float th = freq_scale * (theta / f);
-        const float cs = cosf(th) * attn_factor, sn = sinf(th) * attn_factor;
-        const int64_t ia = mode == 2 ? i : 2 * i, ib = mode == 2 ? i + half : 2 * i + 1;
-        const float x0 = src[ia], x1 = src[ib];
-        out[ia] = x0 * cs - x1 * sn;
-        out[ib] = x0 * sn + x1 * cs;
+        int ia, ib;
+        float ya, yb;
+        rope_pair(src, i, n_rot, mode, pos[t], theta_scale, freq_scale, attn_factor, ff, &ia, &ib, &ya, &yb);
+        out[ia] = ya;
+        out[ib] = yb;
     }
     if (out != src)
         for (int64_t d = n_rot + threadIdx.x; d < D; d += blockDim.x) out[d] = src[d];
@@ -46,20 +43,17 @@ template <> __device__ __forceinline__ void cstore<uint16_t>(uint16_t *c, int64_
 template <typename C>
 __global__ void k_rope_store(C *cache, const float *x, const int32_t *pos, int64_t D, int64_t H, int n_rot, int mode, float theta_scale,
                              float freq_scale, float attn_factor, const float *ff) {
+    CU_PDL_ENTRY();
     const int64_t t = blockIdx.x, h = blockIdx.y;
     const int half = n_rot / 2;
     const float *src = x + (t * H + h) * D;
     C *out = cache + (int64_t)pos[t] * H * D + h * D;
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
-        float theta = (float)pos[t];
-        for (int k = 0; k < i; k++) theta *= theta_scale;
-        const float f = ff ? ff[i] : 1.0f;
-        const float th = freq_scale * (theta / f);
-        const float cs = cosf(th) * attn_factor, sn = sinf(th) * attn_factor;
-        const int64_t ia = mode == 2 ? i : 2 * i, ib = mode == 2 ? i + half : 2 * i + 1;
-        const float x0 = src[ia], x1 = src[ib];
-        cstore(out, ia, x0 * cs - x1 * sn);
-        cstore(out, ib, x0 * sn + x1 * cs);
+        int ia, ib;
+        float ya, yb;
+        rope_pair(src, i, n_rot, mode, pos[t], theta_scale, freq_scale, attn_factor, ff, &ia, &ib, &ya, &yb);
+        cstore(out, ia, ya);
+        cstore(out, ib, yb);
     }
     for (int64_t d = n_rot + threadIdx.x; d < D; d += blockDim.x) cstore(out, d, src[d]);
 }
@@ -71,19 +65,20 @@ extern "C" sb_status cu_rope(cu_stream s, float *dst, const float *x, const int3
     if (a->cache) {
         const dim3 g((unsigned)a->T, (unsigned)a->H);
         if (a->ctype == CU_T_F16)
-            k_rope_store<uint16_t><<<g, th, 0, (cudaStream_t)s>>>((uint16_t *)a->cache, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
+            cu_launch(k_rope_store<uint16_t>, g, th, (cudaStream_t)s, (uint16_t *)a->cache, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
                                                                 a->freq_scale, a->attn_factor, a->ff);
         else
-            k_rope_store<float><<<g, th, 0, (cudaStream_t)s>>>((float *)a->cache, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
+            cu_launch(k_rope_store<float>, g, th, (cudaStream_t)s, (float *)a->cache, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
                                                              a->freq_scale, a->attn_factor, a->ff);
         return cu_after_launch("k_rope_store");
     }
-    k_rope<<<dim3((unsigned)a->T, (unsigned)a->H), th, 0, (cudaStream_t)s>>>(dst, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
+    cu_launch(k_rope, dim3((unsigned)a->T, (unsigned)a->H), th, (cudaStream_t)s, dst, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
                                                                           a->freq_scale, a->attn_factor, a->ff);
     return cu_after_launch("k_rope");
 }
 
 __global__ void k_kv_store(void *cache, int f16, int64_t Dkv, const float *x, const int32_t *pos) {
+    CU_PDL_ENTRY();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
     if (i >= Dkv) return;
     const float v = x[t * Dkv + i];
@@ -96,6 +91,6 @@ __global__ void k_kv_store(void *cache, int f16, int64_t Dkv, const float *x, co
 
 extern "C" sb_status cu_kv_store(cu_stream s, void *cache, int ctype, int64_t Dkv, const float *x, const int32_t *pos, int64_t T) {
     if (T <= 0) return SB_OK;
-    k_kv_store<<<dim3(cu_div_up(Dkv, 256), (unsigned)T), 256, 0, (cudaStream_t)s>>>(cache, ctype == CU_T_F16, Dkv, x, pos);
+    cu_launch(k_kv_store, dim3(cu_div_up(Dkv, 256), (unsigned)T), 256, (cudaStream_t)s, cache, ctype == CU_T_F16, Dkv, x, pos);
     return cu_after_launch("k_kv_store");
 }

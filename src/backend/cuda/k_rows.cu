@@ -32,6 +32,7 @@ static __device__ __forceinline__ float gelu1(float x) {
 // ---- get_rows / select_rows ----
 
 __global__ void k_get_rows(float *dst, const uint8_t *w, int wtype, int64_t E, uint64_t rb, const int32_t *tok) {
+    CU_PDL_ENTRY();
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
     if (e >= E) return;
     dst[t * E + e] = cu_deq1(wtype, w + (uint64_t)tok[t] * rb, e);
@@ -40,18 +41,19 @@ __global__ void k_get_rows(float *dst, const uint8_t *w, int wtype, int64_t E, u
 extern "C" sb_status cu_get_rows(cu_stream s, float *dst, const void *w, int wtype, int64_t E, uint64_t row_bytes,
                                  const int32_t *tok, int64_t T) {
     if (T <= 0) return SB_OK;
-    k_get_rows<<<dim3(cu_div_up(E, 256), (unsigned)T), 256, 0, (cudaStream_t)s>>>(dst, (const uint8_t *)w, wtype, E, row_bytes, tok);
+    cu_launch(k_get_rows, dim3(cu_div_up(E, 256), (unsigned)T), 256, (cudaStream_t)s, dst, (const uint8_t *)w, wtype, E, row_bytes, tok);
     return cu_after_launch("k_get_rows");
 }
 
 __global__ void k_select_rows(float *dst, const float *x, int64_t E, const int32_t *idx) {
+    CU_PDL_ENTRY();
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y;
     if (e < E) dst[i * E + e] = x[(int64_t)idx[i] * E + e];
 }
 
 extern "C" sb_status cu_select_rows(cu_stream s, float *dst, const float *x, int64_t E, const int32_t *idx, int64_t n) {
     if (n <= 0) return SB_OK;
-    k_select_rows<<<dim3(cu_div_up(E, 256), (unsigned)n), 256, 0, (cudaStream_t)s>>>(dst, x, E, idx);
+    cu_launch(k_select_rows, dim3(cu_div_up(E, 256), (unsigned)n), 256, (cudaStream_t)s, dst, x, E, idx);
     return cu_after_launch("k_select_rows");
 }
 
@@ -60,6 +62,7 @@ extern "C" sb_status cu_select_rows(cu_stream s, float *dst, const float *x, int
 #define EW_THREADS 256
 
 __global__ void __launch_bounds__(EW_THREADS) k_ew_rows(float *dst, const float *x, int64_t E, cu_ew_chain c) {
+    CU_PDL_ENTRY();
     __shared__ double part[EW_THREADS / 32];
     const int64_t r = blockIdx.x;
     float *y = dst + r * E;
@@ -105,11 +108,12 @@ __global__ void __launch_bounds__(EW_THREADS) k_ew_rows(float *dst, const float 
 
 extern "C" sb_status cu_ew_rows(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows, const cu_ew_chain *c) {
     if (rows <= 0) return SB_OK;
-    k_ew_rows<<<(unsigned)rows, EW_THREADS, 0, (cudaStream_t)s>>>(dst, x, E, *c);
+    cu_launch(k_ew_rows, (unsigned)rows, EW_THREADS, (cudaStream_t)s, dst, x, E, *c);
     return cu_after_launch("k_ew_rows");
 }
 
 __global__ void k_glu(float *dst, const float *g, const float *u, int64_t n, int gelu) {
+    CU_PDL_ENTRY();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const float a = g[i];
@@ -118,7 +122,7 @@ __global__ void k_glu(float *dst, const float *g, const float *u, int64_t n, int
 
 extern "C" sb_status cu_glu(cu_stream s, float *dst, const float *g, const float *u, int64_t n, bool gelu) {
     if (n <= 0) return SB_OK;
-    k_glu<<<cu_div_up(n, 256), 256, 0, (cudaStream_t)s>>>(dst, g, u, n, gelu ? 1 : 0);
+    cu_launch(k_glu, cu_div_up(n, 256), 256, (cudaStream_t)s, dst, g, u, n, gelu ? 1 : 0);
     return cu_after_launch("k_glu");
 }
 

@@ -52,6 +52,10 @@ void cu_events_destroy(void **ev, int n);
 sb_status cu_event_record(void *ev, cu_stream s);
 sb_status cu_event_ms(void *a, void *b, float *ms);
 int cu_sm_count(void);
+/* Programmatic dependent launch for every kernel (cu_launch.cuh): on only for compute capability
+ * >= 9.0 devices (the kernels' griddepcontrol is compiled for sm_90+ only). Process-wide. */
+void cu_set_pdl(bool on);
+int cu_cc_major(void);
 
 // ---- capabilities ----
 
@@ -158,13 +162,25 @@ typedef struct cu_attn_args {
     float scale, softcap;     /* softcap 0 = none */
     int window;               /* 0 = none */
     int nsplit;               /* KV splits (flash-decoding); 1 = none */
-    int variant;              /* 1 = key per warp step (default), 2 = 32 keys per warp step (k_attention.cu) */
+    int variant;              /* 1 = key per warp step, 2 (default) = 32 keys per warp step (k_attention.cu) */
+    /* Q's RoPE applied as q is loaded (executor fusion of the ROPE before the attention; the same
+     * math as cu_rope, bit for bit): q_rot = 0 none, else q is the unrotated [D,Hq,T] */
+    int q_rot, q_mode;
+    float q_theta_scale, q_freq_scale, q_attn_factor;
+    const float *q_ff;
 } cu_attn_args;
+/* Split counters cu_attention's in-kernel split merge needs: zeroed device memory of this many
+ * uint32 (T * Hq of them are used; the last split of each (t, h) resets its counter), shareable by
+ * every attention of a stream (they run one after another). */
+#define CU_ATT_COUNTERS 4096
 /* Floats of scratch cu_attention needs for these args (0 when nsplit == 1). */
 uint64_t cu_attention_scratch(const cu_attn_args *a);
-/* dst [D*Hq,T]; q [D,Hq,T]; k/v [D*Hkv, C]; pos [T] on the device; scratch per cu_attention_scratch. */
+/* dst [D*Hq,T]; q [D,Hq,T]; k/v [D*Hkv, C]; pos [T] on the device; scratch per cu_attention_scratch.
+ * counters (CU_ATT_COUNTERS zeroed uint32, or NULL): with nsplit > 1 the last split block of each
+ * (t, h) merges the partials itself (one kernel); NULL (or T*Hq over the count) launches
+ * k_attn_combine after it. Same arithmetic either way. */
 sb_status cu_attention(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
-                       const cu_attn_args *a, float *scratch);
+                       const cu_attn_args *a, float *scratch, unsigned *counters);
 
 #ifdef __cplusplus
 }

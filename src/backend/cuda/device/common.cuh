@@ -58,6 +58,33 @@ static __device__ __forceinline__ int ld_i32_a2(const void *p) {
 }
 static __device__ __forceinline__ int ld_i32_a4(const void *p) { return *(const int *)p; }
 
+// ---- programmatic dependent launch (cu_launch.cuh) ----
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CU_PDL_ENTRY() asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory")
+#else
+#define CU_PDL_ENTRY() ((void)0)
+#endif
+
+// ---- RoPE (k_rope.cu, and Q's rotation inside k_attention.cu: one helper, so both are bit-identical) ----
+
+/* rotate pair i of a head (NORMAL: 2i, 2i+1; NEOX (mode 2): i, i + n_rot/2) at position p; products
+ * rounded separately (no contraction), as the CPU reference */
+static __device__ __forceinline__ void rope_pair(const float *src, int i, int n_rot, int mode, int32_t p, float theta_scale, float freq_scale,
+                                                 float attn_factor, const float *ff, int *ia, int *ib, float *ya, float *yb) {
+    float theta = (float)p;
+    for (int k = 0; k < i; k++) theta *= theta_scale;
+    const float f = ff ? ff[i] : 1.0f;
+    const float th = freq_scale * (theta / f);
+    const float cs = cosf(th) * attn_factor, sn = sinf(th) * attn_factor;
+    const int half = n_rot / 2;
+    *ia = mode == 2 ? i : 2 * i;
+    *ib = mode == 2 ? i + half : 2 * i + 1;
+    const float x0 = src[*ia], x1 = src[*ib];
+    *ya = __fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn));
+    *yb = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs));
+}
+
 /* the IQ4 code points (quant/blocks.h's host table, which device code cannot read) */
 static __constant__ int8_t cu_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
