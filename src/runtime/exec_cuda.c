@@ -458,7 +458,9 @@ static bool multi_ok(const ir_graph *g, const ir_node *m) {
     if (m->op != IR_OP_MATMUL) return false;
     const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
     const bool kq = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
-    return x->ne[1] == 1 && ir_nrows(x) == 1 && ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && kq));
+    /* K over CU_MMVQ_LONG_K: the single launch splits rows over warps (k_mmvq_long), the multi one cannot */
+    return x->ne[1] == 1 && ir_nrows(x) == 1 && w->ne[0] <= CU_MMVQ_LONG_K &&
+           ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && kq));
 }
 
 /* T = 1 matmuls of one activation (Q/K/V, gate/up; the planner schedules them apart, e.g. K, rope,
@@ -554,6 +556,26 @@ static void plan_qrope(const plan *p, cplan *c, const int32_t *uses) {
     }
 }
 
+/* ATTENTION a, then right away QUANTIZE(a) to q8_1 (the O projection's activation), head_dim a
+ * multiple of 32: the attention writes the q8_1 blocks of its output too (each 32-block lies in one
+ * head, one warp) and the QUANTIZE is skipped. Its output must stay apart from what the attention
+ * reads (q, or Q's unrotated input when the RoPE is fused). epi[a] = the QUANTIZE. */
+static void plan_attn_quant(const plan *p, cplan *c) {
+    const ir_graph *g = p->g;
+    for (int32_t a = 0; a < g->n_nodes; a++) {
+        const ir_node *an = &g->nodes[a];
+        if (an->op != IR_OP_ATTENTION || an->ip[1] % 32) continue;
+        const int32_t q = next_node(g, a);
+        if (q >= g->n_nodes) continue;
+        const ir_node *qn = &g->nodes[q];
+        if (qn->op != IR_OP_QUANTIZE || qn->src[0] != a || qn->dtype != SB_TYPE_Q8_1 || c->skip[q]) continue;
+        const ir_ref qin = c->qrope[a] >= 0 ? g->nodes[c->qrope[a]].src[0] : an->src[0];
+        if (overlap_m(p, c, q, qin) || overlap_m(p, c, q, a)) continue;
+        c->epi[a] = q;
+        c->skip[q] = 1;
+    }
+}
+
 /* MATMUL m immediately followed by ADD(m, o) (either order), m used only there, o a [N] bias or a
  * value of the output's shape: the GEMV writes the ADD's value through its epilogue and the ADD
  * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
@@ -606,6 +628,7 @@ static sb_status plan_fusions(const plan *p, cplan *c) {
     plan_add_norm(p, c);
     plan_groups(p, c, uses, al(p->arena_bytes));
     plan_qrope(p, c, uses);
+    plan_attn_quant(p, c);
     free(uses);
     return SB_OK;
 }
@@ -888,6 +911,7 @@ static sb_status run_node(crun *r, int32_t i) {
             a.q_attn_factor = rn->fp[2];
             a.q_ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
         }
+        if (r->c->epi && r->c->epi[i] >= 0) a.xq = dptr(r, r->c->epi[i]); /* the QUANTIZE after it, fused */
         r->n_kernels += a.nsplit > 1 && a.T * a.Hq > CU_ATT_COUNTERS ? 2 : 1;
         return cu_attention(s, dst, q, SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off), r->cx->d_cnt);
     }

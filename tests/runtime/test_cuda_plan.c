@@ -156,7 +156,8 @@ int main(int argc, char **argv) {
     }
 
     /* RoPE(q) right before the attention: the attention rotates q itself (1 node fused away) */
-    for (int T = 1; T <= 5; T += 4) {
+    for (int T = 1; T <= 5; T += 4)
+    for (int gemv = 0; gemv < 2; gemv++) { /* with a Q8_0 GEMV after it, the q8_1 quantize folds into the attention too */
         ir_graph *g;
         ir_graph_create(&g);
         const int64_t D = 64, Hq = 4, Hkv = 2, C = 64;
@@ -170,13 +171,16 @@ int main(int argc, char **argv) {
         ir_ref qr = ir_rope(g, q, pos, IR_NONE, &rp);
         ir_ref k2 = ir_kv_store(g, kc, kn, pos), v2 = ir_kv_store(g, vc, vn, pos);
         ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 0.125f};
-        ir_output(g, ir_attention(g, qr, k2, v2, pos, &ap), "y");
+        ir_ref att = ir_attention(g, qr, k2, v2, pos, &ap);
+        if (gemv) att = ir_matmul(g, ir_input_weight(g, "wo", SB_TYPE_Q8_0, (int64_t[4]){D * Hq, 32, 1, 1}), att);
+        ir_output(g, att, "y");
         plan_target t;
         exec_cuda_target(&t);
         plan *pa = NULL;
         CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
         if (pa) {
-            CHECKF(exec_cuda_count_fusions(pa) == 1, "rope(q)+attention T=%d: %d fusions (1 expected)", T, (int)exec_cuda_count_fusions(pa));
+            CHECKF(exec_cuda_count_fusions(pa) == 1 + gemv, "rope(q)+attention%s T=%d: %d fusions (%d expected)", gemv ? "+gemv" : "", T,
+                   (int)exec_cuda_count_fusions(pa), 1 + gemv);
             plan_free(pa);
         }
         ir_graph_free(g);

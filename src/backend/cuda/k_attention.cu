@@ -27,6 +27,7 @@
 
 #define ATT_WARPS 4
 #define ATT_DL 8 /* dims per lane: D <= 256 */
+#define ATT_MERGE_SMEM 2048 /* floats of split partials the merging block stages in shared memory */
 
 static __device__ __forceinline__ float kv_ld(const void *c, int f16, int64_t i) {
     return f16 ? cu_h2f(((const uint16_t *)c)[i]) : ((const float *)c)[i];
@@ -70,8 +71,7 @@ typedef struct attn_rope {
 /* the merge of nsplit partials (m, l, acc[D]) of row o into dst (k_attn_combine, and the last split
  * block of k_attn); ld: read through L2 (partials of other blocks of this kernel) or plainly */
 template <bool L2>
-static __device__ __forceinline__ void attn_merge(float *dst, const float *part, int64_t o, int D, int nsplit, int tid, int nth) {
-    const float *pp = part + o * nsplit * (D + 2);
+static __device__ __forceinline__ void attn_merge(float *dst, blk_q8_1 *xq, const float *pp, int64_t o, int D, int nsplit, int tid, int nth) {
     float M = -INFINITY;
     for (int s = 0; s < nsplit; s++) M = fmaxf(M, L2 ? __ldcg(pp + s * (D + 2)) : pp[s * (D + 2)]);
     for (int d = tid; d < D; d += nth) {
@@ -83,14 +83,16 @@ static __device__ __forceinline__ void attn_merge(float *dst, const float *part,
             L += (L2 ? __ldcg(pp + s * (D + 2) + 1) : pp[s * (D + 2) + 1]) * f;
             a += (L2 ? __ldcg(pp + s * (D + 2) + 2 + d) : pp[s * (D + 2) + 2 + d]) * f;
         }
-        dst[o * D + d] = a / L;
+        const float v = a / L;
+        dst[o * D + d] = v;
+        if (xq) q8_1_store(xq + (o * D + d) / 32, v, d & 31); /* whole warps: D % 32 == 0 */
     }
 }
 
 template <int VARIANT>
 __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos,
                                                          int D, int Hq, int Hkv, int f16, float scale, float softcap, int window,
-                                                         int nsplit, float *part, attn_rope rp, unsigned *cnt) {
+                                                         int nsplit, float *part, attn_rope rp, unsigned *cnt, blk_q8_1 *xq) {
     CU_PDL_ENTRY();
     __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
     __shared__ float sm_acc[ATT_WARPS][ATT_DL * 32];
@@ -214,9 +216,11 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
         float a = 0.0f;
 #pragma unroll
         for (int k = 0; k < ATT_WARPS; k++) a += sm_acc[k][d] * f[k];
-        if (nsplit == 1)
-            dst[o * D + d] = a / L;
-        else
+        if (nsplit == 1) {
+            const float v = a / L;
+            dst[o * D + d] = v;
+            if (xq) q8_1_store(xq + (o * D + d) / 32, v, d & 31); /* the output's q8_1 blocks too (D % 32 == 0) */
+        } else
             part[(o * nsplit + sp) * (D + 2) + 2 + d] = a;
     }
     if (nsplit > 1 && threadIdx.x == 0) {
@@ -234,14 +238,25 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
         __syncthreads();
         if (!last) return;
         __threadfence();
-        attn_merge<true>(dst, part, o, D, nsplit, threadIdx.x, ATT_WARPS * 32);
+        const float *pp = part + o * nsplit * (D + 2);
+        const int np = nsplit * (D + 2);
+        if (np <= ATT_MERGE_SMEM) { /* stage the partials in shared memory: parallel L2 reads, then the same merge */
+            __shared__ float sm_part[ATT_MERGE_SMEM];
+#pragma unroll 4
+            for (int i = threadIdx.x; i < np; i += ATT_WARPS * 32) sm_part[i] = __ldcg(pp + i);
+            __syncthreads();
+            attn_merge<false>(dst, xq, sm_part, o, D, nsplit, threadIdx.x, ATT_WARPS * 32);
+        } else {
+            attn_merge<true>(dst, xq, pp, o, D, nsplit, threadIdx.x, ATT_WARPS * 32);
+        }
         if (threadIdx.x == 0) cnt[o] = 0; /* ready for the next attention */
     }
 }
 
-__global__ void k_attn_combine(float *dst, const float *part, int D, int Hq, int nsplit) {
+__global__ void k_attn_combine(float *dst, const float *part, int D, int Hq, int nsplit, blk_q8_1 *xq) {
     CU_PDL_ENTRY();
-    attn_merge<false>(dst, part, (int64_t)blockIdx.y * Hq + blockIdx.x, D, nsplit, threadIdx.x, blockDim.x);
+    const int64_t o = (int64_t)blockIdx.y * Hq + blockIdx.x;
+    attn_merge<false>(dst, xq, part + o * nsplit * (D + 2), o, D, nsplit, threadIdx.x, blockDim.x);
 }
 
 extern "C" uint64_t cu_attention_scratch(const cu_attn_args *a) {
@@ -260,15 +275,18 @@ extern "C" sb_status cu_attention(cu_stream s, float *dst, const float *q, const
     const dim3 grid((unsigned)a->Hq, (unsigned)a->T, (unsigned)a->nsplit);
     const attn_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
     unsigned *cnt = counters && a->T * a->Hq <= CU_ATT_COUNTERS ? counters : NULL;
+    if (a->xq && a->D % 32)
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention writing q8_1 blocks with head_dim %lld (a multiple of 32 only)", (long long)a->D);
+    blk_q8_1 *xq = (blk_q8_1 *)a->xq;
     if (a->variant == 2)
         cu_launch(k_attn<2>, grid, ATT_WARPS * 32, st, dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale,
-                                                   a->softcap, a->window, a->nsplit, scratch, rp, cnt);
+                                                   a->softcap, a->window, a->nsplit, scratch, rp, cnt, xq);
     else
         cu_launch(k_attn<1>, grid, ATT_WARPS * 32, st, dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale,
-                                                   a->softcap, a->window, a->nsplit, scratch, rp, cnt);
+                                                   a->softcap, a->window, a->nsplit, scratch, rp, cnt, xq);
     sb_status r = cu_after_launch("k_attn");
     if (r != SB_OK || a->nsplit == 1 || cnt) return r;
     cu_launch(k_attn_combine, dim3((unsigned)a->Hq, (unsigned)a->T), a->D < 32 ? 32 : ((unsigned)a->D + 31) / 32 * 32, st, dst, scratch, (int)a->D,
-                                                                                                                 (int)a->Hq, a->nsplit);
+                                                                                                                 (int)a->Hq, a->nsplit, xq);
     return cu_after_launch("k_attn_combine");
 }

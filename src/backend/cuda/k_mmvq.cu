@@ -205,6 +205,48 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
     }
 }
 
+/* T = 1 with a long K (more than MMVQ_LONG sub-blocks, e.g. ffn_down): the block's 4 warps share
+ * one row (warp w takes sub-blocks w*32 + lane, stepping 128), partial sums meet in shared memory
+ * in warp order — a quarter of the serial memory round trips per row of k_mmvq. The multi-GEMV
+ * launch never takes such matrices (exec_cuda plan_groups), so fused == unfused still holds. */
+#define MMVQ_LONG (CU_MMVQ_LONG_K / 32)
+template <int TYPE, int XQ>
+__global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_long(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N,
+                                                               const uint8_t *x, cu_epilogue ep) {
+    CU_PDL_ENTRY();
+    __shared__ float part[MMVQ_WARPS];
+    const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+    const int64_t n = blockIdx.x;
+    const int nsb = (int)(K / 32);
+    const uint8_t *row = w + (uint64_t)n * rb;
+    float acc = 0.0f;
+    for (int j = threadIdx.x; j < nsb; j += MMVQ_WARPS * 32) {
+        wsub ws;
+        unpack<TYPE>(row, j, &ws);
+        float d8;
+        const int *qy = act_sub<XQ>(x, K, 0, j, &d8);
+        int s0 = 0, s1 = 0, sq = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) s0 = __dp4a(ws.w[i], qy[i], s0);
+#pragma unroll
+        for (int i = 4; i < 8; i++) s1 = __dp4a(ws.w[i], qy[i], s1);
+        if (ws.dm != 0.0f) {
+#pragma unroll
+            for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, qy[i], sq);
+        }
+        acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)sq);
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) part[wp] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float v = 0.0f;
+#pragma unroll
+        for (int k = 0; k < MMVQ_WARPS; k++) v += part[k];
+        dst[n] = ep.add ? v + ep.add[n] : v;
+    }
+}
+
 /* Variant 2 for token tiles (T > 8): each warp owns MMVQ_R consecutive rows and reuses every
  * activation load (8 ints + scale per 32 values per token) for all of them — a quarter of the
  * activation traffic through L1/L2 of variant 1, which re-reads the activations once per row. */
@@ -456,6 +498,10 @@ static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint6
         const dim3 g2(cu_div_up(N, MMVQ_WARPS * MMVQ_R), cu_div_up(T, MMVQ_NC));
         cu_launch(k_mmvq_rows<TYPE, XQ>, g2, MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, T, ep);
         return cu_after_launch("k_mmvq_rows");
+    }
+    if (T == 1 && K / 32 > MMVQ_LONG) {
+        cu_launch(k_mmvq_long<TYPE, XQ>, dim3((unsigned)N), MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, ep);
+        return cu_after_launch("k_mmvq_long");
     }
     /* token counts per pass 1, 2, 4, 8 (each tile skips its missing tokens): half the instantiations */
     const int nc = T <= 1 ? 1 : T <= 2 ? 2 : T <= 4 ? 4 : MMVQ_NC;

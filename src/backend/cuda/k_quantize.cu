@@ -12,8 +12,8 @@
  *    round activations exactly as the references were computed (docs/cuda.md).
  * RMSNorm: sum of squares in double over the row (as ops_ref.c), scale = 1/sqrtf(mean + eps),
  * v = (x*scale)*w. GLU: v = act(g)*u with k_rows.cu's activations.
- * Geometry: one 256-thread block per row. q8_1: warp w takes 32-blocks w, w+8, ..., lane = element.
- * q8_K: warp w takes 256-blocks w, w+8, ...; lane l holds elements 32k + l (k < 8), so a warp load
+ * Geometry: one 1024-thread block per row. q8_1: warp w takes 32-blocks w, w+32, ..., lane = element.
+ * q8_K: warp w takes 256-blocks w, w+32, ...; lane l holds elements 32k + l (k < 8), so a warp load
  * is one coalesced 128-byte row segment; max/sum by shuffles; half-warp sums give bsums.
  * Traffic: reads 4*E (x; +4E for w or u) per row, writes 36/32*E (q8_1) or 292/256*E (q8_K);
  * bandwidth-bound, one pass.
@@ -24,7 +24,7 @@
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/common.cuh"
 
-#define Q_THREADS 256
+#define Q_THREADS 1024 /* one 32- or 256-value block per warp for rows up to 1024 / 8192 values: no serial rounds */
 
 static __device__ __forceinline__ float silu1q(float x) { return x / (1.0f + expf(-x)); }
 static __device__ __forceinline__ float gelu1q(float x) {
@@ -36,19 +36,6 @@ static __device__ __forceinline__ float gelu1q(float x) {
 }
 
 // ---- block stores (the whole warp stores one block) ----
-
-/* q8_1: element `lane` of the 32-block is v */
-static __device__ __forceinline__ void q8_1_store(blk_q8_1 *b, float v, int lane) {
-    const float amax = warp_max(fabsf(v));
-    const float sum = warp_sum(v);
-    const float d = amax / 127.0f;
-    const int q = amax == 0.0f ? 0 : (int)roundf(v / d);
-    b->qs[lane] = (int8_t)q;
-    if (lane == 0) {
-        b->d = cu_f2h(d);
-        b->s = cu_f2h(sum);
-    }
-}
 
 /* q8_K: element 32k + lane of the 256-block is v[k] */
 static __device__ __forceinline__ void q8_K_store(blk_q8_K *b, const float v[8], int lane) {

@@ -124,6 +124,7 @@ sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_
  * to column pos[0] of that KV cache [N_k, C] (F32 or F16: the V kv_store folded in). Each row is
  * the same warp computation as cu_matmul_q8 at T = 1, so the results are bit-identical. */
 #define CU_MULTI_MAX 3
+#define CU_MMVQ_LONG_K 2048 /* T = 1 GEMVs with K above this split each row over 4 warps (k_mmvq_long) */
 typedef struct cu_gemv_seg {
     float *dst;
     const void *w;
@@ -168,6 +169,9 @@ typedef struct cu_attn_args {
     int q_rot, q_mode;
     float q_theta_scale, q_freq_scale, q_attn_factor;
     const float *q_ff;
+    /* NULL, or also write the output as q8_1 blocks here (executor fusion of the QUANTIZE after the
+     * attention; D % 32 == 0: each 32-block lies in one head) — the same bits as cu_quantize_act */
+    void *xq;
 } cu_attn_args;
 /* Split counters cu_attention's in-kernel split merge needs: zeroed device memory of this many
  * uint32 (T * Hq of them are used; the last split of each (t, h) resets its counter), shareable by

@@ -58,6 +58,21 @@ static __device__ __forceinline__ int ld_i32_a2(const void *p) {
 }
 static __device__ __forceinline__ int ld_i32_a4(const void *p) { return *(const int *)p; }
 
+// ---- activation quantization shared by k_quantize.cu and k_attention.cu (bit-identical) ----
+
+/* q8_1: element `lane` of the 32-block is v (the whole warp calls it) */
+static __device__ __forceinline__ void q8_1_store(blk_q8_1 *b, float v, int lane) {
+    const float amax = warp_max(fabsf(v));
+    const float sum = warp_sum(v);
+    const float d = amax / 127.0f;
+    const int q = amax == 0.0f ? 0 : (int)roundf(v / d);
+    b->qs[lane] = (int8_t)q;
+    if (lane == 0) {
+        b->d = cu_f2h(d);
+        b->s = cu_f2h(sum);
+    }
+}
+
 // ---- programmatic dependent launch (cu_launch.cuh) ----
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
