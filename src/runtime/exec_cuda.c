@@ -10,6 +10,11 @@
  * copies keyed by the host pointer the session binds (uploaded on first sight, never again).
  * Invariants: a graph is replayed only with the arena it was captured with; validation happens on
  * the host before anything is enqueued, so a bad token/position changes no device state.
+ * Executor-level fusions (default on, SB_CUDA_FUSE=0 off; stopgaps for the planner passes of
+ * src/graph/passes, docs/cuda.md): GEMV epilogues (bias/residual), K's RoPE into its kv_store,
+ * residual add + rms_norm_quant, Q/K/V and gate/up as one multi-GEMV launch (hoisted results in a
+ * private region after the plan) with V's kv_store folded in, Q's RoPE and the output quantize into
+ * the attention. Each is bit-identical to the unfused kernels (tested on every model).
  * Non-goals: overlap of independent nodes, multiple streams, NVRTC codegen (docs/cuda.md).
  */
 #include "runtime/exec_cuda.h"

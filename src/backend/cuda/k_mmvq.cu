@@ -13,10 +13,12 @@
  * takes sub-blocks l, l+32, ...; NC = 1, 2, 4 or 8 (>= T up to 8) tokens per pass share each
  * unpacked sub-block;
  * grid.y = ceil(T/8) token tiles. Warp reduction by shuffles, lane 0 writes NC outputs.
- * Variant 2 (cu_mmvq_set_variant(2); T > 8 only; tested, not yet measured): 4 rows per warp
- * sharing each activation load (k_mmvq_rows). Variant 3 (T > 8; tested, not yet measured): a
- * shared-memory tiled GEMM, 64 rows x 32 tokens a block (k_mmq): weight bytes read once per 32
- * tokens instead of per 8, activations once per 64 rows instead of per row.
+ * Variant 3 (default for T > 8): a shared-memory tiled GEMM, 64 rows x 32 tokens a block (k_mmq):
+ * weight bytes read once per 32 tokens instead of per 8, activations once per 64 rows (H200
+ * pp512 13.0k -> 23-25k tok/s); 1 (SB_CUDA_MMQ=1) the token tiles above; 2 four rows per warp
+ * sharing each activation load (k_mmvq_rows). T = 1 extras: k_mmvq_long (K > CU_MMVQ_LONG_K: 4
+ * warps per row, partial sums in shared memory) and k_mmvq_multi (several matrices over one
+ * activation in one launch: Q/K/V, gate/up; each row the very warp code of k_mmvq).
  * Traffic: decode reads the weights once (bytes(W) = N*K*bpw/8) plus N/4 blocks x K*36/32 B of
  * activations (L1/L2-resident), writes 4*N*T. Intensity ~ 2*T FLOP per weight byte x 8/bpw:
  * bandwidth-bound for T <= 8; prefill re-reads W once per 8-token tile (from L2 for per-layer
