@@ -75,20 +75,21 @@ exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx);
 sb_status exec_cuda_host_alloc(exec_cuda *cx, size_t bytes, void **out);
 void exec_cuda_host_free(exec_cuda *cx, void *p);
 
-/* Attention kernel variant (backend/cuda/k_attention.cu): 1 (default) or 2; env SB_CUDA_ATTN=2. */
+/* Attention kernel variant (backend/cuda/k_attention.cu): 2 (default: 32 keys per warp step) or
+ * 1 (a key per warp step); env SB_CUDA_ATTN=1. Drops captured graphs. */
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v);
 
-/* Token-tile GEMV variant for T > 8 (process-wide; backend/cuda/k_mmvq.cu): 1 (default), 2 (four
- * rows per warp) or 3 (shared-memory tiled GEMM); env SB_CUDA_MMQ=2|3. */
+/* Token-tile GEMV variant for T > 8 (process-wide; backend/cuda/k_mmvq.cu): 3 (default: shared-
+ * memory tiled GEMM), 1 (8-token tiles) or 2 (four rows per warp); env SB_CUDA_MMQ=1|2. */
 void exec_cuda_set_mmvq_variant(int v);
 
-/* Executor-level fusion (env SB_CUDA_FUSE=1; default off until measured): a matmul followed by
- * an add of a bias or a residual writes the sum through its GEMV epilogue and the add is skipped;
- * a RoPE whose only consumer is a kv_store writes the cache column itself. Bit-identical results;
- * 120 fewer kernels per Qwen2.5-0.5B decode step. Changing it drops per-plan state. */
+/* Executor-level fusions (default on; env SB_CUDA_FUSE=0 turns them off; docs/cuda.md): GEMV
+ * epilogues (bias / residual adds), K's RoPE writing the KV cache, residual add + rms_norm_quant,
+ * T = 1 matmuls of one activation as one multi-GEMV launch (with V's kv_store), Q's RoPE and the
+ * q8_1 quantize of the output inside the attention. Bit-identical results; 533 -> 222 kernels per
+ * Qwen2.5-0.5B decode step. Changing it drops per-plan state. */
 void exec_cuda_set_fuse(exec_cuda *cx, bool on);
-/* How many nodes of p that fusion would fold away (adds into GEMV epilogues, kv_stores into RoPE;
- * host only; -1 on error). */
+/* How many nodes of p those fusions fold away (host only; -1 on error). */
 int32_t exec_cuda_count_fusions(const plan *p);
 
 /* Profiling (SB_CUDA_PROFILE=1 in the environment, or this call): runs eagerly with a CUDA event
