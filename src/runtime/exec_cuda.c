@@ -174,7 +174,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->st.device_bytes = 3 * ib;
     cx->sms = cu_sm_count();
     const char *pd = getenv("SB_CUDA_PDL"); /* programmatic dependent launch: Hopper and later */
-    cu_set_pdl(cu_cc_major() >= 9 && !(pd && pd[0] == '0'));
+    cu_set_pdl(cu_cc_major() >= 9 && cu_kernels_ptx_version() >= 90 && !(pd && pd[0] == '0')); /* kernels built with griddepcontrol */
     *out = cx;
     return SB_OK;
 }

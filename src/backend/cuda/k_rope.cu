@@ -94,3 +94,15 @@ extern "C" sb_status cu_kv_store(cu_stream s, void *cache, int ctype, int64_t Dk
     cu_launch(k_kv_store, dim3(cu_div_up(Dkv, 256), (unsigned)T), 256, (cudaStream_t)s, cache, ctype == CU_T_F16, Dkv, x, pos);
     return cu_after_launch("k_kv_store");
 }
+
+/* The PTX (virtual) architecture the loaded kernels were compiled for, x10 (90 = compute_90): below
+ * 90 CU_PDL_ENTRY compiled to nothing, so programmatic dependent launch must stay off even on a
+ * Hopper GPU (e.g. a build for sm_80 only, running its sm_80 code there). 0 if unknown. */
+extern "C" int cu_kernels_ptx_version(void) {
+    cudaFuncAttributes fa;
+    if (cudaFuncGetAttributes(&fa, k_kv_store) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return fa.ptxVersion;
+}

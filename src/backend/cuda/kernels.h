@@ -52,10 +52,13 @@ void cu_events_destroy(void **ev, int n);
 sb_status cu_event_record(void *ev, cu_stream s);
 sb_status cu_event_ms(void *a, void *b, float *ms);
 int cu_sm_count(void);
-/* Programmatic dependent launch for every kernel (cu_launch.cuh): on only for compute capability
- * >= 9.0 devices (the kernels' griddepcontrol is compiled for sm_90+ only). Process-wide. */
+/* Programmatic dependent launch for every kernel (cu_launch.cuh): turn on only for compute
+ * capability >= 9.0 devices running kernel code compiled for compute_90+ (cu_kernels_ptx_version:
+ * the kernels' griddepcontrol.wait exists only there). Process-wide. */
 void cu_set_pdl(bool on);
 int cu_cc_major(void);
+/* x10 PTX architecture of the loaded kernel code (90 = compute_90; PDL needs >= 90); 0 unknown. */
+int cu_kernels_ptx_version(void);
 
 // ---- capabilities ----
 
