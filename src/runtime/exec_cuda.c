@@ -710,8 +710,7 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
         }
     }
     if (st != SB_OK) {
-        free(c->dptr);
-        memset(c, 0, sizeof *c);
+        cplan_clear(c); /* the bindings and every fusion table */
         return st;
     }
     c->p = p;
