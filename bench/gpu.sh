@@ -100,7 +100,9 @@ SB_CUDA_ATTN=1 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -
 SB_CUDA_MMQ=1 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 0 -d 0 --prefix 512,64 >"$OUTD/bench_mmq1.md" 2>&1
 SB_CUDA_FUSE=0 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0 >"$OUTD/bench_nofuse.md" 2>&1
 SB_CUDA_PDL=0 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 0,4096 >"$OUTD/bench_nopdl.md" 2>&1
-cat "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn1.md" "$OUTD/bench_mmq1.md" "$OUTD/bench_nofuse.md" "$OUTD/bench_nopdl.md"
+# experiment (opt-in, not yet run): K's RoPE + kv_store inside the Q/K/V launch
+SB_CUDA_ROPEK=1 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0,4096 >"$OUTD/bench_ropek.md" 2>&1
+cat "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn1.md" "$OUTD/bench_mmq1.md" "$OUTD/bench_nofuse.md" "$OUTD/bench_nopdl.md" "$OUTD/bench_ropek.md"
 # where the time goes: device time per op family (CUDA events between nodes, eager)
 for d in ${SB_GPU_PROFILE_DEPTHS:-0}; do
     timeout 60 "$TBIN/runtime_test_cuda_models" --perf "$MODEL" $d >"$OUTD/profile_d$d.txt" 2>&1
@@ -111,13 +113,13 @@ done
 echo
 echo "== summary (H200; llama.cpp September 2026: pp512 52,122, tg64 908, tg64 @ d4096 797 tok/s) =="
 echo "tests: cuda_ops rc=$ops_rc ($(grep -c FAIL "$OUTD/test_cuda_ops.log") FAIL lines), cuda_models rc=$models_rc ($(grep -c FAIL "$OUTD/test_cuda_models.log") FAIL lines); bench rc=$bench_rc"
-python3 - "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn1.md" "$OUTD/bench_mmq1.md" "$OUTD/bench_nofuse.md" "$OUTD/bench_nopdl.md" <<'PY'
+python3 - "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn1.md" "$OUTD/bench_mmq1.md" "$OUTD/bench_nofuse.md" "$OUTD/bench_nopdl.md" "$OUTD/bench_ropek.md" <<'PY'
 import sys, re
 ref = {"pp512": 52122.0, "tg64": 908.0, "tg64 @ d4096": 797.0, "pp512 @ d4096": None}
 print("| test | mode | tok/s | vs llama.cpp | GB/s | % of 4.27 TB/s |")
 print("| --- | --- | ---: | ---: | ---: | ---: |")
 for path, mode in ((sys.argv[1], "graph"), (sys.argv[2], "eager"), (sys.argv[3], "attn v1"), (sys.argv[4], "mmq v1"),
-                   (sys.argv[5], "no fusion"), (sys.argv[6], "no PDL")):
+                   (sys.argv[5], "no fusion"), (sys.argv[6], "no PDL"), (sys.argv[7], "rope(K) exp.")):
     try:
         lines = open(path).read().splitlines()
     except OSError:

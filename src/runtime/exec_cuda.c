@@ -59,6 +59,7 @@ void exec_cuda_set_profile(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) { (void)cx, (void)v; }
 void exec_cuda_set_mmvq_variant(int v) { (void)v; }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) { (void)cx, (void)on; }
+void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 int32_t exec_cuda_count_fusions(const plan *p) { return -1; }
 size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
     if (cap) buf[0] = 0;
@@ -97,6 +98,7 @@ typedef struct cplan {
     int32_t *gnext, *vstore;
     uint64_t *moved;      /* per alias root: arena offset of its private copy (UINT64_MAX: the plan's) */
     int32_t *qrope;       /* per ATTENTION node: the ROPE of Q it applies as it loads q (-1 none) */
+    int32_t *krope;       /* per matmul: the ROPE (+ its kv_store) its multi-GEMV launch does (-1 none; experiment) */
     uint64_t moved_bytes; /* the private region, at al(p->arena_bytes) */
 } cplan;
 
@@ -112,7 +114,8 @@ struct exec_cuda {
     int32_t *h_in;        /* page-locked staging [3 * max_tokens]: tokens, positions, out_rows */
     int64_t max_tokens;
     bool graphs, poison, profile;
-    bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=1; exec_cuda_set_fuse) */
+    bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=0 off; exec_cuda_set_fuse) */
+    bool ropek;           /* experiment: K's RoPE into the multi-GEMV launch (env SB_CUDA_ROPEK=1) */
     int sms;
     int attn_variant;     /* k_attention.cu variant (env SB_CUDA_ATTN, default 1) */
     exec_cuda_stats st;
@@ -156,6 +159,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->attn_variant = av && av[0] == '1' ? 1 : 2;
     const char *fe = getenv("SB_CUDA_FUSE");
     cx->fuse = !(fe && fe[0] == '0');
+    const char *rk = getenv("SB_CUDA_ROPEK");
+    cx->ropek = rk && rk[0] == '1';
     const char *mv = getenv("SB_CUDA_MMQ");
     if (mv && mv[0] >= '1' && mv[0] <= '3') cu_mmvq_set_variant(mv[0] - '0');
     sb_status st = cu_stream_create(&cx->s);
@@ -188,6 +193,7 @@ static void cplan_clear(cplan *c) {
     free(c->vstore);
     free(c->moved);
     free(c->qrope);
+    free(c->krope);
     memset(c, 0, sizeof *c);
 }
 
@@ -215,6 +221,12 @@ void exec_cuda_host_free(exec_cuda *cx, void *p) { cu_host_free(p); }
 void exec_cuda_set_poison(exec_cuda *cx, bool on) { cx->poison = on; }
 void exec_cuda_set_profile(exec_cuda *cx, bool on) { cx->profile = on; }
 void exec_cuda_set_mmvq_variant(int v) { cu_mmvq_set_variant(v); }
+void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) {
+    if (cx->ropek == on) return;
+    cu_stream_sync(cx->s);
+    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]);
+    cx->ropek = on;
+}
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
     if (cx->fuse == on) return;
     cu_stream_sync(cx->s);
@@ -475,7 +487,20 @@ static bool multi_ok(const ir_graph *g, const ir_node *m) {
  * from the plan's memory, which the planner may reuse before j, to a private region after the
  * plan (c->moved, by alias root). A member whose result goes only to a KV cache (V) writes the
  * cache column too, when no node between the leader and that kv_store touches the cache. */
-static void plan_groups(const plan *p, cplan *c, const int32_t *uses, uint64_t base) {
+/* does any node in (from, to) read or write the KV cache input cin (directly or through a kv_store of it)? */
+static bool cache_touched(const ir_graph *g, ir_ref cin, int32_t from, int32_t to) {
+    for (int32_t q = from + 1; q < to; q++) {
+        const ir_node *qn = &g->nodes[q];
+        if (qn->op == IR_OP_KV_STORE && qn->src[0] == cin) return true;
+        for (int a = 0; a < IR_MAX_SRC; a++) {
+            const ir_ref sr = qn->src[a];
+            if (sr != IR_NONE && (sr == cin || (g->nodes[sr].op == IR_OP_KV_STORE && g->nodes[sr].src[0] == cin))) return true;
+        }
+    }
+    return false;
+}
+
+static void plan_groups(const plan *p, cplan *c, const int32_t *uses, uint64_t base, bool ropek) {
     const ir_graph *g = p->g;
     uint64_t at = base;
     for (int32_t i = 0; i < g->n_nodes; i++) {
@@ -530,6 +555,31 @@ static void plan_groups(const plan *p, cplan *c, const int32_t *uses, uint64_t b
             if (touched) continue;
             c->vstore[mem[k]] = s;
             c->skip[s] = 1;
+        }
+        /* experiment (ropek): K — the member's value goes through views to a ROPE that already writes
+         * a KV cache (its kv_store fused): the launch rotates and writes the cache itself */
+        for (int k = 0; ropek && k < n; k++) {
+            const ir_ref v = mm_out(c, mem[k]);
+            if (uses[v] != 1 || c->vstore[mem[k]] >= 0) continue;
+            ir_ref cur = v;
+            int32_t r = -1;
+            for (int32_t q = v + 1; q < g->n_nodes && r < 0; q++) {
+                const ir_node *qn = &g->nodes[q];
+                if (qn->src[0] != cur) continue;
+                if (qn->op == IR_OP_RESHAPE && uses[q] == 1 && p->vals[q].alias == p->vals[v].alias) cur = q;
+                else if (qn->op == IR_OP_ROPE) r = q;
+                else break;
+            }
+            if (r < 0 || c->skip[r] || c->epi[r] < 0) continue;
+            const ir_node *rn = &g->nodes[r], *x = &g->nodes[rn->src[0]];
+            if (x->ne[2] != 1 || x->ne[0] * x->ne[1] != g->nodes[mem[k]].ne[0] || rn->ip[0] > x->ne[0] || rn->ip[0] % 2 ||
+                (rn->ip[1] != 0 && rn->ip[1] != 2) || g->nodes[rn->src[1]].op != IR_OP_POS)
+                continue;
+            if (rn->src[2] != IR_NONE && p->vals[rn->src[2]].input < 0) continue; /* freq factors: a weight */
+            const int32_t s = c->epi[r];
+            if (cache_touched(g, g->nodes[s].src[0], i, s)) continue;
+            c->krope[mem[k]] = r;
+            c->skip[r] = 1;
         }
     }
     c->moved_bytes = at - base;
@@ -586,7 +636,7 @@ static void plan_attn_quant(const plan *p, cplan *c) {
  * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
  * o only exactly (each element is read, then written, by one thread). Bit-identical: the same
  * f32 (W x) + o. */
-static sb_status plan_fusions(const plan *p, cplan *c) {
+static sb_status plan_fusions(const plan *p, cplan *c, bool ropek) {
     const ir_graph *g = p->g;
     int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
     c->epi = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->epi);
@@ -595,12 +645,13 @@ static sb_status plan_fusions(const plan *p, cplan *c) {
     c->vstore = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->vstore);
     c->moved = (uint64_t *)malloc((size_t)g->n_nodes * sizeof *c->moved);
     c->qrope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->qrope);
-    if (!uses || !c->epi || !c->skip || !c->gnext || !c->vstore || !c->moved || !c->qrope) {
+    c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
+    if (!uses || !c->epi || !c->skip || !c->gnext || !c->vstore || !c->moved || !c->qrope || !c->krope) {
         free(uses);
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
     }
     ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->vstore[i] = c->qrope[i] = -1, c->moved[i] = UINT64_MAX;
+    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = -1, c->moved[i] = UINT64_MAX;
     for (int32_t i = 0; i + 1 < g->n_nodes; i++) {
         const ir_node *m = &g->nodes[i], *a = &g->nodes[i + 1];
         if (m->op != IR_OP_MATMUL || a->op != IR_OP_ADD || uses[i] != 1) continue;
@@ -631,7 +682,7 @@ static sb_status plan_fusions(const plan *p, cplan *c) {
         c->skip[j] = 1;
     }
     plan_add_norm(p, c);
-    plan_groups(p, c, uses, al(p->arena_bytes));
+    plan_groups(p, c, uses, al(p->arena_bytes), ropek);
     plan_qrope(p, c, uses);
     plan_attn_quant(p, c);
     free(uses);
@@ -641,7 +692,8 @@ static sb_status plan_fusions(const plan *p, cplan *c) {
 int32_t exec_cuda_count_fusions(const plan *p) {
     cplan c = {0};
     int32_t n = -1;
-    if (plan_fusions(p, &c) == SB_OK) {
+    const char *rk = getenv("SB_CUDA_ROPEK"); /* as a new context would decide */
+    if (plan_fusions(p, &c, rk && rk[0] == '1') == SB_OK) {
         n = 0;
         for (int32_t i = 0; i < p->g->n_nodes; i++) n += c.skip[i];
     }
@@ -651,6 +703,7 @@ int32_t exec_cuda_count_fusions(const plan *p) {
     free(c.vstore);
     free(c.moved);
     free(c.qrope);
+    free(c.krope);
     return n;
 }
 
@@ -688,7 +741,7 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
             uint64_t f = cu_attention_scratch(&a);
             if (f > scratch) scratch = f;
         }
-    if (st == SB_OK && cx->fuse) st = plan_fusions(p, c);
+    if (st == SB_OK && cx->fuse) st = plan_fusions(p, c, cx->ropek);
     c->scratch_off = al(p->arena_bytes) + al(c->moved_bytes);
     c->arena_need = c->scratch_off + al(scratch * 4);
     if (st == SB_OK && c->arena_need > cx->arena_bytes) {
@@ -852,7 +905,7 @@ static sb_status run_node(crun *r, int32_t i) {
     case IR_OP_MATMUL: {
         const ir_node *w = SRC(0), *x = SRC(1);
         r->n_kernels++;
-        if (r->c->gnext && (r->c->gnext[i] >= 0 || r->c->vstore[i] >= 0)) { /* one launch for the group (Q/K/V, gate/up) */
+        if (r->c->gnext && (r->c->gnext[i] >= 0 || r->c->vstore[i] >= 0 || r->c->krope[i] >= 0)) { /* one launch for the group (Q/K/V, gate/up) */
             cu_gemv_seg seg[CU_MULTI_MAX];
             int ns = 0;
             for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->gnext[m]) {
@@ -868,6 +921,19 @@ static sb_status run_node(crun *r, int32_t i) {
                 if (r->c->vstore[m] >= 0) {
                     q->cache = dptr(r, r->c->vstore[m]);
                     q->ctype = g->nodes[r->c->vstore[m]].dtype;
+                }
+                if (r->c->krope[m] >= 0) { /* K: rotate, then write the cache of the rope's kv_store */
+                    const ir_node *rn = &g->nodes[r->c->krope[m]], *rx = &g->nodes[rn->src[0]];
+                    const int32_t kvs = r->c->epi[r->c->krope[m]];
+                    q->cache = dptr(r, kvs);
+                    q->ctype = g->nodes[kvs].dtype;
+                    q->rot = rn->ip[0];
+                    q->rmode = rn->ip[1];
+                    q->D = (int)rx->ne[0];
+                    q->theta_scale = powf(rn->fp[0], -2.0f / (float)rn->ip[0]);
+                    q->freq_scale = rn->fp[1];
+                    q->attn_factor = rn->fp[2];
+                    q->ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
                 }
             }
             return cu_matmul_q8_multi(s, seg, ns, w->ne[0], SP(1), x->dtype, r->cx->d_pos);

@@ -89,6 +89,10 @@ void exec_cuda_set_mmvq_variant(int v);
  * q8_1 quantize of the output inside the attention. Bit-identical results; 533 -> 222 kernels per
  * Qwen2.5-0.5B decode step. Changing it drops per-plan state. */
 void exec_cuda_set_fuse(exec_cuda *cx, bool on);
+/* Experiment (env SB_CUDA_ROPEK=1; default off, not yet run on a GPU): with the fusions on, K's
+ * RoPE + kv_store also fold into the Q/K/V multi-GEMV launch (bit-identical by construction).
+ * Changing it drops per-plan state. */
+void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on);
 /* How many nodes of p those fusions fold away (host only; -1 on error). */
 int32_t exec_cuda_count_fusions(const plan *p);
 

@@ -37,12 +37,17 @@ static double nmse(const float *a, const float *b, int64_t n) {
 }
 
 /* prompt as one batch (all logits) then each decode token alone; rows into out [n, V] */
+static bool ropek_on; /* the SB_CUDA_ROPEK experiment in eval_all's fused runs */
+
 static sb_status eval_all(const rt_model *m, const ref_file *r, int device, int graph, bool fuse, float *out, int32_t *kernels) {
     const int64_t V = r->n_vocab, n = (int64_t)r->n_prompt + r->n_decode;
     rt_session *s;
     rt_session_params sp = {.n_ctx = n + 8, .n_threads = 2, .device = device, .cuda_graph = graph};
     SB_TRY(rt_session_create(m, &sp, &s));
-    if (rt_session_cuda(s)) exec_cuda_set_fuse(rt_session_cuda(s), fuse);
+    if (rt_session_cuda(s)) {
+        exec_cuda_set_fuse(rt_session_cuda(s), fuse);
+        exec_cuda_set_fuse_ropek(rt_session_cuda(s), fuse && ropek_on);
+    }
     sb_status st = rt_session_eval(s, r->tokens, r->n_prompt, true, out);
     for (uint32_t i = 0; st == SB_OK && i < r->n_decode; i++) {
         st = rt_session_eval(s, &r->tokens[r->n_prompt + i], 1, false, NULL);
@@ -110,6 +115,16 @@ static void run_model(const char *dir, const char *gguf) {
             for (int64_t i = 0; s4 == SB_OK && i < n * V; i++) fd += memcmp(&cu[i], &cpu[i], sizeof(float)) != 0;
             printf("%-28s fused epilogues: %lld logits differ, kernels/step %d -> %d\n", gguf, (long long)fd, kernels, kf);
             CHECKF(fd == 0 && kf < kernels, "%s: fused run: %lld logits differ, %d kernels (unfused %d)", gguf, (long long)fd, kf, kernels);
+            /* 3d. the experiment SB_CUDA_ROPEK (K's RoPE + kv_store in the Q/K/V launch): the same bits, fewer kernels */
+            int32_t kr = 0;
+            ropek_on = true;
+            sb_status s5 = eval_all(m, &r, 1, 1, true, cpu, &kr);
+            ropek_on = false;
+            CHECKF(s5 == SB_OK, "%s: fused + rope(K): %s", gguf, sb_last_error());
+            int64_t rd = 0;
+            for (int64_t i = 0; s5 == SB_OK && i < n * V; i++) rd += memcmp(&cu[i], &cpu[i], sizeof(float)) != 0;
+            printf("%-28s fused + rope(K) experiment: %lld logits differ, kernels/step %d -> %d\n", gguf, (long long)rd, kf, kr);
+            CHECKF(rd == 0 && kr <= kf, "%s: rope(K) run: %lld logits differ, %d kernels (fused %d)", gguf, (long long)rd, kr, kf);
         }
         /* 3b. the prompt again in the same session: its plan now replays a captured graph */
         {

@@ -23,7 +23,7 @@
 #include "base/status.h"
 #include "test.h"
 
-#define MAXB 8
+#define MAXB 12
 
 typedef struct binds {
     const char *name[MAXB];
@@ -36,6 +36,7 @@ static uint64_t seed = 0x5B0C0DA;
 static int attn_variant = 1; /* k_attention.cu variant the CUDA runs use */
 static bool fuse_on = false;  /* executor-level fusions (the default is on; tests opt in) */
 static int32_t last_kernels;  /* kernels the last CUDA run launched */
+static bool ropek_on = false; /* the SB_CUDA_ROPEK experiment (with fuse_on) */
 
 static float *rnd(int64_t n, float scale) {
     float *x = malloc((size_t)n * sizeof *x);
@@ -102,6 +103,7 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     exec_cuda_set_poison(cx, true);
     exec_cuda_set_attn_variant(cx, attn_variant);
     exec_cuda_set_fuse(cx, fuse_on);
+    exec_cuda_set_fuse_ropek(cx, fuse_on && ropek_on);
     exec_bindings ebc = {.data = dc, .n_data = pc->n_inputs};
     float *outs[1] = {yc};
     s = exec_cuda_run(cx, pc, &ebc, outs);
@@ -554,6 +556,62 @@ static void test_rope_attention(void) {
     }
 }
 
+/* a decode attention block: norm -> Q/K/V with biases -> RoPE(Q), RoPE(K) -> kv_store -> attention;
+ * with the fusions, then with the rope(K) experiment on top (K rotated and stored by the
+ * multi-GEMV launch) */
+static void test_qkv_rope_block(void) {
+    const int64_t E = 256, D = 64, Hq = 4, Hkv = 2, C = 96;
+    const int ctypes[2] = {SB_TYPE_F32, SB_TYPE_F16};
+    struct { int wt, mode, n_rot; int32_t p; } cs[] = {{SB_TYPE_Q5_0, IR_ROPE_NEOX, 64, 40}, {SB_TYPE_Q4_K, IR_ROPE_NORMAL, 32, 95},
+                                                    {SB_TYPE_Q8_0, IR_ROPE_NEOX, 48, 0}};
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int ct = ctypes[k % 2];
+        float *x = rnd(E, 2.0f), *wn = rnd(E, 1.0f), *wq = rnd(E * D * Hq, 0.1f), *wk = rnd(E * D * Hkv, 0.1f), *wv = rnd(E * D * Hkv, 0.1f);
+        float *bq = rnd(D * Hq, 0.5f), *bk = rnd(D * Hkv, 0.5f), *bv = rnd(D * Hkv, 0.5f);
+        float *kf = rnd(D * Hkv * C, 1.0f), *vf = rnd(D * Hkv * C, 1.0f);
+        void *wqq = quant_rows(cs[k].wt, wq, E, D * Hq), *wkq = quant_rows(cs[k].wt, wk, E, D * Hkv), *wvq = quant_rows(cs[k].wt, wv, E, D * Hkv);
+        void *kc = quant_rows(ct, kf, D * Hkv, C), *vc = quant_rows(ct, vf, D * Hkv, C);
+        int32_t pos[1] = {cs[k].p};
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
+        ir_ref wnr = ir_input_weight(g, "wn", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
+        ir_ref h = ir_mul(g, ir_rms_norm(g, xr, 1e-6f), wnr);
+        ir_ref pr = ir_input_pos(g, 1);
+        ir_ref q = ir_add(g, ir_matmul(g, ir_input_weight(g, "wq", cs[k].wt, (int64_t[4]){E, D * Hq, 1, 1}), h),
+                          ir_input_weight(g, "bq", SB_TYPE_F32, (int64_t[4]){D * Hq, 1, 1, 1}));
+        ir_ref kk = ir_add(g, ir_matmul(g, ir_input_weight(g, "wk", cs[k].wt, (int64_t[4]){E, D * Hkv, 1, 1}), h),
+                           ir_input_weight(g, "bk", SB_TYPE_F32, (int64_t[4]){D * Hkv, 1, 1, 1}));
+        ir_ref v = ir_add(g, ir_matmul(g, ir_input_weight(g, "wv", cs[k].wt, (int64_t[4]){E, D * Hkv, 1, 1}), h),
+                          ir_input_weight(g, "bv", SB_TYPE_F32, (int64_t[4]){D * Hkv, 1, 1, 1}));
+        ir_rope_params rp = {.n_rot = cs[k].n_rot, .mode = cs[k].mode, .freq_base = 10000.0f, .freq_scale = 1.0f};
+        q = ir_rope(g, ir_reshape(g, q, (int64_t[4]){D, Hq, 1, 1}), pr, IR_NONE, &rp);
+        kk = ir_rope(g, ir_reshape(g, kk, (int64_t[4]){D, Hkv, 1, 1}), pr, IR_NONE, &rp);
+        ir_ref kcr = ir_kv_store(g, ir_input_kv(g, "cache_k.0", ct, (int64_t[4]){D * Hkv, C, 1, 1}), ir_reshape(g, kk, (int64_t[4]){D * Hkv, 1, 1, 1}), pr);
+        ir_ref vcr = ir_kv_store(g, ir_input_kv(g, "cache_v.0", ct, (int64_t[4]){D * Hkv, C, 1, 1}), v, pr);
+        ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 0.125f};
+        ir_output(g, ir_attention(g, q, kcr, vcr, pr, &ap), "y");
+        binds b = {.name = {"x", "wn", "wq", "wk", "wv", "bq", "bk", "bv", "cache_k.0", "cache_v.0"},
+                   .data = {x, wn, wqq, wkq, wvq, bq, bk, bv, kc, vc}, .n = 10, .pos = pos};
+        char label[96];
+        snprintf(label, sizeof label, "Q/K/V+rope+attention %s %s n_rot %d p=%d %s cache", ir_dtype_name(cs[k].wt),
+                 cs[k].mode == IR_ROPE_NEOX ? "neox" : "normal", cs[k].n_rot, (int)cs[k].p, ir_dtype_name(ct));
+        expect_fused(g, &b, label, 5e-4, 6); /* 3 biases, K's kv_store, V's kv_store, 2 GEMVs, Q's rope (at least 6) */
+        const int32_t kfused = last_kernels;
+        fuse_on = ropek_on = true;
+        char l2[128];
+        snprintf(l2, sizeof l2, "%s (+rope(K) exp.)", label);
+        const double e = run_both(g, &b, l2);
+        fuse_on = ropek_on = false;
+        expect(e, 5e-4, l2);
+        printf("%-44s kernels %d -> %d\n", l2, (int)kfused, (int)last_kernels);
+        CHECKF(last_kernels == kfused - 1, "%s: %d kernels (fused %d; expected one fewer)", l2, (int)last_kernels, (int)kfused);
+        ir_graph_free(g);
+        free(x), free(wn), free(wq), free(wk), free(wv), free(bq), free(bk), free(bv), free(kf), free(vf);
+        free(wqq), free(wkq), free(wvq), free(kc), free(vc);
+    }
+}
+
 int main(void) {
     char why[512];
     if (!exec_cuda_available(why, sizeof why)) {
@@ -570,5 +628,6 @@ int main(void) {
     test_rope();
     test_attention();
     test_rope_attention();
+    test_qkv_rope_block();
     return test_summary();
 }

@@ -438,6 +438,9 @@ typedef struct mseg {
     void *cache;
     int wtype, f16;
     unsigned nb; /* blocks of this segment */
+    int rot, rmode, D; /* RoPE before the cache write (rot > 0): items are rotation pairs, then passthrough rows */
+    float ts, fs, af;
+    const float *ff;
 } mseg;
 typedef struct mseg_set {
     mseg s[CU_MULTI_MAX];
@@ -471,6 +474,42 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_multi(mseg_set m, cons
     while (k + 1 < m.n && b >= m.s[k].nb) b -= m.s[k].nb, k++;
     const mseg &g = m.s[k];
     const int64_t n = (int64_t)b * MMVQ_WARPS + (threadIdx.x >> 5);
+    if (g.rot > 0) { /* item n: a rotation pair of one head, or (after all pairs) a row past n_rot */
+        const int half = g.rot / 2;
+        const int64_t H = g.N / g.D, np = H * half, nr = H * (g.D - g.rot);
+        if (n >= np + nr) return;
+        int64_t ra, rb2 = -1;
+        int pi = 0;
+        if (n < np) {
+            const int64_t h = n / half;
+            pi = (int)(n % half);
+            ra = h * g.D + (g.rmode == 2 ? pi : 2 * pi);
+            rb2 = h * g.D + (g.rmode == 2 ? pi + half : 2 * pi + 1);
+        } else {
+            const int64_t q = n - np, h = q / (g.D - g.rot);
+            ra = h * g.D + g.rot + q % (g.D - g.rot);
+        }
+        float va = mmvq_row_any<XQ>(g.wtype, g.w + (uint64_t)ra * g.rb, x, K, lane);
+        float vb = rb2 >= 0 ? mmvq_row_any<XQ>(g.wtype, g.w + (uint64_t)rb2 * g.rb, x, K, lane) : 0.0f;
+        if (lane == 0) {
+            va = g.ep.add ? va + g.ep.add[ra] : va;
+            const int64_t o = (int64_t)pos[0] * g.N;
+            if (rb2 >= 0) {
+                vb = g.ep.add ? vb + g.ep.add[rb2] : vb;
+                float ya, yb;
+                rope_rot(va, vb, pi, pos[0], g.ts, g.fs, g.af, g.ff, &ya, &yb);
+                va = ya, vb = yb;
+            }
+            if (g.f16) {
+                ((uint16_t *)g.cache)[o + ra] = cu_f2h(va);
+                if (rb2 >= 0) ((uint16_t *)g.cache)[o + rb2] = cu_f2h(vb);
+            } else {
+                ((float *)g.cache)[o + ra] = va;
+                if (rb2 >= 0) ((float *)g.cache)[o + rb2] = vb;
+            }
+        }
+        return;
+    }
     if (n >= g.N) return;
     float v = mmvq_row_any<XQ>(g.wtype, g.w + (uint64_t)n * g.rb, x, K, lane);
     if (lane == 0) {
@@ -547,8 +586,14 @@ extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int
             return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no dp4a GEMV for weight type %d x activation type %d", t, xtype);
         if (seg[k].cache && seg[k].ctype != CU_T_F32 && seg[k].ctype != CU_T_F16)
             return sb_fail(SB_ERR_UNSUPPORTED, "cuda: KV cache of type %d (F32 or F16)", seg[k].ctype);
+        if (seg[k].rot > 0 && (!seg[k].cache || seg[k].D <= 0 || seg[k].N % seg[k].D || seg[k].rot % 2 || seg[k].rot > seg[k].D))
+            return sb_fail(SB_ERR_UNSUPPORTED, "cuda: GEMV segment with RoPE of %d dims over heads of %lld (N %lld)", seg[k].rot,
+                           (long long)seg[k].D, (long long)seg[k].N);
+        /* a RoPE segment has N/D * (rot/2 + D - rot) warp items (pairs, then unrotated rows) */
+        const int64_t items = seg[k].rot > 0 ? seg[k].N / seg[k].D * (seg[k].rot / 2 + seg[k].D - seg[k].rot) : seg[k].N;
         m.s[k] = mseg{seg[k].dst, (const uint8_t *)seg[k].w, row_bytes(t, K), seg[k].N, seg[k].ep, seg[k].cache, t,
-                      seg[k].ctype == CU_T_F16, cu_div_up(seg[k].N, MMVQ_WARPS)};
+                      seg[k].ctype == CU_T_F16, cu_div_up(items, MMVQ_WARPS), seg[k].rot, seg[k].rmode, (int)seg[k].D,
+                      seg[k].theta_scale, seg[k].freq_scale, seg[k].attn_factor, seg[k].ff};
         blocks += m.s[k].nb;
     }
     if (blocks == 0) return SB_OK;

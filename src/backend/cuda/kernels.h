@@ -136,6 +136,12 @@ typedef struct cu_gemv_seg {
     cu_epilogue ep;
     void *cache; /* NULL or a KV cache to write too */
     int ctype;   /* its type: F32 or F16 */
+    /* experiment (SB_CUDA_ROPEK=1): rot > 0 = RoPE the result (heads of D rows) before the cache
+     * write — K's rope + kv_store folded into the launch; the same math as k_rope_store. dst is
+     * then not written. */
+    int rot, rmode, D;
+    float theta_scale, freq_scale, attn_factor;
+    const float *ff;
 } cu_gemv_seg;
 sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos);
 /* Process-wide choice of the token-tile GEMV for T > 8: 1 one row per warp, 2 four rows per warp

@@ -85,19 +85,23 @@ static __device__ __forceinline__ void q8_1_store(blk_q8_1 *b, float v, int lane
 
 /* rotate pair i of a head (NORMAL: 2i, 2i+1; NEOX (mode 2): i, i + n_rot/2) at position p; products
  * rounded separately (no contraction), as the CPU reference */
-static __device__ __forceinline__ void rope_pair(const float *src, int i, int n_rot, int mode, int32_t p, float theta_scale, float freq_scale,
-                                                 float attn_factor, const float *ff, int *ia, int *ib, float *ya, float *yb) {
+/* rotate the pair (x0, x1) of pair index i at position p */
+static __device__ __forceinline__ void rope_rot(float x0, float x1, int i, int32_t p, float theta_scale, float freq_scale, float attn_factor,
+                                                const float *ff, float *ya, float *yb) {
     float theta = (float)p;
     for (int k = 0; k < i; k++) theta *= theta_scale;
     const float f = ff ? ff[i] : 1.0f;
     const float th = freq_scale * (theta / f);
     const float cs = cosf(th) * attn_factor, sn = sinf(th) * attn_factor;
+    *ya = __fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn));
+    *yb = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs));
+}
+static __device__ __forceinline__ void rope_pair(const float *src, int i, int n_rot, int mode, int32_t p, float theta_scale, float freq_scale,
+                                                 float attn_factor, const float *ff, int *ia, int *ib, float *ya, float *yb) {
     const int half = n_rot / 2;
     *ia = mode == 2 ? i : 2 * i;
     *ib = mode == 2 ? i + half : 2 * i + 1;
-    const float x0 = src[*ia], x1 = src[*ib];
-    *ya = __fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn));
-    *yb = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs));
+    rope_rot(src[*ia], src[*ib], i, p, theta_scale, freq_scale, attn_factor, ff, ya, yb);
 }
 
 /* the IQ4 code points (quant/blocks.h's host table, which device code cannot read) */
