@@ -16,6 +16,8 @@
 #include "base/status.h"
 #include "test.h"
 
+#include <stdlib.h>
+
 /* y = W x with W of type wt [K,N]; returns the plan for the CUDA target (or NULL) */
 static plan *matmul_plan(int wt, int64_t K, int64_t N, const char *wname) {
     ir_graph *g;
@@ -181,6 +183,46 @@ int main(int argc, char **argv) {
         if (pa) {
             CHECKF(exec_cuda_count_fusions(pa) == 1 + gemv, "rope(q)+attention%s T=%d: %d fusions (%d expected)", gemv ? "+gemv" : "", T,
                    (int)exec_cuda_count_fusions(pa), 1 + gemv);
+            plan_free(pa);
+        }
+        ir_graph_free(g);
+    }
+
+    /* a decode attention block (norm, Q/K/V + biases, ropes, kv_stores, attention; test_cuda_ops'
+     * test_qkv_rope_block): 3 biases, 2 GEMVs, V's kv_store, K's kv_store, Q's rope fuse away (8);
+     * with the SB_CUDA_ROPEK experiment K's rope too (9) */
+    for (int ropek = 0; ropek < 2; ropek++) {
+        const int64_t E = 256, D = 64, Hq = 4, Hkv = 2, C = 96;
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
+        ir_ref wnr = ir_input_weight(g, "wn", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
+        ir_ref h = ir_mul(g, ir_rms_norm(g, xr, 1e-6f), wnr);
+        ir_ref pr = ir_input_pos(g, 1);
+        ir_ref q = ir_add(g, ir_matmul(g, ir_input_weight(g, "wq", SB_TYPE_Q5_0, (int64_t[4]){E, D * Hq, 1, 1}), h),
+                          ir_input_weight(g, "bq", SB_TYPE_F32, (int64_t[4]){D * Hq, 1, 1, 1}));
+        ir_ref kk = ir_add(g, ir_matmul(g, ir_input_weight(g, "wk", SB_TYPE_Q5_0, (int64_t[4]){E, D * Hkv, 1, 1}), h),
+                           ir_input_weight(g, "bk", SB_TYPE_F32, (int64_t[4]){D * Hkv, 1, 1, 1}));
+        ir_ref v = ir_add(g, ir_matmul(g, ir_input_weight(g, "wv", SB_TYPE_Q5_0, (int64_t[4]){E, D * Hkv, 1, 1}), h),
+                          ir_input_weight(g, "bv", SB_TYPE_F32, (int64_t[4]){D * Hkv, 1, 1, 1}));
+        ir_rope_params rp = {.n_rot = 64, .mode = IR_ROPE_NEOX, .freq_base = 10000.0f, .freq_scale = 1.0f};
+        q = ir_rope(g, ir_reshape(g, q, (int64_t[4]){D, Hq, 1, 1}), pr, IR_NONE, &rp);
+        kk = ir_rope(g, ir_reshape(g, kk, (int64_t[4]){D, Hkv, 1, 1}), pr, IR_NONE, &rp);
+        ir_ref kcr = ir_kv_store(g, ir_input_kv(g, "cache_k.0", SB_TYPE_F16, (int64_t[4]){D * Hkv, C, 1, 1}),
+                                 ir_reshape(g, kk, (int64_t[4]){D * Hkv, 1, 1, 1}), pr);
+        ir_ref vcr = ir_kv_store(g, ir_input_kv(g, "cache_v.0", SB_TYPE_F16, (int64_t[4]){D * Hkv, C, 1, 1}), v, pr);
+        ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 0.125f};
+        ir_output(g, ir_attention(g, q, kcr, vcr, pr, &ap), "y");
+        plan_target t;
+        exec_cuda_target(&t);
+        plan *pa = NULL;
+        CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
+        if (pa) {
+            if (ropek) setenv("SB_CUDA_ROPEK", "1", 1);
+            const int32_t nf = exec_cuda_count_fusions(pa);
+            if (ropek) unsetenv("SB_CUDA_ROPEK");
+            printf("decode attention block%s: %d nodes fused away\n", ropek ? " (rope(K) experiment)" : "", (int)nf);
+            CHECKF(nf == 8 + ropek, "attention block%s: %d fusions (%d expected)", ropek ? " + rope(K)" : "", (int)nf, 8 + ropek);
             plan_free(pa);
         }
         ir_graph_free(g);
