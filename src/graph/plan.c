@@ -279,3 +279,44 @@ void plan_print(const plan *p, FILE *f) {
     fprintf(f, "arena %llu bytes (naive %llu, reuse %.2fx)\n", (unsigned long long)p->arena_bytes,
             (unsigned long long)p->naive_bytes, p->arena_bytes ? (double)p->naive_bytes / (double)p->arena_bytes : 1.0);
 }
+
+// ---- binding check (shared by the executors) ----
+
+sb_status plan_check_bindings(const plan *p, void *const *data, int32_t n_data, const int32_t **out_rows) {
+    const ir_graph *g = p->g;
+    if (n_data != p->n_inputs) return sb_fail(SB_ERR_INVALID_ARG, "plan: %d bound inputs, plan has %d", (int)n_data, (int)p->n_inputs);
+    for (int32_t i = 0; i < p->n_inputs; i++)
+        if (!data[i] && p->inputs[i].kind != IR_OP_OUT_ROWS)
+            return sb_fail(SB_ERR_INVALID_ARG, "plan: input \"%s\" (slot %d) not bound", p->inputs[i].name, (int)i);
+    const int32_t *pos = NULL;
+    int64_t T = 0;
+    for (int32_t i = 0; i < p->n_inputs; i++) {
+        const ir_node *n = &g->nodes[p->inputs[i].node];
+        if (n->op == IR_OP_POS) pos = data[i], T = n->ne[0];
+        if (n->op == IR_OP_OUT_ROWS && data[i]) *out_rows = data[i];
+    }
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (n->op == IR_OP_GET_ROWS) {
+            const ir_node *w = &g->nodes[n->src[0]];
+            const int32_t *tok = data[p->vals[n->src[1]].input];
+            for (int64_t t = 0; t < n->ne[1]; t++)
+                if (tok[t] < 0 || tok[t] >= w->ne[1])
+                    return sb_fail(SB_ERR_RANGE, "plan: token %d at row %lld outside [0, %lld) of \"%s\"", tok[t], (long long)t,
+                                   (long long)w->ne[1], w->name);
+        }
+        if (n->op == IR_OP_KV && pos)
+            for (int64_t t = 0; t < T; t++)
+                if (pos[t] < 0 || pos[t] >= n->ne[1])
+                    return sb_fail(pos[t] < 0 ? SB_ERR_RANGE : SB_ERR_CONTEXT_FULL,
+                                   "plan: position %d at row %lld outside the cache \"%s\" of %lld positions", pos[t],
+                                   (long long)t, n->name, (long long)n->ne[1]);
+        if (n->op == IR_OP_OUT_ROWS && *out_rows) {
+            int64_t Tr = p->n_tokens;
+            for (int64_t k = 0; k < n->ne[0]; k++)
+                if ((*out_rows)[k] < 0 || (*out_rows)[k] >= Tr)
+                    return sb_fail(SB_ERR_RANGE, "plan: out_rows[%lld] = %d outside [0, %lld)", (long long)k, (*out_rows)[k], (long long)Tr);
+        }
+    }
+    return SB_OK;
+}

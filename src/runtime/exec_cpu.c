@@ -528,47 +528,6 @@ static void k_dequant_x(void *c, int64_t b, int64_t e, int tid) {
         op_dequantize_row((float *)r->xf + t * x->ne[0], (const uint8_t *)r->s[1] + rb * (uint64_t)t, x->dtype, x->ne[0]);
 }
 
-// ---- validation ----
-
-static sb_status validate(const plan *p, const exec_bindings *b, const int32_t **out_rows) {
-    const ir_graph *g = p->g;
-    if (b->n_data != p->n_inputs) return sb_fail(SB_ERR_INVALID_ARG, "exec: %d bound inputs, plan has %d", (int)b->n_data, (int)p->n_inputs);
-    for (int32_t i = 0; i < p->n_inputs; i++)
-        if (!b->data[i] && p->inputs[i].kind != IR_OP_OUT_ROWS)
-            return sb_fail(SB_ERR_INVALID_ARG, "exec: input \"%s\" (slot %d) not bound", p->inputs[i].name, (int)i);
-    const int32_t *pos = NULL;
-    int64_t T = 0;
-    for (int32_t i = 0; i < p->n_inputs; i++) {
-        const ir_node *n = &g->nodes[p->inputs[i].node];
-        if (n->op == IR_OP_POS) pos = b->data[i], T = n->ne[0];
-        if (n->op == IR_OP_OUT_ROWS && b->data[i]) *out_rows = b->data[i];
-    }
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        const ir_node *n = &g->nodes[i];
-        if (n->op == IR_OP_GET_ROWS) {
-            const ir_node *w = &g->nodes[n->src[0]];
-            const int32_t *tok = b->data[p->vals[n->src[1]].input];
-            for (int64_t t = 0; t < n->ne[1]; t++)
-                if (tok[t] < 0 || tok[t] >= w->ne[1])
-                    return sb_fail(SB_ERR_RANGE, "exec: token %d at row %lld outside [0, %lld) of \"%s\"", tok[t], (long long)t,
-                                   (long long)w->ne[1], w->name);
-        }
-        if (n->op == IR_OP_KV && pos)
-            for (int64_t t = 0; t < T; t++)
-                if (pos[t] < 0 || pos[t] >= n->ne[1])
-                    return sb_fail(pos[t] < 0 ? SB_ERR_RANGE : SB_ERR_CONTEXT_FULL,
-                                   "exec: position %d at row %lld outside the cache \"%s\" of %lld positions", pos[t],
-                                   (long long)t, n->name, (long long)n->ne[1]);
-        if (n->op == IR_OP_OUT_ROWS && *out_rows) {
-            int64_t Tr = p->n_tokens;
-            for (int64_t k = 0; k < n->ne[0]; k++)
-                if ((*out_rows)[k] < 0 || (*out_rows)[k] >= Tr)
-                    return sb_fail(SB_ERR_RANGE, "exec: out_rows[%lld] = %d outside [0, %lld)", (long long)k, (*out_rows)[k], (long long)Tr);
-        }
-    }
-    return SB_OK;
-}
-
 // ---- run ----
 
 static int64_t grain_for(int64_t rows, int threads) {
@@ -595,7 +554,7 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
         return sb_fail(SB_ERR_INVALID_ARG, "exec: arena %p of %llu bytes; need %llu bytes aligned to %d", b->arena,
                        (unsigned long long)b->arena_bytes, (unsigned long long)r.lay.total, PLAN_ALIGN);
     const int32_t *rows = NULL;
-    SB_TRY(validate(p, b, &rows));
+    SB_TRY(plan_check_bindings(p, b->data, b->n_data, &rows));
     if (!rows) { /* default: the last n rows */
         int32_t *d = (int32_t *)(r.arena + r.lay.rows);
         int64_t n = out_rows_n(p);
