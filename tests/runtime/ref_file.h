@@ -7,8 +7,10 @@
 #ifndef SB_TESTS_REF_FILE_H
 #define SB_TESTS_REF_FILE_H
 
+#include <dirent.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +69,30 @@ static inline ref_cmp ref_compare(const float *ours, const float *ref, int64_t r
     }
     c.nmse = den > 0 ? num / den : (num > 0 ? INFINITY : 0);
     return c;
+}
+
+/* Call fn(dir, name) for every .gguf file of the shared models folder (dir = test_data_path
+ * ("models")) whose name contains filter (NULL: all), in directory order. Returns the count, or -1
+ * (after printing SKIP) when the folder is absent. */
+static inline int ref_for_each_model(const char *dir, const char *filter, void (*fn)(const char *dir, const char *name)) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        printf("SKIP: %s not found\n", dir);
+        return -1;
+    }
+    char *names[256];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 256) {
+        size_t l = strlen(e->d_name);
+        if (l > 5 && !strcmp(e->d_name + l - 5, ".gguf") && (!filter || strstr(e->d_name, filter))) names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++) {
+        fn(dir, names[i]);
+        free(names[i]);
+    }
+    return n;
 }
 
 #endif

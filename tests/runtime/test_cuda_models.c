@@ -22,7 +22,6 @@
 #include "ref_file.h"
 #include "test.h"
 
-#include <dirent.h>
 #include <time.h>
 
 static int is_float_model(const char *name) { return strstr(name, "-f32.") || strstr(name, "-f16.") || strstr(name, "-bf16."); }
@@ -228,25 +227,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc >= 3 && !strcmp(argv[1], "--perf")) return perf(argv[2], argc >= 4 ? atoll(argv[3]) : 0);
-    const char *dir = test_data_path("models");
     char dirpath[4096];
-    snprintf(dirpath, sizeof dirpath, "%s", dir);
-    DIR *d = opendir(dirpath);
-    if (!d) {
-        printf("SKIP: %s not found\n", dirpath);
-        return 0;
-    }
-    char *names[256];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < 256) {
-        size_t l = strlen(e->d_name);
-        if (l > 5 && !strcmp(e->d_name + l - 5, ".gguf") && (argc < 2 || strstr(e->d_name, argv[1]))) names[n++] = strdup(e->d_name);
-    }
-    closedir(d);
-    for (int i = 0; i < n; i++) {
-        run_model(dirpath, names[i]);
-        free(names[i]);
-    }
+    snprintf(dirpath, sizeof dirpath, "%s", test_data_path("models"));
+    if (ref_for_each_model(dirpath, argc >= 2 ? argv[1] : NULL, run_model) < 0) return 0;
     return test_summary();
 }
