@@ -71,6 +71,26 @@ static inline ref_cmp ref_compare(const float *ours, const float *ref, int64_t r
     return c;
 }
 
+/* The model dir/gguf and its reference dir/<gguf without .gguf>.ref: path (cap bytes) receives the
+ * model's path; returns 1 with *r loaded, 0 when the model has no .ref, -1 when the .ref is bad. */
+static inline int ref_load_for_model(const char *dir, const char *gguf, char *path, size_t cap, ref_file *r) {
+    char refpath[2100];
+    snprintf(path, cap, "%.1000s/%.1000s", dir, gguf);
+    snprintf(refpath, sizeof refpath, "%.*s.ref", (int)(strlen(path) - 5), path);
+    FILE *f = fopen(refpath, "rb");
+    if (!f) return 0;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *blob = (unsigned char *)malloc(n > 0 ? (size_t)n : 1);
+    int ok = blob && n > 0 && fread(blob, 1, (size_t)n, f) == (size_t)n;
+    fclose(f);
+    memset(r, 0, sizeof *r);
+    int bad = !ok || ref_load(blob, (size_t)n, r) != 0;
+    free(blob);
+    return bad ? -1 : 1;
+}
+
 /* Call fn(dir, name) for every .gguf file of the shared models folder (dir = test_data_path
  * ("models")) whose name contains filter (NULL: all), in directory order. Returns the count, or -1
  * (after printing SKIP) when the folder is absent. */

@@ -21,17 +21,11 @@ static int is_float_model(const char *name) {
 }
 
 static void run_model(const char *dir, const char *gguf) {
-    char path[2048], refpath[2100];
-    snprintf(path, sizeof path, "%.1000s/%.1000s", dir, gguf);
-    snprintf(refpath, sizeof refpath, "%.*s.ref", (int)(strlen(path) - 5), path);
-    size_t size;
-    unsigned char *blob = test_read_file(refpath, &size);
-    if (!blob) return;
-    ref_file r = {0};
-    int bad = ref_load(blob, size, &r);
-    free(blob);
-    CHECKF(bad == 0, "%s: bad .ref", refpath);
-    if (bad) return;
+    char path[2048];
+    ref_file r;
+    int got = ref_load_for_model(dir, gguf, path, sizeof path, &r);
+    CHECKF(got >= 0, "%s: bad .ref", gguf);
+    if (got <= 0) return;
     rt_model *m;
     sb_status s = rt_model_load(path, NULL, &m);
     if (strstr(gguf, "gemma4")) { /* not among this runtime's architectures yet: a clear refusal */
