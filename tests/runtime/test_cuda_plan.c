@@ -57,6 +57,7 @@ static int fusions_of(const char *path) {
         int32_t nk = 0;
         for (int32_t i = 0; i < pd->g->n_nodes; i++) nk += !(ir_ops[pd->g->nodes[i].op].flags & OPF_INPUT);
         printf("%s: %d compute nodes, %d fused away\n", path, (int)nk, (int)exec_cuda_count_fusions(pd));
+        if (getenv("SB_PRINT_PLAN")) ir_print(pd->g, stdout); /* the planned decode graph, for reading fusions */
         plan_free(pd);
     }
     ir_graph_free(g);
