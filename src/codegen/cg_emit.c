@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * codegen/cg_emit.c — a planned node → cg_group (its shape signature) → CUDA C source for one
+ * launch variant. The source is small: constants (E, rows, eps, scales, broadcast flags, op chain,
+ * quant type, threads, rows per block) plus calls into backend/cuda/device/act_quant.cuh — the same
+ * helpers k_quantize.cu uses (quant_row, block_rms_scale, src_norm/src_glu/src_plain, silu1q,
+ * gelu1q), so quantization is bit-identical to the hand-written kernels (q8_K = the CPU reference
+ * quantize_row_q8_K_ref). Elementwise chains follow k_rows.cu's k_ew_rows step by step (same
+ * formulas: v*(1/c) inside tanhf for softcap, sum of squares in double for rms_norm).
+ * Layer 3 (codegen). Pure: no I/O, no globals.
+ * Geometry: grid = ceil(rows / rpb) blocks of `threads`; block b does rows b*rpb .. b*rpb+rpb-1 one
+ * after another (a barrier between rows when the kernel reduces). Thread i of a row owns elements
+ * i, i + threads, ... for the elementwise parts; quantization goes through quant_row (warp w owns
+ * quant blocks w, w + threads/32, ...).
+ * Kernel name: "sbk_" + 16 hex digits of the FNV-1a hash of the signature line (also the first
+ * comment of the source), so a name is stable across runs and processes.
+ * Non-goals: vectorized loads, multi-row warps (the variants cover the geometry that matters).
+ */
+#include "codegen/cg.h"
+
+#include "base/hash.h"
+#include "quant/types.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---- groups ----
+
+static int ew_op(ir_op op) {
+    switch (op) {
+    case IR_OP_ADD: return CG_EW_ADD;
+    case IR_OP_MUL: return CG_EW_MUL;
+    case IR_OP_SCALE: return CG_EW_SCALE;
+    case IR_OP_SOFTCAP: return CG_EW_SOFTCAP;
+    case IR_OP_SILU: return CG_EW_SILU;
+    case IR_OP_GELU_TANH: return CG_EW_GELU;
+    case IR_OP_RMS_NORM: return CG_EW_RMS_NORM;
+    default: return 0;
+    }
+}
+
+static bool bcast_of(const ir_node *o, const ir_node *n) { return ir_nelem(o) == n->ne[0] && ir_nrows(n) != 1; }
+
+static sb_status quant_ok(const ir_node *n, int xq, int64_t E) {
+    if (xq != SB_TYPE_Q8_1 && xq != SB_TYPE_Q8_K)
+        return sb_fail(SB_ERR_UNSUPPORTED, "codegen: %s to %s (Q8_1 or Q8_K only)", ir_ops[n->op].name, ir_dtype_name(xq));
+    const int64_t blk = xq == SB_TYPE_Q8_1 ? 32 : 256;
+    if (E % blk)
+        return sb_fail(SB_ERR_UNSUPPORTED, "codegen: %s rows of %lld values (not a multiple of %lld)", ir_ops[n->op].name, (long long)E,
+                       (long long)blk);
+    return SB_OK;
+}
+
+sb_status cg_group_from_node(const ir_graph *g, ir_ref i, ir_ref add_src, cg_group *out) {
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < CG_MAX_PARAMS; k++) out->ref[k] = IR_NONE;
+    if (!g || i < 0 || i >= g->n_nodes) return sb_fail(SB_ERR_INVALID_ARG, "codegen: node %d out of range", (int)i);
+    const ir_node *n = &g->nodes[i];
+    out->E = n->ne[0];
+    out->rows = ir_nrows(n);
+    if (out->E < 1 || out->rows < 1) return sb_fail(SB_ERR_UNSUPPORTED, "codegen: empty node %%%d", (int)i);
+    if (out->rows > (int64_t)1 << 30) return sb_fail(SB_ERR_UNSUPPORTED, "codegen: node %%%d has %lld rows", (int)i, (long long)out->rows);
+    out->ref[0] = i;
+    if (add_src != IR_NONE && n->op != IR_OP_RMS_NORM_QUANT)
+        return sb_fail(SB_ERR_INVALID_ARG, "codegen: add fusion on %s (RMS_NORM_QUANT only)", ir_ops[n->op].name);
+    switch (n->op) {
+    case IR_OP_FUSED: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU: case IR_OP_GELU_TANH:
+    case IR_OP_RMS_NORM: {
+        if (n->dtype != SB_TYPE_F32) return sb_fail(SB_ERR_UNSUPPORTED, "codegen: %s of %s", ir_ops[n->op].name, ir_dtype_name(n->dtype));
+        out->kind = CG_EW;
+        out->ref[1] = n->src[0];
+        out->n_params = 2;
+        int steps = n->op == IR_OP_FUSED ? n->ip[0] : 1, norms = 0;
+        if (steps < 1 || steps > CG_MAX_STEPS)
+            return sb_fail(SB_ERR_UNSUPPORTED, "codegen: fused chain %%%d of %d steps (1..%d)", (int)i, steps, CG_MAX_STEPS);
+        for (int k = 0; k < steps; k++) {
+            int op = n->op == IR_OP_FUSED ? (n->ip[1 + k] & 0xff) : (int)n->op;
+            int opd = n->op == IR_OP_FUSED ? (n->ip[1 + k] >> 8) : (n->op == IR_OP_ADD || n->op == IR_OP_MUL ? 1 : 0);
+            cg_step *s = &out->st[k];
+            s->op = ew_op((ir_op)op);
+            s->f = n->fp[n->op == IR_OP_FUSED ? k : 0];
+            if (!s->op) return sb_fail(SB_ERR_UNSUPPORTED, "codegen: chain step %d of %%%d is op %d", k, (int)i, op);
+            norms += s->op == CG_EW_RMS_NORM;
+            const bool binary = s->op == CG_EW_ADD || s->op == CG_EW_MUL;
+            if (binary != (opd != 0) || opd < 0 || opd >= IR_MAX_SRC || (opd && n->src[opd] == IR_NONE))
+                return sb_fail(SB_ERR_INVALID_ARG, "codegen: chain step %d of %%%d: operand %d", k, (int)i, opd);
+            if (binary) {
+                const ir_node *o = &g->nodes[n->src[opd]];
+                if (ir_nelem(o) != ir_nelem(n) && ir_nelem(o) != n->ne[0])
+                    return sb_fail(SB_ERR_INVALID_ARG, "codegen: operand %%%d of %%%d has %lld values (%lld or %lld)", (int)n->src[opd],
+                                   (int)i, (long long)ir_nelem(o), (long long)ir_nelem(n), (long long)n->ne[0]);
+                s->slot = out->n_params++;
+                s->bcast = bcast_of(o, n);
+                out->ref[s->slot] = n->src[opd];
+            }
+        }
+        if (norms > 1) return sb_fail(SB_ERR_UNSUPPORTED, "codegen: chain %%%d has %d rms_norm steps (at most 1)", (int)i, norms);
+        out->n_steps = steps;
+        return SB_OK;
+    }
+    case IR_OP_QUANTIZE:
+        out->kind = CG_QUANTIZE;
+        out->xq = n->dtype;
+        out->ref[1] = n->src[0];
+        out->n_params = 2;
+        return quant_ok(n, n->dtype, out->E);
+    case IR_OP_GLU_QUANT:
+        out->kind = CG_GLU_QUANT;
+        out->xq = n->dtype;
+        out->gelu = n->ip[0] == IR_OP_GEGLU;
+        out->ref[1] = n->src[0];
+        out->ref[2] = n->src[1];
+        out->n_params = 3;
+        return quant_ok(n, n->dtype, out->E);
+    case IR_OP_RMS_NORM_QUANT:
+        out->xq = n->dtype;
+        out->eps = n->fp[0];
+        out->has_w = n->src[1] != IR_NONE;
+        out->ref[2] = n->src[1];
+        if (add_src != IR_NONE) {
+            const ir_node *a = &g->nodes[add_src];
+            if (a->op != IR_OP_ADD || n->src[0] != add_src || ir_nelem(&g->nodes[a->src[0]]) != ir_nelem(a) ||
+                ir_nelem(&g->nodes[a->src[1]]) != ir_nelem(a))
+                return sb_fail(SB_ERR_INVALID_ARG, "codegen: %%%d is not a full-shape ADD feeding %%%d", (int)add_src, (int)i);
+            out->kind = CG_ADD_RMS_NORM_QUANT;
+            out->ref[1] = a->src[0];
+            out->ref[3] = a->src[1];
+            out->ref[4] = add_src;
+            out->n_params = 5;
+        } else {
+            out->kind = CG_RMS_NORM_QUANT;
+            out->ref[1] = n->src[0];
+            out->n_params = 3;
+        }
+        return quant_ok(n, n->dtype, out->E);
+    default: return sb_fail(SB_ERR_UNSUPPORTED, "codegen: no generated kernel for %s", ir_ops[n->op].name);
+    }
+}
+
+// ---- variants ----
+
+static bool reduces(const cg_group *g) {
+    if (g->kind == CG_RMS_NORM_QUANT || g->kind == CG_ADD_RMS_NORM_QUANT) return true;
+    for (int k = 0; g->kind == CG_EW && k < g->n_steps; k++)
+        if (g->st[k].op == CG_EW_RMS_NORM) return true;
+    return false;
+}
+
+int cg_variants(const cg_group *grp, cg_variant *out) {
+    /* the first is the hand-written kernels' geometry: 256 threads for chains (k_rows.cu), 1024
+     * for the quantizers (k_quantize.cu); others only where they can help: no more warps than
+     * the row has work for (quant blocks, or 32 elements each) */
+    const bool quant = grp->kind != CG_EW;
+    const int def = quant ? 1024 : 256;
+    int64_t work = quant ? grp->E / (grp->xq == SB_TYPE_Q8_K ? 256 : 32) : (grp->E + 31) / 32; /* warps with something to do */
+    if (work < 4) work = 4;
+    int n = 0;
+    out[n++] = (cg_variant){def, 1};
+    static const int th[] = {128, 256, 512, 1024};
+    for (int t = 0; t < 4; t++)
+        if (th[t] != def && th[t] / 32 <= work) out[n++] = (cg_variant){th[t], 1};
+    const int n1 = n;
+    if (grp->rows >= 8) /* several rows per block: fewer, longer blocks for many short rows */
+        for (int k = 0; k < n1 && n < CG_MAX_VARIANTS; k++)
+            if (out[k].threads <= 256) out[n++] = (cg_variant){out[k].threads, 4};
+    return n;
+}
+
+void cg_geometry(const cg_group *grp, cg_variant v, unsigned *grid, unsigned *block) {
+    *grid = (unsigned)((grp->rows + v.rpb - 1) / v.rpb);
+    *block = (unsigned)v.threads;
+}
+
+// ---- source text ----
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...) {
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+            b->oom = true;
+            return;
+        }
+        if (b->p && b->n + (size_t)k < b->cap) {
+            b->n += (size_t)k;
+            return;
+        }
+        size_t nc = b->cap ? b->cap * 2 : 4096;
+        while (nc < b->n + (size_t)k + 1) nc *= 2;
+        char *q = (char *)realloc(b->p, nc);
+        if (!q) {
+            b->oom = true;
+            return;
+        }
+        b->p = q;
+        b->cap = nc;
+    }
+}
+
+/* an exact float literal: hex float (C++17) for finite values, bits otherwise */
+static void flit(char *out, size_t cap, float f) {
+    if (isfinite(f)) snprintf(out, cap, "%af", (double)f);
+    else {
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        snprintf(out, cap, "__uint_as_float(0x%08xu)", u);
+    }
+}
+
+static const char *kind_name(cg_kind k) {
+    switch (k) {
+    case CG_EW: return "ew";
+    case CG_RMS_NORM_QUANT: return "rms_norm_quant";
+    case CG_ADD_RMS_NORM_QUANT: return "add_rms_norm_quant";
+    case CG_GLU_QUANT: return "glu_quant";
+    case CG_QUANTIZE: return "quantize";
+    }
+    return "?";
+}
+static const char *step_name(int op) {
+    static const char *nm[] = {"?", "add", "mul", "scale", "softcap", "silu", "gelu", "rms_norm"};
+    return op >= 1 && op <= 7 ? nm[op] : "?";
+}
+
+/* the signature line: every input of the source, in words */
+static void signature(sbuf *b, const cg_group *g, cg_variant v) {
+    put(b, "%s E=%lld rows=%lld", kind_name(g->kind), (long long)g->E, (long long)g->rows);
+    if (g->kind != CG_EW) put(b, " xq=%s", ir_dtype_name(g->xq));
+    if (g->kind == CG_RMS_NORM_QUANT || g->kind == CG_ADD_RMS_NORM_QUANT) put(b, " eps=%a w=%d", (double)g->eps, g->has_w);
+    if (g->kind == CG_GLU_QUANT) put(b, " act=%s", g->gelu ? "gelu" : "silu");
+    if (g->kind == CG_EW) {
+        put(b, " [");
+        for (int k = 0; k < g->n_steps; k++) {
+            const cg_step *s = &g->st[k];
+            put(b, "%s%s", k ? "; " : "", step_name(s->op));
+            if (s->slot) put(b, " @%d%s", s->slot, s->bcast ? " bcast" : "");
+            if (s->op == CG_EW_SCALE || s->op == CG_EW_SOFTCAP || s->op == CG_EW_RMS_NORM) put(b, " f=%a", (double)s->f);
+        }
+        put(b, "]");
+    }
+    put(b, " threads=%d rpb=%d", v.threads, v.rpb);
+}
+
+static sb_status check_group(const cg_group *g, cg_variant v) {
+    if (v.threads != 128 && v.threads != 256 && v.threads != 512 && v.threads != 1024)
+        return sb_fail(SB_ERR_INVALID_ARG, "codegen: %d threads per block (128, 256, 512 or 1024)", v.threads);
+    if (v.rpb < 1 || v.rpb > 64) return sb_fail(SB_ERR_INVALID_ARG, "codegen: %d rows per block (1..64)", v.rpb);
+    if (g->E < 1 || g->rows < 1) return sb_fail(SB_ERR_INVALID_ARG, "codegen: empty group (E %lld, rows %lld)", (long long)g->E, (long long)g->rows);
+    if (g->kind != CG_EW) {
+        if (g->xq != SB_TYPE_Q8_1 && g->xq != SB_TYPE_Q8_K) return sb_fail(SB_ERR_INVALID_ARG, "codegen: quant type %d", g->xq);
+        if (g->E % (g->xq == SB_TYPE_Q8_1 ? 32 : 256)) return sb_fail(SB_ERR_INVALID_ARG, "codegen: E %lld for %s", (long long)g->E, ir_dtype_name(g->xq));
+        return SB_OK;
+    }
+    if (g->n_steps < 1 || g->n_steps > CG_MAX_STEPS) return sb_fail(SB_ERR_INVALID_ARG, "codegen: %d chain steps", g->n_steps);
+    int norms = 0;
+    for (int k = 0; k < g->n_steps; k++) {
+        const cg_step *s = &g->st[k];
+        if (s->op < CG_EW_ADD || s->op > CG_EW_RMS_NORM) return sb_fail(SB_ERR_INVALID_ARG, "codegen: step %d op %d", k, s->op);
+        const bool binary = s->op == CG_EW_ADD || s->op == CG_EW_MUL;
+        if (binary != (s->slot >= 2) || s->slot >= CG_MAX_PARAMS) return sb_fail(SB_ERR_INVALID_ARG, "codegen: step %d slot %d", k, s->slot);
+        norms += s->op == CG_EW_RMS_NORM;
+    }
+    if (norms > 1) return sb_fail(SB_ERR_INVALID_ARG, "codegen: %d rms_norm steps", norms);
+    return SB_OK;
+}
+
+/* elementwise steps [k0, k1) applied to float v at element i of row r (in a loop over i) */
+static void emit_steps(sbuf *b, const cg_group *g, int k0, int k1) {
+    for (int k = k0; k < k1; k++) {
+        const cg_step *s = &g->st[k];
+        char f[64];
+        flit(f, sizeof f, s->f);
+        switch (s->op) {
+        case CG_EW_ADD: case CG_EW_MUL:
+            put(b, "            v = v %c ((const float *)a.p[%d])[%s];\n", s->op == CG_EW_ADD ? '+' : '*', s->slot, s->bcast ? "i" : "r * E_ + i");
+            break;
+        case CG_EW_SCALE: put(b, "            v = v * %s;\n", f); break;
+        case CG_EW_SOFTCAP: put(b, "            v = tanhf(v * (1.0f / %s)) * %s;\n", f, f); break;
+        case CG_EW_SILU: put(b, "            v = silu1q(v);\n"); break;
+        case CG_EW_GELU: put(b, "            v = gelu1q(v);\n"); break;
+        default: break;
+        }
+    }
+}
+
+sb_status cg_emit(const cg_group *g, cg_variant v, char **src, char name[40]) {
+    *src = NULL;
+    name[0] = 0;
+    SB_TRY(check_group(g, v));
+    sbuf sig = {0}, b = {0};
+    signature(&sig, g, v);
+    if (sig.oom) {
+        free(sig.p);
+        return sb_fail(SB_ERR_OOM, "codegen: source text");
+    }
+    snprintf(name, 40, "sbk_%016llx", (unsigned long long)sb_hash_bytes(sig.p, sig.n));
+    put(&b, "// SonicBoom generated kernel: %s\n", sig.p);
+    free(sig.p);
+    put(&b, "#include \"backend/cuda/device/act_quant.cuh\"\n\n");
+    put(&b, "struct cg_params { void *p[%d]; };\n", CG_MAX_PARAMS);
+    put(&b, "#define NT %d\n#define RPB %d\n#define E_ ((int64_t)%lld)\n#define ROWS ((int64_t)%lld)\n\n", v.threads, v.rpb, (long long)g->E,
+        (long long)g->rows);
+    const bool red = reduces(g);
+    put(&b, "extern \"C\" __global__ void __launch_bounds__(NT) %s(const cg_params a) {\n", name);
+    put(&b, "    CU_PDL_ENTRY();\n");
+    if (red) put(&b, "    __shared__ double part[NT / 32];\n");
+    put(&b, "    for (int k = 0; k < RPB; k++) {\n");
+    put(&b, "        const int64_t r = (int64_t)blockIdx.x * RPB + k;\n");
+    put(&b, "        if (r >= ROWS) return; /* block-uniform */\n");
+    if (g->kind == CG_EW) {
+        int kn = -1;
+        for (int k = 0; k < g->n_steps; k++)
+            if (g->st[k].op == CG_EW_RMS_NORM) kn = k;
+        put(&b, "        float *y = (float *)a.p[0] + r * E_;\n");
+        put(&b, "        const float *x = (const float *)a.p[1] + r * E_;\n");
+        if (kn < 0) {
+            put(&b, "        for (int64_t i = threadIdx.x; i < E_; i += NT) {\n            float v = x[i];\n");
+            emit_steps(&b, g, 0, g->n_steps);
+            put(&b, "            y[i] = v;\n        }\n");
+        } else {
+            char eps[64];
+            flit(eps, sizeof eps, g->st[kn].f);
+            const char *in = "x";
+            if (kn > 0) { /* steps before the norm: y = pre(x), then the norm reads y (k_ew_rows's order) */
+                put(&b, "        for (int64_t i = threadIdx.x; i < E_; i += NT) {\n            float v = x[i];\n");
+                emit_steps(&b, g, 0, kn);
+                put(&b, "            y[i] = v;\n        }\n");
+                in = "y";
+            }
+            /* the barrier inside block_rms_scale orders every thread's y writes before the second pass only
+             * for its own elements, which is all the second pass reads */
+            put(&b, "        const float sc = block_rms_scale<NT>(%s, (const float *)0, (float *)0, E_, %s, part);\n", in, eps);
+            put(&b, "        for (int64_t i = threadIdx.x; i < E_; i += NT) {\n            float v = %s[i] * sc;\n", in);
+            emit_steps(&b, g, kn + 1, g->n_steps);
+            put(&b, "            y[i] = v;\n        }\n");
+        }
+    } else {
+        const int xq = g->xq; /* SB_TYPE_* ids are the CU_T_* ids (ggml numbering) */
+        const int64_t rowb = g->E / (xq == SB_TYPE_Q8_1 ? 32 : 256) * (xq == SB_TYPE_Q8_1 ? 36 : 292);
+        put(&b, "        uint8_t *dst = (uint8_t *)a.p[0] + (uint64_t)%lld * (uint64_t)r;\n", (long long)rowb);
+        char eps[64];
+        flit(eps, sizeof eps, g->eps);
+        const char *w = g->has_w ? "(const float *)a.p[2] + r * E_" : "(const float *)0";
+        switch (g->kind) {
+        case CG_QUANTIZE:
+            put(&b, "        quant_row<%d, NT>(dst, E_, src_plain{(const float *)a.p[1] + r * E_});\n", xq);
+            break;
+        case CG_GLU_QUANT:
+            put(&b, "        quant_row<%d, NT>(dst, E_, src_glu{(const float *)a.p[1] + r * E_, (const float *)a.p[2] + r * E_, %d});\n", xq,
+                g->gelu ? 1 : 0);
+            break;
+        case CG_RMS_NORM_QUANT:
+            put(&b, "        const float *xr = (const float *)a.p[1] + r * E_;\n");
+            put(&b, "        const float sc = block_rms_scale<NT>(xr, (const float *)0, (float *)0, E_, %s, part);\n", eps);
+            put(&b, "        quant_row<%d, NT>(dst, E_, src_norm{xr, %s, sc});\n", xq, w);
+            break;
+        case CG_ADD_RMS_NORM_QUANT:
+            put(&b, "        float *sr = (float *)a.p[4] + r * E_;\n");
+            put(&b, "        const float sc = block_rms_scale<NT>((const float *)a.p[1] + r * E_, (const float *)a.p[3] + r * E_, sr, E_, %s, part);\n",
+                eps);
+            put(&b, "        quant_row<%d, NT>(dst, E_, src_norm{sr, %s, sc});\n", xq, w);
+            break;
+        default: break;
+        }
+    }
+    if (red) put(&b, "        if (RPB > 1) __syncthreads(); /* part is reused by the next row */\n");
+    put(&b, "    }\n}\n");
+    if (b.oom) {
+        free(b.p);
+        return sb_fail(SB_ERR_OOM, "codegen: source text");
+    }
+    *src = b.p;
+    return SB_OK;
+}
