@@ -156,13 +156,13 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     const char *pe = getenv("SB_CUDA_PROFILE");
     cx->profile = pe && pe[0] == '1';
     const char *av = getenv("SB_CUDA_ATTN");
-    cx->attn_variant = av && av[0] == '1' ? 1 : 2;
+    cx->attn_variant = av && av[0] >= '1' && av[0] <= '3' ? av[0] - '0' : 2;
     const char *fe = getenv("SB_CUDA_FUSE");
     cx->fuse = !(fe && fe[0] == '0');
     const char *rk = getenv("SB_CUDA_ROPEK");
     cx->ropek = rk && rk[0] == '1';
     const char *mv = getenv("SB_CUDA_MMQ");
-    if (mv && mv[0] >= '1' && mv[0] <= '3') cu_mmvq_set_variant(mv[0] - '0');
+    if (mv && mv[0] >= '1' && mv[0] <= '4') exec_cuda_set_mmvq_variant(mv[0] - '0');
     sb_status st = cu_stream_create(&cx->s);
     size_t ib = (size_t)max_tokens * sizeof(int32_t);
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_tok, ib, "token buffer");
@@ -220,7 +220,10 @@ sb_status exec_cuda_host_alloc(exec_cuda *cx, size_t bytes, void **out) { return
 void exec_cuda_host_free(exec_cuda *cx, void *p) { cu_host_free(p); }
 void exec_cuda_set_poison(exec_cuda *cx, bool on) { cx->poison = on; }
 void exec_cuda_set_profile(exec_cuda *cx, bool on) { cx->profile = on; }
-void exec_cuda_set_mmvq_variant(int v) { cu_mmvq_set_variant(v); }
+void exec_cuda_set_mmvq_variant(int v) { /* 4: the int8 tensor-core GEMM (k_mma.cu) where it applies, else 3 */
+    cu_mma_set(v == 4);
+    cu_mmvq_set_variant(v == 4 ? 3 : v);
+}
 void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) {
     if (cx->ropek == on) return;
     cu_stream_sync(cx->s);
@@ -234,7 +237,7 @@ void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
     cx->fuse = on;
 }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) {
-    cx->attn_variant = v == 1 ? 1 : 2;
+    cx->attn_variant = v == 1 || v == 3 ? v : 2;
     for (int i = 0; i < CX_MAX_PLANS; i++) { /* captured graphs hold the old kernel */
         cu_graph_destroy(cx->plans[i].graph);
         cx->plans[i].graph = NULL;
@@ -417,7 +420,7 @@ static int attn_nsplit(const exec_cuda *cx, const plan *p, const ir_node *n) {
 static cu_attn_args attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) {
     const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
     return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .T = q->ne[2], .ctype = k->dtype, .scale = n->fp[0],
-                          .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n), .variant = cx->attn_variant};
+                          .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n), .variant = cx->attn_variant == 1 ? 1 : 2};
 }
 
 // ---- executor-level fusion ----
@@ -907,6 +910,8 @@ static sb_status run_node(crun *r, int32_t i) {
             dst = dptr(r, r->c->epi[i]);
         }
         const bool k_dp4a = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
+        if (x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype)) /* prefill: int8 tensor cores */
+            return cu_matmul_mma(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep);
         if (x->dtype == SB_TYPE_Q8_1 || (x->dtype == SB_TYPE_Q8_K && k_dp4a))
             return cu_matmul_q8(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep);
         return cu_matmul_f32(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep); /* f32 or q8_K */
@@ -942,6 +947,10 @@ static sb_status run_node(crun *r, int32_t i) {
             a.q_ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
         }
         if (r->c->epi && r->c->epi[i] >= 0) a.xq = dptr(r, r->c->epi[i]); /* the QUANTIZE after it, fused */
+        if (r->cx->attn_variant == 3 && cu_fattn_supported(&a)) { /* prefill: flash attention (k_fattn.cu) */
+            r->n_kernels++;
+            return cu_attention_prefill(s, dst, q, SP(1), SP(2), SP(3), &a);
+        }
         r->n_kernels += a.nsplit > 1 && a.T * a.Hq > CU_ATT_COUNTERS ? 2 : 1;
         return cu_attention(s, dst, q, SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off), r->cx->d_cnt);
     }

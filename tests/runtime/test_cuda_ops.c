@@ -8,7 +8,8 @@
  * T = 1..13 including 8-token tiles; f32-activation GEMV for float and other types), fused RMSNorm
  * chains, RMSNorm+quantize, GLU(+quantize), elementwise (scale/softcap/silu/gelu), RoPE
  * NORMAL/NEOX with freq factors, kv_store + attention (F32/F16 cache, GQA, window, softcap,
- * prefill and split-K decode; both k_attention.cu variants).
+ * prefill and split-K decode; both k_attention.cu variants; the flash-attention prefill of k_fattn.cu),
+ * the int8 tensor-core prefill GEMM (k_mma.cu) on model shapes with ragged tiles.
  * Limits: exact paths 1e-10; 8-bit-activation paths 5e-4 against the f32 reference (~5e-5
  * expected), and 1e-10 (1e-6 after a GLU) against the CPU executor where both round activations
  * to q8_K (K-quant weights), which checks the q8_K quantizer bit for bit.
@@ -98,7 +99,7 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     int64_t n = ir_nelem(on);
     yc = malloc((size_t)n * 4);
     for (int64_t i = 0; i < n; i++) yc[i] = NAN;
-    s = exec_cuda_create(64, &cx);
+    s = exec_cuda_create(1024, &cx);
     if (s != SB_OK) goto out;
     exec_cuda_set_poison(cx, true);
     exec_cuda_set_attn_variant(cx, attn_variant);
@@ -212,12 +213,16 @@ static void test_matmul(void) {
                 snprintf(label, sizeof label, "matmul %s T=%lld vs CPU (x rounded)", ir_dtype_name(t), (long long)T);
                 expect(run_cmp(g, &b, label, true), 1e-10, label);
             }
-            if (mmvq_type(t) && T > 8) { /* the token-tile variants: 4 rows per warp; tiled GEMM */
-                for (int v = 2; v <= 3; v++) {
+            if (mmvq_type(t) && T > 8) { /* the token-tile variants: 4 rows per warp; tiled GEMM; int8 MMA */
+                for (int v = 2; v <= 4; v++) {
                     exec_cuda_set_mmvq_variant(v);
                     snprintf(label, sizeof label, "matmul %s T=%lld (%s, %s)", ir_dtype_name(t), (long long)T, path_name(t),
-                             v == 2 ? "4 rows/warp" : "tiled GEMM");
+                             v == 2 ? "4 rows/warp" : v == 3 ? "tiled GEMM" : "int8 MMA");
                     expect(run_both(g, &b, label), 5e-4, label);
+                    if (v == 4 && q8k_type(t)) {
+                        snprintf(label, sizeof label, "matmul %s T=%lld int8 MMA vs CPU q8_K", ir_dtype_name(t), (long long)T);
+                        expect(run_cmp(g, &b, label, true), 1e-10, label);
+                    }
                 }
                 exec_cuda_set_mmvq_variant(1);
             }
@@ -612,6 +617,129 @@ static void test_qkv_rope_block(void) {
     }
 }
 
+/* The int8 tensor-core prefill GEMM (k_mma.cu, SB_CUDA_MMQ=4) on model shapes with ragged edges:
+ * K 896 (Q4_0/Q5_0/Q8_0) and 4864 (K-quants, q8_K activations: also vs the CPU executor, bit
+ * for bit up to summation order), rows and tokens not multiples of the 64/128 x 64 tiles, T 9 / 64
+ * / 512 / 520, both tile heights (128 rows once the grid fills the GPU twice: N 4100-4900 at
+ * T >= 512), and the bias / residual epilogue through the executor fusion. */
+static void test_mma_prefill(void) {
+    struct { int t; int64_t K, N, T; int ep; } cs[] = {
+        {SB_TYPE_Q5_0, 896, 200, 9, 0},    {SB_TYPE_Q5_0, 896, 200, 64, 1},  {SB_TYPE_Q8_0, 896, 131, 512, 0},
+        {SB_TYPE_Q4_0, 896, 67, 77, 2},    {SB_TYPE_Q4_K, 4864, 96, 64, 0},  {SB_TYPE_Q6_K, 4864, 70, 9, 0},
+        {SB_TYPE_Q5_K, 4864, 45, 130, 2},  {SB_TYPE_Q6_K, 256, 4900, 520, 0}, {SB_TYPE_Q5_0, 256, 4100, 512, 1},
+        {SB_TYPE_Q4_K, 256, 4160, 512, 2},
+    };
+    exec_cuda_set_mmvq_variant(4);
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int t = cs[k].t;
+        const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
+        float *wf = rnd(K * N, 0.1f), *x = rnd(K * T, 1.0f), *o = rnd(cs[k].ep == 2 ? N * T : N, 1.0f);
+        void *w = quant_rows(t, wf, K, N);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref wr = ir_input_weight(g, "w", t, (int64_t[4]){K, N, 1, 1});
+        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, T, 1, 1});
+        ir_ref mm = ir_matmul(g, wr, xr);
+        if (cs[k].ep) mm = ir_add(g, mm, ir_input_weight(g, "o", SB_TYPE_F32, (int64_t[4]){N, cs[k].ep == 2 ? T : 1, 1, 1}));
+        ir_output(g, mm, "y");
+        binds b = {.name = {"w", "x", "o"}, .data = {w, x, o}, .n = 3};
+        char label[96];
+        snprintf(label, sizeof label, "int8 MMA %s K=%lld N=%lld T=%lld%s", ir_dtype_name(t), (long long)K, (long long)N, (long long)T,
+                 cs[k].ep == 1 ? " + bias" : cs[k].ep == 2 ? " + residual" : "");
+        if (cs[k].ep) {
+            fuse_on = true; /* the add as the GEMM's epilogue */
+            expect(run_both(g, &b, label), 5e-4, label);
+            fuse_on = false;
+        } else {
+            expect(run_both(g, &b, label), 5e-4, label);
+        }
+        if (q8k_type(t)) {
+            snprintf(label, sizeof label, "int8 MMA %s K=%lld N=%lld T=%lld vs CPU q8_K", ir_dtype_name(t), (long long)K, (long long)N,
+                     (long long)T);
+            expect(run_cmp(g, &b, label, true), 1e-10, label);
+        }
+        ir_graph_free(g);
+        free(wf), free(x), free(o), free(w);
+    }
+    exec_cuda_set_mmvq_variant(1);
+}
+
+/* Flash-attention prefill (k_fattn.cu, attention variant 3 for T > 1) vs op_attention: T 9 / 64 /
+ * 512 with query tiles cut short, GQA 14/2 and 4/4, head_dim 64, 128 and 37 (padded rows), F32
+ * and F16 caches, a cached prefix (p0 > 0), sliding window, softcap; then RoPE(q) fused into the
+ * load and the q8_1 output feeding a Q8_0 GEMV (the executor fusions), fused and unfused. */
+static void test_flash_attention(void) {
+    struct { int64_t T, p0, Hq, Hkv, D; int ctype, window; float softcap; } cs[] = {
+        {9, 0, 14, 2, 64, SB_TYPE_F32, 0, 0},      {64, 0, 14, 2, 64, SB_TYPE_F16, 0, 0},   {512, 0, 14, 2, 64, SB_TYPE_F32, 0, 0},
+        {64, 100, 14, 2, 64, SB_TYPE_F32, 0, 0},   {77, 30, 4, 4, 128, SB_TYPE_F16, 0, 0},  {40, 200, 4, 2, 128, SB_TYPE_F32, 0, 30.0f},
+        {130, 5, 4, 2, 64, SB_TYPE_F32, 48, 0},    {33, 60, 4, 1, 37, SB_TYPE_F32, 0, 0},   {512, 64, 8, 2, 64, SB_TYPE_F16, 100, 50.0f},
+    };
+    attn_variant = 3;
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int64_t T = cs[k].T, D = cs[k].D, Hq = cs[k].Hq, Hkv = cs[k].Hkv, Dkv = D * Hkv, C = cs[k].p0 + T + 3;
+        float *q = rnd(D * Hq * T, 1.0f), *kn = rnd(Dkv * T, 1.0f), *vn = rnd(Dkv * T, 1.0f);
+        float *kf = rnd(Dkv * C, 1.0f), *vf = rnd(Dkv * C, 1.0f);
+        void *kc = quant_rows(cs[k].ctype, kf, Dkv, C), *vc = quant_rows(cs[k].ctype, vf, Dkv, C);
+        int32_t *pos = malloc((size_t)T * sizeof *pos);
+        for (int64_t t = 0; t < T; t++) pos[t] = (int32_t)(cs[k].p0 + t);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref qr = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, Hq, T, 1});
+        ir_ref knr = ir_input_weight(g, "kn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1});
+        ir_ref vnr = ir_input_weight(g, "vn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1});
+        ir_ref kcr = ir_input_kv(g, "cache_k.0", cs[k].ctype, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref vcr = ir_input_kv(g, "cache_v.0", cs[k].ctype, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref pr = ir_input_pos(g, T);
+        ir_ref k2 = ir_kv_store(g, kcr, knr, pr), v2 = ir_kv_store(g, vcr, vnr, pr);
+        ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 1.0f / sqrtf((float)D), .window = cs[k].window,
+                             .softcap = cs[k].softcap};
+        ir_output(g, ir_attention(g, qr, k2, v2, pr, &ap), "y");
+        binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0"}, .data = {q, kn, vn, kc, vc}, .n = 5, .pos = pos};
+        char label[128];
+        snprintf(label, sizeof label, "flash attention %s D=%lld %lld/%lld T=%lld p0=%lld w=%d cap=%g", ir_dtype_name(cs[k].ctype),
+                 (long long)D, (long long)Hq, (long long)Hkv, (long long)T, (long long)cs[k].p0, cs[k].window, cs[k].softcap);
+        expect(run_both(g, &b, label), 1e-9, label);
+        ir_graph_free(g);
+        free(q), free(kn), free(vn), free(kf), free(vf), free(kc), free(vc), free(pos);
+    }
+    /* RoPE(q) on load, and the q8_1 output for a Q8_0 GEMV (odd cases) */
+    struct { int64_t T, p0; int mode, n_rot; } rc[] = {{9, 40, IR_ROPE_NEOX, 32}, {64, 0, IR_ROPE_NEOX, 64}, {100, 7, IR_ROPE_NORMAL, 64},
+                                                   {512, 0, IR_ROPE_NEOX, 64}};
+    const int64_t Hq = 14, Hkv = 2, D = 64, Dkv = D * Hkv, NO = 48;
+    for (size_t k = 0; k < sizeof rc / sizeof rc[0]; k++) {
+        const int64_t T = rc[k].T, C = rc[k].p0 + T;
+        float *q = rnd(D * Hq * T, 1.0f), *kn = rnd(Dkv * T, 1.0f), *vn = rnd(Dkv * T, 1.0f);
+        float *kc = rnd(Dkv * C, 1.0f), *vc = rnd(Dkv * C, 1.0f), *wo = rnd(D * Hq * NO, 0.1f);
+        void *woq = quant_rows(SB_TYPE_Q8_0, wo, D * Hq, NO);
+        int32_t *pos = malloc((size_t)T * sizeof *pos);
+        for (int64_t t = 0; t < T; t++) pos[t] = (int32_t)(rc[k].p0 + t);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref qr = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, Hq, T, 1});
+        ir_ref knr = ir_input_weight(g, "kn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1});
+        ir_ref vnr = ir_input_weight(g, "vn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1});
+        ir_ref kcr = ir_input_kv(g, "cache_k.0", SB_TYPE_F32, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref vcr = ir_input_kv(g, "cache_v.0", SB_TYPE_F32, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref pr = ir_input_pos(g, T);
+        ir_rope_params rp = {.n_rot = rc[k].n_rot, .mode = rc[k].mode, .freq_base = 10000.0f, .freq_scale = 1.0f};
+        ir_ref qrot = ir_rope(g, qr, pr, IR_NONE, &rp);
+        ir_ref k2 = ir_kv_store(g, kcr, knr, pr), v2 = ir_kv_store(g, vcr, vnr, pr);
+        ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 0.125f};
+        ir_ref att = ir_attention(g, qrot, k2, v2, pr, &ap);
+        const bool gemv = k % 2 == 1;
+        if (gemv) att = ir_matmul(g, ir_input_weight(g, "wo", SB_TYPE_Q8_0, (int64_t[4]){D * Hq, NO, 1, 1}), att);
+        ir_output(g, att, "y");
+        binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0", "wo"}, .data = {q, kn, vn, kc, vc, woq}, .n = 6, .pos = pos};
+        char label[128];
+        snprintf(label, sizeof label, "rope(q)+flash attention %s n_rot %d T=%lld p0=%lld%s", rc[k].mode == IR_ROPE_NEOX ? "neox" : "normal",
+                 rc[k].n_rot, (long long)T, (long long)rc[k].p0, gemv ? " -> q8_0" : "");
+        expect_fused(g, &b, label, gemv ? 5e-4 : 1e-9, gemv ? 2 : 1);
+        ir_graph_free(g);
+        free(q), free(kn), free(vn), free(kc), free(vc), free(wo), free(woq), free(pos);
+    }
+    attn_variant = 1;
+}
+
 int main(void) {
     char why[512];
     if (!exec_cuda_available(why, sizeof why)) {
@@ -629,5 +757,7 @@ int main(void) {
     test_attention();
     test_rope_attention();
     test_qkv_rope_block();
+    test_mma_prefill();
+    test_flash_attention();
     return test_summary();
 }

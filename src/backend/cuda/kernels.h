@@ -195,6 +195,25 @@ uint64_t cu_attention_scratch(const cu_attn_args *a);
 sb_status cu_attention(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                        const cu_attn_args *a, float *scratch, unsigned *counters);
 
+// ---- prefill on tensor cores and flash attention (k_mma.cu, k_fattn.cu) ----
+
+/* Is there an int8 tensor-core GEMM (mma.sync, sm_80+ device) for weights of wtype x activations
+ * of xtype (Q8_1: Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K; Q8_K: the K-quants)? */
+bool cu_has_mma(int wtype, int xtype);
+/* Process-wide: use cu_matmul_mma for T > 8 where cu_has_mma (the executor's choice; SB_CUDA_MMQ=4). */
+void cu_mma_set(bool on);
+bool cu_mma_on(void);
+/* dst [N,T] = W x as cu_matmul_q8 (same operands, epilogue and results up to f32 summation
+ * order), on int8 tensor cores; meant for T > 8. SB_ERR_UNSUPPORTED unless cu_has_mma. */
+sb_status cu_matmul_mma(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
+                        const cu_epilogue *ep);
+/* Can cu_attention_prefill run these args (T > 1, nsplit 1, head_dim <= 128)? */
+bool cu_fattn_supported(const cu_attn_args *a);
+/* Flash-attention prefill: the same contract and results (up to f32 summation order) as
+ * cu_attention with nsplit 1, including Q's fused RoPE and the q8_1 output (a->xq). */
+sb_status cu_attention_prefill(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
+                               const cu_attn_args *a);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/cuda/k_mma.cu — the prefill GEMM (T > 8) on int8 tensor cores: dst [N,T] = W x for
+ * quantized weights (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K) against q8_1 / q8_K activations.
+ * Math: the same as k_mmvq.cu's k_mmq, y[n,t] = sum over 32-value sub-blocks j of
+ *   d8_j,t * (d0 * s0 + d1 * s1 + dm * sq), s = int8 dot of the unpacked weight sub-block (unpack.cuh)
+ * with the activation sub-block, sq = sum of the activation's q; s comes from
+ * mma.sync.m16n8k32.s8 (Q6_K, whose scales cover 16 values: two m16n8k16), converted to f32
+ * exactly (|s| < 2^22: the 1.5*2^23 bias trick, no I2F). Results equal k_mmq's up to the f32
+ * summation order.
+ * Geometry: 256 threads (8 warps), a block owns BN (128 or 64) rows x 64 tokens; per step of 4
+ * sub-blocks (128 values of K) it unpacks BN x 4 weight sub-blocks and stages 64 x 4 activation
+ * sub-blocks in shared memory (row stride 36 ints: the 8 rows x 4 columns a fragment load
+ * touches fall in 32 distinct banks), then each warp runs 32 rows x (64/(8/(BN/32))) tokens of
+ * m16n8 tiles and scales the int32 tile results into f32 accumulators. BN = 128 when the grid
+ * still fills the GPU twice over, else 64.
+ * Traffic: weights read once per 64 tokens, activations once per BN rows; tensor-core bound
+ * with the per-sub-block scaling (4 f32 ops per int32 result) as the main ALU cost.
+ * Needs sm_80+ (mma.sync s8); the launcher refuses older devices (k_mmq stays the fallback).
+ * Tested against: op_matmul (f64) and the CPU executor's q8_K path in tests/runtime/test_cuda_ops.c.
+ */
+#include "backend/cuda/cu_launch.cuh"
+#include "backend/cuda/device/unpack.cuh"
+
+#define MA_BT 64
+#define MA_KB 4
+#define MA_LD (MA_KB * 8 + 4)
+
+/* exact int -> float for |s| < 2^22 */
+static __device__ __forceinline__ float i2f_exact(int s) { return __int_as_float(s + 0x4B400000) - 12582912.0f; }
+
+static __device__ __forceinline__ void mma_k32(int c[4], int a0, int a1, int a2, int a3, int b0, int b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
+                 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+#else
+    c[0] = c[1] = c[2] = c[3] = 0; /* never launched below sm_80 (cu_matmul_mma checks) */
+#endif
+}
+
+static __device__ __forceinline__ void mma_k16(int c[4], int a0, int a1, int b0) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};"
+                 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                 : "r"(a0), "r"(a1), "r"(b0), "r"(0));
+#else
+    c[0] = c[1] = c[2] = c[3] = 0;
+#endif
+}
+
+template <int TYPE, int XQ, int BN>
+__global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
+                                                cu_epilogue ep) {
+    CU_PDL_ENTRY();
+    constexpr int WR = BN / 32;    /* warps along rows */
+    constexpr int WT = 8 / WR;     /* warps along tokens */
+    constexpr int WN = MA_BT / WT; /* tokens per warp */
+    constexpr int NT = WN / 8;     /* n8 tiles per warp */
+    constexpr bool K6 = TYPE == CU_T_Q6_K;
+    constexpr bool DM = TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K;
+    __shared__ __align__(16) int ws[BN][MA_LD];
+    __shared__ float2 wd[MA_KB][BN]; /* (d0, d1) or (d0, dm) */
+    __shared__ __align__(16) int xs[MA_BT][MA_LD];
+    __shared__ __align__(8) float xd[MA_KB][MA_BT];
+    __shared__ __align__(8) float xm[MA_KB][MA_BT]; /* d8 * sum q (DM types) */
+    const int tid = threadIdx.x, lane = tid & 31, wp = tid >> 5;
+    const int g = lane >> 2, tig = lane & 3;
+    const int wr = wp % WR, wt = wp / WR;
+    const int64_t n0 = (int64_t)blockIdx.x * BN, t0 = (int64_t)blockIdx.y * MA_BT;
+    const int nsb = (int)(K / 32);
+    float acc[2][NT][4];
+#pragma unroll
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) acc[m][n][c] = 0.0f;
+    for (int j0 = 0; j0 < nsb; j0 += MA_KB) {
+#pragma unroll
+        for (int u2 = 0; u2 < BN * MA_KB / 256; u2++) {
+            const int u = tid + 256 * u2, r = u / MA_KB, jj = u % MA_KB;
+            cu_wsub t;
+            if (n0 + r < N && j0 + jj < nsb) {
+                cu_unpack<TYPE>(w + (uint64_t)(n0 + r) * rb, j0 + jj, &t);
+            } else {
+#pragma unroll
+                for (int i = 0; i < 8; i++) t.w[i] = 0;
+                t.d0 = t.d1 = t.dm = 0.0f;
+            }
+            *(int4 *)&ws[r][jj * 8] = make_int4(t.w[0], t.w[1], t.w[2], t.w[3]);
+            *(int4 *)&ws[r][jj * 8 + 4] = make_int4(t.w[4], t.w[5], t.w[6], t.w[7]);
+            wd[jj][r] = make_float2(t.d0, K6 ? t.d1 : t.dm);
+        }
+        {
+            const int t = tid / MA_KB, jj = tid % MA_KB;
+            int q[8];
+            float d8 = 0.0f;
+            if (t0 + t < T && j0 + jj < nsb) {
+                const int *qp = cu_act_sub<XQ>(x, K, t0 + t, j0 + jj, &d8);
+#pragma unroll
+                for (int i = 0; i < 8; i++) q[i] = qp[i];
+            } else {
+#pragma unroll
+                for (int i = 0; i < 8; i++) q[i] = 0;
+            }
+            *(int4 *)&xs[t][jj * 8] = make_int4(q[0], q[1], q[2], q[3]);
+            *(int4 *)&xs[t][jj * 8 + 4] = make_int4(q[4], q[5], q[6], q[7]);
+            xd[jj][t] = d8;
+            if (DM) {
+                int sq = 0;
+#pragma unroll
+                for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, q[i], sq);
+                xm[jj][t] = d8 * (float)sq;
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int jj = 0; jj < MA_KB; jj++) {
+            int a[2][4], b[NT][2];
+#pragma unroll
+            for (int m = 0; m < 2; m++) {
+                const int r = wr * 32 + m * 16 + g;
+                a[m][0] = ws[r][jj * 8 + tig];
+                a[m][1] = ws[r + 8][jj * 8 + tig];
+                a[m][2] = ws[r][jj * 8 + 4 + tig];
+                a[m][3] = ws[r + 8][jj * 8 + 4 + tig];
+            }
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                const int c = wt * WN + n * 8 + g;
+                b[n][0] = xs[c][jj * 8 + tig];
+                b[n][1] = xs[c][jj * 8 + 4 + tig];
+            }
+            float2 sw[2][2]; /* rows g and g + 8 of each m tile */
+#pragma unroll
+            for (int m = 0; m < 2; m++) {
+                sw[m][0] = wd[jj][wr * 32 + m * 16 + g];
+                sw[m][1] = wd[jj][wr * 32 + m * 16 + g + 8];
+            }
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                const int c = wt * WN + n * 8 + 2 * tig;
+                const float2 d8 = *(const float2 *)&xd[jj][c];
+                float2 sm = make_float2(0.0f, 0.0f);
+                if (DM) sm = *(const float2 *)&xm[jj][c];
+#pragma unroll
+                for (int m = 0; m < 2; m++) {
+                    int s[4];
+                    if (K6) {
+                        int s1[4];
+                        mma_k16(s, a[m][0], a[m][1], b[n][0]);
+                        mma_k16(s1, a[m][2], a[m][3], b[n][1]);
+#pragma unroll
+                        for (int i = 0; i < 4; i++) {
+                            const float2 dw = sw[m][i >> 1];
+                            const float dt = i & 1 ? d8.y : d8.x;
+                            acc[m][n][i] += dt * (dw.x * i2f_exact(s[i]) + dw.y * i2f_exact(s1[i]));
+                        }
+                    } else {
+                        mma_k32(s, a[m][0], a[m][1], a[m][2], a[m][3], b[n][0], b[n][1]);
+#pragma unroll
+                        for (int i = 0; i < 4; i++) {
+                            const float2 dw = sw[m][i >> 1];
+                            const float dt = i & 1 ? d8.y : d8.x;
+                            acc[m][n][i] += dt * (dw.x * i2f_exact(s[i]));
+                            if (DM) acc[m][n][i] += dw.y * (i & 1 ? sm.y : sm.x);
+                        }
+                    }
+                }
+            }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int64_t row = n0 + wr * 32 + m * 16 + g + 8 * (i >> 1);
+                const int64_t t = t0 + wt * WN + n * 8 + 2 * tig + (i & 1);
+                if (row < N && t < T) {
+                    const int64_t o = t * N + row;
+                    dst[o] = ep.add ? acc[m][n][i] + ep.add[ep.bcast ? row : o] : acc[m][n][i];
+                }
+            }
+}
+
+static int mma_mode = 0; /* cu_mma_set */
+static int mma_sms = 0, mma_cc = -1; /* device properties, read once */
+
+extern "C" void cu_mma_set(bool on) { mma_mode = on ? 1 : 0; }
+extern "C" bool cu_mma_on(void) { return mma_mode != 0; }
+
+template <int TYPE, int XQ>
+static sb_status launch_mma(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
+                            cu_epilogue ep) {
+    const int64_t tiles = (int64_t)cu_div_up(N, 128) * cu_div_up(T, MA_BT);
+    if (!mma_sms) mma_sms = cu_sm_count();
+    if (tiles >= 2 * (int64_t)mma_sms)
+        cu_launch(k_mma<TYPE, XQ, 128>, dim3(cu_div_up(N, 128), cu_div_up(T, MA_BT)), 256, s, dst, w, rb, K, N, x, T, ep);
+    else
+        cu_launch(k_mma<TYPE, XQ, 64>, dim3(cu_div_up(N, 64), cu_div_up(T, MA_BT)), 256, s, dst, w, rb, K, N, x, T, ep);
+    return cu_after_launch("k_mma");
+}
+
+extern "C" bool cu_has_mma(int wtype, int xtype) {
+    if (mma_cc < 0) mma_cc = cu_cc_major();
+    if (mma_cc < 8) return false;
+    const bool kq = wtype == CU_T_Q4_K || wtype == CU_T_Q5_K || wtype == CU_T_Q6_K;
+    if (xtype == CU_T_Q8_K) return kq;
+    return xtype == CU_T_Q8_1 && (kq || wtype == CU_T_Q4_0 || wtype == CU_T_Q5_0 || wtype == CU_T_Q8_0);
+}
+
+extern "C" sb_status cu_matmul_mma(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
+                                   const cu_epilogue *epp) {
+    if (T <= 0 || N <= 0) return SB_OK;
+    if (!cu_has_mma(wtype, xtype))
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no int8 MMA GEMM for weight type %d x activation type %d (compute capability %d)", wtype,
+                       xtype, mma_cc);
+    if (K % 32 || (xtype == CU_T_Q8_K && K % 256) || ((wtype == CU_T_Q4_K || wtype == CU_T_Q5_K || wtype == CU_T_Q6_K) && K % 256))
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: int8 MMA GEMM with K %lld (a multiple of the block size)", (long long)K);
+    const cu_epilogue ep = epp ? *epp : cu_epilogue{NULL, 0};
+    const cudaStream_t st = (cudaStream_t)s;
+    const uint8_t *wb = (const uint8_t *)w, *x = (const uint8_t *)xq;
+    uint64_t rb = 0;
+    switch (wtype) {
+    case CU_T_Q4_0: rb = (uint64_t)(K / 32) * sizeof(blk_q4_0); break;
+    case CU_T_Q5_0: rb = (uint64_t)(K / 32) * sizeof(blk_q5_0); break;
+    case CU_T_Q8_0: rb = (uint64_t)(K / 32) * sizeof(blk_q8_0); break;
+    case CU_T_Q4_K: rb = (uint64_t)(K / 256) * sizeof(blk_q4_K); break;
+    case CU_T_Q5_K: rb = (uint64_t)(K / 256) * sizeof(blk_q5_K); break;
+    default: rb = (uint64_t)(K / 256) * sizeof(blk_q6_K); break;
+    }
+    if (xtype == CU_T_Q8_1) {
+        switch (wtype) {
+        case CU_T_Q4_0: return launch_mma<CU_T_Q4_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q5_0: return launch_mma<CU_T_Q5_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q8_0: return launch_mma<CU_T_Q8_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q4_K: return launch_mma<CU_T_Q4_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q5_K: return launch_mma<CU_T_Q5_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        default: return launch_mma<CU_T_Q6_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        }
+    }
+    switch (wtype) {
+    case CU_T_Q4_K: return launch_mma<CU_T_Q4_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
+    case CU_T_Q5_K: return launch_mma<CU_T_Q5_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
+    default: return launch_mma<CU_T_Q6_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
+    }
+}
