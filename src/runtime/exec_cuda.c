@@ -70,6 +70,7 @@ size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
 
 #include "backend/cuda/cu_device.h"
 #include "backend/cuda/kernels.h"
+#include "codegen/cg.h"
 
 #define CX_MAX_PLANS 16
 #define PROF_FAMILIES (IR_OP_COUNT + SB_TYPE_COUNT) /* ops, then matmul per weight type */
@@ -100,6 +101,7 @@ typedef struct cplan {
     int32_t *qrope;       /* per ATTENTION node: the ROPE of Q it applies as it loads q (-1 none) */
     int32_t *krope;       /* per matmul: the ROPE (+ its kv_store) its multi-GEMV launch does (-1 none; experiment) */
     uint64_t moved_bytes; /* the private region, at al(p->arena_bytes) */
+    struct cg_node *cg;   /* per node: its generated kernel (cg_prepare; NULL table or fn: hand-written) */
 } cplan;
 
 struct exec_cuda {
@@ -194,11 +196,17 @@ static void cplan_clear(cplan *c) {
     free(c->moved);
     free(c->qrope);
     free(c->krope);
+    free(c->cg);
     memset(c, 0, sizeof *c);
 }
 
 void exec_cuda_free(exec_cuda *cx) {
     if (!cx) return;
+    if (cg_get_stats().kernels + cg_get_stats().memory > 0 && sb_log_enabled(SB_LOG_INFO)) { /* `sb run -v`: the codegen line */
+        char line[320];
+        cg_stats_line(line, sizeof line);
+        sb_log(SB_LOG_INFO, "%s", line);
+    }
     if (cx->s) cu_stream_sync(cx->s);
     for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]);
     for (int32_t i = 0; i < cx->n_bufs; i++) cu_free(cx->bufs[i].dev);
@@ -710,6 +718,8 @@ int32_t exec_cuda_count_fusions(const plan *p) {
     return n;
 }
 
+static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c); /* generated kernels (below) */
+
 static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cplan **out) {
     cplan *free_slot = NULL;
     for (int i = 0; i < CX_MAX_PLANS; i++) {
@@ -765,6 +775,7 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
             }
         }
     }
+    if (st == SB_OK) st = cg_prepare(cx, p, c); /* compiled, loaded and autotuned here: never during a capture */
     if (st != SB_OK) {
         cplan_clear(c); /* the bindings and every fusion table */
         return st;
@@ -809,6 +820,135 @@ static int ew_code(int op) {
     }
 }
 
+// ---- generated kernels (codegen/, docs/codegen.md) ----
+/* The executor's one codegen helper: cg_prepare (from cplan_get, so before any capture) turns
+ * every node that would launch cu_ew_rows / cu_rms_norm_quant / cu_add_rms_norm_quant /
+ * cu_glu_quant / cu_quantize_act into a generated kernel — compiled (or loaded from the caches),
+ * autotuned over its variants with CUDA events on the real arena buffers (each variant once to warm
+ * up, then 3 timed launches; the outputs are rewritten by every later run) unless a winner is
+ * cached — and records it in c->cg; run_node's CG_TRY launches it instead of the hand-written
+ * kernel. SB_CODEGEN=0: hand-written only; SB_CODEGEN=2 (tests): a node codegen cannot do is an
+ * error instead of a fallback. Without NVRTC: hand-written (logged once at INFO, `sb run -v`). */
+typedef struct cg_node {
+    void *fn; /* loaded kernel; NULL = the hand-written launcher */
+    unsigned grid, block;
+    int n_params;
+    ir_ref ref[CG_MAX_PARAMS];
+} cg_node;
+
+static int cg_mode(void) {
+    const char *e = getenv("SB_CODEGEN");
+    return e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
+}
+
+static void cg_fill(const crun *r, const cg_node *k, void **pp) {
+    for (int j = 0; j < CG_MAX_PARAMS; j++) pp[j] = j < k->n_params && k->ref[j] != IR_NONE ? dptr(r, k->ref[j]) : NULL;
+}
+
+/* run_node's hook: true when node i ran as a generated kernel (its launch status in *st) */
+static bool cg_try(crun *r, int32_t i, sb_status *st) {
+    if (!r->c->cg || !r->c->cg[i].fn) return false;
+    void *pp[CG_MAX_PARAMS];
+    cg_fill(r, &r->c->cg[i], pp);
+    *st = cu_gen_launch(r->cx->s, r->c->cg[i].fn, r->c->cg[i].grid, r->c->cg[i].block, pp);
+    return true;
+}
+#define CG_TRY(r, i)                                 \
+    do {                                             \
+        sb_status cg_st_;                            \
+        if (cg_try(r, i, &cg_st_)) return cg_st_;    \
+    } while (0)
+
+/* kernel of one group: the cached winner, or every variant compiled and timed */
+static sb_status cg_build_node(crun *r, int32_t i, const cg_group *grp, int arch, const char *tag, void **ev) {
+    cg_variant v[CG_MAX_VARIANTS];
+    const int nv = cg_variants(grp, v);
+    void *fn[CG_MAX_VARIANTS] = {0};
+    const int cached = cg_tune_get(grp, tag);
+    const bool tune = nv > 1 && (cached < 0 || cached >= nv);
+    int win = tune ? 0 : (cached >= 0 && cached < nv ? cached : 0);
+    cg_node *k = &r->c->cg[i];
+    k->n_params = grp->n_params;
+    memcpy(k->ref, grp->ref, sizeof k->ref);
+    for (int j = 0; j < nv; j++) {
+        if (!tune && j != win) continue;
+        char *src = NULL, name[40];
+        cg_binary bin;
+        sb_status st = cg_emit(grp, v[j], &src, name);
+        if (st == SB_OK) st = cg_get_binary(src, name, arch, &bin);
+        free(src);
+        if (st == SB_OK) st = cu_gen_load(bin.data, name, &fn[j]);
+        if (st != SB_OK) return st;
+    }
+    if (tune) {
+        float best = 0;
+        void *pp[CG_MAX_PARAMS];
+        cg_fill(r, k, pp);
+        for (int j = 0; j < nv; j++) {
+            unsigned grid, block;
+            cg_geometry(grp, v[j], &grid, &block);
+            SB_TRY(cu_gen_launch(r->cx->s, fn[j], grid, block, pp)); /* warm-up */
+            SB_TRY(cu_event_record(ev[0], r->cx->s));
+            for (int t = 0; t < 3; t++) SB_TRY(cu_gen_launch(r->cx->s, fn[j], grid, block, pp));
+            SB_TRY(cu_event_record(ev[1], r->cx->s));
+            SB_TRY(cu_stream_sync(r->cx->s));
+            float ms = 0;
+            SB_TRY(cu_event_ms(ev[0], ev[1], &ms));
+            if (j == 0 || ms < best) best = ms, win = j;
+        }
+        cg_tune_put(grp, tag, win);
+    }
+    cg_count_tune(tune);
+    cg_geometry(grp, v[win], &k->grid, &k->block);
+    k->fn = fn[win];
+    return SB_OK;
+}
+
+static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
+    const int mode = cg_mode();
+    if (!mode) return SB_OK;
+    sb_status ls = cg_nvrtc_load();
+    if (ls != SB_OK) {
+        static int told;
+        if (!__atomic_fetch_add(&told, 1, __ATOMIC_RELAXED)) sb_log(SB_LOG_INFO, "%s: hand-written kernels only", sb_last_error());
+        return mode == 2 ? ls : SB_OK;
+    }
+    char dev[128], tag[192];
+    int ma = 0, mi = 0;
+    SB_TRY(cu_device_name(0, dev, sizeof dev, &ma, &mi));
+    const int arch = ma * 10 + mi;
+    snprintf(tag, sizeof tag, "%s sm_%d %d SMs", dev, arch, cx->sms);
+    const ir_graph *g = p->g;
+    c->cg = (cg_node *)calloc((size_t)g->n_nodes, sizeof *c->cg);
+    if (!c->cg) return sb_fail(SB_ERR_OOM, "cuda: codegen table of %d nodes", (int)g->n_nodes);
+    void *ev[2] = {NULL, NULL};
+    SB_TRY(cu_events_create(ev, 2));
+    crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena};
+    sb_status st = SB_OK;
+    for (int32_t i = 0; st == SB_OK && i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (c->skip && c->skip[i]) continue;
+        switch (n->op) {
+        case IR_OP_FUSED: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU: case IR_OP_GELU_TANH:
+        case IR_OP_RMS_NORM: case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_GLU_QUANT: break;
+        default: continue;
+        }
+        const ir_ref add = n->op == IR_OP_RMS_NORM_QUANT && c->epi && c->epi[i] >= 0 ? c->epi[i] : IR_NONE;
+        cg_group grp;
+        st = cg_group_from_node(g, i, add, &grp);
+        if (st == SB_OK) st = cg_build_node(&r, i, &grp, arch, tag, ev);
+        if (st != SB_OK) {
+            c->cg[i].fn = NULL;
+            st = sb_fail_context(st, "codegen: node %%%d %s \"%s\"", (int)i, ir_ops[n->op].name, n->name);
+            if (mode == 2) break;
+            sb_log(SB_LOG_WARN, "%s (the hand-written kernel runs instead)", sb_last_error());
+            st = SB_OK;
+        }
+    }
+    cu_events_destroy(ev, 2);
+    return st;
+}
+
 static sb_status run_node(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[i];
@@ -833,6 +973,7 @@ static sb_status run_node(crun *r, int32_t i) {
             c.st[0].bcast = bcast(SRC(1), n);
         }
         r->n_kernels++;
+        CG_TRY(r, i);
         return cu_ew_rows(s, dst, SP(0), n->ne[0], ir_nrows(n), &c);
     }
     case IR_OP_FUSED: {
@@ -846,6 +987,7 @@ static sb_status run_node(crun *r, int32_t i) {
             }
         }
         r->n_kernels++;
+        CG_TRY(r, i);
         return cu_ew_rows(s, dst, SP(0), n->ne[0], ir_nrows(n), &c);
     }
     case IR_OP_SWIGLU: case IR_OP_GEGLU:
@@ -853,9 +995,11 @@ static sb_status run_node(crun *r, int32_t i) {
         return cu_glu(s, dst, SP(0), SP(1), ir_nelem(n), n->op == IR_OP_GEGLU);
     case IR_OP_QUANTIZE:
         r->n_kernels++;
+        CG_TRY(r, i);
         return cu_quantize_act(s, n->dtype, dst, SP(0), n->ne[0], ir_nrows(n));
     case IR_OP_RMS_NORM_QUANT:
         r->n_kernels++;
+        CG_TRY(r, i); /* with the fused residual ADD when c->epi[i] >= 0 (cg_prepare chose the group) */
         if (r->c->epi && r->c->epi[i] >= 0) { /* the residual ADD before it, fused */
             const ir_node *a = &g->nodes[r->c->epi[i]];
             return cu_add_rms_norm_quant(s, n->dtype, dst, (float *)dptr(r, r->c->epi[i]), dptr(r, a->src[0]), dptr(r, a->src[1]),
@@ -864,6 +1008,7 @@ static sb_status run_node(crun *r, int32_t i) {
         return cu_rms_norm_quant(s, n->dtype, dst, SP(0), n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), n->fp[0]);
     case IR_OP_GLU_QUANT:
         r->n_kernels++;
+        CG_TRY(r, i);
         return cu_glu_quant(s, n->dtype, dst, SP(0), SP(1), n->ne[0], ir_nrows(n), n->ip[0] == IR_OP_GEGLU);
     case IR_OP_MATMUL: {
         const ir_node *w = SRC(0), *x = SRC(1);

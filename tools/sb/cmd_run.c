@@ -160,6 +160,7 @@ int cmd_run(int argc, char **argv) {
     ssp.n_threads = (int)threads;
     ssp.kv_type = strcmp(kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
     ssp.device = strcmp(device, "cuda") ? SB_DEVICE_CPU : SB_DEVICE_CUDA;
+    if (verbose) sb_log_set(sb_cli_log, NULL, SB_LOG_INFO); /* e.g. the codegen line at the end (docs/codegen.md) */
     if (st == SB_OK) st = sb_session_create(m, &ssp, &s);
     if (st == SB_OK) st = sb_sampler_create(&sp, mi.n_vocab, &smp);
     sb_generate_params gp;
@@ -208,5 +209,6 @@ int cmd_run(int argc, char **argv) {
     sb_sampler_free(smp);
     sb_session_free(s);
     sb_model_free(m);
+    if (verbose) sb_log_set(NULL, NULL, SB_LOG_WARN);
     return rc;
 }

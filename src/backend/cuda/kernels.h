@@ -214,6 +214,16 @@ bool cu_fattn_supported(const cu_attn_args *a);
 sb_status cu_attention_prefill(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                                const cu_attn_args *a);
 
+// ---- generated kernels (cu_module.cu; the cubins come from codegen/, docs/codegen.md) ----
+
+/* Load a cubin (or NUL-terminated PTX) image and get its kernel `name` (*fn, an opaque handle).
+ * The image must stay valid for the process lifetime (codegen's cache guarantees it); a given
+ * (image, name) is loaded once. SB_ERR_DEVICE with the CUDA error text. */
+sb_status cu_gen_load(const void *image, const char *name, void **fn);
+/* Launch fn on s with grid x block threads and its one by-value parameter *params (a cg_params),
+ * with programmatic stream serialization like every other launch (cu_set_pdl). */
+sb_status cu_gen_launch(cu_stream s, void *fn, unsigned grid, unsigned block, void *params);
+
 #ifdef __cplusplus
 }
 #endif
