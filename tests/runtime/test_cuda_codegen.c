@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * tests/runtime/test_cuda_codegen.c — NVRTC-generated kernels on the GPU (codegen/, docs/codegen.md).
+ * Part 1, every group kind in every autotune variant, launched directly (cu_gen_load/cu_gen_launch,
+ * PDL as the executor) on fresh random inputs into NaN-poisoned outputs:
+ *  - elementwise chains (add/mul full and broadcast, scale, softcap, silu, gelu, rms_norm first,
+ *    middle or last, single ops): vs the plain-C reference ops (ops_ref.c) at NMSE 1e-10, and vs the
+ *    hand-written cu_ew_rows;
+ *  - rms_norm(x)[*w] / (x+b) / glu(silu|gelu) / plain -> q8_1 | q8_K: dequantized vs the f32
+ *    reference (5e-4, the 8-bit-activation limit of test_cuda_ops), q8_K vs the CPU reference
+ *    quantizer (op_*_quant_row, quantize_row_q8_K_ref semantics) at 1e-10, and vs the hand-written
+ *    kernel (cu_rms_norm_quant & co.) at 1e-10 (bytes identical counted); the fused add writes the
+ *    sum bit-exactly, also in place (sum over x).
+ * Part 2, through the executor: test models' prefill (all logits) + decode steps (CUDA Graph) with
+ * SB_CODEGEN=2 (generated kernels, any refusal an error) vs SB_CODEGEN=0 (hand-written), NMSE 1e-8;
+ * then a fresh memory cache must load every kernel and winner from the disk cache (0 compiles).
+ * SKIPs (exit 0, with the reason) without a CUDA device or without NVRTC.
+ */
+#include "runtime/exec_cuda.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
+#include "codegen/cg.h"
+#include "ops/ops_ref.h"
+#include "quant/blocks.h"
+#include "quant/fp16.h"
+#include "base/status.h"
+#include "test.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#if __has_include("backend/cuda/kernels.h")
+#include "backend/cuda/cu_device.h"
+#include "backend/cuda/kernels.h"
+#define HAVE_KERNELS 1
+#endif
+
+static uint64_t seed = 0xC0DE6E4;
+
+static float *rnd(int64_t n, float scale) {
+    float *x = malloc((size_t)n * sizeof *x);
+    for (int64_t i = 0; i < n; i++) x[i] = scale * test_rand_normal(&seed);
+    return x;
+}
+
+static double nmse(const float *a, const float *ref, int64_t n, int64_t *nan) {
+    double num = 0, den = 0;
+    *nan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (a[i] != a[i]) {
+            (*nan)++;
+            continue;
+        }
+        num += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]);
+        den += (double)ref[i] * ref[i];
+    }
+    return *nan ? 1e30 : den > 0 ? num / den : num;
+}
+
+static void expect(double v, double limit, const char *label) {
+    printf("%-70s NMSE %.3e (limit %.0e)%s\n", label, v, limit, v <= limit ? "" : "  FAIL");
+    CHECKF(v <= limit, "%s: NMSE %.3e > %.0e", label, v, limit);
+}
+
+#ifdef HAVE_KERNELS
+
+static cu_stream S;
+static int arch;
+
+static void *up(const void *h, size_t n) {
+    void *d = NULL;
+    if (cu_malloc(&d, n ? n : 4, "test") != SB_OK) return NULL;
+    if (h && cu_memcpy_h2d(d, h, n, S) != SB_OK) return NULL;
+    return d;
+}
+static void down(void *h, const void *d, size_t n) { CHECK(cu_memcpy_d2h(h, d, n, S) == SB_OK); }
+
+/* dequantize rows of q8_1 / q8_K blocks */
+static void deq(float *y, const void *q, int xq, int64_t n) {
+    if (xq == SB_TYPE_Q8_1) {
+        const blk_q8_1 *b = q;
+        for (int64_t i = 0; i < n; i++) y[i] = (float)b[i / 32].qs[i % 32] * qk_fp16_to_fp32(b[i / 32].d);
+    } else {
+        const blk_q8_K *b = q;
+        for (int64_t i = 0; i < n; i++) y[i] = (float)b[i / 256].qs[i % 256] * b[i / 256].d;
+    }
+}
+
+/* launch every variant of grp (slots: device pointers, slot 0 = dst of dst_bytes); each result
+ * (host copy) goes to check(); the dst is poisoned with NaN bytes before every launch */
+typedef void (*check_fn)(const cg_group *g, const void *out, const char *label, void *ctx);
+static void each_variant(const cg_group *g, void **slots, size_t dst_bytes, check_fn check, void *ctx, const char *what) {
+    cg_variant v[CG_MAX_VARIANTS];
+    const int nv = cg_variants(g, v);
+    void *host = malloc(dst_bytes);
+    for (int k = 0; k < nv; k++) {
+        char *src = NULL, name[40], label[200];
+        snprintf(label, sizeof label, "%s [%d thr, %d rows/blk]", what, v[k].threads, v[k].rpb);
+        cg_binary bin;
+        void *fn = NULL;
+        sb_status s = cg_emit(g, v[k], &src, name);
+        if (s == SB_OK) s = cg_get_binary(src, name, arch, &bin);
+        if (s == SB_OK) s = cu_gen_load(bin.data, name, &fn);
+        unsigned grid, block;
+        cg_geometry(g, v[k], &grid, &block);
+        if (s == SB_OK) s = cu_memset(slots[0], 0xFF, dst_bytes, S);
+        if (s == SB_OK) s = cu_gen_launch(S, fn, grid, block, slots);
+        if (s == SB_OK) s = cu_stream_sync(S);
+        CHECKF(s == SB_OK, "%s: %s", label, sb_last_error());
+        free(src);
+        if (s != SB_OK) continue;
+        down(host, slots[0], dst_bytes);
+        check(g, host, label, ctx);
+    }
+    free(host);
+}
+
+// ---- elementwise chains ----
+
+typedef struct ew_case {
+    const char *name;
+    int64_t E, rows;
+    int n;
+    cg_step st[CG_MAX_STEPS];
+} ew_case;
+
+typedef struct ew_ctx {
+    const float *ref, *hand;
+} ew_ctx;
+
+static void ew_check(const cg_group *g, const void *out, const char *label, void *vctx) {
+    ew_ctx *c = vctx;
+    int64_t nan, n = g->E * g->rows;
+    double e = nmse(out, c->ref, n, &nan);
+    if (nan) fprintf(stderr, "%s: %lld NaN (unwritten) of %lld\n", label, (long long)nan, (long long)n);
+    expect(e, 1e-10, label);
+    double h = nmse(out, c->hand, n, &nan);
+    CHECKF(h <= 1e-12, "%s: vs hand-written cu_ew_rows NMSE %.3e", label, h);
+}
+
+static void test_ew(const ew_case *tc) {
+    const int64_t E = tc->E, R = tc->rows, n = E * R;
+    cg_group g = {.kind = CG_EW, .E = E, .rows = R, .n_steps = tc->n, .n_params = 2};
+    float *x = rnd(n, 1.5f), *ops[CG_MAX_PARAMS] = {0};
+    void *slots[CG_MAX_PARAMS] = {0};
+    cu_ew_chain hc = {.n = tc->n};
+    float *ref = malloc((size_t)n * 4), *tmp = malloc((size_t)n * 4);
+    memcpy(ref, x, (size_t)n * 4);
+    slots[1] = up(x, (size_t)n * 4);
+    for (int k = 0; k < tc->n; k++) {
+        g.st[k] = tc->st[k];
+        hc.st[k] = (cu_ew_step){.op = tc->st[k].op, .f = tc->st[k].f, .bcast = tc->st[k].bcast};
+        const cg_step *s = &tc->st[k];
+        if (s->op == CG_EW_ADD || s->op == CG_EW_MUL) {
+            const int64_t on = s->bcast ? E : n;
+            const int slot = g.n_params++;
+            g.st[k].slot = slot;
+            ops[slot] = rnd(on, s->op == CG_EW_MUL ? 1.0f : 0.7f);
+            slots[slot] = up(ops[slot], (size_t)on * 4);
+            hc.st[k].opd = slots[slot];
+            /* reference: op_add/op_mul take the operand length (broadcast when it is one row) */
+            if (s->op == CG_EW_ADD) op_add(tmp, ref, ops[slot], n, on);
+            else op_mul(tmp, ref, ops[slot], n, on);
+        } else if (s->op == CG_EW_SCALE) op_scale(tmp, ref, n, s->f);
+        else if (s->op == CG_EW_SOFTCAP) op_softcap(tmp, ref, n, s->f);
+        else if (s->op == CG_EW_SILU) op_silu(tmp, ref, n);
+        else if (s->op == CG_EW_GELU) op_gelu_tanh(tmp, ref, n);
+        else op_rms_norm(tmp, ref, E, 0, R, s->f);
+        memcpy(ref, tmp, (size_t)n * 4);
+    }
+    slots[0] = up(NULL, (size_t)n * 4);
+    float *hand = malloc((size_t)n * 4);
+    CHECK(cu_memset(slots[0], 0xFF, (size_t)n * 4, S) == SB_OK);
+    CHECK(cu_ew_rows(S, slots[0], slots[1], E, R, &hc) == SB_OK);
+    down(hand, slots[0], (size_t)n * 4);
+    char what[160];
+    snprintf(what, sizeof what, "ew %s E=%lld rows=%lld", tc->name, (long long)E, (long long)R);
+    ew_ctx c = {ref, hand};
+    each_variant(&g, slots, (size_t)n * 4, ew_check, &c, what);
+    for (int k = 0; k < CG_MAX_PARAMS; k++) {
+        cu_free(slots[k]);
+        free(ops[k]);
+    }
+    free(x), free(ref), free(tmp), free(hand);
+}
+
+// ---- quantizers ----
+
+typedef struct q_ctx {
+    const float *f32;      /* the unquantized reference values */
+    const void *cpu_q;     /* the CPU reference quantization (q8_K: must match) */
+    const void *hand;      /* the hand-written kernel's blocks */
+    size_t bytes;
+    void *sum_dev;         /* add+norm: the sum's device buffer, and its expected value */
+    const float *sum_ref;
+} q_ctx;
+
+static void q_check(const cg_group *g, const void *out, const char *label, void *vctx) {
+    q_ctx *c = vctx;
+    const int64_t n = g->E * g->rows;
+    float *y = malloc((size_t)n * 4), *r = malloc((size_t)n * 4);
+    int64_t nan;
+    deq(y, out, g->xq, n);
+    expect(nmse(y, c->f32, n, &nan), 5e-4, label);
+    if (g->xq == SB_TYPE_Q8_K) {
+        deq(r, c->cpu_q, g->xq, n);
+        double e = nmse(y, r, n, &nan);
+        CHECKF(e <= 1e-10, "%s: vs the CPU q8_K reference NMSE %.3e", label, e);
+    }
+    deq(r, c->hand, g->xq, n);
+    double h = nmse(y, r, n, &nan);
+    size_t same = 0;
+    for (size_t i = 0; i < c->bytes; i++) same += ((const uint8_t *)out)[i] == ((const uint8_t *)c->hand)[i];
+    CHECKF(h <= 1e-10, "%s: vs hand-written NMSE %.3e", label, h);
+    if (same != c->bytes) printf("  (%zu of %zu bytes differ from the hand-written kernel's)\n", c->bytes - same, c->bytes);
+    if (c->sum_dev) {
+        float *sum = malloc((size_t)n * 4);
+        down(sum, c->sum_dev, (size_t)n * 4);
+        CHECKF(!memcmp(sum, c->sum_ref, (size_t)n * 4), "%s: the written sum differs from x + b", label);
+        free(sum);
+    }
+    free(y), free(r);
+}
+
+/* kind: CG_QUANTIZE, CG_RMS_NORM_QUANT (w?), CG_ADD_RMS_NORM_QUANT (inplace: sum over x), CG_GLU_QUANT (gelu?) */
+static void test_quant(cg_kind kind, int xq, int64_t E, int64_t R, bool flag, bool inplace) {
+    const int64_t n = E * R;
+    const float eps = 1e-6f;
+    const uint64_t rb = op_row_bytes(xq, E);
+    const size_t bytes = (size_t)(rb * (uint64_t)R);
+    float *x = rnd(n, 2.0f), *b = rnd(n, 1.0f), *w = rnd(E, 1.0f);
+    float *f32 = malloc((size_t)n * 4), *sum = malloc((size_t)n * 4), *tmp = malloc((size_t)E * 4);
+    uint8_t *cpu_q = malloc(bytes), *hand = malloc(bytes);
+    cg_group g = {.kind = kind, .E = E, .rows = R, .xq = xq, .eps = eps};
+    void *slots[CG_MAX_PARAMS] = {0};
+    slots[0] = up(NULL, bytes);
+    void *dx = up(x, (size_t)n * 4), *db = up(b, (size_t)n * 4), *dw = up(w, (size_t)E * 4), *dsum = NULL;
+    for (int64_t i = 0; i < n; i++) sum[i] = x[i] + b[i];
+    sb_status hs = SB_OK;
+    char what[160];
+    CHECK(cu_memset(slots[0], 0xFF, bytes, S) == SB_OK);
+    switch (kind) {
+    case CG_QUANTIZE:
+        g.n_params = 2, slots[1] = dx;
+        memcpy(f32, x, (size_t)n * 4);
+        for (int64_t r = 0; r < R; r++) op_quantize_row(cpu_q + rb * (uint64_t)r, xq, x + r * E, E);
+        hs = cu_quantize_act(S, xq, slots[0], dx, E, R);
+        snprintf(what, sizeof what, "quantize %s E=%lld rows=%lld", ir_dtype_name(xq), (long long)E, (long long)R);
+        break;
+    case CG_RMS_NORM_QUANT:
+        g.n_params = 3, g.has_w = flag, slots[1] = dx, slots[2] = flag ? dw : NULL;
+        for (int64_t r = 0; r < R; r++) {
+            op_rms_norm_row(f32 + r * E, x + r * E, E, eps);
+            if (flag) op_mul(f32 + r * E, f32 + r * E, w, E, E);
+            op_rms_norm_quant_row(cpu_q + rb * (uint64_t)r, xq, x + r * E, flag ? w : NULL, E, eps, tmp);
+        }
+        hs = cu_rms_norm_quant(S, xq, slots[0], dx, flag ? dw : NULL, E, R, eps);
+        snprintf(what, sizeof what, "rms_norm%s_quant %s E=%lld rows=%lld", flag ? "*w" : "", ir_dtype_name(xq), (long long)E, (long long)R);
+        break;
+    case CG_ADD_RMS_NORM_QUANT:
+        g.n_params = 5, g.has_w = true, slots[1] = dx, slots[2] = dw, slots[3] = db;
+        dsum = inplace ? dx : up(NULL, (size_t)n * 4);
+        slots[4] = dsum;
+        for (int64_t r = 0; r < R; r++) {
+            op_rms_norm_row(f32 + r * E, sum + r * E, E, eps);
+            op_mul(f32 + r * E, f32 + r * E, w, E, E);
+            op_rms_norm_quant_row(cpu_q + rb * (uint64_t)r, xq, sum + r * E, w, E, eps, tmp);
+        }
+        /* the hand-written kernel on its own copy of x (in place it overwrites x) */
+        {
+            void *hx = up(x, (size_t)n * 4), *hsum = inplace ? hx : up(NULL, (size_t)n * 4);
+            hs = cu_add_rms_norm_quant(S, xq, slots[0], hsum, hx, db, dw, E, R, eps);
+            CHECK(cu_stream_sync(S) == SB_OK);
+            cu_free(hx);
+            if (!inplace) cu_free(hsum);
+        }
+        snprintf(what, sizeof what, "add+rms_norm*w_quant %s E=%lld rows=%lld%s", ir_dtype_name(xq), (long long)E, (long long)R,
+                 inplace ? " (sum over x)" : "");
+        break;
+    case CG_GLU_QUANT:
+        g.n_params = 3, g.gelu = flag, slots[1] = dx, slots[2] = db;
+        if (flag) op_geglu(f32, x, b, n);
+        else op_swiglu(f32, x, b, n);
+        for (int64_t r = 0; r < R; r++) op_glu_quant_row(cpu_q + rb * (uint64_t)r, xq, x + r * E, b + r * E, E, flag, tmp);
+        hs = cu_glu_quant(S, xq, slots[0], dx, db, E, R, flag);
+        snprintf(what, sizeof what, "%s_quant %s E=%lld rows=%lld", flag ? "geglu" : "swiglu", ir_dtype_name(xq), (long long)E, (long long)R);
+        break;
+    default: break;
+    }
+    CHECKF(hs == SB_OK, "hand-written %s: %s", what, sb_last_error());
+    down(hand, slots[0], bytes);
+    /* in place: every variant's launch must start from the original x (the kernel overwrites it) */
+    q_ctx c = {.f32 = f32, .cpu_q = cpu_q, .hand = hand, .bytes = bytes, .sum_dev = kind == CG_ADD_RMS_NORM_QUANT && !inplace ? dsum : NULL,
+               .sum_ref = sum};
+    if (inplace) {
+        cg_variant v[CG_MAX_VARIANTS];
+        const int nv = cg_variants(&g, v);
+        for (int k = 0; k < nv; k++) { /* one variant at a time, x re-uploaded before each */
+            CHECK(cu_memcpy_h2d(dx, x, (size_t)n * 4, S) == SB_OK);
+            cg_group one = g;
+            char *src = NULL, name[40], label[200];
+            cg_binary bin;
+            void *fn = NULL;
+            snprintf(label, sizeof label, "%s [%d thr, %d rows/blk]", what, v[k].threads, v[k].rpb);
+            sb_status s = cg_emit(&one, v[k], &src, name);
+            if (s == SB_OK) s = cg_get_binary(src, name, arch, &bin);
+            if (s == SB_OK) s = cu_gen_load(bin.data, name, &fn);
+            unsigned grid, block;
+            cg_geometry(&one, v[k], &grid, &block);
+            if (s == SB_OK) s = cu_memset(slots[0], 0xFF, bytes, S);
+            if (s == SB_OK) s = cu_gen_launch(S, fn, grid, block, slots);
+            if (s == SB_OK) s = cu_stream_sync(S);
+            CHECKF(s == SB_OK, "%s: %s", label, sb_last_error());
+            free(src);
+            if (s != SB_OK) continue;
+            uint8_t *out = malloc(bytes);
+            down(out, slots[0], bytes);
+            c.sum_dev = dx;
+            q_check(&one, out, label, &c);
+            free(out);
+        }
+    } else {
+        each_variant(&g, slots, bytes, q_check, &c, what);
+    }
+    cu_free(slots[0]), cu_free(dx), cu_free(db), cu_free(dw);
+    if (dsum && !inplace) cu_free(dsum);
+    free(x), free(b), free(w), free(f32), free(sum), free(tmp), free(cpu_q), free(hand);
+}
+
+// ---- through the executor ----
+
+static sb_status eval(const rt_model *m, const int32_t *tok, int64_t np, int64_t nd, int64_t V, float *out) {
+    rt_session *s;
+    rt_session_params sp = {.n_ctx = np + nd + 8, .n_threads = 2, .device = 1};
+    SB_TRY(rt_session_create(m, &sp, &s));
+    sb_status st = rt_session_eval(s, tok, np, true, out);
+    for (int64_t i = 0; st == SB_OK && i < nd; i++) {
+        st = rt_session_eval(s, &tok[np + i], 1, false, NULL);
+        if (st == SB_OK) memcpy(out + (np + i) * V, rt_session_logits(s), (size_t)V * 4);
+    }
+    rt_session_free(s);
+    return st;
+}
+
+static void test_model(const char *file) {
+    const char *path = test_data_path(file);
+    if (access(path, R_OK) != 0) {
+        printf("skip %s: not found\n", path);
+        return;
+    }
+    rt_model *m = NULL;
+    CHECKF(rt_model_load(path, NULL, &m) == SB_OK, "%s: %s", path, sb_last_error());
+    if (!m) return;
+    const int64_t V = 512, np = 9, nd = 4, n = np + nd;
+    int32_t tok[16];
+    for (int i = 0; i < n; i++) tok[i] = (int32_t)(3 + (i * 37) % 500);
+    float *a = malloc((size_t)(n * V) * 4), *b = malloc((size_t)(n * V) * 4), *c = malloc((size_t)(n * V) * 4);
+    setenv("SB_CODEGEN", "0", 1);
+    sb_status s0 = eval(m, tok, np, nd, V, a);
+    CHECKF(s0 == SB_OK, "%s hand-written: %s", file, sb_last_error());
+    setenv("SB_CODEGEN", "2", 1);
+    cg_reset_stats();
+    sb_status s1 = eval(m, tok, np, nd, V, b);
+    CHECKF(s1 == SB_OK, "%s generated: %s", file, sb_last_error());
+    cg_stats st = cg_get_stats();
+    CHECKF(st.kernels > 0 && st.tuned + st.tune_hits > 0, "%s: no generated kernels (%lld) or groups (%lld tuned)", file, (long long)st.kernels,
+           (long long)st.tuned);
+    char line[320], label[200];
+    cg_stats_line(line, sizeof line);
+    printf("%s first run: %s\n", file, line);
+    int64_t nan;
+    snprintf(label, sizeof label, "%s: generated vs hand-written logits (prefill + graph decode)", file);
+    if (s0 == SB_OK && s1 == SB_OK) expect(nmse(b, a, n * V, &nan), 1e-8, label);
+    /* a second process (memory caches dropped): everything from the disk cache */
+    cg_cache_forget_memory();
+    cg_reset_stats();
+    sb_status s2 = eval(m, tok, np, nd, V, c);
+    st = cg_get_stats();
+    cg_stats_line(line, sizeof line);
+    printf("%s second run: %s\n", file, line);
+    CHECKF(s2 == SB_OK && st.compiled == 0 && st.disk > 0 && st.tuned == 0 && st.tune_hits > 0, "%s second run: %s", file, line);
+    if (s2 == SB_OK && s1 == SB_OK) {
+        snprintf(label, sizeof label, "%s: disk-cached kernels vs the first run", file);
+        expect(nmse(c, b, n * V, &nan), 1e-8, label);
+    }
+    unsetenv("SB_CODEGEN");
+    free(a), free(b), free(c);
+    rt_model_free(m);
+}
+
+#endif
+
+int main(void) {
+#ifndef HAVE_KERNELS
+    printf("SKIP: this build has no CUDA backend\n");
+    return 0;
+#else
+    char why[512];
+    if (!exec_cuda_available(why, sizeof why)) {
+        printf("SKIP: %s\n", why);
+        return 0;
+    }
+    if (cg_nvrtc_load() != SB_OK) {
+        printf("SKIP: %s\n", sb_last_error());
+        return 0;
+    }
+    char tmp[] = "/tmp/sb_cuda_codegen.XXXXXX";
+    if (!mkdtemp(tmp)) return 1;
+    setenv("XDG_CACHE_HOME", tmp, 1);
+    char dev[128];
+    int ma = 0, mi = 0;
+    if (cu_set_device(0) != SB_OK || cu_device_name(0, dev, sizeof dev, &ma, &mi) != SB_OK || cu_stream_create(&S) != SB_OK) {
+        printf("FAIL: device setup: %s\n", sb_last_error());
+        return 1;
+    }
+    arch = ma * 10 + mi;
+    cu_set_pdl(cu_cc_major() >= 9 && cu_kernels_ptx_version() >= 90);
+    printf("%s (sm_%d), NVRTC %d.%d, seed %#llx\n", dev, arch, cg_nvrtc_version() / 1000, cg_nvrtc_version() % 1000 / 10, (unsigned long long)seed);
+
+    const ew_case ew[] = {
+        {"add,rms,mul(b),softcap,gelu", 896, 1, 5, {{CG_EW_ADD, 0, 0, 0}, {CG_EW_RMS_NORM, 0, 0, 1e-6f}, {CG_EW_MUL, 0, 1, 0}, {CG_EW_SOFTCAP, 0, 0, 30.f}, {CG_EW_GELU, 0, 0, 0}}},
+        {"add,rms,mul(b),softcap,gelu", 896, 7, 5, {{CG_EW_ADD, 0, 0, 0}, {CG_EW_RMS_NORM, 0, 0, 1e-6f}, {CG_EW_MUL, 0, 1, 0}, {CG_EW_SOFTCAP, 0, 0, 30.f}, {CG_EW_GELU, 0, 0, 0}}},
+        {"scale,silu,add(b)", 100, 9, 3, {{CG_EW_SCALE, 0, 0, 0.125f}, {CG_EW_SILU, 0, 0, 0}, {CG_EW_ADD, 0, 1, 0}}},
+        {"rms,mul(b)", 2048, 3, 2, {{CG_EW_RMS_NORM, 0, 0, 1e-5f}, {CG_EW_MUL, 0, 1, 0}}},
+        {"silu,mul,scale,rms", 512, 16, 4, {{CG_EW_SILU, 0, 0, 0}, {CG_EW_MUL, 0, 0, 0}, {CG_EW_SCALE, 0, 0, 0.5f}, {CG_EW_RMS_NORM, 0, 0, 1e-6f}}},
+        {"add", 4864, 2, 1, {{CG_EW_ADD, 0, 0, 0}}},
+        {"softcap", 512, 5, 1, {{CG_EW_SOFTCAP, 0, 0, 50.f}}},
+        {"gelu,mul,add(b),scale,silu,softcap,mul(b)", 1152, 8, 7,
+         {{CG_EW_GELU, 0, 0, 0}, {CG_EW_MUL, 0, 0, 0}, {CG_EW_ADD, 0, 1, 0}, {CG_EW_SCALE, 0, 0, 3.f}, {CG_EW_SILU, 0, 0, 0}, {CG_EW_SOFTCAP, 0, 0, 5.f}, {CG_EW_MUL, 0, 1, 0}}},
+    };
+    for (size_t i = 0; i < sizeof ew / sizeof ew[0]; i++) test_ew(&ew[i]);
+    const int xqs[2] = {SB_TYPE_Q8_1, SB_TYPE_Q8_K};
+    for (int q = 0; q < 2; q++) {
+        const int xq = xqs[q];
+        test_quant(CG_QUANTIZE, xq, 1024, 1, false, false);
+        test_quant(CG_QUANTIZE, xq, 4864, 9, false, false);
+        test_quant(CG_RMS_NORM_QUANT, xq, 1024, 1, true, false);
+        test_quant(CG_RMS_NORM_QUANT, xq, 4096, 7, true, false);
+        test_quant(CG_RMS_NORM_QUANT, xq, 512, 9, false, false);
+        test_quant(CG_ADD_RMS_NORM_QUANT, xq, 1024, 1, true, false);
+        test_quant(CG_ADD_RMS_NORM_QUANT, xq, 2048, 8, true, false);
+        test_quant(CG_ADD_RMS_NORM_QUANT, xq, 1024, 3, true, true);
+        test_quant(CG_GLU_QUANT, xq, 4864, 1, false, false);
+        test_quant(CG_GLU_QUANT, xq, 1024, 7, true, false);
+        test_quant(CG_GLU_QUANT, xq, 512, 16, false, false);
+        if (xq == SB_TYPE_Q8_1) {
+            test_quant(CG_RMS_NORM_QUANT, xq, 896, 1, true, false); /* 28 blocks: not a multiple of a warp count */
+            test_quant(CG_GLU_QUANT, xq, 4864, 3, true, false);
+        }
+    }
+    cg_stats st = cg_get_stats();
+    printf("part 1: %lld kernels compiled in %.0f ms\n", (long long)st.compiled, st.compile_ms);
+
+    static const char *models[] = {"models/test-qwen2-q4_0.gguf", "models/test-qwen2-q4_k_m.gguf", "models/test-gemma3-q4_k_m.gguf",
+                                   "models/test-llama-q4_k_m.gguf", "models/test-qwen2-f32.gguf"};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) test_model(models[i]);
+    cu_stream_destroy(S);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", tmp);
+    return test_summary();
+#endif
+}
