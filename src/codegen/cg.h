@@ -145,6 +145,12 @@ typedef struct cg_binary {
  * SB_ERR_UNSUPPORTED without NVRTC (and no cached binary), SB_ERR_DEVICE on compile errors. */
 sb_status cg_get_binary(const char *src, const char *name, int arch, cg_binary *out);
 
+/* cg_get_binary for n sources at once, compiled by up to `threads` threads (0: one per core, at
+ * most 16): out[i] and st[i] per source (st[i] != SB_OK: out[i] empty). Returns the first failure
+ * (its text in sb_last_error) or SB_OK. Duplicate sources are fine (the memory cache dedupes them
+ * after the first compile; callers should pass each source once for speed). */
+sb_status cg_get_binaries(const char *const *src, const char *const *name, int n, int arch, int threads, cg_binary *out, sb_status *st);
+
 /* Autotune winners: variant index of a group signature on a device (tag: the device name and
  * arch), in memory and on disk. cg_tune_get returns -1 when unknown. */
 int cg_tune_get(const cg_group *grp, const char *device_tag);

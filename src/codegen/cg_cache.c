@@ -322,6 +322,52 @@ sb_status cg_get_binary(const char *src, const char *name, int arch, cg_binary *
     return s;
 }
 
+// ---- parallel compiles ----
+
+typedef struct par_job {
+    const char *const *src, *const *name;
+    int n, arch, next;
+    cg_binary *out;
+    sb_status *st;
+    char **msg;
+} par_job;
+
+static void *par_worker(void *arg) {
+    par_job *j = (par_job *)arg;
+    for (;;) {
+        const int i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+        if (i >= j->n) return NULL;
+        j->st[i] = cg_get_binary(j->src[i], j->name[i], j->arch, &j->out[i]);
+        if (j->st[i] != SB_OK) j->msg[i] = strdup(sb_last_error()); /* the error text is per thread */
+    }
+}
+
+sb_status cg_get_binaries(const char *const *src, const char *const *name, int n, int arch, int threads, cg_binary *out, sb_status *st) {
+    if (n <= 0) return SB_OK;
+    if (threads <= 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = c > 0 ? (int)c : 1;
+    }
+    if (threads > 16) threads = 16;
+    if (threads > n) threads = n;
+    char **msg = (char **)calloc((size_t)n, sizeof *msg);
+    if (!msg) return sb_fail(SB_ERR_OOM, "codegen: %d compile jobs", n);
+    par_job j = {.src = src, .name = name, .n = n, .arch = arch, .out = out, .st = st, .msg = msg};
+    pthread_t th[16];
+    int started = 0;
+    for (int t = 1; t < threads; t++) /* this thread is worker 0 */
+        if (pthread_create(&th[started], NULL, par_worker, &j) == 0) started++;
+    par_worker(&j);
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+    sb_status first = SB_OK;
+    for (int i = 0; i < n; i++) {
+        if (st[i] != SB_OK && first == SB_OK) first = sb_fail(st[i], "%s", msg[i] ? msg[i] : "codegen: compile failed");
+        free(msg[i]);
+    }
+    free(msg);
+    return first;
+}
+
 void cg_cache_forget_memory(void) {
     pthread_mutex_lock(&mu);
     for (int32_t i = 0; i < n_bins; i++) {

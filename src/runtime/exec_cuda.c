@@ -859,48 +859,42 @@ static bool cg_try(crun *r, int32_t i, sb_status *st) {
         if (cg_try(r, i, &cg_st_)) return cg_st_;    \
     } while (0)
 
-/* kernel of one group: the cached winner, or every variant compiled and timed */
-static sb_status cg_build_node(crun *r, int32_t i, const cg_group *grp, int arch, const char *tag, void **ev) {
+/* one node's part of cg_prepare: its group, the variants it needs compiled (all when tuning, else
+ * the cached winner) and their jobs in the compile list */
+typedef struct cg_pnode {
+    int32_t node;
+    cg_group grp;
     cg_variant v[CG_MAX_VARIANTS];
-    const int nv = cg_variants(grp, v);
-    void *fn[CG_MAX_VARIANTS] = {0};
-    const int cached = cg_tune_get(grp, tag);
-    const bool tune = nv > 1 && (cached < 0 || cached >= nv);
-    int win = tune ? 0 : (cached >= 0 && cached < nv ? cached : 0);
-    cg_node *k = &r->c->cg[i];
-    k->n_params = grp->n_params;
-    memcpy(k->ref, grp->ref, sizeof k->ref);
-    for (int j = 0; j < nv; j++) {
-        if (!tune && j != win) continue;
-        char *src = NULL, name[40];
-        cg_binary bin;
-        sb_status st = cg_emit(grp, v[j], &src, name);
-        if (st == SB_OK) st = cg_get_binary(src, name, arch, &bin);
-        free(src);
-        if (st == SB_OK) st = cu_gen_load(bin.data, name, &fn[j]);
-        if (st != SB_OK) return st;
+    int nv, win;
+    bool tune;
+    int job[CG_MAX_VARIANTS]; /* index into the compile list, -1 = not needed */
+} cg_pnode;
+
+/* time every variant of pn (each warmed up once, then 3 launches between events) and keep the fastest */
+static sb_status cg_tune_node(crun *r, cg_pnode *pn, void **fn, void **ev) {
+    float best = 0;
+    void *pp[CG_MAX_PARAMS];
+    cg_fill(r, &r->c->cg[pn->node], pp);
+    for (int j = 0; j < pn->nv; j++) {
+        unsigned grid, block;
+        cg_geometry(&pn->grp, pn->v[j], &grid, &block);
+        SB_TRY(cu_gen_launch(r->cx->s, fn[j], grid, block, pp)); /* warm-up */
+        SB_TRY(cu_event_record(ev[0], r->cx->s));
+        for (int t = 0; t < 3; t++) SB_TRY(cu_gen_launch(r->cx->s, fn[j], grid, block, pp));
+        SB_TRY(cu_event_record(ev[1], r->cx->s));
+        SB_TRY(cu_stream_sync(r->cx->s));
+        float ms = 0;
+        SB_TRY(cu_event_ms(ev[0], ev[1], &ms));
+        if (j == 0 || ms < best) best = ms, pn->win = j;
     }
-    if (tune) {
-        float best = 0;
-        void *pp[CG_MAX_PARAMS];
-        cg_fill(r, k, pp);
-        for (int j = 0; j < nv; j++) {
-            unsigned grid, block;
-            cg_geometry(grp, v[j], &grid, &block);
-            SB_TRY(cu_gen_launch(r->cx->s, fn[j], grid, block, pp)); /* warm-up */
-            SB_TRY(cu_event_record(ev[0], r->cx->s));
-            for (int t = 0; t < 3; t++) SB_TRY(cu_gen_launch(r->cx->s, fn[j], grid, block, pp));
-            SB_TRY(cu_event_record(ev[1], r->cx->s));
-            SB_TRY(cu_stream_sync(r->cx->s));
-            float ms = 0;
-            SB_TRY(cu_event_ms(ev[0], ev[1], &ms));
-            if (j == 0 || ms < best) best = ms, win = j;
-        }
-        cg_tune_put(grp, tag, win);
-    }
-    cg_count_tune(tune);
-    cg_geometry(grp, v[win], &k->grid, &k->block);
-    k->fn = fn[win];
+    return SB_OK;
+}
+
+/* a node codegen could not do: an error with SB_CODEGEN=2, else a warning and the hand-written kernel */
+static sb_status cg_refuse(int mode, const ir_node *n, int32_t i, sb_status st) {
+    st = sb_fail_context(st, "codegen: node %%%d %s \"%s\"", (int)i, ir_ops[n->op].name, n->name);
+    if (mode == 2) return st;
+    sb_log(SB_LOG_WARN, "%s (the hand-written kernel runs instead)", sb_last_error());
     return SB_OK;
 }
 
@@ -919,13 +913,19 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
     const int arch = ma * 10 + mi;
     snprintf(tag, sizeof tag, "%s sm_%d %d SMs", dev, arch, cx->sms);
     const ir_graph *g = p->g;
-    c->cg = (cg_node *)calloc((size_t)g->n_nodes, sizeof *c->cg);
-    if (!c->cg) return sb_fail(SB_ERR_OOM, "cuda: codegen table of %d nodes", (int)g->n_nodes);
+    const int32_t nn = g->n_nodes;
+    c->cg = (cg_node *)calloc((size_t)nn, sizeof *c->cg);
+    cg_pnode *pn = (cg_pnode *)calloc((size_t)nn, sizeof *pn);
+    const size_t maxj = (size_t)nn * CG_MAX_VARIANTS;
+    char **src = (char **)calloc(maxj, sizeof *src), (*name)[40] = (char(*)[40])calloc(maxj, 40);
+    const char **srcs = (const char **)calloc(maxj, sizeof *srcs), **names = (const char **)calloc(maxj, sizeof *names);
+    cg_binary *bin = (cg_binary *)calloc(maxj, sizeof *bin);
+    sb_status *bst = (sb_status *)calloc(maxj, sizeof *bst);
     void *ev[2] = {NULL, NULL};
-    SB_TRY(cu_events_create(ev, 2));
-    crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena};
-    sb_status st = SB_OK;
-    for (int32_t i = 0; st == SB_OK && i < g->n_nodes; i++) {
+    sb_status st = c->cg && pn && src && name && srcs && names && bin && bst ? SB_OK : sb_fail(SB_ERR_OOM, "cuda: codegen tables of %d nodes", (int)nn);
+    int npn = 0, nj = 0;
+    /* 1: groups and the sources they need (each distinct kernel once: layers share shapes) */
+    for (int32_t i = 0; st == SB_OK && i < nn; i++) {
         const ir_node *n = &g->nodes[i];
         if (c->skip && c->skip[i]) continue;
         switch (n->op) {
@@ -933,19 +933,79 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
         case IR_OP_RMS_NORM: case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_GLU_QUANT: break;
         default: continue;
         }
+        cg_pnode *q = &pn[npn];
         const ir_ref add = n->op == IR_OP_RMS_NORM_QUANT && c->epi && c->epi[i] >= 0 ? c->epi[i] : IR_NONE;
-        cg_group grp;
-        st = cg_group_from_node(g, i, add, &grp);
-        if (st == SB_OK) st = cg_build_node(&r, i, &grp, arch, tag, ev);
-        if (st != SB_OK) {
-            c->cg[i].fn = NULL;
-            st = sb_fail_context(st, "codegen: node %%%d %s \"%s\"", (int)i, ir_ops[n->op].name, n->name);
-            if (mode == 2) break;
-            sb_log(SB_LOG_WARN, "%s (the hand-written kernel runs instead)", sb_last_error());
-            st = SB_OK;
+        sb_status gs = cg_group_from_node(g, i, add, &q->grp);
+        if (gs != SB_OK) {
+            st = cg_refuse(mode, n, i, gs);
+            continue;
         }
+        q->node = i;
+        q->nv = cg_variants(&q->grp, q->v);
+        const int cached = cg_tune_get(&q->grp, tag);
+        q->tune = q->nv > 1 && (cached < 0 || cached >= q->nv);
+        q->win = cached >= 0 && cached < q->nv ? cached : 0;
+        for (int j = 0; j < q->nv; j++) {
+            q->job[j] = -1;
+            if (!q->tune && j != q->win) continue;
+            char *s = NULL, nm[40];
+            sb_status es = cg_emit(&q->grp, q->v[j], &s, nm);
+            if (es != SB_OK) {
+                st = cg_refuse(mode, n, i, es);
+                q->nv = 0; /* dropped (the jobs already listed are harmless) */
+                break;
+            }
+            int k = 0;
+            while (k < nj && strcmp(name[k], nm)) k++;
+            if (k == nj) {
+                src[nj] = s, srcs[nj] = s;
+                memcpy(name[nj], nm, 40);
+                names[nj] = name[nj];
+                nj++;
+            } else {
+                free(s);
+            }
+            q->job[j] = k;
+        }
+        if (q->nv) npn++;
     }
-    cu_events_destroy(ev, 2);
+    /* 2: compile (or load from the caches) every distinct source, in parallel */
+    if (st == SB_OK && nj) {
+        sb_status cs = cg_get_binaries(srcs, names, nj, arch, 0, bin, bst);
+        if (cs != SB_OK && mode == 2) st = cs;
+    }
+    /* 3: load, autotune on the real buffers, record */
+    if (st == SB_OK && npn) st = cu_events_create(ev, 2);
+    crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena};
+    for (int k = 0; st == SB_OK && k < npn; k++) {
+        cg_pnode *q = &pn[k];
+        const ir_node *n = &g->nodes[q->node];
+        void *fn[CG_MAX_VARIANTS] = {0};
+        sb_status ns = SB_OK;
+        for (int j = 0; ns == SB_OK && j < q->nv; j++) {
+            if (q->job[j] < 0) continue;
+            ns = bst[q->job[j]];
+            if (ns != SB_OK) ns = sb_fail(ns, "%s: compile failed (see the first error above)", names[q->job[j]]);
+            else ns = cu_gen_load(bin[q->job[j]].data, names[q->job[j]], &fn[j]);
+        }
+        cg_node *cn = &c->cg[q->node];
+        cn->n_params = q->grp.n_params;
+        memcpy(cn->ref, q->grp.ref, sizeof cn->ref);
+        if (ns == SB_OK && q->tune) {
+            ns = cg_tune_node(&r, q, fn, ev);
+            if (ns == SB_OK) cg_tune_put(&q->grp, tag, q->win);
+        }
+        if (ns != SB_OK) {
+            st = cg_refuse(mode, n, q->node, ns);
+            continue;
+        }
+        cg_count_tune(q->tune);
+        cg_geometry(&q->grp, q->v[q->win], &cn->grid, &cn->block);
+        cn->fn = fn[q->win];
+    }
+    if (ev[0]) cu_events_destroy(ev, 2);
+    for (int k = 0; src && k < nj; k++) free(src[k]);
+    free(pn), free(src), free(name), free(srcs), free(names), free(bin), free(bst);
     return st;
 }
 

@@ -229,6 +229,28 @@ static void test_compile_all(void) {
         }
     }
     printf("compiled %d kernel variants (sm_90, + sm_80 for the defaults)\n", total);
+    /* several at once, in parallel: per-source results, the first failure returned */
+    {
+        cg_group pg[3] = {ew_group(320, 2), ew_group(384, 2), ew_group(448, 2)};
+        char *ps[4] = {0}, pn[4][40];
+        const char *srcs[4], *names[4];
+        for (int k = 0; k < 3; k++) {
+            CHECK(cg_emit(&pg[k], (cg_variant){512, 1}, &ps[k], pn[k]) == SB_OK);
+            srcs[k] = ps[k], names[k] = pn[k];
+        }
+        srcs[3] = "extern \"C\" __global__ void sbk_par_broken() { nope; }\n", names[3] = "sbk_par_broken";
+        cg_binary pb[4];
+        sb_status pst[4];
+        cg_reset_stats();
+        sb_status s4 = cg_get_binaries(srcs, names, 4, 90, 3, pb, pst);
+        CHECK_EQ_INT(s4, SB_ERR_DEVICE);
+        CHECKF(strstr(sb_last_error(), "sbk_par_broken") != NULL, "%s", sb_last_error());
+        for (int k = 0; k < 3; k++) CHECK(pst[k] == SB_OK && is_elf(&pb[k]));
+        CHECK(pst[3] == SB_ERR_DEVICE);
+        CHECK(cg_get_stats().compiled == 3);
+        CHECK(cg_get_binaries(srcs, names, 3, 90, 0, pb, pst) == SB_OK && cg_get_stats().memory == 3);
+        for (int k = 0; k < 3; k++) free(ps[k]);
+    }
     /* a compile error: SB_ERR_DEVICE with the kernel name and the log */
     cg_binary b;
     sb_status s = cg_get_binary("extern \"C\" __global__ void sbk_broken(int *p) { p[0] = undefined_name; }\n", "sbk_broken", 90, &b);
