@@ -152,7 +152,9 @@ sb_status cg_get_binary(const char *src, const char *name, int arch, cg_binary *
 sb_status cg_get_binaries(const char *const *src, const char *const *name, int n, int arch, int threads, cg_binary *out, sb_status *st);
 
 /* Autotune winners: variant index of a group signature on a device (tag: the device name and
- * arch), in memory and on disk. cg_tune_get returns -1 when unknown. */
+ * arch), in memory and on disk, or CG_TUNE_HAND when the hand-written kernel was faster than every
+ * variant. cg_tune_get returns -1 when unknown. */
+#define CG_TUNE_HAND CG_MAX_VARIANTS
 int cg_tune_get(const cg_group *grp, const char *device_tag);
 void cg_tune_put(const cg_group *grp, const char *device_tag, int variant);
 
@@ -171,6 +173,7 @@ typedef struct cg_stats {
     double compile_ms, disk_ms;
     int64_t tuned;            /* groups autotuned (timed on the device) */
     int64_t tune_hits;        /* groups whose winner came from the caches */
+    int64_t hand_kept;        /* groups where the hand-written kernel won (tuned or cached) */
     int64_t disk_errors;      /* unreadable/corrupt/unwritable cache files (recovered) */
 } cg_stats;
 cg_stats cg_get_stats(void);
@@ -178,6 +181,6 @@ void cg_reset_stats(void);
 /* "codegen: 14 kernels, 9 compiled (812 ms), 5 from disk cache (3 ms), 30 memory hits, 6 groups autotuned" */
 size_t cg_stats_line(char *buf, size_t cap);
 /* counted by the runtime */
-void cg_count_tune(bool tuned);
+void cg_count_tune(bool tuned, bool hand);
 
 #endif

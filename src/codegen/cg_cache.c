@@ -441,7 +441,7 @@ int cg_tune_get(const cg_group *grp, const char *device_tag) {
     tune_rec r;
     int v = -1;
     if (fread(&r, 1, sizeof r, f) == sizeof r && fgetc(f) == EOF && !memcmp(r.magic, "SBCGTUN1", 8) && r.key[0] == k.h[0] && r.key[1] == k.h[1] &&
-        r.check == ~r.variant && r.variant >= 0 && r.variant < CG_MAX_VARIANTS)
+        r.check == ~r.variant && r.variant >= 0 && r.variant <= CG_TUNE_HAND)
         v = r.variant;
     fclose(f);
     pthread_mutex_lock(&mu);
@@ -455,7 +455,7 @@ int cg_tune_get(const cg_group *grp, const char *device_tag) {
 }
 
 void cg_tune_put(const cg_group *grp, const char *device_tag, int variant) {
-    if (variant < 0 || variant >= CG_MAX_VARIANTS) return;
+    if (variant < 0 || variant > CG_TUNE_HAND) return;
     const cg_key k = tune_key(grp, device_tag);
     pthread_mutex_lock(&mu);
     bool found = false;
@@ -495,10 +495,11 @@ void cg_reset_stats(void) {
     pthread_mutex_unlock(&mu);
 }
 
-void cg_count_tune(bool tuned) {
+void cg_count_tune(bool tuned, bool hand) {
     pthread_mutex_lock(&mu);
     if (tuned) stats.tuned++;
     else stats.tune_hits++;
+    stats.hand_kept += hand;
     pthread_mutex_unlock(&mu);
 }
 
@@ -509,6 +510,8 @@ size_t cg_stats_line(char *buf, size_t cap) {
                      "%lld winners cached",
                      (long long)s.kernels, (long long)s.compiled, s.compile_ms, (long long)s.disk, s.disk_ms, (long long)s.memory,
                      (long long)s.tuned, (long long)s.tune_hits);
+    if (k > 0 && s.hand_kept && (size_t)k < cap)
+        k += snprintf(buf + k, cap - (size_t)k, ", %lld kept the hand-written kernel (faster)", (long long)s.hand_kept);
     if (k > 0 && s.disk_errors && (size_t)k < cap)
         k += snprintf(buf + k, cap - (size_t)k, ", %lld cache files rewritten or unwritable", (long long)s.disk_errors);
     return k > 0 ? (size_t)k : 0;

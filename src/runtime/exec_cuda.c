@@ -825,9 +825,9 @@ static int ew_code(int op) {
  * every node that would launch cu_ew_rows / cu_rms_norm_quant / cu_add_rms_norm_quant /
  * cu_glu_quant / cu_quantize_act into a generated kernel — compiled (or loaded from the caches),
  * autotuned over its variants with CUDA events on the real arena buffers (each variant once to warm
- * up, then 3 timed launches; the outputs are rewritten by every later run) unless a winner is
- * cached — and records it in c->cg; run_node's CG_TRY launches it instead of the hand-written
- * kernel. SB_CODEGEN=0: hand-written only; SB_CODEGEN=2 (tests): a node codegen cannot do is an
+ * up, then 10 timed launches; the outputs are rewritten by every later run) with the hand-written
+ * kernel timed as one more candidate, unless a winner is cached — and records it in c->cg;
+ * run_node's CG_TRY launches it instead of the hand-written kernel (unless that one won). SB_CODEGEN=0: hand-written only; SB_CODEGEN=2 (tests): a node codegen cannot do is an
  * error instead of a fallback. Without NVRTC: hand-written (logged once at INFO, `sb run -v`). */
 typedef struct cg_node {
     void *fn; /* loaded kernel; NULL = the hand-written launcher */
@@ -870,22 +870,27 @@ typedef struct cg_pnode {
     int job[CG_MAX_VARIANTS]; /* index into the compile list, -1 = not needed */
 } cg_pnode;
 
-/* time every variant of pn (each warmed up once, then 3 launches between events) and keep the fastest */
-static sb_status cg_tune_node(crun *r, cg_pnode *pn, void **fn, void **ev) {
+static sb_status run_node(crun *r, int32_t i);
+
+/* time every variant of pn (each warmed up once, then 10 launches between events) and, with
+ * `hand`, the hand-written kernel the same way (run_node: the node has no generated kernel yet);
+ * keep the fastest (CG_TUNE_HAND: the hand-written one) */
+static sb_status cg_tune_node(crun *r, cg_pnode *pn, void **fn, void **ev, bool hand) {
     float best = 0;
     void *pp[CG_MAX_PARAMS];
     cg_fill(r, &r->c->cg[pn->node], pp);
-    for (int j = 0; j < pn->nv; j++) {
-        unsigned grid, block;
-        cg_geometry(&pn->grp, pn->v[j], &grid, &block);
-        SB_TRY(cu_gen_launch(r->cx->s, fn[j], grid, block, pp)); /* warm-up */
-        SB_TRY(cu_event_record(ev[0], r->cx->s));
-        for (int t = 0; t < 3; t++) SB_TRY(cu_gen_launch(r->cx->s, fn[j], grid, block, pp));
+    for (int j = 0; j < pn->nv + (hand ? 1 : 0); j++) {
+        unsigned grid = 0, block = 0;
+        if (j < pn->nv) cg_geometry(&pn->grp, pn->v[j], &grid, &block);
+        for (int t = 0; t < 11; t++) {
+            if (t == 1) SB_TRY(cu_event_record(ev[0], r->cx->s)); /* after the warm-up */
+            SB_TRY(j < pn->nv ? cu_gen_launch(r->cx->s, fn[j], grid, block, pp) : run_node(r, pn->node));
+        }
         SB_TRY(cu_event_record(ev[1], r->cx->s));
         SB_TRY(cu_stream_sync(r->cx->s));
         float ms = 0;
         SB_TRY(cu_event_ms(ev[0], ev[1], &ms));
-        if (j == 0 || ms < best) best = ms, pn->win = j;
+        if (j == 0 || ms < best) best = ms, pn->win = j < pn->nv ? j : CG_TUNE_HAND;
     }
     return SB_OK;
 }
@@ -942,8 +947,13 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
         }
         q->node = i;
         q->nv = cg_variants(&q->grp, q->v);
+        /* the hand-written kernel is a candidate too (SB_CODEGEN=2: generated only) */
         const int cached = cg_tune_get(&q->grp, tag);
-        q->tune = q->nv > 1 && (cached < 0 || cached >= q->nv);
+        if (cached == CG_TUNE_HAND && mode == 1) {
+            cg_count_tune(false, true);
+            continue;
+        }
+        q->tune = (q->nv > 1 || mode == 1) && (cached < 0 || cached >= q->nv);
         q->win = cached >= 0 && cached < q->nv ? cached : 0;
         for (int j = 0; j < q->nv; j++) {
             q->job[j] = -1;
@@ -992,14 +1002,15 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
         cn->n_params = q->grp.n_params;
         memcpy(cn->ref, q->grp.ref, sizeof cn->ref);
         if (ns == SB_OK && q->tune) {
-            ns = cg_tune_node(&r, q, fn, ev);
-            if (ns == SB_OK) cg_tune_put(&q->grp, tag, q->win);
+            ns = cg_tune_node(&r, q, fn, ev, mode == 1);
+            if (ns == SB_OK && (mode == 1 || cg_tune_get(&q->grp, tag) != CG_TUNE_HAND)) cg_tune_put(&q->grp, tag, q->win);
         }
         if (ns != SB_OK) {
             st = cg_refuse(mode, n, q->node, ns);
             continue;
         }
-        cg_count_tune(q->tune);
+        cg_count_tune(q->tune, q->win == CG_TUNE_HAND);
+        if (q->win == CG_TUNE_HAND) continue; /* the hand-written kernel was faster */
         cg_geometry(&q->grp, q->v[q->win], &cn->grid, &cn->block);
         cn->fn = fn[q->win];
     }
