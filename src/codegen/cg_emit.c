@@ -353,7 +353,7 @@ sb_status cg_emit(const cg_group *g, cg_variant v, char **src, char name[40]) {
         put(&b, "        uint8_t *dst = (uint8_t *)a.p[0] + (uint64_t)%lld * (uint64_t)r;\n", (long long)rowb);
         char eps[64];
         flit(eps, sizeof eps, g->eps);
-        const char *w = g->has_w ? "(const float *)a.p[2] + r * E_" : "(const float *)0";
+        const char *w = g->has_w ? "(const float *)a.p[2]" : "(const float *)0"; /* one weight row for every row */
         switch (g->kind) {
         case CG_QUANTIZE:
             put(&b, "        quant_row<%d, NT>(dst, E_, src_plain{(const float *)a.p[1] + r * E_});\n", xq);

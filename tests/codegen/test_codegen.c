@@ -170,6 +170,16 @@ static void test_emit(void) {
         free(a);
         free(b);
     }
+    /* the norm weight is one row for every row (a per-row offset read past it: prefill only) */
+    cg_group nq = {.kind = CG_RMS_NORM_QUANT, .E = 512, .rows = 9, .xq = SB_TYPE_Q8_1, .eps = 1e-5f, .has_w = true, .n_params = 3};
+    char *ns = NULL, nn[40];
+    CHECK(cg_emit(&nq, (cg_variant){1024, 1}, &ns, nn) == SB_OK);
+    CHECKF(ns && strstr(ns, "src_norm{xr, (const float *)a.p[2], sc}"), "%s", ns ? ns : "");
+    free(ns);
+    nq.kind = CG_ADD_RMS_NORM_QUANT, nq.n_params = 5;
+    CHECK(cg_emit(&nq, (cg_variant){1024, 1}, &ns, nn) == SB_OK);
+    CHECKF(ns && strstr(ns, "src_norm{sr, (const float *)a.p[2], sc}") && strstr(ns, "(const float *)a.p[3] + r * E_, sr"), "%s", ns ? ns : "");
+    free(ns);
     /* constants are exact: a scale of 0.1f appears as its hex float */
     cg_group s = {.kind = CG_EW, .E = 32, .rows = 1, .n_steps = 1, .n_params = 2};
     s.st[0] = (cg_step){.op = CG_EW_SCALE, .f = 0.1f};
