@@ -119,7 +119,7 @@ struct exec_cuda {
     bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=0 off; exec_cuda_set_fuse) */
     bool ropek;           /* experiment: K's RoPE into the multi-GEMV launch (env SB_CUDA_ROPEK=1) */
     int sms;
-    int attn_variant;     /* k_attention.cu variant (env SB_CUDA_ATTN, default 1) */
+    int attn_variant;     /* attention kernels (env SB_CUDA_ATTN): 1, 2 (k_attention.cu), default 3 = 2 for decode, k_fattn.cu for prefill */
     exec_cuda_stats st;
     /* profile: device ms and kernel launches per family, runs profiled */
     double prof_ms[PROF_FAMILIES];
@@ -158,7 +158,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     const char *pe = getenv("SB_CUDA_PROFILE");
     cx->profile = pe && pe[0] == '1';
     const char *av = getenv("SB_CUDA_ATTN");
-    cx->attn_variant = av && av[0] >= '1' && av[0] <= '3' ? av[0] - '0' : 2;
+    cx->attn_variant = av && av[0] >= '1' && av[0] <= '3' ? av[0] - '0' : 3;
     const char *fe = getenv("SB_CUDA_FUSE");
     cx->fuse = !(fe && fe[0] == '0');
     const char *rk = getenv("SB_CUDA_ROPEK");

@@ -75,14 +75,14 @@ exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx);
 sb_status exec_cuda_host_alloc(exec_cuda *cx, size_t bytes, void **out);
 void exec_cuda_host_free(exec_cuda *cx, void *p);
 
-/* Attention kernel variant (backend/cuda/k_attention.cu): 2 (default: 32 keys per warp step) or
- * 1 (a key per warp step); env SB_CUDA_ATTN=1; 3: variant 2 for decode and flash attention
- * (k_fattn.cu) for T > 1 prefill with head_dim <= 128. Drops captured graphs. */
+/* Attention kernel variant (backend/cuda/k_attention.cu): 2 (32 keys per warp step) or 1 (a key
+ * per warp step); 3 (default): variant 2 for decode and flash attention (k_fattn.cu) for T > 1
+ * prefill with head_dim <= 128; env SB_CUDA_ATTN=1|2|3. Drops captured graphs. */
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v);
 
-/* Token-tile GEMV variant for T > 8 (process-wide; backend/cuda/k_mmvq.cu): 3 (default: shared-
- * memory tiled GEMM), 1 (8-token tiles), 2 (four rows per warp) or 4 (the int8 tensor-core GEMM,
- * k_mma.cu, on sm_80+ devices; else 3); env SB_CUDA_MMQ=1|2|4. */
+/* Token-tile GEMV variant for T > 8 (process-wide; backend/cuda/k_mmvq.cu): 4 (default: the int8
+ * tensor-core GEMM, k_mma.cu, on sm_80+ devices, else 3), 3 (shared-memory tiled dp4a GEMM), 1
+ * (8-token tiles) or 2 (four rows per warp); env SB_CUDA_MMQ=1|2|3|4. */
 void exec_cuda_set_mmvq_variant(int v);
 
 /* Executor-level fusions (default on; env SB_CUDA_FUSE=0 turns them off; docs/cuda.md): GEMV

@@ -7,13 +7,14 @@
  * Math (ops_ref.c op_attention): for query (t, h) at p = pos[t], keys j in [lo, p] of kv head
  * h / (Hq/Hkv): s_j = (q . k_j) * scale, softcap c*tanh(s/c); out = softmax(s) . v, online
  * softmax in f32 (running max per query, per-lane partial sums reduced once at the end).
- * Geometry: one block of 4 warps per (query tile of BQ tokens, q head); warp w owns QW = BQ/4
+ * Geometry: one block of 8 warps per (query tile of BQ tokens, q head); warp w owns QW = BQ/8
  * queries. The block walks the union of its queries' key ranges in tiles of 32 keys staged in
- * shared memory (f32, rows padded to stay 16-byte aligned and bank-spread); per tile a warp
+ * shared memory (f32, rows padded to stay 16-byte aligned and bank-spread; the next tile is
+ * loaded into registers while the current one is computed); per tile a warp
  * scores lane = key against its QW queries (q from shared memory, broadcast), updates the running
  * max by one warp max per query, writes the probabilities to shared memory, then accumulates
  * P.V with lane = dims lane + 32i. Warps whose queries see no key of a tile skip it (causal
- * diagonal, window). D <= 64: BQ 32 (DL 2); D <= 128: BQ 16 (DL 4); larger heads keep the
+ * diagonal, window). D <= 64: BQ 32 (DL 2); D <= 128: BQ 16 (DL 4) — the grids below; larger heads keep the
  * k_attention.cu path (cu_fattn_supported).
  * Traffic: each K/V row of the visible range is read once per (query tile, q head) instead of
  * once per (query, q head): /BQ of k_attn's prefill reads; FMA-bound (~2*D FMAs per visible
@@ -25,7 +26,7 @@
 
 #include <math.h>
 
-#define FA_WARPS 4
+#define FA_WARPS 8
 #define FA_BK 32
 
 typedef struct fa_rope {
@@ -40,9 +41,10 @@ __global__ void __launch_bounds__(FA_WARPS * 32) k_fattn(float *dst, const float
                                                          blk_q8_1 *xq) {
     CU_PDL_ENTRY();
     constexpr int DM = 32 * DL;             /* max head dim */
-    constexpr int QW = DL == 2 ? 8 : 4;     /* queries per warp */
-    constexpr int BQ = FA_WARPS * QW;       /* queries per block */
+    constexpr int BQ = DL == 2 ? 32 : 16;   /* queries per block */
+    constexpr int QW = BQ / FA_WARPS;       /* queries per warp */
     constexpr int SK = DM + 4;              /* K row stride (floats) */
+    constexpr int PE = FA_BK * DM / (FA_WARPS * 32); /* K (and V) values each thread prefetches per tile */
     __shared__ __align__(16) float sq[BQ][DM];
     __shared__ __align__(16) float sk[FA_BK][SK];
     __shared__ __align__(16) float sv[FA_BK][DM];
@@ -101,20 +103,33 @@ __global__ void __launch_bounds__(FA_WARPS * 32) k_fattn(float *dst, const float
 #pragma unroll
         for (int k = 0; k < DL; k++) acc[i][k] = 0.0f;
     }
+    /* software pipeline: the next K/V tile is loaded into registers while this one is computed */
+    float pk[PE], pv[PE];
+    auto fetch = [&](int kb) {
+#pragma unroll
+        for (int e = 0; e < PE; e++) {
+            const int i = tid + FA_WARPS * 32 * e, r = i / Dp, d = i % Dp, j = kb + r;
+            pk[e] = pv[e] = 0.0f;
+            if (i < FA_BK * Dp && j <= kmax && d < D) {
+                const int64_t o = (int64_t)j * Dkv + (int64_t)kvh * D + d;
+                pk[e] = f16 ? cu_h2f(((const uint16_t *)kc)[o]) : ((const float *)kc)[o];
+                pv[e] = f16 ? cu_h2f(((const uint16_t *)vc)[o]) : ((const float *)vc)[o];
+            }
+        }
+    };
+    fetch(kmin);
     for (int kb = kmin; kb <= kmax; kb += FA_BK) {
         __syncthreads(); /* the previous tile's readers are done */
-        for (int i = tid; i < FA_BK * Dp; i += FA_WARPS * 32) {
-            const int r = i / Dp, d = i % Dp, j = kb + r;
-            float kv = 0.0f, vv = 0.0f;
-            if (j <= kmax && d < D) {
-                const int64_t o = (int64_t)j * Dkv + (int64_t)kvh * D + d;
-                kv = f16 ? cu_h2f(((const uint16_t *)kc)[o]) : ((const float *)kc)[o];
-                vv = f16 ? cu_h2f(((const uint16_t *)vc)[o]) : ((const float *)vc)[o];
+#pragma unroll
+        for (int e = 0; e < PE; e++) {
+            const int i = tid + FA_WARPS * 32 * e;
+            if (i < FA_BK * Dp) {
+                sk[i / Dp][i % Dp] = pk[e];
+                sv[i / Dp][i % Dp] = pv[e];
             }
-            sk[r][d] = kv;
-            sv[r][d] = vv;
         }
         __syncthreads();
+        if (kb + FA_BK <= kmax) fetch(kb + FA_BK);
         if (wmax < kb || wmin > kb + FA_BK - 1) continue; /* none of this warp's queries sees these keys */
         const int j = kb + lane;
         float s[QW];
@@ -199,10 +214,10 @@ extern "C" sb_status cu_attention_prefill(cu_stream s, float *dst, const float *
     blk_q8_1 *xq = (blk_q8_1 *)a->xq;
     const int f16 = a->ctype == CU_T_F16, T = (int)a->T;
     if (a->D <= 64)
-        cu_launch(k_fattn<2>, dim3(cu_div_up(T, FA_WARPS * 8), (unsigned)a->Hq), FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq,
+        cu_launch(k_fattn<2>, dim3(cu_div_up(T, 32), (unsigned)a->Hq), FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq,
                   (int)a->Hkv, f16, a->scale, a->softcap, a->window, rp, xq);
     else
-        cu_launch(k_fattn<4>, dim3(cu_div_up(T, FA_WARPS * 4), (unsigned)a->Hq), FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq,
+        cu_launch(k_fattn<4>, dim3(cu_div_up(T, 16), (unsigned)a->Hq), FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq,
                   (int)a->Hkv, f16, a->scale, a->softcap, a->window, rp, xq);
     return cu_after_launch("k_fattn");
 }

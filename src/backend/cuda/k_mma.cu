@@ -22,16 +22,18 @@
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/unpack.cuh"
 
-#define MA_BT 64
 #define MA_KB 4
 #define MA_LD (MA_KB * 8 + 4)
+
+static int mma_mode = 1;                 /* cu_mma_set: on by default (exec_cuda: SB_CUDA_MMQ=4) */
+static int mma_sms = 0, mma_cc = -1; /* device properties, read once */
 
 /* exact int -> float for |s| < 2^22 */
 static __device__ __forceinline__ float i2f_exact(int s) { return __int_as_float(s + 0x4B400000) - 12582912.0f; }
 
 static __device__ __forceinline__ void mma_k32(int c[4], int a0, int a1, int a2, int a3, int b0, int b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
                  : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
 #else
@@ -41,7 +43,7 @@ static __device__ __forceinline__ void mma_k32(int c[4], int a0, int a1, int a2,
 
 static __device__ __forceinline__ void mma_k16(int c[4], int a0, int a1, int b0) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};"
+    asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};"
                  : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
                  : "r"(a0), "r"(a1), "r"(b0), "r"(0));
 #else
@@ -49,25 +51,27 @@ static __device__ __forceinline__ void mma_k16(int c[4], int a0, int a1, int b0)
 #endif
 }
 
-template <int TYPE, int XQ, int BN>
+template <int TYPE, int XQ, int BN, int BT>
 __global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
                                                 cu_epilogue ep) {
     CU_PDL_ENTRY();
-    constexpr int WR = BN / 32;    /* warps along rows */
-    constexpr int WT = 8 / WR;     /* warps along tokens */
-    constexpr int WN = MA_BT / WT; /* tokens per warp */
-    constexpr int NT = WN / 8;     /* n8 tiles per warp */
+    constexpr int WR = BN / 32; /* warps along rows */
+    constexpr int WT = 8 / WR;  /* warps along tokens */
+    constexpr int WN = BT / WT; /* tokens per warp */
+    constexpr int NT = WN / 8;  /* n8 tiles per warp */
+    constexpr int U = BN * MA_KB / 256; /* weight sub-blocks each thread stages per step */
     constexpr bool K6 = TYPE == CU_T_Q6_K;
     constexpr bool DM = TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K;
+    static_assert(NT >= 1 && U >= 1 && BT * MA_KB <= 256, "k_mma tile shape");
     __shared__ __align__(16) int ws[BN][MA_LD];
     __shared__ float2 wd[MA_KB][BN]; /* (d0, d1) or (d0, dm) */
-    __shared__ __align__(16) int xs[MA_BT][MA_LD];
-    __shared__ __align__(8) float xd[MA_KB][MA_BT];
-    __shared__ __align__(8) float xm[MA_KB][MA_BT]; /* d8 * sum q (DM types) */
+    __shared__ __align__(16) int xs[BT][MA_LD];
+    __shared__ __align__(8) float xd[MA_KB][BT];
+    __shared__ __align__(8) float xm[MA_KB][BT]; /* d8 * sum q (DM types) */
     const int tid = threadIdx.x, lane = tid & 31, wp = tid >> 5;
     const int g = lane >> 2, tig = lane & 3;
     const int wr = wp % WR, wt = wp / WR;
-    const int64_t n0 = (int64_t)blockIdx.x * BN, t0 = (int64_t)blockIdx.y * MA_BT;
+    const int64_t n0 = (int64_t)blockIdx.x * BN, t0 = (int64_t)blockIdx.y * BT;
     const int nsb = (int)(K / 32);
     float acc[2][NT][4];
 #pragma unroll
@@ -76,45 +80,61 @@ __global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, ui
         for (int n = 0; n < NT; n++)
 #pragma unroll
             for (int c = 0; c < 4; c++) acc[m][n][c] = 0.0f;
-    for (int j0 = 0; j0 < nsb; j0 += MA_KB) {
+    /* software pipeline: the raw words of step j0 + MA_KB are loaded into registers before step
+     * j0's tensor-core work, decoded into shared memory after it */
+    cu_wraw raw[U];
+    int xr[8];
+    float xd8 = 0.0f;
+    const int at = tid / MA_KB, aj = tid % MA_KB; /* this thread's activation sub-block */
+    auto fetch = [&](int j0) {
 #pragma unroll
-        for (int u2 = 0; u2 < BN * MA_KB / 256; u2++) {
+        for (int u2 = 0; u2 < U; u2++) {
+            const int u = tid + 256 * u2, r = u / MA_KB, jj = u % MA_KB;
+            if (n0 + r < N && j0 + jj < nsb) {
+                cu_fetch<TYPE>(w + (uint64_t)(n0 + r) * rb, j0 + jj, &raw[u2]);
+            } else { /* zero words decode to zero scales: no contribution */
+#pragma unroll
+                for (int i = 0; i < 8; i++) raw[u2].q[i] = raw[u2].h[i] = 0;
+                raw[u2].s0 = raw[u2].s1 = 0;
+            }
+        }
+        xd8 = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; i++) xr[i] = 0;
+        if (at < BT && t0 + at < T && j0 + aj < nsb) {
+            const int *qp = cu_act_sub<XQ>(x, K, t0 + at, j0 + aj, &xd8);
+#pragma unroll
+            for (int i = 0; i < 8; i++) xr[i] = qp[i];
+        }
+    };
+    auto store = [&](int j0) {
+#pragma unroll
+        for (int u2 = 0; u2 < U; u2++) {
             const int u = tid + 256 * u2, r = u / MA_KB, jj = u % MA_KB;
             cu_wsub t;
-            if (n0 + r < N && j0 + jj < nsb) {
-                cu_unpack<TYPE>(w + (uint64_t)(n0 + r) * rb, j0 + jj, &t);
-            } else {
-#pragma unroll
-                for (int i = 0; i < 8; i++) t.w[i] = 0;
-                t.d0 = t.d1 = t.dm = 0.0f;
-            }
+            cu_decode<TYPE>(&raw[u2], j0 + jj, &t);
             *(int4 *)&ws[r][jj * 8] = make_int4(t.w[0], t.w[1], t.w[2], t.w[3]);
             *(int4 *)&ws[r][jj * 8 + 4] = make_int4(t.w[4], t.w[5], t.w[6], t.w[7]);
             wd[jj][r] = make_float2(t.d0, K6 ? t.d1 : t.dm);
         }
-        {
-            const int t = tid / MA_KB, jj = tid % MA_KB;
-            int q[8];
-            float d8 = 0.0f;
-            if (t0 + t < T && j0 + jj < nsb) {
-                const int *qp = cu_act_sub<XQ>(x, K, t0 + t, j0 + jj, &d8);
-#pragma unroll
-                for (int i = 0; i < 8; i++) q[i] = qp[i];
-            } else {
-#pragma unroll
-                for (int i = 0; i < 8; i++) q[i] = 0;
-            }
-            *(int4 *)&xs[t][jj * 8] = make_int4(q[0], q[1], q[2], q[3]);
-            *(int4 *)&xs[t][jj * 8 + 4] = make_int4(q[4], q[5], q[6], q[7]);
-            xd[jj][t] = d8;
+        if (at < BT) {
+            *(int4 *)&xs[at][aj * 8] = make_int4(xr[0], xr[1], xr[2], xr[3]);
+            *(int4 *)&xs[at][aj * 8 + 4] = make_int4(xr[4], xr[5], xr[6], xr[7]);
+            xd[aj][at] = xd8;
             if (DM) {
                 int sq = 0;
 #pragma unroll
-                for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, q[i], sq);
-                xm[jj][t] = d8 * (float)sq;
+                for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, xr[i], sq);
+                xm[aj][at] = xd8 * (float)sq;
             }
         }
-        __syncthreads();
+    };
+    fetch(0);
+    store(0);
+    __syncthreads();
+    for (int j0 = 0; j0 < nsb; j0 += MA_KB) {
+        const bool more = j0 + MA_KB < nsb;
+        if (more) fetch(j0 + MA_KB);
 #pragma unroll
         for (int jj = 0; jj < MA_KB; jj++) {
             int a[2][4], b[NT][2];
@@ -138,6 +158,19 @@ __global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, ui
                 sw[m][0] = wd[jj][wr * 32 + m * 16 + g];
                 sw[m][1] = wd[jj][wr * 32 + m * 16 + g + 8];
             }
+            /* every tensor-core op of this sub-block first (independent: in flight together), then the scaling */
+            int s[2][NT][4], s1[K6 ? 2 : 1][NT][4];
+#pragma unroll
+            for (int n = 0; n < NT; n++)
+#pragma unroll
+                for (int m = 0; m < 2; m++) {
+                    if (K6) {
+                        mma_k16(s[m][n], a[m][0], a[m][1], b[n][0]);
+                        mma_k16(s1[K6 ? m : 0][n], a[m][2], a[m][3], b[n][1]);
+                    } else {
+                        mma_k32(s[m][n], a[m][0], a[m][1], a[m][2], a[m][3], b[n][0], b[n][1]);
+                    }
+                }
 #pragma unroll
             for (int n = 0; n < NT; n++) {
                 const int c = wt * WN + n * 8 + 2 * tig;
@@ -145,32 +178,25 @@ __global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, ui
                 float2 sm = make_float2(0.0f, 0.0f);
                 if (DM) sm = *(const float2 *)&xm[jj][c];
 #pragma unroll
-                for (int m = 0; m < 2; m++) {
-                    int s[4];
-                    if (K6) {
-                        int s1[4];
-                        mma_k16(s, a[m][0], a[m][1], b[n][0]);
-                        mma_k16(s1, a[m][2], a[m][3], b[n][1]);
+                for (int m = 0; m < 2; m++)
 #pragma unroll
-                        for (int i = 0; i < 4; i++) {
-                            const float2 dw = sw[m][i >> 1];
-                            const float dt = i & 1 ? d8.y : d8.x;
-                            acc[m][n][i] += dt * (dw.x * i2f_exact(s[i]) + dw.y * i2f_exact(s1[i]));
-                        }
-                    } else {
-                        mma_k32(s, a[m][0], a[m][1], a[m][2], a[m][3], b[n][0], b[n][1]);
-#pragma unroll
-                        for (int i = 0; i < 4; i++) {
-                            const float2 dw = sw[m][i >> 1];
-                            const float dt = i & 1 ? d8.y : d8.x;
-                            acc[m][n][i] += dt * (dw.x * i2f_exact(s[i]));
+                    for (int i = 0; i < 4; i++) {
+                        const float2 dw = sw[m][i >> 1];
+                        const float dt = i & 1 ? d8.y : d8.x;
+                        if (K6) {
+                            acc[m][n][i] += dt * (dw.x * i2f_exact(s[m][n][i]) + dw.y * i2f_exact(s1[K6 ? m : 0][n][i]));
+                        } else {
+                            acc[m][n][i] += dt * (dw.x * i2f_exact(s[m][n][i]));
                             if (DM) acc[m][n][i] += dw.y * (i & 1 ? sm.y : sm.x);
                         }
                     }
-                }
             }
         }
         __syncthreads();
+        if (more) {
+            store(j0 + MA_KB);
+            __syncthreads();
+        }
     }
 #pragma unroll
     for (int m = 0; m < 2; m++)
@@ -187,21 +213,23 @@ __global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, ui
             }
 }
 
-static int mma_mode = 0; /* cu_mma_set */
-static int mma_sms = 0, mma_cc = -1; /* device properties, read once */
 
 extern "C" void cu_mma_set(bool on) { mma_mode = on ? 1 : 0; }
 extern "C" bool cu_mma_on(void) { return mma_mode != 0; }
 
+/* tile choice: the largest tile whose grid still covers the GPU's block slots (2 per SM) twice,
+ * else the one with the most blocks */
 template <int TYPE, int XQ>
 static sb_status launch_mma(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
                             cu_epilogue ep) {
-    const int64_t tiles = (int64_t)cu_div_up(N, 128) * cu_div_up(T, MA_BT);
     if (!mma_sms) mma_sms = cu_sm_count();
-    if (tiles >= 2 * (int64_t)mma_sms)
-        cu_launch(k_mma<TYPE, XQ, 128>, dim3(cu_div_up(N, 128), cu_div_up(T, MA_BT)), 256, s, dst, w, rb, K, N, x, T, ep);
+    const int64_t slots = 2 * (int64_t)mma_sms;
+    if ((int64_t)cu_div_up(N, 128) * cu_div_up(T, 64) >= 2 * slots)
+        cu_launch(k_mma<TYPE, XQ, 128, 64>, dim3(cu_div_up(N, 128), cu_div_up(T, 64)), 256, s, dst, w, rb, K, N, x, T, ep);
+    else if ((int64_t)cu_div_up(N, 64) * cu_div_up(T, 64) >= slots)
+        cu_launch(k_mma<TYPE, XQ, 64, 64>, dim3(cu_div_up(N, 64), cu_div_up(T, 64)), 256, s, dst, w, rb, K, N, x, T, ep);
     else
-        cu_launch(k_mma<TYPE, XQ, 64>, dim3(cu_div_up(N, 64), cu_div_up(T, MA_BT)), 256, s, dst, w, rb, K, N, x, T, ep);
+        cu_launch(k_mma<TYPE, XQ, 64, 32>, dim3(cu_div_up(N, 64), cu_div_up(T, 32)), 256, s, dst, w, rb, K, N, x, T, ep);
     return cu_after_launch("k_mma");
 }
 

@@ -200,7 +200,7 @@ sb_status cu_attention(cu_stream s, float *dst, const float *q, const void *k, c
 /* Is there an int8 tensor-core GEMM (mma.sync, sm_80+ device) for weights of wtype x activations
  * of xtype (Q8_1: Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K; Q8_K: the K-quants)? */
 bool cu_has_mma(int wtype, int xtype);
-/* Process-wide: use cu_matmul_mma for T > 8 where cu_has_mma (the executor's choice; SB_CUDA_MMQ=4). */
+/* Process-wide (default on): the executor uses cu_matmul_mma for T > 8 where cu_has_mma (SB_CUDA_MMQ=4). */
 void cu_mma_set(bool on);
 bool cu_mma_on(void);
 /* dst [N,T] = W x as cu_matmul_q8 (same operands, epilogue and results up to f32 summation

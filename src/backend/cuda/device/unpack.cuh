@@ -94,6 +94,120 @@ template <int TYPE> static __device__ __forceinline__ void cu_unpack(const uint8
     }
 }
 
+/* The same unpack in two phases, so a GEMM can issue the global loads of its next K step before
+ * computing the current one (software pipelining): cu_fetch loads the raw words a sub-block needs
+ * into registers, cu_decode turns them into the cu_unpack result (bit-identical). Fields a type
+ * does not use are dead and cost no registers. */
+typedef struct cu_wraw {
+    int q[8], h[8];
+    uint32_t s0, s1;
+} cu_wraw;
+
+template <int TYPE> static __device__ __forceinline__ void cu_fetch(const uint8_t *row, int j, cu_wraw *o) {
+    if (TYPE == CU_T_Q4_0) {
+        const blk_q4_0 *b = (const blk_q4_0 *)row + j;
+#pragma unroll
+        for (int i = 0; i < 4; i++) o->q[i] = ld_i32_a2(b->qs + 4 * i);
+        o->s0 = b->d;
+    } else if (TYPE == CU_T_Q5_0) {
+        const blk_q5_0 *b = (const blk_q5_0 *)row + j;
+#pragma unroll
+        for (int i = 0; i < 4; i++) o->q[i] = ld_i32_a2(b->qs + 4 * i);
+        o->h[0] = ld_i32_a2(b->qh);
+        o->s0 = b->d;
+    } else if (TYPE == CU_T_Q8_0) {
+        const blk_q8_0 *b = (const blk_q8_0 *)row + j;
+#pragma unroll
+        for (int i = 0; i < 8; i++) o->q[i] = ld_i32_a2(b->qs + 4 * i);
+        o->s0 = b->d;
+    } else if (TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K) {
+        const uint8_t *blk = row + (uint64_t)(j / 8) * (TYPE == CU_T_Q4_K ? sizeof(blk_q4_K) : sizeof(blk_q5_K));
+        const uint8_t *scales = TYPE == CU_T_Q4_K ? ((const blk_q4_K *)blk)->scales : ((const blk_q5_K *)blk)->scales;
+        const uint8_t *qs = TYPE == CU_T_Q4_K ? ((const blk_q4_K *)blk)->qs : ((const blk_q5_K *)blk)->qs;
+        const int s = j % 8;
+        const int *q = (const int *)(qs + 32 * (s / 2));
+#pragma unroll
+        for (int i = 0; i < 8; i++) o->q[i] = q[i];
+        if (TYPE == CU_T_Q5_K) {
+            const int *qh = (const int *)((const blk_q5_K *)blk)->qh;
+#pragma unroll
+            for (int i = 0; i < 8; i++) o->h[i] = qh[i];
+        }
+        o->s0 = *(const uint32_t *)blk; /* d | dmin << 16 */
+        /* the bytes k4_scale_min reads: x = scales[s+4], y = scales[s < 4 ? s : s-4], z = scales[s] */
+        o->s1 = (uint32_t)scales[s + 4] | (uint32_t)scales[s < 4 ? s : s - 4] << 8 | (uint32_t)scales[s] << 16;
+    } else { /* CU_T_Q6_K */
+        const blk_q6_K *b = (const blk_q6_K *)row + j / 8;
+        const int s = j % 8, n = s / 4, g = s % 4;
+        const uint8_t *ql = b->ql + 64 * n + 32 * (g & 1);
+        const uint8_t *qh = b->qh + 32 * n;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            o->q[i] = ld_i32_a2(ql + 4 * i);
+            o->h[i] = ld_i32_a2(qh + 4 * i);
+        }
+        o->s0 = b->d;
+        o->s1 = (uint32_t)(uint8_t)b->scales[2 * s] | (uint32_t)(uint8_t)b->scales[2 * s + 1] << 8;
+    }
+}
+
+template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wraw *r, int j, cu_wsub *o) {
+    if (TYPE == CU_T_Q4_0) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            o->w[i] = __vsubss4(r->q[i] & 0x0F0F0F0F, 0x08080808);
+            o->w[i + 4] = __vsubss4((r->q[i] >> 4) & 0x0F0F0F0F, 0x08080808);
+        }
+        o->d0 = o->d1 = cu_h2f((uint16_t)r->s0);
+        o->dm = 0.0f;
+    } else if (TYPE == CU_T_Q5_0) {
+        const uint32_t qh = (uint32_t)r->h[0];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            o->w[i] = __vsubss4((r->q[i] & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (4 * i)), 0x10101010);
+            o->w[i + 4] = __vsubss4(((r->q[i] >> 4) & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (16 + 4 * i)), 0x10101010);
+        }
+        o->d0 = o->d1 = cu_h2f((uint16_t)r->s0);
+        o->dm = 0.0f;
+    } else if (TYPE == CU_T_Q8_0) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) o->w[i] = r->q[i];
+        o->d0 = o->d1 = cu_h2f((uint16_t)r->s0);
+        o->dm = 0.0f;
+    } else if (TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K) {
+        const int s = j % 8, sh = 4 * (s % 2);
+        const int x = (int)(r->s1 & 0xFF), y = (int)((r->s1 >> 8) & 0xFF), z = (int)((r->s1 >> 16) & 0xFF);
+        int sc, m;
+        if (s < 4) {
+            sc = y & 63;
+            m = x & 63;
+        } else {
+            sc = (x & 0xF) | ((y >> 6) << 4);
+            m = (x >> 4) | ((z >> 6) << 4);
+        }
+#pragma unroll
+        for (int i = 0; i < 8; i++) o->w[i] = (r->q[i] >> sh) & 0x0F0F0F0F;
+        if (TYPE == CU_T_Q5_K) {
+#pragma unroll
+            for (int i = 0; i < 8; i++) o->w[i] |= (int)((((unsigned)r->h[i] >> s) & 0x01010101u) << 4);
+        }
+        o->d0 = o->d1 = cu_h2f((uint16_t)(r->s0 & 0xFFFF)) * (float)sc;
+        o->dm = -cu_h2f((uint16_t)(r->s0 >> 16)) * (float)m;
+    } else { /* CU_T_Q6_K */
+        const int g = (j % 8) % 4;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const int lo = (r->q[i] >> (4 * (g >> 1))) & 0x0F0F0F0F;
+            const int hi = (int)((((unsigned)r->h[i] >> (2 * g)) & 0x03030303u) << 4);
+            o->w[i] = __vsubss4(lo | hi, 0x20202020);
+        }
+        const float d = cu_h2f((uint16_t)r->s0);
+        o->d0 = d * (float)(int8_t)(r->s1 & 0xFF);
+        o->d1 = d * (float)(int8_t)((r->s1 >> 8) & 0xFF);
+        o->dm = 0.0f;
+    }
+}
+
 /* activation sub-block j (32 values) of token row t: its 8 ints and scale */
 template <int XQ> static __device__ __forceinline__ const int *cu_act_sub(const uint8_t *x, int64_t K, int64_t t, int j, float *d8) {
     if (XQ == CU_T_Q8_1) {
