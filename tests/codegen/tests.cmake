@@ -5,7 +5,7 @@
 # prefill plan for the CUDA target, compiled with NVRTC for sm_90 and sm_80 (links the runtime for
 # the model builders and the CUDA plan target).
 sb_layer_tests(codegen)
-set_tests_properties(codegen/test_codegen PROPERTIES SKIP_RETURN_CODE 77)
+set_tests_properties(codegen/test_codegen codegen/test_codegen_emu PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME codegen/test_codegen_no_nvrtc COMMAND codegen_test_codegen --no-nvrtc WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(codegen/test_codegen_no_nvrtc PROPERTIES ENVIRONMENT "SB_NVRTC_LIB=/nonexistent/libnvrtc.so" LABELS codegen)
 

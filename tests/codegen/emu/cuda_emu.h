@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * tests/codegen/emu/cuda_emu.h — just enough CUDA to run a generated kernel on the CPU (g++), for
+ * codegen/test_codegen_emu: every thread of a block is a ucontext fiber; __syncthreads waits for
+ * the block, __shfl_xor_sync for the warp (deposit, wait, read, wait), blocks run one after
+ * another. __shared__ is `static` (fibers share one OS thread). Math: the host's libm, fp16 by
+ * _Float16 (round to nearest even, as cvt.rn.f16.f32), __float2int_rn by lrintf.
+ * Force-included (-include) before the generated source; the test appends sb_emu_launch.
+ * Non-goals: speed, atomics, PDL (CU_PDL_ENTRY is a no-op without __CUDA_ARCH__).
+ */
+#ifndef SB_CUDA_EMU_H
+#define SB_CUDA_EMU_H
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <ucontext.h>
+#include <vector>
+
+#define __device__
+#define __host__
+#define __global__
+#define __forceinline__ inline
+#define __constant__
+#define __shared__ static
+#define __launch_bounds__(n)
+
+struct dim3 {
+    unsigned x, y, z;
+};
+static dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+static inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
+static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
+static inline int __float2int_rn(float f) { return (int)lrintf(f); }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+
+// ---- fibers ----
+
+enum { EMU_READY, EMU_BLOCK, EMU_WARP, EMU_DONE };
+struct emu_fiber {
+    ucontext_t ctx;
+    int state;
+};
+static std::vector<emu_fiber> emu_f;
+static std::vector<char> emu_stacks;
+static ucontext_t emu_main;
+static unsigned emu_cur;
+static const std::function<void()> *emu_body;
+static uint64_t emu_slot[1024];
+
+static inline void emu_yield(int st) {
+    emu_f[emu_cur].state = st;
+    swapcontext(&emu_f[emu_cur].ctx, &emu_main);
+}
+static inline void __syncthreads() { emu_yield(EMU_BLOCK); }
+template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) {
+    static_assert(sizeof(T) <= 8, "shuffle width");
+    const unsigned t = threadIdx.x;
+    memcpy(&emu_slot[t], &v, sizeof v);
+    emu_yield(EMU_WARP);
+    T r;
+    memcpy(&r, &emu_slot[(t & ~31u) | ((t & 31u) ^ (unsigned)o)], sizeof r);
+    emu_yield(EMU_WARP);
+    return r;
+}
+static void emu_tramp() {
+    (*emu_body)();
+    emu_f[emu_cur].state = EMU_DONE;
+    swapcontext(&emu_f[emu_cur].ctx, &emu_main);
+}
+
+/* run body as a grid of `grid` blocks of `block` threads; 0, or -1 on a deadlock (a barrier some
+ * live threads never reach) */
+static int emu_run(unsigned grid, unsigned block, const std::function<void()> &body) {
+    const size_t stack = 128 * 1024;
+    if (block == 0 || block > 1024) return -1;
+    emu_f.assign(block, emu_fiber());
+    emu_stacks.assign(stack * block, 0);
+    emu_body = &body;
+    gridDim = dim3{grid, 1, 1};
+    blockDim = dim3{block, 1, 1};
+    for (unsigned b = 0; b < grid; b++) {
+        blockIdx = dim3{b, 0, 0};
+        for (unsigned t = 0; t < block; t++) {
+            getcontext(&emu_f[t].ctx);
+            emu_f[t].ctx.uc_stack.ss_sp = &emu_stacks[stack * t];
+            emu_f[t].ctx.uc_stack.ss_size = stack;
+            emu_f[t].ctx.uc_link = NULL;
+            makecontext(&emu_f[t].ctx, emu_tramp, 0);
+            emu_f[t].state = EMU_READY;
+        }
+        for (;;) {
+            bool ran = false;
+            for (unsigned t = 0; t < block; t++)
+                if (emu_f[t].state == EMU_READY) {
+                    emu_cur = t;
+                    threadIdx = dim3{t, 0, 0};
+                    swapcontext(&emu_main, &emu_f[t].ctx);
+                    ran = true;
+                }
+            unsigned alive = 0, at_block = 0;
+            for (unsigned t = 0; t < block; t++) alive += emu_f[t].state != EMU_DONE, at_block += emu_f[t].state == EMU_BLOCK;
+            if (!alive) break;
+            bool released = false;
+            if (at_block == alive) {
+                for (unsigned t = 0; t < block; t++)
+                    if (emu_f[t].state == EMU_BLOCK) emu_f[t].state = EMU_READY;
+                released = true;
+            }
+            for (unsigned w = 0; w < block; w += 32) {
+                unsigned wa = 0, ww = 0;
+                for (unsigned t = w; t < w + 32 && t < block; t++) wa += emu_f[t].state != EMU_DONE, ww += emu_f[t].state == EMU_WARP;
+                if (wa && ww == wa) {
+                    for (unsigned t = w; t < w + 32 && t < block; t++)
+                        if (emu_f[t].state == EMU_WARP) emu_f[t].state = EMU_READY;
+                    released = true;
+                }
+            }
+            if (!ran && !released) return -1;
+        }
+    }
+    return 0;
+}
+
+#endif
