@@ -10,7 +10,8 @@
  * k_quantize.cu): the device helpers come from backend/cuda/device/ headers, embedded at build time
  * and given to NVRTC as in-memory headers, so there is one copy of them. Every generated kernel
  * starts with CU_PDL_ENTRY and takes one parameter, a cg_params by value (slot order per kind,
- * below). A cache entry's key hashes the source, the embedded headers, the NVRTC options, the GPU
+ * below). Rows are a compile-time 1 for decode and a run-time count (cg_params.rows) otherwise, so
+ * prefill lengths share kernels; autotuning is per exact row count. A cache entry's key hashes the source, the embedded headers, the NVRTC options, the GPU
  * arch, the NVRTC version and SB_VERSION_STRING; bad cache files are recompiled, never trusted.
  * Thread-safe (one process-wide mutex around the caches and stats).
  * Env: SB_CODEGEN=0 (off: hand-written kernels only), SB_CODEGEN_DUMP=DIR (every generated
@@ -79,6 +80,13 @@ typedef struct cg_group {
  * RMS_NORM_QUANT whose input is the ADD add_src, fused (CG_ADD_RMS_NORM_QUANT; the ADD's memory
  * receives the sum). */
 sb_status cg_group_from_node(const ir_graph *g, ir_ref i, ir_ref add_src, cg_group *out);
+
+/* The one by-value parameter of every generated kernel (the emitted source declares the same
+ * struct): the slot pointers and the row count (read by kernels for rows > 1). */
+typedef struct cg_params {
+    void *p[CG_MAX_PARAMS];
+    long long rows;
+} cg_params;
 
 /* a launch variant (autotuned per group) */
 typedef struct cg_variant {

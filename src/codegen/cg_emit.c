@@ -12,6 +12,9 @@
  * after another (a barrier between rows when the kernel reduces). Thread i of a row owns elements
  * i, i + threads, ... for the elementwise parts; quantization goes through quant_row (warp w owns
  * quant blocks w, w + threads/32, ...).
+ * Rows: a compile-time 1 for decode (T = 1); any other count is cg_params.rows at run time, so
+ * prefill chunks of every length share one compiled kernel per (E, chain, variant) — a new prompt
+ * length costs no compile, only a re-tune (timing launches of cached kernels).
  * Kernel name: "sbk_" + 16 hex digits of the FNV-1a hash of the signature line (also the first
  * comment of the source), so a name is stable across runs and processes.
  * Non-goals: vectorized loads, multi-row warps (the variants cover the geometry that matters).
@@ -237,7 +240,8 @@ static const char *step_name(int op) {
 
 /* the signature line: every input of the source, in words */
 static void signature(sbuf *b, const cg_group *g, cg_variant v) {
-    put(b, "%s E=%lld rows=%lld", kind_name(g->kind), (long long)g->E, (long long)g->rows);
+    if (g->rows == 1) put(b, "%s E=%lld rows=1", kind_name(g->kind), (long long)g->E);
+    else put(b, "%s E=%lld rows=n", kind_name(g->kind), (long long)g->E); /* any row count > 1: cg_params.rows */
     if (g->kind != CG_EW) put(b, " xq=%s", ir_dtype_name(g->xq));
     if (g->kind == CG_RMS_NORM_QUANT || g->kind == CG_ADD_RMS_NORM_QUANT) put(b, " eps=%a w=%d", (double)g->eps, g->has_w);
     if (g->kind == CG_GLU_QUANT) put(b, " act=%s", g->gelu ? "gelu" : "silu");
@@ -310,9 +314,10 @@ sb_status cg_emit(const cg_group *g, cg_variant v, char **src, char name[40]) {
     put(&b, "// SonicBoom generated kernel: %s\n", sig.p);
     free(sig.p);
     put(&b, "#include \"backend/cuda/device/act_quant.cuh\"\n\n");
-    put(&b, "struct cg_params { void *p[%d]; };\n", CG_MAX_PARAMS);
-    put(&b, "#define NT %d\n#define RPB %d\n#define E_ ((int64_t)%lld)\n#define ROWS ((int64_t)%lld)\n\n", v.threads, v.rpb, (long long)g->E,
-        (long long)g->rows);
+    put(&b, "struct cg_params { void *p[%d]; long long rows; };\n", CG_MAX_PARAMS);
+    put(&b, "#define NT %d\n#define RPB %d\n#define E_ ((int64_t)%lld)\n", v.threads, v.rpb, (long long)g->E);
+    if (g->rows == 1) put(&b, "#define ROWS ((int64_t)1)\n\n");
+    else put(&b, "#define ROWS ((int64_t)a.rows) /* prefill: one kernel for every row count */\n\n");
     const bool red = reduces(g);
     put(&b, "extern \"C\" __global__ void __launch_bounds__(NT) %s(const cg_params a) {\n", name);
     put(&b, "    CU_PDL_ENTRY();\n");

@@ -119,7 +119,7 @@ struct exec_cuda {
     bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=0 off; exec_cuda_set_fuse) */
     bool ropek;           /* experiment: K's RoPE into the multi-GEMV launch (env SB_CUDA_ROPEK=1) */
     int sms;
-    int attn_variant;     /* attention kernels (env SB_CUDA_ATTN): 1, 2 (k_attention.cu), default 3 = 2 for decode, k_fattn.cu for prefill */
+    int attn_variant;     /* k_attention.cu variant (env SB_CUDA_ATTN, default 1) */
     exec_cuda_stats st;
     /* profile: device ms and kernel launches per family, runs profiled */
     double prof_ms[PROF_FAMILIES];
@@ -158,7 +158,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     const char *pe = getenv("SB_CUDA_PROFILE");
     cx->profile = pe && pe[0] == '1';
     const char *av = getenv("SB_CUDA_ATTN");
-    cx->attn_variant = av && av[0] >= '1' && av[0] <= '3' ? av[0] - '0' : 3;
+    cx->attn_variant = av && av[0] >= '1' && av[0] <= '3' ? av[0] - '0' : 2;
     const char *fe = getenv("SB_CUDA_FUSE");
     cx->fuse = !(fe && fe[0] == '0');
     const char *rk = getenv("SB_CUDA_ROPEK");
@@ -833,6 +833,7 @@ typedef struct cg_node {
     void *fn; /* loaded kernel; NULL = the hand-written launcher */
     unsigned grid, block;
     int n_params;
+    int64_t rows;
     ir_ref ref[CG_MAX_PARAMS];
 } cg_node;
 
@@ -841,16 +842,17 @@ static int cg_mode(void) {
     return e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
 }
 
-static void cg_fill(const crun *r, const cg_node *k, void **pp) {
-    for (int j = 0; j < CG_MAX_PARAMS; j++) pp[j] = j < k->n_params && k->ref[j] != IR_NONE ? dptr(r, k->ref[j]) : NULL;
+static void cg_fill(const crun *r, const cg_node *k, cg_params *pp) {
+    for (int j = 0; j < CG_MAX_PARAMS; j++) pp->p[j] = j < k->n_params && k->ref[j] != IR_NONE ? dptr(r, k->ref[j]) : NULL;
+    pp->rows = k->rows;
 }
 
 /* run_node's hook: true when node i ran as a generated kernel (its launch status in *st) */
 static bool cg_try(crun *r, int32_t i, sb_status *st) {
     if (!r->c->cg || !r->c->cg[i].fn) return false;
-    void *pp[CG_MAX_PARAMS];
-    cg_fill(r, &r->c->cg[i], pp);
-    *st = cu_gen_launch(r->cx->s, r->c->cg[i].fn, r->c->cg[i].grid, r->c->cg[i].block, pp);
+    cg_params pp;
+    cg_fill(r, &r->c->cg[i], &pp);
+    *st = cu_gen_launch(r->cx->s, r->c->cg[i].fn, r->c->cg[i].grid, r->c->cg[i].block, &pp);
     return true;
 }
 #define CG_TRY(r, i)                                 \
@@ -877,14 +879,14 @@ static sb_status run_node(crun *r, int32_t i);
  * keep the fastest (CG_TUNE_HAND: the hand-written one) */
 static sb_status cg_tune_node(crun *r, cg_pnode *pn, void **fn, void **ev, bool hand) {
     float best = 0;
-    void *pp[CG_MAX_PARAMS];
-    cg_fill(r, &r->c->cg[pn->node], pp);
+    cg_params pp;
+    cg_fill(r, &r->c->cg[pn->node], &pp);
     for (int j = 0; j < pn->nv + (hand ? 1 : 0); j++) {
         unsigned grid = 0, block = 0;
         if (j < pn->nv) cg_geometry(&pn->grp, pn->v[j], &grid, &block);
         for (int t = 0; t < 11; t++) {
             if (t == 1) SB_TRY(cu_event_record(ev[0], r->cx->s)); /* after the warm-up */
-            SB_TRY(j < pn->nv ? cu_gen_launch(r->cx->s, fn[j], grid, block, pp) : run_node(r, pn->node));
+            SB_TRY(j < pn->nv ? cu_gen_launch(r->cx->s, fn[j], grid, block, &pp) : run_node(r, pn->node));
         }
         SB_TRY(cu_event_record(ev[1], r->cx->s));
         SB_TRY(cu_stream_sync(r->cx->s));
@@ -1000,6 +1002,7 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
         }
         cg_node *cn = &c->cg[q->node];
         cn->n_params = q->grp.n_params;
+        cn->rows = q->grp.rows;
         memcpy(cn->ref, q->grp.ref, sizeof cn->ref);
         if (ns == SB_OK && q->tune) {
             ns = cg_tune_node(&r, q, fn, ev, mode == 1);

@@ -170,6 +170,15 @@ static void test_emit(void) {
         free(a);
         free(b);
     }
+    /* prefill row counts share a kernel (rows at run time); decode (1 row) has its own */
+    {
+        cg_group a7 = ew_group(896, 7), a9 = ew_group(896, 9), a1 = ew_group(896, 1);
+        char *s7 = NULL, *s9 = NULL, *s1 = NULL, n7[40], n9[40], n1[40];
+        CHECK(cg_emit(&a7, (cg_variant){256, 1}, &s7, n7) == SB_OK && cg_emit(&a9, (cg_variant){256, 1}, &s9, n9) == SB_OK &&
+              cg_emit(&a1, (cg_variant){256, 1}, &s1, n1) == SB_OK);
+        CHECK(s7 && s9 && s1 && !strcmp(s7, s9) && !strcmp(n7, n9) && strcmp(n7, n1) && strstr(s7, "a.rows") && !strstr(s1, "a.rows"));
+        free(s7), free(s9), free(s1);
+    }
     /* the norm weight is one row for every row (a per-row offset read past it: prefill only) */
     cg_group nq = {.kind = CG_RMS_NORM_QUANT, .E = 512, .rows = 9, .xq = SB_TYPE_Q8_1, .eps = 1e-5f, .has_w = true, .n_params = 3};
     char *ns = NULL, nn[40];

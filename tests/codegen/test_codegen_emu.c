@@ -46,7 +46,7 @@ static double nmse(const float *a, const float *ref, int64_t n) {
 
 // ---- compiling a group's variants into one shared object ----
 
-typedef int (*launch_fn)(unsigned grid, unsigned block, void **p);
+typedef int (*launch_fn)(unsigned grid, unsigned block, void **p, long long rows);
 
 typedef struct emu_group {
     void *so;
@@ -76,8 +76,8 @@ static bool build(const cg_group *g, emu_group *eg, const char *what) {
             return false;
         }
         fprintf(f, "namespace v%d {\n%s\n", k, src);
-        fprintf(f, "extern \"C\" int sb_emu_launch_%d(unsigned grid, unsigned block, void **p) {\n"
-                   "    cg_params a;\n    memcpy(a.p, p, sizeof a.p);\n    return emu_run(grid, block, [&] { %s(a); });\n}\n}\n"
+        fprintf(f, "extern \"C\" int sb_emu_launch_%d(unsigned grid, unsigned block, void **p, long long rows) {\n"
+                   "    cg_params a;\n    memcpy(a.p, p, sizeof a.p);\n    a.rows = rows;\n    return emu_run(grid, block, [&] { %s(a); });\n}\n}\n"
                    "#undef NT\n#undef RPB\n#undef E_\n#undef ROWS\n",
                 k, names[k]);
         free(src);
@@ -105,7 +105,7 @@ static bool build(const cg_group *g, emu_group *eg, const char *what) {
 static bool launch(const cg_group *g, emu_group *eg, int k, void **slots, const char *label) {
     unsigned grid, block;
     cg_geometry(g, eg->v[k], &grid, &block);
-    int rc = eg->fn[k](grid, block, slots);
+    int rc = eg->fn[k](grid, block, slots, g->rows);
     CHECKF(rc == 0, "%s: the emulated kernel deadlocked at a barrier", label);
     return rc == 0;
 }

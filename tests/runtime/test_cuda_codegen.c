@@ -103,8 +103,10 @@ static void each_variant(const cg_group *g, void **slots, size_t dst_bytes, chec
         if (s == SB_OK) s = cu_gen_load(bin.data, name, &fn);
         unsigned grid, block;
         cg_geometry(g, v[k], &grid, &block);
+        cg_params prm = {.rows = g->rows};
+        memcpy(prm.p, slots, sizeof prm.p);
         if (s == SB_OK) s = cu_memset(slots[0], 0xFF, dst_bytes, S);
-        if (s == SB_OK) s = cu_gen_launch(S, fn, grid, block, slots);
+        if (s == SB_OK) s = cu_gen_launch(S, fn, grid, block, &prm);
         if (s == SB_OK) s = cu_stream_sync(S);
         CHECKF(s == SB_OK, "%s: %s", label, sb_last_error());
         free(src);
@@ -307,8 +309,10 @@ static void test_quant(cg_kind kind, int xq, int64_t E, int64_t R, bool flag, bo
             if (s == SB_OK) s = cu_gen_load(bin.data, name, &fn);
             unsigned grid, block;
             cg_geometry(&one, v[k], &grid, &block);
+            cg_params prm = {.rows = one.rows};
+            memcpy(prm.p, slots, sizeof prm.p);
             if (s == SB_OK) s = cu_memset(slots[0], 0xFF, bytes, S);
-            if (s == SB_OK) s = cu_gen_launch(S, fn, grid, block, slots);
+            if (s == SB_OK) s = cu_gen_launch(S, fn, grid, block, &prm);
             if (s == SB_OK) s = cu_stream_sync(S);
             CHECKF(s == SB_OK, "%s: %s", label, sb_last_error());
             free(src);
