@@ -159,8 +159,8 @@ sb_status cg_get_binary(const char *src, const char *name, int arch, cg_binary *
  * after the first compile; callers should pass each source once for speed). */
 sb_status cg_get_binaries(const char *const *src, const char *const *name, int n, int arch, int threads, cg_binary *out, sb_status *st);
 
-/* Autotune winners: variant index of a group signature on a device (tag: the device name and
- * arch), in memory and on disk, or CG_TUNE_HAND when the hand-written kernel was faster than every
+/* Autotune winners: variant index of a group signature (rows rounded up to a power of two) on a
+ * device (tag: the device name and arch), in memory and on disk, or CG_TUNE_HAND when the hand-written kernel was faster than every
  * variant. cg_tune_get returns -1 when unknown. */
 #define CG_TUNE_HAND CG_MAX_VARIANTS
 int cg_tune_get(const cg_group *grp, const char *device_tag);

@@ -397,7 +397,9 @@ static cg_key tune_key(const cg_group *g, const char *tag) {
     hs_str(&h, "tune");
     hs_i64(&h, g->kind);
     hs_i64(&h, g->E);
-    hs_i64(&h, g->rows);
+    int64_t bucket = 1; /* winners per power-of-two row count: prefill lengths share them */
+    while (bucket < g->rows && bucket < ((int64_t)1 << 40)) bucket *= 2;
+    hs_i64(&h, bucket);
     hs_i64(&h, g->xq);
     hs_bytes(&h, &g->eps, sizeof g->eps);
     hs_i64(&h, g->has_w);

@@ -914,11 +914,15 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
         if (!__atomic_fetch_add(&told, 1, __ATOMIC_RELAXED)) sb_log(SB_LOG_INFO, "%s: hand-written kernels only", sb_last_error());
         return mode == 2 ? ls : SB_OK;
     }
-    char dev[128], tag[192];
-    int ma = 0, mi = 0;
-    SB_TRY(cu_device_name(0, dev, sizeof dev, &ma, &mi));
-    const int arch = ma * 10 + mi;
-    snprintf(tag, sizeof tag, "%s sm_%d %d SMs", dev, arch, cx->sms);
+    static char tag[192]; /* device 0, asked once (cudaGetDeviceProperties is slow); a race writes the same text */
+    static int arch;
+    if (!__atomic_load_n(&arch, __ATOMIC_ACQUIRE)) {
+        char dev[128];
+        int ma = 0, mi = 0;
+        SB_TRY(cu_device_name(0, dev, sizeof dev, &ma, &mi));
+        snprintf(tag, sizeof tag, "%s sm_%d %d SMs", dev, ma * 10 + mi, cx->sms);
+        __atomic_store_n(&arch, ma * 10 + mi, __ATOMIC_RELEASE);
+    }
     const ir_graph *g = p->g;
     const int32_t nn = g->n_nodes;
     c->cg = (cg_node *)calloc((size_t)nn, sizeof *c->cg);
