@@ -78,6 +78,9 @@ fi
 SB_CUDA_PDL=0 timeout 60 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_nopdl.log" 2>&1
 SB_CUDA_PDL=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_nopdl.log" 2>&1
 echo "SB_CUDA_PDL=0: ops $(tail -1 "$OUTD/test_cuda_ops_nopdl.log"); models $(tail -1 "$OUTD/test_cuda_models_nopdl.log")"
+# the kernel tests under the non-default knobs (static attention splits; no GEMV prologues)
+SB_CUDA_ATTN_CHUNK=64 SB_CUDA_PRO=0 timeout 60 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_knobs.log" 2>&1
+echo "SB_CUDA_ATTN_CHUNK=64 SB_CUDA_PRO=0: ops $(tail -1 "$OUTD/test_cuda_ops_knobs.log")"
 echo "tests done: $(( $(date +%s) - t0 )) s"
 
 # ---- benchmark ----
@@ -94,32 +97,38 @@ if [ $bench_rc -ne 0 ]; then
     SB_CUDA_ACT=q8_1 timeout 100 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 0,4096 --prefix 512,64 >"$OUTD/bench.md" 2>&1
 fi
 SB_CUDA_GRAPH=0 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0 >"$OUTD/bench_eager.md" 2>&1
-# the defaults against the previous ones, one knob at a time: attention variant 1, the 8-token-tile
-# prefill GEMV (MMQ 1), no executor fusions
-SB_CUDA_ATTN=1 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0,4096 >"$OUTD/bench_attn1.md" 2>&1
+# the defaults against the alternatives, one knob at a time (tg64 at depth 0 and 4096 each)
+VARIANTS="${SB_GPU_VARIANTS:-SB_CUDA_PRO=0 SB_CUDA_AQ=0 SB_CUDA_GF1=0 SB_CUDA_ROPEK=0 SB_CUDA_GF_TUNE=2,0,1 SB_CUDA_GF_TUNE=4,0,1
+SB_CUDA_GF_TUNE=8,1,1 SB_CUDA_GF_TUNE=8,0,0 SB_CUDA_FUSE=0 SB_CODEGEN=0}"
+for v in $VARIANTS; do
+    env "$v" timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0,4096 -r 3 >"$OUTD/bench_$v.md" 2>&1
+done
 SB_CUDA_MMQ=1 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 0 -d 0 --prefix 512,64 >"$OUTD/bench_mmq1.md" 2>&1
-SB_CUDA_FUSE=0 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0 >"$OUTD/bench_nofuse.md" 2>&1
-SB_CUDA_PDL=0 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 0,4096 >"$OUTD/bench_nopdl.md" 2>&1
-# experiment (opt-in, not yet run): K's RoPE + kv_store inside the Q/K/V launch
-SB_CUDA_ROPEK=1 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0,4096 >"$OUTD/bench_ropek.md" 2>&1
-cat "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn1.md" "$OUTD/bench_mmq1.md" "$OUTD/bench_nofuse.md" "$OUTD/bench_nopdl.md" "$OUTD/bench_ropek.md"
+cat "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_mmq1.md"
 # where the time goes: device time per op family (CUDA events between nodes, eager)
 for d in ${SB_GPU_PROFILE_DEPTHS:-0}; do
     timeout 60 "$TBIN/runtime_test_cuda_models" --perf "$MODEL" $d >"$OUTD/profile_d$d.txt" 2>&1
     cat "$OUTD/profile_d$d.txt"
+done
+# decode profiles under other knobs (SB_GPU_PROFILE_KNOBS="A=1,B=2 C=3": each word one run)
+for k in ${SB_GPU_PROFILE_KNOBS:-}; do
+    echo "== profile with $k"
+    env $(echo "$k" | tr ',' ' ') timeout 60 "$TBIN/runtime_test_cuda_models" --perf "$MODEL" 0 2>&1 | sed -n '/decode at depth 0 (eager/,$p'
 done
 
 # ---- summary ----
 echo
 echo "== summary (H200; llama.cpp September 2026: pp512 52,122, tg64 908, tg64 @ d4096 797 tok/s) =="
 echo "tests: cuda_ops rc=$ops_rc ($(grep -c FAIL "$OUTD/test_cuda_ops.log") FAIL lines), cuda_models rc=$models_rc ($(grep -c FAIL "$OUTD/test_cuda_models.log") FAIL lines); bench rc=$bench_rc"
-python3 - "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_attn1.md" "$OUTD/bench_mmq1.md" "$OUTD/bench_nofuse.md" "$OUTD/bench_nopdl.md" "$OUTD/bench_ropek.md" <<'PY'
+python3 - "$OUTD" $VARIANTS <<'PY'
 import sys, re
 ref = {"pp512": 52122.0, "tg64": 908.0, "tg64 @ d4096": 797.0, "pp512 @ d4096": None}
 print("| test | mode | tok/s | vs llama.cpp | GB/s | % of 4.27 TB/s |")
 print("| --- | --- | ---: | ---: | ---: | ---: |")
-for path, mode in ((sys.argv[1], "graph"), (sys.argv[2], "eager"), (sys.argv[3], "attn v1"), (sys.argv[4], "mmq v1"),
-                   (sys.argv[5], "no fusion"), (sys.argv[6], "no PDL"), (sys.argv[7], "rope(K) exp.")):
+d = sys.argv[1]
+runs = [(d + "/bench.md", "graph"), (d + "/bench_eager.md", "eager"), (d + "/bench_mmq1.md", "mmq v1")]
+runs += [(d + "/bench_" + v + ".md", v) for v in sys.argv[2:]]
+for path, mode in runs:
     try:
         lines = open(path).read().splitlines()
     except OSError:

@@ -99,7 +99,8 @@ typedef struct cplan {
     int32_t *gnext, *vstore;
     uint64_t *moved;      /* per alias root: arena offset of its private copy (UINT64_MAX: the plan's) */
     int32_t *qrope;       /* per ATTENTION node: the ROPE of Q it applies as it loads q (-1 none) */
-    int32_t *krope;       /* per matmul: the ROPE (+ its kv_store) its multi-GEMV launch does (-1 none; experiment) */
+    int32_t *krope;       /* per matmul: the ROPE (+ its kv_store) its multi-GEMV launch does (-1 none) */
+    int32_t *pro;         /* per matmul (a launch's leader): the RMS_NORM_QUANT / GLU_QUANT node it runs as its prologue (-1 none) */
     uint64_t moved_bytes; /* the private region, at al(p->arena_bytes) */
     struct cg_node *cg;   /* per node: its generated kernel (cg_prepare; NULL table or fn: hand-written) */
 } cplan;
@@ -117,9 +118,12 @@ struct exec_cuda {
     int64_t max_tokens;
     bool graphs, poison, profile;
     bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=0 off; exec_cuda_set_fuse) */
-    bool ropek;           /* experiment: K's RoPE into the multi-GEMV launch (env SB_CUDA_ROPEK=1) */
+    bool ropek;           /* K's RoPE into the multi-GEMV launch (env SB_CUDA_ROPEK=0 off) */
+    bool pro;             /* norm / GLU quantization as GEMV prologues (env SB_CUDA_PRO=0 off) */
+    bool gf_single;       /* single T = 1 GEMVs through the fused-GEMV kernel too (env SB_CUDA_GF1=0 off) */
     int sms;
-    int attn_variant;     /* k_attention.cu variant (env SB_CUDA_ATTN, default 1) */
+    int attn_variant;     /* attention kernels (env SB_CUDA_ATTN): 1, 2 (k_attention.cu), default 3 = 2 for decode, k_fattn.cu for prefill */
+    int attn_min_chunk;   /* decode attention: keys per split at least (env SB_CUDA_ATTN_CHUNK, default 0: off) */
     exec_cuda_stats st;
     /* profile: device ms and kernel launches per family, runs profiled */
     double prof_ms[PROF_FAMILIES];
@@ -158,11 +162,28 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     const char *pe = getenv("SB_CUDA_PROFILE");
     cx->profile = pe && pe[0] == '1';
     const char *av = getenv("SB_CUDA_ATTN");
-    cx->attn_variant = av && av[0] >= '1' && av[0] <= '3' ? av[0] - '0' : 2;
+    cx->attn_variant = av && av[0] >= '1' && av[0] <= '3' ? av[0] - '0' : 3;
+    const char *ac = getenv("SB_CUDA_ATTN_CHUNK");
+    cx->attn_min_chunk = ac ? atoi(ac) : 0;
     const char *fe = getenv("SB_CUDA_FUSE");
     cx->fuse = !(fe && fe[0] == '0');
     const char *rk = getenv("SB_CUDA_ROPEK");
-    cx->ropek = rk && rk[0] == '1';
+    cx->ropek = !(rk && rk[0] == '0');
+    const char *pv = getenv("SB_CUDA_PRO");
+    cx->pro = !(pv && pv[0] == '0');
+    const char *g1 = getenv("SB_CUDA_GF1");
+    cx->gf_single = !(g1 && g1[0] == '0');
+    const char *aq = getenv("SB_CUDA_AQ");
+    cu_act_set_fast(!(aq && aq[0] == '0'));
+    const char *gt = getenv("SB_CUDA_GF_TUNE"); /* "blocks_per_sm,rows,prefetch" (autotuning experiments) */
+    if (gt) {
+        int bps = 0, rows = 0, pf = 1;
+        if (sscanf(gt, "%d,%d,%d", &bps, &rows, &pf) >= 1) cu_gemv_set_tuning(bps, rows, pf);
+    }
+    const char *fg = getenv("SB_CUDA_FATTN_G"); /* flash-attention prefill variant (k_fattn.cu) */
+    if (fg) cu_fattn_set_groups(atoi(fg));
+    const char *mt = getenv("SB_CUDA_MMA_TILE"); /* int8 MMA GEMM tile (k_mma.cu) */
+    if (mt) cu_mma_set_tile(atoi(mt));
     const char *mv = getenv("SB_CUDA_MMQ");
     if (mv && mv[0] >= '1' && mv[0] <= '4') exec_cuda_set_mmvq_variant(mv[0] - '0');
     sb_status st = cu_stream_create(&cx->s);
@@ -196,6 +217,7 @@ static void cplan_clear(cplan *c) {
     free(c->moved);
     free(c->qrope);
     free(c->krope);
+    free(c->pro);
     free(c->cg);
     memset(c, 0, sizeof *c);
 }
@@ -428,7 +450,8 @@ static int attn_nsplit(const exec_cuda *cx, const plan *p, const ir_node *n) {
 static cu_attn_args attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) {
     const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
     return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .T = q->ne[2], .ctype = k->dtype, .scale = n->fp[0],
-                          .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n), .variant = cx->attn_variant == 1 ? 1 : 2};
+                          .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n), .variant = cx->attn_variant == 1 ? 1 : 2,
+                          .min_chunk = cx->attn_min_chunk};
 }
 
 // ---- executor-level fusion ----
@@ -442,13 +465,19 @@ static bool arena_range(const plan *p, ir_ref i, uint64_t *lo, uint64_t *hi) {
     return true;
 }
 
-static bool overlap(const plan *p, ir_ref a, ir_ref b) {
+/* do values a and b share memory? A value moved to the private region (c->moved, by alias root)
+ * shares it only with the views of its own root */
+static bool overlap(const plan *p, const cplan *c, ir_ref a, ir_ref b) {
+    const ir_ref ra = p->vals[a].alias, rb = p->vals[b].alias;
+    if (c->moved && (c->moved[ra] != UINT64_MAX || c->moved[rb] != UINT64_MAX)) return ra == rb;
     uint64_t a0, a1, b0, b1;
     if (!arena_range(p, a, &a0, &a1) || !arena_range(p, b, &b0, &b1)) return false;
     return a0 < b1 && b0 < a1;
 }
 
-static bool same_mem(const plan *p, ir_ref a, ir_ref b) {
+static bool same_mem(const plan *p, const cplan *c, ir_ref a, ir_ref b) {
+    const ir_ref ra = p->vals[a].alias, rb = p->vals[b].alias;
+    if (c->moved && (c->moved[ra] != UINT64_MAX || c->moved[rb] != UINT64_MAX)) return ra == rb;
     uint64_t a0, a1, b0, b1;
     if (!arena_range(p, a, &a0, &a1) || !arena_range(p, b, &b0, &b1)) return false;
     return a0 == b0 && a1 == b1;
@@ -472,8 +501,8 @@ static void plan_add_norm(const plan *p, cplan *c) {
         if (r >= g->n_nodes || g->nodes[r].op != IR_OP_RMS_NORM_QUANT || g->nodes[r].src[0] != a) continue;
         const ir_ref x = an->src[0], b = an->src[1];
         if (ir_nelem(&g->nodes[x]) != ir_nelem(an) || ir_nelem(&g->nodes[b]) != ir_nelem(an)) continue;
-        if (overlap(p, r, x) || overlap(p, r, b) || overlap(p, r, a)) continue;
-        if ((overlap(p, a, x) && !same_mem(p, a, x)) || (overlap(p, a, b) && !same_mem(p, a, b))) continue;
+        if (overlap(p, c, r, x) || overlap(p, c, r, b) || overlap(p, c, r, a)) continue;
+        if ((overlap(p, c, a, x) && !same_mem(p, c, a, x)) || (overlap(p, c, a, b) && !same_mem(p, c, a, b))) continue;
         c->epi[r] = a;
         c->skip[a] = 1;
     }
@@ -486,8 +515,7 @@ static bool multi_ok(const ir_graph *g, const ir_node *m) {
     if (m->op != IR_OP_MATMUL) return false;
     const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
     const bool kq = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
-    /* K over CU_MMVQ_LONG_K: the single launch splits rows over warps (k_mmvq_long), the multi one cannot */
-    return x->ne[1] == 1 && ir_nrows(x) == 1 && w->ne[0] <= CU_MMVQ_LONG_K &&
+    return x->ne[1] == 1 && ir_nrows(x) == 1 &&
            ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && kq));
 }
 
@@ -511,9 +539,8 @@ static bool cache_touched(const ir_graph *g, ir_ref cin, int32_t from, int32_t t
     return false;
 }
 
-static void plan_groups(const plan *p, cplan *c, const int32_t *uses, uint64_t base, bool ropek) {
+static void plan_groups(const plan *p, cplan *c, const int32_t *uses, uint64_t *at, bool ropek) {
     const ir_graph *g = p->g;
-    uint64_t at = base;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         if (c->skip[i] || !multi_ok(g, &g->nodes[i])) continue;
         int32_t mem[CU_MULTI_MAX] = {i};
@@ -535,8 +562,10 @@ static void plan_groups(const plan *p, cplan *c, const int32_t *uses, uint64_t b
             for (int k = 1; k < n; k++) {
                 const ir_ref out = mm_out(c, mem[k]);
                 c->skip[mem[k]] = 1;
-                c->moved[out] = at;
-                at += al(p->vals[out].bytes);
+                if (c->moved[out] == UINT64_MAX) {
+                    c->moved[out] = *at;
+                    *at += al(p->vals[out].bytes);
+                }
             }
         }
         /* V: the member's value goes only to a kv_store (T = 1) */
@@ -593,13 +622,6 @@ static void plan_groups(const plan *p, cplan *c, const int32_t *uses, uint64_t b
             c->skip[r] = 1;
         }
     }
-    c->moved_bytes = at - base;
-}
-
-/* overlap() where values moved to the private region (plan_groups) overlap nothing else */
-static bool overlap_m(const plan *p, const cplan *c, ir_ref a, ir_ref b) {
-    if (c->moved[p->vals[a].alias] != UINT64_MAX || c->moved[p->vals[b].alias] != UINT64_MAX) return false;
-    return overlap(p, a, b);
 }
 
 /* ROPE r of Q, used only by the ATTENTION right after it (same positions), not already writing a
@@ -616,7 +638,7 @@ static void plan_qrope(const plan *p, cplan *c, const int32_t *uses) {
         if (an->op != IR_OP_ATTENTION || an->src[0] != r || an->src[3] != rn->src[1]) continue;
         const ir_node *x = &g->nodes[rn->src[0]];
         if (x->ne[0] != rn->ne[0] || x->ne[1] != rn->ne[1] || x->ne[2] != rn->ne[2] || rn->ip[0] > x->ne[0]) continue;
-        if (overlap_m(p, c, a, rn->src[0])) continue;
+        if (overlap(p, c, a, rn->src[0])) continue;
         c->qrope[a] = r;
         c->skip[r] = 1;
     }
@@ -636,9 +658,52 @@ static void plan_attn_quant(const plan *p, cplan *c) {
         const ir_node *qn = &g->nodes[q];
         if (qn->op != IR_OP_QUANTIZE || qn->src[0] != a || qn->dtype != SB_TYPE_Q8_1 || c->skip[q]) continue;
         const ir_ref qin = c->qrope[a] >= 0 ? g->nodes[c->qrope[a]].src[0] : an->src[0];
-        if (overlap_m(p, c, q, qin) || overlap_m(p, c, q, a)) continue;
+        if (overlap(p, c, q, qin) || overlap(p, c, q, a)) continue;
         c->epi[a] = q;
         c->skip[q] = 1;
+    }
+}
+
+/* f = RMS_NORM_QUANT (without a fused add) or GLU_QUANT of one row, used only by the T = 1 GEMVs of
+ * one launch (a leader and its gnext chain): that launch builds the quantized activation itself in
+ * every block (cu_gemv_pro) and f is skipped. Safe when f's inputs still hold their values at the
+ * leader (no node in between writes over them) and the launch writes nothing over them (its blocks
+ * read them while others write results). */
+#define GF_ROWS_MAX 65536 /* output rows of a fused-GEMV launch (cu_matmul_q8_multi) at most */
+static void plan_prologues(const plan *p, cplan *c, const int32_t *uses) {
+    const ir_graph *g = p->g;
+    for (int32_t f = 0; f < g->n_nodes; f++) {
+        const ir_node *fn = &g->nodes[f];
+        if ((fn->op != IR_OP_RMS_NORM_QUANT && fn->op != IR_OP_GLU_QUANT) || c->skip[f] || c->epi[f] >= 0 || ir_nrows(fn) != 1) continue;
+        if (fn->ne[0] > 8192 || fn->ne[0] % (fn->dtype == SB_TYPE_Q8_1 ? 32 : 256) || (fn->dtype != SB_TYPE_Q8_1 && fn->dtype != SB_TYPE_Q8_K))
+            continue;
+        int32_t lead = -1;
+        for (int32_t q = f + 1; q < g->n_nodes && lead < 0; q++)
+            if (g->nodes[q].op == IR_OP_MATMUL && g->nodes[q].src[1] == f && !c->skip[q]) lead = q;
+        if (lead < 0) continue;
+        int32_t members = 0;
+        int64_t rows = 0;
+        bool ok = true;
+        for (int32_t m = lead; m >= 0; m = c->gnext[m]) {
+            members++;
+            rows += g->nodes[m].ne[0];
+            if (g->nodes[m].src[1] != f || !multi_ok(g, &g->nodes[m])) ok = false;
+        }
+        /* a wide launch (an LM head) keeps its own GEMV kernel: the prologue would be redone by
+         * thousands of blocks */
+        if (rows > GF_ROWS_MAX) ok = false;
+        if (!ok || members != uses[f]) continue;
+        ir_ref in[2] = {fn->src[0], fn->src[1]};
+        for (int k = 0; k < 2 && ok; k++) {
+            if (in[k] == IR_NONE) continue;
+            for (int32_t q = f + 1; q < lead && ok; q++)
+                if (!(ir_ops[g->nodes[q].op].flags & OPF_INPUT) && overlap(p, c, q, in[k])) ok = false;
+            for (int32_t m = lead; m >= 0 && ok; m = c->gnext[m])
+                if (overlap(p, c, mm_out(c, m), in[k])) ok = false;
+        }
+        if (!ok) continue;
+        c->pro[lead] = f;
+        c->skip[f] = 1;
     }
 }
 
@@ -647,7 +712,7 @@ static void plan_attn_quant(const plan *p, cplan *c) {
  * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
  * o only exactly (each element is read, then written, by one thread). Bit-identical: the same
  * f32 (W x) + o. */
-static sb_status plan_fusions(const plan *p, cplan *c, bool ropek) {
+static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, bool pro) {
     const ir_graph *g = p->g;
     int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
     c->epi = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->epi);
@@ -657,12 +722,28 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek) {
     c->moved = (uint64_t *)malloc((size_t)g->n_nodes * sizeof *c->moved);
     c->qrope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->qrope);
     c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
-    if (!uses || !c->epi || !c->skip || !c->gnext || !c->vstore || !c->moved || !c->qrope || !c->krope) {
+    c->pro = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->pro);
+    if (!uses || !c->epi || !c->skip || !c->gnext || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->pro) {
         free(uses);
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
     }
     ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = -1, c->moved[i] = UINT64_MAX;
+    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->pro[i] = -1, c->moved[i] = UINT64_MAX;
+    const uint64_t base = al(p->arena_bytes);
+    uint64_t at = base;
+    /* a decode plan's activations are small: each value (alias root) gets memory of its own after
+     * the plan's region, so no fusion is refused because the memory plan reused a buffer */
+    if (p->n_tokens <= 1) {
+        uint64_t need = 0;
+        for (int32_t i = 0; i < g->n_nodes; i++)
+            if (p->vals[i].alias == i && p->vals[i].input < 0 && !(ir_ops[g->nodes[i].op].flags & OPF_INPUT)) need += al(p->vals[i].bytes);
+        if (need <= ((uint64_t)256 << 20))
+            for (int32_t i = 0; i < g->n_nodes; i++)
+                if (p->vals[i].alias == i && p->vals[i].input < 0 && !(ir_ops[g->nodes[i].op].flags & OPF_INPUT)) {
+                    c->moved[i] = at;
+                    at += al(p->vals[i].bytes);
+                }
+    }
     for (int32_t i = 0; i + 1 < g->n_nodes; i++) {
         const ir_node *m = &g->nodes[i], *a = &g->nodes[i + 1];
         if (m->op != IR_OP_MATMUL || a->op != IR_OP_ADD || uses[i] != 1) continue;
@@ -672,8 +753,8 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek) {
         const ir_node *on = &g->nodes[o];
         const bool bc = ir_nelem(on) == m->ne[0] && ir_nrows(m) != 1;
         if (!bc && ir_nelem(on) != ir_nelem(m)) continue;
-        if (overlap(p, i + 1, m->src[1])) continue;
-        if (overlap(p, i + 1, o) && !(same_mem(p, i + 1, o) && !bc)) continue;
+        if (overlap(p, c, i + 1, m->src[1])) continue;
+        if (overlap(p, c, i + 1, o) && !(same_mem(p, c, i + 1, o) && !bc)) continue;
         c->epi[i] = i + 1;
         c->skip[i + 1] = 1;
     }
@@ -693,9 +774,11 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek) {
         c->skip[j] = 1;
     }
     plan_add_norm(p, c);
-    plan_groups(p, c, uses, al(p->arena_bytes), ropek);
+    plan_groups(p, c, uses, &at, ropek);
     plan_qrope(p, c, uses);
     plan_attn_quant(p, c);
+    if (pro) plan_prologues(p, c, uses);
+    c->moved_bytes = at - base;
     free(uses);
     return SB_OK;
 }
@@ -703,8 +786,8 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek) {
 int32_t exec_cuda_count_fusions(const plan *p) {
     cplan c = {0};
     int32_t n = -1;
-    const char *rk = getenv("SB_CUDA_ROPEK"); /* as a new context would decide */
-    if (plan_fusions(p, &c, rk && rk[0] == '1') == SB_OK) {
+    const char *rk = getenv("SB_CUDA_ROPEK"), *pv = getenv("SB_CUDA_PRO"); /* as a new context would decide */
+    if (plan_fusions(p, &c, !(rk && rk[0] == '0'), !(pv && pv[0] == '0')) == SB_OK) {
         n = 0;
         for (int32_t i = 0; i < p->g->n_nodes; i++) n += c.skip[i];
     }
@@ -715,6 +798,7 @@ int32_t exec_cuda_count_fusions(const plan *p) {
     free(c.moved);
     free(c.qrope);
     free(c.krope);
+    free(c.pro);
     return n;
 }
 
@@ -754,7 +838,7 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
             uint64_t f = cu_attention_scratch(&a);
             if (f > scratch) scratch = f;
         }
-    if (st == SB_OK && cx->fuse) st = plan_fusions(p, c, cx->ropek);
+    if (st == SB_OK && cx->fuse) st = plan_fusions(p, c, cx->ropek, cx->pro);
     c->scratch_off = al(p->arena_bytes) + al(c->moved_bytes);
     c->arena_need = c->scratch_off + al(scratch * 4);
     if (st == SB_OK && c->arena_need > cx->arena_bytes) {
@@ -1091,7 +1175,8 @@ static sb_status run_node(crun *r, int32_t i) {
     case IR_OP_MATMUL: {
         const ir_node *w = SRC(0), *x = SRC(1);
         r->n_kernels++;
-        if (r->c->gnext && (r->c->gnext[i] >= 0 || r->c->vstore[i] >= 0 || r->c->krope[i] >= 0)) { /* one launch for the group (Q/K/V, gate/up) */
+        if (r->c->gnext && (r->c->gnext[i] >= 0 || r->c->vstore[i] >= 0 || r->c->krope[i] >= 0 || r->c->pro[i] >= 0 ||
+                            (r->cx->gf_single && multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX))) { /* one launch for the group (Q/K/V, gate/up), or a T = 1 GEMV */
             cu_gemv_seg seg[CU_MULTI_MAX];
             int ns = 0;
             for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->gnext[m]) {
@@ -1122,7 +1207,17 @@ static sb_status run_node(crun *r, int32_t i) {
                     q->ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
                 }
             }
-            return cu_matmul_q8_multi(s, seg, ns, w->ne[0], SP(1), x->dtype, r->cx->d_pos);
+            cu_gemv_pro pro = {.kind = CU_PRO_NONE};
+            if (r->c->pro[i] >= 0) { /* the norm or GLU quantization before it, as the prologue */
+                const ir_node *f = &g->nodes[r->c->pro[i]];
+                if (f->op == IR_OP_RMS_NORM_QUANT)
+                    pro = (cu_gemv_pro){.kind = CU_PRO_NORM, .x = (const float *)dptr(r, f->src[0]),
+                                        .w = f->src[1] != IR_NONE ? (const float *)dptr(r, f->src[1]) : NULL, .eps = f->fp[0]};
+                else
+                    pro = (cu_gemv_pro){.kind = CU_PRO_GLU, .g = (const float *)dptr(r, f->src[0]), .u = (const float *)dptr(r, f->src[1]),
+                                        .gelu = f->ip[0] == IR_OP_GEGLU};
+            }
+            return cu_matmul_q8_multi(s, seg, ns, w->ne[0], pro.kind == CU_PRO_NONE ? SP(1) : NULL, x->dtype, r->cx->d_pos, &pro);
         }
         cu_epilogue epb, *ep = NULL;
         if (r->c->epi && r->c->epi[i] >= 0) { /* write the following ADD's value */

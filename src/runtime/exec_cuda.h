@@ -87,12 +87,13 @@ void exec_cuda_set_mmvq_variant(int v);
 
 /* Executor-level fusions (default on; env SB_CUDA_FUSE=0 turns them off; docs/cuda.md): GEMV
  * epilogues (bias / residual adds), K's RoPE writing the KV cache, residual add + rms_norm_quant,
- * T = 1 matmuls of one activation as one multi-GEMV launch (with V's kv_store), Q's RoPE and the
- * q8_1 quantize of the output inside the attention. Bit-identical results; 533 -> 222 kernels per
- * Qwen2.5-0.5B decode step. Changing it drops per-plan state. */
+ * T = 1 matmuls of one activation as one multi-GEMV launch (with V's kv_store and, unless
+ * SB_CUDA_ROPEK=0, K's RoPE + kv_store), the RMSNorm / GLU quantization before T = 1 GEMVs as the
+ * launch's prologue (unless SB_CUDA_PRO=0), Q's RoPE and the q8_1 quantize of the output inside
+ * the attention. Results match the unfused path (the same arithmetic per value). Changing it drops
+ * per-plan state. */
 void exec_cuda_set_fuse(exec_cuda *cx, bool on);
-/* Experiment (env SB_CUDA_ROPEK=1; default off, not yet run on a GPU): with the fusions on, K's
- * RoPE + kv_store also fold into the Q/K/V multi-GEMV launch (bit-identical by construction).
+/* K's RoPE + kv_store inside the Q/K/V launch (default on; bit-identical by construction).
  * Changing it drops per-plan state. */
 void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on);
 /* How many nodes of p those fusions fold away (host only; -1 on error). */

@@ -422,6 +422,59 @@ static void test_multi_gemv(void) {
     }
 }
 
+/* the RMSNorm / GLU quantization before T = 1 GEMVs run as the GEMV launch's prologue (every block
+ * builds the q8 activation in shared memory): norm (q8_1 and q8_K) -> one GEMV and -> two GEMVs of
+ * one launch; GLU (SiLU, GELU) -> a long-K GEMV (four warps a row) with a residual epilogue */
+static void test_prologues(void) {
+    const int64_t N = 70;
+    const char *pv = getenv("SB_CUDA_PRO");
+    const int on = !(pv && pv[0] == '0'); /* SB_CUDA_PRO=0: the same checks, no fusion expected */
+    for (int k = 0; k < 4; k++) { /* norm: Q8_0 (q8_1) and Q4_K (q8_K) weights; one or two GEMVs */
+        const int wt = k % 2 ? SB_TYPE_Q4_K : SB_TYPE_Q8_0, two = k / 2;
+        const int64_t K = 768;
+        float *x = rnd(K, 2.0f), *wn = rnd(K, 1.0f), *w0 = rnd(K * N, 0.1f), *w1 = rnd(K * N, 0.1f);
+        void *q0 = quant_rows(wt, w0, K, N), *q1 = quant_rows(wt, w1, K, N);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, 1, 1, 1});
+        ir_ref h = ir_mul(g, ir_rms_norm(g, xr, 1e-6f), ir_input_weight(g, "wn", SB_TYPE_F32, (int64_t[4]){K, 1, 1, 1}));
+        ir_ref y = ir_matmul(g, ir_input_weight(g, "w0", wt, (int64_t[4]){K, N, 1, 1}), h);
+        if (two) y = ir_mul(g, y, ir_matmul(g, ir_input_weight(g, "w1", wt, (int64_t[4]){K, N, 1, 1}), h));
+        ir_output(g, y, "y");
+        binds b = {.name = {"x", "wn", "w0", "w1"}, .data = {x, wn, q0, q1}, .n = 3 + two};
+        char label[96];
+        snprintf(label, sizeof label, "rms_norm prologue -> %d GEMV %s T=1", 1 + two, ir_dtype_name(wt));
+        expect_fused(g, &b, label, 5e-4, on * (1 + two));
+        if (wt == SB_TYPE_Q4_K && !two) { /* q8_K built in shared memory: the CPU's activation bits */
+            snprintf(label, sizeof label, "rms_norm prologue -> %s T=1 vs CPU q8_K", ir_dtype_name(wt));
+            fuse_on = true;
+            expect(run_cmp(g, &b, label, true), 1e-8, label);
+            fuse_on = false;
+        }
+        ir_graph_free(g);
+        free(x), free(wn), free(w0), free(w1), free(q0), free(q1);
+    }
+    for (int k = 0; k < 4; k++) { /* GLU: SiLU / GELU, Q5_0 (q8_1) and Q6_K (q8_K), K over CU_MMVQ_LONG_K */
+        const int wt = k % 2 ? SB_TYPE_Q6_K : SB_TYPE_Q5_0, gelu = k / 2;
+        const int64_t F = 2560, E = 64;
+        float *gt = rnd(F, 2.0f), *ut = rnd(F, 1.0f), *wd = rnd(F * E, 0.05f), *res = rnd(E, 1.0f);
+        void *qd = quant_rows(wt, wd, F, E);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref gr = ir_input_weight(g, "g", SB_TYPE_F32, (int64_t[4]){F, 1, 1, 1});
+        ir_ref ur = ir_input_weight(g, "u", SB_TYPE_F32, (int64_t[4]){F, 1, 1, 1});
+        ir_ref rr = ir_input_weight(g, "r", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
+        ir_ref h = gelu ? ir_geglu(g, gr, ur) : ir_swiglu(g, gr, ur);
+        ir_output(g, ir_add(g, rr, ir_matmul(g, ir_input_weight(g, "wd", wt, (int64_t[4]){F, E, 1, 1}), h)), "y");
+        binds b = {.name = {"g", "u", "r", "wd"}, .data = {gt, ut, res, qd}, .n = 4};
+        char label[96];
+        snprintf(label, sizeof label, "%s prologue -> %s K=%lld + residual T=1", gelu ? "geglu" : "swiglu", ir_dtype_name(wt), (long long)F);
+        expect_fused(g, &b, label, 5e-4, on * 2); /* the GLU and the residual (decode values get memory of their own) */
+        ir_graph_free(g);
+        free(gt), free(ut), free(wd), free(res), free(qd);
+    }
+}
+
 /* residual add, then RMSNorm -> quantize -> GEMV, plus the sum again (add + rms_norm_quant in one
  * kernel, which also writes the sum) */
 static void test_add_norm(void) {
@@ -752,6 +805,7 @@ int main(void) {
     test_norm_glu_ew();
     test_fused_epilogue();
     test_multi_gemv();
+    test_prologues();
     test_add_norm();
     test_rope();
     test_attention();

@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
                            (long long)m->hp.n_layer);
                     /* T = 1 also: K/V (or Q) and up into one launch with Q (or K) and gate, V's kv_store
                      * into that launch, an unabsorbed residual add into the next norm */
-                    const int32_t lo = T == 1 ? 8 : 4, hi = T == 1 ? 13 : 6; /* 13: with SB_CUDA_ROPEK=1 */
+                    const int32_t lo = T == 1 ? 8 : 4, hi = T == 1 ? 16 : 6; /* 16: with K's rope and the norm / GLU prologues */
                     CHECKF(nf >= lo * m->hp.n_layer && nf <= hi * m->hp.n_layer + 1, "T=%lld: %d fusions for %lld layers", (long long)T, nf,
                            (long long)m->hp.n_layer);
                     plan_free(pd);
@@ -191,8 +191,10 @@ int main(int argc, char **argv) {
 
     /* a decode attention block (norm, Q/K/V + biases, ropes, kv_stores, attention; test_cuda_ops'
      * test_qkv_rope_block): 3 biases, 2 GEMVs, V's kv_store, K's kv_store, Q's rope fuse away (8);
-     * with the SB_CUDA_ROPEK experiment K's rope too (9) */
-    for (int ropek = 0; ropek < 2; ropek++) {
+     * K's rope into the Q/K/V launch (SB_CUDA_ROPEK, default on) +1, the norm's quantization as that
+     * launch's prologue (SB_CUDA_PRO, default on) +1 */
+    for (int variant = 0; variant < 4; variant++) {
+        const int ropek = variant & 1, pro = variant >> 1;
         const int64_t E = 256, D = 64, Hq = 4, Hkv = 2, C = 96;
         ir_graph *g;
         ir_graph_create(&g);
@@ -219,11 +221,14 @@ int main(int argc, char **argv) {
         plan *pa = NULL;
         CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
         if (pa) {
-            if (ropek) setenv("SB_CUDA_ROPEK", "1", 1);
+            setenv("SB_CUDA_ROPEK", ropek ? "1" : "0", 1);
+            setenv("SB_CUDA_PRO", pro ? "1" : "0", 1);
             const int32_t nf = exec_cuda_count_fusions(pa);
-            if (ropek) unsetenv("SB_CUDA_ROPEK");
-            printf("decode attention block%s: %d nodes fused away\n", ropek ? " (rope(K) experiment)" : "", (int)nf);
-            CHECKF(nf == 8 + ropek, "attention block%s: %d fusions (%d expected)", ropek ? " + rope(K)" : "", (int)nf, 8 + ropek);
+            unsetenv("SB_CUDA_ROPEK");
+            unsetenv("SB_CUDA_PRO");
+            printf("decode attention block (rope(K) %d, prologue %d): %d nodes fused away\n", ropek, pro, (int)nf);
+            CHECKF(nf == 8 + ropek + pro, "attention block (rope(K) %d, prologue %d): %d fusions (%d expected)", ropek, pro, (int)nf,
+                   8 + ropek + pro);
             plan_free(pa);
         }
         ir_graph_free(g);

@@ -7,18 +7,20 @@
  * Math (ops_ref.c op_attention): for query (t, h) at p = pos[t], keys j in [lo, p] of kv head
  * h / (Hq/Hkv): s_j = (q . k_j) * scale, softcap c*tanh(s/c); out = softmax(s) . v, online
  * softmax in f32 (running max per query, per-lane partial sums reduced once at the end).
- * Geometry: one block of 8 warps per (query tile of BQ tokens, q head); warp w owns QW = BQ/8
- * queries. The block walks the union of its queries' key ranges in tiles of 32 keys staged in
- * shared memory (f32, rows padded to stay 16-byte aligned and bank-spread; the next tile is
- * loaded into registers while the current one is computed); per tile a warp
- * scores lane = key against its QW queries (q from shared memory, broadcast), updates the running
- * max by one warp max per query, writes the probabilities to shared memory, then accumulates
- * P.V with lane = dims lane + 32i. Warps whose queries see no key of a tile skip it (causal
- * diagonal, window). D <= 64: BQ 32 (DL 2); D <= 128: BQ 16 (DL 4) — the grids below; larger heads keep the
- * k_attention.cu path (cu_fattn_supported).
+ * Geometry: one block of 8 warps per (query tile of 16 tokens, q head). Head dims <= 64: two key
+ * groups of 4 warps (tiles of 64 keys, group g takes keys 32g..32g+31: half the serial tile steps
+ * per block), each warp 4 queries, the groups merged through shared memory at the end; <= 128:
+ * one group, 2 queries a warp. Per tile (staged in shared memory as f32, rows padded to stay
+ * 16-byte aligned and bank-spread; the next tile is loaded into registers while this one is
+ * computed) a warp scores lane = key against its queries (q from shared memory, broadcast),
+ * updates the running max by one warp max per query, writes the probabilities to shared memory,
+ * then accumulates P.V with lane = dims lane + 32i. Warps whose queries see none of their 32 keys
+ * skip them (causal diagonal, window). Larger heads keep the k_attention.cu path
+ * (cu_fattn_supported).
  * Traffic: each K/V row of the visible range is read once per (query tile, q head) instead of
- * once per (query, q head): /BQ of k_attn's prefill reads; FMA-bound (~2*D FMAs per visible
- * (query, key) pair), no tensor cores yet.
+ * once per (query, q head): /BQ of k_attn's prefill reads; ~2*D FMAs per visible (query, key)
+ * pair, no tensor cores yet. H200, Qwen2.5-0.5B shape, T = 512: 61 µs a layer at depth 0 (k_attn
+ * 335), 633 at depth 4096 (k_attn 4,517; one group: 571) — latency-bound by the serial key tiles.
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c) and every test model.
  */
 #include "backend/cuda/cu_launch.cuh"
@@ -35,22 +37,26 @@ typedef struct fa_rope {
     float ts, fs, af;
 } fa_rope;
 
-template <int DL>
-__global__ void __launch_bounds__(FA_WARPS * 32) k_fattn(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos, int T,
+template <int DL, int G>
+__global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos, int T,
                                                          int D, int Hq, int Hkv, int f16, float scale, float softcap, int window, fa_rope rp,
                                                          blk_q8_1 *xq) {
     CU_PDL_ENTRY();
     constexpr int DM = 32 * DL;             /* max head dim */
-    constexpr int BQ = DL == 2 ? 32 : 16;   /* queries per block */
-    constexpr int QW = BQ / FA_WARPS;       /* queries per warp */
+    /* G key groups: group gi takes keys 32 gi .. 32 gi + 31 of each tile */
+    constexpr int BQ = G == 1 && DL == 2 ? 32 : 16; /* queries per block */
+    constexpr int WG = FA_WARPS / G;        /* warps per group */
+    constexpr int QW = BQ / WG;             /* queries per warp */
+    constexpr int BK = FA_BK * G;           /* keys per tile */
     constexpr int SK = DM + 4;              /* K row stride (floats) */
-    constexpr int PE = FA_BK * DM / (FA_WARPS * 32); /* K (and V) values each thread prefetches per tile */
+    constexpr int PE = BK * DM / 4 / (FA_WARPS * 32); /* 4-value chunks of K (and V) each thread prefetches per tile */
     __shared__ __align__(16) float sq[BQ][DM];
-    __shared__ __align__(16) float sk[FA_BK][SK];
-    __shared__ __align__(16) float sv[FA_BK][DM];
+    __shared__ __align__(16) float sk[BK][SK];
+    __shared__ __align__(16) float sv[BK][DM];
     __shared__ __align__(16) float sp[FA_WARPS][QW][FA_BK];
     __shared__ int s_p[BQ], s_lo[BQ], s_rng[2];
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const int gi = w / WG, wq = (w % WG) * QW; /* this warp's key group and first query */
     const int h = blockIdx.y, kvh = h / (Hq / Hkv);
     const int t0 = (gridDim.x - 1 - blockIdx.x) * BQ; /* the longest key ranges first */
     const int Dp = (D + 3) & ~3;
@@ -93,7 +99,7 @@ __global__ void __launch_bounds__(FA_WARPS * 32) k_fattn(float *dst, const float
     int wmin = 0x7fffffff, wmax = -1, qp[QW], qlo[QW];
 #pragma unroll
     for (int i = 0; i < QW; i++) {
-        qp[i] = s_p[w * QW + i], qlo[i] = s_lo[w * QW + i];
+        qp[i] = s_p[wq + i], qlo[i] = s_lo[wq + i];
         if (qp[i] >= 0) wmin = min(wmin, qlo[i]), wmax = max(wmax, qp[i]);
     }
     float m[QW], l[QW], acc[QW][DL];
@@ -103,43 +109,68 @@ __global__ void __launch_bounds__(FA_WARPS * 32) k_fattn(float *dst, const float
 #pragma unroll
         for (int k = 0; k < DL; k++) acc[i][k] = 0.0f;
     }
-    /* software pipeline: the next K/V tile is loaded into registers while this one is computed */
-    float pk[PE], pv[PE];
+    /* software pipeline: the next K/V tile is loaded into registers (4-value chunks: 16-byte loads
+     * when head_dim % 4 == 0) while this one is computed; chunk e of this thread is row rc >> 16,
+     * values 4 * (rc & 0xFFFF).. of the tile (computed once: no division in the loop) */
+    const int Dp4 = Dp / 4;
+    const bool vec = D % 4 == 0;
+    int rc[PE];
+#pragma unroll
+    for (int e = 0; e < PE; e++) {
+        const int i = tid + FA_WARPS * 32 * e;
+        rc[e] = i < BK * Dp4 ? (i / Dp4) << 16 | (i % Dp4) : -1;
+    }
+    float4 pk[PE], pv[PE];
     auto fetch = [&](int kb) {
 #pragma unroll
         for (int e = 0; e < PE; e++) {
-            const int i = tid + FA_WARPS * 32 * e, r = i / Dp, d = i % Dp, j = kb + r;
-            pk[e] = pv[e] = 0.0f;
-            if (i < FA_BK * Dp && j <= kmax && d < D) {
-                const int64_t o = (int64_t)j * Dkv + (int64_t)kvh * D + d;
-                pk[e] = f16 ? cu_h2f(((const uint16_t *)kc)[o]) : ((const float *)kc)[o];
-                pv[e] = f16 ? cu_h2f(((const uint16_t *)vc)[o]) : ((const float *)vc)[o];
+            pk[e] = pv[e] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            const int j = kb + (rc[e] >> 16), c = 4 * (rc[e] & 0xFFFF);
+            if (rc[e] < 0 || j > kmax) continue;
+            const int64_t o = (int64_t)j * Dkv + (int64_t)kvh * D + c;
+            if (vec && !f16) {
+                pk[e] = *(const float4 *)((const float *)kc + o);
+                pv[e] = *(const float4 *)((const float *)vc + o);
+            } else if (vec) {
+                const uint2 a = *(const uint2 *)((const uint16_t *)kc + o), b = *(const uint2 *)((const uint16_t *)vc + o);
+                pk[e] = make_float4(cu_h2f((uint16_t)a.x), cu_h2f((uint16_t)(a.x >> 16)), cu_h2f((uint16_t)a.y), cu_h2f((uint16_t)(a.y >> 16)));
+                pv[e] = make_float4(cu_h2f((uint16_t)b.x), cu_h2f((uint16_t)(b.x >> 16)), cu_h2f((uint16_t)b.y), cu_h2f((uint16_t)(b.y >> 16)));
+            } else {
+                float tk[4], tv[4];
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    tk[u] = c + u < D ? (f16 ? cu_h2f(((const uint16_t *)kc)[o + u]) : ((const float *)kc)[o + u]) : 0.0f;
+                    tv[u] = c + u < D ? (f16 ? cu_h2f(((const uint16_t *)vc)[o + u]) : ((const float *)vc)[o + u]) : 0.0f;
+                }
+                pk[e] = make_float4(tk[0], tk[1], tk[2], tk[3]);
+                pv[e] = make_float4(tv[0], tv[1], tv[2], tv[3]);
             }
         }
     };
     fetch(kmin);
-    for (int kb = kmin; kb <= kmax; kb += FA_BK) {
+    for (int kb = kmin; kb <= kmax; kb += BK) {
         __syncthreads(); /* the previous tile's readers are done */
 #pragma unroll
         for (int e = 0; e < PE; e++) {
-            const int i = tid + FA_WARPS * 32 * e;
-            if (i < FA_BK * Dp) {
-                sk[i / Dp][i % Dp] = pk[e];
-                sv[i / Dp][i % Dp] = pv[e];
-            }
+            if (rc[e] < 0) continue;
+            const int r = rc[e] >> 16, c = 4 * (rc[e] & 0xFFFF);
+            *(float4 *)&sk[r][c] = pk[e];
+            *(float4 *)&sv[r][c] = pv[e];
         }
         __syncthreads();
-        if (kb + FA_BK <= kmax) fetch(kb + FA_BK);
-        if (wmax < kb || wmin > kb + FA_BK - 1) continue; /* none of this warp's queries sees these keys */
-        const int j = kb + lane;
+        if (kb + BK <= kmax) fetch(kb + BK);
+        const int kg = kb + FA_BK * gi; /* this group's 32 keys */
+        if (wmax < kg || wmin > kg + FA_BK - 1) continue; /* none of this warp's queries sees these keys */
+        const int j = kg + lane;
         float s[QW];
 #pragma unroll
         for (int i = 0; i < QW; i++) s[i] = 0.0f;
-        for (int d4 = 0; d4 < Dp / 4; d4++) {
-            const float4 kv = *(const float4 *)&sk[lane][4 * d4];
+#pragma unroll 4
+        for (int d4 = 0; d4 < Dp4; d4++) {
+            const float4 kv = *(const float4 *)&sk[FA_BK * gi + lane][4 * d4];
 #pragma unroll
             for (int i = 0; i < QW; i++) {
-                const float4 qv = *(const float4 *)&sq[w * QW + i][4 * d4];
+                const float4 qv = *(const float4 *)&sq[wq + i][4 * d4];
                 s[i] += qv.x * kv.x + qv.y * kv.y + qv.z * kv.z + qv.w * kv.w;
             }
         }
@@ -167,7 +198,7 @@ __global__ void __launch_bounds__(FA_WARPS * 32) k_fattn(float *dst, const float
 #pragma unroll
             for (int u = 0; u < 4; u++)
 #pragma unroll
-                for (int k = 0; k < DL; k++) vv[u][k] = sv[jj + u][lane + 32 * k];
+                for (int k = 0; k < DL; k++) vv[u][k] = sv[FA_BK * gi + jj + u][lane + 32 * k];
 #pragma unroll
             for (int i = 0; i < QW; i++) {
                 const float4 p4 = *(const float4 *)&sp[w][i][jj];
@@ -177,22 +208,50 @@ __global__ void __launch_bounds__(FA_WARPS * 32) k_fattn(float *dst, const float
         }
         __syncwarp();
     }
+    float L[QW];
+#pragma unroll
+    for (int i = 0; i < QW; i++) L[i] = warp_sum(l[i]);
+    if (G > 1) { /* group 1 hands (m, l, acc) to group 0 through the K tile's memory, which merges */
+        float *xm = &sk[0][0], *xl = xm + BQ, *xa = xl + BQ; /* BQ + BQ + BQ*DM floats <= BK*SK */
+        __syncthreads(); /* every warp is done with the last tile */
+        if (gi == 1) {
+#pragma unroll
+            for (int i = 0; i < QW; i++) {
+                if (lane == 0) xm[wq + i] = m[i], xl[wq + i] = L[i];
+#pragma unroll
+                for (int k = 0; k < DL; k++) xa[(wq + i) * DM + lane + 32 * k] = acc[i][k];
+            }
+        }
+        __syncthreads();
+        if (gi == 1) return;
+#pragma unroll
+        for (int i = 0; i < QW; i++) {
+            const float m1 = xm[wq + i], M = fmaxf(m[i], m1);
+            const float f0 = m[i] == -INFINITY ? 0.0f : expf(m[i] - M), f1 = m1 == -INFINITY ? 0.0f : expf(m1 - M);
+            L[i] = L[i] * f0 + xl[wq + i] * f1;
+#pragma unroll
+            for (int k = 0; k < DL; k++) acc[i][k] = acc[i][k] * f0 + xa[(wq + i) * DM + lane + 32 * k] * f1;
+        }
+    }
 #pragma unroll
     for (int i = 0; i < QW; i++) {
-        const int t = t0 + w * QW + i;
+        const int t = t0 + wq + i;
         if (t >= T) continue; /* warp-uniform */
-        const float L = warp_sum(l[i]);
         const int64_t o = ((int64_t)t * Hq + h) * D;
 #pragma unroll
         for (int k = 0; k < DL; k++) {
             const int d = lane + 32 * k;
             if (d >= D) continue; /* with xq, D % 32 == 0: whole warps */
-            const float v = acc[i][k] / L;
+            const float v = acc[i][k] / L[i];
             dst[o + d] = v;
             if (xq) q8_1_store(xq + (o + d) / 32, v, lane);
         }
     }
 }
+
+static int fattn_groups = 2; /* cu_fattn_set_groups */
+
+extern "C" void cu_fattn_set_groups(int g) { fattn_groups = g == 1 ? 1 : 2; }
 
 extern "C" bool cu_fattn_supported(const cu_attn_args *a) {
     return a->T > 1 && a->nsplit == 1 && a->D > 0 && a->D <= 128 && a->Hkv > 0 && a->Hq % a->Hkv == 0 &&
@@ -213,11 +272,15 @@ extern "C" sb_status cu_attention_prefill(cu_stream s, float *dst, const float *
     const fa_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
     blk_q8_1 *xq = (blk_q8_1 *)a->xq;
     const int f16 = a->ctype == CU_T_F16, T = (int)a->T;
-    if (a->D <= 64)
-        cu_launch(k_fattn<2>, dim3(cu_div_up(T, 32), (unsigned)a->Hq), FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq,
+    const dim3 g16(cu_div_up(T, 16), (unsigned)a->Hq);
+    if (a->D <= 64 && fattn_groups == 2)
+        cu_launch(k_fattn<2, 2>, g16, FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq, (int)a->Hkv, f16, a->scale, a->softcap,
+                  a->window, rp, xq);
+    else if (a->D <= 64)
+        cu_launch(k_fattn<2, 1>, dim3(cu_div_up(T, 32), (unsigned)a->Hq), FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq,
                   (int)a->Hkv, f16, a->scale, a->softcap, a->window, rp, xq);
     else
-        cu_launch(k_fattn<4>, dim3(cu_div_up(T, 16), (unsigned)a->Hq), FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq,
-                  (int)a->Hkv, f16, a->scale, a->softcap, a->window, rp, xq);
+        cu_launch(k_fattn<4, 1>, g16, FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq, (int)a->Hkv, f16, a->scale, a->softcap,
+                  a->window, rp, xq);
     return cu_after_launch("k_fattn");
 }

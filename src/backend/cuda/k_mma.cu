@@ -8,14 +8,17 @@
  * mma.sync.m16n8k32.s8 (Q6_K, whose scales cover 16 values: two m16n8k16), converted to f32
  * exactly (|s| < 2^22: the 1.5*2^23 bias trick, no I2F). Results equal k_mmq's up to the f32
  * summation order.
- * Geometry: 256 threads (8 warps), a block owns BN (128 or 64) rows x 64 tokens; per step of 4
- * sub-blocks (128 values of K) it unpacks BN x 4 weight sub-blocks and stages 64 x 4 activation
- * sub-blocks in shared memory (row stride 36 ints: the 8 rows x 4 columns a fragment load
- * touches fall in 32 distinct banks), then each warp runs 32 rows x (64/(8/(BN/32))) tokens of
- * m16n8 tiles and scales the int32 tile results into f32 accumulators. BN = 128 when the grid
- * still fills the GPU twice over, else 64.
- * Traffic: weights read once per 64 tokens, activations once per BN rows; tensor-core bound
- * with the per-sub-block scaling (4 f32 ops per int32 result) as the main ALU cost.
+ * Geometry: 256 threads (8 warps), a block owns BN rows x BT tokens (128 x 64, 64 x 64 or
+ * 64 x 32, chosen from the grid size in launch_mma); per step of 4 sub-blocks (128 values of K)
+ * it decodes BN x 4 weight sub-blocks and stages BT x 4 activation sub-blocks in shared memory
+ * (row stride 36 ints: the 8 rows x 4 columns a fragment load touches fall in 32 distinct banks),
+ * then each warp runs 32 rows x BT/(8/(BN/32)) tokens of m16n8 tiles, all of a sub-block's MMAs
+ * issued before their int32 results are scaled into f32 accumulators. Software pipeline: the raw
+ * words of the next step (cu_fetch) are loaded before this step's math and decoded (cu_decode)
+ * after it.
+ * Traffic: weights read once per BT tokens, activations once per BN rows. H200: 20-40 TMAC/s,
+ * well under the ~140 TMAC/s issue ceiling of this scheme (4 instructions per int32 result for
+ * the per-sub-block scaling): latency-bound at 2 blocks per SM (bench/NOTES.md).
  * Needs sm_80+ (mma.sync s8); the launcher refuses older devices (k_mmq stays the fallback).
  * Tested against: op_matmul (f64) and the CPU executor's q8_K path in tests/runtime/test_cuda_ops.c.
  */
@@ -217,16 +220,25 @@ __global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, ui
 extern "C" void cu_mma_set(bool on) { mma_mode = on ? 1 : 0; }
 extern "C" bool cu_mma_on(void) { return mma_mode != 0; }
 
-/* tile choice: the largest tile whose grid still covers the GPU's block slots (2 per SM) twice,
- * else the one with the most blocks */
+static int mma_tile = 0; /* cu_mma_set_tile */
+
+extern "C" void cu_mma_set_tile(int t) { mma_tile = t >= 0 && t <= 3 ? t : 0; }
+
+/* tile choice (mma_tile 0; measured on the H200, bench/NOTES.md): 128 x 64 when that grid fills
+ * the GPU's block slots (2 per SM) at least once, else 64 x 64 when it gives half an SM's worth of
+ * blocks per SM, else 64 x 32; mma_tile 1, 2, 3 force 128 x 64, 64 x 64, 64 x 32 */
 template <int TYPE, int XQ>
 static sb_status launch_mma(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
                             cu_epilogue ep) {
     if (!mma_sms) mma_sms = cu_sm_count();
     const int64_t slots = 2 * (int64_t)mma_sms;
-    if ((int64_t)cu_div_up(N, 128) * cu_div_up(T, 64) >= 2 * slots)
+    const int tile = mma_tile ? mma_tile
+                     : (int64_t)cu_div_up(N, 128) * cu_div_up(T, 64) >= slots ? 1
+                     : (int64_t)cu_div_up(N, 64) * cu_div_up(T, 64) >= slots / 4 ? 2
+                                                                                  : 3;
+    if (tile == 1)
         cu_launch(k_mma<TYPE, XQ, 128, 64>, dim3(cu_div_up(N, 128), cu_div_up(T, 64)), 256, s, dst, w, rb, K, N, x, T, ep);
-    else if ((int64_t)cu_div_up(N, 64) * cu_div_up(T, 64) >= slots)
+    else if (tile == 2)
         cu_launch(k_mma<TYPE, XQ, 64, 64>, dim3(cu_div_up(N, 64), cu_div_up(T, 64)), 256, s, dst, w, rb, K, N, x, T, ep);
     else
         cu_launch(k_mma<TYPE, XQ, 64, 32>, dim3(cu_div_up(N, 64), cu_div_up(T, 32)), 256, s, dst, w, rb, K, N, x, T, ep);

@@ -27,7 +27,7 @@
  * in tests/runtime/test_cuda_ops.c, and every quantized test model against llama.cpp's logits.
  */
 #include "backend/cuda/cu_launch.cuh"
-#include "backend/cuda/device/common.cuh"
+#include "backend/cuda/device/act_quant.cuh"
 
 #include <string.h>
 
@@ -136,12 +136,13 @@ template <> __device__ __forceinline__ const int *act_sub<CU_T_Q8_K>(const uint8
     return (const int *)(xb->qs + 32 * (j % 8));
 }
 
-/* one output row at T = 1: the warp's dot of W row `row` with activation x, reduced to every lane
- * (shared by k_mmvq and k_mmvq_multi so fused and single launches are bit-identical) */
-template <int TYPE, int XQ> static __device__ __forceinline__ float mmvq_row1(const uint8_t *row, const uint8_t *x, int64_t K, int lane) {
+/* one lane's partial of a T = 1 row dot: sub-blocks j0, j0 + step, ... of W row `row` with
+ * activation x (shared by every T = 1 kernel, so fused and single launches are bit-identical) */
+template <int TYPE, int XQ>
+static __device__ __forceinline__ float mmvq_part(const uint8_t *row, const uint8_t *x, int64_t K, int j0, int step) {
     const int nsb = (int)(K / 32);
     float acc = 0.0f;
-    for (int j = lane; j < nsb; j += 32) {
+    for (int j = j0; j < nsb; j += step) {
         wsub ws;
         unpack<TYPE>(row, j, &ws);
         float d8;
@@ -157,7 +158,42 @@ template <int TYPE, int XQ> static __device__ __forceinline__ float mmvq_row1(co
         }
         acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)sq);
     }
-    return warp_sum(acc);
+    return acc;
+}
+
+/* two rows' lane partials in one loop (both rows' weight loads in flight together); each row's
+ * arithmetic is mmvq_part's, so the sums are the same bits */
+template <int TYPE, int XQ>
+static __device__ __forceinline__ void mmvq_part2(const uint8_t *ra, const uint8_t *rb, const uint8_t *x, int64_t K, int j0, int step,
+                                                  float *pa, float *pb) {
+    const int nsb = (int)(K / 32);
+    float acc[2] = {0.0f, 0.0f};
+    for (int j = j0; j < nsb; j += step) {
+        wsub ws[2];
+        unpack<TYPE>(ra, j, &ws[0]);
+        unpack<TYPE>(rb, j, &ws[1]);
+        float d8;
+        const int *qy = act_sub<XQ>(x, K, 0, j, &d8);
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            int s0 = 0, s1 = 0, sq = 0;
+#pragma unroll
+            for (int i = 0; i < 4; i++) s0 = __dp4a(ws[r].w[i], qy[i], s0);
+#pragma unroll
+            for (int i = 4; i < 8; i++) s1 = __dp4a(ws[r].w[i], qy[i], s1);
+            if (ws[r].dm != 0.0f) {
+#pragma unroll
+                for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, qy[i], sq);
+            }
+            acc[r] += d8 * (ws[r].d0 * (float)s0 + ws[r].d1 * (float)s1 + ws[r].dm * (float)sq);
+        }
+    }
+    *pa = acc[0], *pb = acc[1];
+}
+
+/* one output row at T = 1 by one warp, reduced to every lane */
+template <int TYPE, int XQ> static __device__ __forceinline__ float mmvq_row1(const uint8_t *row, const uint8_t *x, int64_t K, int lane) {
+    return warp_sum(mmvq_part<TYPE, XQ>(row, x, K, lane, 32));
 }
 
 template <int TYPE, int XQ, int NC>
@@ -219,25 +255,8 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_long(float *dst, const
     __shared__ float part[MMVQ_WARPS];
     const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
     const int64_t n = blockIdx.x;
-    const int nsb = (int)(K / 32);
     const uint8_t *row = w + (uint64_t)n * rb;
-    float acc = 0.0f;
-    for (int j = threadIdx.x; j < nsb; j += MMVQ_WARPS * 32) {
-        wsub ws;
-        unpack<TYPE>(row, j, &ws);
-        float d8;
-        const int *qy = act_sub<XQ>(x, K, 0, j, &d8);
-        int s0 = 0, s1 = 0, sq = 0;
-#pragma unroll
-        for (int i = 0; i < 4; i++) s0 = __dp4a(ws.w[i], qy[i], s0);
-#pragma unroll
-        for (int i = 4; i < 8; i++) s1 = __dp4a(ws.w[i], qy[i], s1);
-        if (ws.dm != 0.0f) {
-#pragma unroll
-            for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, qy[i], sq);
-        }
-        acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)sq);
-    }
+    float acc = mmvq_part<TYPE, XQ>(row, x, K, threadIdx.x, MMVQ_WARPS * 32);
     acc = warp_sum(acc);
     if (lane == 0) part[wp] = acc;
     __syncthreads();
@@ -426,9 +445,21 @@ __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint6
         }
 }
 
-/* Several T = 1 GEMVs over one activation (cu_matmul_q8_multi): grid.x covers the 4-row blocks of
- * every segment in order; a block finds its segment, then runs mmvq_row1 for its weight type (a
- * warp-uniform switch, so one instantiation per activation type serves every mix of types). */
+/* T = 1 GEMVs over one activation in one launch (cu_matmul_q8_multi): Q/K/V, gate/up, or a single
+ * matrix. 256-thread blocks of GF_WARPS warps; a row group of WPR warps (1, or 4 for K above
+ * CU_MMVQ_LONG_K: warp w of the group takes sub-blocks w*32 + lane stepping 128, partials meet in
+ * shared memory in warp order — k_mmvq_long's arithmetic) owns one item at a time; a block owns
+ * R items per group (interleaved: item0 + g + r*G), grid.x covers every segment's blocks in order.
+ * Items: rows, or for a RoPE segment rotation pairs then unrotated rows (K's rope + cache write).
+ * Before waiting for the previous kernel (PDL), each block prefetches its weight rows into L2:
+ * weights are never written by a kernel, so this overlaps the previous kernel's tail.
+ * Prologue (PRO): GP_NONE reads the q8 activation from global memory; GP_NORM builds it in shared
+ * memory from f32 x: rms_norm(x) [* w] (block_rms_scale + quant_row, the very math of
+ * k_rms_norm_quant); GP_GLU from act(g) * u (k_glu_quant's). Every block redoes the prologue
+ * (K values, L2-resident) instead of a separate kernel and a round trip through global memory. */
+enum { GP_NONE = 0, GP_NORM = 1, GP_GLU = 2 };
+#define GF_WARPS 8
+#define GF_MAXK 8192 /* the largest prologue activation (act_build in registers; 9.2 KB of q8_1 in shared memory) */
 typedef struct mseg {
     float *dst;
     const uint8_t *w;
@@ -446,19 +477,25 @@ typedef struct mseg_set {
     mseg s[CU_MULTI_MAX];
     int n;
 } mseg_set;
+typedef struct gpro {
+    const float *x, *w, *g, *u;
+    float eps;
+    int gelu;
+} gpro;
 
-template <int XQ> static __device__ __forceinline__ float mmvq_row_any(int wtype, const uint8_t *row, const uint8_t *x, int64_t K, int lane) {
+template <int XQ>
+static __device__ __forceinline__ float mmvq_part_any(int wtype, const uint8_t *row, const uint8_t *x, int64_t K, int j0, int step) {
     switch (wtype) {
-    case CU_T_Q4_K: return mmvq_row1<CU_T_Q4_K, XQ>(row, x, K, lane);
-    case CU_T_Q5_K: return mmvq_row1<CU_T_Q5_K, XQ>(row, x, K, lane);
-    case CU_T_Q6_K: return mmvq_row1<CU_T_Q6_K, XQ>(row, x, K, lane);
+    case CU_T_Q4_K: return mmvq_part<CU_T_Q4_K, XQ>(row, x, K, j0, step);
+    case CU_T_Q5_K: return mmvq_part<CU_T_Q5_K, XQ>(row, x, K, j0, step);
+    case CU_T_Q6_K: return mmvq_part<CU_T_Q6_K, XQ>(row, x, K, j0, step);
     default: break;
     }
     if (XQ == CU_T_Q8_1) {
         switch (wtype) {
-        case CU_T_Q4_0: return mmvq_row1<CU_T_Q4_0, CU_T_Q8_1>(row, x, K, lane);
-        case CU_T_Q5_0: return mmvq_row1<CU_T_Q5_0, CU_T_Q8_1>(row, x, K, lane);
-        case CU_T_Q8_0: return mmvq_row1<CU_T_Q8_0, CU_T_Q8_1>(row, x, K, lane);
+        case CU_T_Q4_0: return mmvq_part<CU_T_Q4_0, CU_T_Q8_1>(row, x, K, j0, step);
+        case CU_T_Q5_0: return mmvq_part<CU_T_Q5_0, CU_T_Q8_1>(row, x, K, j0, step);
+        case CU_T_Q8_0: return mmvq_part<CU_T_Q8_0, CU_T_Q8_1>(row, x, K, j0, step);
         default: break;
         }
     }
@@ -466,32 +503,85 @@ template <int XQ> static __device__ __forceinline__ float mmvq_row_any(int wtype
 }
 
 template <int XQ>
-__global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_multi(mseg_set m, const uint8_t *x, int64_t K, const int32_t *pos) {
-    CU_PDL_ENTRY();
-    const int lane = threadIdx.x & 31;
-    unsigned b = blockIdx.x;
-    int k = 0;
-    while (k + 1 < m.n && b >= m.s[k].nb) b -= m.s[k].nb, k++;
-    const mseg &g = m.s[k];
-    const int64_t n = (int64_t)b * MMVQ_WARPS + (threadIdx.x >> 5);
+static __device__ __forceinline__ void mmvq_part2_any(int wtype, const uint8_t *ra, const uint8_t *rb, const uint8_t *x, int64_t K, int j0,
+                                                      int step, float *pa, float *pb) {
+    switch (wtype) {
+    case CU_T_Q4_K: mmvq_part2<CU_T_Q4_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
+    case CU_T_Q5_K: mmvq_part2<CU_T_Q5_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
+    case CU_T_Q6_K: mmvq_part2<CU_T_Q6_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
+    default: break;
+    }
+    if (XQ == CU_T_Q8_1) {
+        switch (wtype) {
+        case CU_T_Q4_0: mmvq_part2<CU_T_Q4_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
+        case CU_T_Q5_0: mmvq_part2<CU_T_Q5_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
+        case CU_T_Q8_0: mmvq_part2<CU_T_Q8_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
+        default: break;
+        }
+    }
+    *pa = *pb = 0.0f; /* unreachable: the launcher checks the types */
+}
+
+/* row ra (and rb2 >= 0) of segment g dotted with x by a group of WPR warps; every lane of the group
+ * gets the sums. red: GF_WARPS * 2 floats of shared memory (WPR > 1). Called by every thread. */
+template <int XQ, int WPR>
+static __device__ __forceinline__ void group_dot2(const mseg &g, int64_t ra, int64_t rb2, bool live, const uint8_t *x, int64_t K, float *red,
+                                                  float *va, float *vb) {
+    const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5, wi = wp % WPR;
+    float a = 0.0f, b = 0.0f;
+    if (live && rb2 >= 0) {
+        mmvq_part2_any<XQ>(g.wtype, g.w + (uint64_t)ra * g.rb, g.w + (uint64_t)rb2 * g.rb, x, K, wi * 32 + lane, WPR * 32, &a, &b);
+        a = warp_sum(a);
+        b = warp_sum(b);
+    } else if (live) {
+        a = warp_sum(mmvq_part_any<XQ>(g.wtype, g.w + (uint64_t)ra * g.rb, x, K, wi * 32 + lane, WPR * 32));
+    }
+    if (WPR > 1) {
+        __syncthreads(); /* red is reused by every item */
+        if (lane == 0) red[2 * wp] = a, red[2 * wp + 1] = b;
+        __syncthreads();
+        a = b = 0.0f;
+        const int w0 = wp - wi;
+#pragma unroll
+        for (int k = 0; k < WPR; k++) a += red[2 * (w0 + k)], b += red[2 * (w0 + k) + 1];
+    }
+    *va = a, *vb = b;
+}
+
+static __device__ __forceinline__ void cache_put(const mseg &g, int64_t o, float v) {
+    if (g.f16) ((uint16_t *)g.cache)[o] = cu_f2h(v);
+    else ((float *)g.cache)[o] = v;
+}
+
+/* a plain segment's row n = v: the epilogue add, dst, and the KV cache column when asked */
+static __device__ __forceinline__ void plain_out(const mseg &g, int64_t n, float v, const int32_t *pos) {
+    v = g.ep.add ? v + g.ep.add[n] : v;
+    g.dst[n] = v;
+    if (g.cache) cache_put(g, (int64_t)pos[0] * g.N + n, v);
+}
+
+/* item n of segment g: compute and write it (the whole group calls it; live = n is real) */
+template <int XQ, int WPR>
+static __device__ __forceinline__ void mseg_item(const mseg &g, int64_t n, const uint8_t *x, int64_t K, const int32_t *pos, float *red) {
+    const bool first = (threadIdx.x & 31) == 0 && (threadIdx.x >> 5) % WPR == 0;
     if (g.rot > 0) { /* item n: a rotation pair of one head, or (after all pairs) a row past n_rot */
         const int half = g.rot / 2;
         const int64_t H = g.N / g.D, np = H * half, nr = H * (g.D - g.rot);
-        if (n >= np + nr) return;
-        int64_t ra, rb2 = -1;
+        const bool live = n < np + nr;
+        int64_t ra = 0, rb2 = -1;
         int pi = 0;
-        if (n < np) {
+        if (live && n < np) {
             const int64_t h = n / half;
             pi = (int)(n % half);
             ra = h * g.D + (g.rmode == 2 ? pi : 2 * pi);
             rb2 = h * g.D + (g.rmode == 2 ? pi + half : 2 * pi + 1);
-        } else {
+        } else if (live) {
             const int64_t q = n - np, h = q / (g.D - g.rot);
             ra = h * g.D + g.rot + q % (g.D - g.rot);
         }
-        float va = mmvq_row_any<XQ>(g.wtype, g.w + (uint64_t)ra * g.rb, x, K, lane);
-        float vb = rb2 >= 0 ? mmvq_row_any<XQ>(g.wtype, g.w + (uint64_t)rb2 * g.rb, x, K, lane) : 0.0f;
-        if (lane == 0) {
+        float va, vb;
+        group_dot2<XQ, WPR>(g, ra, rb2, live, x, K, red, &va, &vb);
+        if (live && first) {
             va = g.ep.add ? va + g.ep.add[ra] : va;
             const int64_t o = (int64_t)pos[0] * g.N;
             if (rb2 >= 0) {
@@ -499,30 +589,66 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_multi(mseg_set m, cons
                 float ya, yb;
                 rope_rot(va, vb, pi, pos[0], g.ts, g.fs, g.af, g.ff, &ya, &yb);
                 va = ya, vb = yb;
+                cache_put(g, o + rb2, vb);
             }
-            if (g.f16) {
-                ((uint16_t *)g.cache)[o + ra] = cu_f2h(va);
-                if (rb2 >= 0) ((uint16_t *)g.cache)[o + rb2] = cu_f2h(vb);
-            } else {
-                ((float *)g.cache)[o + ra] = va;
-                if (rb2 >= 0) ((float *)g.cache)[o + rb2] = vb;
-            }
+            cache_put(g, o + ra, va);
         }
         return;
     }
-    if (n >= g.N) return;
-    float v = mmvq_row_any<XQ>(g.wtype, g.w + (uint64_t)n * g.rb, x, K, lane);
-    if (lane == 0) {
-        v = g.ep.add ? v + g.ep.add[n] : v;
-        g.dst[n] = v;
-        if (g.cache) {
-            const int64_t o = (int64_t)pos[0] * g.N + n;
-            if (g.f16)
-                ((uint16_t *)g.cache)[o] = cu_f2h(v);
-            else
-                ((float *)g.cache)[o] = v;
-        }
+    const bool live = n < g.N;
+    float v, unused;
+    group_dot2<XQ, WPR>(g, live ? n : 0, -1, live, x, K, red, &v, &unused);
+    if (live && first) plain_out(g, n, v, pos);
+}
+
+/* items n0 < n1 of a plain (no RoPE) segment at once: both rows' loads in flight together */
+template <int XQ, int WPR>
+static __device__ __forceinline__ void mseg_item_pair(const mseg &g, int64_t n0, int64_t n1, const uint8_t *x, int64_t K, const int32_t *pos,
+                                                      float *red) {
+    const bool first = (threadIdx.x & 31) == 0 && (threadIdx.x >> 5) % WPR == 0;
+    const bool l0 = n0 < g.N, l1 = n1 < g.N;
+    float v0, v1;
+    group_dot2<XQ, WPR>(g, l0 ? n0 : 0, l1 ? n1 : -1, l0, x, K, red, &v0, &v1);
+    if (first && l0) plain_out(g, n0, v0, pos);
+    if (first && l1) plain_out(g, n1, v1, pos);
+}
+
+static __device__ __forceinline__ void prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+template <int XQ, int PRO, int WPR, int VM>
+__global__ void __launch_bounds__(GF_WARPS * 32) k_gemv_fused(mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, gpro pr, int R,
+                                                             int prefetch) {
+    __shared__ __align__(16) uint8_t sx[PRO == GP_NONE ? 16 : (XQ == CU_T_Q8_1 ? GF_MAXK / 32 * sizeof(blk_q8_1) : GF_MAXK / 256 * sizeof(blk_q8_K))];
+    __shared__ double part[GF_WARPS];
+    __shared__ float red[2 * GF_WARPS];
+    constexpr int G = GF_WARPS / WPR;
+    unsigned b = blockIdx.x;
+    int k = 0;
+    while (k + 1 < m.n && b >= m.s[k].nb) b -= m.s[k].nb, k++;
+    const mseg &g = m.s[k];
+    const int64_t item0 = (int64_t)b * G * R;
+    if (prefetch && g.rot == 0 && item0 < g.N) { /* this block's rows, 128 bytes a thread per step */
+        const int64_t r1 = item0 + (int64_t)G * R < g.N ? item0 + (int64_t)G * R : g.N;
+        const uint8_t *p0 = g.w + (uint64_t)item0 * g.rb;
+        const uint64_t bytes = (uint64_t)(r1 - item0) * g.rb;
+        for (uint64_t o = (uint64_t)threadIdx.x * 128; o < bytes; o += GF_WARPS * 32 * 128) prefetch_l2(p0 + o);
     }
+    CU_PDL_ENTRY();
+    const uint8_t *x = xq;
+    if (PRO == GP_NORM) {
+        act_build<XQ, GF_WARPS * 32, AQ_NORM, VM>(sx, K, pr.x, pr.w, pr.eps, NULL, NULL, NULL, NULL, 0, part);
+        __syncthreads();
+        x = sx;
+    } else if (PRO == GP_GLU) {
+        act_build<XQ, GF_WARPS * 32, AQ_GLU, VM>(sx, K, NULL, NULL, 0.0f, NULL, NULL, pr.g, pr.u, pr.gelu, part);
+        __syncthreads();
+        x = sx;
+    }
+    const int grp = (threadIdx.x >> 5) / WPR;
+    int r = 0;
+    if (g.rot == 0) /* two rows at a time */
+        for (; r + 1 < R; r += 2) mseg_item_pair<XQ, WPR>(g, item0 + (int64_t)r * G + grp, item0 + (int64_t)(r + 1) * G + grp, x, K, pos, red);
+    for (; r < R; r++) mseg_item<XQ, WPR>(g, item0 + (int64_t)r * G + grp, x, K, pos, red);
 }
 
 static int mmvq_variant = 3; /* cu_mmvq_set_variant */
@@ -573,12 +699,72 @@ extern "C" bool cu_has_mmvq(int type) { return row_bytes(type, 256) != 0; }
 
 extern "C" void cu_mmvq_set_variant(int v) { mmvq_variant = v == 1 || v == 2 ? v : 3; }
 
-extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos) {
+static int gf_sms = 0; /* multiprocessors (blocks per launch target), read once */
+static int gf_bps = 8, gf_rows = 0, gf_prefetch = 1;
+extern "C" void cu_gemv_set_tuning(int blocks_per_sm, int rows_per_group, int prefetch) {
+    gf_bps = blocks_per_sm > 0 ? blocks_per_sm : 8;
+    gf_rows = rows_per_group > 0 ? rows_per_group : 0;
+    gf_prefetch = prefetch ? 1 : 0;
+}
+
+/* blocks of kernel k a multiprocessor holds at once (registers, shared memory), read once */
+template <typename K> static int gf_occupancy(K k, int *cache) {
+    if (*cache <= 0) {
+        int n = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, GF_WARPS * 32, 0) != cudaSuccess || n < 1) n = 1;
+        *cache = n;
+    }
+    return *cache;
+}
+
+/* launch k with blocks sized for the items: R items per row group, enough blocks to fill every
+ * multiprocessor's resident slots (at most gf_bps each), no more waves than needed */
+template <int XQ, int PRO, int WPR, int VM>
+static void gf_launch1(cudaStream_t st, mseg_set m, const int64_t *items, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr) {
+    static int occ;
+    const int res = gf_occupancy(k_gemv_fused<XQ, PRO, WPR, VM>, &occ);
+    const int bps = gf_bps < res ? gf_bps : res, G = GF_WARPS / WPR;
+    int64_t total = 0;
+    for (int k = 0; k < m.n; k++) total += items[k];
+    int R = gf_rows;
+    if (R <= 0) {
+        const int64_t per = (int64_t)G * bps * gf_sms;
+        R = (int)((total + per - 1) / per);
+        if (R < 1) R = 1;
+    }
+    unsigned blocks = 0;
+    for (int k = 0; k < m.n; k++) blocks += (m.s[k].nb = cu_div_up(items[k], (int64_t)G * R));
+    cu_launch(k_gemv_fused<XQ, PRO, WPR, VM>, blocks, GF_WARPS * 32, st, m, xq, K, pos, pr, R, gf_prefetch);
+}
+
+template <int XQ, int PRO>
+static void gf_launch(int wpr, bool small, cudaStream_t st, const mseg_set &m, const int64_t *items, const uint8_t *xq, int64_t K,
+                      const int32_t *pos, const gpro &pr) {
+    if (PRO == GP_NONE) { /* no prologue registers */
+        if (wpr == 4) gf_launch1<XQ, PRO, 4, 1>(st, m, items, xq, K, pos, pr);
+        else gf_launch1<XQ, PRO, 1, 1>(st, m, items, xq, K, pos, pr);
+    } else if (small) {
+        if (wpr == 4) gf_launch1<XQ, PRO, 4, 8>(st, m, items, xq, K, pos, pr);
+        else gf_launch1<XQ, PRO, 1, 8>(st, m, items, xq, K, pos, pr);
+    } else {
+        if (wpr == 4) gf_launch1<XQ, PRO, 4, AQ_MAXV>(st, m, items, xq, K, pos, pr);
+        else gf_launch1<XQ, PRO, 1, AQ_MAXV>(st, m, items, xq, K, pos, pr);
+    }
+}
+
+extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos,
+                                        const cu_gemv_pro *pro) {
     if (n < 1 || n > CU_MULTI_MAX) return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMV segments (1..%d)", n, CU_MULTI_MAX);
+    const int pk = pro ? pro->kind : CU_PRO_NONE;
+    if (pk != CU_PRO_NONE && !aq_fits(xtype, K, GF_WARPS * 32))
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: GEMV prologue over K = %lld (at most %d, whole activation blocks)", (long long)K, GF_MAXK);
+    if (pk == CU_PRO_NONE && !xq) return sb_fail(SB_ERR_INTERNAL, "cuda: multi-GEMV without an activation");
+    const int wpr = K > CU_MMVQ_LONG_K ? 4 : 1;
+    if (!gf_sms) gf_sms = cu_sm_count() > 0 ? cu_sm_count() : 132;
     mseg_set m;
     memset(&m, 0, sizeof m);
     m.n = n;
-    unsigned blocks = 0;
+    int64_t items[CU_MULTI_MAX];
     for (int k = 0; k < n; k++) {
         const int t = seg[k].wtype;
         const bool kq = t == CU_T_Q4_K || t == CU_T_Q5_K || t == CU_T_Q6_K;
@@ -589,20 +775,34 @@ extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int
         if (seg[k].rot > 0 && (!seg[k].cache || seg[k].D <= 0 || seg[k].N % seg[k].D || seg[k].rot % 2 || seg[k].rot > seg[k].D))
             return sb_fail(SB_ERR_UNSUPPORTED, "cuda: GEMV segment with RoPE of %d dims over heads of %lld (N %lld)", seg[k].rot,
                            (long long)seg[k].D, (long long)seg[k].N);
-        /* a RoPE segment has N/D * (rot/2 + D - rot) warp items (pairs, then unrotated rows) */
-        const int64_t items = seg[k].rot > 0 ? seg[k].N / seg[k].D * (seg[k].rot / 2 + seg[k].D - seg[k].rot) : seg[k].N;
-        m.s[k] = mseg{seg[k].dst, (const uint8_t *)seg[k].w, row_bytes(t, K), seg[k].N, seg[k].ep, seg[k].cache, t,
-                      seg[k].ctype == CU_T_F16, cu_div_up(items, MMVQ_WARPS), seg[k].rot, seg[k].rmode, (int)seg[k].D,
-                      seg[k].theta_scale, seg[k].freq_scale, seg[k].attn_factor, seg[k].ff};
-        blocks += m.s[k].nb;
+        /* a RoPE segment has N/D * (rot/2 + D - rot) items (pairs, then unrotated rows) */
+        items[k] = seg[k].rot > 0 ? seg[k].N / seg[k].D * (seg[k].rot / 2 + seg[k].D - seg[k].rot) : seg[k].N;
     }
-    if (blocks == 0) return SB_OK;
+    int64_t total = 0;
+    for (int k = 0; k < n; k++) {
+        const int t = seg[k].wtype;
+        total += items[k];
+        m.s[k] = mseg{seg[k].dst, (const uint8_t *)seg[k].w, row_bytes(t, K), seg[k].N, seg[k].ep, seg[k].cache, t,
+                      seg[k].ctype == CU_T_F16, 0, seg[k].rot, seg[k].rmode, (int)seg[k].D,
+                      seg[k].theta_scale, seg[k].freq_scale, seg[k].attn_factor, seg[k].ff};
+    }
+    if (total == 0) return SB_OK;
     const cudaStream_t st = (cudaStream_t)s;
-    if (xtype == CU_T_Q8_1)
-        cu_launch(k_mmvq_multi<CU_T_Q8_1>, blocks, MMVQ_WARPS * 32, st, m, (const uint8_t *)xq, K, pos);
-    else
-        cu_launch(k_mmvq_multi<CU_T_Q8_K>, blocks, MMVQ_WARPS * 32, st, m, (const uint8_t *)xq, K, pos);
-    return cu_after_launch("k_mmvq_multi");
+    const uint8_t *x = (const uint8_t *)xq;
+    gpro pr = {NULL, NULL, NULL, NULL, 0.0f, 0};
+    if (pk == CU_PRO_NORM) pr = gpro{pro->x, pro->w, NULL, NULL, pro->eps, 0};
+    if (pk == CU_PRO_GLU) pr = gpro{NULL, NULL, pro->g, pro->u, 0.0f, pro->gelu ? 1 : 0};
+    const bool small = aq_fits(xtype, K, GF_WARPS * 32, 8);
+    if (xtype == CU_T_Q8_1) {
+        if (pk == CU_PRO_NORM) gf_launch<CU_T_Q8_1, GP_NORM>(wpr, small, st, m, items, x, K, pos, pr);
+        else if (pk == CU_PRO_GLU) gf_launch<CU_T_Q8_1, GP_GLU>(wpr, small, st, m, items, x, K, pos, pr);
+        else gf_launch<CU_T_Q8_1, GP_NONE>(wpr, small, st, m, items, x, K, pos, pr);
+    } else {
+        if (pk == CU_PRO_NORM) gf_launch<CU_T_Q8_K, GP_NORM>(wpr, small, st, m, items, x, K, pos, pr);
+        else if (pk == CU_PRO_GLU) gf_launch<CU_T_Q8_K, GP_GLU>(wpr, small, st, m, items, x, K, pos, pr);
+        else gf_launch<CU_T_Q8_K, GP_NONE>(wpr, small, st, m, items, x, K, pos, pr);
+    }
+    return cu_after_launch("k_gemv_fused");
 }
 
 extern "C" sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,

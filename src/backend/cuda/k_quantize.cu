@@ -14,7 +14,9 @@
  * v = (x*scale)*w. GLU: v = act(g)*u with k_rows.cu's activations.
  * The device math (quant_row, q8_K_store, the value sources, block_rms_scale) is
  * device/act_quant.cuh, shared with the GEMV prologues and generated kernels.
- * Geometry: one 1024-thread block per row. q8_1: warp w takes 32-blocks w, w+32, ..., lane = element.
+ * Geometry: rows of up to 8192 values (aq_fits): one 256-thread block per row, every value in a
+ * register (act_build: all loads in flight at once; the code of the GEMV prologues). Longer rows:
+ * one 1024-thread block per row. q8_1: warp w takes 32-blocks w, w+32, ..., lane = element.
  * q8_K: warp w takes 256-blocks w, w+32, ...; lane l holds elements 32k + l (k < 8), so a warp load
  * is one coalesced 128-byte row segment; max/sum by shuffles; half-warp sums give bsums.
  * Traffic: reads 4*E (x; +4E for w or u) per row, writes 36/32*E (q8_1) or 292/256*E (q8_K);
@@ -55,11 +57,44 @@ template <int XQ> __global__ void __launch_bounds__(Q_THREADS) k_glu_quant(uint8
     quant_row<XQ, Q_THREADS>(dst + act_row_bytes(XQ, E) * (uint64_t)r, E, src_glu{g + r * E, u + r * E, gelu});
 }
 
+/* rows that fit in registers (aq_fits with 256 threads): act_build, the same code as the GEMV
+ * prologues of k_mmvq.cu, so a norm or GLU fused into a GEMV gives these very bits */
+#define AQ_THREADS 256
+static bool aq_on = true; /* cu_act_set_fast */
+extern "C" void cu_act_set_fast(bool on) { aq_on = on; }
+
+template <int XQ, int KIND, int VM>
+__global__ void __launch_bounds__(AQ_THREADS) k_act_rows(uint8_t *dst, int64_t E, const float *x, const float *w, float eps, const float *b,
+                                                         float *sum_out, const float *g, const float *u, int gelu) {
+    CU_PDL_ENTRY();
+    __shared__ double part[AQ_THREADS / 32];
+    const int64_t r = blockIdx.x, o = r * E;
+    act_build<XQ, AQ_THREADS, KIND, VM>(dst + act_row_bytes(XQ, E) * (uint64_t)r, E, x ? x + o : NULL, w, eps, b ? b + o : NULL,
+                                    sum_out ? sum_out + o : NULL, g ? g + o : NULL, u ? u + o : NULL, gelu, part);
+}
+
+template <int KIND>
+static sb_status act_rows(cudaStream_t st, int xq, void *dst, int64_t E, int64_t rows, const float *x, const float *w, float eps, const float *b,
+                          float *sum_out, const float *g, const float *u, int gelu) {
+    const bool small = aq_fits(xq, E, AQ_THREADS, 8);
+    if (xq == CU_T_Q8_1 && small)
+        cu_launch(k_act_rows<CU_T_Q8_1, KIND, 8>, (unsigned)rows, AQ_THREADS, st, (uint8_t *)dst, E, x, w, eps, b, sum_out, g, u, gelu);
+    else if (xq == CU_T_Q8_1)
+        cu_launch(k_act_rows<CU_T_Q8_1, KIND, AQ_MAXV>, (unsigned)rows, AQ_THREADS, st, (uint8_t *)dst, E, x, w, eps, b, sum_out, g, u, gelu);
+    else if (small)
+        cu_launch(k_act_rows<CU_T_Q8_K, KIND, 8>, (unsigned)rows, AQ_THREADS, st, (uint8_t *)dst, E, x, w, eps, b, sum_out, g, u, gelu);
+    else
+        cu_launch(k_act_rows<CU_T_Q8_K, KIND, AQ_MAXV>, (unsigned)rows, AQ_THREADS, st, (uint8_t *)dst, E, x, w, eps, b, sum_out, g, u, gelu);
+    return cu_after_launch("k_act_rows");
+}
+
 static sb_status bad_type(int xq) { return sb_fail(SB_ERR_UNSUPPORTED, "cuda: activation type %d (Q8_1 or Q8_K only)", xq); }
 
 extern "C" sb_status cu_quantize_act(cu_stream s, int xq, void *dst, const float *x, int64_t E, int64_t rows) {
     if (rows <= 0) return SB_OK;
     const cudaStream_t st = (cudaStream_t)s;
+    if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
+        return act_rows<AQ_PLAIN>(st, xq, dst, E, rows, x, NULL, 0.0f, NULL, NULL, NULL, NULL, 0);
     if (xq == CU_T_Q8_1) cu_launch(k_quantize<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, E);
     else if (xq == CU_T_Q8_K) cu_launch(k_quantize<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, E);
     else return bad_type(xq);
@@ -69,6 +104,8 @@ extern "C" sb_status cu_quantize_act(cu_stream s, int xq, void *dst, const float
 extern "C" sb_status cu_rms_norm_quant(cu_stream s, int xq, void *dst, const float *x, const float *w, int64_t E, int64_t rows, float eps) {
     if (rows <= 0) return SB_OK;
     const cudaStream_t st = (cudaStream_t)s;
+    if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
+        return act_rows<AQ_NORM>(st, xq, dst, E, rows, x, w, eps, NULL, NULL, NULL, NULL, 0);
     if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL);
     else if (xq == CU_T_Q8_K) cu_launch(k_rms_norm_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL);
     else return bad_type(xq);
@@ -79,6 +116,8 @@ extern "C" sb_status cu_add_rms_norm_quant(cu_stream s, int xq, void *dst, float
                                            int64_t E, int64_t rows, float eps) {
     if (rows <= 0) return SB_OK;
     const cudaStream_t st = (cudaStream_t)s;
+    if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
+        return act_rows<AQ_NORM>(st, xq, dst, E, rows, x, w, eps, b, sum_out, NULL, NULL, 0);
     if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);
     else if (xq == CU_T_Q8_K) cu_launch(k_rms_norm_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);
     else return bad_type(xq);
@@ -88,6 +127,8 @@ extern "C" sb_status cu_add_rms_norm_quant(cu_stream s, int xq, void *dst, float
 extern "C" sb_status cu_glu_quant(cu_stream s, int xq, void *dst, const float *g, const float *u, int64_t E, int64_t rows, bool gelu) {
     if (rows <= 0) return SB_OK;
     const cudaStream_t st = (cudaStream_t)s;
+    if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
+        return act_rows<AQ_GLU>(st, xq, dst, E, rows, NULL, NULL, 0.0f, NULL, NULL, g, u, gelu ? 1 : 0);
     if (xq == CU_T_Q8_1) cu_launch(k_glu_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, g, u, E, gelu ? 1 : 0);
     else if (xq == CU_T_Q8_K) cu_launch(k_glu_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, g, u, E, gelu ? 1 : 0);
     else return bad_type(xq);

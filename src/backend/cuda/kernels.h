@@ -121,13 +121,18 @@ typedef struct cu_epilogue {
  * or Q8_K (Q4_K, Q5_K, Q6_K). */
 sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
                        const cu_epilogue *ep);
-/* Several GEMVs over one activation in one launch (executor fusion: Q/K/V, gate/up), T = 1 only.
- * Segment k: dst_k [N_k] = W_k x (+ epilogue), W_k [K, N_k] of its own type (any cu_has_mmvq type
- * with Q8_1 activations; Q4_K/Q5_K/Q6_K with Q8_K); with cache != NULL the result is also written
- * to column pos[0] of that KV cache [N_k, C] (F32 or F16: the V kv_store folded in). Each row is
- * the same warp computation as cu_matmul_q8 at T = 1, so the results are bit-identical. */
+/* Several GEMVs over one activation in one launch (executor fusion: Q/K/V, gate/up; or one matrix),
+ * T = 1 only (k_gemv_fused). Segment k: dst_k [N_k] = W_k x (+ epilogue), W_k [K, N_k] of its own
+ * type (any cu_has_mmvq type with Q8_1 activations; Q4_K/Q5_K/Q6_K with Q8_K); with cache != NULL
+ * the result is also written to column pos[0] of that KV cache [N_k, C] (F32 or F16: the V
+ * kv_store folded in). Rows are the warp computations of cu_matmul_q8 at T = 1 (one warp a row, or
+ * four for K > CU_MMVQ_LONG_K), so results are bit-identical to it.
+ * The activation: xtype blocks at xq (pro NULL or CU_PRO_NONE), or built by every block in shared
+ * memory (K <= 8192, whole activation blocks) from f32 (executor fusion of the node before the GEMV): CU_PRO_NORM
+ * quantize(rms_norm(x) [* w]) — cu_rms_norm_quant's math; CU_PRO_GLU quantize(act(g) * u) —
+ * cu_glu_quant's. The launch's outputs must not overlap x, w, g or u (other blocks still read them). */
 #define CU_MULTI_MAX 3
-#define CU_MMVQ_LONG_K 2048 /* T = 1 GEMVs with K above this split each row over 4 warps (k_mmvq_long) */
+#define CU_MMVQ_LONG_K 2048 /* T = 1 GEMVs with K above this split each row over 4 warps */
 typedef struct cu_gemv_seg {
     float *dst;
     const void *w;
@@ -136,14 +141,29 @@ typedef struct cu_gemv_seg {
     cu_epilogue ep;
     void *cache; /* NULL or a KV cache to write too */
     int ctype;   /* its type: F32 or F16 */
-    /* experiment (SB_CUDA_ROPEK=1): rot > 0 = RoPE the result (heads of D rows) before the cache
-     * write — K's rope + kv_store folded into the launch; the same math as k_rope_store. dst is
-     * then not written. */
+    /* rot > 0: RoPE the result (heads of D rows) before the cache write — K's rope + kv_store folded
+     * into the launch; the same math as k_rope_store. dst is then not written. */
     int rot, rmode, D;
     float theta_scale, freq_scale, attn_factor;
     const float *ff;
 } cu_gemv_seg;
-sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos);
+enum { CU_PRO_NONE = 0, CU_PRO_NORM = 1, CU_PRO_GLU = 2 };
+typedef struct cu_gemv_pro {
+    int kind;              /* CU_PRO_* */
+    const float *x, *w;    /* NORM: the row [K] and the optional norm weight [K] */
+    float eps;
+    const float *g, *u;    /* GLU: gate and up [K] */
+    bool gelu;
+} cu_gemv_pro;
+sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos,
+                             const cu_gemv_pro *pro);
+/* Process-wide launch shape of cu_matmul_q8_multi (autotuning knobs; 0 = default): target blocks
+ * per multiprocessor (default 8), items per row group (default: from that target), and whether
+ * blocks prefetch their weight rows into L2 before waiting for the previous kernel (default 1). */
+void cu_gemv_set_tuning(int blocks_per_sm, int rows_per_group, int prefetch);
+/* The one-row-in-registers quantization kernels (act_build, the GEMV prologues' code) for rows of
+ * up to 8192 values (default on); off: the 1024-thread loop kernels. Process-wide. */
+void cu_act_set_fast(bool on);
 /* Process-wide choice of the token-tile GEMV for T > 8: 1 one row per warp, 2 four rows per warp
  * sharing activation loads, 3 (default) the shared-memory tiled GEMM (k_mmvq.cu). */
 void cu_mmvq_set_variant(int v);
@@ -173,6 +193,7 @@ typedef struct cu_attn_args {
     int window;               /* 0 = none */
     int nsplit;               /* KV splits (flash-decoding); 1 = none */
     int variant;              /* 1 = key per warp step, 2 (default) = 32 keys per warp step (k_attention.cu) */
+    int min_chunk;            /* decode splits take at least this many keys (0: ceil(n/nsplit) always) */
     /* Q's RoPE applied as q is loaded (executor fusion of the ROPE before the attention; the same
      * math as cu_rope, bit for bit): q_rot = 0 none, else q is the unrotated [D,Hq,T] */
     int q_rot, q_mode;
@@ -203,12 +224,18 @@ bool cu_has_mma(int wtype, int xtype);
 /* Process-wide (default on): the executor uses cu_matmul_mma for T > 8 where cu_has_mma (SB_CUDA_MMQ=4). */
 void cu_mma_set(bool on);
 bool cu_mma_on(void);
+/* Tile of cu_matmul_mma (process-wide, experiments; env SB_CUDA_MMA_TILE): 0 (default) chosen from
+ * the grid size, 1 = 128 rows x 64 tokens, 2 = 64 x 64, 3 = 64 x 32. */
+void cu_mma_set_tile(int t);
 /* dst [N,T] = W x as cu_matmul_q8 (same operands, epilogue and results up to f32 summation
  * order), on int8 tensor cores; meant for T > 8. SB_ERR_UNSUPPORTED unless cu_has_mma. */
 sb_status cu_matmul_mma(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
                         const cu_epilogue *ep);
 /* Can cu_attention_prefill run these args (T > 1, nsplit 1, head_dim <= 128)? */
 bool cu_fattn_supported(const cu_attn_args *a);
+/* Flash-attention prefill variants (process-wide, experiments; env SB_CUDA_FATTN_G): 2 (default) key
+ * groups of 4 warps over 16-query tiles for head_dim <= 64, or 1 group of 8 warps over 32 queries. */
+void cu_fattn_set_groups(int g);
 /* Flash-attention prefill: the same contract and results (up to f32 summation order) as
  * cu_attention with nsplit 1, including Q's fused RoPE and the q8_1 output (a->xq). */
 sb_status cu_attention_prefill(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,

@@ -137,4 +137,102 @@ static __device__ __forceinline__ float block_rms_scale(const float *xr, const f
     return 1.0f / sqrtf(mean + eps);
 }
 
+// ---- one row in registers: the fast path of every norm / GLU quantization ----
+
+/* act_build: quantize one row of E values, built as x (AQ_PLAIN), rms_norm(x [+ b]) [* w]
+ * (AQ_NORM; with b the sum x + b is also written to sum_out) or act(g) * u (AQ_GLU), by a block
+ * of NT threads, every input value loaded once into registers with all loads in flight at once.
+ * Layout: quantization blocks (32 values for q8_1, 256 for q8_K) go round-robin to the warps;
+ * lane l of a warp holds values 32k + l of each of its blocks. The RMSNorm sum of squares is
+ * summed in double per thread in that order, then by warp, then the NT/32 warp partials in order
+ * (part: NT/32 doubles of shared memory), so a given NT gives the same bits wherever it runs
+ * (the standalone kernels of k_quantize.cu and the GEMV prologues of k_mmvq.cu both use 256).
+ * Rows that do not fit (aq_fits) take quant_row's loop instead. */
+#define AQ_MAXV 32 /* values per thread: rows of up to 8192 values with 256 threads */
+enum { AQ_PLAIN = 0, AQ_NORM = 1, AQ_GLU = 2 };
+
+/* does a row of E values fit act_build with nt threads and vmax values a thread? */
+static __host__ __device__ __forceinline__ bool aq_fits(int xq, int64_t E, int nt, int vmax = AQ_MAXV) {
+    const int bs = xq == CU_T_Q8_1 ? 32 : 256;
+    if (E <= 0 || E % bs) return false;
+    const int64_t per_warp_blocks = vmax / (bs / 32); /* quantization blocks a warp can hold */
+    return per_warp_blocks > 0 && E / bs <= per_warp_blocks * (nt / 32);
+}
+
+/* VMAX (<= AQ_MAXV): the register budget, values a thread (fewer registers for short rows) */
+template <int XQ, int NT, int KIND, int VMAX = AQ_MAXV>
+static __device__ __forceinline__ void act_build(void *dst, int64_t E, const float *x, const float *w, float eps, const float *b,
+                                                 float *sum_out, const float *g, const float *u, int gelu, double *part) {
+    constexpr int BS = XQ == CU_T_Q8_1 ? 32 : 256, PER = BS / 32, JM = VMAX / PER < 1 ? 1 : VMAX / PER, NW = NT / 32, NV = JM * PER;
+    const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+    const int64_t nb = E / BS;
+    /* phase 1: every load in flight (no value is used before all are issued: a use right after its
+     * load would serialize the round trips across the branches of the unrolled loop) */
+    float v[NV], wv[KIND == AQ_NORM ? NV : 1], bv[KIND == AQ_PLAIN ? 1 : NV];
+#pragma unroll
+    for (int j = 0; j < JM; j++) {
+        const int64_t bk = wp + (int64_t)NW * j;
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            const int64_t e = bk * BS + 32 * k + lane;
+            const int i = j * PER + k;
+            v[i] = 0.0f;
+            if (KIND != AQ_PLAIN) bv[i] = 0.0f;
+            if (KIND == AQ_NORM) wv[i] = 1.0f;
+            if (bk < nb) {
+                if (KIND == AQ_GLU) {
+                    v[i] = g[e];
+                    bv[i] = u[e];
+                } else {
+                    v[i] = x[e];
+                    if (KIND == AQ_NORM && b) bv[i] = b[e];
+                    if (KIND == AQ_NORM && w) wv[i] = w[e];
+                }
+            }
+        }
+    }
+    /* phase 2: the values (GLU; the residual sum, also stored) */
+#pragma unroll
+    for (int j = 0; j < JM; j++) {
+        const int64_t bk = wp + (int64_t)NW * j;
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            const int i = j * PER + k;
+            if (bk < nb) {
+                if (KIND == AQ_GLU) v[i] = (gelu ? gelu1q(v[i]) : silu1q(v[i])) * bv[i];
+                if (KIND == AQ_NORM && b) {
+                    v[i] = v[i] + bv[i];
+                    sum_out[bk * BS + 32 * k + lane] = v[i];
+                }
+            }
+        }
+    }
+    if (KIND == AQ_NORM) {
+        double acc = 0.0;
+#pragma unroll
+        for (int i = 0; i < NV; i++) acc += (double)(v[i] * v[i]); /* unused slots are 0 */
+        acc = warp_sum_d(acc);
+        if (lane == 0) part[wp] = acc;
+        __syncthreads();
+        double sum = 0.0;
+#pragma unroll
+        for (int k = 0; k < NW; k++) sum += part[k];
+        const float mean = (float)(sum / (double)E);
+        const float sc = 1.0f / sqrtf(mean + eps);
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            const float t = v[i] * sc;
+            v[i] = w ? t * wv[i] : t; /* (x*scale)*w, as ops_ref.c */
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < JM; j++) {
+        const int64_t bk = wp + (int64_t)NW * j;
+        if (bk < nb) {
+            if (XQ == CU_T_Q8_1) q8_1_store((blk_q8_1 *)dst + bk, v[j], lane);
+            else q8_K_store((blk_q8_K *)dst + bk, &v[j * PER], lane);
+        }
+    }
+}
+
 #endif
