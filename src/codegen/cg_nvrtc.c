@@ -163,6 +163,9 @@ sb_status cg_nvrtc_compile(const char *src, const char *name, int arch, uint8_t 
     const int best = best_arch(arch);
     bool ptx = false;
     if (best && best != arch) use = best, ptx = true;
+    if (arch >= 90 && use < 90) /* every launch on sm_90+ uses PDL: the kernel must contain griddepcontrol.wait */
+        return sb_fail(SB_ERR_UNSUPPORTED, "codegen: NVRTC %d.%d compiles for compute_%d at most; sm_%d needs compute_90+ (programmatic launch)",
+                       nv.version / 1000, nv.version % 1000 / 10, use, arch);
     char opt0[64];
     snprintf(opt0, sizeof opt0, "--gpu-architecture=%s_%d", ptx ? "compute" : "sm", use);
     const char *opts[] = {opt0, "-default-device", "--std=c++17", "-DSB_NVRTC=1"};
