@@ -673,14 +673,15 @@ static void test_qkv_rope_block(void) {
 /* The int8 tensor-core prefill GEMM (k_mma.cu, SB_CUDA_MMQ=4) on model shapes with ragged edges:
  * K 896 (Q4_0/Q5_0/Q8_0) and 4864 (K-quants, q8_K activations: also vs the CPU executor, bit
  * for bit up to summation order), rows and tokens not multiples of the 64/128 x 64 tiles, T 9 / 64
- * / 512 / 520, both tile heights (128 rows once the grid fills the GPU twice: N 4100-4900 at
- * T >= 512), and the bias / residual epilogue through the executor fusion. */
+ * / 512 / 520, every tile of launch_mma's choice (on a 132-SM H200: 128 x 64 for N 4100-4900 at
+ * T >= 512, 64 x 64 for N 600 at T 512, 64 x 32 for the rest; SB_CUDA_MMA_TILE forces one), and
+ * the bias / residual epilogue through the executor fusion. */
 static void test_mma_prefill(void) {
     struct { int t; int64_t K, N, T; int ep; } cs[] = {
         {SB_TYPE_Q5_0, 896, 200, 9, 0},    {SB_TYPE_Q5_0, 896, 200, 64, 1},  {SB_TYPE_Q8_0, 896, 131, 512, 0},
         {SB_TYPE_Q4_0, 896, 67, 77, 2},    {SB_TYPE_Q4_K, 4864, 96, 64, 0},  {SB_TYPE_Q6_K, 4864, 70, 9, 0},
         {SB_TYPE_Q5_K, 4864, 45, 130, 2},  {SB_TYPE_Q6_K, 256, 4900, 520, 0}, {SB_TYPE_Q5_0, 256, 4100, 512, 1},
-        {SB_TYPE_Q4_K, 256, 4160, 512, 2},
+        {SB_TYPE_Q4_K, 256, 4160, 512, 2}, {SB_TYPE_Q5_0, 896, 600, 512, 0},
     };
     exec_cuda_set_mmvq_variant(4);
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
