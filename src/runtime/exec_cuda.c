@@ -911,8 +911,9 @@ static int ew_code(int op) {
  * autotuned over its variants with CUDA events on the real arena buffers (each variant once to warm
  * up, then 10 timed launches; the outputs are rewritten by every later run) with the hand-written
  * kernel timed as one more candidate, unless a winner is cached — and records it in c->cg;
- * run_node's CG_TRY launches it instead of the hand-written kernel (unless that one won). SB_CODEGEN=0: hand-written only; SB_CODEGEN=2 (tests): a node codegen cannot do is an
- * error instead of a fallback. Without NVRTC: hand-written (logged once at INFO, `sb run -v`). */
+ * run_node's CG_TRY launches it instead of the hand-written kernel (unless that one won).
+ * SB_CODEGEN=0: hand-written only; SB_CODEGEN=2 (tests): generated only, a node codegen cannot do
+ * is an error instead of a fallback. Without NVRTC: hand-written (logged once at INFO, `sb run -v`). */
 typedef struct cg_node {
     void *fn; /* loaded kernel; NULL = the hand-written launcher */
     unsigned grid, block;
