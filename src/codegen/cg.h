@@ -92,9 +92,11 @@ typedef struct cg_params {
 typedef struct cg_variant {
     int threads;   /* per block: 128, 256, 512 or 1024 */
     int rpb;       /* rows per block: 1 or 4 */
+    int reg;       /* quant kinds: 1 = the row in registers (act_build, exactly as many values a thread
+                    * as E needs), 0 = quant_row's loop */
 } cg_variant;
 
-#define CG_MAX_VARIANTS 8
+#define CG_MAX_VARIANTS 12
 /* The variants worth trying for grp (at least one; the first is the default). */
 int cg_variants(const cg_group *grp, cg_variant *out /* [CG_MAX_VARIANTS] */);
 /* grid (blocks) and block (threads) of a variant */

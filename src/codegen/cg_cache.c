@@ -411,6 +411,9 @@ static cg_key tune_key(const cg_group *g, const char *tag) {
         hs_i64(&h, g->st[k].bcast);
         hs_bytes(&h, &g->st[k].f, sizeof g->st[k].f);
     }
+    cg_variant v[CG_MAX_VARIANTS]; /* a winner is an index into this list */
+    const int nv = cg_variants(g, v);
+    for (int k = 0; k < nv; k++) hs_i64(&h, v[k].threads | (int64_t)v[k].rpb << 16 | (int64_t)v[k].reg << 32);
     hs_str(&h, tag);
     hs_i64(&h, cg_nvrtc_version());
     hs_str(&h, SB_VERSION_STRING);

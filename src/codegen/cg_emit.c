@@ -152,23 +152,40 @@ static bool reduces(const cg_group *g) {
     return false;
 }
 
+/* values a thread holds for act_build with nt threads (a multiple of the block's 32-value slices),
+ * or 0 when the row does not fit in AQ_MAXV (32) */
+static int reg_values(const cg_group *g, int nt) {
+    const int64_t bs = g->xq == SB_TYPE_Q8_K ? 256 : 32, nb = g->E / bs, nw = nt / 32;
+    const int64_t v = (nb + nw - 1) / nw * (bs / 32);
+    return v >= 1 && v <= 32 ? (int)v : 0;
+}
+
 int cg_variants(const cg_group *grp, cg_variant *out) {
-    /* the first is the hand-written kernels' geometry: 256 threads for chains (k_rows.cu), 1024
-     * for the quantizers (k_quantize.cu); others only where they can help: no more warps than
-     * the row has work for (quant blocks, or 32 elements each) */
-    const bool quant = grp->kind != CG_EW;
-    const int def = quant ? 1024 : 256;
-    int64_t work = quant ? grp->E / (grp->xq == SB_TYPE_Q8_K ? 256 : 32) : (grp->E + 31) / 32; /* warps with something to do */
-    if (work < 4) work = 4;
+    /* the first is the hand-written kernels' geometry: 256 threads for chains (k_rows.cu); for the
+     * quantizers the row in registers with 256 threads when it fits (k_quantize.cu's act_build),
+     * else the 1024-thread loop; others only where they can help: no more warps than the row has
+     * work for (quant blocks, or 32 elements each) */
+    static const int th[] = {256, 128, 512, 1024};
     int n = 0;
-    out[n++] = (cg_variant){def, 1};
-    static const int th[] = {128, 256, 512, 1024};
-    for (int t = 0; t < 4; t++)
-        if (th[t] != def && th[t] / 32 <= work) out[n++] = (cg_variant){th[t], 1};
+    if (grp->kind == CG_EW) {
+        int64_t work = (grp->E + 31) / 32;
+        if (work < 4) work = 4;
+        for (int t = 0; t < 4; t++)
+            if (t == 0 || th[t] / 32 <= work) out[n++] = (cg_variant){th[t], 1, 0};
+    } else {
+        int64_t work = grp->E / (grp->xq == SB_TYPE_Q8_K ? 256 : 32);
+        if (work < 4) work = 4;
+        for (int t = 0; t < 4; t++) /* registers first */
+            if ((t == 0 || th[t] / 32 <= work) && reg_values(grp, th[t])) out[n++] = (cg_variant){th[t], 1, 1};
+        /* quant_row's loop: the only way for rows too long for registers, one more candidate otherwise */
+        out[n++] = (cg_variant){1024, 1, 0};
+        for (int t = 0; t < 3; t++)
+            if (th[t] / 32 <= work) out[n++] = (cg_variant){th[t], 1, 0};
+    }
     const int n1 = n;
     if (grp->rows >= 8) /* several rows per block: fewer, longer blocks for many short rows */
         for (int k = 0; k < n1 && n < CG_MAX_VARIANTS; k++)
-            if (out[k].threads <= 256) out[n++] = (cg_variant){out[k].threads, 4};
+            if (out[k].threads <= 256) out[n++] = (cg_variant){out[k].threads, 4, out[k].reg};
     return n;
 }
 
@@ -255,7 +272,7 @@ static void signature(sbuf *b, const cg_group *g, cg_variant v) {
         }
         put(b, "]");
     }
-    put(b, " threads=%d rpb=%d", v.threads, v.rpb);
+    put(b, " threads=%d rpb=%d%s", v.threads, v.rpb, v.reg ? " reg" : "");
 }
 
 static sb_status check_group(const cg_group *g, cg_variant v) {
@@ -266,8 +283,11 @@ static sb_status check_group(const cg_group *g, cg_variant v) {
     if (g->kind != CG_EW) {
         if (g->xq != SB_TYPE_Q8_1 && g->xq != SB_TYPE_Q8_K) return sb_fail(SB_ERR_INVALID_ARG, "codegen: quant type %d", g->xq);
         if (g->E % (g->xq == SB_TYPE_Q8_1 ? 32 : 256)) return sb_fail(SB_ERR_INVALID_ARG, "codegen: E %lld for %s", (long long)g->E, ir_dtype_name(g->xq));
+        if (v.reg && !reg_values(g, v.threads))
+            return sb_fail(SB_ERR_INVALID_ARG, "codegen: a row of %lld values does not fit %d threads' registers", (long long)g->E, v.threads);
         return SB_OK;
     }
+    if (v.reg) return sb_fail(SB_ERR_INVALID_ARG, "codegen: register variant of an elementwise chain");
     if (g->n_steps < 1 || g->n_steps > CG_MAX_STEPS) return sb_fail(SB_ERR_INVALID_ARG, "codegen: %d chain steps", g->n_steps);
     int norms = 0;
     for (int k = 0; k < g->n_steps; k++) {
@@ -318,7 +338,7 @@ sb_status cg_emit(const cg_group *g, cg_variant v, char **src, char name[40]) {
     put(&b, "#define NT %d\n#define RPB %d\n#define E_ ((int64_t)%lld)\n", v.threads, v.rpb, (long long)g->E);
     if (g->rows == 1) put(&b, "#define ROWS ((int64_t)1)\n\n");
     else put(&b, "#define ROWS ((int64_t)a.rows) /* prefill: one kernel for every row count */\n\n");
-    const bool red = reduces(g);
+    const bool red = reduces(g) || v.reg; /* act_build takes the partials array in every kind */
     put(&b, "extern \"C\" __global__ void __launch_bounds__(NT) %s(const cg_params a) {\n", name);
     put(&b, "    CU_PDL_ENTRY();\n");
     if (red) put(&b, "    __shared__ double part[NT / 32];\n");
@@ -359,7 +379,29 @@ sb_status cg_emit(const cg_group *g, cg_variant v, char **src, char name[40]) {
         char eps[64];
         flit(eps, sizeof eps, g->eps);
         const char *w = g->has_w ? "(const float *)a.p[2]" : "(const float *)0"; /* one weight row for every row */
-        switch (g->kind) {
+        if (v.reg) { /* act_build<XQ, NT, KIND, VMAX>(dst, E, x, w, eps, b, sum_out, g, u, gelu, part) */
+            const int vm = reg_values(g, v.threads);
+            const char *z = "(const float *)0";
+            switch (g->kind) {
+            case CG_QUANTIZE:
+                put(&b, "        act_build<%d, NT, AQ_PLAIN, %d>(dst, E_, (const float *)a.p[1] + r * E_, %s, 0.0f, %s, (float *)0, %s, %s, 0, part);\n", xq, vm,
+                    z, z, z, z);
+                break;
+            case CG_GLU_QUANT:
+                put(&b, "        act_build<%d, NT, AQ_GLU, %d>(dst, E_, %s, %s, 0.0f, %s, (float *)0, (const float *)a.p[1] + r * E_, (const float *)a.p[2] + r * E_, %d, part);\n",
+                    xq, vm, z, z, z, g->gelu ? 1 : 0);
+                break;
+            case CG_RMS_NORM_QUANT:
+                put(&b, "        act_build<%d, NT, AQ_NORM, %d>(dst, E_, (const float *)a.p[1] + r * E_, %s, %s, %s, (float *)0, %s, %s, 0, part);\n", xq, vm, w, eps,
+                    z, z, z);
+                break;
+            case CG_ADD_RMS_NORM_QUANT:
+                put(&b, "        act_build<%d, NT, AQ_NORM, %d>(dst, E_, (const float *)a.p[1] + r * E_, %s, %s, (const float *)a.p[3] + r * E_, (float *)a.p[4] + r * E_, %s, %s, 0, part);\n",
+                    xq, vm, w, eps, z, z);
+                break;
+            default: break;
+            }
+        } else switch (g->kind) {
         case CG_QUANTIZE:
             put(&b, "        quant_row<%d, NT>(dst, E_, src_plain{(const float *)a.p[1] + r * E_});\n", xq);
             break;

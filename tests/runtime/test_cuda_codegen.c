@@ -95,7 +95,7 @@ static void each_variant(const cg_group *g, void **slots, size_t dst_bytes, chec
     void *host = malloc(dst_bytes);
     for (int k = 0; k < nv; k++) {
         char *src = NULL, name[40], label[200];
-        snprintf(label, sizeof label, "%s [%d thr, %d rows/blk]", what, v[k].threads, v[k].rpb);
+        snprintf(label, sizeof label, "%s [%d thr, %d rows/blk%s]", what, v[k].threads, v[k].rpb, v[k].reg ? ", regs" : "");
         cg_binary bin;
         void *fn = NULL;
         sb_status s = cg_emit(g, v[k], &src, name);
@@ -303,7 +303,7 @@ static void test_quant(cg_kind kind, int xq, int64_t E, int64_t R, bool flag, bo
             char *src = NULL, name[40], label[200];
             cg_binary bin;
             void *fn = NULL;
-            snprintf(label, sizeof label, "%s [%d thr, %d rows/blk]", what, v[k].threads, v[k].rpb);
+            snprintf(label, sizeof label, "%s [%d thr, %d rows/blk%s]", what, v[k].threads, v[k].rpb, v[k].reg ? ", regs" : "");
             sb_status s = cg_emit(&one, v[k], &src, name);
             if (s == SB_OK) s = cg_get_binary(src, name, arch, &bin);
             if (s == SB_OK) s = cu_gen_load(bin.data, name, &fn);
