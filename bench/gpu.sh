@@ -19,7 +19,7 @@ if [ "${1:-}" = "--pack" ]; then
     cp "$B/sb" "$B/tests/runtime_test_cuda_ops" "$B/tests/runtime_test_cuda_models" "$S/" &&
     cp -L "$B/libsonicboom.so.0" "$S/libsonicboom.so.0" &&
     cp -L "$(ldconfig -p | awk '/libpcre2-8.so.0 / {print $NF; exit}')" "$S/libpcre2-8.so.0" &&
-    tar cJf "$ROOT/.gpubin/prebuilt.tar.xz" -C "$S" . && cp "$S/libpcre2-8.so.0" "$ROOT/.gpubin/" && rm -rf "$S" || exit 1
+    tar cf - -C "$S" . | xz -T2 -6 --lzma2=preset=6,dict=64MiB >"$ROOT/.gpubin/prebuilt.tar.xz" && cp "$S/libpcre2-8.so.0" "$ROOT/.gpubin/" && rm -rf "$S" || exit 1
     # and what the image lacks to configure the build itself: pcre2.h, the .so link, a relocatable .pc
     P=$ROOT/.gpubin/pcre2 && mkdir -p "$P/include" "$P/lib/pkgconfig" &&
     cp "$(pkg-config --variable=includedir libpcre2-8)/pcre2.h" "$P/include/" &&
@@ -60,6 +60,11 @@ else
     [ -x "$PRE/sb" ] || { echo "no prebuilt binaries in $PRE"; exit 1; }
     echo "using the prebuilt binaries in $PRE"
     BIN=$PRE; TBIN=$PRE; export LD_LIBRARY_PATH="$PRE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+
+# ---- the floor: a captured chain of 126 tiny dependent kernels (bench/cuda_floor.cu) ----
+if command -v nvcc >/dev/null && nvcc -arch=sm_90 -O3 "$ROOT/bench/cuda_floor.cu" -o /tmp/sb-cuda-floor 2>"$OUTD/floor.log"; then
+    /tmp/sb-cuda-floor | tee -a "$OUTD/floor.log"
 fi
 
 # ---- correctness ----

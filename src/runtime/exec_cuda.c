@@ -120,9 +120,10 @@ struct exec_cuda {
     bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=0 off; exec_cuda_set_fuse) */
     bool ropek;           /* K's RoPE into the multi-GEMV launch (env SB_CUDA_ROPEK=0 off) */
     bool pro;             /* norm / GLU quantization as GEMV prologues (env SB_CUDA_PRO=0 off) */
-    bool gf_single;       /* single T = 1 GEMVs through the fused-GEMV kernel too (env SB_CUDA_GF1=0 off) */
+    bool gf_single;       /* single T = 1 GEMVs through the fused-GEMV kernel too (env SB_CUDA_GF1=1; off: k_mmvq measured faster) */
     int sms;
     int attn_variant;     /* attention kernels (env SB_CUDA_ATTN): 1, 2 (k_attention.cu), default 3 = 2 for decode, k_fattn.cu for prefill */
+    int attn_split_mul;   /* decode attention: splits per head = mul * SMs / heads (env SB_CUDA_ATTN_SPLITS, default 2) */
     int attn_min_chunk;   /* decode attention: keys per split at least (env SB_CUDA_ATTN_CHUNK, default 0: off) */
     exec_cuda_stats st;
     /* profile: device ms and kernel launches per family, runs profiled */
@@ -163,6 +164,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->profile = pe && pe[0] == '1';
     const char *av = getenv("SB_CUDA_ATTN");
     cx->attn_variant = av && av[0] >= '1' && av[0] <= '3' ? av[0] - '0' : 3;
+    const char *asp = getenv("SB_CUDA_ATTN_SPLITS");
+    cx->attn_split_mul = asp && atoi(asp) > 0 ? atoi(asp) : 2;
     const char *ac = getenv("SB_CUDA_ATTN_CHUNK");
     cx->attn_min_chunk = ac ? atoi(ac) : 0;
     const char *fe = getenv("SB_CUDA_FUSE");
@@ -172,7 +175,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     const char *pv = getenv("SB_CUDA_PRO");
     cx->pro = !(pv && pv[0] == '0');
     const char *g1 = getenv("SB_CUDA_GF1");
-    cx->gf_single = !(g1 && g1[0] == '0');
+    cx->gf_single = g1 && g1[0] == '1';
     const char *aq = getenv("SB_CUDA_AQ");
     cu_act_set_fast(!(aq && aq[0] == '0'));
     const char *gt = getenv("SB_CUDA_GF_TUNE"); /* "blocks_per_sm,rows,prefetch" (autotuning experiments) */
@@ -440,7 +443,7 @@ static int attn_nsplit(const exec_cuda *cx, const plan *p, const ir_node *n) {
     const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
     const int64_t T = q->ne[2], Hq = q->ne[1], C = k->ne[1];
     if (T > 1) return 1;
-    int64_t ns = (2 * (int64_t)cx->sms + Hq - 1) / Hq;
+    int64_t ns = ((int64_t)cx->attn_split_mul * cx->sms + Hq - 1) / Hq;
     int64_t cap = (C + 63) / 64;
     if (ns > cap) ns = cap;
     if (ns > 64) ns = 64;

@@ -28,113 +28,12 @@
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/act_quant.cuh"
+#include "backend/cuda/device/unpack.cuh"
 
 #include <string.h>
 
 #define MMVQ_WARPS 4
 #define MMVQ_NC 8
-
-typedef struct wsub {
-    int w[8];
-    float d0, d1, dm;
-} wsub;
-
-/* expand 4 bits (b0..b3) into bit 4 of 4 bytes */
-static __device__ __forceinline__ int bits4_to_b4(uint32_t b) {
-    return (int)(((b & 1u) << 4) | ((b & 2u) << 11) | ((b & 4u) << 18) | ((b & 8u) << 25));
-}
-
-template <int TYPE> static __device__ __forceinline__ void unpack(const uint8_t *row, int j, wsub *o);
-
-template <> __device__ __forceinline__ void unpack<CU_T_Q4_0>(const uint8_t *row, int j, wsub *o) {
-    const blk_q4_0 *b = (const blk_q4_0 *)row + j;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int q = ld_i32_a2(b->qs + 4 * i);
-        o->w[i] = __vsubss4(q & 0x0F0F0F0F, 0x08080808);
-        o->w[i + 4] = __vsubss4((q >> 4) & 0x0F0F0F0F, 0x08080808);
-    }
-    o->d0 = o->d1 = cu_h2f(b->d);
-    o->dm = 0.0f;
-}
-
-template <> __device__ __forceinline__ void unpack<CU_T_Q5_0>(const uint8_t *row, int j, wsub *o) {
-    const blk_q5_0 *b = (const blk_q5_0 *)row + j;
-    const uint32_t qh = (uint32_t)ld_i32_a2(b->qh);
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int q = ld_i32_a2(b->qs + 4 * i);
-        o->w[i] = __vsubss4((q & 0x0F0F0F0F) | bits4_to_b4(qh >> (4 * i)), 0x10101010);
-        o->w[i + 4] = __vsubss4(((q >> 4) & 0x0F0F0F0F) | bits4_to_b4(qh >> (16 + 4 * i)), 0x10101010);
-    }
-    o->d0 = o->d1 = cu_h2f(b->d);
-    o->dm = 0.0f;
-}
-
-template <> __device__ __forceinline__ void unpack<CU_T_Q8_0>(const uint8_t *row, int j, wsub *o) {
-    const blk_q8_0 *b = (const blk_q8_0 *)row + j;
-#pragma unroll
-    for (int i = 0; i < 8; i++) o->w[i] = ld_i32_a2(b->qs + 4 * i);
-    o->d0 = o->d1 = cu_h2f(b->d);
-    o->dm = 0.0f;
-}
-
-template <> __device__ __forceinline__ void unpack<CU_T_Q4_K>(const uint8_t *row, int j, wsub *o) {
-    const blk_q4_K *b = (const blk_q4_K *)row + j / 8;
-    const int s = j % 8;
-    int sc, m;
-    k4_scale_min(s, b->scales, &sc, &m);
-    const int *q = (const int *)(b->qs + 32 * (s / 2));
-    const int sh = 4 * (s % 2);
-#pragma unroll
-    for (int i = 0; i < 8; i++) o->w[i] = (q[i] >> sh) & 0x0F0F0F0F;
-    o->d0 = o->d1 = cu_h2f(b->d) * (float)sc;
-    o->dm = -cu_h2f(b->dmin) * (float)m;
-}
-
-template <> __device__ __forceinline__ void unpack<CU_T_Q5_K>(const uint8_t *row, int j, wsub *o) {
-    const blk_q5_K *b = (const blk_q5_K *)row + j / 8;
-    const int s = j % 8;
-    int sc, m;
-    k4_scale_min(s, b->scales, &sc, &m);
-    const int *q = (const int *)(b->qs + 32 * (s / 2));
-    const int *qh = (const int *)b->qh;
-    const int sh = 4 * (s % 2);
-#pragma unroll
-    for (int i = 0; i < 8; i++) o->w[i] = ((q[i] >> sh) & 0x0F0F0F0F) | ((((unsigned)qh[i] >> s) & 0x01010101u) << 4);
-    o->d0 = o->d1 = cu_h2f(b->d) * (float)sc;
-    o->dm = -cu_h2f(b->dmin) * (float)m;
-}
-
-template <> __device__ __forceinline__ void unpack<CU_T_Q6_K>(const uint8_t *row, int j, wsub *o) {
-    const blk_q6_K *b = (const blk_q6_K *)row + j / 8;
-    const int s = j % 8, n = s / 4, g = s % 4;
-    const uint8_t *ql = b->ql + 64 * n + 32 * (g & 1);
-    const uint8_t *qh = b->qh + 32 * n;
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const int lo = (ld_i32_a2(ql + 4 * i) >> (4 * (g >> 1))) & 0x0F0F0F0F;
-        const int hi = (int)((((unsigned)ld_i32_a2(qh + 4 * i) >> (2 * g)) & 0x03030303u) << 4);
-        o->w[i] = __vsubss4(lo | hi, 0x20202020);
-    }
-    const float d = cu_h2f(b->d);
-    o->d0 = d * (float)b->scales[2 * s];
-    o->d1 = d * (float)b->scales[2 * s + 1];
-    o->dm = 0.0f;
-}
-
-/* activation sub-block j (32 values) of token row t: its 8 ints and scale */
-template <int XQ> static __device__ __forceinline__ const int *act_sub(const uint8_t *x, int64_t K, int64_t t, int j, float *d8);
-template <> __device__ __forceinline__ const int *act_sub<CU_T_Q8_1>(const uint8_t *x, int64_t K, int64_t t, int j, float *d8) {
-    const blk_q8_1 *xb = (const blk_q8_1 *)x + t * (K / 32) + j;
-    *d8 = cu_h2f(xb->d);
-    return (const int *)xb->qs;
-}
-template <> __device__ __forceinline__ const int *act_sub<CU_T_Q8_K>(const uint8_t *x, int64_t K, int64_t t, int j, float *d8) {
-    const blk_q8_K *xb = (const blk_q8_K *)x + t * (K / 256) + j / 8;
-    *d8 = xb->d;
-    return (const int *)(xb->qs + 32 * (j % 8));
-}
 
 /* one lane's partial of a T = 1 row dot: sub-blocks j0, j0 + step, ... of W row `row` with
  * activation x (shared by every T = 1 kernel, so fused and single launches are bit-identical) */
@@ -143,10 +42,10 @@ static __device__ __forceinline__ float mmvq_part(const uint8_t *row, const uint
     const int nsb = (int)(K / 32);
     float acc = 0.0f;
     for (int j = j0; j < nsb; j += step) {
-        wsub ws;
-        unpack<TYPE>(row, j, &ws);
+        cu_wsub ws;
+        cu_unpack<TYPE>(row, j, &ws);
         float d8;
-        const int *qy = act_sub<XQ>(x, K, 0, j, &d8);
+        const int *qy = cu_act_sub<XQ>(x, K, 0, j, &d8);
         int s0 = 0, s1 = 0, sq = 0;
 #pragma unroll
         for (int i = 0; i < 4; i++) s0 = __dp4a(ws.w[i], qy[i], s0);
@@ -169,11 +68,11 @@ static __device__ __forceinline__ void mmvq_part2(const uint8_t *ra, const uint8
     const int nsb = (int)(K / 32);
     float acc[2] = {0.0f, 0.0f};
     for (int j = j0; j < nsb; j += step) {
-        wsub ws[2];
-        unpack<TYPE>(ra, j, &ws[0]);
-        unpack<TYPE>(rb, j, &ws[1]);
+        cu_wsub ws[2];
+        cu_unpack<TYPE>(ra, j, &ws[0]);
+        cu_unpack<TYPE>(rb, j, &ws[1]);
         float d8;
-        const int *qy = act_sub<XQ>(x, K, 0, j, &d8);
+        const int *qy = cu_act_sub<XQ>(x, K, 0, j, &d8);
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             int s0 = 0, s1 = 0, sq = 0;
@@ -216,13 +115,13 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
 #pragma unroll
     for (int c = 0; c < NC; c++) acc[c] = 0.0f;
     for (int j = lane; j < nsb; j += 32) {
-        wsub ws;
-        unpack<TYPE>(row, j, &ws);
+        cu_wsub ws;
+        cu_unpack<TYPE>(row, j, &ws);
 #pragma unroll
         for (int c = 0; c < NC; c++) {
             if (c < nt) {
                 float d8;
-                const int *qy = act_sub<XQ>(x, K, t0 + c, j, &d8);
+                const int *qy = cu_act_sub<XQ>(x, K, t0 + c, j, &d8);
                 int s0 = 0, s1 = 0, sq = 0;
 #pragma unroll
                 for (int i = 0; i < 4; i++) s0 = __dp4a(ws.w[i], qy[i], s0);
@@ -288,11 +187,11 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_rows(float *dst, const
 #pragma unroll
         for (int c = 0; c < MMVQ_NC; c++) acc[r][c] = 0.0f;
     for (int j = lane; j < nsb; j += 32) {
-        wsub ws[MMVQ_R];
+        cu_wsub ws[MMVQ_R];
 #pragma unroll
         for (int r = 0; r < MMVQ_R; r++) {
             if (n0 + r < N) {
-                unpack<TYPE>(w + (uint64_t)(n0 + r) * rb, j, &ws[r]);
+                cu_unpack<TYPE>(w + (uint64_t)(n0 + r) * rb, j, &ws[r]);
             } else {
 #pragma unroll
                 for (int i = 0; i < 8; i++) ws[r].w[i] = 0;
@@ -303,7 +202,7 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_rows(float *dst, const
         for (int c = 0; c < MMVQ_NC; c++) {
             if (c < nt) {
                 float d8;
-                const int *qp = act_sub<XQ>(x, K, t0 + c, j, &d8);
+                const int *qp = cu_act_sub<XQ>(x, K, t0 + c, j, &d8);
                 int qy[8];
 #pragma unroll
                 for (int i = 0; i < 8; i++) qy[i] = qp[i];
@@ -366,9 +265,9 @@ __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint6
 #pragma unroll
         for (int u2 = 0; u2 < 2; u2++) {
             const int u = tid + 256 * u2, r = u / MQ_KB, jj = u % MQ_KB;
-            wsub t;
+            cu_wsub t;
             if (n0 + r < N && j0 + jj < nsb) {
-                unpack<TYPE>(w + (uint64_t)(n0 + r) * rb, j0 + jj, &t);
+                cu_unpack<TYPE>(w + (uint64_t)(n0 + r) * rb, j0 + jj, &t);
             } else {
 #pragma unroll
                 for (int i = 0; i < 8; i++) t.w[i] = 0;
@@ -383,7 +282,7 @@ __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint6
             const int t = tid / MQ_KB, jj = tid % MQ_KB;
             if (t0 + t < T && j0 + jj < nsb) {
                 float d8;
-                const int *qp = act_sub<XQ>(x, K, t0 + t, j0 + jj, &d8);
+                const int *qp = cu_act_sub<XQ>(x, K, t0 + t, j0 + jj, &d8);
                 int sq = 0;
 #pragma unroll
                 for (int i = 0; i < 8; i++) {
@@ -483,19 +382,32 @@ typedef struct gpro {
     int gelu;
 } gpro;
 
+/* The fused kernel picks the weight type at run time (segments of mixed types share a launch).
+ * Each type's dot is a separate (not inlined) function, so a kernel instance fetches only the code
+ * of the types it runs instead of every type's inlined body (instruction-cache footprint). */
+template <int TYPE, int XQ>
+static __device__ __noinline__ float mmvq_part_call(const uint8_t *row, const uint8_t *x, int64_t K, int j0, int step) {
+    return mmvq_part<TYPE, XQ>(row, x, K, j0, step);
+}
+template <int TYPE, int XQ>
+static __device__ __noinline__ void mmvq_part2_call(const uint8_t *ra, const uint8_t *rb, const uint8_t *x, int64_t K, int j0, int step, float *pa,
+                                                    float *pb) {
+    mmvq_part2<TYPE, XQ>(ra, rb, x, K, j0, step, pa, pb);
+}
+
 template <int XQ>
 static __device__ __forceinline__ float mmvq_part_any(int wtype, const uint8_t *row, const uint8_t *x, int64_t K, int j0, int step) {
     switch (wtype) {
-    case CU_T_Q4_K: return mmvq_part<CU_T_Q4_K, XQ>(row, x, K, j0, step);
-    case CU_T_Q5_K: return mmvq_part<CU_T_Q5_K, XQ>(row, x, K, j0, step);
-    case CU_T_Q6_K: return mmvq_part<CU_T_Q6_K, XQ>(row, x, K, j0, step);
+    case CU_T_Q4_K: return mmvq_part_call<CU_T_Q4_K, XQ>(row, x, K, j0, step);
+    case CU_T_Q5_K: return mmvq_part_call<CU_T_Q5_K, XQ>(row, x, K, j0, step);
+    case CU_T_Q6_K: return mmvq_part_call<CU_T_Q6_K, XQ>(row, x, K, j0, step);
     default: break;
     }
     if (XQ == CU_T_Q8_1) {
         switch (wtype) {
-        case CU_T_Q4_0: return mmvq_part<CU_T_Q4_0, CU_T_Q8_1>(row, x, K, j0, step);
-        case CU_T_Q5_0: return mmvq_part<CU_T_Q5_0, CU_T_Q8_1>(row, x, K, j0, step);
-        case CU_T_Q8_0: return mmvq_part<CU_T_Q8_0, CU_T_Q8_1>(row, x, K, j0, step);
+        case CU_T_Q4_0: return mmvq_part_call<CU_T_Q4_0, CU_T_Q8_1>(row, x, K, j0, step);
+        case CU_T_Q5_0: return mmvq_part_call<CU_T_Q5_0, CU_T_Q8_1>(row, x, K, j0, step);
+        case CU_T_Q8_0: return mmvq_part_call<CU_T_Q8_0, CU_T_Q8_1>(row, x, K, j0, step);
         default: break;
         }
     }
@@ -506,16 +418,16 @@ template <int XQ>
 static __device__ __forceinline__ void mmvq_part2_any(int wtype, const uint8_t *ra, const uint8_t *rb, const uint8_t *x, int64_t K, int j0,
                                                       int step, float *pa, float *pb) {
     switch (wtype) {
-    case CU_T_Q4_K: mmvq_part2<CU_T_Q4_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
-    case CU_T_Q5_K: mmvq_part2<CU_T_Q5_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
-    case CU_T_Q6_K: mmvq_part2<CU_T_Q6_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
+    case CU_T_Q4_K: mmvq_part2_call<CU_T_Q4_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
+    case CU_T_Q5_K: mmvq_part2_call<CU_T_Q5_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
+    case CU_T_Q6_K: mmvq_part2_call<CU_T_Q6_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
     default: break;
     }
     if (XQ == CU_T_Q8_1) {
         switch (wtype) {
-        case CU_T_Q4_0: mmvq_part2<CU_T_Q4_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
-        case CU_T_Q5_0: mmvq_part2<CU_T_Q5_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
-        case CU_T_Q8_0: mmvq_part2<CU_T_Q8_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
+        case CU_T_Q4_0: mmvq_part2_call<CU_T_Q4_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
+        case CU_T_Q5_0: mmvq_part2_call<CU_T_Q5_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
+        case CU_T_Q8_0: mmvq_part2_call<CU_T_Q8_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
         default: break;
         }
     }
