@@ -8,7 +8,8 @@
  *    hand-written cu_ew_rows;
  *  - rms_norm(x)[*w] / (x+b) / glu(silu|gelu) / plain -> q8_1 | q8_K: dequantized vs the f32
  *    reference (5e-4, the 8-bit-activation limit of test_cuda_ops), q8_K vs the CPU reference
- *    quantizer (op_*_quant_row, quantize_row_q8_K_ref semantics) at 1e-10, and vs the hand-written
+ *    quantizer (op_*_quant_row, quantize_row_q8_K_ref semantics) at 1e-10 (1e-6 after a GLU, as
+ *    test_cuda_ops: device expf/tanhf), and vs the hand-written
  *    kernel (cu_rms_norm_quant & co.) at 1e-10 (bytes identical counted); the fused add writes the
  *    sum bit-exactly, also in place (sum over x).
  * Part 2, through the executor: test models' prefill (all logits) + decode steps (CUDA Graph) with
@@ -204,10 +205,10 @@ static void q_check(const cg_group *g, const void *out, const char *label, void 
     int64_t nan;
     deq(y, out, g->xq, n);
     expect(nmse(y, c->f32, n, &nan), 5e-4, label);
-    if (g->xq == SB_TYPE_Q8_K) {
+    if (g->xq == SB_TYPE_Q8_K) { /* after a GLU the device's expf/tanhf may differ from the host's by an ulp: a rare q off by one */
         deq(r, c->cpu_q, g->xq, n);
-        double e = nmse(y, r, n, &nan);
-        CHECKF(e <= 1e-10, "%s: vs the CPU q8_K reference NMSE %.3e", label, e);
+        const double e = nmse(y, r, n, &nan), lim = g->kind == CG_GLU_QUANT ? 1e-6 : 1e-10;
+        CHECKF(e <= lim, "%s: vs the CPU q8_K reference NMSE %.3e (limit %.0e)", label, e, lim);
     }
     deq(r, c->hand, g->xq, n);
     double h = nmse(y, r, n, &nan);
