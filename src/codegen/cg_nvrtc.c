@@ -10,6 +10,7 @@
  * Options: --gpu-architecture=sm_XX -default-device --std=c++17 -DSB_NVRTC=1 (NVRTC optimizes at
  * -O3 by default; no fast math: the kernels are tested against the f32 reference).
  */
+#define _GNU_SOURCE 1 /* dladdr */
 #include "codegen/cg.h"
 
 #include <dlfcn.h>
@@ -85,6 +86,18 @@ static void nv_load(void) {
 #undef SYM
     int ma = 0, mi = 0;
     if (nv.Version(&ma, &mi) == 0) nv.version = ma * 1000 + mi * 10;
+    /* NVRTC opens libnvrtc-builtins.so.MAJ.MIN by name at its first compile: load it now from the
+     * folder libnvrtc came from, so a libnvrtc found by absolute path (not on the loader path)
+     * still finds its builtins (a failure here is harmless: NVRTC then searches as usual) */
+    Dl_info di;
+    if (dladdr(*(void **)&nv.Version, &di) && di.dli_fname) {
+        char path[1024];
+        const char *sl = strrchr(di.dli_fname, '/');
+        if (sl && (size_t)(sl - di.dli_fname) < sizeof path - 64) {
+            snprintf(path, sizeof path, "%.*s/libnvrtc-builtins.so.%d.%d", (int)(sl - di.dli_fname), di.dli_fname, ma, mi);
+            if (!dlopen(path, RTLD_NOW | RTLD_GLOBAL)) (void)dlerror();
+        }
+    }
 }
 
 sb_status cg_nvrtc_load(void) {
