@@ -53,6 +53,10 @@ extern "C" sb_status cu_gen_load(const void *image, const char *name, void **fn)
     cudaKernel_t k = NULL;
     if (e == cudaSuccess) {
         e = cudaLibraryGetKernel(&k, lib, name);
+        /* load it into this context now (lazy loading would do it at the first launch, which may
+         * be inside a CUDA-Graph capture) */
+        cudaFuncAttributes fa;
+        if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, (const void *)k);
         if (e != cudaSuccess) cudaLibraryUnload(lib);
     }
     if (e != cudaSuccess) {
