@@ -177,10 +177,13 @@ int cg_variants(const cg_group *grp, cg_variant *out) {
         if (work < 4) work = 4;
         for (int t = 0; t < 4; t++) /* registers first */
             if ((t == 0 || th[t] / 32 <= work) && reg_values(grp, th[t])) out[n++] = (cg_variant){th[t], 1, 1};
-        /* quant_row's loop: the only way for rows too long for registers, one more candidate otherwise */
-        out[n++] = (cg_variant){1024, 1, 0};
-        for (int t = 0; t < 3; t++)
-            if (th[t] / 32 <= work) out[n++] = (cg_variant){th[t], 1, 0};
+        /* quant_row's loop: only for rows too long for registers (where the row fits, the register
+         * form is the faster one on the H200 — k_quantize.cu — so the loop is not worth compiling) */
+        if (!n) {
+            out[n++] = (cg_variant){1024, 1, 0};
+            for (int t = 0; t < 3; t++)
+                if (th[t] / 32 <= work) out[n++] = (cg_variant){th[t], 1, 0};
+        }
     }
     const int n1 = n;
     if (grp->rows >= 8) /* several rows per block: fewer, longer blocks for many short rows */

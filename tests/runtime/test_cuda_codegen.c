@@ -448,6 +448,8 @@ int main(void) {
         test_quant(CG_GLU_QUANT, xq, 4864, 1, false, false);
         test_quant(CG_GLU_QUANT, xq, 1024, 7, true, false);
         test_quant(CG_GLU_QUANT, xq, 512, 16, false, false);
+        test_quant(CG_RMS_NORM_QUANT, xq, 33024, 2, true, false); /* too long for registers: quant_row's loop */
+        test_quant(CG_ADD_RMS_NORM_QUANT, xq, 33024, 2, true, false);
         if (xq == SB_TYPE_Q8_1) {
             test_quant(CG_RMS_NORM_QUANT, xq, 896, 1, true, false); /* 28 blocks: not a multiple of a warp count */
             test_quant(CG_GLU_QUANT, xq, 4864, 3, true, false);
