@@ -108,6 +108,12 @@ void cg_geometry(const cg_group *grp, cg_variant v, unsigned *grid, unsigned *bl
  * hash of the signature and variant). SB_ERR_INVALID_ARG for an inconsistent group, SB_ERR_OOM. */
 sb_status cg_emit(const cg_group *grp, cg_variant v, char **src, char name[40]);
 
+/* All of grp's variants v[0..n) in one source (each kernel in its own namespace, the headers parsed
+ * once): one NVRTC compile and one cache entry per group instead of one per variant. names[k]
+ * receives variant k's kernel name (the same as cg_emit gives), bundle the source's name
+ * ("sbb_" + 16 hex digits). */
+sb_status cg_emit_bundle(const cg_group *grp, const cg_variant *v, int n, char **src, char bundle[40], char (*names)[40]);
+
 /* The headers the generated source includes (backend/cuda/device/ headers, quant/blocks.h and the
  * small NVRTC shims for stdint.h/stddef.h/cuda_fp16.h), embedded at build time. */
 typedef struct cg_header {

@@ -323,62 +323,62 @@ static void emit_steps(sbuf *b, const cg_group *g, int k0, int k1) {
     }
 }
 
-sb_status cg_emit(const cg_group *g, cg_variant v, char **src, char name[40]) {
-    *src = NULL;
+/* one kernel's text appended to *bp (with the #include line first when `include`) */
+static sb_status emit_one(sbuf *bp, const cg_group *g, cg_variant v, char name[40], bool include) {
     name[0] = 0;
     SB_TRY(check_group(g, v));
-    sbuf sig = {0}, b = {0};
+    sbuf sig = {0};
     signature(&sig, g, v);
     if (sig.oom) {
         free(sig.p);
         return sb_fail(SB_ERR_OOM, "codegen: source text");
     }
     snprintf(name, 40, "sbk_%016llx", (unsigned long long)sb_hash_bytes(sig.p, sig.n));
-    put(&b, "// SonicBoom generated kernel: %s\n", sig.p);
+    put(bp, "// SonicBoom generated kernel: %s\n", sig.p);
     free(sig.p);
-    put(&b, "#include \"backend/cuda/device/act_quant.cuh\"\n\n");
-    put(&b, "struct cg_params { void *p[%d]; long long rows; };\n", CG_MAX_PARAMS);
-    put(&b, "#define NT %d\n#define RPB %d\n#define E_ ((int64_t)%lld)\n", v.threads, v.rpb, (long long)g->E);
-    if (g->rows == 1) put(&b, "#define ROWS ((int64_t)1)\n\n");
-    else put(&b, "#define ROWS ((int64_t)a.rows) /* prefill: one kernel for every row count */\n\n");
+    if (include) put(bp, "#include \"backend/cuda/device/act_quant.cuh\"\n\n");
+    put(bp, "struct cg_params { void *p[%d]; long long rows; };\n", CG_MAX_PARAMS);
+    put(bp, "#define NT %d\n#define RPB %d\n#define E_ ((int64_t)%lld)\n", v.threads, v.rpb, (long long)g->E);
+    if (g->rows == 1) put(bp, "#define ROWS ((int64_t)1)\n\n");
+    else put(bp, "#define ROWS ((int64_t)a.rows) /* prefill: one kernel for every row count */\n\n");
     const bool red = reduces(g) || v.reg; /* act_build takes the partials array in every kind */
-    put(&b, "extern \"C\" __global__ void __launch_bounds__(NT) %s(const cg_params a) {\n", name);
-    put(&b, "    CU_PDL_ENTRY();\n");
-    if (red) put(&b, "    __shared__ double part[NT / 32];\n");
-    put(&b, "    for (int k = 0; k < RPB; k++) {\n");
-    put(&b, "        const int64_t r = (int64_t)blockIdx.x * RPB + k;\n");
-    put(&b, "        if (r >= ROWS) return; /* block-uniform */\n");
+    put(bp, "extern \"C\" __global__ void __launch_bounds__(NT) %s(const cg_params a) {\n", name);
+    put(bp, "    CU_PDL_ENTRY();\n");
+    if (red) put(bp, "    __shared__ double part[NT / 32];\n");
+    put(bp, "    for (int k = 0; k < RPB; k++) {\n");
+    put(bp, "        const int64_t r = (int64_t)blockIdx.x * RPB + k;\n");
+    put(bp, "        if (r >= ROWS) return; /* block-uniform */\n");
     if (g->kind == CG_EW) {
         int kn = -1;
         for (int k = 0; k < g->n_steps; k++)
             if (g->st[k].op == CG_EW_RMS_NORM) kn = k;
-        put(&b, "        float *y = (float *)a.p[0] + r * E_;\n");
-        put(&b, "        const float *x = (const float *)a.p[1] + r * E_;\n");
+        put(bp, "        float *y = (float *)a.p[0] + r * E_;\n");
+        put(bp, "        const float *x = (const float *)a.p[1] + r * E_;\n");
         if (kn < 0) {
-            put(&b, "        for (int64_t i = threadIdx.x; i < E_; i += NT) {\n            float v = x[i];\n");
-            emit_steps(&b, g, 0, g->n_steps);
-            put(&b, "            y[i] = v;\n        }\n");
+            put(bp, "        for (int64_t i = threadIdx.x; i < E_; i += NT) {\n            float v = x[i];\n");
+            emit_steps(bp, g, 0, g->n_steps);
+            put(bp, "            y[i] = v;\n        }\n");
         } else {
             char eps[64];
             flit(eps, sizeof eps, g->st[kn].f);
             const char *in = "x";
             if (kn > 0) { /* steps before the norm: y = pre(x), then the norm reads y (k_ew_rows's order) */
-                put(&b, "        for (int64_t i = threadIdx.x; i < E_; i += NT) {\n            float v = x[i];\n");
-                emit_steps(&b, g, 0, kn);
-                put(&b, "            y[i] = v;\n        }\n");
+                put(bp, "        for (int64_t i = threadIdx.x; i < E_; i += NT) {\n            float v = x[i];\n");
+                emit_steps(bp, g, 0, kn);
+                put(bp, "            y[i] = v;\n        }\n");
                 in = "y";
             }
             /* the barrier inside block_rms_scale orders every thread's y writes before the second pass only
              * for its own elements, which is all the second pass reads */
-            put(&b, "        const float sc = block_rms_scale<NT>(%s, (const float *)0, (float *)0, E_, %s, part);\n", in, eps);
-            put(&b, "        for (int64_t i = threadIdx.x; i < E_; i += NT) {\n            float v = %s[i] * sc;\n", in);
-            emit_steps(&b, g, kn + 1, g->n_steps);
-            put(&b, "            y[i] = v;\n        }\n");
+            put(bp, "        const float sc = block_rms_scale<NT>(%s, (const float *)0, (float *)0, E_, %s, part);\n", in, eps);
+            put(bp, "        for (int64_t i = threadIdx.x; i < E_; i += NT) {\n            float v = %s[i] * sc;\n", in);
+            emit_steps(bp, g, kn + 1, g->n_steps);
+            put(bp, "            y[i] = v;\n        }\n");
         }
     } else {
         const int xq = g->xq; /* SB_TYPE_* ids are the CU_T_* ids (ggml numbering) */
         const int64_t rowb = g->E / (xq == SB_TYPE_Q8_1 ? 32 : 256) * (xq == SB_TYPE_Q8_1 ? 36 : 292);
-        put(&b, "        uint8_t *dst = (uint8_t *)a.p[0] + (uint64_t)%lld * (uint64_t)r;\n", (long long)rowb);
+        put(bp, "        uint8_t *dst = (uint8_t *)a.p[0] + (uint64_t)%lld * (uint64_t)r;\n", (long long)rowb);
         char eps[64];
         flit(eps, sizeof eps, g->eps);
         const char *w = g->has_w ? "(const float *)a.p[2]" : "(const float *)0"; /* one weight row for every row */
@@ -387,51 +387,85 @@ sb_status cg_emit(const cg_group *g, cg_variant v, char **src, char name[40]) {
             const char *z = "(const float *)0";
             switch (g->kind) {
             case CG_QUANTIZE:
-                put(&b, "        act_build<%d, NT, AQ_PLAIN, %d>(dst, E_, (const float *)a.p[1] + r * E_, %s, 0.0f, %s, (float *)0, %s, %s, 0, part);\n", xq, vm,
+                put(bp, "        act_build<%d, NT, AQ_PLAIN, %d>(dst, E_, (const float *)a.p[1] + r * E_, %s, 0.0f, %s, (float *)0, %s, %s, 0, part);\n", xq, vm,
                     z, z, z, z);
                 break;
             case CG_GLU_QUANT:
-                put(&b, "        act_build<%d, NT, AQ_GLU, %d>(dst, E_, %s, %s, 0.0f, %s, (float *)0, (const float *)a.p[1] + r * E_, (const float *)a.p[2] + r * E_, %d, part);\n",
+                put(bp, "        act_build<%d, NT, AQ_GLU, %d>(dst, E_, %s, %s, 0.0f, %s, (float *)0, (const float *)a.p[1] + r * E_, (const float *)a.p[2] + r * E_, %d, part);\n",
                     xq, vm, z, z, z, g->gelu ? 1 : 0);
                 break;
             case CG_RMS_NORM_QUANT:
-                put(&b, "        act_build<%d, NT, AQ_NORM, %d>(dst, E_, (const float *)a.p[1] + r * E_, %s, %s, %s, (float *)0, %s, %s, 0, part);\n", xq, vm, w, eps,
+                put(bp, "        act_build<%d, NT, AQ_NORM, %d>(dst, E_, (const float *)a.p[1] + r * E_, %s, %s, %s, (float *)0, %s, %s, 0, part);\n", xq, vm, w, eps,
                     z, z, z);
                 break;
             case CG_ADD_RMS_NORM_QUANT:
-                put(&b, "        act_build<%d, NT, AQ_NORM, %d>(dst, E_, (const float *)a.p[1] + r * E_, %s, %s, (const float *)a.p[3] + r * E_, (float *)a.p[4] + r * E_, %s, %s, 0, part);\n",
+                put(bp, "        act_build<%d, NT, AQ_NORM, %d>(dst, E_, (const float *)a.p[1] + r * E_, %s, %s, (const float *)a.p[3] + r * E_, (float *)a.p[4] + r * E_, %s, %s, 0, part);\n",
                     xq, vm, w, eps, z, z);
                 break;
             default: break;
             }
         } else switch (g->kind) {
         case CG_QUANTIZE:
-            put(&b, "        quant_row<%d, NT>(dst, E_, src_plain{(const float *)a.p[1] + r * E_});\n", xq);
+            put(bp, "        quant_row<%d, NT>(dst, E_, src_plain{(const float *)a.p[1] + r * E_});\n", xq);
             break;
         case CG_GLU_QUANT:
-            put(&b, "        quant_row<%d, NT>(dst, E_, src_glu{(const float *)a.p[1] + r * E_, (const float *)a.p[2] + r * E_, %d});\n", xq,
+            put(bp, "        quant_row<%d, NT>(dst, E_, src_glu{(const float *)a.p[1] + r * E_, (const float *)a.p[2] + r * E_, %d});\n", xq,
                 g->gelu ? 1 : 0);
             break;
         case CG_RMS_NORM_QUANT:
-            put(&b, "        const float *xr = (const float *)a.p[1] + r * E_;\n");
-            put(&b, "        const float sc = block_rms_scale<NT>(xr, (const float *)0, (float *)0, E_, %s, part);\n", eps);
-            put(&b, "        quant_row<%d, NT>(dst, E_, src_norm{xr, %s, sc});\n", xq, w);
+            put(bp, "        const float *xr = (const float *)a.p[1] + r * E_;\n");
+            put(bp, "        const float sc = block_rms_scale<NT>(xr, (const float *)0, (float *)0, E_, %s, part);\n", eps);
+            put(bp, "        quant_row<%d, NT>(dst, E_, src_norm{xr, %s, sc});\n", xq, w);
             break;
         case CG_ADD_RMS_NORM_QUANT:
-            put(&b, "        float *sr = (float *)a.p[4] + r * E_;\n");
-            put(&b, "        const float sc = block_rms_scale<NT>((const float *)a.p[1] + r * E_, (const float *)a.p[3] + r * E_, sr, E_, %s, part);\n",
+            put(bp, "        float *sr = (float *)a.p[4] + r * E_;\n");
+            put(bp, "        const float sc = block_rms_scale<NT>((const float *)a.p[1] + r * E_, (const float *)a.p[3] + r * E_, sr, E_, %s, part);\n",
                 eps);
-            put(&b, "        quant_row<%d, NT>(dst, E_, src_norm{sr, %s, sc});\n", xq, w);
+            put(bp, "        quant_row<%d, NT>(dst, E_, src_norm{sr, %s, sc});\n", xq, w);
             break;
         default: break;
         }
     }
-    if (red) put(&b, "        if (RPB > 1) __syncthreads(); /* part is reused by the next row */\n");
-    put(&b, "    }\n}\n");
+    if (red) put(bp, "        if (RPB > 1) __syncthreads(); /* part is reused by the next row */\n");
+    put(bp, "    }\n}\n");
+    return bp->oom ? sb_fail(SB_ERR_OOM, "codegen: source text") : SB_OK;
+}
+
+sb_status cg_emit(const cg_group *g, cg_variant v, char **src, char name[40]) {
+    *src = NULL;
+    sbuf b = {0};
+    sb_status st = emit_one(&b, g, v, name, true);
+    if (st != SB_OK) {
+        free(b.p);
+        return st;
+    }
+    *src = b.p;
+    return SB_OK;
+}
+
+sb_status cg_emit_bundle(const cg_group *g, const cg_variant *v, int n, char **src, char bundle[40], char (*names)[40]) {
+    *src = NULL;
+    bundle[0] = 0;
+    if (n < 1 || n > CG_MAX_VARIANTS) return sb_fail(SB_ERR_INVALID_ARG, "codegen: bundle of %d variants (1..%d)", n, CG_MAX_VARIANTS);
+    sbuf b = {0};
+    put(&b, "// SonicBoom generated kernels: %d launch variants of one group, each in its namespace\n", n);
+    put(&b, "#include \"backend/cuda/device/act_quant.cuh\"\n\n");
+    uint64_t h = 1469598103934665603ull;
+    for (int k = 0; k < n; k++) {
+        put(&b, "namespace cgv%d {\n", k);
+        sb_status st = emit_one(&b, g, v[k], names[k], false);
+        if (st != SB_OK) {
+            free(b.p);
+            return st;
+        }
+        put(&b, "} // namespace cgv%d\n#undef NT\n#undef RPB\n#undef E_\n#undef ROWS\n\n", k);
+        h = (h ^ sb_hash_bytes(names[k], strlen(names[k]))) * 1099511628211ull;
+    }
     if (b.oom) {
         free(b.p);
         return sb_fail(SB_ERR_OOM, "codegen: source text");
     }
+    snprintf(bundle, 40, "sbb_%016llx", (unsigned long long)h);
     *src = b.p;
     return SB_OK;
 }

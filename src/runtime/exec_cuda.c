@@ -949,15 +949,15 @@ static bool cg_try(crun *r, int32_t i, sb_status *st) {
         if (cg_try(r, i, &cg_st_)) return cg_st_;    \
     } while (0)
 
-/* one node's part of cg_prepare: its group, the variants it needs compiled (all when tuning, else
- * the cached winner) and their jobs in the compile list */
+/* one node's part of cg_prepare: its group, its variants (all in one source: cg_emit_bundle), the
+ * kernel names and the bundle's index in the compile list */
 typedef struct cg_pnode {
     int32_t node;
     cg_group grp;
     cg_variant v[CG_MAX_VARIANTS];
-    int nv, win;
+    char kname[CG_MAX_VARIANTS][40];
+    int nv, win, job;
     bool tune;
-    int job[CG_MAX_VARIANTS]; /* index into the compile list, -1 = not needed */
 } cg_pnode;
 
 static sb_status run_node(crun *r, int32_t i);
@@ -1015,7 +1015,7 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
     const int32_t nn = g->n_nodes;
     c->cg = (cg_node *)calloc((size_t)nn, sizeof *c->cg);
     cg_pnode *pn = (cg_pnode *)calloc((size_t)nn, sizeof *pn);
-    const size_t maxj = (size_t)nn * CG_MAX_VARIANTS;
+    const size_t maxj = (size_t)nn; /* one bundle per node at most */
     char **src = (char **)calloc(maxj, sizeof *src), (*name)[40] = (char(*)[40])calloc(maxj, 40);
     const char **srcs = (const char **)calloc(maxj, sizeof *srcs), **names = (const char **)calloc(maxj, sizeof *names);
     cg_binary *bin = (cg_binary *)calloc(maxj, sizeof *bin);
@@ -1023,7 +1023,7 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
     void *ev[2] = {NULL, NULL};
     sb_status st = c->cg && pn && src && name && srcs && names && bin && bst ? SB_OK : sb_fail(SB_ERR_OOM, "cuda: codegen tables of %d nodes", (int)nn);
     int npn = 0, nj = 0;
-    /* 1: groups and the sources they need (each distinct kernel once: layers share shapes) */
+    /* 1: groups and their bundles (each distinct bundle once: layers share shapes) */
     for (int32_t i = 0; st == SB_OK && i < nn; i++) {
         const ir_node *n = &g->nodes[i];
         if (c->skip && c->skip[i]) continue;
@@ -1049,31 +1049,27 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
         }
         q->tune = (q->nv > 1 || mode == 1) && (cached < 0 || cached >= q->nv);
         q->win = cached >= 0 && cached < q->nv ? cached : 0;
-        for (int j = 0; j < q->nv; j++) {
-            q->job[j] = -1;
-            if (!q->tune && j != q->win) continue;
-            char *s = NULL, nm[40];
-            sb_status es = cg_emit(&q->grp, q->v[j], &s, nm);
-            if (es != SB_OK) {
-                st = cg_refuse(mode, n, i, es);
-                q->nv = 0; /* dropped (the jobs already listed are harmless) */
-                break;
-            }
-            int k = 0;
-            while (k < nj && strcmp(name[k], nm)) k++;
-            if (k == nj) {
-                src[nj] = s, srcs[nj] = s;
-                memcpy(name[nj], nm, 40);
-                names[nj] = name[nj];
-                nj++;
-            } else {
-                free(s);
-            }
-            q->job[j] = k;
+        /* every variant in one source, whether tuning or not: one compile, one cache entry */
+        char *s = NULL, nm[40];
+        sb_status es = cg_emit_bundle(&q->grp, q->v, q->nv, &s, nm, q->kname);
+        if (es != SB_OK) {
+            st = cg_refuse(mode, n, i, es);
+            continue;
         }
-        if (q->nv) npn++;
+        int k = 0;
+        while (k < nj && strcmp(name[k], nm)) k++;
+        if (k == nj) {
+            src[nj] = s, srcs[nj] = s;
+            memcpy(name[nj], nm, 40);
+            names[nj] = name[nj];
+            nj++;
+        } else {
+            free(s);
+        }
+        q->job = k;
+        npn++;
     }
-    /* 2: compile (or load from the caches) every distinct source, in parallel */
+    /* 2: compile (or load from the caches) every distinct bundle, in parallel */
     if (st == SB_OK && nj) {
         sb_status cs = cg_get_binaries(srcs, names, nj, arch, 0, bin, bst);
         if (cs != SB_OK && mode == 2) st = cs;
@@ -1086,12 +1082,10 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
         const ir_node *n = &g->nodes[q->node];
         void *fn[CG_MAX_VARIANTS] = {0};
         sb_status ns = SB_OK;
-        for (int j = 0; ns == SB_OK && j < q->nv; j++) {
-            if (q->job[j] < 0) continue;
-            ns = bst[q->job[j]];
-            if (ns != SB_OK) ns = sb_fail(ns, "%s: compile failed (see the first error above)", names[q->job[j]]);
-            else ns = cu_gen_load(bin[q->job[j]].data, names[q->job[j]], &fn[j]);
-        }
+        ns = bst[q->job];
+        if (ns != SB_OK) ns = sb_fail(ns, "%s: compile failed (see the first error above)", names[q->job]);
+        for (int j = 0; ns == SB_OK && j < q->nv; j++)
+            if (q->tune || j == q->win) ns = cu_gen_load(bin[q->job].data, q->kname[j], &fn[j]);
         cg_node *cn = &c->cg[q->node];
         cn->n_params = q->grp.n_params;
         cn->rows = q->grp.rows;

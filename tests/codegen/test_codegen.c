@@ -11,6 +11,7 @@
  * kernels". Without NVRTC the compile parts SKIP (exit 77) after the rest passed; CI has NVRTC
  * (/usr/local/cuda/lib64), so there they run.
  */
+#define _GNU_SOURCE 1 /* memmem */
 #include "codegen/cg.h"
 #include "graph/ir.h"
 #include "graph/plan.h"
@@ -281,6 +282,26 @@ static void test_compile_all(void) {
         CHECK(cg_get_stats().compiled == 3);
         CHECK(cg_get_binaries(srcs, names, 3, 90, 0, pb, pst) == SB_OK && cg_get_stats().memory == 3);
         for (int k = 0; k < 3; k++) free(ps[k]);
+    }
+    /* bundles: every variant of a group in one source and one cubin holding every kernel name */
+    for (int i = 0; i < n; i++) {
+        cg_variant v[CG_MAX_VARIANTS];
+        char kn[CG_MAX_VARIANTS][40], bn[40], *src = NULL;
+        const int nv = cg_variants(&gs[i], v);
+        if (cg_emit_bundle(&gs[i], v, nv, &src, bn, kn) != SB_OK) {
+            CHECKF(0, "bundle %d: %s", i, sb_last_error());
+            continue;
+        }
+        for (int k = 0; k < nv; k++) {
+            char *one = NULL, nm[40];
+            CHECK(cg_emit(&gs[i], v[k], &one, nm) == SB_OK && !strcmp(nm, kn[k])); /* the same kernel names as alone */
+            free(one);
+        }
+        cg_binary b;
+        sb_status s = cg_get_binary(src, bn, 90, &b);
+        CHECKF(s == SB_OK && is_elf(&b), "bundle %d: %s", i, s ? sb_last_error() : "not an ELF cubin");
+        for (int k = 0; s == SB_OK && k < nv; k++) CHECKF(memmem(b.data, b.size, kn[k], strlen(kn[k])) != NULL, "bundle %d lacks %s", i, kn[k]);
+        free(src);
     }
     /* a compile error: SB_ERR_DEVICE with the kernel name and the log */
     cg_binary b;

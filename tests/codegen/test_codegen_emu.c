@@ -57,7 +57,7 @@ typedef struct emu_group {
 
 static int n_so;
 
-/* every variant in its own namespace of one translation unit (the headers included once, first) */
+/* the group's bundle (cg_emit_bundle: every variant in its namespace) plus one launcher per variant */
 static bool build(const cg_group *g, emu_group *eg, const char *what) {
     memset(eg, 0, sizeof *eg);
     eg->nv = cg_variants(g, eg->v);
@@ -66,22 +66,19 @@ static bool build(const cg_group *g, emu_group *eg, const char *what) {
     snprintf(so, sizeof so, "%s/g%d.so", tmp, n_so++);
     FILE *f = fopen(cpp, "w");
     if (!f) return false;
-    fprintf(f, "#include \"backend/cuda/device/act_quant.cuh\"\n");
-    char names[CG_MAX_VARIANTS][40];
-    for (int k = 0; k < eg->nv; k++) {
-        char *src = NULL;
-        if (cg_emit(g, eg->v[k], &src, names[k]) != SB_OK) {
-            fclose(f);
-            CHECKF(0, "%s: emit: %s", what, sb_last_error());
-            return false;
-        }
-        fprintf(f, "namespace v%d {\n%s\n", k, src);
-        fprintf(f, "extern \"C\" int sb_emu_launch_%d(unsigned grid, unsigned block, void **p, long long rows) {\n"
-                   "    cg_params a;\n    memcpy(a.p, p, sizeof a.p);\n    a.rows = rows;\n    return emu_run(grid, block, [&] { %s(a); });\n}\n}\n"
-                   "#undef NT\n#undef RPB\n#undef E_\n#undef ROWS\n",
-                k, names[k]);
-        free(src);
+    char names[CG_MAX_VARIANTS][40], bundle[40], *src = NULL;
+    if (cg_emit_bundle(g, eg->v, eg->nv, &src, bundle, names) != SB_OK) { /* the executor's source: every variant */
+        fclose(f);
+        CHECKF(0, "%s: emit: %s", what, sb_last_error());
+        return false;
     }
+    fputs(src, f);
+    free(src);
+    for (int k = 0; k < eg->nv; k++)
+        fprintf(f, "extern \"C\" int sb_emu_launch_%d(unsigned grid, unsigned block, void **p, long long rows) {\n"
+                   "    cgv%d::cg_params a;\n    memcpy(a.p, p, sizeof a.p);\n    a.rows = rows;\n"
+                   "    return emu_run(grid, block, [&] { cgv%d::%s(a); });\n}\n",
+                k, k, k, names[k]);
     fclose(f);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s -std=c++17 -O1 -w -ffp-contract=off -fPIC -shared -include tests/codegen/emu/cuda_emu.h -Itests/codegen/emu -Isrc %s -o %s",
