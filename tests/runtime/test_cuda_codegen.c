@@ -14,7 +14,9 @@
  *    sum bit-exactly, also in place (sum over x).
  * Part 2, through the executor: test models' prefill (all logits) + decode steps (CUDA Graph) with
  * SB_CODEGEN=2 (generated kernels, any refusal an error) vs SB_CODEGEN=0 (hand-written), NMSE 1e-8;
- * then a fresh memory cache must load every kernel and winner from the disk cache (0 compiles).
+ * then a fresh memory cache must load every kernel and winner from the disk cache (0 compiles);
+ * then the default mode (hand-written kernels as autotune candidates), whose stats line says how
+ * many groups kept the hand-written kernel.
  * SKIPs (exit 0, with the reason) without a CUDA device or without NVRTC.
  */
 #include "runtime/exec_cuda.h"
@@ -388,7 +390,24 @@ static void test_model(const char *file) {
         snprintf(label, sizeof label, "%s: disk-cached kernels vs the first run", file);
         expect(nmse(c, b, n * V, &nan), 1e-8, label);
     }
+    /* the default mode: the hand-written kernel is one more autotune candidate (fresh caches) */
     unsetenv("SB_CODEGEN");
+    char xdg[512], *old = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+    snprintf(xdg, sizeof xdg, "%s/default-mode", old ? old : "/tmp");
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    cg_cache_forget_memory();
+    cg_reset_stats();
+    sb_status s3 = eval(m, tok, np, nd, V, c);
+    st = cg_get_stats();
+    cg_stats_line(line, sizeof line);
+    printf("%s default mode: %s\n", file, line);
+    CHECKF(s3 == SB_OK && st.tuned + st.tune_hits > 0, "%s default mode: %s", file, s3 ? sb_last_error() : line);
+    if (s3 == SB_OK && s0 == SB_OK) {
+        snprintf(label, sizeof label, "%s: default mode (generated or hand-written per group) vs hand-written", file);
+        expect(nmse(c, a, n * V, &nan), 1e-8, label);
+    }
+    if (old) setenv("XDG_CACHE_HOME", old, 1);
+    free(old);
     free(a), free(b), free(c);
     rt_model_free(m);
 }
