@@ -83,9 +83,11 @@ fi
 SB_CUDA_PDL=0 timeout 60 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_nopdl.log" 2>&1
 SB_CUDA_PDL=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_nopdl.log" 2>&1
 echo "SB_CUDA_PDL=0: ops $(tail -1 "$OUTD/test_cuda_ops_nopdl.log"); models $(tail -1 "$OUTD/test_cuda_models_nopdl.log")"
-# the kernel tests under the non-default knobs (static attention splits; no GEMV prologues)
-SB_CUDA_ATTN_CHUNK=64 SB_CUDA_PRO=0 timeout 60 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_knobs.log" 2>&1
-echo "SB_CUDA_ATTN_CHUNK=64 SB_CUDA_PRO=0: ops $(tail -1 "$OUTD/test_cuda_ops_knobs.log")"
+# the tests under the opt-in knobs (decode attention split floor; GEMV prologues, K's RoPE in the
+# Q/K/V launch, register quantizers: the fully fused decode path)
+SB_CUDA_ATTN_CHUNK=64 SB_CUDA_PRO=1 SB_CUDA_ROPEK=1 SB_CUDA_AQ=1 timeout 60 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_knobs.log" 2>&1
+SB_CUDA_PRO=1 SB_CUDA_ROPEK=1 SB_CUDA_AQ=1 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_knobs.log" 2>&1
+echo "opt-in knobs: ops $(tail -1 "$OUTD/test_cuda_ops_knobs.log"); models $(tail -1 "$OUTD/test_cuda_models_knobs.log")"
 echo "tests done: $(( $(date +%s) - t0 )) s"
 
 # ---- benchmark ----
@@ -103,10 +105,10 @@ if [ $bench_rc -ne 0 ]; then
 fi
 SB_CUDA_GRAPH=0 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0 >"$OUTD/bench_eager.md" 2>&1
 # the defaults against the alternatives, one knob at a time (tg64 at depth 0 and 4096 each)
-VARIANTS="${SB_GPU_VARIANTS:-SB_CUDA_PRO=0 SB_CUDA_AQ=0 SB_CUDA_GF1=0 SB_CUDA_ROPEK=0 SB_CUDA_GF_TUNE=2,0,1 SB_CUDA_GF_TUNE=4,0,1
-SB_CUDA_GF_TUNE=8,1,1 SB_CUDA_GF_TUNE=8,0,0 SB_CUDA_FUSE=0 SB_CODEGEN=0}"
+VARIANTS="${SB_GPU_VARIANTS:-SB_CUDA_PRO=1 SB_CUDA_PRO=1,SB_CUDA_ROPEK=1,SB_CUDA_AQ=1 SB_CUDA_ROPEK=1 SB_CUDA_AQ=1
+SB_CUDA_FUSE=0 SB_CODEGEN=0}" # words: comma-separated knobs of one run
 for v in $VARIANTS; do
-    env "$v" timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0,4096 -r 3 >"$OUTD/bench_$v.md" 2>&1
+    env $(echo "$v" | tr ',' ' ') timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0,4096 -r 3 >"$OUTD/bench_$v.md" 2>&1
 done
 SB_CUDA_MMQ=1 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 0 -d 0 --prefix 512,64 >"$OUTD/bench_mmq1.md" 2>&1
 cat "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_mmq1.md"

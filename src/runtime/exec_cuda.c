@@ -60,6 +60,8 @@ void exec_cuda_set_attn_variant(exec_cuda *cx, int v) { (void)cx, (void)v; }
 void exec_cuda_set_mmvq_variant(int v) { (void)v; }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) { (void)cx, (void)on; }
+void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on) { (void)cx, (void)on; }
+void exec_cuda_set_act_fast(bool on) { (void)on; }
 int32_t exec_cuda_count_fusions(const plan *p) { return -1; }
 size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
     if (cap) buf[0] = 0;
@@ -118,8 +120,8 @@ struct exec_cuda {
     int64_t max_tokens;
     bool graphs, poison, profile;
     bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=0 off; exec_cuda_set_fuse) */
-    bool ropek;           /* K's RoPE into the multi-GEMV launch (env SB_CUDA_ROPEK=0 off) */
-    bool pro;             /* norm / GLU quantization as GEMV prologues (env SB_CUDA_PRO=0 off) */
+    bool ropek;           /* K's RoPE into the multi-GEMV launch (env SB_CUDA_ROPEK=1; default off) */
+    bool pro;             /* norm / GLU quantization as GEMV prologues, decode values unshared (env SB_CUDA_PRO=1; default off) */
     bool gf_single;       /* single T = 1 GEMVs through the fused-GEMV kernel too (env SB_CUDA_GF1=1; off: k_mmvq measured faster) */
     int sms;
     int attn_variant;     /* attention kernels (env SB_CUDA_ATTN): 1, 2 (k_attention.cu), default 3 = 2 for decode, k_fattn.cu for prefill */
@@ -171,17 +173,17 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     const char *fe = getenv("SB_CUDA_FUSE");
     cx->fuse = !(fe && fe[0] == '0');
     const char *rk = getenv("SB_CUDA_ROPEK");
-    cx->ropek = !(rk && rk[0] == '0');
+    cx->ropek = rk && rk[0] == '1';
     const char *pv = getenv("SB_CUDA_PRO");
-    cx->pro = !(pv && pv[0] == '0');
+    cx->pro = pv && pv[0] == '1';
     const char *g1 = getenv("SB_CUDA_GF1");
     cx->gf_single = g1 && g1[0] == '1';
     const char *aq = getenv("SB_CUDA_AQ");
-    cu_act_set_fast(!(aq && aq[0] == '0'));
-    const char *gt = getenv("SB_CUDA_GF_TUNE"); /* "blocks_per_sm,rows,prefetch" (autotuning experiments) */
+    cu_act_set_fast(aq && aq[0] == '1');
+    const char *gt = getenv("SB_CUDA_GF_TUNE"); /* "blocks_per_sm,rows,prefetch,warps" (autotuning experiments) */
     if (gt) {
-        int bps = 0, rows = 0, pf = 1;
-        if (sscanf(gt, "%d,%d,%d", &bps, &rows, &pf) >= 1) cu_gemv_set_tuning(bps, rows, pf);
+        int bps = 0, rows = 0, pf = 1, nw = 4;
+        if (sscanf(gt, "%d,%d,%d,%d", &bps, &rows, &pf, &nw) >= 1) cu_gemv_set_tuning(bps, rows, pf, nw);
     }
     const char *fg = getenv("SB_CUDA_FATTN_G"); /* flash-attention prefill variant (k_fattn.cu) */
     if (fg) cu_fattn_set_groups(atoi(fg));
@@ -263,6 +265,13 @@ void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) {
     for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]);
     cx->ropek = on;
 }
+void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on) {
+    if (cx->pro == on) return;
+    cu_stream_sync(cx->s);
+    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]);
+    cx->pro = on;
+}
+void exec_cuda_set_act_fast(bool on) { cu_act_set_fast(on); }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
     if (cx->fuse == on) return;
     cu_stream_sync(cx->s);
@@ -734,9 +743,10 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, bool pro) {
     for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->pro[i] = -1, c->moved[i] = UINT64_MAX;
     const uint64_t base = al(p->arena_bytes);
     uint64_t at = base;
-    /* a decode plan's activations are small: each value (alias root) gets memory of its own after
-     * the plan's region, so no fusion is refused because the memory plan reused a buffer */
-    if (p->n_tokens <= 1) {
+    /* with the prologues: a decode plan's activations are small, so each value (alias root) gets
+     * memory of its own after the plan's region and no fusion is refused because the memory plan
+     * reused a buffer (on the H200 this alone cost ~7% of tg64: bench/NOTES.md) */
+    if (pro && p->n_tokens <= 1) {
         uint64_t need = 0;
         for (int32_t i = 0; i < g->n_nodes; i++)
             if (p->vals[i].alias == i && p->vals[i].input < 0 && !(ir_ops[g->nodes[i].op].flags & OPF_INPUT)) need += al(p->vals[i].bytes);
@@ -790,7 +800,7 @@ int32_t exec_cuda_count_fusions(const plan *p) {
     cplan c = {0};
     int32_t n = -1;
     const char *rk = getenv("SB_CUDA_ROPEK"), *pv = getenv("SB_CUDA_PRO"); /* as a new context would decide */
-    if (plan_fusions(p, &c, !(rk && rk[0] == '0'), !(pv && pv[0] == '0')) == SB_OK) {
+    if (plan_fusions(p, &c, rk && rk[0] == '1', pv && pv[0] == '1') == SB_OK) {
         n = 0;
         for (int32_t i = 0; i < p->g->n_nodes; i++) n += c.skip[i];
     }

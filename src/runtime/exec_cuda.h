@@ -87,15 +87,21 @@ void exec_cuda_set_mmvq_variant(int v);
 
 /* Executor-level fusions (default on; env SB_CUDA_FUSE=0 turns them off; docs/cuda.md): GEMV
  * epilogues (bias / residual adds), K's RoPE writing the KV cache, residual add + rms_norm_quant,
- * T = 1 matmuls of one activation as one multi-GEMV launch (with V's kv_store and, unless
- * SB_CUDA_ROPEK=0, K's RoPE + kv_store), the RMSNorm / GLU quantization before T = 1 GEMVs as the
- * launch's prologue (unless SB_CUDA_PRO=0), Q's RoPE and the q8_1 quantize of the output inside
+ * T = 1 matmuls of one activation as one multi-GEMV launch (with V's kv_store; opt-in: K's RoPE
+ * + kv_store, the RMSNorm / GLU quantization as the launch's prologue), Q's RoPE and the q8_1 quantize of the output inside
  * the attention. Results match the unfused path (the same arithmetic per value). Changing it drops
  * per-plan state. */
 void exec_cuda_set_fuse(exec_cuda *cx, bool on);
-/* K's RoPE + kv_store inside the Q/K/V launch (default on; bit-identical by construction).
- * Changing it drops per-plan state. */
+/* K's RoPE + kv_store inside the Q/K/V launch (env SB_CUDA_ROPEK=1; default off: measured no
+ * faster on the H200; bit-identical by construction). Changing it drops per-plan state. */
 void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on);
+/* The RMSNorm / GLU quantization as the T = 1 GEMV launch's prologue, every decode value in memory
+ * of its own (env SB_CUDA_PRO=1; default off: 126 instead of 222 kernels a step but ~3% slower on
+ * the H200, bench/NOTES.md). Changing it drops per-plan state. */
+void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on);
+/* The one-row-in-registers standalone quantizers (act_build; env SB_CUDA_AQ=1; default: the
+ * 1024-thread kernels, measured ~1% faster). Process-wide. */
+void exec_cuda_set_act_fast(bool on);
 /* How many nodes of p those fusions fold away (host only; -1 on error). */
 int32_t exec_cuda_count_fusions(const plan *p);
 

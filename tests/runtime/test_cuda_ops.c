@@ -38,6 +38,7 @@ static int attn_variant = 1; /* k_attention.cu variant the CUDA runs use */
 static bool fuse_on = false;  /* executor-level fusions (the default is on; tests opt in) */
 static int32_t last_kernels;  /* kernels the last CUDA run launched */
 static bool ropek_on = false; /* the SB_CUDA_ROPEK experiment (with fuse_on) */
+static bool pro_on = false;   /* the SB_CUDA_PRO GEMV prologues (with fuse_on) */
 
 static float *rnd(int64_t n, float scale) {
     float *x = malloc((size_t)n * sizeof *x);
@@ -105,6 +106,7 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     exec_cuda_set_attn_variant(cx, attn_variant);
     exec_cuda_set_fuse(cx, fuse_on);
     exec_cuda_set_fuse_ropek(cx, fuse_on && ropek_on);
+    exec_cuda_set_fuse_pro(cx, fuse_on && pro_on);
     exec_bindings ebc = {.data = dc, .n_data = pc->n_inputs};
     float *outs[1] = {yc};
     s = exec_cuda_run(cx, pc, &ebc, outs);
@@ -427,8 +429,8 @@ static void test_multi_gemv(void) {
  * one launch; GLU (SiLU, GELU) -> a long-K GEMV (four warps a row) with a residual epilogue */
 static void test_prologues(void) {
     const int64_t N = 70;
-    const char *pv = getenv("SB_CUDA_PRO");
-    const int on = !(pv && pv[0] == '0'); /* SB_CUDA_PRO=0: the same checks, no fusion expected */
+    const int on = 1;
+    pro_on = true;
     for (int k = 0; k < 4; k++) { /* norm: Q8_0 (q8_1) and Q4_K (q8_K) weights; one or two GEMVs */
         const int wt = k % 2 ? SB_TYPE_Q4_K : SB_TYPE_Q8_0, two = k / 2;
         const int64_t K = 768;
@@ -473,6 +475,7 @@ static void test_prologues(void) {
         ir_graph_free(g);
         free(gt), free(ut), free(wd), free(res), free(qd);
     }
+    pro_on = false;
 }
 
 /* residual add, then RMSNorm -> quantize -> GEMV, plus the sum again (add + rms_norm_quant in one
@@ -664,6 +667,13 @@ static void test_qkv_rope_block(void) {
         expect(e, 5e-4, l2);
         printf("%-44s kernels %d -> %d\n", l2, (int)kfused, (int)last_kernels);
         CHECKF(last_kernels == kfused - 1, "%s: %d kernels (fused %d; expected one fewer)", l2, (int)last_kernels, (int)kfused);
+        fuse_on = ropek_on = pro_on = true; /* and the norm's quantization as the Q/K/V launch's prologue */
+        snprintf(l2, sizeof l2, "%s (+rope(K), norm prologue)", label);
+        const double e2 = run_both(g, &b, l2);
+        fuse_on = ropek_on = pro_on = false;
+        expect(e2, 5e-4, l2);
+        printf("%-44s kernels %d -> %d\n", l2, (int)kfused, (int)last_kernels);
+        CHECKF(last_kernels == kfused - 2, "%s: %d kernels (fused %d; expected two fewer)", l2, (int)last_kernels, (int)kfused);
         ir_graph_free(g);
         free(x), free(wn), free(wq), free(wk), free(wv), free(bq), free(bk), free(bv), free(kf), free(vf);
         free(wqq), free(wkq), free(wvq), free(kc), free(vc);
@@ -804,6 +814,10 @@ int main(void) {
     test_get_rows();
     test_matmul();
     test_norm_glu_ew();
+    printf("-- the same with the one-row-in-registers quantizers (SB_CUDA_AQ=1)\n");
+    exec_cuda_set_act_fast(true);
+    test_norm_glu_ew();
+    exec_cuda_set_act_fast(false);
     test_fused_epilogue();
     test_multi_gemv();
     test_prologues();

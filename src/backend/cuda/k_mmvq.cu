@@ -527,13 +527,13 @@ static __device__ __forceinline__ void mseg_item_pair(const mseg &g, int64_t n0,
 
 static __device__ __forceinline__ void prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
-template <int XQ, int PRO, int WPR, int VM>
-__global__ void __launch_bounds__(GF_WARPS * 32) k_gemv_fused(mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, gpro pr, int R,
+template <int XQ, int PRO, int WPR, int VM, int NW>
+__global__ void __launch_bounds__(NW * 32) k_gemv_fused(mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, gpro pr, int R,
                                                              int prefetch) {
     __shared__ __align__(16) uint8_t sx[PRO == GP_NONE ? 16 : (XQ == CU_T_Q8_1 ? GF_MAXK / 32 * sizeof(blk_q8_1) : GF_MAXK / 256 * sizeof(blk_q8_K))];
-    __shared__ double part[GF_WARPS];
-    __shared__ float red[2 * GF_WARPS];
-    constexpr int G = GF_WARPS / WPR;
+    __shared__ double part[NW];
+    __shared__ float red[2 * NW];
+    constexpr int G = NW / WPR;
     unsigned b = blockIdx.x;
     int k = 0;
     while (k + 1 < m.n && b >= m.s[k].nb) b -= m.s[k].nb, k++;
@@ -543,16 +543,16 @@ __global__ void __launch_bounds__(GF_WARPS * 32) k_gemv_fused(mseg_set m, const 
         const int64_t r1 = item0 + (int64_t)G * R < g.N ? item0 + (int64_t)G * R : g.N;
         const uint8_t *p0 = g.w + (uint64_t)item0 * g.rb;
         const uint64_t bytes = (uint64_t)(r1 - item0) * g.rb;
-        for (uint64_t o = (uint64_t)threadIdx.x * 128; o < bytes; o += GF_WARPS * 32 * 128) prefetch_l2(p0 + o);
+        for (uint64_t o = (uint64_t)threadIdx.x * 128; o < bytes; o += NW * 32 * 128) prefetch_l2(p0 + o);
     }
     CU_PDL_ENTRY();
     const uint8_t *x = xq;
     if (PRO == GP_NORM) {
-        act_build<XQ, GF_WARPS * 32, AQ_NORM, VM>(sx, K, pr.x, pr.w, pr.eps, NULL, NULL, NULL, NULL, 0, part);
+        act_build<XQ, NW * 32, AQ_NORM, VM>(sx, K, pr.x, pr.w, pr.eps, NULL, NULL, NULL, NULL, 0, part);
         __syncthreads();
         x = sx;
     } else if (PRO == GP_GLU) {
-        act_build<XQ, GF_WARPS * 32, AQ_GLU, VM>(sx, K, NULL, NULL, 0.0f, NULL, NULL, pr.g, pr.u, pr.gelu, part);
+        act_build<XQ, NW * 32, AQ_GLU, VM>(sx, K, NULL, NULL, 0.0f, NULL, NULL, pr.g, pr.u, pr.gelu, part);
         __syncthreads();
         x = sx;
     }
@@ -612,18 +612,19 @@ extern "C" bool cu_has_mmvq(int type) { return row_bytes(type, 256) != 0; }
 extern "C" void cu_mmvq_set_variant(int v) { mmvq_variant = v == 1 || v == 2 ? v : 3; }
 
 static int gf_sms = 0; /* multiprocessors (blocks per launch target), read once */
-static int gf_bps = 8, gf_rows = 0, gf_prefetch = 1;
-extern "C" void cu_gemv_set_tuning(int blocks_per_sm, int rows_per_group, int prefetch) {
+static int gf_bps = 8, gf_rows = 0, gf_prefetch = 1, gf_nw_none = 4;
+extern "C" void cu_gemv_set_tuning(int blocks_per_sm, int rows_per_group, int prefetch, int warps_plain) {
+    gf_nw_none = warps_plain == 8 ? 8 : 4;
     gf_bps = blocks_per_sm > 0 ? blocks_per_sm : 8;
     gf_rows = rows_per_group > 0 ? rows_per_group : 0;
     gf_prefetch = prefetch ? 1 : 0;
 }
 
 /* blocks of kernel k a multiprocessor holds at once (registers, shared memory), read once */
-template <typename K> static int gf_occupancy(K k, int *cache) {
+template <typename K> static int gf_occupancy(K k, int threads, int *cache) {
     if (*cache <= 0) {
         int n = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, GF_WARPS * 32, 0) != cudaSuccess || n < 1) n = 1;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, threads, 0) != cudaSuccess || n < 1) n = 1;
         *cache = n;
     }
     return *cache;
@@ -631,14 +632,17 @@ template <typename K> static int gf_occupancy(K k, int *cache) {
 
 /* launch k with blocks sized for the items: R items per row group, enough blocks to fill every
  * multiprocessor's resident slots (at most gf_bps each), no more waves than needed */
-template <int XQ, int PRO, int WPR, int VM>
+template <int XQ, int PRO, int WPR, int VM, int NW = GF_WARPS>
 static void gf_launch1(cudaStream_t st, mseg_set m, const int64_t *items, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr) {
     static int occ;
-    const int res = gf_occupancy(k_gemv_fused<XQ, PRO, WPR, VM>, &occ);
-    const int bps = gf_bps < res ? gf_bps : res, G = GF_WARPS / WPR;
+    const int res = gf_occupancy(k_gemv_fused<XQ, PRO, WPR, VM, NW>, NW * 32, &occ);
+    const int bps = gf_bps < res ? gf_bps : res, G = NW / WPR;
     int64_t total = 0;
     for (int k = 0; k < m.n; k++) total += items[k];
-    int R = gf_rows;
+    /* without a prologue a block costs nothing to start: one item per group, the most blocks
+     * (k_mmvq's shape; fewer, longer-running blocks measured slower); with one, items per group
+     * from the occupancy target, so the prologue is not redone by more blocks than fit */
+    int R = PRO == GP_NONE && gf_rows <= 0 ? 1 : gf_rows;
     if (R <= 0) {
         const int64_t per = (int64_t)G * bps * gf_sms;
         R = (int)((total + per - 1) / per);
@@ -646,13 +650,16 @@ static void gf_launch1(cudaStream_t st, mseg_set m, const int64_t *items, const 
     }
     unsigned blocks = 0;
     for (int k = 0; k < m.n; k++) blocks += (m.s[k].nb = cu_div_up(items[k], (int64_t)G * R));
-    cu_launch(k_gemv_fused<XQ, PRO, WPR, VM>, blocks, GF_WARPS * 32, st, m, xq, K, pos, pr, R, gf_prefetch);
+    cu_launch(k_gemv_fused<XQ, PRO, WPR, VM, NW>, blocks, NW * 32, st, m, xq, K, pos, pr, R, gf_prefetch);
 }
 
 template <int XQ, int PRO>
 static void gf_launch(int wpr, bool small, cudaStream_t st, const mseg_set &m, const int64_t *items, const uint8_t *xq, int64_t K,
                       const int32_t *pos, const gpro &pr) {
-    if (PRO == GP_NONE) { /* no prologue registers */
+    if (PRO == GP_NONE && gf_nw_none == 4) { /* no prologue: 128-thread blocks (k_mmvq's shape) */
+        if (wpr == 4) gf_launch1<XQ, PRO, 4, 1, 4>(st, m, items, xq, K, pos, pr);
+        else gf_launch1<XQ, PRO, 1, 1, 4>(st, m, items, xq, K, pos, pr);
+    } else if (PRO == GP_NONE) {
         if (wpr == 4) gf_launch1<XQ, PRO, 4, 1>(st, m, items, xq, K, pos, pr);
         else gf_launch1<XQ, PRO, 1, 1>(st, m, items, xq, K, pos, pr);
     } else if (small) {

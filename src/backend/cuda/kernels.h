@@ -158,9 +158,10 @@ typedef struct cu_gemv_pro {
 sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos,
                              const cu_gemv_pro *pro);
 /* Process-wide launch shape of cu_matmul_q8_multi (autotuning knobs; 0 = default): target blocks
- * per multiprocessor (default 8), items per row group (default: from that target), and whether
- * blocks prefetch their weight rows into L2 before waiting for the previous kernel (default 1). */
-void cu_gemv_set_tuning(int blocks_per_sm, int rows_per_group, int prefetch);
+ * per multiprocessor (default 8), items per row group (default: from that target), whether
+ * blocks prefetch their weight rows into L2 before waiting for the previous kernel (default 1),
+ * and warps per block without a prologue (4, default, or 8; with a prologue always 8). */
+void cu_gemv_set_tuning(int blocks_per_sm, int rows_per_group, int prefetch, int warps_plain);
 /* The one-row-in-registers quantization kernels (act_build, the GEMV prologues' code) for rows of
  * up to 8192 values (default on); off: the 1024-thread loop kernels. Process-wide. */
 void cu_act_set_fast(bool on);
