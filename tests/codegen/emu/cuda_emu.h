@@ -3,7 +3,8 @@
  * tests/codegen/emu/cuda_emu.h — just enough CUDA to run a generated kernel on the CPU (g++), for
  * codegen/test_codegen_emu: every thread of a block is a ucontext fiber; __syncthreads waits for
  * the block, __shfl_xor_sync for the warp (deposit, wait, read, wait), blocks run one after
- * another. __shared__ is `static` (fibers share one OS thread). Math: the host's libm, fp16 by
+ * another; after every block barrier one random warp is held back until no other thread can
+ * move (so warps drift apart and shared-memory races between them change results). __shared__ is `static` (fibers share one OS thread). Math: the host's libm, fp16 by
  * _Float16 (round to nearest even, as cvt.rn.f16.f32), __float2int_rn by lrintf.
  * Force-included (-include) before the generated source; the test appends sb_emu_launch.
  * Non-goals: speed, atomics, PDL (CU_PDL_ENTRY is a no-op without __CUDA_ARCH__).
@@ -53,6 +54,7 @@ static ucontext_t emu_main;
 static unsigned emu_cur;
 static const std::function<void()> *emu_body;
 static uint64_t emu_slot[1024];
+static uint64_t emu_rng = 0x9E3779B97F4A7C15ull; /* scheduling order (deterministic) */
 
 static inline void emu_yield(int st) {
     emu_f[emu_cur].state = st;
@@ -95,10 +97,14 @@ static int emu_run(unsigned grid, unsigned block, const std::function<void()> &b
             makecontext(&emu_f[t].ctx, emu_tramp, 0);
             emu_f[t].state = EMU_READY;
         }
+        unsigned delayed = 0; /* this warp runs only when no other thread can: it drifts behind */
         for (;;) {
+            /* the other warps run as far as they can (up to their next block barrier) before the
+             * delayed warp moves: a shared-memory race between warps then changes results */
             bool ran = false;
-            for (unsigned t = 0; t < block; t++)
-                if (emu_f[t].state == EMU_READY) {
+            for (int late = 0; late < 2 && !ran; late++)
+                for (unsigned t = 0; t < block; t++) {
+                    if (emu_f[t].state != EMU_READY || (t / 32 == delayed) != (late == 1)) continue;
                     emu_cur = t;
                     threadIdx = dim3{t, 0, 0};
                     swapcontext(&emu_main, &emu_f[t].ctx);
@@ -112,6 +118,8 @@ static int emu_run(unsigned grid, unsigned block, const std::function<void()> &b
                 for (unsigned t = 0; t < block; t++)
                     if (emu_f[t].state == EMU_BLOCK) emu_f[t].state = EMU_READY;
                 released = true;
+                emu_rng = emu_rng * 6364136223846793005ull + 1442695040888963407ull;
+                delayed = (unsigned)((emu_rng >> 33) % ((block + 31) / 32));
             }
             for (unsigned w = 0; w < block; w += 32) {
                 unsigned wa = 0, ww = 0;
