@@ -13,7 +13,9 @@
  * 8 registers). Variant 1 (SB_CUDA_ATTN=1): warp w takes keys w, w+4, ... of its split, scores by
  * warp shuffle sums — ~2 dependent memory latencies per key. Variant 2 (default): warp w takes
  * 32-key tiles w, w+4, ..., lane = key for the score (q from shared memory), then a V pass with 4
- * keys' loads in flight. H200, Qwen2.5-0.5B: v2 1.9x faster at depth 4096, ~6% slower at depth 0.
+ * keys' loads in flight. H200, Qwen2.5-0.5B: v2 1.9x faster at depth 4096, ~6% slower at depth 0,
+ * so variant 2 takes the tiles only for splits of at least ATT_TILE_MIN keys (decided per block
+ * from the position: one kernel, one captured graph, both regimes).
  * The 4 warps merge through shared memory. nsplit == 1 writes out directly, else (m, l, acc[D])
  * partials go to scratch and the last split block of each (t, h) (an atomic counter per row,
  * reset by that block) stages them in shared memory and merges (k_attn_combine only without
@@ -33,6 +35,7 @@
 #define ATT_WARPS 4
 #define ATT_DL 8 /* dims per lane: D <= 256 */
 #define ATT_MERGE_SMEM 2048 /* floats of split partials the merging block stages in shared memory */
+#define ATT_TILE_MIN 128    /* variant 2 walks 32-key tiles only for splits of at least this many keys */
 
 static __device__ __forceinline__ float kv_ld(const void *c, int f16, int64_t i) {
     return f16 ? cu_h2f(((const uint16_t *)c)[i]) : ((const float *)c)[i];
@@ -145,7 +148,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
         acc[k] = 0.0f;
     }
     float m = -INFINITY, l = 0.0f;
-    if (VARIANT == 2) {
+    if (VARIANT == 2 && chunk >= ATT_TILE_MIN) { /* 32-key tiles pay from ~a tile per warp; shorter splits walk keys one by one */
         for (int64_t jb = j0 + 32 * w; jb < j1; jb += 32 * ATT_WARPS) {
             const int64_t j = jb + lane;
             const bool ok = j < j1;

@@ -17,18 +17,6 @@
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/common.cuh"
 
-// ---- shared activations ----
-
-static __device__ __forceinline__ float silu1(float x) { return x / (1.0f + expf(-x)); }
-
-static __device__ __forceinline__ float gelu1(float x) {
-    if (x <= -10.0f) return 0.0f;
-    if (x >= 10.0f) return x;
-    const float h = __half2float(__float2half_rn(x));
-    const float g = 0.5f * h * (1.0f + tanhf(0.79788456080286535587989211986876f * h * (1.0f + 0.044715f * h * h)));
-    return __half2float(__float2half_rn(g));
-}
-
 // ---- get_rows / select_rows ----
 
 __global__ void k_get_rows(float *dst, const uint8_t *w, int wtype, int64_t E, uint64_t rb, const int32_t *tok) {
@@ -95,8 +83,8 @@ __global__ void __launch_bounds__(EW_THREADS) k_ew_rows(float *dst, const float 
                 case CU_EW_MUL: out = v * o[i]; break;
                 case CU_EW_SCALE: out = v * st.f; break;
                 case CU_EW_SOFTCAP: out = tanhf(v * (1.0f / st.f)) * st.f; break;
-                case CU_EW_SILU: out = silu1(v); break;
-                case CU_EW_GELU: out = gelu1(v); break;
+                case CU_EW_SILU: out = cu_silu(v); break;
+                case CU_EW_GELU: out = cu_gelu(v); break;
                 default: out = __int_as_float(0x7fc00000); break;
                 }
                 y[i] = out;
@@ -117,7 +105,7 @@ __global__ void k_glu(float *dst, const float *g, const float *u, int64_t n, int
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const float a = g[i];
-    dst[i] = (gelu ? gelu1(a) : silu1(a)) * u[i];
+    dst[i] = (gelu ? cu_gelu(a) : cu_silu(a)) * u[i];
 }
 
 extern "C" sb_status cu_glu(cu_stream s, float *dst, const float *g, const float *u, int64_t n, bool gelu) {

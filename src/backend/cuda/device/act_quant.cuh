@@ -19,14 +19,9 @@
 
 #include "backend/cuda/device/common.cuh"
 
-static __device__ __forceinline__ float silu1q(float x) { return x / (1.0f + expf(-x)); }
-static __device__ __forceinline__ float gelu1q(float x) {
-    if (x <= -10.0f) return 0.0f;
-    if (x >= 10.0f) return x;
-    const float h = __half2float(__float2half_rn(x));
-    const float g = 0.5f * h * (1.0f + tanhf(0.79788456080286535587989211986876f * h * (1.0f + 0.044715f * h * h)));
-    return __half2float(__float2half_rn(g));
-}
+/* the activations of GLU values: common.cuh's cu_silu / cu_gelu (one copy with k_rows.cu) */
+#define silu1q cu_silu
+#define gelu1q cu_gelu
 
 /* q8_K: element 32k + lane of the 256-block is v[k] (the whole warp stores one block) */
 static __device__ __forceinline__ void q8_K_store(blk_q8_K *b, const float v[8], int lane) {

@@ -49,6 +49,18 @@ static __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
+// ---- activations (ops_ref.c's op_silu1, and ggml's fp16-table GELU: the value rounded to f16 on
+// the way in and out; saturated beyond +-10) ----
+
+static __device__ __forceinline__ float cu_silu(float x) { return x / (1.0f + expf(-x)); }
+static __device__ __forceinline__ float cu_gelu(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    const float h = __half2float(__float2half_rn(x));
+    const float g = 0.5f * h * (1.0f + tanhf(0.79788456080286535587989211986876f * h * (1.0f + 0.044715f * h * h)));
+    return __half2float(__float2half_rn(g));
+}
+
 // ---- packed loads ----
 
 /* 32 bits from a 2-byte-aligned address (Q4_0/Q5_0/Q8_0/Q6_K blocks are only 2-aligned) */
