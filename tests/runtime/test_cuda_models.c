@@ -207,6 +207,20 @@ static int perf(const char *path, int64_t depth) {
         printf("decode at depth %lld, %s: %.1f tok/s (%.1f us per step, %d kernels)\n", (long long)depth, g ? "CUDA graph" : "eager",
                (double)(steps - 1) / dt, 1e6 * dt / (double)(steps - 1), exec_cuda_get_stats(cx).kernels_last_run);
     }
+    /* the first token after a cached prefix: 64 new tokens on 512 cached (sb bench --prefix 512,64),
+     * profiled on its second run (the first builds the plan) */
+    if (st == SB_OK && depth == 0) {
+        rt_session_truncate(s, 0);
+        st = rt_session_eval(s, tok, 512, false, NULL);
+        for (int k = 0; k < 2 && st == SB_OK; k++) {
+            rt_session_truncate(s, 512);
+            exec_cuda_set_profile(cx, k == 1);
+            st = rt_session_eval(s, tok + 512, 64, false, NULL);
+        }
+        exec_cuda_profile_report(cx, rep, sizeof rep);
+        exec_cuda_set_profile(cx, false);
+        printf("== 64 tokens after a cached 512 (eager, profiled)\n%s", rep);
+    }
     if (st != SB_OK) fprintf(stderr, "perf: %s\n", sb_last_error());
     free(tok);
     rt_session_free(s);
