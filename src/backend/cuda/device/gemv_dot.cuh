@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/cuda/device/gemv_dot.cuh — the T = 1 quantized row dot shared by k_mmvq.cu (one matrix)
+ * and k_gemv.cu (several matrices, optional prologue): one lane's dp4a partial over sub-blocks
+ * j0, j0 + step, ... (one row, or two rows with both rows' loads in flight), the row size of each
+ * dp4a weight type, and the L2 prefetch of weight rows a block may issue before its PDL wait.
+ * Layer 0 (backend/cuda), device code (+ one host helper). Invariant: every T = 1 kernel sums a
+ * row through mmvq_part / mmvq_part2 in the same order, so fused and single launches give the
+ * same bits. Math: k_mmvq.cu's header comment.
+ */
+#ifndef SB_BACKEND_CUDA_DEVICE_GEMV_DOT_CUH
+#define SB_BACKEND_CUDA_DEVICE_GEMV_DOT_CUH
+
+#include "backend/cuda/device/unpack.cuh"
+
+/* Weights are never written by a kernel, so a T = 1 block may pull its rows into L2 before it
+ * waits for the previous kernel (PDL): bytes from p, 128 a thread per step (+2.5% tg64, H200). */
+static __device__ __forceinline__ void prefetch_rows(const uint8_t *p, uint64_t bytes, int tid, int nth) {
+    for (uint64_t o = (uint64_t)tid * 128; o < bytes; o += (uint64_t)nth * 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
+}
+
+/* one lane's partial of a T = 1 row dot: sub-blocks j0, j0 + step, ... of W row `row` with
+ * activation x (shared by every T = 1 kernel, so fused and single launches are bit-identical) */
+template <int TYPE, int XQ>
+static __device__ __forceinline__ float mmvq_part(const uint8_t *row, const uint8_t *x, int64_t K, int j0, int step) {
+    const int nsb = (int)(K / 32);
+    float acc = 0.0f;
+    for (int j = j0; j < nsb; j += step) {
+        cu_wsub ws;
+        cu_unpack<TYPE>(row, j, &ws);
+        float d8;
+        const int *qy = cu_act_sub<XQ>(x, K, 0, j, &d8);
+        int s0 = 0, s1 = 0, sq = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) s0 = __dp4a(ws.w[i], qy[i], s0);
+#pragma unroll
+        for (int i = 4; i < 8; i++) s1 = __dp4a(ws.w[i], qy[i], s1);
+        if (ws.dm != 0.0f) {
+#pragma unroll
+            for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, qy[i], sq);
+        }
+        acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)sq);
+    }
+    return acc;
+}
+
+/* two rows' lane partials in one loop (both rows' weight loads in flight together); each row's
+ * arithmetic is mmvq_part's, so the sums are the same bits */
+template <int TYPE, int XQ>
+static __device__ __forceinline__ void mmvq_part2(const uint8_t *ra, const uint8_t *rb, const uint8_t *x, int64_t K, int j0, int step,
+                                                  float *pa, float *pb) {
+    const int nsb = (int)(K / 32);
+    float acc[2] = {0.0f, 0.0f};
+    for (int j = j0; j < nsb; j += step) {
+        cu_wsub ws[2];
+        cu_unpack<TYPE>(ra, j, &ws[0]);
+        cu_unpack<TYPE>(rb, j, &ws[1]);
+        float d8;
+        const int *qy = cu_act_sub<XQ>(x, K, 0, j, &d8);
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            int s0 = 0, s1 = 0, sq = 0;
+#pragma unroll
+            for (int i = 0; i < 4; i++) s0 = __dp4a(ws[r].w[i], qy[i], s0);
+#pragma unroll
+            for (int i = 4; i < 8; i++) s1 = __dp4a(ws[r].w[i], qy[i], s1);
+            if (ws[r].dm != 0.0f) {
+#pragma unroll
+                for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, qy[i], sq);
+            }
+            acc[r] += d8 * (ws[r].d0 * (float)s0 + ws[r].d1 * (float)s1 + ws[r].dm * (float)sq);
+        }
+    }
+    *pa = acc[0], *pb = acc[1];
+}
+
+/* bytes of one K-value row of a dp4a weight type (0: no dp4a path) */
+static __host__ __device__ __forceinline__ uint64_t mmvq_row_bytes(int type, int64_t K) {
+    switch (type) {
+    case CU_T_Q4_0: return (uint64_t)(K / 32) * sizeof(blk_q4_0);
+    case CU_T_Q5_0: return (uint64_t)(K / 32) * sizeof(blk_q5_0);
+    case CU_T_Q8_0: return (uint64_t)(K / 32) * sizeof(blk_q8_0);
+    case CU_T_Q4_K: return (uint64_t)(K / 256) * sizeof(blk_q4_K);
+    case CU_T_Q5_K: return (uint64_t)(K / 256) * sizeof(blk_q5_K);
+    case CU_T_Q6_K: return (uint64_t)(K / 256) * sizeof(blk_q6_K);
+    default: return 0;
+    }
+}
+
+#endif

@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/cuda/k_gemv.cu — cu_matmul_q8_multi: several T = 1 GEMVs over one activation in one
+ * launch (Q/K/V, gate/up; or one matrix), with an optional prologue that builds the quantized
+ * activation in every block from the f32 row (RMSNorm or GLU: act_build, device/act_quant.cuh),
+ * per-segment epilogues (bias / residual add, KV-cache column, K's RoPE by rotation pairs).
+ * Each row is the warp (or 4-warp) dot of device/gemv_dot.cuh, so results equal k_mmvq.cu's.
+ * Traffic: the weights once (prefetched into L2 before the PDL wait), the activation from L2 per
+ * block (K values; the prologue reads K f32 values and the norm weight or the gate and up rows).
+ * Tested against: the CPU reference ops and the unfused path (tests/runtime/test_cuda_ops.c:
+ * multi-GEMV, prologues, the Q/K/V + RoPE + attention block) and every test model (gpu.sh's
+ * knob runs). H200 numbers and why the prologue is opt-in: bench/NOTES.md, session 3.
+ */
+#include "backend/cuda/cu_launch.cuh"
+#include "backend/cuda/device/act_quant.cuh"
+#include "backend/cuda/device/gemv_dot.cuh"
+
+#include <string.h>
+
+/* T = 1 GEMVs over one activation in one launch (cu_matmul_q8_multi): Q/K/V, gate/up, or a single
+ * matrix. 256-thread blocks of GF_WARPS warps; a row group of WPR warps (1, or 4 for K above
+ * CU_MMVQ_LONG_K: warp w of the group takes sub-blocks w*32 + lane stepping 128, partials meet in
+ * shared memory in warp order — k_mmvq_long's arithmetic) owns one item at a time; a block owns
+ * R items per group (interleaved: item0 + g + r*G), grid.x covers every segment's blocks in order.
+ * Items: rows, or for a RoPE segment rotation pairs then unrotated rows (K's rope + cache write).
+ * Before waiting for the previous kernel (PDL), each block prefetches its weight rows into L2:
+ * weights are never written by a kernel, so this overlaps the previous kernel's tail.
+ * Prologue (PRO): GP_NONE reads the q8 activation from global memory; GP_NORM builds it in shared
+ * memory from f32 x: rms_norm(x) [* w] (block_rms_scale + quant_row, the very math of
+ * k_rms_norm_quant); GP_GLU from act(g) * u (k_glu_quant's). Every block redoes the prologue
+ * (K values, L2-resident) instead of a separate kernel and a round trip through global memory. */
+enum { GP_NONE = 0, GP_NORM = 1, GP_GLU = 2 };
+#define GF_WARPS 8
+#define GF_MAXK 8192 /* the largest prologue activation (act_build in registers; 9.2 KB of q8_1 in shared memory) */
+typedef struct mseg {
+    float *dst;
+    const uint8_t *w;
+    uint64_t rb;
+    int64_t N;
+    cu_epilogue ep;
+    void *cache;
+    int wtype, f16;
+    unsigned nb; /* blocks of this segment */
+    int rot, rmode, D; /* RoPE before the cache write (rot > 0): items are rotation pairs, then passthrough rows */
+    float ts, fs, af;
+    const float *ff;
+} mseg;
+typedef struct mseg_set {
+    mseg s[CU_MULTI_MAX];
+    int n;
+} mseg_set;
+typedef struct gpro {
+    const float *x, *w, *g, *u;
+    float eps;
+    int gelu;
+} gpro;
+
+/* The fused kernel picks the weight type at run time (segments of mixed types share a launch).
+ * Each type's dot is a separate (not inlined) function, so a kernel instance fetches only the code
+ * of the types it runs instead of every type's inlined body (instruction-cache footprint). */
+template <int TYPE, int XQ>
+static __device__ __noinline__ float mmvq_part_call(const uint8_t *row, const uint8_t *x, int64_t K, int j0, int step) {
+    return mmvq_part<TYPE, XQ>(row, x, K, j0, step);
+}
+template <int TYPE, int XQ>
+static __device__ __noinline__ void mmvq_part2_call(const uint8_t *ra, const uint8_t *rb, const uint8_t *x, int64_t K, int j0, int step, float *pa,
+                                                    float *pb) {
+    mmvq_part2<TYPE, XQ>(ra, rb, x, K, j0, step, pa, pb);
+}
+
+template <int XQ>
+static __device__ __forceinline__ float mmvq_part_any(int wtype, const uint8_t *row, const uint8_t *x, int64_t K, int j0, int step) {
+    switch (wtype) {
+    case CU_T_Q4_K: return mmvq_part_call<CU_T_Q4_K, XQ>(row, x, K, j0, step);
+    case CU_T_Q5_K: return mmvq_part_call<CU_T_Q5_K, XQ>(row, x, K, j0, step);
+    case CU_T_Q6_K: return mmvq_part_call<CU_T_Q6_K, XQ>(row, x, K, j0, step);
+    default: break;
+    }
+    if (XQ == CU_T_Q8_1) {
+        switch (wtype) {
+        case CU_T_Q4_0: return mmvq_part_call<CU_T_Q4_0, CU_T_Q8_1>(row, x, K, j0, step);
+        case CU_T_Q5_0: return mmvq_part_call<CU_T_Q5_0, CU_T_Q8_1>(row, x, K, j0, step);
+        case CU_T_Q8_0: return mmvq_part_call<CU_T_Q8_0, CU_T_Q8_1>(row, x, K, j0, step);
+        default: break;
+        }
+    }
+    return 0.0f; /* unreachable: the launcher checks the types */
+}
+
+template <int XQ>
+static __device__ __forceinline__ void mmvq_part2_any(int wtype, const uint8_t *ra, const uint8_t *rb, const uint8_t *x, int64_t K, int j0,
+                                                      int step, float *pa, float *pb) {
+    switch (wtype) {
+    case CU_T_Q4_K: mmvq_part2_call<CU_T_Q4_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
+    case CU_T_Q5_K: mmvq_part2_call<CU_T_Q5_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
+    case CU_T_Q6_K: mmvq_part2_call<CU_T_Q6_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
+    default: break;
+    }
+    if (XQ == CU_T_Q8_1) {
+        switch (wtype) {
+        case CU_T_Q4_0: mmvq_part2_call<CU_T_Q4_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
+        case CU_T_Q5_0: mmvq_part2_call<CU_T_Q5_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
+        case CU_T_Q8_0: mmvq_part2_call<CU_T_Q8_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
+        default: break;
+        }
+    }
+    *pa = *pb = 0.0f; /* unreachable: the launcher checks the types */
+}
+
+/* row ra (and rb2 >= 0) of segment g dotted with x by a group of WPR warps; every lane of the group
+ * gets the sums. red: GF_WARPS * 2 floats of shared memory (WPR > 1). Called by every thread. */
+template <int XQ, int WPR>
+static __device__ __forceinline__ void group_dot2(const mseg &g, int64_t ra, int64_t rb2, bool live, const uint8_t *x, int64_t K, float *red,
+                                                  float *va, float *vb) {
+    const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5, wi = wp % WPR;
+    float a = 0.0f, b = 0.0f;
+    if (live && rb2 >= 0) {
+        mmvq_part2_any<XQ>(g.wtype, g.w + (uint64_t)ra * g.rb, g.w + (uint64_t)rb2 * g.rb, x, K, wi * 32 + lane, WPR * 32, &a, &b);
+        a = warp_sum(a);
+        b = warp_sum(b);
+    } else if (live) {
+        a = warp_sum(mmvq_part_any<XQ>(g.wtype, g.w + (uint64_t)ra * g.rb, x, K, wi * 32 + lane, WPR * 32));
+    }
+    if (WPR > 1) {
+        __syncthreads(); /* red is reused by every item */
+        if (lane == 0) red[2 * wp] = a, red[2 * wp + 1] = b;
+        __syncthreads();
+        a = b = 0.0f;
+        const int w0 = wp - wi;
+#pragma unroll
+        for (int k = 0; k < WPR; k++) a += red[2 * (w0 + k)], b += red[2 * (w0 + k) + 1];
+    }
+    *va = a, *vb = b;
+}
+
+static __device__ __forceinline__ void cache_put(const mseg &g, int64_t o, float v) {
+    if (g.f16) ((uint16_t *)g.cache)[o] = cu_f2h(v);
+    else ((float *)g.cache)[o] = v;
+}
+
+/* a plain segment's row n = v: the epilogue add, dst, and the KV cache column when asked */
+static __device__ __forceinline__ void plain_out(const mseg &g, int64_t n, float v, const int32_t *pos) {
+    v = g.ep.add ? v + g.ep.add[n] : v;
+    g.dst[n] = v;
+    if (g.cache) cache_put(g, (int64_t)pos[0] * g.N + n, v);
+}
+
+/* item n of segment g: compute and write it (the whole group calls it; live = n is real) */
+template <int XQ, int WPR>
+static __device__ __forceinline__ void mseg_item(const mseg &g, int64_t n, const uint8_t *x, int64_t K, const int32_t *pos, float *red) {
+    const bool first = (threadIdx.x & 31) == 0 && (threadIdx.x >> 5) % WPR == 0;
+    if (g.rot > 0) { /* item n: a rotation pair of one head, or (after all pairs) a row past n_rot */
+        const int half = g.rot / 2;
+        const int64_t H = g.N / g.D, np = H * half, nr = H * (g.D - g.rot);
+        const bool live = n < np + nr;
+        int64_t ra = 0, rb2 = -1;
+        int pi = 0;
+        if (live && n < np) {
+            const int64_t h = n / half;
+            pi = (int)(n % half);
+            ra = h * g.D + (g.rmode == 2 ? pi : 2 * pi);
+            rb2 = h * g.D + (g.rmode == 2 ? pi + half : 2 * pi + 1);
+        } else if (live) {
+            const int64_t q = n - np, h = q / (g.D - g.rot);
+            ra = h * g.D + g.rot + q % (g.D - g.rot);
+        }
+        float va, vb;
+        group_dot2<XQ, WPR>(g, ra, rb2, live, x, K, red, &va, &vb);
+        if (live && first) {
+            va = g.ep.add ? va + g.ep.add[ra] : va;
+            const int64_t o = (int64_t)pos[0] * g.N;
+            if (rb2 >= 0) {
+                vb = g.ep.add ? vb + g.ep.add[rb2] : vb;
+                float ya, yb;
+                rope_rot(va, vb, pi, pos[0], g.ts, g.fs, g.af, g.ff, &ya, &yb);
+                va = ya, vb = yb;
+                cache_put(g, o + rb2, vb);
+            }
+            cache_put(g, o + ra, va);
+        }
+        return;
+    }
+    const bool live = n < g.N;
+    float v, unused;
+    group_dot2<XQ, WPR>(g, live ? n : 0, -1, live, x, K, red, &v, &unused);
+    if (live && first) plain_out(g, n, v, pos);
+}
+
+/* items n0 < n1 of a plain (no RoPE) segment at once: both rows' loads in flight together */
+template <int XQ, int WPR>
+static __device__ __forceinline__ void mseg_item_pair(const mseg &g, int64_t n0, int64_t n1, const uint8_t *x, int64_t K, const int32_t *pos,
+                                                      float *red) {
+    const bool first = (threadIdx.x & 31) == 0 && (threadIdx.x >> 5) % WPR == 0;
+    const bool l0 = n0 < g.N, l1 = n1 < g.N;
+    float v0, v1;
+    group_dot2<XQ, WPR>(g, l0 ? n0 : 0, l1 ? n1 : -1, l0, x, K, red, &v0, &v1);
+    if (first && l0) plain_out(g, n0, v0, pos);
+    if (first && l1) plain_out(g, n1, v1, pos);
+}
+
+
+template <int XQ, int PRO, int WPR, int VM, int NW>
+__global__ void __launch_bounds__(NW * 32) k_gemv_fused(mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, gpro pr, int R,
+                                                             int prefetch) {
+    __shared__ __align__(16) uint8_t sx[PRO == GP_NONE ? 16 : (XQ == CU_T_Q8_1 ? GF_MAXK / 32 * sizeof(blk_q8_1) : GF_MAXK / 256 * sizeof(blk_q8_K))];
+    __shared__ double part[NW];
+    __shared__ float red[2 * NW];
+    constexpr int G = NW / WPR;
+    unsigned b = blockIdx.x;
+    int k = 0;
+    while (k + 1 < m.n && b >= m.s[k].nb) b -= m.s[k].nb, k++;
+    const mseg &g = m.s[k];
+    const int64_t item0 = (int64_t)b * G * R;
+    if (prefetch && g.rot == 0 && item0 < g.N) { /* this block's rows */
+        const int64_t r1 = item0 + (int64_t)G * R < g.N ? item0 + (int64_t)G * R : g.N;
+        prefetch_rows(g.w + (uint64_t)item0 * g.rb, (uint64_t)(r1 - item0) * g.rb, threadIdx.x, NW * 32);
+    }
+    CU_PDL_ENTRY();
+    const uint8_t *x = xq;
+    if (PRO == GP_NORM) {
+        act_build<XQ, NW * 32, AQ_NORM, VM>(sx, K, pr.x, pr.w, pr.eps, NULL, NULL, NULL, NULL, 0, part);
+        __syncthreads();
+        x = sx;
+    } else if (PRO == GP_GLU) {
+        act_build<XQ, NW * 32, AQ_GLU, VM>(sx, K, NULL, NULL, 0.0f, NULL, NULL, pr.g, pr.u, pr.gelu, part);
+        __syncthreads();
+        x = sx;
+    }
+    const int grp = (threadIdx.x >> 5) / WPR;
+    int r = 0;
+    if (g.rot == 0) /* two rows at a time */
+        for (; r + 1 < R; r += 2) mseg_item_pair<XQ, WPR>(g, item0 + (int64_t)r * G + grp, item0 + (int64_t)(r + 1) * G + grp, x, K, pos, red);
+    for (; r < R; r++) mseg_item<XQ, WPR>(g, item0 + (int64_t)r * G + grp, x, K, pos, red);
+}
+
+static int gf_sms = 0; /* multiprocessors (blocks per launch target), read once */
+static int gf_bps = 8, gf_rows = 0, gf_prefetch = 1, gf_nw_none = 4;
+extern "C" void cu_gemv_set_tuning(int blocks_per_sm, int rows_per_group, int prefetch, int warps_plain) {
+    gf_nw_none = warps_plain == 8 ? 8 : 4;
+    gf_bps = blocks_per_sm > 0 ? blocks_per_sm : 8;
+    gf_rows = rows_per_group > 0 ? rows_per_group : 0;
+    gf_prefetch = prefetch ? 1 : 0;
+}
+
+/* blocks of kernel k a multiprocessor holds at once (registers, shared memory), read once */
+template <typename K> static int gf_occupancy(K k, int threads, int *cache) {
+    if (*cache <= 0) {
+        int n = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, threads, 0) != cudaSuccess || n < 1) n = 1;
+        *cache = n;
+    }
+    return *cache;
+}
+
+/* launch k with blocks sized for the items: R items per row group, enough blocks to fill every
+ * multiprocessor's resident slots (at most gf_bps each), no more waves than needed */
+template <int XQ, int PRO, int WPR, int VM, int NW = GF_WARPS>
+static void gf_launch1(cudaStream_t st, mseg_set m, const int64_t *items, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr) {
+    static int occ;
+    const int res = gf_occupancy(k_gemv_fused<XQ, PRO, WPR, VM, NW>, NW * 32, &occ);
+    const int bps = gf_bps < res ? gf_bps : res, G = NW / WPR;
+    int64_t total = 0;
+    for (int k = 0; k < m.n; k++) total += items[k];
+    /* without a prologue a block costs nothing to start: one item per group, the most blocks
+     * (k_mmvq's shape; fewer, longer-running blocks measured slower); with one, items per group
+     * from the occupancy target, so the prologue is not redone by more blocks than fit */
+    int R = PRO == GP_NONE && gf_rows <= 0 ? 1 : gf_rows;
+    if (R <= 0) {
+        const int64_t per = (int64_t)G * bps * gf_sms;
+        R = (int)((total + per - 1) / per);
+        if (R < 1) R = 1;
+    }
+    unsigned blocks = 0;
+    for (int k = 0; k < m.n; k++) blocks += (m.s[k].nb = cu_div_up(items[k], (int64_t)G * R));
+    cu_launch(k_gemv_fused<XQ, PRO, WPR, VM, NW>, blocks, NW * 32, st, m, xq, K, pos, pr, R, gf_prefetch);
+}
+
+template <int XQ, int PRO>
+static void gf_launch(int wpr, bool small, cudaStream_t st, const mseg_set &m, const int64_t *items, const uint8_t *xq, int64_t K,
+                      const int32_t *pos, const gpro &pr) {
+    if (PRO == GP_NONE && gf_nw_none == 4) { /* no prologue: 128-thread blocks (k_mmvq's shape) */
+        if (wpr == 4) gf_launch1<XQ, PRO, 4, 1, 4>(st, m, items, xq, K, pos, pr);
+        else gf_launch1<XQ, PRO, 1, 1, 4>(st, m, items, xq, K, pos, pr);
+    } else if (PRO == GP_NONE) {
+        if (wpr == 4) gf_launch1<XQ, PRO, 4, 1>(st, m, items, xq, K, pos, pr);
+        else gf_launch1<XQ, PRO, 1, 1>(st, m, items, xq, K, pos, pr);
+    } else if (small) {
+        if (wpr == 4) gf_launch1<XQ, PRO, 4, 8>(st, m, items, xq, K, pos, pr);
+        else gf_launch1<XQ, PRO, 1, 8>(st, m, items, xq, K, pos, pr);
+    } else {
+        if (wpr == 4) gf_launch1<XQ, PRO, 4, AQ_MAXV>(st, m, items, xq, K, pos, pr);
+        else gf_launch1<XQ, PRO, 1, AQ_MAXV>(st, m, items, xq, K, pos, pr);
+    }
+}
+
+extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos,
+                                        const cu_gemv_pro *pro) {
+    if (n < 1 || n > CU_MULTI_MAX) return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMV segments (1..%d)", n, CU_MULTI_MAX);
+    const int pk = pro ? pro->kind : CU_PRO_NONE;
+    if (pk != CU_PRO_NONE && !aq_fits(xtype, K, GF_WARPS * 32))
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: GEMV prologue over K = %lld (at most %d, whole activation blocks)", (long long)K, GF_MAXK);
+    if (pk == CU_PRO_NONE && !xq) return sb_fail(SB_ERR_INTERNAL, "cuda: multi-GEMV without an activation");
+    const int wpr = K > CU_MMVQ_LONG_K ? 4 : 1;
+    if (!gf_sms) gf_sms = cu_sm_count() > 0 ? cu_sm_count() : 132;
+    mseg_set m;
+    memset(&m, 0, sizeof m);
+    m.n = n;
+    int64_t items[CU_MULTI_MAX];
+    for (int k = 0; k < n; k++) {
+        const int t = seg[k].wtype;
+        const bool kq = t == CU_T_Q4_K || t == CU_T_Q5_K || t == CU_T_Q6_K;
+        if (!(xtype == CU_T_Q8_1 ? cu_has_mmvq(t) : xtype == CU_T_Q8_K && kq))
+            return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no dp4a GEMV for weight type %d x activation type %d", t, xtype);
+        if (seg[k].cache && seg[k].ctype != CU_T_F32 && seg[k].ctype != CU_T_F16)
+            return sb_fail(SB_ERR_UNSUPPORTED, "cuda: KV cache of type %d (F32 or F16)", seg[k].ctype);
+        if (seg[k].rot > 0 && (!seg[k].cache || seg[k].D <= 0 || seg[k].N % seg[k].D || seg[k].rot % 2 || seg[k].rot > seg[k].D))
+            return sb_fail(SB_ERR_UNSUPPORTED, "cuda: GEMV segment with RoPE of %d dims over heads of %lld (N %lld)", seg[k].rot,
+                           (long long)seg[k].D, (long long)seg[k].N);
+        /* a RoPE segment has N/D * (rot/2 + D - rot) items (pairs, then unrotated rows) */
+        items[k] = seg[k].rot > 0 ? seg[k].N / seg[k].D * (seg[k].rot / 2 + seg[k].D - seg[k].rot) : seg[k].N;
+    }
+    int64_t total = 0;
+    for (int k = 0; k < n; k++) {
+        const int t = seg[k].wtype;
+        total += items[k];
+        m.s[k] = mseg{seg[k].dst, (const uint8_t *)seg[k].w, mmvq_row_bytes(t, K), seg[k].N, seg[k].ep, seg[k].cache, t,
+                      seg[k].ctype == CU_T_F16, 0, seg[k].rot, seg[k].rmode, (int)seg[k].D,
+                      seg[k].theta_scale, seg[k].freq_scale, seg[k].attn_factor, seg[k].ff};
+    }
+    if (total == 0) return SB_OK;
+    const cudaStream_t st = (cudaStream_t)s;
+    const uint8_t *x = (const uint8_t *)xq;
+    gpro pr = {NULL, NULL, NULL, NULL, 0.0f, 0};
+    if (pk == CU_PRO_NORM) pr = gpro{pro->x, pro->w, NULL, NULL, pro->eps, 0};
+    if (pk == CU_PRO_GLU) pr = gpro{NULL, NULL, pro->g, pro->u, 0.0f, pro->gelu ? 1 : 0};
+    const bool small = aq_fits(xtype, K, GF_WARPS * 32, 8);
+    if (xtype == CU_T_Q8_1) {
+        if (pk == CU_PRO_NORM) gf_launch<CU_T_Q8_1, GP_NORM>(wpr, small, st, m, items, x, K, pos, pr);
+        else if (pk == CU_PRO_GLU) gf_launch<CU_T_Q8_1, GP_GLU>(wpr, small, st, m, items, x, K, pos, pr);
+        else gf_launch<CU_T_Q8_1, GP_NONE>(wpr, small, st, m, items, x, K, pos, pr);
+    } else {
+        if (pk == CU_PRO_NORM) gf_launch<CU_T_Q8_K, GP_NORM>(wpr, small, st, m, items, x, K, pos, pr);
+        else if (pk == CU_PRO_GLU) gf_launch<CU_T_Q8_K, GP_GLU>(wpr, small, st, m, items, x, K, pos, pr);
+        else gf_launch<CU_T_Q8_K, GP_NONE>(wpr, small, st, m, items, x, K, pos, pr);
+    }
+    return cu_after_launch("k_gemv_fused");
+}
