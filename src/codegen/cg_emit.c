@@ -3,15 +3,16 @@
  * codegen/cg_emit.c — a planned node → cg_group (its shape signature) → CUDA C source for one
  * launch variant. The source is small: constants (E, rows, eps, scales, broadcast flags, op chain,
  * quant type, threads, rows per block) plus calls into backend/cuda/device/act_quant.cuh — the same
- * helpers k_quantize.cu uses (quant_row, block_rms_scale, src_norm/src_glu/src_plain, silu1q,
- * gelu1q), so quantization is bit-identical to the hand-written kernels (q8_K = the CPU reference
- * quantize_row_q8_K_ref). Elementwise chains follow k_rows.cu's k_ew_rows step by step (same
- * formulas: v*(1/c) inside tanhf for softcap, sum of squares in double for rms_norm).
+ * helpers k_quantize.cu uses (quant_row, act_build, block_rms_scale, src_norm/src_glu/src_plain,
+ * common.cuh's cu_silu/cu_gelu), so quantization is bit-identical to the hand-written kernels
+ * (q8_K = the CPU reference quantize_row_q8_K_ref). Elementwise chains follow k_rows.cu's k_ew_rows
+ * step by step (same formulas: v*(1/c) inside tanhf for softcap, sum of squares in double for
+ * rms_norm). Quantizers hold the row in registers (act_build) when it fits, else quant_row's loop.
  * Layer 3 (codegen). Pure: no I/O, no globals.
  * Geometry: grid = ceil(rows / rpb) blocks of `threads`; block b does rows b*rpb .. b*rpb+rpb-1 one
  * after another (a barrier between rows when the kernel reduces). Thread i of a row owns elements
- * i, i + threads, ... for the elementwise parts; quantization goes through quant_row (warp w owns
- * quant blocks w, w + threads/32, ...).
+ * i, i + threads, ... for the elementwise parts; in quantization warp w owns quant blocks w,
+ * w + threads/32, ...
  * Rows: a compile-time 1 for decode (T = 1); any other count is cg_params.rows at run time, so
  * prefill chunks of every length share one compiled kernel per (E, chain, variant) — a new prompt
  * length costs no compile, only a re-tune (timing launches of cached kernels).
@@ -316,8 +317,8 @@ static void emit_steps(sbuf *b, const cg_group *g, int k0, int k1) {
             break;
         case CG_EW_SCALE: put(b, "            v = v * %s;\n", f); break;
         case CG_EW_SOFTCAP: put(b, "            v = tanhf(v * (1.0f / %s)) * %s;\n", f, f); break;
-        case CG_EW_SILU: put(b, "            v = silu1q(v);\n"); break;
-        case CG_EW_GELU: put(b, "            v = gelu1q(v);\n"); break;
+        case CG_EW_SILU: put(b, "            v = cu_silu(v);\n"); break;
+        case CG_EW_GELU: put(b, "            v = cu_gelu(v);\n"); break;
         default: break;
         }
     }
