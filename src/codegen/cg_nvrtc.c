@@ -167,8 +167,9 @@ sb_status cg_nvrtc_compile(const char *src, const char *name, int arch, uint8_t 
     *is_ptx = false;
     SB_TRY(cg_nvrtc_load());
     if (arch < 50 || arch > 1000) return sb_fail(SB_ERR_INVALID_ARG, "codegen: GPU arch %d", arch);
-    const char *hn[16], *ht[16];
-    int nh = cg_n_headers < 16 ? cg_n_headers : 16;
+    const char *hn[64], *ht[64];
+    const int nh = cg_n_headers;
+    if (nh > 64) return sb_fail(SB_ERR_INTERNAL, "codegen: %d embedded headers (at most 64)", nh);
     for (int i = 0; i < nh; i++) hn[i] = cg_headers[i].name, ht[i] = cg_headers[i].text;
     /* sm_XX when this NVRTC knows the arch; else PTX for the newest compute_XX it knows (the driver
      * JIT-compiles it for the GPU) */

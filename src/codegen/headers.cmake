@@ -2,9 +2,13 @@
 # codegen/headers.cmake — included by the top-level CMakeLists.txt after sb_layer(codegen ...):
 # generates cg_headers.c (embed.cmake) from the device headers the generated kernels include and
 # the NVRTC shims, rebuilt whenever one of them changes, and adds it to sb_codegen.
-set(SB_CG_NAMES
-  "backend/cuda/device/common.cuh=backend/cuda/device/common.cuh"
-  "backend/cuda/device/act_quant.cuh=backend/cuda/device/act_quant.cuh"
+# every device header (a new #include among them needs no edit here), quant/blocks.h, the shims
+file(GLOB SB_CG_DEVICE RELATIVE ${CMAKE_SOURCE_DIR}/src CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/cuda/device/*.cuh)
+set(SB_CG_NAMES "")
+foreach(h ${SB_CG_DEVICE})
+  list(APPEND SB_CG_NAMES "${h}=${h}")
+endforeach()
+list(APPEND SB_CG_NAMES
   "quant/blocks.h=quant/blocks.h"
   "stdint.h=codegen/shim/stdint.h"
   "stddef.h=codegen/shim/stddef.h"
