@@ -83,9 +83,9 @@ fi
 SB_CUDA_PDL=0 timeout 60 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_nopdl.log" 2>&1
 SB_CUDA_PDL=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_nopdl.log" 2>&1
 echo "SB_CUDA_PDL=0: ops $(tail -1 "$OUTD/test_cuda_ops_nopdl.log"); models $(tail -1 "$OUTD/test_cuda_models_nopdl.log")"
-# the tests under the opt-in knobs (decode attention split floor; GEMV prologues, K's RoPE in the
+# the tests under the opt-in knobs (GEMV prologues, K's RoPE in the
 # Q/K/V launch, register quantizers: the fully fused decode path)
-SB_CUDA_ATTN_CHUNK=64 SB_CUDA_PRO=1 SB_CUDA_ROPEK=1 SB_CUDA_AQ=1 timeout 60 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_knobs.log" 2>&1
+SB_CUDA_PRO=1 SB_CUDA_ROPEK=1 SB_CUDA_AQ=1 timeout 60 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_knobs.log" 2>&1
 SB_CUDA_PRO=1 SB_CUDA_ROPEK=1 SB_CUDA_AQ=1 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_knobs.log" 2>&1
 echo "opt-in knobs: ops $(tail -1 "$OUTD/test_cuda_ops_knobs.log"); models $(tail -1 "$OUTD/test_cuda_models_knobs.log")"
 echo "tests done: $(( $(date +%s) - t0 )) s"

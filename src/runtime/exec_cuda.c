@@ -126,7 +126,6 @@ struct exec_cuda {
     int sms;
     int attn_variant;     /* attention kernels (env SB_CUDA_ATTN): 1, 2 (k_attention.cu), default 3 = 2 for decode, k_fattn.cu for prefill */
     int attn_split_mul;   /* decode attention: splits per head = mul * SMs / heads (env SB_CUDA_ATTN_SPLITS, default 2) */
-    int attn_min_chunk;   /* decode attention: keys per split at least (env SB_CUDA_ATTN_CHUNK, default 0: off) */
     exec_cuda_stats st;
     /* profile: device ms and kernel launches per family, runs profiled */
     double prof_ms[PROF_FAMILIES];
@@ -168,8 +167,6 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->attn_variant = av && av[0] >= '1' && av[0] <= '3' ? av[0] - '0' : 3;
     const char *asp = getenv("SB_CUDA_ATTN_SPLITS");
     cx->attn_split_mul = asp && atoi(asp) > 0 ? atoi(asp) : 2;
-    const char *ac = getenv("SB_CUDA_ATTN_CHUNK");
-    cx->attn_min_chunk = ac ? atoi(ac) : 0;
     const char *fe = getenv("SB_CUDA_FUSE");
     cx->fuse = !(fe && fe[0] == '0');
     const char *rk = getenv("SB_CUDA_ROPEK");
@@ -462,8 +459,7 @@ static int attn_nsplit(const exec_cuda *cx, const plan *p, const ir_node *n) {
 static cu_attn_args attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) {
     const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
     return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .T = q->ne[2], .ctype = k->dtype, .scale = n->fp[0],
-                          .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n), .variant = cx->attn_variant == 1 ? 1 : 2,
-                          .min_chunk = cx->attn_min_chunk};
+                          .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n), .variant = cx->attn_variant == 1 ? 1 : 2};
 }
 
 // ---- executor-level fusion ----

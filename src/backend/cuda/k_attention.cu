@@ -6,16 +6,12 @@
  * window) of kv head h / (Hq/Hkv): s_j = (q . k_j) * scale, then c*tanh(s_j/c) if softcap;
  * out = sum_j softmax(s)_j v_j. Online softmax in f32 (running max m, sum l, rescaled acc).
  * Positions (and so the KV length) are read from device memory: one captured graph serves
- * every decode step; the split count is fixed per plan and each split takes ceil(n/nsplit) keys,
- * but at least min_chunk (with the in-kernel merge): splits past the keys exit at once, and a
- * context of up to min_chunk keys runs one block per head without any merge.
+ * every decode step; the split count is fixed per plan and each split takes ceil(n/nsplit) keys.
  * Geometry: k_attn: grid (Hq, T, nsplit), 4 warps; lane l holds acc dims l, l+32, ... (D <= 256,
  * 8 registers). Variant 1 (SB_CUDA_ATTN=1): warp w takes keys w, w+4, ... of its split, scores by
  * warp shuffle sums — ~2 dependent memory latencies per key. Variant 2 (default): warp w takes
  * 32-key tiles w, w+4, ..., lane = key for the score (q from shared memory), then a V pass with 4
- * keys' loads in flight. H200, Qwen2.5-0.5B: v2 1.9x faster at depth 4096, ~6% slower at depth 0,
- * so variant 2 takes the tiles only for splits of at least ATT_TILE_MIN keys (decided per block
- * from the position: one kernel, one captured graph, both regimes).
+ * keys' loads in flight. H200, Qwen2.5-0.5B: v2 1.9x faster at depth 4096, ~6% slower at depth 0.
  * The 4 warps merge through shared memory. nsplit == 1 writes out directly, else (m, l, acc[D])
  * partials go to scratch and the last split block of each (t, h) (an atomic counter per row,
  * reset by that block) stages them in shared memory and merges (k_attn_combine only without
@@ -35,7 +31,6 @@
 #define ATT_WARPS 4
 #define ATT_DL 8 /* dims per lane: D <= 256 */
 #define ATT_MERGE_SMEM 2048 /* floats of split partials the merging block stages in shared memory */
-#define ATT_TILE_MIN 128    /* variant 2 walks 32-key tiles only for splits of at least this many keys */
 
 static __device__ __forceinline__ float kv_ld(const void *c, int f16, int64_t i) {
     return f16 ? cu_h2f(((const uint16_t *)c)[i]) : ((const float *)c)[i];
@@ -100,7 +95,7 @@ static __device__ __forceinline__ void attn_merge(float *dst, blk_q8_1 *xq, cons
 template <int VARIANT>
 __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos,
                                                          int D, int Hq, int Hkv, int f16, float scale, float softcap, int window,
-                                                         int nsplit, float *part, attn_rope rp, unsigned *cnt, blk_q8_1 *xq, int min_chunk) {
+                                                         int nsplit, float *part, attn_rope rp, unsigned *cnt, blk_q8_1 *xq) {
     CU_PDL_ENTRY();
     __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
     __shared__ float sm_acc[ATT_WARPS][ATT_DL * 32];
@@ -112,16 +107,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
     const int64_t Dkv = (int64_t)D * Hkv;
     const int64_t p = pos[t];
     const int64_t lo = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
-    const int64_t n = p - lo + 1;
-    int64_t chunk = (n + nsplit - 1) / nsplit;
-    /* splits in use for this position (in-kernel merge only): at least min_chunk keys each, so a
-     * short context runs one block per head and no merge; the blocks beyond leave at once */
-    int ns = nsplit;
-    if (nsplit > 1 && cnt && chunk < min_chunk) {
-        chunk = min_chunk;
-        ns = (int)((n + chunk - 1) / chunk);
-        if (sp >= ns) return;
-    }
+    const int64_t n = p - lo + 1, chunk = (n + nsplit - 1) / nsplit;
     const int64_t j0 = lo + sp * chunk, j1 = j0 + chunk < p + 1 ? j0 + chunk : p + 1;
 
     float qv[ATT_DL], acc[ATT_DL];
@@ -148,7 +134,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
         acc[k] = 0.0f;
     }
     float m = -INFINITY, l = 0.0f;
-    if (VARIANT == 2 && chunk >= ATT_TILE_MIN) { /* 32-key tiles pay from ~a tile per warp; shorter splits walk keys one by one */
+    if (VARIANT == 2) {
         for (int64_t jb = j0 + 32 * w; jb < j1; jb += 32 * ATT_WARPS) {
             const int64_t j = jb + lane;
             const bool ok = j < j1;
@@ -233,38 +219,38 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
         float a = 0.0f;
 #pragma unroll
         for (int k = 0; k < ATT_WARPS; k++) a += sm_acc[k][d] * f[k];
-        if (ns == 1) {
+        if (nsplit == 1) {
             const float v = a / L;
             dst[o * D + d] = v;
             if (xq) q8_1_store(xq + (o * D + d) / 32, v, d & 31); /* the output's q8_1 blocks too (D % 32 == 0) */
         } else
             part[(o * nsplit + sp) * (D + 2) + 2 + d] = a;
     }
-    if (ns > 1 && threadIdx.x == 0) {
+    if (nsplit > 1 && threadIdx.x == 0) {
         part[(o * nsplit + sp) * (D + 2)] = M;
         part[(o * nsplit + sp) * (D + 2) + 1] = L;
     }
-    if (ns > 1 && cnt) { /* the last split block of (t, h) merges (threadfence reduction) */
+    if (nsplit > 1 && cnt) { /* the last split block of (t, h) merges (threadfence reduction) */
         __shared__ int last;
         __threadfence();
         __syncthreads();
         if (threadIdx.x == 0) {
             const unsigned prev = atomicAdd(&cnt[o], 1u);
-            last = prev == (unsigned)ns - 1;
+            last = prev == (unsigned)nsplit - 1;
         }
         __syncthreads();
         if (!last) return;
         __threadfence();
         const float *pp = part + o * nsplit * (D + 2);
-        const int np = ns * (D + 2);
+        const int np = nsplit * (D + 2);
         if (np <= ATT_MERGE_SMEM) { /* stage the partials in shared memory: parallel L2 reads, then the same merge */
             __shared__ float sm_part[ATT_MERGE_SMEM];
 #pragma unroll 4
             for (int i = threadIdx.x; i < np; i += ATT_WARPS * 32) sm_part[i] = __ldcg(pp + i);
             __syncthreads();
-            attn_merge<false>(dst, xq, sm_part, o, D, ns, threadIdx.x, ATT_WARPS * 32);
+            attn_merge<false>(dst, xq, sm_part, o, D, nsplit, threadIdx.x, ATT_WARPS * 32);
         } else {
-            attn_merge<true>(dst, xq, pp, o, D, ns, threadIdx.x, ATT_WARPS * 32);
+            attn_merge<true>(dst, xq, pp, o, D, nsplit, threadIdx.x, ATT_WARPS * 32);
         }
         if (threadIdx.x == 0) cnt[o] = 0; /* ready for the next attention */
     }
@@ -297,10 +283,10 @@ extern "C" sb_status cu_attention(cu_stream s, float *dst, const float *q, const
     blk_q8_1 *xq = (blk_q8_1 *)a->xq;
     if (a->variant == 2)
         cu_launch(k_attn<2>, grid, ATT_WARPS * 32, st, dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale,
-                                                   a->softcap, a->window, a->nsplit, scratch, rp, cnt, xq, a->min_chunk);
+                                                   a->softcap, a->window, a->nsplit, scratch, rp, cnt, xq);
     else
         cu_launch(k_attn<1>, grid, ATT_WARPS * 32, st, dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale,
-                                                   a->softcap, a->window, a->nsplit, scratch, rp, cnt, xq, a->min_chunk);
+                                                   a->softcap, a->window, a->nsplit, scratch, rp, cnt, xq);
     sb_status r = cu_after_launch("k_attn");
     if (r != SB_OK || a->nsplit == 1 || cnt) return r;
     cu_launch(k_attn_combine, dim3((unsigned)a->Hq, (unsigned)a->T), a->D < 32 ? 32 : ((unsigned)a->D + 31) / 32 * 32, st, dst, scratch, (int)a->D,

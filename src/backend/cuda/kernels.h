@@ -194,7 +194,6 @@ typedef struct cu_attn_args {
     int window;               /* 0 = none */
     int nsplit;               /* KV splits (flash-decoding); 1 = none */
     int variant;              /* 1 = key per warp step, 2 (default) = 32 keys per warp step (k_attention.cu) */
-    int min_chunk;            /* decode splits take at least this many keys (0: ceil(n/nsplit) always) */
     /* Q's RoPE applied as q is loaded (executor fusion of the ROPE before the attention; the same
      * math as cu_rope, bit for bit): q_rot = 0 none, else q is the unrotated [D,Hq,T] */
     int q_rot, q_mode;
