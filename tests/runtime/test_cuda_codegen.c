@@ -40,13 +40,13 @@
 
 static uint64_t seed = 0xC0DE6E4;
 
-static float *rnd(int64_t n, float scale) {
+__attribute__((unused)) static float *rnd(int64_t n, float scale) {
     float *x = malloc((size_t)n * sizeof *x);
     for (int64_t i = 0; i < n; i++) x[i] = scale * test_rand_normal(&seed);
     return x;
 }
 
-static double nmse(const float *a, const float *ref, int64_t n, int64_t *nan) {
+__attribute__((unused)) static double nmse(const float *a, const float *ref, int64_t n, int64_t *nan) {
     double num = 0, den = 0;
     *nan = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -60,7 +60,7 @@ static double nmse(const float *a, const float *ref, int64_t n, int64_t *nan) {
     return *nan ? 1e30 : den > 0 ? num / den : num;
 }
 
-static void expect(double v, double limit, const char *label) {
+__attribute__((unused)) static void expect(double v, double limit, const char *label) {
     printf("%-70s NMSE %.3e (limit %.0e)%s\n", label, v, limit, v <= limit ? "" : "  FAIL");
     CHECKF(v <= limit, "%s: NMSE %.3e > %.0e", label, v, limit);
 }
