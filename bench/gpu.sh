@@ -16,7 +16,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 if [ "${1:-}" = "--pack" ]; then
     B=${2:?usage: bench/gpu.sh --pack BUILD_DIR}
     S=$(mktemp -d) && rm -rf "$ROOT/.gpubin" && mkdir -p "$ROOT/.gpubin" &&
-    cp "$B/sb" "$B/tests/runtime_test_cuda_ops" "$B/tests/runtime_test_cuda_models" "$S/" &&
+    cp "$B/sb" "$B/tests/runtime_test_cuda_ops" "$B/tests/runtime_test_cuda_models" "$S/" && { [ ! -x "$B/tests/runtime_test_cuda_codegen" ] || cp "$B/tests/runtime_test_cuda_codegen" "$S/"; } &&
     cp -L "$B/libsonicboom.so.0" "$S/libsonicboom.so.0" &&
     cp -L "$(ldconfig -p | awk '/libpcre2-8.so.0 / {print $NF; exit}')" "$S/libpcre2-8.so.0" &&
     tar cf - -C "$S" . | xz -T2 -6 --lzma2=preset=6,dict=64MiB >"$ROOT/.gpubin/prebuilt.tar.xz" && cp "$S/libpcre2-8.so.0" "$ROOT/.gpubin/" && rm -rf "$S" || exit 1
