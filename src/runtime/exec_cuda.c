@@ -15,7 +15,8 @@
  * residual add + rms_norm_quant, Q/K/V and gate/up as one multi-GEMV launch (hoisted results in a
  * private region after the plan) with V's kv_store folded in, Q's RoPE and the output quantize into
  * the attention. Each is bit-identical to the unfused kernels (tested on every model).
- * Non-goals: overlap of independent nodes, multiple streams, NVRTC codegen (docs/cuda.md).
+ * Generated kernels (SB_CODEGEN=1): cg_prepare / CG_TRY below (docs/codegen.md).
+ * Non-goals: overlap of independent nodes, multiple streams (docs/cuda.md).
  */
 #include "runtime/exec_cuda.h"
 

@@ -7,7 +7,8 @@
  * text (cudaGetLastError after the launch); nothing aborts, nothing synchronizes.
  * Shapes: ne[0] innermost; E row length, T tokens/rows, K matmul inner dim, N output rows,
  * D head_dim, Hq/Hkv heads, C cache length. All f32 unless a type id says otherwise.
- * Non-goals: NVRTC-generated kernels, autotuning (docs/cuda.md), multi-GPU.
+ * Loading and launching NVRTC-generated kernels is cu_module.cu (cu_gen_*); generating them is
+ * codegen/ (docs/codegen.md). Non-goals: multi-GPU.
  */
 #ifndef SB_BACKEND_CUDA_KERNELS_H
 #define SB_BACKEND_CUDA_KERNELS_H
