@@ -125,10 +125,7 @@ __global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, ui
             *(int4 *)&xs[at][aj * 8 + 4] = make_int4(xr[4], xr[5], xr[6], xr[7]);
             xd[aj][at] = xd8;
             if (DM) {
-                int sq = 0;
-#pragma unroll
-                for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, xr[i], sq);
-                xm[aj][at] = xd8 * (float)sq;
+                xm[aj][at] = xd8 * (float)cu_dp4a_sum(xr);
             }
         }
     };

@@ -70,16 +70,7 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
             if (c < nt) {
                 float d8;
                 const int *qy = cu_act_sub<XQ>(x, K, t0 + c, j, &d8);
-                int s0 = 0, s1 = 0, sq = 0;
-#pragma unroll
-                for (int i = 0; i < 4; i++) s0 = __dp4a(ws.w[i], qy[i], s0);
-#pragma unroll
-                for (int i = 4; i < 8; i++) s1 = __dp4a(ws.w[i], qy[i], s1);
-                if (ws.dm != 0.0f) {
-#pragma unroll
-                    for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, qy[i], sq);
-                }
-                acc[c] += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)sq);
+                mmvq_sub_acc(&acc[c], ws, qy, d8);
             }
         }
     }
@@ -155,16 +146,11 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_rows(float *dst, const
                 int qy[8];
 #pragma unroll
                 for (int i = 0; i < 8; i++) qy[i] = qp[i];
-                int sq = 0;
-#pragma unroll
-                for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, qy[i], sq);
+                const int sq = cu_dp4a_sum(qy);
 #pragma unroll
                 for (int r = 0; r < MMVQ_R; r++) {
-                    int s0 = 0, s1 = 0;
-#pragma unroll
-                    for (int i = 0; i < 4; i++) s0 = __dp4a(ws[r].w[i], qy[i], s0);
-#pragma unroll
-                    for (int i = 4; i < 8; i++) s1 = __dp4a(ws[r].w[i], qy[i], s1);
+                    int s0, s1;
+                    cu_dp4a_halves(ws[r].w, qy, &s0, &s1);
                     acc[r][c] += d8 * (ws[r].d0 * (float)s0 + ws[r].d1 * (float)s1 + ws[r].dm * (float)sq);
                 }
             }
@@ -234,7 +220,7 @@ __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint6
                 const int *qp = cu_act_sub<XQ>(x, K, t0 + t, j0 + jj, &d8);
                 int sq = 0;
 #pragma unroll
-                for (int i = 0; i < 8; i++) {
+                for (int i = 0; i < 8; i++) { /* staged and summed in one pass over the loads */
                     const int q = qp[i];
                     xs[t][jj * 8 + i] = q;
                     sq = __dp4a(0x01010101, q, sq);
@@ -270,11 +256,8 @@ __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint6
                 const float d0 = wd[r][jj][0], d1 = wd[r][jj][1], dm = wd[r][jj][2];
 #pragma unroll
                 for (int c = 0; c < 2; c++) {
-                    int s0 = 0, s1 = 0;
-#pragma unroll
-                    for (int i = 0; i < 4; i++) s0 = __dp4a(wv[i], xv[c][i], s0);
-#pragma unroll
-                    for (int i = 4; i < 8; i++) s1 = __dp4a(wv[i], xv[c][i], s1);
+                    int s0, s1;
+                    cu_dp4a_halves(wv, xv[c], &s0, &s1);
                     acc[i4][c] += d8[c] * (d0 * (float)s0 + d1 * (float)s1 + dm * (float)sq[c]);
                 }
             }

@@ -19,6 +19,15 @@ static __device__ __forceinline__ void prefetch_rows(const uint8_t *p, uint64_t 
     for (uint64_t o = (uint64_t)tid * 128; o < bytes; o += (uint64_t)nth * 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
 }
 
+/* acc += one sub-block's dot: d8 * (d0*s0 + d1*s1 + dm*sum q), the min term only for types that
+ * have one (every T = 1 kernel and k_mmvq's token tiles step through here: the same bits) */
+static __device__ __forceinline__ void mmvq_sub_acc(float *acc, const cu_wsub &ws, const int *qy, float d8) {
+    int s0, s1, sq = 0;
+    cu_dp4a_halves(ws.w, qy, &s0, &s1);
+    if (ws.dm != 0.0f) sq = cu_dp4a_sum(qy);
+    *acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)sq);
+}
+
 /* one lane's partial of a T = 1 row dot: sub-blocks j0, j0 + step, ... of W row `row` with
  * activation x (shared by every T = 1 kernel, so fused and single launches are bit-identical) */
 template <int TYPE, int XQ>
@@ -30,16 +39,7 @@ static __device__ __forceinline__ float mmvq_part(const uint8_t *row, const uint
         cu_unpack<TYPE>(row, j, &ws);
         float d8;
         const int *qy = cu_act_sub<XQ>(x, K, 0, j, &d8);
-        int s0 = 0, s1 = 0, sq = 0;
-#pragma unroll
-        for (int i = 0; i < 4; i++) s0 = __dp4a(ws.w[i], qy[i], s0);
-#pragma unroll
-        for (int i = 4; i < 8; i++) s1 = __dp4a(ws.w[i], qy[i], s1);
-        if (ws.dm != 0.0f) {
-#pragma unroll
-            for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, qy[i], sq);
-        }
-        acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)sq);
+        mmvq_sub_acc(&acc, ws, qy, d8);
     }
     return acc;
 }
@@ -58,18 +58,7 @@ static __device__ __forceinline__ void mmvq_part2(const uint8_t *ra, const uint8
         float d8;
         const int *qy = cu_act_sub<XQ>(x, K, 0, j, &d8);
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            int s0 = 0, s1 = 0, sq = 0;
-#pragma unroll
-            for (int i = 0; i < 4; i++) s0 = __dp4a(ws[r].w[i], qy[i], s0);
-#pragma unroll
-            for (int i = 4; i < 8; i++) s1 = __dp4a(ws[r].w[i], qy[i], s1);
-            if (ws[r].dm != 0.0f) {
-#pragma unroll
-                for (int i = 0; i < 8; i++) sq = __dp4a(0x01010101, qy[i], sq);
-            }
-            acc[r] += d8 * (ws[r].d0 * (float)s0 + ws[r].d1 * (float)s1 + ws[r].dm * (float)sq);
-        }
+        for (int r = 0; r < 2; r++) mmvq_sub_acc(&acc[r], ws[r], qy, d8);
     }
     *pa = acc[0], *pb = acc[1];
 }

@@ -220,4 +220,21 @@ template <int XQ> static __device__ __forceinline__ const int *cu_act_sub(const 
     return (const int *)(xb->qs + 32 * (j % 8));
 }
 
+/* the integer parts of a sub-block dot: the two 16-value halves of w . q (exact, dp4a) */
+static __device__ __forceinline__ void cu_dp4a_halves(const int *w, const int *q, int *s0, int *s1) {
+    int a = 0, b = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) a = __dp4a(w[i], q[i], a);
+#pragma unroll
+    for (int i = 4; i < 8; i++) b = __dp4a(w[i], q[i], b);
+    *s0 = a, *s1 = b;
+}
+/* the sum of the 32 int8 activation values of a sub-block (for the K-quants' min term) */
+static __device__ __forceinline__ int cu_dp4a_sum(const int *q) {
+    int s = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) s = __dp4a(0x01010101, q[i], s);
+    return s;
+}
+
 #endif
