@@ -14,9 +14,9 @@
  * v = (x*scale)*w. GLU: v = act(g)*u with k_rows.cu's activations.
  * The device math (quant_row, q8_K_store, the value sources, block_rms_scale) is
  * device/act_quant.cuh, shared with the GEMV prologues and generated kernels.
- * Geometry: rows of up to 8192 values (aq_fits): one 256-thread block per row, every value in a
- * register (act_build: all loads in flight at once; the code of the GEMV prologues). Longer rows:
- * one 1024-thread block per row. q8_1: warp w takes 32-blocks w, w+32, ..., lane = element.
+ * Geometry: one 1024-thread block per row (default); with cu_act_set_fast (SB_CUDA_AQ=1, ~1%
+ * slower on the H200) rows of up to 8192 values (aq_fits) take one 256-thread block with every
+ * value in a register (act_build: all loads in flight at once; the code of the GEMV prologues). q8_1: warp w takes 32-blocks w, w+32, ..., lane = element.
  * q8_K: warp w takes 256-blocks w, w+32, ...; lane l holds elements 32k + l (k < 8), so a warp load
  * is one coalesced 128-byte row segment; max/sum by shuffles; half-warp sums give bsums.
  * Traffic: reads 4*E (x; +4E for w or u) per row, writes 36/32*E (q8_1) or 292/256*E (q8_K);

@@ -19,10 +19,6 @@
 
 #include "backend/cuda/device/common.cuh"
 
-/* the activations of GLU values: common.cuh's cu_silu / cu_gelu (one copy with k_rows.cu) */
-#define silu1q cu_silu
-#define gelu1q cu_gelu
-
 /* q8_K: element 32k + lane of the 256-block is v[k] (the whole warp stores one block) */
 static __device__ __forceinline__ void q8_K_store(blk_q8_K *b, const float v[8], int lane) {
     float ba = -1.0f, bv = 0.0f;
@@ -78,7 +74,7 @@ struct src_glu {
     int gelu;
     __device__ float operator()(int64_t i) const {
         const float a = g[i];
-        return (gelu ? gelu1q(a) : silu1q(a)) * u[i];
+        return (gelu ? cu_gelu(a) : cu_silu(a)) * u[i];
     }
 };
 
@@ -194,7 +190,7 @@ static __device__ __forceinline__ void act_build(void *dst, int64_t E, const flo
         for (int k = 0; k < PER; k++) {
             const int i = j * PER + k;
             if (bk < nb) {
-                if (KIND == AQ_GLU) v[i] = (gelu ? gelu1q(v[i]) : silu1q(v[i])) * bv[i];
+                if (KIND == AQ_GLU) v[i] = (gelu ? cu_gelu(v[i]) : cu_silu(v[i])) * bv[i];
                 if (KIND == AQ_NORM && b) {
                     v[i] = v[i] + bv[i];
                     sum_out[bk * BS + 32 * k + lane] = v[i];
