@@ -6,7 +6,8 @@
  * (b) empty, 132 x 256 threads; (c) a dependent 896-float read + write through global memory, one
  * block (the shape of a norm / residual hand-off between two decode kernels); (d) as (c) with 528
  * blocks of 256 threads each reading the 896 floats (a GEMV prologue's access pattern).
- * Prints µs per kernel for each. Standalone (nvcc bench/cuda_floor.cu -arch=sm_90 -o floor).
+ * (e)-(i): GEMV-like kernels streaming 3.1 MB of weights each, with the weight loads before or
+ * after the PDL wait (see k_stream). Prints µs per kernel for each. Standalone (nvcc bench/cuda_floor.cu -arch=sm_90 -o floor).
  * Non-goal: anything the runtime uses; this is a measurement of the hardware + driver floor.
  */
 #include <cuda_runtime.h>
@@ -34,7 +35,73 @@ __global__ void k_wide(float *x, float *y, int n) {
         for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = s[i] + 1.0f;
 }
 
+/* (e)-(i): a GEMV-like step — 132 blocks x 512 threads, each block streaming its own 24 KB slice
+ * of this kernel's 3.1 MB weight matrix (every kernel its own matrix: 96 x 3.1 MB does not fit the
+ * 50 MB L2, so weights come from HBM), reading the previous kernel's 132 outputs and writing one
+ * value per block. MODE: 0 (e) weights loaded after the PDL wait; 1 (f) loaded into registers
+ * before it; 2 (g) cp.async into shared memory before it; 3 (h) prefetched into L2 before it and
+ * loaded after; 4 (i) one TMA bulk copy into shared memory before it. The question: do loads
+ * issued before griddepcontrol.wait overlap the previous kernels? */
+#define ST_THREADS 512
+#define ST_N16 1536 /* 16-byte words a block: 24 KB */
+template <int MODE>
+__global__ void __launch_bounds__(ST_THREADS) k_stream(const float *x, float *y, const uint4 *w) {
+    extern __shared__ __align__(16) uint4 sm[];
+    __shared__ __align__(8) unsigned long long bar;
+    __shared__ float red[ST_THREADS / 32];
+    const uint4 *wb = w + (size_t)blockIdx.x * ST_N16;
+    const int tid = threadIdx.x;
+    uint4 r[ST_N16 / ST_THREADS];
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    if (MODE == 1)
+        for (int k = 0; k < ST_N16 / ST_THREADS; k++) r[k] = wb[tid + k * ST_THREADS];
+    if (MODE == 2) {
+        for (int k = 0; k < ST_N16 / ST_THREADS; k++) {
+            const unsigned d = (unsigned)__cvta_generic_to_shared(sm + tid + k * ST_THREADS);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(wb + tid + k * ST_THREADS) : "memory");
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+    if (MODE == 3)
+        for (int k = tid; k < ST_N16 / 8; k += ST_THREADS) asm volatile("prefetch.global.L2 [%0];" ::"l"(wb + 8 * k));
+    if (MODE == 4 && tid == 0) {
+        const unsigned b = (unsigned)__cvta_generic_to_shared(&bar), d = (unsigned)__cvta_generic_to_shared(sm);
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(b) : "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(ST_N16 * 16) : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(d), "l"(wb),
+                     "r"(ST_N16 * 16), "r"(b) : "memory");
+    }
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+    float acc = x[tid % 132];
+    if (MODE == 0 || MODE == 3)
+        for (int k = 0; k < ST_N16 / ST_THREADS; k++) r[k] = wb[tid + k * ST_THREADS];
+#if __CUDA_ARCH__ >= 900
+    if (MODE == 2) asm volatile("cp.async.wait_all;" ::: "memory");
+    if (MODE == 2 || MODE == 4) __syncthreads();
+    if (MODE == 4) {
+        const unsigned b = (unsigned)__cvta_generic_to_shared(&bar);
+        asm volatile("{\n\t.reg .pred p;\n\tW_%=:\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n\t@!p bra W_%=;\n\t}" ::"r"(b) : "memory");
+    }
+#endif
+    if (MODE == 2 || MODE == 4)
+        for (int k = 0; k < ST_N16 / ST_THREADS; k++) r[k] = sm[tid + k * ST_THREADS];
+    for (int k = 0; k < ST_N16 / ST_THREADS; k++) acc += __int_as_float((r[k].x ^ r[k].y ^ r[k].z ^ r[k].w) & 0x3f800000);
+    for (int o = 16; o; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if ((tid & 31) == 0) red[tid >> 5] = acc;
+    __syncthreads();
+    if (tid == 0) {
+        float s = 0.0f;
+        for (int k = 0; k < ST_THREADS / 32; k++) s += red[k];
+        y[blockIdx.x] = s;
+    }
+}
+
 static int run(const char *name, int kind, int pdl, int nk, float *a, float *b, cudaStream_t st) {
+    static uint4 *wbuf;
+    if (kind >= 4 && !wbuf) CK(cudaMalloc(&wbuf, (size_t)nk * 132 * ST_N16 * 16));
     cudaGraph_t g;
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
@@ -51,6 +118,15 @@ static int run(const char *name, int kind, int pdl, int nk, float *a, float *b, 
         if (kind == 1) { cfg.gridDim = 132; cfg.blockDim = 256; CK(cudaLaunchKernelEx(&cfg, k_empty, x)); }
         if (kind == 2) { cfg.gridDim = 1; cfg.blockDim = 256; CK(cudaLaunchKernelEx(&cfg, k_pass, x, y, 896)); }
         if (kind == 3) { cfg.gridDim = 528; cfg.blockDim = 256; CK(cudaLaunchKernelEx(&cfg, k_wide, x, y, 896)); }
+        const uint4 *wk = wbuf + (size_t)k * 132 * ST_N16;
+        cfg.gridDim = 132;
+        cfg.blockDim = ST_THREADS;
+        cfg.dynamicSmemBytes = kind == 6 || kind == 8 ? ST_N16 * 16 : 0;
+        if (kind == 4) CK(cudaLaunchKernelEx(&cfg, k_stream<0>, (const float *)x, y, wk));
+        if (kind == 5) CK(cudaLaunchKernelEx(&cfg, k_stream<1>, (const float *)x, y, wk));
+        if (kind == 6) CK(cudaLaunchKernelEx(&cfg, k_stream<2>, (const float *)x, y, wk));
+        if (kind == 7) CK(cudaLaunchKernelEx(&cfg, k_stream<3>, (const float *)x, y, wk));
+        if (kind == 8) CK(cudaLaunchKernelEx(&cfg, k_stream<4>, (const float *)x, y, wk));
     }
     CK(cudaStreamEndCapture(st, &g));
     CK(cudaGraphInstantiate(&ge, g, 0));
@@ -80,9 +156,12 @@ int main(void) {
     CK(cudaMemset(b, 0, 4096 * 4));
     cudaStream_t st;
     CK(cudaStreamCreate(&st));
-    const char *names[4] = {"(a) empty, 1 block", "(b) empty, 132 x 256", "(c) 896-float hand-off, 1 block", "(d) 896-float read by 528 blocks"};
-    for (int kind = 0; kind < 4; kind++)
+    const char *names[9] = {"(a) empty, 1 block", "(b) empty, 132 x 256", "(c) 896-float hand-off, 1 block", "(d) 896-float read by 528 blocks",
+                            "(e) 3.1 MB stream, loads after the wait", "(f) 3.1 MB stream, registers before the wait",
+                            "(g) 3.1 MB stream, cp.async before the wait", "(h) 3.1 MB stream, L2 prefetch before the wait",
+                            "(i) 3.1 MB stream, TMA bulk before the wait"};
+    for (int kind = 0; kind < 9; kind++)
         for (int pdl = 0; pdl < 2; pdl++)
-            if (run(names[kind], kind, pdl, 126, a, b, st)) return 1;
+            if (run(names[kind], kind, pdl, kind >= 4 ? 96 : 126, a, b, st)) return 1;
     return 0;
 }

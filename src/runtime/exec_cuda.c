@@ -63,6 +63,7 @@ void exec_cuda_set_fuse(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_act_fast(bool on) { (void)on; }
+void exec_cuda_set_res(bool on) { (void)on; }
 int32_t exec_cuda_count_fusions(const plan *p) { return -1; }
 size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
     if (cap) buf[0] = 0;
@@ -176,6 +177,10 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->pro = pv && pv[0] == '1';
     const char *g1 = getenv("SB_CUDA_GF1");
     cx->gf_single = g1 && g1[0] == '1';
+    const char *rs = getenv("SB_CUDA_RES"), *rw = getenv("SB_CUDA_RES_WARPS"); /* resident-weights GEMV (k_gemv.cu) */
+    cu_gemv_set_res(!(rs && rs[0] == '0'), rw ? atoi(rw) : 16);
+    const char *rx = getenv("SB_CUDA_RES_EXP");
+    cu_gemv_set_res_exp(rx ? atoi(rx) : 0);
     const char *aq = getenv("SB_CUDA_AQ");
     cu_act_set_fast(aq && aq[0] == '1');
     const char *gt = getenv("SB_CUDA_GF_TUNE"); /* "blocks_per_sm,rows,prefetch,warps" (autotuning experiments) */
@@ -270,6 +275,7 @@ void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on) {
     cx->pro = on;
 }
 void exec_cuda_set_act_fast(bool on) { cu_act_set_fast(on); }
+void exec_cuda_set_res(bool on) { cu_gemv_set_res(on, 0); }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
     if (cx->fuse == on) return;
     cu_stream_sync(cx->s);
@@ -423,7 +429,8 @@ static sb_status devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, con
     void *d;
     char what[128];
     snprintf(what, sizeof what, "\"%.100s\"", name);
-    SB_TRY(cu_malloc(&d, (size_t)bytes, what));
+    /* whole 256-byte units: k_gemv_res copies 16-byte chunks and may read up to 15 bytes past a matrix */
+    SB_TRY(cu_malloc(&d, (size_t)((bytes + 255) & ~(uint64_t)255), what));
     sb_status st = cu_memcpy_h2d(d, host, (size_t)bytes, cx->s);
     if (st == SB_OK) st = cu_stream_sync(cx->s); /* the host buffer may be pageable/mmap'd: finish before returning */
     if (st != SB_OK) {
@@ -526,6 +533,14 @@ static bool multi_ok(const ir_graph *g, const ir_node *m) {
     const bool kq = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
     return x->ne[1] == 1 && ir_nrows(x) == 1 &&
            ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && kq));
+}
+
+/* a lone T = 1 GEMV whose weights fit the resident-weights kernel (k_gemv_res) goes through the
+ * fused-GEMV entry as a group of one (k_mmvq otherwise: the wide LM head, big matrices) */
+static bool res_single(const ir_graph *g, const ir_node *m) {
+    const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
+    const cu_gemv_seg q = {.wtype = w->dtype, .N = w->ne[1]};
+    return cu_gemv_res_fits(&q, 1, w->ne[0], x->dtype);
 }
 
 /* T = 1 matmuls of one activation (Q/K/V, gate/up; the planner schedules them apart, e.g. K, rope,
@@ -1184,7 +1199,7 @@ static sb_status run_node(crun *r, int32_t i) {
         const ir_node *w = SRC(0), *x = SRC(1);
         r->n_kernels++;
         if (r->c->gnext && (r->c->gnext[i] >= 0 || r->c->vstore[i] >= 0 || r->c->krope[i] >= 0 || r->c->pro[i] >= 0 ||
-                            (r->cx->gf_single && multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX))) { /* one launch for the group (Q/K/V, gate/up), or a T = 1 GEMV */
+                            (multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX && (r->cx->gf_single || res_single(g, n))))) { /* one launch for the group (Q/K/V, gate/up), or a T = 1 GEMV */
             cu_gemv_seg seg[CU_MULTI_MAX];
             int ns = 0;
             for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->gnext[m]) {

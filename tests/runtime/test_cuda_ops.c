@@ -424,6 +424,42 @@ static void test_multi_gemv(void) {
     }
 }
 
+/* the resident-weights GEMV (k_gemv_res) at decode shapes: rows spread over many blocks (several
+ * rows a group, odd counts, a short last block), rows whose bytes are not multiples of 16 (Q5_0 /
+ * Q4_0 / Q8_0 at K = 896, Q6_K at 4864), four warps a row (K > 2048), the residual epilogue;
+ * against the CPU reference, with the kernel on and off (k_mmvq then) */
+static void test_res_gemv(void) {
+    const struct {
+        int t;
+        int64_t K, N;
+    } cs[] = {{SB_TYPE_Q5_0, 896, 896},  {SB_TYPE_Q8_0, 896, 4864}, {SB_TYPE_Q4_0, 896, 1001},
+              {SB_TYPE_Q4_K, 4864, 896}, {SB_TYPE_Q6_K, 4864, 901}, {SB_TYPE_Q5_K, 2304, 333}};
+    for (int k = 0; k < (int)(sizeof cs / sizeof cs[0]); k++) {
+        const int64_t K = cs[k].K, N = cs[k].N;
+        float *wf = rnd(K * N, 0.1f), *x = rnd(K, 1.0f), *rs = rnd(N, 1.0f);
+        void *w = quant_rows(cs[k].t, wf, K, N);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref wr = ir_input_weight(g, "w", cs[k].t, (int64_t[4]){K, N, 1, 1});
+        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, 1, 1, 1});
+        ir_ref rr = ir_input_weight(g, "r", SB_TYPE_F32, (int64_t[4]){N, 1, 1, 1});
+        ir_output(g, ir_add(g, ir_matmul(g, wr, xr), rr), "y");
+        binds b = {.name = {"w", "x", "r"}, .data = {w, x, rs}, .n = 3};
+        for (int on = 1; on >= 0; on--) {
+            char label[96];
+            snprintf(label, sizeof label, "GEMV+residual %s K=%lld N=%lld (%s)", ir_dtype_name(cs[k].t), (long long)K, (long long)N,
+                     on ? "resident weights" : "k_mmvq");
+            exec_cuda_set_res(on);
+            fuse_on = true;
+            expect(run_both(g, &b, label), 5e-4, label);
+            fuse_on = false;
+        }
+        exec_cuda_set_res(true);
+        ir_graph_free(g);
+        free(wf), free(x), free(rs), free(w);
+    }
+}
+
 /* the RMSNorm / GLU quantization before T = 1 GEMVs run as the GEMV launch's prologue (every block
  * builds the q8 activation in shared memory): norm (q8_1 and q8_K) -> one GEMV and -> two GEMVs of
  * one launch; GLU (SiLU, GELU) -> a long-K GEMV (four warps a row) with a residual epilogue */
@@ -820,6 +856,12 @@ int main(void) {
     exec_cuda_set_act_fast(false);
     test_fused_epilogue();
     test_multi_gemv();
+    test_res_gemv();
+    printf("-- T = 1 GEMVs without the resident-weights kernel (SB_CUDA_RES=0)\n");
+    exec_cuda_set_res(false);
+    test_fused_epilogue();
+    test_multi_gemv();
+    exec_cuda_set_res(true);
     test_prologues();
     test_add_norm();
     test_rope();

@@ -163,6 +163,13 @@ sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t
  * blocks prefetch their weight rows into L2 before waiting for the previous kernel (default 1),
  * and warps per block without a prologue (4, default, or 8; with a prologue always 8). */
 void cu_gemv_set_tuning(int blocks_per_sm, int rows_per_group, int prefetch, int warps_plain);
+/* Resident weights (k_gemv_res): launches without a prologue or RoPE segment whose rows fit one
+ * block per multiprocessor (<= 96 KB of shared memory a block) copy the weights into shared memory
+ * before the PDL wait. on: default 1; warps per block 8 or 16 (default). Process-wide. */
+void cu_gemv_set_res(int on, int warps);
+void cu_gemv_set_res_exp(int exp); /* timing experiments (k_gemv_res's comment); 0 = normal */
+/* whether cu_matmul_q8_multi (no prologue) takes the resident-weights kernel for these segments */
+bool cu_gemv_res_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype);
 /* The one-row-in-registers quantization kernels (act_build, the GEMV prologues' code) for rows of
  * up to 8192 values (default on); off: the 1024-thread loop kernels. Process-wide. */
 void cu_act_set_fast(bool on);

@@ -89,8 +89,13 @@ static __device__ __forceinline__ void q8_1_store(blk_q8_1 *b, float v, int lane
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define CU_PDL_ENTRY() asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory")
+/* the two halves, for a kernel that does work between them (loads of data no kernel writes) */
+#define CU_PDL_LAUNCH() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#define CU_PDL_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
 #else
 #define CU_PDL_ENTRY() ((void)0)
+#define CU_PDL_LAUNCH() ((void)0)
+#define CU_PDL_WAIT() ((void)0)
 #endif
 
 // ---- RoPE (k_rope.cu, and Q's rotation inside k_attention.cu: one helper, so both are bit-identical) ----
