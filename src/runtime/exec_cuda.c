@@ -282,7 +282,12 @@ void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
     cx->fuse = on;
 }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) {
-    cx->attn_variant = v == 1 || v == 3 || v == 4 ? v : 2;
+    v = v == 1 || v == 3 || v == 4 ? v : 2;
+    if ((v == 4) != (cx->attn_variant == 4)) { /* variant 4 sizes its splits and scratch differently: plans rebuilt */
+        cu_stream_sync(cx->s);
+        for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]); /* rebuilt (without re-uploads) on their next run */
+    }
+    cx->attn_variant = v;
     for (int i = 0; i < CX_MAX_PLANS; i++) { /* captured graphs hold the old kernel */
         cu_graph_destroy(cx->plans[i].graph);
         cx->plans[i].graph = NULL;
