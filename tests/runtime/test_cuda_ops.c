@@ -841,6 +841,31 @@ static void test_decode_attention_v4(void) {
         ir_graph_free(g);
         free(q), free(kn), free(vn), free(kf), free(vf), free(kc), free(vc);
     }
+    { /* 16 query heads per kv head (> 8): refused with the values named, not computed */
+        const int64_t Hq = 32, Hkv = 2, D = 64, C = 64, Dkv = D * Hkv;
+        float *q = rnd(D * Hq, 1.0f), *kv = rnd(Dkv * C, 1.0f), *kn = rnd(Dkv, 1.0f);
+        int32_t pos[1] = {10};
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref qr = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, Hq, 1, 1});
+        ir_ref knr = ir_input_weight(g, "kn", SB_TYPE_F32, (int64_t[4]){Dkv, 1, 1, 1});
+        ir_ref kcr = ir_input_kv(g, "cache_k.0", SB_TYPE_F32, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref vcr = ir_input_kv(g, "cache_v.0", SB_TYPE_F32, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref pr = ir_input_pos(g, 1);
+        ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 0.125f};
+        ir_output(g, ir_attention(g, qr, ir_kv_store(g, kcr, knr, pr), vcr, pr, &ap), "y");
+        float *vcopy = malloc((size_t)(Dkv * C) * 4);
+        memcpy(vcopy, kv, (size_t)(Dkv * C) * 4);
+        binds b = {.name = {"q", "kn", "cache_k.0", "cache_v.0"}, .data = {q, kn, kv, vcopy}, .n = 4, .pos = pos};
+        sb_error_clear();
+        const double e = run_both(g, &b, "decode attention v4 32/2 heads (must be refused)");
+        const char *why = sb_last_error();
+        printf("%-44s %s\n", "decode attention v4 32/2 heads", e >= 1e30 ? "refused" : "COMPUTED  FAIL");
+        CHECKF(e >= 1e30 && why && strstr(why, "32/2 heads"), "variant 4 with 32/2 heads: NMSE %.3e, error \"%s\" (expected a refusal naming 32/2)",
+               e, why ? why : "");
+        ir_graph_free(g);
+        free(q), free(kv), free(kn), free(vcopy);
+    }
     attn_variant = 1;
 }
 
