@@ -126,8 +126,11 @@ struct exec_cuda {
     bool pro;             /* norm / GLU quantization as GEMV prologues, decode values unshared (env SB_CUDA_PRO=1; default off) */
     bool gf_single;       /* single T = 1 GEMVs through the fused-GEMV kernel too (env SB_CUDA_GF1=1; off: k_mmvq measured faster) */
     int sms;
-    int attn_variant;     /* attention kernels (env SB_CUDA_ATTN): 1, 2 (k_attention.cu), default 3 = 2 for decode, k_fattn.cu for prefill */
-    int attn_split_mul;   /* decode attention: splits per head = mul * SMs / heads (env SB_CUDA_ATTN_SPLITS, default 2) */
+    int attn_variant;     /* attention kernels (env SB_CUDA_ATTN): 1, 2 (k_attention.cu), default 3 = 2 for decode, k_fattn.cu for prefill,
+                           * 4 = k_attn_decode.cu for decode, k_fattn.cu for prefill */
+    int attn_split_mul;   /* decode attention: splits per head = mul * SMs / heads (env SB_CUDA_ATTN_SPLITS, default 2); variant 4:
+                           * at most mul * SMs / kv heads splits per kv head */
+    int attn_kmin;        /* variant 4: fewest keys per split (env SB_CUDA_ATTN_KMIN, default CU_ATT_DEC_KMIN) */
     exec_cuda_stats st;
     /* profile: device ms and kernel launches per family, runs profiled */
     double prof_ms[PROF_FAMILIES];
@@ -166,9 +169,11 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     const char *pe = getenv("SB_CUDA_PROFILE");
     cx->profile = pe && pe[0] == '1';
     const char *av = getenv("SB_CUDA_ATTN");
-    cx->attn_variant = av && av[0] >= '1' && av[0] <= '3' ? av[0] - '0' : 3;
+    cx->attn_variant = av && av[0] >= '1' && av[0] <= '4' ? av[0] - '0' : 3;
     const char *asp = getenv("SB_CUDA_ATTN_SPLITS");
     cx->attn_split_mul = asp && atoi(asp) > 0 ? atoi(asp) : 2;
+    const char *akm = getenv("SB_CUDA_ATTN_KMIN");
+    cx->attn_kmin = akm && atoi(akm) > 0 ? atoi(akm) : CU_ATT_DEC_KMIN;
     const char *fe = getenv("SB_CUDA_FUSE");
     cx->fuse = !(fe && fe[0] == '0');
     const char *rk = getenv("SB_CUDA_ROPEK");
@@ -283,7 +288,12 @@ void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
     cx->fuse = on;
 }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) {
-    cx->attn_variant = v == 1 || v == 3 ? v : 2;
+    v = v == 1 || v == 3 || v == 4 ? v : 2;
+    if ((v == 4) != (cx->attn_variant == 4)) { /* variant 4 sizes its splits and scratch differently: plans rebuilt */
+        cu_stream_sync(cx->s);
+        for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]); /* rebuilt (without re-uploads) on their next run */
+    }
+    cx->attn_variant = v;
     for (int i = 0; i < CX_MAX_PLANS; i++) { /* captured graphs hold the old kernel */
         cu_graph_destroy(cx->plans[i].graph);
         cx->plans[i].graph = NULL;
@@ -453,10 +463,22 @@ sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes) {
 
 static uint64_t al(uint64_t x) { return (x + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1); }
 
+/* Variant 4's grid splits per kv head (k_attn_decode.cu): enough splits of kmin keys to cover the
+ * capacity C, at most mul * SMs / Hkv (default 2: ~2 blocks per SM at the deepest context; fewer
+ * when the capacity is short) and 256; the kernel activates max(1, ceil(depth / kps)) of them. */
+static int attn_nsplit_dec(const exec_cuda *cx, int64_t Hkv, int64_t C) {
+    int64_t ns = (C + cx->attn_kmin - 1) / cx->attn_kmin;
+    const int64_t most = Hkv > 0 ? ((int64_t)cx->attn_split_mul * cx->sms + Hkv - 1) / Hkv : 1;
+    if (ns > most) ns = most;
+    if (ns > 256) ns = 256;
+    return ns < 1 ? 1 : (int)ns;
+}
+
 static int attn_nsplit(const exec_cuda *cx, const plan *p, const ir_node *n) {
     const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
     const int64_t T = q->ne[2], Hq = q->ne[1], C = k->ne[1];
     if (T > 1) return 1;
+    if (cx->attn_variant == 4) return attn_nsplit_dec(cx, n->ip[0], C);
     int64_t ns = ((int64_t)cx->attn_split_mul * cx->sms + Hq - 1) / Hq;
     int64_t cap = (C + 63) / 64;
     if (ns > cap) ns = cap;
@@ -467,7 +489,8 @@ static int attn_nsplit(const exec_cuda *cx, const plan *p, const ir_node *n) {
 static cu_attn_args attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) {
     const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
     return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .T = q->ne[2], .ctype = k->dtype, .scale = n->fp[0],
-                          .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n), .variant = cx->attn_variant == 1 ? 1 : 2};
+                          .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n),
+                          .variant = cx->attn_variant == 1 ? 1 : cx->attn_variant == 4 ? 4 : 2, .kmin = cx->attn_kmin};
 }
 
 // ---- executor-level fusion ----
@@ -1288,11 +1311,12 @@ static sb_status run_node(crun *r, int32_t i) {
             a.q_ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
         }
         if (r->c->epi && r->c->epi[i] >= 0) a.xq = dptr(r, r->c->epi[i]); /* the QUANTIZE after it, fused */
-        if (r->cx->attn_variant == 3 && cu_fattn_supported(&a)) { /* prefill: flash attention (k_fattn.cu) */
+        if ((r->cx->attn_variant == 3 || r->cx->attn_variant == 4) && cu_fattn_supported(&a)) { /* prefill: flash attention (k_fattn.cu) */
             r->n_kernels++;
             return cu_attention_prefill(s, dst, q, SP(1), SP(2), SP(3), &a);
         }
-        r->n_kernels += a.nsplit > 1 && a.T * a.Hq > CU_ATT_COUNTERS ? 2 : 1;
+        const bool dec4 = a.variant == 4 && a.T == 1 && (a.nsplit == 1 || a.Hkv <= CU_ATT_COUNTERS); /* k_attn_decode.cu: one kernel */
+        r->n_kernels += !dec4 && a.nsplit > 1 && a.T * a.Hq > CU_ATT_COUNTERS ? 2 : 1;
         return cu_attention(s, dst, q, SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off), r->cx->d_cnt);
     }
     case IR_OP_SELECT_ROWS:

@@ -77,7 +77,8 @@ void exec_cuda_host_free(exec_cuda *cx, void *p);
 
 /* Attention kernel variant (backend/cuda/k_attention.cu): 2 (32 keys per warp step) or 1 (a key
  * per warp step); 3 (default): variant 2 for decode and flash attention (k_fattn.cu) for T > 1
- * prefill with head_dim <= 128; env SB_CUDA_ATTN=1|2|3. Drops captured graphs. */
+ * prefill with head_dim <= 128; 4: decode by k_attn_decode.cu (one block per kv head and split,
+ * splits active by depth), prefill as 3; env SB_CUDA_ATTN=1|2|3|4. Drops captured graphs. */
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v);
 
 /* Token-tile GEMV variant for T > 8 (process-wide; backend/cuda/k_mmvq.cu): 4 (default: the int8

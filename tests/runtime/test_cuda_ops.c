@@ -8,7 +8,8 @@
  * T = 1..13 including 8-token tiles; f32-activation GEMV for float and other types), fused RMSNorm
  * chains, RMSNorm+quantize, GLU(+quantize), elementwise (scale/softcap/silu/gelu), RoPE
  * NORMAL/NEOX with freq factors, kv_store + attention (F32/F16 cache, GQA, window, softcap,
- * prefill and split-K decode; both k_attention.cu variants; the flash-attention prefill of k_fattn.cu),
+ * prefill and split-K decode; both k_attention.cu variants; variant 4's decode kernel k_attn_decode.cu
+ * at depths 0..4100 with several steps on one executor; the flash-attention prefill of k_fattn.cu),
  * the int8 tensor-core prefill GEMM (k_mma.cu) on model shapes with ragged tiles.
  * Limits: exact paths 1e-10; 8-bit-activation paths 5e-4 against the f32 reference (~5e-5
  * expected), and 1e-10 (1e-6 after a GLU) against the CPU executor where both round activations
@@ -572,9 +573,10 @@ static void test_attention(void) {
         {1, 120, SB_TYPE_F16, 0, 20.0f, 64}, {7, 60, SB_TYPE_F32, 0, 0, 37}, {1, 200, SB_TYPE_F16, 0, 0, 37},
         {3, 140, SB_TYPE_F16, 0, 0, 256}, {1, 290, SB_TYPE_F32, 0, 0, 256},
     };
-    for (size_t kk = 0; kk < 2 * sizeof cs / sizeof cs[0]; kk++) {
+    const int variants[3] = {1, 2, 4}; /* 4: k_attn_decode.cu for T == 1, flash attention (or 2) for T > 1 */
+    for (size_t kk = 0; kk < 3 * sizeof cs / sizeof cs[0]; kk++) {
         const size_t k = kk % (sizeof cs / sizeof cs[0]);
-        attn_variant = 1 + (int)(kk / (sizeof cs / sizeof cs[0]));
+        attn_variant = variants[kk / (sizeof cs / sizeof cs[0])];
         const int64_t T = cs[k].T, D = cs[k].D, Dkv = D * Hkv;
         size_t es = cs[k].ctype == SB_TYPE_F16 ? 2 : 4;
         float *q = rnd(D * Hq * T, 1.0f), *kn = rnd(Dkv * T, 1.0f), *vn = rnd(Dkv * T, 1.0f);
@@ -612,7 +614,8 @@ static void test_rope_attention(void) {
     const int64_t Hq = 4, Hkv = 2, C = 200, D = 64, Dkv = D * Hkv;
     struct { int64_t T, p0; int mode, n_rot, variant; } cs[] = {
         {1, 150, IR_ROPE_NEOX, 64, 2}, {1, 3, IR_ROPE_NORMAL, 64, 1}, {5, 40, IR_ROPE_NEOX, 32, 2}, {1, 199, IR_ROPE_NEOX, 64, 1},
-        {1, 120, IR_ROPE_NEOX, 64, 2}, {6, 30, IR_ROPE_NEOX, 64, 2},
+        {1, 120, IR_ROPE_NEOX, 64, 2}, {6, 30, IR_ROPE_NEOX, 64, 2},  {1, 130, IR_ROPE_NEOX, 64, 4}, {1, 3, IR_ROPE_NORMAL, 32, 4},
+        {1, 0, IR_ROPE_NORMAL, 64, 4},  {1, 199, IR_ROPE_NEOX, 64, 4}, {1, 199, IR_ROPE_NORMAL, 48, 4}, {1, 60, IR_ROPE_NEOX, 64, 4},
     };
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int64_t T = cs[k].T;
@@ -661,8 +664,11 @@ static void test_qkv_rope_block(void) {
     const int ctypes[2] = {SB_TYPE_F32, SB_TYPE_F16};
     struct { int wt, mode, n_rot; int32_t p; } cs[] = {{SB_TYPE_Q5_0, IR_ROPE_NEOX, 64, 40}, {SB_TYPE_Q4_K, IR_ROPE_NORMAL, 32, 95},
                                                     {SB_TYPE_Q8_0, IR_ROPE_NEOX, 48, 0}};
-    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
-        const int ct = ctypes[k % 2];
+    const size_t ncs = sizeof cs / sizeof cs[0];
+    for (size_t kk = 0; kk < 2 * ncs; kk++) { /* attention variant 1, then 4 (k_attn_decode.cu) */
+        const size_t k = kk % ncs;
+        attn_variant = kk < ncs ? 1 : 4;
+        const int ct = ctypes[kk % 2];
         float *x = rnd(E, 2.0f), *wn = rnd(E, 1.0f), *wq = rnd(E * D * Hq, 0.1f), *wk = rnd(E * D * Hkv, 0.1f), *wv = rnd(E * D * Hkv, 0.1f);
         float *bq = rnd(D * Hq, 0.5f), *bk = rnd(D * Hkv, 0.5f), *bv = rnd(D * Hkv, 0.5f);
         float *kf = rnd(D * Hkv * C, 1.0f), *vf = rnd(D * Hkv * C, 1.0f);
@@ -691,7 +697,7 @@ static void test_qkv_rope_block(void) {
         binds b = {.name = {"x", "wn", "wq", "wk", "wv", "bq", "bk", "bv", "cache_k.0", "cache_v.0"},
                    .data = {x, wn, wqq, wkq, wvq, bq, bk, bv, kc, vc}, .n = 10, .pos = pos};
         char label[96];
-        snprintf(label, sizeof label, "Q/K/V+rope+attention %s %s n_rot %d p=%d %s cache", ir_dtype_name(cs[k].wt),
+        snprintf(label, sizeof label, "Q/K/V+rope+attention v%d %s %s n_rot %d p=%d %s cache", attn_variant, ir_dtype_name(cs[k].wt),
                  cs[k].mode == IR_ROPE_NEOX ? "neox" : "normal", cs[k].n_rot, (int)cs[k].p, ir_dtype_name(ct));
         expect_fused(g, &b, label, 5e-4, 6); /* 3 biases, K's kv_store, V's kv_store, 2 GEMVs, Q's rope (at least 6) */
         const int32_t kfused = last_kernels;
@@ -714,6 +720,7 @@ static void test_qkv_rope_block(void) {
         free(x), free(wn), free(wq), free(wk), free(wv), free(bq), free(bk), free(bv), free(kf), free(vf);
         free(wqq), free(wkq), free(wvq), free(kc), free(vc);
     }
+    attn_variant = 1;
 }
 
 /* The int8 tensor-core prefill GEMM (k_mma.cu, SB_CUDA_MMQ=4) on model shapes with ragged edges:
@@ -762,6 +769,140 @@ static void test_mma_prefill(void) {
         free(wf), free(x), free(o), free(w);
     }
     exec_cuda_set_mmvq_variant(1);
+}
+
+/* Run g (output 0) on ONE CUDA executor at each position of ps in turn — b->pos[0] changes between
+ * runs, so later runs replay the captured graph with the position read from device memory and find
+ * the split counters the previous run left — and on the reference target after each run (both
+ * kv_store into their own cache, so the caches agree); expect NMSE <= limit at every step. */
+static void expect_steps(ir_graph *g, binds *b, const int32_t *ps, int nsteps, double limit, const char *label) {
+    plan *pr = NULL, *pc = NULL;
+    plan_target tr, tc;
+    plan_target_reference(&tr);
+    exec_cuda_target(&tc);
+    void *dr[64], *dc[64];
+    exec_cuda *cx = NULL;
+    void *arena = NULL;
+    float *yc = NULL;
+    uint64_t ab = 0;
+    int64_t n = 0;
+    sb_status s = plan_build(g, &tr, NULL, &pr);
+    if (s == SB_OK) s = plan_build(g, &tc, NULL, &pc);
+    if (s == SB_OK) s = exec_cuda_check(pc);
+    if (s == SB_OK) s = bind(pr, b, dr);
+    if (s == SB_OK) s = bind(pc, b, dc);
+    if (s == SB_OK) s = exec_cuda_create(1024, &cx);
+    if (s == SB_OK) {
+        exec_cuda_set_poison(cx, true);
+        exec_cuda_set_attn_variant(cx, attn_variant);
+        exec_cuda_set_fuse(cx, fuse_on);
+        n = ir_nelem(&pc->g->nodes[pc->outputs[0].node]);
+        yc = malloc((size_t)n * 4);
+        ab = exec_cpu_arena_bytes(pr, 1);
+        arena = aligned_alloc(PLAN_ALIGN, (ab + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN);
+    }
+    for (int k = 0; k < nsteps && s == SB_OK; k++) {
+        b->pos[0] = ps[k];
+        for (int64_t i = 0; i < n; i++) yc[i] = NAN;
+        exec_bindings ebc = {.data = dc, .n_data = pc->n_inputs};
+        float *outs[1] = {yc};
+        s = exec_cuda_run(cx, pc, &ebc, outs);
+        if (s != SB_OK) break;
+        exec_bindings ebr = {.data = dr, .n_data = pr->n_inputs, .arena = arena, .arena_bytes = ab};
+        const float *ro[4] = {0};
+        s = exec_cpu_run(pr, &ebr, NULL, ro);
+        if (s != SB_OK) break;
+        double num = 0, den = 0;
+        int64_t nan = 0;
+        for (int64_t i = 0; i < n; i++) {
+            if (yc[i] != yc[i]) nan++;
+            num += ((double)yc[i] - ro[0][i]) * ((double)yc[i] - ro[0][i]);
+            den += (double)ro[0][i] * ro[0][i];
+        }
+        char l2[192];
+        snprintf(l2, sizeof l2, "%s, step %d p=%d", label, k + 1, (int)ps[k]);
+        if (nan) fprintf(stderr, "%s: %lld of %lld outputs NaN (unwritten)\n", l2, (long long)nan, (long long)n);
+        expect(nan ? 1e30 : den > 0 ? num / den : num, limit, l2);
+    }
+    if (s != SB_OK) fprintf(stderr, "%s: %s: %s\n", label, sb_status_str(s), sb_last_error());
+    CHECKF(s == SB_OK, "%s: %s", label, sb_last_error());
+    exec_cuda_free(cx);
+    plan_free(pr);
+    plan_free(pc);
+    free(arena);
+    free(yc);
+}
+
+/* Decode attention variant 4 (k_attn_decode.cu) at the edges of its geometry: depth 0 (one key),
+ * 1, 63/64/65, 127/128/129 (one split below the default 128 keys per split, two above), 300, 4100
+ * (33 splits merged by the last block of each kv head); GQA 14/2 (Qwen2.5-0.5B), 8/8 (G 1), 16/4,
+ * 8/2; head_dim 64, 128, 256, 40 and 37 (rows not a multiple of 16 bytes: element copies); a
+ * window shorter than the depth; softcap; F16 and F32 caches; capacities that give 1, 2, 6 and
+ * 33 splits. Each case runs two or three steps on one executor (the counters the merge resets,
+ * fewer active splits after more, graph replay). */
+static void test_decode_attention_v4(void) {
+    struct { int64_t Hq, Hkv, D, C; int ctype, window; float softcap; int32_t ps[3]; int nps; } cs[] = {
+        {14, 2, 64, 4200, SB_TYPE_F16, 0, 0, {0, 4100, 1}, 3},   {14, 2, 64, 4200, SB_TYPE_F32, 0, 0, {1, 300, 63}, 3},
+        {8, 8, 128, 4200, SB_TYPE_F16, 0, 0, {63, 64, 65}, 3},   {16, 4, 128, 4200, SB_TYPE_F32, 0, 30.0f, {65, 4100, 0}, 3},
+        {14, 2, 64, 4200, SB_TYPE_F16, 300, 0, {300, 4100}, 2},  {16, 4, 64, 600, SB_TYPE_F16, 50, 20.0f, {64, 599, 65}, 3},
+        {8, 2, 256, 700, SB_TYPE_F32, 0, 0, {300, 650, 0}, 3},   {14, 2, 64, 300, SB_TYPE_F32, 0, 0, {299, 0, 129}, 3},
+        {14, 2, 64, 4200, SB_TYPE_F16, 0, 0, {127, 128, 129}, 3}, {4, 2, 64, 100, SB_TYPE_F32, 0, 0, {99, 5}, 2},
+        {6, 2, 37, 400, SB_TYPE_F16, 0, 0, {200, 399, 1}, 3},    {8, 2, 40, 400, SB_TYPE_F32, 0, 10.0f, {130, 7}, 2},
+        {14, 2, 64, 4200, SB_TYPE_F32, 64, 0, {4100, 63, 64}, 3}, {16, 4, 256, 300, SB_TYPE_F16, 0, 0, {260, 12}, 2},
+    };
+    attn_variant = 4;
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int64_t Hq = cs[k].Hq, Hkv = cs[k].Hkv, D = cs[k].D, C = cs[k].C, Dkv = D * Hkv;
+        float *q = rnd(D * Hq, 1.0f), *kn = rnd(Dkv, 1.0f), *vn = rnd(Dkv, 1.0f);
+        float *kf = rnd(Dkv * C, 1.0f), *vf = rnd(Dkv * C, 1.0f);
+        void *kc = quant_rows(cs[k].ctype, kf, Dkv, C), *vc = quant_rows(cs[k].ctype, vf, Dkv, C);
+        int32_t pos[1] = {0};
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref qr = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, Hq, 1, 1});
+        ir_ref knr = ir_input_weight(g, "kn", SB_TYPE_F32, (int64_t[4]){Dkv, 1, 1, 1});
+        ir_ref vnr = ir_input_weight(g, "vn", SB_TYPE_F32, (int64_t[4]){Dkv, 1, 1, 1});
+        ir_ref kcr = ir_input_kv(g, "cache_k.0", cs[k].ctype, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref vcr = ir_input_kv(g, "cache_v.0", cs[k].ctype, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref pr = ir_input_pos(g, 1);
+        ir_ref k2 = ir_kv_store(g, kcr, knr, pr), v2 = ir_kv_store(g, vcr, vnr, pr);
+        ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 1.0f / sqrtf((float)D), .window = cs[k].window,
+                             .softcap = cs[k].softcap};
+        ir_output(g, ir_attention(g, qr, k2, v2, pr, &ap), "y");
+        binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0"}, .data = {q, kn, vn, kc, vc}, .n = 5, .pos = pos};
+        char label[128];
+        snprintf(label, sizeof label, "decode attention v4 %s D=%lld %lld/%lld C=%lld w=%d cap=%g", ir_dtype_name(cs[k].ctype), (long long)D,
+                 (long long)Hq, (long long)Hkv, (long long)C, cs[k].window, cs[k].softcap);
+        expect_steps(g, &b, cs[k].ps, cs[k].nps, 1e-9, label);
+        ir_graph_free(g);
+        free(q), free(kn), free(vn), free(kf), free(vf), free(kc), free(vc);
+    }
+    { /* 16 query heads per kv head (> 8): refused with the values named, not computed */
+        const int64_t Hq = 32, Hkv = 2, D = 64, C = 64, Dkv = D * Hkv;
+        float *q = rnd(D * Hq, 1.0f), *kv = rnd(Dkv * C, 1.0f), *kn = rnd(Dkv, 1.0f);
+        int32_t pos[1] = {10};
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref qr = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, Hq, 1, 1});
+        ir_ref knr = ir_input_weight(g, "kn", SB_TYPE_F32, (int64_t[4]){Dkv, 1, 1, 1});
+        ir_ref kcr = ir_input_kv(g, "cache_k.0", SB_TYPE_F32, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref vcr = ir_input_kv(g, "cache_v.0", SB_TYPE_F32, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref pr = ir_input_pos(g, 1);
+        ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 0.125f};
+        ir_output(g, ir_attention(g, qr, ir_kv_store(g, kcr, knr, pr), vcr, pr, &ap), "y");
+        float *vcopy = malloc((size_t)(Dkv * C) * 4);
+        memcpy(vcopy, kv, (size_t)(Dkv * C) * 4);
+        binds b = {.name = {"q", "kn", "cache_k.0", "cache_v.0"}, .data = {q, kn, kv, vcopy}, .n = 4, .pos = pos};
+        sb_error_clear();
+        const double e = run_both(g, &b, "decode attention v4 32/2 heads (must be refused)");
+        const char *why = sb_last_error();
+        printf("%-44s %s\n", "decode attention v4 32/2 heads", e >= 1e30 ? "refused" : "COMPUTED  FAIL");
+        CHECKF(e >= 1e30 && why && strstr(why, "32/2 heads"), "variant 4 with 32/2 heads: NMSE %.3e, error \"%s\" (expected a refusal naming 32/2)",
+               e, why ? why : "");
+        ir_graph_free(g);
+        free(q), free(kv), free(kn), free(vcopy);
+    }
+    attn_variant = 1;
 }
 
 /* Flash-attention prefill (k_fattn.cu, attention variant 3 for T > 1) vs op_attention: T 9 / 64 /
@@ -867,6 +1008,7 @@ int main(void) {
     test_rope();
     test_attention();
     test_rope_attention();
+    test_decode_attention_v4();
     test_qkv_rope_block();
     test_mma_prefill();
     test_flash_attention();

@@ -21,6 +21,8 @@
  * (t, h) — GQA groups re-read the same kv head from L2; decode at depth 4096, D 64, F32 cache:
  * 2 MB per layer for 2 kv heads. Bandwidth-bound at decode; prefill (T x Hq blocks) is a plain
  * (non-tensor-core) kernel: first slice, not flash attention.
+ * Variant 4 (decode, T == 1, with counters): cu_attention hands over to k_attn_decode.cu (one
+ * block per (kv head, split), splits active by depth); its prefill (T > 1) runs variant 2 here.
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c) and the whole-model tests.
  */
 #include "backend/cuda/cu_launch.cuh"
@@ -263,12 +265,15 @@ __global__ void k_attn_combine(float *dst, const float *part, int D, int Hq, int
 }
 
 extern "C" uint64_t cu_attention_scratch(const cu_attn_args *a) {
+    if (a->variant == 4 && a->T == 1) return cu_attn_decode_scratch(a); /* >= the line below (variant 2's fallback fits) */
     return a->nsplit > 1 ? (uint64_t)a->T * (uint64_t)a->Hq * (uint64_t)a->nsplit * (uint64_t)(a->D + 2) : 0;
 }
 
 extern "C" sb_status cu_attention(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                                   const cu_attn_args *a, float *scratch, unsigned *counters) {
     if (a->T <= 0) return SB_OK;
+    if (a->variant == 4 && a->T == 1 && (a->nsplit == 1 || (counters && a->Hkv <= CU_ATT_COUNTERS)))
+        return cu_attn_decode(s, dst, q, k, v, pos, a, scratch, counters); /* k_attn_decode.cu */
     if (a->D > ATT_DL * 32 || a->D <= 0 || a->Hkv <= 0 || a->Hq % a->Hkv || a->nsplit < 1)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with head_dim %lld, %lld/%lld heads, %d splits (head_dim <= %d)",
                        (long long)a->D, (long long)a->Hq, (long long)a->Hkv, a->nsplit, ATT_DL * 32);
@@ -281,7 +286,7 @@ extern "C" sb_status cu_attention(cu_stream s, float *dst, const float *q, const
     if (a->xq && a->D % 32)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention writing q8_1 blocks with head_dim %lld (a multiple of 32 only)", (long long)a->D);
     blk_q8_1 *xq = (blk_q8_1 *)a->xq;
-    if (a->variant == 2)
+    if (a->variant != 1) /* 2, and variant 4's prefill (T > 1) or its decode without counters */
         cu_launch(k_attn<2>, grid, ATT_WARPS * 32, st, dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale,
                                                    a->softcap, a->window, a->nsplit, scratch, rp, cnt, xq);
     else
