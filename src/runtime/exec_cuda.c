@@ -59,6 +59,7 @@ void exec_cuda_host_free(exec_cuda *cx, void *p) { (void)cx, (void)p; }
 void exec_cuda_set_profile(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) { (void)cx, (void)v; }
 void exec_cuda_set_mmvq_variant(int v) { (void)v; }
+void exec_cuda_set_mma_small(int mode) { (void)mode; }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on) { (void)cx, (void)on; }
@@ -187,6 +188,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (fg) cu_fattn_set_groups(atoi(fg));
     const char *mt = getenv("SB_CUDA_MMA_TILE"); /* int8 MMA GEMM tile (k_mma.cu) */
     if (mt) cu_mma_set_tile(atoi(mt));
+    const char *ms = getenv("SB_CUDA_MMA_SMALL"); /* the small-T int8 MMA GEMM (k_mma.cu: split K); unset: unchanged */
+    if (ms) cu_mma_set_small(atoi(ms));
     const char *mv = getenv("SB_CUDA_MMQ");
     if (mv && mv[0] >= '1' && mv[0] <= '4') exec_cuda_set_mmvq_variant(mv[0] - '0');
     sb_status st = cu_stream_create(&cx->s);
@@ -270,6 +273,7 @@ void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on) {
     cx->pro = on;
 }
 void exec_cuda_set_act_fast(bool on) { cu_act_set_fast(on); }
+void exec_cuda_set_mma_small(int mode) { cu_mma_set_small(mode); }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
     if (cx->fuse == on) return;
     cu_stream_sync(cx->s);
@@ -847,6 +851,12 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
             cu_attn_args a = attn_args(cx, p, &p->g->nodes[i]);
             uint64_t f = cu_attention_scratch(&a);
             if (f > scratch) scratch = f;
+        } else if (p->g->nodes[i].op == IR_OP_MATMUL && cu_mma_small_mode()) { /* split-K partials of the small-T GEMM */
+            const ir_node *mw = &p->g->nodes[p->g->nodes[i].src[0]], *mx = &p->g->nodes[p->g->nodes[i].src[1]];
+            if (mx->ne[1] > 8 && cu_has_mma(mw->dtype, mx->dtype)) {
+                uint64_t f = cu_mma_small_scratch(mw->ne[0], mw->ne[1], mx->ne[1]);
+                if (f > scratch) scratch = f;
+            }
         }
     if (st == SB_OK && cx->fuse) st = plan_fusions(p, c, cx->ropek, cx->pro);
     c->scratch_off = al(p->arena_bytes) + al(c->moved_bytes);
@@ -1236,8 +1246,16 @@ static sb_status run_node(crun *r, int32_t i) {
             dst = dptr(r, r->c->epi[i]);
         }
         const bool k_dp4a = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
-        if (x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype)) /* prefill: int8 tensor cores */
+        if (x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype)) { /* prefill: int8 tensor cores */
+            if (cu_mma_small_mode()) { /* small T: K split over blocks, partials in the scratch region (shared with attention's) */
+                const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_mma_small_scratch(w->ne[0], w->ne[1], x->ne[1]);
+                const bool counters = cu_mma_small_mode() == 1;
+                if (!counters && need > 0 && need <= cap) r->n_kernels++; /* split: k_mma_reduce after it */
+                return cu_matmul_mma_small(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep,
+                                           (float *)(r->arena + r->c->scratch_off), cap, counters ? r->cx->d_cnt : NULL);
+            }
             return cu_matmul_mma(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep);
+        }
         if (x->dtype == SB_TYPE_Q8_1 || (x->dtype == SB_TYPE_Q8_K && k_dp4a))
             return cu_matmul_q8(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep);
         return cu_matmul_f32(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep); /* f32 or q8_K */
