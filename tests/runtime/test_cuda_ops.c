@@ -733,10 +733,11 @@ static void test_mma_prefill(void) {
  * 32 x 64 tiles with K split across blocks, every weight type k_mma takes (Q4_0 / Q5_0 / Q8_0 on
  * q8_1, K 896 or 4864; Q4_K / Q5_K / Q6_K on q8_K, and on q8_1 through SB_CUDA_ACT=q8_1, K 4864)
  * x T 9 / 16 / 17 / 33 / 64 x N 16 / 128 / 136 / 896 (ragged 32-row and 64-token tiles, 1..28
- * tiles: splits of up to 7 or 16 K steps on a 132-SM H200), the bias and residual epilogues (the
- * reducing block applies them), then N 3000 (94 tiles, 2 splits) and 9000 (the GPU is full: the
- * usual tiles). Each case runs with the last-block reduction (mode 1); N <= 136 and 3000 also with
- * k_mma_reduce (mode 2), whose extra launch for N <= 136 shows that the split path ran (needs >= 3
+ * tiles; on a 132-SM H200 K 896 splits 7 ways, K 4864 13 ways, with a short last split), the bias
+ * and residual epilogues (the reducing block applies them), then N 3000 (94 tiles, 4 splits),
+ * 9000 (282 tiles: the 32 x 64 kernel unsplit) and 13000 (407 tiles fill the GPU: launch_mma's
+ * tiles). Each case runs with the last-block reduction (mode 1); N <= 136 and 3000 also with
+ * k_mma_reduce (mode 2), whose extra launch for N <= 136 shows that the split path ran (needs >= 4
  * SMs); K-quants on q8_K also against the CPU executor (same rounding, 1e-10). */
 static void test_mma_small(void) {
     static const int types[] = {SB_TYPE_Q4_0, SB_TYPE_Q5_0, SB_TYPE_Q8_0, SB_TYPE_Q4_K, SB_TYPE_Q5_K, SB_TYPE_Q6_K};
@@ -756,6 +757,7 @@ static void test_mma_small(void) {
     cs[n++] = (small_case){SB_TYPE_Q6_K, 4864, 3000, 33, 1, false};
     cs[n++] = (small_case){SB_TYPE_Q4_K, 4864, 3000, 17, 0, true};
     cs[n++] = (small_case){SB_TYPE_Q8_0, 896, 9000, 64, 0, false};
+    cs[n++] = (small_case){SB_TYPE_Q5_0, 896, 13000, 40, 1, false};
     exec_cuda_set_mmvq_variant(4);
     for (int k = 0; k < n; k++) {
         const int t = cs[k].t, ep = cs[k].ep;
@@ -789,7 +791,7 @@ static void test_mma_small(void) {
         exec_cuda_set_mma_small(0);
         fuse_on = false;
         if (cs[k].q81) unsetenv("SB_CUDA_ACT");
-        if (N <= 136) /* 1..5 tiles of 32 rows: K is split on any GPU of >= 3 SMs, so mode 2 adds k_mma_reduce */
+        if (N <= 136) /* 1..5 tiles of 32 rows: K is split on any GPU of >= 4 SMs, so mode 2 adds k_mma_reduce */
             CHECKF(kern[2] == kern[1] + 1, "MMA small %s K=%lld N=%lld T=%lld: %d kernels with k_mma_reduce, %d without (split path not taken?)",
                    ir_dtype_name(t), (long long)K, (long long)N, (long long)T, (int)kern[2], (int)kern[1]);
         ir_graph_free(g);

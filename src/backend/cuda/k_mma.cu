@@ -22,12 +22,14 @@
  * Small T (cu_matmul_mma_small, SB_CUDA_MMA_SMALL=1|2, default off; the rule above
  * launch_mma_small): for 8 < T <= 64 the same kernel as a 32 x 64 tile (8 warps along tokens, one
  * 32-row pair of m16 tiles each; only threads < 128 stage weights) with K split across gridDim.z
- * so that ~2 blocks per SM have work; each split writes raw f32 sums to scratch [split][T][N] and
+ * so that ~3 blocks per SM have work; each split writes raw f32 sums to scratch [split][T][N] and
  * the last block of a tile to arrive (threadfence + a counter per tile, reset by it; or the
  * k_mma_reduce kernel) sums them in split order and applies the epilogue. Per-value arithmetic is
  * unchanged; results differ from the unsplit path only in the f32 summation order across splits.
- * Traffic of the split: 2 x split x T x N x 4 bytes of partials through L2 (1.8 MB for the Q5_0
- * N 896 matrices at T 64, ~0.5 us of L2 bandwidth) against 0.47-2.4 MB of weights per GEMM.
+ * Traffic of the split: 2 x split x T x N x 4 bytes of partials through L2 (T 64: 3.2 MB for the
+ * N 896 Q/O, 6 MB for the down projection; well under 1 us of L2 bandwidth spread over the GPU)
+ * against 0.55-3.6 MB of weights per GEMM; the reducing block reads split x 8 KB (two splits'
+ * loads, 16 per thread, in flight at once) as the tile's serial tail.
  * Needs sm_80+ (mma.sync s8); the launcher refuses older devices (k_mmq stays the fallback).
  * Tested against: op_matmul (f64) and the CPU executor's q8_K path in tests/runtime/test_cuda_ops.c.
  */
@@ -36,6 +38,7 @@
 
 #define MA_KB 4
 #define MA_LD (MA_KB * 8 + 4)
+#define MA_MINB(BN) ((BN) == 32 ? 3 : 2) /* blocks per SM the registers allow: 32-row tiles 3 (<= 80 registers), others 2 */
 
 static int mma_mode = 1;                 /* cu_mma_set: on by default (exec_cuda: SB_CUDA_MMQ=4) */
 static int mma_sms = 0, mma_cc = -1; /* device properties, read once */
@@ -63,8 +66,8 @@ static __device__ __forceinline__ void mma_k16(int c[4], int a0, int a1, int b0)
 #endif
 }
 
-/* sum of the nsplit partials [nsplit][T][N] at o = t * N + row, in split order, plus the epilogue
- * (the one reduction of the split-K path: the last block of a tile and k_mma_reduce both use it) */
+/* sum of the nsplit partials [nsplit][T][N] at o = t * N + row, in split order from 0, plus the
+ * epilogue (k_mma_reduce; the last block of a tile adds in the same order, bit-identical) */
 static __device__ __forceinline__ float mma_split_sum(const float *part, int64_t o, int64_t row, int nsplit, int64_t TN, const cu_epilogue &ep) {
     float v = 0.0f;
     for (int z = 0; z < nsplit; z++) v += __ldcg(part + z * TN + o);
@@ -76,7 +79,7 @@ static __device__ __forceinline__ float mma_split_sum(const float *part, int64_t
  * per tile, reset by that block) sums the partials of the tile (mma_split_sum), else k_mma_reduce
  * does. !SPLIT: the whole of K, written through the epilogue (spb, part, cnt unused). */
 template <int TYPE, int XQ, int BN, int BT, bool SPLIT>
-__global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
+__global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
                                                 cu_epilogue ep, int spb, float *part, unsigned *cnt) {
     CU_PDL_ENTRY();
     constexpr int WR = BN / 32; /* warps along rows */
@@ -248,10 +251,43 @@ __global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, ui
         __syncthreads();
         if (!last) return;
         __threadfence();
-        for (int e = tid; e < BN * BT; e += 256) { /* rows fastest: coalesced */
+        /* this thread's PER outputs of the tile (rows fastest: coalesced), all their loads of 2
+         * splits in flight at once, summed in split order from 0 (as mma_split_sum) */
+        constexpr int PER = BN * BT / 256;
+        const int nsplit = (int)gridDim.z;
+        const int64_t TN = T * N;
+        int64_t o[PER];
+        bool ok[PER];
+        float v[PER];
+#pragma unroll
+        for (int p = 0; p < PER; p++) {
+            const int e = tid + 256 * p;
             const int64_t row = n0 + e % BN, t = t0 + e / BN;
-            if (row < N && t < T) dst[t * N + row] = mma_split_sum(part, t * N + row, row, (int)gridDim.z, T * N, ep);
+            ok[p] = row < N && t < T;
+            o[p] = ok[p] ? t * N + row : 0;
+            v[p] = 0.0f;
         }
+        int z = 0;
+        for (; z + 2 <= nsplit; z += 2) {
+            float l[2][PER];
+#pragma unroll
+            for (int q = 0; q < 2; q++)
+#pragma unroll
+                for (int p = 0; p < PER; p++) l[q][p] = ok[p] ? __ldcg(part + (z + q) * TN + o[p]) : 0.0f;
+#pragma unroll
+            for (int q = 0; q < 2; q++)
+#pragma unroll
+                for (int p = 0; p < PER; p++) v[p] += l[q][p];
+        }
+        for (; z < nsplit; z++)
+#pragma unroll
+            for (int p = 0; p < PER; p++) v[p] += ok[p] ? __ldcg(part + z * TN + o[p]) : 0.0f;
+#pragma unroll
+        for (int p = 0; p < PER; p++)
+            if (ok[p]) {
+                const int64_t row = o[p] % N;
+                dst[o[p]] = ep.add ? v[p] + ep.add[ep.bcast ? row : o[p]] : v[p];
+            }
         if (tid == 0) cnt[tile] = 0; /* ready for the next kernel that uses the counters */
     }
 }
@@ -299,15 +335,17 @@ static sb_status launch_mma(cudaStream_t s, float *dst, const uint8_t *w, uint64
  * For T <= MMA_SMALL_T (the prefill of a few tokens after a cached prefix) the tiles above leave
  * most SMs idle: at T 64 the N 896 matrices of Qwen2.5-0.5B give 14 blocks of 64 x 64 on 132 SMs,
  * K/V (N 128) 2, the down projection (N 896, K 4864) 14 blocks of 38 K steps each. Rule here:
- * tile 32 rows x 64 tokens (one m16 pair per warp, 8 warps along tokens); grid0 = ceil(N/32) x
- * ceil(T/64) tiles; with S = 2 x SMs block slots and steps = ceil(K / 128) K steps:
+ * tile 32 rows x 64 tokens (one m16 pair per warp, 8 warps along tokens; <= 80 registers, so 3
+ * blocks per SM); grid0 = ceil(N/32) x ceil(T/64) tiles; with S = 3 x SMs block slots and
+ * steps = ceil(K / 128) K steps:
  *   grid0 >= S: launch_mma's tiles (the GPU is full already; e.g. an LM head over T tokens), else
  *   split = min(steps, S / grid0, MMA_SPLIT_MAX), then evened out
  *   (steps_per = ceil(steps / split), split = ceil(steps / steps_per): no empty split);
  *   split = 1 also when the scratch cannot hold split x T x N floats.
- * H200 (132 SMs, S 264), T 64: Q/O (N 896, K 896) 28 tiles x 7 splits of 1 step = 196 blocks;
- * K/V (N 128) 4 x 7 = 28; gate/up (N 4864, K 896) 152 x 1; down (N 896, K 4864) 28 x 8 splits of
- * 5 steps = 224. Partials: split x T x N f32 (1.8 MB at most here, L2-resident), written once
+ * H200 (132 SMs, S 396), T 64: Q/O (N 896, K 896) 28 tiles x 7 splits of 1 step = 196 blocks
+ * (was 14 blocks of 7 steps); K/V (N 128) 4 x 7 = 28 (was 2); gate/up (N 4864, K 896) 152 x 2
+ * splits of 4 steps = 304 (was 76 of 7); down (N 896, K 4864) 28 x 13 splits of 3 steps = 364
+ * (was 14 of 38). Partials: split x T x N f32 (3 MB at most here, L2-resident), written once
  * and read once by the last block of each tile (counters) or k_mma_reduce (no counters, or more
  * tiles than CU_ATT_COUNTERS). */
 #define MMA_SMALL_T 64
@@ -322,7 +360,7 @@ extern "C" int cu_mma_small_mode(void) { return mma_small; }
  * of scratch available */
 static int mma_small_split(int64_t K, int64_t N, int64_t T, uint64_t scratch_floats, int *spb) {
     if (!mma_sms) mma_sms = cu_sm_count();
-    const int64_t slots = 2 * (int64_t)mma_sms, nsb = K / 32, steps = (nsb + MA_KB - 1) / MA_KB;
+    const int64_t slots = MA_MINB(32) * (int64_t)mma_sms, nsb = K / 32, steps = (nsb + MA_KB - 1) / MA_KB;
     const int64_t grid0 = (int64_t)cu_div_up(N, 32) * cu_div_up(T, 64);
     int64_t split = grid0 >= slots ? 1 : slots / grid0;
     if (split > steps) split = steps;
@@ -347,7 +385,7 @@ static sb_status launch_mma_small(cudaStream_t s, float *dst, const uint8_t *w, 
                                   cu_epilogue ep, float *scratch, uint64_t scratch_floats, unsigned *counters) {
     int spb = 0;
     const int split = mma_small_split(K, N, T, scratch ? scratch_floats : 0, &spb);
-    if (split == 1 && (int64_t)cu_div_up(N, 32) * cu_div_up(T, 64) >= 2 * (int64_t)mma_sms) /* the 32-row tiles fill the GPU: the usual tiles */
+    if (split == 1 && (int64_t)cu_div_up(N, 32) * cu_div_up(T, 64) >= MA_MINB(32) * (int64_t)mma_sms) /* the 32-row tiles fill the GPU: the usual tiles */
         return launch_mma<TYPE, XQ>(s, dst, w, rb, K, N, x, T, ep);
     const dim3 grid(cu_div_up(N, 32), cu_div_up(T, 64), (unsigned)split);
     if (split == 1) {
