@@ -5,7 +5,8 @@
  * one stream; T = 1 plans are captured once as a CUDA Graph and replayed.
  * Layer 2 (runtime). Memory: computed values live at their plan offset in one device arena
  * (grown to the largest plan seen; growing drops every captured graph, since graphs bake in
- * pointers); attention split partials follow the plan region; tokens/pos/out_rows sit in fixed
+ * pointers); split partials (attention's, the small-T GEMM's: one region, the larger of the two
+ * needs, used by one kernel at a time) follow the plan region; tokens/pos/out_rows sit in fixed
  * device buffers refreshed before each run (outside the graph). Weights and KV caches are device
  * copies keyed by the host pointer the session binds (uploaded on first sight, never again).
  * Invariants: a graph is replayed only with the arena it was captured with; validation happens on
@@ -88,7 +89,7 @@ typedef struct devbuf {
 typedef struct cplan {
     const plan *p;
     void **dptr;          /* device pointer per input slot */
-    uint64_t scratch_off; /* attention split partials, after the plan region */
+    uint64_t scratch_off; /* attention / small-T GEMM split partials, after the plan region */
     uint64_t arena_need;
     cu_graph graph;
     void *graph_arena;    /* the arena the graph was captured with */
