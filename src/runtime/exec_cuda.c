@@ -2,7 +2,8 @@
 /*
  * runtime/exec_cuda.c — the CUDA executor (exec_cuda.h): maps every plan input to device memory,
  * then walks the planned nodes in order, one launcher call (backend/cuda/kernels.h) per node, on
- * one stream; T = 1 plans are captured once as a CUDA Graph and replayed.
+ * one stream; plans are captured once as a CUDA Graph and replayed (T = 1 plans on their first
+ * run, other shapes — prefill chunks — on their second).
  * Layer 2 (runtime). Memory: computed values live at their plan offset in one device arena
  * (grown to the largest plan seen; growing drops every captured graph, since graphs bake in
  * pointers); split partials (attention's, the small-T GEMM's: one region, the larger of the two
