@@ -62,6 +62,7 @@ void exec_cuda_set_profile(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) { (void)cx, (void)v; }
 void exec_cuda_set_mmvq_variant(int v) { (void)v; }
 void exec_cuda_set_mma_small(int mode) { (void)mode; }
+void exec_cuda_set_mma_small_tmax(int64_t t) { (void)t; }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on) { (void)cx, (void)on; }
@@ -192,6 +193,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (mt) cu_mma_set_tile(atoi(mt));
     const char *ms = getenv("SB_CUDA_MMA_SMALL"); /* the small-T int8 MMA GEMM (k_mma.cu: split K); unset: unchanged */
     if (ms) cu_mma_set_small(atoi(ms));
+    const char *mst = getenv("SB_CUDA_MMA_SMALL_T"); /* the largest T it takes (default 64) */
+    if (mst) cu_mma_set_small_tmax(atoll(mst));
     const char *mv = getenv("SB_CUDA_MMQ");
     if (mv && mv[0] >= '1' && mv[0] <= '4') exec_cuda_set_mmvq_variant(mv[0] - '0');
     sb_status st = cu_stream_create(&cx->s);
@@ -276,6 +279,7 @@ void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on) {
 }
 void exec_cuda_set_act_fast(bool on) { cu_act_set_fast(on); }
 void exec_cuda_set_mma_small(int mode) { cu_mma_set_small(mode); }
+void exec_cuda_set_mma_small_tmax(int64_t t) { cu_mma_set_small_tmax(t); }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
     if (cx->fuse == on) return;
     cu_stream_sync(cx->s);

@@ -90,6 +90,9 @@ void exec_cuda_set_mmvq_variant(int v);
  * with a separate reduce kernel; env SB_CUDA_MMA_SMALL=0|1|2. Plans created while it was off have
  * no split scratch: their GEMMs run it unsplit. */
 void exec_cuda_set_mma_small(int mode);
+/* The largest T that path takes (default 64; env SB_CUDA_MMA_SMALL_T; <= 8: 64), for measuring
+ * where it pays. Process-wide. */
+void exec_cuda_set_mma_small_tmax(int64_t t);
 
 /* Executor-level fusions (default on; env SB_CUDA_FUSE=0 turns them off; docs/cuda.md): GEMV
  * epilogues (bias / residual adds), K's RoPE writing the KV cache, residual add + rms_norm_quant,

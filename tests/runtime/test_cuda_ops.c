@@ -736,13 +736,15 @@ static void test_mma_prefill(void) {
  * tiles; on a 132-SM H200 K 896 splits 7 ways, K 4864 13 ways, with a short last split), the bias
  * and residual epilogues (the reducing block applies them), then N 3000 (94 tiles, 4 splits),
  * 9000 (282 tiles: the 32 x 64 kernel unsplit) and 13000 (407 tiles fill the GPU: launch_mma's
- * tiles). Each case runs with the last-block reduction (mode 1); N <= 136 and 3000 also with
- * k_mma_reduce (mode 2), whose extra launch for N <= 136 shows that the split path ran (needs >= 4
- * SMs); K-quants on q8_K also against the CPU executor (same rounding, 1e-10). */
+ * tiles); with the T limit raised, T 100 and 130 (2 and 3 token tiles, split), and T 64 over a
+ * limit of 16 (cu_matmul_mma). Each case runs with the last-block reduction (mode 1); N <= 136,
+ * 3000 and the raised-limit cases also with k_mma_reduce (mode 2), whose extra launch for
+ * N <= 136 shows that the split path ran (needs >= 16 SMs); K-quants on q8_K also against the CPU
+ * executor (same rounding, 1e-10). */
 static void test_mma_small(void) {
     static const int types[] = {SB_TYPE_Q4_0, SB_TYPE_Q5_0, SB_TYPE_Q8_0, SB_TYPE_Q4_K, SB_TYPE_Q5_K, SB_TYPE_Q6_K};
     static const int64_t Ts[] = {9, 16, 17, 33, 64}, Ns[] = {16, 128, 136, 896};
-    typedef struct { int t; int64_t K, N, T; int ep; bool q81; } small_case;
+    typedef struct { int t; int64_t K, N, T; int ep; bool q81; int64_t tmax; } small_case;
     small_case cs[128];
     int n = 0;
     for (int ti = 0; ti < 6; ti++)
@@ -751,13 +753,17 @@ static void test_mma_small(void) {
                 const int t = types[ti], i = ti * 20 + a * 4 + b;
                 const bool kq = q8k_type(t);
                 /* legacy types alternate K 896 / 4864; K-quants take q8_1 activations in every third case */
-                cs[n++] = (small_case){t, kq || i % 2 ? 4864 : 896, Ns[b], Ts[a], i % 3, kq && i % 3 == 1};
+                cs[n++] = (small_case){t, kq || i % 2 ? 4864 : 896, Ns[b], Ts[a], i % 3, kq && i % 3 == 1, 0};
             }
-    cs[n++] = (small_case){SB_TYPE_Q5_0, 896, 3000, 64, 2, false};
-    cs[n++] = (small_case){SB_TYPE_Q6_K, 4864, 3000, 33, 1, false};
-    cs[n++] = (small_case){SB_TYPE_Q4_K, 4864, 3000, 17, 0, true};
-    cs[n++] = (small_case){SB_TYPE_Q8_0, 896, 9000, 64, 0, false};
-    cs[n++] = (small_case){SB_TYPE_Q5_0, 896, 13000, 40, 1, false};
+    cs[n++] = (small_case){SB_TYPE_Q5_0, 896, 3000, 64, 2, false, 0};
+    cs[n++] = (small_case){SB_TYPE_Q6_K, 4864, 3000, 33, 1, false, 0};
+    cs[n++] = (small_case){SB_TYPE_Q4_K, 4864, 3000, 17, 0, true, 0};
+    cs[n++] = (small_case){SB_TYPE_Q8_0, 896, 9000, 64, 0, false, 0};
+    cs[n++] = (small_case){SB_TYPE_Q5_0, 896, 13000, 40, 1, false, 0};
+    /* the T limit raised: several 64-token tiles (blockIdx.y > 0) in the split path and its counters */
+    cs[n++] = (small_case){SB_TYPE_Q5_0, 896, 896, 100, 2, false, 128};
+    cs[n++] = (small_case){SB_TYPE_Q6_K, 4864, 136, 130, 1, false, 256};
+    cs[n++] = (small_case){SB_TYPE_Q4_0, 896, 128, 64, 0, false, 16}; /* T above the limit: cu_matmul_mma */
     exec_cuda_set_mmvq_variant(4);
     for (int k = 0; k < n; k++) {
         const int t = cs[k].t, ep = cs[k].ep;
@@ -775,7 +781,8 @@ static void test_mma_small(void) {
         if (cs[k].q81) setenv("SB_CUDA_ACT", "q8_1", 1); /* K-quants on q8_1 activations (read by exec_cuda_target) */
         fuse_on = ep != 0;                               /* the add as the GEMM's epilogue */
         int32_t kern[3] = {0, 0, 0};
-        for (int mode = 1; mode <= (N <= 136 || N == 3000 ? 2 : 1); mode++) { /* k_mma_reduce on the cheap cases */
+        exec_cuda_set_mma_small_tmax(cs[k].tmax); /* 0: the default 64 */
+        for (int mode = 1; mode <= (N <= 136 || N == 3000 || cs[k].tmax ? 2 : 1); mode++) { /* k_mma_reduce on the cheaper cases */
             char label[112];
             snprintf(label, sizeof label, "MMA small/%d %s%s K=%lld N=%lld T=%lld%s", mode, ir_dtype_name(t), cs[k].q81 ? " q8_1" : "",
                      (long long)K, (long long)N, (long long)T, ep == 1 ? " + bias" : ep == 2 ? " + residual" : "");
@@ -789,11 +796,15 @@ static void test_mma_small(void) {
             }
         }
         exec_cuda_set_mma_small(0);
+        exec_cuda_set_mma_small_tmax(0);
         fuse_on = false;
         if (cs[k].q81) unsetenv("SB_CUDA_ACT");
-        if (N <= 136) /* 1..5 tiles of 32 rows: K is split on any GPU of >= 4 SMs, so mode 2 adds k_mma_reduce */
-            CHECKF(kern[2] == kern[1] + 1, "MMA small %s K=%lld N=%lld T=%lld: %d kernels with k_mma_reduce, %d without (split path not taken?)",
-                   ir_dtype_name(t), (long long)K, (long long)N, (long long)T, (int)kern[2], (int)kern[1]);
+        /* N <= 136: 1..15 tiles of 32 rows, K split on any GPU of >= 16 SMs, so mode 2 adds k_mma_reduce
+         * (T above the limit: the same kernels) */
+        const int split_reduce = T <= (cs[k].tmax ? cs[k].tmax : 64);
+        if (N <= 136)
+            CHECKF(kern[2] == kern[1] + split_reduce, "MMA small %s K=%lld N=%lld T=%lld: %d kernels with k_mma_reduce, %d without (expected %d more)",
+                   ir_dtype_name(t), (long long)K, (long long)N, (long long)T, (int)kern[2], (int)kern[1], split_reduce);
         ir_graph_free(g);
         free(wf), free(x), free(o), free(w);
     }

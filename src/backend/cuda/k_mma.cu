@@ -332,7 +332,8 @@ static sb_status launch_mma(cudaStream_t s, float *dst, const uint8_t *w, uint64
 }
 
 /* ---- the small-T path (cu_matmul_mma_small, SB_CUDA_MMA_SMALL=1) ----
- * For T <= MMA_SMALL_T (the prefill of a few tokens after a cached prefix) the tiles above leave
+ * For T <= mma_small_tmax (default 64: the prefill of a few tokens after a cached prefix; larger
+ * T through cu_mma_set_small_tmax, for measurements) the tiles above leave
  * most SMs idle: at T 64 the N 896 matrices of Qwen2.5-0.5B give 14 blocks of 64 x 64 on 132 SMs,
  * K/V (N 128) 2, the down projection (N 896, K 4864) 14 blocks of 38 K steps each. Rule here:
  * tile 32 rows x 64 tokens (one m16 pair per warp, 8 warps along tokens; <= 80 registers, so 3
@@ -348,13 +349,15 @@ static sb_status launch_mma(cudaStream_t s, float *dst, const uint8_t *w, uint64
  * (was 14 of 38). Partials: split x T x N f32 (3 MB at most here, L2-resident), written once
  * and read once by the last block of each tile (counters) or k_mma_reduce (no counters, or more
  * tiles than CU_ATT_COUNTERS). */
-#define MMA_SMALL_T 64
+#define MMA_SMALL_T 64 /* default T limit of the small path */
 #define MMA_SPLIT_MAX 16
 
 static int mma_small = 0; /* cu_mma_set_small (env SB_CUDA_MMA_SMALL): 0 off, 1 on, 2 on with k_mma_reduce */
+static int64_t mma_small_tmax = MMA_SMALL_T; /* cu_mma_set_small_tmax (env SB_CUDA_MMA_SMALL_T) */
 
 extern "C" void cu_mma_set_small(int mode) { mma_small = mode >= 0 && mode <= 2 ? mode : 0; }
 extern "C" int cu_mma_small_mode(void) { return mma_small; }
+extern "C" void cu_mma_set_small_tmax(int64_t t) { mma_small_tmax = t > 8 ? t : MMA_SMALL_T; }
 
 /* splits of K (>= 1) and sub-blocks per split for (K, N, T) under the rule above, scratch_floats
  * of scratch available */
@@ -374,7 +377,7 @@ static int mma_small_split(int64_t K, int64_t N, int64_t T, uint64_t scratch_flo
 }
 
 extern "C" uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T) {
-    if (T > MMA_SMALL_T || T <= 0 || N <= 0 || K < 32) return 0;
+    if (T > mma_small_tmax || T <= 0 || N <= 0 || K < 32) return 0;
     int spb = 0;
     const int split = mma_small_split(K, N, T, UINT64_MAX, &spb);
     return split > 1 ? (uint64_t)split * (uint64_t)N * (uint64_t)T : 0;
@@ -400,7 +403,7 @@ static sb_status launch_mma_small(cudaStream_t s, float *dst, const uint8_t *w, 
     return cu_after_launch("k_mma_reduce");
 }
 
-/* small: NULL = the tiles of launch_mma; else the small-T path where T <= MMA_SMALL_T */
+/* small: NULL = the tiles of launch_mma; else the small-T path where T <= mma_small_tmax */
 typedef struct mma_small_args {
     float *scratch;
     uint64_t scratch_floats;
@@ -410,7 +413,7 @@ typedef struct mma_small_args {
 template <int TYPE, int XQ>
 static sb_status launch_any(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
                             cu_epilogue ep, const mma_small_args *sm) {
-    if (sm && T <= MMA_SMALL_T)
+    if (sm && T <= mma_small_tmax)
         return launch_mma_small<TYPE, XQ>(s, dst, w, rb, K, N, x, T, ep, sm->scratch, sm->scratch_floats, sm->counters);
     return launch_mma<TYPE, XQ>(s, dst, w, rb, K, N, x, T, ep);
 }

@@ -237,13 +237,16 @@ sb_status cu_matmul_mma(cu_stream s, float *dst, const void *w, int wtype, int64
  * counters (the separate reduce kernel; A/B and tests). Other values: 0. */
 void cu_mma_set_small(int mode);
 int cu_mma_small_mode(void);
+/* The largest T the small path takes (process-wide; env SB_CUDA_MMA_SMALL_T; default and any
+ * value <= 8: 64); above it cu_matmul_mma_small is cu_matmul_mma. For measuring where it pays. */
+void cu_mma_set_small_tmax(int64_t t);
 /* Floats of scratch cu_matmul_mma_small wants for (K, N, T) (0: no split of K). */
 uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T);
-/* cu_matmul_mma (same operands, epilogue, results up to f32 summation order) for T <= 64 with
+/* cu_matmul_mma (same operands, epilogue, results up to f32 summation order) for T up to the limit above, with
  * 32-row x 64-token tiles and K split across blocks so that every SM has work (rule: k_mma.cu);
  * partials in scratch (scratch_floats of them; fewer than cu_mma_small_scratch: no split);
  * counters (CU_ATT_COUNTERS zeroed uint32, shareable with cu_attention, or NULL): the last split
- * block of each tile sums the partials (one kernel), NULL: a second reduce kernel. T > 64:
+ * block of each tile sums the partials (one kernel), NULL: a second reduce kernel. Larger T:
  * exactly cu_matmul_mma. */
 sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
                               int64_t T, const cu_epilogue *ep, float *scratch, uint64_t scratch_floats, unsigned *counters);
