@@ -2,10 +2,12 @@
 /*
  * runtime/exec_cuda.c — the CUDA executor (exec_cuda.h): maps every plan input to device memory,
  * then walks the planned nodes in order, one launcher call (backend/cuda/kernels.h) per node, on
- * one stream; T = 1 plans are captured once as a CUDA Graph and replayed.
+ * one stream; plans are captured once as a CUDA Graph and replayed (T = 1 plans on their first
+ * run, other shapes — prefill chunks — on their second).
  * Layer 2 (runtime). Memory: computed values live at their plan offset in one device arena
  * (grown to the largest plan seen; growing drops every captured graph, since graphs bake in
- * pointers); attention split partials follow the plan region; tokens/pos/out_rows sit in fixed
+ * pointers); split partials (attention's, the small-T GEMM's: one region, the larger of the two
+ * needs, used by one kernel at a time) follow the plan region; tokens/pos/out_rows sit in fixed
  * device buffers refreshed before each run (outside the graph). Weights and KV caches are device
  * copies keyed by the host pointer the session binds (uploaded on first sight, never again).
  * Invariants: a graph is replayed only with the arena it was captured with; validation happens on
@@ -59,6 +61,8 @@ void exec_cuda_host_free(exec_cuda *cx, void *p) { (void)cx, (void)p; }
 void exec_cuda_set_profile(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) { (void)cx, (void)v; }
 void exec_cuda_set_mmvq_variant(int v) { (void)v; }
+void exec_cuda_set_mma_small(int mode) { (void)mode; }
+void exec_cuda_set_mma_small_tmax(int64_t t) { (void)t; }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on) { (void)cx, (void)on; }
@@ -88,7 +92,7 @@ typedef struct devbuf {
 typedef struct cplan {
     const plan *p;
     void **dptr;          /* device pointer per input slot */
-    uint64_t scratch_off; /* attention split partials, after the plan region */
+    uint64_t scratch_off; /* attention / small-T GEMM split partials, after the plan region */
     uint64_t arena_need;
     cu_graph graph;
     void *graph_arena;    /* the arena the graph was captured with */
@@ -121,6 +125,8 @@ struct exec_cuda {
     int32_t *h_in;        /* page-locked staging [3 * max_tokens]: tokens, positions, out_rows */
     int64_t max_tokens;
     bool graphs, poison, profile;
+    uint64_t time_skip;   /* SB_CUDA_SKIP=op,op,...: ops (by IR name; "head" = the > 65536-row matmuls, "gemv" = the
+                           * others at T = 1) whose kernels are left out — wrong results, for timing what they cost */
     bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=0 off; exec_cuda_set_fuse) */
     bool ropek;           /* K's RoPE into the multi-GEMV launch (env SB_CUDA_ROPEK=1; default off) */
     bool pro;             /* norm / GLU quantization as GEMV prologues, decode values unshared (env SB_CUDA_PRO=1; default off) */
@@ -182,10 +188,19 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->pro = pv && pv[0] == '1';
     const char *g1 = getenv("SB_CUDA_GF1");
     cx->gf_single = g1 && g1[0] == '1';
+    const char *sk = getenv("SB_CUDA_SKIP");
+    for (int o = 0; sk && o < IR_OP_COUNT && o < 62; o++) {
+        const char *h = strstr(sk, ir_ops[o].name);
+        const size_t l = strlen(ir_ops[o].name);
+        if (h && (h == sk || h[-1] == ',') && (h[l] == 0 || h[l] == ',')) cx->time_skip |= 1ull << o;
+    }
+    if (sk && strstr(sk, "head")) cx->time_skip |= 1ull << 62;
+    if (sk && strstr(sk, "gemv")) cx->time_skip |= 1ull << 63;
     const char *rs = getenv("SB_CUDA_RES"), *rw = getenv("SB_CUDA_RES_WARPS"); /* resident-weights GEMV (k_gemv.cu) */
     cu_gemv_set_res(!(rs && rs[0] == '0'), rw ? atoi(rw) : 16);
     const char *rx = getenv("SB_CUDA_RES_EXP");
-    cu_gemv_set_res_exp(rx ? atoi(rx) : 0);
+    const char *rb = getenv("SB_CUDA_RES_BPS");
+    cu_gemv_set_res_exp(rx ? atoi(rx) : 0, rb ? atoi(rb) : 1);
     const char *aq = getenv("SB_CUDA_AQ");
     cu_act_set_fast(aq && aq[0] == '1');
     const char *gt = getenv("SB_CUDA_GF_TUNE"); /* "blocks_per_sm,rows,prefetch,warps" (autotuning experiments) */
@@ -197,6 +212,10 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (fg) cu_fattn_set_groups(atoi(fg));
     const char *mt = getenv("SB_CUDA_MMA_TILE"); /* int8 MMA GEMM tile (k_mma.cu) */
     if (mt) cu_mma_set_tile(atoi(mt));
+    const char *ms = getenv("SB_CUDA_MMA_SMALL"); /* the small-T int8 MMA GEMM (k_mma.cu: split K); unset: unchanged */
+    if (ms) cu_mma_set_small(atoi(ms));
+    const char *mst = getenv("SB_CUDA_MMA_SMALL_T"); /* the largest T it takes (default 64) */
+    if (mst) cu_mma_set_small_tmax(atoll(mst));
     const char *mv = getenv("SB_CUDA_MMQ");
     if (mv && mv[0] >= '1' && mv[0] <= '4') exec_cuda_set_mmvq_variant(mv[0] - '0');
     sb_status st = cu_stream_create(&cx->s);
@@ -281,6 +300,8 @@ void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on) {
 }
 void exec_cuda_set_act_fast(bool on) { cu_act_set_fast(on); }
 void exec_cuda_set_res(bool on) { cu_gemv_set_res(on, 0); }
+void exec_cuda_set_mma_small(int mode) { cu_mma_set_small(mode); }
+void exec_cuda_set_mma_small_tmax(int64_t t) { cu_mma_set_small_tmax(t); }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
     if (cx->fuse == on) return;
     cu_stream_sync(cx->s);
@@ -491,6 +512,16 @@ static cu_attn_args attn_args(const exec_cuda *cx, const plan *p, const ir_node 
     return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .T = q->ne[2], .ctype = k->dtype, .scale = n->fp[0],
                           .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n),
                           .variant = cx->attn_variant == 1 ? 1 : cx->attn_variant == 4 ? 4 : 2, .kmin = cx->attn_kmin};
+}
+
+/* SB_CUDA_SKIP's filter: node n's kernels are left out of the step */
+static bool time_skipped(const exec_cuda *cx, const ir_graph *g, const ir_node *n) {
+    if (n->op == IR_OP_MATMUL) {
+        const bool wide = n->ne[0] > 65536, t1 = g->nodes[n->src[1]].ne[1] == 1;
+        if (wide && (cx->time_skip >> 62 & 1)) return true;
+        if (!wide && t1 && (cx->time_skip >> 63 & 1)) return true;
+    }
+    return n->op < 62 && (cx->time_skip >> n->op & 1);
 }
 
 // ---- executor-level fusion ----
@@ -885,6 +916,12 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
             cu_attn_args a = attn_args(cx, p, &p->g->nodes[i]);
             uint64_t f = cu_attention_scratch(&a);
             if (f > scratch) scratch = f;
+        } else if (p->g->nodes[i].op == IR_OP_MATMUL && cu_mma_small_mode()) { /* split-K partials of the small-T GEMM */
+            const ir_node *mw = &p->g->nodes[p->g->nodes[i].src[0]], *mx = &p->g->nodes[p->g->nodes[i].src[1]];
+            if (mx->ne[1] > 8 && cu_has_mma(mw->dtype, mx->dtype)) {
+                uint64_t f = cu_mma_small_scratch(mw->ne[0], mw->ne[1], mx->ne[1]);
+                if (f > scratch) scratch = f;
+            }
         }
     if (st == SB_OK && cx->fuse) st = plan_fusions(p, c, cx->ropek, cx->pro);
     c->scratch_off = al(p->arena_bytes) + al(c->moved_bytes);
@@ -1274,8 +1311,16 @@ static sb_status run_node(crun *r, int32_t i) {
             dst = dptr(r, r->c->epi[i]);
         }
         const bool k_dp4a = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
-        if (x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype)) /* prefill: int8 tensor cores */
+        if (x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype)) { /* prefill: int8 tensor cores */
+            if (cu_mma_small_mode()) { /* small T: K split over blocks, partials in the scratch region (shared with attention's) */
+                const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_mma_small_scratch(w->ne[0], w->ne[1], x->ne[1]);
+                const bool counters = cu_mma_small_mode() == 1;
+                if (!counters && need > 0 && need <= cap) r->n_kernels++; /* split: k_mma_reduce after it */
+                return cu_matmul_mma_small(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep,
+                                           (float *)(r->arena + r->c->scratch_off), cap, counters ? r->cx->d_cnt : NULL);
+            }
             return cu_matmul_mma(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep);
+        }
         if (x->dtype == SB_TYPE_Q8_1 || (x->dtype == SB_TYPE_Q8_K && k_dp4a))
             return cu_matmul_q8(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep);
         return cu_matmul_f32(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep); /* f32 or q8_K */
@@ -1362,6 +1407,7 @@ static sb_status enqueue_all(crun *r) {
         const ir_node *n = &g->nodes[i];
         if (ir_ops[n->op].flags & OPF_INPUT) continue;
         if (r->c->skip && r->c->skip[i]) continue; /* done by the matmul before it */
+        if (cx->time_skip && time_skipped(cx, g, n)) continue; /* SB_CUDA_SKIP: a timing experiment */
         const int32_t k0 = r->n_kernels;
         st = run_node(r, i);
         if (st != SB_OK) {

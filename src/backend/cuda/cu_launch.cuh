@@ -30,8 +30,9 @@ extern "C" int cu_pdl_flag;
 template <class T> struct cu_id {
     typedef T type;
 };
-/* launch k on s with `smem` bytes of dynamic shared memory (at most 48 KB: no opt-in attribute is
- * set) and the PDL attribute when cu_pdl_flag; cu_launch: the same without dynamic shared memory */
+/* launch k on s with `smem` bytes of dynamic shared memory (above 48 KB the caller has set k's
+ * cudaFuncAttributeMaxDynamicSharedMemorySize) and the PDL attribute when cu_pdl_flag; cu_launch:
+ * the same without dynamic shared memory */
 template <typename... KArgs>
 static inline void cu_launch_smem(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, typename cu_id<KArgs>::type... args) {
     cudaLaunchConfig_t cfg = {};
@@ -46,11 +47,6 @@ static inline void cu_launch_smem(void (*k)(KArgs...), dim3 grid, dim3 block, si
     cfg.numAttrs = cu_pdl_flag ? 1 : 0;
     (void)cudaLaunchKernelEx(&cfg, k, args...); /* an error stays for cu_after_launch's cudaGetLastError */
 }
-template <typename... KArgs>
-static inline void cu_launch(void (*k)(KArgs...), dim3 grid, dim3 block, cudaStream_t s, typename cu_id<KArgs>::type... args) {
-    cu_launch_smem(k, grid, block, 0, s, args...);
-}
-
 template <typename... KArgs>
 static inline void cu_launch(void (*k)(KArgs...), dim3 grid, dim3 block, cudaStream_t s, typename cu_id<KArgs>::type... args) {
     cu_launch_smem(k, grid, block, 0, s, args...);

@@ -369,8 +369,11 @@ static void gf_launch(int wpr, bool small, cudaStream_t st, const mseg_set &m, c
 
 // ---- resident-weights launch ----
 
-static int res_on = 1, res_warps = 16, res_exp = 0; /* cu_gemv_set_res */
-extern "C" void cu_gemv_set_res_exp(int exp) { res_exp = exp; }
+static int res_on = 1, res_warps = 16, res_exp = 0, res_bps = 1; /* cu_gemv_set_res */
+extern "C" void cu_gemv_set_res_exp(int exp, int blocks_per_sm) {
+    res_exp = exp;
+    res_bps = blocks_per_sm > 0 && blocks_per_sm <= 4 ? blocks_per_sm : 1;
+}
 extern "C" void cu_gemv_set_res(int on, int warps) {
     res_on = on ? 1 : 0;
     if (warps > 0) res_warps = warps == 8 ? 8 : 16; /* 0: unchanged */
@@ -395,7 +398,7 @@ static bool res_plan(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int pk
         total += seg[k].N;
     }
     if (total < 1) return false;
-    const int64_t per = (int64_t)G * gf_sms;
+    const int64_t per = (int64_t)G * gf_sms * res_bps;
     rs->R = (int)((total + per - 1) / per);
     rs->xbytes = (unsigned)(xtype == CU_T_Q8_1 ? K / 32 * sizeof(blk_q8_1) : K / 256 * sizeof(blk_q8_K));
     rs->addo = (rs->xbytes + 15) & ~15u;

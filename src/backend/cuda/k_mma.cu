@@ -19,6 +19,17 @@
  * Traffic: weights read once per BT tokens, activations once per BN rows. H200: 20-40 TMAC/s,
  * well under the ~140 TMAC/s issue ceiling of this scheme (4 instructions per int32 result for
  * the per-sub-block scaling): latency-bound at 2 blocks per SM (bench/NOTES.md).
+ * Small T (cu_matmul_mma_small, SB_CUDA_MMA_SMALL=1|2, default off; the rule above
+ * launch_mma_small): for 8 < T <= 64 the same kernel as a 32 x 64 tile (8 warps along tokens, one
+ * 32-row pair of m16 tiles each; only threads < 128 stage weights) with K split across gridDim.z
+ * so that ~3 blocks per SM have work; each split writes raw f32 sums to scratch [split][T][N] and
+ * the last block of a tile to arrive (threadfence + a counter per tile, reset by it; or the
+ * k_mma_reduce kernel) sums them in split order and applies the epilogue. Per-value arithmetic is
+ * unchanged; results differ from the unsplit path only in the f32 summation order across splits.
+ * Traffic of the split: 2 x split x T x N x 4 bytes of partials through L2 (T 64: 3.2 MB for the
+ * N 896 Q/O, 6 MB for the down projection; well under 1 us of L2 bandwidth spread over the GPU)
+ * against 0.55-3.6 MB of weights per GEMM; the reducing block reads split x 8 KB (two splits'
+ * loads, 16 per thread, in flight at once) as the tile's serial tail.
  * Needs sm_80+ (mma.sync s8); the launcher refuses older devices (k_mmq stays the fallback).
  * Tested against: op_matmul (f64) and the CPU executor's q8_K path in tests/runtime/test_cuda_ops.c.
  */
@@ -27,6 +38,7 @@
 
 #define MA_KB 4
 #define MA_LD (MA_KB * 8 + 4)
+#define MA_MINB(BN) ((BN) == 32 ? 3 : 2) /* blocks per SM the registers allow: 32-row tiles 3 (<= 80 registers), others 2 */
 
 static int mma_mode = 1;                 /* cu_mma_set: on by default (exec_cuda: SB_CUDA_MMQ=4) */
 static int mma_sms = 0, mma_cc = -1; /* device properties, read once */
@@ -54,18 +66,31 @@ static __device__ __forceinline__ void mma_k16(int c[4], int a0, int a1, int b0)
 #endif
 }
 
-template <int TYPE, int XQ, int BN, int BT>
-__global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
-                                                cu_epilogue ep) {
+/* sum of the nsplit partials [nsplit][T][N] at o = t * N + row, in split order from 0, plus the
+ * epilogue (k_mma_reduce; the last block of a tile adds in the same order, bit-identical) */
+static __device__ __forceinline__ float mma_split_sum(const float *part, int64_t o, int64_t row, int nsplit, int64_t TN, const cu_epilogue &ep) {
+    float v = 0.0f;
+    for (int z = 0; z < nsplit; z++) v += __ldcg(part + z * TN + o);
+    return ep.add ? v + ep.add[ep.bcast ? row : o] : v;
+}
+
+/* SPLIT: block z of the grid covers sub-blocks [z * spb, min(nsb, (z + 1) * spb)) of K and writes
+ * its raw sums to part[z][T][N]; with cnt the last block of each (x, y) tile to arrive (a counter
+ * per tile, reset by that block) sums the partials of the tile (mma_split_sum), else k_mma_reduce
+ * does. !SPLIT: the whole of K, written through the epilogue (spb, part, cnt unused). */
+template <int TYPE, int XQ, int BN, int BT, bool SPLIT>
+__global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
+                                                cu_epilogue ep, int spb, float *part, unsigned *cnt) {
     CU_PDL_ENTRY();
     constexpr int WR = BN / 32; /* warps along rows */
     constexpr int WT = 8 / WR;  /* warps along tokens */
     constexpr int WN = BT / WT; /* tokens per warp */
     constexpr int NT = WN / 8;  /* n8 tiles per warp */
-    constexpr int U = BN * MA_KB / 256; /* weight sub-blocks each thread stages per step */
+    constexpr int U = BN * MA_KB >= 256 ? BN * MA_KB / 256 : 1; /* weight sub-blocks each thread stages per step */
+    constexpr int WSUB = BN * MA_KB; /* weight sub-blocks per step (BN 32: only threads < 128 stage one) */
     constexpr bool K6 = TYPE == CU_T_Q6_K;
     constexpr bool DM = TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K;
-    static_assert(NT >= 1 && U >= 1 && BT * MA_KB <= 256, "k_mma tile shape");
+    static_assert(NT >= 1 && WR >= 1 && WR * WT == 8 && BT * MA_KB <= 256 && (WSUB % 256 == 0 || WSUB < 256), "k_mma tile shape");
     __shared__ __align__(16) int ws[BN][MA_LD];
     __shared__ float2 wd[MA_KB][BN]; /* (d0, d1) or (d0, dm) */
     __shared__ __align__(16) int xs[BT][MA_LD];
@@ -76,6 +101,8 @@ __global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, ui
     const int wr = wp % WR, wt = wp / WR;
     const int64_t n0 = (int64_t)blockIdx.x * BN, t0 = (int64_t)blockIdx.y * BT;
     const int nsb = (int)(K / 32);
+    const int jb = SPLIT ? (int)blockIdx.z * spb : 0; /* this block's sub-blocks [jb, je) */
+    const int je = SPLIT ? min(nsb, jb + spb) : nsb;
     float acc[2][NT][4];
 #pragma unroll
     for (int m = 0; m < 2; m++)
@@ -93,7 +120,7 @@ __global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, ui
 #pragma unroll
         for (int u2 = 0; u2 < U; u2++) {
             const int u = tid + 256 * u2, r = u / MA_KB, jj = u % MA_KB;
-            if (n0 + r < N && j0 + jj < nsb) {
+            if ((WSUB >= 256 || u < WSUB) && n0 + r < N && j0 + jj < je) {
                 cu_fetch<TYPE>(w + (uint64_t)(n0 + r) * rb, j0 + jj, &raw[u2]);
             } else { /* zero words decode to zero scales: no contribution */
 #pragma unroll
@@ -104,7 +131,7 @@ __global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, ui
         xd8 = 0.0f;
 #pragma unroll
         for (int i = 0; i < 8; i++) xr[i] = 0;
-        if (at < BT && t0 + at < T && j0 + aj < nsb) {
+        if (at < BT && t0 + at < T && j0 + aj < je) {
             const int *qp = cu_act_sub<XQ>(x, K, t0 + at, j0 + aj, &xd8);
 #pragma unroll
             for (int i = 0; i < 8; i++) xr[i] = qp[i];
@@ -114,6 +141,7 @@ __global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, ui
 #pragma unroll
         for (int u2 = 0; u2 < U; u2++) {
             const int u = tid + 256 * u2, r = u / MA_KB, jj = u % MA_KB;
+            if (WSUB < 256 && u >= WSUB) continue; /* BN 32: rows 0..31 only */
             cu_wsub t;
             cu_decode<TYPE>(&raw[u2], j0 + jj, &t);
             *(int4 *)&ws[r][jj * 8] = make_int4(t.w[0], t.w[1], t.w[2], t.w[3]);
@@ -129,11 +157,11 @@ __global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, ui
             }
         }
     };
-    fetch(0);
-    store(0);
+    fetch(jb);
+    store(jb);
     __syncthreads();
-    for (int j0 = 0; j0 < nsb; j0 += MA_KB) {
-        const bool more = j0 + MA_KB < nsb;
+    for (int j0 = jb; j0 < je; j0 += MA_KB) {
+        const bool more = j0 + MA_KB < je;
         if (more) fetch(j0 + MA_KB);
 #pragma unroll
         for (int jj = 0; jj < MA_KB; jj++) {
@@ -208,9 +236,67 @@ __global__ void __launch_bounds__(256, 2) k_mma(float *dst, const uint8_t *w, ui
                 const int64_t t = t0 + wt * WN + n * 8 + 2 * tig + (i & 1);
                 if (row < N && t < T) {
                     const int64_t o = t * N + row;
-                    dst[o] = ep.add ? acc[m][n][i] + ep.add[ep.bcast ? row : o] : acc[m][n][i];
+                    if (SPLIT)
+                        part[(int64_t)blockIdx.z * T * N + o] = acc[m][n][i];
+                    else
+                        dst[o] = ep.add ? acc[m][n][i] + ep.add[ep.bcast ? row : o] : acc[m][n][i];
                 }
             }
+    if (SPLIT && cnt) { /* the last split block of this tile reduces it (threadfence reduction) */
+        __shared__ int last;
+        const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x;
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) last = atomicAdd(&cnt[tile], 1u) == gridDim.z - 1;
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+        /* this thread's PER outputs of the tile (rows fastest: coalesced), all their loads of 2
+         * splits in flight at once, summed in split order from 0 (as mma_split_sum) */
+        constexpr int PER = BN * BT / 256;
+        const int nsplit = (int)gridDim.z;
+        const int64_t TN = T * N;
+        int64_t o[PER];
+        bool ok[PER];
+        float v[PER];
+#pragma unroll
+        for (int p = 0; p < PER; p++) {
+            const int e = tid + 256 * p;
+            const int64_t row = n0 + e % BN, t = t0 + e / BN;
+            ok[p] = row < N && t < T;
+            o[p] = ok[p] ? t * N + row : 0;
+            v[p] = 0.0f;
+        }
+        int z = 0;
+        for (; z + 2 <= nsplit; z += 2) {
+            float l[2][PER];
+#pragma unroll
+            for (int q = 0; q < 2; q++)
+#pragma unroll
+                for (int p = 0; p < PER; p++) l[q][p] = ok[p] ? __ldcg(part + (z + q) * TN + o[p]) : 0.0f;
+#pragma unroll
+            for (int q = 0; q < 2; q++)
+#pragma unroll
+                for (int p = 0; p < PER; p++) v[p] += l[q][p];
+        }
+        for (; z < nsplit; z++)
+#pragma unroll
+            for (int p = 0; p < PER; p++) v[p] += ok[p] ? __ldcg(part + z * TN + o[p]) : 0.0f;
+#pragma unroll
+        for (int p = 0; p < PER; p++)
+            if (ok[p]) {
+                const int64_t row = o[p] % N;
+                dst[o[p]] = ep.add ? v[p] + ep.add[ep.bcast ? row : o[p]] : v[p];
+            }
+        if (tid == 0) cnt[tile] = 0; /* ready for the next kernel that uses the counters */
+    }
+}
+
+/* the split-K reduction as its own kernel (no counters): one thread per output */
+__global__ void k_mma_reduce(float *dst, const float *part, int64_t N, int64_t T, int nsplit, cu_epilogue ep) {
+    CU_PDL_ENTRY();
+    const int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (o < N * T) dst[o] = mma_split_sum(part, o, o % N, nsplit, N * T, ep);
 }
 
 
@@ -234,12 +320,102 @@ static sb_status launch_mma(cudaStream_t s, float *dst, const uint8_t *w, uint64
                      : (int64_t)cu_div_up(N, 64) * cu_div_up(T, 64) >= slots / 4 ? 2
                                                                                   : 3;
     if (tile == 1)
-        cu_launch(k_mma<TYPE, XQ, 128, 64>, dim3(cu_div_up(N, 128), cu_div_up(T, 64)), 256, s, dst, w, rb, K, N, x, T, ep);
+        cu_launch(k_mma<TYPE, XQ, 128, 64, false>, dim3(cu_div_up(N, 128), cu_div_up(T, 64)), 256, s, dst, w, rb, K, N, x, T, ep, 0,
+                  (float *)NULL, (unsigned *)NULL);
     else if (tile == 2)
-        cu_launch(k_mma<TYPE, XQ, 64, 64>, dim3(cu_div_up(N, 64), cu_div_up(T, 64)), 256, s, dst, w, rb, K, N, x, T, ep);
+        cu_launch(k_mma<TYPE, XQ, 64, 64, false>, dim3(cu_div_up(N, 64), cu_div_up(T, 64)), 256, s, dst, w, rb, K, N, x, T, ep, 0,
+                  (float *)NULL, (unsigned *)NULL);
     else
-        cu_launch(k_mma<TYPE, XQ, 64, 32>, dim3(cu_div_up(N, 64), cu_div_up(T, 32)), 256, s, dst, w, rb, K, N, x, T, ep);
+        cu_launch(k_mma<TYPE, XQ, 64, 32, false>, dim3(cu_div_up(N, 64), cu_div_up(T, 32)), 256, s, dst, w, rb, K, N, x, T, ep, 0,
+                  (float *)NULL, (unsigned *)NULL);
     return cu_after_launch("k_mma");
+}
+
+/* ---- the small-T path (cu_matmul_mma_small, SB_CUDA_MMA_SMALL=1) ----
+ * For T <= mma_small_tmax (default 64: the prefill of a few tokens after a cached prefix; larger
+ * T through cu_mma_set_small_tmax, for measurements) the tiles above leave
+ * most SMs idle: at T 64 the N 896 matrices of Qwen2.5-0.5B give 14 blocks of 64 x 64 on 132 SMs,
+ * K/V (N 128) 2, the down projection (N 896, K 4864) 14 blocks of 38 K steps each. Rule here:
+ * tile 32 rows x 64 tokens (one m16 pair per warp, 8 warps along tokens; <= 80 registers, so 3
+ * blocks per SM); grid0 = ceil(N/32) x ceil(T/64) tiles; with S = 3 x SMs block slots and
+ * steps = ceil(K / 128) K steps:
+ *   grid0 >= S: launch_mma's tiles (the GPU is full already; e.g. an LM head over T tokens), else
+ *   split = min(steps, S / grid0, MMA_SPLIT_MAX), then evened out
+ *   (steps_per = ceil(steps / split), split = ceil(steps / steps_per): no empty split);
+ *   split = 1 also when the scratch cannot hold split x T x N floats.
+ * H200 (132 SMs, S 396), T 64: Q/O (N 896, K 896) 28 tiles x 7 splits of 1 step = 196 blocks
+ * (was 14 blocks of 7 steps); K/V (N 128) 4 x 7 = 28 (was 2); gate/up (N 4864, K 896) 152 x 2
+ * splits of 4 steps = 304 (was 76 of 7); down (N 896, K 4864) 28 x 13 splits of 3 steps = 364
+ * (was 14 of 38). Partials: split x T x N f32 (3 MB at most here, L2-resident), written once
+ * and read once by the last block of each tile (counters) or k_mma_reduce (no counters, or more
+ * tiles than CU_ATT_COUNTERS). */
+#define MMA_SMALL_T 64 /* default T limit of the small path */
+#define MMA_SPLIT_MAX 16
+
+static int mma_small = 0; /* cu_mma_set_small (env SB_CUDA_MMA_SMALL): 0 off, 1 on, 2 on with k_mma_reduce */
+static int64_t mma_small_tmax = MMA_SMALL_T; /* cu_mma_set_small_tmax (env SB_CUDA_MMA_SMALL_T) */
+
+extern "C" void cu_mma_set_small(int mode) { mma_small = mode >= 0 && mode <= 2 ? mode : 0; }
+extern "C" int cu_mma_small_mode(void) { return mma_small; }
+extern "C" void cu_mma_set_small_tmax(int64_t t) { mma_small_tmax = t > 8 ? t : MMA_SMALL_T; }
+
+/* splits of K (>= 1) and sub-blocks per split for (K, N, T) under the rule above, scratch_floats
+ * of scratch available */
+static int mma_small_split(int64_t K, int64_t N, int64_t T, uint64_t scratch_floats, int *spb) {
+    if (!mma_sms) mma_sms = cu_sm_count();
+    const int64_t slots = MA_MINB(32) * (int64_t)mma_sms, nsb = K / 32, steps = (nsb + MA_KB - 1) / MA_KB;
+    const int64_t grid0 = (int64_t)cu_div_up(N, 32) * cu_div_up(T, 64);
+    int64_t split = grid0 >= slots ? 1 : slots / grid0;
+    if (split > steps) split = steps;
+    if (split > MMA_SPLIT_MAX) split = MMA_SPLIT_MAX;
+    if (split < 1) split = 1;
+    const int64_t per = (steps + split - 1) / split;
+    split = (steps + per - 1) / per;
+    if ((uint64_t)split * (uint64_t)N * (uint64_t)T > scratch_floats) split = 1, *spb = (int)nsb;
+    else *spb = (int)(per * MA_KB);
+    return (int)split;
+}
+
+extern "C" uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T) {
+    if (T > mma_small_tmax || T <= 0 || N <= 0 || K < 32) return 0;
+    int spb = 0;
+    const int split = mma_small_split(K, N, T, UINT64_MAX, &spb);
+    return split > 1 ? (uint64_t)split * (uint64_t)N * (uint64_t)T : 0;
+}
+
+template <int TYPE, int XQ>
+static sb_status launch_mma_small(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
+                                  cu_epilogue ep, float *scratch, uint64_t scratch_floats, unsigned *counters) {
+    int spb = 0;
+    const int split = mma_small_split(K, N, T, scratch ? scratch_floats : 0, &spb);
+    if (split == 1 && (int64_t)cu_div_up(N, 32) * cu_div_up(T, 64) >= MA_MINB(32) * (int64_t)mma_sms) /* the 32-row tiles fill the GPU: the usual tiles */
+        return launch_mma<TYPE, XQ>(s, dst, w, rb, K, N, x, T, ep);
+    const dim3 grid(cu_div_up(N, 32), cu_div_up(T, 64), (unsigned)split);
+    if (split == 1) {
+        cu_launch(k_mma<TYPE, XQ, 32, 64, false>, grid, 256, s, dst, w, rb, K, N, x, T, ep, 0, (float *)NULL, (unsigned *)NULL);
+        return cu_after_launch("k_mma (32 x 64)");
+    }
+    unsigned *cnt = counters && (int64_t)grid.x * grid.y <= CU_ATT_COUNTERS ? counters : NULL;
+    cu_launch(k_mma<TYPE, XQ, 32, 64, true>, grid, 256, s, dst, w, rb, K, N, x, T, ep, spb, scratch, cnt);
+    sb_status r = cu_after_launch("k_mma (32 x 64, split K)");
+    if (r != SB_OK || cnt) return r;
+    cu_launch(k_mma_reduce, dim3(cu_div_up(N * T, 256)), 256, s, dst, (const float *)scratch, N, T, split, ep);
+    return cu_after_launch("k_mma_reduce");
+}
+
+/* small: NULL = the tiles of launch_mma; else the small-T path where T <= mma_small_tmax */
+typedef struct mma_small_args {
+    float *scratch;
+    uint64_t scratch_floats;
+    unsigned *counters;
+} mma_small_args;
+
+template <int TYPE, int XQ>
+static sb_status launch_any(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
+                            cu_epilogue ep, const mma_small_args *sm) {
+    if (sm && T <= mma_small_tmax)
+        return launch_mma_small<TYPE, XQ>(s, dst, w, rb, K, N, x, T, ep, sm->scratch, sm->scratch_floats, sm->counters);
+    return launch_mma<TYPE, XQ>(s, dst, w, rb, K, N, x, T, ep);
 }
 
 extern "C" bool cu_has_mma(int wtype, int xtype) {
@@ -250,8 +426,8 @@ extern "C" bool cu_has_mma(int wtype, int xtype) {
     return xtype == CU_T_Q8_1 && (kq || wtype == CU_T_Q4_0 || wtype == CU_T_Q5_0 || wtype == CU_T_Q8_0);
 }
 
-extern "C" sb_status cu_matmul_mma(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
-                                   const cu_epilogue *epp) {
+static sb_status matmul_mma(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
+                            const cu_epilogue *epp, const mma_small_args *sm) {
     if (T <= 0 || N <= 0) return SB_OK;
     if (!cu_has_mma(wtype, xtype))
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no int8 MMA GEMM for weight type %d x activation type %d (compute capability %d)", wtype,
@@ -272,17 +448,28 @@ extern "C" sb_status cu_matmul_mma(cu_stream s, float *dst, const void *w, int w
     }
     if (xtype == CU_T_Q8_1) {
         switch (wtype) {
-        case CU_T_Q4_0: return launch_mma<CU_T_Q4_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q5_0: return launch_mma<CU_T_Q5_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q8_0: return launch_mma<CU_T_Q8_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q4_K: return launch_mma<CU_T_Q4_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q5_K: return launch_mma<CU_T_Q5_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        default: return launch_mma<CU_T_Q6_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q4_0: return launch_any<CU_T_Q4_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep, sm);
+        case CU_T_Q5_0: return launch_any<CU_T_Q5_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep, sm);
+        case CU_T_Q8_0: return launch_any<CU_T_Q8_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep, sm);
+        case CU_T_Q4_K: return launch_any<CU_T_Q4_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep, sm);
+        case CU_T_Q5_K: return launch_any<CU_T_Q5_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep, sm);
+        default: return launch_any<CU_T_Q6_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep, sm);
         }
     }
     switch (wtype) {
-    case CU_T_Q4_K: return launch_mma<CU_T_Q4_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
-    case CU_T_Q5_K: return launch_mma<CU_T_Q5_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
-    default: return launch_mma<CU_T_Q6_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
+    case CU_T_Q4_K: return launch_any<CU_T_Q4_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep, sm);
+    case CU_T_Q5_K: return launch_any<CU_T_Q5_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep, sm);
+    default: return launch_any<CU_T_Q6_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep, sm);
     }
+}
+
+extern "C" sb_status cu_matmul_mma(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
+                                   const cu_epilogue *ep) {
+    return matmul_mma(s, dst, w, wtype, K, N, xq, xtype, T, ep, NULL);
+}
+
+extern "C" sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
+                                         int64_t T, const cu_epilogue *ep, float *scratch, uint64_t scratch_floats, unsigned *counters) {
+    const mma_small_args sm = {scratch, scratch_floats, counters};
+    return matmul_mma(s, dst, w, wtype, K, N, xq, xtype, T, ep, &sm);
 }

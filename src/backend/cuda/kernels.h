@@ -167,7 +167,7 @@ void cu_gemv_set_tuning(int blocks_per_sm, int rows_per_group, int prefetch, int
  * block per multiprocessor (<= 96 KB of shared memory a block) copy the weights into shared memory
  * before the PDL wait. on: default 1; warps per block 8 or 16 (default). Process-wide. */
 void cu_gemv_set_res(int on, int warps);
-void cu_gemv_set_res_exp(int exp); /* timing experiments (k_gemv_res's comment); 0 = normal */
+void cu_gemv_set_res_exp(int exp, int blocks_per_sm); /* timing experiments (k_gemv_res's comment; 0 = normal), blocks a multiprocessor (1) */
 /* whether cu_matmul_q8_multi (no prologue) takes the resident-weights kernel for these segments */
 bool cu_gemv_res_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype);
 /* The one-row-in-registers quantization kernels (act_build, the GEMV prologues' code) for rows of
@@ -252,6 +252,24 @@ void cu_mma_set_tile(int t);
  * order), on int8 tensor cores; meant for T > 8. SB_ERR_UNSUPPORTED unless cu_has_mma. */
 sb_status cu_matmul_mma(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
                         const cu_epilogue *ep);
+/* The small-T path (process-wide; env SB_CUDA_MMA_SMALL): 0 (default) off, 1 the executor calls
+ * cu_matmul_mma_small instead of cu_matmul_mma with its split counters, 2 the same without
+ * counters (the separate reduce kernel; A/B and tests). Other values: 0. */
+void cu_mma_set_small(int mode);
+int cu_mma_small_mode(void);
+/* The largest T the small path takes (process-wide; env SB_CUDA_MMA_SMALL_T; default and any
+ * value <= 8: 64); above it cu_matmul_mma_small is cu_matmul_mma. For measuring where it pays. */
+void cu_mma_set_small_tmax(int64_t t);
+/* Floats of scratch cu_matmul_mma_small wants for (K, N, T) (0: no split of K). */
+uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T);
+/* cu_matmul_mma (same operands, epilogue, results up to f32 summation order) for T up to the limit above, with
+ * 32-row x 64-token tiles and K split across blocks so that every SM has work (rule: k_mma.cu);
+ * partials in scratch (scratch_floats of them; fewer than cu_mma_small_scratch: no split);
+ * counters (CU_ATT_COUNTERS zeroed uint32, shareable with cu_attention, or NULL): the last split
+ * block of each tile sums the partials (one kernel), NULL: a second reduce kernel. Larger T:
+ * exactly cu_matmul_mma. */
+sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
+                              int64_t T, const cu_epilogue *ep, float *scratch, uint64_t scratch_floats, unsigned *counters);
 /* Can cu_attention_prefill run these args (T > 1, nsplit 1, head_dim <= 128)? */
 bool cu_fattn_supported(const cu_attn_args *a);
 /* Flash-attention prefill variants (process-wide, experiments; env SB_CUDA_FATTN_G): 2 (default) key

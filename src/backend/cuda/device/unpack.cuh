@@ -21,37 +21,67 @@ typedef struct cu_wsub {
 
 /* expand 4 bits (b0..b3) into bit 4 of 4 bytes */
 static __device__ __forceinline__ int cu_bits4_to_b4(uint32_t b) {
-    return (int)(((b & 1u) << 4) | ((b & 2u) << 11) | ((b & 4u) << 18) | ((b & 8u) << 25));
+    /* bit k of b -> bit 4 of byte k: one multiply (the partial products k + 4 + 7m land on distinct
+     * bits, so nothing carries into the kept bits 4, 12, 20, 28); checked against the shift/or form
+     * for every 16-bit input */
+    return (int)(((b & 0xFu) * 0x02040810u) & 0x10101010u);
+}
+
+/* per-byte v - k (k4 = k in every byte) for bytes v in [0, 2k), k <= 64: the same bits as
+ * cu_sub_bytes(v, k4) (no byte saturates in that range) in three ALU operations instead of the
+ * emulated sequence sm_80/sm_90 compile __vsubss4 to: bias every byte by 128 so no borrow crosses
+ * a byte, subtract, unbias */
+static __device__ __forceinline__ int cu_sub_bytes(int v, int k4) {
+    return (int)((((uint32_t)v | 0x80808080u) - (uint32_t)k4) ^ 0x80808080u);
+}
+
+/* The 2-byte-aligned blocks (Q4_0 18 B, Q5_0 22 B, Q8_0 34 B) read as NW aligned 32-bit words from
+ * p rounded down to 4, instead of 16-bit halves: byte 4k + c of the block (c = 0 or 2, the
+ * block's own offset) is then __funnelshift_rc(w[k'], w[k'+1], 8 * ...) — cu_win. Reads at most
+ * 2 bytes past the block (inside the 256-byte-padded weight buffers; k_gemv_res copies 16-byte
+ * chunks plus 32 bytes of slack). */
+template <int NW> static __device__ __forceinline__ unsigned cu_ld_words_a2(const uint8_t *p, uint32_t *w) {
+    const uint32_t *a = (const uint32_t *)((uintptr_t)p & ~(uintptr_t)3);
+#pragma unroll
+    for (int k = 0; k < NW; k++) w[k] = a[k];
+    return ((unsigned)(uintptr_t)p & 2u) * 8u; /* 0 or 16: the block's bit offset in w[0] */
+}
+/* the 32 bits at byte 4k + 2e of the block (e = 0 or 1) from cu_ld_words_a2's words and shift */
+static __device__ __forceinline__ uint32_t cu_win(const uint32_t *w, int k, int e, unsigned sh) {
+    return __funnelshift_rc(w[k], w[k + 1], sh + 16u * (unsigned)e);
 }
 
 /* sub-block j (32 values) of the row at `row` */
 template <int TYPE> static __device__ __forceinline__ void cu_unpack(const uint8_t *row, int j, cu_wsub *o) {
-    if (TYPE == CU_T_Q4_0) {
-        const blk_q4_0 *b = (const blk_q4_0 *)row + j;
+    if (TYPE == CU_T_Q4_0) { /* d at byte 0, qs at 2..17 */
+        uint32_t w[5];
+        const unsigned sh = cu_ld_words_a2<5>(row + (uint64_t)j * sizeof(blk_q4_0), w);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const int q = ld_i32_a2(b->qs + 4 * i);
-            o->w[i] = __vsubss4(q & 0x0F0F0F0F, 0x08080808);
-            o->w[i + 4] = __vsubss4((q >> 4) & 0x0F0F0F0F, 0x08080808);
+            const int q = (int)cu_win(w, i, 1, sh);
+            o->w[i] = cu_sub_bytes(q & 0x0F0F0F0F, 0x08080808);
+            o->w[i + 4] = cu_sub_bytes((q >> 4) & 0x0F0F0F0F, 0x08080808);
         }
-        o->d0 = o->d1 = cu_h2f(b->d);
+        o->d0 = o->d1 = cu_h2f((uint16_t)cu_win(w, 0, 0, sh));
         o->dm = 0.0f;
-    } else if (TYPE == CU_T_Q5_0) {
-        const blk_q5_0 *b = (const blk_q5_0 *)row + j;
-        const uint32_t qh = (uint32_t)ld_i32_a2(b->qh);
+    } else if (TYPE == CU_T_Q5_0) { /* d at byte 0, qh at 2..5, qs at 6..21 */
+        uint32_t w[6];
+        const unsigned sh = cu_ld_words_a2<6>(row + (uint64_t)j * sizeof(blk_q5_0), w);
+        const uint32_t qh = cu_win(w, 0, 1, sh);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const int q = ld_i32_a2(b->qs + 4 * i);
-            o->w[i] = __vsubss4((q & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (4 * i)), 0x10101010);
-            o->w[i + 4] = __vsubss4(((q >> 4) & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (16 + 4 * i)), 0x10101010);
+            const int q = (int)cu_win(w, 1 + i, 1, sh);
+            o->w[i] = cu_sub_bytes((q & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (4 * i)), 0x10101010);
+            o->w[i + 4] = cu_sub_bytes(((q >> 4) & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (16 + 4 * i)), 0x10101010);
         }
-        o->d0 = o->d1 = cu_h2f(b->d);
+        o->d0 = o->d1 = cu_h2f((uint16_t)cu_win(w, 0, 0, sh));
         o->dm = 0.0f;
-    } else if (TYPE == CU_T_Q8_0) {
-        const blk_q8_0 *b = (const blk_q8_0 *)row + j;
+    } else if (TYPE == CU_T_Q8_0) { /* d at byte 0, qs at 2..33 */
+        uint32_t w[9];
+        const unsigned sh = cu_ld_words_a2<9>(row + (uint64_t)j * sizeof(blk_q8_0), w);
 #pragma unroll
-        for (int i = 0; i < 8; i++) o->w[i] = ld_i32_a2(b->qs + 4 * i);
-        o->d0 = o->d1 = cu_h2f(b->d);
+        for (int i = 0; i < 8; i++) o->w[i] = (int)cu_win(w, i, 1, sh);
+        o->d0 = o->d1 = cu_h2f((uint16_t)cu_win(w, 0, 0, sh));
         o->dm = 0.0f;
     } else if (TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K) {
         const int s = j % 8, sh = 4 * (s % 2);
@@ -85,7 +115,7 @@ template <int TYPE> static __device__ __forceinline__ void cu_unpack(const uint8
         for (int i = 0; i < 8; i++) {
             const int lo = (ld_i32_a2(ql + 4 * i) >> (4 * (g >> 1))) & 0x0F0F0F0F;
             const int hi = (int)((((unsigned)ld_i32_a2(qh + 4 * i) >> (2 * g)) & 0x03030303u) << 4);
-            o->w[i] = __vsubss4(lo | hi, 0x20202020);
+            o->w[i] = cu_sub_bytes(lo | hi, 0x20202020);
         }
         const float d = cu_h2f(b->d);
         o->d0 = d * (float)b->scales[2 * s];
@@ -155,8 +185,8 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
     if (TYPE == CU_T_Q4_0) {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            o->w[i] = __vsubss4(r->q[i] & 0x0F0F0F0F, 0x08080808);
-            o->w[i + 4] = __vsubss4((r->q[i] >> 4) & 0x0F0F0F0F, 0x08080808);
+            o->w[i] = cu_sub_bytes(r->q[i] & 0x0F0F0F0F, 0x08080808);
+            o->w[i + 4] = cu_sub_bytes((r->q[i] >> 4) & 0x0F0F0F0F, 0x08080808);
         }
         o->d0 = o->d1 = cu_h2f((uint16_t)r->s0);
         o->dm = 0.0f;
@@ -164,8 +194,8 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
         const uint32_t qh = (uint32_t)r->h[0];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            o->w[i] = __vsubss4((r->q[i] & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (4 * i)), 0x10101010);
-            o->w[i + 4] = __vsubss4(((r->q[i] >> 4) & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (16 + 4 * i)), 0x10101010);
+            o->w[i] = cu_sub_bytes((r->q[i] & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (4 * i)), 0x10101010);
+            o->w[i + 4] = cu_sub_bytes(((r->q[i] >> 4) & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (16 + 4 * i)), 0x10101010);
         }
         o->d0 = o->d1 = cu_h2f((uint16_t)r->s0);
         o->dm = 0.0f;
@@ -199,7 +229,7 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
         for (int i = 0; i < 8; i++) {
             const int lo = (r->q[i] >> (4 * (g >> 1))) & 0x0F0F0F0F;
             const int hi = (int)((((unsigned)r->h[i] >> (2 * g)) & 0x03030303u) << 4);
-            o->w[i] = __vsubss4(lo | hi, 0x20202020);
+            o->w[i] = cu_sub_bytes(lo | hi, 0x20202020);
         }
         const float d = cu_h2f((uint16_t)r->s0);
         o->d0 = d * (float)(int8_t)(r->s1 & 0xFF);
