@@ -68,6 +68,7 @@ void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_act_fast(bool on) { (void)on; }
 void exec_cuda_set_res(bool on) { (void)on; }
+void exec_cuda_set_reg(bool on) { (void)on; }
 int32_t exec_cuda_count_fusions(const plan *p) { return -1; }
 size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
     if (cap) buf[0] = 0;
@@ -197,7 +198,9 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (sk && strstr(sk, "head")) cx->time_skip |= 1ull << 62;
     if (sk && strstr(sk, "gemv")) cx->time_skip |= 1ull << 63;
     const char *rs = getenv("SB_CUDA_RES"), *rw = getenv("SB_CUDA_RES_WARPS"); /* resident-weights GEMV (k_gemv.cu) */
-    cu_gemv_set_res(!(rs && rs[0] == '0'), rw ? atoi(rw) : 16);
+    cu_gemv_set_res(rs && rs[0] == '1', rw ? atoi(rw) : 16);
+    const char *rg = getenv("SB_CUDA_REG"); /* registers-before-the-wait GEMV (k_gemv.cu; default on) */
+    cu_gemv_set_reg(!(rg && rg[0] == '0'));
     const char *rx = getenv("SB_CUDA_RES_EXP");
     const char *rb = getenv("SB_CUDA_RES_BPS");
     cu_gemv_set_res_exp(rx ? atoi(rx) : 0, rb ? atoi(rb) : 1);
@@ -300,6 +303,7 @@ void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on) {
 }
 void exec_cuda_set_act_fast(bool on) { cu_act_set_fast(on); }
 void exec_cuda_set_res(bool on) { cu_gemv_set_res(on, 0); }
+void exec_cuda_set_reg(bool on) { cu_gemv_set_reg(on); }
 void exec_cuda_set_mma_small(int mode) { cu_mma_set_small(mode); }
 void exec_cuda_set_mma_small_tmax(int64_t t) { cu_mma_set_small_tmax(t); }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
@@ -589,12 +593,13 @@ static bool multi_ok(const ir_graph *g, const ir_node *m) {
            ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && kq));
 }
 
-/* a lone T = 1 GEMV whose weights fit the resident-weights kernel (k_gemv_res) goes through the
- * fused-GEMV entry as a group of one (k_mmvq otherwise: the wide LM head, big matrices) */
+/* a lone T = 1 GEMV that the registers-before-the-wait or resident-weights kernel takes goes
+ * through the fused-GEMV entry as a group of one (k_mmvq otherwise: the wide LM head, whose rows
+ * exceed GF_ROWS_MAX, and types or shapes those kernels refuse) */
 static bool res_single(const ir_graph *g, const ir_node *m) {
     const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
     const cu_gemv_seg q = {.wtype = w->dtype, .N = w->ne[1]};
-    return cu_gemv_res_fits(&q, 1, w->ne[0], x->dtype);
+    return cu_gemv_reg_fits(&q, 1, w->ne[0], x->dtype) || cu_gemv_res_fits(&q, 1, w->ne[0], x->dtype);
 }
 
 /* T = 1 matmuls of one activation (Q/K/V, gate/up; the planner schedules them apart, e.g. K, rope,

@@ -112,8 +112,10 @@ void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on);
 /* The one-row-in-registers standalone quantizers (act_build; env SB_CUDA_AQ=1; default: the
  * 1024-thread kernels, measured ~1% faster). Process-wide. */
 void exec_cuda_set_act_fast(bool on);
-/* the resident-weights T = 1 GEMV (k_gemv_res; default on, env SB_CUDA_RES=0 turns it off). Process-wide. */
+/* the resident-weights T = 1 GEMV (k_gemv_res; default off, env SB_CUDA_RES=1) and the
+ * registers-before-the-wait one (k_gemv_reg; default on, env SB_CUDA_REG=0). Process-wide. */
 void exec_cuda_set_res(bool on);
+void exec_cuda_set_reg(bool on);
 /* How many nodes of p those fusions fold away (host only; -1 on error). */
 int32_t exec_cuda_count_fusions(const plan *p);
 

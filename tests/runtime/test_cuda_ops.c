@@ -426,16 +426,19 @@ static void test_multi_gemv(void) {
     }
 }
 
-/* the resident-weights GEMV (k_gemv_res) at decode shapes: rows spread over many blocks (several
- * rows a group, odd counts, a short last block), rows whose bytes are not multiples of 16 (Q5_0 /
- * Q4_0 / Q8_0 at K = 896, Q6_K at 4864), four warps a row (K > 2048), the residual epilogue;
- * against the CPU reference, with the kernel on and off (k_mmvq then) */
+/* the T = 1 GEMV kernels at decode shapes — registers before the wait (k_gemv_reg, the default),
+ * resident weights (k_gemv_res), and k_mmvq: rows spread over many blocks (several rows a group,
+ * odd counts, a short last block, two rows a group when one wave would not hold one), rows whose
+ * bytes are not multiples of 16 (Q5_0 / Q4_0 / Q8_0 at K = 896, Q6_K at 4864), four warps a row
+ * (K > 2048), one and two sub-blocks a lane (K 896 / 1600 / 2304 / 4864 / 7936), the residual
+ * epilogue; against the CPU reference */
 static void test_res_gemv(void) {
     const struct {
         int t;
         int64_t K, N;
-    } cs[] = {{SB_TYPE_Q5_0, 896, 896},  {SB_TYPE_Q8_0, 896, 4864}, {SB_TYPE_Q4_0, 896, 1001},
-              {SB_TYPE_Q4_K, 4864, 896}, {SB_TYPE_Q6_K, 4864, 901}, {SB_TYPE_Q5_K, 2304, 333}};
+    } cs[] = {{SB_TYPE_Q5_0, 896, 896},  {SB_TYPE_Q8_0, 896, 4864}, {SB_TYPE_Q4_0, 896, 1001},  {SB_TYPE_Q5_0, 1600, 300},
+              {SB_TYPE_Q4_K, 4864, 896}, {SB_TYPE_Q6_K, 4864, 901}, {SB_TYPE_Q5_K, 2304, 333},  {SB_TYPE_Q6_K, 7936, 77},
+              {SB_TYPE_Q5_0, 896, 40000}};
     for (int k = 0; k < (int)(sizeof cs / sizeof cs[0]); k++) {
         const int64_t K = cs[k].K, N = cs[k].N;
         float *wf = rnd(K * N, 0.1f), *x = rnd(K, 1.0f), *rs = rnd(N, 1.0f);
@@ -447,16 +450,18 @@ static void test_res_gemv(void) {
         ir_ref rr = ir_input_weight(g, "r", SB_TYPE_F32, (int64_t[4]){N, 1, 1, 1});
         ir_output(g, ir_add(g, ir_matmul(g, wr, xr), rr), "y");
         binds b = {.name = {"w", "x", "r"}, .data = {w, x, rs}, .n = 3};
-        for (int on = 1; on >= 0; on--) {
+        for (int mode = 0; mode < 3; mode++) {
             char label[96];
             snprintf(label, sizeof label, "GEMV+residual %s K=%lld N=%lld (%s)", ir_dtype_name(cs[k].t), (long long)K, (long long)N,
-                     on ? "resident weights" : "k_mmvq");
-            exec_cuda_set_res(on);
+                     mode == 0 ? "registers" : mode == 1 ? "resident weights" : "k_mmvq");
+            exec_cuda_set_res(mode == 1);
+            exec_cuda_set_reg(mode == 0);
             fuse_on = true;
             expect(run_both(g, &b, label), 5e-4, label);
             fuse_on = false;
         }
-        exec_cuda_set_res(true);
+        exec_cuda_set_res(false);
+        exec_cuda_set_reg(true);
         ir_graph_free(g);
         free(wf), free(x), free(rs), free(w);
     }
@@ -1083,11 +1088,16 @@ int main(void) {
     test_fused_epilogue();
     test_multi_gemv();
     test_res_gemv();
-    printf("-- T = 1 GEMVs without the resident-weights kernel (SB_CUDA_RES=0)\n");
-    exec_cuda_set_res(false);
+    printf("-- T = 1 GEMVs through the resident-weights kernel (SB_CUDA_RES=1)\n");
+    exec_cuda_set_res(true);
     test_fused_epilogue();
     test_multi_gemv();
-    exec_cuda_set_res(true);
+    exec_cuda_set_res(false);
+    printf("-- T = 1 GEMVs through k_gemv_fused (SB_CUDA_REG=0)\n");
+    exec_cuda_set_reg(false);
+    test_fused_epilogue();
+    test_multi_gemv();
+    exec_cuda_set_reg(true);
     test_prologues();
     test_add_norm();
     test_rope();

@@ -367,9 +367,163 @@ static void gf_launch(int wpr, bool small, cudaStream_t st, const mseg_set &m, c
     }
 }
 
+/* Registers before the wait (REG, the default where it applies: no RoPE segment, every segment of
+ * one weight type): a group of WPR warps owns RW consecutive rows; each lane fetches the raw words
+ * of its sub-blocks of those rows (cu_fetch: SPL sub-blocks a lane, j = wi*32 + lane + t*32*WPR)
+ * into registers BEFORE waiting for the previous kernel — weights are never written, and the
+ * bench/cuda_floor.cu stream test measured this form the fastest (1.34 µs a 3.1 MB kernel, vs 1.75
+ * with an L2 prefetch and 1.91 with loads after the wait). After the wait: the epilogue operands
+ * and the activation sub-blocks are loaded together, then cu_decode + the dp4a sums (mmvq_part's
+ * order, so results are k_gemv_fused's bits), warp and group sums, one store. Grids are sized for
+ * one wave (RW = 2 when one row a group would need more blocks than the GPU holds). */
+template <int XQ, int TYPE, int WPR, int NW, int RW, int SPL>
+__global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos) {
+    __shared__ float red[NW * RW];
+    constexpr int G = NW / WPR;
+    CU_PDL_LAUNCH();
+    unsigned b = blockIdx.x;
+    int k = 0;
+    while (k + 1 < m.n && b >= m.s[k].nb) b -= m.s[k].nb, k++;
+    const mseg &g = m.s[k];
+    const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5, wi = wp % WPR, grp = wp / WPR;
+    const int64_t n0 = ((int64_t)b * G + grp) * RW;
+    const int nsb = (int)(K / 32);
+    cu_wraw raw[RW][SPL];
+#pragma unroll
+    for (int u = 0; u < RW; u++)
+#pragma unroll
+        for (int t = 0; t < SPL; t++) {
+            const int j = wi * 32 + lane + t * 32 * WPR;
+            if (n0 + u < g.N && j < nsb) cu_fetch<TYPE>(g.w + (uint64_t)(n0 + u) * g.rb, j, &raw[u][t]);
+        }
+    CU_PDL_WAIT();
+    const bool first = lane == 0 && wi == 0;
+    float addv[RW];
+    int32_t p0 = 0;
+    if (first) {
+#pragma unroll
+        for (int u = 0; u < RW; u++) addv[u] = g.ep.add && n0 + u < g.N ? g.ep.add[n0 + u] : 0.0f;
+        if (g.cache) p0 = pos[0];
+    }
+    float acc[RW];
+#pragma unroll
+    for (int u = 0; u < RW; u++) acc[u] = 0.0f;
+    int qx[SPL][8];
+    float d8[SPL];
+#pragma unroll
+    for (int t = 0; t < SPL; t++) { /* every activation load in flight before any use */
+        const int j = wi * 32 + lane + t * 32 * WPR;
+        if (j < nsb) {
+            const int *qy = cu_act_sub<XQ>(xq, K, 0, j, &d8[t]);
+#pragma unroll
+            for (int i = 0; i < 8; i++) qx[t][i] = qy[i];
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < SPL; t++) {
+        const int j = wi * 32 + lane + t * 32 * WPR;
+        if (j >= nsb) continue;
+#pragma unroll
+        for (int u = 0; u < RW; u++) {
+            if (n0 + u >= g.N) continue;
+            cu_wsub ws;
+            cu_decode<TYPE>(&raw[u][t], j, &ws);
+            mmvq_sub_acc(&acc[u], ws, qx[t], d8[t]);
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < RW; u++) acc[u] = warp_sum(acc[u]);
+    if (WPR > 1) { /* the group's warps in warp order (k_mmvq_long's arithmetic) */
+        if (lane == 0)
+#pragma unroll
+            for (int u = 0; u < RW; u++) red[wp * RW + u] = acc[u];
+        __syncthreads();
+#pragma unroll
+        for (int u = 0; u < RW; u++) {
+            float a = 0.0f;
+#pragma unroll
+            for (int q = 0; q < WPR; q++) a += red[(wp - wi + q) * RW + u];
+            acc[u] = a;
+        }
+    }
+    if (!first) return;
+#pragma unroll
+    for (int u = 0; u < RW; u++) {
+        const int64_t n = n0 + u;
+        if (n >= g.N) continue;
+        const float v = g.ep.add ? acc[u] + addv[u] : acc[u];
+        g.dst[n] = v;
+        if (g.cache) cache_put(g, (int64_t)p0 * g.N + n, v);
+    }
+}
+
+// ---- registers-before-the-wait launch ----
+
+static int reg_on = 1; /* cu_gemv_set_reg */
+extern "C" void cu_gemv_set_reg(int on) { reg_on = on ? 1 : 0; }
+#define REG_NW 4
+
+template <int XQ, int TYPE, int WPR, int RW, int SPL>
+static void reg_launch3(cudaStream_t st, mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos) {
+    constexpr int G = REG_NW / WPR;
+    unsigned blocks = 0;
+    for (int k = 0; k < m.n; k++) blocks += (m.s[k].nb = cu_div_up(m.s[k].N, (int64_t)G * RW));
+    cu_launch(k_gemv_reg<XQ, TYPE, WPR, REG_NW, RW, SPL>, blocks, REG_NW * 32, st, m, xq, K, pos);
+}
+
+/* one row a group when that fits one wave of resident blocks, else two */
+template <int XQ, int TYPE, int WPR, int SPL>
+static void reg_launch2(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos) {
+    static int occ;
+    const int res = gf_occupancy(k_gemv_reg<XQ, TYPE, WPR, REG_NW, 1, SPL>, REG_NW * 32, &occ);
+    constexpr int G = REG_NW / WPR;
+    int64_t blocks1 = 0;
+    for (int k = 0; k < m.n; k++) blocks1 += cu_div_up(m.s[k].N, (int64_t)G);
+    if (blocks1 <= (int64_t)res * gf_sms) reg_launch3<XQ, TYPE, WPR, 1, SPL>(st, m, xq, K, pos);
+    else reg_launch3<XQ, TYPE, WPR, 2, SPL>(st, m, xq, K, pos);
+}
+
+template <int XQ, int TYPE>
+static void reg_launch1(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos) {
+    const int nsb = (int)(K / 32);
+    if (K <= CU_MMVQ_LONG_K) {
+        if (nsb <= 32) reg_launch2<XQ, TYPE, 1, 1>(st, m, xq, K, pos);
+        else reg_launch2<XQ, TYPE, 1, 2>(st, m, xq, K, pos);
+    } else {
+        if (nsb <= 128) reg_launch2<XQ, TYPE, 4, 1>(st, m, xq, K, pos);
+        else reg_launch2<XQ, TYPE, 4, 2>(st, m, xq, K, pos);
+    }
+}
+
+/* REG applies: on, no prologue, no RoPE segment, one weight type with a dp4a path for xtype, K
+ * within two sub-blocks a lane (K <= 8192) */
+static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int pk) {
+    if (!reg_on || pk != CU_PRO_NONE || n < 1 || K > 8192 || K % 32) return false;
+    const bool kq = seg[0].wtype == CU_T_Q4_K || seg[0].wtype == CU_T_Q5_K || seg[0].wtype == CU_T_Q6_K;
+    if (xtype == CU_T_Q8_K ? !kq : kq) return false; /* k-quants on q8_1 (SB_CUDA_ACT=q8_1) take k_gemv_fused */
+    for (int k = 0; k < n; k++)
+        if (seg[k].rot > 0 || seg[k].wtype != seg[0].wtype || !mmvq_row_bytes(seg[k].wtype, K)) return false;
+    return true;
+}
+
+static sb_status reg_launch(cudaStream_t st, const mseg_set &m, int wtype, const uint8_t *xq, int64_t K, const int32_t *pos) {
+    switch (wtype) {
+    case CU_T_Q4_0: reg_launch1<CU_T_Q8_1, CU_T_Q4_0>(st, m, xq, K, pos); break;
+    case CU_T_Q5_0: reg_launch1<CU_T_Q8_1, CU_T_Q5_0>(st, m, xq, K, pos); break;
+    case CU_T_Q8_0: reg_launch1<CU_T_Q8_1, CU_T_Q8_0>(st, m, xq, K, pos); break;
+    case CU_T_Q4_K: reg_launch1<CU_T_Q8_K, CU_T_Q4_K>(st, m, xq, K, pos); break;
+    case CU_T_Q5_K: reg_launch1<CU_T_Q8_K, CU_T_Q5_K>(st, m, xq, K, pos); break;
+    case CU_T_Q6_K: reg_launch1<CU_T_Q8_K, CU_T_Q6_K>(st, m, xq, K, pos); break;
+    default: return sb_fail(SB_ERR_INTERNAL, "cuda: REG GEMV of weight type %d", wtype);
+    }
+    return cu_after_launch("k_gemv_reg");
+}
+
+extern "C" bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype) { return reg_fits(seg, n, K, xtype, CU_PRO_NONE); }
+
 // ---- resident-weights launch ----
 
-static int res_on = 1, res_warps = 16, res_exp = 0, res_bps = 1; /* cu_gemv_set_res */
+static int res_on = 0, res_warps = 16, res_exp = 0, res_bps = 1; /* cu_gemv_set_res */
 extern "C" void cu_gemv_set_res_exp(int exp, int blocks_per_sm) {
     res_exp = exp;
     res_bps = blocks_per_sm > 0 && blocks_per_sm <= 4 ? blocks_per_sm : 1;
@@ -494,6 +648,7 @@ extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int
     gpro pr = {NULL, NULL, NULL, NULL, 0.0f, 0};
     if (pk == CU_PRO_NORM) pr = gpro{pro->x, pro->w, NULL, NULL, pro->eps, 0};
     if (pk == CU_PRO_GLU) pr = gpro{NULL, NULL, pro->g, pro->u, 0.0f, pro->gelu ? 1 : 0};
+    if (reg_fits(seg, n, K, xtype, pk) && !res_on) return reg_launch(st, m, seg[0].wtype, x, K, pos);
     res_shape rs;
     if (res_plan(seg, n, K, xtype, pk, &rs))
         return xtype == CU_T_Q8_1 ? res_launch<CU_T_Q8_1>(st, m, rs, x, K, pos, pr, pk) : res_launch<CU_T_Q8_K>(st, m, rs, x, K, pos, pr, pk);

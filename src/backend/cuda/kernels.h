@@ -165,11 +165,17 @@ sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t
 void cu_gemv_set_tuning(int blocks_per_sm, int rows_per_group, int prefetch, int warps_plain);
 /* Resident weights (k_gemv_res): launches without a prologue or RoPE segment whose rows fit one
  * block per multiprocessor (<= 96 KB of shared memory a block) copy the weights into shared memory
- * before the PDL wait. on: default 1; warps per block 8 or 16 (default). Process-wide. */
+ * before the PDL wait. on: default 0 (measured slower than k_gemv_reg: bench/NOTES.md); warps per
+ * block 8 or 16 (default). Process-wide. */
 void cu_gemv_set_res(int on, int warps);
 void cu_gemv_set_res_exp(int exp, int blocks_per_sm); /* timing experiments (k_gemv_res's comment; 0 = normal), blocks a multiprocessor (1) */
 /* whether cu_matmul_q8_multi (no prologue) takes the resident-weights kernel for these segments */
 bool cu_gemv_res_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype);
+/* Registers before the wait (k_gemv_reg): launches without a prologue or RoPE segment whose
+ * segments share one weight type fetch their weights into registers before the PDL wait; on by
+ * default (when the resident-weights kernel is off). Process-wide. */
+void cu_gemv_set_reg(int on);
+bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype);
 /* The one-row-in-registers quantization kernels (act_build, the GEMV prologues' code) for rows of
  * up to 8192 values (default on); off: the 1024-thread loop kernels. Process-wide. */
 void cu_act_set_fast(bool on);
