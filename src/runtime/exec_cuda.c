@@ -65,7 +65,7 @@ void exec_cuda_set_mma_small(int mode) { (void)mode; }
 void exec_cuda_set_mma_small_tmax(int64_t t) { (void)t; }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) { (void)cx, (void)on; }
-void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on) { (void)cx, (void)on; }
+void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) { (void)cx, (void)mode; }
 void exec_cuda_set_act_fast(bool on) { (void)on; }
 void exec_cuda_set_res(bool on) { (void)on; }
 void exec_cuda_set_reg(bool on) { (void)on; }
@@ -82,6 +82,7 @@ size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
 #include "codegen/cg.h"
 
 #define CX_MAX_PLANS 16
+#define PRO_REG 2 /* exec_cuda.pro: norms into the launches k_gemv_reg takes */
 #define PROF_FAMILIES (IR_OP_COUNT + SB_TYPE_COUNT) /* ops, then matmul per weight type */
 
 typedef struct devbuf {
@@ -130,7 +131,9 @@ struct exec_cuda {
                            * others at T = 1) whose kernels are left out — wrong results, for timing what they cost */
     bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=0 off; exec_cuda_set_fuse) */
     bool ropek;           /* K's RoPE into the multi-GEMV launch (env SB_CUDA_ROPEK=1; default off) */
-    bool pro;             /* norm / GLU quantization as GEMV prologues, decode values unshared (env SB_CUDA_PRO=1; default off) */
+    int pro;              /* norm / GLU quantization as GEMV prologues, decode values unshared (env SB_CUDA_PRO): 0 off (default),
+                           * 1 every fitting norm and GLU, 2 norms into launches k_gemv_reg takes (PRO_REG); 1 and 2 measured
+                           * slower on the H200 (bench/NOTES.md) */
     bool gf_single;       /* single T = 1 GEMVs through the fused-GEMV kernel too (env SB_CUDA_GF1=1; off: k_mmvq measured faster) */
     int sms;
     int attn_variant;     /* attention kernels (env SB_CUDA_ATTN): 1, 2 (k_attention.cu), default 3 = 2 for decode, k_fattn.cu for prefill,
@@ -186,7 +189,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     const char *rk = getenv("SB_CUDA_ROPEK");
     cx->ropek = rk && rk[0] == '1';
     const char *pv = getenv("SB_CUDA_PRO");
-    cx->pro = pv && pv[0] == '1';
+    cx->pro = pv && pv[0] >= '0' && pv[0] <= '2' ? pv[0] - '0' : 0;
     const char *g1 = getenv("SB_CUDA_GF1");
     cx->gf_single = g1 && g1[0] == '1';
     const char *sk = getenv("SB_CUDA_SKIP");
@@ -215,9 +218,9 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (fg) cu_fattn_set_groups(atoi(fg));
     const char *mt = getenv("SB_CUDA_MMA_TILE"); /* int8 MMA GEMM tile (k_mma.cu) */
     if (mt) cu_mma_set_tile(atoi(mt));
-    const char *ms = getenv("SB_CUDA_MMA_SMALL"); /* the small-T int8 MMA GEMM (k_mma.cu: split K); unset: unchanged */
+    const char *ms = getenv("SB_CUDA_MMA_SMALL"); /* the small-T int8 MMA GEMM (k_mma.cu: split K; default 2); unset: unchanged */
     if (ms) cu_mma_set_small(atoi(ms));
-    const char *mst = getenv("SB_CUDA_MMA_SMALL_T"); /* the largest T it takes (default 64) */
+    const char *mst = getenv("SB_CUDA_MMA_SMALL_T"); /* the largest T it takes (default 256) */
     if (mst) cu_mma_set_small_tmax(atoll(mst));
     const char *mv = getenv("SB_CUDA_MMQ");
     if (mv && mv[0] >= '1' && mv[0] <= '4') exec_cuda_set_mmvq_variant(mv[0] - '0');
@@ -295,7 +298,8 @@ void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) {
     for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]);
     cx->ropek = on;
 }
-void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on) {
+void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) {
+    const int on = mode >= 0 && mode <= 2 ? mode : 0;
     if (cx->pro == on) return;
     cu_stream_sync(cx->s);
     for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]);
@@ -599,7 +603,7 @@ static bool multi_ok(const ir_graph *g, const ir_node *m) {
 static bool res_single(const ir_graph *g, const ir_node *m) {
     const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
     const cu_gemv_seg q = {.wtype = w->dtype, .N = w->ne[1]};
-    return cu_gemv_reg_fits(&q, 1, w->ne[0], x->dtype) || cu_gemv_res_fits(&q, 1, w->ne[0], x->dtype);
+    return cu_gemv_reg_fits(&q, 1, w->ne[0], x->dtype, false) || cu_gemv_res_fits(&q, 1, w->ne[0], x->dtype);
 }
 
 /* T = 1 matmuls of one activation (Q/K/V, gate/up; the planner schedules them apart, e.g. K, rope,
@@ -753,11 +757,12 @@ static void plan_attn_quant(const plan *p, cplan *c) {
  * leader (no node in between writes over them) and the launch writes nothing over them (its blocks
  * read them while others write results). */
 #define GF_ROWS_MAX 65536 /* output rows of a fused-GEMV launch (cu_matmul_q8_multi) at most */
-static void plan_prologues(const plan *p, cplan *c, const int32_t *uses) {
+static void plan_prologues(const plan *p, cplan *c, const int32_t *uses, int mode) {
     const ir_graph *g = p->g;
     for (int32_t f = 0; f < g->n_nodes; f++) {
         const ir_node *fn = &g->nodes[f];
         if ((fn->op != IR_OP_RMS_NORM_QUANT && fn->op != IR_OP_GLU_QUANT) || c->skip[f] || c->epi[f] >= 0 || ir_nrows(fn) != 1) continue;
+        if (mode == PRO_REG && fn->op != IR_OP_RMS_NORM_QUANT) continue;
         if (fn->ne[0] > 8192 || fn->ne[0] % (fn->dtype == SB_TYPE_Q8_1 ? 32 : 256) || (fn->dtype != SB_TYPE_Q8_1 && fn->dtype != SB_TYPE_Q8_K))
             continue;
         int32_t lead = -1;
@@ -776,6 +781,15 @@ static void plan_prologues(const plan *p, cplan *c, const int32_t *uses) {
          * thousands of blocks */
         if (rows > GF_ROWS_MAX) ok = false;
         if (!ok || members != uses[f]) continue;
+        if (mode == PRO_REG) { /* only where k_gemv_reg takes the launch (one weight type, K it fits) */
+            cu_gemv_seg sg[CU_MULTI_MAX];
+            int ns = 0;
+            for (int32_t m = lead; m >= 0 && ns < CU_MULTI_MAX; m = c->gnext[m]) {
+                const ir_node *w = &g->nodes[g->nodes[m].src[0]];
+                sg[ns++] = (cu_gemv_seg){.wtype = w->dtype, .N = w->ne[1]};
+            }
+            if (members > CU_MULTI_MAX || !cu_gemv_reg_fits(sg, ns, fn->ne[0], fn->dtype, true)) continue;
+        }
         ir_ref in[2] = {fn->src[0], fn->src[1]};
         for (int k = 0; k < 2 && ok; k++) {
             if (in[k] == IR_NONE) continue;
@@ -795,7 +809,7 @@ static void plan_prologues(const plan *p, cplan *c, const int32_t *uses) {
  * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
  * o only exactly (each element is read, then written, by one thread). Bit-identical: the same
  * f32 (W x) + o. */
-static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, bool pro) {
+static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro) {
     const ir_graph *g = p->g;
     int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
     c->epi = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->epi);
@@ -861,7 +875,7 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, bool pro) {
     plan_groups(p, c, uses, &at, ropek);
     plan_qrope(p, c, uses);
     plan_attn_quant(p, c);
-    if (pro) plan_prologues(p, c, uses);
+    if (pro) plan_prologues(p, c, uses, pro);
     c->moved_bytes = at - base;
     free(uses);
     return SB_OK;
@@ -871,7 +885,7 @@ int32_t exec_cuda_count_fusions(const plan *p) {
     cplan c = {0};
     int32_t n = -1;
     const char *rk = getenv("SB_CUDA_ROPEK"), *pv = getenv("SB_CUDA_PRO"); /* as a new context would decide */
-    if (plan_fusions(p, &c, rk && rk[0] == '1', pv && pv[0] == '1') == SB_OK) {
+    if (plan_fusions(p, &c, rk && rk[0] == '1', pv && pv[0] >= '0' && pv[0] <= '2' ? pv[0] - '0' : 0) == SB_OK) {
         n = 0;
         for (int32_t i = 0; i < p->g->n_nodes; i++) n += c.skip[i];
     }

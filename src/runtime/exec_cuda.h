@@ -106,9 +106,11 @@ void exec_cuda_set_fuse(exec_cuda *cx, bool on);
  * faster on the H200; bit-identical by construction). Changing it drops per-plan state. */
 void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on);
 /* The RMSNorm / GLU quantization as the T = 1 GEMV launch's prologue, every decode value in memory
- * of its own (env SB_CUDA_PRO=1; default off: 126 instead of 222 kernels a step but ~3% slower on
- * the H200, bench/NOTES.md). Changing it drops per-plan state. */
-void exec_cuda_set_fuse_pro(exec_cuda *cx, bool on);
+ * of its own: mode 0 off (default), 1 every norm and GLU that fits (env SB_CUDA_PRO=1), 2 the norms
+ * of launches the registers-before-the-wait GEMV takes (k_gemv_reg, K <= 1024; SB_CUDA_PRO=2).
+ * 1 and 2 cut kernels but measured slower on the H200 (every block redoes the prologue; NOTES.md).
+ * Changing it drops per-plan state. */
+void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode);
 /* The one-row-in-registers standalone quantizers (act_build; env SB_CUDA_AQ=1; default: the
  * 1024-thread kernels, measured ~1% faster). Process-wide. */
 void exec_cuda_set_act_fast(bool on);

@@ -41,6 +41,7 @@ static bool fuse_on = false;  /* executor-level fusions (the default is on; test
 static int32_t last_kernels;  /* kernels the last CUDA run launched */
 static bool ropek_on = false; /* the SB_CUDA_ROPEK experiment (with fuse_on) */
 static bool pro_on = false;   /* the SB_CUDA_PRO GEMV prologues (with fuse_on) */
+static int pro_mode = 1;      /* which: 1 every norm and GLU, 2 norms into k_gemv_reg launches */
 
 static float *rnd(int64_t n, float scale) {
     float *x = malloc((size_t)n * sizeof *x);
@@ -108,7 +109,7 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     exec_cuda_set_attn_variant(cx, attn_variant);
     exec_cuda_set_fuse(cx, fuse_on);
     exec_cuda_set_fuse_ropek(cx, fuse_on && ropek_on);
-    exec_cuda_set_fuse_pro(cx, fuse_on && pro_on);
+    exec_cuda_set_fuse_pro(cx, !fuse_on ? 0 : pro_on ? pro_mode : 0);
     exec_bindings ebc = {.data = dc, .n_data = pc->n_inputs};
     float *outs[1] = {yc};
     s = exec_cuda_run(cx, pc, &ebc, outs);
@@ -514,7 +515,8 @@ static void test_prologues(void) {
         binds b = {.name = {"g", "u", "r", "wd"}, .data = {gt, ut, res, qd}, .n = 4};
         char label[96];
         snprintf(label, sizeof label, "%s prologue -> %s K=%lld + residual T=1", gelu ? "geglu" : "swiglu", ir_dtype_name(wt), (long long)F);
-        expect_fused(g, &b, label, 5e-4, on * 2); /* the GLU and the residual (decode values get memory of their own) */
+        /* the GLU and the residual (decode values get memory of their own); mode 2 folds norms only */
+        expect_fused(g, &b, label, 5e-4, on * (pro_mode == 2 ? 1 : 2));
         ir_graph_free(g);
         free(gt), free(ut), free(wd), free(res), free(qd);
     }
@@ -744,6 +746,7 @@ static void test_mma_prefill(void) {
         {SB_TYPE_Q5_K, 4864, 45, 130, 2},  {SB_TYPE_Q6_K, 256, 4900, 520, 0}, {SB_TYPE_Q5_0, 256, 4100, 512, 1},
         {SB_TYPE_Q4_K, 256, 4160, 512, 2}, {SB_TYPE_Q5_0, 896, 600, 512, 0},
     };
+    exec_cuda_set_mma_small(0); /* the 128/64 x 64 tiles themselves (T <= 256 takes the small-T path by default) */
     exec_cuda_set_mmvq_variant(4);
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int t = cs[k].t;
@@ -776,6 +779,7 @@ static void test_mma_prefill(void) {
         ir_graph_free(g);
         free(wf), free(x), free(o), free(w);
     }
+    exec_cuda_set_mma_small(2);
     exec_cuda_set_mmvq_variant(1);
 }
 
@@ -965,7 +969,7 @@ static void test_mma_small(void) {
         if (cs[k].q81) setenv("SB_CUDA_ACT", "q8_1", 1); /* K-quants on q8_1 activations (read by exec_cuda_target) */
         fuse_on = ep != 0;                               /* the add as the GEMM's epilogue */
         int32_t kern[3] = {0, 0, 0};
-        exec_cuda_set_mma_small_tmax(cs[k].tmax); /* 0: the default 64 */
+        exec_cuda_set_mma_small_tmax(cs[k].tmax); /* 0: the default 256 */
         for (int mode = 1; mode <= (N <= 136 || N == 3000 || cs[k].tmax ? 2 : 1); mode++) { /* k_mma_reduce on the cheaper cases */
             char label[112];
             snprintf(label, sizeof label, "MMA small/%d %s%s K=%lld N=%lld T=%lld%s", mode, ir_dtype_name(t), cs[k].q81 ? " q8_1" : "",
@@ -979,13 +983,13 @@ static void test_mma_small(void) {
                 expect(run_cmp(g, &b, label, true), 1e-10, label);
             }
         }
-        exec_cuda_set_mma_small(0);
+        exec_cuda_set_mma_small(2); /* the default */
         exec_cuda_set_mma_small_tmax(0);
         fuse_on = false;
         if (cs[k].q81) unsetenv("SB_CUDA_ACT");
         /* N <= 136: 1..15 tiles of 32 rows, K split on any GPU of >= 16 SMs, so mode 2 adds k_mma_reduce
          * (T above the limit: the same kernels) */
-        const int split_reduce = T <= (cs[k].tmax ? cs[k].tmax : 64);
+        const int split_reduce = T <= (cs[k].tmax ? cs[k].tmax : 256);
         if (N <= 136)
             CHECKF(kern[2] == kern[1] + split_reduce, "MMA small %s K=%lld N=%lld T=%lld: %d kernels with k_mma_reduce, %d without (expected %d more)",
                    ir_dtype_name(t), (long long)K, (long long)N, (long long)T, (int)kern[2], (int)kern[1], split_reduce);
@@ -1099,6 +1103,10 @@ int main(void) {
     test_multi_gemv();
     exec_cuda_set_reg(true);
     test_prologues();
+    printf("-- norm prologues inside the registers-before-the-wait GEMV (SB_CUDA_PRO=2)\n");
+    pro_mode = 2;
+    test_prologues();
+    pro_mode = 1;
     test_add_norm();
     test_rope();
     test_attention();

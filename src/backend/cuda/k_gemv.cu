@@ -376,9 +376,13 @@ static void gf_launch(int wpr, bool small, cudaStream_t st, const mseg_set &m, c
  * and the activation sub-blocks are loaded together, then cu_decode + the dp4a sums (mmvq_part's
  * order, so results are k_gemv_fused's bits), warp and group sums, one store. Grids are sized for
  * one wave (RW = 2 when one row a group would need more blocks than the GPU holds). */
-template <int XQ, int TYPE, int WPR, int NW, int RW, int SPL>
-__global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos) {
+template <int XQ, int TYPE, int PRO, int WPR, int NW, int RW, int SPL>
+__global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, gpro pr) {
     __shared__ float red[NW * RW];
+    /* GP_NORM: rms_norm(x) * w quantized into shared memory by every block (act_build, rows of up to
+     * REG_PRO_K values: 8 values a thread with 128 threads) */
+    __shared__ __align__(16) uint8_t sx[PRO == GP_NONE ? 16 : (XQ == CU_T_Q8_1 ? 1024 / 32 * sizeof(blk_q8_1) : 1024 / 256 * sizeof(blk_q8_K))];
+    __shared__ double part[NW];
     constexpr int G = NW / WPR;
     CU_PDL_LAUNCH();
     unsigned b = blockIdx.x;
@@ -405,6 +409,12 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
         for (int u = 0; u < RW; u++) addv[u] = g.ep.add && n0 + u < g.N ? g.ep.add[n0 + u] : 0.0f;
         if (g.cache) p0 = pos[0];
     }
+    const uint8_t *x = xq;
+    if (PRO == GP_NORM) {
+        act_build<XQ, NW * 32, AQ_NORM, 8>(sx, K, pr.x, pr.w, pr.eps, NULL, NULL, NULL, NULL, 0, part);
+        __syncthreads();
+        x = sx;
+    }
     float acc[RW];
 #pragma unroll
     for (int u = 0; u < RW; u++) acc[u] = 0.0f;
@@ -414,7 +424,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
     for (int t = 0; t < SPL; t++) { /* every activation load in flight before any use */
         const int j = wi * 32 + lane + t * 32 * WPR;
         if (j < nsb) {
-            const int *qy = cu_act_sub<XQ>(xq, K, 0, j, &d8[t]);
+            const int *qy = cu_act_sub<XQ>(x, K, 0, j, &d8[t]);
 #pragma unroll
             for (int i = 0; i < 8; i++) qx[t][i] = qy[i];
         }
@@ -463,42 +473,47 @@ static int reg_on = 1; /* cu_gemv_set_reg */
 extern "C" void cu_gemv_set_reg(int on) { reg_on = on ? 1 : 0; }
 #define REG_NW 4
 
-template <int XQ, int TYPE, int WPR, int RW, int SPL>
-static void reg_launch3(cudaStream_t st, mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos) {
+template <int XQ, int TYPE, int PRO, int WPR, int RW, int SPL>
+static void reg_launch3(cudaStream_t st, mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr) {
     constexpr int G = REG_NW / WPR;
     unsigned blocks = 0;
     for (int k = 0; k < m.n; k++) blocks += (m.s[k].nb = cu_div_up(m.s[k].N, (int64_t)G * RW));
-    cu_launch(k_gemv_reg<XQ, TYPE, WPR, REG_NW, RW, SPL>, blocks, REG_NW * 32, st, m, xq, K, pos);
+    cu_launch(k_gemv_reg<XQ, TYPE, PRO, WPR, REG_NW, RW, SPL>, blocks, REG_NW * 32, st, m, xq, K, pos, pr);
 }
 
 /* one row a group when that fits one wave of resident blocks, else two */
-template <int XQ, int TYPE, int WPR, int SPL>
-static void reg_launch2(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos) {
+template <int XQ, int TYPE, int PRO, int WPR, int SPL>
+static void reg_launch2(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr) {
     static int occ;
-    const int res = gf_occupancy(k_gemv_reg<XQ, TYPE, WPR, REG_NW, 1, SPL>, REG_NW * 32, &occ);
+    const int res = gf_occupancy(k_gemv_reg<XQ, TYPE, PRO, WPR, REG_NW, 1, SPL>, REG_NW * 32, &occ);
     constexpr int G = REG_NW / WPR;
     int64_t blocks1 = 0;
     for (int k = 0; k < m.n; k++) blocks1 += cu_div_up(m.s[k].N, (int64_t)G);
-    if (blocks1 <= (int64_t)res * gf_sms) reg_launch3<XQ, TYPE, WPR, 1, SPL>(st, m, xq, K, pos);
-    else reg_launch3<XQ, TYPE, WPR, 2, SPL>(st, m, xq, K, pos);
+    if (blocks1 <= (int64_t)res * gf_sms) reg_launch3<XQ, TYPE, PRO, WPR, 1, SPL>(st, m, xq, K, pos, pr);
+    else reg_launch3<XQ, TYPE, PRO, WPR, 2, SPL>(st, m, xq, K, pos, pr);
 }
 
 template <int XQ, int TYPE>
-static void reg_launch1(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos) {
+static void reg_launch1(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr, int pk) {
     const int nsb = (int)(K / 32);
-    if (K <= CU_MMVQ_LONG_K) {
-        if (nsb <= 32) reg_launch2<XQ, TYPE, 1, 1>(st, m, xq, K, pos);
-        else reg_launch2<XQ, TYPE, 1, 2>(st, m, xq, K, pos);
+    if (pk == CU_PRO_NORM) { /* reg_fits: K <= REG_PRO_K, so one sub-block a lane */
+        reg_launch2<XQ, TYPE, GP_NORM, 1, 1>(st, m, xq, K, pos, pr);
+    } else if (K <= CU_MMVQ_LONG_K) {
+        if (nsb <= 32) reg_launch2<XQ, TYPE, GP_NONE, 1, 1>(st, m, xq, K, pos, pr);
+        else reg_launch2<XQ, TYPE, GP_NONE, 1, 2>(st, m, xq, K, pos, pr);
     } else {
-        if (nsb <= 128) reg_launch2<XQ, TYPE, 4, 1>(st, m, xq, K, pos);
-        else reg_launch2<XQ, TYPE, 4, 2>(st, m, xq, K, pos);
+        if (nsb <= 128) reg_launch2<XQ, TYPE, GP_NONE, 4, 1>(st, m, xq, K, pos, pr);
+        else reg_launch2<XQ, TYPE, GP_NONE, 4, 2>(st, m, xq, K, pos, pr);
     }
 }
 
-/* REG applies: on, no prologue, no RoPE segment, one weight type with a dp4a path for xtype, K
- * within two sub-blocks a lane (K <= 8192) */
+/* REG applies: on, no RoPE segment, one weight type with a dp4a path for xtype, K within two
+ * sub-blocks a lane (K <= 8192); an RMSNorm prologue for K <= REG_PRO_K (act_build with 8 values
+ * a thread in a 128-thread block; no GLU prologue: every block would re-read the ffn rows) */
+#define REG_PRO_K 1024
 static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int pk) {
-    if (!reg_on || pk != CU_PRO_NONE || n < 1 || K > 8192 || K % 32) return false;
+    if (!reg_on || n < 1 || K > 8192 || K % 32) return false;
+    if (pk != CU_PRO_NONE && (pk != CU_PRO_NORM || K > REG_PRO_K || !aq_fits(xtype, K, REG_NW * 32, 8))) return false;
     const bool kq = seg[0].wtype == CU_T_Q4_K || seg[0].wtype == CU_T_Q5_K || seg[0].wtype == CU_T_Q6_K;
     if (xtype == CU_T_Q8_K ? !kq : kq) return false; /* k-quants on q8_1 (SB_CUDA_ACT=q8_1) take k_gemv_fused */
     for (int k = 0; k < n; k++)
@@ -506,20 +521,23 @@ static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int pk
     return true;
 }
 
-static sb_status reg_launch(cudaStream_t st, const mseg_set &m, int wtype, const uint8_t *xq, int64_t K, const int32_t *pos) {
+static sb_status reg_launch(cudaStream_t st, const mseg_set &m, int wtype, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr,
+                            int pk) {
     switch (wtype) {
-    case CU_T_Q4_0: reg_launch1<CU_T_Q8_1, CU_T_Q4_0>(st, m, xq, K, pos); break;
-    case CU_T_Q5_0: reg_launch1<CU_T_Q8_1, CU_T_Q5_0>(st, m, xq, K, pos); break;
-    case CU_T_Q8_0: reg_launch1<CU_T_Q8_1, CU_T_Q8_0>(st, m, xq, K, pos); break;
-    case CU_T_Q4_K: reg_launch1<CU_T_Q8_K, CU_T_Q4_K>(st, m, xq, K, pos); break;
-    case CU_T_Q5_K: reg_launch1<CU_T_Q8_K, CU_T_Q5_K>(st, m, xq, K, pos); break;
-    case CU_T_Q6_K: reg_launch1<CU_T_Q8_K, CU_T_Q6_K>(st, m, xq, K, pos); break;
+    case CU_T_Q4_0: reg_launch1<CU_T_Q8_1, CU_T_Q4_0>(st, m, xq, K, pos, pr, pk); break;
+    case CU_T_Q5_0: reg_launch1<CU_T_Q8_1, CU_T_Q5_0>(st, m, xq, K, pos, pr, pk); break;
+    case CU_T_Q8_0: reg_launch1<CU_T_Q8_1, CU_T_Q8_0>(st, m, xq, K, pos, pr, pk); break;
+    case CU_T_Q4_K: reg_launch1<CU_T_Q8_K, CU_T_Q4_K>(st, m, xq, K, pos, pr, pk); break;
+    case CU_T_Q5_K: reg_launch1<CU_T_Q8_K, CU_T_Q5_K>(st, m, xq, K, pos, pr, pk); break;
+    case CU_T_Q6_K: reg_launch1<CU_T_Q8_K, CU_T_Q6_K>(st, m, xq, K, pos, pr, pk); break;
     default: return sb_fail(SB_ERR_INTERNAL, "cuda: REG GEMV of weight type %d", wtype);
     }
     return cu_after_launch("k_gemv_reg");
 }
 
-extern "C" bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype) { return reg_fits(seg, n, K, xtype, CU_PRO_NONE); }
+extern "C" bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool norm_prologue) {
+    return reg_fits(seg, n, K, xtype, norm_prologue ? CU_PRO_NORM : CU_PRO_NONE);
+}
 
 // ---- resident-weights launch ----
 
@@ -648,7 +666,7 @@ extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int
     gpro pr = {NULL, NULL, NULL, NULL, 0.0f, 0};
     if (pk == CU_PRO_NORM) pr = gpro{pro->x, pro->w, NULL, NULL, pro->eps, 0};
     if (pk == CU_PRO_GLU) pr = gpro{NULL, NULL, pro->g, pro->u, 0.0f, pro->gelu ? 1 : 0};
-    if (reg_fits(seg, n, K, xtype, pk) && !res_on) return reg_launch(st, m, seg[0].wtype, x, K, pos);
+    if (reg_fits(seg, n, K, xtype, pk) && !res_on) return reg_launch(st, m, seg[0].wtype, x, K, pos, pr, pk);
     res_shape rs;
     if (res_plan(seg, n, K, xtype, pk, &rs))
         return xtype == CU_T_Q8_1 ? res_launch<CU_T_Q8_1>(st, m, rs, x, K, pos, pr, pk) : res_launch<CU_T_Q8_K>(st, m, rs, x, K, pos, pr, pk);

@@ -331,9 +331,11 @@ static sb_status launch_mma(cudaStream_t s, float *dst, const uint8_t *w, uint64
     return cu_after_launch("k_mma");
 }
 
-/* ---- the small-T path (cu_matmul_mma_small, SB_CUDA_MMA_SMALL=1) ----
- * For T <= mma_small_tmax (default 64: the prefill of a few tokens after a cached prefix; larger
- * T through cu_mma_set_small_tmax, for measurements) the tiles above leave
+/* ---- the small-T path (cu_matmul_mma_small; default mode 2 for T <= 256, SB_CUDA_MMA_SMALL) ----
+ * For T <= mma_small_tmax (default 256: H200, Qwen2.5-0.5B Q4_K_M, mode 2 against the tiles
+ * above: pp64 27.7k vs 13.7k tok/s, pp128 44.8k vs 23.9k, pp256 56.7k vs 40.2k; first token
+ * after a cached 512 + 64 new 3.14 vs 5.48 ms; mode 1's last-block reduction measured slower
+ * than mode 2's separate k_mma_reduce) the tiles above leave
  * most SMs idle: at T 64 the N 896 matrices of Qwen2.5-0.5B give 14 blocks of 64 x 64 on 132 SMs,
  * K/V (N 128) 2, the down projection (N 896, K 4864) 14 blocks of 38 K steps each. Rule here:
  * tile 32 rows x 64 tokens (one m16 pair per warp, 8 warps along tokens; <= 80 registers, so 3
@@ -349,13 +351,13 @@ static sb_status launch_mma(cudaStream_t s, float *dst, const uint8_t *w, uint64
  * (was 14 of 38). Partials: split x T x N f32 (3 MB at most here, L2-resident), written once
  * and read once by the last block of each tile (counters) or k_mma_reduce (no counters, or more
  * tiles than CU_ATT_COUNTERS). */
-#define MMA_SMALL_T 64 /* default T limit of the small path */
+#define MMA_SMALL_T 256 /* default T limit of the small path */
 #define MMA_SPLIT_MAX 16
 
-static int mma_small = 0; /* cu_mma_set_small (env SB_CUDA_MMA_SMALL): 0 off, 1 on, 2 on with k_mma_reduce */
+static int mma_small = 2; /* cu_mma_set_small (env SB_CUDA_MMA_SMALL): 0 off, 1 on, 2 (default) on with k_mma_reduce */
 static int64_t mma_small_tmax = MMA_SMALL_T; /* cu_mma_set_small_tmax (env SB_CUDA_MMA_SMALL_T) */
 
-extern "C" void cu_mma_set_small(int mode) { mma_small = mode >= 0 && mode <= 2 ? mode : 0; }
+extern "C" void cu_mma_set_small(int mode) { mma_small = mode >= 0 && mode <= 2 ? mode : 2; }
 extern "C" int cu_mma_small_mode(void) { return mma_small; }
 extern "C" void cu_mma_set_small_tmax(int64_t t) { mma_small_tmax = t > 8 ? t : MMA_SMALL_T; }
 

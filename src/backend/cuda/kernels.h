@@ -172,10 +172,11 @@ void cu_gemv_set_res_exp(int exp, int blocks_per_sm); /* timing experiments (k_g
 /* whether cu_matmul_q8_multi (no prologue) takes the resident-weights kernel for these segments */
 bool cu_gemv_res_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype);
 /* Registers before the wait (k_gemv_reg): launches without a prologue or RoPE segment whose
- * segments share one weight type fetch their weights into registers before the PDL wait; on by
- * default (when the resident-weights kernel is off). Process-wide. */
+ * segments share one weight type fetch their weights into registers before the PDL wait (with an
+ * RMSNorm prologue for K <= 1024); on by default (when the resident-weights kernel is off).
+ * Process-wide. */
 void cu_gemv_set_reg(int on);
-bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype);
+bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool norm_prologue);
 /* The one-row-in-registers quantization kernels (act_build, the GEMV prologues' code) for rows of
  * up to 8192 values (default on); off: the 1024-thread loop kernels. Process-wide. */
 void cu_act_set_fast(bool on);
