@@ -130,7 +130,7 @@ struct exec_cuda {
     uint64_t time_skip;   /* SB_CUDA_SKIP=op,op,...: ops (by IR name; "head" = the > 65536-row matmuls, "gemv" = the
                            * others at T = 1) whose kernels are left out — wrong results, for timing what they cost */
     bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=0 off; exec_cuda_set_fuse) */
-    bool ropek;           /* K's RoPE into the multi-GEMV launch (env SB_CUDA_ROPEK=1; default off) */
+    bool ropek;           /* K's RoPE into the multi-GEMV launch (default on; env SB_CUDA_ROPEK=0 off) */
     int pro;              /* norm / GLU quantization as GEMV prologues, decode values unshared (env SB_CUDA_PRO): 0 off (default),
                            * 1 every fitting norm and GLU, 2 norms into launches k_gemv_reg takes (PRO_REG); 1 and 2 measured
                            * slower on the H200 (bench/NOTES.md) */
@@ -187,7 +187,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     const char *fe = getenv("SB_CUDA_FUSE");
     cx->fuse = !(fe && fe[0] == '0');
     const char *rk = getenv("SB_CUDA_ROPEK");
-    cx->ropek = rk && rk[0] == '1';
+    cx->ropek = !(rk && rk[0] == '0');
     const char *pv = getenv("SB_CUDA_PRO");
     cx->pro = pv && pv[0] >= '0' && pv[0] <= '2' ? pv[0] - '0' : 0;
     const char *g1 = getenv("SB_CUDA_GF1");
@@ -683,7 +683,7 @@ static void plan_groups(const plan *p, cplan *c, const int32_t *uses, uint64_t *
             c->vstore[mem[k]] = s;
             c->skip[s] = 1;
         }
-        /* experiment (ropek): K — the member's value goes through views to a ROPE that already writes
+        /* ropek (default): K — the member's value goes through views to a ROPE that already writes
          * a KV cache (its kv_store fused): the launch rotates and writes the cache itself */
         for (int k = 0; ropek && k < n; k++) {
             const ir_ref v = mm_out(c, mem[k]);
@@ -885,7 +885,7 @@ int32_t exec_cuda_count_fusions(const plan *p) {
     cplan c = {0};
     int32_t n = -1;
     const char *rk = getenv("SB_CUDA_ROPEK"), *pv = getenv("SB_CUDA_PRO"); /* as a new context would decide */
-    if (plan_fusions(p, &c, rk && rk[0] == '1', pv && pv[0] >= '0' && pv[0] <= '2' ? pv[0] - '0' : 0) == SB_OK) {
+    if (plan_fusions(p, &c, !(rk && rk[0] == '0'), pv && pv[0] >= '0' && pv[0] <= '2' ? pv[0] - '0' : 0) == SB_OK) {
         n = 0;
         for (int32_t i = 0; i < p->g->n_nodes; i++) n += c.skip[i];
     }

@@ -375,7 +375,8 @@ static void gf_launch(int wpr, bool small, cudaStream_t st, const mseg_set &m, c
  * with an L2 prefetch and 1.91 with loads after the wait). After the wait: the epilogue operands
  * and the activation sub-blocks are loaded together, then cu_decode + the dp4a sums (mmvq_part's
  * order, so results are k_gemv_fused's bits), warp and group sums, one store. Grids are sized for
- * one wave (RW = 2 when one row a group would need more blocks than the GPU holds). */
+ * one wave (RW = 2 when one row a group would need more blocks than the GPU holds). A RoPE
+ * segment (K's rotation + cache store, SB_CUDA_ROPEK) takes two rows a group: a rotation pair. */
 template <int XQ, int TYPE, int PRO, int WPR, int NW, int RW, int SPL>
 __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, gpro pr) {
     __shared__ float red[NW * RW];
@@ -390,15 +391,39 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
     while (k + 1 < m.n && b >= m.s[k].nb) b -= m.s[k].nb, k++;
     const mseg &g = m.s[k];
     const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5, wi = wp % WPR, grp = wp / WPR;
-    const int64_t n0 = ((int64_t)b * G + grp) * RW;
+    const int64_t gi = (int64_t)b * G + grp; /* this group's item */
     const int nsb = (int)(K / 32);
+    /* its rows (-1: none). A RoPE segment (K's rotation + cache store; RW == 2, the host's rule):
+     * items are rotation pairs of one head (NEOX: rows i, i + rot/2; NORMAL: 2i, 2i + 1), then the
+     * unrotated rows past n_rot two at a time — k_gemv_fused's mseg_item, in groups of two rows */
+    int64_t row[RW];
+    int pi = -1;
+    if (RW == 2 && g.rot > 0) {
+        const int half = g.rot / 2, pass = g.D - g.rot;
+        const int64_t np = g.N / g.D * half, nr = g.N / g.D * pass;
+        if (gi < np) {
+            const int64_t h = gi / half;
+            pi = (int)(gi % half);
+            row[0] = h * g.D + (g.rmode == 2 ? pi : 2 * pi);
+            row[RW - 1] = h * g.D + (g.rmode == 2 ? pi + half : 2 * pi + 1);
+        } else {
+#pragma unroll
+            for (int u = 0; u < RW; u++) {
+                const int64_t q = (gi - np) * 2 + u;
+                row[u] = q < nr ? q / pass * g.D + g.rot + q % pass : -1;
+            }
+        }
+    } else {
+#pragma unroll
+        for (int u = 0; u < RW; u++) row[u] = gi * RW + u < g.N ? gi * RW + u : -1;
+    }
     cu_wraw raw[RW][SPL];
 #pragma unroll
     for (int u = 0; u < RW; u++)
 #pragma unroll
         for (int t = 0; t < SPL; t++) {
             const int j = wi * 32 + lane + t * 32 * WPR;
-            if (n0 + u < g.N && j < nsb) cu_fetch<TYPE>(g.w + (uint64_t)(n0 + u) * g.rb, j, &raw[u][t]);
+            if (row[u] >= 0 && j < nsb) cu_fetch<TYPE>(g.w + (uint64_t)row[u] * g.rb, j, &raw[u][t]);
         }
     CU_PDL_WAIT();
     const bool first = lane == 0 && wi == 0;
@@ -406,7 +431,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
     int32_t p0 = 0;
     if (first) {
 #pragma unroll
-        for (int u = 0; u < RW; u++) addv[u] = g.ep.add && n0 + u < g.N ? g.ep.add[n0 + u] : 0.0f;
+        for (int u = 0; u < RW; u++) addv[u] = g.ep.add && row[u] >= 0 ? g.ep.add[row[u]] : 0.0f;
         if (g.cache) p0 = pos[0];
     }
     const uint8_t *x = xq;
@@ -435,7 +460,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
         if (j >= nsb) continue;
 #pragma unroll
         for (int u = 0; u < RW; u++) {
-            if (n0 + u >= g.N) continue;
+            if (row[u] < 0) continue;
             cu_wsub ws;
             cu_decode<TYPE>(&raw[u][t], j, &ws);
             mmvq_sub_acc(&acc[u], ws, qx[t], d8[t]);
@@ -457,12 +482,20 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
         }
     }
     if (!first) return;
+    if (pi >= 0) { /* a rotation pair: RoPE, then both into the cache (dst is not written) */
+        float ya, yb;
+        rope_rot(g.ep.add ? acc[0] + addv[0] : acc[0], g.ep.add ? acc[RW - 1] + addv[RW - 1] : acc[RW - 1], pi, p0, g.ts, g.fs, g.af, g.ff, &ya,
+                 &yb);
+        cache_put(g, (int64_t)p0 * g.N + row[0], ya);
+        cache_put(g, (int64_t)p0 * g.N + row[RW - 1], yb);
+        return;
+    }
 #pragma unroll
     for (int u = 0; u < RW; u++) {
-        const int64_t n = n0 + u;
-        if (n >= g.N) continue;
+        const int64_t n = row[u];
+        if (n < 0) continue;
         const float v = g.ep.add ? acc[u] + addv[u] : acc[u];
-        g.dst[n] = v;
+        if (g.rot == 0) g.dst[n] = v;
         if (g.cache) cache_put(g, (int64_t)p0 * g.N + n, v);
     }
 }
@@ -477,7 +510,11 @@ template <int XQ, int TYPE, int PRO, int WPR, int RW, int SPL>
 static void reg_launch3(cudaStream_t st, mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr) {
     constexpr int G = REG_NW / WPR;
     unsigned blocks = 0;
-    for (int k = 0; k < m.n; k++) blocks += (m.s[k].nb = cu_div_up(m.s[k].N, (int64_t)G * RW));
+    for (int k = 0; k < m.n; k++) {
+        const mseg &g = m.s[k]; /* items: rows / RW, or a RoPE segment's pairs + unrotated rows / 2 (RW == 2) */
+        const int64_t items = g.rot > 0 ? g.N / g.D * (g.rot / 2) + (g.N / g.D * (g.D - g.rot) + 1) / 2 : (g.N + RW - 1) / RW;
+        blocks += (m.s[k].nb = cu_div_up(items, G));
+    }
     cu_launch(k_gemv_reg<XQ, TYPE, PRO, WPR, REG_NW, RW, SPL>, blocks, REG_NW * 32, st, m, xq, K, pos, pr);
 }
 
@@ -488,8 +525,9 @@ static void reg_launch2(cudaStream_t st, const mseg_set &m, const uint8_t *xq, i
     const int res = gf_occupancy(k_gemv_reg<XQ, TYPE, PRO, WPR, REG_NW, 1, SPL>, REG_NW * 32, &occ);
     constexpr int G = REG_NW / WPR;
     int64_t blocks1 = 0;
-    for (int k = 0; k < m.n; k++) blocks1 += cu_div_up(m.s[k].N, (int64_t)G);
-    if (blocks1 <= (int64_t)res * gf_sms) reg_launch3<XQ, TYPE, PRO, WPR, 1, SPL>(st, m, xq, K, pos, pr);
+    bool rot = false;
+    for (int k = 0; k < m.n; k++) blocks1 += cu_div_up(m.s[k].N, (int64_t)G), rot |= m.s[k].rot > 0;
+    if (blocks1 <= (int64_t)res * gf_sms && !rot) reg_launch3<XQ, TYPE, PRO, WPR, 1, SPL>(st, m, xq, K, pos, pr);
     else reg_launch3<XQ, TYPE, PRO, WPR, 2, SPL>(st, m, xq, K, pos, pr);
 }
 
@@ -507,9 +545,9 @@ static void reg_launch1(cudaStream_t st, const mseg_set &m, const uint8_t *xq, i
     }
 }
 
-/* REG applies: on, no RoPE segment, one weight type with a dp4a path for xtype, K within two
- * sub-blocks a lane (K <= 8192); an RMSNorm prologue for K <= REG_PRO_K (act_build with 8 values
- * a thread in a 128-thread block; no GLU prologue: every block would re-read the ffn rows) */
+/* REG applies: on, one weight type with a dp4a path for xtype, K within two sub-blocks a lane
+ * (K <= 8192); an RMSNorm prologue for K <= REG_PRO_K (act_build with 8 values a thread in a
+ * 128-thread block; no GLU prologue: every block would re-read the ffn rows) */
 #define REG_PRO_K 1024
 static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int pk) {
     if (!reg_on || n < 1 || K > 8192 || K % 32) return false;
@@ -517,8 +555,8 @@ static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int pk
     const bool kq = seg[0].wtype == CU_T_Q4_K || seg[0].wtype == CU_T_Q5_K || seg[0].wtype == CU_T_Q6_K;
     if (xtype == CU_T_Q8_K ? !kq : kq) return false; /* k-quants on q8_1 (SB_CUDA_ACT=q8_1) take k_gemv_fused */
     for (int k = 0; k < n; k++)
-        if (seg[k].rot > 0 || seg[k].wtype != seg[0].wtype || !mmvq_row_bytes(seg[k].wtype, K)) return false;
-    return true;
+        if (seg[k].wtype != seg[0].wtype || !mmvq_row_bytes(seg[k].wtype, K)) return false;
+    return true; /* RoPE segments: cu_matmul_q8_multi validated them (cache, D | N, even rot <= D) */
 }
 
 static sb_status reg_launch(cudaStream_t st, const mseg_set &m, int wtype, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr,
