@@ -20,10 +20,11 @@
  * shared memory): the K tile and the V tile are issued at once as two cp.async groups (16-byte
  * copies when a row is a multiple of 16 bytes, plain element copies otherwise) into rows padded by
  * 16 bytes (conflict-free 16-byte row reads). Before pos is read, the blocks that are split 0 (at
- * least in lo mode) issue split 0's first min(tile, kmin, capacity) keys (rows [0, spec): within the
- * cache whatever p is; a block whose keys they are not — a window, hi mode — lets them land and
- * loads its own) and the raw q of lo mode's heads; so pos, q and the first K/V tile are one round
- * trip. q goes to shared memory and is rotated in place (RoPE on load: rope_rot, bit-identical to
+ * least in lo mode) issue split 0's first spec = min(tile, kmin, capacity) keys (cache rows [0,
+ * spec): inside the cache whatever p is) into the top rows [tk - spec, tk) of the tiles, and the
+ * raw q of lo mode's heads; so pos, q and the first K/V tile are one round trip when split 0 holds
+ * <= spec keys. A block whose keys they are not (a window, hi mode's splits >= 1) loads its own at
+ * row 0, after letting them land only when its rows reach tk - spec (not at depth 4096: 64 of 128). q goes to shared memory and is rotated in place (RoPE on load: rope_rot, bit-identical to
  * k_rope). Scores: Gb heads x nk keys, tpk threads a (head, key) (a power of two: as many as 256
  * threads allow, at most a row's 16-byte chunks), shuffle-added; warp g updates head g's (m, l) and
  * turns scores into probabilities (expf); P.V: thread = ((head, dim) pair, key group): R = 256 /
@@ -246,10 +247,11 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
     /* before pos is known: split 0's first keys (when this block is split 0: every block L < the
      * larger head-block count, at least in lo mode), and the raw q of lo mode's heads */
     const bool spec = a.spec > 0 && L < (nbx_lo > nbx_hi ? nbx_lo : nbx_hi);
+    const int soff = a.tk - a.spec; /* they go to the top rows [tk - spec, tk): a first tile of <= tk - spec keys at row 0 does not wait for them */
     if (spec) {
-        ad_load_tile(sk, kc, 0, 0, a.spec, head_el, a);
+        ad_load_tile(sk + soff * a.ks, kc, 0, 0, a.spec, head_el, a);
         ad_commit();
-        ad_load_tile(sv, vc, 0, 0, a.spec, head_el, a);
+        ad_load_tile(sv + soff * a.ks, vc, 0, 0, a.spec, head_el, a);
         ad_commit();
     }
     const int hb_lo = (L % nbx_lo) / Hkv, g0_lo = hb_lo * a.hpb_lo, Gb_lo = G - g0_lo < a.hpb_lo ? G - g0_lo : a.hpb_lo;
@@ -302,14 +304,12 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
     }
     for (int64_t jt = j0; jt < j1; jt += a.tk) {
         const int nk = (int)(j1 - jt < a.tk ? j1 - jt : a.tk);
-        if (spec && jt == j0 && jt == 0) { /* keys [0, spec) are on their way: the rest of the tile */
-            const int k0 = a.spec < nk ? a.spec : nk;
-            ad_load_tile(sk, kc, jt, k0, nk, head_el, a);
-            ad_commit();
-            ad_load_tile(sv, vc, jt, k0, nk, head_el, a);
-            ad_commit();
+        unsigned char *tkk = sk, *tkv = sv; /* this tile's rows */
+        if (spec && jt == j0 && jt == 0 && nk <= a.spec) { /* this tile is on its way (the two newest groups) */
+            tkk += soff * a.ks;
+            tkv += soff * a.ks;
         } else {
-            if (spec && jt == j0) { /* the speculative keys are not this block's: let them land, then overwrite */
+            if (spec && jt == j0 && nk > soff) { /* rows the speculative copies (not this block's keys) still write: let them land */
                 ad_wait<0>();
                 __syncthreads();
             }
@@ -318,13 +318,13 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
             ad_load_tile(sv, vc, jt, 0, nk, head_el, a);
             ad_commit();
         }
-        ad_wait<1>(); /* this thread's K copies landed (groups complete in order) */
+        ad_wait<1>(); /* this thread's K copies landed (groups complete in order; older ones, the speculative ones too) */
         __syncthreads();
         if (a.exp == 2) { /* timing only: p = 1, no scores */
             for (int i = tid; i < Gb * nk; i += AD_THREADS) ss[(i / nk) * a.tk + i % nk] = 1.0f;
             if (tid < Gb) sm_c[tid] = 1.0f, sm_l[tid] += (float)nk, sm_m[tid] = 0.0f;
         } else {
-            ad_scores(ss, sq, sk, Gb, nk, a);
+            ad_scores(ss, sq, tkk, Gb, nk, a);
             __syncthreads();
             if (w < Gb) { /* warp w: head w's running max and sum; scores -> probabilities */
                 float *sr = ss + w * a.tk;
@@ -359,14 +359,14 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
                 for (int i = 0; i < AD_ACC; i++)
                     if (own[i]) {
                         const float *pr = ss + gi[i] * a.tk + k;
-                        acc[i] += pr[0] * ad_vld(sv, k, di[i], a) + pr[R] * ad_vld(sv, k + R, di[i], a) + pr[2 * R] * ad_vld(sv, k + 2 * R, di[i], a) +
-                                  pr[3 * R] * ad_vld(sv, k + 3 * R, di[i], a);
+                        acc[i] += pr[0] * ad_vld(tkv, k, di[i], a) + pr[R] * ad_vld(tkv, k + R, di[i], a) +
+                                  pr[2 * R] * ad_vld(tkv, k + 2 * R, di[i], a) + pr[3 * R] * ad_vld(tkv, k + 3 * R, di[i], a);
                     }
             }
             for (; k < nk; k += R) {
 #pragma unroll
                 for (int i = 0; i < AD_ACC; i++)
-                    if (own[i]) acc[i] += ss[gi[i] * a.tk + k] * ad_vld(sv, k, di[i], a);
+                    if (own[i]) acc[i] += ss[gi[i] * a.tk + k] * ad_vld(tkv, k, di[i], a);
             }
         }
         __syncthreads(); /* the next tile overwrites sk, sv, ss */
