@@ -60,6 +60,7 @@ sb_status exec_cuda_host_alloc(exec_cuda *cx, size_t bytes, void **out) {
 void exec_cuda_host_free(exec_cuda *cx, void *p) { (void)cx, (void)p; }
 void exec_cuda_set_profile(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) { (void)cx, (void)v; }
+void exec_cuda_set_attn_hpb(exec_cuda *cx, int hpb) { (void)cx, (void)hpb; }
 void exec_cuda_set_mmvq_variant(int v) { (void)v; }
 void exec_cuda_set_mma_small(int mode) { (void)mode; }
 void exec_cuda_set_mma_small_tmax(int64_t t) { (void)t; }
@@ -141,6 +142,7 @@ struct exec_cuda {
     int attn_split_mul;   /* decode attention: splits per head = mul * SMs / heads (env SB_CUDA_ATTN_SPLITS, default 2); variant 4:
                            * at most mul * SMs / kv heads splits per kv head */
     int attn_kmin;        /* variant 4: fewest keys per split (env SB_CUDA_ATTN_KMIN, default CU_ATT_DEC_KMIN) */
+    int attn_hpb;         /* variant 4: query heads per block (env SB_CUDA_ATTN_HPB; 0 = auto: 1 at small depth, G deeper) */
     exec_cuda_stats st;
     /* profile: device ms and kernel launches per family, runs profiled */
     double prof_ms[PROF_FAMILIES];
@@ -184,6 +186,10 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->attn_split_mul = asp && atoi(asp) > 0 ? atoi(asp) : 2;
     const char *akm = getenv("SB_CUDA_ATTN_KMIN");
     cx->attn_kmin = akm && atoi(akm) > 0 ? atoi(akm) : CU_ATT_DEC_KMIN;
+    const char *ahp = getenv("SB_CUDA_ATTN_HPB");
+    cx->attn_hpb = ahp && atoi(ahp) > 0 ? atoi(ahp) : 0;
+    const char *aex = getenv("SB_CUDA_ATTN_EXP"); /* variant 4 timing experiments (k_attn_decode.cu; 1..4 give wrong results) */
+    cu_attn_decode_set_exp(aex ? atoi(aex) : 0);
     const char *fe = getenv("SB_CUDA_FUSE");
     cx->fuse = !(fe && fe[0] == '0');
     const char *rk = getenv("SB_CUDA_ROPEK");
@@ -316,6 +322,14 @@ void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
     for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]); /* rebuilt (without re-uploads) on their next run */
     cx->fuse = on;
 }
+void exec_cuda_set_attn_hpb(exec_cuda *cx, int hpb) {
+    hpb = hpb > 0 ? hpb : 0;
+    if (hpb == cx->attn_hpb) return;
+    cu_stream_sync(cx->s); /* the scratch size follows it: plans rebuilt, captured graphs dropped */
+    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]); /* rebuilt (without re-uploads) on their next run */
+    cx->attn_hpb = hpb;
+}
+
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) {
     v = v == 1 || v == 3 || v == 4 ? v : 2;
     if ((v == 4) != (cx->attn_variant == 4)) { /* variant 4 sizes its splits and scratch differently: plans rebuilt */
@@ -519,7 +533,8 @@ static cu_attn_args attn_args(const exec_cuda *cx, const plan *p, const ir_node 
     const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
     return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .T = q->ne[2], .ctype = k->dtype, .scale = n->fp[0],
                           .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n),
-                          .variant = cx->attn_variant == 1 ? 1 : cx->attn_variant == 4 ? 4 : 2, .kmin = cx->attn_kmin};
+                          .variant = cx->attn_variant == 1 ? 1 : cx->attn_variant == 4 ? 4 : 2, .kmin = cx->attn_kmin,
+                          .hpb = cx->attn_hpb, .ctx = k->ne[1]};
 }
 
 /* SB_CUDA_SKIP's filter: node n's kernels are left out of the step */

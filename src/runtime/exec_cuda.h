@@ -80,6 +80,10 @@ void exec_cuda_host_free(exec_cuda *cx, void *p);
  * prefill with head_dim <= 128; 4: decode by k_attn_decode.cu (one block per kv head and split,
  * splits active by depth), prefill as 3; env SB_CUDA_ATTN=1|2|3|4. Drops captured graphs. */
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v);
+/* Variant 4's query heads per decode-attention block (k_attn_decode.cu): 0 (default) auto — 1
+ * while those blocks fit one per SM (small depth), all G = Hq/Hkv of a kv head deeper; n > 0
+ * forces min(n, G) at every depth; env SB_CUDA_ATTN_HPB=n. Rebuilds plans, drops captured graphs. */
+void exec_cuda_set_attn_hpb(exec_cuda *cx, int hpb);
 
 /* Token-tile GEMV variant for T > 8 (process-wide; backend/cuda/k_mmvq.cu): 4 (default: the int8
  * tensor-core GEMM, k_mma.cu, on sm_80+ devices, else 3), 3 (shared-memory tiled dp4a GEMM), 1

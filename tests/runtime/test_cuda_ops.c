@@ -37,6 +37,8 @@ typedef struct binds {
 
 static uint64_t seed = 0x5B0C0DA;
 static int attn_variant = 1; /* k_attention.cu variant the CUDA runs use */
+static int attn_hpb = 0;     /* variant 4's query heads per block (exec_cuda_set_attn_hpb; 0 = auto) */
+#define AD_TEST_GMAX 8       /* forced heads per block of 8 = G for every G variant 4 takes (min(n, G)) */
 static bool fuse_on = false;  /* executor-level fusions (the default is on; tests opt in) */
 static int32_t last_kernels;  /* kernels the last CUDA run launched */
 static bool ropek_on = false; /* the SB_CUDA_ROPEK experiment (with fuse_on) */
@@ -107,6 +109,7 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     if (s != SB_OK) goto out;
     exec_cuda_set_poison(cx, true);
     exec_cuda_set_attn_variant(cx, attn_variant);
+    exec_cuda_set_attn_hpb(cx, attn_hpb);
     exec_cuda_set_fuse(cx, fuse_on);
     exec_cuda_set_fuse_ropek(cx, fuse_on && ropek_on);
     exec_cuda_set_fuse_pro(cx, !fuse_on ? 0 : pro_on ? pro_mode : 0);
@@ -620,10 +623,11 @@ static void test_attention(void) {
  * as it loads it (k_attn's rope_pair) and the ROPE kernel is skipped */
 static void test_rope_attention(void) {
     const int64_t Hq = 4, Hkv = 2, C = 200, D = 64, Dkv = D * Hkv;
-    struct { int64_t T, p0; int mode, n_rot, variant; } cs[] = {
-        {1, 150, IR_ROPE_NEOX, 64, 2}, {1, 3, IR_ROPE_NORMAL, 64, 1}, {5, 40, IR_ROPE_NEOX, 32, 2}, {1, 199, IR_ROPE_NEOX, 64, 1},
-        {1, 120, IR_ROPE_NEOX, 64, 2}, {6, 30, IR_ROPE_NEOX, 64, 2},  {1, 130, IR_ROPE_NEOX, 64, 4}, {1, 3, IR_ROPE_NORMAL, 32, 4},
-        {1, 0, IR_ROPE_NORMAL, 64, 4},  {1, 199, IR_ROPE_NEOX, 64, 4}, {1, 199, IR_ROPE_NORMAL, 48, 4}, {1, 60, IR_ROPE_NEOX, 64, 4},
+    struct { int64_t T, p0; int mode, n_rot, variant, hpb; } cs[] = { /* hpb: variant 4's heads per block (0 auto: 1 at these depths) */
+        {1, 150, IR_ROPE_NEOX, 64, 2, 0},    {1, 3, IR_ROPE_NORMAL, 64, 1, 0},   {5, 40, IR_ROPE_NEOX, 32, 2, 0},    {1, 199, IR_ROPE_NEOX, 64, 1, 0},
+        {1, 120, IR_ROPE_NEOX, 64, 2, 0},    {6, 30, IR_ROPE_NEOX, 64, 2, 0},    {1, 130, IR_ROPE_NEOX, 64, 4, 0},   {1, 3, IR_ROPE_NORMAL, 32, 4, 0},
+        {1, 0, IR_ROPE_NORMAL, 64, 4, 0},    {1, 199, IR_ROPE_NEOX, 64, 4, 0},   {1, 199, IR_ROPE_NORMAL, 48, 4, 0}, {1, 60, IR_ROPE_NEOX, 64, 4, 0},
+        {1, 130, IR_ROPE_NEOX, 64, 4, 2}, {1, 3, IR_ROPE_NORMAL, 32, 4, 2}, {1, 0, IR_ROPE_NEOX, 64, 4, 2}, {1, 199, IR_ROPE_NORMAL, 48, 4, 2},
     };
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int64_t T = cs[k].T;
@@ -653,12 +657,14 @@ static void test_rope_attention(void) {
         ir_output(g, att, "y");
         binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0", "wo"}, .data = {q, kn, vn, kc, vc, woq}, .n = 6, .pos = pos};
         char label[96];
-        snprintf(label, sizeof label, "rope(q)+attention v%d %s n_rot %d T=%lld p0=%lld%s", cs[k].variant,
+        snprintf(label, sizeof label, "rope(q)+attention v%d%s %s n_rot %d T=%lld p0=%lld%s", cs[k].variant, cs[k].hpb ? " hpb 2" : "",
                  cs[k].mode == IR_ROPE_NEOX ? "neox" : "normal", cs[k].n_rot, (long long)T, (long long)cs[k].p0, gemv ? " -> q8_0" : "");
         attn_variant = cs[k].variant;
+        attn_hpb = cs[k].hpb;
         expect_fused(g, &b, label, gemv ? 5e-4 : 1e-9, gemv ? 2 : 1);
         free(wo), free(woq);
         attn_variant = 1;
+        attn_hpb = 0;
         ir_graph_free(g);
         free(q), free(kn), free(vn), free(kc), free(vc);
     }
@@ -807,6 +813,8 @@ static void expect_steps(ir_graph *g, binds *b, const int32_t *ps, int nsteps, d
     if (s == SB_OK) {
         exec_cuda_set_poison(cx, true);
         exec_cuda_set_attn_variant(cx, attn_variant);
+        exec_cuda_set_attn_hpb(cx, attn_hpb);
+    exec_cuda_set_attn_hpb(cx, attn_hpb);
         exec_cuda_set_fuse(cx, fuse_on);
         n = ir_nelem(&pc->g->nodes[pc->outputs[0].node]);
         yc = malloc((size_t)n * 4);
@@ -846,12 +854,15 @@ static void expect_steps(ir_graph *g, binds *b, const int32_t *ps, int nsteps, d
 }
 
 /* Decode attention variant 4 (k_attn_decode.cu) at the edges of its geometry: depth 0 (one key),
- * 1, 63/64/65, 127/128/129 (one split below the default 128 keys per split, two above), 300, 4100
- * (33 splits merged by the last block of each kv head); GQA 14/2 (Qwen2.5-0.5B), 8/8 (G 1), 16/4,
- * 8/2; head_dim 64, 128, 256, 40 and 37 (rows not a multiple of 16 bytes: element copies); a
- * window shorter than the depth; softcap; F16 and F32 caches; capacities that give 1, 2, 6 and
- * 33 splits. Each case runs two or three steps on one executor (the counters the merge resets,
- * fewer active splits after more, graph replay). */
+ * 1, 63/64/65 (one split of the default 64 keys per split, then two), 127/128/129, 300, 4100
+ * (65 splits merged by the last block of each head block); GQA 14/2 (Qwen2.5-0.5B), 8/8 (G 1),
+ * 16/4, 8/2; head_dim 64, 128, 256, 40 and 37 (rows not a multiple of 16 bytes: element copies); a
+ * window shorter than the depth (split 0's keys loaded before pos is read are not its keys then);
+ * softcap; F16 and F32 caches; capacities that give 1, 2, 5, 7, 10, 11, 33 and 66 splits. Every case runs
+ * with the query heads per block on auto (1 while those blocks fit one per SM — on 132 SMs 14/2
+ * up to 9 splits: depth 576 — then G), forced 1 (depth 4100: 14 x 66 blocks), forced 3 (7 = 3 +
+ * 3 + 1: a short head block) and forced G. Each case runs two or three steps on one executor (the
+ * counters the merge resets, fewer active splits after more, a mode change, graph replay). */
 static void test_decode_attention_v4(void) {
     struct { int64_t Hq, Hkv, D, C; int ctype, window; float softcap; int32_t ps[3]; int nps; } cs[] = {
         {14, 2, 64, 4200, SB_TYPE_F16, 0, 0, {0, 4100, 1}, 3},   {14, 2, 64, 4200, SB_TYPE_F32, 0, 0, {1, 300, 63}, 3},
@@ -861,6 +872,7 @@ static void test_decode_attention_v4(void) {
         {14, 2, 64, 4200, SB_TYPE_F16, 0, 0, {127, 128, 129}, 3}, {4, 2, 64, 100, SB_TYPE_F32, 0, 0, {99, 5}, 2},
         {6, 2, 37, 400, SB_TYPE_F16, 0, 0, {200, 399, 1}, 3},    {8, 2, 40, 400, SB_TYPE_F32, 0, 10.0f, {130, 7}, 2},
         {14, 2, 64, 4200, SB_TYPE_F32, 64, 0, {4100, 63, 64}, 3}, {16, 4, 256, 300, SB_TYPE_F16, 0, 0, {260, 12}, 2},
+        {8, 2, 128, 50, SB_TYPE_F16, 0, 5.0f, {49, 0, 20}, 3},   {14, 2, 64, 64, SB_TYPE_F32, 0, 0, {63, 0}, 2},
     };
     attn_variant = 4;
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
@@ -882,13 +894,22 @@ static void test_decode_attention_v4(void) {
                              .softcap = cs[k].softcap};
         ir_output(g, ir_attention(g, qr, k2, v2, pr, &ap), "y");
         binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0"}, .data = {q, kn, vn, kc, vc}, .n = 5, .pos = pos};
-        char label[128];
-        snprintf(label, sizeof label, "decode attention v4 %s D=%lld %lld/%lld C=%lld w=%d cap=%g", ir_dtype_name(cs[k].ctype), (long long)D,
-                 (long long)Hq, (long long)Hkv, (long long)C, cs[k].window, cs[k].softcap);
-        expect_steps(g, &b, cs[k].ps, cs[k].nps, 1e-9, label);
+        /* heads per block: auto, 1, 3 and G (8 = min(8, G)); a forced value equal to an earlier one
+         * is skipped. The same data each time: the reference's kv_store rewrites the same rows. */
+        const int hpbs[] = {0, 1, 3, AD_TEST_GMAX};
+        for (int hi = 0; hi < 4; hi++) {
+            const int G = (int)(Hq / Hkv), h = hpbs[hi] < G ? hpbs[hi] : G;
+            if ((hi == 2 && (h == 1 || h == G)) || (hi == 3 && G == 1)) continue;
+            attn_hpb = hpbs[hi];
+            char label[128];
+            snprintf(label, sizeof label, "decode attention v4 hpb %d %s D=%lld %lld/%lld C=%lld w=%d cap=%g", attn_hpb,
+                     ir_dtype_name(cs[k].ctype), (long long)D, (long long)Hq, (long long)Hkv, (long long)C, cs[k].window, cs[k].softcap);
+            expect_steps(g, &b, cs[k].ps, cs[k].nps, 1e-9, label);
+        }
         ir_graph_free(g);
         free(q), free(kn), free(vn), free(kf), free(vf), free(kc), free(vc);
     }
+    attn_hpb = 0;
     { /* 16 query heads per kv head (> 8): refused with the values named, not computed */
         const int64_t Hq = 32, Hkv = 2, D = 64, C = 64, Dkv = D * Hkv;
         float *q = rnd(D * Hq, 1.0f), *kv = rnd(Dkv * C, 1.0f), *kn = rnd(Dkv, 1.0f);

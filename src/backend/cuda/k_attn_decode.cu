@@ -1,44 +1,62 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * backend/cuda/k_attn_decode.cu — decode attention (T == 1), variant 4 (SB_CUDA_ATTN=4; reached
- * through cu_attention): one block per (kv head, split) computes all G = Hq/Hkv query heads of its
- * kv head, so each K/V row is read once per kv head, and the number of ACTIVE splits follows the
- * position, which is read from device memory (one captured graph serves every step).
+ * through cu_attention): blocks of hpb query heads of one kv head and one key split; the number of
+ * ACTIVE splits and the heads per block follow the position, which is read from device memory (one
+ * captured graph serves every step).
  * Math (ops_ref.c op_attention): for query head h at p = pos[0], keys j in [lo, p] (lo = p-window+1
  * with a window) of kv head h / G: s_j = (q . k_j) * scale, then c*tanh(s_j/c) with a softcap;
  * out = sum_j softmax(s)_j v_j; online softmax in f32 (running max m, sum l, rescaled acc).
- * Geometry: grid (Hkv, S), 256 threads (8 warps). S (nsplit) is fixed per plan from the context
- * capacity (exec_cuda.c attn_nsplit). At depth n = p-lo+1 each split takes kps = max(kmin,
- * ceil(n/S)) keys and na = ceil(n/kps) splits are active; blocks of the other splits exit at once.
+ * Geometry: a 1-D grid, 256 threads (8 warps); block L = kvh + Hkv * (head block + nhb * split), so
+ * the kv head is L % Hkv whatever the mode and blocks of split 0 come first. S (nsplit) is fixed per
+ * plan from the context capacity (exec_cuda.c attn_nsplit). At depth n = p-lo+1 each split takes
+ * kps = max(kmin, ceil(n/S)) keys and na = ceil(n/kps) splits are active; blocks of the other splits
+ * exit at once. Two modes, chosen per launch from n: lo (hpb_lo heads a block, default 1: the work
+ * of a kv head spread over G blocks, its K/V read G times, from L2) while its active blocks Hkv *
+ * ceil(G/hpb_lo) * na fit one per SM (lo_blocks: Qwen2.5-0.5B on 132 SMs up to na 9, depth 576);
+ * hi (hpb_hi = G: each K/V byte read once) deeper. SB_CUDA_ATTN_HPB=n (cu_attn_args.hpb) forces n
+ * in both. The grid holds both modes' blocks.
  * A block walks its keys in tiles of TK (<= 128, sized on the host so everything fits 48 KB of
  * shared memory): the K tile and the V tile are issued at once as two cp.async groups (16-byte
  * copies when a row is a multiple of 16 bytes, plain element copies otherwise) into rows padded by
- * 16 bytes (conflict-free 16-byte row reads); scores for G heads x TK keys (thread = (head, key),
- * q from shared memory, RoPE applied on load with rope_pair, bit-identical to k_rope) go to
- * shared memory while V is still in flight; warp g updates head g's (m, l) and turns scores into
- * probabilities; thread = (head, dim) pairs (8 per thread at most) then rescale their acc and
- * accumulate p * V from shared memory. q is loaded (and rotated) before the split test, so its
- * loads overlap pos's. na == 1 (depth < kmin): the block writes out = acc / l (and the q8_1
- * blocks of the output, D % 32 == 0) directly — no partials, no counter. na > 1: each block
- * writes (m[G], l[G], pad, acc[G*D]) to scratch, threadfence, an atomic counter per kv head; the
- * last-arriving block merges: m, l of all (split, head) into shared memory (one round trip),
- * factors exp(m_s - M) and 1/L per head, then G*D/4 float4 columns x R = 256/(G*D/4) threads,
- * each summing every R-th split (16-byte L2 loads, 8 in flight), R partial sums added in shared
- * memory; it resets its counter to 0 (the next attention of the stream finds 0s).
+ * 16 bytes (conflict-free 16-byte row reads). Before pos is read, the blocks that are split 0 (at
+ * least in lo mode) issue split 0's first spec = min(tile, kmin, capacity) keys (cache rows [0,
+ * spec): inside the cache whatever p is) into the top rows [tk - spec, tk) of the tiles, and the
+ * raw q of lo mode's heads; so pos, q and the first K/V tile are one round trip when split 0 holds
+ * <= spec keys. A block whose keys they are not (a window, hi mode's splits >= 1) loads its own at
+ * row 0, after letting them land only when its rows reach tk - spec (not at depth 4096: 64 of 128). q goes to shared memory and is rotated in place (RoPE on load: rope_rot, bit-identical to
+ * k_rope). Scores: Gb heads x nk keys, tpk threads a (head, key) (a power of two: as many as 256
+ * threads allow, at most a row's 16-byte chunks), shuffle-added; warp g updates head g's (m, l) and
+ * turns scores into probabilities (expf); P.V: thread = ((head, dim) pair, key group): R = 256 /
+ * (Gb*D) key groups when two or more fit (lo mode: Gb*D = 64 -> 4 groups of every 4th key), else
+ * up to 8 pairs a thread; acc rescaled per tile, groups added through shared memory at the end.
+ * na == 1: the block writes out = acc / l (and the q8_1 blocks of the output, D % 32 == 0) directly
+ * — no partials, no counter. na > 1: each block writes (m[Gb], l[Gb], pad, acc[Gb*D]) to scratch,
+ * threadfence, an atomic counter per head block; the last-arriving block merges: m, l of all
+ * (split, head) into shared memory (one round trip), factors exp(m_s - M) and 1/L per head, then
+ * Gb*D/4 float4 columns x Rm = 256/(Gb*D/4) threads, each summing every Rm-th split (16-byte L2
+ * loads, 8 in flight), Rm partial sums added in shared memory; it resets its counter to 0 (the next
+ * attention of the stream finds 0s).
  * Traffic at depth n, F16 cache: K+V 2*n*D*2*Hkv bytes (Qwen2.5-0.5B: 512*n, 2 MB at n 4096, 0.5 µs
- * of HBM at 4 TB/s; F32 twice that), each K/V byte read once (variant 2 read it G = 7 times, from
- * L2); q G*D*4 per block; partials na*Hkv*(8+G*D)*4 bytes written and read once through L2
- * (Qwen2.5-0.5B, kmin 128, n 4096: 33 splits x 456 floats = 60 KB per kv head).
- * Latency chain (dependent global round trips after the PDL wait): depth 0 (Qwen: 2 blocks): pos
- * (q overlapped) -> K/V tile (L2: just stored) -> out = 2 round trips plus shared-memory steps.
- * Depth 4096 (kmin 128: 33 splits of one 128-key tile, 66 blocks): pos -> K/V tile (HBM, 32 KB a
- * block) -> partials + threadfence -> atomic -> m, l -> acc (3 batches of 8 loads for 17 splits a
- * thread) -> out = ~7 round trips, 5 of them L2. Predicted ~2 µs at depth 0 and ~4 µs at depth
- * 4096 a call (variant 2: 9-12 and ~30).
- * Requires: G <= 8, D <= 256, F32 or F16 cache, S <= 256, counters (cu_attention falls back to
- * variant 2 without them).
+ * of HBM at 4 TB/s; F32 twice that), read once from HBM in hi mode (G times, from L2, in lo mode:
+ * n <= 576 -> <= 2 MB of L2 reads); q Gb*D*4 per block; partials na*(blocks of a split)*(8+Gb*D)*4
+ * bytes written and read once through L2 (hi, kmin 64, n 4096: 65 splits x 456 floats = 118 KB per
+ * kv head).
+ * Latency chain after the PDL wait: depth <= kmin (lo: 14 blocks for Qwen): pos + q + K/V tile
+ * (issued together; L2: just stored) -> out = 2 round trips, plus ~8 barriers, the RoPE (cosf/sinf)
+ * and ~64 FMAs of score and of P.V per thread. Depth 4096 (hi, kmin 64: 65 of 66 splits, 130
+ * blocks, one 64-key tile each): pos -> q, K/V tile (HBM, 16 KB a block) -> partials + threadfence
+ * -> atomic -> m, l -> acc (5 batches of 8 loads for 33 splits a thread: Rm 2) -> out = ~7 round
+ * trips, 5 of them L2. Predicted ~2-2.5 µs a call at depth <= 64 (v3 9.9 µs measured) and ~4-5 µs at
+ * depth 4096.
+ * Timing experiments (SB_CUDA_ATTN_EXP, cu_attn_decode_set_exp; results are WRONG for 1..4, for
+ * bisecting where the time goes on the GPU only): 1 q copied without its RoPE, 2 no scores and no
+ * softmax (p = 1 for every key), 3 no P.V (acc stays 0), 4 return right after the PDL wait (no
+ * loads, nothing written).
+ * Requires: G <= 8, D <= 256, F32 or F16 cache, S <= 256, counters for every head block
+ * (cu_attention falls back to variant 2 without them).
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c: attention, rope+attention, the
- * Q/K/V block and the decode-depth cases for variant 4).
+ * Q/K/V block and the decode-depth cases for variant 4, with heads per block auto, 1, 3 and G).
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/common.cuh"
@@ -64,6 +82,11 @@ typedef struct ad_args {
     int D, G, f16, vec;     /* vec: rows are whole 16-byte chunks (16-byte copies and reads) */
     int window, S, kmin;    /* S: grid splits; kmin: fewest keys per split */
     int tk, ks, tile_off;   /* tile keys, padded row bytes, byte offset of the K tile in shared memory */
+    int Hkv, hp;            /* kv heads; hp = max(hpb_lo, hpb_hi): the query heads the shared-memory layout holds */
+    int hpb_lo, hpb_hi;     /* query heads per block at small depth (lo mode) and deeper (hi mode) */
+    int lo_blocks;          /* lo mode while its active blocks Hkv * ceil(G / hpb_lo) * na <= lo_blocks */
+    int spec;               /* keys of the first tile loaded before pos is read (blocks that are split 0; 0: none) */
+    int exp;                /* timing experiment (SB_CUDA_ATTN_EXP, the header), 0 = none */
     int64_t Dkv;            /* cache row length (elements) */
     float scale, softcap;
 } ad_args;
@@ -89,11 +112,13 @@ template <int N> static __device__ __forceinline__ void ad_wait() {
 #endif
 }
 
-/* keys [j, j+nk) of one kv head's rows (cache c, element size es) into shared rows of ks bytes */
-static __device__ __forceinline__ void ad_load_tile(unsigned char *sdst, const void *c, int64_t j, int nk, int64_t head_el, const ad_args &a) {
-    const int es = a.f16 ? 2 : 4, rb = a.D * es;
-    const unsigned char *src = (const unsigned char *)c + (j * a.Dkv + head_el) * es;
+/* keys j+k0 .. j+k1-1 of one kv head's rows (cache c) into shared rows k0 .. k1-1 of ks bytes */
+static __device__ __forceinline__ void ad_load_tile(unsigned char *sdst, const void *c, int64_t j, int k0, int k1, int64_t head_el, const ad_args &a) {
+    const int es = a.f16 ? 2 : 4, rb = a.D * es, nk = k1 - k0;
     const int64_t stride = a.Dkv * es;
+    const unsigned char *src = (const unsigned char *)c + ((j + k0) * a.Dkv + head_el) * es;
+    sdst += k0 * a.ks;
+    if (nk <= 0) return;
     if (a.vec) {
         const int cpr = rb / 16;
         for (int i = threadIdx.x; i < nk * cpr; i += AD_THREADS) {
@@ -116,12 +141,14 @@ static __device__ __forceinline__ void ad_load_tile(unsigned char *sdst, const v
 static __device__ __forceinline__ float ad_lo(unsigned u) { return cu_h2f((uint16_t)(u & 0xffffu)); }
 static __device__ __forceinline__ float ad_hi(unsigned u) { return cu_h2f((uint16_t)(u >> 16)); }
 
-/* q . row for one key: q f32 in shared memory, the row in shared memory in the cache's type */
-static __device__ __forceinline__ float ad_dot(const float *q, const unsigned char *row, const ad_args &a) {
+/* part `part` of q . row for one key, of tpk parts (chunks part, part + tpk, ...: 8 halves or 4
+ * floats with vec, else single elements): q f32 in shared memory, the row in shared memory in the
+ * cache's type */
+static __device__ __forceinline__ float ad_dot_part(const float *q, const unsigned char *row, int part, int tpk, const ad_args &a) {
     float s0 = 0.0f, s1 = 0.0f;
     if (a.vec && a.f16) {
         const uint4 *r = (const uint4 *)row;
-        for (int c = 0; c < a.D / 8; c++) {
+        for (int c = part; c < a.D / 8; c += tpk) {
             const uint4 u = r[c];
             const float *qq = q + 8 * c;
             s0 += qq[0] * ad_lo(u.x) + qq[1] * ad_hi(u.x) + qq[2] * ad_lo(u.y) + qq[3] * ad_hi(u.y);
@@ -129,18 +156,18 @@ static __device__ __forceinline__ float ad_dot(const float *q, const unsigned ch
         }
     } else if (a.vec) {
         const float4 *r = (const float4 *)row, *qq = (const float4 *)q;
-        for (int c = 0; c < a.D / 4; c += 2) {
+        for (int c = part; c < a.D / 4; c += 2 * tpk) {
             const float4 u = r[c], x = qq[c];
             s0 += x.x * u.x + x.y * u.y + x.z * u.z + x.w * u.w;
-            if (c + 1 < a.D / 4) {
-                const float4 u1 = r[c + 1], x1 = qq[c + 1];
+            if (c + tpk < a.D / 4) {
+                const float4 u1 = r[c + tpk], x1 = qq[c + tpk];
                 s1 += x1.x * u1.x + x1.y * u1.y + x1.z * u1.z + x1.w * u1.w;
             }
         }
     } else if (a.f16) {
-        for (int d = 0; d < a.D; d++) s0 += q[d] * cu_h2f(((const uint16_t *)row)[d]);
+        for (int d = part; d < a.D; d += tpk) s0 += q[d] * cu_h2f(((const uint16_t *)row)[d]);
     } else {
-        for (int d = 0; d < a.D; d++) s0 += q[d] * ((const float *)row)[d];
+        for (int d = part; d < a.D; d += tpk) s0 += q[d] * ((const float *)row)[d];
     }
     return s0 + s1;
 }
@@ -162,175 +189,262 @@ static __device__ __forceinline__ void ad_store(float *dst, blk_q8_1 *xq, int64_
     }
 }
 
+/* the scores of one tile: ss[g][k] = softcap(q_g . k_k * scale) for Gb heads x nk keys, tpk threads
+ * per (head, key) (a power of two <= 32, as many as 256 threads allow), their parts added by
+ * shuffles; the loop bound is the same for every thread (the shuffles need whole warps) */
+static __device__ __forceinline__ void ad_scores(float *ss, const float *sq, const unsigned char *sk, int Gb, int nk, const ad_args &a) {
+    const int nch = a.vec ? (a.f16 ? a.D / 8 : a.D / 4) : a.D;
+    int tpk = 1;
+    while (tpk < 32 && 2 * tpk <= nch && Gb * nk * 2 * tpk <= AD_THREADS) tpk *= 2;
+    const int total = Gb * nk * tpk;
+    for (int base = 0; base < total; base += AD_THREADS) {
+        const int i = base + (int)threadIdx.x, slot = i / tpk, part = i & (tpk - 1);
+        const bool valid = i < total;
+        const int g = valid ? slot / nk : 0, k = valid ? slot - g * nk : 0;
+        float s = valid ? ad_dot_part(sq + g * a.D, sk + k * a.ks, part, tpk, a) : 0.0f;
+        for (int o = tpk / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (valid && part == 0) {
+            s *= a.scale;
+            if (a.softcap > 0.0f) s = tanhf(s / a.softcap) * a.softcap;
+            ss[g * a.tk + k] = s;
+        }
+    }
+}
+
+/* this block's q (Gb heads from qh) into shared memory, rotated (k_rope's math) when rp.n_rot > 0;
+ * qr: the raw values already loaded (thread tid holds elements tid + i*AD_THREADS) */
+static __device__ __forceinline__ void ad_q_to_shared(float *sq, const float *qr, int GDb, int Gb, int32_t p, const ad_rope &rp, const ad_args &a) {
+#pragma unroll
+    for (int i = 0; i < AD_ACC; i++)
+        if ((int)threadIdx.x + i * AD_THREADS < GDb) sq[threadIdx.x + i * AD_THREADS] = qr[i];
+    if (rp.n_rot <= 0 || a.exp == 1) return; /* exp 1: no RoPE (timing only) */
+    __syncthreads();
+    const int half = rp.n_rot / 2;
+    for (int i = threadIdx.x; i < Gb * half; i += AD_THREADS) { /* pairs are disjoint: rotated in place */
+        const int g = i / half, r = i - g * half;
+        const int ia = rp.mode == 2 ? r : 2 * r, ib = rp.mode == 2 ? r + half : 2 * r + 1;
+        float ya, yb;
+        rope_rot(sq[g * a.D + ia], sq[g * a.D + ib], r, p, rp.ts, rp.fs, rp.af, rp.ff, &ya, &yb);
+        sq[g * a.D + ia] = ya;
+        sq[g * a.D + ib] = yb;
+    }
+}
+
 __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos,
                                                          ad_args a, ad_rope rp, float *part, unsigned *cnt, blk_q8_1 *xq) {
     CU_PDL_ENTRY();
+    if (a.exp == 4) return; /* timing only: the launch and the wait */
     extern __shared__ __align__(16) unsigned char ad_sm[];
     __shared__ int last;
-    const int kvh = blockIdx.x, sp = blockIdx.y, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
-    const int D = a.D, G = a.G, GD = a.G * a.D;
+    const int L = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const int D = a.D, G = a.G, Hkv = a.Hkv;
+    const int kvh = L % Hkv; /* the same in both modes: block L = kvh + Hkv * (head block + nhb * split) */
+    const int nhb_lo = (G + a.hpb_lo - 1) / a.hpb_lo, nhb_hi = (G + a.hpb_hi - 1) / a.hpb_hi;
+    const int nbx_lo = Hkv * nhb_lo, nbx_hi = Hkv * nhb_hi;
+    float *sq = (float *)ad_sm, *ss = sq + a.hp * D, *sm_m = ss + a.hp * a.tk, *sm_l = sm_m + a.hp, *sm_c = sm_l + a.hp;
+    unsigned char *sk = ad_sm + a.tile_off, *sv = sk + a.tk * a.ks;
+    const int64_t head_el = (int64_t)kvh * D;
+    /* before pos is known: split 0's first keys (when this block is split 0: every block L < the
+     * larger head-block count, at least in lo mode), and the raw q of lo mode's heads */
+    const bool spec = a.spec > 0 && L < (nbx_lo > nbx_hi ? nbx_lo : nbx_hi);
+    const int soff = a.tk - a.spec; /* they go to the top rows [tk - spec, tk): a first tile of <= tk - spec keys at row 0 does not wait for them */
+    if (spec) {
+        ad_load_tile(sk + soff * a.ks, kc, 0, 0, a.spec, head_el, a);
+        ad_commit();
+        ad_load_tile(sv + soff * a.ks, vc, 0, 0, a.spec, head_el, a);
+        ad_commit();
+    }
+    const int hb_lo = (L % nbx_lo) / Hkv, g0_lo = hb_lo * a.hpb_lo, Gb_lo = G - g0_lo < a.hpb_lo ? G - g0_lo : a.hpb_lo;
+    float qr[AD_ACC];
+#pragma unroll
+    for (int i = 0; i < AD_ACC; i++) {
+        const int e = tid + i * AD_THREADS;
+        qr[i] = e < Gb_lo * D ? q[((int64_t)kvh * G + g0_lo) * D + e] : 0.0f;
+    }
     const int64_t p = pos[0];
     const int64_t lo = (a.window > 0 && p - a.window + 1 > 0) ? p - a.window + 1 : 0;
-    float *sq = (float *)ad_sm, *ss = sq + GD, *sm_m = ss + G * a.tk, *sm_l = sm_m + G, *sm_c = sm_l + G;
-    unsigned char *sk = ad_sm + a.tile_off, *sv = sk + a.tk * a.ks;
-    const int64_t h0 = (int64_t)kvh * G; /* first query head of this kv head */
-    const float *qh = q + h0 * D;
-    if (rp.n_rot > 0) { /* Q's RoPE on load (k_rope's math via rope_pair) */
-        const int half = rp.n_rot / 2, nr = D - rp.n_rot;
-        for (int i = tid; i < G * half; i += AD_THREADS) {
-            const int g = i / half;
-            int ia, ib;
-            float ya, yb;
-            rope_pair(qh + g * D, i - g * half, rp.n_rot, rp.mode, (int32_t)p, rp.ts, rp.fs, rp.af, rp.ff, &ia, &ib, &ya, &yb);
-            sq[g * D + ia] = ya;
-            sq[g * D + ib] = yb;
-        }
-        for (int i = tid; i < G * nr; i += AD_THREADS) {
-            const int g = i / nr, d = rp.n_rot + i - g * nr;
-            sq[g * D + d] = qh[g * D + d];
-        }
-    } else {
-        for (int i = tid; i < GD; i += AD_THREADS) sq[i] = qh[i];
-    }
-    if (tid < G) sm_m[tid] = -INFINITY, sm_l[tid] = 0.0f;
-    /* the split (after q's loads: they overlap pos's, one round trip less at depth 0) */
     const int64_t n = p - lo + 1;
     int64_t kps = (n + a.S - 1) / a.S;
     if (kps < a.kmin) kps = a.kmin;
     const int na = (int)((n + kps - 1) / kps);
-    if (sp >= na) return; /* an empty split */
+    /* the mode: HPB heads a block (lo: spread over more blocks) while lo mode's blocks fit lo_blocks */
+    const bool lom = (int64_t)nbx_lo * na <= a.lo_blocks;
+    const int hpb = lom ? a.hpb_lo : a.hpb_hi, nbx = lom ? nbx_lo : nbx_hi;
+    const int sp = L / nbx, bx = L - sp * nbx, hb = bx / Hkv, g0 = hb * hpb, Gb = G - g0 < hpb ? G - g0 : hpb, GDb = Gb * D;
+    if (sp >= na) { /* an empty split */
+        if (spec) ad_wait<0>();
+        return;
+    }
     const int64_t j0 = lo + sp * kps, j1 = j0 + kps < p + 1 ? j0 + kps : p + 1;
+    const int64_t h0 = (int64_t)kvh * G + g0; /* first query head of this block */
+    if (!lom && a.hpb_lo != a.hpb_hi) { /* hi mode's heads: q again */
+#pragma unroll
+        for (int i = 0; i < AD_ACC; i++) {
+            const int e = tid + i * AD_THREADS;
+            qr[i] = e < GDb ? q[h0 * D + e] : 0.0f;
+        }
+    }
+    ad_q_to_shared(sq, qr, GDb, Gb, (int32_t)p, rp, a); /* read after the first tile's barrier */
+    if (tid < Gb) sm_m[tid] = -INFINITY, sm_l[tid] = 0.0f;
 
-    int gi[AD_ACC], di[AD_ACC]; /* this thread's (head, dim) pairs: e = tid + i*AD_THREADS */
+    /* P.V: thread = ((head, dim) pair, key group): R = 256 / (Gb*D) key groups when two or more fit
+     * (group kg takes keys kg, kg+R, ...; one pair a thread), else one group and pairs
+     * tid + i*256; the groups' sums are added at the end */
+    const int R = GDb <= AD_THREADS / 2 ? AD_THREADS / GDb : 1, kg = R > 1 ? tid / GDb : 0;
+    int gi[AD_ACC], di[AD_ACC];
+    bool own[AD_ACC];
     float acc[AD_ACC];
 #pragma unroll
     for (int i = 0; i < AD_ACC; i++) {
-        const int e = tid + i * AD_THREADS;
-        gi[i] = e < GD ? e / D : 0;
-        di[i] = e < GD ? e - gi[i] * D : 0;
+        const int e = R > 1 ? tid - kg * GDb : tid + i * AD_THREADS;
+        own[i] = R > 1 ? i == 0 && tid < R * GDb : e < GDb;
+        gi[i] = own[i] ? e / D : 0;
+        di[i] = own[i] ? e - gi[i] * D : 0;
         acc[i] = 0.0f;
     }
-    const int64_t head_el = (int64_t)kvh * D;
     for (int64_t jt = j0; jt < j1; jt += a.tk) {
         const int nk = (int)(j1 - jt < a.tk ? j1 - jt : a.tk);
-        ad_load_tile(sk, kc, jt, nk, head_el, a);
-        ad_commit();
-        ad_load_tile(sv, vc, jt, nk, head_el, a);
-        ad_commit();
-        ad_wait<1>(); /* this thread's K copies landed (groups complete in order) */
-        __syncthreads();
-        for (int i = tid; i < G * nk; i += AD_THREADS) { /* scores: thread = (head, key) */
-            const int g = i / nk, k = i - g * nk;
-            float s = ad_dot(sq + g * D, sk + k * a.ks, a) * a.scale;
-            if (a.softcap > 0.0f) s = tanhf(s / a.softcap) * a.softcap;
-            ss[g * a.tk + k] = s;
-        }
-        __syncthreads();
-        if (w < G) { /* warp w: head w's running max and sum; scores -> probabilities */
-            float *sr = ss + w * a.tk;
-            float mt = -INFINITY;
-            for (int k = lane; k < nk; k += 32) mt = fmaxf(mt, sr[k]);
-            mt = warp_max(mt);
-            const float mo = sm_m[w], mn = fmaxf(mo, mt); /* finite: the tile holds a key */
-            float sum = 0.0f;
-            for (int k = lane; k < nk; k += 32) {
-                const float e = expf(sr[k] - mn);
-                sr[k] = e;
-                sum += e;
+        unsigned char *tkk = sk, *tkv = sv; /* this tile's rows */
+        if (spec && jt == j0 && jt == 0 && nk <= a.spec) { /* this tile is on its way (the two newest groups) */
+            tkk += soff * a.ks;
+            tkv += soff * a.ks;
+        } else {
+            if (spec && jt == j0 && nk > soff) { /* rows the speculative copies (not this block's keys) still write: let them land */
+                ad_wait<0>();
+                __syncthreads();
             }
-            sum = warp_sum(sum);
-            if (lane == 0) {
-                const float c = expf(mo - mn);
-                sm_c[w] = c;
-                sm_l[w] = sm_l[w] * c + sum;
-                sm_m[w] = mn;
+            ad_load_tile(sk, kc, jt, 0, nk, head_el, a);
+            ad_commit();
+            ad_load_tile(sv, vc, jt, 0, nk, head_el, a);
+            ad_commit();
+        }
+        ad_wait<1>(); /* this thread's K copies landed (groups complete in order; older ones, the speculative ones too) */
+        __syncthreads();
+        if (a.exp == 2) { /* timing only: p = 1, no scores */
+            for (int i = tid; i < Gb * nk; i += AD_THREADS) ss[(i / nk) * a.tk + i % nk] = 1.0f;
+            if (tid < Gb) sm_c[tid] = 1.0f, sm_l[tid] += (float)nk, sm_m[tid] = 0.0f;
+        } else {
+            ad_scores(ss, sq, tkk, Gb, nk, a);
+            __syncthreads();
+            if (w < Gb) { /* warp w: head w's running max and sum; scores -> probabilities */
+                float *sr = ss + w * a.tk;
+                float mt = -INFINITY;
+                for (int k = lane; k < nk; k += 32) mt = fmaxf(mt, sr[k]);
+                mt = warp_max(mt);
+                const float mo = sm_m[w], mn = fmaxf(mo, mt); /* finite: the tile holds a key */
+                float sum = 0.0f;
+                for (int k = lane; k < nk; k += 32) {
+                    const float e = expf(sr[k] - mn);
+                    sr[k] = e;
+                    sum += e;
+                }
+                sum = warp_sum(sum);
+                if (lane == 0) {
+                    const float c = expf(mo - mn);
+                    sm_c[w] = c;
+                    sm_l[w] = sm_l[w] * c + sum;
+                    sm_m[w] = mn;
+                }
             }
         }
         ad_wait<0>(); /* V too */
         __syncthreads();
-#pragma unroll
-        for (int i = 0; i < AD_ACC; i++)
-            if (tid + i * AD_THREADS < GD) acc[i] *= sm_c[gi[i]];
-        int k = 0;
-        for (; k + 4 <= nk; k += 4) { /* 4 keys x this thread's pairs of shared-memory loads in flight */
+        if (a.exp != 3) { /* exp 3: no P.V (timing only) */
 #pragma unroll
             for (int i = 0; i < AD_ACC; i++)
-                if (tid + i * AD_THREADS < GD) {
-                    const float *pr = ss + gi[i] * a.tk + k;
-                    acc[i] += pr[0] * ad_vld(sv, k, di[i], a) + pr[1] * ad_vld(sv, k + 1, di[i], a) + pr[2] * ad_vld(sv, k + 2, di[i], a) +
-                              pr[3] * ad_vld(sv, k + 3, di[i], a);
-                }
-        }
-        for (; k < nk; k++) {
+                if (own[i]) acc[i] *= sm_c[gi[i]];
+            int k = kg;
+            for (; k + 3 * R < nk; k += 4 * R) { /* 4 keys x this thread's pairs of shared-memory loads in flight */
 #pragma unroll
-            for (int i = 0; i < AD_ACC; i++)
-                if (tid + i * AD_THREADS < GD) acc[i] += ss[gi[i] * a.tk + k] * ad_vld(sv, k, di[i], a);
+                for (int i = 0; i < AD_ACC; i++)
+                    if (own[i]) {
+                        const float *pr = ss + gi[i] * a.tk + k;
+                        acc[i] += pr[0] * ad_vld(tkv, k, di[i], a) + pr[R] * ad_vld(tkv, k + R, di[i], a) +
+                                  pr[2 * R] * ad_vld(tkv, k + 2 * R, di[i], a) + pr[3 * R] * ad_vld(tkv, k + 3 * R, di[i], a);
+                    }
+            }
+            for (; k < nk; k += R) {
+#pragma unroll
+                for (int i = 0; i < AD_ACC; i++)
+                    if (own[i]) acc[i] += ss[gi[i] * a.tk + k] * ad_vld(tkv, k, di[i], a);
+            }
         }
         __syncthreads(); /* the next tile overwrites sk, sv, ss */
+    }
+    if (R > 1) { /* the key groups' sums, in the tile region (free now), into the threads tid < GDb */
+        float *red = (float *)sk;
+        if (own[0]) red[tid] = acc[0];
+        __syncthreads();
+        if (tid < GDb) {
+            float sum = 0.0f;
+            for (int r = 0; r < R; r++) sum += red[r * GDb + tid];
+            acc[0] = sum;
+        }
+        /* later writers of the tile region (the merge) pass the barriers below first */
     }
 
     if (na == 1) { /* the only active split: out directly */
         float *linv = sm_c; /* the last tile's factors are consumed */
-        if (tid < G) linv[tid] = 1.0f / sm_l[tid];
+        if (tid < Gb) linv[tid] = 1.0f / sm_l[tid];
         __syncthreads();
-        ad_store(dst, xq, h0, acc, gi, linv, GD, D);
+        ad_store(dst, xq, h0, acc, gi, linv, GDb, D);
         return;
     }
-    const int AO = (2 * G + 3) & ~3, PS = AO + GD; /* one split's partial: m[G], l[G], padding, acc[G*D] at a 16-byte offset */
-    float *pk = part + (int64_t)kvh * a.S * PS;
+    const int AO = (2 * hpb + 3) & ~3, PS = AO + hpb * D; /* one split's partial: m[Gb], l[Gb], padding, acc[Gb*D] at a 16-byte offset */
+    float *pk = part + (int64_t)bx * a.S * PS;
     float *pp = pk + (int64_t)sp * PS;
-    if (tid < G) pp[tid] = sm_m[tid], pp[G + tid] = sm_l[tid];
+    if (tid < Gb) pp[tid] = sm_m[tid], pp[hpb + tid] = sm_l[tid];
 #pragma unroll
     for (int i = 0; i < AD_ACC; i++)
-        if (tid + i * AD_THREADS < GD) pp[AO + tid + i * AD_THREADS] = acc[i];
+        if (tid + i * AD_THREADS < GDb) pp[AO + tid + i * AD_THREADS] = acc[i];
     __threadfence();
     __syncthreads();
-    if (tid == 0) last = atomicAdd(&cnt[kvh], 1u) == (unsigned)na - 1;
+    if (tid == 0) last = atomicAdd(&cnt[bx], 1u) == (unsigned)na - 1;
     __syncthreads();
     if (!last) return;
     __threadfence();
     /* the merge, in the tile region of shared memory: m and l of every (split, head), then factors
-     * f[s][g] = exp(m - M_g) and 1/L_g; then R = AD_THREADS / columns threads per column of 4 (or 1)
-     * acc floats, each summing every R-th split's acc * f (16-byte L2 loads, 8 in flight), and the
-     * R partial sums of each float added up */
-    float *sf = (float *)sk, *sl = sf + na * G, *linv = sl + na * G, *red = sf + ((2 * na * G + G + 3) & ~3); /* red 16-byte aligned */
-    for (int i = tid; i < na * G; i += AD_THREADS) {
-        const int s = i / G, g = i - s * G;
+     * f[s][g] = exp(m - M_g) and 1/L_g; then Rm = AD_THREADS / columns threads per column of 4 (or 1)
+     * acc floats, each summing every Rm-th split's acc * f (16-byte L2 loads, 8 in flight), and the
+     * Rm partial sums of each float added up */
+    float *sf = (float *)sk, *sl = sf + na * Gb, *linv = sl + na * Gb, *red = sf + ((2 * na * Gb + Gb + 3) & ~3); /* red 16-byte aligned */
+    for (int i = tid; i < na * Gb; i += AD_THREADS) {
+        const int s = i / Gb, g = i - s * Gb;
         sf[i] = __ldcg(pk + (int64_t)s * PS + g);
-        sl[i] = __ldcg(pk + (int64_t)s * PS + G + g);
+        sl[i] = __ldcg(pk + (int64_t)s * PS + hpb + g);
     }
     __syncthreads();
-    if (w < G) {
+    if (w < Gb) {
         float M = -INFINITY;
-        for (int s = lane; s < na; s += 32) M = fmaxf(M, sf[s * G + w]);
+        for (int s = lane; s < na; s += 32) M = fmaxf(M, sf[s * Gb + w]);
         M = warp_max(M);
-        float L = 0.0f;
+        float Ls = 0.0f;
         for (int s = lane; s < na; s += 32) {
-            const float m = sf[s * G + w], f = m == -INFINITY ? 0.0f : expf(m - M);
-            L += sl[s * G + w] * f;
-            sf[s * G + w] = f;
+            const float m = sf[s * Gb + w], f = m == -INFINITY ? 0.0f : expf(m - M);
+            Ls += sl[s * Gb + w] * f;
+            sf[s * Gb + w] = f;
         }
-        L = warp_sum(L);
-        if (lane == 0) linv[w] = 1.0f / L;
+        Ls = warp_sum(Ls);
+        if (lane == 0) linv[w] = 1.0f / Ls;
     }
     __syncthreads();
-    const int vw = D % 4 == 0 ? 4 : 1, ncol = GD / vw, R = ncol < AD_THREADS ? AD_THREADS / ncol : 1;
-    for (int it = tid; it < ncol * R; it += AD_THREADS) {
+    const int vw = D % 4 == 0 ? 4 : 1, ncol = GDb / vw, Rm = ncol < AD_THREADS ? AD_THREADS / ncol : 1;
+    for (int it = tid; it < ncol * Rm; it += AD_THREADS) {
         const int c = it % ncol, r = it / ncol, g = c * vw / D;
         const float *pc = pk + AO + c * vw;
         float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         if (vw == 4) {
 #pragma unroll 8
-            for (int s = r; s < na; s += R) {
+            for (int s = r; s < na; s += Rm) {
                 const float4 x = __ldcg((const float4 *)(pc + (int64_t)s * PS));
-                const float f = sf[s * G + g];
+                const float f = sf[s * Gb + g];
                 sum.x += x.x * f, sum.y += x.y * f, sum.z += x.z * f, sum.w += x.w * f;
             }
-            *(float4 *)(red + r * GD + c * 4) = sum;
+            *(float4 *)(red + r * GDb + c * 4) = sum;
         } else {
 #pragma unroll 8
-            for (int s = r; s < na; s += R) sum.x += __ldcg(pc + (int64_t)s * PS) * sf[s * G + g];
-            red[r * GD + c] = sum.x;
+            for (int s = r; s < na; s += Rm) sum.x += __ldcg(pc + (int64_t)s * PS) * sf[s * Gb + g];
+            red[r * GDb + c] = sum.x;
         }
     }
     __syncthreads();
@@ -338,19 +452,40 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
     for (int i = 0; i < AD_ACC; i++) {
         const int e = tid + i * AD_THREADS;
         acc[i] = 0.0f;
-        if (e < GD)
-            for (int r = 0; r < R; r++) acc[i] += red[r * GD + e];
+        if (e < GDb)
+            for (int r = 0; r < Rm; r++) acc[i] += red[r * GDb + e];
     }
-    ad_store(dst, xq, h0, acc, gi, linv, GD, D);
-    if (tid == 0) cnt[kvh] = 0; /* ready for the next attention */
+    ad_store(dst, xq, h0, acc, gi, linv, GDb, D);
+    if (tid == 0) cnt[bx] = 0; /* ready for the next attention */
 }
 
-/* bytes of shared memory before the K tile: q [G*D], scores [G*tk], m/l/c [3G] floats, 16-aligned */
-static int ad_tile_off(int G, int D, int tk) { return ((G * D + G * tk + 3 * G) * 4 + 15) / 16 * 16; }
+/* bytes of shared memory before the K tile: q [hp*D], scores [hp*tk], m/l/c [3hp] floats, 16-aligned */
+static int ad_tile_off(int hp, int D, int tk) { return ((hp * D + hp * tk + 3 * hp) * 4 + 15) / 16 * 16; }
+
+static int ad_exp = 0; /* SB_CUDA_ATTN_EXP (timing experiments, the header) */
+extern "C" void cu_attn_decode_set_exp(int exp) { ad_exp = exp >= 0 && exp <= 4 ? exp : 0; }
+
+/* the two modes' query heads per block: a->hpb > 0 forces it (at most G) in both; 0 (auto): 1 at
+ * small depth, G deeper — or G in both when lo mode's head blocks would need more split counters
+ * than there are */
+static void ad_modes(const cu_attn_args *a, int G, int *hpb_lo, int *hpb_hi) {
+    if (a->hpb > 0) {
+        *hpb_lo = *hpb_hi = a->hpb < G ? a->hpb : G;
+        return;
+    }
+    *hpb_hi = G;
+    *hpb_lo = a->nsplit > 1 && a->Hq > CU_ATT_COUNTERS ? G : 1;
+}
+
+static uint64_t ad_partial_floats(int hpb, int64_t D) { return (uint64_t)((2 * hpb + 3) & ~3) + (uint64_t)hpb * (uint64_t)D; }
 
 extern "C" uint64_t cu_attn_decode_scratch(const cu_attn_args *a) {
-    const uint64_t G = a->Hkv > 0 ? (uint64_t)(a->Hq / a->Hkv) : 0;
-    return a->nsplit > 1 ? (uint64_t)a->Hkv * (uint64_t)a->nsplit * (((2 * G + 3) & ~(uint64_t)3) + G * (uint64_t)a->D) : 0;
+    if (a->nsplit <= 1 || a->Hkv <= 0 || a->Hq % a->Hkv || a->Hq / a->Hkv < 1) return 0;
+    const int G = (int)(a->Hq / a->Hkv);
+    int lo = 0, hi = 0;
+    ad_modes(a, G, &lo, &hi);
+    const uint64_t fl = (uint64_t)((G + lo - 1) / lo) * ad_partial_floats(lo, a->D), fh = (uint64_t)((G + hi - 1) / hi) * ad_partial_floats(hi, a->D);
+    return (uint64_t)a->Hkv * (uint64_t)a->nsplit * (fl > fh ? fl : fh);
 }
 
 extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
@@ -367,12 +502,19 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with a fused RoPE of %d dims (head_dim %lld)", a->q_rot, (long long)a->D);
     if (a->xq && a->D % 32)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention writing q8_1 blocks with head_dim %lld (a multiple of 32 only)", (long long)a->D);
-    if (a->nsplit > 1 && (!counters || a->Hkv > CU_ATT_COUNTERS || !scratch))
-        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: decode attention (variant 4) with %d splits needs split counters (%lld kv heads, %d counters) and scratch",
-                       a->nsplit, (long long)a->Hkv, CU_ATT_COUNTERS);
     ad_args g = {};
     g.D = (int)a->D;
     g.G = (int)(a->Hq / a->Hkv);
+    g.Hkv = (int)a->Hkv;
+    ad_modes(a, g.G, &g.hpb_lo, &g.hpb_hi);
+    g.hp = g.hpb_lo > g.hpb_hi ? g.hpb_lo : g.hpb_hi;
+    const int nbx_lo = g.Hkv * ((g.G + g.hpb_lo - 1) / g.hpb_lo), nbx_hi = g.Hkv * ((g.G + g.hpb_hi - 1) / g.hpb_hi);
+    if (a->nsplit > 1 && (!counters || (nbx_lo > nbx_hi ? nbx_lo : nbx_hi) > CU_ATT_COUNTERS || !scratch))
+        return sb_fail(SB_ERR_UNSUPPORTED,
+                       "cuda: decode attention (variant 4) with %d splits and %d head blocks (%lld/%lld heads, %d query heads a block) needs a "
+                       "split counter per head block (%d counters) and scratch",
+                       a->nsplit, nbx_lo > nbx_hi ? nbx_lo : nbx_hi, (long long)a->Hq, (long long)a->Hkv, g.hpb_lo < g.hpb_hi ? g.hpb_lo : g.hpb_hi,
+                       CU_ATT_COUNTERS);
     g.f16 = a->ctype == CU_T_F16;
     const int es = g.f16 ? 2 : 4, rb = g.D * es;
     g.vec = rb % 16 == 0 && (uintptr_t)k % 16 == 0 && (uintptr_t)v % 16 == 0;
@@ -383,22 +525,38 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
     g.Dkv = a->D * a->Hkv;
     g.scale = a->scale;
     g.softcap = a->softcap;
-    /* the merge reuses the tile region: m, l [S*G], 1/L [G], R partial sums of G*D floats (R*G*D <= max(4*AD_THREADS, G*D)) */
-    const int GD = g.G * g.D, red = GD > 4 * AD_THREADS ? GD : 4 * AD_THREADS;
-    const int merge_bytes = g.S > 1 ? (2 * g.S * g.G + g.G + red) * 4 + 16 : 0;
+    g.exp = ad_exp;
+    /* the tile region also holds the merge (m, l [S*hp], 1/L [hp], Rm partial sums of hp*D floats,
+     * Rm*hp*D <= max(4*AD_THREADS, hp*D)) and the key groups' sums (AD_THREADS floats) */
+    const int GD = g.hp * g.D, red = GD > 4 * AD_THREADS ? GD : 4 * AD_THREADS;
+    const int merge_bytes = g.S > 1 ? (2 * g.S * g.hp + g.hp + red) * 4 + 16 : AD_THREADS * 4;
     int tk = AD_TKMAX, smem = 0;
     for (; tk >= 1; tk--) {
         const int tiles = 2 * tk * g.ks;
-        smem = ad_tile_off(g.G, g.D, tk) + (tiles > merge_bytes ? tiles : merge_bytes);
+        smem = ad_tile_off(g.hp, g.D, tk) + (tiles > merge_bytes ? tiles : merge_bytes);
         if (smem <= AD_SMEM) break;
     }
     if (tk < 1)
-        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: decode attention (variant 4): head_dim %d with %d heads per kv head does not fit %d bytes of shared memory",
-                       g.D, g.G, AD_SMEM);
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: decode attention (variant 4): head_dim %d with %d heads a block does not fit %d bytes of shared memory",
+                       g.D, g.hp, AD_SMEM);
     g.tk = tk;
-    g.tile_off = ad_tile_off(g.G, g.D, tk);
+    g.tile_off = ad_tile_off(g.hp, g.D, tk);
+    /* keys of split 0's first tile issued before pos is read: at most a tile, kmin (the keys at
+     * depth <= kmin) and the capacity (rows past it are not the cache's); none with element copies
+     * (plain loads would hold pos's load back) */
+    g.spec = a->ctx > 0 && g.vec ? (int)(a->ctx < (int64_t)tk ? a->ctx : tk) : 0;
+    if (g.spec > g.kmin) g.spec = g.kmin;
+    /* the grid: hi mode's Hkv * nhb_hi * S blocks, or more so that lo mode has a block per head
+     * block and split up to one block per SM; lo mode while its active blocks fit that */
+    static int ad_sms = 0;
+    if (!ad_sms) ad_sms = cu_sm_count() > 0 ? cu_sm_count() : 1;
+    const int sms = ad_sms;
+    const int s_lo = sms / nbx_lo < 1 ? 1 : (sms / nbx_lo < g.S ? sms / nbx_lo : g.S);
+    const int64_t grid_hi = (int64_t)nbx_hi * g.S, grid_lo = (int64_t)nbx_lo * s_lo, grid = grid_hi > grid_lo ? grid_hi : grid_lo;
+    const int64_t lo_cap = sms > nbx_lo ? sms : nbx_lo;
+    g.lo_blocks = (int)(lo_cap < grid ? lo_cap : grid);
     const ad_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
-    cu_launch_smem(k_attn_dec, dim3((unsigned)a->Hkv, (unsigned)g.S), AD_THREADS, (size_t)smem, (cudaStream_t)s, dst, q, k, v, pos, g, rp, scratch,
-                   counters, (blk_q8_1 *)a->xq);
+    cu_launch_smem(k_attn_dec, dim3((unsigned)grid), AD_THREADS, (size_t)smem, (cudaStream_t)s, dst, q, k, v, pos, g, rp, scratch, counters,
+                   (blk_q8_1 *)a->xq);
     return cu_after_launch("k_attn_dec");
 }

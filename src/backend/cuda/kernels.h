@@ -212,6 +212,9 @@ typedef struct cu_attn_args {
                                * T == 1 one block per (kv head, split), splits active by depth (k_attn_decode.cu),
                                * else as 2 */
     int kmin;                 /* variant 4: fewest keys per split (0 = CU_ATT_DEC_KMIN) */
+    int hpb;                  /* variant 4: query heads per block; 0 = auto (1 while those blocks fit one per SM, else
+                               * all G = Hq/Hkv of a kv head); n > 0 forces min(n, G) at every depth */
+    int64_t ctx;              /* variant 4: rows of the k/v caches (0 = unknown: no key loads before pos is read) */
     /* Q's RoPE applied as q is loaded (executor fusion of the ROPE before the attention; the same
      * math as cu_rope, bit for bit): q_rot = 0 none, else q is the unrotated [D,Hq,T] */
     int q_rot, q_mode;
@@ -227,9 +230,10 @@ typedef struct cu_attn_args {
 #define CU_ATT_COUNTERS 4096
 /* Floats of scratch cu_attention needs for these args (0 when nsplit == 1). */
 uint64_t cu_attention_scratch(const cu_attn_args *a);
-/* Variant 4's default fewest keys per split: below it one block per kv head does the whole decode
- * attention (no partials, no merge); at depth 4096 it gives 32 splits of 128 keys (one tile each). */
-#define CU_ATT_DEC_KMIN 128
+/* Variant 4's default fewest keys per split: up to it one block per head block does the whole decode
+ * attention (no partials, no merge); at depth 4096 it gives 64 splits of 64 keys (H200, F16 cache,
+ * tg64 at depth 4096: kmin 64 713 tok/s, 128 678, 256 550). */
+#define CU_ATT_DEC_KMIN 64
 /* dst [D*Hq,T]; q [D,Hq,T]; k/v [D*Hkv, C]; pos [T] on the device; scratch per cu_attention_scratch.
  * counters (CU_ATT_COUNTERS zeroed uint32, or NULL): with nsplit > 1 the last split block of each
  * (t, h) merges the partials itself (one kernel); NULL (or T*Hq over the count) launches
@@ -237,12 +241,17 @@ uint64_t cu_attention_scratch(const cu_attn_args *a);
 sb_status cu_attention(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                        const cu_attn_args *a, float *scratch, unsigned *counters);
 /* Variant 4's decode kernel (k_attn_decode.cu; cu_attention calls it for variant 4, T == 1 and
- * counters): grid (Hkv, nsplit); G = Hq/Hkv <= 8, D <= 256, F32/F16 cache, nsplit <= 256, else
- * SB_ERR_UNSUPPORTED naming the values. Scratch: cu_attn_decode_scratch floats, Hkv*nsplit*(pad4(2G) +
- * G*D) >= Hq*nsplit*(D + 2) (so variant 2's fallback fits it too); 16-byte aligned. */
+ * counters): a 1-D grid of (head block, split) blocks, hpb query heads a block (a->hpb); G = Hq/Hkv
+ * <= 8, D <= 256, F32/F16 cache, nsplit <= 256, else SB_ERR_UNSUPPORTED naming the values. Scratch:
+ * cu_attn_decode_scratch floats, Hkv*nsplit*max over the two modes of ceil(G/hpb)*(pad4(2hpb) +
+ * hpb*D) >= Hq*nsplit*(D + 2) (so variant 2's fallback fits it too); 16-byte aligned. */
 sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                          const cu_attn_args *a, float *scratch, unsigned *counters);
 uint64_t cu_attn_decode_scratch(const cu_attn_args *a);
+/* Variant 4's timing experiments (process-wide; k_attn_decode.cu's header; SB_CUDA_ATTN_EXP): 0 =
+ * none, 1 no RoPE on q, 2 no scores/softmax (p = 1), 3 no P.V, 4 return after the PDL wait — 1..4
+ * give wrong results. Captured graphs keep the value they were captured with. */
+void cu_attn_decode_set_exp(int exp);
 
 // ---- prefill on tensor cores and flash attention (k_mma.cu, k_fattn.cu) ----
 
