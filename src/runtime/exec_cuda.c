@@ -137,8 +137,8 @@ struct exec_cuda {
                            * slower on the H200 (bench/NOTES.md) */
     bool gf_single;       /* single T = 1 GEMVs through the fused-GEMV kernel too (env SB_CUDA_GF1=1; off: k_mmvq measured faster) */
     int sms;
-    int attn_variant;     /* attention kernels (env SB_CUDA_ATTN): 1, 2 (k_attention.cu), default 3 = 2 for decode, k_fattn.cu for prefill,
-                           * 4 = k_attn_decode.cu for decode, k_fattn.cu for prefill */
+    int attn_variant;     /* attention kernels (env SB_CUDA_ATTN): 1, 2 (k_attention.cu), 3 = 2 for decode, k_fattn.cu for prefill,
+                           * default 4 = k_attn_decode.cu for decode (variant 2 for shapes it refuses), k_fattn.cu for prefill */
     int attn_split_mul;   /* decode attention: splits per head = mul * SMs / heads (env SB_CUDA_ATTN_SPLITS, default 2); variant 4:
                            * at most mul * SMs / kv heads splits per kv head */
     int attn_kmin;        /* variant 4: fewest keys per split (env SB_CUDA_ATTN_KMIN, default CU_ATT_DEC_KMIN) */
@@ -181,7 +181,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     const char *pe = getenv("SB_CUDA_PROFILE");
     cx->profile = pe && pe[0] == '1';
     const char *av = getenv("SB_CUDA_ATTN");
-    cx->attn_variant = av && av[0] >= '1' && av[0] <= '4' ? av[0] - '0' : 3;
+    cx->attn_variant = av && av[0] >= '1' && av[0] <= '4' ? av[0] - '0' : 4; /* 4: k_attn_decode.cu for T = 1, flash attention for T > 1 */
     const char *asp = getenv("SB_CUDA_ATTN_SPLITS");
     cx->attn_split_mul = asp && atoi(asp) > 0 ? atoi(asp) : 2;
     const char *akm = getenv("SB_CUDA_ATTN_KMIN");

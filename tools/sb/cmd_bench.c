@@ -144,7 +144,7 @@ static sb_status run_tg(sb_session *s, int32_t *toks, int64_t d, int64_t n, int6
 }
 
 int cmd_bench(int argc, char **argv) {
-    const char *model = NULL, *fmt = "md", *kv = "f32", *device = "cpu";
+    const char *model = NULL, *fmt = "md", *kv = "f16", *device = "cpu"; /* f16 KV: llama-bench's default (-ctk/-ctv f16) */
     int64_t ngl = 0;
     int64_t pp[MAX_LIST] = {512}, tg[MAX_LIST] = {64}, dd[MAX_LIST] = {0}, reps = 5, threads = 0, prefix[2] = {0, 0};
     int n_pp = 1, n_tg = 1, n_d = 1, rc = 0, have_prefix = 0;

@@ -272,8 +272,8 @@ extern "C" uint64_t cu_attention_scratch(const cu_attn_args *a) {
 extern "C" sb_status cu_attention(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                                   const cu_attn_args *a, float *scratch, unsigned *counters) {
     if (a->T <= 0) return SB_OK;
-    if (a->variant == 4 && a->T == 1 && (a->nsplit == 1 || (counters && a->Hkv <= CU_ATT_COUNTERS)))
-        return cu_attn_decode(s, dst, q, k, v, pos, a, scratch, counters); /* k_attn_decode.cu */
+    if (a->variant == 4 && a->T == 1 && cu_attn_decode_fits(a, counters, scratch))
+        return cu_attn_decode(s, dst, q, k, v, pos, a, scratch, counters); /* k_attn_decode.cu; other shapes: variant 2 below */
     if (a->D > ATT_DL * 32 || a->D <= 0 || a->Hkv <= 0 || a->Hq % a->Hkv || a->nsplit < 1)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with head_dim %lld, %lld/%lld heads, %d splits (head_dim <= %d)",
                        (long long)a->D, (long long)a->Hq, (long long)a->Hkv, a->nsplit, ATT_DL * 32);

@@ -488,6 +488,20 @@ extern "C" uint64_t cu_attn_decode_scratch(const cu_attn_args *a) {
     return (uint64_t)a->Hkv * (uint64_t)a->nsplit * (fl > fh ? fl : fh);
 }
 
+/* whether cu_attn_decode takes a (every check it makes below); cu_attention sends the rest
+ * (e.g. more than AD_GMAX query heads per kv head) to variant 2 */
+extern "C" bool cu_attn_decode_fits(const cu_attn_args *a, const unsigned *counters, const float *scratch) {
+    if (a->T != 1 || a->D <= 0 || a->D > AD_DMAX || a->Hkv <= 0 || a->Hq % a->Hkv || a->Hq / a->Hkv > AD_GMAX || a->nsplit < 1 ||
+        a->nsplit > AD_SMAX || a->Hkv > 65535 || (a->ctype != CU_T_F32 && a->ctype != CU_T_F16) || a->q_rot < 0 || a->q_rot > a->D ||
+        a->q_rot % 2 || (a->xq && a->D % 32))
+        return false;
+    if (a->nsplit == 1) return true;
+    int lo, hi;
+    ad_modes(a, (int)(a->Hq / a->Hkv), &lo, &hi);
+    const int G = (int)(a->Hq / a->Hkv), nbx_lo = (int)a->Hkv * ((G + lo - 1) / lo), nbx_hi = (int)a->Hkv * ((G + hi - 1) / hi);
+    return counters && scratch && (nbx_lo > nbx_hi ? nbx_lo : nbx_hi) <= CU_ATT_COUNTERS;
+}
+
 extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                                     const cu_attn_args *a, float *scratch, unsigned *counters) {
     if (a->T != 1 || a->D <= 0 || a->D > AD_DMAX || a->Hkv <= 0 || a->Hq % a->Hkv || a->Hq / a->Hkv > AD_GMAX || a->nsplit < 1 ||

@@ -245,6 +245,7 @@ sb_status cu_attention(cu_stream s, float *dst, const float *q, const void *k, c
  * <= 8, D <= 256, F32/F16 cache, nsplit <= 256, else SB_ERR_UNSUPPORTED naming the values. Scratch:
  * cu_attn_decode_scratch floats, Hkv*nsplit*max over the two modes of ceil(G/hpb)*(pad4(2hpb) +
  * hpb*D) >= Hq*nsplit*(D + 2) (so variant 2's fallback fits it too); 16-byte aligned. */
+bool cu_attn_decode_fits(const cu_attn_args *a, const unsigned *counters, const float *scratch);
 sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                          const cu_attn_args *a, float *scratch, unsigned *counters);
 uint64_t cu_attn_decode_scratch(const cu_attn_args *a);
