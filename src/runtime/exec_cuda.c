@@ -1130,6 +1130,8 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
             continue;
         }
         q->node = i;
+        /* the norm quantizers' variants keep the hand-written kernel's reduction layout (cg.h) */
+        if (q->grp.kind == CG_RMS_NORM_QUANT || q->grp.kind == CG_ADD_RMS_NORM_QUANT) q->grp.hand_reg = cu_act_fast();
         q->nv = cg_variants(&q->grp, q->v);
         /* the hand-written kernel is a candidate too (SB_CODEGEN=2: generated only) */
         const int cached = cg_tune_get(&q->grp, tag);
@@ -1171,6 +1173,15 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
         cg_pnode *q = &pn[k];
         const ir_node *n = &g->nodes[q->node];
         void *fn[CG_MAX_VARIANTS] = {0};
+        if (q->tune) { /* an earlier node of this plan had the same group: its winner, so one run uses one
+                        * kernel per group, as every later run does (they read the winner from the cache) */
+            const int won = cg_tune_get(&q->grp, tag);
+            if (won == CG_TUNE_HAND && mode == 1) {
+                cg_count_tune(false, true);
+                continue;
+            }
+            if (won >= 0 && won < q->nv) q->tune = false, q->win = won;
+        }
         sb_status ns = SB_OK;
         ns = bst[q->job];
         if (ns != SB_OK) ns = sb_fail(ns, "%s: compile failed (see the first error above)", names[q->job]);
