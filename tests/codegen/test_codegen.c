@@ -52,9 +52,9 @@ static int all_groups(cg_group *out) {
     out[n++] = s;
     for (int q = 0; q < 2; q++) {
         const int xq = q ? SB_TYPE_Q8_K : SB_TYPE_Q8_1;
-        out[n++] = (cg_group){.kind = CG_RMS_NORM_QUANT, .E = 1024, .rows = 1, .xq = xq, .eps = 1e-6f, .has_w = true, .n_params = 3};
+        out[n++] = (cg_group){.kind = CG_RMS_NORM_QUANT, .E = 1024, .rows = 1, .xq = xq, .eps = 1e-6f, .has_w = true, .hand_reg = true, .n_params = 3};
         out[n++] = (cg_group){.kind = CG_RMS_NORM_QUANT, .E = 512, .rows = 9, .xq = xq, .eps = 1e-5f, .has_w = false, .n_params = 3};
-        out[n++] = (cg_group){.kind = CG_ADD_RMS_NORM_QUANT, .E = 768, .rows = 7, .xq = xq, .eps = 1e-6f, .has_w = true, .n_params = 5};
+        out[n++] = (cg_group){.kind = CG_ADD_RMS_NORM_QUANT, .E = 768, .rows = 7, .xq = xq, .eps = 1e-6f, .has_w = true, .hand_reg = true, .n_params = 5};
         out[n++] = (cg_group){.kind = CG_GLU_QUANT, .E = 4864, .rows = 1, .xq = xq, .gelu = false, .n_params = 3};
         out[n++] = (cg_group){.kind = CG_GLU_QUANT, .E = 512, .rows = 8, .xq = xq, .gelu = true, .n_params = 3};
         out[n++] = (cg_group){.kind = CG_QUANTIZE, .E = 256, .rows = 3, .xq = xq, .n_params = 2};
@@ -158,11 +158,20 @@ static void test_emit(void) {
         int nv = cg_variants(&gs[i], v);
         CHECK(nv >= 1 && nv <= CG_MAX_VARIANTS);
         /* the first is the hand-written geometry: 256 threads for chains, the row in registers with
-         * 256 threads for quantizers when it fits (act_build), else the 1024-thread loop */
-        const bool fits = gs[i].kind != CG_EW && gs[i].E / (gs[i].xq == SB_TYPE_Q8_K ? 256 : 32) <= (gs[i].xq == SB_TYPE_Q8_K ? 4 : 32) * 8;
+         * 256 threads for quantizers when it fits (act_build), else the 1024-thread loop; the norm
+         * quantizers follow the hand-written kernel they replace (hand_reg) */
+        const bool norm = gs[i].kind == CG_RMS_NORM_QUANT || gs[i].kind == CG_ADD_RMS_NORM_QUANT;
+        const bool fits = gs[i].kind != CG_EW && gs[i].E / (gs[i].xq == SB_TYPE_Q8_K ? 256 : 32) <= (gs[i].xq == SB_TYPE_Q8_K ? 4 : 32) * 8 &&
+                          (!norm || gs[i].hand_reg);
         CHECKF(v[0].threads == (gs[i].kind == CG_EW || fits ? 256 : 1024) && v[0].rpb == 1 && v[0].reg == fits, "group %d: %d threads reg %d", i,
                v[0].threads, v[0].reg);
         for (int k = 0; k < nv; k++) CHECK(v[k].reg == v[0].reg); /* registers when the row fits, else the loop */
+        /* a group that reduces (a norm) keeps that one layout: other thread counts sum in another order */
+        bool red = norm;
+        for (int k = 0; gs[i].kind == CG_EW && k < gs[i].n_steps; k++) red |= gs[i].st[k].op == CG_EW_RMS_NORM;
+        for (int k = 0; red && k < nv; k++)
+            CHECKF(v[k].threads == v[0].threads && v[k].reg == v[0].reg && (v[k].rpb == 1 || v[k].rpb == 4), "group %d variant %d: %d threads reg %d (reduces: %d only)", i, k,
+                   v[k].threads, v[k].reg, v[0].threads);
         char *a = NULL, *b = NULL, na[40], nb[40];
         CHECK(cg_emit(&gs[i], v[0], &a, na) == SB_OK);
         CHECK(cg_emit(&gs[i], v[0], &b, nb) == SB_OK);
