@@ -1001,7 +1001,9 @@ static int ew_code(int op) {
  * autotuned over its variants with CUDA events on the real arena buffers (each variant once to warm
  * up, then 10 timed launches; the outputs are rewritten by every later run) with the hand-written
  * kernel timed as one more candidate, unless a winner is cached — and records it in c->cg;
- * run_node's CG_TRY launches it instead of the hand-written kernel (unless that one won).
+ * run_node's CG_TRY launches it instead of the hand-written kernel (unless that one won). Every
+ * variant computes the hand-written kernel's bits (cg.h cg_variants), so which one wins — a timing,
+ * different from process to process — never changes a result; nodes of one group share one tuning.
  * SB_CODEGEN unset or 0 (default): hand-written only; 1: generated or hand-written per group, as
  * autotuned; 2 (tests): generated only, a node codegen cannot do
  * is an error instead of a fallback. Without NVRTC: hand-written (logged once at INFO, `sb run -v`). */
@@ -1016,7 +1018,10 @@ typedef struct cg_node {
 static int cg_mode(void) {
     const char *e = getenv("SB_CODEGEN");
     /* opt-in until an H200 run has passed every GPU test with it: the last run that had it on
-     * (before the final fixes) saw test-gemma3's graph replay differ from eager (bench/NOTES.md) */
+     * saw test-gemma3's first run differ from the later ones (bench/NOTES.md) — generated post-norm
+     * chains contracted mul + add into an fma and nodes were tuned one by one, so layers mixed
+     * generated and hand-written kernels; fixed since (every variant has the hand-written bits:
+     * cg_variants, docs/codegen.md), to be confirmed there */
     return e && e[0] == '1' ? 1 : e && e[0] == '2' ? 2 : 0;
 }
 
