@@ -567,13 +567,14 @@ static void bits_model(const char *dir, const char *name) {
         if (s == SB_OK) s = rt_build_decoder(&bld);
         if (s == SB_OK) s = plan_build(g, &t, NULL, &p);
         CHECKF(s == SB_OK, "%s T=%d: %s", name, Ts[k], sb_last_error());
-        for (int32_t i = 0; s == SB_OK && i < g->n_nodes; i++) {
-            const ir_node *n = &g->nodes[i];
+        const ir_graph *pg = s == SB_OK ? p->g : NULL; /* the planned graph: fused chains and quantizers, as the executor sees it */
+        for (int32_t i = 0; pg && i < pg->n_nodes; i++) {
+            const ir_node *n = &pg->nodes[i];
             if (!coverable(n)) continue;
-            bits_node(name, Ts[k], g, i, IR_NONE);
-            if (n->op == IR_OP_RMS_NORM_QUANT && g->nodes[n->src[0]].op == IR_OP_ADD) {
-                const ir_node *a = &g->nodes[n->src[0]];
-                if (ir_nelem(&g->nodes[a->src[0]]) == ir_nelem(a) && ir_nelem(&g->nodes[a->src[1]]) == ir_nelem(a)) bits_node(name, Ts[k], g, i, n->src[0]);
+            bits_node(name, Ts[k], pg, i, IR_NONE);
+            if (n->op == IR_OP_RMS_NORM_QUANT && pg->nodes[n->src[0]].op == IR_OP_ADD) {
+                const ir_node *a = &pg->nodes[n->src[0]];
+                if (ir_nelem(&pg->nodes[a->src[0]]) == ir_nelem(a) && ir_nelem(&pg->nodes[a->src[1]]) == ir_nelem(a)) bits_node(name, Ts[k], pg, i, n->src[0]);
             }
         }
         plan_free(p);
