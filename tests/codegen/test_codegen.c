@@ -211,6 +211,25 @@ static void test_emit(void) {
     CHECK(cg_emit(&nq, (cg_variant){1024, 1, 0}, &ns, nn) == SB_OK);
     CHECKF(ns && strstr(ns, "src_norm{sr, (const float *)a.p[2], sc}") && strstr(ns, "(const float *)a.p[3] + r * E_, sr"), "%s", ns ? ns : "");
     free(ns);
+    /* gemma3's post-norm chain x + rms_norm(o) * w: every step rounded alone (__fmul_rn/__fadd_rn,
+     * which NVRTC never contracts), as k_ew_rows's per-step stores; a bare `v * w` then `v + x`
+     * became one fma and other bits than the hand-written kernel (the SB_CODEGEN=1 gemma3 failure) */
+    {
+        cg_group pn = {.kind = CG_EW, .E = 256, .rows = 9, .n_steps = 3, .n_params = 4};
+        pn.st[0] = (cg_step){.op = CG_EW_RMS_NORM, .f = 1e-6f};
+        pn.st[1] = (cg_step){.op = CG_EW_MUL, .slot = 2, .bcast = 1};
+        pn.st[2] = (cg_step){.op = CG_EW_ADD, .slot = 3};
+        cg_variant pv[CG_MAX_VARIANTS];
+        const int pnv = cg_variants(&pn, pv);
+        for (int k = 0; k < pnv; k++) {
+            char *ps = NULL, pnm[40];
+            CHECK(cg_emit(&pn, pv[k], &ps, pnm) == SB_OK);
+            CHECKF(ps && strstr(ps, "float v = __fmul_rn(x[i], sc);") && strstr(ps, "v = __fmul_rn(v, ((const float *)a.p[2])[i]);") &&
+                       strstr(ps, "v = __fadd_rn(v, ((const float *)a.p[3])[r * E_ + i]);") && !strstr(ps, "v = v *") && !strstr(ps, "v = v +"),
+                   "post-norm chain variant %d:\n%s", k, ps ? ps : "");
+            free(ps);
+        }
+    }
     /* constants are exact: a scale of 0.1f appears as its hex float */
     cg_group s = {.kind = CG_EW, .E = 32, .rows = 1, .n_steps = 1, .n_params = 2};
     s.st[0] = (cg_step){.op = CG_EW_SCALE, .f = 0.1f};
