@@ -67,6 +67,11 @@ typedef struct cg_group {
     float eps;         /* norm kinds */
     bool has_w;        /* norm kinds: multiply by a weight row */
     bool gelu;         /* GLU: GELU (ggml's fp16 table emulation), else SiLU */
+    bool hand_reg;     /* norm quant kinds: the hand-written kernel this group replaces holds the row in
+                        * registers (act_build, 256 threads: k_quantize.cu with SB_CUDA_AQ=1 where the
+                        * row fits); false: its 1024-thread quant_row loop. Set by the executor after
+                        * cg_group_from_node (which leaves it false); it picks the one reduction order
+                        * every variant must reproduce (cg_variants) */
     int n_steps;       /* CG_EW */
     cg_step st[CG_MAX_STEPS];
     int n_params;      /* slots used */
@@ -97,7 +102,14 @@ typedef struct cg_variant {
 } cg_variant;
 
 #define CG_MAX_VARIANTS 12
-/* The variants worth trying for grp (at least one; the first is the default). */
+/* The variants worth trying for grp (at least one; the first is the default). Every variant gives
+ * the hand-written kernel's bits (so the autotuner's choice never changes a result): elementwise
+ * steps round after every add and multiply (no FMA contraction across steps, as k_ew_rows's
+ * per-step stores), and a group that reduces (an RMSNorm's sum of squares in double, whose
+ * rounding depends on the threads and the element-to-thread layout) only gets variants with the
+ * hand-written kernel's layout: 256 threads for chains (k_ew_rows), for the norm quantizers
+ * act_build with 256 threads (grp->hand_reg) or block_rms_scale + quant_row with 1024 threads;
+ * rows per block are free (each row is reduced alone). */
 int cg_variants(const cg_group *grp, cg_variant *out /* [CG_MAX_VARIANTS] */);
 /* grid (blocks) and block (threads) of a variant */
 void cg_geometry(const cg_group *grp, cg_variant v, unsigned *grid, unsigned *block);

@@ -7,7 +7,10 @@
  * common.cuh's cu_silu/cu_gelu), so quantization is bit-identical to the hand-written kernels
  * (q8_K = the CPU reference quantize_row_q8_K_ref). Elementwise chains follow k_rows.cu's k_ew_rows
  * step by step (same formulas: v*(1/c) inside tanhf for softcap, sum of squares in double for
- * rms_norm). Quantizers hold the row in registers (act_build) when it fits, else quant_row's loop.
+ * rms_norm; every add and multiply rounded alone with __fadd_rn/__fmul_rn, as k_ew_rows's per-step
+ * stores round them: no FMA contraction across steps). Every variant gives the hand-written
+ * kernel's bits: groups that reduce (a norm) keep its thread count and layout (cg_variants), so
+ * the autotuner's pick never changes a result. Quantizers hold the row in registers (act_build) when it fits, else quant_row's loop.
  * Layer 3 (codegen). Pure: no I/O, no globals.
  * Geometry: grid = ceil(rows / rpb) blocks of `threads`; block b does rows b*rpb .. b*rpb+rpb-1 one
  * after another (a barrier between rows when the kernel reduces). Thread i of a row owns elements
@@ -161,19 +164,30 @@ static int reg_values(const cg_group *g, int nt) {
     return v >= 1 && v <= 32 ? (int)v : 0;
 }
 
+/* the one layout a reducing group may take (cg.h): the hand-written kernel's */
+static cg_variant reduce_layout(const cg_group *grp) {
+    if (grp->kind == CG_EW) return (cg_variant){256, 1, 0};                              /* k_ew_rows */
+    if (grp->hand_reg && reg_values(grp, 256)) return (cg_variant){256, 1, 1};           /* k_act_rows: act_build<256> */
+    return (cg_variant){1024, 1, 0};                                                     /* k_rms_norm_quant<1024> */
+}
+
 int cg_variants(const cg_group *grp, cg_variant *out) {
-    /* the first is the hand-written kernels' geometry: 256 threads for chains (k_rows.cu); for the
+    /* the first is the hand-written kernels' geometry: 256 threads for chains (k_ew_rows); for the
      * quantizers the row in registers with 256 threads when it fits (k_quantize.cu's act_build),
-     * else the 1024-thread loop; others only where they can help: no more warps than the row has
-     * work for (quant blocks, or 32 elements each) */
+     * else the 1024-thread loop; others only where they can help (no more warps than the row has
+     * work for: quant blocks, or 32 elements each) and where they give the same bits: a group that
+     * reduces keeps the hand-written kernel's layout, whose order of the double sum it must
+     * reproduce (a sum of squares in another order can round differently) */
     static const int th[] = {256, 128, 512, 1024};
     int n = 0;
-    if (grp->kind == CG_EW) {
+    if (reduces(grp)) {
+        out[n++] = reduce_layout(grp);
+    } else if (grp->kind == CG_EW) {
         int64_t work = (grp->E + 31) / 32;
         if (work < 4) work = 4;
         for (int t = 0; t < 4; t++)
             if (t == 0 || th[t] / 32 <= work) out[n++] = (cg_variant){th[t], 1, 0};
-    } else {
+    } else { /* plain and GLU quantization: per-element values, per-warp quant blocks: any layout, the same bits */
         int64_t work = grp->E / (grp->xq == SB_TYPE_Q8_K ? 256 : 32);
         if (work < 4) work = 4;
         for (int t = 0; t < 4; t++) /* registers first */
@@ -187,7 +201,7 @@ int cg_variants(const cg_group *grp, cg_variant *out) {
         }
     }
     const int n1 = n;
-    if (grp->rows >= 8) /* several rows per block: fewer, longer blocks for many short rows */
+    if (grp->rows >= 8) /* several rows per block: fewer, longer blocks for many short rows (each row reduced alone: same bits) */
         for (int k = 0; k < n1 && n < CG_MAX_VARIANTS; k++)
             if (out[k].threads <= 256) out[n++] = (cg_variant){out[k].threads, 4, out[k].reg};
     return n;
@@ -305,7 +319,10 @@ static sb_status check_group(const cg_group *g, cg_variant v) {
     return SB_OK;
 }
 
-/* elementwise steps [k0, k1) applied to float v at element i of row r (in a loop over i) */
+/* elementwise steps [k0, k1) applied to float v at element i of row r (in a loop over i). Every add
+ * and multiply rounds on its own (__fadd_rn/__fmul_rn are never contracted into an FMA): k_ew_rows
+ * stores each step's result, so a multiply followed by an add (rms_norm * w + residual, gemma's
+ * post-norms) must not become one fma here, or the bits differ from the hand-written kernel's */
 static void emit_steps(sbuf *b, const cg_group *g, int k0, int k1) {
     for (int k = k0; k < k1; k++) {
         const cg_step *s = &g->st[k];
@@ -313,10 +330,11 @@ static void emit_steps(sbuf *b, const cg_group *g, int k0, int k1) {
         flit(f, sizeof f, s->f);
         switch (s->op) {
         case CG_EW_ADD: case CG_EW_MUL:
-            put(b, "            v = v %c ((const float *)a.p[%d])[%s];\n", s->op == CG_EW_ADD ? '+' : '*', s->slot, s->bcast ? "i" : "r * E_ + i");
+            put(b, "            v = %s(v, ((const float *)a.p[%d])[%s]);\n", s->op == CG_EW_ADD ? "__fadd_rn" : "__fmul_rn", s->slot,
+                s->bcast ? "i" : "r * E_ + i");
             break;
-        case CG_EW_SCALE: put(b, "            v = v * %s;\n", f); break;
-        case CG_EW_SOFTCAP: put(b, "            v = tanhf(v * (1.0f / %s)) * %s;\n", f, f); break;
+        case CG_EW_SCALE: put(b, "            v = __fmul_rn(v, %s);\n", f); break;
+        case CG_EW_SOFTCAP: put(b, "            v = __fmul_rn(tanhf(__fmul_rn(v, 1.0f / %s)), %s);\n", f, f); break;
         case CG_EW_SILU: put(b, "            v = cu_silu(v);\n"); break;
         case CG_EW_GELU: put(b, "            v = cu_gelu(v);\n"); break;
         default: break;
@@ -372,7 +390,7 @@ static sb_status emit_one(sbuf *bp, const cg_group *g, cg_variant v, char name[4
             /* the barrier inside block_rms_scale orders every thread's y writes before the second pass only
              * for its own elements, which is all the second pass reads */
             put(bp, "        const float sc = block_rms_scale<NT>(%s, (const float *)0, (float *)0, E_, %s, part);\n", in, eps);
-            put(bp, "        for (int64_t i = threadIdx.x; i < E_; i += NT) {\n            float v = %s[i] * sc;\n", in);
+            put(bp, "        for (int64_t i = threadIdx.x; i < E_; i += NT) {\n            float v = __fmul_rn(%s[i], sc);\n", in);
             emit_steps(bp, g, kn + 1, g->n_steps);
             put(bp, "            y[i] = v;\n        }\n");
         }

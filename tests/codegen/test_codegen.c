@@ -52,9 +52,9 @@ static int all_groups(cg_group *out) {
     out[n++] = s;
     for (int q = 0; q < 2; q++) {
         const int xq = q ? SB_TYPE_Q8_K : SB_TYPE_Q8_1;
-        out[n++] = (cg_group){.kind = CG_RMS_NORM_QUANT, .E = 1024, .rows = 1, .xq = xq, .eps = 1e-6f, .has_w = true, .n_params = 3};
+        out[n++] = (cg_group){.kind = CG_RMS_NORM_QUANT, .E = 1024, .rows = 1, .xq = xq, .eps = 1e-6f, .has_w = true, .hand_reg = true, .n_params = 3};
         out[n++] = (cg_group){.kind = CG_RMS_NORM_QUANT, .E = 512, .rows = 9, .xq = xq, .eps = 1e-5f, .has_w = false, .n_params = 3};
-        out[n++] = (cg_group){.kind = CG_ADD_RMS_NORM_QUANT, .E = 768, .rows = 7, .xq = xq, .eps = 1e-6f, .has_w = true, .n_params = 5};
+        out[n++] = (cg_group){.kind = CG_ADD_RMS_NORM_QUANT, .E = 768, .rows = 7, .xq = xq, .eps = 1e-6f, .has_w = true, .hand_reg = true, .n_params = 5};
         out[n++] = (cg_group){.kind = CG_GLU_QUANT, .E = 4864, .rows = 1, .xq = xq, .gelu = false, .n_params = 3};
         out[n++] = (cg_group){.kind = CG_GLU_QUANT, .E = 512, .rows = 8, .xq = xq, .gelu = true, .n_params = 3};
         out[n++] = (cg_group){.kind = CG_QUANTIZE, .E = 256, .rows = 3, .xq = xq, .n_params = 2};
@@ -158,11 +158,20 @@ static void test_emit(void) {
         int nv = cg_variants(&gs[i], v);
         CHECK(nv >= 1 && nv <= CG_MAX_VARIANTS);
         /* the first is the hand-written geometry: 256 threads for chains, the row in registers with
-         * 256 threads for quantizers when it fits (act_build), else the 1024-thread loop */
-        const bool fits = gs[i].kind != CG_EW && gs[i].E / (gs[i].xq == SB_TYPE_Q8_K ? 256 : 32) <= (gs[i].xq == SB_TYPE_Q8_K ? 4 : 32) * 8;
+         * 256 threads for quantizers when it fits (act_build), else the 1024-thread loop; the norm
+         * quantizers follow the hand-written kernel they replace (hand_reg) */
+        const bool norm = gs[i].kind == CG_RMS_NORM_QUANT || gs[i].kind == CG_ADD_RMS_NORM_QUANT;
+        const bool fits = gs[i].kind != CG_EW && gs[i].E / (gs[i].xq == SB_TYPE_Q8_K ? 256 : 32) <= (gs[i].xq == SB_TYPE_Q8_K ? 4 : 32) * 8 &&
+                          (!norm || gs[i].hand_reg);
         CHECKF(v[0].threads == (gs[i].kind == CG_EW || fits ? 256 : 1024) && v[0].rpb == 1 && v[0].reg == fits, "group %d: %d threads reg %d", i,
                v[0].threads, v[0].reg);
         for (int k = 0; k < nv; k++) CHECK(v[k].reg == v[0].reg); /* registers when the row fits, else the loop */
+        /* a group that reduces (a norm) keeps that one layout: other thread counts sum in another order */
+        bool red = norm;
+        for (int k = 0; gs[i].kind == CG_EW && k < gs[i].n_steps; k++) red |= gs[i].st[k].op == CG_EW_RMS_NORM;
+        for (int k = 0; red && k < nv; k++)
+            CHECKF(v[k].threads == v[0].threads && v[k].reg == v[0].reg && (v[k].rpb == 1 || v[k].rpb == 4), "group %d variant %d: %d threads reg %d (reduces: %d only)", i, k,
+                   v[k].threads, v[k].reg, v[0].threads);
         char *a = NULL, *b = NULL, na[40], nb[40];
         CHECK(cg_emit(&gs[i], v[0], &a, na) == SB_OK);
         CHECK(cg_emit(&gs[i], v[0], &b, nb) == SB_OK);
@@ -202,6 +211,25 @@ static void test_emit(void) {
     CHECK(cg_emit(&nq, (cg_variant){1024, 1, 0}, &ns, nn) == SB_OK);
     CHECKF(ns && strstr(ns, "src_norm{sr, (const float *)a.p[2], sc}") && strstr(ns, "(const float *)a.p[3] + r * E_, sr"), "%s", ns ? ns : "");
     free(ns);
+    /* gemma3's post-norm chain x + rms_norm(o) * w: every step rounded alone (__fmul_rn/__fadd_rn,
+     * which NVRTC never contracts), as k_ew_rows's per-step stores; a bare `v * w` then `v + x`
+     * became one fma and other bits than the hand-written kernel (the SB_CODEGEN=1 gemma3 failure) */
+    {
+        cg_group pn = {.kind = CG_EW, .E = 256, .rows = 9, .n_steps = 3, .n_params = 4};
+        pn.st[0] = (cg_step){.op = CG_EW_RMS_NORM, .f = 1e-6f};
+        pn.st[1] = (cg_step){.op = CG_EW_MUL, .slot = 2, .bcast = 1};
+        pn.st[2] = (cg_step){.op = CG_EW_ADD, .slot = 3};
+        cg_variant pv[CG_MAX_VARIANTS];
+        const int pnv = cg_variants(&pn, pv);
+        for (int k = 0; k < pnv; k++) {
+            char *ps = NULL, pnm[40];
+            CHECK(cg_emit(&pn, pv[k], &ps, pnm) == SB_OK);
+            CHECKF(ps && strstr(ps, "float v = __fmul_rn(x[i], sc);") && strstr(ps, "v = __fmul_rn(v, ((const float *)a.p[2])[i]);") &&
+                       strstr(ps, "v = __fadd_rn(v, ((const float *)a.p[3])[r * E_ + i]);") && !strstr(ps, "v = v *") && !strstr(ps, "v = v +"),
+                   "post-norm chain variant %d:\n%s", k, ps ? ps : "");
+            free(ps);
+        }
+    }
     /* constants are exact: a scale of 0.1f appears as its hex float */
     cg_group s = {.kind = CG_EW, .E = 32, .rows = 1, .n_steps = 1, .n_params = 2};
     s.st[0] = (cg_step){.op = CG_EW_SCALE, .f = 0.1f};

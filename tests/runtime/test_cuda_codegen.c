@@ -17,10 +17,20 @@
  * then a fresh memory cache must load every kernel and winner from the disk cache (0 compiles);
  * then the default mode (hand-written kernels as autotune candidates), whose stats line says how
  * many groups kept the hand-written kernel.
+ * Part 3, bit-exactness of the autotuner's choice: every group of every test model's decode (T = 1)
+ * and prefill (T = 9: rows >= 8, so the rows-per-block variants too) plan, as the executor forms
+ * them (FUSED chains, single ops, quantizers, the ADD + RMS_NORM_QUANT pair; the norm quantizers
+ * with both hand-written layouts, SB_CUDA_AQ off and on), runs the hand-written kernel and then
+ * EVERY variant on the same random inputs; each output (and the add's sum) must be byte-identical
+ * (memcmp) — a failure names the model, the node, the group, the variant and the first differing
+ * index. (A variant with other bits made the first run of a process, which tunes, differ from the
+ * later ones, which read the cached winner: test-gemma3-q4_k_m's post-norm chains, an fma.)
  * SKIPs (exit 0, with the reason) without a CUDA device or without NVRTC.
  */
 #include "runtime/exec_cuda.h"
 #include "runtime/model.h"
+#include "runtime/arch/arch.h"
+#include "graph/plan.h"
 #include "runtime/session.h"
 #include "codegen/cg.h"
 #include "ops/ops_ref.h"
@@ -28,6 +38,7 @@
 #include "quant/fp16.h"
 #include "base/status.h"
 #include "test.h"
+#include "ref_file.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -237,6 +248,7 @@ static void test_quant(cg_kind kind, int xq, int64_t E, int64_t R, bool flag, bo
     float *f32 = malloc((size_t)n * 4), *sum = malloc((size_t)n * 4), *tmp = malloc((size_t)E * 4);
     uint8_t *cpu_q = malloc(bytes), *hand = malloc(bytes);
     cg_group g = {.kind = kind, .E = E, .rows = R, .xq = xq, .eps = eps};
+    g.hand_reg = (kind == CG_RMS_NORM_QUANT || kind == CG_ADD_RMS_NORM_QUANT) && cu_act_fast(); /* the layout of the hand-written kernel below */
     void *slots[CG_MAX_PARAMS] = {0};
     slots[0] = up(NULL, bytes);
     void *dx = up(x, (size_t)n * 4), *db = up(b, (size_t)n * 4), *dw = up(w, (size_t)E * 4), *dsum = NULL;
@@ -332,6 +344,243 @@ static void test_quant(cg_kind kind, int xq, int64_t E, int64_t R, bool flag, bo
     cu_free(slots[0]), cu_free(dx), cu_free(db), cu_free(dw);
     if (dsum && !inplace) cu_free(dsum);
     free(x), free(b), free(w), free(f32), free(sum), free(tmp), free(cpu_q), free(hand);
+}
+
+// ---- part 3: every variant gives the hand-written kernel's bits ----
+
+static const char *kind_word(cg_kind k) {
+    switch (k) {
+    case CG_EW: return "ew";
+    case CG_RMS_NORM_QUANT: return "rms_norm_quant";
+    case CG_ADD_RMS_NORM_QUANT: return "add_rms_norm_quant";
+    case CG_GLU_QUANT: return "glu_quant";
+    case CG_QUANTIZE: return "quantize";
+    }
+    return "?";
+}
+
+/* the group in words: kind, shape, quant type, steps (op codes) */
+static void group_words(const cg_group *g, char *out, size_t cap) {
+    int k = snprintf(out, cap, "%s E=%lld rows=%lld", kind_word(g->kind), (long long)g->E, (long long)g->rows);
+    if (g->kind != CG_EW) k += snprintf(out + k, cap - (size_t)k, " %s%s%s%s", ir_dtype_name(g->xq), g->has_w ? " w" : "",
+                                         g->gelu ? " gelu" : "", g->hand_reg ? " hand=regs" : g->kind == CG_RMS_NORM_QUANT || g->kind == CG_ADD_RMS_NORM_QUANT ? " hand=loop" : "");
+    for (int j = 0; g->kind == CG_EW && j < g->n_steps && k < (int)cap - 32; j++)
+        k += snprintf(out + k, cap - (size_t)k, "%sop%d%s%s", j ? "," : " [", g->st[j].op, g->st[j].slot ? (g->st[j].bcast ? "(b)" : "(full)") : "",
+                      j == g->n_steps - 1 ? "]" : "");
+}
+
+/* the hand-written launch the executor makes for g (run_node), on slots p */
+static sb_status hand_launch(const cg_group *g, void *const *p) {
+    switch (g->kind) {
+    case CG_EW: {
+        cu_ew_chain c = {.n = g->n_steps};
+        for (int k = 0; k < g->n_steps; k++)
+            c.st[k] = (cu_ew_step){.op = g->st[k].op, .f = g->st[k].f, .bcast = g->st[k].bcast, .opd = g->st[k].slot ? p[g->st[k].slot] : NULL};
+        return cu_ew_rows(S, p[0], p[1], g->E, g->rows, &c);
+    }
+    case CG_QUANTIZE: return cu_quantize_act(S, g->xq, p[0], p[1], g->E, g->rows);
+    case CG_RMS_NORM_QUANT: return cu_rms_norm_quant(S, g->xq, p[0], p[1], g->has_w ? p[2] : NULL, g->E, g->rows, g->eps);
+    case CG_ADD_RMS_NORM_QUANT:
+        return cu_add_rms_norm_quant(S, g->xq, p[0], p[4], p[1], p[3], g->has_w ? p[2] : NULL, g->E, g->rows, g->eps);
+    case CG_GLU_QUANT: return cu_glu_quant(S, g->xq, p[0], p[1], p[2], g->E, g->rows, g->gelu);
+    }
+    return sb_fail(SB_ERR_INTERNAL, "test: group kind %d", (int)g->kind);
+}
+
+/* first index where a and b differ (elements of `unit` bytes), -1 when identical */
+static int64_t first_diff(const void *a, const void *b, size_t bytes, size_t unit) {
+    if (!memcmp(a, b, bytes)) return -1;
+    for (size_t i = 0; i < bytes; i++)
+        if (((const uint8_t *)a)[i] != ((const uint8_t *)b)[i]) return (int64_t)(i / unit);
+    return -1;
+}
+
+static int bits_groups, bits_variants;
+
+/* the distinct groups of every model, collected first so their bundles compile in parallel */
+typedef struct bits_item {
+    cg_group g;
+    char where[256], key[48], bundle[40], kn[CG_MAX_VARIANTS][40];
+    cg_variant v[CG_MAX_VARIANTS];
+    int nv;
+    char *src;
+} bits_item;
+static bits_item *bits;
+static int n_bits, cap_bits;
+
+static void bits_add(const char *where, const cg_group *g) {
+    if (n_bits == cap_bits) {
+        bits_item *nb = realloc(bits, (size_t)(cap_bits = cap_bits ? 2 * cap_bits : 256) * sizeof *bits);
+        CHECKF(nb != NULL, "part 3: out of memory at %d groups", n_bits);
+        if (!nb) return;
+        bits = nb;
+    }
+    bits_item *it = &bits[n_bits];
+    memset(it, 0, sizeof *it);
+    it->g = *g;
+    it->nv = cg_variants(g, it->v);
+    sb_status s = cg_emit_bundle(g, it->v, it->nv, &it->src, it->bundle, it->kn);
+    CHECKF(s == SB_OK, "%s: emit: %s", where, sb_last_error());
+    if (s != SB_OK) return;
+    snprintf(it->key, sizeof it->key, "%s/%lld", it->bundle, (long long)g->rows);
+    for (int i = 0; i < n_bits; i++)
+        if (!strcmp(bits[i].key, it->key)) {
+            free(it->src);
+            return;
+        }
+    snprintf(it->where, sizeof it->where, "%s", where);
+    n_bits++;
+}
+
+/* g's hand-written kernel, then every variant, on the same inputs: byte-identical outputs */
+static void bits_group(const bits_item *it, const cg_binary *bin) {
+    const cg_group *g = &it->g;
+    const char *where = it->where;
+    const cg_variant *v = it->v;
+    const int nv = it->nv;
+    char gw[256];
+    group_words(g, gw, sizeof gw);
+    bits_groups++;
+    const bool was = cu_act_fast();
+    if (g->kind == CG_RMS_NORM_QUANT || g->kind == CG_ADD_RMS_NORM_QUANT) cu_act_set_fast(g->hand_reg); /* the layout the variants follow */
+    const int64_t E = g->E, R = g->rows, n = E * R;
+    const bool quant = g->kind != CG_EW, add = g->kind == CG_ADD_RMS_NORM_QUANT;
+    const size_t out_bytes = quant ? (size_t)(op_row_bytes(g->xq, E) * (uint64_t)R) : (size_t)n * 4;
+    void *p[CG_MAX_PARAMS] = {0};
+    float *h[CG_MAX_PARAMS] = {0};
+    p[0] = up(NULL, out_bytes);
+    h[1] = rnd(n, 1.5f), p[1] = up(h[1], (size_t)n * 4);
+    for (int k = 0; g->kind == CG_EW && k < g->n_steps; k++)
+        if (g->st[k].slot) {
+            const int64_t on = g->st[k].bcast ? E : n, sl = g->st[k].slot;
+            h[sl] = rnd(on, g->st[k].op == CG_EW_MUL ? 1.0f : 0.7f), p[sl] = up(h[sl], (size_t)on * 4);
+        }
+    if ((g->kind == CG_RMS_NORM_QUANT || add) && g->has_w) h[2] = rnd(E, 1.0f), p[2] = up(h[2], (size_t)E * 4);
+    if (g->kind == CG_GLU_QUANT) h[2] = rnd(n, 1.0f), p[2] = up(h[2], (size_t)n * 4);
+    if (add) h[3] = rnd(n, 1.0f), p[3] = up(h[3], (size_t)n * 4), p[4] = up(NULL, (size_t)n * 4); /* the sum: its own buffer, inputs stay */
+    uint8_t *hand = malloc(out_bytes), *got = malloc(out_bytes);
+    float *hsum = malloc((size_t)n * 4), *gsum = malloc((size_t)n * 4);
+    sb_status s = cu_memset(p[0], 0xFF, out_bytes, S);
+    if (s == SB_OK && add) s = cu_memset(p[4], 0xFF, (size_t)n * 4, S);
+    if (s == SB_OK) s = hand_launch(g, p);
+    if (s == SB_OK) s = cu_stream_sync(S);
+    CHECKF(s == SB_OK, "%s %s: hand-written kernel: %s", where, gw, sb_last_error());
+    if (s == SB_OK) {
+        down(hand, p[0], out_bytes);
+        if (add) down(hsum, p[4], (size_t)n * 4);
+    }
+    for (int k = 0; s == SB_OK && k < nv; k++) {
+        void *fn = NULL;
+        unsigned grid, block;
+        cg_geometry(g, v[k], &grid, &block);
+        cg_params prm = {.rows = R};
+        memcpy(prm.p, p, sizeof prm.p);
+        sb_status ks = cu_gen_load(bin->data, it->kn[k], &fn);
+        if (ks == SB_OK) ks = cu_memset(p[0], 0xFF, out_bytes, S);
+        if (ks == SB_OK && add) ks = cu_memset(p[4], 0xFF, (size_t)n * 4, S);
+        if (ks == SB_OK) ks = cu_gen_launch(S, fn, grid, block, &prm);
+        if (ks == SB_OK) ks = cu_stream_sync(S);
+        CHECKF(ks == SB_OK, "%s %s variant %d [%d thr, %d rows/blk%s]: %s", where, gw, k, v[k].threads, v[k].rpb, v[k].reg ? ", regs" : "", sb_last_error());
+        if (ks != SB_OK) continue;
+        bits_variants++;
+        down(got, p[0], out_bytes);
+        const int64_t d = first_diff(got, hand, out_bytes, quant ? 1 : 4);
+        if (d >= 0 && !quant)
+            fprintf(stderr, "  %s: element %lld (row %lld, col %lld): variant %.9g (%#x), hand-written %.9g (%#x)\n", where, (long long)d,
+                    (long long)(d / E), (long long)(d % E), ((float *)got)[d], ((uint32_t *)got)[d], ((float *)hand)[d], ((uint32_t *)hand)[d]);
+        CHECKF(d < 0, "%s %s variant %d [%d thr, %d rows/blk%s] differs from the hand-written kernel: first at %s %lld", where, gw, k, v[k].threads, v[k].rpb,
+               v[k].reg ? ", regs" : "", quant ? "byte" : "element", (long long)d);
+        if (add) {
+            down(gsum, p[4], (size_t)n * 4);
+            const int64_t ds = first_diff(gsum, hsum, (size_t)n * 4, 4);
+            CHECKF(ds < 0, "%s %s variant %d [%d thr, %d rows/blk%s]: the written sum differs from the hand-written kernel's: first at element %lld", where, gw, k,
+                   v[k].threads, v[k].rpb, v[k].reg ? ", regs" : "", (long long)ds);
+        }
+    }
+    cu_act_set_fast(was);
+    for (int k = 0; k < CG_MAX_PARAMS; k++) {
+        cu_free(p[k]);
+        free(h[k]);
+    }
+    free(hand), free(got), free(hsum), free(gsum);
+}
+
+/* compile every collected bundle (in parallel), then check each group */
+static void bits_run(void) {
+    const char **srcs = calloc((size_t)n_bits + 1, sizeof *srcs), **names = calloc((size_t)n_bits + 1, sizeof *names);
+    cg_binary *bin = calloc((size_t)n_bits + 1, sizeof *bin);
+    sb_status *st = calloc((size_t)n_bits + 1, sizeof *st);
+    CHECK(srcs && names && bin && st);
+    if (srcs && names && bin && st) {
+        for (int i = 0; i < n_bits; i++) srcs[i] = bits[i].src, names[i] = bits[i].bundle;
+        if (n_bits) cg_get_binaries(srcs, names, n_bits, arch, 0, bin, st);
+        for (int i = 0; i < n_bits; i++) {
+            CHECKF(st[i] == SB_OK, "%s: compile of %s failed", bits[i].where, bits[i].bundle);
+            if (st[i] == SB_OK) bits_group(&bits[i], &bin[i]);
+        }
+    }
+    for (int i = 0; i < n_bits; i++) free(bits[i].src);
+    free(srcs), free(names), free(bin), free(st), free(bits);
+    bits = NULL, n_bits = cap_bits = 0;
+}
+
+static bool coverable(const ir_node *n) {
+    switch (n->op) {
+    case IR_OP_FUSED: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU: case IR_OP_GELU_TANH:
+    case IR_OP_RMS_NORM: case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_GLU_QUANT: return true;
+    default: return false;
+    }
+}
+
+/* node i of the plan as a group (and the add pair), in each hand-written layout it can meet */
+static void bits_node(const char *model, int T, const ir_graph *g, int32_t i, ir_ref add) {
+    cg_group grp;
+    if (cg_group_from_node(g, i, add, &grp) != SB_OK) return; /* refusals: codegen_models' and part 2's business */
+    char where[256];
+    snprintf(where, sizeof where, "%s T=%d node %%%d %s \"%s\"%s", model, T, (int)i, ir_ops[g->nodes[i].op].name, g->nodes[i].name, add != IR_NONE ? " + its ADD" : "");
+    if (grp.kind != CG_RMS_NORM_QUANT && grp.kind != CG_ADD_RMS_NORM_QUANT) {
+        bits_add(where, &grp);
+        return;
+    }
+    for (int aq = 0; aq < 2; aq++) { /* SB_CUDA_AQ off (the executor's default) and on: bits_group sets it for the hand-written kernel */
+        grp.hand_reg = aq;
+        bits_add(where, &grp);
+    }
+}
+
+static void bits_model(const char *dir, const char *name) {
+    char path[8200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    rt_model *m = NULL;
+    sb_status s = rt_model_load(path, NULL, &m);
+    if (s == SB_ERR_MODEL_ARCH) return; /* not built by this runtime (test_model_refs checks the refusal) */
+    CHECKF(s == SB_OK, "%s: %s", name, sb_last_error());
+    if (s != SB_OK) return;
+    const int Ts[2] = {1, 9};
+    for (int k = 0; k < 2; k++) {
+        ir_graph *g = NULL;
+        plan *p = NULL;
+        plan_target t;
+        exec_cuda_target(&t);
+        s = ir_graph_create(&g);
+        rt_build bld = {.g = g, .m = m, .T = Ts[k], .n_out = Ts[k], .n_ctx = 64, .kv_type = SB_TYPE_F32};
+        if (s == SB_OK) s = rt_build_decoder(&bld);
+        if (s == SB_OK) s = plan_build(g, &t, NULL, &p);
+        CHECKF(s == SB_OK, "%s T=%d: %s", name, Ts[k], sb_last_error());
+        const ir_graph *pg = s == SB_OK ? p->g : NULL; /* the planned graph: fused chains and quantizers, as the executor sees it */
+        for (int32_t i = 0; pg && i < pg->n_nodes; i++) {
+            const ir_node *n = &pg->nodes[i];
+            if (!coverable(n)) continue;
+            bits_node(name, Ts[k], pg, i, IR_NONE);
+            if (n->op == IR_OP_RMS_NORM_QUANT && pg->nodes[n->src[0]].op == IR_OP_ADD) {
+                const ir_node *a = &pg->nodes[n->src[0]];
+                if (ir_nelem(&pg->nodes[a->src[0]]) == ir_nelem(a) && ir_nelem(&pg->nodes[a->src[1]]) == ir_nelem(a)) bits_node(name, Ts[k], pg, i, n->src[0]);
+            }
+        }
+        plan_free(p);
+        ir_graph_free(g);
+    }
+    rt_model_free(m);
 }
 
 // ---- through the executor ----
@@ -492,6 +741,12 @@ int main(void) {
     }
     cg_stats st = cg_get_stats();
     printf("part 1: %lld kernels compiled in %.0f ms\n", (long long)st.compiled, st.compile_ms);
+
+    const int nm = ref_for_each_model(test_data_path("models"), getenv("SB_CODEGEN_MODEL"), bits_model);
+    bits_run();
+    printf("part 3: %d models, %d distinct groups, %d variant launches: every one bit-identical to the hand-written kernel%s\n", nm, bits_groups,
+           bits_variants, test_failed_ ? " (unless FAILs above)" : "");
+    CHECKF(nm <= 0 || bits_groups > 0, "part 3: no groups in %d models", nm);
 
     static const char *models[] = {"models/test-qwen2-q4_0.gguf", "models/test-qwen2-q4_k_m.gguf", "models/test-gemma3-q4_k_m.gguf",
                                    "models/test-llama-q4_k_m.gguf", "models/test-qwen2-f32.gguf"};

@@ -62,6 +62,7 @@ template <int XQ> __global__ void __launch_bounds__(Q_THREADS) k_glu_quant(uint8
 #define AQ_THREADS 256
 static bool aq_on = true; /* cu_act_set_fast */
 extern "C" void cu_act_set_fast(bool on) { aq_on = on; }
+extern "C" bool cu_act_fast(void) { return aq_on; }
 
 template <int XQ, int KIND, int VM>
 __global__ void __launch_bounds__(AQ_THREADS) k_act_rows(uint8_t *dst, int64_t E, const float *x, const float *w, float eps, const float *b,

@@ -180,6 +180,8 @@ bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool 
 /* The one-row-in-registers quantization kernels (act_build, the GEMV prologues' code) for rows of
  * up to 8192 values (default on); off: the 1024-thread loop kernels. Process-wide. */
 void cu_act_set_fast(bool on);
+/* the current cu_act_set_fast setting (codegen: the layout a generated norm quantizer must match) */
+bool cu_act_fast(void);
 /* Process-wide choice of the token-tile GEMV for T > 8: 1 one row per warp, 2 four rows per warp
  * sharing activation loads, 3 (default) the shared-memory tiled GEMM (k_mmvq.cu). */
 void cu_mmvq_set_variant(int v);
