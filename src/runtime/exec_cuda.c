@@ -17,7 +17,7 @@
  * residual add + rms_norm_quant, Q/K/V and gate/up as one multi-GEMV launch (hoisted results in a
  * private region after the plan) with V's kv_store folded in, Q's RoPE and the output quantize into
  * the attention. Each is bit-identical to the unfused kernels (tested on every model).
- * Generated kernels (SB_CODEGEN=1): cg_prepare / CG_TRY below (docs/codegen.md).
+ * Generated kernels (default; SB_CODEGEN=0 off): cg_prepare / CG_TRY below (docs/codegen.md).
  * Non-goals: overlap of independent nodes, multiple streams (docs/cuda.md).
  */
 #include "runtime/exec_cuda.h"
@@ -1033,8 +1033,8 @@ static int ew_code(int op) {
  * run_node's CG_TRY launches it instead of the hand-written kernel (unless that one won). Every
  * variant computes the hand-written kernel's bits (cg.h cg_variants), so which one wins — a timing,
  * different from process to process — never changes a result; nodes of one group share one tuning.
- * SB_CODEGEN unset or 0 (default): hand-written only; 1: generated or hand-written per group, as
- * autotuned; 2 (tests): generated only, a node codegen cannot do
+ * SB_CODEGEN unset or 1 (default): generated or hand-written per group, as autotuned; 0:
+ * hand-written only; 2 (tests): generated only, a node codegen cannot do
  * is an error instead of a fallback. Without NVRTC: hand-written (logged once at INFO, `sb run -v`). */
 typedef struct cg_node {
     void *fn; /* loaded kernel; NULL = the hand-written launcher */
@@ -1046,12 +1046,10 @@ typedef struct cg_node {
 
 static int cg_mode(void) {
     const char *e = getenv("SB_CODEGEN");
-    /* opt-in until an H200 run has passed every GPU test with it: the last run that had it on
-     * saw test-gemma3's first run differ from the later ones (bench/NOTES.md) — generated post-norm
-     * chains contracted mul + add into an fma and nodes were tuned one by one, so layers mixed
-     * generated and hand-written kernels; fixed since (every variant has the hand-written bits:
-     * cg_variants, docs/codegen.md), to be confirmed there */
-    return e && e[0] == '1' ? 1 : e && e[0] == '2' ? 2 : 0;
+    /* on by default since the H200 run that passed every GPU test with it (session 4: every model
+     * incl. gemma3 graph == eager == fused, every variant bit-identical to the hand-written kernel;
+     * tg64 1,271 vs 1,215-1,233 off); SB_CODEGEN=0: hand-written only */
+    return e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
 }
 
 static void cg_fill(const crun *r, const cg_node *k, cg_params *pp) {
