@@ -69,7 +69,7 @@ fi
 
 # ---- correctness ----
 cd "$ROOT"
-timeout 60 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops.log" 2>&1; ops_rc=$?
+timeout 180 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops.log" 2>&1; ops_rc=$?
 grep -E "FAIL|SKIP|passed" "$OUTD/test_cuda_ops.log" | head -40
 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models.log" 2>&1; models_rc=$?
 cat "$OUTD/test_cuda_models.log" | grep -v "^$" | head -80
@@ -80,14 +80,22 @@ if [ "${SB_GPU_Q81:-0}" = 1 ]; then
     echo "-- SB_CUDA_ACT=q8_1 (informative):"; grep -E "NMSE" "$OUTD/test_cuda_models_q8_1.log" | grep -v prefix | head -40
 fi
 # the same tests without programmatic dependent launch (SB_CUDA_PDL=0): results only
-SB_CUDA_PDL=0 timeout 60 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_nopdl.log" 2>&1
+SB_CUDA_PDL=0 timeout 180 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_nopdl.log" 2>&1
 SB_CUDA_PDL=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_nopdl.log" 2>&1
 echo "SB_CUDA_PDL=0: ops $(tail -1 "$OUTD/test_cuda_ops_nopdl.log"); models $(tail -1 "$OUTD/test_cuda_models_nopdl.log")"
-# the tests under the opt-in knobs (GEMV prologues, K's RoPE in the
-# Q/K/V launch, register quantizers: the fully fused decode path)
-SB_CUDA_PRO=1 SB_CUDA_ROPEK=1 SB_CUDA_AQ=1 timeout 60 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_knobs.log" 2>&1
-SB_CUDA_PRO=1 SB_CUDA_ROPEK=1 SB_CUDA_AQ=1 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_knobs.log" 2>&1
+# the tests under the opt-in knobs (GEMV prologues, register quantizers, resident weights) and
+# with the previous defaults (the fallbacks every default keeps)
+SB_CUDA_PRO=1 SB_CUDA_AQ=1 timeout 120 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_knobs.log" 2>&1
+SB_CUDA_PRO=1 SB_CUDA_AQ=1 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_knobs.log" 2>&1
 echo "opt-in knobs: ops $(tail -1 "$OUTD/test_cuda_ops_knobs.log"); models $(tail -1 "$OUTD/test_cuda_models_knobs.log")"
+SB_CUDA_RES=1 SB_CUDA_PRO=2 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_res.log" 2>&1
+SB_CUDA_REG=0 SB_CUDA_ROPEK=0 SB_CUDA_ATTN=3 SB_CODEGEN=0 SB_CUDA_MMA_SMALL=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_old.log" 2>&1
+echo "resident weights + norm prologues: models $(tail -1 "$OUTD/test_cuda_models_res.log"); previous defaults: models $(tail -1 "$OUTD/test_cuda_models_old.log")"
+# the generated kernels: every test model's groups compiled, run against the hand-written kernels bit for bit
+if [ -x "$TBIN/runtime_test_cuda_codegen" ]; then
+    XDG_CACHE_HOME=/tmp/sb-gpu-cache timeout 240 "$TBIN/runtime_test_cuda_codegen" >"$OUTD/test_cuda_codegen.log" 2>&1; cg_rc=$?
+    echo "codegen: rc=$cg_rc $(grep -E '^part 3' "$OUTD/test_cuda_codegen.log") $(tail -1 "$OUTD/test_cuda_codegen.log")"
+fi
 echo "tests done: $(( $(date +%s) - t0 )) s"
 
 # ---- benchmark ----
@@ -105,12 +113,12 @@ if [ $bench_rc -ne 0 ]; then
 fi
 SB_CUDA_GRAPH=0 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0 >"$OUTD/bench_eager.md" 2>&1
 # the defaults against the alternatives, one knob at a time (tg64 at depth 0 and 4096 each)
-VARIANTS="${SB_GPU_VARIANTS:-SB_CUDA_PRO=1 SB_CUDA_PRO=1,SB_CUDA_ROPEK=1,SB_CUDA_AQ=1 SB_CUDA_ROPEK=1 SB_CUDA_AQ=1
-SB_CUDA_FUSE=0 SB_CODEGEN=0}" # words: comma-separated knobs of one run
+VARIANTS="${SB_GPU_VARIANTS:-SB_CODEGEN=0 SB_CUDA_REG=0 SB_CUDA_ROPEK=0 SB_CUDA_ATTN=3 SB_CUDA_PRO=2 SB_CUDA_RES=1
+SB_CUDA_FUSE=0}" # words: comma-separated knobs of one run
 for v in $VARIANTS; do
     env $(echo "$v" | tr ',' ' ') timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0,4096 -r 3 >"$OUTD/bench_$v.md" 2>&1
 done
-SB_CUDA_MMQ=1 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 0 -d 0 --prefix 512,64 >"$OUTD/bench_mmq1.md" 2>&1
+SB_CUDA_MMA_SMALL=0 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 64,256 -n 0 -d 0 --prefix 512,64 >"$OUTD/bench_mmq1.md" 2>&1
 cat "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_mmq1.md"
 # where the time goes: device time per op family (CUDA events between nodes, eager)
 for d in ${SB_GPU_PROFILE_DEPTHS:-0}; do
@@ -133,7 +141,7 @@ ref = {"pp512": 52122.0, "tg64": 908.0, "tg64 @ d4096": 797.0, "pp512 @ d4096": 
 print("| test | mode | tok/s | vs llama.cpp | GB/s | % of 4.27 TB/s |")
 print("| --- | --- | ---: | ---: | ---: | ---: |")
 d = sys.argv[1]
-runs = [(d + "/bench.md", "graph"), (d + "/bench_eager.md", "eager"), (d + "/bench_mmq1.md", "mmq v1")]
+runs = [(d + "/bench.md", "graph"), (d + "/bench_eager.md", "eager"), (d + "/bench_mmq1.md", "MMA_SMALL=0")]
 runs += [(d + "/bench_" + v + ".md", v) for v in sys.argv[2:]]
 for path, mode in runs:
     try:
