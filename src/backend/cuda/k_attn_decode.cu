@@ -568,6 +568,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
      * acc floats, each summing every Rm-th split's acc * f (16-byte L2 loads, 8 in flight), and the
      * Rm partial sums of each float added up */
     float *sf = (float *)sk, *sl = sf + na * Gb, *linv = sl + na * Gb, *red = sf + ((2 * na * Gb + Gb + 3) & ~3); /* red 16-byte aligned */
+#pragma unroll 4 /* the loads of every pass in flight (hi mode at depth 4096: 65 x 7 pairs, 2 passes a thread) */
     for (int i = tid; i < na * Gb; i += AD_THREADS) {
         const int s = i / Gb, g = i - s * Gb;
         sf[i] = __ldcg(pk + (int64_t)s * PS + g);
