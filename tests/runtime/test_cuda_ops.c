@@ -908,12 +908,14 @@ static void test_decode_attention_v4(void) {
         /* heads per block: auto, 1, 3 and G (8 = min(8, G)); a forced value equal to an earlier one
          * is skipped. The same data each time: the reference's kv_store rewrites the same rows. */
         /* then the warp path (SB_CUDA_ATTN_WARP): up to depth 1024 (every depth here but 4100 and window
-         * 300 at 4100: one warp, warps over chunks, several chunks a warp past 256, the keys loaded
-         * before pos is read, a window's global rows), up to 32 (one warp; deeper steps tiled: mode
-         * changes on one executor), and with 3 heads a block (warp path off: tiled) */
-        const int hpbs[] = {0, 1, 3, AD_TEST_GMAX, 0, 0, 3};
-        const int warps[] = {0, 0, 0, 0, 1024, 32, 1024};
-        for (int hi = 0; hi < 7; hi++) {
+         * 300 at 4100: one warp, warps over chunks, the keys loaded before pos is read, a window's
+         * global rows; past 256 keys splits of 256 merged by the last block, 2..3 of them), up to 32
+         * (one warp; deeper steps tiled: mode changes on one executor), with 3 heads a block (warp
+         * path off: tiled), and at every depth (clamped to 256 x the splits: depth 4100 in 17
+         * splits; a last split of <= 32 keys: one warp's partial) */
+        const int hpbs[] = {0, 1, 3, AD_TEST_GMAX, 0, 0, 3, 0};
+        const int warps[] = {0, 0, 0, 0, 1024, 32, 1024, 1 << 20};
+        for (int hi = 0; hi < 8; hi++) {
             const int G = (int)(Hq / Hkv), h = hpbs[hi] < G ? hpbs[hi] : G;
             if ((hi == 2 && (h == 1 || h == G)) || (hi == 3 && G == 1) || (hi == 6 && (h == 1 || h == G))) continue;
             attn_hpb = hpbs[hi];

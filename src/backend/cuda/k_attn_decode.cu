@@ -58,7 +58,14 @@
  * with its V row prefetched into L1, score, warp max / sum by shuffles, online softmax over its
  * chunks; P.V lane = dims lane + 32 i, key k's probability broadcast by a shuffle. One warp (n <=
  * 32): it writes out and the q8_1 blocks from registers (no more barriers); more: (m, l, acc[D]) a
- * warp into the tile region, a barrier, thread d merges dim d. Chain at depth <= 64 (Qwen, F16):
+ * warp into the tile region, a barrier, thread d merges dim d. Past AD_WKEYS (256) keys: splits of
+ * 256 keys (a chunk a warp; block L = head block + nbx_lo * split as lo mode, at most S splits: warp
+ * is clamped to 256 * S, and the grid holds Hq * ceil(min(warp, capacity) / 256) blocks), each
+ * writing the hpb-1 partial (m, l, pad, acc[D]) to scratch, threadfence, the head block's counter;
+ * the last merges (ad_warp_merge: m, l in one round trip, 256 / D threads a dim over the splits).
+ * Depth 4096 (Qwen): 14 x 17 blocks (2 a SM), pos -> K rows (HBM/L2; V prefetched to L1) -> block
+ * merge -> partial + fence -> atomic -> m, l -> acc (5 loads a thread) -> out: ~6 round trips, K/V
+ * read 7 times from L2 (14 MB). Chain at depth <= 64 (Qwen, F16):
  * pos + q + K/V rows (one round trip, as the tiled path) -> RoPE -> 1 barrier (2-3 with 33..64
  * keys) -> 2 x 8 shared loads + 64 FMAs (score) -> 10 shuffles, 1 expf -> 32 x (shuffle + 2
  * shared loads + 2 FMAs) (P.V) -> store (+ 2 shuffle reductions for q8_1); vs the tiled path's ~8
@@ -86,8 +93,8 @@
 #define AD_TKMAX 128                            /* keys per shared-memory tile */
 #define AD_SMAX 256                             /* grid splits */
 #define AD_SMEM (48 * 1024 - 64)                /* dynamic shared memory (the default limit, less the static `last`) */
-#define AD_WMAX 1024                            /* the warp path's deepest depth (SB_CUDA_ATTN_WARP is clamped to it) */
 #define AD_WDIMS (AD_DMAX / 32)                 /* the warp path's output dims a lane: lane + 32 i */
+#define AD_WKEYS (AD_WARPS * 32)                /* the warp path's keys a split (a 32-key chunk a warp) */
 
 typedef struct ad_rope {
     const float *ff;
@@ -302,7 +309,7 @@ static __device__ __forceinline__ float ad_row_at(const unsigned char *row, int 
  * caller's barrier passed). */
 static __device__ __forceinline__ void ad_warp_head(float *dst, blk_q8_1 *xq, const unsigned char *kg, const unsigned char *vg, int64_t stride,
                                                     const unsigned char *sk, const unsigned char *sv, float *wp, const float *sq, int64_t lo,
-                                                    int n, int64_t h0, const ad_args &a) {
+                                                    int n, int64_t h0, float *pp, const ad_args &a) {
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, D = a.D;
     const int nch = (n + 31) / 32, nw = nch < AD_WARPS ? nch : AD_WARPS; /* block-uniform */
     const int rb = D * (a.f16 ? 2 : 4);
@@ -337,6 +344,15 @@ static __device__ __forceinline__ void ad_warp_head(float *dst, blk_q8_1 *xq, co
             }
         }
     }
+    if (nw == 1 && pp) { /* a split's partial (m, l, pad, acc[D]) straight from warp 0's registers */
+        if (w == 0) {
+            if (lane == 0) pp[0] = m, pp[1] = l;
+#pragma unroll
+            for (int i = 0; i < AD_WDIMS; i++)
+                if (lane + 32 * i < D) pp[4 + lane + 32 * i] = acc[i];
+        }
+        return;
+    }
     if (nw == 1) { /* warp 0 holds every key: out = acc / l, straight from registers */
         if (w == 0) {
             const float linv = 1.0f / l;
@@ -369,10 +385,59 @@ static __device__ __forceinline__ void ad_warp_head(float *dst, blk_q8_1 *xq, co
             Ls += wl[v] * f;
             if (tid < D) o += wa[v * D + tid] * f;
         }
+        if (pp) { /* a split's partial: (M, L, pad, the unnormalised sums) */
+            if (tid == 0) pp[0] = M, pp[1] = Ls;
+            if (tid < D) pp[4 + tid] = o;
+            return;
+        }
         o *= 1.0f / Ls;
         if (tid < D) dst[h0 * D + tid] = o;
         if (xq) q8_1_store(xq + (h0 * D + tid) / 32, o, lane);
     }
+}
+
+/* the last-arriving split block of head h0 (one query head a block) merges the na partials pk[s *
+ * (4 + D)] = (m, l, pad, acc[D]) into out (and its q8_1 blocks): m and l of every split into
+ * shared memory (one round trip), warp 0 the factors exp(m_s - M) and 1/L, then R = 256 / D
+ * threads a dim each summing every R-th split's acc * factor (8 loads in flight), the R sums added;
+ * `sm`: >= 2 * na + 4 + 256 floats of shared memory; resets the counter */
+static __device__ __forceinline__ void ad_warp_merge(float *dst, blk_q8_1 *xq, const float *pk, int na, float *sm, unsigned *cnt, int64_t h0,
+                                                     const ad_args &a) {
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, D = a.D, PS = 4 + D;
+    float *sf = sm, *sl = sm + na, *linv = sl + na, *red = linv + 4;
+    for (int s = tid; s < na; s += AD_THREADS) sf[s] = __ldcg(pk + (int64_t)s * PS), sl[s] = __ldcg(pk + (int64_t)s * PS + 1);
+    __syncthreads();
+    if (w == 0) {
+        float M = -INFINITY;
+        for (int s = lane; s < na; s += 32) M = fmaxf(M, sf[s]);
+        M = warp_max(M);
+        float Ls = 0.0f;
+        for (int s = lane; s < na; s += 32) {
+            const float f = expf(sf[s] - M); /* every split holds a key: m finite */
+            Ls += sl[s] * f;
+            sf[s] = f;
+        }
+        Ls = warp_sum(Ls);
+        if (lane == 0) linv[0] = 1.0f / Ls;
+    }
+    __syncthreads();
+    const int R = AD_THREADS / D, r = tid / D, d = tid - r * D; /* D <= 256: R >= 1 */
+    if (r < R) {
+        float sum = 0.0f;
+#pragma unroll 8
+        for (int s = r; s < na; s += R) sum += __ldcg(pk + (int64_t)s * PS + 4 + d) * sf[s];
+        red[r * D + d] = sum;
+    }
+    __syncthreads();
+    if (w * 32 < D) { /* whole warps: the q8_1 stores need them */
+        float o = 0.0f;
+        if (tid < D)
+            for (int q = 0; q < R; q++) o += red[q * D + tid];
+        o *= linv[0];
+        if (tid < D) dst[h0 * D + tid] = o;
+        if (xq) q8_1_store(xq + (h0 * D + tid) / 32, o, lane);
+    }
+    if (tid == 0) cnt[0] = 0; /* ready for the next attention */
 }
 
 __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos,
@@ -409,19 +474,31 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
     const int64_t p = pos[0];
     const int64_t lo = (a.window > 0 && p - a.window + 1 > 0) ? p - a.window + 1 : 0;
     const int64_t n = p - lo + 1;
-    if (n <= a.warp) { /* the warp path: lo mode's split-0 blocks, one query head each (hpb_lo 1: the host) */
-        if (L >= nbx_lo) {
+    if (n <= a.warp) { /* the warp path: lo mode's blocks, one query head each (hpb_lo 1: the host), AD_WKEYS keys a split */
+        const int naw = (int)((n + AD_WKEYS - 1) / AD_WKEYS), spw = L / nbx_lo, bxw = L - spw * nbx_lo; /* naw <= S: the host */
+        if (spw >= naw) {
             if (spec) ad_wait<0>();
             return;
         }
         ad_q_to_shared(sq, qr, D, 1, (int32_t)p, rp, a);
         if (spec) ad_wait<0>(); /* the speculative rows landed: read below when they are the keys, overwritten by the merge otherwise */
         __syncthreads();
-        const bool in_smem = spec && lo == 0 && n <= a.spec; /* keys 0..n-1 are the speculative rows */
+        const bool in_smem = spec && lo == 0 && n <= a.spec; /* keys 0..n-1 are the speculative rows (naw 1) */
         const int es = a.f16 ? 2 : 4;
+        const int64_t h0w = (int64_t)kvh * G + g0_lo, jw = (int64_t)spw * AD_WKEYS;
+        const int nkw = (int)(n - jw < AD_WKEYS ? n - jw : AD_WKEYS);
+        float *pkw = part + (int64_t)bxw * a.S * (4 + D); /* the hpb 1 partial layout: (m, l, pad, acc[D]) a split */
         ad_warp_head(dst, xq, (const unsigned char *)kc + head_el * es, (const unsigned char *)vc + head_el * es, a.Dkv * es,
-                     in_smem ? sk + soff * a.ks : NULL, in_smem ? sv + soff * a.ks : NULL, (float *)sk, sq, lo, (int)n,
-                     (int64_t)kvh * G + g0_lo, a);
+                     in_smem ? sk + soff * a.ks : NULL, in_smem ? sv + soff * a.ks : NULL, (float *)sk, sq, lo + jw, nkw, h0w,
+                     naw > 1 ? pkw + (int64_t)spw * (4 + D) : NULL, a);
+        if (naw == 1) return;
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) last = atomicAdd(&cnt[bxw], 1u) == (unsigned)naw - 1;
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+        ad_warp_merge(dst, xq, pkw, naw, (float *)sk, cnt + bxw, h0w, a);
         return;
     }
     int64_t kps = (n + a.S - 1) / a.S;
@@ -701,12 +778,16 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
     g.scale = a->scale;
     g.softcap = a->softcap;
     g.exp = ad_exp;
-    g.warp = a->warp > 0 && g.hpb_lo == 1 ? (a->warp < AD_WMAX ? a->warp : AD_WMAX) : 0;
+    /* the warp path: up to AD_WKEYS keys one block a query head; deeper, splits of AD_WKEYS keys (at
+     * most S: the scratch and counters of lo mode) merged by the last one */
+    const int64_t wcap = (int64_t)AD_WKEYS * g.S;
+    g.warp = a->warp > 0 && g.hpb_lo == 1 ? (int)(a->warp < wcap ? a->warp : wcap) : 0;
     /* the tile region also holds the merge (m, l [S*hp], 1/L [hp], Rm partial sums of hp*D floats,
      * Rm*hp*D <= max(4*AD_THREADS, hp*D)) and the key groups' sums (AD_THREADS floats) */
     const int GD = g.hp * g.D, red = GD > 4 * AD_THREADS ? GD : 4 * AD_THREADS;
     const int merge_bytes0 = g.S > 1 ? (2 * g.S * g.hp + g.hp + red) * 4 + 16 : AD_THREADS * 4;
-    const int warp_bytes = g.warp ? (2 * AD_WARPS + AD_WARPS * g.D) * 4 : 0; /* the warp path's (m, l, acc[D]) a warp */
+    const int wm1 = 2 * AD_WARPS + AD_WARPS * g.D, wm2 = 2 * g.S + 4 + AD_THREADS; /* the warp path's (m, l, acc[D]) a warp; its merge */
+    const int warp_bytes = g.warp ? (wm1 > wm2 ? wm1 : wm2) * 4 : 0;
     const int merge_bytes = merge_bytes0 > warp_bytes ? merge_bytes0 : warp_bytes;
     int tk = AD_TKMAX, smem = 0;
     for (; tk >= 1; tk--) {
@@ -730,9 +811,12 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
     if (!ad_sms) ad_sms = cu_sm_count() > 0 ? cu_sm_count() : 1;
     const int sms = ad_sms;
     const int s_lo = sms / nbx_lo < 1 ? 1 : (sms / nbx_lo < g.S ? sms / nbx_lo : g.S);
-    const int64_t grid_hi = (int64_t)nbx_hi * g.S, grid_lo = (int64_t)nbx_lo * s_lo, grid = grid_hi > grid_lo ? grid_hi : grid_lo;
+    const int64_t grid_hi = (int64_t)nbx_hi * g.S, grid_lo = (int64_t)nbx_lo * s_lo, grid_t = grid_hi > grid_lo ? grid_hi : grid_lo;
     const int64_t lo_cap = sms > nbx_lo ? sms : nbx_lo;
-    g.lo_blocks = (int)(lo_cap < grid ? lo_cap : grid);
+    g.lo_blocks = (int)(lo_cap < grid_t ? lo_cap : grid_t); /* the tiled modes as without the warp path */
+    /* the warp path's splits: ceil(min(warp, capacity) / AD_WKEYS) blocks a head (<= S) */
+    const int64_t wdeep = a->ctx > 0 && a->ctx < g.warp ? a->ctx : g.warp, grid_w = (int64_t)nbx_lo * ((wdeep + AD_WKEYS - 1) / AD_WKEYS);
+    const int64_t grid = grid_t > grid_w ? grid_t : grid_w;
     const ad_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
     cu_launch_smem(k_attn_dec, dim3((unsigned)grid), AD_THREADS, (size_t)smem, (cudaStream_t)s, dst, q, k, v, pos, g, rp, scratch, counters,
                    (blk_q8_1 *)a->xq);
