@@ -487,10 +487,10 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
         const int es = a.f16 ? 2 : 4;
         const int64_t h0w = (int64_t)kvh * G + g0_lo, jw = (int64_t)spw * AD_WKEYS;
         const int nkw = (int)(n - jw < AD_WKEYS ? n - jw : AD_WKEYS);
-        float *pkw = part + (int64_t)bxw * a.S * (4 + D); /* the hpb 1 partial layout: (m, l, pad, acc[D]) a split */
+        float *pkw = naw > 1 ? part + (int64_t)bxw * a.S * (4 + D) : NULL; /* the hpb 1 partial layout: (m, l, pad, acc[D]) a split */
         ad_warp_head(dst, xq, (const unsigned char *)kc + head_el * es, (const unsigned char *)vc + head_el * es, a.Dkv * es,
                      in_smem ? sk + soff * a.ks : NULL, in_smem ? sv + soff * a.ks : NULL, (float *)sk, sq, lo + jw, nkw, h0w,
-                     naw > 1 ? pkw + (int64_t)spw * (4 + D) : NULL, a);
+                     pkw ? pkw + (int64_t)spw * (4 + D) : NULL, a);
         if (naw == 1) return;
         __threadfence();
         __syncthreads();
