@@ -61,6 +61,7 @@ void exec_cuda_host_free(exec_cuda *cx, void *p) { (void)cx, (void)p; }
 void exec_cuda_set_profile(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) { (void)cx, (void)v; }
 void exec_cuda_set_attn_hpb(exec_cuda *cx, int hpb) { (void)cx, (void)hpb; }
+void exec_cuda_set_attn_warp(exec_cuda *cx, int depth) { (void)cx, (void)depth; }
 void exec_cuda_set_mmvq_variant(int v) { (void)v; }
 void exec_cuda_set_mma_small(int mode) { (void)mode; }
 void exec_cuda_set_mma_small_tmax(int64_t t) { (void)t; }
@@ -143,6 +144,7 @@ struct exec_cuda {
                            * at most mul * SMs / kv heads splits per kv head */
     int attn_kmin;        /* variant 4: fewest keys per split (env SB_CUDA_ATTN_KMIN, default CU_ATT_DEC_KMIN) */
     int attn_hpb;         /* variant 4: query heads per block (env SB_CUDA_ATTN_HPB; 0 = auto: 1 at small depth, G deeper) */
+    int attn_warp;        /* variant 4: the warp path up to this depth (env SB_CUDA_ATTN_WARP; 0 = off) */
     exec_cuda_stats st;
     /* profile: device ms and kernel launches per family, runs profiled */
     double prof_ms[PROF_FAMILIES];
@@ -188,6 +190,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->attn_kmin = akm && atoi(akm) > 0 ? atoi(akm) : CU_ATT_DEC_KMIN;
     const char *ahp = getenv("SB_CUDA_ATTN_HPB");
     cx->attn_hpb = ahp && atoi(ahp) > 0 ? atoi(ahp) : 0;
+    const char *awp = getenv("SB_CUDA_ATTN_WARP"); /* variant 4's warp path up to this depth (k_attn_decode.cu) */
+    cx->attn_warp = awp && atoi(awp) > 0 ? atoi(awp) : 0;
     const char *aex = getenv("SB_CUDA_ATTN_EXP"); /* variant 4 timing experiments (k_attn_decode.cu; 1..4 give wrong results) */
     cu_attn_decode_set_exp(aex ? atoi(aex) : 0);
     const char *fe = getenv("SB_CUDA_FUSE");
@@ -328,6 +332,13 @@ void exec_cuda_set_attn_hpb(exec_cuda *cx, int hpb) {
     cu_stream_sync(cx->s); /* the scratch size follows it: plans rebuilt, captured graphs dropped */
     for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]); /* rebuilt (without re-uploads) on their next run */
     cx->attn_hpb = hpb;
+}
+void exec_cuda_set_attn_warp(exec_cuda *cx, int depth) {
+    depth = depth > 0 ? depth : 0;
+    if (depth == cx->attn_warp) return;
+    cu_stream_sync(cx->s); /* captured graphs hold the old kernel arguments: plans rebuilt */
+    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]); /* rebuilt (without re-uploads) on their next run */
+    cx->attn_warp = depth;
 }
 
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) {
@@ -534,7 +545,7 @@ static cu_attn_args attn_args(const exec_cuda *cx, const plan *p, const ir_node 
     return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .T = q->ne[2], .ctype = k->dtype, .scale = n->fp[0],
                           .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n),
                           .variant = cx->attn_variant == 1 ? 1 : cx->attn_variant == 4 ? 4 : 2, .kmin = cx->attn_kmin,
-                          .hpb = cx->attn_hpb, .ctx = k->ne[1]};
+                          .hpb = cx->attn_hpb, .ctx = k->ne[1], .warp = cx->attn_warp};
 }
 
 /* SB_CUDA_SKIP's filter: node n's kernels are left out of the step */

@@ -84,6 +84,12 @@ void exec_cuda_set_attn_variant(exec_cuda *cx, int v);
  * while those blocks fit one per SM (small depth), all G = Hq/Hkv of a kv head deeper; n > 0
  * forces min(n, G) at every depth; env SB_CUDA_ATTN_HPB=n. Rebuilds plans, drops captured graphs. */
 void exec_cuda_set_attn_hpb(exec_cuda *cx, int hpb);
+/* Variant 4's warp path (k_attn_decode.cu): at depths (keys in the window) <= depth one block a
+ * query head, warps over 32-key chunks with lanes over keys and shuffles, K/V rows read straight
+ * into registers (or from the keys loaded before pos is read) — no tiles, 2-3 barriers; 0 (default)
+ * off; needs one query head a block (heads per block auto or 1, else off). Env SB_CUDA_ATTN_WARP=n.
+ * Rebuilds plans, drops captured graphs. */
+void exec_cuda_set_attn_warp(exec_cuda *cx, int depth);
 
 /* Token-tile GEMV variant for T > 8 (process-wide; backend/cuda/k_mmvq.cu): 4 (default: the int8
  * tensor-core GEMM, k_mma.cu, on sm_80+ devices, else 3), 3 (shared-memory tiled dp4a GEMM), 1

@@ -38,6 +38,7 @@ typedef struct binds {
 static uint64_t seed = 0x5B0C0DA;
 static int attn_variant = 1; /* k_attention.cu variant the CUDA runs use */
 static int attn_hpb = 0;     /* variant 4's query heads per block (exec_cuda_set_attn_hpb; 0 = auto) */
+static int attn_warp = 0;    /* variant 4's warp path up to this depth (exec_cuda_set_attn_warp; 0 = off) */
 #define AD_TEST_GMAX 8       /* forced heads per block of 8 = G for every G variant 4 takes (min(n, G)) */
 static bool fuse_on = false;  /* executor-level fusions (the default is on; tests opt in) */
 static int32_t last_kernels;  /* kernels the last CUDA run launched */
@@ -110,6 +111,7 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     exec_cuda_set_poison(cx, true);
     exec_cuda_set_attn_variant(cx, attn_variant);
     exec_cuda_set_attn_hpb(cx, attn_hpb);
+    exec_cuda_set_attn_warp(cx, attn_warp);
     exec_cuda_set_fuse(cx, fuse_on);
     exec_cuda_set_fuse_ropek(cx, fuse_on && ropek_on);
     exec_cuda_set_fuse_pro(cx, !fuse_on ? 0 : pro_on ? pro_mode : 0);
@@ -623,11 +625,17 @@ static void test_attention(void) {
  * as it loads it (k_attn's rope_pair) and the ROPE kernel is skipped */
 static void test_rope_attention(void) {
     const int64_t Hq = 4, Hkv = 2, C = 200, D = 64, Dkv = D * Hkv;
-    struct { int64_t T, p0; int mode, n_rot, variant, hpb; } cs[] = { /* hpb: variant 4's heads per block (0 auto: 1 at these depths) */
-        {1, 150, IR_ROPE_NEOX, 64, 2, 0},    {1, 3, IR_ROPE_NORMAL, 64, 1, 0},   {5, 40, IR_ROPE_NEOX, 32, 2, 0},    {1, 199, IR_ROPE_NEOX, 64, 1, 0},
-        {1, 120, IR_ROPE_NEOX, 64, 2, 0},    {6, 30, IR_ROPE_NEOX, 64, 2, 0},    {1, 130, IR_ROPE_NEOX, 64, 4, 0},   {1, 3, IR_ROPE_NORMAL, 32, 4, 0},
-        {1, 0, IR_ROPE_NORMAL, 64, 4, 0},    {1, 199, IR_ROPE_NEOX, 64, 4, 0},   {1, 199, IR_ROPE_NORMAL, 48, 4, 0}, {1, 60, IR_ROPE_NEOX, 64, 4, 0},
-        {1, 130, IR_ROPE_NEOX, 64, 4, 2}, {1, 3, IR_ROPE_NORMAL, 32, 4, 2}, {1, 0, IR_ROPE_NEOX, 64, 4, 2}, {1, 199, IR_ROPE_NORMAL, 48, 4, 2},
+    /* hpb: variant 4's heads per block (0 auto: 1 at these depths); warp: its warp path up to that depth
+     * (SB_CUDA_ATTN_WARP; 0 off): one warp (depth <= 32), the keys loaded before pos is read (depth
+     * <= 64), several warps from global rows, and too deep for it (the tiled path) */
+    struct { int64_t T, p0; int mode, n_rot, variant, hpb, warp; } cs[] = {
+        {1, 150, IR_ROPE_NEOX, 64, 2, 0, 0},    {1, 3, IR_ROPE_NORMAL, 64, 1, 0, 0},   {5, 40, IR_ROPE_NEOX, 32, 2, 0, 0},    {1, 199, IR_ROPE_NEOX, 64, 1, 0, 0},
+        {1, 120, IR_ROPE_NEOX, 64, 2, 0, 0},    {6, 30, IR_ROPE_NEOX, 64, 2, 0, 0},    {1, 130, IR_ROPE_NEOX, 64, 4, 0, 0},   {1, 3, IR_ROPE_NORMAL, 32, 4, 0, 0},
+        {1, 0, IR_ROPE_NORMAL, 64, 4, 0, 0},    {1, 199, IR_ROPE_NEOX, 64, 4, 0, 0},   {1, 199, IR_ROPE_NORMAL, 48, 4, 0, 0}, {1, 60, IR_ROPE_NEOX, 64, 4, 0, 0},
+        {1, 130, IR_ROPE_NEOX, 64, 4, 2, 0}, {1, 3, IR_ROPE_NORMAL, 32, 4, 2, 0}, {1, 0, IR_ROPE_NEOX, 64, 4, 2, 0}, {1, 199, IR_ROPE_NORMAL, 48, 4, 2, 0},
+        {1, 60, IR_ROPE_NEOX, 64, 4, 0, 64}, {1, 3, IR_ROPE_NORMAL, 32, 4, 0, 256}, {1, 0, IR_ROPE_NEOX, 64, 4, 0, 32},
+        {1, 130, IR_ROPE_NEOX, 64, 4, 0, 256}, {1, 199, IR_ROPE_NORMAL, 48, 4, 0, 1024}, {1, 199, IR_ROPE_NEOX, 64, 4, 0, 64},
+        {1, 31, IR_ROPE_NORMAL, 64, 4, 0, 1024}, {1, 40, IR_ROPE_NEOX, 64, 4, 0, 1024},
     };
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int64_t T = cs[k].T;
@@ -656,15 +664,18 @@ static void test_rope_attention(void) {
         if (gemv) att = ir_matmul(g, ir_input_weight(g, "wo", SB_TYPE_Q8_0, (int64_t[4]){D * Hq, NO, 1, 1}), att);
         ir_output(g, att, "y");
         binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0", "wo"}, .data = {q, kn, vn, kc, vc, woq}, .n = 6, .pos = pos};
-        char label[96];
-        snprintf(label, sizeof label, "rope(q)+attention v%d%s %s n_rot %d T=%lld p0=%lld%s", cs[k].variant, cs[k].hpb ? " hpb 2" : "",
+        char label[112], wl[24] = "";
+        if (cs[k].warp) snprintf(wl, sizeof wl, " warp %d", cs[k].warp);
+        snprintf(label, sizeof label, "rope(q)+attention v%d%s%s %s n_rot %d T=%lld p0=%lld%s", cs[k].variant, cs[k].hpb ? " hpb 2" : "", wl,
                  cs[k].mode == IR_ROPE_NEOX ? "neox" : "normal", cs[k].n_rot, (long long)T, (long long)cs[k].p0, gemv ? " -> q8_0" : "");
         attn_variant = cs[k].variant;
         attn_hpb = cs[k].hpb;
+        attn_warp = cs[k].warp;
         expect_fused(g, &b, label, gemv ? 5e-4 : 1e-9, gemv ? 2 : 1);
         free(wo), free(woq);
         attn_variant = 1;
         attn_hpb = 0;
+        attn_warp = 0;
         ir_graph_free(g);
         free(q), free(kn), free(vn), free(kc), free(vc);
     }
@@ -814,7 +825,7 @@ static void expect_steps(ir_graph *g, binds *b, const int32_t *ps, int nsteps, d
         exec_cuda_set_poison(cx, true);
         exec_cuda_set_attn_variant(cx, attn_variant);
         exec_cuda_set_attn_hpb(cx, attn_hpb);
-    exec_cuda_set_attn_hpb(cx, attn_hpb);
+        exec_cuda_set_attn_warp(cx, attn_warp);
         exec_cuda_set_fuse(cx, fuse_on);
         n = ir_nelem(&pc->g->nodes[pc->outputs[0].node]);
         yc = malloc((size_t)n * 4);
@@ -896,16 +907,25 @@ static void test_decode_attention_v4(void) {
         binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0"}, .data = {q, kn, vn, kc, vc}, .n = 5, .pos = pos};
         /* heads per block: auto, 1, 3 and G (8 = min(8, G)); a forced value equal to an earlier one
          * is skipped. The same data each time: the reference's kv_store rewrites the same rows. */
-        const int hpbs[] = {0, 1, 3, AD_TEST_GMAX};
-        for (int hi = 0; hi < 4; hi++) {
+        /* then the warp path (SB_CUDA_ATTN_WARP): up to depth 1024 (every depth here but 4100 and window
+         * 300 at 4100: one warp, warps over chunks, the keys loaded before pos is read, a window's
+         * global rows; past 256 keys splits of 256 merged by the last block, 2..3 of them), up to 32
+         * (one warp; deeper steps tiled: mode changes on one executor), with 3 heads a block (warp
+         * path off: tiled), and at every depth (clamped to 256 x the splits: depth 4100 in 17
+         * splits; a last split of <= 32 keys: one warp's partial) */
+        const int hpbs[] = {0, 1, 3, AD_TEST_GMAX, 0, 0, 3, 0};
+        const int warps[] = {0, 0, 0, 0, 1024, 32, 1024, 1 << 20};
+        for (int hi = 0; hi < 8; hi++) {
             const int G = (int)(Hq / Hkv), h = hpbs[hi] < G ? hpbs[hi] : G;
-            if ((hi == 2 && (h == 1 || h == G)) || (hi == 3 && G == 1)) continue;
+            if ((hi == 2 && (h == 1 || h == G)) || (hi == 3 && G == 1) || (hi == 6 && (h == 1 || h == G))) continue;
             attn_hpb = hpbs[hi];
-            char label[128];
-            snprintf(label, sizeof label, "decode attention v4 hpb %d %s D=%lld %lld/%lld C=%lld w=%d cap=%g", attn_hpb,
+            attn_warp = warps[hi];
+            char label[144];
+            snprintf(label, sizeof label, "decode attention v4 hpb %d warp %d %s D=%lld %lld/%lld C=%lld w=%d cap=%g", attn_hpb, attn_warp,
                      ir_dtype_name(cs[k].ctype), (long long)D, (long long)Hq, (long long)Hkv, (long long)C, cs[k].window, cs[k].softcap);
             expect_steps(g, &b, cs[k].ps, cs[k].nps, 1e-9, label);
         }
+        attn_warp = 0;
         ir_graph_free(g);
         free(q), free(kn), free(vn), free(kf), free(vf), free(kc), free(vc);
     }

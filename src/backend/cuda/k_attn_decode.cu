@@ -49,14 +49,36 @@
  * -> atomic -> m, l -> acc (5 batches of 8 loads for 33 splits a thread: Rm 2) -> out = ~7 round
  * trips, 5 of them L2. Predicted ~2-2.5 µs a call at depth <= 64 (v3 9.9 µs measured) and ~4-5 µs at
  * depth 4096.
+ * Warp path (SB_CUDA_ATTN_WARP=n, cu_attn_args.warp; off by default; only with hpb_lo 1): at depths
+ * n <= warp (checked on the device after pos is read, so one captured graph still serves every step)
+ * the blocks of lo mode's split 0 (one query head each) skip the tiles: q to shared memory and
+ * rotated, one barrier (the speculative rows landed too), then warp w < nw = min(8, ceil(n/32))
+ * takes 32-key chunks w, w + nw, ...: lane = key, its whole K row in registers (8 16-byte loads in
+ * flight; from the speculative rows in shared memory when they are the keys: window-free n <= spec)
+ * with its V row prefetched into L1, score, warp max / sum by shuffles, online softmax over its
+ * chunks; P.V lane = dims lane + 32 i, key k's probability broadcast by a shuffle. One warp (n <=
+ * 32): it writes out and the q8_1 blocks from registers (no more barriers); more: (m, l, acc[D]) a
+ * warp into the tile region, a barrier, thread d merges dim d. Past AD_WKEYS (256) keys: splits of
+ * 256 keys (a chunk a warp; block L = head block + nbx_lo * split as lo mode, at most S splits: warp
+ * is clamped to 256 * S, and the grid holds Hq * ceil(min(warp, capacity) / 256) blocks), each
+ * writing the hpb-1 partial (m, l, pad, acc[D]) to scratch, threadfence, the head block's counter;
+ * the last merges (ad_warp_merge: m, l in one round trip, 256 / D threads a dim over the splits).
+ * Depth 4096 (Qwen): 14 x 17 blocks (2 a SM), pos -> K rows (HBM/L2; V prefetched to L1) -> block
+ * merge -> partial + fence -> atomic -> m, l -> acc (5 loads a thread) -> out: ~6 round trips, K/V
+ * read 7 times from L2 (14 MB). Chain at depth <= 64 (Qwen, F16):
+ * pos + q + K/V rows (one round trip, as the tiled path) -> RoPE -> 1 barrier (2-3 with 33..64
+ * keys) -> 2 x 8 shared loads + 64 FMAs (score) -> 10 shuffles, 1 expf -> 32 x (shuffle + 2
+ * shared loads + 2 FMAs) (P.V) -> store (+ 2 shuffle reductions for q8_1); vs the tiled path's ~8
+ * barriers, scores through shared memory, a softmax warp, 4 key groups summed through shared memory.
  * Timing experiments (SB_CUDA_ATTN_EXP, cu_attn_decode_set_exp; results are WRONG for 1..4, for
  * bisecting where the time goes on the GPU only): 1 q copied without its RoPE, 2 no scores and no
  * softmax (p = 1 for every key), 3 no P.V (acc stays 0), 4 return right after the PDL wait (no
- * loads, nothing written).
+ * loads, nothing written); 2 and 3 do not apply to the warp path (1 and 4 do).
  * Requires: G <= 8, D <= 256, F32 or F16 cache, S <= 256, counters for every head block
  * (cu_attention falls back to variant 2 without them).
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c: attention, rope+attention, the
- * Q/K/V block and the decode-depth cases for variant 4, with heads per block auto, 1, 3 and G).
+ * Q/K/V block and the decode-depth cases for variant 4, with heads per block auto, 1, 3 and G; the
+ * warp path up to depth 1024 and 32, and on with 3 heads a block (where it is off)).
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/common.cuh"
@@ -71,6 +93,8 @@
 #define AD_TKMAX 128                            /* keys per shared-memory tile */
 #define AD_SMAX 256                             /* grid splits */
 #define AD_SMEM (48 * 1024 - 64)                /* dynamic shared memory (the default limit, less the static `last`) */
+#define AD_WDIMS (AD_DMAX / 32)                 /* the warp path's output dims a lane: lane + 32 i */
+#define AD_WKEYS (AD_WARPS * 32)                /* the warp path's keys a split (a 32-key chunk a warp) */
 
 typedef struct ad_rope {
     const float *ff;
@@ -87,6 +111,7 @@ typedef struct ad_args {
     int lo_blocks;          /* lo mode while its active blocks Hkv * ceil(G / hpb_lo) * na <= lo_blocks */
     int spec;               /* keys of the first tile loaded before pos is read (blocks that are split 0; 0: none) */
     int exp;                /* timing experiment (SB_CUDA_ATTN_EXP, the header), 0 = none */
+    int warp;               /* the warp path at depths n <= warp (0: off; only with hpb_lo 1) */
     int64_t Dkv;            /* cache row length (elements) */
     float scale, softcap;
 } ad_args;
@@ -230,6 +255,191 @@ static __device__ __forceinline__ void ad_q_to_shared(float *sq, const float *qr
     }
 }
 
+// ---- the warp path (a.warp: depth n <= a.warp, one query head a block) ----
+
+static __device__ __forceinline__ void ad_prefetch_l1(const unsigned char *g) {
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(g));
+}
+
+/* q . row for one whole row (no parts), the row in global or shared memory (generic loads), up to
+ * 8 16-byte loads in flight (unrolled: a global row is one round trip, not one per chunk) */
+static __device__ __forceinline__ float ad_row_dot(const float *q, const unsigned char *row, const ad_args &a) {
+    float s0 = 0.0f, s1 = 0.0f;
+    if (a.vec && a.f16) {
+        const uint4 *r = (const uint4 *)row;
+#pragma unroll 8
+        for (int c = 0; c < a.D / 8; c++) {
+            const uint4 u = r[c];
+            const float *qq = q + 8 * c;
+            s0 += qq[0] * ad_lo(u.x) + qq[1] * ad_hi(u.x) + qq[2] * ad_lo(u.y) + qq[3] * ad_hi(u.y);
+            s1 += qq[4] * ad_lo(u.z) + qq[5] * ad_hi(u.z) + qq[6] * ad_lo(u.w) + qq[7] * ad_hi(u.w);
+        }
+    } else if (a.vec) {
+        const float4 *r = (const float4 *)row, *qq = (const float4 *)q;
+#pragma unroll 8
+        for (int c = 0; c < a.D / 4; c++) {
+            const float4 u = r[c], x = qq[c];
+            s0 += x.x * u.x + x.y * u.y;
+            s1 += x.z * u.z + x.w * u.w;
+        }
+    } else if (a.f16) {
+#pragma unroll 8
+        for (int d = 0; d < a.D; d++) s0 += q[d] * cu_h2f(((const uint16_t *)row)[d]);
+    } else {
+#pragma unroll 8
+        for (int d = 0; d < a.D; d++) s0 += q[d] * ((const float *)row)[d];
+    }
+    return s0 + s1;
+}
+
+static __device__ __forceinline__ float ad_row_at(const unsigned char *row, int d, int f16) {
+    return f16 ? cu_h2f(((const uint16_t *)row)[d]) : ((const float *)row)[d];
+}
+
+/* out for one query head (h0) of kv head rows kg/vg (global, at the head's first element, rows
+ * `stride` bytes apart, keys lo..lo+n-1) or, when sk (not NULL), of shared rows sk/sv (a.ks bytes
+ * apart, key i at row i; keys 0..n-1). Warp w < nw = min(8, ceil(n/32)) takes 32-key chunks w, w +
+ * nw, ...: lane = key; its K row is read whole (one round trip; its V row prefetched into L1 at the
+ * same time), the score, the chunk's max and sum by shuffles, online softmax across its chunks;
+ * P.V with lane = dims lane + 32 i, the probability of key k broadcast by a shuffle (V rows: L1 or
+ * shared hits). One warp: it writes out (and the q8_1 blocks: dims 32 i.. a warp) itself; more:
+ * (m, l, acc[D]) a warp to shared memory `wp` (the tile region: after a barrier when the keys are
+ * there), one barrier, thread d < D merges dim d over the warps (the same factors exp(m_w - M) in
+ * every thread) and writes it, warp i the q8_1 block i. sq: the rotated q in shared memory (the
+ * caller's barrier passed). */
+static __device__ __forceinline__ void ad_warp_head(float *dst, blk_q8_1 *xq, const unsigned char *kg, const unsigned char *vg, int64_t stride,
+                                                    const unsigned char *sk, const unsigned char *sv, float *wp, const float *sq, int64_t lo,
+                                                    int n, int64_t h0, float *pp, const ad_args &a) {
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, D = a.D;
+    const int nch = (n + 31) / 32, nw = nch < AD_WARPS ? nch : AD_WARPS; /* block-uniform */
+    const int rb = D * (a.f16 ? 2 : 4);
+    float m = -INFINITY, l = 0.0f, acc[AD_WDIMS];
+#pragma unroll
+    for (int i = 0; i < AD_WDIMS; i++) acc[i] = 0.0f;
+    if (w < nw) {
+        for (int c = w; c < nch; c += nw) { /* warp-uniform bounds (the shuffles need whole warps) */
+            const int k0 = c * 32, nk = n - k0 < 32 ? n - k0 : 32;
+            const bool valid = lane < nk;
+            float s = -INFINITY;
+            if (valid) {
+                const unsigned char *kr = sk ? sk + (k0 + lane) * a.ks : kg + (lo + k0 + lane) * stride;
+                if (!sk)
+                    for (int o = 0; o < rb; o += 128) ad_prefetch_l1(vg + (lo + k0 + lane) * stride + o); /* lines of this key's V row */
+                s = ad_row_dot(sq, kr, a) * a.scale;
+                if (a.softcap > 0.0f) s = tanhf(s / a.softcap) * a.softcap;
+            }
+            const float mn = fmaxf(m, warp_max(s)); /* finite: lane 0's key is valid */
+            const float e = valid ? expf(s - mn) : 0.0f, cf = expf(m - mn); /* the first chunk: exp(-inf) = 0 rescales the zeros */
+            l = l * cf + warp_sum(e);
+            m = mn;
+#pragma unroll
+            for (int i = 0; i < AD_WDIMS; i++) acc[i] *= cf;
+#pragma unroll 8
+            for (int k = 0; k < nk; k++) {
+                const float pk = __shfl_sync(0xffffffffu, e, k);
+                const unsigned char *vr = sk ? sv + (k0 + k) * a.ks : vg + (lo + k0 + k) * stride;
+#pragma unroll
+                for (int i = 0; i < AD_WDIMS; i++)
+                    if (lane + 32 * i < D) acc[i] += pk * ad_row_at(vr, lane + 32 * i, a.f16);
+            }
+        }
+    }
+    if (nw == 1 && pp) { /* a split's partial (m, l, pad, acc[D]) straight from warp 0's registers */
+        if (w == 0) {
+            if (lane == 0) pp[0] = m, pp[1] = l;
+#pragma unroll
+            for (int i = 0; i < AD_WDIMS; i++)
+                if (lane + 32 * i < D) pp[4 + lane + 32 * i] = acc[i];
+        }
+        return;
+    }
+    if (nw == 1) { /* warp 0 holds every key: out = acc / l, straight from registers */
+        if (w == 0) {
+            const float linv = 1.0f / l;
+#pragma unroll
+            for (int i = 0; i < AD_WDIMS; i++) {
+                const int d = lane + 32 * i;
+                if (32 * i >= D) break; /* warp-uniform */
+                const float v = acc[i] * linv;
+                if (d < D) dst[h0 * D + d] = v;
+                if (xq) q8_1_store(xq + (h0 * D + 32 * i) / 32, v, lane); /* D % 32 == 0 with xq: every lane's d < D */
+            }
+        }
+        return;
+    }
+    if (sk) __syncthreads(); /* every warp is done with the shared rows `wp` may overlap */
+    float *wm = wp, *wl = wp + AD_WARPS, *wa = wp + 2 * AD_WARPS;
+    if (w < nw) {
+        if (lane == 0) wm[w] = m, wl[w] = l;
+#pragma unroll
+        for (int i = 0; i < AD_WDIMS; i++)
+            if (lane + 32 * i < D) wa[w * D + lane + 32 * i] = acc[i];
+    }
+    __syncthreads();
+    if (w * 32 < D) { /* whole warps: the q8_1 stores need them */
+        float M = -INFINITY;
+        for (int v = 0; v < nw; v++) M = fmaxf(M, wm[v]);
+        float Ls = 0.0f, o = 0.0f;
+        for (int v = 0; v < nw; v++) {
+            const float f = expf(wm[v] - M);
+            Ls += wl[v] * f;
+            if (tid < D) o += wa[v * D + tid] * f;
+        }
+        if (pp) { /* a split's partial: (M, L, pad, the unnormalised sums) */
+            if (tid == 0) pp[0] = M, pp[1] = Ls;
+            if (tid < D) pp[4 + tid] = o;
+            return;
+        }
+        o *= 1.0f / Ls;
+        if (tid < D) dst[h0 * D + tid] = o;
+        if (xq) q8_1_store(xq + (h0 * D + tid) / 32, o, lane);
+    }
+}
+
+/* the last-arriving split block of head h0 (one query head a block) merges the na partials pk[s *
+ * (4 + D)] = (m, l, pad, acc[D]) into out (and its q8_1 blocks): m and l of every split into
+ * shared memory (one round trip), warp 0 the factors exp(m_s - M) and 1/L, then R = 256 / D
+ * threads a dim each summing every R-th split's acc * factor (8 loads in flight), the R sums added;
+ * `sm`: >= 2 * na + 4 + 256 floats of shared memory; resets the counter */
+static __device__ __forceinline__ void ad_warp_merge(float *dst, blk_q8_1 *xq, const float *pk, int na, float *sm, unsigned *cnt, int64_t h0,
+                                                     const ad_args &a) {
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, D = a.D, PS = 4 + D;
+    float *sf = sm, *sl = sm + na, *linv = sl + na, *red = linv + 4;
+    for (int s = tid; s < na; s += AD_THREADS) sf[s] = __ldcg(pk + (int64_t)s * PS), sl[s] = __ldcg(pk + (int64_t)s * PS + 1);
+    __syncthreads();
+    if (w == 0) {
+        float M = -INFINITY;
+        for (int s = lane; s < na; s += 32) M = fmaxf(M, sf[s]);
+        M = warp_max(M);
+        float Ls = 0.0f;
+        for (int s = lane; s < na; s += 32) {
+            const float f = expf(sf[s] - M); /* every split holds a key: m finite */
+            Ls += sl[s] * f;
+            sf[s] = f;
+        }
+        Ls = warp_sum(Ls);
+        if (lane == 0) linv[0] = 1.0f / Ls;
+    }
+    __syncthreads();
+    const int R = AD_THREADS / D, r = tid / D, d = tid - r * D; /* D <= 256: R >= 1 */
+    if (r < R) {
+        float sum = 0.0f;
+#pragma unroll 8
+        for (int s = r; s < na; s += R) sum += __ldcg(pk + (int64_t)s * PS + 4 + d) * sf[s];
+        red[r * D + d] = sum;
+    }
+    __syncthreads();
+    if (w * 32 < D) { /* whole warps: the q8_1 stores need them */
+        float o = 0.0f;
+        if (tid < D)
+            for (int q = 0; q < R; q++) o += red[q * D + tid];
+        o *= linv[0];
+        if (tid < D) dst[h0 * D + tid] = o;
+        if (xq) q8_1_store(xq + (h0 * D + tid) / 32, o, lane);
+    }
+    if (tid == 0) cnt[0] = 0; /* ready for the next attention */
+}
+
 __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos,
                                                          ad_args a, ad_rope rp, float *part, unsigned *cnt, blk_q8_1 *xq) {
     CU_PDL_ENTRY();
@@ -264,6 +474,33 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
     const int64_t p = pos[0];
     const int64_t lo = (a.window > 0 && p - a.window + 1 > 0) ? p - a.window + 1 : 0;
     const int64_t n = p - lo + 1;
+    if (n <= a.warp) { /* the warp path: lo mode's blocks, one query head each (hpb_lo 1: the host), AD_WKEYS keys a split */
+        const int naw = (int)((n + AD_WKEYS - 1) / AD_WKEYS), spw = L / nbx_lo, bxw = L - spw * nbx_lo; /* naw <= S: the host */
+        if (spw >= naw) {
+            if (spec) ad_wait<0>();
+            return;
+        }
+        ad_q_to_shared(sq, qr, D, 1, (int32_t)p, rp, a);
+        if (spec) ad_wait<0>(); /* the speculative rows landed: read below when they are the keys, overwritten by the merge otherwise */
+        __syncthreads();
+        const bool in_smem = spec && lo == 0 && n <= a.spec; /* keys 0..n-1 are the speculative rows (naw 1) */
+        const int es = a.f16 ? 2 : 4;
+        const int64_t h0w = (int64_t)kvh * G + g0_lo, jw = (int64_t)spw * AD_WKEYS;
+        const int nkw = (int)(n - jw < AD_WKEYS ? n - jw : AD_WKEYS);
+        float *pkw = naw > 1 ? part + (int64_t)bxw * a.S * (4 + D) : NULL; /* the hpb 1 partial layout: (m, l, pad, acc[D]) a split */
+        ad_warp_head(dst, xq, (const unsigned char *)kc + head_el * es, (const unsigned char *)vc + head_el * es, a.Dkv * es,
+                     in_smem ? sk + soff * a.ks : NULL, in_smem ? sv + soff * a.ks : NULL, (float *)sk, sq, lo + jw, nkw, h0w,
+                     pkw ? pkw + (int64_t)spw * (4 + D) : NULL, a);
+        if (naw == 1) return;
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) last = atomicAdd(&cnt[bxw], 1u) == (unsigned)naw - 1;
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+        ad_warp_merge(dst, xq, pkw, naw, (float *)sk, cnt + bxw, h0w, a);
+        return;
+    }
     int64_t kps = (n + a.S - 1) / a.S;
     if (kps < a.kmin) kps = a.kmin;
     const int na = (int)((n + kps - 1) / kps);
@@ -408,6 +645,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
      * acc floats, each summing every Rm-th split's acc * f (16-byte L2 loads, 8 in flight), and the
      * Rm partial sums of each float added up */
     float *sf = (float *)sk, *sl = sf + na * Gb, *linv = sl + na * Gb, *red = sf + ((2 * na * Gb + Gb + 3) & ~3); /* red 16-byte aligned */
+#pragma unroll 4 /* the loads of every pass in flight (hi mode at depth 4096: 65 x 7 pairs, 2 passes a thread) */
     for (int i = tid; i < na * Gb; i += AD_THREADS) {
         const int s = i / Gb, g = i - s * Gb;
         sf[i] = __ldcg(pk + (int64_t)s * PS + g);
@@ -540,10 +778,17 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
     g.scale = a->scale;
     g.softcap = a->softcap;
     g.exp = ad_exp;
+    /* the warp path: up to AD_WKEYS keys one block a query head; deeper, splits of AD_WKEYS keys (at
+     * most S: the scratch and counters of lo mode) merged by the last one */
+    const int64_t wcap = (int64_t)AD_WKEYS * g.S;
+    g.warp = a->warp > 0 && g.hpb_lo == 1 ? (int)(a->warp < wcap ? a->warp : wcap) : 0;
     /* the tile region also holds the merge (m, l [S*hp], 1/L [hp], Rm partial sums of hp*D floats,
      * Rm*hp*D <= max(4*AD_THREADS, hp*D)) and the key groups' sums (AD_THREADS floats) */
     const int GD = g.hp * g.D, red = GD > 4 * AD_THREADS ? GD : 4 * AD_THREADS;
-    const int merge_bytes = g.S > 1 ? (2 * g.S * g.hp + g.hp + red) * 4 + 16 : AD_THREADS * 4;
+    const int merge_bytes0 = g.S > 1 ? (2 * g.S * g.hp + g.hp + red) * 4 + 16 : AD_THREADS * 4;
+    const int wm1 = 2 * AD_WARPS + AD_WARPS * g.D, wm2 = 2 * g.S + 4 + AD_THREADS; /* the warp path's (m, l, acc[D]) a warp; its merge */
+    const int warp_bytes = g.warp ? (wm1 > wm2 ? wm1 : wm2) * 4 : 0;
+    const int merge_bytes = merge_bytes0 > warp_bytes ? merge_bytes0 : warp_bytes;
     int tk = AD_TKMAX, smem = 0;
     for (; tk >= 1; tk--) {
         const int tiles = 2 * tk * g.ks;
@@ -566,9 +811,12 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
     if (!ad_sms) ad_sms = cu_sm_count() > 0 ? cu_sm_count() : 1;
     const int sms = ad_sms;
     const int s_lo = sms / nbx_lo < 1 ? 1 : (sms / nbx_lo < g.S ? sms / nbx_lo : g.S);
-    const int64_t grid_hi = (int64_t)nbx_hi * g.S, grid_lo = (int64_t)nbx_lo * s_lo, grid = grid_hi > grid_lo ? grid_hi : grid_lo;
+    const int64_t grid_hi = (int64_t)nbx_hi * g.S, grid_lo = (int64_t)nbx_lo * s_lo, grid_t = grid_hi > grid_lo ? grid_hi : grid_lo;
     const int64_t lo_cap = sms > nbx_lo ? sms : nbx_lo;
-    g.lo_blocks = (int)(lo_cap < grid ? lo_cap : grid);
+    g.lo_blocks = (int)(lo_cap < grid_t ? lo_cap : grid_t); /* the tiled modes as without the warp path */
+    /* the warp path's splits: ceil(min(warp, capacity) / AD_WKEYS) blocks a head (<= S) */
+    const int64_t wdeep = a->ctx > 0 && a->ctx < g.warp ? a->ctx : g.warp, grid_w = (int64_t)nbx_lo * ((wdeep + AD_WKEYS - 1) / AD_WKEYS);
+    const int64_t grid = grid_t > grid_w ? grid_t : grid_w;
     const ad_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
     cu_launch_smem(k_attn_dec, dim3((unsigned)grid), AD_THREADS, (size_t)smem, (cudaStream_t)s, dst, q, k, v, pos, g, rp, scratch, counters,
                    (blk_q8_1 *)a->xq);

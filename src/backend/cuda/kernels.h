@@ -217,6 +217,9 @@ typedef struct cu_attn_args {
     int hpb;                  /* variant 4: query heads per block; 0 = auto (1 while those blocks fit one per SM, else
                                * all G = Hq/Hkv of a kv head); n > 0 forces min(n, G) at every depth */
     int64_t ctx;              /* variant 4: rows of the k/v caches (0 = unknown: no key loads before pos is read) */
+    int warp;                 /* variant 4: up to this depth (keys in the window) one block a query head with warps
+                               * over 32-key chunks, lanes over keys, shuffles, no tiles (k_attn_decode.cu's warp
+                               * path); 0 = off; only with one query head a block (hpb auto or 1) */
     /* Q's RoPE applied as q is loaded (executor fusion of the ROPE before the attention; the same
      * math as cu_rope, bit for bit): q_rot = 0 none, else q is the unrotated [D,Hq,T] */
     int q_rot, q_mode;
