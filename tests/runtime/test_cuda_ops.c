@@ -724,23 +724,23 @@ static void test_qkv_rope_block(void) {
         char label[96];
         snprintf(label, sizeof label, "Q/K/V+rope+attention v%d %s %s n_rot %d p=%d %s cache", attn_variant, ir_dtype_name(cs[k].wt),
                  cs[k].mode == IR_ROPE_NEOX ? "neox" : "normal", cs[k].n_rot, (int)cs[k].p, ir_dtype_name(ct));
-        /* 1e-3: the q8 activations of three GEMVs go through softmax (fresh inputs each run drew
-         * 5.8e-4 once on the H200 with exact attention; a wrong kernel gives O(1)) */
-        expect_fused(g, &b, label, 1e-3, 6); /* 3 biases, K's kv_store, V's kv_store, 2 GEMVs, Q's rope (at least 6) */
+        /* 3e-3: the q8 activations of three GEMVs go through softmax against an f32 reference (fresh
+         * inputs each run drew 1.5e-4 .. 1.0e-3 on the H200 with exact attention; a wrong kernel gives O(1)) */
+        expect_fused(g, &b, label, 3e-3, 6); /* 3 biases, K's kv_store, V's kv_store, 2 GEMVs, Q's rope (at least 6) */
         const int32_t kfused = last_kernels;
         fuse_on = ropek_on = true;
         char l2[128];
         snprintf(l2, sizeof l2, "%s (+rope(K) exp.)", label);
         const double e = run_both(g, &b, l2);
         fuse_on = ropek_on = false;
-        expect(e, 1e-3, l2);
+        expect(e, 3e-3, l2);
         printf("%-44s kernels %d -> %d\n", l2, (int)kfused, (int)last_kernels);
         CHECKF(last_kernels == kfused - 1, "%s: %d kernels (fused %d; expected one fewer)", l2, (int)last_kernels, (int)kfused);
         fuse_on = ropek_on = pro_on = true; /* and the norm's quantization as the Q/K/V launch's prologue */
         snprintf(l2, sizeof l2, "%s (+rope(K), norm prologue)", label);
         const double e2 = run_both(g, &b, l2);
         fuse_on = ropek_on = pro_on = false;
-        expect(e2, 1e-3, l2);
+        expect(e2, 3e-3, l2);
         printf("%-44s kernels %d -> %d\n", l2, (int)kfused, (int)last_kernels);
         CHECKF(last_kernels == kfused - 2, "%s: %d kernels (fused %d; expected two fewer)", l2, (int)last_kernels, (int)kfused);
         ir_graph_free(g);
@@ -763,7 +763,7 @@ static void test_mma_prefill(void) {
         {SB_TYPE_Q5_K, 4864, 45, 130, 2},  {SB_TYPE_Q6_K, 256, 4900, 520, 0}, {SB_TYPE_Q5_0, 256, 4100, 512, 1},
         {SB_TYPE_Q4_K, 256, 4160, 512, 2}, {SB_TYPE_Q5_0, 896, 600, 512, 0},
     };
-    exec_cuda_set_mma_small(0); /* the 128/64 x 64 tiles themselves (T <= 256 takes the small-T path by default) */
+    exec_cuda_set_mma_small(0); /* the 128/64 x 64 tiles themselves (T <= 512 takes the small-T path by default) */
     exec_cuda_set_mmvq_variant(4);
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int t = cs[k].t;
@@ -1007,7 +1007,7 @@ static void test_mma_small(void) {
         if (cs[k].q81) setenv("SB_CUDA_ACT", "q8_1", 1); /* K-quants on q8_1 activations (read by exec_cuda_target) */
         fuse_on = ep != 0;                               /* the add as the GEMM's epilogue */
         int32_t kern[3] = {0, 0, 0};
-        exec_cuda_set_mma_small_tmax(cs[k].tmax); /* 0: the default 256 */
+        exec_cuda_set_mma_small_tmax(cs[k].tmax); /* 0: the default 512 */
         for (int mode = 1; mode <= (N <= 136 || N == 3000 || cs[k].tmax ? 2 : 1); mode++) { /* k_mma_reduce on the cheaper cases */
             char label[112];
             snprintf(label, sizeof label, "MMA small/%d %s%s K=%lld N=%lld T=%lld%s", mode, ir_dtype_name(t), cs[k].q81 ? " q8_1" : "",
@@ -1027,7 +1027,7 @@ static void test_mma_small(void) {
         if (cs[k].q81) unsetenv("SB_CUDA_ACT");
         /* N <= 136: 1..15 tiles of 32 rows, K split on any GPU of >= 16 SMs, so mode 2 adds k_mma_reduce
          * (T above the limit: the same kernels) */
-        const int split_reduce = T <= (cs[k].tmax ? cs[k].tmax : 256);
+        const int split_reduce = T <= (cs[k].tmax ? cs[k].tmax : 512);
         if (N <= 136)
             CHECKF(kern[2] == kern[1] + split_reduce, "MMA small %s K=%lld N=%lld T=%lld: %d kernels with k_mma_reduce, %d without (expected %d more)",
                    ir_dtype_name(t), (long long)K, (long long)N, (long long)T, (int)kern[2], (int)kern[1], split_reduce);

@@ -331,8 +331,8 @@ static sb_status launch_mma(cudaStream_t s, float *dst, const uint8_t *w, uint64
     return cu_after_launch("k_mma");
 }
 
-/* ---- the small-T path (cu_matmul_mma_small; default mode 2 for T <= 256, SB_CUDA_MMA_SMALL) ----
- * For T <= mma_small_tmax (default 256: H200, Qwen2.5-0.5B Q4_K_M, mode 2 against the tiles
+/* ---- the small-T path (cu_matmul_mma_small; default mode 2 for T <= 512, SB_CUDA_MMA_SMALL) ----
+ * For T <= mma_small_tmax (default 512; with 256: H200, Qwen2.5-0.5B Q4_K_M, mode 2 against the tiles
  * above: pp64 27.7k vs 13.7k tok/s, pp128 44.8k vs 23.9k, pp256 56.7k vs 40.2k; first token
  * after a cached 512 + 64 new 3.14 vs 5.48 ms; mode 1's last-block reduction measured slower
  * than mode 2's separate k_mma_reduce) the tiles above leave
@@ -351,7 +351,7 @@ static sb_status launch_mma(cudaStream_t s, float *dst, const uint8_t *w, uint64
  * (was 14 of 38). Partials: split x T x N f32 (3 MB at most here, L2-resident), written once
  * and read once by the last block of each tile (counters) or k_mma_reduce (no counters, or more
  * tiles than CU_ATT_COUNTERS). */
-#define MMA_SMALL_T 256 /* default T limit of the small path */
+#define MMA_SMALL_T 512 /* default T limit of the small path (H200 pp512: 56,971 vs 53,414 with 256) */
 #define MMA_SPLIT_MAX 16
 
 static int mma_small = 2; /* cu_mma_set_small (env SB_CUDA_MMA_SMALL): 0 off, 1 on, 2 (default) on with k_mma_reduce */
