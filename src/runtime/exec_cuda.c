@@ -70,6 +70,7 @@ void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) { (void)cx, (void)mode; }
 void exec_cuda_set_act_fast(bool on) { (void)on; }
 void exec_cuda_set_res(bool on) { (void)on; }
+void exec_cuda_set_fattn_split(bool on) { (void)on; }
 void exec_cuda_set_reg(bool on) { (void)on; }
 int32_t exec_cuda_count_fusions(const plan *p) { return -1; }
 size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
@@ -228,6 +229,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     }
     const char *fg = getenv("SB_CUDA_FATTN_G"); /* flash-attention prefill variant (k_fattn.cu) */
     if (fg) cu_fattn_set_groups(atoi(fg));
+    const char *fs = getenv("SB_CUDA_FATTN_SPLIT"); /* its key split over blocks for few query tiles (default on) */
+    cu_fattn_set_split(!(fs && fs[0] == '0'));
     const char *mt = getenv("SB_CUDA_MMA_TILE"); /* int8 MMA GEMM tile (k_mma.cu) */
     if (mt) cu_mma_set_tile(atoi(mt));
     const char *ms = getenv("SB_CUDA_MMA_SMALL"); /* the small-T int8 MMA GEMM (k_mma.cu: split K; default 2); unset: unchanged */
@@ -319,6 +322,7 @@ void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) {
 }
 void exec_cuda_set_act_fast(bool on) { cu_act_set_fast(on); }
 void exec_cuda_set_res(bool on) { cu_gemv_set_res(on, 0); }
+void exec_cuda_set_fattn_split(bool on) { cu_fattn_set_split(on); }
 void exec_cuda_set_reg(bool on) { cu_gemv_set_reg(on); }
 void exec_cuda_set_mma_small(int mode) { cu_mma_set_small(mode); }
 void exec_cuda_set_mma_small_tmax(int64_t t) { cu_mma_set_small_tmax(t); }
@@ -963,6 +967,10 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
             cu_attn_args a = attn_args(cx, p, &p->g->nodes[i]);
             uint64_t f = cu_attention_scratch(&a);
             if (f > scratch) scratch = f;
+            if ((cx->attn_variant == 3 || cx->attn_variant == 4) && a.T > 1) { /* the flash prefill's key-split partials */
+                f = cu_fattn_scratch(&a);
+                if (f > scratch) scratch = f;
+            }
         } else if (p->g->nodes[i].op == IR_OP_MATMUL && cu_mma_small_mode()) { /* split-K partials of the small-T GEMM */
             const ir_node *mw = &p->g->nodes[p->g->nodes[i].src[0]], *mx = &p->g->nodes[p->g->nodes[i].src[1]];
             if (mx->ne[1] > 8 && cu_has_mma(mw->dtype, mx->dtype)) {
@@ -1419,7 +1427,8 @@ static sb_status run_node(crun *r, int32_t i) {
         if (r->c->epi && r->c->epi[i] >= 0) a.xq = dptr(r, r->c->epi[i]); /* the QUANTIZE after it, fused */
         if ((r->cx->attn_variant == 3 || r->cx->attn_variant == 4) && cu_fattn_supported(&a)) { /* prefill: flash attention (k_fattn.cu) */
             r->n_kernels++;
-            return cu_attention_prefill(s, dst, q, SP(1), SP(2), SP(3), &a);
+            return cu_attention_prefill(s, dst, q, SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off),
+                                        (r->c->arena_need - r->c->scratch_off) / 4, r->cx->d_cnt);
         }
         const bool dec4 = a.variant == 4 && a.T == 1 && (a.nsplit == 1 || a.Hkv <= CU_ATT_COUNTERS); /* k_attn_decode.cu: one kernel */
         r->n_kernels += !dec4 && a.nsplit > 1 && a.T * a.Hq > CU_ATT_COUNTERS ? 2 : 1;

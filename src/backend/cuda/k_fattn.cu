@@ -40,7 +40,7 @@ typedef struct fa_rope {
 template <int DL, int G>
 __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos, int T,
                                                          int D, int Hq, int Hkv, int f16, float scale, float softcap, int window, fa_rope rp,
-                                                         blk_q8_1 *xq) {
+                                                         blk_q8_1 *xq, float *part, unsigned *cnt) {
     CU_PDL_ENTRY();
     constexpr int DM = 32 * DL;             /* max head dim */
     /* G key groups: group gi takes keys 32 gi .. 32 gi + 31 of each tile */
@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
     __shared__ __align__(16) float sk[BK][SK];
     __shared__ __align__(16) float sv[BK][DM];
     __shared__ __align__(16) float sp[FA_WARPS][QW][FA_BK];
-    __shared__ int s_p[BQ], s_lo[BQ], s_rng[2];
+    __shared__ int s_p[BQ], s_lo[BQ], s_rng[2], s_last;
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int gi = w / WG, wq = (w % WG) * QW; /* this warp's key group and first query */
     const int h = blockIdx.y, kvh = h / (Hq / Hkv);
@@ -95,7 +95,16 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
         s_rng[0] = kmin, s_rng[1] = kmax;
     }
     __syncthreads();
-    const int kmin = s_rng[0], kmax = s_rng[1];
+    /* key split z of S (gridDim.z): whole BK tiles of [kmin, kmax], the same tiles the unsplit
+     * block walks; a split with none still writes its (empty) partials for the merge */
+    const int S = gridDim.z, z = blockIdx.z;
+    int kmin = s_rng[0], kmax = s_rng[1];
+    if (S > 1 && kmax >= kmin) {
+        const int nt = (kmax - kmin) / BK + 1, per = (nt + S - 1) / S;
+        const int b0 = kmin + z * per * BK, b1 = b0 + per * BK - 1;
+        kmin = b0;
+        kmax = b1 < kmax ? b1 : kmax; /* kmin > kmax: no keys here */
+    }
     int wmin = 0x7fffffff, wmax = -1, qp[QW], qlo[QW];
 #pragma unroll
     for (int i = 0; i < QW; i++) {
@@ -178,7 +187,7 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
         for (int i = 0; i < QW; i++) {
             float si = s[i] * scale;
             if (softcap > 0.0f) si = tanhf(si / softcap) * softcap;
-            if (j > qp[i] || j < qlo[i]) si = -INFINITY;
+            if (j > qp[i] || j < qlo[i] || j > kmax) si = -INFINITY;
             const float mn = fmaxf(m[i], warp_max(si));
             float e = 0.0f;
             if (mn != -INFINITY) {
@@ -223,15 +232,56 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
             }
         }
         __syncthreads();
-        if (gi == 1) return;
+        if (gi == 1 && S == 1) return;
 #pragma unroll
-        for (int i = 0; i < QW; i++) {
+        for (int i = 0; i < QW && gi == 0; i++) {
             const float m1 = xm[wq + i], M = fmaxf(m[i], m1);
             const float f0 = m[i] == -INFINITY ? 0.0f : expf(m[i] - M), f1 = m1 == -INFINITY ? 0.0f : expf(m1 - M);
             L[i] = L[i] * f0 + xl[wq + i] * f1;
 #pragma unroll
             for (int k = 0; k < DL; k++) acc[i][k] = acc[i][k] * f0 + xa[(wq + i) * DM + lane + 32 * k] * f1;
         }
+    }
+    if (S > 1) { /* group 0 writes (m, L, acc) per query; the last split block of the tile merges */
+        const int64_t tile = (int64_t)blockIdx.x * Hq + h;
+        constexpr int PS = DM + 2;
+        if (gi == 0)
+#pragma unroll
+            for (int i = 0; i < QW; i++) {
+                float *pp = part + ((tile * S + z) * BQ + wq + i) * PS;
+                if (lane == 0) pp[0] = m[i], pp[1] = L[i];
+#pragma unroll
+                for (int k = 0; k < DL; k++) pp[2 + lane + 32 * k] = acc[i][k];
+            }
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) s_last = atomicAdd(&cnt[tile], 1u) == (unsigned)S - 1;
+        __syncthreads();
+        if (!s_last) return;
+        __threadfence();
+        if (gi == 0)
+#pragma unroll
+            for (int i = 0; i < QW; i++) {
+                const float *pp = part + (tile * S * BQ + wq + i) * PS;
+                float M = -INFINITY;
+                for (int zz = 0; zz < S; zz++) M = fmaxf(M, __ldcg(pp + (int64_t)zz * BQ * PS));
+                float Ls = 0.0f, as[DL];
+#pragma unroll
+                for (int k = 0; k < DL; k++) as[k] = 0.0f;
+                for (int zz = 0; zz < S; zz++) {
+                    const float *pz = pp + (int64_t)zz * BQ * PS;
+                    const float mz = __ldcg(pz);
+                    const float f = mz == -INFINITY ? 0.0f : expf(mz - M);
+                    Ls += __ldcg(pz + 1) * f;
+#pragma unroll
+                    for (int k = 0; k < DL; k++) as[k] += __ldcg(pz + 2 + lane + 32 * k) * f;
+                }
+                L[i] = Ls;
+#pragma unroll
+                for (int k = 0; k < DL; k++) acc[i][k] = as[k];
+            }
+        if (tid == 0) cnt[tile] = 0; /* for the next kernel that counts on it */
+        if (gi != 0) return;
     }
 #pragma unroll
     for (int i = 0; i < QW; i++) {
@@ -250,8 +300,32 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
 }
 
 static int fattn_groups = 2; /* cu_fattn_set_groups */
+static int fattn_split = 1;  /* cu_fattn_set_split */
 
 extern "C" void cu_fattn_set_groups(int g) { fattn_groups = g == 1 ? 1 : 2; }
+extern "C" void cu_fattn_set_split(int on) { fattn_split = on ? 1 : 0; }
+
+/* the launch shape: queries per block, max head dim, and the key split S — enough (tile, head,
+ * split) blocks for ~2 a multiprocessor, at most FA_SMAX, 1 when the tiles alone fill the GPU */
+#define FA_SMAX 8
+static void fattn_shape(const cu_attn_args *a, int *bq, int *dm, int *S) {
+    const bool g2 = a->D <= 64 && fattn_groups == 2;
+    *bq = a->D <= 64 && !g2 ? 32 : 16;
+    *dm = a->D <= 64 ? 64 : 128;
+    const int64_t blocks = (a->T + *bq - 1) / *bq * a->Hq;
+    const int sms = cu_sm_count() > 0 ? cu_sm_count() : 132;
+    int s = (int)(2 * (int64_t)sms / (blocks > 0 ? blocks : 1));
+    s = s > FA_SMAX ? FA_SMAX : s < 1 ? 1 : s;
+    if (!fattn_split || blocks > CU_ATT_COUNTERS) s = 1;
+    *S = s;
+}
+
+extern "C" uint64_t cu_fattn_scratch(const cu_attn_args *a) {
+    if (!cu_fattn_supported(a)) return 0;
+    int bq, dm, S;
+    fattn_shape(a, &bq, &dm, &S);
+    return S > 1 ? (uint64_t)((a->T + bq - 1) / bq) * (uint64_t)a->Hq * (uint64_t)S * (uint64_t)bq * (uint64_t)(dm + 2) : 0;
+}
 
 extern "C" bool cu_fattn_supported(const cu_attn_args *a) {
     return a->T > 1 && a->nsplit == 1 && a->D > 0 && a->D <= 128 && a->Hkv > 0 && a->Hq % a->Hkv == 0 &&
@@ -259,7 +333,7 @@ extern "C" bool cu_fattn_supported(const cu_attn_args *a) {
 }
 
 extern "C" sb_status cu_attention_prefill(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
-                                          const cu_attn_args *a) {
+                                          const cu_attn_args *a, float *scratch, uint64_t scratch_floats, unsigned *counters) {
     if (a->T <= 0) return SB_OK;
     if (!cu_fattn_supported(a))
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: flash-attention prefill with T %lld, head_dim %lld, %lld/%lld heads, %d splits, cache type %d",
@@ -272,15 +346,18 @@ extern "C" sb_status cu_attention_prefill(cu_stream s, float *dst, const float *
     const fa_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
     blk_q8_1 *xq = (blk_q8_1 *)a->xq;
     const int f16 = a->ctype == CU_T_F16, T = (int)a->T;
-    const dim3 g16(cu_div_up(T, 16), (unsigned)a->Hq);
+    int bq, dm, S;
+    fattn_shape(a, &bq, &dm, &S);
+    if (S > 1 && (!scratch || !counters || scratch_floats < cu_fattn_scratch(a))) S = 1;
+    const dim3 grid(cu_div_up(T, bq), (unsigned)a->Hq, (unsigned)S);
     if (a->D <= 64 && fattn_groups == 2)
-        cu_launch(k_fattn<2, 2>, g16, FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq, (int)a->Hkv, f16, a->scale, a->softcap,
-                  a->window, rp, xq);
+        cu_launch(k_fattn<2, 2>, grid, FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq, (int)a->Hkv, f16, a->scale, a->softcap,
+                  a->window, rp, xq, scratch, counters);
     else if (a->D <= 64)
-        cu_launch(k_fattn<2, 1>, dim3(cu_div_up(T, 32), (unsigned)a->Hq), FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq,
-                  (int)a->Hkv, f16, a->scale, a->softcap, a->window, rp, xq);
+        cu_launch(k_fattn<2, 1>, grid, FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq, (int)a->Hkv, f16, a->scale, a->softcap,
+                  a->window, rp, xq, scratch, counters);
     else
-        cu_launch(k_fattn<4, 1>, g16, FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq, (int)a->Hkv, f16, a->scale, a->softcap,
-                  a->window, rp, xq);
+        cu_launch(k_fattn<4, 1>, grid, FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq, (int)a->Hkv, f16, a->scale, a->softcap,
+                  a->window, rp, xq, scratch, counters);
     return cu_after_launch("k_fattn");
 }

@@ -298,9 +298,17 @@ bool cu_fattn_supported(const cu_attn_args *a);
  * groups of 4 warps over 16-query tiles for head_dim <= 64, or 1 group of 8 warps over 32 queries. */
 void cu_fattn_set_groups(int g);
 /* Flash-attention prefill: the same contract and results (up to f32 summation order) as
- * cu_attention with nsplit 1, including Q's fused RoPE and the q8_1 output (a->xq). */
+ * cu_attention with nsplit 1, including Q's fused RoPE and the q8_1 output (a->xq). When the
+ * (query tile, head) blocks would leave SMs idle (a few new tokens over a long cached prefix) and
+ * scratch (scratch_floats of it, at least cu_fattn_scratch) and counters (CU_ATT_COUNTERS zeroed,
+ * shareable, left zeroed) are given, the keys are split over blocks and the last split block of
+ * each tile merges the partials; NULL / too little: no split. */
 sb_status cu_attention_prefill(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
-                               const cu_attn_args *a);
+                               const cu_attn_args *a, float *scratch, uint64_t scratch_floats, unsigned *counters);
+/* floats of scratch cu_attention_prefill splits with for a (0: it would not split) */
+uint64_t cu_fattn_scratch(const cu_attn_args *a);
+/* the key split of the flash-attention prefill (process-wide; env SB_CUDA_FATTN_SPLIT): 0 off, 1 on (default) */
+void cu_fattn_set_split(int on);
 
 // ---- generated kernels (cu_module.cu; the cubins come from codegen/, docs/codegen.md) ----
 
