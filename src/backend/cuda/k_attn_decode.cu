@@ -70,6 +70,23 @@
  * keys) -> 2 x 8 shared loads + 64 FMAs (score) -> 10 shuffles, 1 expf -> 32 x (shuffle + 2
  * shared loads + 2 FMAs) (P.V) -> store (+ 2 shuffle reductions for q8_1); vs the tiled path's ~8
  * barriers, scores through shared memory, a softmax warp, 4 key groups summed through shared memory.
+ * Small-depth layout (SB_CUDA_ATTN_SMALL=1: up to 64 keys, 2: up to 128; cu_attn_args.small; off by
+ * default; only with hpb_lo 1; checked on the device before the warp path, so one captured graph
+ * still serves every step): lo mode's split-0 blocks (one query head each) as the warp path up to
+ * the barrier after q (RoPE: rope_rot, one pair a thread, as before), then the keys' work spread
+ * over all 8 warps (ad_small_head): scores with 4 threads a key (64 keys a pass: 16 dims a thread
+ * at D 64, two 16-byte loads + 16 FMAs, 2 shuffles) into shared memory, each warp's max (5
+ * shuffles), a barrier, the block max from 8 shared loads; P.V with warp w over keys w, w + 8, ...
+ * and lanes over dims (p = expf(s - M): op_attention's plain two-pass softmax, no rescaling; at 64
+ * keys 8 keys a warp: 8 expf + 8 FMAs a dim, no shuffles), the 8 partial (l, acc[D]) through shared
+ * memory, a barrier, thread d adds dim d over 8 warps, out = acc / l, the q8_1 blocks by warps 0
+ * and 1 (D 64). K/V rows from the speculative rows (window-free n <= spec) when its scratch fits
+ * clear of them and q (small_off), else from global memory (L2). Chain at depth <= 64 (Qwen, F16):
+ * pos + q + K/V rows (one round trip) -> RoPE -> 1 barrier -> 2 shared 16-byte loads + 16 FMAs + 2
+ * shuffles (+ a second pass past 64 keys) -> 5 shuffles -> barrier -> 8 shared loads -> 8 x (shared
+ * load, expf, 2 V loads, 2 FMAs; independent but the acc chain) -> barrier -> 8 x 2 shared loads
+ * + adds -> store (+ q8_1: 2 shuffle reductions); vs the warp path's 64 dependent FMAs of the row
+ * dot and 32 x (shuffle + FMA) of P.V in one warp.
  * Timing experiments (SB_CUDA_ATTN_EXP, cu_attn_decode_set_exp; results are WRONG for 1..4, for
  * bisecting where the time goes on the GPU only): 1 q copied without its RoPE, 2 no scores and no
  * softmax (p = 1 for every key), 3 no P.V (acc stays 0), 4 return right after the PDL wait (no
@@ -78,7 +95,8 @@
  * (cu_attention falls back to variant 2 without them).
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c: attention, rope+attention, the
  * Q/K/V block and the decode-depth cases for variant 4, with heads per block auto, 1, 3 and G; the
- * warp path up to depth 1024 and 32, and on with 3 heads a block (where it is off)).
+ * warp path up to depth 1024 and 32, and on with 3 heads a block (where it is off); the small layout
+ * up to 64 and 128 keys, depths 0..128 with windows, softcap, head_dim 64..256, q8_1 output).
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/common.cuh"
