@@ -62,6 +62,7 @@ void exec_cuda_set_profile(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) { (void)cx, (void)v; }
 void exec_cuda_set_attn_hpb(exec_cuda *cx, int hpb) { (void)cx, (void)hpb; }
 void exec_cuda_set_attn_warp(exec_cuda *cx, int depth) { (void)cx, (void)depth; }
+void exec_cuda_set_attn_small(exec_cuda *cx, int depth) { (void)cx, (void)depth; }
 void exec_cuda_set_mmvq_variant(int v) { (void)v; }
 void exec_cuda_set_mma_small(int mode) { (void)mode; }
 void exec_cuda_set_mma_small_tmax(int64_t t) { (void)t; }
@@ -146,6 +147,7 @@ struct exec_cuda {
     int attn_kmin;        /* variant 4: fewest keys per split (env SB_CUDA_ATTN_KMIN, default CU_ATT_DEC_KMIN) */
     int attn_hpb;         /* variant 4: query heads per block (env SB_CUDA_ATTN_HPB; 0 = auto: 1 at small depth, G deeper) */
     int attn_warp;        /* variant 4: the warp path up to this depth (env SB_CUDA_ATTN_WARP; 0 = off; default every depth) */
+    int attn_small;       /* variant 4: the small-depth layout up to this depth (env SB_CUDA_ATTN_SMALL=1: 64, 2: 128; 0 = off, the default) */
     exec_cuda_stats st;
     /* profile: device ms and kernel launches per family, runs profiled */
     double prof_ms[PROF_FAMILIES];
@@ -195,6 +197,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     /* default: every depth (H200 F16 tg64 / @ d4096: 1,234 / 901 vs 1,269 / 813 without; up to 256 keys
      * only: 1,293 / 822) */
     cx->attn_warp = !awp ? 1 << 30 : atoi(awp) > 0 ? atoi(awp) : 0;
+    const char *asl = getenv("SB_CUDA_ATTN_SMALL"); /* variant 4's small-depth layout (k_attn_decode.cu): 1 up to 64 keys, 2 up to 128 */
+    cx->attn_small = asl && atoi(asl) == 1 ? 64 : asl && atoi(asl) >= 2 ? 128 : 0;
     const char *aex = getenv("SB_CUDA_ATTN_EXP"); /* variant 4 timing experiments (k_attn_decode.cu; 1..4 give wrong results) */
     cu_attn_decode_set_exp(aex ? atoi(aex) : 0);
     const char *fe = getenv("SB_CUDA_FUSE");
@@ -345,6 +349,13 @@ void exec_cuda_set_attn_warp(exec_cuda *cx, int depth) {
     cu_stream_sync(cx->s); /* captured graphs hold the old kernel arguments: plans rebuilt */
     for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]); /* rebuilt (without re-uploads) on their next run */
     cx->attn_warp = depth;
+}
+void exec_cuda_set_attn_small(exec_cuda *cx, int depth) {
+    depth = depth > 0 ? depth : 0;
+    if (depth == cx->attn_small) return;
+    cu_stream_sync(cx->s); /* captured graphs hold the old kernel arguments: plans rebuilt */
+    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]); /* rebuilt (without re-uploads) on their next run */
+    cx->attn_small = depth;
 }
 
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) {
@@ -551,7 +562,7 @@ static cu_attn_args attn_args(const exec_cuda *cx, const plan *p, const ir_node 
     return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .T = q->ne[2], .ctype = k->dtype, .scale = n->fp[0],
                           .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n),
                           .variant = cx->attn_variant == 1 ? 1 : cx->attn_variant == 4 ? 4 : 2, .kmin = cx->attn_kmin,
-                          .hpb = cx->attn_hpb, .ctx = k->ne[1], .warp = cx->attn_warp};
+                          .hpb = cx->attn_hpb, .ctx = k->ne[1], .warp = cx->attn_warp, .small = cx->attn_small};
 }
 
 /* SB_CUDA_SKIP's filter: node n's kernels are left out of the step */

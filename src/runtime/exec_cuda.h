@@ -90,6 +90,12 @@ void exec_cuda_set_attn_hpb(exec_cuda *cx, int hpb);
  * off; needs one query head a block (heads per block auto or 1, else off). Env SB_CUDA_ATTN_WARP=n.
  * Rebuilds plans, drops captured graphs. */
 void exec_cuda_set_attn_warp(exec_cuda *cx, int depth);
+/* Variant 4's small-depth layout (k_attn_decode.cu): at depths (keys in the window) <= depth (at most
+ * 128) one block a query head with the work of its keys spread over the block's 8 warps (4 lanes a
+ * key for the scores, warps over keys for P.V, 3 barriers, no online softmax); taken before the warp
+ * path; 0 (default) off; needs one query head a block (heads per block auto or 1, else off). Env
+ * SB_CUDA_ATTN_SMALL=1 (64 keys) or 2 (128 keys). Rebuilds plans, drops captured graphs. */
+void exec_cuda_set_attn_small(exec_cuda *cx, int depth);
 
 /* Token-tile GEMV variant for T > 8 (process-wide; backend/cuda/k_mmvq.cu): 4 (default: the int8
  * tensor-core GEMM, k_mma.cu, on sm_80+ devices, else 3), 3 (shared-memory tiled dp4a GEMM), 1

@@ -39,6 +39,7 @@ static uint64_t seed = 0x5B0C0DA;
 static int attn_variant = 1; /* k_attention.cu variant the CUDA runs use */
 static int attn_hpb = 0;     /* variant 4's query heads per block (exec_cuda_set_attn_hpb; 0 = auto) */
 static int attn_warp = 0;    /* variant 4's warp path up to this depth (exec_cuda_set_attn_warp; 0 = off) */
+static int attn_small = 0;   /* variant 4's small-depth layout up to this depth (exec_cuda_set_attn_small; 0 = off) */
 #define AD_TEST_GMAX 8       /* forced heads per block of 8 = G for every G variant 4 takes (min(n, G)) */
 static bool fuse_on = false;  /* executor-level fusions (the default is on; tests opt in) */
 static int32_t last_kernels;  /* kernels the last CUDA run launched */
@@ -112,6 +113,7 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     exec_cuda_set_attn_variant(cx, attn_variant);
     exec_cuda_set_attn_hpb(cx, attn_hpb);
     exec_cuda_set_attn_warp(cx, attn_warp);
+    exec_cuda_set_attn_small(cx, attn_small);
     exec_cuda_set_fuse(cx, fuse_on);
     exec_cuda_set_fuse_ropek(cx, fuse_on && ropek_on);
     exec_cuda_set_fuse_pro(cx, !fuse_on ? 0 : pro_on ? pro_mode : 0);
@@ -627,15 +629,21 @@ static void test_rope_attention(void) {
     const int64_t Hq = 4, Hkv = 2, C = 200, D = 64, Dkv = D * Hkv;
     /* hpb: variant 4's heads per block (0 auto: 1 at these depths); warp: its warp path up to that depth
      * (SB_CUDA_ATTN_WARP; 0 off): one warp (depth <= 32), the keys loaded before pos is read (depth
-     * <= 64), several warps from global rows, and too deep for it (the tiled path) */
-    struct { int64_t T, p0; int mode, n_rot, variant, hpb, warp; } cs[] = {
-        {1, 150, IR_ROPE_NEOX, 64, 2, 0, 0},    {1, 3, IR_ROPE_NORMAL, 64, 1, 0, 0},   {5, 40, IR_ROPE_NEOX, 32, 2, 0, 0},    {1, 199, IR_ROPE_NEOX, 64, 1, 0, 0},
-        {1, 120, IR_ROPE_NEOX, 64, 2, 0, 0},    {6, 30, IR_ROPE_NEOX, 64, 2, 0, 0},    {1, 130, IR_ROPE_NEOX, 64, 4, 0, 0},   {1, 3, IR_ROPE_NORMAL, 32, 4, 0, 0},
-        {1, 0, IR_ROPE_NORMAL, 64, 4, 0, 0},    {1, 199, IR_ROPE_NEOX, 64, 4, 0, 0},   {1, 199, IR_ROPE_NORMAL, 48, 4, 0, 0}, {1, 60, IR_ROPE_NEOX, 64, 4, 0, 0},
-        {1, 130, IR_ROPE_NEOX, 64, 4, 2, 0}, {1, 3, IR_ROPE_NORMAL, 32, 4, 2, 0}, {1, 0, IR_ROPE_NEOX, 64, 4, 2, 0}, {1, 199, IR_ROPE_NORMAL, 48, 4, 2, 0},
-        {1, 60, IR_ROPE_NEOX, 64, 4, 0, 64}, {1, 3, IR_ROPE_NORMAL, 32, 4, 0, 256}, {1, 0, IR_ROPE_NEOX, 64, 4, 0, 32},
-        {1, 130, IR_ROPE_NEOX, 64, 4, 0, 256}, {1, 199, IR_ROPE_NORMAL, 48, 4, 0, 1024}, {1, 199, IR_ROPE_NEOX, 64, 4, 0, 64},
-        {1, 31, IR_ROPE_NORMAL, 64, 4, 0, 1024}, {1, 40, IR_ROPE_NEOX, 64, 4, 0, 1024},
+     * <= 64), several warps from global rows, and too deep for it (the tiled path); small: the
+     * small-depth layout up to that depth (SB_CUDA_ATTN_SMALL; 0 off): 1, 32, 64 keys (the keys
+     * loaded before pos is read), 65 (past it: the tiled path), 101 and 128 (global rows), odd cases
+     * with the q8_1 output */
+    struct { int64_t T, p0; int mode, n_rot, variant, hpb, warp, small; } cs[] = {
+        {1, 150, IR_ROPE_NEOX, 64, 2, 0, 0, 0},    {1, 3, IR_ROPE_NORMAL, 64, 1, 0, 0, 0},   {5, 40, IR_ROPE_NEOX, 32, 2, 0, 0, 0},    {1, 199, IR_ROPE_NEOX, 64, 1, 0, 0, 0},
+        {1, 120, IR_ROPE_NEOX, 64, 2, 0, 0, 0},    {6, 30, IR_ROPE_NEOX, 64, 2, 0, 0, 0},    {1, 130, IR_ROPE_NEOX, 64, 4, 0, 0, 0},   {1, 3, IR_ROPE_NORMAL, 32, 4, 0, 0, 0},
+        {1, 0, IR_ROPE_NORMAL, 64, 4, 0, 0, 0},    {1, 199, IR_ROPE_NEOX, 64, 4, 0, 0, 0},   {1, 199, IR_ROPE_NORMAL, 48, 4, 0, 0, 0}, {1, 60, IR_ROPE_NEOX, 64, 4, 0, 0, 0},
+        {1, 130, IR_ROPE_NEOX, 64, 4, 2, 0, 0}, {1, 3, IR_ROPE_NORMAL, 32, 4, 2, 0, 0}, {1, 0, IR_ROPE_NEOX, 64, 4, 2, 0, 0}, {1, 199, IR_ROPE_NORMAL, 48, 4, 2, 0, 0},
+        {1, 60, IR_ROPE_NEOX, 64, 4, 0, 64, 0}, {1, 3, IR_ROPE_NORMAL, 32, 4, 0, 256, 0}, {1, 0, IR_ROPE_NEOX, 64, 4, 0, 32, 0},
+        {1, 130, IR_ROPE_NEOX, 64, 4, 0, 256, 0}, {1, 199, IR_ROPE_NORMAL, 48, 4, 0, 1024, 0}, {1, 199, IR_ROPE_NEOX, 64, 4, 0, 64, 0},
+        {1, 31, IR_ROPE_NORMAL, 64, 4, 0, 1024, 0}, {1, 40, IR_ROPE_NEOX, 64, 4, 0, 1024, 0},
+        {1, 0, IR_ROPE_NEOX, 64, 4, 0, 0, 64},       {1, 31, IR_ROPE_NORMAL, 64, 4, 0, 0, 64},   {1, 63, IR_ROPE_NEOX, 32, 4, 0, 1 << 20, 64},
+        {1, 127, IR_ROPE_NEOX, 64, 4, 0, 1 << 20, 128}, {1, 64, IR_ROPE_NORMAL, 48, 4, 0, 0, 64}, {1, 63, IR_ROPE_NEOX, 64, 4, 0, 1024, 128},
+        {1, 100, IR_ROPE_NORMAL, 64, 4, 0, 0, 128},  {1, 32, IR_ROPE_NEOX, 64, 4, 0, 0, 128},
     };
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int64_t T = cs[k].T;
@@ -664,18 +672,20 @@ static void test_rope_attention(void) {
         if (gemv) att = ir_matmul(g, ir_input_weight(g, "wo", SB_TYPE_Q8_0, (int64_t[4]){D * Hq, NO, 1, 1}), att);
         ir_output(g, att, "y");
         binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0", "wo"}, .data = {q, kn, vn, kc, vc, woq}, .n = 6, .pos = pos};
-        char label[112], wl[24] = "";
-        if (cs[k].warp) snprintf(wl, sizeof wl, " warp %d", cs[k].warp);
+        char label[128], wl[40] = "";
+        if (cs[k].warp || cs[k].small) snprintf(wl, sizeof wl, " warp %d small %d", cs[k].warp, cs[k].small);
         snprintf(label, sizeof label, "rope(q)+attention v%d%s%s %s n_rot %d T=%lld p0=%lld%s", cs[k].variant, cs[k].hpb ? " hpb 2" : "", wl,
                  cs[k].mode == IR_ROPE_NEOX ? "neox" : "normal", cs[k].n_rot, (long long)T, (long long)cs[k].p0, gemv ? " -> q8_0" : "");
         attn_variant = cs[k].variant;
         attn_hpb = cs[k].hpb;
         attn_warp = cs[k].warp;
+        attn_small = cs[k].small;
         expect_fused(g, &b, label, gemv ? 5e-4 : 1e-9, gemv ? 2 : 1);
         free(wo), free(woq);
         attn_variant = 1;
         attn_hpb = 0;
         attn_warp = 0;
+        attn_small = 0;
         ir_graph_free(g);
         free(q), free(kn), free(vn), free(kc), free(vc);
     }
@@ -826,6 +836,7 @@ static void expect_steps(ir_graph *g, binds *b, const int32_t *ps, int nsteps, d
         exec_cuda_set_attn_variant(cx, attn_variant);
         exec_cuda_set_attn_hpb(cx, attn_hpb);
         exec_cuda_set_attn_warp(cx, attn_warp);
+        exec_cuda_set_attn_small(cx, attn_small);
         exec_cuda_set_fuse(cx, fuse_on);
         n = ir_nelem(&pc->g->nodes[pc->outputs[0].node]);
         yc = malloc((size_t)n * 4);
@@ -884,6 +895,8 @@ static void test_decode_attention_v4(void) {
         {6, 2, 37, 400, SB_TYPE_F16, 0, 0, {200, 399, 1}, 3},    {8, 2, 40, 400, SB_TYPE_F32, 0, 10.0f, {130, 7}, 2},
         {14, 2, 64, 4200, SB_TYPE_F32, 64, 0, {4100, 63, 64}, 3}, {16, 4, 256, 300, SB_TYPE_F16, 0, 0, {260, 12}, 2},
         {8, 2, 128, 50, SB_TYPE_F16, 0, 5.0f, {49, 0, 20}, 3},   {14, 2, 64, 64, SB_TYPE_F32, 0, 0, {63, 0}, 2},
+        {14, 2, 64, 4200, SB_TYPE_F16, 0, 0, {31, 32, 33}, 3},   {14, 2, 64, 200, SB_TYPE_F32, 0, 0, {127, 64, 128}, 3},
+        {14, 2, 64, 4200, SB_TYPE_F16, 100, 0, {4100, 127, 99}, 3}, {16, 4, 256, 300, SB_TYPE_F32, 0, 0, {63, 0, 127}, 3},
     };
     attn_variant = 4;
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
@@ -912,20 +925,26 @@ static void test_decode_attention_v4(void) {
          * global rows; past 256 keys splits of 256 merged by the last block, 2..3 of them), up to 32
          * (one warp; deeper steps tiled: mode changes on one executor), with 3 heads a block (warp
          * path off: tiled), and at every depth (clamped to 256 x the splits: depth 4100 in 17
-         * splits; a last split of <= 32 keys: one warp's partial) */
-        const int hpbs[] = {0, 1, 3, AD_TEST_GMAX, 0, 0, 3, 0};
-        const int warps[] = {0, 0, 0, 0, 1024, 32, 1024, 1 << 20};
-        for (int hi = 0; hi < 8; hi++) {
+         * splits; a last split of <= 32 keys: one warp's partial); then the small-depth layout
+         * (SB_CUDA_ATTN_SMALL) up to 64 keys with the tiled path deeper, up to 128 keys with the warp
+         * path deeper, and with 3 heads a block (small layout off: tiled) */
+        const int hpbs[] = {0, 1, 3, AD_TEST_GMAX, 0, 0, 3, 0, 0, 0, 3};
+        const int warps[] = {0, 0, 0, 0, 1024, 32, 1024, 1 << 20, 0, 1 << 20, 1 << 20};
+        const int smalls[] = {0, 0, 0, 0, 0, 0, 0, 0, 64, 128, 128};
+        for (int hi = 0; hi < 11; hi++) {
             const int G = (int)(Hq / Hkv), h = hpbs[hi] < G ? hpbs[hi] : G;
-            if ((hi == 2 && (h == 1 || h == G)) || (hi == 3 && G == 1) || (hi == 6 && (h == 1 || h == G))) continue;
+            if ((hi == 2 && (h == 1 || h == G)) || (hi == 3 && G == 1) || ((hi == 6 || hi == 10) && (h == 1 || h == G))) continue;
             attn_hpb = hpbs[hi];
             attn_warp = warps[hi];
-            char label[144];
-            snprintf(label, sizeof label, "decode attention v4 hpb %d warp %d %s D=%lld %lld/%lld C=%lld w=%d cap=%g", attn_hpb, attn_warp,
-                     ir_dtype_name(cs[k].ctype), (long long)D, (long long)Hq, (long long)Hkv, (long long)C, cs[k].window, cs[k].softcap);
+            attn_small = smalls[hi];
+            char label[160];
+            snprintf(label, sizeof label, "decode attention v4 hpb %d warp %d small %d %s D=%lld %lld/%lld C=%lld w=%d cap=%g", attn_hpb,
+                     attn_warp, attn_small, ir_dtype_name(cs[k].ctype), (long long)D, (long long)Hq, (long long)Hkv, (long long)C, cs[k].window,
+                     cs[k].softcap);
             expect_steps(g, &b, cs[k].ps, cs[k].nps, 1e-9, label);
         }
         attn_warp = 0;
+        attn_small = 0;
         ir_graph_free(g);
         free(q), free(kn), free(vn), free(kf), free(vf), free(kc), free(vc);
     }

@@ -70,6 +70,23 @@
  * keys) -> 2 x 8 shared loads + 64 FMAs (score) -> 10 shuffles, 1 expf -> 32 x (shuffle + 2
  * shared loads + 2 FMAs) (P.V) -> store (+ 2 shuffle reductions for q8_1); vs the tiled path's ~8
  * barriers, scores through shared memory, a softmax warp, 4 key groups summed through shared memory.
+ * Small-depth layout (SB_CUDA_ATTN_SMALL=1: up to 64 keys, 2: up to 128; cu_attn_args.small; off by
+ * default; only with hpb_lo 1; checked on the device before the warp path, so one captured graph
+ * still serves every step): lo mode's split-0 blocks (one query head each) as the warp path up to
+ * the barrier after q (RoPE: rope_rot, one pair a thread, as before), then the keys' work spread
+ * over all 8 warps (ad_small_head): scores with 4 threads a key (64 keys a pass: 16 dims a thread
+ * at D 64, two 16-byte loads + 16 FMAs, 2 shuffles) into shared memory, each warp's max (5
+ * shuffles), a barrier, the block max from 8 shared loads; P.V with warp w over keys w, w + 8, ...
+ * and lanes over dims (p = expf(s - M): op_attention's plain two-pass softmax, no rescaling; at 64
+ * keys 8 keys a warp: 8 expf + 8 FMAs a dim, no shuffles), the 8 partial (l, acc[D]) through shared
+ * memory, a barrier, thread d adds dim d over 8 warps, out = acc / l, the q8_1 blocks by warps 0
+ * and 1 (D 64). K/V rows from the speculative rows (window-free n <= spec) when its scratch fits
+ * clear of them and q (small_off), else from global memory (L2). Chain at depth <= 64 (Qwen, F16):
+ * pos + q + K/V rows (one round trip) -> RoPE -> 1 barrier -> 2 shared 16-byte loads + 16 FMAs + 2
+ * shuffles (+ a second pass past 64 keys) -> 5 shuffles -> barrier -> 8 shared loads -> 8 x (shared
+ * load, expf, 2 V loads, 2 FMAs; independent but the acc chain) -> barrier -> 8 x 2 shared loads
+ * + adds -> store (+ q8_1: 2 shuffle reductions); vs the warp path's 64 dependent FMAs of the row
+ * dot and 32 x (shuffle + FMA) of P.V in one warp.
  * Timing experiments (SB_CUDA_ATTN_EXP, cu_attn_decode_set_exp; results are WRONG for 1..4, for
  * bisecting where the time goes on the GPU only): 1 q copied without its RoPE, 2 no scores and no
  * softmax (p = 1 for every key), 3 no P.V (acc stays 0), 4 return right after the PDL wait (no
@@ -78,7 +95,8 @@
  * (cu_attention falls back to variant 2 without them).
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c: attention, rope+attention, the
  * Q/K/V block and the decode-depth cases for variant 4, with heads per block auto, 1, 3 and G; the
- * warp path up to depth 1024 and 32, and on with 3 heads a block (where it is off)).
+ * warp path up to depth 1024 and 32, and on with 3 heads a block (where it is off); the small layout
+ * up to 64 and 128 keys, depths 0..128 with windows, softcap, head_dim 64..256, q8_1 output).
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/common.cuh"
@@ -95,6 +113,8 @@
 #define AD_SMEM (48 * 1024 - 64)                /* dynamic shared memory (the default limit, less the static `last`) */
 #define AD_WDIMS (AD_DMAX / 32)                 /* the warp path's output dims a lane: lane + 32 i */
 #define AD_WKEYS (AD_WARPS * 32)                /* the warp path's keys a split (a 32-key chunk a warp) */
+#define AD_SKMAX 128                            /* the small layout's most keys (2 passes of 64 keys) */
+#define AD_STPK 4                               /* the small layout's threads a key in the scores */
 
 typedef struct ad_rope {
     const float *ff;
@@ -112,6 +132,9 @@ typedef struct ad_args {
     int spec;               /* keys of the first tile loaded before pos is read (blocks that are split 0; 0: none) */
     int exp;                /* timing experiment (SB_CUDA_ATTN_EXP, the header), 0 = none */
     int warp;               /* the warp path at depths n <= warp (0: off; only with hpb_lo 1) */
+    int small;              /* the small layout at depths n <= small (<= AD_SKMAX; 0: off; only with hpb_lo 1) */
+    int small_off;          /* byte offset of its scratch when the keys are the speculative rows (0: read them from global memory then) */
+    int small_off0;         /* byte offset of its scratch otherwise (after q) */
     int64_t Dkv;            /* cache row length (elements) */
     float scale, softcap;
 } ad_args;
@@ -440,6 +463,75 @@ static __device__ __forceinline__ void ad_warp_merge(float *dst, blk_q8_1 *xq, c
     if (tid == 0) cnt[0] = 0; /* ready for the next attention */
 }
 
+/* the small layout (a.small: depth n <= a.small <= AD_SKMAX, one query head a block): out for query
+ * head h0 of kv head rows kg/vg (global, at the head's first element, rows `stride` bytes apart, keys
+ * lo..lo+n-1) or, when sk (not NULL), of shared rows sk/sv (a.ks bytes apart, key i at row i). The
+ * work of the keys is spread over the 8 warps (the warp path leaves 7 of 8 idle up to 32 keys):
+ * scores with AD_STPK = 4 threads a key (thread tid: key tid / 4 + 64 r, chunks tid % 4, tid % 4 + 4,
+ * ...: 16 dims each at D 64), their parts added by 2 shuffles, into shared memory; each warp's max
+ * (5 shuffles) into shared memory, one barrier, every thread the block max M (8 shared loads); P.V
+ * with warp w over keys w, w + 8, ... and lanes over dims lane + 32 i: p_k = expf(s_k - M) (the
+ * score a broadcast shared load; op_attention's plain two-pass max / exp / sum), acc += p_k v_k, no
+ * shuffles; the 8 partial (l, acc[D]) through shared memory, one barrier, thread d < D adds dim d
+ * over the warps and writes out = acc / l (and warp i the q8_1 block i). ws: AD_SKMAX + 2 *
+ * AD_WARPS + AD_WARPS * D floats of shared memory overlapping neither q (sq) nor the rows sk/sv;
+ * sq: the rotated q (the caller's barrier passed). */
+static __device__ __forceinline__ void ad_small_head(float *dst, blk_q8_1 *xq, const unsigned char *kg, const unsigned char *vg, int64_t stride,
+                                                     const unsigned char *sk, const unsigned char *sv, float *ws, const float *sq, int64_t lo,
+                                                     int n, int64_t h0, const ad_args &a) {
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, D = a.D;
+    float *ssc = ws, *wm = ws + AD_SKMAX, *wl = wm + AD_WARPS, *wa = wl + AD_WARPS;
+    const int part = tid & (AD_STPK - 1);
+    float mx = -INFINITY;
+    for (int k0 = 0; k0 < n; k0 += AD_THREADS / AD_STPK) { /* block-uniform bounds (the shuffles need whole warps) */
+        const int k = k0 + tid / AD_STPK;
+        const bool valid = k < n; /* the same for the 4 threads of a key */
+        float s = valid ? ad_dot_part(sq, sk ? sk + k * a.ks : kg + (lo + k) * stride, part, AD_STPK, a) : 0.0f;
+        s += __shfl_xor_sync(0xffffffffu, s, 2);
+        s += __shfl_xor_sync(0xffffffffu, s, 1); /* the same bits in the 4 threads: (s0 + s2) + (s1 + s3) */
+        if (valid) {
+            s *= a.scale;
+            if (a.softcap > 0.0f) s = tanhf(s / a.softcap) * a.softcap;
+            if (part == 0) ssc[k] = s;
+            mx = fmaxf(mx, s);
+        }
+    }
+    mx = warp_max(mx);
+    if (lane == 0) wm[w] = mx; /* -inf for a warp without keys */
+    __syncthreads();
+    float M = wm[0];
+#pragma unroll
+    for (int v = 1; v < AD_WARPS; v++) M = fmaxf(M, wm[v]); /* finite: key 0 exists */
+    float l = 0.0f, acc[AD_WDIMS];
+#pragma unroll
+    for (int i = 0; i < AD_WDIMS; i++) acc[i] = 0.0f;
+#pragma unroll 4
+    for (int k = w; k < n; k += AD_WARPS) { /* warp-uniform; no shuffles: each lane its own dims */
+        const float pk = expf(ssc[k] - M);
+        const unsigned char *vr = sk ? sv + k * a.ks : vg + (lo + k) * stride;
+        l += pk;
+#pragma unroll
+        for (int i = 0; i < AD_WDIMS; i++)
+            if (lane + 32 * i < D) acc[i] += pk * ad_row_at(vr, lane + 32 * i, a.f16);
+    }
+    if (lane == 0) wl[w] = l;
+#pragma unroll
+    for (int i = 0; i < AD_WDIMS; i++)
+        if (lane + 32 * i < D) wa[w * D + lane + 32 * i] = acc[i];
+    __syncthreads();
+    if (w * 32 < D) { /* whole warps: the q8_1 stores need them */
+        float o = 0.0f, L = 0.0f;
+#pragma unroll
+        for (int v = 0; v < AD_WARPS; v++) {
+            L += wl[v];
+            if (tid < D) o += wa[v * D + tid];
+        }
+        o *= 1.0f / L;
+        if (tid < D) dst[h0 * D + tid] = o;
+        if (xq) q8_1_store(xq + (h0 * D + tid) / 32, o, lane); /* D % 32 == 0 with xq: every lane's tid < D */
+    }
+}
+
 __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos,
                                                          ad_args a, ad_rope rp, float *part, unsigned *cnt, blk_q8_1 *xq) {
     CU_PDL_ENTRY();
@@ -474,6 +566,21 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
     const int64_t p = pos[0];
     const int64_t lo = (a.window > 0 && p - a.window + 1 > 0) ? p - a.window + 1 : 0;
     const int64_t n = p - lo + 1;
+    if (n <= a.small) { /* the small layout: lo mode's split-0 blocks, one query head each (hpb_lo 1: the host) */
+        if (L >= nbx_lo) {
+            if (spec) ad_wait<0>();
+            return;
+        }
+        ad_q_to_shared(sq, qr, D, 1, (int32_t)p, rp, a);
+        if (spec) ad_wait<0>(); /* the speculative rows landed (read below when they are the keys) */
+        __syncthreads();
+        const bool in_smem = a.small_off > 0 && spec && lo == 0 && n <= a.spec; /* keys 0..n-1 are the speculative rows */
+        const int es = a.f16 ? 2 : 4;
+        ad_small_head(dst, xq, (const unsigned char *)kc + head_el * es, (const unsigned char *)vc + head_el * es, a.Dkv * es,
+                      in_smem ? sk + soff * a.ks : NULL, in_smem ? sv + soff * a.ks : NULL, (float *)(ad_sm + (in_smem ? a.small_off : a.small_off0)),
+                      sq, lo, (int)n, (int64_t)kvh * G + g0_lo, a);
+        return;
+    }
     if (n <= a.warp) { /* the warp path: lo mode's blocks, one query head each (hpb_lo 1: the host), AD_WKEYS keys a split */
         const int naw = (int)((n + AD_WKEYS - 1) / AD_WKEYS), spw = L / nbx_lo, bxw = L - spw * nbx_lo; /* naw <= S: the host */
         if (spw >= naw) {
@@ -805,6 +912,22 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
      * (plain loads would hold pos's load back) */
     g.spec = a->ctx > 0 && g.vec ? (int)(a->ctx < (int64_t)tk ? a->ctx : tk) : 0;
     if (g.spec > g.kmin) g.spec = g.kmin;
+    /* the small layout: its scratch (scores, m and l a warp, acc[D] a warp) after q (small_off0);
+     * when the keys are the speculative rows also clear of them (small_off): below the K rows [tile_off
+     * + soff * ks, ...) or in the gap between the K tile's end and the V rows [.. + soff * ks, ...);
+     * neither: those keys read from global memory (L2) instead */
+    if (a->small > 0 && g.hpb_lo == 1) {
+        const int sbytes = (AD_SKMAX + 2 * AD_WARPS + AD_WARPS * g.D) * 4, q_end = (g.D * 4 + 15) / 16 * 16, soff = tk - g.spec;
+        if (q_end + sbytes <= AD_SMEM) { /* D <= 256: 1,024 + 8,768 bytes */
+            g.small = a->small < AD_SKMAX ? a->small : AD_SKMAX;
+            g.small_off0 = q_end;
+            if (smem < q_end + sbytes) smem = q_end + sbytes;
+            if (g.spec > 0 && q_end + sbytes <= g.tile_off + soff * g.ks)
+                g.small_off = q_end;
+            else if (g.spec > 0 && sbytes <= soff * g.ks)
+                g.small_off = g.tile_off + tk * g.ks;
+        }
+    }
     /* the grid: hi mode's Hkv * nhb_hi * S blocks, or more so that lo mode has a block per head
      * block and split up to one block per SM; lo mode while its active blocks fit that */
     static int ad_sms = 0;

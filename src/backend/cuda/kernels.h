@@ -220,6 +220,10 @@ typedef struct cu_attn_args {
     int warp;                 /* variant 4: up to this depth (keys in the window) one block a query head with warps
                                * over 32-key chunks, lanes over keys, shuffles, no tiles (k_attn_decode.cu's warp
                                * path); 0 = off; only with one query head a block (hpb auto or 1) */
+    int small;                /* variant 4: up to this depth (keys in the window, <= 128) the small-depth layout (one
+                               * block a query head, the work of its keys spread over the 8 warps: 4 lanes a key
+                               * for the scores, warps over keys for P.V, shared-memory reductions; taken before
+                               * the warp path); 0 = off; only with one query head a block (hpb auto or 1) */
     /* Q's RoPE applied as q is loaded (executor fusion of the ROPE before the attention; the same
      * math as cu_rope, bit for bit): q_rot = 0 none, else q is the unrotated [D,Hq,T] */
     int q_rot, q_mode;
