@@ -147,7 +147,7 @@ struct exec_cuda {
     int attn_kmin;        /* variant 4: fewest keys per split (env SB_CUDA_ATTN_KMIN, default CU_ATT_DEC_KMIN) */
     int attn_hpb;         /* variant 4: query heads per block (env SB_CUDA_ATTN_HPB; 0 = auto: 1 at small depth, G deeper) */
     int attn_warp;        /* variant 4: the warp path up to this depth (env SB_CUDA_ATTN_WARP; 0 = off; default every depth) */
-    int attn_small;       /* variant 4: the small-depth layout up to this depth (env SB_CUDA_ATTN_SMALL=1: 64, 2: 128; 0 = off, the default) */
+    int attn_small;       /* variant 4: the small-depth layout up to this depth (env SB_CUDA_ATTN_SMALL=1: 64, 2: 128 (default), 0: off) */
     exec_cuda_stats st;
     /* profile: device ms and kernel launches per family, runs profiled */
     double prof_ms[PROF_FAMILIES];
@@ -198,7 +198,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
      * only: 1,293 / 822) */
     cx->attn_warp = !awp ? 1 << 30 : atoi(awp) > 0 ? atoi(awp) : 0;
     const char *asl = getenv("SB_CUDA_ATTN_SMALL"); /* variant 4's small-depth layout (k_attn_decode.cu): 1 up to 64 keys, 2 up to 128 */
-    cx->attn_small = asl && atoi(asl) == 1 ? 64 : asl && atoi(asl) >= 2 ? 128 : 0;
+    /* default 128 keys (H200 F16 tg64 / @ d4096: 1,289 / 886 vs 1,211 / 882 off; 64 keys: 1,290 / 875) */
+    cx->attn_small = !asl ? 128 : atoi(asl) == 1 ? 64 : atoi(asl) >= 2 ? 128 : 0;
     const char *aex = getenv("SB_CUDA_ATTN_EXP"); /* variant 4 timing experiments (k_attn_decode.cu; 1..4 give wrong results) */
     cu_attn_decode_set_exp(aex ? atoi(aex) : 0);
     const char *fe = getenv("SB_CUDA_FUSE");
@@ -218,14 +219,15 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (sk && strstr(sk, "head")) cx->time_skip |= 1ull << 62;
     if (sk && strstr(sk, "gemv")) cx->time_skip |= 1ull << 63;
     const char *rs = getenv("SB_CUDA_RES"), *rw = getenv("SB_CUDA_RES_WARPS"); /* resident-weights GEMV (k_gemv.cu) */
-    cu_gemv_set_res(rs && rs[0] == '1', rw ? atoi(rw) : 16);
+    /* process-wide knobs: applied only when set, so a test's exec_cuda_set_* survives new contexts */
+    if (rs || rw) cu_gemv_set_res(rs && rs[0] == '1', rw ? atoi(rw) : 0);
     const char *rg = getenv("SB_CUDA_REG"); /* registers-before-the-wait GEMV (k_gemv.cu; default on) */
-    cu_gemv_set_reg(!(rg && rg[0] == '0'));
+    if (rg) cu_gemv_set_reg(rg[0] != '0');
     const char *rx = getenv("SB_CUDA_RES_EXP");
     const char *rb = getenv("SB_CUDA_RES_BPS");
-    cu_gemv_set_res_exp(rx ? atoi(rx) : 0, rb ? atoi(rb) : 1);
+    if (rx || rb) cu_gemv_set_res_exp(rx ? atoi(rx) : 0, rb ? atoi(rb) : 1);
     const char *aq = getenv("SB_CUDA_AQ");
-    cu_act_set_fast(aq && aq[0] == '1');
+    if (aq) cu_act_set_fast(aq[0] == '1');
     const char *gt = getenv("SB_CUDA_GF_TUNE"); /* "blocks_per_sm,rows,prefetch,warps" (autotuning experiments) */
     if (gt) {
         int bps = 0, rows = 0, pf = 1, nw = 4;
@@ -234,7 +236,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     const char *fg = getenv("SB_CUDA_FATTN_G"); /* flash-attention prefill variant (k_fattn.cu) */
     if (fg) cu_fattn_set_groups(atoi(fg));
     const char *fs = getenv("SB_CUDA_FATTN_SPLIT"); /* its key split over blocks for few query tiles (default on) */
-    cu_fattn_set_split(!(fs && fs[0] == '0'));
+    if (fs) cu_fattn_set_split(fs[0] != '0');
     const char *mt = getenv("SB_CUDA_MMA_TILE"); /* int8 MMA GEMM tile (k_mma.cu) */
     if (mt) cu_mma_set_tile(atoi(mt));
     const char *ms = getenv("SB_CUDA_MMA_SMALL"); /* the small-T int8 MMA GEMM (k_mma.cu: split K; default 2); unset: unchanged */

@@ -240,6 +240,7 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
             L[i] = L[i] * f0 + xl[wq + i] * f1;
 #pragma unroll
             for (int k = 0; k < DL; k++) acc[i][k] = acc[i][k] * f0 + xa[(wq + i) * DM + lane + 32 * k] * f1;
+            m[i] = M; /* acc and L are now relative to M (the key split's partials carry it) */
         }
     }
     if (S > 1) { /* group 0 writes (m, L, acc) per query; the last split block of the tile merges */

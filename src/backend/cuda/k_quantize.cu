@@ -60,7 +60,7 @@ template <int XQ> __global__ void __launch_bounds__(Q_THREADS) k_glu_quant(uint8
 /* rows that fit in registers (aq_fits with 256 threads): act_build, the same code as the GEMV
  * prologues of k_mmvq.cu, so a norm or GLU fused into a GEMV gives these very bits */
 #define AQ_THREADS 256
-static bool aq_on = true; /* cu_act_set_fast */
+static bool aq_on = false; /* cu_act_set_fast (env SB_CUDA_AQ=1): off by default, the 1024-thread kernels measured faster */
 extern "C" void cu_act_set_fast(bool on) { aq_on = on; }
 extern "C" bool cu_act_fast(void) { return aq_on; }
 
