@@ -301,7 +301,11 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
 }
 
 static int fattn_groups = 2; /* cu_fattn_set_groups */
-static int fattn_split = 1;  /* cu_fattn_set_split */
+/* cu_fattn_set_split (env SB_CUDA_FATTN_SPLIT=1): off by default — the H200 measured it (first token
+ * after a cached 512 + 64 new 2.82 vs 3.36 ms, pp64 @ d4096 13.7k vs 6.2k, pp64 at depth 0 25.8k vs 27.3k)
+ * but also caught a merge bug on cached-prefix cases; the fix (m after the key-group merge) has not
+ * run on a GPU yet */
+static int fattn_split = 0;
 
 extern "C" void cu_fattn_set_groups(int g) { fattn_groups = g == 1 ? 1 : 2; }
 extern "C" void cu_fattn_set_split(int on) { fattn_split = on ? 1 : 0; }
