@@ -304,6 +304,13 @@ void exec_cuda_free(exec_cuda *cx) {
     free(cx);
 }
 
+/* a setting plans are built with changed: every plan (and its captured graph, which bakes in kernel
+ * arguments) is dropped, and rebuilt (without re-uploads) on its next run */
+static void drop_plans(exec_cuda *cx) {
+    cu_stream_sync(cx->s);
+    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]);
+}
+
 void exec_cuda_set_graphs(exec_cuda *cx, bool on) { cx->graphs = on; }
 sb_status exec_cuda_host_alloc(exec_cuda *cx, size_t bytes, void **out) { return cu_host_alloc(out, bytes, "host buffer"); }
 void exec_cuda_host_free(exec_cuda *cx, void *p) { cu_host_free(p); }
@@ -315,15 +322,13 @@ void exec_cuda_set_mmvq_variant(int v) { /* 4: the int8 tensor-core GEMM (k_mma.
 }
 void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) {
     if (cx->ropek == on) return;
-    cu_stream_sync(cx->s);
-    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]);
+    drop_plans(cx);
     cx->ropek = on;
 }
 void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) {
     const int on = mode >= 0 && mode <= 2 ? mode : 0;
     if (cx->pro == on) return;
-    cu_stream_sync(cx->s);
-    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]);
+    drop_plans(cx);
     cx->pro = on;
 }
 void exec_cuda_set_act_fast(bool on) { cu_act_set_fast(on); }
@@ -334,38 +339,31 @@ void exec_cuda_set_mma_small(int mode) { cu_mma_set_small(mode); }
 void exec_cuda_set_mma_small_tmax(int64_t t) { cu_mma_set_small_tmax(t); }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
     if (cx->fuse == on) return;
-    cu_stream_sync(cx->s);
-    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]); /* rebuilt (without re-uploads) on their next run */
+    drop_plans(cx);
     cx->fuse = on;
 }
 void exec_cuda_set_attn_hpb(exec_cuda *cx, int hpb) {
     hpb = hpb > 0 ? hpb : 0;
     if (hpb == cx->attn_hpb) return;
-    cu_stream_sync(cx->s); /* the scratch size follows it: plans rebuilt, captured graphs dropped */
-    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]); /* rebuilt (without re-uploads) on their next run */
+    drop_plans(cx);
     cx->attn_hpb = hpb;
 }
 void exec_cuda_set_attn_warp(exec_cuda *cx, int depth) {
     depth = depth > 0 ? depth : 0;
     if (depth == cx->attn_warp) return;
-    cu_stream_sync(cx->s); /* captured graphs hold the old kernel arguments: plans rebuilt */
-    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]); /* rebuilt (without re-uploads) on their next run */
+    drop_plans(cx);
     cx->attn_warp = depth;
 }
 void exec_cuda_set_attn_small(exec_cuda *cx, int depth) {
     depth = depth > 0 ? depth : 0;
     if (depth == cx->attn_small) return;
-    cu_stream_sync(cx->s); /* captured graphs hold the old kernel arguments: plans rebuilt */
-    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]); /* rebuilt (without re-uploads) on their next run */
+    drop_plans(cx);
     cx->attn_small = depth;
 }
 
 void exec_cuda_set_attn_variant(exec_cuda *cx, int v) {
     v = v == 1 || v == 3 || v == 4 ? v : 2;
-    if ((v == 4) != (cx->attn_variant == 4)) { /* variant 4 sizes its splits and scratch differently: plans rebuilt */
-        cu_stream_sync(cx->s);
-        for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]); /* rebuilt (without re-uploads) on their next run */
-    }
+    if ((v == 4) != (cx->attn_variant == 4)) drop_plans(cx); /* variant 4 sizes its splits and scratch differently */
     cx->attn_variant = v;
     for (int i = 0; i < CX_MAX_PLANS; i++) { /* captured graphs hold the old kernel */
         cu_graph_destroy(cx->plans[i].graph);
