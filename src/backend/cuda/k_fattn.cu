@@ -99,8 +99,13 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
      * block walks; a split with none still writes its (empty) partials for the merge */
     const int S = gridDim.z, z = blockIdx.z;
     int kmin = s_rng[0], kmax = s_rng[1];
-    if (S > 1 && kmax >= kmin) {
-        const int nt = (kmax - kmin) / BK + 1, per = (nt + S - 1) / S;
+    /* the splits this tile uses: no more than its key tiles (a shallow tile runs unsplit: the
+     * other z blocks leave at once and its block writes the output directly); Se is the same in
+     * every block of the tile (s_rng) */
+    const int nt = kmax >= kmin ? (kmax - kmin) / BK + 1 : 1, Se = S < nt ? S : nt;
+    if (z >= Se) return; /* the whole block */
+    if (Se > 1) {
+        const int per = (nt + Se - 1) / Se;
         const int b0 = kmin + z * per * BK, b1 = b0 + per * BK - 1;
         kmin = b0;
         kmax = b1 < kmax ? b1 : kmax; /* kmin > kmax: no keys here */
@@ -232,7 +237,7 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
             }
         }
         __syncthreads();
-        if (gi == 1 && S == 1) return;
+        if (gi == 1 && Se == 1) return;
 #pragma unroll
         for (int i = 0; i < QW && gi == 0; i++) {
             const float m1 = xm[wq + i], M = fmaxf(m[i], m1);
@@ -243,7 +248,7 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
             m[i] = M; /* acc and L are now relative to M (the key split's partials carry it) */
         }
     }
-    if (S > 1) { /* group 0 writes (m, L, acc) per query; the last split block of the tile merges */
+    if (Se > 1) { /* group 0 writes (m, L, acc) per query; the last split block of the tile merges */
         const int64_t tile = (int64_t)blockIdx.x * Hq + h;
         constexpr int PS = DM + 2;
         if (gi == 0)
@@ -256,7 +261,7 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
             }
         __threadfence();
         __syncthreads();
-        if (tid == 0) s_last = atomicAdd(&cnt[tile], 1u) == (unsigned)S - 1;
+        if (tid == 0) s_last = atomicAdd(&cnt[tile], 1u) == (unsigned)Se - 1;
         __syncthreads();
         if (!s_last) return;
         __threadfence();
@@ -265,11 +270,11 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
             for (int i = 0; i < QW; i++) {
                 const float *pp = part + (tile * S * BQ + wq + i) * PS;
                 float M = -INFINITY;
-                for (int zz = 0; zz < S; zz++) M = fmaxf(M, __ldcg(pp + (int64_t)zz * BQ * PS));
+                for (int zz = 0; zz < Se; zz++) M = fmaxf(M, __ldcg(pp + (int64_t)zz * BQ * PS));
                 float Ls = 0.0f, as[DL];
 #pragma unroll
                 for (int k = 0; k < DL; k++) as[k] = 0.0f;
-                for (int zz = 0; zz < S; zz++) {
+                for (int zz = 0; zz < Se; zz++) {
                     const float *pz = pp + (int64_t)zz * BQ * PS;
                     const float mz = __ldcg(pz);
                     const float f = mz == -INFINITY ? 0.0f : expf(mz - M);
@@ -303,8 +308,10 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
 static int fattn_groups = 2; /* cu_fattn_set_groups */
 /* cu_fattn_set_split (env SB_CUDA_FATTN_SPLIT=1): off by default — the H200 measured it (first token
  * after a cached 512 + 64 new 2.82 vs 3.36 ms, pp64 @ d4096 13.7k vs 6.2k, pp64 at depth 0 25.8k vs 27.3k)
- * but also caught a merge bug on cached-prefix cases; the fix (m after the key-group merge) has not
- * run on a GPU yet */
+ * but also caught a merge bug on cached-prefix cases. The fix (m after the key-group merge) and the
+ * per-tile split count (a shallow tile runs unsplit) passed a CPU emulation of this kernel (a thread
+ * per CUDA thread, real barriers) that reproduces the H200 failure without the fix; not yet run on
+ * a GPU */
 static int fattn_split = 0;
 
 extern "C" void cu_fattn_set_groups(int g) { fattn_groups = g == 1 ? 1 : 2; }
