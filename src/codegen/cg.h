@@ -116,6 +116,8 @@ void cg_geometry(const cg_group *grp, cg_variant v, unsigned *grid, unsigned *bl
 
 // ---- emitting ----
 
+/* the kind in words ("rms_norm_quant", ...), as the emitted sources' comments and the tests spell it */
+const char *cg_kind_name(cg_kind k);
 /* malloc'd CUDA C source of grp in variant v, and its kernel name ("sbk_" + 16 hex digits of the
  * hash of the signature and variant). SB_ERR_INVALID_ARG for an inconsistent group, SB_ERR_OOM. */
 sb_status cg_emit(const cg_group *grp, cg_variant v, char **src, char name[40]);

@@ -258,7 +258,7 @@ static void flit(char *out, size_t cap, float f) {
     }
 }
 
-static const char *kind_name(cg_kind k) {
+const char *cg_kind_name(cg_kind k) {
     switch (k) {
     case CG_EW: return "ew";
     case CG_RMS_NORM_QUANT: return "rms_norm_quant";
@@ -275,8 +275,8 @@ static const char *step_name(int op) {
 
 /* the signature line: every input of the source, in words */
 static void signature(sbuf *b, const cg_group *g, cg_variant v) {
-    if (g->rows == 1) put(b, "%s E=%lld rows=1", kind_name(g->kind), (long long)g->E);
-    else put(b, "%s E=%lld rows=n", kind_name(g->kind), (long long)g->E); /* any row count > 1: cg_params.rows */
+    if (g->rows == 1) put(b, "%s E=%lld rows=1", cg_kind_name(g->kind), (long long)g->E);
+    else put(b, "%s E=%lld rows=n", cg_kind_name(g->kind), (long long)g->E); /* any row count > 1: cg_params.rows */
     if (g->kind != CG_EW) put(b, " xq=%s", ir_dtype_name(g->xq));
     if (g->kind == CG_RMS_NORM_QUANT || g->kind == CG_ADD_RMS_NORM_QUANT) put(b, " eps=%a w=%d", (double)g->eps, g->has_w);
     if (g->kind == CG_GLU_QUANT) put(b, " act=%s", g->gelu ? "gelu" : "silu");

@@ -348,20 +348,9 @@ static void test_quant(cg_kind kind, int xq, int64_t E, int64_t R, bool flag, bo
 
 // ---- part 3: every variant gives the hand-written kernel's bits ----
 
-static const char *kind_word(cg_kind k) {
-    switch (k) {
-    case CG_EW: return "ew";
-    case CG_RMS_NORM_QUANT: return "rms_norm_quant";
-    case CG_ADD_RMS_NORM_QUANT: return "add_rms_norm_quant";
-    case CG_GLU_QUANT: return "glu_quant";
-    case CG_QUANTIZE: return "quantize";
-    }
-    return "?";
-}
-
 /* the group in words: kind, shape, quant type, steps (op codes) */
 static void group_words(const cg_group *g, char *out, size_t cap) {
-    int k = snprintf(out, cap, "%s E=%lld rows=%lld", kind_word(g->kind), (long long)g->E, (long long)g->rows);
+    int k = snprintf(out, cap, "%s E=%lld rows=%lld", cg_kind_name(g->kind), (long long)g->E, (long long)g->rows);
     if (g->kind != CG_EW) k += snprintf(out + k, cap - (size_t)k, " %s%s%s%s", ir_dtype_name(g->xq), g->has_w ? " w" : "",
                                          g->gelu ? " gelu" : "", g->hand_reg ? " hand=regs" : g->kind == CG_RMS_NORM_QUANT || g->kind == CG_ADD_RMS_NORM_QUANT ? " hand=loop" : "");
     for (int j = 0; g->kind == CG_EW && j < g->n_steps && k < (int)cap - 32; j++)
