@@ -7,7 +7,9 @@
  * block (the shape of a norm / residual hand-off between two decode kernels); (d) as (c) with 528
  * blocks of 256 threads each reading the 896 floats (a GEMV prologue's access pattern).
  * (e)-(i): GEMV-like kernels streaming 3.1 MB of weights each, with the weight loads before or
- * after the PDL wait (see k_stream). Prints µs per kernel for each. Standalone (nvcc bench/cuda_floor.cu -arch=sm_90 -o floor).
+ * after the PDL wait (see k_stream). (j)-(l): the same phases inside ONE persistent kernel with a grid-wide
+ * barrier between phases (see k_persist) — what a decode megakernel would pay instead of the launch chain.
+ * Prints µs per kernel for each. Standalone (nvcc bench/cuda_floor.cu -arch=sm_90 -o floor).
  * Non-goal: anything the runtime uses; this is a measurement of the hardware + driver floor.
  */
 #include <cuda_runtime.h>
@@ -99,6 +101,93 @@ __global__ void __launch_bounds__(ST_THREADS) k_stream(const float *x, float *y,
     }
 }
 
+/* (j)-(l): one launch of 132 blocks x 512 threads runs NP phases; between phases a grid barrier (a
+ * monotonic counter: arrive with a release add, spin on an acquire load until the generation is full).
+ * A phase reads the previous phase's 132 outputs and writes one value a block. MODE 0 (j): no weights
+ * (the barrier + hand-off alone); 1 (k): each phase streams its 24 KB slice of its own 3.1 MB matrix,
+ * loaded after the barrier; 2 (l): the next phase's slice is loaded into registers BEFORE arriving at
+ * the barrier (the prefetch a megakernel would do). */
+__device__ __forceinline__ void grid_barrier(unsigned *cnt, unsigned nb) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned old, v;
+        asm volatile("atom.add.release.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(cnt) : "memory");
+        const unsigned target = (old / nb + 1) * nb;
+        do asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(cnt) : "memory");
+        while ((int)(v - target) < 0);
+    }
+    __syncthreads();
+}
+template <int MODE>
+__global__ void __launch_bounds__(ST_THREADS) k_persist(float *a, float *b, const uint4 *w, unsigned *cnt, int np) {
+    __shared__ float red[ST_THREADS / 32];
+    const int tid = threadIdx.x;
+    uint4 r[ST_N16 / ST_THREADS];
+    if (MODE == 2)
+        for (int k = 0; k < ST_N16 / ST_THREADS; k++) r[k] = w[(size_t)blockIdx.x * ST_N16 + tid + k * ST_THREADS];
+    for (int p = 0; p < np; p++) {
+        const float *x = p % 2 ? b : a;
+        float *y = p % 2 ? a : b;
+        const uint4 *wb = w + ((size_t)p * gridDim.x + blockIdx.x) * ST_N16;
+        float acc = x[tid % 132];
+        if (MODE == 1)
+            for (int k = 0; k < ST_N16 / ST_THREADS; k++) r[k] = wb[tid + k * ST_THREADS];
+        if (MODE != 0)
+            for (int k = 0; k < ST_N16 / ST_THREADS; k++) acc += __int_as_float((r[k].x ^ r[k].y ^ r[k].z ^ r[k].w) & 0x3f800000);
+        for (int o = 16; o; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if ((tid & 31) == 0) red[tid >> 5] = acc;
+        __syncthreads();
+        if (tid == 0) {
+            float s = 0.0f;
+            for (int k = 0; k < ST_THREADS / 32; k++) s += red[k];
+            y[blockIdx.x] = s;
+        }
+        if (MODE == 2 && p + 1 < np)
+            for (int k = 0; k < ST_N16 / ST_THREADS; k++) r[k] = wb[gridDim.x * ST_N16 + tid + k * ST_THREADS];
+        grid_barrier(cnt, gridDim.x);
+    }
+}
+
+static int run_persist(const char *name, int mode, int np, float *a, float *b, cudaStream_t st) {
+    static uint4 *wbuf;
+    static unsigned *cnt;
+    if (!wbuf) CK(cudaMalloc(&wbuf, (size_t)np * 132 * ST_N16 * 16));
+    if (!cnt) { CK(cudaMalloc(&cnt, 4)); CK(cudaMemset(cnt, 0, 4)); }
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeCooperative;
+    at[0].val.cooperative = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    cfg.stream = st;
+    cfg.gridDim = 132;
+    cfg.blockDim = ST_THREADS;
+    if (mode == 0) CK(cudaLaunchKernelEx(&cfg, k_persist<0>, a, b, (const uint4 *)wbuf, cnt, np));
+    if (mode == 1) CK(cudaLaunchKernelEx(&cfg, k_persist<1>, a, b, (const uint4 *)wbuf, cnt, np));
+    if (mode == 2) CK(cudaLaunchKernelEx(&cfg, k_persist<2>, a, b, (const uint4 *)wbuf, cnt, np));
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    for (int w = 0; w < 5; w++) CK(cudaGraphLaunch(ge, st));
+    CK(cudaStreamSynchronize(st));
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    const int reps = 50;
+    cudaEventRecord(e0, st);
+    for (int r = 0; r < reps; r++) CK(cudaGraphLaunch(ge, st));
+    cudaEventRecord(e1, st);
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    printf("%-44s      : %6.2f us per phase  (%d phases, %.1f us per launch)\n", name, 1000.0 * ms / reps / np, np, 1000.0 * ms / reps);
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    return 0;
+}
+
 static int run(const char *name, int kind, int pdl, int nk, float *a, float *b, cudaStream_t st) {
     static uint4 *wbuf;
     if (kind >= 4 && !wbuf) CK(cudaMalloc(&wbuf, (size_t)nk * 132 * ST_N16 * 16));
@@ -163,5 +252,8 @@ int main(void) {
     for (int kind = 0; kind < 9; kind++)
         for (int pdl = 0; pdl < 2; pdl++)
             if (run(names[kind], kind, pdl, kind >= 4 ? 96 : 126, a, b, st)) return 1;
+    if (run_persist("(j) persistent, barrier + hand-off", 0, 126, a, b, st)) return 1;
+    if (run_persist("(k) persistent, 3.1 MB loaded after barrier", 1, 96, a, b, st)) return 1;
+    if (run_persist("(l) persistent, 3.1 MB prefetched before", 2, 96, a, b, st)) return 1;
     return 0;
 }

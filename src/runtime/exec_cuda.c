@@ -235,7 +235,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     }
     const char *fg = getenv("SB_CUDA_FATTN_G"); /* flash-attention prefill variant (k_fattn.cu) */
     if (fg) cu_fattn_set_groups(atoi(fg));
-    const char *fs = getenv("SB_CUDA_FATTN_SPLIT"); /* its key split over blocks for few query tiles (default off: k_fattn.cu) */
+    const char *fs = getenv("SB_CUDA_FATTN_SPLIT"); /* its key split over blocks for few query tiles (default on; 0 = off: k_fattn.cu) */
     if (fs) cu_fattn_set_split(fs[0] != '0');
     const char *mt = getenv("SB_CUDA_MMA_TILE"); /* int8 MMA GEMM tile (k_mma.cu) */
     if (mt) cu_mma_set_tile(atoi(mt));

@@ -135,7 +135,7 @@ void exec_cuda_set_act_fast(bool on);
  * registers-before-the-wait one (k_gemv_reg; default on, env SB_CUDA_REG=0). Process-wide. */
 void exec_cuda_set_res(bool on);
 /* the flash-attention prefill's key split over blocks when its query tiles leave SMs idle (default
- * off, env SB_CUDA_FATTN_SPLIT=1: k_fattn.cu says why). Process-wide; takes effect for plans built
+ * on, env SB_CUDA_FATTN_SPLIT=0 turns it off: k_fattn.cu says why). Process-wide; takes effect for plans built
  * afterwards. */
 void exec_cuda_set_fattn_split(bool on);
 void exec_cuda_set_reg(bool on);

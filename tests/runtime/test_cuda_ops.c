@@ -1172,10 +1172,10 @@ int main(void) {
     test_qkv_rope_block();
     test_mma_prefill();
     test_mma_small();
-    test_flash_attention();
-    printf("-- flash-attention prefill with its key split (SB_CUDA_FATTN_SPLIT=1)\n");
-    exec_cuda_set_fattn_split(true);
-    test_flash_attention();
+    test_flash_attention(); /* with the key split (the default) */
+    printf("-- flash-attention prefill without its key split (SB_CUDA_FATTN_SPLIT=0)\n");
     exec_cuda_set_fattn_split(false);
+    test_flash_attention();
+    exec_cuda_set_fattn_split(true);
     return test_summary();
 }

@@ -306,13 +306,10 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
 }
 
 static int fattn_groups = 2; /* cu_fattn_set_groups */
-/* cu_fattn_set_split (env SB_CUDA_FATTN_SPLIT=1): off by default — the H200 measured it (first token
- * after a cached 512 + 64 new 2.82 vs 3.36 ms, pp64 @ d4096 13.7k vs 6.2k, pp64 at depth 0 25.8k vs 27.3k)
- * but also caught a merge bug on cached-prefix cases. The fix (m after the key-group merge) and the
- * per-tile split count (a shallow tile runs unsplit) passed a CPU emulation of this kernel (a thread
- * per CUDA thread, real barriers) that reproduces the H200 failure without the fix; not yet run on
- * a GPU */
-static int fattn_split = 0;
+/* cu_fattn_set_split (env SB_CUDA_FATTN_SPLIT=0 turns it off): on by default since the H200 run of
+ * session 5 — every ops and model test passed with it, first token after a cached 512 + 64 new 2.73
+ * vs 3.34 ms, pp64 @ d4096 13.8k vs 6.2k, pp64 and pp512 at depth 0 unchanged (27.6k, 55.6k) */
+static int fattn_split = 1;
 
 extern "C" void cu_fattn_set_groups(int g) { fattn_groups = g == 1 ? 1 : 2; }
 extern "C" void cu_fattn_set_split(int on) { fattn_split = on ? 1 : 0; }

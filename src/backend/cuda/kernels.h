@@ -311,7 +311,7 @@ sb_status cu_attention_prefill(cu_stream s, float *dst, const float *q, const vo
                                const cu_attn_args *a, float *scratch, uint64_t scratch_floats, unsigned *counters);
 /* floats of scratch cu_attention_prefill splits with for a (0: it would not split) */
 uint64_t cu_fattn_scratch(const cu_attn_args *a);
-/* the key split of the flash-attention prefill (process-wide; env SB_CUDA_FATTN_SPLIT): 0 off (default), 1 on */
+/* the key split of the flash-attention prefill (process-wide; env SB_CUDA_FATTN_SPLIT): 1 on (default), 0 off */
 void cu_fattn_set_split(int on);
 
 // ---- generated kernels (cu_module.cu; the cubins come from codegen/, docs/codegen.md) ----
