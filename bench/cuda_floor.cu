@@ -9,6 +9,7 @@
  * (e)-(i): GEMV-like kernels streaming 3.1 MB of weights each, with the weight loads before or
  * after the PDL wait (see k_stream). (j)-(l): the same phases inside ONE persistent kernel with a grid-wide
  * barrier between phases (see k_persist) — what a decode megakernel would pay instead of the launch chain.
+ * (m)-(n): phases handed off by flag-carrying data instead of a barrier (see k_ll).
  * Prints µs per kernel for each. Standalone (nvcc bench/cuda_floor.cu -arch=sm_90 -o floor).
  * Non-goal: anything the runtime uses; this is a measurement of the hardware + driver floor.
  */
@@ -148,11 +149,55 @@ __global__ void __launch_bounds__(ST_THREADS) k_persist(float *a, float *b, cons
     }
 }
 
+/* (m)-(n): the same phases handed off without a barrier, through data that carries its own flag (8-byte
+ * (value, flag) stores, single-copy atomic; the consumers spin on the 132 words they need until every flag
+ * is this launch's phase) — the "LL" protocol of NCCL. MODE 0 (m): no weights; 1 (n): the next phase's
+ * 3.1 MB slice in registers before spinning. The flag base is this launch's generation, taken from an
+ * arrival counter at entry. ll holds NP x 132 words (a phase's own buffer: no reuse races). */
+template <int MODE>
+__global__ void __launch_bounds__(ST_THREADS) k_ll(unsigned long long *ll, const uint4 *w, unsigned *cnt, int np) {
+    __shared__ float red[ST_THREADS / 32];
+    __shared__ unsigned s_gen;
+    const int tid = threadIdx.x;
+    if (tid == 0) s_gen = atomicAdd(cnt, 1u) / gridDim.x + 1;
+    __syncthreads();
+    const unsigned gen = s_gen;
+    uint4 r[ST_N16 / ST_THREADS];
+    for (int p = 0; p < np; p++) {
+        const uint4 *wb = w + ((size_t)p * gridDim.x + blockIdx.x) * ST_N16;
+        if (MODE == 1)
+            for (int k = 0; k < ST_N16 / ST_THREADS; k++) r[k] = wb[tid + k * ST_THREADS];
+        float acc = 0.0f;
+        if (p > 0 && tid < 132) { /* spin on the previous phase's word */
+            const unsigned want = gen * 4096u + (unsigned)p;
+            unsigned long long v;
+            do asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(ll + (size_t)(p - 1) * 132 + tid) : "memory");
+            while ((unsigned)(v >> 32) != want);
+            acc = __int_as_float((unsigned)v);
+        }
+        if (MODE == 1)
+            for (int k = 0; k < ST_N16 / ST_THREADS; k++) acc += __int_as_float((r[k].x ^ r[k].y ^ r[k].z ^ r[k].w) & 0x3f800000);
+        for (int o = 16; o; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if ((tid & 31) == 0) red[tid >> 5] = acc;
+        __syncthreads();
+        if (tid == 0) {
+            float s = 0.0f;
+            for (int k = 0; k < ST_THREADS / 32; k++) s += red[k];
+            const unsigned long long v = ((unsigned long long)(gen * 4096u + (unsigned)p + 1) << 32) | __float_as_uint(s * 1e-30f);
+            asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(ll + (size_t)p * 132 + blockIdx.x), "l"(v) : "memory");
+        }
+        __syncthreads();
+    }
+}
+
 static int run_persist(const char *name, int mode, int np, float *a, float *b, cudaStream_t st) {
     static uint4 *wbuf;
     static unsigned *cnt;
     if (!wbuf) CK(cudaMalloc(&wbuf, (size_t)np * 132 * ST_N16 * 16));
     if (!cnt) { CK(cudaMalloc(&cnt, 4)); CK(cudaMemset(cnt, 0, 4)); }
+    static unsigned long long *ll;
+    static unsigned *cnt2;
+    if (mode >= 3 && !ll) { CK(cudaMalloc(&ll, (size_t)np * 132 * 8)); CK(cudaMemset(ll, 0, (size_t)np * 132 * 8)); CK(cudaMalloc(&cnt2, 4)); CK(cudaMemset(cnt2, 0, 4)); }
     cudaGraph_t g;
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
@@ -168,6 +213,8 @@ static int run_persist(const char *name, int mode, int np, float *a, float *b, c
     if (mode == 0) CK(cudaLaunchKernelEx(&cfg, k_persist<0>, a, b, (const uint4 *)wbuf, cnt, np));
     if (mode == 1) CK(cudaLaunchKernelEx(&cfg, k_persist<1>, a, b, (const uint4 *)wbuf, cnt, np));
     if (mode == 2) CK(cudaLaunchKernelEx(&cfg, k_persist<2>, a, b, (const uint4 *)wbuf, cnt, np));
+    if (mode == 3) CK(cudaLaunchKernelEx(&cfg, k_ll<0>, ll, (const uint4 *)wbuf, cnt2, np));
+    if (mode == 4) CK(cudaLaunchKernelEx(&cfg, k_ll<1>, ll, (const uint4 *)wbuf, cnt2, np));
     CK(cudaStreamEndCapture(st, &g));
     CK(cudaGraphInstantiate(&ge, g, 0));
     for (int w = 0; w < 5; w++) CK(cudaGraphLaunch(ge, st));
@@ -255,5 +302,7 @@ int main(void) {
     if (run_persist("(j) persistent, barrier + hand-off", 0, 126, a, b, st)) return 1;
     if (run_persist("(k) persistent, 3.1 MB loaded after barrier", 1, 96, a, b, st)) return 1;
     if (run_persist("(l) persistent, 3.1 MB prefetched before", 2, 96, a, b, st)) return 1;
+    if (run_persist("(m) persistent, flag-carrying hand-off", 3, 96, a, b, st)) return 1;
+    if (run_persist("(n) persistent, flags + 3.1 MB prefetched", 4, 96, a, b, st)) return 1;
     return 0;
 }

@@ -95,14 +95,18 @@ typedef struct devbuf {
     uint64_t bytes;
 } devbuf;
 
+#define CX_DEPTH_CLASSES 2 /* 0: any depth; 1: every attention sees at most attn_small keys */
+
 typedef struct cplan {
     const plan *p;
     void **dptr;          /* device pointer per input slot */
     uint64_t scratch_off; /* attention / small-T GEMM split partials, after the plan region */
     uint64_t arena_need;
-    cu_graph graph;
-    void *graph_arena;    /* the arena the graph was captured with */
-    int32_t n_kernels;
+    /* captured graphs, one per depth class (depth_class: a decode step whose attention sees few
+     * keys gets kernels specialised for that, e.g. the small-depth attention's own kernel) */
+    cu_graph graph[CX_DEPTH_CLASSES];
+    void *graph_arena[CX_DEPTH_CLASSES]; /* the arena each was captured with */
+    int32_t n_kernels[CX_DEPTH_CLASSES];
     int64_t runs;         /* runs of this plan so far */
     /* executor-level fusion (cx->fuse): epi[i] = the ADD node a matmul i writes through its
      * epilogue (-1 none); skip[j] = the ADD node j is done by its matmul */
@@ -147,6 +151,7 @@ struct exec_cuda {
     int attn_kmin;        /* variant 4: fewest keys per split (env SB_CUDA_ATTN_KMIN, default CU_ATT_DEC_KMIN) */
     int attn_hpb;         /* variant 4: query heads per block (env SB_CUDA_ATTN_HPB; 0 = auto: 1 at small depth, G deeper) */
     int attn_warp;        /* variant 4: the warp path up to this depth (env SB_CUDA_ATTN_WARP; 0 = off; default every depth) */
+    bool attn_class;      /* decode graphs per depth class (depth_class; env SB_CUDA_ATTN_CLASS=0: one graph for every depth) */
     int attn_small;       /* variant 4: the small-depth layout up to this depth (env SB_CUDA_ATTN_SMALL=1: 64, 2: 128 (default), 0: off) */
     exec_cuda_stats st;
     /* profile: device ms and kernel launches per family, runs profiled */
@@ -200,6 +205,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     const char *asl = getenv("SB_CUDA_ATTN_SMALL"); /* variant 4's small-depth layout (k_attn_decode.cu): 1 up to 64 keys, 2 up to 128 */
     /* default 128 keys (H200 F16 tg64 / @ d4096: 1,289 / 886 vs 1,211 / 882 off; 64 keys: 1,290 / 875) */
     cx->attn_small = !asl ? 128 : atoi(asl) == 1 ? 64 : atoi(asl) >= 2 ? 128 : 0;
+    const char *acl = getenv("SB_CUDA_ATTN_CLASS"); /* a decode graph per depth class (depth_class), the small one with its own attention kernel */
+    cx->attn_class = !(acl && acl[0] == '0');
     const char *aex = getenv("SB_CUDA_ATTN_EXP"); /* variant 4 timing experiments (k_attn_decode.cu; 1..4 give wrong results) */
     cu_attn_decode_set_exp(aex ? atoi(aex) : 0);
     const char *fe = getenv("SB_CUDA_FUSE");
@@ -266,8 +273,15 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     return SB_OK;
 }
 
+static void cplan_drop_graphs(cplan *c) {
+    for (int k = 0; k < CX_DEPTH_CLASSES; k++) {
+        cu_graph_destroy(c->graph[k]);
+        c->graph[k] = NULL;
+    }
+}
+
 static void cplan_clear(cplan *c) {
-    cu_graph_destroy(c->graph);
+    cplan_drop_graphs(c);
     free(c->dptr);
     free(c->epi);
     free(c->skip);
@@ -365,10 +379,7 @@ void exec_cuda_set_attn_variant(exec_cuda *cx, int v) {
     v = v == 1 || v == 3 || v == 4 ? v : 2;
     if ((v == 4) != (cx->attn_variant == 4)) drop_plans(cx); /* variant 4 sizes its splits and scratch differently */
     cx->attn_variant = v;
-    for (int i = 0; i < CX_MAX_PLANS; i++) { /* captured graphs hold the old kernel */
-        cu_graph_destroy(cx->plans[i].graph);
-        cx->plans[i].graph = NULL;
-    }
+    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_drop_graphs(&cx->plans[i]); /* captured graphs hold the old kernel */
 }
 
 typedef struct prof_row {
@@ -995,10 +1006,7 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
     if (st == SB_OK && c->arena_need > cx->arena_bytes) {
         st = cu_stream_sync(cx->s);
         if (st == SB_OK) {
-            for (int i = 0; i < CX_MAX_PLANS; i++) { /* graphs bake in the old arena */
-                cu_graph_destroy(cx->plans[i].graph);
-                cx->plans[i].graph = NULL;
-            }
+            for (int i = 0; i < CX_MAX_PLANS; i++) cplan_drop_graphs(&cx->plans[i]); /* graphs bake in the old arena */
             cu_free(cx->arena);
             cx->st.device_bytes -= cx->arena_bytes;
             cx->arena = NULL;
@@ -1028,6 +1036,7 @@ typedef struct crun {
     cplan *c;
     uint8_t *arena;
     int32_t n_kernels;
+    int64_t depth_max; /* a bound on the keys any attention of this run sees (0: none known; depth_class) */
 } crun;
 
 static void *dptr(const crun *r, ir_ref i) {
@@ -1424,6 +1433,7 @@ static sb_status run_node(crun *r, int32_t i) {
         return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
     case IR_OP_ATTENTION: {
         cu_attn_args a = attn_args(r->cx, r->p, n);
+        a.depth_max = r->depth_max;
         const void *q = SP(0);
         if (r->c->qrope && r->c->qrope[i] >= 0) { /* Q's RoPE fused: the unrotated q, and the rope's parameters */
             const ir_node *rn = &g->nodes[r->c->qrope[i]];
@@ -1518,6 +1528,17 @@ static sb_status enqueue_all(crun *r) {
 
 // ---- run ----
 
+/* the depth class of a run: 1 when it is one token (a decode step) at position pos with pos + 1 <=
+ * the small-depth attention's bound (no attention of the step sees more keys: a window only lowers
+ * it), so its attentions take their compact small-depth kernel; 0 otherwise (any depth). Each class
+ * has its own captured graph: the graph of a step is chosen by the host, which knows pos. */
+static int depth_class(const exec_cuda *cx, const plan *p, const exec_bindings *b) {
+    if (p->n_tokens != 1 || cx->attn_variant != 4 || cx->attn_small <= 0 || !cx->attn_class) return 0;
+    for (int32_t i = 0; i < p->n_inputs; i++)
+        if (p->inputs[i].kind == IR_OP_POS) return (int64_t)((const int32_t *)b->data[i])[0] + 1 <= cx->attn_small ? 1 : 0;
+    return 0;
+}
+
 sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
     if (!cx || !p || !b) return sb_fail(SB_ERR_INVALID_ARG, "exec_cuda: NULL context, plan or bindings");
     const int32_t *rows = NULL;
@@ -1556,15 +1577,16 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
         SB_TRY(cu_memcpy_h2d(cx->d_rows, h_rows, (size_t)n_rows * 4, cx->s));
     }
     if (cx->poison) SB_TRY(cu_memset(cx->arena, 0xFF, (size_t)cx->arena_bytes, cx->s));
-    crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena};
+    const int dc = depth_class(cx, p, b);
+    crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena, .depth_max = dc == 1 ? cx->attn_small : 0};
     /* decode plans are captured on their first run; other shapes (prefill chunks, whose sizes vary
      * per request) on their second, so a one-off shape does not pay the capture */
     const bool use_graph = cx->graphs && !cx->profile && (p->n_tokens == 1 || c->runs >= 1);
     c->runs++;
     if (use_graph) {
-        if (!c->graph || c->graph_arena != cx->arena) {
-            cu_graph_destroy(c->graph);
-            c->graph = NULL;
+        if (!c->graph[dc] || c->graph_arena[dc] != cx->arena) {
+            cu_graph_destroy(c->graph[dc]);
+            c->graph[dc] = NULL;
             SB_TRY(cu_graph_begin(cx->s));
             sb_status st = enqueue_all(&r);
             cu_graph gr = NULL;
@@ -1574,14 +1596,14 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
                 return st;
             }
             SB_TRY(st2);
-            c->graph = gr;
-            c->graph_arena = cx->arena;
-            c->n_kernels = r.n_kernels;
+            c->graph[dc] = gr;
+            c->graph_arena[dc] = cx->arena;
+            c->n_kernels[dc] = r.n_kernels;
             cx->st.graph_captures++;
         }
-        SB_TRY(cu_graph_launch(c->graph, cx->s));
+        SB_TRY(cu_graph_launch(c->graph[dc], cx->s));
         cx->st.graph_replays++;
-        cx->st.kernels_last_run = c->n_kernels;
+        cx->st.kernels_last_run = c->n_kernels[dc];
     } else {
         SB_TRY(enqueue_all(&r));
         cx->st.eager_runs++;

@@ -532,6 +532,12 @@ static __device__ __forceinline__ void ad_small_head(float *dst, blk_q8_1 *xq, c
     }
 }
 
+/* SMALL_ONLY: the small-depth layout alone (cu_attn_args.depth_max <= small: the host knows every depth
+ * this launch sees is one it takes), launched with lo mode's split-0 blocks only; the other modes'
+ * code is left out, a fraction of the full kernel's instructions (the H200's profile of the full
+ * kernel at depth <= 5 showed a third of its stall samples waiting for instruction fetch). A depth
+ * it does not take (a host bug) writes NaN, never a plausible result. */
+template <bool SMALL_ONLY>
 __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos,
                                                          ad_args a, ad_rope rp, float *part, unsigned *cnt, blk_q8_1 *xq) {
     CU_PDL_ENTRY();
@@ -579,6 +585,15 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
         ad_small_head(dst, xq, (const unsigned char *)kc + head_el * es, (const unsigned char *)vc + head_el * es, a.Dkv * es,
                       in_smem ? sk + soff * a.ks : NULL, in_smem ? sv + soff * a.ks : NULL, (float *)(ad_sm + (in_smem ? a.small_off : a.small_off0)),
                       sq, lo, (int)n, (int64_t)kvh * G + g0_lo, a);
+        return;
+    }
+    if (SMALL_ONLY) { /* not a depth this kernel takes: a visible NaN (dst and the q8_1 scales) */
+        if (spec) ad_wait<0>();
+        const int64_t h0 = (int64_t)kvh * G + g0_lo;
+        if (L < nbx_lo && tid < D) {
+            dst[h0 * D + tid] = __int_as_float(0x7fc00000);
+            if (xq && tid % 32 == 0) xq[(h0 * D + tid) / 32].d = cu_f2h(__int_as_float(0x7fc00000));
+        }
         return;
     }
     if (n <= a.warp) { /* the warp path: lo mode's blocks, one query head each (hpb_lo 1: the host), AD_WKEYS keys a split */
@@ -941,7 +956,11 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
     const int64_t wdeep = a->ctx > 0 && a->ctx < g.warp ? a->ctx : g.warp, grid_w = (int64_t)nbx_lo * ((wdeep + AD_WKEYS - 1) / AD_WKEYS);
     const int64_t grid = grid_t > grid_w ? grid_t : grid_w;
     const ad_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
-    cu_launch_smem(k_attn_dec, dim3((unsigned)grid), AD_THREADS, (size_t)smem, (cudaStream_t)s, dst, q, k, v, pos, g, rp, scratch, counters,
-                   (blk_q8_1 *)a->xq);
+    if (a->depth_max > 0 && g.small > 0 && a->depth_max <= g.small) /* every depth takes the small layout: its own kernel, its blocks */
+        cu_launch_smem(k_attn_dec<true>, dim3((unsigned)nbx_lo), AD_THREADS, (size_t)smem, (cudaStream_t)s, dst, q, k, v, pos, g, rp, scratch,
+                       counters, (blk_q8_1 *)a->xq);
+    else
+        cu_launch_smem(k_attn_dec<false>, dim3((unsigned)grid), AD_THREADS, (size_t)smem, (cudaStream_t)s, dst, q, k, v, pos, g, rp, scratch,
+                       counters, (blk_q8_1 *)a->xq);
     return cu_after_launch("k_attn_dec");
 }

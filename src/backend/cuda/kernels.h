@@ -224,6 +224,9 @@ typedef struct cu_attn_args {
                                * block a query head, the work of its keys spread over the 8 warps: 4 lanes a key
                                * for the scores, warps over keys for P.V, shared-memory reductions; taken before
                                * the warp path); 0 = off; only with one query head a block (hpb auto or 1) */
+    int64_t depth_max;        /* variant 4, T == 1: the deepest (keys in the window) this launch will see, when the caller
+                               * knows a bound (a captured graph per depth class); <= small: the small layout's own
+                               * compact kernel. 0 = any depth */
     /* Q's RoPE applied as q is loaded (executor fusion of the ROPE before the attention; the same
      * math as cu_rope, bit for bit): q_rot = 0 none, else q is the unrotated [D,Hq,T] */
     int q_rot, q_mode;
