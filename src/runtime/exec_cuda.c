@@ -95,7 +95,7 @@ typedef struct devbuf {
     uint64_t bytes;
 } devbuf;
 
-#define CX_DEPTH_CLASSES 2 /* 0: any depth; 1: every attention sees at most attn_small keys */
+#define CX_DEPTH_CLASSES 12 /* 0: any depth; c >= 1: every attention sees at most attn_small << (c - 1) keys (depth_class) */
 
 typedef struct cplan {
     const plan *p;
@@ -152,6 +152,7 @@ struct exec_cuda {
     int attn_hpb;         /* variant 4: query heads per block (env SB_CUDA_ATTN_HPB; 0 = auto: 1 at small depth, G deeper) */
     int attn_warp;        /* variant 4: the warp path up to this depth (env SB_CUDA_ATTN_WARP; 0 = off; default every depth) */
     bool attn_class;      /* decode graphs per depth class (depth_class; env SB_CUDA_ATTN_CLASS=0: one graph for every depth) */
+    bool attn_deep;       /* classes past the small layout, with k_attn_deep.cu (env SB_CUDA_ATTN_DEEP=0: off) */
     int attn_small;       /* variant 4: the small-depth layout up to this depth (env SB_CUDA_ATTN_SMALL=1: 64, 2: 128 (default), 0: off) */
     exec_cuda_stats st;
     /* profile: device ms and kernel launches per family, runs profiled */
@@ -207,6 +208,11 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->attn_small = !asl ? 128 : atoi(asl) == 1 ? 64 : atoi(asl) >= 2 ? 128 : 0;
     const char *acl = getenv("SB_CUDA_ATTN_CLASS"); /* a decode graph per depth class (depth_class), the small one with its own attention kernel */
     cx->attn_class = !(acl && acl[0] == '0');
+    const char *adp = getenv("SB_CUDA_ATTN_DEEP"); /* deeper depth classes with k_attn_deep.cu */
+    cx->attn_deep = !(adp && adp[0] == '0');
+    if (adp) cu_attn_deep_set(cx->attn_deep);
+    const char *adk = getenv("SB_CUDA_ATTN_DEEP_KMIN"); /* k_attn_deep.cu's fewest keys a split */
+    if (adk) cu_attn_deep_set_kmin(atoi(adk));
     const char *aex = getenv("SB_CUDA_ATTN_EXP"); /* variant 4 timing experiments (k_attn_decode.cu; 1..4 give wrong results) */
     cu_attn_decode_set_exp(aex ? atoi(aex) : 0);
     const char *fe = getenv("SB_CUDA_FUSE");
@@ -1452,7 +1458,7 @@ static sb_status run_node(crun *r, int32_t i) {
                                         (r->c->arena_need - r->c->scratch_off) / 4, r->cx->d_cnt);
         }
         const bool dec4 = a.variant == 4 && a.T == 1 && (a.nsplit == 1 || a.Hkv <= CU_ATT_COUNTERS); /* k_attn_decode.cu: one kernel */
-        r->n_kernels += !dec4 && a.nsplit > 1 && a.T * a.Hq > CU_ATT_COUNTERS ? 2 : 1;
+        r->n_kernels += (!dec4 && a.nsplit > 1 && a.T * a.Hq > CU_ATT_COUNTERS) || (dec4 && a.depth_max > a.small && a.nsplit > 1 && cu_attn_deep_fits(&a)) ? 2 : 1;
         return cu_attention(s, dst, q, SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off), r->cx->d_cnt);
     }
     case IR_OP_SELECT_ROWS:
@@ -1528,14 +1534,23 @@ static sb_status enqueue_all(crun *r) {
 
 // ---- run ----
 
-/* the depth class of a run: 1 when it is one token (a decode step) at position pos with pos + 1 <=
- * the small-depth attention's bound (no attention of the step sees more keys: a window only lowers
- * it), so its attentions take their compact small-depth kernel; 0 otherwise (any depth). Each class
- * has its own captured graph: the graph of a step is chosen by the host, which knows pos. */
+/* the keys bound of depth class c (0: none) */
+static int64_t class_depth(const exec_cuda *cx, int c) { return c >= 1 ? (int64_t)cx->attn_small << (c - 1) : 0; }
+
+/* the depth class of a run: for one token (a decode step) at position pos, the smallest c >= 1 with
+ * pos + 1 <= attn_small << (c - 1) (no attention of the step sees more keys: a window only lowers
+ * it) — class 1 takes the small-depth layout's compact kernel, deeper classes k_attn_deep.cu sized
+ * for their bound; 0 otherwise (any depth: the all-modes kernel). Each class has its own captured
+ * graph: the graph of a step is chosen by the host, which knows pos. */
 static int depth_class(const exec_cuda *cx, const plan *p, const exec_bindings *b) {
     if (p->n_tokens != 1 || cx->attn_variant != 4 || cx->attn_small <= 0 || !cx->attn_class) return 0;
-    for (int32_t i = 0; i < p->n_inputs; i++)
-        if (p->inputs[i].kind == IR_OP_POS) return (int64_t)((const int32_t *)b->data[i])[0] + 1 <= cx->attn_small ? 1 : 0;
+    for (int32_t i = 0; i < p->n_inputs; i++) {
+        if (p->inputs[i].kind != IR_OP_POS) continue;
+        const int64_t need = (int64_t)((const int32_t *)b->data[i])[0] + 1;
+        for (int c = 1; c < (cx->attn_deep ? CX_DEPTH_CLASSES : 2); c++)
+            if (need <= class_depth(cx, c)) return c;
+        return 0;
+    }
     return 0;
 }
 
@@ -1578,7 +1593,7 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
     }
     if (cx->poison) SB_TRY(cu_memset(cx->arena, 0xFF, (size_t)cx->arena_bytes, cx->s));
     const int dc = depth_class(cx, p, b);
-    crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena, .depth_max = dc == 1 ? cx->attn_small : 0};
+    crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena, .depth_max = class_depth(cx, dc)};
     /* decode plans are captured on their first run; other shapes (prefill chunks, whose sizes vary
      * per request) on their second, so a one-off shape does not pay the capture */
     const bool use_graph = cx->graphs && !cx->profile && (p->n_tokens == 1 || c->runs >= 1);

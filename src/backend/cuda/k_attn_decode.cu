@@ -845,7 +845,8 @@ extern "C" uint64_t cu_attn_decode_scratch(const cu_attn_args *a) {
     int lo = 0, hi = 0;
     ad_modes(a, G, &lo, &hi);
     const uint64_t fl = (uint64_t)((G + lo - 1) / lo) * ad_partial_floats(lo, a->D), fh = (uint64_t)((G + hi - 1) / hi) * ad_partial_floats(hi, a->D);
-    return (uint64_t)a->Hkv * (uint64_t)a->nsplit * (fl > fh ? fl : fh);
+    const uint64_t own = (uint64_t)a->Hkv * (uint64_t)a->nsplit * (fl > fh ? fl : fh), deep = cu_attn_deep_scratch(a); /* k_attn_deep.cu at any class */
+    return own > deep ? own : deep;
 }
 
 /* whether cu_attn_decode takes a (every check it makes below); cu_attention sends the rest
@@ -876,6 +877,8 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with a fused RoPE of %d dims (head_dim %lld)", a->q_rot, (long long)a->D);
     if (a->xq && a->D % 32)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention writing q8_1 blocks with head_dim %lld (a multiple of 32 only)", (long long)a->D);
+    if (a->depth_max > a->small && a->nsplit > 1 && scratch && cu_attn_deep_fits(a)) /* a bounded depth past the small layout */
+        return cu_attn_deep(s, dst, q, k, v, pos, a, scratch);
     ad_args g = {};
     g.D = (int)a->D;
     g.G = (int)(a->Hq / a->Hkv);
