@@ -112,7 +112,7 @@ static __device__ __forceinline__ uint32_t fm_pack(float lo, float hi) {
 static __device__ __forceinline__ float fm_round(float x) { return __half2float(__float2half_rn(x)); }
 
 template <int D>
-__global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 4 : 2)
+__global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     k_fattn_mma(float *dst, const float *q, const uint16_t *kc, const uint16_t *vc, const int32_t *pos, int T, int Hq, int Hkv, float scale,
                 float softcap, int window, fm_rope rp, blk_q8_1 *xq, float *part, unsigned *cnt) {
     CU_PDL_ENTRY();
