@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
         kmax = b1 < kmax ? b1 : kmax; /* kmin > kmax: no keys here */
     }
     /* K/V tile of keys kb.. into buffer b: 2 * BK * CH chunks of 16 bytes, keys past kmax zero */
-    auto issue = [&](int kb, int b) {
+    auto issue = [=](int kb, int b) {
         uint16_t *sk = skv + 2 * b * TILE, *sv = sk + TILE;
         for (int i = tid; i < 2 * FM_BK * CH; i += FM_WARPS * 32) {
             const int isv = i >= FM_BK * CH, rem = isv ? i - FM_BK * CH : i;
