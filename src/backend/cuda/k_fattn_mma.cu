@@ -23,7 +23,8 @@
  * softcap, mask (-inf) in f32; row max over a lane's 16 values then shfl_xor 1, 2 (the 4 lanes of
  * a row); P to f16 A fragments straight from the S accumulators; O (16 x D) += P V with V's B
  * fragments from ldmatrix.x4.trans on the [key][dim] tile. A warp none of whose rows sees a key of
- * the tile skips its math (causal diagonal, window); it still joins the loads and barriers.
+ * the tile skips its math (causal diagonal, window); it still joins the loads and barriers; one
+ * whose rows all see the whole tile skips the mask.
  * Output: the O fragments and (m, l) go through shared memory (over the K/V buffers) to a
  * lane-per-dim writer: dst = O / l and, with xq, q8_1_store (whole warps, D % 32 == 0).
  * Key split (few query tiles, e.g. 64 new tokens over a cached prefix): as k_fattn.cu — split z
@@ -206,9 +207,13 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
         qa[k][3] = *(const uint32_t *)&sq[(r0 + 8) * SR + 16 * k + 2 * c + 8];
     }
     const int qp[2] = {s_p[r0], s_p[r0 + 8]}, qlo[2] = {s_lo[r0], s_lo[r0 + 8]};
-    int wmin = 0x7fffffff, wmax = -1; /* the warp's key range */
-    for (int r = 16 * w; r < 16 * w + 16; r++)
+    /* the warp's key range [wmin, wmax], and the keys every one of its rows sees [wlo, wp] (empty
+     * when a row lies past T) */
+    int wmin = 0x7fffffff, wmax = -1, wlo = 0, wp = 0x7fffffff;
+    for (int r = 16 * w; r < 16 * w + 16; r++) {
         if (s_p[r] >= 0) wmin = min(wmin, s_lo[r]), wmax = max(wmax, s_p[r]);
+        wlo = max(wlo, s_lo[r]), wp = min(wp, s_p[r]);
+    }
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, o[NT][4];
 #pragma unroll
     for (int n = 0; n < NT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
@@ -234,18 +239,27 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
                     const uint16_t *kr = sk + (8 * j + g) * SR + 16 * k + 2 * c;
                     fm_mma(s[j], qa[k], *(const uint32_t *)kr, *(const uint32_t *)(kr + 8));
                 }
-            float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
             for (int j = 0; j < 8; j++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    const int key = kb + 8 * j + 2 * c + (e & 1), ri = e >> 1;
                     float v = s[j][e] * scale;
                     if (softcap > 0.0f) v = tanhf(v / softcap) * softcap;
-                    if (key > qp[ri] || key < qlo[ri] || key > kmax) v = -INFINITY;
                     s[j][e] = v;
-                    mx[ri] = fmaxf(mx[ri], v);
                 }
+            if (kb < wlo || kb + FM_BK - 1 > wp || kb + FM_BK - 1 > kmax) /* some row does not see every key of the tile */
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int key = kb + 8 * j + 2 * c + (e & 1), ri = e >> 1;
+                        if (key > qp[ri] || key < qlo[ri] || key > kmax) s[j][e] = -INFINITY;
+                    }
+            float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
             float ms[2];
 #pragma unroll
             for (int ri = 0; ri < 2; ri++) {
