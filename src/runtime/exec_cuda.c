@@ -72,6 +72,7 @@ void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) { (void)cx, (void)mode; }
 void exec_cuda_set_act_fast(bool on) { (void)on; }
 void exec_cuda_set_res(bool on) { (void)on; }
 void exec_cuda_set_fattn_split(bool on) { (void)on; }
+void exec_cuda_set_fattn_mma(bool on) { (void)on; }
 void exec_cuda_set_reg(bool on) { (void)on; }
 int32_t exec_cuda_count_fusions(const plan *p) { return -1; }
 size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
@@ -250,6 +251,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (fg) cu_fattn_set_groups(atoi(fg));
     const char *fs = getenv("SB_CUDA_FATTN_SPLIT"); /* its key split over blocks for few query tiles (default on; 0 = off: k_fattn.cu) */
     if (fs) cu_fattn_set_split(fs[0] != '0');
+    const char *fm = getenv("SB_CUDA_FATTN_MMA"); /* its tensor-core kernel for F16 caches, head_dim 64/128 (default on; 0 = off: k_fattn.cu) */
+    if (fm) cu_fattn_set_mma(fm[0] != '0');
     const char *mt = getenv("SB_CUDA_MMA_TILE"); /* int8 MMA GEMM tile (k_mma.cu) */
     if (mt) cu_mma_set_tile(atoi(mt));
     const char *ms = getenv("SB_CUDA_MMA_SMALL"); /* the small-T int8 MMA GEMM (k_mma.cu: split K; default 2); unset: unchanged */
@@ -354,6 +357,7 @@ void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) {
 void exec_cuda_set_act_fast(bool on) { cu_act_set_fast(on); }
 void exec_cuda_set_res(bool on) { cu_gemv_set_res(on, 0); }
 void exec_cuda_set_fattn_split(bool on) { cu_fattn_set_split(on); }
+void exec_cuda_set_fattn_mma(bool on) { cu_fattn_set_mma(on); }
 void exec_cuda_set_reg(bool on) { cu_gemv_set_reg(on); }
 void exec_cuda_set_mma_small(int mode) { cu_mma_set_small(mode); }
 void exec_cuda_set_mma_small_tmax(int64_t t) { cu_mma_set_small_tmax(t); }

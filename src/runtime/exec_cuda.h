@@ -138,6 +138,10 @@ void exec_cuda_set_res(bool on);
  * on, env SB_CUDA_FATTN_SPLIT=0 turns it off: k_fattn.cu says why). Process-wide; takes effect for plans built
  * afterwards. */
 void exec_cuda_set_fattn_split(bool on);
+/* the flash-attention prefill on f16 tensor cores (k_fattn_mma.cu) for F16 caches with head_dim 64
+ * or 128 on sm_80+ (default on, env SB_CUDA_FATTN_MMA=0 turns it off: k_fattn.cu's f32 kernel;
+ * f16 Q and P give ~1e-3 relative error). Process-wide; takes effect for plans built afterwards. */
+void exec_cuda_set_fattn_mma(bool on);
 void exec_cuda_set_reg(bool on);
 /* How many nodes of p those fusions fold away (host only; -1 on error). */
 int32_t exec_cuda_count_fusions(const plan *p);

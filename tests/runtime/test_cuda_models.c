@@ -10,6 +10,8 @@
  *  3c. the executor-level GEMV-epilogue fusion: bit-identical logits, fewer kernels;
  *  4. prefix reuse on CUDA vs the fresh batch (1e-6 F32 — the split-K decode attention sums in
  *     another order than the prefill kernel —, 1e-3 quantized).
+ *  5. the prompt on an F16 KV cache, CUDA (the tensor-core flash prefill, then k_fattn.cu) vs the
+ *     CPU executor on an F16 cache: NMSE <= 1e-3.
  * Prints the kernels per decode step. Usage: test_cuda_models [name-substring].
  * test_cuda_models --perf MODEL [DEPTH]: the same executor as a profiler on any model — device
  * time per op family for one 512-token prefill and for decode steps at KV depth DEPTH (default
@@ -55,6 +57,40 @@ static sb_status eval_all(const rt_model *m, const ref_file *r, int device, int 
     if (kernels && rt_session_cuda(s)) *kernels = exec_cuda_get_stats(rt_session_cuda(s)).kernels_last_run;
     rt_session_free(s);
     return st;
+}
+
+/* the prompt as one batch on an F16 KV cache, its logits into out [n_prompt, V] */
+static sb_status eval_prompt_f16(const rt_model *m, const ref_file *r, int device, float *out) {
+    rt_session *s;
+    rt_session_params sp = {.n_ctx = (int64_t)r->n_prompt + 8, .n_threads = 2, .device = device, .kv_type = SB_TYPE_F16};
+    SB_TRY(rt_session_create(m, &sp, &s));
+    sb_status st = rt_session_eval(s, r->tokens, r->n_prompt, true, out);
+    rt_session_free(s);
+    return st;
+}
+
+/* 5. an F16 KV cache: CUDA's prompt (its flash prefill on f16 tensor cores, k_fattn_mma.cu, for
+ * head_dim 64/128: qwen2, gemma3 with its window, gemma4; then with that kernel off, k_fattn.cu)
+ * against the CPU executor on an F16 cache, within the quantized-model bound (as test_model_refs'
+ * F16 KV check: f16 Q and P inside the attention are ~1e-3 relative) */
+static void check_f16_kv(const rt_model *m, const ref_file *r, const char *gguf) {
+    const int64_t nv = (int64_t)r->n_prompt * r->n_vocab;
+    float *hc = malloc((size_t)nv * sizeof *hc), *hm = malloc((size_t)nv * sizeof *hm), *hs = malloc((size_t)nv * sizeof *hs);
+    const sb_status a0 = eval_prompt_f16(m, r, 0, hc), a1 = eval_prompt_f16(m, r, 1, hm);
+    exec_cuda_set_fattn_mma(false);
+    const sb_status a2 = eval_prompt_f16(m, r, 1, hs);
+    exec_cuda_set_fattn_mma(true);
+    CHECKF(a0 == SB_OK && a1 == SB_OK && a2 == SB_OK, "%s: F16 KV: CPU %s, CUDA %s, CUDA without the tensor-core prefill %s: %s", gguf,
+           sb_status_str(a0), sb_status_str(a1), sb_status_str(a2), sb_last_error());
+    if (a0 == SB_OK && a1 == SB_OK && a2 == SB_OK) {
+        const double em = nmse(hm, hc, nv), es = nmse(hs, hc, nv);
+        printf("%-28s F16 KV cache, CUDA vs CPU: NMSE %.3e (tensor-core flash prefill), %.3e (k_fattn.cu)%s\n", gguf, em, es,
+               em <= 1e-3 && es <= 1e-3 ? "" : "  FAIL");
+        CHECKF(em <= 1e-3 && es <= 1e-3, "%s: F16 KV cache, CUDA vs CPU NMSE %.3e (tensor cores) / %.3e (k_fattn.cu) > 1e-3", gguf, em, es);
+    }
+    free(hc);
+    free(hm);
+    free(hs);
 }
 
 static void run_model(const char *dir, const char *gguf) {
@@ -151,6 +187,7 @@ static void run_model(const char *dir, const char *gguf) {
             printf("%-28s prefix reuse vs fresh: NMSE %.3e\n", gguf, e);
             rt_session_free(ss);
         }
+        check_f16_kv(m, &r, gguf);
     }
     free(cu);
     free(cpu);

@@ -21,6 +21,8 @@
  * once per (query, q head): /BQ of k_attn's prefill reads; ~2*D FMAs per visible (query, key)
  * pair, no tensor cores yet. H200, Qwen2.5-0.5B shape, T = 512: 61 µs a layer at depth 0 (k_attn
  * 335), 633 at depth 4096 (k_attn 4,517; one group: 571) — latency-bound by the serial key tiles.
+ * F16 caches with head_dim 64 or 128 on sm_80+ go to the tensor-core kernel of k_fattn_mma.cu
+ * instead (cu_fattn_set_mma, default on; env SB_CUDA_FATTN_MMA=0 keeps them here).
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c) and every test model.
  */
 #include "backend/cuda/cu_launch.cuh"
@@ -329,11 +331,18 @@ static void fattn_shape(const cu_attn_args *a, int *bq, int *dm, int *S) {
     *S = s;
 }
 
-extern "C" uint64_t cu_fattn_scratch(const cu_attn_args *a) {
+/* floats of split partials k_fattn takes (cu_fattn_scratch: the larger of this and the tensor-core
+ * kernel's, which falls back to k_fattn for caches that are not 16-byte aligned) */
+static uint64_t fattn_scratch_scalar(const cu_attn_args *a) {
     if (!cu_fattn_supported(a)) return 0;
     int bq, dm, S;
     fattn_shape(a, &bq, &dm, &S);
     return S > 1 ? (uint64_t)((a->T + bq - 1) / bq) * (uint64_t)a->Hq * (uint64_t)S * (uint64_t)bq * (uint64_t)(dm + 2) : 0;
+}
+
+extern "C" uint64_t cu_fattn_scratch(const cu_attn_args *a) {
+    const uint64_t f = fattn_scratch_scalar(a), fm = cu_fattn_mma_scratch(a, fattn_split);
+    return f > fm ? f : fm;
 }
 
 extern "C" bool cu_fattn_supported(const cu_attn_args *a) {
@@ -351,13 +360,15 @@ extern "C" sb_status cu_attention_prefill(cu_stream s, float *dst, const float *
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with a fused RoPE of %d dims (head_dim %lld)", a->q_rot, (long long)a->D);
     if (a->xq && a->D % 32)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention writing q8_1 blocks with head_dim %lld (a multiple of 32 only)", (long long)a->D);
+    if (cu_fattn_mma_takes(a) && ((uintptr_t)k | (uintptr_t)v) % 16 == 0) /* F16 cache, head_dim 64/128, sm_80+: tensor cores */
+        return cu_fattn_mma(s, dst, q, k, v, pos, a, fattn_split, scratch, scratch_floats, counters);
     const cudaStream_t st = (cudaStream_t)s;
     const fa_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
     blk_q8_1 *xq = (blk_q8_1 *)a->xq;
     const int f16 = a->ctype == CU_T_F16, T = (int)a->T;
     int bq, dm, S;
     fattn_shape(a, &bq, &dm, &S);
-    if (S > 1 && (!scratch || !counters || scratch_floats < cu_fattn_scratch(a))) S = 1;
+    if (S > 1 && (!scratch || !counters || scratch_floats < fattn_scratch_scalar(a))) S = 1;
     const dim3 grid(cu_div_up(T, bq), (unsigned)a->Hq, (unsigned)S);
     if (a->D <= 64 && fattn_groups == 2)
         cu_launch(k_fattn<2, 2>, grid, FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq, (int)a->Hkv, f16, a->scale, a->softcap,

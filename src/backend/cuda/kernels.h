@@ -325,6 +325,19 @@ sb_status cu_attention_prefill(cu_stream s, float *dst, const float *q, const vo
 uint64_t cu_fattn_scratch(const cu_attn_args *a);
 /* the key split of the flash-attention prefill (process-wide; env SB_CUDA_FATTN_SPLIT): 1 on (default), 0 off */
 void cu_fattn_set_split(int on);
+/* The tensor-core flash-attention prefill (k_fattn_mma.cu; process-wide; env SB_CUDA_FATTN_MMA): 1 on
+ * (default): cu_attention_prefill runs F16 caches with head_dim 64 or 128 on sm_80+ with f16
+ * mma.sync (f16 Q and P, f32 accumulation: ~1e-3 relative error); 0 off: k_fattn.cu's f32 kernel. */
+void cu_fattn_set_mma(int on);
+/* Does cu_attention_prefill take the tensor-core kernel for a (knob on, F16 cache, head_dim 64/128,
+ * sm_80+; it also needs 16-byte aligned caches, else k_fattn.cu runs)? */
+bool cu_fattn_mma_takes(const cu_attn_args *a);
+/* floats of split partials the tensor-core kernel uses for a with the key split on/off (0: none) */
+uint64_t cu_fattn_mma_scratch(const cu_attn_args *a, int split_on);
+/* cu_attention_prefill's contract on tensor cores (cu_fattn_mma_takes and 16-byte aligned caches,
+ * else SB_ERR_UNSUPPORTED); split_on: the key split (scratch / counters as cu_attention_prefill). */
+sb_status cu_fattn_mma(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
+                       int split_on, float *scratch, uint64_t scratch_floats, unsigned *counters);
 
 // ---- generated kernels (cu_module.cu; the cubins come from codegen/, docs/codegen.md) ----
 

@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/cuda/k_fattn_mma.cu — flash-attention prefill (T > 1) on f16 tensor cores
+ * (mma.sync.m16n8k16 f16 x f16 -> f32), FlashAttention-2 style: the contract of k_fattn.cu's
+ * cu_attention_prefill (causal by pos[t], GQA kv head h / (Hq/Hkv), sliding window, score softcap,
+ * scale, Q's fused RoPE with rope_pair's math, the fused q8_1 output, dst [D*Hq, T]) for F16 KV
+ * caches and head_dim 64 or 128 on sm_80+; cu_attention_prefill sends those here while
+ * cu_fattn_set_mma is on (default; env SB_CUDA_FATTN_MMA=0 keeps k_fattn.cu).
+ * Math: for query (t, h) at p = pos[t], keys j in [lo, p] (lo = p - window + 1 clamped to 0, or 0)
+ * of kv head h / (Hq/Hkv): s_j = (q . k_j) * scale, softcap c*tanh(s/c), out = softmax(s) . v.
+ * Q is rotated in f32 (rope_pair, from global memory) then rounded to f16 once; K and V are the
+ * cache's f16; S = Q K^T accumulates in f32; the online softmax (running max m and sum l per query
+ * row) is f32; P = exp(s - m) is rounded to f16 for P V (f32 accumulation) and l sums the ROUNDED
+ * p, so the weights the output uses sum to exactly l. Expected error: relative ~1e-3 per output
+ * (f16 Q and P, 11-bit mantissas), NMSE ~1e-7..1e-6 against the f32 reference.
+ * Geometry: a block = 4 warps = 64 queries (BQ) of one q head, warp w rows 16w..16w+15; grid
+ * (query tiles, Hq, key splits), the longest key ranges first. Key tiles of 64 (BK) over the
+ * block's [min lo, max p] staged in shared memory as f16 [key][dim] rows padded by 8 halves
+ * (stride D + 8: conflict-free 32-bit fragment loads and ldmatrix rows), K and V double-buffered
+ * with cp.async (16-byte chunks, rows past the range zero-filled) so that tile i+1 loads while tile
+ * i is computed. Q's A fragments stay in registers for the whole block. Per tile and warp:
+ * S (16 x 64) = D/16 k-steps x 8 n-tiles of m16n8k16 (B = K rows, 32-bit shared loads); scale,
+ * softcap, mask (-inf) in f32; row max over a lane's 16 values then shfl_xor 1, 2 (the 4 lanes of
+ * a row); P to f16 A fragments straight from the S accumulators; O (16 x D) += P V with V's B
+ * fragments from ldmatrix.x4.trans on the [key][dim] tile. A warp none of whose rows sees a key of
+ * the tile skips its math (causal diagonal, window); it still joins the loads and barriers; one
+ * whose rows all see the whole tile skips the mask.
+ * Output: the O fragments and (m, l) go through shared memory (over the K/V buffers) to a
+ * lane-per-dim writer: dst = O / l and, with xq, q8_1_store (whole warps, D % 32 == 0).
+ * Key split (few query tiles, e.g. 64 new tokens over a cached prefix): as k_fattn.cu — split z
+ * of S takes whole BK tiles of the block's range (no more splits than tiles), writes (m, l, O) per
+ * query to scratch [tile][S][BQ][D + 2], and the last block of the tile (counters, reset by it)
+ * merges them: M = max m_z, f_z = exp(m_z - M) (0 for m_z = -inf), O = sum f_z O_z, l = sum f_z l_z.
+ * Fragment layouts (PTX ISA 9.7.14.5.8, mma.m16n8k16 .f16; g = lane >> 2, c = lane & 3):
+ *   A 16x16 row: reg0 = (A[g][2c], A[g][2c+1]), reg1 = A[g+8][2c..], reg2 = A[g][2c+8..], reg3 = A[g+8][2c+8..]
+ *   B 16x8 col:  reg0 = (B[2c][g], B[2c+1][g]), reg1 = (B[2c+8][g], B[2c+9][g])
+ *   C 16x8 f32:  c0, c1 = C[g][2c], C[g][2c+1]; c2, c3 = C[g+8][2c], C[g+8][2c+1]
+ *   (low half of a register = the lower column/row index). So S's C fragments of n-tiles 2k and
+ *   2k+1 are, rounded and paired, exactly P's A fragment of k-step k. B = K^T: B[dim][key] =
+ *   K[key][dim], two consecutive dims of one key: one 32-bit load. ldmatrix .x4 .trans: lanes
+ *   8i..8i+7 give the row addresses of 8x8 matrix i, lane l receives from matrix i the elements
+ *   [2c][g], [2c+1][g] (transposed) into register i: with matrices (keys 0-7, dims 0-7),
+ *   (keys 8-15, dims 0-7), (keys 0-7, dims 8-15), (keys 8-15, dims 8-15) of V [key][dim] the four
+ *   registers are the B fragments of two 8-dim n-tiles.
+ * Traffic: K/V rows of the visible range once per (query tile, q head): 64 queries share each
+ * load (k_fattn.cu: 16). Work per (query, key): 2*D MACs on tensor cores; the scalar part is ~10
+ * f32 ops per (query, key) (scale, mask, max, exp, sum). Latency: per tile 2 barriers + the loads
+ * hidden behind the previous tile's math. Predicted (not yet measured), H200, Qwen2.5-0.5B shape
+ * (14/2 heads, D 64): T = 512 at depth 0 ~8-12 µs a layer (4-way split: the deepest tile's blocks
+ * walk 2 key tiles, then the merge; k_fattn.cu 61), T = 512 @ 4096 ~50-70 µs (32K warp-tiles of
+ * ~700 issued instructions over 132 SMs, 448 blocks in ~1.1 waves of 3 a SM; k_fattn.cu 633),
+ * 64 new over 512 cached ~5-8 µs (9 splits of one key tile each; k_fattn.cu 10-40).
+ * Tested against: op_attention (tests/runtime/test_cuda_ops.c test_flash_attention, MMA on and
+ * off), every test model; the fragment and split logic against a double-precision attention in a
+ * CPU emulation of the warp math during development.
+ */
+#include "backend/cuda/cu_launch.cuh"
+#include "backend/cuda/device/common.cuh"
+
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdint.h>
+
+#define FM_WARPS 4
+#define FM_BQ 64 /* queries a block: 16 a warp */
+#define FM_BK 64 /* keys a tile */
+#define FM_SMAX 16
+
+typedef struct fm_rope {
+    const float *ff;
+    int n_rot, mode;
+    float ts, fs, af;
+} fm_rope;
+
+// ---- PTX wrappers (sm_80+; the launcher never runs this file's kernel below that) ----
+
+static __device__ __forceinline__ void fm_cp16(void *s, const void *g, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
+    const int n = valid ? 16 : 0; /* 0: the 16 bytes are zero-filled, nothing read */
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(g), "r"(n) : "memory");
+#else
+    *(uint4 *)s = valid ? *(const uint4 *)g : make_uint4(0, 0, 0, 0);
+#endif
+}
+static __device__ __forceinline__ void fm_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N> static __device__ __forceinline__ void fm_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+/* c += A B, m16n8k16, f16 inputs, f32 accumulators */
+static __device__ __forceinline__ void fm_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+static __device__ __forceinline__ void fm_ldsm_x4_trans(uint32_t r[4], const void *s) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sa));
+#else
+    r[0] = r[1] = r[2] = r[3] = 0;
+#endif
+}
+static __device__ __forceinline__ uint32_t fm_pack(float lo, float hi) {
+    return (uint32_t)__half_as_ushort(__float2half_rn(lo)) | (uint32_t)__half_as_ushort(__float2half_rn(hi)) << 16;
+}
+static __device__ __forceinline__ float fm_round(float x) { return __half2float(__float2half_rn(x)); }
+
+template <int D>
+__global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
+    k_fattn_mma(float *dst, const float *q, const uint16_t *kc, const uint16_t *vc, const int32_t *pos, int T, int Hq, int Hkv, float scale,
+                float softcap, int window, fm_rope rp, blk_q8_1 *xq, float *part, unsigned *cnt) {
+    CU_PDL_ENTRY();
+    constexpr int SR = D + 8;           /* shared row stride (halves) */
+    constexpr int TILE = FM_BK * SR;    /* halves of one K (or V) tile */
+    constexpr int CH = D / 8;           /* 16-byte chunks a row */
+    constexpr int SO = D + 4;           /* the f32 output staging's row stride */
+    constexpr int NT = D / 8;           /* O's n-tiles (8 dims) */
+    constexpr int KS = D / 16;          /* S's k-steps */
+    extern __shared__ __align__(16) unsigned char fm_smem[];
+    uint16_t *sq = (uint16_t *)fm_smem;                 /* [BQ][SR] f16 Q */
+    uint16_t *skv = sq + FM_BQ * SR;                    /* K0, V0, K1, V1 tiles */
+    float *so = (float *)skv;                           /* [BQ][SO] f32 output staging after the loop */
+    float *sf = so + FM_BQ * SO;                        /* [BQ][FM_SMAX] merge factors */
+    __shared__ int s_p[FM_BQ], s_lo[FM_BQ], s_last;
+    __shared__ float s_m[FM_BQ], s_l[FM_BQ];
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, g = lane >> 2, c = lane & 3;
+    const int h = blockIdx.y, kvh = h / (Hq / Hkv);
+    const int t0 = (gridDim.x - 1 - blockIdx.x) * FM_BQ; /* the longest key ranges first */
+    const int64_t Dkv = (int64_t)D * Hkv;
+    if (tid < FM_BQ) {
+        const int t = t0 + tid;
+        int p = -1, lo = 0x7fffffff;
+        if (t < T) {
+            p = pos[t];
+            lo = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
+        }
+        s_p[tid] = p, s_lo[tid] = lo;
+    }
+    __syncthreads();
+    /* the block's key range, by every warp (no second barrier) */
+    int kmin = 0x7fffffff, kmax = -1;
+    for (int r = lane; r < FM_BQ; r += 32)
+        if (s_p[r] >= 0) kmin = min(kmin, s_lo[r]), kmax = max(kmax, s_p[r]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        kmin = min(kmin, __shfl_xor_sync(0xffffffffu, kmin, o));
+        kmax = max(kmax, __shfl_xor_sync(0xffffffffu, kmax, o));
+    }
+    /* key split z of S (gridDim.z), as k_fattn.cu: whole BK tiles of [kmin, kmax]; Se is the same
+     * in every block of the tile; a split with no keys still writes its (empty) partials */
+    const int S = gridDim.z, z = blockIdx.z;
+    const int nt = kmax >= kmin ? (kmax - kmin) / FM_BK + 1 : 1, Se = S < nt ? S : nt;
+    if (z >= Se) return; /* the whole block */
+    if (Se > 1) {
+        const int per = (nt + Se - 1) / Se;
+        const int b0 = kmin + z * per * FM_BK, b1 = b0 + per * FM_BK - 1;
+        kmin = b0;
+        kmax = b1 < kmax ? b1 : kmax; /* kmin > kmax: no keys here */
+    }
+    /* K/V tile of keys kb.. into buffer b: 2 * BK * CH chunks of 16 bytes, keys past kmax zero */
+    auto issue = [=](int kb, int b) {
+        uint16_t *sk = skv + 2 * b * TILE, *sv = sk + TILE;
+        for (int i = tid; i < 2 * FM_BK * CH; i += FM_WARPS * 32) {
+            const int isv = i >= FM_BK * CH, rem = isv ? i - FM_BK * CH : i;
+            const int r = rem / CH, ch = rem % CH, j = kb + r;
+            const bool ok = j <= kmax;
+            const uint16_t *src = isv ? vc : kc;
+            if (ok) src += (int64_t)j * Dkv + (int64_t)kvh * D + ch * 8;
+            fm_cp16((isv ? sv : sk) + r * SR + ch * 8, src, ok);
+        }
+        fm_commit();
+    };
+    if (kmin <= kmax) issue(kmin, 0); /* overlaps Q's staging */
+    /* Q rows as f16: plain values (and zeros past T), then the rotated pairs (disjoint elements) */
+    for (int i = tid; i < FM_BQ * D; i += FM_WARPS * 32) {
+        const int r = i / D, d = i % D, t = t0 + r;
+        if (t >= T) sq[r * SR + d] = 0;
+        else if (d >= rp.n_rot) sq[r * SR + d] = __half_as_ushort(__float2half_rn(q[((int64_t)t * Hq + h) * D + d]));
+    }
+    if (rp.n_rot > 0) {
+        const int half = rp.n_rot / 2;
+        for (int i = tid; i < FM_BQ * half; i += FM_WARPS * 32) {
+            const int r = i / half, pi = i % half, t = t0 + r;
+            if (t >= T) continue;
+            int a, b;
+            float xa, xb;
+            rope_pair(q + ((int64_t)t * Hq + h) * D, pi, rp.n_rot, rp.mode, s_p[r], rp.ts, rp.fs, rp.af, rp.ff, &a, &b, &xa, &xb);
+            sq[r * SR + a] = __half_as_ushort(__float2half_rn(xa));
+            sq[r * SR + b] = __half_as_ushort(__float2half_rn(xb));
+        }
+    }
+    __syncthreads();
+    const int r0 = 16 * w + g; /* this lane's rows: r0 and r0 + 8 */
+    uint32_t qa[KS][4];
+#pragma unroll
+    for (int k = 0; k < KS; k++) {
+        qa[k][0] = *(const uint32_t *)&sq[r0 * SR + 16 * k + 2 * c];
+        qa[k][1] = *(const uint32_t *)&sq[(r0 + 8) * SR + 16 * k + 2 * c];
+        qa[k][2] = *(const uint32_t *)&sq[r0 * SR + 16 * k + 2 * c + 8];
+        qa[k][3] = *(const uint32_t *)&sq[(r0 + 8) * SR + 16 * k + 2 * c + 8];
+    }
+    const int qp[2] = {s_p[r0], s_p[r0 + 8]}, qlo[2] = {s_lo[r0], s_lo[r0 + 8]};
+    /* the warp's key range [wmin, wmax], and the keys every one of its rows sees [wlo, wp] (empty
+     * when a row lies past T) */
+    int wmin = 0x7fffffff, wmax = -1, wlo = 0, wp = 0x7fffffff;
+    for (int r = 16 * w; r < 16 * w + 16; r++) {
+        if (s_p[r] >= 0) wmin = min(wmin, s_lo[r]), wmax = max(wmax, s_p[r]);
+        wlo = max(wlo, s_lo[r]), wp = min(wp, s_p[r]);
+    }
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, o[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    int it = 0;
+    for (int kb = kmin; kb <= kmax; kb += FM_BK, it++) {
+        const int b = it & 1;
+        if (kb + FM_BK <= kmax) { /* the next tile into the other buffer (its readers passed the last barrier) */
+            issue(kb + FM_BK, b ^ 1);
+            fm_wait<1>();
+        } else {
+            fm_wait<0>();
+        }
+        __syncthreads(); /* tile kb visible to every warp */
+        if (wmax >= kb && wmin <= kb + FM_BK - 1) { /* warp-uniform */
+            const uint16_t *sk = skv + 2 * b * TILE, *sv = sk + TILE;
+            float s[8][4];
+#pragma unroll
+            for (int j = 0; j < 8; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+            for (int k = 0; k < KS; k++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    const uint16_t *kr = sk + (8 * j + g) * SR + 16 * k + 2 * c;
+                    fm_mma(s[j], qa[k], *(const uint32_t *)kr, *(const uint32_t *)(kr + 8));
+                }
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float v = s[j][e] * scale;
+                    if (softcap > 0.0f) v = tanhf(v / softcap) * softcap;
+                    s[j][e] = v;
+                }
+            if (kb < wlo || kb + FM_BK - 1 > wp || kb + FM_BK - 1 > kmax) /* some row does not see every key of the tile */
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int key = kb + 8 * j + 2 * c + (e & 1), ri = e >> 1;
+                        if (key > qp[ri] || key < qlo[ri] || key > kmax) s[j][e] = -INFINITY;
+                    }
+            float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
+            float ms[2];
+#pragma unroll
+            for (int ri = 0; ri < 2; ri++) {
+                mx[ri] = fmaxf(mx[ri], __shfl_xor_sync(0xffffffffu, mx[ri], 1));
+                mx[ri] = fmaxf(mx[ri], __shfl_xor_sync(0xffffffffu, mx[ri], 2));
+                const float mn = fmaxf(m[ri], mx[ri]);
+                ms[ri] = mn == -INFINITY ? 0.0f : mn; /* no key yet: exp(-inf - 0) = 0, no NaN */
+                const float corr = expf(m[ri] - ms[ri]);
+                m[ri] = mn;
+                l[ri] *= corr;
+#pragma unroll
+                for (int n = 0; n < NT; n++) o[n][2 * ri] *= corr, o[n][2 * ri + 1] *= corr;
+            }
+#pragma unroll
+            for (int k = 0; k < 4; k++) { /* keys 16k..16k+15: P's A fragment from S's n-tiles 2k, 2k+1 */
+                float p[2][4];
+#pragma unroll
+                for (int jj = 0; jj < 2; jj++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        p[jj][e] = fm_round(expf(s[2 * k + jj][e] - ms[e >> 1]));
+                        l[e >> 1] += p[jj][e];
+                    }
+                const uint32_t pa[4] = {fm_pack(p[0][0], p[0][1]), fm_pack(p[0][2], p[0][3]), fm_pack(p[1][0], p[1][1]), fm_pack(p[1][2], p[1][3])};
+                const uint16_t *vr = sv + (16 * k + (lane & 15)) * SR + 8 * (lane >> 4);
+#pragma unroll
+                for (int dn = 0; dn < D / 16; dn++) {
+                    uint32_t vb[4];
+                    fm_ldsm_x4_trans(vb, vr + 16 * dn);
+                    fm_mma(o[2 * dn], pa, vb[0], vb[1]);
+                    fm_mma(o[2 * dn + 1], pa, vb[2], vb[3]);
+                }
+            }
+        }
+        __syncthreads(); /* every warp is done with buffer b before it is refilled */
+    }
+    /* l: the 4 lanes of a row hold parts of its sum */
+#pragma unroll
+    for (int ri = 0; ri < 2; ri++) {
+        l[ri] += __shfl_xor_sync(0xffffffffu, l[ri], 1);
+        l[ri] += __shfl_xor_sync(0xffffffffu, l[ri], 2);
+    }
+    /* stage (m, l, O) per row in shared memory over the K/V buffers (the loop's last barrier
+     * passed: nobody reads them any more; no cp.async is in flight) */
+#pragma unroll
+    for (int n = 0; n < NT; n++) {
+        *(float2 *)&so[r0 * SO + 8 * n + 2 * c] = make_float2(o[n][0], o[n][1]);
+        *(float2 *)&so[(r0 + 8) * SO + 8 * n + 2 * c] = make_float2(o[n][2], o[n][3]);
+    }
+    if (c == 0) s_m[r0] = m[0], s_l[r0] = l[0], s_m[r0 + 8] = m[1], s_l[r0 + 8] = l[1];
+    __syncthreads();
+    if (Se > 1) { /* partials (m, l, O) per query; the last split block of the tile merges */
+        constexpr int PS = D + 2;
+        const int64_t tile = (int64_t)blockIdx.x * Hq + h;
+        float *pz = part + (tile * S + z) * FM_BQ * PS;
+        for (int i = tid; i < FM_BQ * PS; i += FM_WARPS * 32) {
+            const int r = i / PS, e = i % PS;
+            pz[i] = e == 0 ? s_m[r] : e == 1 ? s_l[r] : so[r * SO + e - 2];
+        }
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) s_last = atomicAdd(&cnt[tile], 1u) == (unsigned)Se - 1;
+        __syncthreads();
+        if (!s_last) return;
+        __threadfence();
+        const float *pt = part + tile * S * FM_BQ * PS;
+        if (tid < FM_BQ) { /* row tid: the common max, each split's factor, the merged sum */
+            float M = -INFINITY;
+            for (int zz = 0; zz < Se; zz++) M = fmaxf(M, __ldcg(pt + ((int64_t)zz * FM_BQ + tid) * PS));
+            float L = 0.0f;
+            for (int zz = 0; zz < Se; zz++) {
+                const float *pr = pt + ((int64_t)zz * FM_BQ + tid) * PS, mz = __ldcg(pr);
+                const float f = mz == -INFINITY ? 0.0f : expf(mz - M);
+                sf[tid * FM_SMAX + zz] = f;
+                L += __ldcg(pr + 1) * f;
+            }
+            s_l[tid] = L;
+        }
+        __syncthreads();
+        for (int i = tid; i < FM_BQ * D; i += FM_WARPS * 32) {
+            const int r = i / D, d = i % D;
+            float acc = 0.0f;
+            for (int zz = 0; zz < Se; zz++) acc += __ldcg(pt + ((int64_t)zz * FM_BQ + r) * PS + 2 + d) * sf[r * FM_SMAX + zz];
+            so[r * SO + d] = acc;
+        }
+        if (tid == 0) cnt[tile] = 0; /* for the next kernel that counts on it */
+        __syncthreads();
+    }
+    /* out = O / l, a warp a row, lane = dim (+ 32 k): q8_1 blocks are whole warps */
+    for (int r = w; r < FM_BQ; r += FM_WARPS) {
+        const int t = t0 + r;
+        if (t >= T) break; /* rows grow with r: warp-uniform */
+        const int64_t ob = ((int64_t)t * Hq + h) * D;
+        const float inv = 1.0f / s_l[r];
+#pragma unroll
+        for (int k = 0; k < D / 32; k++) {
+            const int d = lane + 32 * k;
+            const float v = so[r * SO + d] * inv;
+            dst[ob + d] = v;
+            if (xq) q8_1_store(xq + (ob + d) / 32, v, lane);
+        }
+    }
+}
+
+static int fattn_mma = 1; /* cu_fattn_set_mma */
+static int fm_cc = -1, fm_sms = 0;
+
+extern "C" void cu_fattn_set_mma(int on) { fattn_mma = on ? 1 : 0; }
+
+extern "C" bool cu_fattn_mma_takes(const cu_attn_args *a) {
+    if (!fattn_mma || !cu_fattn_supported(a) || a->ctype != CU_T_F16 || (a->D != 64 && a->D != 128)) return false;
+    if (fm_cc < 0) fm_cc = cu_cc_major();
+    return fm_cc >= 8;
+}
+
+/* the key split S: enough (tile, head, split) blocks for ~4 a multiprocessor (4 warps a block),
+ * at most FM_SMAX; 1 when the tiles alone fill the GPU or the counters are too few */
+static int fm_splits(const cu_attn_args *a, int split_on) {
+    const int64_t blocks = (a->T + FM_BQ - 1) / FM_BQ * a->Hq;
+    if (!fm_sms) fm_sms = cu_sm_count() > 0 ? cu_sm_count() : 132;
+    int s = (int)(4 * (int64_t)fm_sms / (blocks > 0 ? blocks : 1));
+    s = s > FM_SMAX ? FM_SMAX : s < 1 ? 1 : s;
+    if (!split_on || blocks > CU_ATT_COUNTERS) s = 1;
+    return s;
+}
+
+extern "C" uint64_t cu_fattn_mma_scratch(const cu_attn_args *a, int split_on) {
+    if (!cu_fattn_mma_takes(a)) return 0;
+    const int S = fm_splits(a, split_on);
+    return S > 1 ? (uint64_t)((a->T + FM_BQ - 1) / FM_BQ) * (uint64_t)a->Hq * (uint64_t)S * FM_BQ * (uint64_t)(a->D + 2) : 0;
+}
+
+template <int D> static size_t fm_smem_bytes() {
+    const size_t kv = (size_t)5 * FM_BQ * (D + 8) * 2; /* Q + 2 x (K, V) tiles of f16 */
+    const size_t stage = ((size_t)FM_BQ * (D + 4) + (size_t)FM_BQ * FM_SMAX) * 4 + (size_t)FM_BQ * (D + 8) * 2;
+    return kv > stage ? kv : stage;
+}
+
+template <int D>
+static sb_status fm_launch(cudaStream_t st, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
+                           dim3 grid, fm_rope rp, float *scratch, unsigned *counters) {
+    static int attr; /* the opt-in above 48 KB, once per instance */
+    const size_t smem = fm_smem_bytes<D>();
+    if (!attr) {
+        const cudaError_t e = cudaFuncSetAttribute(k_fattn_mma<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess)
+            return sb_fail(SB_ERR_DEVICE, "cuda: k_fattn_mma<%d> shared memory of %zu bytes: %s", D, smem, cudaGetErrorString(e));
+        attr = 1;
+    }
+    cu_launch_smem(k_fattn_mma<D>, grid, FM_WARPS * 32, smem, st, dst, q, (const uint16_t *)k, (const uint16_t *)v, pos, (int)a->T, (int)a->Hq,
+                   (int)a->Hkv, a->scale, a->softcap, a->window, rp, (blk_q8_1 *)a->xq, scratch, counters);
+    return cu_after_launch("k_fattn_mma");
+}
+
+extern "C" sb_status cu_fattn_mma(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
+                                  int split_on, float *scratch, uint64_t scratch_floats, unsigned *counters) {
+    if (!cu_fattn_mma_takes(a) || ((uintptr_t)k | (uintptr_t)v) % 16)
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: tensor-core flash attention with cache type %d, head_dim %lld, caches at %p / %p (F16, 64 or 128, "
+                       "16-byte aligned, sm_80+ only)", a->ctype, (long long)a->D, k, v);
+    if (a->T <= 0) return SB_OK;
+    const fm_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
+    int S = fm_splits(a, split_on);
+    if (S > 1 && (!scratch || !counters || scratch_floats < cu_fattn_mma_scratch(a, split_on))) S = 1;
+    const dim3 grid(cu_div_up(a->T, FM_BQ), (unsigned)a->Hq, (unsigned)S);
+    const cudaStream_t st = (cudaStream_t)s;
+    return a->D == 64 ? fm_launch<64>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters)
+                      : fm_launch<128>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
+}
