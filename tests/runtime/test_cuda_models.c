@@ -59,13 +59,22 @@ static sb_status eval_all(const rt_model *m, const ref_file *r, int device, int 
     return st;
 }
 
-/* the prompt as one batch on an F16 KV cache, its logits into out [n_prompt, V] */
+/* the prompt repeated to f16_tokens(r) tokens (more than the 64 queries below which the prefill
+ * keeps k_fattn.cu: k_fattn_mma.cu's FM_TMIN), as one batch on an F16 KV cache; logits into out [n, V] */
+static int64_t f16_tokens(const ref_file *r) { return (int64_t)r->n_prompt * (64 / (int64_t)r->n_prompt + 2); }
 static sb_status eval_prompt_f16(const rt_model *m, const ref_file *r, int device, float *out) {
+    const int64_t n = f16_tokens(r);
+    int32_t *tok = malloc((size_t)n * sizeof *tok);
+    if (!tok) return sb_fail(SB_ERR_OOM, "test: %lld tokens", (long long)n);
+    for (int64_t i = 0; i < n; i++) tok[i] = r->tokens[i % r->n_prompt];
     rt_session *s;
-    rt_session_params sp = {.n_ctx = (int64_t)r->n_prompt + 8, .n_threads = 2, .device = device, .kv_type = SB_TYPE_F16};
-    SB_TRY(rt_session_create(m, &sp, &s));
-    sb_status st = rt_session_eval(s, r->tokens, r->n_prompt, true, out);
-    rt_session_free(s);
+    rt_session_params sp = {.n_ctx = n + 8, .n_threads = 2, .device = device, .kv_type = SB_TYPE_F16};
+    sb_status st = rt_session_create(m, &sp, &s);
+    if (st == SB_OK) {
+        st = rt_session_eval(s, tok, n, true, out);
+        rt_session_free(s);
+    }
+    free(tok);
     return st;
 }
 
@@ -74,7 +83,7 @@ static sb_status eval_prompt_f16(const rt_model *m, const ref_file *r, int devic
  * against the CPU executor on an F16 cache, within the quantized-model bound (as test_model_refs'
  * F16 KV check: f16 Q and P inside the attention are ~1e-3 relative) */
 static void check_f16_kv(const rt_model *m, const ref_file *r, const char *gguf) {
-    const int64_t nv = (int64_t)r->n_prompt * r->n_vocab;
+    const int64_t nv = f16_tokens(r) * r->n_vocab;
     float *hc = malloc((size_t)nv * sizeof *hc), *hm = malloc((size_t)nv * sizeof *hm), *hs = malloc((size_t)nv * sizeof *hs);
     const sb_status a0 = eval_prompt_f16(m, r, 0, hc), a1 = eval_prompt_f16(m, r, 1, hm);
     exec_cuda_set_fattn_mma(false);

@@ -373,8 +373,12 @@ static int fm_cc = -1, fm_sms = 0;
 
 extern "C" void cu_fattn_set_mma(int on) { fattn_mma = on ? 1 : 0; }
 
+/* more than FM_TMIN queries: at 64 new tokens k_fattn.cu (with its key split) measured faster on the
+ * H200 — first token after a cached 512 + 64 new 2.68 vs 3.24 ms, pp64 28.2k vs 26.3k — while this
+ * kernel wins from T 512 (pp512 60.0k vs 56.0k; pp512 @ d4096 50.4k vs 19.9k) */
+#define FM_TMIN 64
 extern "C" bool cu_fattn_mma_takes(const cu_attn_args *a) {
-    if (!fattn_mma || !cu_fattn_supported(a) || a->ctype != CU_T_F16 || (a->D != 64 && a->D != 128)) return false;
+    if (!fattn_mma || !cu_fattn_supported(a) || a->T <= FM_TMIN || a->ctype != CU_T_F16 || (a->D != 64 && a->D != 128)) return false;
     if (fm_cc < 0) fm_cc = cu_cc_major();
     return fm_cc >= 8;
 }
