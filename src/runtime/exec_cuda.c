@@ -214,6 +214,10 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (adp) cu_attn_deep_set(cx->attn_deep);
     const char *adk = getenv("SB_CUDA_ATTN_DEEP_KMIN"); /* k_attn_deep.cu's fewest keys a split */
     if (adk) cu_attn_deep_set_kmin(atoi(adk));
+    const char *adt = getenv("SB_CUDA_ATTN_DEEP_TPK"); /* k_attn_deep.cu's most threads a key in the scores */
+    if (adt) cu_attn_deep_set_tpk(atoi(adt));
+    const char *apr = getenv("SB_CUDA_ATTN_PRE"); /* the small-depth kernel's K/V copies before its PDL wait */
+    if (apr) cu_attn_decode_set_pre(apr[0] != '0');
     const char *aex = getenv("SB_CUDA_ATTN_EXP"); /* variant 4 timing experiments (k_attn_decode.cu; 1..4 give wrong results) */
     cu_attn_decode_set_exp(aex ? atoi(aex) : 0);
     const char *fe = getenv("SB_CUDA_FUSE");

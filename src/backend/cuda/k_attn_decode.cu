@@ -131,6 +131,7 @@ typedef struct ad_args {
     int lo_blocks;          /* lo mode while its active blocks Hkv * ceil(G / hpb_lo) * na <= lo_blocks */
     int spec;               /* keys of the first tile loaded before pos is read (blocks that are split 0; 0: none) */
     int exp;                /* timing experiment (SB_CUDA_ATTN_EXP, the header), 0 = none */
+    int pre;                /* the small-only kernel issues its speculative K/V copies before the PDL wait */
     int warp;               /* the warp path at depths n <= warp (0: off; only with hpb_lo 1) */
     int small;              /* the small layout at depths n <= small (<= AD_SKMAX; 0: off; only with hpb_lo 1) */
     int small_off;          /* byte offset of its scratch when the keys are the speculative rows (0: read them from global memory then) */
@@ -540,8 +541,17 @@ static __device__ __forceinline__ void ad_small_head(float *dst, blk_q8_1 *xq, c
 template <bool SMALL_ONLY>
 __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos,
                                                          ad_args a, ad_rope rp, float *part, unsigned *cnt, blk_q8_1 *xq) {
-    CU_PDL_ENTRY();
-    if (a.exp == 4) return; /* timing only: the launch and the wait */
+    /* SMALL_ONLY with a.pre: the speculative K/V rows (cache rows [0, spec), earlier steps' but for
+     * row p, which is re-read after the wait) are issued BEFORE the PDL wait, under the previous kernel */
+    const bool pre = SMALL_ONLY && a.pre;
+    if (pre)
+        CU_PDL_LAUNCH();
+    else
+        CU_PDL_ENTRY();
+    if (a.exp == 4) { /* timing only: the launch and the wait */
+        if (pre) CU_PDL_WAIT();
+        return;
+    }
     extern __shared__ __align__(16) unsigned char ad_sm[];
     __shared__ int last;
     const int L = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
@@ -562,6 +572,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
         ad_load_tile(sv + soff * a.ks, vc, 0, 0, a.spec, head_el, a);
         ad_commit();
     }
+    if (pre) CU_PDL_WAIT();
     const int hb_lo = (L % nbx_lo) / Hkv, g0_lo = hb_lo * a.hpb_lo, Gb_lo = G - g0_lo < a.hpb_lo ? G - g0_lo : a.hpb_lo;
     float qr[AD_ACC];
 #pragma unroll
@@ -582,6 +593,16 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
         __syncthreads();
         const bool in_smem = a.small_off > 0 && spec && lo == 0 && n <= a.spec; /* keys 0..n-1 are the speculative rows */
         const int es = a.f16 ? 2 : 4;
+        if (pre && in_smem) { /* row p was copied before the wait (every copy landed: the barrier above): this step's, re-read */
+            const int cpr = D * es / 16; /* spec > 0 only with whole 16-byte rows (a.vec) */
+            const unsigned char *kr = (const unsigned char *)kc + (p * a.Dkv + head_el) * es, *vr = (const unsigned char *)vc + (p * a.Dkv + head_el) * es;
+            for (int i = tid; i < 2 * cpr; i += AD_THREADS) {
+                const int c = i < cpr ? i : i - cpr;
+                unsigned char *row = (i < cpr ? sk : sv) + (soff + p) * a.ks;
+                *(uint4 *)(row + 16 * c) = *(const uint4 *)((i < cpr ? kr : vr) + 16 * c);
+            }
+            __syncthreads();
+        }
         ad_small_head(dst, xq, (const unsigned char *)kc + head_el * es, (const unsigned char *)vc + head_el * es, a.Dkv * es,
                       in_smem ? sk + soff * a.ks : NULL, in_smem ? sv + soff * a.ks : NULL, (float *)(ad_sm + (in_smem ? a.small_off : a.small_off0)),
                       sq, lo, (int)n, (int64_t)kvh * G + g0_lo, a);
@@ -823,6 +844,8 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
 static int ad_tile_off(int hp, int D, int tk) { return ((hp * D + hp * tk + 3 * hp) * 4 + 15) / 16 * 16; }
 
 static int ad_exp = 0; /* SB_CUDA_ATTN_EXP (timing experiments, the header) */
+static int ad_pre = 1;  /* cu_attn_decode_set_pre (env SB_CUDA_ATTN_PRE=0): the small-only kernel's K/V copies before the PDL wait */
+extern "C" void cu_attn_decode_set_pre(int on) { ad_pre = on ? 1 : 0; }
 extern "C" void cu_attn_decode_set_exp(int exp) { ad_exp = exp >= 0 && exp <= 4 ? exp : 0; }
 
 /* the two modes' query heads per block: a->hpb > 0 forces it (at most G) in both; 0 (auto): 1 at
@@ -903,6 +926,7 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
     g.scale = a->scale;
     g.softcap = a->softcap;
     g.exp = ad_exp;
+    g.pre = ad_pre;
     /* the warp path: up to AD_WKEYS keys one block a query head; deeper, splits of AD_WKEYS keys (at
      * most S: the scratch and counters of lo mode) merged by the last one */
     const int64_t wcap = (int64_t)AD_WKEYS * g.S;

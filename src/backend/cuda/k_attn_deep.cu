@@ -16,8 +16,8 @@
  * starts (no kernel writes it) and cache rows < p by earlier steps, so a block reads pos and issues
  * its K/V rows < p as cp.async copies into shared memory BEFORE griddepcontrol.wait — under the
  * previous kernels (the Q/K/V GEMV) — and after the wait only q and row p (this step's, just
- * written). Then: scores with 2 threads a key (D/2 dims each, G heads, q from shared memory
- * broadcast, one shuffle), softmax a warp a head, P.V with thread = (dim pair, key group), key
+ * written). Then: scores with tpk threads a key (2: D/2 dims each, G heads, q from shared memory
+ * broadcast, one shuffle; SB_CUDA_ATTN_DEEP_TPK 4 / 8 measured slower), softmax a warp a head, P.V with thread = (dim pair, key group), key
  * groups summed through shared memory, the partial (acc[G][D], m[G], l[G]; dp_partial) written to scratch.
  * k_attn_deep_merge (grid Hq, 256 threads, after its PDL wait): thread = (dim quad, split group)
  * issues its splits' acc float4, m and l at once (one round trip up to 128 splits at D 64), M by a
@@ -50,6 +50,7 @@
 
 typedef struct dp_args {
     int D, G, Hkv, window, kps, S, ks; /* ks: a row's bytes in shared memory (padded by 16) */
+    int tpk;                           /* threads a key in the scores (2, 4 or 8; dp_tpk) */
     int64_t Dkv;                       /* cache row length (elements) */
     float scale, softcap;
     const float *ff;                   /* Q's RoPE (n_rot 0: none) */
@@ -143,8 +144,8 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const 
     }
     dp_cp_wait();
     __syncthreads();
-    { /* scores: 2 threads a key, D/2 dims each (kps <= 128 keys in one pass) */
-        const int k = tid >> 1, half = tid & 1, dh = D / 2;
+    { /* scores: tpk threads a key (tpk * kps <= 256: one pass), D / tpk dims each */
+        const int tpk = a.tpk, k = tid / tpk, half = tid % tpk, dh = D / tpk;
         float sc[DP_GMAX];
 #pragma unroll
         for (int h = 0; h < DP_GMAX; h++) sc[h] = 0.0f;
@@ -162,7 +163,8 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const 
             }
         }
 #pragma unroll
-        for (int h = 0; h < DP_GMAX; h++) sc[h] += __shfl_xor_sync(0xffffffffu, sc[h], 1);
+        for (int h = 0; h < DP_GMAX; h++)
+            for (int o = tpk >> 1; o; o >>= 1) sc[h] += __shfl_xor_sync(0xffffffffu, sc[h], o);
         if (k < nk && half == 0)
 #pragma unroll
             for (int h = 0; h < DP_GMAX; h++) {
@@ -302,6 +304,17 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep_merge(float *dst, blk_
 
 /* the geometry for depth_max keys: kps (a multiple of 32, 32..128, shared memory <= DP_SMEM_CAP)
  * and S = ceil(depth_max / kps) splits, ~2 blocks an SM; 0 when no kps fits */
+/* threads a key in the scores: as many as one pass allows (tpk * kps <= 256), each a multiple of 8 dims */
+/* cu_attn_deep_set_tpk (env SB_CUDA_ATTN_DEEP_TPK: 2, 4 or 8): 2 by default — on the H200 8 threads a
+ * key (fewer FMAs a thread, 3 shuffles a head) measured slower: tg64 @ d4096 1,065-1,088 vs 1,104-1,108,
+ * @ d512 1,166-1,183 vs 1,188-1,202 */
+static int dp_tpk_max = 2;
+extern "C" void cu_attn_deep_set_tpk(int t) { dp_tpk_max = t >= 8 ? 8 : t >= 4 ? 4 : 2; }
+static int dp_tpk(int kps, int D) {
+    for (int t = dp_tpk_max; t > 2; t /= 2)
+        if (t * kps <= DP_THREADS && (D / t) % 8 == 0) return t;
+    return 2;
+}
 static int dp_smem(int kps, int D, int G, int es) {
     const int ks = D * es + 16, NG = DP_THREADS / (D / 2);
     return 2 * kps * ks + (G * D + G * kps + 2 * DP_GMAX + NG * G * D) * 4;
@@ -371,6 +384,7 @@ extern "C" sb_status cu_attn_deep(cu_stream s, float *dst, const float *q, const
                        (long long)a->D, (long long)a->Hkv);
     dp_args g = {};
     g.D = (int)a->D, g.G = (int)(a->Hq / a->Hkv), g.Hkv = (int)a->Hkv, g.window = a->window, g.kps = kps, g.S = S;
+    g.tpk = dp_tpk(kps, g.D);
     g.ks = (int)a->D * es + 16, g.Dkv = a->D * a->Hkv, g.scale = a->scale, g.softcap = a->softcap;
     g.ff = a->q_ff, g.n_rot = a->q_rot, g.mode = a->q_mode, g.ts = a->q_theta_scale, g.fs = a->q_freq_scale, g.af = a->q_attn_factor;
     const int smem = dp_smem(kps, g.D, g.G, es);

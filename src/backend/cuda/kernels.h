@@ -269,11 +269,14 @@ uint64_t cu_attn_deep_scratch(const cu_attn_args *a); /* floats, at the deepest 
 sb_status cu_attn_deep(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
                        float *scratch);
 void cu_attn_deep_set(bool on);
+void cu_attn_deep_set_tpk(int threads); /* most threads a key in its scores (env SB_CUDA_ATTN_DEEP_TPK; 2 (default), 4, 8) */
 void cu_attn_deep_set_kmin(int keys); /* fewest keys a split (env SB_CUDA_ATTN_DEEP_KMIN; 32..128) */
 /* Variant 4's timing experiments (process-wide; k_attn_decode.cu's header; SB_CUDA_ATTN_EXP): 0 =
  * none, 1 no RoPE on q, 2 no scores/softmax (p = 1), 3 no P.V, 4 return after the PDL wait — 1..4
  * give wrong results. Captured graphs keep the value they were captured with. */
 void cu_attn_decode_set_exp(int exp);
+/* the small-depth kernel's speculative K/V copies before its PDL wait (env SB_CUDA_ATTN_PRE=0 off; process-wide) */
+void cu_attn_decode_set_pre(int on);
 
 // ---- prefill on tensor cores and flash attention (k_mma.cu, k_fattn.cu) ----
 
