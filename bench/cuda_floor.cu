@@ -47,6 +47,19 @@ __global__ void k_wide(float *x, float *y, int n) {
  * issued before griddepcontrol.wait overlap the previous kernels? */
 #define ST_THREADS 512
 #define ST_N16 1536 /* 16-byte words a block: 24 KB */
+/* the stand-in "dot": every weight word folded into acc (so no load is dead code), then the block's
+ * sum of acc, returned to thread 0 (red: ST_THREADS / 32 shared floats) */
+static __device__ __forceinline__ float fold_block_sum(float acc, const uint4 *r, int nw, float *red) {
+    for (int k = 0; k < nw; k++) acc += __int_as_float((r[k].x ^ r[k].y ^ r[k].z ^ r[k].w) & 0x3f800000);
+    for (int o = 16; o; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = acc;
+    __syncthreads();
+    float s = 0.0f;
+    if (threadIdx.x == 0)
+        for (int k = 0; k < ST_THREADS / 32; k++) s += red[k];
+    return s;
+}
+
 template <int MODE>
 __global__ void __launch_bounds__(ST_THREADS) k_stream(const float *x, float *y, const uint4 *w) {
     extern __shared__ __align__(16) uint4 sm[];
@@ -91,15 +104,32 @@ __global__ void __launch_bounds__(ST_THREADS) k_stream(const float *x, float *y,
 #endif
     if (MODE == 2 || MODE == 4)
         for (int k = 0; k < ST_N16 / ST_THREADS; k++) r[k] = sm[tid + k * ST_THREADS];
-    for (int k = 0; k < ST_N16 / ST_THREADS; k++) acc += __int_as_float((r[k].x ^ r[k].y ^ r[k].z ^ r[k].w) & 0x3f800000);
-    for (int o = 16; o; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    if ((tid & 31) == 0) red[tid >> 5] = acc;
-    __syncthreads();
-    if (tid == 0) {
-        float s = 0.0f;
-        for (int k = 0; k < ST_THREADS / 32; k++) s += red[k];
-        y[blockIdx.x] = s;
-    }
+    const float s = fold_block_sum(acc, r, ST_N16 / ST_THREADS, red);
+    if (tid == 0) y[blockIdx.x] = s;
+}
+
+/* a captured graph's replay time in µs (5 warm-ups, then the mean of 50 replays); destroys it */
+static int replay_us(cudaGraph_t g, cudaStream_t st, float *us) {
+    cudaGraphExec_t ge;
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    for (int w = 0; w < 5; w++) CK(cudaGraphLaunch(ge, st));
+    CK(cudaStreamSynchronize(st));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    const int reps = 50;
+    CK(cudaEventRecord(e0, st));
+    for (int r = 0; r < reps; r++) CK(cudaGraphLaunch(ge, st));
+    CK(cudaEventRecord(e1, st));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    *us = 1000.0f * ms / reps;
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    return 0;
 }
 
 /* (j)-(l): one launch of 132 blocks x 512 threads runs NP phases; between phases a grid barrier (a
@@ -133,16 +163,8 @@ __global__ void __launch_bounds__(ST_THREADS) k_persist(float *a, float *b, cons
         float acc = x[tid % 132];
         if (MODE == 1)
             for (int k = 0; k < ST_N16 / ST_THREADS; k++) r[k] = wb[tid + k * ST_THREADS];
-        if (MODE != 0)
-            for (int k = 0; k < ST_N16 / ST_THREADS; k++) acc += __int_as_float((r[k].x ^ r[k].y ^ r[k].z ^ r[k].w) & 0x3f800000);
-        for (int o = 16; o; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-        if ((tid & 31) == 0) red[tid >> 5] = acc;
-        __syncthreads();
-        if (tid == 0) {
-            float s = 0.0f;
-            for (int k = 0; k < ST_THREADS / 32; k++) s += red[k];
-            y[blockIdx.x] = s;
-        }
+        const float s = fold_block_sum(acc, r, MODE != 0 ? ST_N16 / ST_THREADS : 0, red);
+        if (tid == 0) y[blockIdx.x] = s;
         if (MODE == 2 && p + 1 < np)
             for (int k = 0; k < ST_N16 / ST_THREADS; k++) r[k] = wb[gridDim.x * ST_N16 + tid + k * ST_THREADS];
         grid_barrier(cnt, gridDim.x);
@@ -175,14 +197,8 @@ __global__ void __launch_bounds__(ST_THREADS) k_ll(unsigned long long *ll, const
             while ((unsigned)(v >> 32) != want);
             acc = __int_as_float((unsigned)v);
         }
-        if (MODE == 1)
-            for (int k = 0; k < ST_N16 / ST_THREADS; k++) acc += __int_as_float((r[k].x ^ r[k].y ^ r[k].z ^ r[k].w) & 0x3f800000);
-        for (int o = 16; o; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-        if ((tid & 31) == 0) red[tid >> 5] = acc;
-        __syncthreads();
+        const float s = fold_block_sum(acc, r, MODE == 1 ? ST_N16 / ST_THREADS : 0, red);
         if (tid == 0) {
-            float s = 0.0f;
-            for (int k = 0; k < ST_THREADS / 32; k++) s += red[k];
             const unsigned long long v = ((unsigned long long)(gen * 4096u + (unsigned)p + 1) << 32) | __float_as_uint(s * 1e-30f);
             asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(ll + (size_t)p * 132 + blockIdx.x), "l"(v) : "memory");
         }
@@ -199,7 +215,6 @@ static int run_persist(const char *name, int mode, int np, float *a, float *b, c
     static unsigned *cnt2;
     if (mode >= 3 && !ll) { CK(cudaMalloc(&ll, (size_t)np * 132 * 8)); CK(cudaMemset(ll, 0, (size_t)np * 132 * 8)); CK(cudaMalloc(&cnt2, 4)); CK(cudaMemset(cnt2, 0, 4)); }
     cudaGraph_t g;
-    cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[1];
@@ -216,22 +231,9 @@ static int run_persist(const char *name, int mode, int np, float *a, float *b, c
     if (mode == 3) CK(cudaLaunchKernelEx(&cfg, k_ll<0>, ll, (const uint4 *)wbuf, cnt2, np));
     if (mode == 4) CK(cudaLaunchKernelEx(&cfg, k_ll<1>, ll, (const uint4 *)wbuf, cnt2, np));
     CK(cudaStreamEndCapture(st, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    for (int w = 0; w < 5; w++) CK(cudaGraphLaunch(ge, st));
-    CK(cudaStreamSynchronize(st));
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    const int reps = 50;
-    cudaEventRecord(e0, st);
-    for (int r = 0; r < reps; r++) CK(cudaGraphLaunch(ge, st));
-    cudaEventRecord(e1, st);
-    CK(cudaEventSynchronize(e1));
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e0, e1);
-    printf("%-44s      : %6.2f us per phase  (%d phases, %.1f us per launch)\n", name, 1000.0 * ms / reps / np, np, 1000.0 * ms / reps);
-    cudaGraphExecDestroy(ge);
-    cudaGraphDestroy(g);
+    float us;
+    if (replay_us(g, st, &us)) return 1;
+    printf("%-44s      : %6.2f us per phase  (%d phases, %.1f us per launch)\n", name, us / np, np, us);
     return 0;
 }
 
@@ -239,7 +241,6 @@ static int run(const char *name, int kind, int pdl, int nk, float *a, float *b, 
     static uint4 *wbuf;
     if (kind >= 4 && !wbuf) CK(cudaMalloc(&wbuf, (size_t)nk * 132 * ST_N16 * 16));
     cudaGraph_t g;
-    cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
     for (int k = 0; k < nk; k++) {
         cudaLaunchConfig_t cfg = {};
@@ -265,22 +266,9 @@ static int run(const char *name, int kind, int pdl, int nk, float *a, float *b, 
         if (kind == 8) CK(cudaLaunchKernelEx(&cfg, k_stream<4>, (const float *)x, y, wk));
     }
     CK(cudaStreamEndCapture(st, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    for (int w = 0; w < 5; w++) CK(cudaGraphLaunch(ge, st));
-    CK(cudaStreamSynchronize(st));
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    const int reps = 50;
-    cudaEventRecord(e0, st);
-    for (int r = 0; r < reps; r++) CK(cudaGraphLaunch(ge, st));
-    cudaEventRecord(e1, st);
-    CK(cudaEventSynchronize(e1));
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e0, e1);
-    printf("%-44s PDL %d: %6.2f us per kernel (%d kernels, %.1f us per graph)\n", name, pdl, 1000.0 * ms / reps / nk, nk, 1000.0 * ms / reps);
-    cudaGraphExecDestroy(ge);
-    cudaGraphDestroy(g);
+    float us;
+    if (replay_us(g, st, &us)) return 1;
+    printf("%-44s PDL %d: %6.2f us per kernel (%d kernels, %.1f us per graph)\n", name, pdl, us / nk, nk, us);
     return 0;
 }
 

@@ -234,15 +234,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
     }
     if (nsplit > 1 && cnt) { /* the last split block of (t, h) merges (threadfence reduction) */
         __shared__ int last;
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            const unsigned prev = atomicAdd(&cnt[o], 1u);
-            last = prev == (unsigned)nsplit - 1;
-        }
-        __syncthreads();
-        if (!last) return;
-        __threadfence();
+        if (!block_arrives_last(&cnt[o], (unsigned)nsplit, &last)) return;
         const float *pp = part + o * nsplit * (D + 2);
         const int np = nsplit * (D + 2);
         if (np <= ATT_MERGE_SMEM) { /* stage the partials in shared memory: parallel L2 reads, then the same merge */

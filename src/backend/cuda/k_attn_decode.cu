@@ -140,27 +140,6 @@ typedef struct ad_args {
     float scale, softcap;
 } ad_args;
 
-// ---- asynchronous copies (sm_80+; plain copies below) ----
-
-static __device__ __forceinline__ void ad_cp16(void *s, const void *g) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(g) : "memory");
-#else
-    *(uint4 *)s = *(const uint4 *)g;
-#endif
-}
-static __device__ __forceinline__ void ad_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-template <int N> static __device__ __forceinline__ void ad_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
-
 /* keys j+k0 .. j+k1-1 of one kv head's rows (cache c) into shared rows k0 .. k1-1 of ks bytes */
 static __device__ __forceinline__ void ad_load_tile(unsigned char *sdst, const void *c, int64_t j, int k0, int k1, int64_t head_el, const ad_args &a) {
     const int es = a.f16 ? 2 : 4, rb = a.D * es, nk = k1 - k0;
@@ -172,7 +151,7 @@ static __device__ __forceinline__ void ad_load_tile(unsigned char *sdst, const v
         const int cpr = rb / 16;
         for (int i = threadIdx.x; i < nk * cpr; i += AD_THREADS) {
             const int key = i / cpr, part = i - key * cpr;
-            ad_cp16(sdst + key * a.ks + part * 16, src + key * stride + part * 16);
+            cu_cp16(sdst + key * a.ks + part * 16, src + key * stride + part * 16);
         }
     } else if (a.f16) {
         for (int i = threadIdx.x; i < nk * a.D; i += AD_THREADS) {
@@ -568,9 +547,9 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
     const int soff = a.tk - a.spec; /* they go to the top rows [tk - spec, tk): a first tile of <= tk - spec keys at row 0 does not wait for them */
     if (spec) {
         ad_load_tile(sk + soff * a.ks, kc, 0, 0, a.spec, head_el, a);
-        ad_commit();
+        cu_cp_commit();
         ad_load_tile(sv + soff * a.ks, vc, 0, 0, a.spec, head_el, a);
-        ad_commit();
+        cu_cp_commit();
     }
     if (pre) CU_PDL_WAIT();
     const int hb_lo = (L % nbx_lo) / Hkv, g0_lo = hb_lo * a.hpb_lo, Gb_lo = G - g0_lo < a.hpb_lo ? G - g0_lo : a.hpb_lo;
@@ -585,11 +564,11 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
     const int64_t n = p - lo + 1;
     if (n <= a.small) { /* the small layout: lo mode's split-0 blocks, one query head each (hpb_lo 1: the host) */
         if (L >= nbx_lo) {
-            if (spec) ad_wait<0>();
+            if (spec) cu_cp_wait<0>();
             return;
         }
         ad_q_to_shared(sq, qr, D, 1, (int32_t)p, rp, a);
-        if (spec) ad_wait<0>(); /* the speculative rows landed (read below when they are the keys) */
+        if (spec) cu_cp_wait<0>(); /* the speculative rows landed (read below when they are the keys) */
         __syncthreads();
         const bool in_smem = a.small_off > 0 && spec && lo == 0 && n <= a.spec; /* keys 0..n-1 are the speculative rows */
         const int es = a.f16 ? 2 : 4;
@@ -609,7 +588,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
         return;
     }
     if (SMALL_ONLY) { /* not a depth this kernel takes: a visible NaN (dst and the q8_1 scales) */
-        if (spec) ad_wait<0>();
+        if (spec) cu_cp_wait<0>();
         const int64_t h0 = (int64_t)kvh * G + g0_lo;
         if (L < nbx_lo && tid < D) {
             dst[h0 * D + tid] = __int_as_float(0x7fc00000);
@@ -620,11 +599,11 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
     if (n <= a.warp) { /* the warp path: lo mode's blocks, one query head each (hpb_lo 1: the host), AD_WKEYS keys a split */
         const int naw = (int)((n + AD_WKEYS - 1) / AD_WKEYS), spw = L / nbx_lo, bxw = L - spw * nbx_lo; /* naw <= S: the host */
         if (spw >= naw) {
-            if (spec) ad_wait<0>();
+            if (spec) cu_cp_wait<0>();
             return;
         }
         ad_q_to_shared(sq, qr, D, 1, (int32_t)p, rp, a);
-        if (spec) ad_wait<0>(); /* the speculative rows landed: read below when they are the keys, overwritten by the merge otherwise */
+        if (spec) cu_cp_wait<0>(); /* the speculative rows landed: read below when they are the keys, overwritten by the merge otherwise */
         __syncthreads();
         const bool in_smem = spec && lo == 0 && n <= a.spec; /* keys 0..n-1 are the speculative rows (naw 1) */
         const int es = a.f16 ? 2 : 4;
@@ -635,12 +614,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
                      in_smem ? sk + soff * a.ks : NULL, in_smem ? sv + soff * a.ks : NULL, (float *)sk, sq, lo + jw, nkw, h0w,
                      pkw ? pkw + (int64_t)spw * (4 + D) : NULL, a);
         if (naw == 1) return;
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) last = atomicAdd(&cnt[bxw], 1u) == (unsigned)naw - 1;
-        __syncthreads();
-        if (!last) return;
-        __threadfence();
+        if (!block_arrives_last(&cnt[bxw], (unsigned)naw, &last)) return;
         ad_warp_merge(dst, xq, pkw, naw, (float *)sk, cnt + bxw, h0w, a);
         return;
     }
@@ -652,7 +626,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
     const int hpb = lom ? a.hpb_lo : a.hpb_hi, nbx = lom ? nbx_lo : nbx_hi;
     const int sp = L / nbx, bx = L - sp * nbx, hb = bx / Hkv, g0 = hb * hpb, Gb = G - g0 < hpb ? G - g0 : hpb, GDb = Gb * D;
     if (sp >= na) { /* an empty split */
-        if (spec) ad_wait<0>();
+        if (spec) cu_cp_wait<0>();
         return;
     }
     const int64_t j0 = lo + sp * kps, j1 = j0 + kps < p + 1 ? j0 + kps : p + 1;
@@ -690,15 +664,15 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
             tkv += soff * a.ks;
         } else {
             if (spec && jt == j0 && nk > soff) { /* rows the speculative copies (not this block's keys) still write: let them land */
-                ad_wait<0>();
+                cu_cp_wait<0>();
                 __syncthreads();
             }
             ad_load_tile(sk, kc, jt, 0, nk, head_el, a);
-            ad_commit();
+            cu_cp_commit();
             ad_load_tile(sv, vc, jt, 0, nk, head_el, a);
-            ad_commit();
+            cu_cp_commit();
         }
-        ad_wait<1>(); /* this thread's K copies landed (groups complete in order; older ones, the speculative ones too) */
+        cu_cp_wait<1>(); /* this thread's K copies landed (groups complete in order; older ones, the speculative ones too) */
         __syncthreads();
         if (a.exp == 2) { /* timing only: p = 1, no scores */
             for (int i = tid; i < Gb * nk; i += AD_THREADS) ss[(i / nk) * a.tk + i % nk] = 1.0f;
@@ -727,7 +701,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
                 }
             }
         }
-        ad_wait<0>(); /* V too */
+        cu_cp_wait<0>(); /* V too */
         __syncthreads();
         if (a.exp != 3) { /* exp 3: no P.V (timing only) */
 #pragma unroll
@@ -777,12 +751,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
 #pragma unroll
     for (int i = 0; i < AD_ACC; i++)
         if (tid + i * AD_THREADS < GDb) pp[AO + tid + i * AD_THREADS] = acc[i];
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) last = atomicAdd(&cnt[bx], 1u) == (unsigned)na - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
+    if (!block_arrives_last(&cnt[bx], (unsigned)na, &last)) return;
     /* the merge, in the tile region of shared memory: m and l of every (split, head), then factors
      * f[s][g] = exp(m - M_g) and 1/L_g; then Rm = AD_THREADS / columns threads per column of 4 (or 1)
      * acc floats, each summing every Rm-th split's acc * f (16-byte L2 loads, 8 in flight), and the

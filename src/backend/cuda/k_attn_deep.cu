@@ -63,20 +63,6 @@ extern "C" void cu_attn_deep_set(bool on) { dp_on = on; }
 static int dp_kmin = 32; /* cu_attn_deep_set_kmin (env SB_CUDA_ATTN_DEEP_KMIN): fewest keys a split, a multiple of 32 */
 extern "C" void cu_attn_deep_set_kmin(int k) { dp_kmin = k < 32 ? 32 : k > DP_KMAX ? DP_KMAX : k / 32 * 32; }
 
-static __device__ __forceinline__ void dp_cp16(void *s, const void *g) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned d = (unsigned)__cvta_generic_to_shared(s);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(g) : "memory");
-#else
-    *(uint4 *)s = *(const uint4 *)g;
-#endif
-}
-static __device__ __forceinline__ void dp_cp_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
-}
-
 /* a split's partial in floats: acc[G][D] (16-byte aligned: D % 16 == 0), m[G], l[G], padded to 4 */
 static __host__ __device__ __forceinline__ int dp_partial(int G, int D) { return G * D + (2 * G + 3) / 4 * 4; }
 
@@ -120,9 +106,10 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const 
     const unsigned char *vg = (const unsigned char *)vc + j0 * rs + (int64_t)kvh * D * es;
     for (int i = tid; i < npre * chunks; i += DP_THREADS) { /* before the wait: rows earlier steps wrote */
         const int r = i / chunks, c = i - r * chunks;
-        dp_cp16(sk + r * a.ks + 16 * c, kg + r * rs + 16 * c);
-        dp_cp16(sv + r * a.ks + 16 * c, vg + r * rs + 16 * c);
+        cu_cp16(sk + r * a.ks + 16 * c, kg + r * rs + 16 * c);
+        cu_cp16(sv + r * a.ks + 16 * c, vg + r * rs + 16 * c);
     }
+    cu_cp_commit();
     CU_PDL_WAIT();
     for (int i = tid; i < G * D; i += DP_THREADS) sq[i] = q[(int64_t)kvh * G * D + i];
     if (npre < nk) /* row p: this step's, written by the previous kernel */
@@ -142,7 +129,7 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const 
             sq[g * D + ib] = yb;
         }
     }
-    dp_cp_wait();
+    cu_cp_wait<0>();
     __syncthreads();
     { /* scores: tpk threads a key (tpk * kps <= 256: one pass), D / tpk dims each */
         const int tpk = a.tpk, k = tid / tpk, half = tid % tpk, dh = D / tpk;

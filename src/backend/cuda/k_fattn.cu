@@ -64,12 +64,8 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
     const int Dp = (D + 3) & ~3;
     const int64_t Dkv = (int64_t)D * Hkv;
     if (tid < BQ) {
-        const int t = t0 + tid;
-        int p = -1, lo = 0x7fffffff;
-        if (t < T) {
-            p = pos[t];
-            lo = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
-        }
+        int p, lo;
+        attn_span(pos, t0 + tid, T, window, &p, &lo);
         s_p[tid] = p, s_lo[tid] = lo;
     }
     for (int i = tid; i < BQ * DM; i += FA_WARPS * 32) {
@@ -104,14 +100,8 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
     /* the splits this tile uses: no more than its key tiles (a shallow tile runs unsplit: the
      * other z blocks leave at once and its block writes the output directly); Se is the same in
      * every block of the tile (s_rng) */
-    const int nt = kmax >= kmin ? (kmax - kmin) / BK + 1 : 1, Se = S < nt ? S : nt;
+    const int Se = attn_split_keys(S, z, BK, &kmin, &kmax); /* kmin > kmax: no keys here */
     if (z >= Se) return; /* the whole block */
-    if (Se > 1) {
-        const int per = (nt + Se - 1) / Se;
-        const int b0 = kmin + z * per * BK, b1 = b0 + per * BK - 1;
-        kmin = b0;
-        kmax = b1 < kmax ? b1 : kmax; /* kmin > kmax: no keys here */
-    }
     int wmin = 0x7fffffff, wmax = -1, qp[QW], qlo[QW];
 #pragma unroll
     for (int i = 0; i < QW; i++) {
@@ -261,12 +251,7 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
 #pragma unroll
                 for (int k = 0; k < DL; k++) pp[2 + lane + 32 * k] = acc[i][k];
             }
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) s_last = atomicAdd(&cnt[tile], 1u) == (unsigned)Se - 1;
-        __syncthreads();
-        if (!s_last) return;
-        __threadfence();
+        if (!block_arrives_last(&cnt[tile], (unsigned)Se, &s_last)) return;
         if (gi == 0)
 #pragma unroll
             for (int i = 0; i < QW; i++) {

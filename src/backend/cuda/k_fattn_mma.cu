@@ -74,25 +74,6 @@ typedef struct fm_rope {
 
 // ---- PTX wrappers (sm_80+; the launcher never runs this file's kernel below that) ----
 
-static __device__ __forceinline__ void fm_cp16(void *s, const void *g, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
-    const int n = valid ? 16 : 0; /* 0: the 16 bytes are zero-filled, nothing read */
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(g), "r"(n) : "memory");
-#else
-    *(uint4 *)s = valid ? *(const uint4 *)g : make_uint4(0, 0, 0, 0);
-#endif
-}
-static __device__ __forceinline__ void fm_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-template <int N> static __device__ __forceinline__ void fm_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
 /* c += A B, m16n8k16, f16 inputs, f32 accumulators */
 static __device__ __forceinline__ void fm_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -139,12 +120,8 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     const int t0 = (gridDim.x - 1 - blockIdx.x) * FM_BQ; /* the longest key ranges first */
     const int64_t Dkv = (int64_t)D * Hkv;
     if (tid < FM_BQ) {
-        const int t = t0 + tid;
-        int p = -1, lo = 0x7fffffff;
-        if (t < T) {
-            p = pos[t];
-            lo = (window > 0 && p - window + 1 > 0) ? p - window + 1 : 0;
-        }
+        int p, lo;
+        attn_span(pos, t0 + tid, T, window, &p, &lo);
         s_p[tid] = p, s_lo[tid] = lo;
     }
     __syncthreads();
@@ -160,14 +137,8 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     /* key split z of S (gridDim.z), as k_fattn.cu: whole BK tiles of [kmin, kmax]; Se is the same
      * in every block of the tile; a split with no keys still writes its (empty) partials */
     const int S = gridDim.z, z = blockIdx.z;
-    const int nt = kmax >= kmin ? (kmax - kmin) / FM_BK + 1 : 1, Se = S < nt ? S : nt;
+    const int Se = attn_split_keys(S, z, FM_BK, &kmin, &kmax); /* kmin > kmax: no keys here */
     if (z >= Se) return; /* the whole block */
-    if (Se > 1) {
-        const int per = (nt + Se - 1) / Se;
-        const int b0 = kmin + z * per * FM_BK, b1 = b0 + per * FM_BK - 1;
-        kmin = b0;
-        kmax = b1 < kmax ? b1 : kmax; /* kmin > kmax: no keys here */
-    }
     /* K/V tile of keys kb.. into buffer b: 2 * BK * CH chunks of 16 bytes, keys past kmax zero */
     auto issue = [=](int kb, int b) {
         uint16_t *sk = skv + 2 * b * TILE, *sv = sk + TILE;
@@ -177,9 +148,9 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
             const bool ok = j <= kmax;
             const uint16_t *src = isv ? vc : kc;
             if (ok) src += (int64_t)j * Dkv + (int64_t)kvh * D + ch * 8;
-            fm_cp16((isv ? sv : sk) + r * SR + ch * 8, src, ok);
+            cu_cp16((isv ? sv : sk) + r * SR + ch * 8, src, ok);
         }
-        fm_commit();
+        cu_cp_commit();
     };
     if (kmin <= kmax) issue(kmin, 0); /* overlaps Q's staging */
     /* Q rows as f16: plain values (and zeros past T), then the rotated pairs (disjoint elements) */
@@ -226,9 +197,9 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
         const int b = it & 1;
         if (kb + FM_BK <= kmax) { /* the next tile into the other buffer (its readers passed the last barrier) */
             issue(kb + FM_BK, b ^ 1);
-            fm_wait<1>();
+            cu_cp_wait<1>();
         } else {
-            fm_wait<0>();
+            cu_cp_wait<0>();
         }
         __syncthreads(); /* tile kb visible to every warp */
         if (wmax >= kb && wmin <= kb + FM_BK - 1) { /* warp-uniform */
@@ -323,12 +294,7 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
             const int r = i / PS, e = i % PS;
             pz[i] = e == 0 ? s_m[r] : e == 1 ? s_l[r] : so[r * SO + e - 2];
         }
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) s_last = atomicAdd(&cnt[tile], 1u) == (unsigned)Se - 1;
-        __syncthreads();
-        if (!s_last) return;
-        __threadfence();
+        if (!block_arrives_last(&cnt[tile], (unsigned)Se, &s_last)) return;
         const float *pt = part + tile * S * FM_BQ * PS;
         if (tid < FM_BQ) { /* row tid: the common max, each split's factor, the merged sum */
             float M = -INFINITY;

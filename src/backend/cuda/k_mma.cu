@@ -245,12 +245,7 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(float *dst, const uint
     if (SPLIT && cnt) { /* the last split block of this tile reduces it (threadfence reduction) */
         __shared__ int last;
         const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x;
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) last = atomicAdd(&cnt[tile], 1u) == gridDim.z - 1;
-        __syncthreads();
-        if (!last) return;
-        __threadfence();
+        if (!block_arrives_last(&cnt[tile], (unsigned)gridDim.z, &last)) return;
         /* this thread's PER outputs of the tile (rows fastest: coalesced), all their loads of 2
          * splits in flight at once, summed in split order from 0 (as mma_split_sum) */
         constexpr int PER = BN * BT / 256;
