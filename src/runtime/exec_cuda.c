@@ -216,8 +216,6 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (adk) cu_attn_deep_set_kmin(atoi(adk));
     const char *adt = getenv("SB_CUDA_ATTN_DEEP_TPK"); /* k_attn_deep.cu's most threads a key in the scores */
     if (adt) cu_attn_deep_set_tpk(atoi(adt));
-    const char *npr = getenv("SB_CUDA_NORM_PRE"); /* k_rms_norm_quant's weight loads before its PDL wait */
-    if (npr) cu_norm_set_pre(npr[0] != '0');
     const char *apr = getenv("SB_CUDA_ATTN_PRE"); /* the small-depth kernel's K/V copies before its PDL wait */
     if (apr) cu_attn_decode_set_pre(apr[0] != '0');
     const char *aex = getenv("SB_CUDA_ATTN_EXP"); /* variant 4 timing experiments (k_attn_decode.cu; 1..4 give wrong results) */

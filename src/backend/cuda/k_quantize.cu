@@ -39,52 +39,17 @@ template <int XQ> __global__ void __launch_bounds__(Q_THREADS) k_quantize(uint8_
 /* with b != NULL (executor fusion of the residual add before the norm): the row is x + b, written
  * to sum (which may be x or b: each element is read, then written, by one thread) and read back
  * from there after the barrier for the quantization pass */
-/* The q8_1 row of at most Q_THREADS values (a decode norm: E 896 for Qwen2.5-0.5B) takes norm_pre:
- * thread i holds element i from start to end, and its norm weight w[i] — never written by a kernel —
- * is loaded BEFORE the PDL wait, so the only round trips after it are x (+ b) and the store (the
- * general path reads w, and the sum it wrote, after its barrier). The arithmetic is the general
- * path's, in the same order: the sum of squares thread-strided in double (one element a thread),
- * v = (x * sc) * w, q8_1_store per 32-block — the same bits. H200 measurement: bench/NOTES.md. */
-static bool norm_pre_on = true; /* cu_norm_set_pre (env SB_CUDA_NORM_PRE=0) */
-extern "C" void cu_norm_set_pre(bool on) { norm_pre_on = on; }
 template <int XQ>
 __global__ void __launch_bounds__(Q_THREADS) k_rms_norm_quant(uint8_t *dst, const float *x, const float *wt, int64_t E, float eps,
-                                                              const float *b, float *sum_out, int pre) {
-    __shared__ double part[Q_THREADS / 32];
-    if (XQ == CU_T_Q8_1 && pre) { /* the host checked E <= Q_THREADS, E % 32 == 0 */
-        CU_PDL_LAUNCH();
-        const int i = threadIdx.x;
-        const int64_t o = (int64_t)blockIdx.x * E;
-        const float wv = wt && i < E ? wt[i] : 1.0f;
-        CU_PDL_WAIT();
-        float v = 0.0f;
-        if (i < E) {
-            v = x[o + i];
-            if (b) {
-                v += b[o + i];
-                sum_out[o + i] = v;
-            }
-        }
-        double acc = warp_sum_d(i < E ? (double)(v * v) : 0.0);
-        if ((i & 31) == 0) part[i >> 5] = acc;
-        __syncthreads();
-        double sum = 0.0;
-#pragma unroll
-        for (int k = 0; k < Q_THREADS / 32; k++) sum += part[k];
-        const float sc = 1.0f / sqrtf((float)(sum / (double)E) + eps);
-        const float t = v * sc;
-        if (i < E) q8_1_store((blk_q8_1 *)(dst + act_row_bytes(XQ, E) * (uint64_t)blockIdx.x) + i / 32, wt ? t * wv : t, i & 31);
-        return;
-    }
+                                                              const float *b, float *sum_out) {
     CU_PDL_ENTRY();
+    __shared__ double part[Q_THREADS / 32];
     const int64_t r = blockIdx.x;
     const float *xr = x + r * E;
     const float sc = block_rms_scale<Q_THREADS>(xr, b ? b + r * E : NULL, b ? sum_out + r * E : NULL, E, eps, part);
     if (b) xr = sum_out + r * E;
     quant_row<XQ, Q_THREADS>(dst + act_row_bytes(XQ, E) * (uint64_t)r, E, src_norm{xr, wt, sc});
 }
-
-static int norm_pre(int64_t E) { return norm_pre_on && E <= Q_THREADS && E % 32 == 0 ? 1 : 0; }
 
 template <int XQ> __global__ void __launch_bounds__(Q_THREADS) k_glu_quant(uint8_t *dst, const float *g, const float *u, int64_t E, int gelu) {
     CU_PDL_ENTRY();
@@ -142,8 +107,8 @@ extern "C" sb_status cu_rms_norm_quant(cu_stream s, int xq, void *dst, const flo
     const cudaStream_t st = (cudaStream_t)s;
     if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
         return act_rows<AQ_NORM>(st, xq, dst, E, rows, x, w, eps, NULL, NULL, NULL, NULL, 0);
-    if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL, norm_pre(E));
-    else if (xq == CU_T_Q8_K) cu_launch(k_rms_norm_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL, 0);
+    if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL);
+    else if (xq == CU_T_Q8_K) cu_launch(k_rms_norm_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL);
     else return bad_type(xq);
     return cu_after_launch("k_rms_norm_quant");
 }
@@ -154,8 +119,8 @@ extern "C" sb_status cu_add_rms_norm_quant(cu_stream s, int xq, void *dst, float
     const cudaStream_t st = (cudaStream_t)s;
     if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
         return act_rows<AQ_NORM>(st, xq, dst, E, rows, x, w, eps, b, sum_out, NULL, NULL, 0);
-    if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out, norm_pre(E));
-    else if (xq == CU_T_Q8_K) cu_launch(k_rms_norm_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out, 0);
+    if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);
+    else if (xq == CU_T_Q8_K) cu_launch(k_rms_norm_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);
     else return bad_type(xq);
     return cu_after_launch("k_add_rms_norm_quant");
 }

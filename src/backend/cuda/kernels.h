@@ -101,9 +101,6 @@ sb_status cu_glu(cu_stream s, float *dst, const float *g, const float *u, int64_
 sb_status cu_quantize_act(cu_stream s, int xq, void *dst, const float *x, int64_t E, int64_t rows);
 /* dst = quantize(rms_norm(x) [* w]); w may be NULL. */
 sb_status cu_rms_norm_quant(cu_stream s, int xq, void *dst, const float *x, const float *w, int64_t E, int64_t rows, float eps);
-/* q8_1 rows of <= 1024 values: the norm weight loaded before the PDL wait, the row kept in registers
- * (same bits; process-wide, env SB_CUDA_NORM_PRE=0 off) */
-void cu_norm_set_pre(bool on);
 /* Residual add + RMSNorm + quantize in one kernel (executor fusion of ADD then RMS_NORM_QUANT):
  * sum = x + b (f32, written to sum_out, which may be x or b itself), dst = quantize(rms_norm(sum) [* w]).
  * Bit-identical to cu_ew_rows(ADD) then cu_rms_norm_quant. dst must not overlap x, b or sum_out. */
