@@ -27,6 +27,7 @@
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/common.cuh"
+#include "backend/cuda/device/split.cuh"
 
 #include <math.h>
 

@@ -56,6 +56,7 @@
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/common.cuh"
+#include "backend/cuda/device/split.cuh"
 
 #include <cuda_fp16.h>
 #include <math.h>

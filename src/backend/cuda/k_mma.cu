@@ -35,6 +35,7 @@
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/unpack.cuh"
+#include "backend/cuda/device/split.cuh"
 
 #define MA_KB 4
 #define MA_LD (MA_KB * 8 + 4)
