@@ -24,7 +24,14 @@
  * per format, so the loop is written once (the macros) and each format states its block formula
  * in a static inline block_<fmt> that the compiler flattens into the loop. */
 
-/* dot1_<name>: sum over the n/qk blocks of one row of block_<name>(weight block, activation block). */
+/* dot_<name>: the kernel-table entry, dot1_<name> of one weight row with each of nc activation rows. */
+#define SCALAR_DOT(name)                                                                                    \
+    static void dot_##name(int64_t n, const void *w, const void *a, size_t as, int nc, float *out, size_t os) { \
+        for (int c = 0; c < nc; c++) out[c * os] = dot1_##name(n, w, (const char *)a + c * as);             \
+    }
+
+/* dot1_<name>: sum over the n/qk blocks of one row of block_<name>(weight block, activation block);
+ * and its dot_<name>. */
 #define DOT_BLOCKS(name, wblk, ablk, qk)                                        \
     static float dot1_##name(int64_t n, const void *w, const void *a) {         \
         const wblk *x = w;                                                      \
@@ -32,11 +39,12 @@
         float s = 0.0f;                                                         \
         for (int64_t i = 0; i < n / (qk); i++) s += block_##name(&x[i], &y[i]); \
         return s;                                                               \
-    }
+    }                                                                           \
+    SCALAR_DOT(name)
 
 // ---- float weights x f32 activations ----
 
-/* dot1_<name>: sum over n elements of to_f32(weight element) * activation element. */
+/* dot1_<name>: sum over n elements of to_f32(weight element) * activation element; and its dot_<name>. */
 #define DOT_FLOATS(name, welem, to_f32)                                    \
     static float dot1_##name(int64_t n, const void *w, const void *va) {  \
         const float *a = va;                                               \
@@ -44,7 +52,8 @@
         float s = 0.0f;                                                    \
         for (int64_t i = 0; i < n; i++) s += to_f32(x[i]) * a[i];          \
         return s;                                                          \
-    }
+    }                                                                      \
+    SCALAR_DOT(name)
 
 #define F32(x) (x)
 DOT_FLOATS(f32, float, F32)
@@ -109,13 +118,6 @@ static inline float block_iq4_nl(const blk_iq4_nl *x, const blk_q8_0 *y) {
         sumi += kvalues_iq4nl[x->qs[j] & 15] * y->qs[j] + kvalues_iq4nl[x->qs[j] >> 4] * y->qs[j + 16];
     return (H(y->d) * H(x->d)) * sumi;
 }
-
-DOT_BLOCKS(q4_0, blk_q4_0, blk_q8_0, QK8_0)
-DOT_BLOCKS(q4_1, blk_q4_1, blk_q8_1, QK8_1)
-DOT_BLOCKS(q5_0, blk_q5_0, blk_q8_0, QK8_0)
-DOT_BLOCKS(q5_1, blk_q5_1, blk_q8_1, QK8_1)
-DOT_BLOCKS(q8_0, blk_q8_0, blk_q8_0, QK8_0)
-DOT_BLOCKS(iq4_nl, blk_iq4_nl, blk_q8_0, QK4_NL)
 
 // ---- K-quants x Q8_K ----
 
@@ -219,35 +221,20 @@ static inline float block_iq4_xs(const blk_iq4_xs *x, const blk_q8_K *y) {
     return (H(x->d) * y->d) * isum;
 }
 
+// ---- the row dots of the block formats ----
+
+DOT_BLOCKS(q4_0, blk_q4_0, blk_q8_0, QK8_0)
+DOT_BLOCKS(q4_1, blk_q4_1, blk_q8_1, QK8_1)
+DOT_BLOCKS(q5_0, blk_q5_0, blk_q8_0, QK8_0)
+DOT_BLOCKS(q5_1, blk_q5_1, blk_q8_1, QK8_1)
+DOT_BLOCKS(q8_0, blk_q8_0, blk_q8_0, QK8_0)
+DOT_BLOCKS(iq4_nl, blk_iq4_nl, blk_q8_0, QK4_NL)
 DOT_BLOCKS(q2_K, blk_q2_K, blk_q8_K, QK_K)
 DOT_BLOCKS(q3_K, blk_q3_K, blk_q8_K, QK_K)
 DOT_BLOCKS(q4_K, blk_q4_K, blk_q8_K, QK_K)
 DOT_BLOCKS(q5_K, blk_q5_K, blk_q8_K, QK_K)
 DOT_BLOCKS(q6_K, blk_q6_K, blk_q8_K, QK_K)
 DOT_BLOCKS(iq4_xs, blk_iq4_xs, blk_q8_K, QK_K)
-
-// ---- nc-row wrappers ----
-
-#define SCALAR_DOT(name)                                                                                    \
-    static void dot_##name(int64_t n, const void *w, const void *a, size_t as, int nc, float *out, size_t os) { \
-        for (int c = 0; c < nc; c++) out[c * os] = dot1_##name(n, w, (const char *)a + c * as);             \
-    }
-
-SCALAR_DOT(f32)
-SCALAR_DOT(f16)
-SCALAR_DOT(bf16)
-SCALAR_DOT(q4_0)
-SCALAR_DOT(q4_1)
-SCALAR_DOT(q5_0)
-SCALAR_DOT(q5_1)
-SCALAR_DOT(q8_0)
-SCALAR_DOT(iq4_nl)
-SCALAR_DOT(q2_K)
-SCALAR_DOT(q3_K)
-SCALAR_DOT(q4_K)
-SCALAR_DOT(q5_K)
-SCALAR_DOT(q6_K)
-SCALAR_DOT(iq4_xs)
 
 // ---- activation quantizers ----
 
