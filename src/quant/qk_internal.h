@@ -41,6 +41,17 @@ static inline int8_t qk_trunc8(float v) { return (int8_t)(uint8_t)(uint32_t)qk_c
 /* C `(uint8_t)v` as compiled by GCC for x86-64. */
 static inline uint8_t qk_truncu8(float v) { return (uint8_t)(uint32_t)qk_cvtt(v); }
 
+/* The element of x[0..n) with the largest |x|, the first on ties, 0 when none is above 0 (NaN never
+ * wins): ggml's `if (ax > amax) { amax = ax; max = x[i]; }` scan; its amax is fabsf of the result. */
+static inline float qk_signed_absmax(int n, const float *x) {
+    float amax = 0, max = 0;
+    for (int i = 0; i < n; i++) {
+        const float ax = fabsf(x[i]);
+        if (ax > amax) { amax = ax; max = x[i]; }
+    }
+    return max;
+}
+
 #define QK_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define QK_MAX(a, b) ((a) > (b) ? (a) : (b))
 
