@@ -74,6 +74,28 @@ static inline void qk_min_max(int n, const float *x, float *min_out, float *max_
     *max_out = max;
 }
 
+/* Q4_0 / Q5_0 block scale: d = (signed value of the largest magnitude) / code_of_extreme (-8 or
+ * -16: the extreme maps to code 0), stored F16 in *dh (an all-zero block: d = -0.0 -> 0x8000).
+ * Returns id = 1/d (0 for d = 0). */
+static inline float qk_sym_block_scale(int n, const float *x, float code_of_extreme, uint16_t *dh) {
+    const float d = qk_signed_absmax(n, x) / code_of_extreme;
+    *dh = qk_fp32_to_fp16(d);
+    return d ? 1.0f / d : 0.0f;
+}
+
+/* Q4_1 / Q5_1 block scale: d = (max - min) / nmax and the min, stored F16 in *dh and *mh; *min_out
+ * gets the fp32 min. Returns id = 1/d (0 for d = 0). */
+static inline float qk_affine_block_scale(int n, const float *x, int nmax, uint16_t *dh, uint16_t *mh,
+                                          float *min_out) {
+    float min, max;
+    qk_min_max(n, x, &min, &max);
+    const float d = (max - min) / (float)nmax;
+    *dh = qk_fp32_to_fp16(d);
+    *mh = qk_fp32_to_fp16(min);
+    *min_out = min;
+    return d ? 1.0f / d : 0.0f;
+}
+
 /* One 32-value block as ggml's quantize_row_q8_{0,1}_ref does it: d = amax/127 (stored F16 in
  * *dh), id = 1/d (0 for d = 0), qs = trunc8(roundf(x*id)). Returns the unrounded fp32 d. */
 static inline float qk_q8_ref_block(const float *x, uint16_t *dh, int8_t *qs) {
