@@ -22,7 +22,8 @@
 /* Every dot1_<fmt> below is the same row loop: one float accumulator that adds, in block order,
  * the contribution of each block (elements for the float types). Only that contribution differs
  * per format, so the loop is written once (the macros) and each format states its block formula
- * in a static inline block_<fmt> that the compiler flattens into the loop. */
+ * in a static inline block_<fmt>, followed by the DOT_BLOCKS line that makes its row dot; the
+ * compiler flattens the block function into the loop. */
 
 /* dot_<name>: the kernel-table entry, dot1_<name> of one weight row with each of nc activation rows. */
 #define SCALAR_DOT(name)                                                                                    \
@@ -88,29 +89,34 @@ static inline int nibbles_dot(const uint8_t *qs, int off, const int8_t *qa) {
 static inline float block_q4_0(const blk_q4_0 *x, const blk_q8_0 *y) {
     return nibbles_dot(x->qs, 8, y->qs) * (H(x->d) * H(y->d));
 }
+DOT_BLOCKS(q4_0, blk_q4_0, blk_q8_0, QK8_0)
 
 static inline float block_q4_1(const blk_q4_1 *x, const blk_q8_1 *y) {
     int sumi = nibbles_dot(x->qs, 0, y->qs);
     return (H(x->d) * H(y->d)) * sumi + H(x->m) * H(y->s);
 }
+DOT_BLOCKS(q4_1, blk_q4_1, blk_q8_1, QK8_1)
 
 static inline float block_q5_0(const blk_q5_0 *x, const blk_q8_0 *y) {
     int sumi = 0;
     NIBBLES5_DOT(sumi, x->qs, x->qh, 16, y->qs);
     return sumi * (H(x->d) * H(y->d));
 }
+DOT_BLOCKS(q5_0, blk_q5_0, blk_q8_0, QK8_0)
 
 static inline float block_q5_1(const blk_q5_1 *x, const blk_q8_1 *y) {
     int sumi = 0;
     NIBBLES5_DOT(sumi, x->qs, x->qh, 0, y->qs);
     return (H(x->d) * H(y->d)) * sumi + H(x->m) * H(y->s);
 }
+DOT_BLOCKS(q5_1, blk_q5_1, blk_q8_1, QK8_1)
 
 static inline float block_q8_0(const blk_q8_0 *x, const blk_q8_0 *y) {
     int sumi = 0;
     for (int j = 0; j < QK8_0; j++) sumi += x->qs[j] * y->qs[j];
     return sumi * (H(x->d) * H(y->d));
 }
+DOT_BLOCKS(q8_0, blk_q8_0, blk_q8_0, QK8_0)
 
 static inline float block_iq4_nl(const blk_iq4_nl *x, const blk_q8_0 *y) {
     int sumi = 0;
@@ -118,6 +124,7 @@ static inline float block_iq4_nl(const blk_iq4_nl *x, const blk_q8_0 *y) {
         sumi += kvalues_iq4nl[x->qs[j] & 15] * y->qs[j] + kvalues_iq4nl[x->qs[j] >> 4] * y->qs[j + 16];
     return (H(y->d) * H(x->d)) * sumi;
 }
+DOT_BLOCKS(iq4_nl, blk_iq4_nl, blk_q8_0, QK4_NL)
 
 // ---- K-quants x Q8_K ----
 
@@ -134,6 +141,7 @@ static inline float block_q2_K(const blk_q2_K *x, const blk_q8_K *y) {
     }
     return (y->d * H(x->d)) * isum - (y->d * H(x->dmin)) * summs;
 }
+DOT_BLOCKS(q2_K, blk_q2_K, blk_q8_K, QK_K)
 
 static inline float block_q3_K(const blk_q3_K *x, const blk_q8_K *y) {
     const uint8_t *sc = x->scales;
@@ -152,6 +160,7 @@ static inline float block_q3_K(const blk_q3_K *x, const blk_q8_K *y) {
     }
     return (H(x->d) * y->d) * isum;
 }
+DOT_BLOCKS(q3_K, blk_q3_K, blk_q8_K, QK_K)
 
 /* get_scale_min_k4: 6-bit scale and min of sub-block j of Q4_K/Q5_K (formats.md §2.10). */
 static inline void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
@@ -188,10 +197,12 @@ static inline float block_k4(uint16_t d, uint16_t dmin, const uint8_t *scales, c
 static inline float block_q4_K(const blk_q4_K *x, const blk_q8_K *y) {
     return block_k4(x->d, x->dmin, x->scales, x->qs, NULL, y);
 }
+DOT_BLOCKS(q4_K, blk_q4_K, blk_q8_K, QK_K)
 
 static inline float block_q5_K(const blk_q5_K *x, const blk_q8_K *y) {
     return block_k4(x->d, x->dmin, x->scales, x->qs, x->qh, y);
 }
+DOT_BLOCKS(q5_K, blk_q5_K, blk_q8_K, QK_K)
 
 static inline float block_q6_K(const blk_q6_K *x, const blk_q8_K *y) {
     int isum = 0;
@@ -207,6 +218,7 @@ static inline float block_q6_K(const blk_q6_K *x, const blk_q8_K *y) {
     }
     return (H(x->d) * y->d) * isum;
 }
+DOT_BLOCKS(q6_K, blk_q6_K, blk_q8_K, QK_K)
 
 static inline float block_iq4_xs(const blk_iq4_xs *x, const blk_q8_K *y) {
     int isum = 0;
@@ -220,20 +232,6 @@ static inline float block_iq4_xs(const blk_iq4_xs *x, const blk_q8_K *y) {
     }
     return (H(x->d) * y->d) * isum;
 }
-
-// ---- the row dots of the block formats ----
-
-DOT_BLOCKS(q4_0, blk_q4_0, blk_q8_0, QK8_0)
-DOT_BLOCKS(q4_1, blk_q4_1, blk_q8_1, QK8_1)
-DOT_BLOCKS(q5_0, blk_q5_0, blk_q8_0, QK8_0)
-DOT_BLOCKS(q5_1, blk_q5_1, blk_q8_1, QK8_1)
-DOT_BLOCKS(q8_0, blk_q8_0, blk_q8_0, QK8_0)
-DOT_BLOCKS(iq4_nl, blk_iq4_nl, blk_q8_0, QK4_NL)
-DOT_BLOCKS(q2_K, blk_q2_K, blk_q8_K, QK_K)
-DOT_BLOCKS(q3_K, blk_q3_K, blk_q8_K, QK_K)
-DOT_BLOCKS(q4_K, blk_q4_K, blk_q8_K, QK_K)
-DOT_BLOCKS(q5_K, blk_q5_K, blk_q8_K, QK_K)
-DOT_BLOCKS(q6_K, blk_q6_K, blk_q8_K, QK_K)
 DOT_BLOCKS(iq4_xs, blk_iq4_xs, blk_q8_K, QK_K)
 
 // ---- activation quantizers ----
