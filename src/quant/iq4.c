@@ -38,12 +38,8 @@ static inline int best_index_iq4(float v) {
 static float fit_sub_block(const float *xb, uint8_t *Lb, int ntry) {
     float weight[32];
     for (int j = 0; j < 32; j++) weight[j] = xb[j] * xb[j];
-    float amax = 0, max = 0;
-    for (int j = 0; j < 32; j++) {
-        const float ax = fabsf(xb[j]);
-        if (ax > amax) { amax = ax; max = xb[j]; }
-    }
-    if (amax < QK_GROUP_MAX_EPS) {
+    const float max = qk_signed_absmax(32, xb);
+    if (fabsf(max) < QK_GROUP_MAX_EPS) {
         memset(Lb, 0, 32);
         return 0;
     }
@@ -125,12 +121,8 @@ void qk_quantize_row_iq4_xs_ref(const float *x, void *vy, int64_t n) {
     uint8_t L[QK_K];
     float scales[QK_K / 32];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
-        float max_scale = 0, amax_scale = 0;
-        for (int ib = 0; ib < QK_K / 32; ib++) {
-            scales[ib] = fit_sub_block(x + 32 * ib, L + 32 * ib, 7);
-            const float abs_d = fabsf(scales[ib]);
-            if (abs_d > amax_scale) { amax_scale = abs_d; max_scale = scales[ib]; }
-        }
+        for (int ib = 0; ib < QK_K / 32; ib++) scales[ib] = fit_sub_block(x + 32 * ib, L + 32 * ib, 7);
+        const float max_scale = qk_signed_absmax(QK_K / 32, scales);
         const float d = -max_scale / 32;          /* zero super-block: -0.0 -> 0x8000 */
         y[i].d = qk_fp32_to_fp16(d);
         const float id = d ? 1 / d : 0.f;

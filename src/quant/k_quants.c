@@ -18,40 +18,39 @@
 
 // ---- helpers (formats.md §2.13) ----
 
+/* Weighted sums of the signed fit l = clamp(nint(iscale*x), -nmax, nmax-1), weights qw (x² when
+ * NULL): *sumlx = Σ w*x*l, *suml2 = Σ w*l*l in element order; stores l + l_off into L unless NULL. */
+static inline void signed_fit_sums(int n, int nmax, float iscale, const float *x, const float *qw, int8_t *L,
+                                   int l_off, float *sumlx, float *suml2) {
+    float slx = 0, sl2 = 0;
+    for (int i = 0; i < n; i++) {
+        int l = qk_nint(iscale * x[i]);
+        l = QK_MAX(-nmax, QK_MIN(nmax - 1, l));
+        if (L) L[i] = (int8_t)(l + l_off);
+        const float w = qw ? qw[i] : x[i] * x[i];
+        slx += w * x[i] * (float)l;
+        sl2 += w * (float)l * (float)l;
+    }
+    *sumlx = slx;
+    *suml2 = sl2;
+}
+
 /* Signed symmetric fit with weights qw (x² when NULL), rmse_type 1: L in 0..2*nmax-1. */
 static float make_qx_quants(int n, int nmax, const float *x, int8_t *L, const float *qw) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; i++) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) { amax = ax; max = x[i]; }
-    }
-    if (amax < QK_GROUP_MAX_EPS) {
+    const float max = qk_signed_absmax(n, x);
+    if (fabsf(max) < QK_GROUP_MAX_EPS) {
         for (int i = 0; i < n; i++) L[i] = 0;
         return 0.f;
     }
     float iscale = (float)(-nmax) / max;
-    float sumlx = 0, suml2 = 0;
-    for (int i = 0; i < n; i++) {
-        int l = qk_nint(iscale * x[i]);
-        l = QK_MAX(-nmax, QK_MIN(nmax - 1, l));
-        L[i] = (int8_t)(l + nmax);
-        const float w = qw ? qw[i] : x[i] * x[i];
-        sumlx += w * x[i] * (float)l;
-        suml2 += w * (float)l * (float)l;
-    }
+    float sumlx, suml2;
+    signed_fit_sums(n, nmax, iscale, x, qw, L, nmax, &sumlx, &suml2);
     float scale = suml2 ? sumlx / suml2 : 0.0f;
     float best = scale * sumlx;
     for (int is = -9; is <= 9; is++) {
         if (is == 0) continue;
         iscale = -((float)nmax + 0.1f * (float)is) / max;
-        sumlx = suml2 = 0;
-        for (int i = 0; i < n; i++) {
-            int l = qk_nint(iscale * x[i]);
-            l = QK_MAX(-nmax, QK_MIN(nmax - 1, l));
-            const float w = qw ? qw[i] : x[i] * x[i];
-            sumlx += w * x[i] * (float)l;
-            suml2 += w * (float)l * (float)l;
-        }
+        signed_fit_sums(n, nmax, iscale, x, qw, NULL, 0, &sumlx, &suml2);
         if (suml2 > 0 && sumlx * sumlx > best * suml2) {
             for (int i = 0; i < n; i++) {
                 const int l = qk_nint(iscale * x[i]);
@@ -66,25 +65,13 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L, const fl
 
 /* Signed fit refined one element at a time (do_rmse = true), weights x²; L in 0..2*nmax-1. */
 static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; i++) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) { amax = ax; max = x[i]; }
-    }
-    if (amax < QK_GROUP_MAX_EPS) {
+    const float max = qk_signed_absmax(n, x);
+    if (fabsf(max) < QK_GROUP_MAX_EPS) {
         for (int i = 0; i < n; i++) L[i] = 0;
         return 0.f;
     }
-    const float iscale = (float)(-nmax) / max;
-    float sumlx = 0, suml2 = 0;
-    for (int i = 0; i < n; i++) {
-        int l = qk_nint(iscale * x[i]);
-        l = QK_MAX(-nmax, QK_MIN(nmax - 1, l));
-        L[i] = (int8_t)l;
-        const float w = x[i] * x[i];
-        sumlx += w * x[i] * (float)l;
-        suml2 += w * (float)l * (float)l;
-    }
+    float sumlx, suml2;
+    signed_fit_sums(n, nmax, (float)(-nmax) / max, x, NULL, L, 0, &sumlx, &suml2);
     for (int itry = 0; itry < 5; itry++) {
         int n_changed = 0;
         for (int i = 0; i < n; i++) {
@@ -278,12 +265,8 @@ void qk_quantize_row_q3_K_ref(const float *x, void *vy, int64_t n) {
     int8_t L[QK_K];
     float scales[QK_K / 16];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
-        float max_scale = 0, amax = 0;
-        for (int j = 0; j < QK_K / 16; j++) {
-            scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
-            const float scale = fabsf(scales[j]);
-            if (scale > amax) { amax = scale; max_scale = scales[j]; }
-        }
+        for (int j = 0; j < QK_K / 16; j++) scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
+        const float max_scale = qk_signed_absmax(QK_K / 16, scales);
         memset(y[i].scales, 0, sizeof y[i].scales);
         if (max_scale) {
             const float iscale = -32.f / max_scale;
@@ -493,14 +476,9 @@ void qk_quantize_row_q6_K_ref(const float *x, void *vy, int64_t n) {
     int8_t L[QK_K];
     float scales[QK_K / 16];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
-        float max_scale = 0, max_abs_scale = 0;
-        for (int ib = 0; ib < QK_K / 16; ib++) {
-            const float scale = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, NULL);
-            scales[ib] = scale;
-            const float abs_scale = fabsf(scale);
-            if (abs_scale > max_abs_scale) { max_abs_scale = abs_scale; max_scale = scale; }
-        }
-        if (max_abs_scale < QK_GROUP_MAX_EPS) {
+        for (int ib = 0; ib < QK_K / 16; ib++) scales[ib] = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, NULL);
+        const float max_scale = qk_signed_absmax(QK_K / 16, scales);
+        if (fabsf(max_scale) < QK_GROUP_MAX_EPS) {
             memset(&y[i], 0, sizeof y[i]);   /* d = F16(0) = 0 as well */
             continue;
         }

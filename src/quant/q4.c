@@ -19,14 +19,7 @@ void qk_quantize_row_q4_0_ref(const float *x, void *vy, int64_t n) {
     QK_CHECK_ROW(n, QK4_0);
     blk_q4_0 *y = (blk_q4_0 *)vy;
     for (int64_t i = 0; i < n / QK4_0; i++, x += QK4_0) {
-        /* signed value of the largest magnitude; first one wins, NaN never wins */
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < QK4_0; j++) {
-            if (amax < fabsf(x[j])) { amax = fabsf(x[j]); max = x[j]; }
-        }
-        const float d = max / -8;          /* the extreme value maps to code 0 (= -8 d) */
-        const float id = d ? 1.0f / d : 0.0f;
-        y[i].d = qk_fp32_to_fp16(d);       /* all-zero block: d = -0.0 -> 0x8000 */
+        const float id = qk_sym_block_scale(QK4_0, x, -8, &y[i].d);
         for (int j = 0; j < QK4_0 / 2; j++) {
             const float x0 = x[j] * id;
             const float x1 = x[j + QK4_0 / 2] * id;
@@ -57,15 +50,8 @@ void qk_quantize_row_q4_1_ref(const float *x, void *vy, int64_t n) {
     QK_CHECK_ROW(n, QK4_1);
     blk_q4_1 *y = (blk_q4_1 *)vy;
     for (int64_t i = 0; i < n / QK4_1; i++, x += QK4_1) {
-        float min = 3.40282347e+38f, max = -3.40282347e+38f;
-        for (int j = 0; j < QK4_1; j++) {
-            if (x[j] < min) min = x[j];
-            if (x[j] > max) max = x[j];
-        }
-        const float d = (max - min) / 15;
-        const float id = d ? 1.0f / d : 0.0f;
-        y[i].d = qk_fp32_to_fp16(d);
-        y[i].m = qk_fp32_to_fp16(min);
+        float min;
+        const float id = qk_affine_block_scale(QK4_1, x, 15, &y[i].d, &y[i].m, &min);
         for (int j = 0; j < QK4_1 / 2; j++) {
             const float x0 = (x[j] - min) * id;
             const float x1 = (x[j + QK4_1 / 2] - min) * id;

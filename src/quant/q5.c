@@ -26,13 +26,7 @@ void qk_quantize_row_q5_0_ref(const float *x, void *vy, int64_t n) {
     QK_CHECK_ROW(n, QK5_0);
     blk_q5_0 *y = (blk_q5_0 *)vy;
     for (int64_t i = 0; i < n / QK5_0; i++, x += QK5_0) {
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < QK5_0; j++) {
-            if (amax < fabsf(x[j])) { amax = fabsf(x[j]); max = x[j]; }
-        }
-        const float d = max / -16;
-        const float id = d ? 1.0f / d : 0.0f;
-        y[i].d = qk_fp32_to_fp16(d);
+        const float id = qk_sym_block_scale(QK5_0, x, -16, &y[i].d);
         uint32_t qh = 0;
         for (int j = 0; j < QK5_0 / 2; j++) {
             const float x0 = x[j] * id;
@@ -70,15 +64,8 @@ void qk_quantize_row_q5_1_ref(const float *x, void *vy, int64_t n) {
     QK_CHECK_ROW(n, QK5_1);
     blk_q5_1 *y = (blk_q5_1 *)vy;
     for (int64_t i = 0; i < n / QK5_1; i++, x += QK5_1) {
-        float min = 3.40282347e+38f, max = -3.40282347e+38f;
-        for (int j = 0; j < QK5_1; j++) {
-            if (x[j] < min) min = x[j];
-            if (x[j] > max) max = x[j];
-        }
-        const float d = (max - min) / 31;
-        const float id = d ? 1.0f / d : 0.0f;
-        y[i].d = qk_fp32_to_fp16(d);
-        y[i].m = qk_fp32_to_fp16(min);
+        float min;
+        const float id = qk_affine_block_scale(QK5_1, x, 31, &y[i].d, &y[i].m, &min);
         uint32_t qh = 0;
         for (int j = 0; j < QK5_1 / 2; j++) {
             const float x0 = (x[j] - min) * id;

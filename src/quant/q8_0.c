@@ -15,12 +15,7 @@ void qk_quantize_row_q8_0_ref(const float *x, void *vy, int64_t n) {
     QK_CHECK_ROW(n, QK8_0);
     blk_q8_0 *y = (blk_q8_0 *)vy;
     for (int64_t i = 0; i < n / QK8_0; i++, x += QK8_0) {
-        float amax = 0.0f;
-        for (int j = 0; j < QK8_0; j++) amax = QK_MAX(amax, fabsf(x[j]));
-        const float d = amax / 127;
-        const float id = d ? 1.0f / d : 0.0f;
-        y[i].d = qk_fp32_to_fp16(d);
-        for (int j = 0; j < QK8_0; j++) y[i].qs[j] = qk_trunc8(roundf(x[j] * id));
+        (void)qk_q8_ref_block(x, &y[i].d, y[i].qs);
     }
 }
 

@@ -21,16 +21,9 @@ void qk_quantize_row_q8_1_ref(const float *x, void *vy, int64_t n) {
     QK_CHECK_ROW(n, QK8_1);
     blk_q8_1 *y = (blk_q8_1 *)vy;
     for (int64_t i = 0; i < n / QK8_1; i++, x += QK8_1) {
-        float amax = 0.0f;
-        for (int j = 0; j < QK8_1; j++) amax = QK_MAX(amax, fabsf(x[j]));
-        const float d = amax / 127;
-        const float id = d ? 1.0f / d : 0.0f;
-        y[i].d = qk_fp32_to_fp16(d);
+        const float d = qk_q8_ref_block(x, &y[i].d, y[i].qs);
         int sum = 0;
-        for (int j = 0; j < QK8_1; j++) {
-            y[i].qs[j] = qk_trunc8(roundf(x[j] * id));
-            sum += y[i].qs[j];
-        }
+        for (int j = 0; j < QK8_1; j++) sum += y[i].qs[j];
         y[i].s = qk_fp32_to_fp16((float)sum * d);   /* unrounded fp32 d */
     }
 }
@@ -57,8 +50,7 @@ static inline int8_t rne_sat8(float v) {
 
 /* amax, d = amax/127 (stored F16), id = 127/amax; returns the block's Σq. */
 static int quantize_block_x86(const float *x, uint16_t *dh, int8_t *qs, float *d_out) {
-    float amax = 0.0f;
-    for (int j = 0; j < 32; j++) amax = QK_MAX(amax, fabsf(x[j]));
+    const float amax = qk_absmax(32, x);
     const float d = amax / 127.f;
     const float id = amax != 0.0f ? 127.f / amax : 0.0f;
     *dh = qk_fp32_to_fp16(d);
@@ -96,12 +88,8 @@ void qk_quantize_row_q8_K_ref(const float *x, void *vy, int64_t n) {
     QK_CHECK_ROW(n, QK_K);
     blk_q8_K *y = (blk_q8_K *)vy;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
-        float max = 0.0f, amax = 0.0f;
-        for (int j = 0; j < QK_K; j++) {
-            const float ax = fabsf(x[j]);
-            if (ax > amax) { amax = ax; max = x[j]; }
-        }
-        if (!amax) {
+        const float max = qk_signed_absmax(QK_K, x);
+        if (!max) {
             y[i].d = 0.0f;
             memset(y[i].qs, 0, sizeof y[i].qs);
             memset(y[i].bsums, 0, sizeof y[i].bsums);   /* ggml leaves these untouched */

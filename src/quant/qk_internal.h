@@ -44,6 +44,68 @@ static inline uint8_t qk_truncu8(float v) { return (uint8_t)(uint32_t)qk_cvtt(v)
 #define QK_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define QK_MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/* The element of x[0..n) with the largest |x|, the first on ties, 0 when none is above 0 (NaN never
+ * wins): ggml's `if (ax > amax) { amax = ax; max = x[i]; }` scan; its amax is fabsf of the result. */
+static inline float qk_signed_absmax(int n, const float *x) {
+    float amax = 0, max = 0;
+    for (int i = 0; i < n; i++) {
+        const float ax = fabsf(x[i]);
+        if (ax > amax) { amax = ax; max = x[i]; }
+    }
+    return max;
+}
+
+/* max |x| over x[0..n) as ggml's `amax = MAX(amax, fabsf(x[j]))` computes it (a NaN is kept only
+ * until a later comparison replaces it, exactly as that macro does). */
+static inline float qk_absmax(int n, const float *x) {
+    float amax = 0.0f;
+    for (int j = 0; j < n; j++) amax = QK_MAX(amax, fabsf(x[j]));
+    return amax;
+}
+
+/* Smallest and largest of x[0..n), starting from +-FLT_MAX (Q4_1 / Q5_1's scan; NaN never wins). */
+static inline void qk_min_max(int n, const float *x, float *min_out, float *max_out) {
+    float min = 3.40282347e+38f, max = -3.40282347e+38f;
+    for (int j = 0; j < n; j++) {
+        if (x[j] < min) min = x[j];
+        if (x[j] > max) max = x[j];
+    }
+    *min_out = min;
+    *max_out = max;
+}
+
+/* Q4_0 / Q5_0 block scale: d = (signed value of the largest magnitude) / code_of_extreme (-8 or
+ * -16: the extreme maps to code 0), stored F16 in *dh (an all-zero block: d = -0.0 -> 0x8000).
+ * Returns id = 1/d (0 for d = 0). */
+static inline float qk_sym_block_scale(int n, const float *x, float code_of_extreme, uint16_t *dh) {
+    const float d = qk_signed_absmax(n, x) / code_of_extreme;
+    *dh = qk_fp32_to_fp16(d);
+    return d ? 1.0f / d : 0.0f;
+}
+
+/* Q4_1 / Q5_1 block scale: d = (max - min) / nmax and the min, stored F16 in *dh and *mh; *min_out
+ * gets the fp32 min. Returns id = 1/d (0 for d = 0). */
+static inline float qk_affine_block_scale(int n, const float *x, int nmax, uint16_t *dh, uint16_t *mh,
+                                          float *min_out) {
+    float min, max;
+    qk_min_max(n, x, &min, &max);
+    const float d = (max - min) / (float)nmax;
+    *dh = qk_fp32_to_fp16(d);
+    *mh = qk_fp32_to_fp16(min);
+    *min_out = min;
+    return d ? 1.0f / d : 0.0f;
+}
+
+/* One 32-value block as ggml's quantize_row_q8_{0,1}_ref does it: d = amax/127 (stored F16 in
+ * *dh), id = 1/d (0 for d = 0), qs = trunc8(roundf(x*id)). Returns the unrounded fp32 d. */
+static inline float qk_q8_ref_block(const float *x, uint16_t *dh, int8_t *qs) {
+    const float d = qk_absmax(32, x) / 127;
+    const float id = d ? 1.0f / d : 0.0f;
+    *dh = qk_fp32_to_fp16(d);
+    for (int j = 0; j < 32; j++) qs[j] = qk_trunc8(roundf(x[j] * id));
+    return d;
+}
+
 /* Row length check shared by every row function: n must be a non-negative multiple of blck. */
 #define QK_CHECK_ROW(n, blck) SB_ASSERT((n) >= 0 && (n) % (blck) == 0)
 

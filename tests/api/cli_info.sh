@@ -2,14 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
 # `sb info` on every shared GGUF file (exit 0, JSON parses), and its exit statuses: 1 with one
 # "error: STATUS: detail" line for bad files, 2 for usage errors.
-set -u
-sb=$1
-data=$2
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../cli_lib.sh"
 for f in "$data"/models/*.gguf "$data"/vocab/*.gguf; do
     [ -f "$f" ] || continue
     if "$sb" info "$f" > "$tmp/out" 2>&1 && grep -q '^totals:' "$tmp/out"; then ok; else bad "sb info $f"; fi
@@ -21,8 +14,7 @@ printf 'GGUX' > "$tmp/bad.gguf"
 [ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^error: SB_ERR_FORMAT_' "$tmp/err" && ok || bad "bad magic: rc=$rc $(cat "$tmp/err")"
 "$sb" info "$tmp/missing.gguf" > /dev/null 2> "$tmp/err"; rc=$?
 [ $rc = 1 ] && grep -q '^error: SB_ERR_IO: ' "$tmp/err" && ok || bad "missing file: rc=$rc"
-"$sb" info > /dev/null 2>&1; rc=$?; [ $rc = 2 ] && ok || bad "no args: rc=$rc"
-"$sb" info --bogus x > /dev/null 2>&1; rc=$?; [ $rc = 2 ] && ok || bad "bad option: rc=$rc"
-"$sb" nosuchcommand > /dev/null 2>&1; rc=$?; [ $rc = 2 ] && ok || bad "unknown command: rc=$rc"
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+expect_rc 2 "no args" "$sb" info
+expect_rc 2 "bad option" "$sb" info --bogus x
+expect_rc 2 "unknown command" "$sb" nosuchcommand
+finish

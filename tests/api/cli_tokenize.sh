@@ -2,14 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
 # `sb tokenize`: ids on one line, --pieces lines (escaped), -f input, special-token flags, and its
 # exit statuses (1 + one "error: STATUS: detail" line for bad files, 2 for usage errors).
-set -u
-sb=$1
-data=$2
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../cli_lib.sh"
 q="$data/vocab/ggml-vocab-qwen2.gguf"
 s="$data/vocab/ggml-vocab-llama-spm.gguf"
 if [ -f "$q" ] && [ -f "$s" ]; then
@@ -36,10 +29,9 @@ printf 'GGUF\003\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000
 [ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^error: SB_ERR_VOCAB: ' "$tmp/err" && ok || bad "no vocab: rc=$rc $(cat "$tmp/err")"
 "$sb" tokenize -m "$tmp/missing.gguf" -p x > /dev/null 2> "$tmp/err"; rc=$?
 [ $rc = 1 ] && grep -q '^error: SB_ERR_IO: ' "$tmp/err" && ok || bad "missing file: rc=$rc"
-"$sb" tokenize -p x > /dev/null 2>&1; rc=$?; [ $rc = 2 ] && ok || bad "no -m: rc=$rc"
-"$sb" tokenize -m "$tmp/novocab.gguf" > /dev/null 2>&1; rc=$?; [ $rc = 2 ] && ok || bad "no text: rc=$rc"
-"$sb" tokenize -m x -p a -f b > /dev/null 2>&1; rc=$?; [ $rc = 2 ] && ok || bad "-p and -f: rc=$rc"
-"$sb" tokenize -m x -p a --bogus > /dev/null 2>&1; rc=$?; [ $rc = 2 ] && ok || bad "bad option: rc=$rc"
-"$sb" tokenize -m "$tmp/novocab.gguf" -f "$tmp/nofile" > /dev/null 2>&1; rc=$?; [ $rc = 1 ] && ok || bad "missing -f: rc=$rc"
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+expect_rc 2 "no -m" "$sb" tokenize -p x
+expect_rc 2 "no text" "$sb" tokenize -m "$tmp/novocab.gguf"
+expect_rc 2 "-p and -f" "$sb" tokenize -m x -p a -f b
+expect_rc 2 "bad option" "$sb" tokenize -m x -p a --bogus
+expect_rc 1 "missing -f" "$sb" tokenize -m "$tmp/novocab.gguf" -f "$tmp/nofile"
+finish

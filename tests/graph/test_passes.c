@@ -26,6 +26,19 @@ static char *read_text(const char *path) {
     return s;
 }
 
+/* got against the golden file at path (SB_UPDATE_GOLDEN=1 rewrites the file first): fails when
+ * the file is missing, or naming it and printing got when it differs. */
+static void check_golden(const char *path, const char *got) {
+    if (getenv("SB_UPDATE_GOLDEN")) {
+        FILE *f = fopen(path, "w");
+        if (f) fputs(got, f), fclose(f);
+    }
+    char *want = read_text(path);
+    CHECKF(want != NULL, "%s missing", path);
+    if (want) CHECKF(!strcmp(want, got), "%s differs; got:\n%s", path, got);
+    free(want);
+}
+
 static void golden(const char *name, ir_graph *g, const pass_fn *pre, int n_pre, pass_fn fn, const plan_target *t) {
     pass_ctx cx = {.target = t};
     for (int i = 0; i < n_pre; i++) CHECK(pre[i](g, &cx) == SB_OK);
@@ -41,18 +54,7 @@ static void golden(const char *name, ir_graph *g, const pass_fn *pre, int n_pre,
     snprintf(got, len, "# before\n%s# after\n%s", before, after);
     char path[256];
     snprintf(path, sizeof path, "tests/graph/%s.ir", name);
-    if (getenv("SB_UPDATE_GOLDEN")) {
-        FILE *f = fopen(path, "w");
-        if (f) fputs(got, f), fclose(f);
-    }
-    char *want = read_text(path);
-    CHECKF(want != NULL, "%s missing", path);
-    if (want && strcmp(want, got)) {
-        CHECKF(0, "%s differs; got:\n%s", path, got);
-    } else if (want) {
-        CHECK(1);
-    }
-    free(want);
+    check_golden(path, got);
     free(got);
     free(before);
     free(after);
@@ -319,14 +321,7 @@ static void test_memplan(void) {
     FILE *f = open_memstream(&buf, &len);
     plan_print(p, f);
     fclose(f);
-    const char *path = "tests/graph/memplan.txt";
-    if (getenv("SB_UPDATE_GOLDEN")) {
-        FILE *o = fopen(path, "w");
-        if (o) fputs(buf, o), fclose(o);
-    }
-    char *want = read_text(path);
-    CHECKF(want && !strcmp(want, buf), "%s differs; got:\n%s", path, buf);
-    free(want);
+    check_golden("tests/graph/memplan.txt", buf);
     free(buf);
     plan_free(p);
     ir_graph_free(g);
@@ -382,13 +377,7 @@ static void test_pipeline_dump(void) {
     g = attn_ffn_graph(false);
     CHECK(pass_run_pipeline(g, &t, &(plan_dump){.spec = "", .f = NULL}) == SB_OK);
     char *txt = ir_print_str(g);
-    if (getenv("SB_UPDATE_GOLDEN")) {
-        FILE *o = fopen("tests/graph/pipeline_final.ir", "w");
-        if (o) fputs(txt, o), fclose(o);
-    }
-    char *want = read_text("tests/graph/pipeline_final.ir");
-    CHECKF(want && !strcmp(want, txt), "pipeline_final.ir differs; got:\n%s", txt);
-    free(want);
+    check_golden("tests/graph/pipeline_final.ir", txt);
     free(txt);
     ir_graph_free(g);
 }

@@ -3,14 +3,7 @@
 # `sb quantize` / `sb synth` as programs: exit statuses (0 ok, 1 failure with one "error: STATUS:
 # detail" line, 2 usage), no progress bar when stderr is not a terminal, the re-quantize warning,
 # synth --type == synth + quantize, and a reference file reproduced through the CLI.
-set -u
-sb=$1
-data=$2
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../cli_lib.sh"
 
 "$sb" synth --preset tiny-qwen2 -o "$tmp/a.gguf" --seed 3 --threads 2 2> "$tmp/err"; rc=$?
 [ $rc = 0 ] && [ -f "$tmp/a.gguf" ] && ok || bad "synth: rc=$rc $(cat "$tmp/err")"
@@ -22,16 +15,16 @@ trap 'rm -rf "$tmp"' EXIT
 [ $rc = 0 ] && grep -q '^warning: .*dequantized' "$tmp/err" && ok || bad "requantize warning: rc=$rc $(cat "$tmp/err")"
 ls "$tmp" | grep -q -e '\.tmp\.' -e '\.scratch\.' && bad "temporary files left" || ok
 
-"$sb" quantize > /dev/null 2>&1; rc=$?; [ $rc = 2 ] && ok || bad "quantize no args: rc=$rc"
-"$sb" quantize a b Q8_0 --threads 0 > /dev/null 2>&1; rc=$?; [ $rc = 2 ] && ok || bad "quantize --threads 0: rc=$rc"
+expect_rc 2 "quantize no args" "$sb" quantize
+expect_rc 2 "quantize --threads 0" "$sb" quantize a b Q8_0 --threads 0
 "$sb" quantize "$tmp/a.gguf" "$tmp/e.gguf" Q9_K > /dev/null 2> "$tmp/err"; rc=$?
 [ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^error: SB_ERR_INVALID_ARG: .*Q4_K_M' "$tmp/err" && [ ! -e "$tmp/e.gguf" ] && ok || bad "unknown type: rc=$rc $(cat "$tmp/err")"
 "$sb" quantize "$tmp/missing.gguf" "$tmp/e.gguf" Q8_0 > /dev/null 2> "$tmp/err"; rc=$?
 [ $rc = 1 ] && grep -q '^error: SB_ERR_IO: ' "$tmp/err" && ok || bad "missing input: rc=$rc"
 "$sb" synth --preset nosuch -o "$tmp/e.gguf" > /dev/null 2> "$tmp/err"; rc=$?
 [ $rc = 1 ] && grep -q '^error: SB_ERR_INVALID_ARG: .*qwen2.5-0.5b' "$tmp/err" && ok || bad "unknown preset: rc=$rc"
-"$sb" synth -o "$tmp/e.gguf" > /dev/null 2>&1; rc=$?; [ $rc = 2 ] && ok || bad "synth without preset: rc=$rc"
-"$sb" synth --preset tiny-qwen2 -o "$tmp/e.gguf" --seed -1 > /dev/null 2>&1; rc=$?; [ $rc = 2 ] && ok || bad "negative seed: rc=$rc"
+expect_rc 2 "synth without preset" "$sb" synth -o "$tmp/e.gguf"
+expect_rc 2 "negative seed" "$sb" synth --preset tiny-qwen2 -o "$tmp/e.gguf" --seed -1
 "$sb" synth --list > "$tmp/out" 2>&1; rc=$?
 [ $rc = 0 ] && grep -q 'qwen2.5-0.5b' "$tmp/out" && grep -q 'gemma3-1b' "$tmp/out" && ok || bad "synth --list: rc=$rc"
 
@@ -41,5 +34,4 @@ if [ -f "$data/models/test-qwen2-f32.gguf" ]; then
 else
     echo "SKIP reference comparison: shared data absent"
 fi
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+finish

@@ -10,6 +10,7 @@
  * The reference part exits 77 (skip) only when the shared data is absent; the rest always runs.
  */
 #include "test.h"
+#include "tmp_dir.h"
 #include "runtime/quantize.h"
 #include "format/gguf.h"
 #include "format/gguf_write.h"
@@ -18,21 +19,6 @@
 #include <stdarg.h>
 #include <unistd.h>
 #include <sys/stat.h>
-
-static char tmpdir[256];
-
-static const char *tmp_path(const char *name) {
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
-    return buf[k];
-}
-
-static int file_exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0;
-}
 
 /* No "<out>.tmp.*" or "<out>.scratch.*" left in tmpdir. */
 static int dir_has_leftovers(void) {
@@ -104,11 +90,7 @@ static int reference_tests(void) {
                                               "q4_k_m", "q4_1", "q4_0", "q3_k_m", "q2_k", "iq4_nl", "iq4_xs"};
     static const char *const archs[] = {"qwen3", "llama", "gemma3", "gemma4"};
     char in[8192], ref[8192], label[128];
-    snprintf(in, sizeof in, "%s", test_data_path("models/test-qwen2-f32.gguf"));
-    if (!file_exists(in)) {
-        printf("SKIP reference comparison: shared data absent (%s)\n", in);
-        return 0;
-    }
+    if (!shared_file("models/test-qwen2-f32.gguf", in, "reference comparison")) return 0;
     int n_ok = 0, n = 0;
     const char *out = tmp_path("ref-out.gguf");
     for (size_t a = 0; a <= sizeof archs / sizeof archs[0]; a++) {
@@ -437,16 +419,10 @@ static void file_tests(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/sb-test-quantize-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!tmp_dir_create("quantize")) return 1;
     rule_tests();
     file_tests();
     int ran = reference_tests();
-    rmdir(tmpdir);
-    int rc = test_summary();
-    if (rc == 0 && !ran) return 77;
-    return rc;
+    tmp_dir_remove();
+    return test_summary_or_skip(ran);
 }

@@ -20,6 +20,17 @@ static int argmax(const float *l) {
     return b;
 }
 
+/* The defaults with the given temperature and top-k / top-p / min-p filters. */
+static rt_sampler_params filters(float temp, int32_t top_k, float top_p, float min_p) {
+    rt_sampler_params p;
+    rt_sampler_defaults(&p);
+    p.temp = temp;
+    p.top_k = top_k;
+    p.top_p = top_p;
+    p.min_p = min_p;
+    return p;
+}
+
 int main(void) {
     uint64_t seed = 42;
     float l[V];
@@ -46,11 +57,7 @@ int main(void) {
 
     /* same seed, same sequence; different seed, different sequence */
     int32_t a[40], b[40], c[40];
-    rt_sampler_defaults(&p);
-    p.temp = 1.0f;
-    p.top_k = 0;
-    p.top_p = 1.0f;
-    p.min_p = 0;
+    p = filters(1.0f, 0, 1.0f, 0);
     for (int run = 0; run < 3; run++) {
         p.seed = run == 2 ? 999 : 7;
         CHECK(rt_sampler_create(&p, V, &s) == SB_OK);
@@ -67,11 +74,7 @@ int main(void) {
     CHECK(memcmp(a, c, sizeof a) != 0);
 
     /* top-k = 3: only the 3 best */
-    rt_sampler_defaults(&p);
-    p.temp = 5.0f;
-    p.top_k = 3;
-    p.top_p = 1.0f;
-    p.min_p = 0;
+    p = filters(5.0f, 3, 1.0f, 0);
     CHECK(rt_sampler_create(&p, V, &s) == SB_OK);
     make_logits(l, &seed);
     float sorted[V];
@@ -86,11 +89,7 @@ int main(void) {
     rt_sampler_free(s);
 
     /* min-p = 0.5: only tokens with p >= 0.5 * p_max (at temp 1) */
-    rt_sampler_defaults(&p);
-    p.temp = 1.0f;
-    p.top_k = 0;
-    p.top_p = 1.0f;
-    p.min_p = 0.5f;
+    p = filters(1.0f, 0, 1.0f, 0.5f);
     CHECK(rt_sampler_create(&p, V, &s) == SB_OK);
     for (int k = 0; k < 300; k++) {
         CHECK(rt_sampler_sample(s, l, &t) == SB_OK);
@@ -102,11 +101,7 @@ int main(void) {
     float l4[V];
     for (int i = 0; i < V; i++) l4[i] = -INFINITY;
     l4[0] = 0, l4[1] = 1, l4[2] = 2, l4[3] = -1;
-    rt_sampler_defaults(&p);
-    p.temp = 1.0f;
-    p.top_k = 0;
-    p.top_p = 1.0f;
-    p.min_p = 0;
+    p = filters(1.0f, 0, 1.0f, 0);
     CHECK(rt_sampler_create(&p, V, &s) == SB_OK);
     int cnt[4] = {0};
     for (int k = 0; k < 40000; k++) {

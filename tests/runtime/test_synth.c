@@ -9,6 +9,7 @@
  * Exits 77 (skip) only when the shared data is absent, after the self-contained checks passed.
  */
 #include "test.h"
+#include "tmp_dir.h"
 #include "runtime/quantize.h"
 #include "runtime/synth.h"
 #include "format/gguf.h"
@@ -17,21 +18,6 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
-
-static char tmpdir[256];
-
-static const char *tmp_path(const char *name) {
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
-    return buf[k];
-}
-
-static int file_exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0;
-}
 
 static sb_status synth(const char *preset, const char *out, const char *type, const char *vocab, uint64_t seed, int threads) {
     rt_synth_opts o = {.type_name = type, .vocab_path = vocab, .seed = seed, .q = {.n_threads = threads}};
@@ -55,11 +41,7 @@ static int shape_tests(void) {
     static const char *const pairs[][2] = {
         {"tiny-qwen2", "qwen2"}, {"tiny-qwen3", "qwen3"}, {"tiny-llama", "llama"}, {"tiny-gemma3", "gemma3"}};
     char ref[8192];
-    snprintf(ref, sizeof ref, "%s", test_data_path("models/test-qwen2-f32.gguf"));
-    if (!file_exists(ref)) {
-        printf("SKIP shape comparison: shared data absent (%s)\n", ref);
-        return 0;
-    }
+    if (!shared_file("models/test-qwen2-f32.gguf", ref, "shape comparison")) return 0;
     const char *out = tmp_path("shape.gguf");
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         snprintf(ref, sizeof ref, "%s", test_data_path("models/"));
@@ -178,11 +160,7 @@ static void value_tests(void) {
 
 static int vocab_tests(void) {
     char voc[8192];
-    snprintf(voc, sizeof voc, "%s", test_data_path("vocab/ggml-vocab-qwen2.gguf"));
-    if (!file_exists(voc)) {
-        printf("SKIP --vocab test: shared data absent (%s)\n", voc);
-        return 0;
-    }
+    if (!shared_file("vocab/ggml-vocab-qwen2.gguf", voc, "--vocab test")) return 0;
     const char *out = tmp_path("voc.gguf");
     CHECK(synth("tiny-qwen2", out, "Q8_0", voc, 0, 2) == SB_OK);
     gguf_file a, v;
@@ -247,17 +225,11 @@ static void error_tests(void) {
 }
 
 int main(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/sb-test-synth-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!tmp_dir_create("synth")) return 1;
     error_tests();
     value_tests();
     int ran = shape_tests();
     ran &= vocab_tests();
-    rmdir(tmpdir);
-    int rc = test_summary();
-    if (rc == 0 && !ran) return 77;
-    return rc;
+    tmp_dir_remove();
+    return test_summary_or_skip(ran);
 }

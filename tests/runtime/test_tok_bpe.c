@@ -10,6 +10,7 @@
 #include "test.h"
 
 #include "runtime/tokenizer/tok_internal.h"
+#include "tok_check.h"
 
 // ---- helpers ----
 
@@ -71,42 +72,14 @@ static void tv_free(tv *t) { for (int i = 0; i < t->n_owned; i++) free(t->owned[
 
 static tok_vocab *build(tv *t, const char *pre) {
     tok_vocab_spec s;
-    tok_vocab_spec_init(&s);
-    s.model = "gpt2";
+    tok_spec_base(&s, "gpt2", t->n, t->texts, t->types);
     s.pre = pre;
-    s.n_tokens = t->n;
-    s.texts = t->texts;
-    s.types = t->types;
     s.n_merges = t->n_merges;
     s.merges = t->merges;
     s.bos = t->n - 1; /* last token added is BOS in these tests */
     s.eos = t->n - 1;
-    tok_vocab *v = NULL;
-    sb_status st = tok_vocab_build(&s, &v);
-    CHECKF(st == SB_OK, "build(%s): %s: %s", pre, sb_status_str(st), sb_last_error());
-    return v;
+    return tok_build_checked(&s);
 }
-
-static bool tok_eq(tok_vocab *v, const char *text, size_t len, bool add_special, bool parse_special,
-                   const int32_t *want, size_t n_want) {
-    tok_ids got = {0};
-    sb_status st = tok_tokenize(v, text, len, add_special, parse_special, &got);
-    bool ok = st == SB_OK && got.n == n_want && (!n_want || !memcmp(got.ids, want, n_want * 4));
-    if (!ok) {
-        fprintf(stderr, "  \"%.*s\": want", (int)len, text);
-        for (size_t i = 0; i < n_want; i++) fprintf(stderr, " %d", want[i]);
-        fprintf(stderr, "; got");
-        for (size_t i = 0; i < got.n; i++) fprintf(stderr, " %d", got.ids[i]);
-        fprintf(stderr, " (%s)\n", sb_status_str(st));
-    }
-    tok_ids_free(&got);
-    return ok;
-}
-#define TOK_EQ(v, text, as, ps, ...)                                                          \
-    do {                                                                                      \
-        const int32_t w_[] = {__VA_ARGS__};                                                   \
-        CHECKF(tok_eq(v, text, sizeof(text) - 1, as, ps, w_, sizeof w_ / sizeof *w_), "%s", #text); \
-    } while (0)
 
 // ---- pre-tokenizer splits ----
 

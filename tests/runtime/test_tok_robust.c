@@ -22,6 +22,28 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Text of at least len bytes (at most len + 2) from the 16 parts picked at random; returns its length. */
+static size_t random_text(char *t, size_t len, const char *const parts[16], uint64_t *seed) {
+    size_t n = 0;
+    while (n < len) {
+        const char *p = parts[test_rand_u64(seed) % 16];
+        memcpy(t + n, p, strlen(p));
+        n += strlen(p);
+    }
+    return n;
+}
+
+/* 1 when t tokenizes differently with merge runs and the word cache (the default) than with the
+ * plain loops (no_runs: the reference); ids and ref are scratch. */
+static int runs_differ(tok_vocab *v, const char *t, size_t n, tok_ids *ids, tok_ids *ref) {
+    ids->n = ref->n = 0;
+    tok_vocab_set_no_runs(v, true);
+    CHECK(tok_tokenize(v, t, n, false, false, ref) == SB_OK);
+    tok_vocab_set_no_runs(v, false);
+    CHECK(tok_tokenize(v, t, n, false, false, ids) == SB_OK);
+    return ids->n != ref->n || memcmp(ids->ids, ref->ids, ids->n * sizeof *ids->ids);
+}
+
 /* What the round trip must give back: the text itself, or for BPE the U+FFFD-sanitised text. */
 static size_t expected(const tok_vocab *v, const char *t, size_t n, char *out) {
     if (tok_get_model(v) != TOK_MODEL_BPE) { /* a literal U+2581 comes back as the space it stands for */
@@ -126,43 +148,20 @@ static void run(const char *name) {
     // SPM / Gemma 4 cut text into merge runs before U+2581, and long texts use a word cache:
     // both must give exactly what the plain loops give
     {
-        static const char *parts[] = {" ", "  ", "a", ">", "</", "\xE2\x96\x81", "the", "\n", "\xC3\xA9", "\xff", "<", "b",
-                                      "ing", ".", "\t", "0"};
+        static const char *const parts[] = {" ", "  ", "a", ">", "</", "\xE2\x96\x81", "the", "\n",
+                                            "\xC3\xA9", "\xff", "<", "b", "ing", ".", "\t", "0"};
         char *rt = malloc(4096);
         tok_ids ref = {0};
         int diff = 0;
         for (int it = 0; it < 3000; it++) {
-            size_t n = 0, len = 1 + test_rand_u64(&seed) % 200;
-            while (n < len) {
-                const char *p = parts[test_rand_u64(&seed) % 16];
-                memcpy(rt + n, p, strlen(p));
-                n += strlen(p);
-            }
-            ids.n = ref.n = 0;
-            tok_vocab_set_no_runs(v, true);
-            CHECK(tok_tokenize(v, rt, n, false, false, &ref) == SB_OK);
-            tok_vocab_set_no_runs(v, false);
-            CHECK(tok_tokenize(v, rt, n, false, false, &ids) == SB_OK);
-            diff += ids.n != ref.n || memcmp(ids.ids, ref.ids, ids.n * sizeof *ids.ids);
+            size_t len = 1 + test_rand_u64(&seed) % 200;
+            diff += runs_differ(v, rt, random_text(rt, len, parts, &seed), &ids, &ref);
         }
         CHECKF(diff == 0, "%s: %d of 3000 random texts differ between cut and uncut merge loops", name, diff);
         /* long random texts (the cache is on from 16 KiB) */
         char *lt = malloc(70000);
         diff = 0;
-        for (int it = 0; it < 4; it++) {
-            size_t n = 0;
-            while (n < 65536) {
-                const char *p = parts[test_rand_u64(&seed) % 16];
-                memcpy(lt + n, p, strlen(p));
-                n += strlen(p);
-            }
-            ids.n = ref.n = 0;
-            tok_vocab_set_no_runs(v, true);
-            CHECK(tok_tokenize(v, lt, n, false, false, &ref) == SB_OK);
-            tok_vocab_set_no_runs(v, false);
-            CHECK(tok_tokenize(v, lt, n, false, false, &ids) == SB_OK);
-            diff += ids.n != ref.n || memcmp(ids.ids, ref.ids, ids.n * sizeof *ids.ids);
-        }
+        for (int it = 0; it < 4; it++) diff += runs_differ(v, lt, random_text(lt, 65536, parts, &seed), &ids, &ref);
         CHECKF(diff == 0, "%s: %d of 4 long random texts differ from the reference (cache / runs)", name, diff);
         free(lt);
         tok_ids_free(&ref);

@@ -10,6 +10,7 @@
 #include "test.h"
 
 #include "runtime/tokenizer/tokenizer.h"
+#include "tok_check.h"
 
 // ---- an SPM vocabulary ----
 
@@ -42,52 +43,11 @@ static void spm_setup(void) {
 
 static tok_vocab *spm_build(int add_eos) {
     tok_vocab_spec s;
-    tok_vocab_spec_init(&s);
-    s.model = "llama";
-    s.n_tokens = N_SPM;
-    s.texts = spm_texts;
+    tok_spec_base(&s, "llama", N_SPM, spm_texts, spm_types);
     s.scores = spm_scores;
-    s.types = spm_types;
     s.add_eos = add_eos;
-    tok_vocab *v = NULL;
-    sb_status st = tok_vocab_build(&s, &v);
-    CHECKF(st == SB_OK, "spm build: %s", sb_last_error());
-    return v;
+    return tok_build_checked(&s);
 }
-
-static bool tok_eq(tok_vocab *v, const char *text, size_t len, bool as, bool ps, const int32_t *w, size_t nw) {
-    tok_ids got = {0};
-    sb_status st = tok_tokenize(v, text, len, as, ps, &got);
-    bool ok = st == SB_OK && got.n == nw && (!nw || !memcmp(got.ids, w, nw * 4));
-    if (!ok) {
-        fprintf(stderr, "  \"%.*s\": want", (int)len, text);
-        for (size_t i = 0; i < nw; i++) fprintf(stderr, " %d", w[i]);
-        fprintf(stderr, "; got");
-        for (size_t i = 0; i < got.n; i++) fprintf(stderr, " %d", got.ids[i]);
-        fprintf(stderr, " (%s)\n", sb_status_str(st));
-    }
-    tok_ids_free(&got);
-    return ok;
-}
-#define TOK_EQ(v, text, as, ps, ...)                                                             \
-    do {                                                                                         \
-        const int32_t w_[] = {__VA_ARGS__};                                                      \
-        CHECKF(tok_eq(v, text, sizeof(text) - 1, as, ps, w_, sizeof w_ / sizeof *w_), "%s", #text); \
-    } while (0)
-
-static bool detok_eq(tok_vocab *v, const int32_t *ids, size_t n, unsigned flags, const char *want, size_t wn) {
-    tok_bytes b = {0};
-    sb_status st = tok_detokenize(v, ids, n, flags, &b);
-    bool ok = st == SB_OK && b.n == wn && (!wn || !memcmp(b.p, want, wn));
-    if (!ok) fprintf(stderr, "  detok: got \"%.*s\" want \"%.*s\"\n", (int)b.n, b.p ? b.p : "", (int)wn, want);
-    tok_bytes_free(&b);
-    return ok;
-}
-#define DETOK_EQ(v, flags, want, ...)                                                               \
-    do {                                                                                            \
-        const int32_t i_[] = {__VA_ARGS__};                                                         \
-        CHECKF(detok_eq(v, i_, sizeof i_ / sizeof *i_, flags, want, sizeof(want) - 1), "detok %s", #want); \
-    } while (0)
 
 static void test_spm(void) {
     spm_setup();
@@ -177,19 +137,13 @@ static void test_gemma4(void) {
     }
     sb_strview merges[] = {{"a b", 3}, {"\xE2\x96\x81 a", 5}, {"\n \n", 3}};
     tok_vocab_spec s;
-    tok_vocab_spec_init(&s);
-    s.model = "gemma4";
-    s.n_tokens = n;
-    s.texts = texts;
-    s.types = types;
+    tok_spec_base(&s, "gemma4", n, texts, types);
     s.merges = merges;
     s.n_merges = 3;
     s.bos = 2;
     s.eos = 1;
     s.add_bos = 0; /* ignored: Gemma 4 always adds BOS */
-    tok_vocab *v = NULL;
-    sb_status st = tok_vocab_build(&s, &v);
-    CHECKF(st == SB_OK, "gemma4 build: %s", sb_last_error());
+    tok_vocab *v = tok_build_checked(&s);
     if (!v) return;
     TOK_EQ(v, "a b\n\n\nab", false, false, 6, 5, 7, 4, 3, 8);    /* no prefix space; "\n\n\n" -> "\n\n","\n" */
     TOK_EQ(v, "\n\n", false, false, 4);                          /* a whole newline-run token */
@@ -220,11 +174,7 @@ static void expect_error(tok_vocab_spec *s, sb_status want, const char *needle) 
 static void test_errors(void) {
     spm_setup();
     tok_vocab_spec s;
-    tok_vocab_spec_init(&s);
-    s.model = "llama";
-    s.n_tokens = N_SPM;
-    s.texts = spm_texts;
-    s.types = spm_types;
+    tok_spec_base(&s, "llama", N_SPM, spm_texts, spm_types);
     s.bos = N_SPM;
     expect_error(&s, SB_ERR_VOCAB, "bos_token_id");
     s.bos = -1;

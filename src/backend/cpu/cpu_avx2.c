@@ -6,6 +6,7 @@
  * Non-goals: AVX-VNNI (VEX) variants; machines with AVX-512 VNNI use cpu_avx512.c instead.
  */
 #include "cpu_impl.h"
+#include "cpu_isa.h"
 
 #include "quant/blocks.h"
 #include "quant/fp16.h"
@@ -14,19 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The ISA is scoped to this file: GCC takes a target pragma, clang an attribute push applied to
- * every function defined below (headers are included first so they are not affected). */
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,bmi2"))), apply_to = function)
-#else
-#pragma GCC target("avx2,fma,f16c,bmi2")
-#endif
+CPU_ISA_BEGIN(CPU_ISA_AVX2)
 
 #define KX_VNNI 0
 #include "cpu_x86.inc"
 
 void cpu_fill_avx2(cpu_kernel_table *t) { kx_fill(t); }
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#endif
+CPU_ISA_END

@@ -25,6 +25,7 @@
  * The code is in cpu_tile.inc; this file instantiates it for AVX-512 VNNI.
  */
 #include "cpu_impl.h"
+#include "cpu_isa.h"
 
 #include "quant/blocks.h"
 #include "quant/fp16.h"
@@ -33,18 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The ISA is scoped to this file: GCC takes a target pragma, clang an attribute push applied to
- * every function defined below (headers are included first so they are not affected). */
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"))), apply_to = function)
-#else
-#pragma GCC target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
-#endif
+CPU_ISA_BEGIN(CPU_ISA_AVX512)
 
 #define KX_VNNI 1
 #define TILE_FN(name) name##_avx512
 #include "cpu_tile.inc"
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#endif
+CPU_ISA_END

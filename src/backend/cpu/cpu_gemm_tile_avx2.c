@@ -6,6 +6,7 @@
  * Layer 0 (backend/cpu).
  */
 #include "cpu_impl.h"
+#include "cpu_isa.h"
 
 #include "quant/blocks.h"
 #include "quant/fp16.h"
@@ -14,18 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The ISA is scoped to this file: GCC takes a target pragma, clang an attribute push applied to
- * every function defined below (headers are included first so they are not affected). */
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,bmi2"))), apply_to = function)
-#else
-#pragma GCC target("avx2,fma,f16c,bmi2")
-#endif
+CPU_ISA_BEGIN(CPU_ISA_AVX2)
 
 #define KX_VNNI 0
 #define TILE_FN(name) name##_avx2
 #include "cpu_tile.inc"
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#endif
+CPU_ISA_END

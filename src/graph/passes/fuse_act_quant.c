@@ -12,31 +12,20 @@
  * after:
  *   %9 = glu_quant(%7, %8) act=swiglu : Q8_K[256,4]
  */
-#include "graph/plan.h"
+#include "fuse_quant.h"
 
-#include <stdlib.h>
+/* swiglu / geglu with no other consumer -> glu_quant(gate, up) act=<op>. */
+static bool match_glu(const ir_graph *g, const int32_t *uses, ir_ref x, ir_node *f) {
+    const ir_node a = g->nodes[x];
+    if ((a.op != IR_OP_SWIGLU && a.op != IR_OP_GEGLU) || uses[x] != 1) return false;
+    *f = ir_proto(IR_OP_GLU_QUANT);
+    f->src[0] = a.src[0];
+    f->src[1] = a.src[1];
+    f->ip[0] = a.op;
+    return true;
+}
 
 sb_status pass_fuse_act_quant(ir_graph *g, const pass_ctx *cx) {
     if (cx->target && !cx->target->fuse_act_quant) return SB_OK;
-    int32_t n = g->n_nodes;
-    int32_t *uses = malloc((size_t)(n ? n : 1) * sizeof *uses);
-    if (!uses) return sb_fail(SB_ERR_OOM, "fuse_act_quant: use counts");
-    ir_use_counts(g, uses);
-    for (int32_t i = 0; i < n; i++) {
-        const ir_node q = g->nodes[i];
-        if (q.op != IR_OP_QUANTIZE) continue;
-        const ir_node a = g->nodes[q.src[0]];
-        if ((a.op != IR_OP_SWIGLU && a.op != IR_OP_GEGLU) || uses[q.src[0]] != 1) continue;
-        ir_node f = ir_proto(IR_OP_GLU_QUANT);
-        f.src[0] = a.src[0];
-        f.src[1] = a.src[1];
-        f.ip[0] = a.op;
-        f.dtype = q.dtype;
-        ir_ref r = ir_append(g, &f);
-        if (r == IR_NONE) break;
-        ir_replace_uses(g, i, r);
-    }
-    free(uses);
-    SB_TRY(g->status);
-    return ir_compact(g);
+    return fuse_into_quantize(g, "fuse_act_quant", match_glu);
 }

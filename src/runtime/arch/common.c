@@ -119,6 +119,16 @@ sb_status rt_hp_common(const gguf_file *f, rt_hparams *hp) {
     return SB_OK;
 }
 
+sb_status rt_hp_full_rope_silu(const gguf_file *f, rt_hparams *hp, int32_t rope_mode) {
+    SB_TRY(rt_hp_common(f, hp));
+    if (hp->n_rot != hp->head_dim)
+        return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s: rope.dimension_count %d must equal the head dim %lld", hp->arch,
+                       hp->n_rot, (long long)hp->head_dim);
+    hp->rope_mode = rope_mode;
+    hp->act = RT_ACT_SILU;
+    return SB_OK;
+}
+
 // ---- weights ----
 
 ir_ref rt_weight(rt_build *b, bool required, int64_t ne0, int64_t ne1, const char *fmt, ...) {

@@ -7,12 +7,7 @@
 #include "base/status.h"
 
 sb_status rt_arch_qwen3_hparams(const gguf_file *f, rt_hparams *hp) {
-    SB_TRY(rt_hp_common(f, hp));
-    if (hp->n_rot != hp->head_dim)
-        return sb_fail(SB_ERR_MODEL_HPARAM, "model: qwen3: rope.dimension_count %d must equal the head dim %lld", hp->n_rot,
-                       (long long)hp->head_dim);
-    hp->rope_mode = IR_ROPE_NEOX;
-    hp->act = RT_ACT_SILU;
+    SB_TRY(rt_hp_full_rope_silu(f, hp, IR_ROPE_NEOX));
     hp->qk_norm = true;
     return SB_OK;
 }

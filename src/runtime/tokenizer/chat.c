@@ -80,26 +80,26 @@ static sb_status check(const tok_chat_msg *m, size_t n, role *roles) {
     return SB_OK;
 }
 
-static sb_status chatml(const tok_chat_msg *m, size_t n, bool gen, tok_bytes *o) {
-    for (size_t i = 0; i < n; i++) {
-        SB_TRY(put(o, "<|im_start|>"));
-        SB_TRY(put(o, m[i].role));
-        SB_TRY(put(o, "\n"));
-        SB_TRY(put(o, m[i].content));
-        SB_TRY(put(o, "<|im_end|>\n"));
-    }
-    return gen ? put(o, "<|im_start|>assistant\n") : SB_OK;
-}
+/* A format whose every turn is open + role + after_role + content (trimmed or not) + close, and
+ * that asks for the reply with gen_prompt: ChatML and Llama 3. */
+typedef struct role_turn_format {
+    const char *open, *after_role, *close, *gen_prompt;
+    bool trim;
+} role_turn_format;
 
-static sb_status llama3(const tok_chat_msg *m, size_t n, bool gen, tok_bytes *o) {
+static const role_turn_format chatml = {"<|im_start|>", "\n", "<|im_end|>\n", "<|im_start|>assistant\n", false};
+static const role_turn_format llama3 = {"<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>",
+                                        "<|start_header_id|>assistant<|end_header_id|>\n\n", true};
+
+static sb_status role_turns(const role_turn_format *f, const tok_chat_msg *m, size_t n, bool gen, tok_bytes *o) {
     for (size_t i = 0; i < n; i++) {
-        SB_TRY(put(o, "<|start_header_id|>"));
+        SB_TRY(put(o, f->open));
         SB_TRY(put(o, m[i].role));
-        SB_TRY(put(o, "<|end_header_id|>\n\n"));
-        SB_TRY(put_trim(o, m[i].content));
-        SB_TRY(put(o, "<|eot_id|>"));
+        SB_TRY(put(o, f->after_role));
+        SB_TRY(f->trim ? put_trim(o, m[i].content) : put(o, m[i].content));
+        SB_TRY(put(o, f->close));
     }
-    return gen ? put(o, "<|start_header_id|>assistant<|end_header_id|>\n\n") : SB_OK;
+    return gen ? put(o, f->gen_prompt) : SB_OK;
 }
 
 static sb_status gemma3(const tok_chat_msg *m, const role *r, size_t n, bool gen, tok_bytes *o) {
@@ -146,11 +146,11 @@ sb_status tok_chat_render(tok_chat_kind k, const tok_chat_msg *msgs, size_t n, b
     sb_status st = check(msgs, n, roles);
     if (st == SB_OK) {
         switch (k) {
-        case TOK_CHAT_LLAMA3: st = llama3(msgs, n, gen, out); break;
+        case TOK_CHAT_LLAMA3: st = role_turns(&llama3, msgs, n, gen, out); break;
         case TOK_CHAT_GEMMA3: st = gemma3(msgs, roles, n, gen, out); break;
         case TOK_CHAT_GEMMA4: st = gemma4(msgs, roles, n, gen, false, out); break;
         case TOK_CHAT_GEMMA4_THOUGHT: st = gemma4(msgs, roles, n, gen, true, out); break;
-        default: st = chatml(msgs, n, gen, out); break;
+        default: st = role_turns(&chatml, msgs, n, gen, out); break;
         }
     }
     if (roles != stack) free(roles);
