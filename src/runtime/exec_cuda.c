@@ -211,11 +211,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->attn_class = !(acl && acl[0] == '0');
     const char *adp = getenv("SB_CUDA_ATTN_DEEP"); /* deeper depth classes with k_attn_deep.cu */
     cx->attn_deep = !(adp && adp[0] == '0');
-    if (adp) cu_attn_deep_set(cx->attn_deep);
     const char *adk = getenv("SB_CUDA_ATTN_DEEP_KMIN"); /* k_attn_deep.cu's fewest keys a split */
     if (adk) cu_attn_deep_set_kmin(atoi(adk));
-    const char *adt = getenv("SB_CUDA_ATTN_DEEP_TPK"); /* k_attn_deep.cu's most threads a key in the scores */
-    if (adt) cu_attn_deep_set_tpk(atoi(adt));
     const char *apr = getenv("SB_CUDA_ATTN_PRE"); /* the small-depth kernel's K/V copies before its PDL wait */
     if (apr) cu_attn_decode_set_pre(apr[0] != '0');
     const char *aex = getenv("SB_CUDA_ATTN_EXP"); /* variant 4 timing experiments (k_attn_decode.cu; 1..4 give wrong results) */
@@ -1466,7 +1463,7 @@ static sb_status run_node(crun *r, int32_t i) {
                                         (r->c->arena_need - r->c->scratch_off) / 4, r->cx->d_cnt);
         }
         const bool dec4 = a.variant == 4 && a.T == 1 && (a.nsplit == 1 || a.Hkv <= CU_ATT_COUNTERS); /* k_attn_decode.cu: one kernel */
-        r->n_kernels += (!dec4 && a.nsplit > 1 && a.T * a.Hq > CU_ATT_COUNTERS) || (dec4 && a.depth_max > a.small && a.nsplit > 1 && cu_attn_deep_fits(&a)) ? 2 : 1;
+        r->n_kernels += (!dec4 && a.nsplit > 1 && a.T * a.Hq > CU_ATT_COUNTERS) || (dec4 && cu_attn_deep_fits(&a)) ? 2 : 1;
         return cu_attention(s, dst, q, SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off), r->cx->d_cnt);
     }
     case IR_OP_SELECT_ROWS:

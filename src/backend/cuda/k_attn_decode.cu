@@ -561,7 +561,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
         qr[i] = e < Gb_lo * D ? q[((int64_t)kvh * G + g0_lo) * D + e] : 0.0f;
     }
     const int64_t p = pos[0];
-    const int64_t lo = (a.window > 0 && p - a.window + 1 > 0) ? p - a.window + 1 : 0;
+    const int64_t lo = attn_window_lo(p, a.window);
     const int64_t n = p - lo + 1;
     if (n <= a.small) { /* the small layout: lo mode's split-0 blocks, one query head each (hpb_lo 1: the host) */
         if (L >= nbx_lo) {
@@ -870,7 +870,7 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with a fused RoPE of %d dims (head_dim %lld)", a->q_rot, (long long)a->D);
     if (a->xq && a->D % 32)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention writing q8_1 blocks with head_dim %lld (a multiple of 32 only)", (long long)a->D);
-    if (a->depth_max > a->small && a->nsplit > 1 && scratch && cu_attn_deep_fits(a)) /* a bounded depth past the small layout */
+    if (scratch && cu_attn_deep_fits(a)) /* a bounded depth past the small layout */
         return cu_attn_deep(s, dst, q, k, v, pos, a, scratch);
     ad_args g = {};
     g.D = (int)a->D;

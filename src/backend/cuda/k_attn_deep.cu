@@ -16,8 +16,9 @@
  * starts (no kernel writes it) and cache rows < p by earlier steps, so a block reads pos and issues
  * its K/V rows < p as cp.async copies into shared memory BEFORE griddepcontrol.wait — under the
  * previous kernels (the Q/K/V GEMV) — and after the wait only q and row p (this step's, just
- * written). Then: scores with tpk threads a key (2: D/2 dims each, G heads, q from shared memory
- * broadcast, one shuffle; SB_CUDA_ATTN_DEEP_TPK 4 / 8 measured slower), softmax a warp a head, P.V with thread = (dim pair, key group), key
+ * written). Then: scores with 2 threads a key (D/2 dims each, G heads, q from shared memory
+ * broadcast, one shuffle; 8 threads a key, fewer FMAs and 3 shuffles a head, measured 2-3% slower on
+ * the H200: bench/NOTES.md), softmax a warp a head, P.V with thread = (dim pair, key group), key
  * groups summed through shared memory, the partial (acc[G][D], m[G], l[G]; dp_partial) written to scratch.
  * k_attn_deep_merge (grid Hq, 256 threads, after its PDL wait): thread = (dim quad, split group)
  * issues its splits' acc float4, m and l at once (one round trip up to 128 splits at D 64), M by a
@@ -51,7 +52,6 @@
 
 typedef struct dp_args {
     int D, G, Hkv, window, kps, S, ks; /* ks: a row's bytes in shared memory (padded by 16) */
-    int tpk;                           /* threads a key in the scores (2, 4 or 8; dp_tpk) */
     int64_t Dkv;                       /* cache row length (elements) */
     float scale, softcap;
     const float *ff;                   /* Q's RoPE (n_rot 0: none) */
@@ -59,17 +59,11 @@ typedef struct dp_args {
     float ts, fs, af;
 } dp_args;
 
-static bool dp_on = true; /* cu_attn_deep_set (env SB_CUDA_ATTN_DEEP=0: cu_attn_decode's own kernel at every depth) */
-extern "C" void cu_attn_deep_set(bool on) { dp_on = on; }
 static int dp_kmin = 32; /* cu_attn_deep_set_kmin (env SB_CUDA_ATTN_DEEP_KMIN): fewest keys a split, a multiple of 32 */
 extern "C" void cu_attn_deep_set_kmin(int k) { dp_kmin = k < 32 ? 32 : k > DP_KMAX ? DP_KMAX : k / 32 * 32; }
 
 /* a split's partial in floats: acc[G][D] (16-byte aligned: D % 16 == 0), m[G], l[G], padded to 4 */
 static __host__ __device__ __forceinline__ int dp_partial(int G, int D) { return G * D + (2 * G + 3) / 4 * 4; }
-
-/* the split's first key and count at depth p (0 keys: an inactive split); the same arithmetic in
- * both kernels */
-static __device__ __forceinline__ int64_t dp_lo(int64_t p, int window) { return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0; }
 
 /* 8 consecutive cache elements of a shared-memory row as floats */
 template <int F16> static __device__ __forceinline__ void dp_row8(const unsigned char *row, int d0, float v[8]) {
@@ -96,7 +90,7 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const 
     const int s = blockIdx.x, kvh = blockIdx.y, D = a.D, G = a.G, kps = a.kps;
     constexpr int es = F16 ? 2 : 4;
     const int64_t p = pos[0]; /* host-written before the graph: no kernel of the step writes it */
-    const int64_t j0 = dp_lo(p, a.window) + (int64_t)s * kps;
+    const int64_t j0 = attn_window_lo(p, a.window) + (int64_t)s * kps;
     if (j0 > p) return; /* an inactive split: the merge derives the same count from pos */
     const int nk = (int)(p + 1 - j0 < kps ? p + 1 - j0 : kps), npre = p - j0 < nk ? (int)(p - j0) : nk; /* rows < p: npre */
     unsigned char *sk = dp_sm, *sv = sk + kps * a.ks;
@@ -132,8 +126,8 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const 
     }
     cu_cp_wait<0>();
     __syncthreads();
-    { /* scores: tpk threads a key (tpk * kps <= 256: one pass), D / tpk dims each */
-        const int tpk = a.tpk, k = tid / tpk, half = tid % tpk, dh = D / tpk;
+    { /* scores: 2 threads a key (kps <= 128 keys in one pass), D/2 dims each */
+        const int k = tid >> 1, half = tid & 1, dh = D / 2;
         float sc[DP_GMAX];
 #pragma unroll
         for (int h = 0; h < DP_GMAX; h++) sc[h] = 0.0f;
@@ -151,8 +145,7 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const 
             }
         }
 #pragma unroll
-        for (int h = 0; h < DP_GMAX; h++)
-            for (int o = tpk >> 1; o; o >>= 1) sc[h] += __shfl_xor_sync(0xffffffffu, sc[h], o);
+        for (int h = 0; h < DP_GMAX; h++) sc[h] += __shfl_xor_sync(0xffffffffu, sc[h], 1);
         if (k < nk && half == 0)
 #pragma unroll
             for (int h = 0; h < DP_GMAX; h++) {
@@ -229,7 +222,7 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep_merge(float *dst, blk_
     __shared__ __align__(16) float so[DP_THREADS * 4];
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, D = a.D, G = a.G;
     const int h = blockIdx.x, kvh = h / G, g = h - kvh * G, W = dp_partial(G, D), MO = G * D + g, LO = G * D + G + g;
-    const int64_t p = pos[0], n = p - dp_lo(p, a.window) + 1;
+    const int64_t p = pos[0], n = p - attn_window_lo(p, a.window) + 1;
     const int na = (int)((n + a.kps - 1) / a.kps); /* the active splits (<= S: the host sized S for depth_max >= n) */
     if (na > a.S) { /* a depth past the class the host chose (a host bug): a visible NaN, never a plausible result */
         if (tid < D) dst[(int64_t)h * D + tid] = __int_as_float(0x7fc00000);
@@ -290,23 +283,12 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep_merge(float *dst, blk_
     if (xq && w * 32 < D) q8_1_store(xq + ((int64_t)h * D + tid) / 32, out, lane); /* D % 32 == 0 with xq: whole warps */
 }
 
-/* the geometry for depth_max keys: kps (a multiple of 32, 32..128, shared memory <= DP_SMEM_CAP)
- * and S = ceil(depth_max / kps) splits, ~2 blocks an SM; 0 when no kps fits */
-/* threads a key in the scores: as many as one pass allows (tpk * kps <= 256), each a multiple of 8 dims */
-/* cu_attn_deep_set_tpk (env SB_CUDA_ATTN_DEEP_TPK: 2, 4 or 8): 2 by default — on the H200 8 threads a
- * key (fewer FMAs a thread, 3 shuffles a head) measured slower: tg64 @ d4096 1,065-1,088 vs 1,104-1,108,
- * @ d512 1,166-1,183 vs 1,188-1,202 */
-static int dp_tpk_max = 2;
-extern "C" void cu_attn_deep_set_tpk(int t) { dp_tpk_max = t >= 8 ? 8 : t >= 4 ? 4 : 2; }
-static int dp_tpk(int kps, int D) {
-    for (int t = dp_tpk_max; t > 2; t /= 2)
-        if (t * kps <= DP_THREADS && (D / t) % 8 == 0) return t;
-    return 2;
-}
 static int dp_smem(int kps, int D, int G, int es) {
     const int ks = D * es + 16, NG = DP_THREADS / (D / 2);
     return 2 * kps * ks + (G * D + G * kps + 2 * DP_GMAX + NG * G * D) * 4;
 }
+/* the geometry for depth_max keys: kps (a multiple of 32, 32..128, shared memory <= DP_SMEM_CAP)
+ * and S = ceil(depth_max / kps) splits, ~2 blocks an SM; false when no kps fits */
 static bool dp_geometry(const cu_attn_args *a, int64_t depth_max, int *kps, int *S) {
     static int sms = 0;
     if (!sms) sms = cu_sm_count() > 0 ? cu_sm_count() : 1;
@@ -332,13 +314,19 @@ static int64_t dp_depth_bound(const cu_attn_args *a, int64_t depth_max) {
     return d;
 }
 
-extern "C" bool cu_attn_deep_fits(const cu_attn_args *a) {
-    if (!dp_on || a->T != 1 || a->depth_max <= 0 || a->D <= 0 || a->D > DP_DMAX || a->D % 16 || a->Hkv <= 0 || a->Hkv > 65535 ||
-        a->Hq % a->Hkv || a->Hq / a->Hkv > DP_GMAX || (a->ctype != CU_T_F32 && a->ctype != CU_T_F16) || a->q_rot < 0 || a->q_rot > a->D ||
-        a->q_rot % 2 || (a->xq && a->D % 32))
+/* whether these kernels take a — a decode step whose depth bound lies past the small layout's, with
+ * splits and a shape they support — and then their geometry */
+static bool dp_takes(const cu_attn_args *a, int *kps, int *S) {
+    if (a->T != 1 || a->depth_max <= a->small || a->nsplit <= 1 || a->D <= 0 || a->D > DP_DMAX || a->D % 16 || a->Hkv <= 0 ||
+        a->Hkv > 65535 || a->Hq % a->Hkv || a->Hq / a->Hkv > DP_GMAX || (a->ctype != CU_T_F32 && a->ctype != CU_T_F16) || a->q_rot < 0 ||
+        a->q_rot > a->D || a->q_rot % 2 || (a->xq && a->D % 32))
         return false;
+    return dp_geometry(a, dp_depth_bound(a, a->depth_max), kps, S);
+}
+
+extern "C" bool cu_attn_deep_fits(const cu_attn_args *a) {
     int kps, S;
-    return dp_geometry(a, dp_depth_bound(a, a->depth_max), &kps, &S);
+    return dp_takes(a, &kps, &S);
 }
 
 /* scratch floats for the deepest class the caches allow (depth ctx), so one plan's scratch serves
@@ -346,24 +334,33 @@ extern "C" bool cu_attn_deep_fits(const cu_attn_args *a) {
 extern "C" uint64_t cu_attn_deep_scratch(const cu_attn_args *a) {
     cu_attn_args b = *a;
     b.depth_max = a->ctx > 0 ? a->ctx : 0;
-    if (!cu_attn_deep_fits(&b)) return 0;
     int kps, S;
-    dp_geometry(&b, dp_depth_bound(&b, b.depth_max), &kps, &S);
+    if (!dp_takes(&b, &kps, &S)) return 0;
     const int64_t G = a->Hq / a->Hkv;
     return (uint64_t)a->Hkv * (uint64_t)S * (uint64_t)dp_partial((int)G, (int)a->D);
 }
 
-static sb_status dp_opt_in(const void *k) { /* dynamic shared memory past the default 48 KB */
-    const cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, DP_SMEM_CAP);
-    if (e != cudaSuccess)
-        return sb_fail(SB_ERR_DEVICE, "cuda: k_attn_deep: %d bytes of shared memory: %s (%s)", DP_SMEM_CAP, cudaGetErrorString(e), cudaGetErrorName(e));
+/* the split kernel for one cache type; past the default 48 KB of dynamic shared memory it opts in
+ * once (to DP_SMEM_CAP) */
+template <int F16>
+static sb_status dp_launch(cudaStream_t st, int smem, const float *q, const void *k, const void *v, const int32_t *pos, const dp_args &g,
+                           float *scratch) {
+    static bool opted = false;
+    if (smem > 48 * 1024 && !opted) {
+        const cudaError_t e = cudaFuncSetAttribute(k_attn_deep<F16>, cudaFuncAttributeMaxDynamicSharedMemorySize, DP_SMEM_CAP);
+        if (e != cudaSuccess)
+            return sb_fail(SB_ERR_DEVICE, "cuda: k_attn_deep: %d bytes of shared memory: %s (%s)", DP_SMEM_CAP, cudaGetErrorString(e),
+                           cudaGetErrorName(e));
+        opted = true;
+    }
+    cu_launch_smem(k_attn_deep<F16>, dim3((unsigned)g.S, (unsigned)g.Hkv), DP_THREADS, (size_t)smem, st, q, k, v, pos, g, scratch);
     return SB_OK;
 }
 
 extern "C" sb_status cu_attn_deep(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                                   const cu_attn_args *a, float *scratch) {
     int kps, S;
-    if (!cu_attn_deep_fits(a) || !dp_geometry(a, dp_depth_bound(a, a->depth_max), &kps, &S) || !scratch)
+    if (!dp_takes(a, &kps, &S) || !scratch)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: deep decode attention with head_dim %lld, %lld/%lld heads, cache type %d, depth bound %lld",
                        (long long)a->D, (long long)a->Hq, (long long)a->Hkv, a->ctype, (long long)a->depth_max);
     const int es = a->ctype == CU_T_F16 ? 2 : 4;
@@ -372,25 +369,14 @@ extern "C" sb_status cu_attn_deep(cu_stream s, float *dst, const float *q, const
                        (long long)a->D, (long long)a->Hkv);
     dp_args g = {};
     g.D = (int)a->D, g.G = (int)(a->Hq / a->Hkv), g.Hkv = (int)a->Hkv, g.window = a->window, g.kps = kps, g.S = S;
-    g.tpk = dp_tpk(kps, g.D);
     g.ks = (int)a->D * es + 16, g.Dkv = a->D * a->Hkv, g.scale = a->scale, g.softcap = a->softcap;
     g.ff = a->q_ff, g.n_rot = a->q_rot, g.mode = a->q_mode, g.ts = a->q_theta_scale, g.fs = a->q_freq_scale, g.af = a->q_attn_factor;
     const int smem = dp_smem(kps, g.D, g.G, es);
     const cudaStream_t st = (cudaStream_t)s;
-    static int opted[2];
-    if (a->ctype == CU_T_F16) {
-        if (opted[1] < smem && smem > 48 * 1024) {
-            SB_TRY(dp_opt_in((const void *)k_attn_deep<1>));
-            opted[1] = DP_SMEM_CAP;
-        }
-        cu_launch_smem(k_attn_deep<1>, dim3((unsigned)S, (unsigned)g.Hkv), DP_THREADS, (size_t)smem, st, q, k, v, pos, g, scratch);
-    } else {
-        if (opted[0] < smem && smem > 48 * 1024) {
-            SB_TRY(dp_opt_in((const void *)k_attn_deep<0>));
-            opted[0] = DP_SMEM_CAP;
-        }
-        cu_launch_smem(k_attn_deep<0>, dim3((unsigned)S, (unsigned)g.Hkv), DP_THREADS, (size_t)smem, st, q, k, v, pos, g, scratch);
-    }
+    if (a->ctype == CU_T_F16)
+        SB_TRY(dp_launch<1>(st, smem, q, k, v, pos, g, scratch));
+    else
+        SB_TRY(dp_launch<0>(st, smem, q, k, v, pos, g, scratch));
     SB_TRY(cu_after_launch("k_attn_deep"));
     cu_launch(k_attn_deep_merge, dim3((unsigned)a->Hq), DP_THREADS, st, dst, (blk_q8_1 *)a->xq, pos, (const float *)scratch, g);
     return cu_after_launch("k_attn_deep_merge");

@@ -262,14 +262,13 @@ sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, const void *k,
                          const cu_attn_args *a, float *scratch, unsigned *counters);
 uint64_t cu_attn_decode_scratch(const cu_attn_args *a);
 /* Decode attention at a bounded depth past the small layout (k_attn_deep.cu; cu_attn_decode takes it
- * when a->depth_max > a->small and it fits): a split kernel whose K/V loads of earlier steps' rows are
- * issued before its PDL wait, then a merge kernel. Process-wide switch (env SB_CUDA_ATTN_DEEP=0 off). */
+ * when cu_attn_deep_fits: a->depth_max > a->small, splits, a shape it supports): a split kernel whose
+ * K/V loads of earlier steps' rows are issued before its PDL wait, then a merge kernel. The executor
+ * sets depth_max only in its depth classes (env SB_CUDA_ATTN_DEEP=0: none past the small one). */
 bool cu_attn_deep_fits(const cu_attn_args *a);
 uint64_t cu_attn_deep_scratch(const cu_attn_args *a); /* floats, at the deepest class (a->ctx) */
 sb_status cu_attn_deep(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
                        float *scratch);
-void cu_attn_deep_set(bool on);
-void cu_attn_deep_set_tpk(int threads); /* most threads a key in its scores (env SB_CUDA_ATTN_DEEP_TPK; 2 (default), 4, 8) */
 void cu_attn_deep_set_kmin(int keys); /* fewest keys a split (env SB_CUDA_ATTN_DEEP_KMIN; 32..128) */
 /* Variant 4's timing experiments (process-wide; k_attn_decode.cu's header; SB_CUDA_ATTN_EXP): 0 =
  * none, 1 no RoPE on q, 2 no scores/softmax (p = 1), 3 no P.V, 4 return after the PDL wait — 1..4

@@ -36,13 +36,16 @@ template <int N> static __device__ __forceinline__ void cu_cp_wait() {
 #endif
 }
 
+/* the first key a query at position p sees: p - window + 1 with a window, else 0 */
+static __device__ __forceinline__ int64_t attn_window_lo(int64_t p, int window) { return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0; }
+
 /* query t's position p and first visible key lo (p - window + 1 with a window, else 0); past T: p -1,
  * lo INT_MAX (no key) — the flash-attention prefill kernels' per-query span */
 static __device__ __forceinline__ void attn_span(const int32_t *pos, int t, int T, int window, int *p, int *lo) {
     *p = -1, *lo = 0x7fffffff;
     if (t < T) {
         *p = pos[t];
-        *lo = (window > 0 && *p - window + 1 > 0) ? *p - window + 1 : 0;
+        *lo = (int)attn_window_lo(*p, window);
     }
 }
 
