@@ -9,7 +9,8 @@
  * Positions come from device memory (pos[t]), so a captured CUDA graph serves every step.
  * k_rope_store (executor fusion, SB_CUDA_FUSE): the same math written into the KV cache column
  * pos[t] (F32 or F16) instead of dst — rope + kv_store of K in one kernel.
- * Geometry: rope: grid (T, H), block = n_rot/2 threads (one pair each; <= 512) plus the tail copy.
+ * Geometry: rope: grid (T, H / hpb), block (n_rot/2 threads, one pair each, <= 512; hpb heads, so a
+ * block has >= 256 threads) plus the tail copy.
  * kv_store: grid (Dkv/256, T), one element a thread, written at column pos[t].
  * Traffic: rope reads and writes 4*D*H*T bytes; kv_store reads 4*Dkv*T, writes (2|4)*Dkv*T.
  * Tested against: op_rope and op_kv_store (tests/runtime/test_cuda_ops.c, whole-model tests).
@@ -20,7 +21,8 @@
 __global__ void k_rope(float *dst, const float *x, const int32_t *pos, int64_t D, int64_t H, int n_rot, int mode, float theta_scale,
                        float freq_scale, float attn_factor, const float *ff) {
     CU_PDL_ENTRY();
-    const int64_t t = blockIdx.x, h = blockIdx.y;
+    const int64_t t = blockIdx.x, h = (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
+    if (h >= H) return;
     const int half = n_rot / 2;
     const float *src = x + (t * H + h) * D;
     float *out = dst + (t * H + h) * D;
@@ -44,7 +46,8 @@ template <typename C>
 __global__ void k_rope_store(C *cache, const float *x, const int32_t *pos, int64_t D, int64_t H, int n_rot, int mode, float theta_scale,
                              float freq_scale, float attn_factor, const float *ff) {
     CU_PDL_ENTRY();
-    const int64_t t = blockIdx.x, h = blockIdx.y;
+    const int64_t t = blockIdx.x, h = (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
+    if (h >= H) return;
     const int half = n_rot / 2;
     const float *src = x + (t * H + h) * D;
     C *out = cache + (int64_t)pos[t] * H * D + h * D;
@@ -62,17 +65,18 @@ extern "C" sb_status cu_rope(cu_stream s, float *dst, const float *x, const int3
     if (a->T <= 0) return SB_OK;
     int th = a->n_rot / 2;
     th = th < 32 ? 32 : th > 512 ? 512 : (th + 31) / 32 * 32;
+    const int hpb = th < 256 ? 256 / th : 1; /* heads per block: >= 256 threads, not 32-thread blocks */
+    const dim3 g((unsigned)a->T, cu_div_up(a->H, hpb)), b((unsigned)th, (unsigned)hpb);
     if (a->cache) {
-        const dim3 g((unsigned)a->T, (unsigned)a->H);
         if (a->ctype == CU_T_F16)
-            cu_launch(k_rope_store<uint16_t>, g, th, (cudaStream_t)s, (uint16_t *)a->cache, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
+            cu_launch(k_rope_store<uint16_t>, g, b, (cudaStream_t)s, (uint16_t *)a->cache, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
                                                                 a->freq_scale, a->attn_factor, a->ff);
         else
-            cu_launch(k_rope_store<float>, g, th, (cudaStream_t)s, (float *)a->cache, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
+            cu_launch(k_rope_store<float>, g, b, (cudaStream_t)s, (float *)a->cache, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
                                                              a->freq_scale, a->attn_factor, a->ff);
         return cu_after_launch("k_rope_store");
     }
-    cu_launch(k_rope, dim3((unsigned)a->T, (unsigned)a->H), th, (cudaStream_t)s, dst, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
+    cu_launch(k_rope, g, b, (cudaStream_t)s, dst, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
                                                                           a->freq_scale, a->attn_factor, a->ff);
     return cu_after_launch("k_rope");
 }
