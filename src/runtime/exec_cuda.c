@@ -116,6 +116,7 @@ typedef struct cplan {
     /* gnext[i] = the next matmul of the multi-GEMV launch led by matmul i (-1 none; members after
      * the leader are skipped); vstore[i] = the V kv_store matmul i's result also writes (-1 none) */
     int32_t *gnext, *vstore;
+    int32_t *mnext;       /* per matmul: the next member of its T > 8 int8 MMA launch (plan_mma_groups; -1 none) */
     uint64_t *moved;      /* per alias root: arena offset of its private copy (UINT64_MAX: the plan's) */
     int32_t *qrope;       /* per ATTENTION node: the ROPE of Q it applies as it loads q (-1 none) */
     int32_t *krope;       /* per matmul: the ROPE (+ its kv_store) its multi-GEMV launch does (-1 none) */
@@ -296,6 +297,7 @@ static void cplan_clear(cplan *c) {
     free(c->epi);
     free(c->skip);
     free(c->gnext);
+    free(c->mnext);
     free(c->vstore);
     free(c->moved);
     free(c->qrope);
@@ -869,6 +871,57 @@ static void plan_prologues(const plan *p, cplan *c, const int32_t *uses, int mod
     }
 }
 
+
+static bool mma_ok(const ir_graph *g, const ir_node *m) { /* a T > 8 matmul the int8 MMA GEMM takes */
+    if (m->op != IR_OP_MATMUL) return false;
+    const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
+    return x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype);
+}
+
+static ir_ref epi_operand(const ir_graph *g, const cplan *c, ir_ref m) { /* the other input of matmul m's fused ADD (IR_NONE: none) */
+    if (c->epi[m] < 0) return IR_NONE;
+    const ir_node *a = &g->nodes[c->epi[m]];
+    return a->src[0] == m ? a->src[1] : a->src[0];
+}
+
+/* T > 8 matmuls of one activation and one weight type, adjacent in the plan but for the inputs and
+ * the epilogue ADDs fused into them (a prefill plan's gate/up, Q/K): one int8 MMA launch at the
+ * first one's place (mnext chain; the members after it skipped), where cu_mma_multi_fits at run
+ * time — else they run one by one there. With nothing in between, a member's memory holds nothing
+ * live when the leader runs; checked anyway: a member's output overlaps neither the activation nor
+ * an earlier member's output or epilogue operand (read or written while it is written), and its own
+ * epilogue operand exists at the leader. */
+static void plan_mma_groups(const plan *p, cplan *c) {
+    const ir_graph *g = p->g;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (c->skip[i] || !mma_ok(g, &g->nodes[i])) continue;
+        const ir_ref xi = g->nodes[i].src[1];
+        const int wt = g->nodes[g->nodes[i].src[0]].dtype;
+        int32_t mem[CU_MULTI_MAX] = {i};
+        int n = 1;
+        for (int32_t j = i; n < CU_MULTI_MAX;) {
+            int32_t k = j + 1; /* the next node that is neither an input nor a member's fused ADD */
+            while (k < g->n_nodes && ((ir_ops[g->nodes[k].op].flags & OPF_INPUT) || k == c->epi[j])) k++;
+            if (k >= g->n_nodes) break;
+            const ir_node *m = &g->nodes[k];
+            if (c->skip[k] || !mma_ok(g, m) || m->src[1] != xi || g->nodes[m->src[0]].dtype != wt) break;
+            const ir_ref ok = epi_operand(g, c, k), out = mm_out(c, k);
+            if (ok != IR_NONE && p->vals[ok].input < 0 && ok >= i) break;
+            bool clash = overlap(p, c, out, xi);
+            for (int q = 0; q < n && !clash; q++) {
+                const ir_ref oq = epi_operand(g, c, mem[q]);
+                clash = overlap(p, c, out, mm_out(c, mem[q])) || (oq != IR_NONE && overlap(p, c, out, oq));
+            }
+            if (clash) break;
+            mem[n++] = j = k;
+        }
+        for (int q = 1; q < n; q++) {
+            c->mnext[mem[q - 1]] = mem[q];
+            c->skip[mem[q]] = 1;
+        }
+    }
+}
+
 /* MATMUL m immediately followed by ADD(m, o) (either order), m used only there, o a [N] bias or a
  * value of the output's shape: the GEMV writes the ADD's value through its epilogue and the ADD
  * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
@@ -880,17 +933,18 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro) {
     c->epi = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->epi);
     c->skip = (uint8_t *)calloc((size_t)g->n_nodes, 1);
     c->gnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gnext);
+    c->mnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->mnext);
     c->vstore = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->vstore);
     c->moved = (uint64_t *)malloc((size_t)g->n_nodes * sizeof *c->moved);
     c->qrope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->qrope);
     c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
     c->pro = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->pro);
-    if (!uses || !c->epi || !c->skip || !c->gnext || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->pro) {
+    if (!uses || !c->epi || !c->skip || !c->gnext || !c->mnext || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->pro) {
         free(uses);
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
     }
     ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->pro[i] = -1, c->moved[i] = UINT64_MAX;
+    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->mnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->pro[i] = -1, c->moved[i] = UINT64_MAX;
     const uint64_t base = al(p->arena_bytes);
     uint64_t at = base;
     /* with the prologues: a decode plan's activations are small, so each value (alias root) gets
@@ -941,6 +995,8 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro) {
     plan_qrope(p, c, uses);
     plan_attn_quant(p, c);
     if (pro) plan_prologues(p, c, uses, pro);
+    const char *mg = getenv("SB_CUDA_MMA_GROUP"); /* prefill GEMMs of one activation in one launch (default on; 0 off) */
+    if (!(mg && mg[0] == '0')) plan_mma_groups(p, c);
     c->moved_bytes = at - base;
     free(uses);
     return SB_OK;
@@ -957,6 +1013,7 @@ int32_t exec_cuda_count_fusions(const plan *p) {
     free(c.epi);
     free(c.skip);
     free(c.gnext);
+    free(c.mnext);
     free(c.vstore);
     free(c.moved);
     free(c.qrope);
@@ -1294,6 +1351,64 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
     return st;
 }
 
+/* matmul i alone (its epilogue ADD fused): the int8 MMA GEMM for T > 8, else the dp4a or f32
+ * GEMVs; the caller has counted the launch (a split-K reduce counts itself) */
+static sb_status run_matmul_one(crun *r, int32_t i) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i], *w = &g->nodes[n->src[0]], *x = &g->nodes[n->src[1]];
+    cu_stream s = r->cx->s;
+    void *dst = dptr(r, i);
+    cu_epilogue epb, *ep = NULL;
+    const ir_ref o = r->c->epi ? epi_operand(g, r->c, i) : IR_NONE;
+    if (o != IR_NONE) { /* write the following ADD's value */
+        epb = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = ir_nelem(&g->nodes[o]) == n->ne[0] && ir_nrows(n) != 1};
+        ep = &epb;
+        dst = dptr(r, r->c->epi[i]);
+    }
+    const bool k_dp4a = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
+    if (x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype)) { /* prefill: int8 tensor cores */
+        if (cu_mma_small_mode()) { /* small T: K split over blocks, partials in the scratch region (shared with attention's) */
+            const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_mma_small_scratch(w->ne[0], w->ne[1], x->ne[1]);
+            const bool counters = cu_mma_small_mode() == 1;
+            if (!counters && need > 0 && need <= cap) r->n_kernels++; /* split: k_mma_reduce after it */
+            return cu_matmul_mma_small(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep,
+                                       (float *)(r->arena + r->c->scratch_off), cap, counters ? r->cx->d_cnt : NULL);
+        }
+        return cu_matmul_mma(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep);
+    }
+    if (x->dtype == SB_TYPE_Q8_1 || (x->dtype == SB_TYPE_Q8_K && k_dp4a))
+        return cu_matmul_q8(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep);
+    return cu_matmul_f32(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep); /* f32 or q8_K */
+}
+
+/* a group of T > 8 matmuls (plan_mma_groups) led by i: one launch where cu_mma_multi_fits, else
+ * each in turn here */
+static sb_status run_matmul_group(crun *r, int32_t i) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i], *w = &g->nodes[n->src[0]], *x = &g->nodes[n->src[1]];
+    cu_gemv_seg seg[CU_MULTI_MAX] = {{0}};
+    int ns = 0;
+    for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->mnext[m]) {
+        const ir_node *mn = &g->nodes[m], *mw = &g->nodes[mn->src[0]];
+        cu_gemv_seg *q = &seg[ns++];
+        *q = (cu_gemv_seg){.dst = (float *)dptr(r, m), .w = dptr(r, mn->src[0]), .wtype = mw->dtype, .N = mw->ne[1]};
+        const ir_ref o = epi_operand(g, r->c, m);
+        if (o != IR_NONE) {
+            q->ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = ir_nelem(&g->nodes[o]) == mn->ne[0] && ir_nrows(mn) != 1};
+            q->dst = (float *)dptr(r, r->c->epi[m]);
+        }
+    }
+    if (cu_mma_multi_fits(seg, ns, w->ne[0], x->dtype, x->ne[1])) {
+        r->n_kernels++;
+        return cu_matmul_mma_multi(r->cx->s, seg, ns, w->ne[0], dptr(r, n->src[1]), x->dtype, x->ne[1]);
+    }
+    for (int32_t m = i; m >= 0; m = r->c->mnext[m]) {
+        r->n_kernels++;
+        SB_TRY(run_matmul_one(r, m));
+    }
+    return SB_OK;
+}
+
 static sb_status run_node(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[i];
@@ -1357,6 +1472,7 @@ static sb_status run_node(crun *r, int32_t i) {
         return cu_glu_quant(s, n->dtype, dst, SP(0), SP(1), n->ne[0], ir_nrows(n), n->ip[0] == IR_OP_GEGLU);
     case IR_OP_MATMUL: {
         const ir_node *w = SRC(0), *x = SRC(1);
+        if (r->c->mnext && r->c->mnext[i] >= 0) return run_matmul_group(r, i);
         r->n_kernels++;
         if (r->c->gnext && (r->c->gnext[i] >= 0 || r->c->vstore[i] >= 0 || r->c->krope[i] >= 0 || r->c->pro[i] >= 0 ||
                             (multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX && (r->cx->gf_single || res_single(g, n))))) { /* one launch for the group (Q/K/V, gate/up), or a T = 1 GEMV */
@@ -1402,28 +1518,7 @@ static sb_status run_node(crun *r, int32_t i) {
             }
             return cu_matmul_q8_multi(s, seg, ns, w->ne[0], pro.kind == CU_PRO_NONE ? SP(1) : NULL, x->dtype, r->cx->d_pos, &pro);
         }
-        cu_epilogue epb, *ep = NULL;
-        if (r->c->epi && r->c->epi[i] >= 0) { /* write the following ADD's value */
-            const ir_node *a = &g->nodes[r->c->epi[i]];
-            const ir_ref o = a->src[0] == i ? a->src[1] : a->src[0];
-            epb = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = ir_nelem(&g->nodes[o]) == n->ne[0] && ir_nrows(n) != 1};
-            ep = &epb;
-            dst = dptr(r, r->c->epi[i]);
-        }
-        const bool k_dp4a = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
-        if (x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype)) { /* prefill: int8 tensor cores */
-            if (cu_mma_small_mode()) { /* small T: K split over blocks, partials in the scratch region (shared with attention's) */
-                const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_mma_small_scratch(w->ne[0], w->ne[1], x->ne[1]);
-                const bool counters = cu_mma_small_mode() == 1;
-                if (!counters && need > 0 && need <= cap) r->n_kernels++; /* split: k_mma_reduce after it */
-                return cu_matmul_mma_small(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep,
-                                           (float *)(r->arena + r->c->scratch_off), cap, counters ? r->cx->d_cnt : NULL);
-            }
-            return cu_matmul_mma(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep);
-        }
-        if (x->dtype == SB_TYPE_Q8_1 || (x->dtype == SB_TYPE_Q8_K && k_dp4a))
-            return cu_matmul_q8(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep);
-        return cu_matmul_f32(s, dst, SP(0), w->dtype, w->ne[0], w->ne[1], SP(1), x->dtype, x->ne[1], ep); /* f32 or q8_K */
+        return run_matmul_one(r, i);
     }
     case IR_OP_RESHAPE: case IR_OP_OUTPUT: return SB_OK;
     case IR_OP_ROPE: {

@@ -129,8 +129,14 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     exec_cuda_set_fuse_ropek(cx, fuse_on && ropek_on);
     exec_cuda_set_fuse_pro(cx, !fuse_on ? 0 : pro_on ? pro_mode : 0);
     exec_bindings ebc = {.data = dc, .n_data = pc->n_inputs};
-    float *outs[1] = {yc};
+    float *outs[4] = {yc, NULL, NULL, NULL}; /* outputs after the first (compared) one: read back, not compared */
+    if (pc->n_outputs > 4) {
+        s = sb_fail(SB_ERR_INVALID_ARG, "run_cmp: %d outputs (at most 4)", (int)pc->n_outputs);
+        goto out;
+    }
+    for (int32_t k = 1; k < pc->n_outputs; k++) outs[k] = malloc((size_t)ir_nelem(&pc->g->nodes[pc->outputs[k].node]) * 4);
     s = exec_cuda_run(cx, pc, &ebc, outs);
+    for (int32_t k = 1; k < 4; k++) free(outs[k]);
     if (s != SB_OK) goto out;
     last_kernels = exec_cuda_get_stats(cx).kernels_last_run;
     uint64_t ab = exec_cpu_arena_bytes(pr, 1);
@@ -985,6 +991,49 @@ static void test_decode_attention_v4(void) {
     attn_variant = 1;
 }
 
+/* Prefill GEMMs of one activation as one int8 MMA launch (exec_cuda.c plan_mma_groups, k_mma.cu
+ * cu_matmul_mma_multi): gate/up (Q5_0, N 4864 each, SwiGLU of the two as the output) and Q/K with
+ * bias epilogues (N 896 + 128, both outputs, each compared in turn), T 64 / 100 / 512; vs the f64 reference,
+ * and the fused plan must launch fewer kernels than the unfused one where one launch takes the
+ * group (T 512: no split of K; T 64 / 100 on the GPU's rule may split: then the GEMMs run one by one
+ * at the leader — still correct, same count). */
+static void test_mma_groups(void) {
+    static const int64_t Ts[] = {64, 100, 512};
+    exec_cuda_set_mmvq_variant(4);
+    for (int c = 0; c < 3; c++)
+        for (int ti = 0; ti < 3; ti++) {
+            const int64_t K = 896, T = Ts[ti], N1 = c == 0 ? 4864 : 896, N2 = c == 0 ? 4864 : 128;
+            float *w1f = rnd(K * N1, 0.1f), *w2f = rnd(K * N2, 0.1f), *x = rnd(K * T, 1.0f), *b1 = rnd(N1, 1.0f), *b2 = rnd(N2, 1.0f);
+            void *w1 = quant_rows(SB_TYPE_Q5_0, w1f, K, N1), *w2 = quant_rows(SB_TYPE_Q5_0, w2f, K, N2);
+            ir_graph *g;
+            ir_graph_create(&g);
+            ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, T, 1, 1});
+            ir_ref m1 = ir_matmul(g, ir_input_weight(g, "w1", SB_TYPE_Q5_0, (int64_t[4]){K, N1, 1, 1}), xr);
+            if (c) m1 = ir_add(g, m1, ir_input_weight(g, "b1", SB_TYPE_F32, (int64_t[4]){N1, 1, 1, 1}));
+            ir_ref m2 = ir_matmul(g, ir_input_weight(g, "w2", SB_TYPE_Q5_0, (int64_t[4]){K, N2, 1, 1}), xr);
+            if (c) m2 = ir_add(g, m2, ir_input_weight(g, "b2", SB_TYPE_F32, (int64_t[4]){N2, 1, 1, 1}));
+            if (c == 0) ir_output(g, ir_swiglu(g, m1, m2), "y");
+            else ir_output(g, c == 1 ? m1 : m2, "y"), ir_output(g, c == 1 ? m2 : m1, "z"); /* both live; output 0 compared */
+            binds b = {.name = {"x", "w1", "w2", "b1", "b2"}, .data = {x, w1, w2, b1, b2}, .n = 5};
+            char label[96];
+            snprintf(label, sizeof label, "MMA group %s T=%lld (%s)", c == 0 ? "gate/up" : "Q/K", (long long)T,
+                     c == 0 ? "SwiGLU" : c == 1 ? "Q + bias" : "K + bias");
+            fuse_on = false;
+            expect(run_both(g, &b, label), 5e-4, label);
+            const int32_t k0 = last_kernels;
+            fuse_on = true;
+            snprintf(label + strlen(label), sizeof label - strlen(label), " fused");
+            expect(run_both(g, &b, label), 5e-4, label);
+            const int32_t k1 = last_kernels;
+            fuse_on = false;
+            printf("%-44s kernels %d -> %d\n", label, (int)k0, (int)k1);
+            if (T == 512) CHECKF(k1 < k0, "%s: %d kernels fused, %d unfused (one launch for the group expected)", label, (int)k1, (int)k0);
+            ir_graph_free(g);
+            free(w1f), free(w2f), free(x), free(b1), free(b2), free(w1), free(w2);
+        }
+    exec_cuda_set_mmvq_variant(1);
+}
+
 /* The small-T path of the int8 tensor-core GEMM (k_mma.cu cu_matmul_mma_small, SB_CUDA_MMA_SMALL):
  * 32 x 64 tiles with K split across blocks, every weight type k_mma takes (Q4_0 / Q5_0 / Q8_0 on
  * q8_1, K 896 or 4864; Q4_K / Q5_K / Q6_K on q8_K, and on q8_1 through SB_CUDA_ACT=q8_1, K 4864)
@@ -1196,6 +1245,7 @@ int main(void) {
     test_qkv_rope_block();
     test_mma_prefill();
     test_mma_small();
+    test_mma_groups();
     test_flash_attention(); /* with the key split (the default) */
     printf("-- flash-attention prefill without its key split (SB_CUDA_FATTN_SPLIT=0)\n");
     exec_cuda_set_fattn_split(false);

@@ -31,7 +31,11 @@
  * against 0.55-3.6 MB of weights per GEMM; the reducing block reads split x 8 KB (two splits'
  * loads, 16 per thread, in flight at once) as the tile's serial tail.
  * Needs sm_80+ (mma.sync s8); the launcher refuses older devices (k_mmq stays the fallback).
- * Tested against: op_matmul (f64) and the CPU executor's q8_K path in tests/runtime/test_cuda_ops.c.
+ * Segments (cu_matmul_mma_multi, ma_segs): up to CU_MULTI_MAX matrices of one type over the same
+ * activations in one launch — the grid's x tiles split between them, each block computing exactly
+ * what the matrix's own launch would (the executor's prefill gate/up and Q/K groups); unsplit only.
+ * Tested against: op_matmul (f64) and the CPU executor's q8_K path in tests/runtime/test_cuda_ops.c
+ * (test_mma_groups: the executor's groups vs the same GEMMs unfused).
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/unpack.cuh"
@@ -75,14 +79,35 @@ static __device__ __forceinline__ float mma_split_sum(const float *part, int64_t
     return ep.add ? v + ep.add[ep.bcast ? row : o] : v;
 }
 
+/* The output segments of one launch: up to CU_MULTI_MAX weight matrices of one type over the same
+ * activations (a prefill plan's gate/up, Q/K), each with its rows, destination and epilogue; block
+ * x of the grid works for segment s when x0[s] <= x < x0[s + 1] (x0 in tiles of the launch's BN).
+ * A single matrix is one segment. */
+struct ma_segs {
+    const uint8_t *w[CU_MULTI_MAX];
+    float *dst[CU_MULTI_MAX];
+    int64_t N[CU_MULTI_MAX];
+    cu_epilogue ep[CU_MULTI_MAX];
+    int x0[CU_MULTI_MAX + 1];
+    int n;
+};
+
 /* SPLIT: block z of the grid covers sub-blocks [z * spb, min(nsb, (z + 1) * spb)) of K and writes
  * its raw sums to part[z][T][N]; with cnt the last block of each (x, y) tile to arrive (a counter
  * per tile, reset by that block) sums the partials of the tile (mma_split_sum), else k_mma_reduce
  * does. !SPLIT: the whole of K, written through the epilogue (spb, part, cnt unused). */
 template <int TYPE, int XQ, int BN, int BT, bool SPLIT>
-__global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
-                                                cu_epilogue ep, int spb, float *part, unsigned *cnt) {
+__global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, int spb,
+                                                float *part, unsigned *cnt) {
     CU_PDL_ENTRY();
+    int sgi = 0; /* this block's segment (SPLIT: one) */
+#pragma unroll
+    for (int q = 1; q < CU_MULTI_MAX; q++)
+        if (!SPLIT && q < sg.n && (int)blockIdx.x >= sg.x0[q]) sgi = q;
+    const uint8_t *const w = sg.w[sgi];
+    float *const dst = sg.dst[sgi];
+    const int64_t N = sg.N[sgi];
+    const cu_epilogue ep = sg.ep[sgi];
     constexpr int WR = BN / 32; /* warps along rows */
     constexpr int WT = 8 / WR;  /* warps along tokens */
     constexpr int WN = BT / WT; /* tokens per warp */
@@ -100,7 +125,7 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(float *dst, const uint
     const int tid = threadIdx.x, lane = tid & 31, wp = tid >> 5;
     const int g = lane >> 2, tig = lane & 3;
     const int wr = wp % WR, wt = wp / WR;
-    const int64_t n0 = (int64_t)blockIdx.x * BN, t0 = (int64_t)blockIdx.y * BT;
+    const int64_t n0 = (int64_t)((int)blockIdx.x - sg.x0[sgi]) * BN, t0 = (int64_t)blockIdx.y * BT;
     const int nsb = (int)(K / 32);
     const int jb = SPLIT ? (int)blockIdx.z * spb : 0; /* this block's sub-blocks [jb, je) */
     const int je = SPLIT ? min(nsb, jb + spb) : nsb;
@@ -303,28 +328,36 @@ static int mma_tile = 0; /* cu_mma_set_tile */
 
 extern "C" void cu_mma_set_tile(int t) { mma_tile = t >= 0 && t <= 3 ? t : 0; }
 
+/* the x extent of each segment in tiles of BN rows (sg->x0); the grid's x */
+static unsigned ma_tiles(ma_segs *sg, int BN) {
+    sg->x0[0] = 0;
+    for (int q = 0; q < sg->n; q++) sg->x0[q + 1] = sg->x0[q] + (int)cu_div_up(sg->N[q], BN);
+    for (int q = sg->n + 1; q <= CU_MULTI_MAX; q++) sg->x0[q] = sg->x0[sg->n];
+    return (unsigned)sg->x0[sg->n];
+}
+
+template <int TYPE, int XQ, int BN, int BT, bool SPLIT>
+static sb_status mma_go(ma_segs sg, unsigned gz, cudaStream_t s, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, int spb, float *part,
+                        unsigned *cnt) {
+    const dim3 grid(ma_tiles(&sg, BN), cu_div_up(T, BT), gz);
+    cu_launch(k_mma<TYPE, XQ, BN, BT, SPLIT>, grid, 256, s, sg, rb, K, x, T, spb, part, cnt);
+    return cu_after_launch(SPLIT ? "k_mma (split K)" : "k_mma");
+}
+
 /* tile choice (mma_tile 0; measured on the H200, bench/NOTES.md): 128 x 64 when that grid fills
  * the GPU's block slots (2 per SM) at least once, else 64 x 64 when it gives half an SM's worth of
  * blocks per SM, else 64 x 32; mma_tile 1, 2, 3 force 128 x 64, 64 x 64, 64 x 32 */
 template <int TYPE, int XQ>
-static sb_status launch_mma(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
-                            cu_epilogue ep) {
+static sb_status launch_mma(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T) {
     if (!mma_sms) mma_sms = cu_sm_count();
     const int64_t slots = 2 * (int64_t)mma_sms;
     const int tile = mma_tile ? mma_tile
-                     : (int64_t)cu_div_up(N, 128) * cu_div_up(T, 64) >= slots ? 1
-                     : (int64_t)cu_div_up(N, 64) * cu_div_up(T, 64) >= slots / 4 ? 2
+                     : (int64_t)ma_tiles(&sg, 128) * cu_div_up(T, 64) >= slots ? 1
+                     : (int64_t)ma_tiles(&sg, 64) * cu_div_up(T, 64) >= slots / 4 ? 2
                                                                                   : 3;
-    if (tile == 1)
-        cu_launch(k_mma<TYPE, XQ, 128, 64, false>, dim3(cu_div_up(N, 128), cu_div_up(T, 64)), 256, s, dst, w, rb, K, N, x, T, ep, 0,
-                  (float *)NULL, (unsigned *)NULL);
-    else if (tile == 2)
-        cu_launch(k_mma<TYPE, XQ, 64, 64, false>, dim3(cu_div_up(N, 64), cu_div_up(T, 64)), 256, s, dst, w, rb, K, N, x, T, ep, 0,
-                  (float *)NULL, (unsigned *)NULL);
-    else
-        cu_launch(k_mma<TYPE, XQ, 64, 32, false>, dim3(cu_div_up(N, 64), cu_div_up(T, 32)), 256, s, dst, w, rb, K, N, x, T, ep, 0,
-                  (float *)NULL, (unsigned *)NULL);
-    return cu_after_launch("k_mma");
+    if (tile == 1) return mma_go<TYPE, XQ, 128, 64, false>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
+    if (tile == 2) return mma_go<TYPE, XQ, 64, 64, false>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
+    return mma_go<TYPE, XQ, 64, 32, false>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
 }
 
 /* ---- the small-T path (cu_matmul_mma_small; default mode 2 for T <= 512, SB_CUDA_MMA_SMALL) ----
@@ -381,23 +414,28 @@ extern "C" uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T) {
     return split > 1 ? (uint64_t)split * (uint64_t)N * (uint64_t)T : 0;
 }
 
+/* rows of the segments rounded up to whole 32-row tiles: what the small path's grid covers */
+static int64_t ma_rows32(const ma_segs *sg) {
+    int64_t n = 0;
+    for (int q = 0; q < sg->n; q++) n += 32 * (int64_t)cu_div_up(sg->N[q], 32);
+    return n;
+}
+
+/* several segments only unsplit (sg.n > 1 with a split is refused by cu_mma_multi_fits) */
 template <int TYPE, int XQ>
-static sb_status launch_mma_small(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
-                                  cu_epilogue ep, float *scratch, uint64_t scratch_floats, unsigned *counters) {
+static sb_status launch_mma_small(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, float *scratch,
+                                  uint64_t scratch_floats, unsigned *counters) {
     int spb = 0;
+    const int64_t N = ma_rows32(&sg);
     const int split = mma_small_split(K, N, T, scratch ? scratch_floats : 0, &spb);
     if (split == 1 && (int64_t)cu_div_up(N, 32) * cu_div_up(T, 64) >= MA_MINB(32) * (int64_t)mma_sms) /* the 32-row tiles fill the GPU: the usual tiles */
-        return launch_mma<TYPE, XQ>(s, dst, w, rb, K, N, x, T, ep);
-    const dim3 grid(cu_div_up(N, 32), cu_div_up(T, 64), (unsigned)split);
-    if (split == 1) {
-        cu_launch(k_mma<TYPE, XQ, 32, 64, false>, grid, 256, s, dst, w, rb, K, N, x, T, ep, 0, (float *)NULL, (unsigned *)NULL);
-        return cu_after_launch("k_mma (32 x 64)");
-    }
-    unsigned *cnt = counters && (int64_t)grid.x * grid.y <= CU_ATT_COUNTERS ? counters : NULL;
-    cu_launch(k_mma<TYPE, XQ, 32, 64, true>, grid, 256, s, dst, w, rb, K, N, x, T, ep, spb, scratch, cnt);
-    sb_status r = cu_after_launch("k_mma (32 x 64, split K)");
+        return launch_mma<TYPE, XQ>(s, sg, rb, K, x, T);
+    if (split == 1) return mma_go<TYPE, XQ, 32, 64, false>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
+    const unsigned tiles = cu_div_up(N, 32) * cu_div_up(T, 64);
+    unsigned *cnt = counters && tiles <= CU_ATT_COUNTERS ? counters : NULL;
+    sb_status r = mma_go<TYPE, XQ, 32, 64, true>(sg, (unsigned)split, s, rb, K, x, T, spb, scratch, cnt);
     if (r != SB_OK || cnt) return r;
-    cu_launch(k_mma_reduce, dim3(cu_div_up(N * T, 256)), 256, s, dst, (const float *)scratch, N, T, split, ep);
+    cu_launch(k_mma_reduce, dim3(cu_div_up(sg.N[0] * T, 256)), 256, s, sg.dst[0], (const float *)scratch, sg.N[0], T, split, sg.ep[0]);
     return cu_after_launch("k_mma_reduce");
 }
 
@@ -409,11 +447,9 @@ typedef struct mma_small_args {
 } mma_small_args;
 
 template <int TYPE, int XQ>
-static sb_status launch_any(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x, int64_t T,
-                            cu_epilogue ep, const mma_small_args *sm) {
-    if (sm && T <= mma_small_tmax)
-        return launch_mma_small<TYPE, XQ>(s, dst, w, rb, K, N, x, T, ep, sm->scratch, sm->scratch_floats, sm->counters);
-    return launch_mma<TYPE, XQ>(s, dst, w, rb, K, N, x, T, ep);
+static sb_status launch_any(cudaStream_t s, const ma_segs &sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, const mma_small_args *sm) {
+    if (sm && T <= mma_small_tmax) return launch_mma_small<TYPE, XQ>(s, sg, rb, K, x, T, sm->scratch, sm->scratch_floats, sm->counters);
+    return launch_mma<TYPE, XQ>(s, sg, rb, K, x, T);
 }
 
 extern "C" bool cu_has_mma(int wtype, int xtype) {
@@ -424,50 +460,84 @@ extern "C" bool cu_has_mma(int wtype, int xtype) {
     return xtype == CU_T_Q8_1 && (kq || wtype == CU_T_Q4_0 || wtype == CU_T_Q5_0 || wtype == CU_T_Q8_0);
 }
 
-static sb_status matmul_mma(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
-                            const cu_epilogue *epp, const mma_small_args *sm) {
-    if (T <= 0 || N <= 0) return SB_OK;
+static uint64_t ma_row_bytes(int wtype, int64_t K) {
+    switch (wtype) {
+    case CU_T_Q4_0: return (uint64_t)(K / 32) * sizeof(blk_q4_0);
+    case CU_T_Q5_0: return (uint64_t)(K / 32) * sizeof(blk_q5_0);
+    case CU_T_Q8_0: return (uint64_t)(K / 32) * sizeof(blk_q8_0);
+    case CU_T_Q4_K: return (uint64_t)(K / 256) * sizeof(blk_q4_K);
+    case CU_T_Q5_K: return (uint64_t)(K / 256) * sizeof(blk_q5_K);
+    default: return (uint64_t)(K / 256) * sizeof(blk_q6_K);
+    }
+}
+
+static sb_status matmul_mma(cu_stream s, const ma_segs &sg, int wtype, int64_t K, const void *xq, int xtype, int64_t T, const mma_small_args *sm) {
+    if (T <= 0) return SB_OK;
     if (!cu_has_mma(wtype, xtype))
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no int8 MMA GEMM for weight type %d x activation type %d (compute capability %d)", wtype,
                        xtype, mma_cc);
     if (K % 32 || (xtype == CU_T_Q8_K && K % 256) || ((wtype == CU_T_Q4_K || wtype == CU_T_Q5_K || wtype == CU_T_Q6_K) && K % 256))
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: int8 MMA GEMM with K %lld (a multiple of the block size)", (long long)K);
-    const cu_epilogue ep = epp ? *epp : cu_epilogue{NULL, 0};
     const cudaStream_t st = (cudaStream_t)s;
-    const uint8_t *wb = (const uint8_t *)w, *x = (const uint8_t *)xq;
-    uint64_t rb = 0;
-    switch (wtype) {
-    case CU_T_Q4_0: rb = (uint64_t)(K / 32) * sizeof(blk_q4_0); break;
-    case CU_T_Q5_0: rb = (uint64_t)(K / 32) * sizeof(blk_q5_0); break;
-    case CU_T_Q8_0: rb = (uint64_t)(K / 32) * sizeof(blk_q8_0); break;
-    case CU_T_Q4_K: rb = (uint64_t)(K / 256) * sizeof(blk_q4_K); break;
-    case CU_T_Q5_K: rb = (uint64_t)(K / 256) * sizeof(blk_q5_K); break;
-    default: rb = (uint64_t)(K / 256) * sizeof(blk_q6_K); break;
-    }
+    const uint8_t *x = (const uint8_t *)xq;
+    const uint64_t rb = ma_row_bytes(wtype, K);
     if (xtype == CU_T_Q8_1) {
         switch (wtype) {
-        case CU_T_Q4_0: return launch_any<CU_T_Q4_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep, sm);
-        case CU_T_Q5_0: return launch_any<CU_T_Q5_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep, sm);
-        case CU_T_Q8_0: return launch_any<CU_T_Q8_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep, sm);
-        case CU_T_Q4_K: return launch_any<CU_T_Q4_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep, sm);
-        case CU_T_Q5_K: return launch_any<CU_T_Q5_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep, sm);
-        default: return launch_any<CU_T_Q6_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep, sm);
+        case CU_T_Q4_0: return launch_any<CU_T_Q4_0, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
+        case CU_T_Q5_0: return launch_any<CU_T_Q5_0, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
+        case CU_T_Q8_0: return launch_any<CU_T_Q8_0, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
+        case CU_T_Q4_K: return launch_any<CU_T_Q4_K, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
+        case CU_T_Q5_K: return launch_any<CU_T_Q5_K, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
+        default: return launch_any<CU_T_Q6_K, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
         }
     }
     switch (wtype) {
-    case CU_T_Q4_K: return launch_any<CU_T_Q4_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep, sm);
-    case CU_T_Q5_K: return launch_any<CU_T_Q5_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep, sm);
-    default: return launch_any<CU_T_Q6_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep, sm);
+    case CU_T_Q4_K: return launch_any<CU_T_Q4_K, CU_T_Q8_K>(st, sg, rb, K, x, T, sm);
+    case CU_T_Q5_K: return launch_any<CU_T_Q5_K, CU_T_Q8_K>(st, sg, rb, K, x, T, sm);
+    default: return launch_any<CU_T_Q6_K, CU_T_Q8_K>(st, sg, rb, K, x, T, sm);
     }
+}
+
+static ma_segs ma_one(float *dst, const void *w, int64_t N, const cu_epilogue *ep) {
+    ma_segs sg = {};
+    sg.w[0] = (const uint8_t *)w, sg.dst[0] = dst, sg.N[0] = N, sg.ep[0] = ep ? *ep : cu_epilogue{NULL, 0}, sg.n = 1;
+    return sg;
 }
 
 extern "C" sb_status cu_matmul_mma(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
                                    const cu_epilogue *ep) {
-    return matmul_mma(s, dst, w, wtype, K, N, xq, xtype, T, ep, NULL);
+    if (N <= 0) return SB_OK;
+    return matmul_mma(s, ma_one(dst, w, N, ep), wtype, K, xq, xtype, T, NULL);
 }
 
 extern "C" sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
                                          int64_t T, const cu_epilogue *ep, float *scratch, uint64_t scratch_floats, unsigned *counters) {
+    if (N <= 0) return SB_OK;
     const mma_small_args sm = {scratch, scratch_floats, counters};
-    return matmul_mma(s, dst, w, wtype, K, N, xq, xtype, T, ep, &sm);
+    return matmul_mma(s, ma_one(dst, w, N, ep), wtype, K, xq, xtype, T, &sm);
+}
+
+/* segments of one weight type, each with rows, all unsplit under the current rule (mma_small_split
+ * over their 32-row tiles together; the small path only while T <= its limit) */
+extern "C" bool cu_mma_multi_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int64_t T) {
+    if (n < 1 || n > CU_MULTI_MAX || T <= 8 || !cu_has_mma(seg[0].wtype, xtype)) return false;
+    ma_segs sg = {};
+    for (int q = 0; q < n; q++) {
+        if (seg[q].wtype != seg[0].wtype || seg[q].N <= 0 || seg[q].cache || seg[q].rot) return false;
+        sg.N[q] = seg[q].N;
+    }
+    sg.n = n;
+    if (!mma_small || T > mma_small_tmax) return true;
+    int spb = 0;
+    return mma_small_split(K, ma_rows32(&sg), T, UINT64_MAX, &spb) == 1;
+}
+
+extern "C" sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, int64_t T) {
+    if (!cu_mma_multi_fits(seg, n, K, xtype, T))
+        return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMM segments that one int8 MMA launch does not take (T %lld)", n, (long long)T);
+    ma_segs sg = {};
+    for (int q = 0; q < n; q++) sg.w[q] = (const uint8_t *)seg[q].w, sg.dst[q] = seg[q].dst, sg.N[q] = seg[q].N, sg.ep[q] = seg[q].ep;
+    sg.n = n;
+    const mma_small_args sm = {NULL, 0, NULL};
+    return matmul_mma(s, sg, seg[0].wtype, K, xq, xtype, T, mma_small ? &sm : NULL);
 }

@@ -310,6 +310,13 @@ uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T);
  * exactly cu_matmul_mma. */
 sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
                               int64_t T, const cu_epilogue *ep, float *scratch, uint64_t scratch_floats, unsigned *counters);
+/* Several GEMMs of one weight type over the same activations (a prefill plan's gate/up, Q/K) as one
+ * launch: seg[q] gives each its weights, N, dst and epilogue (no cache or RoPE); each result equals
+ * its own cu_matmul_mma_small's bit for bit when that one would not split K. Only where
+ * cu_mma_multi_fits (one weight type, T > 8, sm_80+, no split of K under the current rule): the
+ * caller launches the GEMMs one by one otherwise. */
+bool cu_mma_multi_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int64_t T);
+sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, int64_t T);
 /* Can cu_attention_prefill run these args (T > 1, nsplit 1, head_dim <= 128)? */
 bool cu_fattn_supported(const cu_attn_args *a);
 /* Flash-attention prefill variants (process-wide, experiments; env SB_CUDA_FATTN_G): 2 (default) key
