@@ -259,6 +259,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (mt) cu_mma_set_tile(atoi(mt));
     const char *ms = getenv("SB_CUDA_MMA_SMALL"); /* the small-T int8 MMA GEMM (k_mma.cu: split K; default 2); unset: unchanged */
     if (ms) cu_mma_set_small(atoi(ms));
+    const char *msw = getenv("SB_CUDA_MMA_SPLIT_WAVES"); /* its split of K: fewest wave-steps (default) or 0: one wave */
+    if (msw) cu_mma_set_split_waves(msw[0] != '0');
     const char *mst = getenv("SB_CUDA_MMA_SMALL_T"); /* the largest T it takes (default 256) */
     if (mst) cu_mma_set_small_tmax(atoll(mst));
     const char *mv = getenv("SB_CUDA_MMQ");

@@ -1050,7 +1050,7 @@ static void test_mma_small(void) {
     static const int types[] = {SB_TYPE_Q4_0, SB_TYPE_Q5_0, SB_TYPE_Q8_0, SB_TYPE_Q4_K, SB_TYPE_Q5_K, SB_TYPE_Q6_K};
     static const int64_t Ts[] = {9, 16, 17, 33, 64}, Ns[] = {16, 128, 136, 896};
     typedef struct { int t; int64_t K, N, T; int ep; bool q81; int64_t tmax; } small_case;
-    small_case cs[128];
+    small_case cs[136];
     int n = 0;
     for (int ti = 0; ti < 6; ti++)
         for (int a = 0; a < 5; a++)
@@ -1069,6 +1069,9 @@ static void test_mma_small(void) {
     cs[n++] = (small_case){SB_TYPE_Q5_0, 896, 896, 100, 2, false, 128};
     cs[n++] = (small_case){SB_TYPE_Q6_K, 4864, 136, 130, 1, false, 256};
     cs[n++] = (small_case){SB_TYPE_Q4_0, 896, 128, 64, 0, false, 16}; /* T above the limit: cu_matmul_mma */
+    /* the down projection's shape at T 512: split 5 ways by the waves rule (mma_small_split), 8 token tiles */
+    cs[n++] = (small_case){SB_TYPE_Q6_K, 4864, 896, 512, 1, false, 0};
+    cs[n++] = (small_case){SB_TYPE_Q4_K, 4864, 896, 512, 2, false, 0};
     exec_cuda_set_mmvq_variant(4);
     for (int k = 0; k < n; k++) {
         const int t = cs[k].t, ep = cs[k].ep;

@@ -390,8 +390,15 @@ extern "C" void cu_mma_set_small(int mode) { mma_small = mode >= 0 && mode <= 2 
 extern "C" int cu_mma_small_mode(void) { return mma_small; }
 extern "C" void cu_mma_set_small_tmax(int64_t t) { mma_small_tmax = t > 8 ? t : MMA_SMALL_T; }
 
+static int mma_split_waves = 1; /* cu_mma_set_split_waves (env SB_CUDA_MMA_SPLIT_WAVES) */
+
+extern "C" void cu_mma_set_split_waves(bool on) { mma_split_waves = on ? 1 : 0; }
+
 /* splits of K (>= 1) and sub-blocks per split for (K, N, T) under the rule above, scratch_floats
- * of scratch available */
+ * of scratch available; with mma_split_waves (default) the split that minimizes waves of blocks
+ * (grid0 x split over the slots) x (K steps a block + 1) plus 2 steps for the reduce — the same
+ * splits as the one-wave rule at T 64 on the H200, and K split 5 ways instead of not at all for the
+ * down projection (K 4864, 224 tiles) at T 512 */
 static int mma_small_split(int64_t K, int64_t N, int64_t T, uint64_t scratch_floats, int *spb) {
     if (!mma_sms) mma_sms = cu_sm_count();
     const int64_t slots = MA_MINB(32) * (int64_t)mma_sms, nsb = K / 32, steps = (nsb + MA_KB - 1) / MA_KB;
@@ -400,6 +407,12 @@ static int mma_small_split(int64_t K, int64_t N, int64_t T, uint64_t scratch_flo
     if (split > steps) split = steps;
     if (split > MMA_SPLIT_MAX) split = MMA_SPLIT_MAX;
     if (split < 1) split = 1;
+    if (mma_split_waves) /* the split of fewest waves x (steps a block + 1), a reduce counted as 2 steps */
+        for (int64_t s = 1, best = INT64_MAX; s <= steps && s <= MMA_SPLIT_MAX; s++) {
+            const int64_t per = (steps + s - 1) / s, se = (steps + per - 1) / per;
+            const int64_t cost = (grid0 * se + slots - 1) / slots * (per + 1) + (se > 1 ? 2 : 0);
+            if (cost < best) best = cost, split = se;
+        }
     const int64_t per = (steps + split - 1) / split;
     split = (steps + per - 1) / per;
     if ((uint64_t)split * (uint64_t)N * (uint64_t)T > scratch_floats) split = 1, *spb = (int)nsb;

@@ -300,6 +300,10 @@ int cu_mma_small_mode(void);
 /* The largest T the small path takes (process-wide; env SB_CUDA_MMA_SMALL_T; default and any
  * value <= 8: 64); above it cu_matmul_mma_small is cu_matmul_mma. For measuring where it pays. */
 void cu_mma_set_small_tmax(int64_t t);
+/* How the small path picks its split of K (process-wide; env SB_CUDA_MMA_SPLIT_WAVES): true (default)
+ * the fewest waves of blocks x steps a block (k_mma.cu mma_small_split), false the most splits that
+ * keep the blocks to one wave. */
+void cu_mma_set_split_waves(bool on);
 /* Floats of scratch cu_matmul_mma_small wants for (K, N, T) (0: no split of K). */
 uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T);
 /* cu_matmul_mma (same operands, epilogue, results up to f32 summation order) for T up to the limit above, with
