@@ -261,7 +261,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (ms) cu_mma_set_small(atoi(ms));
     const char *msw = getenv("SB_CUDA_MMA_SPLIT_WAVES"); /* its split of K: fewest wave-steps (default) or 0: one wave */
     if (msw) cu_mma_set_split_waves(msw[0] != '0');
-    const char *mst = getenv("SB_CUDA_MMA_SMALL_T"); /* the largest T it takes (default 256) */
+    const char *mst = getenv("SB_CUDA_MMA_SMALL_T"); /* the largest T it takes (default 512) */
     if (mst) cu_mma_set_small_tmax(atoll(mst));
     const char *mv = getenv("SB_CUDA_MMQ");
     if (mv && mv[0] >= '1' && mv[0] <= '4') exec_cuda_set_mmvq_variant(mv[0] - '0');

@@ -101,13 +101,13 @@ void exec_cuda_set_attn_small(exec_cuda *cx, int depth);
  * tensor-core GEMM, k_mma.cu, on sm_80+ devices, else 3), 3 (shared-memory tiled dp4a GEMM), 1
  * (8-token tiles) or 2 (four rows per warp); env SB_CUDA_MMQ=1|2|3|4. */
 void exec_cuda_set_mmvq_variant(int v);
-/* The small-T path of the int8 tensor-core GEMM for 8 < T <= 64 (process-wide; k_mma.cu
+/* The small-T path of the int8 tensor-core GEMM for 8 < T <= 512 (process-wide; k_mma.cu
  * cu_matmul_mma_small: 32 x 64 tiles, K split across blocks so every SM has work, results equal
- * up to f32 summation order): 0 (default) off, 1 on (the last split block of a tile reduces), 2 on
+ * up to f32 summation order): 0 off, 1 on (the last split block of a tile reduces), 2 (default) on
  * with a separate reduce kernel; env SB_CUDA_MMA_SMALL=0|1|2. Plans created while it was off have
  * no split scratch: their GEMMs run it unsplit. */
 void exec_cuda_set_mma_small(int mode);
-/* The largest T that path takes (default 64; env SB_CUDA_MMA_SMALL_T; <= 8: 64), for measuring
+/* The largest T that path takes (default 512; env SB_CUDA_MMA_SMALL_T; <= 8: 512), for measuring
  * where it pays. Process-wide. */
 void exec_cuda_set_mma_small_tmax(int64_t t);
 

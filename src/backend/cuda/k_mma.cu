@@ -17,10 +17,11 @@
  * words of the next step (cu_fetch) are loaded before this step's math and decoded (cu_decode)
  * after it.
  * Traffic: weights read once per BT tokens, activations once per BN rows. H200: 20-40 TMAC/s,
- * well under the ~140 TMAC/s issue ceiling of this scheme (4 instructions per int32 result for
- * the per-sub-block scaling): latency-bound at 2 blocks per SM (bench/NOTES.md).
- * Small T (cu_matmul_mma_small, SB_CUDA_MMA_SMALL=1|2, default off; the rule above
- * launch_mma_small): for 8 < T <= 64 the same kernel as a 32 x 64 tile (8 warps along tokens, one
+ * bound by instruction issue (~31 warp-instructions an MMA, half of them the per-sub-block f32
+ * scaling, 4 an int32 result) with ~2 blocks per SM (bench/NOTES.md, session 6: staging the loads
+ * in shared memory did not help).
+ * Small T (cu_matmul_mma_small, SB_CUDA_MMA_SMALL=1|2, default 2; the rule above
+ * launch_mma_small): for 8 < T <= 512 the same kernel as a 32 x 64 tile (8 warps along tokens, one
  * 32-row pair of m16 tiles each; only threads < 128 stage weights) with K split across gridDim.z
  * so that ~3 blocks per SM have work; each split writes raw f32 sums to scratch [split][T][N] and
  * the last block of a tile to arrive (threadfence + a counter per tile, reset by it; or the

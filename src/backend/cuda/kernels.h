@@ -292,13 +292,13 @@ void cu_mma_set_tile(int t);
  * order), on int8 tensor cores; meant for T > 8. SB_ERR_UNSUPPORTED unless cu_has_mma. */
 sb_status cu_matmul_mma(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
                         const cu_epilogue *ep);
-/* The small-T path (process-wide; env SB_CUDA_MMA_SMALL): 0 (default) off, 1 the executor calls
- * cu_matmul_mma_small instead of cu_matmul_mma with its split counters, 2 the same without
- * counters (the separate reduce kernel; A/B and tests). Other values: 0. */
+/* The small-T path (process-wide; env SB_CUDA_MMA_SMALL): 0 off, 1 the executor calls
+ * cu_matmul_mma_small instead of cu_matmul_mma with its split counters, 2 (default) the same
+ * without counters (the separate reduce kernel). Other values: 2. */
 void cu_mma_set_small(int mode);
 int cu_mma_small_mode(void);
 /* The largest T the small path takes (process-wide; env SB_CUDA_MMA_SMALL_T; default and any
- * value <= 8: 64); above it cu_matmul_mma_small is cu_matmul_mma. For measuring where it pays. */
+ * value <= 8: 512); above it cu_matmul_mma_small is cu_matmul_mma. For measuring where it pays. */
 void cu_mma_set_small_tmax(int64_t t);
 /* How the small path picks its split of K (process-wide; env SB_CUDA_MMA_SPLIT_WAVES): true (default)
  * the fewest waves of blocks x steps a block (k_mma.cu mma_small_split), false the most splits that
