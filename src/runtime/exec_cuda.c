@@ -658,6 +658,12 @@ static void plan_add_norm(const plan *p, cplan *c) {
 /* the value a matmul's launch writes: its epilogue ADD's, or its own */
 static ir_ref mm_out(const cplan *c, ir_ref m) { return c->epi[m] >= 0 ? c->epi[m] : m; }
 
+static ir_ref epi_operand(const ir_graph *g, const cplan *c, ir_ref m) { /* the other input of matmul m's fused ADD (IR_NONE: none) */
+    if (c->epi[m] < 0) return IR_NONE;
+    const ir_node *a = &g->nodes[c->epi[m]];
+    return a->src[0] == m ? a->src[1] : a->src[0];
+}
+
 static bool multi_ok(const ir_graph *g, const ir_node *m) {
     if (m->op != IR_OP_MATMUL) return false;
     const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
@@ -704,11 +710,8 @@ static void plan_groups(const plan *p, cplan *c, const int32_t *uses, uint64_t *
         for (int32_t j = i + 1; j < g->n_nodes && n < CU_MULTI_MAX; j++) {
             const ir_node *m = &g->nodes[j];
             if (c->skip[j] || !multi_ok(g, m) || m->src[1] != g->nodes[i].src[1]) continue;
-            if (c->epi[j] >= 0) { /* its epilogue operand must exist at the leader */
-                const ir_node *ad = &g->nodes[c->epi[j]];
-                const ir_ref o = ad->src[0] == j ? ad->src[1] : ad->src[0];
-                if (p->vals[o].input < 0 && o >= i) continue;
-            }
+            const ir_ref o = epi_operand(g, c, j); /* its epilogue operand must exist at the leader */
+            if (o != IR_NONE && p->vals[o].input < 0 && o >= i) continue;
             const ir_ref out = mm_out(c, j), root = p->vals[out].alias;
             if (p->vals[root].input >= 0 || root != out) continue;
             mem[n++] = j;
@@ -878,12 +881,6 @@ static bool mma_ok(const ir_graph *g, const ir_node *m) { /* a T > 8 matmul the 
     if (m->op != IR_OP_MATMUL) return false;
     const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
     return x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype);
-}
-
-static ir_ref epi_operand(const ir_graph *g, const cplan *c, ir_ref m) { /* the other input of matmul m's fused ADD (IR_NONE: none) */
-    if (c->epi[m] < 0) return IR_NONE;
-    const ir_node *a = &g->nodes[c->epi[m]];
-    return a->src[0] == m ? a->src[1] : a->src[0];
 }
 
 /* T > 8 matmuls of one activation and one weight type, adjacent in the plan but for the inputs and
@@ -1353,20 +1350,27 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
     return st;
 }
 
+/* where matmul m writes: its own memory, or with its ADD fused the ADD's, *ep then adding the ADD's
+ * other operand (broadcast when that is one row of a several-row result); ep->add NULL: no ADD */
+static float *matmul_out(crun *r, int32_t m, cu_epilogue *ep) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[m];
+    const ir_ref o = r->c->epi ? epi_operand(g, r->c, m) : IR_NONE;
+    *ep = (cu_epilogue){0};
+    if (o == IR_NONE) return (float *)dptr(r, m);
+    *ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = ir_nelem(&g->nodes[o]) == n->ne[0] && ir_nrows(n) != 1};
+    return (float *)dptr(r, r->c->epi[m]);
+}
+
 /* matmul i alone (its epilogue ADD fused): the int8 MMA GEMM for T > 8, else the dp4a or f32
  * GEMVs; the caller has counted the launch (a split-K reduce counts itself) */
 static sb_status run_matmul_one(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[i], *w = &g->nodes[n->src[0]], *x = &g->nodes[n->src[1]];
     cu_stream s = r->cx->s;
-    void *dst = dptr(r, i);
-    cu_epilogue epb, *ep = NULL;
-    const ir_ref o = r->c->epi ? epi_operand(g, r->c, i) : IR_NONE;
-    if (o != IR_NONE) { /* write the following ADD's value */
-        epb = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = ir_nelem(&g->nodes[o]) == n->ne[0] && ir_nrows(n) != 1};
-        ep = &epb;
-        dst = dptr(r, r->c->epi[i]);
-    }
+    cu_epilogue epb;
+    float *dst = matmul_out(r, i, &epb);
+    const cu_epilogue *ep = epb.add ? &epb : NULL;
     const bool k_dp4a = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
     if (x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype)) { /* prefill: int8 tensor cores */
         if (cu_mma_small_mode()) { /* small T: K split over blocks, partials in the scratch region (shared with attention's) */
@@ -1393,12 +1397,8 @@ static sb_status run_matmul_group(crun *r, int32_t i) {
     for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->mnext[m]) {
         const ir_node *mn = &g->nodes[m], *mw = &g->nodes[mn->src[0]];
         cu_gemv_seg *q = &seg[ns++];
-        *q = (cu_gemv_seg){.dst = (float *)dptr(r, m), .w = dptr(r, mn->src[0]), .wtype = mw->dtype, .N = mw->ne[1]};
-        const ir_ref o = epi_operand(g, r->c, m);
-        if (o != IR_NONE) {
-            q->ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = ir_nelem(&g->nodes[o]) == mn->ne[0] && ir_nrows(mn) != 1};
-            q->dst = (float *)dptr(r, r->c->epi[m]);
-        }
+        *q = (cu_gemv_seg){.w = dptr(r, mn->src[0]), .wtype = mw->dtype, .N = mw->ne[1]};
+        q->dst = matmul_out(r, m, &q->ep);
     }
     if (cu_mma_multi_fits(seg, ns, w->ne[0], x->dtype, x->ne[1])) {
         r->n_kernels++;
@@ -1484,9 +1484,8 @@ static sb_status run_node(crun *r, int32_t i) {
                 const ir_node *mn = &g->nodes[m], *mw = &g->nodes[mn->src[0]];
                 cu_gemv_seg *q = &seg[ns++];
                 *q = (cu_gemv_seg){.dst = (float *)dptr(r, m), .w = dptr(r, mn->src[0]), .wtype = mw->dtype, .N = mw->ne[1]};
-                if (r->c->epi[m] >= 0) {
-                    const ir_node *a = &g->nodes[r->c->epi[m]];
-                    const ir_ref o = a->src[0] == m ? a->src[1] : a->src[0];
+                const ir_ref o = epi_operand(g, r->c, m);
+                if (o != IR_NONE) {
                     q->ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = 1};
                     q->dst = (float *)dptr(r, r->c->epi[m]);
                 }

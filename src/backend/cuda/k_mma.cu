@@ -404,16 +404,19 @@ static int mma_small_split(int64_t K, int64_t N, int64_t T, uint64_t scratch_flo
     if (!mma_sms) mma_sms = cu_sm_count();
     const int64_t slots = MA_MINB(32) * (int64_t)mma_sms, nsb = K / 32, steps = (nsb + MA_KB - 1) / MA_KB;
     const int64_t grid0 = (int64_t)cu_div_up(N, 32) * cu_div_up(T, 64);
-    int64_t split = grid0 >= slots ? 1 : slots / grid0;
-    if (split > steps) split = steps;
-    if (split > MMA_SPLIT_MAX) split = MMA_SPLIT_MAX;
-    if (split < 1) split = 1;
-    if (mma_split_waves) /* the split of fewest waves x (steps a block + 1), a reduce counted as 2 steps */
+    int64_t split = 1;
+    if (mma_split_waves) { /* the split of fewest waves x (steps a block + 1), a reduce counted as 2 steps */
         for (int64_t s = 1, best = INT64_MAX; s <= steps && s <= MMA_SPLIT_MAX; s++) {
             const int64_t per = (steps + s - 1) / s, se = (steps + per - 1) / per;
             const int64_t cost = (grid0 * se + slots - 1) / slots * (per + 1) + (se > 1 ? 2 : 0);
             if (cost < best) best = cost, split = se;
         }
+    } else { /* the most splits that keep the blocks to one wave */
+        split = grid0 >= slots ? 1 : slots / grid0;
+        if (split > steps) split = steps;
+        if (split > MMA_SPLIT_MAX) split = MMA_SPLIT_MAX;
+        if (split < 1) split = 1;
+    }
     const int64_t per = (steps + split - 1) / split;
     split = (steps + per - 1) / per;
     if ((uint64_t)split * (uint64_t)N * (uint64_t)T > scratch_floats) split = 1, *spb = (int)nsb;
@@ -428,19 +431,12 @@ extern "C" uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T) {
     return split > 1 ? (uint64_t)split * (uint64_t)N * (uint64_t)T : 0;
 }
 
-/* rows of the segments rounded up to whole 32-row tiles: what the small path's grid covers */
-static int64_t ma_rows32(const ma_segs *sg) {
-    int64_t n = 0;
-    for (int q = 0; q < sg->n; q++) n += 32 * (int64_t)cu_div_up(sg->N[q], 32);
-    return n;
-}
-
 /* several segments only unsplit (sg.n > 1 with a split is refused by cu_mma_multi_fits) */
 template <int TYPE, int XQ>
 static sb_status launch_mma_small(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, float *scratch,
                                   uint64_t scratch_floats, unsigned *counters) {
     int spb = 0;
-    const int64_t N = ma_rows32(&sg);
+    const int64_t N = 32 * (int64_t)ma_tiles(&sg, 32); /* the rows the 32-row tiles cover */
     const int split = mma_small_split(K, N, T, scratch ? scratch_floats : 0, &spb);
     if (split == 1 && (int64_t)cu_div_up(N, 32) * cu_div_up(T, 64) >= MA_MINB(32) * (int64_t)mma_sms) /* the 32-row tiles fill the GPU: the usual tiles */
         return launch_mma<TYPE, XQ>(s, sg, rb, K, x, T);
@@ -543,7 +539,7 @@ extern "C" bool cu_mma_multi_fits(const cu_gemv_seg *seg, int n, int64_t K, int 
     sg.n = n;
     if (!mma_small || T > mma_small_tmax) return true;
     int spb = 0;
-    return mma_small_split(K, ma_rows32(&sg), T, UINT64_MAX, &spb) == 1;
+    return mma_small_split(K, 32 * (int64_t)ma_tiles(&sg, 32), T, UINT64_MAX, &spb) == 1;
 }
 
 extern "C" sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, int64_t T) {
