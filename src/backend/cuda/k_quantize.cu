@@ -14,9 +14,12 @@
  * v = (x*scale)*w. GLU: v = act(g)*u with k_rows.cu's activations.
  * The device math (quant_row, q8_K_store, the value sources, block_rms_scale) is
  * device/act_quant.cuh, shared with the GEMV prologues and generated kernels.
- * Geometry: one 1024-thread block per row (default); with cu_act_set_fast (SB_CUDA_AQ=1, ~1%
- * slower on the H200) rows of up to 8192 values (aq_fits) take one 256-thread block with every
- * value in a register (act_build: all loads in flight at once; the code of the GEMV prologues). q8_1: warp w takes 32-blocks w, w+32, ..., lane = element.
+ * Geometry: one 1024-thread block a row; RMSNorm rows past one wave of those (more than 2 an SM)
+ * that fit (q8_1, E <= 1024): one 256-thread block a row holding 4 values a thread with the
+ * 1024-thread kernel's summation order (k_rms_norm_q8_1_rows, bit-identical). With cu_act_set_fast (SB_CUDA_AQ=1, slower on the
+ * H200) rows of up to 8192 values (aq_fits) take one 256-thread block with every value in a
+ * register (act_build: all loads in flight at once; the code of the GEMV prologues).
+ * q8_1: a warp's lane = element of its 32-block.
  * q8_K: warp w takes 256-blocks w, w+32, ...; lane l holds elements 32k + l (k < 8), so a warp load
  * is one coalesced 128-byte row segment; max/sum by shuffles; half-warp sums give bsums.
  * Traffic: reads 4*E (x; +4E for w or u) per row, writes 36/32*E (q8_1) or 292/256*E (q8_K);
@@ -29,12 +32,6 @@
 #include "backend/cuda/device/act_quant.cuh"
 
 #define Q_THREADS 1024 /* one 32- or 256-value block per warp for rows up to 1024 / 8192 values: no serial rounds */
-
-template <int XQ> __global__ void __launch_bounds__(Q_THREADS) k_quantize(uint8_t *dst, const float *x, int64_t E) {
-    CU_PDL_ENTRY();
-    const int64_t r = blockIdx.x;
-    quant_row<XQ, Q_THREADS>(dst + act_row_bytes(XQ, E) * (uint64_t)r, E, src_plain{x + r * E});
-}
 
 /* with b != NULL (executor fusion of the residual add before the norm): the row is x + b, written
  * to sum (which may be x or b: each element is read, then written, by one thread) and read back
@@ -51,10 +48,72 @@ __global__ void __launch_bounds__(Q_THREADS) k_rms_norm_quant(uint8_t *dst, cons
     quant_row<XQ, Q_THREADS>(dst + act_row_bytes(XQ, E) * (uint64_t)r, E, src_norm{xr, wt, sc});
 }
 
-template <int XQ> __global__ void __launch_bounds__(Q_THREADS) k_glu_quant(uint8_t *dst, const float *g, const float *u, int64_t E, int gelu) {
+/* GLU or plain quantization, a 1024-thread block a row (quant_row's loop). One warp a quantization
+ * block over all rows in 256-thread blocks (no idle warps, one wave at T = 512) measured no faster on
+ * the H200: pp512 / pp64 equal, tg64 ~3% slower (bench/NOTES.md, session 7). */
+template <int XQ, int KIND>
+__global__ void __launch_bounds__(Q_THREADS) k_quant_rows(uint8_t *dst, const float *x, const float *g, const float *u, int64_t E, int gelu) {
     CU_PDL_ENTRY();
     const int64_t r = blockIdx.x;
-    quant_row<XQ, Q_THREADS>(dst + act_row_bytes(XQ, E) * (uint64_t)r, E, src_glu{g + r * E, u + r * E, gelu});
+    uint8_t *d = dst + act_row_bytes(XQ, E) * (uint64_t)r;
+    if (KIND == AQ_GLU) quant_row<XQ, Q_THREADS>(d, E, src_glu{g + r * E, u + r * E, gelu});
+    else quant_row<XQ, Q_THREADS>(d, E, src_plain{x + r * E});
+}
+
+/* RMSNorm rows past one wave of the 1024-thread kernel (q8_1, E <= 1024, E % 32 == 0): 256 threads
+ * (one wave of 512 rows instead of two on the H200: 7.5-8.4 -> 5.9 µs), each holding the values
+ * t + 256k (k < 4). The sum of squares is block_rms_scale<1024>'s, bit for bit: value t + 256k
+ * is that of the 1024-thread kernel's thread t + 256k, whose warp (w + 8k) sums it by the same
+ * butterfly, and the 32 warp partials meet in the same order; quantization block w + 8k is then
+ * exactly this warp's k-th set of values, so nothing is re-read. */
+#define NR_THREADS 256
+__global__ void __launch_bounds__(NR_THREADS) k_rms_norm_q8_1_rows(uint8_t *dst, const float *x, const float *wt, int64_t E, float eps,
+                                                                   const float *b, float *sum_out) {
+    CU_PDL_ENTRY();
+    constexpr int VPT = Q_THREADS / NR_THREADS;
+    __shared__ double part[Q_THREADS / 32];
+    const int64_t r = blockIdx.x, o = r * E;
+    const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+    float v[VPT];
+#pragma unroll
+    for (int k = 0; k < VPT; k++) {
+        const int i = t + NR_THREADS * k;
+        v[k] = i < E ? (b ? x[o + i] + b[o + i] : x[o + i]) : 0.0f;
+    }
+    if (b)
+#pragma unroll
+        for (int k = 0; k < VPT; k++)
+            if (t + NR_THREADS * k < E) sum_out[o + t + NR_THREADS * k] = v[k];
+#pragma unroll
+    for (int k = 0; k < VPT; k++) {
+        double a = 0.0;
+        if (t + NR_THREADS * k < E) a += (double)(v[k] * v[k]);
+        a = warp_sum_d(a);
+        if (lane == 0) part[w + (NR_THREADS / 32) * k] = a;
+    }
+    __syncthreads();
+    double sum = 0.0;
+#pragma unroll
+    for (int k = 0; k < Q_THREADS / 32; k++) sum += part[k];
+    const float sc = 1.0f / sqrtf((float)(sum / (double)E) + eps);
+    blk_q8_1 *d = (blk_q8_1 *)(dst + act_row_bytes(CU_T_Q8_1, E) * (uint64_t)r);
+#pragma unroll
+    for (int k = 0; k < VPT; k++) {
+        const int blk = w + (NR_THREADS / 32) * k, i = t + NR_THREADS * k;
+        if (blk >= E / 32) break; /* warp-uniform */
+        const float y = v[k] * sc;
+        q8_1_store(d + blk, wt ? y * wt[i] : y, lane);
+    }
+}
+
+/* where the 1024-thread kernel needs more than one wave (two blocks an SM): at T = 1 its body
+ * measured 4.0 µs vs 4.8 (H200), at T = 64 3.7 vs 4.8, at T = 512 7.5-8.4 vs 5.9 */
+static int norm_rows = 1; /* cu_norm_set_rows (env SB_CUDA_NORM_ROWS) */
+static int64_t norm_rows_min;
+extern "C" void cu_norm_set_rows(int on) { norm_rows = on; }
+static bool norm_rows_fit(int xq, int64_t E, int64_t rows) {
+    if (!norm_rows_min) norm_rows_min = 2 * (int64_t)(cu_sm_count() > 0 ? cu_sm_count() : 132) + 1;
+    return norm_rows && rows >= norm_rows_min && xq == CU_T_Q8_1 && E <= Q_THREADS && E % 32 == 0;
 }
 
 /* rows that fit in registers (aq_fits with 256 threads): act_build, the same code as the GEMV
@@ -96,8 +155,8 @@ extern "C" sb_status cu_quantize_act(cu_stream s, int xq, void *dst, const float
     const cudaStream_t st = (cudaStream_t)s;
     if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
         return act_rows<AQ_PLAIN>(st, xq, dst, E, rows, x, NULL, 0.0f, NULL, NULL, NULL, NULL, 0);
-    if (xq == CU_T_Q8_1) cu_launch(k_quantize<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, E);
-    else if (xq == CU_T_Q8_K) cu_launch(k_quantize<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, E);
+    if (xq == CU_T_Q8_1) cu_launch(k_quant_rows<CU_T_Q8_1, AQ_PLAIN>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, NULL, NULL, E, 0);
+    else if (xq == CU_T_Q8_K) cu_launch(k_quant_rows<CU_T_Q8_K, AQ_PLAIN>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, NULL, NULL, E, 0);
     else return bad_type(xq);
     return cu_after_launch("k_quantize");
 }
@@ -107,7 +166,8 @@ extern "C" sb_status cu_rms_norm_quant(cu_stream s, int xq, void *dst, const flo
     const cudaStream_t st = (cudaStream_t)s;
     if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
         return act_rows<AQ_NORM>(st, xq, dst, E, rows, x, w, eps, NULL, NULL, NULL, NULL, 0);
-    if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL);
+    if (norm_rows_fit(xq, E, rows)) cu_launch(k_rms_norm_q8_1_rows, (unsigned)rows, NR_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL);
+    else if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL);
     else if (xq == CU_T_Q8_K) cu_launch(k_rms_norm_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL);
     else return bad_type(xq);
     return cu_after_launch("k_rms_norm_quant");
@@ -119,7 +179,8 @@ extern "C" sb_status cu_add_rms_norm_quant(cu_stream s, int xq, void *dst, float
     const cudaStream_t st = (cudaStream_t)s;
     if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
         return act_rows<AQ_NORM>(st, xq, dst, E, rows, x, w, eps, b, sum_out, NULL, NULL, 0);
-    if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);
+    if (norm_rows_fit(xq, E, rows)) cu_launch(k_rms_norm_q8_1_rows, (unsigned)rows, NR_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);
+    else if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);
     else if (xq == CU_T_Q8_K) cu_launch(k_rms_norm_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);
     else return bad_type(xq);
     return cu_after_launch("k_add_rms_norm_quant");
@@ -130,8 +191,8 @@ extern "C" sb_status cu_glu_quant(cu_stream s, int xq, void *dst, const float *g
     const cudaStream_t st = (cudaStream_t)s;
     if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
         return act_rows<AQ_GLU>(st, xq, dst, E, rows, NULL, NULL, 0.0f, NULL, NULL, g, u, gelu ? 1 : 0);
-    if (xq == CU_T_Q8_1) cu_launch(k_glu_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, g, u, E, gelu ? 1 : 0);
-    else if (xq == CU_T_Q8_K) cu_launch(k_glu_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, g, u, E, gelu ? 1 : 0);
+    if (xq == CU_T_Q8_1) cu_launch(k_quant_rows<CU_T_Q8_1, AQ_GLU>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, NULL, g, u, E, gelu ? 1 : 0);
+    else if (xq == CU_T_Q8_K) cu_launch(k_quant_rows<CU_T_Q8_K, AQ_GLU>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, NULL, g, u, E, gelu ? 1 : 0);
     else return bad_type(xq);
     return cu_after_launch("k_glu_quant");
 }

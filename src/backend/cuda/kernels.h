@@ -182,6 +182,10 @@ bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool 
 void cu_act_set_fast(bool on);
 /* the current cu_act_set_fast setting (codegen: the layout a generated norm quantizer must match) */
 bool cu_act_fast(void);
+/* RMSNorm -> q8_1 rows of at most 1024 values by a 256-thread block with the 1024-thread kernel's
+ * summation order (bit-identical; k_quantize.cu) when there are more rows than two an SM (default
+ * on); off: the 1024-thread kernel for every row count */
+void cu_norm_set_rows(int on);
 /* Process-wide choice of the token-tile GEMV for T > 8: 1 one row per warp, 2 four rows per warp
  * sharing activation loads, 3 (default) the shared-memory tiled GEMM (k_mmvq.cu). */
 void cu_mmvq_set_variant(int v);
