@@ -255,6 +255,10 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (fs) cu_fattn_set_split(fs[0] != '0');
     const char *fm = getenv("SB_CUDA_FATTN_MMA"); /* its tensor-core kernel for F16 caches, head_dim 64/128 (default on; 0 = off: k_fattn.cu) */
     if (fm) cu_fattn_set_mma(fm[0] != '0');
+    const char *ft = getenv("SB_CUDA_FATTN_MMA_TMIN"); /* the tensor-core flash prefill for more than this many queries */
+    if (ft) cu_fattn_mma_set_tmin(atoi(ft));
+    const char *nr = getenv("SB_CUDA_NORM_ROWS"); /* RMSNorm q8_1 rows <= 1024 values by k_rms_norm_q8_1_rows past one wave (default on; 0 off) */
+    if (nr) cu_norm_set_rows(atoi(nr));
     const char *mt = getenv("SB_CUDA_MMA_TILE"); /* int8 MMA GEMM tile (k_mma.cu) */
     if (mt) cu_mma_set_tile(atoi(mt));
     const char *ms = getenv("SB_CUDA_MMA_SMALL"); /* the small-T int8 MMA GEMM (k_mma.cu: split K; default 2); unset: unchanged */

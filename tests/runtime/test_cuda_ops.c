@@ -53,9 +53,9 @@ static bool fattn_mma = true;  /* the tensor-core flash prefill (exec_cuda_set_f
  * give NMSE ~1e-8..1e-7 against op_attention (a CPU emulation of its warp math over these shapes:
  * at most 8e-8), while a mask off by one key, a wrong fragment layout or a dropped split measured
  * 1e-4 .. 2 there — 2e-6 lies between; every other case is f32 math: 1e-9. */
-/* the tensor-core path takes T > 64 (k_fattn_mma.cu FM_TMIN); fewer queries stay on k_fattn.cu (exact) */
+/* the tensor-core path takes every T > 1 (k_fattn_mma.cu fm_tmin); T = 1 and other caches stay on the exact kernels */
 static double flash_limit(int64_t T, int ctype, int64_t D) {
-    return T > 64 && fattn_mma && ctype == SB_TYPE_F16 && (D == 64 || D == 128) ? 2e-6 : 1e-9;
+    return T > 1 && fattn_mma && ctype == SB_TYPE_F16 && (D == 64 || D == 128) ? 2e-6 : 1e-9;
 }
 
 static float *rnd(int64_t n, float scale) {

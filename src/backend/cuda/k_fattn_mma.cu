@@ -29,7 +29,7 @@
  * lane-per-dim writer: dst = O / l and, with xq, q8_1_store (whole warps, D % 32 == 0).
  * Key split (few query tiles, e.g. 64 new tokens over a cached prefix): as k_fattn.cu — split z
  * of S takes whole BK tiles of the block's range (no more splits than tiles), writes (m, l, O) per
- * query to scratch [tile][S][BQ][D + 2], and the last block of the tile (counters, reset by it)
+ * query to scratch [tile][S][BQ][D + 4] (m, l, 2 pad, O), and the last block of the tile (counters, reset by it)
  * merges them: M = max m_z, f_z = exp(m_z - M) (0 for m_z = -inf), O = sum f_z O_z, l = sum f_z l_z.
  * Fragment layouts (PTX ISA 9.7.14.5.8, mma.m16n8k16 .f16; g = lane >> 2, c = lane & 3):
  *   A 16x16 row: reg0 = (A[g][2c], A[g][2c+1]), reg1 = A[g+8][2c..], reg2 = A[g][2c+8..], reg3 = A[g+8][2c+8..]
@@ -45,11 +45,11 @@
  * Traffic: K/V rows of the visible range once per (query tile, q head): 64 queries share each
  * load (k_fattn.cu: 16). Work per (query, key): 2*D MACs on tensor cores; the scalar part is ~10
  * f32 ops per (query, key) (scale, mask, max, exp, sum). Latency: per tile 2 barriers + the loads
- * hidden behind the previous tile's math. Predicted (not yet measured), H200, Qwen2.5-0.5B shape
- * (14/2 heads, D 64): T = 512 at depth 0 ~8-12 µs a layer (4-way split: the deepest tile's blocks
- * walk 2 key tiles, then the merge; k_fattn.cu 61), T = 512 @ 4096 ~50-70 µs (32K warp-tiles of
- * ~700 issued instructions over 132 SMs, 448 blocks in ~1.1 waves of 3 a SM; k_fattn.cu 633),
- * 64 new over 512 cached ~5-8 µs (9 splits of one key tile each; k_fattn.cu 10-40).
+ * hidden behind the previous tile's math; Q's staging and the merge issue all of a step's global
+ * loads at once (float4) — one load at a time made them most of the kernel. Measured (H200, ncu
+ * bodies, Qwen2.5-0.5B shape, 14/2 heads, D 64; bench/NOTES.md session 7): T = 512 at depth 0
+ * 17.7 µs a layer (predicted 8-12; 40.8 before the batched loads), 64 new over 512 cached 14.4 µs
+ * (9 splits of one key tile each, then the merge; k_fattn.cu 26.7).
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c test_flash_attention, MMA on and
  * off), every test model; the fragment and split logic against a double-precision attention in a
  * CPU emulation of the warp math during development.
@@ -66,6 +66,7 @@
 #define FM_BQ 64 /* queries a block: 16 a warp */
 #define FM_BK 64 /* keys a tile */
 #define FM_SMAX 16
+#define FM_PS(D) ((D) + 4) /* floats a query's partial (m, l, 2 pad, O): 16-byte aligned rows */
 
 typedef struct fm_rope {
     const float *ff;
@@ -154,22 +155,39 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
         cu_cp_commit();
     };
     if (kmin <= kmax) issue(kmin, 0); /* overlaps Q's staging */
-    /* Q rows as f16: plain values (and zeros past T), then the rotated pairs (disjoint elements) */
-    for (int i = tid; i < FM_BQ * D; i += FM_WARPS * 32) {
-        const int r = i / D, d = i % D, t = t0 + r;
-        if (t >= T) sq[r * SR + d] = 0;
-        else if (d >= rp.n_rot) sq[r * SR + d] = __half_as_ushort(__float2half_rn(q[((int64_t)t * Hq + h) * D + d]));
-    }
-    if (rp.n_rot > 0) {
-        const int half = rp.n_rot / 2;
-        for (int i = tid; i < FM_BQ * half; i += FM_WARPS * 32) {
-            const int r = i / half, pi = i % half, t = t0 + r;
-            if (t >= T) continue;
-            int a, b;
-            float xa, xb;
-            rope_pair(q + ((int64_t)t * Hq + h) * D, pi, rp.n_rot, rp.mode, s_p[r], rp.ts, rp.fs, rp.af, rp.ff, &a, &b, &xa, &xb);
-            sq[r * SR + a] = __half_as_ushort(__float2half_rn(xa));
-            sq[r * SR + b] = __half_as_ushort(__float2half_rn(xb));
+    /* Q rows as f16. Without RoPE: every thread's float4 loads issued at once, then converted (one
+     * memory round trip; one load at a time measured ~40% of this kernel's stall samples). With
+     * RoPE: plain values (and zeros past T), then the rotated pairs (disjoint elements). */
+    if (rp.n_rot == 0 && ((uintptr_t)q & 15) == 0) {
+        constexpr int V4 = FM_BQ * D / 4 / (FM_WARPS * 32); /* float4s a thread: 8 (D 64), 16 (D 128) */
+        float4 qv[V4];
+#pragma unroll
+        for (int u = 0; u < V4; u++) {
+            const int i = tid + u * FM_WARPS * 32, r = i / (D / 4), t = t0 + r;
+            qv[u] = t < T ? *((const float4 *)(q + ((int64_t)t * Hq + h) * D) + i % (D / 4)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int u = 0; u < V4; u++) {
+            const int i = tid + u * FM_WARPS * 32, r = i / (D / 4);
+            *(uint2 *)&sq[r * SR + 4 * (i % (D / 4))] = make_uint2(fm_pack(qv[u].x, qv[u].y), fm_pack(qv[u].z, qv[u].w));
+        }
+    } else {
+        for (int i = tid; i < FM_BQ * D; i += FM_WARPS * 32) {
+            const int r = i / D, d = i % D, t = t0 + r;
+            if (t >= T) sq[r * SR + d] = 0;
+            else if (d >= rp.n_rot) sq[r * SR + d] = __half_as_ushort(__float2half_rn(q[((int64_t)t * Hq + h) * D + d]));
+        }
+        if (rp.n_rot > 0) {
+            const int half = rp.n_rot / 2;
+            for (int i = tid; i < FM_BQ * half; i += FM_WARPS * 32) {
+                const int r = i / half, pi = i % half, t = t0 + r;
+                if (t >= T) continue;
+                int a, b;
+                float xa, xb;
+                rope_pair(q + ((int64_t)t * Hq + h) * D, pi, rp.n_rot, rp.mode, s_p[r], rp.ts, rp.fs, rp.af, rp.ff, &a, &b, &xa, &xb);
+                sq[r * SR + a] = __half_as_ushort(__float2half_rn(xa));
+                sq[r * SR + b] = __half_as_ushort(__float2half_rn(xb));
+            }
         }
     }
     __syncthreads();
@@ -288,33 +306,74 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     if (c == 0) s_m[r0] = m[0], s_l[r0] = l[0], s_m[r0 + 8] = m[1], s_l[r0 + 8] = l[1];
     __syncthreads();
     if (Se > 1) { /* partials (m, l, O) per query; the last split block of the tile merges */
-        constexpr int PS = D + 2;
+        constexpr int PS = FM_PS(D), P4 = PS / 4; /* a row: m, l, 2 pad, O (16-byte aligned) */
         const int64_t tile = (int64_t)blockIdx.x * Hq + h;
         float *pz = part + (tile * S + z) * FM_BQ * PS;
-        for (int i = tid; i < FM_BQ * PS; i += FM_WARPS * 32) {
-            const int r = i / PS, e = i % PS;
-            pz[i] = e == 0 ? s_m[r] : e == 1 ? s_l[r] : so[r * SO + e - 2];
+        for (int i = tid; i < FM_BQ * P4; i += FM_WARPS * 32) {
+            const int r = i / P4, e = i % P4;
+            ((float4 *)pz)[i] = e == 0 ? make_float4(s_m[r], s_l[r], 0.0f, 0.0f) : *(const float4 *)&so[r * SO + 4 * (e - 1)];
         }
         if (!block_arrives_last(&cnt[tile], (unsigned)Se, &s_last)) return;
         const float *pt = part + tile * S * FM_BQ * PS;
+        /* every load of a step issued before its first use (as the Q staging), in the split order */
         if (tid < FM_BQ) { /* row tid: the common max, each split's factor, the merged sum */
+            float mz[FM_SMAX], lz[FM_SMAX];
+#pragma unroll
+            for (int zz = 0; zz < FM_SMAX; zz++)
+                if (zz < Se) {
+                    const float *pr = pt + ((int64_t)zz * FM_BQ + tid) * PS;
+                    mz[zz] = __ldcg(pr), lz[zz] = __ldcg(pr + 1);
+                }
             float M = -INFINITY;
-            for (int zz = 0; zz < Se; zz++) M = fmaxf(M, __ldcg(pt + ((int64_t)zz * FM_BQ + tid) * PS));
+#pragma unroll
+            for (int zz = 0; zz < FM_SMAX; zz++)
+                if (zz < Se) M = fmaxf(M, mz[zz]);
             float L = 0.0f;
-            for (int zz = 0; zz < Se; zz++) {
-                const float *pr = pt + ((int64_t)zz * FM_BQ + tid) * PS, mz = __ldcg(pr);
-                const float f = mz == -INFINITY ? 0.0f : expf(mz - M);
-                sf[tid * FM_SMAX + zz] = f;
-                L += __ldcg(pr + 1) * f;
-            }
+#pragma unroll
+            for (int zz = 0; zz < FM_SMAX; zz++)
+                if (zz < Se) {
+                    const float f = mz[zz] == -INFINITY ? 0.0f : expf(mz[zz] - M);
+                    sf[tid * FM_SMAX + zz] = f;
+                    L += lz[zz] * f;
+                }
             s_l[tid] = L;
         }
         __syncthreads();
-        for (int i = tid; i < FM_BQ * D; i += FM_WARPS * 32) {
-            const int r = i / D, d = i % D;
-            float acc = 0.0f;
-            for (int zz = 0; zz < Se; zz++) acc += __ldcg(pt + ((int64_t)zz * FM_BQ + r) * PS + 2 + d) * sf[r * FM_SMAX + zz];
-            so[r * SO + d] = acc;
+        /* O: each thread's float4s in chunks of 8, two splits' loads in flight at once (8 rounds of
+         * scalar loads a split made the merge most of the kernel at 64 queries over 512 cached);
+         * the same sum order as one split at a time */
+        constexpr int V4 = FM_BQ * D / 4 / (FM_WARPS * 32), C4 = 8; /* 8 (D 64) or 16 (D 128) float4s a thread */
+#pragma unroll 1
+        for (int c0 = 0; c0 < V4; c0 += C4) {
+            float4 acc[C4];
+#pragma unroll
+            for (int u = 0; u < C4; u++) acc[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            for (int zz = 0; zz < Se; zz += 2) {
+                const bool two = zz + 1 < Se;
+                float4 a[C4], b[C4];
+#pragma unroll
+                for (int u = 0; u < C4; u++) {
+                    const int i = tid + (c0 + u) * FM_WARPS * 32, r = i / (D / 4), c = i % (D / 4);
+                    const float4 *pa = (const float4 *)(pt + ((int64_t)zz * FM_BQ + r) * PS) + 1 + c;
+                    a[u] = __ldcg(pa);
+                    if (two) b[u] = __ldcg(pa + FM_BQ * P4);
+                }
+#pragma unroll
+                for (int u = 0; u < C4; u++) {
+                    const int r = (tid + (c0 + u) * FM_WARPS * 32) / (D / 4);
+                    const float f = sf[r * FM_SMAX + zz];
+                    acc[u].x += a[u].x * f, acc[u].y += a[u].y * f, acc[u].z += a[u].z * f, acc[u].w += a[u].w * f;
+                    if (two) {
+                        const float f1 = sf[r * FM_SMAX + zz + 1];
+                        acc[u].x += b[u].x * f1, acc[u].y += b[u].y * f1, acc[u].z += b[u].z * f1, acc[u].w += b[u].w * f1;
+                    }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < C4; u++) {
+                const int i = tid + (c0 + u) * FM_WARPS * 32;
+                *(float4 *)&so[i / (D / 4) * SO + 4 * (i % (D / 4))] = acc[u];
+            }
         }
         if (tid == 0) cnt[tile] = 0; /* for the next kernel that counts on it */
         __syncthreads();
@@ -340,12 +399,14 @@ static int fm_cc = -1, fm_sms = 0;
 
 extern "C" void cu_fattn_set_mma(int on) { fattn_mma = on ? 1 : 0; }
 
-/* more than FM_TMIN queries: at 64 new tokens k_fattn.cu (with its key split) measured faster on the
- * H200 — first token after a cached 512 + 64 new 2.68 vs 3.24 ms, pp64 28.2k vs 26.3k — while this
- * kernel wins from T 512 (pp512 60.0k vs 56.0k; pp512 @ d4096 50.4k vs 19.9k) */
-#define FM_TMIN 64
+/* more than fm_tmin queries (default 1: every prefill). At 64 new tokens over a cached 512 the f32
+ * kernel (k_fattn.cu) took 26.7 µs a layer and this one 18.6 (H200, after its Q staging and merge
+ * loads were batched): first token 2.40-2.44 vs 2.58-2.59 ms, pp64 @ d4096 23.3k vs 14.1k, pp64
+ * equal (bench/NOTES.md, session 7); before that batching it lost at T = 64 (session 5). */
+static int fm_tmin = 1; /* cu_fattn_mma_set_tmin (env SB_CUDA_FATTN_MMA_TMIN) */
+extern "C" void cu_fattn_mma_set_tmin(int t) { fm_tmin = t > 0 ? t : 1; }
 extern "C" bool cu_fattn_mma_takes(const cu_attn_args *a) {
-    if (!fattn_mma || !cu_fattn_supported(a) || a->T <= FM_TMIN || a->ctype != CU_T_F16 || (a->D != 64 && a->D != 128)) return false;
+    if (!fattn_mma || !cu_fattn_supported(a) || a->T <= fm_tmin || a->ctype != CU_T_F16 || (a->D != 64 && a->D != 128)) return false;
     if (fm_cc < 0) fm_cc = cu_cc_major();
     return fm_cc >= 8;
 }
@@ -364,7 +425,7 @@ static int fm_splits(const cu_attn_args *a, int split_on) {
 extern "C" uint64_t cu_fattn_mma_scratch(const cu_attn_args *a, int split_on) {
     if (!cu_fattn_mma_takes(a)) return 0;
     const int S = fm_splits(a, split_on);
-    return S > 1 ? (uint64_t)((a->T + FM_BQ - 1) / FM_BQ) * (uint64_t)a->Hq * (uint64_t)S * FM_BQ * (uint64_t)(a->D + 2) : 0;
+    return S > 1 ? (uint64_t)((a->T + FM_BQ - 1) / FM_BQ) * (uint64_t)a->Hq * (uint64_t)S * FM_BQ * (uint64_t)FM_PS(a->D) : 0;
 }
 
 template <int D> static size_t fm_smem_bytes() {
@@ -397,7 +458,7 @@ extern "C" sb_status cu_fattn_mma(cu_stream s, float *dst, const float *q, const
     if (a->T <= 0) return SB_OK;
     const fm_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
     int S = fm_splits(a, split_on);
-    if (S > 1 && (!scratch || !counters || scratch_floats < cu_fattn_mma_scratch(a, split_on))) S = 1;
+    if (S > 1 && (!scratch || !counters || scratch_floats < cu_fattn_mma_scratch(a, split_on) || (uintptr_t)scratch % 16)) S = 1;
     const dim3 grid(cu_div_up(a->T, FM_BQ), (unsigned)a->Hq, (unsigned)S);
     const cudaStream_t st = (cudaStream_t)s;
     return a->D == 64 ? fm_launch<64>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters)

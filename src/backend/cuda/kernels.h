@@ -346,6 +346,7 @@ void cu_fattn_set_split(int on);
  * (default): cu_attention_prefill runs F16 caches with head_dim 64 or 128 on sm_80+ with f16
  * mma.sync (f16 Q and P, f32 accumulation: ~1e-3 relative error); 0 off: k_fattn.cu's f32 kernel. */
 void cu_fattn_set_mma(int on);
+void cu_fattn_mma_set_tmin(int t); /* it takes more than t queries (default 1: every prefill) */
 /* Does cu_attention_prefill take the tensor-core kernel for a (knob on, F16 cache, head_dim 64/128,
  * sm_80+; it also needs 16-byte aligned caches, else k_fattn.cu runs)? */
 bool cu_fattn_mma_takes(const cu_attn_args *a);
