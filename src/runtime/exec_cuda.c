@@ -73,6 +73,7 @@ void exec_cuda_set_act_fast(bool on) { (void)on; }
 void exec_cuda_set_res(bool on) { (void)on; }
 void exec_cuda_set_fattn_split(bool on) { (void)on; }
 void exec_cuda_set_fattn_mma(bool on) { (void)on; }
+void exec_cuda_set_norm_rows(bool on) { (void)on; }
 void exec_cuda_set_reg(bool on) { (void)on; }
 int32_t exec_cuda_count_fusions(const plan *p) { return -1; }
 size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
@@ -367,6 +368,7 @@ void exec_cuda_set_act_fast(bool on) { cu_act_set_fast(on); }
 void exec_cuda_set_res(bool on) { cu_gemv_set_res(on, 0); }
 void exec_cuda_set_fattn_split(bool on) { cu_fattn_set_split(on); }
 void exec_cuda_set_fattn_mma(bool on) { cu_fattn_set_mma(on); }
+void exec_cuda_set_norm_rows(bool on) { cu_norm_set_rows(on ? 1 : 0); }
 void exec_cuda_set_reg(bool on) { cu_gemv_set_reg(on); }
 void exec_cuda_set_mma_small(int mode) { cu_mma_set_small(mode); }
 void exec_cuda_set_mma_small_tmax(int64_t t) { cu_mma_set_small_tmax(t); }

@@ -142,6 +142,9 @@ void exec_cuda_set_fattn_split(bool on);
  * or 128 on sm_80+ (default on, env SB_CUDA_FATTN_MMA=0 turns it off: k_fattn.cu's f32 kernel;
  * f16 Q and P give ~1e-3 relative error). Process-wide; takes effect for plans built afterwards. */
 void exec_cuda_set_fattn_mma(bool on);
+/* RMSNorm -> q8_1 rows past one wave of the 1024-thread kernel by the 256-thread kernel of the same
+ * bits (default on, env SB_CUDA_NORM_ROWS=0 off; k_quantize.cu). Process-wide. */
+void exec_cuda_set_norm_rows(bool on);
 void exec_cuda_set_reg(bool on);
 /* How many nodes of p those fusions fold away (host only; -1 on error). */
 int32_t exec_cuda_count_fusions(const plan *p);

@@ -44,6 +44,8 @@ static int attn_small = 0;   /* variant 4's small-depth layout up to this depth 
 #define AD_TEST_GMAX 8       /* forced heads per block of 8 = G for every G variant 4 takes (min(n, G)) */
 static bool fuse_on = false;  /* executor-level fusions (the default is on; tests opt in) */
 static int32_t last_kernels;  /* kernels the last CUDA run launched */
+static float *last_y;         /* a copy of the last CUDA run's first output (last_n values) */
+static int64_t last_n;
 static bool ropek_on = false; /* the SB_CUDA_ROPEK experiment (with fuse_on) */
 static bool pro_on = false;   /* the SB_CUDA_PRO GEMV prologues (with fuse_on) */
 static int pro_mode = 1;      /* which: 1 every norm and GLU, 2 norms into k_gemv_reg launches */
@@ -139,6 +141,9 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     for (int32_t k = 1; k < 4; k++) free(outs[k]);
     if (s != SB_OK) goto out;
     last_kernels = exec_cuda_get_stats(cx).kernels_last_run;
+    free(last_y);
+    last_y = malloc((size_t)n * 4), last_n = n;
+    memcpy(last_y, yc, (size_t)n * 4);
     uint64_t ab = exec_cpu_arena_bytes(pr, 1);
     arena = aligned_alloc(PLAN_ALIGN, (ab + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN);
     exec_bindings ebr = {.data = dr, .n_data = pr->n_inputs, .arena = arena, .arena_bytes = ab};
@@ -571,6 +576,42 @@ static void test_add_norm(void) {
             ir_graph_free(g);
             free(x), free(r), free(wn), free(wf), free(wq);
         }
+}
+
+/* RMSNorm -> q8_1 rows past one wave (k_rms_norm_q8_1_rows: 600 rows, more than 2 an SM on any GPU
+ * below 300 SMs) with and without the residual add, rows of 1024 / 896 / 96 values (4, 3.5 and 0.4
+ * of its 4 values a thread): vs the reference, and byte-identical to the 1024-thread kernel (its
+ * summation order, reproduced) through the Q8_0 GEMM that consumes the activations */
+static void test_norm_rows(void) {
+    const int64_t T = 600, N = 32, Es[3] = {1024, 896, 96};
+    for (int k = 0; k < 6; k++) {
+        const int64_t E = Es[k % 3];
+        const bool add = k >= 3;
+        float *x = rnd(E * T, 2.0f), *r = rnd(E * T, 1.0f), *wn = rnd(E, 1.0f), *wf = rnd(E * N, 0.1f);
+        void *wq = quant_rows(SB_TYPE_Q8_0, wf, E, N);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, T, 1, 1});
+        ir_ref rr = ir_input_weight(g, "r", SB_TYPE_F32, (int64_t[4]){E, T, 1, 1});
+        ir_ref wnr = ir_input_weight(g, "wn", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
+        ir_ref wr = ir_input_weight(g, "w", SB_TYPE_Q8_0, (int64_t[4]){E, N, 1, 1});
+        ir_ref h = add ? ir_add(g, xr, rr) : xr;
+        ir_output(g, ir_matmul(g, wr, ir_mul(g, ir_rms_norm(g, h, 1e-6f), wnr)), "y");
+        binds b = {.name = {"x", "r", "wn", "w"}, .data = {x, r, wn, wq}, .n = 4};
+        char label[96];
+        snprintf(label, sizeof label, "%srms_norm_quant rows kernel E=%lld T=%lld -> q8_0", add ? "add+" : "", (long long)E, (long long)T);
+        expect(run_both(g, &b, label), 5e-4, label);
+        float *y1 = last_y;
+        const int64_t n1 = last_n;
+        last_y = NULL;
+        exec_cuda_set_norm_rows(false);
+        expect(run_both(g, &b, label), 5e-4, label);
+        exec_cuda_set_norm_rows(true);
+        CHECKF(y1 && last_y && n1 == last_n && !memcmp(y1, last_y, (size_t)n1 * 4), "%s: not byte-identical to the 1024-thread kernel", label);
+        free(y1);
+        ir_graph_free(g);
+        free(x), free(r), free(wn), free(wf), free(wq);
+    }
 }
 
 static void test_rope(void) {
@@ -1241,6 +1282,7 @@ int main(void) {
     test_prologues();
     pro_mode = 1;
     test_add_norm();
+    test_norm_rows();
     test_rope();
     test_attention();
     test_rope_attention();
@@ -1260,5 +1302,7 @@ int main(void) {
     test_flash_attention();
     exec_cuda_set_fattn_mma(true);
     fattn_mma = true;
-    return test_summary();
+    const int rc = test_summary();
+    free(last_y);
+    return rc;
 }

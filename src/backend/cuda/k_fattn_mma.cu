@@ -29,8 +29,8 @@
  * lane-per-dim writer: dst = O / l and, with xq, q8_1_store (whole warps, D % 32 == 0).
  * Key split (few query tiles, e.g. 64 new tokens over a cached prefix): as k_fattn.cu — split z
  * of S takes whole BK tiles of the block's range (no more splits than tiles), writes (m, l, O) per
- * query to scratch [tile][S][BQ][D + 4] (m, l, 2 pad, O), and the last block of the tile (counters, reset by it)
- * merges them: M = max m_z, f_z = exp(m_z - M) (0 for m_z = -inf), O = sum f_z O_z, l = sum f_z l_z.
+ * query to scratch [tile][S][BQ][D + 4] (m, l, 2 pad, O), and the last block of the tile
+ * (counters, reset by it) merges them: M = max m_z, f_z = exp(m_z - M) (0 for m_z = -inf), O = sum f_z O_z, l = sum f_z l_z.
  * Fragment layouts (PTX ISA 9.7.14.5.8, mma.m16n8k16 .f16; g = lane >> 2, c = lane & 3):
  *   A 16x16 row: reg0 = (A[g][2c], A[g][2c+1]), reg1 = A[g+8][2c..], reg2 = A[g][2c+8..], reg3 = A[g+8][2c+8..]
  *   B 16x8 col:  reg0 = (B[2c][g], B[2c+1][g]), reg1 = (B[2c+8][g], B[2c+9][g])
@@ -400,8 +400,8 @@ static int fm_cc = -1, fm_sms = 0;
 extern "C" void cu_fattn_set_mma(int on) { fattn_mma = on ? 1 : 0; }
 
 /* more than fm_tmin queries (default 1: every prefill). At 64 new tokens over a cached 512 the f32
- * kernel (k_fattn.cu) took 26.7 µs a layer and this one 18.6 (H200, after its Q staging and merge
- * loads were batched): first token 2.40-2.44 vs 2.58-2.59 ms, pp64 @ d4096 23.3k vs 14.1k, pp64
+ * kernel (k_fattn.cu) took 26.7 µs a layer and this one 14.4 (H200, with its Q staging and merge
+ * loads batched): first token 2.28-2.30 vs 2.54 ms with 64, pp64 @ d4096 24.8k vs 14.3k, pp64
  * equal (bench/NOTES.md, session 7); before that batching it lost at T = 64 (session 5). */
 static int fm_tmin = 1; /* cu_fattn_mma_set_tmin (env SB_CUDA_FATTN_MMA_TMIN) */
 extern "C" void cu_fattn_mma_set_tmin(int t) { fm_tmin = t > 0 ? t : 1; }
