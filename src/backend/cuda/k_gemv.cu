@@ -27,7 +27,7 @@
  * weights are never written by a kernel, so this overlaps the previous kernel's tail.
  * Prologue (PRO): GP_NONE reads the q8 activation from global memory; GP_NORM builds it in shared
  * memory from f32 x: rms_norm(x) [* w] (block_rms_scale + quant_row, the very math of
- * k_rms_norm_quant); GP_GLU from act(g) * u (k_glu_quant's). Every block redoes the prologue
+ * k_rms_norm_quant); GP_GLU from act(g) * u (k_quant_rows' GLU). Every block redoes the prologue
  * (K values, L2-resident) instead of a separate kernel and a round trip through global memory. */
 enum { GP_NONE = 0, GP_NORM = 1, GP_GLU = 2 };
 #define GF_WARPS 8

@@ -158,7 +158,7 @@ extern "C" sb_status cu_quantize_act(cu_stream s, int xq, void *dst, const float
     if (xq == CU_T_Q8_1) cu_launch(k_quant_rows<CU_T_Q8_1, AQ_PLAIN>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, NULL, NULL, E, 0);
     else if (xq == CU_T_Q8_K) cu_launch(k_quant_rows<CU_T_Q8_K, AQ_PLAIN>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, NULL, NULL, E, 0);
     else return bad_type(xq);
-    return cu_after_launch("k_quantize");
+    return cu_after_launch("k_quant_rows");
 }
 
 extern "C" sb_status cu_rms_norm_quant(cu_stream s, int xq, void *dst, const float *x, const float *w, int64_t E, int64_t rows, float eps) {
@@ -194,5 +194,5 @@ extern "C" sb_status cu_glu_quant(cu_stream s, int xq, void *dst, const float *g
     if (xq == CU_T_Q8_1) cu_launch(k_quant_rows<CU_T_Q8_1, AQ_GLU>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, NULL, g, u, E, gelu ? 1 : 0);
     else if (xq == CU_T_Q8_K) cu_launch(k_quant_rows<CU_T_Q8_K, AQ_GLU>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, NULL, g, u, E, gelu ? 1 : 0);
     else return bad_type(xq);
-    return cu_after_launch("k_glu_quant");
+    return cu_after_launch("k_quant_rows (GLU)");
 }
