@@ -1391,7 +1391,7 @@ static sb_status run_matmul_one(crun *r, int32_t i) {
     float *dst = matmul_out(r, i, &epb);
     const cu_epilogue *ep = epb.add ? &epb : NULL;
     const bool k_dp4a = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
-    if (x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype)) { /* prefill: int8 tensor cores */
+    if (mma_ok(g, n)) { /* prefill: int8 tensor cores */
         if (cu_mma_small_mode()) { /* small T: K split over blocks, partials in the scratch region (shared with attention's) */
             const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_mma_small_scratch(w->ne[0], w->ne[1], x->ne[1]);
             const bool counters = cu_mma_small_mode() == 1;
@@ -1502,12 +1502,8 @@ static sb_status run_node(crun *r, int32_t i) {
             for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->gnext[m]) {
                 const ir_node *mn = &g->nodes[m], *mw = &g->nodes[mn->src[0]];
                 cu_gemv_seg *q = &seg[ns++];
-                *q = (cu_gemv_seg){.dst = (float *)dptr(r, m), .w = dptr(r, mn->src[0]), .wtype = mw->dtype, .N = mw->ne[1]};
-                const ir_ref o = epi_operand(g, r->c, m);
-                if (o != IR_NONE) {
-                    q->ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = 1};
-                    q->dst = (float *)dptr(r, r->c->epi[m]);
-                }
+                *q = (cu_gemv_seg){.w = dptr(r, mn->src[0]), .wtype = mw->dtype, .N = mw->ne[1]};
+                q->dst = matmul_out(r, m, &q->ep);
                 if (r->c->vstore[m] >= 0) {
                     q->cache = dptr(r, r->c->vstore[m]);
                     q->ctype = g->nodes[r->c->vstore[m]].dtype;

@@ -39,7 +39,7 @@
  * (test_mma_groups: the executor's groups vs the same GEMMs unfused).
  */
 #include "backend/cuda/cu_launch.cuh"
-#include "backend/cuda/device/unpack.cuh"
+#include "backend/cuda/device/gemv_dot.cuh"
 #include "backend/cuda/device/split.cuh"
 
 #define MA_KB 4
@@ -479,17 +479,6 @@ extern "C" bool cu_has_mma(int wtype, int xtype) {
     return xtype == CU_T_Q8_1 && (kq || wtype == CU_T_Q4_0 || wtype == CU_T_Q5_0 || wtype == CU_T_Q8_0);
 }
 
-static uint64_t ma_row_bytes(int wtype, int64_t K) {
-    switch (wtype) {
-    case CU_T_Q4_0: return (uint64_t)(K / 32) * sizeof(blk_q4_0);
-    case CU_T_Q5_0: return (uint64_t)(K / 32) * sizeof(blk_q5_0);
-    case CU_T_Q8_0: return (uint64_t)(K / 32) * sizeof(blk_q8_0);
-    case CU_T_Q4_K: return (uint64_t)(K / 256) * sizeof(blk_q4_K);
-    case CU_T_Q5_K: return (uint64_t)(K / 256) * sizeof(blk_q5_K);
-    default: return (uint64_t)(K / 256) * sizeof(blk_q6_K);
-    }
-}
-
 static sb_status matmul_mma(cu_stream s, const ma_segs &sg, int wtype, int64_t K, const void *xq, int xtype, int64_t T, const mma_small_args *sm) {
     if (T <= 0) return SB_OK;
     if (!cu_has_mma(wtype, xtype))
@@ -499,7 +488,7 @@ static sb_status matmul_mma(cu_stream s, const ma_segs &sg, int wtype, int64_t K
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: int8 MMA GEMM with K %lld (a multiple of the block size)", (long long)K);
     const cudaStream_t st = (cudaStream_t)s;
     const uint8_t *x = (const uint8_t *)xq;
-    const uint64_t rb = ma_row_bytes(wtype, K);
+    const uint64_t rb = mmvq_row_bytes(wtype, K); /* the dp4a GEMVs' types: every type cu_has_mma takes */
     if (xtype == CU_T_Q8_1) {
         switch (wtype) {
         case CU_T_Q4_0: return launch_any<CU_T_Q4_0, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);

@@ -16,9 +16,10 @@
  * device/act_quant.cuh, shared with the GEMV prologues and generated kernels.
  * Geometry: one 1024-thread block a row; RMSNorm rows past one wave of those (more than 2 an SM)
  * that fit (q8_1, E <= 1024): one 256-thread block a row holding 4 values a thread with the
- * 1024-thread kernel's summation order (k_rms_norm_q8_1_rows, bit-identical). With cu_act_set_fast (SB_CUDA_AQ=1, slower on the
- * H200) rows of up to 8192 values (aq_fits) take one 256-thread block with every value in a
- * register (act_build: all loads in flight at once; the code of the GEMV prologues).
+ * 1024-thread kernel's summation order (k_rms_norm_q8_1_rows, bit-identical). With
+ * cu_act_set_fast (SB_CUDA_AQ=1, slower on the H200) rows of up to 8192 values (aq_fits) take one
+ * 256-thread block with every value in a register (act_build: all loads in flight at once; the
+ * code of the GEMV prologues).
  * q8_1: a warp's lane = element of its 32-block.
  * q8_K: warp w takes 256-blocks w, w+32, ...; lane l holds elements 32k + l (k < 8), so a warp load
  * is one coalesced 128-byte row segment; max/sum by shuffles; half-warp sums give bsums.
