@@ -15,7 +15,8 @@
  * then each warp runs 32 rows x BT/(8/(BN/32)) tokens of m16n8 tiles, all of a sub-block's MMAs
  * issued before their int32 results are scaled into f32 accumulators. Software pipeline: the raw
  * words of the next step (cu_fetch) are loaded before this step's math and decoded (cu_decode)
- * after it.
+ * after it; the first step's weight words before the PDL wait (weights are never written by a
+ * kernel), so their HBM latency passes under the previous kernel's tail.
  * Traffic: weights read once per BT tokens, activations once per BN rows. H200: 20-40 TMAC/s,
  * bound by instruction issue (~31 warp-instructions an MMA, half of them the per-sub-block f32
  * scaling, 4 an int32 result) with ~2 blocks per SM (bench/NOTES.md, session 6: staging the loads
@@ -110,7 +111,6 @@ struct ma_segs {
 template <int TYPE, int XQ, int BN, int BT, bool SPLIT>
 __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, int spb,
                                                 float *part, unsigned *cnt) {
-    CU_PDL_ENTRY();
     int sgi = 0; /* this block's segment (SPLIT: one) */
 #pragma unroll
     for (int q = 1; q < CU_MULTI_MAX; q++)
@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
     int xr[8];
     float xd8 = 0.0f;
     const int at = tid / MA_KB, aj = tid % MA_KB; /* this thread's activation sub-block */
-    auto fetch = [&](int j0) {
+    auto fetch_w = [&](int j0) { /* weights: never written by a kernel, so also before the PDL wait */
 #pragma unroll
         for (int u2 = 0; u2 < U; u2++) {
             const int u = tid + 256 * u2, r = u / MA_KB, jj = u % MA_KB;
@@ -165,6 +165,8 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
                 raw[u2].s0 = raw[u2].s1 = 0;
             }
         }
+    };
+    auto fetch_x = [&](int j0) { /* activations: after the wait */
         xd8 = 0.0f;
 #pragma unroll
         for (int i = 0; i < 8; i++) xr[i] = 0;
@@ -194,12 +196,14 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
             }
         }
     };
-    fetch(jb);
+    fetch_w(jb); /* the first step's weights load under the previous kernel's tail */
+    CU_PDL_ENTRY();
+    fetch_x(jb);
     store(jb);
     __syncthreads();
     for (int j0 = jb; j0 < je; j0 += MA_KB) {
         const bool more = j0 + MA_KB < je;
-        if (more) fetch(j0 + MA_KB);
+        if (more) fetch_w(j0 + MA_KB), fetch_x(j0 + MA_KB);
 #pragma unroll
         for (int jj = 0; jj < MA_KB; jj++) {
             int a[2][4], b[NT][2];
