@@ -159,10 +159,8 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
             const int u = tid + 256 * u2, r = u / MA_KB, jj = u % MA_KB;
             if ((WSUB >= 256 || u < WSUB) && n0 + r < N && j0 + jj < je) {
                 cu_fetch<TYPE>(w + (uint64_t)(n0 + r) * rb, j0 + jj, &raw[u2]);
-            } else { /* zero words decode to zero scales: no contribution */
-#pragma unroll
-                for (int i = 0; i < 8; i++) raw[u2].q[i] = raw[u2].h[i] = 0;
-                raw[u2].s0 = raw[u2].s1 = 0;
+            } else {
+                cu_wraw_zero(&raw[u2]);
             }
         }
     };

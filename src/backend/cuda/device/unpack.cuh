@@ -129,27 +129,28 @@ template <int TYPE> static __device__ __forceinline__ void cu_unpack(const uint8
  * into registers, cu_decode turns them into the cu_unpack result (bit-identical). Fields a type
  * does not use are dead and cost no registers. */
 typedef struct cu_wraw {
-    int q[8], h[8];
+    int q[9], h[9];
     uint32_t s0, s1;
 } cu_wraw;
 
+/* all-zero raw words: they decode to zero scales (no contribution) */
+static __device__ __forceinline__ void cu_wraw_zero(cu_wraw *o) {
+#pragma unroll
+    for (int i = 0; i < 9; i++) o->q[i] = o->h[i] = 0;
+    o->s0 = o->s1 = 0;
+}
+
+/* The 2-byte-aligned blocks (Q4_0, Q5_0, Q8_0, Q6_K) are fetched as aligned 32-bit words with the
+ * block's bit offset in s1 (cu_ld_words_a2; cu_decode applies cu_win): half the load instructions
+ * of 16-bit halves. Q6_K's ql and qh segments start a multiple of 4 bytes into the block, so one
+ * offset serves both. */
 template <int TYPE> static __device__ __forceinline__ void cu_fetch(const uint8_t *row, int j, cu_wraw *o) {
     if (TYPE == CU_T_Q4_0) {
-        const blk_q4_0 *b = (const blk_q4_0 *)row + j;
-#pragma unroll
-        for (int i = 0; i < 4; i++) o->q[i] = ld_i32_a2(b->qs + 4 * i);
-        o->s0 = b->d;
+        o->s1 = cu_ld_words_a2<5>(row + (uint64_t)j * sizeof(blk_q4_0), (uint32_t *)o->q);
     } else if (TYPE == CU_T_Q5_0) {
-        const blk_q5_0 *b = (const blk_q5_0 *)row + j;
-#pragma unroll
-        for (int i = 0; i < 4; i++) o->q[i] = ld_i32_a2(b->qs + 4 * i);
-        o->h[0] = ld_i32_a2(b->qh);
-        o->s0 = b->d;
+        o->s1 = cu_ld_words_a2<6>(row + (uint64_t)j * sizeof(blk_q5_0), (uint32_t *)o->q);
     } else if (TYPE == CU_T_Q8_0) {
-        const blk_q8_0 *b = (const blk_q8_0 *)row + j;
-#pragma unroll
-        for (int i = 0; i < 8; i++) o->q[i] = ld_i32_a2(b->qs + 4 * i);
-        o->s0 = b->d;
+        o->s1 = cu_ld_words_a2<9>(row + (uint64_t)j * sizeof(blk_q8_0), (uint32_t *)o->q);
     } else if (TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K) {
         const uint8_t *blk = row + (uint64_t)(j / 8) * (TYPE == CU_T_Q4_K ? sizeof(blk_q4_K) : sizeof(blk_q5_K));
         const uint8_t *scales = TYPE == CU_T_Q4_K ? ((const blk_q4_K *)blk)->scales : ((const blk_q5_K *)blk)->scales;
@@ -169,40 +170,40 @@ template <int TYPE> static __device__ __forceinline__ void cu_fetch(const uint8_
     } else { /* CU_T_Q6_K */
         const blk_q6_K *b = (const blk_q6_K *)row + j / 8;
         const int s = j % 8, n = s / 4, g = s % 4;
-        const uint8_t *ql = b->ql + 64 * n + 32 * (g & 1);
-        const uint8_t *qh = b->qh + 32 * n;
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            o->q[i] = ld_i32_a2(ql + 4 * i);
-            o->h[i] = ld_i32_a2(qh + 4 * i);
-        }
-        o->s0 = b->d;
+        const unsigned sh = cu_ld_words_a2<9>(b->ql + 64 * n + 32 * (g & 1), (uint32_t *)o->q);
+        cu_ld_words_a2<9>(b->qh + 32 * n, (uint32_t *)o->h);
+        o->s0 = b->d | (uint32_t)sh << 16;
         o->s1 = (uint32_t)(uint8_t)b->scales[2 * s] | (uint32_t)(uint8_t)b->scales[2 * s + 1] << 8;
     }
 }
 
 template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wraw *r, int j, cu_wsub *o) {
-    if (TYPE == CU_T_Q4_0) {
+    if (TYPE == CU_T_Q4_0) { /* d at byte 0, qs at 2..17 */
+        const uint32_t *w = (const uint32_t *)r->q;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            o->w[i] = cu_sub_bytes(r->q[i] & 0x0F0F0F0F, 0x08080808);
-            o->w[i + 4] = cu_sub_bytes((r->q[i] >> 4) & 0x0F0F0F0F, 0x08080808);
+            const int q = (int)cu_win(w, i, 1, r->s1);
+            o->w[i] = cu_sub_bytes(q & 0x0F0F0F0F, 0x08080808);
+            o->w[i + 4] = cu_sub_bytes((q >> 4) & 0x0F0F0F0F, 0x08080808);
         }
-        o->d0 = o->d1 = cu_h2f((uint16_t)r->s0);
+        o->d0 = o->d1 = cu_h2f((uint16_t)cu_win(w, 0, 0, r->s1));
         o->dm = 0.0f;
-    } else if (TYPE == CU_T_Q5_0) {
-        const uint32_t qh = (uint32_t)r->h[0];
+    } else if (TYPE == CU_T_Q5_0) { /* d at byte 0, qh at 2..5, qs at 6..21 */
+        const uint32_t *w = (const uint32_t *)r->q;
+        const uint32_t qh = cu_win(w, 0, 1, r->s1);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            o->w[i] = cu_sub_bytes((r->q[i] & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (4 * i)), 0x10101010);
-            o->w[i + 4] = cu_sub_bytes(((r->q[i] >> 4) & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (16 + 4 * i)), 0x10101010);
+            const int q = (int)cu_win(w, 1 + i, 1, r->s1);
+            o->w[i] = cu_sub_bytes((q & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (4 * i)), 0x10101010);
+            o->w[i + 4] = cu_sub_bytes(((q >> 4) & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (16 + 4 * i)), 0x10101010);
         }
-        o->d0 = o->d1 = cu_h2f((uint16_t)r->s0);
+        o->d0 = o->d1 = cu_h2f((uint16_t)cu_win(w, 0, 0, r->s1));
         o->dm = 0.0f;
-    } else if (TYPE == CU_T_Q8_0) {
+    } else if (TYPE == CU_T_Q8_0) { /* d at byte 0, qs at 2..33 */
+        const uint32_t *w = (const uint32_t *)r->q;
 #pragma unroll
-        for (int i = 0; i < 8; i++) o->w[i] = r->q[i];
-        o->d0 = o->d1 = cu_h2f((uint16_t)r->s0);
+        for (int i = 0; i < 8; i++) o->w[i] = (int)cu_win(w, i, 1, r->s1);
+        o->d0 = o->d1 = cu_h2f((uint16_t)cu_win(w, 0, 0, r->s1));
         o->dm = 0.0f;
     } else if (TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K) {
         const int s = j % 8, sh = 4 * (s % 2);
@@ -225,13 +226,14 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
         o->dm = -cu_h2f((uint16_t)(r->s0 >> 16)) * (float)m;
     } else { /* CU_T_Q6_K */
         const int g = (j % 8) % 4;
+        const unsigned sh = r->s0 >> 16;
 #pragma unroll
         for (int i = 0; i < 8; i++) {
-            const int lo = (r->q[i] >> (4 * (g >> 1))) & 0x0F0F0F0F;
-            const int hi = (int)((((unsigned)r->h[i] >> (2 * g)) & 0x03030303u) << 4);
+            const int lo = ((int)cu_win((const uint32_t *)r->q, i, 0, sh) >> (4 * (g >> 1))) & 0x0F0F0F0F;
+            const int hi = (int)(((cu_win((const uint32_t *)r->h, i, 0, sh) >> (2 * g)) & 0x03030303u) << 4);
             o->w[i] = cu_sub_bytes(lo | hi, 0x20202020);
         }
-        const float d = cu_h2f((uint16_t)r->s0);
+        const float d = cu_h2f((uint16_t)(r->s0 & 0xFFFF));
         o->d0 = d * (float)(int8_t)(r->s1 & 0xFF);
         o->d1 = d * (float)(int8_t)((r->s1 >> 8) & 0xFF);
         o->dm = 0.0f;
