@@ -130,20 +130,24 @@ template <int TYPE> static __device__ __forceinline__ void cu_unpack(const uint8
  * does not use are dead and cost no registers. */
 typedef struct cu_wraw {
     int q[9], h[9];
-    uint32_t s0, s1;
+    uint32_t s0, s1, s2, s3;
 } cu_wraw;
 
 /* all-zero raw words: they decode to zero scales (no contribution) */
 static __device__ __forceinline__ void cu_wraw_zero(cu_wraw *o) {
 #pragma unroll
     for (int i = 0; i < 9; i++) o->q[i] = o->h[i] = 0;
-    o->s0 = o->s1 = 0;
+    o->s0 = o->s1 = o->s2 = o->s3 = 0;
 }
 
-/* The 2-byte-aligned blocks (Q4_0, Q5_0, Q8_0, Q6_K) are fetched as aligned 32-bit words with the
- * block's bit offset in s1 (cu_ld_words_a2; cu_decode applies cu_win): half the load instructions
- * of 16-bit halves. Q6_K's ql and qh segments start a multiple of 4 bytes into the block, so one
- * offset serves both. */
+/* cu_fetch only issues loads into the fields: nothing in it uses a loaded value (combining two
+ * loads there stalled the thread on the first before it issued the next fetch — the K-quants'
+ * scale bytes, the 16-bit halves). The 2-byte-aligned blocks (Q4_0, Q5_0, Q8_0, Q6_K) are fetched as
+ * aligned 32-bit words with the block's bit offset (cu_ld_words_a2; cu_decode applies cu_win): half
+ * the load instructions of 16-bit halves; Q6_K's ql and qh segments start a multiple of 4 bytes
+ * into the block, so one offset serves both. Q4_K / Q5_K blocks (144 / 176 bytes) are whole 16-byte
+ * units in 256-byte-aligned buffers (exec_cuda's cu_malloc per weight): 16-byte loads of the
+ * header (d, dmin, the 12 scale bytes) and of the sub-block's 32 bytes of qs (and qh). */
 template <int TYPE> static __device__ __forceinline__ void cu_fetch(const uint8_t *row, int j, cu_wraw *o) {
     if (TYPE == CU_T_Q4_0) {
         o->s1 = cu_ld_words_a2<5>(row + (uint64_t)j * sizeof(blk_q4_0), (uint32_t *)o->q);
@@ -153,27 +157,25 @@ template <int TYPE> static __device__ __forceinline__ void cu_fetch(const uint8_
         o->s1 = cu_ld_words_a2<9>(row + (uint64_t)j * sizeof(blk_q8_0), (uint32_t *)o->q);
     } else if (TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K) {
         const uint8_t *blk = row + (uint64_t)(j / 8) * (TYPE == CU_T_Q4_K ? sizeof(blk_q4_K) : sizeof(blk_q5_K));
-        const uint8_t *scales = TYPE == CU_T_Q4_K ? ((const blk_q4_K *)blk)->scales : ((const blk_q5_K *)blk)->scales;
         const uint8_t *qs = TYPE == CU_T_Q4_K ? ((const blk_q4_K *)blk)->qs : ((const blk_q5_K *)blk)->qs;
         const int s = j % 8;
-        const int *q = (const int *)(qs + 32 * (s / 2));
-#pragma unroll
-        for (int i = 0; i < 8; i++) o->q[i] = q[i];
+        const int4 hd = *(const int4 *)blk; /* d | dmin << 16, then scales[0..11] */
+        o->s0 = (uint32_t)hd.x, o->s1 = (uint32_t)hd.y, o->s2 = (uint32_t)hd.z, o->s3 = (uint32_t)hd.w;
+        const int4 *q = (const int4 *)(qs + 32 * (s / 2));
+        const int4 q0 = q[0], q1 = q[1];
+        o->q[0] = q0.x, o->q[1] = q0.y, o->q[2] = q0.z, o->q[3] = q0.w, o->q[4] = q1.x, o->q[5] = q1.y, o->q[6] = q1.z, o->q[7] = q1.w;
         if (TYPE == CU_T_Q5_K) {
-            const int *qh = (const int *)((const blk_q5_K *)blk)->qh;
-#pragma unroll
-            for (int i = 0; i < 8; i++) o->h[i] = qh[i];
+            const int4 *qh = (const int4 *)((const blk_q5_K *)blk)->qh;
+            const int4 h0 = qh[0], h1 = qh[1];
+            o->h[0] = h0.x, o->h[1] = h0.y, o->h[2] = h0.z, o->h[3] = h0.w, o->h[4] = h1.x, o->h[5] = h1.y, o->h[6] = h1.z, o->h[7] = h1.w;
         }
-        o->s0 = *(const uint32_t *)blk; /* d | dmin << 16 */
-        /* the bytes k4_scale_min reads: x = scales[s+4], y = scales[s < 4 ? s : s-4], z = scales[s] */
-        o->s1 = (uint32_t)scales[s + 4] | (uint32_t)scales[s < 4 ? s : s - 4] << 8 | (uint32_t)scales[s] << 16;
     } else { /* CU_T_Q6_K */
         const blk_q6_K *b = (const blk_q6_K *)row + j / 8;
         const int s = j % 8, n = s / 4, g = s % 4;
-        const unsigned sh = cu_ld_words_a2<9>(b->ql + 64 * n + 32 * (g & 1), (uint32_t *)o->q);
+        o->s2 = cu_ld_words_a2<9>(b->ql + 64 * n + 32 * (g & 1), (uint32_t *)o->q);
         cu_ld_words_a2<9>(b->qh + 32 * n, (uint32_t *)o->h);
-        o->s0 = b->d | (uint32_t)sh << 16;
-        o->s1 = (uint32_t)(uint8_t)b->scales[2 * s] | (uint32_t)(uint8_t)b->scales[2 * s + 1] << 8;
+        o->s0 = b->d;
+        o->s1 = *(const uint16_t *)(b->scales + 2 * s); /* scales[2s] | scales[2s + 1] << 8 */
     }
 }
 
@@ -207,7 +209,11 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
         o->dm = 0.0f;
     } else if (TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K) {
         const int s = j % 8, sh = 4 * (s % 2);
-        const int x = (int)(r->s1 & 0xFF), y = (int)((r->s1 >> 8) & 0xFF), z = (int)((r->s1 >> 16) & 0xFF);
+        /* the bytes k4_scale_min reads: x = scales[s+4], y = scales[s < 4 ? s : s-4], z = scales[s]
+         * (scales[k] = byte k % 4 of s1, s2, s3 for k < 4, < 8, < 12) */
+        const uint32_t wlo = s < 4 ? r->s1 : r->s2, whi = s < 4 ? r->s2 : r->s3;
+        const int bs = 8 * (s & 3);
+        const int x = (int)((whi >> bs) & 0xFF), y = (int)((r->s1 >> bs) & 0xFF), z = (int)((wlo >> bs) & 0xFF);
         int sc, m;
         if (s < 4) {
             sc = y & 63;
@@ -226,14 +232,14 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
         o->dm = -cu_h2f((uint16_t)(r->s0 >> 16)) * (float)m;
     } else { /* CU_T_Q6_K */
         const int g = (j % 8) % 4;
-        const unsigned sh = r->s0 >> 16;
+        const unsigned sh = r->s2;
 #pragma unroll
         for (int i = 0; i < 8; i++) {
             const int lo = ((int)cu_win((const uint32_t *)r->q, i, 0, sh) >> (4 * (g >> 1))) & 0x0F0F0F0F;
             const int hi = (int)(((cu_win((const uint32_t *)r->h, i, 0, sh) >> (2 * g)) & 0x03030303u) << 4);
             o->w[i] = cu_sub_bytes(lo | hi, 0x20202020);
         }
-        const float d = cu_h2f((uint16_t)(r->s0 & 0xFFFF));
+        const float d = cu_h2f((uint16_t)r->s0);
         o->d0 = d * (float)(int8_t)(r->s1 & 0xFF);
         o->d1 = d * (float)(int8_t)((r->s1 >> 8) & 0xFF);
         o->dm = 0.0f;
