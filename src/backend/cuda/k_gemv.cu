@@ -444,12 +444,12 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
 #pragma unroll
     for (int u = 0; u < RW; u++) acc[u] = 0.0f;
     int qx[SPL][8];
-    float d8[SPL];
+    uint32_t d8r[SPL]; /* the scales' raw bits: converted at use, so no load waits for another */
 #pragma unroll
     for (int t = 0; t < SPL; t++) { /* every activation load in flight before any use */
         const int j = wi * 32 + lane + t * 32 * WPR;
         if (j < nsb) {
-            const int *qy = cu_act_sub<XQ>(x, K, 0, j, &d8[t]);
+            const int *qy = cu_act_sub_raw<XQ>(x, K, 0, j, &d8r[t]);
 #pragma unroll
             for (int i = 0; i < 8; i++) qx[t][i] = qy[i];
         }
@@ -463,7 +463,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
             if (row[u] < 0) continue;
             cu_wsub ws;
             cu_decode<TYPE>(&raw[u][t], j, &ws);
-            mmvq_sub_acc(&acc[u], ws, qx[t], d8[t]);
+            mmvq_sub_acc(&acc[u], ws, qx[t], cu_act_d<XQ>(d8r[t]));
         }
     }
 #pragma unroll

@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
      * j0's tensor-core work, decoded into shared memory after it */
     cu_wraw raw[U];
     int xr[8];
-    float xd8 = 0.0f;
+    uint32_t xd8r = 0; /* the activation scale's raw bits (cu_act_d) */
     const int at = tid / MA_KB, aj = tid % MA_KB; /* this thread's activation sub-block */
     auto fetch_w = [&](int j0) { /* weights: never written by a kernel, so also before the PDL wait */
 #pragma unroll
@@ -164,12 +164,12 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
             }
         }
     };
-    auto fetch_x = [&](int j0) { /* activations: after the wait */
-        xd8 = 0.0f;
+    auto fetch_x = [&](int j0) { /* activations: after the wait; the scale's raw bits, converted in store */
+        xd8r = 0;
 #pragma unroll
         for (int i = 0; i < 8; i++) xr[i] = 0;
         if (at < BT && t0 + at < T && j0 + aj < je) {
-            const int *qp = cu_act_sub<XQ>(x, K, t0 + at, j0 + aj, &xd8);
+            const int *qp = cu_act_sub_raw<XQ>(x, K, t0 + at, j0 + aj, &xd8r);
 #pragma unroll
             for (int i = 0; i < 8; i++) xr[i] = qp[i];
         }
@@ -188,6 +188,7 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
         if (at < BT) {
             *(int4 *)&xs[at][aj * 8] = make_int4(xr[0], xr[1], xr[2], xr[3]);
             *(int4 *)&xs[at][aj * 8 + 4] = make_int4(xr[4], xr[5], xr[6], xr[7]);
+            const float xd8 = cu_act_d<XQ>(xd8r);
             xd[aj][at] = xd8;
             if (DM) {
                 xm[aj][at] = xd8 * (float)cu_dp4a_sum(xr);

@@ -246,16 +246,28 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
     }
 }
 
-/* activation sub-block j (32 values) of token row t: its 8 ints and scale */
-template <int XQ> static __device__ __forceinline__ const int *cu_act_sub(const uint8_t *x, int64_t K, int64_t t, int j, float *d8) {
+/* activation sub-block j (32 values) of token row t: its 8 ints and the raw bits of its scale,
+ * which cu_act_d turns into the float — so a fetch that only loads (a pipelined GEMM's next step)
+ * does not wait on the scale's load to convert it */
+template <int XQ> static __device__ __forceinline__ const int *cu_act_sub_raw(const uint8_t *x, int64_t K, int64_t t, int j, uint32_t *draw) {
     if (XQ == CU_T_Q8_1) {
         const blk_q8_1 *xb = (const blk_q8_1 *)x + t * (K / 32) + j;
-        *d8 = cu_h2f(xb->d);
+        *draw = xb->d;
         return (const int *)xb->qs;
     }
     const blk_q8_K *xb = (const blk_q8_K *)x + t * (K / 256) + j / 8;
-    *d8 = xb->d;
+    *draw = __float_as_uint(xb->d);
     return (const int *)(xb->qs + 32 * (j % 8));
+}
+template <int XQ> static __device__ __forceinline__ float cu_act_d(uint32_t draw) {
+    return XQ == CU_T_Q8_1 ? cu_h2f((uint16_t)draw) : __uint_as_float(draw);
+}
+/* the same with the scale converted at once */
+template <int XQ> static __device__ __forceinline__ const int *cu_act_sub(const uint8_t *x, int64_t K, int64_t t, int j, float *d8) {
+    uint32_t draw;
+    const int *q = cu_act_sub_raw<XQ>(x, K, t, j, &draw);
+    *d8 = cu_act_d<XQ>(draw);
+    return q;
 }
 
 /* the integer parts of a sub-block dot: the two 16-value halves of w . q (exact, dp4a) */
