@@ -51,79 +51,6 @@ static __device__ __forceinline__ uint32_t cu_win(const uint32_t *w, int k, int 
     return __funnelshift_rc(w[k], w[k + 1], sh + 16u * (unsigned)e);
 }
 
-/* sub-block j (32 values) of the row at `row` */
-template <int TYPE> static __device__ __forceinline__ void cu_unpack(const uint8_t *row, int j, cu_wsub *o) {
-    if (TYPE == CU_T_Q4_0) { /* d at byte 0, qs at 2..17 */
-        uint32_t w[5];
-        const unsigned sh = cu_ld_words_a2<5>(row + (uint64_t)j * sizeof(blk_q4_0), w);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const int q = (int)cu_win(w, i, 1, sh);
-            o->w[i] = cu_sub_bytes(q & 0x0F0F0F0F, 0x08080808);
-            o->w[i + 4] = cu_sub_bytes((q >> 4) & 0x0F0F0F0F, 0x08080808);
-        }
-        o->d0 = o->d1 = cu_h2f((uint16_t)cu_win(w, 0, 0, sh));
-        o->dm = 0.0f;
-    } else if (TYPE == CU_T_Q5_0) { /* d at byte 0, qh at 2..5, qs at 6..21 */
-        uint32_t w[6];
-        const unsigned sh = cu_ld_words_a2<6>(row + (uint64_t)j * sizeof(blk_q5_0), w);
-        const uint32_t qh = cu_win(w, 0, 1, sh);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const int q = (int)cu_win(w, 1 + i, 1, sh);
-            o->w[i] = cu_sub_bytes((q & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (4 * i)), 0x10101010);
-            o->w[i + 4] = cu_sub_bytes(((q >> 4) & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (16 + 4 * i)), 0x10101010);
-        }
-        o->d0 = o->d1 = cu_h2f((uint16_t)cu_win(w, 0, 0, sh));
-        o->dm = 0.0f;
-    } else if (TYPE == CU_T_Q8_0) { /* d at byte 0, qs at 2..33 */
-        uint32_t w[9];
-        const unsigned sh = cu_ld_words_a2<9>(row + (uint64_t)j * sizeof(blk_q8_0), w);
-#pragma unroll
-        for (int i = 0; i < 8; i++) o->w[i] = (int)cu_win(w, i, 1, sh);
-        o->d0 = o->d1 = cu_h2f((uint16_t)cu_win(w, 0, 0, sh));
-        o->dm = 0.0f;
-    } else if (TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K) {
-        const int s = j % 8, sh = 4 * (s % 2);
-        int sc, m;
-        const uint8_t *scales, *qs;
-        uint16_t d, dmin;
-        if (TYPE == CU_T_Q4_K) {
-            const blk_q4_K *b = (const blk_q4_K *)row + j / 8;
-            scales = b->scales, qs = b->qs, d = b->d, dmin = b->dmin;
-        } else {
-            const blk_q5_K *b = (const blk_q5_K *)row + j / 8;
-            scales = b->scales, qs = b->qs, d = b->d, dmin = b->dmin;
-        }
-        k4_scale_min(s, scales, &sc, &m);
-        const int *q = (const int *)(qs + 32 * (s / 2));
-#pragma unroll
-        for (int i = 0; i < 8; i++) o->w[i] = (q[i] >> sh) & 0x0F0F0F0F;
-        if (TYPE == CU_T_Q5_K) {
-            const int *qh = (const int *)((const blk_q5_K *)row + j / 8)->qh;
-#pragma unroll
-            for (int i = 0; i < 8; i++) o->w[i] |= (int)((((unsigned)qh[i] >> s) & 0x01010101u) << 4);
-        }
-        o->d0 = o->d1 = cu_h2f(d) * (float)sc;
-        o->dm = -cu_h2f(dmin) * (float)m;
-    } else { /* CU_T_Q6_K */
-        const blk_q6_K *b = (const blk_q6_K *)row + j / 8;
-        const int s = j % 8, n = s / 4, g = s % 4;
-        const uint8_t *ql = b->ql + 64 * n + 32 * (g & 1);
-        const uint8_t *qh = b->qh + 32 * n;
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            const int lo = (ld_i32_a2(ql + 4 * i) >> (4 * (g >> 1))) & 0x0F0F0F0F;
-            const int hi = (int)((((unsigned)ld_i32_a2(qh + 4 * i) >> (2 * g)) & 0x03030303u) << 4);
-            o->w[i] = cu_sub_bytes(lo | hi, 0x20202020);
-        }
-        const float d = cu_h2f(b->d);
-        o->d0 = d * (float)b->scales[2 * s];
-        o->d1 = d * (float)b->scales[2 * s + 1];
-        o->dm = 0.0f;
-    }
-}
-
 /* The same unpack in two phases, so a GEMM can issue the global loads of its next K step before
  * computing the current one (software pipelining): cu_fetch loads the raw words a sub-block needs
  * into registers, cu_decode turns them into the cu_unpack result (bit-identical). Fields a type
@@ -242,6 +169,54 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
         const float d = cu_h2f((uint16_t)r->s0);
         o->d0 = d * (float)(int8_t)(r->s1 & 0xFF);
         o->d1 = d * (float)(int8_t)((r->s1 >> 8) & 0xFF);
+        o->dm = 0.0f;
+    }
+}
+
+/* sub-block j (32 values) of the row at `row`: the two phases at once for the 2-byte-aligned types
+ * (the same aligned words and bits); the K-quants read their bytes directly */
+template <int TYPE> static __device__ __forceinline__ void cu_unpack(const uint8_t *row, int j, cu_wsub *o) {
+    if (TYPE == CU_T_Q4_0 || TYPE == CU_T_Q5_0 || TYPE == CU_T_Q8_0) {
+        cu_wraw r;
+        cu_fetch<TYPE>(row, j, &r);
+        cu_decode<TYPE>(&r, j, o);
+    } else if (TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K) {
+        const int s = j % 8, sh = 4 * (s % 2);
+        int sc, m;
+        const uint8_t *scales, *qs;
+        uint16_t d, dmin;
+        if (TYPE == CU_T_Q4_K) {
+            const blk_q4_K *b = (const blk_q4_K *)row + j / 8;
+            scales = b->scales, qs = b->qs, d = b->d, dmin = b->dmin;
+        } else {
+            const blk_q5_K *b = (const blk_q5_K *)row + j / 8;
+            scales = b->scales, qs = b->qs, d = b->d, dmin = b->dmin;
+        }
+        k4_scale_min(s, scales, &sc, &m);
+        const int *q = (const int *)(qs + 32 * (s / 2));
+#pragma unroll
+        for (int i = 0; i < 8; i++) o->w[i] = (q[i] >> sh) & 0x0F0F0F0F;
+        if (TYPE == CU_T_Q5_K) {
+            const int *qh = (const int *)((const blk_q5_K *)row + j / 8)->qh;
+#pragma unroll
+            for (int i = 0; i < 8; i++) o->w[i] |= (int)((((unsigned)qh[i] >> s) & 0x01010101u) << 4);
+        }
+        o->d0 = o->d1 = cu_h2f(d) * (float)sc;
+        o->dm = -cu_h2f(dmin) * (float)m;
+    } else { /* CU_T_Q6_K */
+        const blk_q6_K *b = (const blk_q6_K *)row + j / 8;
+        const int s = j % 8, n = s / 4, g = s % 4;
+        const uint8_t *ql = b->ql + 64 * n + 32 * (g & 1);
+        const uint8_t *qh = b->qh + 32 * n;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const int lo = (ld_i32_a2(ql + 4 * i) >> (4 * (g >> 1))) & 0x0F0F0F0F;
+            const int hi = (int)((((unsigned)ld_i32_a2(qh + 4 * i) >> (2 * g)) & 0x03030303u) << 4);
+            o->w[i] = cu_sub_bytes(lo | hi, 0x20202020);
+        }
+        const float d = cu_h2f(b->d);
+        o->d0 = d * (float)b->scales[2 * s];
+        o->d1 = d * (float)b->scales[2 * s + 1];
         o->dm = 0.0f;
     }
 }
