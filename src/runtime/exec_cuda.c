@@ -75,6 +75,7 @@ void exec_cuda_set_fattn_split(bool on) { (void)on; }
 void exec_cuda_set_fattn_mma(bool on) { (void)on; }
 void exec_cuda_set_norm_rows(bool on) { (void)on; }
 void exec_cuda_set_reg(bool on) { (void)on; }
+void exec_cuda_set_wide_rows(int r) { (void)r; }
 int32_t exec_cuda_count_fusions(const plan *p) { return -1; }
 size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
     if (cap) buf[0] = 0;
@@ -240,6 +241,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (rs || rw) cu_gemv_set_res(rs && rs[0] == '1', rw ? atoi(rw) : 0);
     const char *rg = getenv("SB_CUDA_REG"); /* registers-before-the-wait GEMV (k_gemv.cu; default on) */
     if (rg) cu_gemv_set_reg(rg[0] != '0');
+    const char *rm = getenv("SB_CUDA_REG_MIX"); /* k_gemv_reg for Q/K/V launches of two weight types (default on) */
+    if (rm) cu_gemv_set_reg_mix(rm[0] != '0');
     const char *rx = getenv("SB_CUDA_RES_EXP");
     const char *rb = getenv("SB_CUDA_RES_BPS");
     if (rx || rb) cu_gemv_set_res_exp(rx ? atoi(rx) : 0, rb ? atoi(rb) : 1);
@@ -270,6 +273,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (mst) cu_mma_set_small_tmax(atoll(mst));
     const char *mv = getenv("SB_CUDA_MMQ");
     if (mv && mv[0] >= '1' && mv[0] <= '4') exec_cuda_set_mmvq_variant(mv[0] - '0');
+    const char *hr = getenv("SB_CUDA_HEAD_ROWS"); /* rows a warp of the LM head's GEMV (k_mmvq_wide: 1, 2 default, 4) */
+    if (hr) exec_cuda_set_wide_rows(atoi(hr));
     sb_status st = cu_stream_create(&cx->s);
     size_t ib = (size_t)max_tokens * sizeof(int32_t);
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_tok, ib, "token buffer");
@@ -370,6 +375,7 @@ void exec_cuda_set_fattn_split(bool on) { cu_fattn_set_split(on); }
 void exec_cuda_set_fattn_mma(bool on) { cu_fattn_set_mma(on); }
 void exec_cuda_set_norm_rows(bool on) { cu_norm_set_rows(on ? 1 : 0); }
 void exec_cuda_set_reg(bool on) { cu_gemv_set_reg(on); }
+void exec_cuda_set_wide_rows(int r) { cu_mmvq_set_wide_rows(r); }
 void exec_cuda_set_mma_small(int mode) { cu_mma_set_small(mode); }
 void exec_cuda_set_mma_small_tmax(int64_t t) { cu_mma_set_small_tmax(t); }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) {

@@ -146,6 +146,9 @@ void exec_cuda_set_fattn_mma(bool on);
  * bits (default on, env SB_CUDA_NORM_ROWS=0 off; k_quantize.cu). Process-wide. */
 void exec_cuda_set_norm_rows(bool on);
 void exec_cuda_set_reg(bool on);
+/* Rows a warp of a T = 1 GEMV over at least 65536 rows (the LM head; env SB_CUDA_HEAD_ROWS): 1, 2
+ * (default) or 4 — the same bits. Process-wide. */
+void exec_cuda_set_wide_rows(int r);
 /* How many nodes of p those fusions fold away (host only; -1 on error). */
 int32_t exec_cuda_count_fusions(const plan *p);
 

@@ -427,8 +427,11 @@ static void expect_fused(ir_graph *g, const binds *b, const char *label, double 
  * counts) summed: the multi-GEMV launch (k_mmvq_multi) at T = 1 */
 static void test_multi_gemv(void) {
     const int64_t K = 512, N = 96;
-    const int sets[2][3] = {{SB_TYPE_Q5_0, SB_TYPE_Q8_0, SB_TYPE_Q4_0}, {SB_TYPE_Q4_K, SB_TYPE_Q6_K, SB_TYPE_Q5_K}};
-    for (int k = 0; k < 2; k++) {
+    /* three types (k_gemv_fused), and the two-type Q/K/V mixes k_gemv_reg takes in one launch */
+    const int sets[][3] = {{SB_TYPE_Q5_0, SB_TYPE_Q8_0, SB_TYPE_Q4_0}, {SB_TYPE_Q4_K, SB_TYPE_Q6_K, SB_TYPE_Q5_K},
+                           {SB_TYPE_Q5_0, SB_TYPE_Q5_0, SB_TYPE_Q8_0}, {SB_TYPE_Q4_K, SB_TYPE_Q4_K, SB_TYPE_Q6_K},
+                           {SB_TYPE_Q5_K, SB_TYPE_Q6_K, SB_TYPE_Q5_K}, {SB_TYPE_Q5_0, SB_TYPE_Q8_0, SB_TYPE_Q8_0}};
+    for (int k = 0; k < (int)(sizeof sets / sizeof sets[0]); k++) {
         float *x = rnd(K, 2.0f), *wn = rnd(K, 1.0f), *b0 = rnd(N, 1.0f), *b1 = rnd(N, 1.0f);
         float *wf[3];
         void *wq[3];
@@ -494,6 +497,37 @@ static void test_res_gemv(void) {
         exec_cuda_set_reg(true);
         ir_graph_free(g);
         free(wf), free(x), free(rs), free(w);
+    }
+}
+
+/* a T = 1 GEMV over more than 65536 rows (an LM head: k_mmvq_wide) with 1, 2 and 4 rows a warp: each
+ * against the f64 reference, and the three byte-identical (each row's sums are mmvq_part's); the
+ * row counts leave a partial last warp and block */
+static void test_wide_gemv(void) {
+    const struct { int t; int64_t K, N; } cs[] = {{SB_TYPE_Q8_0, 256, 65536 + 37}, {SB_TYPE_Q6_K, 256, 65536 + 5}, {SB_TYPE_Q4_0, 128, 70001}};
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int64_t K = cs[k].K, N = cs[k].N;
+        float *wf = rnd(K * N, 0.1f), *x = rnd(K, 1.0f), *y1 = malloc((size_t)N * sizeof *y1);
+        void *w = quant_rows(cs[k].t, wf, K, N);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref wr = ir_input_weight(g, "w", cs[k].t, (int64_t[4]){K, N, 1, 1});
+        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, 1, 1, 1});
+        ir_output(g, ir_matmul(g, wr, xr), "y");
+        binds b = {.name = {"w", "x"}, .data = {w, x}, .n = 2};
+        const int rows[3] = {1, 2, 4};
+        for (int m = 0; m < 3; m++) {
+            char label[96];
+            snprintf(label, sizeof label, "wide GEMV %s K=%lld N=%lld, %d rows a warp", ir_dtype_name(cs[k].t), (long long)K, (long long)N,
+                     rows[m]);
+            exec_cuda_set_wide_rows(rows[m]);
+            expect(run_both(g, &b, label), 5e-4, label);
+            if (m == 0 && y1 && last_y && last_n == N) memcpy(y1, last_y, (size_t)N * sizeof *y1);
+            else CHECKF(y1 && last_y && last_n == N && !memcmp(y1, last_y, (size_t)N * sizeof *y1), "%s: not the bits of one row a warp", label);
+        }
+        exec_cuda_set_wide_rows(2);
+        ir_graph_free(g);
+        free(wf), free(x), free(w), free(y1);
     }
 }
 
@@ -755,8 +789,12 @@ static void test_rope_attention(void) {
 static void test_qkv_rope_block(void) {
     const int64_t E = 256, D = 64, Hq = 4, Hkv = 2, C = 96;
     const int ctypes[2] = {SB_TYPE_F32, SB_TYPE_F16};
-    struct { int wt, mode, n_rot; int32_t p; } cs[] = {{SB_TYPE_Q5_0, IR_ROPE_NEOX, 64, 40}, {SB_TYPE_Q4_K, IR_ROPE_NORMAL, 32, 95},
-                                                    {SB_TYPE_Q8_0, IR_ROPE_NEOX, 48, 0}};
+    /* vt: V's own type (Q4_K_M files: Q6_K beside Q4_K, Q8_0 beside Q5_0 — one registers-before-the-wait launch) */
+    struct { int wt, vt, mode, n_rot; int32_t p; } cs[] = {{SB_TYPE_Q5_0, SB_TYPE_Q5_0, IR_ROPE_NEOX, 64, 40},
+                                                        {SB_TYPE_Q4_K, SB_TYPE_Q4_K, IR_ROPE_NORMAL, 32, 95},
+                                                        {SB_TYPE_Q8_0, SB_TYPE_Q8_0, IR_ROPE_NEOX, 48, 0},
+                                                        {SB_TYPE_Q5_0, SB_TYPE_Q8_0, IR_ROPE_NEOX, 64, 17},
+                                                        {SB_TYPE_Q4_K, SB_TYPE_Q6_K, IR_ROPE_NEOX, 64, 63}};
     const size_t ncs = sizeof cs / sizeof cs[0];
     for (size_t kk = 0; kk < 2 * ncs; kk++) { /* attention variant 1, then 4 (k_attn_decode.cu) */
         const size_t k = kk % ncs;
@@ -765,7 +803,7 @@ static void test_qkv_rope_block(void) {
         float *x = rnd(E, 2.0f), *wn = rnd(E, 1.0f), *wq = rnd(E * D * Hq, 0.1f), *wk = rnd(E * D * Hkv, 0.1f), *wv = rnd(E * D * Hkv, 0.1f);
         float *bq = rnd(D * Hq, 0.5f), *bk = rnd(D * Hkv, 0.5f), *bv = rnd(D * Hkv, 0.5f);
         float *kf = rnd(D * Hkv * C, 1.0f), *vf = rnd(D * Hkv * C, 1.0f);
-        void *wqq = quant_rows(cs[k].wt, wq, E, D * Hq), *wkq = quant_rows(cs[k].wt, wk, E, D * Hkv), *wvq = quant_rows(cs[k].wt, wv, E, D * Hkv);
+        void *wqq = quant_rows(cs[k].wt, wq, E, D * Hq), *wkq = quant_rows(cs[k].wt, wk, E, D * Hkv), *wvq = quant_rows(cs[k].vt, wv, E, D * Hkv);
         void *kc = quant_rows(ct, kf, D * Hkv, C), *vc = quant_rows(ct, vf, D * Hkv, C);
         int32_t pos[1] = {cs[k].p};
         ir_graph *g;
@@ -778,7 +816,7 @@ static void test_qkv_rope_block(void) {
                           ir_input_weight(g, "bq", SB_TYPE_F32, (int64_t[4]){D * Hq, 1, 1, 1}));
         ir_ref kk = ir_add(g, ir_matmul(g, ir_input_weight(g, "wk", cs[k].wt, (int64_t[4]){E, D * Hkv, 1, 1}), h),
                            ir_input_weight(g, "bk", SB_TYPE_F32, (int64_t[4]){D * Hkv, 1, 1, 1}));
-        ir_ref v = ir_add(g, ir_matmul(g, ir_input_weight(g, "wv", cs[k].wt, (int64_t[4]){E, D * Hkv, 1, 1}), h),
+        ir_ref v = ir_add(g, ir_matmul(g, ir_input_weight(g, "wv", cs[k].vt, (int64_t[4]){E, D * Hkv, 1, 1}), h),
                           ir_input_weight(g, "bv", SB_TYPE_F32, (int64_t[4]){D * Hkv, 1, 1, 1}));
         ir_rope_params rp = {.n_rot = cs[k].n_rot, .mode = cs[k].mode, .freq_base = 10000.0f, .freq_scale = 1.0f};
         q = ir_rope(g, ir_reshape(g, q, (int64_t[4]){D, Hq, 1, 1}), pr, IR_NONE, &rp);
@@ -789,15 +827,16 @@ static void test_qkv_rope_block(void) {
         ir_output(g, ir_attention(g, q, kcr, vcr, pr, &ap), "y");
         binds b = {.name = {"x", "wn", "wq", "wk", "wv", "bq", "bk", "bv", "cache_k.0", "cache_v.0"},
                    .data = {x, wn, wqq, wkq, wvq, bq, bk, bv, kc, vc}, .n = 10, .pos = pos};
-        char label[96];
-        snprintf(label, sizeof label, "Q/K/V+rope+attention v%d %s %s n_rot %d p=%d %s cache", attn_variant, ir_dtype_name(cs[k].wt),
+        char label[128];
+        snprintf(label, sizeof label, "Q/K/V+rope+attention v%d %s/%s %s n_rot %d p=%d %s cache", attn_variant, ir_dtype_name(cs[k].wt),
+                 ir_dtype_name(cs[k].vt),
                  cs[k].mode == IR_ROPE_NEOX ? "neox" : "normal", cs[k].n_rot, (int)cs[k].p, ir_dtype_name(ct));
         /* 3e-3: the q8 activations of three GEMVs go through softmax against an f32 reference (fresh
          * inputs each run drew 1.5e-4 .. 1.0e-3 on the H200 with exact attention; a wrong kernel gives O(1)) */
         expect_fused(g, &b, label, 3e-3, 6); /* 3 biases, K's kv_store, V's kv_store, 2 GEMVs, Q's rope (at least 6) */
         const int32_t kfused = last_kernels;
         fuse_on = ropek_on = true;
-        char l2[128];
+        char l2[160];
         snprintf(l2, sizeof l2, "%s (+rope(K) exp.)", label);
         const double e = run_both(g, &b, l2);
         fuse_on = ropek_on = false;
@@ -1257,6 +1296,7 @@ int main(void) {
     test_fused_epilogue();
     test_multi_gemv();
     test_res_gemv();
+    test_wide_gemv();
     printf("-- T = 1 GEMVs through the resident-weights kernel (SB_CUDA_RES=1)\n");
     exec_cuda_set_res(true);
     test_fused_epilogue();

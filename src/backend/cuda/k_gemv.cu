@@ -376,8 +376,19 @@ static void gf_launch(int wpr, bool small, cudaStream_t st, const mseg_set &m, c
  * and the activation sub-blocks are loaded together, then cu_decode + the dp4a sums (mmvq_part's
  * order, so results are k_gemv_fused's bits), warp and group sums, one store. Grids are sized for
  * one wave (RW = 2 when one row a group would need more blocks than the GPU holds). A RoPE
- * segment (K's rotation + cache store, SB_CUDA_ROPEK) takes two rows a group: a rotation pair. */
-template <int XQ, int TYPE, int PRO, int WPR, int NW, int RW, int SPL>
+ * segment (K's rotation + cache store, SB_CUDA_ROPEK) takes two rows a group: a rotation pair.
+ * Segments are of weight type TYPE, or (TYPE2 != TYPE) of TYPE2: a Q/K/V launch whose V has its own
+ * type (Q4_K_M files: Q4_K with a Q6_K V, or Q5_0 with Q8_0 where rows are not 256-multiples); the
+ * type is uniform within a block (blocks do not straddle segments), so the branch does not diverge. */
+template <int TYPE, int TYPE2> static __device__ __forceinline__ void reg_fetch(int wtype, const uint8_t *row, int j, cu_wraw *r) {
+    if (TYPE2 == TYPE || wtype == TYPE) cu_fetch<TYPE>(row, j, r);
+    else cu_fetch<TYPE2>(row, j, r);
+}
+template <int TYPE, int TYPE2> static __device__ __forceinline__ void reg_decode(int wtype, const cu_wraw *r, int j, cu_wsub *ws) {
+    if (TYPE2 == TYPE || wtype == TYPE) cu_decode<TYPE>(r, j, ws);
+    else cu_decode<TYPE2>(r, j, ws);
+}
+template <int XQ, int TYPE, int TYPE2, int PRO, int WPR, int NW, int RW, int SPL>
 __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, gpro pr) {
     __shared__ float red[NW * RW];
     /* GP_NORM: rms_norm(x) * w quantized into shared memory by every block (act_build, rows of up to
@@ -423,7 +434,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
 #pragma unroll
         for (int t = 0; t < SPL; t++) {
             const int j = wi * 32 + lane + t * 32 * WPR;
-            if (row[u] >= 0 && j < nsb) cu_fetch<TYPE>(g.w + (uint64_t)row[u] * g.rb, j, &raw[u][t]);
+            if (row[u] >= 0 && j < nsb) reg_fetch<TYPE, TYPE2>(g.wtype, g.w + (uint64_t)row[u] * g.rb, j, &raw[u][t]);
         }
     CU_PDL_WAIT();
     const bool first = lane == 0 && wi == 0;
@@ -462,7 +473,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
         for (int u = 0; u < RW; u++) {
             if (row[u] < 0) continue;
             cu_wsub ws;
-            cu_decode<TYPE>(&raw[u][t], j, &ws);
+            reg_decode<TYPE, TYPE2>(g.wtype, &raw[u][t], j, &ws);
             mmvq_sub_acc(&acc[u], ws, qx[t], cu_act_d<XQ>(d8r[t]));
         }
     }
@@ -506,7 +517,7 @@ static int reg_on = 1; /* cu_gemv_set_reg */
 extern "C" void cu_gemv_set_reg(int on) { reg_on = on ? 1 : 0; }
 #define REG_NW 4
 
-template <int XQ, int TYPE, int PRO, int WPR, int RW, int SPL>
+template <int XQ, int TYPE, int TYPE2, int PRO, int WPR, int RW, int SPL>
 static void reg_launch3(cudaStream_t st, mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr) {
     constexpr int G = REG_NW / WPR;
     unsigned blocks = 0;
@@ -515,38 +526,52 @@ static void reg_launch3(cudaStream_t st, mseg_set m, const uint8_t *xq, int64_t 
         const int64_t items = g.rot > 0 ? g.N / g.D * (g.rot / 2) + (g.N / g.D * (g.D - g.rot) + 1) / 2 : (g.N + RW - 1) / RW;
         blocks += (m.s[k].nb = cu_div_up(items, G));
     }
-    cu_launch(k_gemv_reg<XQ, TYPE, PRO, WPR, REG_NW, RW, SPL>, blocks, REG_NW * 32, st, m, xq, K, pos, pr);
+    cu_launch(k_gemv_reg<XQ, TYPE, TYPE2, PRO, WPR, REG_NW, RW, SPL>, blocks, REG_NW * 32, st, m, xq, K, pos, pr);
 }
 
 /* one row a group when that fits one wave of resident blocks, else two */
-template <int XQ, int TYPE, int PRO, int WPR, int SPL>
+template <int XQ, int TYPE, int TYPE2, int PRO, int WPR, int SPL>
 static void reg_launch2(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr) {
     static int occ;
-    const int res = gf_occupancy(k_gemv_reg<XQ, TYPE, PRO, WPR, REG_NW, 1, SPL>, REG_NW * 32, &occ);
+    const int res = gf_occupancy(k_gemv_reg<XQ, TYPE, TYPE2, PRO, WPR, REG_NW, 1, SPL>, REG_NW * 32, &occ);
     constexpr int G = REG_NW / WPR;
     int64_t blocks1 = 0;
     bool rot = false;
     for (int k = 0; k < m.n; k++) blocks1 += cu_div_up(m.s[k].N, (int64_t)G), rot |= m.s[k].rot > 0;
-    if (blocks1 <= (int64_t)res * gf_sms && !rot) reg_launch3<XQ, TYPE, PRO, WPR, 1, SPL>(st, m, xq, K, pos, pr);
-    else reg_launch3<XQ, TYPE, PRO, WPR, 2, SPL>(st, m, xq, K, pos, pr);
+    if (blocks1 <= (int64_t)res * gf_sms && !rot) reg_launch3<XQ, TYPE, TYPE2, PRO, WPR, 1, SPL>(st, m, xq, K, pos, pr);
+    else reg_launch3<XQ, TYPE, TYPE2, PRO, WPR, 2, SPL>(st, m, xq, K, pos, pr);
 }
 
-template <int XQ, int TYPE>
+template <int XQ, int TYPE, int TYPE2 = TYPE>
 static void reg_launch1(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr, int pk) {
     const int nsb = (int)(K / 32);
-    if (pk == CU_PRO_NORM) { /* reg_fits: K <= REG_PRO_K, so one sub-block a lane */
-        reg_launch2<XQ, TYPE, GP_NORM, 1, 1>(st, m, xq, K, pos, pr);
+    if (pk == CU_PRO_NORM) { /* reg_fits: K <= REG_PRO_K, so one sub-block a lane (one weight type) */
+        reg_launch2<XQ, TYPE, TYPE, GP_NORM, 1, 1>(st, m, xq, K, pos, pr);
     } else if (K <= CU_MMVQ_LONG_K) {
-        if (nsb <= 32) reg_launch2<XQ, TYPE, GP_NONE, 1, 1>(st, m, xq, K, pos, pr);
-        else reg_launch2<XQ, TYPE, GP_NONE, 1, 2>(st, m, xq, K, pos, pr);
+        if (nsb <= 32) reg_launch2<XQ, TYPE, TYPE2, GP_NONE, 1, 1>(st, m, xq, K, pos, pr);
+        else reg_launch2<XQ, TYPE, TYPE2, GP_NONE, 1, 2>(st, m, xq, K, pos, pr);
     } else {
-        if (nsb <= 128) reg_launch2<XQ, TYPE, GP_NONE, 4, 1>(st, m, xq, K, pos, pr);
-        else reg_launch2<XQ, TYPE, GP_NONE, 4, 2>(st, m, xq, K, pos, pr);
+        if (nsb <= 128) reg_launch2<XQ, TYPE, TYPE2, GP_NONE, 4, 1>(st, m, xq, K, pos, pr);
+        else reg_launch2<XQ, TYPE, TYPE2, GP_NONE, 4, 2>(st, m, xq, K, pos, pr);
     }
 }
 
-/* REG applies: on, one weight type with a dp4a path for xtype, K within two sub-blocks a lane
- * (K <= 8192); an RMSNorm prologue for K <= REG_PRO_K (act_build with 8 values a thread in a
+/* the second weight type a launch may mix with its first (reg_fits; reg_launch): the Q/K/V pairs of
+ * the usual K-quant mixes — Q4_K_M / Q5_K_M give V (and some layers' other tensors) Q6_K, and their
+ * fallbacks for rows that are not 256-multiples give Q5_0 with Q8_0 */
+static int reg_mix = 1; /* cu_gemv_set_reg_mix */
+extern "C" void cu_gemv_set_reg_mix(int on) { reg_mix = on ? 1 : 0; }
+static int reg_type2(int t) {
+    if (!reg_mix) return -1;
+    switch (t) {
+    case CU_T_Q5_0: return CU_T_Q8_0;
+    case CU_T_Q4_K: case CU_T_Q5_K: return CU_T_Q6_K;
+    default: return -1;
+    }
+}
+
+/* REG applies: on, one weight type with a dp4a path for xtype (or its reg_type2 beside it, without a
+ * prologue), K within two sub-blocks a lane (K <= 8192); an RMSNorm prologue for K <= REG_PRO_K (act_build with 8 values a thread in a
  * 128-thread block; no GLU prologue: every block would re-read the ffn rows) */
 #define REG_PRO_K 1024
 static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int pk) {
@@ -554,19 +579,31 @@ static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int pk
     if (pk != CU_PRO_NONE && (pk != CU_PRO_NORM || K > REG_PRO_K || !aq_fits(xtype, K, REG_NW * 32, 8))) return false;
     const bool kq = seg[0].wtype == CU_T_Q4_K || seg[0].wtype == CU_T_Q5_K || seg[0].wtype == CU_T_Q6_K;
     if (xtype == CU_T_Q8_K ? !kq : kq) return false; /* k-quants on q8_1 (SB_CUDA_ACT=q8_1) take k_gemv_fused */
-    for (int k = 0; k < n; k++)
-        if (seg[k].wtype != seg[0].wtype || !mmvq_row_bytes(seg[k].wtype, K)) return false;
+    for (int k = 0; k < n; k++) /* one type, or the first one's reg_type2 where there is no prologue */
+        if ((seg[k].wtype != seg[0].wtype && (pk != CU_PRO_NONE || seg[k].wtype != reg_type2(seg[0].wtype))) || !mmvq_row_bytes(seg[k].wtype, K))
+            return false;
     return true; /* RoPE segments: cu_matmul_q8_multi validated them (cache, D | N, even rot <= D) */
 }
 
-static sb_status reg_launch(cudaStream_t st, const mseg_set &m, int wtype, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr,
-                            int pk) {
+static sb_status reg_launch(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr, int pk) {
+    const int wtype = m.s[0].wtype;
+    bool mixed = false;
+    for (int k = 1; k < m.n; k++) mixed |= m.s[k].wtype != wtype;
     switch (wtype) {
     case CU_T_Q4_0: reg_launch1<CU_T_Q8_1, CU_T_Q4_0>(st, m, xq, K, pos, pr, pk); break;
-    case CU_T_Q5_0: reg_launch1<CU_T_Q8_1, CU_T_Q5_0>(st, m, xq, K, pos, pr, pk); break;
+    case CU_T_Q5_0:
+        if (mixed) reg_launch1<CU_T_Q8_1, CU_T_Q5_0, CU_T_Q8_0>(st, m, xq, K, pos, pr, pk);
+        else reg_launch1<CU_T_Q8_1, CU_T_Q5_0>(st, m, xq, K, pos, pr, pk);
+        break;
     case CU_T_Q8_0: reg_launch1<CU_T_Q8_1, CU_T_Q8_0>(st, m, xq, K, pos, pr, pk); break;
-    case CU_T_Q4_K: reg_launch1<CU_T_Q8_K, CU_T_Q4_K>(st, m, xq, K, pos, pr, pk); break;
-    case CU_T_Q5_K: reg_launch1<CU_T_Q8_K, CU_T_Q5_K>(st, m, xq, K, pos, pr, pk); break;
+    case CU_T_Q4_K:
+        if (mixed) reg_launch1<CU_T_Q8_K, CU_T_Q4_K, CU_T_Q6_K>(st, m, xq, K, pos, pr, pk);
+        else reg_launch1<CU_T_Q8_K, CU_T_Q4_K>(st, m, xq, K, pos, pr, pk);
+        break;
+    case CU_T_Q5_K:
+        if (mixed) reg_launch1<CU_T_Q8_K, CU_T_Q5_K, CU_T_Q6_K>(st, m, xq, K, pos, pr, pk);
+        else reg_launch1<CU_T_Q8_K, CU_T_Q5_K>(st, m, xq, K, pos, pr, pk);
+        break;
     case CU_T_Q6_K: reg_launch1<CU_T_Q8_K, CU_T_Q6_K>(st, m, xq, K, pos, pr, pk); break;
     default: return sb_fail(SB_ERR_INTERNAL, "cuda: REG GEMV of weight type %d", wtype);
     }
@@ -704,7 +741,7 @@ extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int
     gpro pr = {NULL, NULL, NULL, NULL, 0.0f, 0};
     if (pk == CU_PRO_NORM) pr = gpro{pro->x, pro->w, NULL, NULL, pro->eps, 0};
     if (pk == CU_PRO_GLU) pr = gpro{NULL, NULL, pro->g, pro->u, 0.0f, pro->gelu ? 1 : 0};
-    if (reg_fits(seg, n, K, xtype, pk) && !res_on) return reg_launch(st, m, seg[0].wtype, x, K, pos, pr, pk);
+    if (reg_fits(seg, n, K, xtype, pk) && !res_on) return reg_launch(st, m, x, K, pos, pr, pk);
     res_shape rs;
     if (res_plan(seg, n, K, xtype, pk, &rs))
         return xtype == CU_T_Q8_1 ? res_launch<CU_T_Q8_1>(st, m, rs, x, K, pos, pr, pk) : res_launch<CU_T_Q8_K>(st, m, rs, x, K, pos, pr, pk);

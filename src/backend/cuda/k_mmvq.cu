@@ -81,6 +81,41 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
     }
 }
 
+/* T = 1 over many rows (an LM head: a bandwidth-bound stream of 100+ MB): a warp takes R rows at
+ * once, every row's loads of a sub-block step in flight together, so a multiprocessor keeps R times
+ * the bytes in flight of one row a warp (at one row a warp the Q8_0 head of a 0.5B model ran at
+ * 3.0 TB/s on the H200, 46% of warps active). Each row's sums are mmvq_part's, in its order: the
+ * same bits as k_mmvq. */
+template <int TYPE, int XQ, int R>
+__global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_wide(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N,
+                                                               const uint8_t *x, cu_epilogue ep) {
+    const int64_t r0 = (int64_t)blockIdx.x * MMVQ_WARPS * R, r1 = r0 + MMVQ_WARPS * R < N ? r0 + MMVQ_WARPS * R : N;
+    prefetch_rows(w + (uint64_t)r0 * rb, (uint64_t)(r1 - r0) * rb, threadIdx.x, MMVQ_WARPS * 32);
+    CU_PDL_ENTRY();
+    const int lane = threadIdx.x & 31, nsb = (int)(K / 32);
+    const int64_t n0 = r0 + (int64_t)(threadIdx.x >> 5) * R;
+    if (n0 >= N) return;
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r] = 0.0f;
+    for (int j = lane; j < nsb; j += 32) {
+        cu_wsub ws[R];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (n0 + r < N) cu_unpack<TYPE>(w + (uint64_t)(n0 + r) * rb, j, &ws[r]);
+        float d8;
+        const int *qy = cu_act_sub<XQ>(x, K, 0, j, &d8);
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (n0 + r < N) mmvq_sub_acc(&acc[r], ws[r], qy, d8);
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const float v = warp_sum(acc[r]);
+        if (lane == 0 && n0 + r < N) dst[n0 + r] = ep.add ? v + ep.add[n0 + r] : v;
+    }
+}
+
 /* T = 1 with a long K (more than MMVQ_LONG sub-blocks, e.g. ffn_down): the block's 4 warps share
  * one row (warp w takes sub-blocks w*32 + lane, stepping 128), partial sums meet in shared memory
  * in warp order — a quarter of the serial memory round trips per row of k_mmvq. k_gemv.cu's
@@ -277,6 +312,8 @@ __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint6
 }
 
 static int mmvq_variant = 3; /* cu_mmvq_set_variant */
+static int mmvq_wide_rows = 2; /* cu_mmvq_set_wide_rows */
+#define MMVQ_WIDE_N 65536      /* T = 1 launches of more rows take k_mmvq_wide */
 
 template <int TYPE, int XQ>
 static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x,
@@ -290,6 +327,13 @@ static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint6
         const dim3 g2(cu_div_up(N, MMVQ_WARPS * MMVQ_R), cu_div_up(T, MMVQ_NC));
         cu_launch(k_mmvq_rows<TYPE, XQ>, g2, MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, T, ep);
         return cu_after_launch("k_mmvq_rows");
+    }
+    if (T == 1 && N >= MMVQ_WIDE_N && K / 32 <= MMVQ_LONG && mmvq_wide_rows > 1) {
+        const int R = mmvq_wide_rows;
+        const unsigned blocks = cu_div_up(N, (int64_t)MMVQ_WARPS * R);
+        if (R == 4) cu_launch(k_mmvq_wide<TYPE, XQ, 4>, dim3(blocks), MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, ep);
+        else cu_launch(k_mmvq_wide<TYPE, XQ, 2>, dim3(blocks), MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, ep);
+        return cu_after_launch("k_mmvq_wide");
     }
     if (T == 1 && K / 32 > MMVQ_LONG) {
         cu_launch(k_mmvq_long<TYPE, XQ>, dim3((unsigned)N), MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, ep);
@@ -311,6 +355,7 @@ static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint6
 extern "C" bool cu_has_mmvq(int type) { return mmvq_row_bytes(type, 256) != 0; }
 
 extern "C" void cu_mmvq_set_variant(int v) { mmvq_variant = v == 1 || v == 2 ? v : 3; }
+extern "C" void cu_mmvq_set_wide_rows(int r) { mmvq_wide_rows = r == 1 || r == 4 ? r : 2; }
 
 extern "C" sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
                                   int64_t T, const cu_epilogue *epp) {

@@ -171,12 +171,15 @@ void cu_gemv_set_res(int on, int warps);
 void cu_gemv_set_res_exp(int exp, int blocks_per_sm); /* timing experiments (k_gemv_res's comment; 0 = normal), blocks a multiprocessor (1) */
 /* whether cu_matmul_q8_multi (no prologue) takes the resident-weights kernel for these segments */
 bool cu_gemv_res_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype);
-/* Registers before the wait (k_gemv_reg): launches without a prologue or RoPE segment whose
- * segments share one weight type fetch their weights into registers before the PDL wait (with an
- * RMSNorm prologue for K <= 1024); on by default (when the resident-weights kernel is off).
- * Process-wide. */
+/* Registers before the wait (k_gemv_reg): launches whose segments share one weight type (or mix one
+ * with its Q/K/V partner, cu_gemv_set_reg_mix) fetch their weights into registers before the PDL
+ * wait (with an RMSNorm prologue for K <= 1024, one weight type); on by default (when the
+ * resident-weights kernel is off). Process-wide. */
 void cu_gemv_set_reg(int on);
 bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool norm_prologue);
+/* k_gemv_reg for launches that mix a weight type with its usual Q/K/V partner (Q5_0 + Q8_0, Q4_K or
+ * Q5_K + Q6_K; default on); off: those take k_gemv_fused. Process-wide. */
+void cu_gemv_set_reg_mix(int on);
 /* The one-row-in-registers quantization kernels (act_build, the GEMV prologues' code) for rows of
  * up to 8192 values (default on); off: the 1024-thread loop kernels. Process-wide. */
 void cu_act_set_fast(bool on);
@@ -189,6 +192,9 @@ void cu_norm_set_rows(int on);
 /* Process-wide choice of the token-tile GEMV for T > 8: 1 one row per warp, 2 four rows per warp
  * sharing activation loads, 3 (default) the shared-memory tiled GEMM (k_mmvq.cu). */
 void cu_mmvq_set_variant(int v);
+/* Rows a warp of a T = 1 GEMV over at least 65536 rows (an LM head; k_mmvq_wide): 1 (k_mmvq's
+ * one), 2 (default) or 4; the same bits every way. Process-wide. */
+void cu_mmvq_set_wide_rows(int r);
 /* dst [N,T] = W x: w [K,N] of any cu_can_dequantize type, x [K,T] f32 or (xtype Q8_K) q8_K blocks. */
 sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype, int64_t T,
                         const cu_epilogue *ep);
