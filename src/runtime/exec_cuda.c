@@ -68,6 +68,7 @@ void exec_cuda_set_mma_small(int mode) { (void)mode; }
 void exec_cuda_set_mma_small_tmax(int64_t t) { (void)t; }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) { (void)cx, (void)on; }
+void exec_cuda_set_fuse_glu_pair(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) { (void)cx, (void)mode; }
 void exec_cuda_set_act_fast(bool on) { (void)on; }
 void exec_cuda_set_res(bool on) { (void)on; }
@@ -123,6 +124,8 @@ typedef struct cplan {
     int32_t *qrope;       /* per ATTENTION node: the ROPE of Q it applies as it loads q (-1 none) */
     int32_t *krope;       /* per matmul: the ROPE (+ its kv_store) its multi-GEMV launch does (-1 none) */
     int32_t *pro;         /* per matmul (a launch's leader): the RMS_NORM_QUANT / GLU_QUANT node it runs as its prologue (-1 none) */
+    int32_t *gpair;       /* per matmul (a gate/up launch's leader): the GLU_QUANT whose act(gate) * up it writes into the
+                           * gate's memory, rows taken as gate/up pairs — that node then only quantizes (plan_glu_pairs; -1 none) */
     uint64_t moved_bytes; /* the private region, at al(p->arena_bytes) */
     struct cg_node *cg;   /* per node: its generated kernel (cg_prepare; NULL table or fn: hand-written) */
 } cplan;
@@ -143,6 +146,7 @@ struct exec_cuda {
                            * others at T = 1) whose kernels are left out — wrong results, for timing what they cost */
     bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=0 off; exec_cuda_set_fuse) */
     bool ropek;           /* K's RoPE into the multi-GEMV launch (default on; env SB_CUDA_ROPEK=0 off) */
+    bool glu_pair;        /* an FFN's GLU computed by its gate/up launch (plan_glu_pairs; default on; env SB_CUDA_GLU_PAIR=0 off) */
     int pro;              /* norm / GLU quantization as GEMV prologues, decode values unshared (env SB_CUDA_PRO): 0 off (default),
                            * 1 every fitting norm and GLU, 2 norms into launches k_gemv_reg takes (PRO_REG); 1 and 2 measured
                            * slower on the H200 (bench/NOTES.md) */
@@ -224,6 +228,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->fuse = !(fe && fe[0] == '0');
     const char *rk = getenv("SB_CUDA_ROPEK");
     cx->ropek = !(rk && rk[0] == '0');
+    const char *gpv = getenv("SB_CUDA_GLU_PAIR");
+    cx->glu_pair = !(gpv && gpv[0] == '0');
     const char *pv = getenv("SB_CUDA_PRO");
     cx->pro = pv && pv[0] >= '0' && pv[0] <= '2' ? pv[0] - '0' : 0;
     const char *g1 = getenv("SB_CUDA_GF1");
@@ -315,6 +321,7 @@ static void cplan_clear(cplan *c) {
     free(c->qrope);
     free(c->krope);
     free(c->pro);
+    free(c->gpair);
     free(c->cg);
     memset(c, 0, sizeof *c);
 }
@@ -362,6 +369,11 @@ void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) {
     if (cx->ropek == on) return;
     drop_plans(cx);
     cx->ropek = on;
+}
+void exec_cuda_set_fuse_glu_pair(exec_cuda *cx, bool on) {
+    if (cx->glu_pair == on) return;
+    drop_plans(cx);
+    cx->glu_pair = on;
 }
 void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) {
     const int on = mode >= 0 && mode <= 2 ? mode : 0;
@@ -690,7 +702,7 @@ static bool multi_ok(const ir_graph *g, const ir_node *m) {
 static bool res_single(const ir_graph *g, const ir_node *m) {
     const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
     const cu_gemv_seg q = {.wtype = w->dtype, .N = w->ne[1]};
-    return cu_gemv_reg_fits(&q, 1, w->ne[0], x->dtype, false) || cu_gemv_res_fits(&q, 1, w->ne[0], x->dtype);
+    return cu_gemv_reg_fits(&q, 1, w->ne[0], x->dtype, false, false) || cu_gemv_res_fits(&q, 1, w->ne[0], x->dtype);
 }
 
 /* T = 1 matmuls of one activation (Q/K/V, gate/up; the planner schedules them apart, e.g. K, rope,
@@ -872,7 +884,7 @@ static void plan_prologues(const plan *p, cplan *c, const int32_t *uses, int mod
                 const ir_node *w = &g->nodes[g->nodes[m].src[0]];
                 sg[ns++] = (cu_gemv_seg){.wtype = w->dtype, .N = w->ne[1]};
             }
-            if (members > CU_MULTI_MAX || !cu_gemv_reg_fits(sg, ns, fn->ne[0], fn->dtype, true)) continue;
+            if (members > CU_MULTI_MAX || !cu_gemv_reg_fits(sg, ns, fn->ne[0], fn->dtype, true, false)) continue;
         }
         ir_ref in[2] = {fn->src[0], fn->src[1]};
         for (int k = 0; k < 2 && ok; k++) {
@@ -888,6 +900,30 @@ static void plan_prologues(const plan *p, cplan *c, const int32_t *uses, int mod
     }
 }
 
+
+/* GLU_QUANT f of one row whose gate and up are the two matmuls of one T = 1 launch (the gate
+ * leading, the up its only member), each used only by f, written without a fused ADD, KV-cache
+ * column or RoPE, the launch without a prologue and one k_gemv_reg takes as gate/up pairs: that
+ * launch writes act(gate) * up into the gate's memory, and f only quantizes it (cu_quantize_act:
+ * the same f32 values and quantizer as cu_glu_quant, so the same bits) — the GLU's loads of two rows
+ * and its activation function leave the chain's one-block kernel for the GEMV's epilogue. Safe: f
+ * runs right where it did and reads only the gate's memory, which holds f's input until f (its one
+ * use); the up's memory is no longer written, and only f read it. */
+static void plan_glu_pairs(const plan *p, cplan *c, const int32_t *uses) {
+    const ir_graph *g = p->g;
+    for (int32_t f = 0; f < g->n_nodes; f++) {
+        const ir_node *fn = &g->nodes[f];
+        if (fn->op != IR_OP_GLU_QUANT || c->skip[f] || ir_nrows(fn) != 1) continue;
+        const ir_ref gs = fn->src[0], us = fn->src[1];
+        if (gs < 0 || us < 0 || g->nodes[gs].op != IR_OP_MATMUL || g->nodes[us].op != IR_OP_MATMUL) continue;
+        if (c->skip[gs] || c->gnext[gs] != us || c->gnext[us] >= 0 || uses[gs] != 1 || uses[us] != 1 || c->pro[gs] >= 0) continue;
+        if (c->epi[gs] >= 0 || c->epi[us] >= 0 || c->vstore[gs] >= 0 || c->vstore[us] >= 0 || c->krope[gs] >= 0 || c->krope[us] >= 0) continue;
+        const ir_node *wg = &g->nodes[g->nodes[gs].src[0]], *wu = &g->nodes[g->nodes[us].src[0]], *x = &g->nodes[g->nodes[gs].src[1]];
+        const cu_gemv_seg sg[2] = {{.wtype = wg->dtype, .N = wg->ne[1]}, {.wtype = wu->dtype, .N = wu->ne[1]}};
+        if (!cu_gemv_reg_fits(sg, 2, x->ne[0], x->dtype, false, true)) continue;
+        c->gpair[gs] = f;
+    }
+}
 
 static bool mma_ok(const ir_graph *g, const ir_node *m) { /* a T > 8 matmul the int8 MMA GEMM takes */
     if (m->op != IR_OP_MATMUL) return false;
@@ -938,7 +974,7 @@ static void plan_mma_groups(const plan *p, cplan *c) {
  * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
  * o only exactly (each element is read, then written, by one thread). Bit-identical: the same
  * f32 (W x) + o. */
-static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro) {
+static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro, bool glu_pair) {
     const ir_graph *g = p->g;
     int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
     c->epi = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->epi);
@@ -950,12 +986,13 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro) {
     c->qrope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->qrope);
     c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
     c->pro = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->pro);
-    if (!uses || !c->epi || !c->skip || !c->gnext || !c->mnext || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->pro) {
+    c->gpair = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gpair);
+    if (!uses || !c->epi || !c->skip || !c->gnext || !c->mnext || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->pro || !c->gpair) {
         free(uses);
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
     }
     ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->mnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->pro[i] = -1, c->moved[i] = UINT64_MAX;
+    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->mnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->pro[i] = c->gpair[i] = -1, c->moved[i] = UINT64_MAX;
     const uint64_t base = al(p->arena_bytes);
     uint64_t at = base;
     /* with the prologues: a decode plan's activations are small, so each value (alias root) gets
@@ -1006,6 +1043,7 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro) {
     plan_qrope(p, c, uses);
     plan_attn_quant(p, c);
     if (pro) plan_prologues(p, c, uses, pro);
+    if (glu_pair) plan_glu_pairs(p, c, uses);
     const char *mg = getenv("SB_CUDA_MMA_GROUP"); /* prefill GEMMs of one activation in one launch (default on; 0 off) */
     if (!(mg && mg[0] == '0')) plan_mma_groups(p, c);
     c->moved_bytes = at - base;
@@ -1017,7 +1055,8 @@ int32_t exec_cuda_count_fusions(const plan *p) {
     cplan c = {0};
     int32_t n = -1;
     const char *rk = getenv("SB_CUDA_ROPEK"), *pv = getenv("SB_CUDA_PRO"); /* as a new context would decide */
-    if (plan_fusions(p, &c, !(rk && rk[0] == '0'), pv && pv[0] >= '0' && pv[0] <= '2' ? pv[0] - '0' : 0) == SB_OK) {
+    const char *gp = getenv("SB_CUDA_GLU_PAIR");
+    if (plan_fusions(p, &c, !(rk && rk[0] == '0'), pv && pv[0] >= '0' && pv[0] <= '2' ? pv[0] - '0' : 0, !(gp && gp[0] == '0')) == SB_OK) {
         n = 0;
         for (int32_t i = 0; i < p->g->n_nodes; i++) n += c.skip[i];
     }
@@ -1030,6 +1069,7 @@ int32_t exec_cuda_count_fusions(const plan *p) {
     free(c.qrope);
     free(c.krope);
     free(c.pro);
+    free(c.gpair);
     return n;
 }
 
@@ -1079,7 +1119,7 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
                 if (f > scratch) scratch = f;
             }
         }
-    if (st == SB_OK && cx->fuse) st = plan_fusions(p, c, cx->ropek, cx->pro);
+    if (st == SB_OK && cx->fuse) st = plan_fusions(p, c, cx->ropek, cx->pro, cx->glu_pair);
     c->scratch_off = al(p->arena_bytes) + al(c->moved_bytes);
     c->arena_need = c->scratch_off + al(scratch * 4);
     if (st == SB_OK && c->arena_need > cx->arena_bytes) {
@@ -1282,6 +1322,7 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
     for (int32_t i = 0; st == SB_OK && i < nn; i++) {
         const ir_node *n = &g->nodes[i];
         if (c->skip && c->skip[i]) continue;
+        if (n->op == IR_OP_GLU_QUANT && c->gpair && c->gpair[n->src[0]] == i) continue; /* only quantizes (plan_glu_pairs) */
         switch (n->op) {
         case IR_OP_FUSED: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU: case IR_OP_GELU_TANH:
         case IR_OP_RMS_NORM: case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_GLU_QUANT: break;
@@ -1495,6 +1536,8 @@ static sb_status run_node(crun *r, int32_t i) {
         return cu_rms_norm_quant(s, n->dtype, dst, SP(0), n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), n->fp[0]);
     case IR_OP_GLU_QUANT:
         r->n_kernels++;
+        if (r->c->gpair && r->c->gpair[n->src[0]] == i) /* its gate/up launch wrote act(gate) * up into the gate's memory */
+            return cu_quantize_act(s, n->dtype, dst, SP(0), n->ne[0], 1);
         CG_TRY(r, i);
         return cu_glu_quant(s, n->dtype, dst, SP(0), SP(1), n->ne[0], ir_nrows(n), n->ip[0] == IR_OP_GEGLU);
     case IR_OP_MATMUL: {
@@ -1538,6 +1581,7 @@ static sb_status run_node(crun *r, int32_t i) {
                     pro = (cu_gemv_pro){.kind = CU_PRO_GLU, .g = (const float *)dptr(r, f->src[0]), .u = (const float *)dptr(r, f->src[1]),
                                         .gelu = f->ip[0] == IR_OP_GEGLU};
             }
+            if (r->c->gpair[i] >= 0) pro.pair_glu = g->nodes[r->c->gpair[i]].ip[0] == IR_OP_GEGLU ? 2 : 1; /* gate/up writing the GLU */
             return cu_matmul_q8_multi(s, seg, ns, w->ne[0], pro.kind == CU_PRO_NONE ? SP(1) : NULL, x->dtype, r->cx->d_pos, &pro);
         }
         return run_matmul_one(r, i);

@@ -122,6 +122,10 @@ void exec_cuda_set_fuse(exec_cuda *cx, bool on);
  * registers-before-the-wait GEMV, H200 tg64 1,219 vs 1,182; bit-identical by construction).
  * Changing it drops per-plan state. */
 void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on);
+/* An FFN's GLU computed by its gate/up launch (act(gate) * up in the GEMV's epilogue, rows taken as
+ * gate/up pairs), the GLU_QUANT node then only quantizing it: default on (env SB_CUDA_GLU_PAIR=0
+ * off); the same bits either way. Changing it drops per-plan state. */
+void exec_cuda_set_fuse_glu_pair(exec_cuda *cx, bool on);
 /* The RMSNorm / GLU quantization as the T = 1 GEMV launch's prologue, every decode value in memory
  * of its own: mode 0 off (default), 1 every norm and GLU that fits (env SB_CUDA_PRO=1), 2 the norms
  * of launches the registers-before-the-wait GEMV takes (k_gemv_reg, K <= 1024; SB_CUDA_PRO=2).

@@ -48,6 +48,7 @@ static float *last_y;         /* a copy of the last CUDA run's first output (las
 static int64_t last_n;
 static bool ropek_on = false; /* the SB_CUDA_ROPEK experiment (with fuse_on) */
 static bool pro_on = false;   /* the SB_CUDA_PRO GEMV prologues (with fuse_on) */
+static bool glu_pair_on = true; /* the GLU in the gate/up launch (with fuse_on; exec_cuda_set_fuse_glu_pair, default on) */
 static int pro_mode = 1;      /* which: 1 every norm and GLU, 2 norms into k_gemv_reg launches */
 static bool fattn_mma = true;  /* the tensor-core flash prefill (exec_cuda_set_fattn_mma; default on) */
 /* The NMSE limit of an attention with T > 1 on the flash path (variants 3 and 4): F16 caches with
@@ -130,6 +131,7 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     exec_cuda_set_fuse(cx, fuse_on);
     exec_cuda_set_fuse_ropek(cx, fuse_on && ropek_on);
     exec_cuda_set_fuse_pro(cx, !fuse_on ? 0 : pro_on ? pro_mode : 0);
+    exec_cuda_set_fuse_glu_pair(cx, glu_pair_on);
     exec_bindings ebc = {.data = dc, .n_data = pc->n_inputs};
     float *outs[4] = {yc, NULL, NULL, NULL}; /* outputs after the first (compared) one: read back, not compared */
     if (pc->n_outputs > 4) {
@@ -584,6 +586,52 @@ static void test_prologues(void) {
         free(gt), free(ut), free(wd), free(res), free(qd);
     }
     pro_on = false;
+}
+
+/* An FFN block at T = 1, x + down(act(gate(h)) * up(h)), h = rms_norm(x) * w, fused: the gate/up
+ * launch computing the GLU (rows as gate/up pairs; two rows a group, or four past one wave) and the
+ * GLU node only quantizing — against the f64 reference, and byte-identical to the same plan with
+ * the GLU kernel (exec_cuda_set_fuse_glu_pair off) and to the unfused plan. Shapes: Qwen2.5-0.5B's
+ * (E 896: 28 of a warp's lanes; F 4864), four rows a group (F 6400: more pairs than one wave of
+ * two-row groups holds on the H200), GELU, K-quant and legacy types (q8_K and q8_1 activations),
+ * two sub-blocks a lane (E 1536). */
+static void test_glu_pairs(void) {
+    const struct { int64_t E, F; int wgu, wd, gelu; } cs[] = {
+        {896, 4864, SB_TYPE_Q5_0, SB_TYPE_Q6_K, 0}, {256, 1280, SB_TYPE_Q8_0, SB_TYPE_Q4_K, 1}, {512, 1024, SB_TYPE_Q4_K, SB_TYPE_Q5_0, 0},
+        {1536, 640, SB_TYPE_Q4_0, SB_TYPE_Q8_0, 1}, {256, 6400, SB_TYPE_Q5_0, SB_TYPE_Q8_0, 0},
+    };
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int64_t E = cs[k].E, F = cs[k].F;
+        float *x = rnd(E, 1.0f), *wn = rnd(E, 1.0f), *wg = rnd(E * F, 0.1f), *wu = rnd(E * F, 0.1f), *wd = rnd(F * E, 0.05f);
+        float *y[3] = {malloc((size_t)E * 4), malloc((size_t)E * 4), malloc((size_t)E * 4)};
+        void *qg = quant_rows(cs[k].wgu, wg, E, F), *qu = quant_rows(cs[k].wgu, wu, E, F), *qd = quant_rows(cs[k].wd, wd, F, E);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
+        ir_ref h = ir_mul(g, ir_rms_norm(g, xr, 1e-6f), ir_input_weight(g, "wn", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1}));
+        ir_ref gt = ir_matmul(g, ir_input_weight(g, "wg", cs[k].wgu, (int64_t[4]){E, F, 1, 1}), h);
+        ir_ref up = ir_matmul(g, ir_input_weight(g, "wu", cs[k].wgu, (int64_t[4]){E, F, 1, 1}), h);
+        ir_ref a = cs[k].gelu ? ir_geglu(g, gt, up) : ir_swiglu(g, gt, up);
+        ir_output(g, ir_add(g, xr, ir_matmul(g, ir_input_weight(g, "wd", cs[k].wd, (int64_t[4]){F, E, 1, 1}), a)), "y");
+        binds b = {.name = {"x", "wn", "wg", "wu", "wd"}, .data = {x, wn, qg, qu, qd}, .n = 5};
+        char label[3][128];
+        int32_t kn[3];
+        for (int v = 0; v < 3; v++) { /* fused with the pairs, fused without, unfused */
+            snprintf(label[v], sizeof label[v], "ffn E=%lld F=%lld %s/%s %s (%s)", (long long)E, (long long)F, ir_dtype_name(cs[k].wgu),
+                     ir_dtype_name(cs[k].wd), cs[k].gelu ? "geglu" : "swiglu", v == 0 ? "GLU in gate/up" : v == 1 ? "GLU kernel" : "unfused");
+            fuse_on = v < 2, glu_pair_on = v == 0;
+            expect(run_both(g, &b, label[v]), 5e-4, label[v]);
+            kn[v] = last_kernels;
+            if (y[v] && last_y && last_n == E) memcpy(y[v], last_y, (size_t)E * 4);
+            fuse_on = false, glu_pair_on = true;
+        }
+        CHECKF(y[0] && y[1] && y[2] && !memcmp(y[0], y[1], (size_t)E * 4) && !memcmp(y[0], y[2], (size_t)E * 4),
+               "%s: not the bits of the GLU kernel / of the unfused plan", label[0]);
+        CHECKF(kn[0] == kn[1] && kn[1] < kn[2], "%s: %d kernels (GLU kernel %d, unfused %d)", label[0], (int)kn[0], (int)kn[1], (int)kn[2]);
+        ir_graph_free(g);
+        free(x), free(wn), free(wg), free(wu), free(wd), free(qg), free(qu), free(qd);
+        for (int v = 0; v < 3; v++) free(y[v]);
+    }
 }
 
 /* residual add, then RMSNorm -> quantize -> GEMV, plus the sum again (add + rms_norm_quant in one
@@ -1312,6 +1360,7 @@ int main(void) {
     pro_mode = 2;
     test_prologues();
     pro_mode = 1;
+    test_glu_pairs();
     test_add_norm();
     test_norm_rows();
     test_rope();

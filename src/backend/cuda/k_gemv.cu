@@ -49,6 +49,7 @@ typedef struct mseg {
 typedef struct mseg_set {
     mseg s[CU_MULTI_MAX];
     int n;
+    int glu; /* k_gemv_reg's PAIR launches: 1 SiLU, 2 GELU (segments 0 = gate, 1 = up, paired row by row) */
 } mseg_set;
 typedef struct gpro {
     const float *x, *w, *g, *u;
@@ -379,7 +380,10 @@ static void gf_launch(int wpr, bool small, cudaStream_t st, const mseg_set &m, c
  * segment (K's rotation + cache store, SB_CUDA_ROPEK) takes two rows a group: a rotation pair.
  * Segments are of weight type TYPE, or (TYPE2 != TYPE) of TYPE2: a Q/K/V launch whose V has its own
  * type (Q4_K_M files: Q4_K with a Q6_K V, or Q5_0 with Q8_0 where rows are not 256-multiples); the
- * type is uniform within a block (blocks do not straddle segments), so the branch does not diverge. */
+ * type is uniform within a block (blocks do not straddle segments), so the branch does not diverge.
+ * PAIR (an FFN's gate and up, segments 0 and 1 of one N and type): rows u = 2k, 2k + 1 of a group
+ * are gate and up row p = gi * RW/2 + k, and act(gate) * up (src_glu's f32 math) goes to segment 0's
+ * dst — the GLU the quantizer after the launch then only quantizes (segment 1's dst is not written). */
 template <int TYPE, int TYPE2> static __device__ __forceinline__ void reg_fetch(int wtype, const uint8_t *row, int j, cu_wraw *r) {
     if (TYPE2 == TYPE || wtype == TYPE) cu_fetch<TYPE>(row, j, r);
     else cu_fetch<TYPE2>(row, j, r);
@@ -388,7 +392,7 @@ template <int TYPE, int TYPE2> static __device__ __forceinline__ void reg_decode
     if (TYPE2 == TYPE || wtype == TYPE) cu_decode<TYPE>(r, j, ws);
     else cu_decode<TYPE2>(r, j, ws);
 }
-template <int XQ, int TYPE, int TYPE2, int PRO, int WPR, int NW, int RW, int SPL>
+template <int XQ, int TYPE, int TYPE2, int PRO, int WPR, int NW, int RW, int SPL, bool PAIR>
 __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, gpro pr) {
     __shared__ float red[NW * RW];
     /* GP_NORM: rms_norm(x) * w quantized into shared memory by every block (act_build, rows of up to
@@ -409,7 +413,10 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
      * unrotated rows past n_rot two at a time — k_gemv_fused's mseg_item, in groups of two rows */
     int64_t row[RW];
     int pi = -1;
-    if (RW == 2 && g.rot > 0) {
+    if (PAIR) {
+#pragma unroll
+        for (int u = 0; u < RW; u++) row[u] = gi * (RW / 2) + u / 2 < m.s[0].N ? gi * (RW / 2) + u / 2 : -1;
+    } else if (RW == 2 && g.rot > 0) {
         const int half = g.rot / 2, pass = g.D - g.rot;
         const int64_t np = g.N / g.D * half, nr = g.N / g.D * pass;
         if (gi < np) {
@@ -430,19 +437,24 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
     }
     cu_wraw raw[RW][SPL];
 #pragma unroll
-    for (int u = 0; u < RW; u++)
+    for (int u = 0; u < RW; u++) {
+        const mseg &gu = PAIR ? m.s[u & 1] : g;
 #pragma unroll
         for (int t = 0; t < SPL; t++) {
             const int j = wi * 32 + lane + t * 32 * WPR;
-            if (row[u] >= 0 && j < nsb) reg_fetch<TYPE, TYPE2>(g.wtype, g.w + (uint64_t)row[u] * g.rb, j, &raw[u][t]);
+            if (row[u] >= 0 && j < nsb) reg_fetch<TYPE, TYPE2>(gu.wtype, gu.w + (uint64_t)row[u] * gu.rb, j, &raw[u][t]);
         }
+    }
     CU_PDL_WAIT();
     const bool first = lane == 0 && wi == 0;
     float addv[RW];
     int32_t p0 = 0;
     if (first) {
 #pragma unroll
-        for (int u = 0; u < RW; u++) addv[u] = g.ep.add && row[u] >= 0 ? g.ep.add[row[u]] : 0.0f;
+        for (int u = 0; u < RW; u++) {
+            const mseg &gu = PAIR ? m.s[u & 1] : g;
+            addv[u] = gu.ep.add && row[u] >= 0 ? gu.ep.add[row[u]] : 0.0f;
+        }
         if (g.cache) p0 = pos[0];
     }
     const uint8_t *x = xq;
@@ -493,6 +505,15 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
         }
     }
     if (!first) return;
+    if (PAIR) { /* act(gate) * up, as src_glu */
+#pragma unroll
+        for (int u = 0; u < RW; u += 2) {
+            if (row[u] < 0) continue;
+            const float gv = m.s[0].ep.add ? acc[u] + addv[u] : acc[u], uv = m.s[1].ep.add ? acc[u + 1] + addv[u + 1] : acc[u + 1];
+            m.s[0].dst[row[u]] = (m.glu == 2 ? cu_gelu(gv) : cu_silu(gv)) * uv;
+        }
+        return;
+    }
     if (pi >= 0) { /* a rotation pair: RoPE, then both into the cache (dst is not written) */
         float ya, yb;
         rope_rot(g.ep.add ? acc[0] + addv[0] : acc[0], g.ep.add ? acc[RW - 1] + addv[RW - 1] : acc[RW - 1], pi, p0, g.ts, g.fs, g.af, g.ff, &ya,
@@ -517,29 +538,37 @@ static int reg_on = 1; /* cu_gemv_set_reg */
 extern "C" void cu_gemv_set_reg(int on) { reg_on = on ? 1 : 0; }
 #define REG_NW 4
 
-template <int XQ, int TYPE, int TYPE2, int PRO, int WPR, int RW, int SPL>
+template <int XQ, int TYPE, int TYPE2, int PRO, int WPR, int RW, int SPL, bool PAIR>
 static void reg_launch3(cudaStream_t st, mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr) {
     constexpr int G = REG_NW / WPR;
     unsigned blocks = 0;
-    for (int k = 0; k < m.n; k++) {
-        const mseg &g = m.s[k]; /* items: rows / RW, or a RoPE segment's pairs + unrotated rows / 2 (RW == 2) */
-        const int64_t items = g.rot > 0 ? g.N / g.D * (g.rot / 2) + (g.N / g.D * (g.D - g.rot) + 1) / 2 : (g.N + RW - 1) / RW;
-        blocks += (m.s[k].nb = cu_div_up(items, G));
+    if (PAIR) { /* one range of blocks: RW/2 gate/up row pairs a group */
+        blocks = m.s[0].nb = cu_div_up(cu_div_up(m.s[0].N, (int64_t)(RW / 2)), (int64_t)G);
+        m.s[1].nb = 0;
+    } else {
+        for (int k = 0; k < m.n; k++) {
+            const mseg &g = m.s[k]; /* items: rows / RW, or a RoPE segment's pairs + unrotated rows / 2 (RW == 2) */
+            const int64_t items = g.rot > 0 ? g.N / g.D * (g.rot / 2) + (g.N / g.D * (g.D - g.rot) + 1) / 2 : (g.N + RW - 1) / RW;
+            blocks += (m.s[k].nb = cu_div_up(items, G));
+        }
     }
-    cu_launch(k_gemv_reg<XQ, TYPE, TYPE2, PRO, WPR, REG_NW, RW, SPL>, blocks, REG_NW * 32, st, m, xq, K, pos, pr);
+    cu_launch(k_gemv_reg<XQ, TYPE, TYPE2, PRO, WPR, REG_NW, RW, SPL, PAIR>, blocks, REG_NW * 32, st, m, xq, K, pos, pr);
 }
 
-/* one row a group when that fits one wave of resident blocks, else two */
-template <int XQ, int TYPE, int TYPE2, int PRO, int WPR, int SPL>
+/* R0 rows a group (1; a PAIR launch 2: one gate/up pair) when that fits one wave of resident
+ * blocks, else twice that */
+template <int XQ, int TYPE, int TYPE2, int PRO, int WPR, int SPL, bool PAIR = false>
 static void reg_launch2(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr) {
+    constexpr int R0 = PAIR ? 2 : 1, G = REG_NW / WPR;
     static int occ;
-    const int res = gf_occupancy(k_gemv_reg<XQ, TYPE, TYPE2, PRO, WPR, REG_NW, 1, SPL>, REG_NW * 32, &occ);
-    constexpr int G = REG_NW / WPR;
-    int64_t blocks1 = 0;
+    const int res = gf_occupancy(k_gemv_reg<XQ, TYPE, TYPE2, PRO, WPR, REG_NW, R0, SPL, PAIR>, REG_NW * 32, &occ);
+    int64_t groups = 0; /* of R0 rows */
     bool rot = false;
-    for (int k = 0; k < m.n; k++) blocks1 += cu_div_up(m.s[k].N, (int64_t)G), rot |= m.s[k].rot > 0;
-    if (blocks1 <= (int64_t)res * gf_sms && !rot) reg_launch3<XQ, TYPE, TYPE2, PRO, WPR, 1, SPL>(st, m, xq, K, pos, pr);
-    else reg_launch3<XQ, TYPE, TYPE2, PRO, WPR, 2, SPL>(st, m, xq, K, pos, pr);
+    if (PAIR) groups = m.s[0].N;
+    else
+        for (int k = 0; k < m.n; k++) groups += m.s[k].N, rot |= m.s[k].rot > 0;
+    if (cu_div_up(groups, (int64_t)G) <= (int64_t)res * gf_sms && !rot) reg_launch3<XQ, TYPE, TYPE2, PRO, WPR, R0, SPL, PAIR>(st, m, xq, K, pos, pr);
+    else reg_launch3<XQ, TYPE, TYPE2, PRO, WPR, 2 * R0, SPL, PAIR>(st, m, xq, K, pos, pr);
 }
 
 template <int XQ, int TYPE, int TYPE2 = TYPE>
@@ -547,6 +576,9 @@ static void reg_launch1(cudaStream_t st, const mseg_set &m, const uint8_t *xq, i
     const int nsb = (int)(K / 32);
     if (pk == CU_PRO_NORM) { /* reg_fits: K <= REG_PRO_K, so one sub-block a lane (one weight type) */
         reg_launch2<XQ, TYPE, TYPE, GP_NORM, 1, 1>(st, m, xq, K, pos, pr);
+    } else if (m.glu) { /* reg_fits: one weight type, K <= CU_MMVQ_LONG_K (one warp a row) */
+        if (nsb <= 32) reg_launch2<XQ, TYPE, TYPE, GP_NONE, 1, 1, true>(st, m, xq, K, pos, pr);
+        else reg_launch2<XQ, TYPE, TYPE, GP_NONE, 1, 2, true>(st, m, xq, K, pos, pr);
     } else if (K <= CU_MMVQ_LONG_K) {
         if (nsb <= 32) reg_launch2<XQ, TYPE, TYPE2, GP_NONE, 1, 1>(st, m, xq, K, pos, pr);
         else reg_launch2<XQ, TYPE, TYPE2, GP_NONE, 1, 2>(st, m, xq, K, pos, pr);
@@ -574,8 +606,11 @@ static int reg_type2(int t) {
  * prologue), K within two sub-blocks a lane (K <= 8192); an RMSNorm prologue for K <= REG_PRO_K (act_build with 8 values a thread in a
  * 128-thread block; no GLU prologue: every block would re-read the ffn rows) */
 #define REG_PRO_K 1024
-static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int pk) {
+static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int pk, bool pair) {
     if (!reg_on || n < 1 || K > 8192 || K % 32) return false;
+    if (pair && (n != 2 || pk != CU_PRO_NONE || seg[1].wtype != seg[0].wtype || seg[0].N != seg[1].N || K > CU_MMVQ_LONG_K || seg[0].cache ||
+                 seg[1].cache || seg[0].rot > 0 || seg[1].rot > 0))
+        return false;
     if (pk != CU_PRO_NONE && (pk != CU_PRO_NORM || K > REG_PRO_K || !aq_fits(xtype, K, REG_NW * 32, 8))) return false;
     const bool kq = seg[0].wtype == CU_T_Q4_K || seg[0].wtype == CU_T_Q5_K || seg[0].wtype == CU_T_Q6_K;
     if (xtype == CU_T_Q8_K ? !kq : kq) return false; /* k-quants on q8_1 (SB_CUDA_ACT=q8_1) take k_gemv_fused */
@@ -610,8 +645,8 @@ static sb_status reg_launch(cudaStream_t st, const mseg_set &m, const uint8_t *x
     return cu_after_launch("k_gemv_reg");
 }
 
-extern "C" bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool norm_prologue) {
-    return reg_fits(seg, n, K, xtype, norm_prologue ? CU_PRO_NORM : CU_PRO_NONE);
+extern "C" bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool norm_prologue, bool pair_glu) {
+    return reg_fits(seg, n, K, xtype, norm_prologue ? CU_PRO_NORM : CU_PRO_NONE, pair_glu);
 }
 
 // ---- resident-weights launch ----
@@ -704,7 +739,9 @@ static sb_status res_launch(cudaStream_t st, const mseg_set &m, const res_shape 
 extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos,
                                         const cu_gemv_pro *pro) {
     if (n < 1 || n > CU_MULTI_MAX) return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMV segments (1..%d)", n, CU_MULTI_MAX);
-    const int pk = pro ? pro->kind : CU_PRO_NONE;
+    const int pk = pro ? pro->kind : CU_PRO_NONE, glu = pro ? pro->pair_glu : 0;
+    if (glu && (res_on || !reg_fits(seg, n, K, xtype, pk, true)))
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: gate/up pairs (%d segments, K = %lld) that k_gemv_reg does not take", n, (long long)K);
     if (pk != CU_PRO_NONE && !aq_fits(xtype, K, GF_WARPS * 32))
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: GEMV prologue over K = %lld (at most %d, whole activation blocks)", (long long)K, GF_MAXK);
     if (pk == CU_PRO_NONE && !xq) return sb_fail(SB_ERR_INTERNAL, "cuda: multi-GEMV without an activation");
@@ -713,6 +750,7 @@ extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int
     mseg_set m;
     memset(&m, 0, sizeof m);
     m.n = n;
+    m.glu = glu;
     int64_t items[CU_MULTI_MAX];
     for (int k = 0; k < n; k++) {
         const int t = seg[k].wtype;
@@ -741,7 +779,7 @@ extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int
     gpro pr = {NULL, NULL, NULL, NULL, 0.0f, 0};
     if (pk == CU_PRO_NORM) pr = gpro{pro->x, pro->w, NULL, NULL, pro->eps, 0};
     if (pk == CU_PRO_GLU) pr = gpro{NULL, NULL, pro->g, pro->u, 0.0f, pro->gelu ? 1 : 0};
-    if (reg_fits(seg, n, K, xtype, pk) && !res_on) return reg_launch(st, m, x, K, pos, pr, pk);
+    if (reg_fits(seg, n, K, xtype, pk, glu != 0) && !res_on) return reg_launch(st, m, x, K, pos, pr, pk);
     res_shape rs;
     if (res_plan(seg, n, K, xtype, pk, &rs))
         return xtype == CU_T_Q8_1 ? res_launch<CU_T_Q8_1>(st, m, rs, x, K, pos, pr, pk) : res_launch<CU_T_Q8_K>(st, m, rs, x, K, pos, pr, pk);

@@ -155,6 +155,11 @@ typedef struct cu_gemv_pro {
     float eps;
     const float *g, *u;    /* GLU: gate and up [K] */
     bool gelu;
+    /* 1 SiLU, 2 GELU: the launch's two segments are an FFN's gate and up (one N and weight type,
+     * no cache or RoPE, no prologue, K <= CU_MMVQ_LONG_K; cu_gemv_reg_fits with pair_glu) taken row
+     * by row, and act(gate) * up — cu_glu_quant's f32 values — goes to segment 0's dst (segment 1's
+     * is not written) */
+    int pair_glu;
 } cu_gemv_pro;
 sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos,
                              const cu_gemv_pro *pro);
@@ -176,7 +181,7 @@ bool cu_gemv_res_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype);
  * wait (with an RMSNorm prologue for K <= 1024, one weight type); on by default (when the
  * resident-weights kernel is off). Process-wide. */
 void cu_gemv_set_reg(int on);
-bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool norm_prologue);
+bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool norm_prologue, bool pair_glu);
 /* k_gemv_reg for launches that mix a weight type with its usual Q/K/V partner (Q5_0 + Q8_0, Q4_K or
  * Q5_K + Q6_K; default on); off: those take k_gemv_fused. Process-wide. */
 void cu_gemv_set_reg_mix(int on);
