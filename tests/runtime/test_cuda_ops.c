@@ -620,7 +620,9 @@ static void test_glu_pairs(void) {
             snprintf(label[v], sizeof label[v], "ffn E=%lld F=%lld %s/%s %s (%s)", (long long)E, (long long)F, ir_dtype_name(cs[k].wgu),
                      ir_dtype_name(cs[k].wd), cs[k].gelu ? "geglu" : "swiglu", v == 0 ? "GLU in gate/up" : v == 1 ? "GLU kernel" : "unfused");
             fuse_on = v < 2, glu_pair_on = v == 0;
-            expect(run_both(g, &b, label[v]), 5e-4, label[v]);
+            /* 1e-3: two chained 8-bit activations (the norm's, the GLU's) against the f64 reference drew
+             * 1.4e-4 .. 5.5e-4 on the H200 (Q4_K gate/up the most); a wrong pair or row gives O(1) */
+            expect(run_both(g, &b, label[v]), 1e-3, label[v]);
             kn[v] = last_kernels;
             if (y[v] && last_y && last_n == E) memcpy(y[v], last_y, (size_t)E * 4);
             fuse_on = false, glu_pair_on = true;
