@@ -50,6 +50,7 @@ typedef struct mseg_set {
     mseg s[CU_MULTI_MAX];
     int n;
     int glu; /* k_gemv_reg's PAIR launches: 1 SiLU, 2 GELU (segments 0 = gate, 1 = up, paired row by row) */
+    int one; /* k_gemv_reg with RW == 2 for a RoPE segment's pairs: the other segments take one row a group */
 } mseg_set;
 typedef struct gpro {
     const float *x, *w, *g, *u;
@@ -431,6 +432,9 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
                 row[u] = q < nr ? q / pass * g.D + g.rot + q % pass : -1;
             }
         }
+    } else if (RW == 2 && m.one) {
+        row[0] = gi < g.N ? gi : -1;
+        row[1] = -1;
     } else {
 #pragma unroll
         for (int u = 0; u < RW; u++) row[u] = gi * RW + u < g.N ? gi * RW + u : -1;
@@ -535,6 +539,8 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
 // ---- registers-before-the-wait launch ----
 
 static int reg_on = 1; /* cu_gemv_set_reg */
+static int reg_one = 1; /* cu_gemv_set_reg_one */
+extern "C" void cu_gemv_set_reg_one(int on) { reg_one = on ? 1 : 0; }
 extern "C" void cu_gemv_set_reg(int on) { reg_on = on ? 1 : 0; }
 #define REG_NW 4
 
@@ -547,8 +553,8 @@ static void reg_launch3(cudaStream_t st, mseg_set m, const uint8_t *xq, int64_t 
         m.s[1].nb = 0;
     } else {
         for (int k = 0; k < m.n; k++) {
-            const mseg &g = m.s[k]; /* items: rows / RW, or a RoPE segment's pairs + unrotated rows / 2 (RW == 2) */
-            const int64_t items = g.rot > 0 ? g.N / g.D * (g.rot / 2) + (g.N / g.D * (g.D - g.rot) + 1) / 2 : (g.N + RW - 1) / RW;
+            const mseg &g = m.s[k]; /* items: rows / RW (or rows: m.one), or a RoPE segment's pairs + unrotated rows / 2 (RW == 2) */
+            const int64_t items = g.rot > 0 ? g.N / g.D * (g.rot / 2) + (g.N / g.D * (g.D - g.rot) + 1) / 2 : m.one ? g.N : (g.N + RW - 1) / RW;
             blocks += (m.s[k].nb = cu_div_up(items, G));
         }
     }
@@ -567,8 +573,24 @@ static void reg_launch2(cudaStream_t st, const mseg_set &m, const uint8_t *xq, i
     if (PAIR) groups = m.s[0].N;
     else
         for (int k = 0; k < m.n; k++) groups += m.s[k].N, rot |= m.s[k].rot > 0;
-    if (cu_div_up(groups, (int64_t)G) <= (int64_t)res * gf_sms && !rot) reg_launch3<XQ, TYPE, TYPE2, PRO, WPR, R0, SPL, PAIR>(st, m, xq, K, pos, pr);
-    else reg_launch3<XQ, TYPE, TYPE2, PRO, WPR, 2 * R0, SPL, PAIR>(st, m, xq, K, pos, pr);
+    if (cu_div_up(groups, (int64_t)G) <= (int64_t)res * gf_sms && !rot) {
+        reg_launch3<XQ, TYPE, TYPE2, PRO, WPR, R0, SPL, PAIR>(st, m, xq, K, pos, pr);
+    } else {
+        /* two rows a group for a RoPE segment's pairs; the other segments keep one where that still
+         * fits one wave (a Q/K/V launch: 272 blocks instead of 144 for Qwen2.5-0.5B) */
+        mseg_set m2 = m;
+        if (!PAIR && rot && reg_one) {
+            static int occ2;
+            const int res2 = gf_occupancy(k_gemv_reg<XQ, TYPE, TYPE2, PRO, WPR, REG_NW, 2 * R0, SPL, PAIR>, REG_NW * 32, &occ2);
+            int64_t b1 = 0;
+            for (int k = 0; k < m.n; k++) {
+                const mseg &g = m.s[k];
+                b1 += cu_div_up(g.rot > 0 ? g.N / g.D * (g.rot / 2) + (g.N / g.D * (g.D - g.rot) + 1) / 2 : g.N, (int64_t)G);
+            }
+            m2.one = b1 <= (int64_t)res2 * gf_sms;
+        }
+        reg_launch3<XQ, TYPE, TYPE2, PRO, WPR, 2 * R0, SPL, PAIR>(st, m2, xq, K, pos, pr);
+    }
 }
 
 template <int XQ, int TYPE, int TYPE2 = TYPE>

@@ -185,6 +185,10 @@ bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool 
 /* k_gemv_reg for launches that mix a weight type with its usual Q/K/V partner (Q5_0 + Q8_0, Q4_K or
  * Q5_K + Q6_K; default on); off: those take k_gemv_fused. Process-wide. */
 void cu_gemv_set_reg_mix(int on);
+/* k_gemv_reg launches with a RoPE segment (two rows a group for its rotation pairs): the other
+ * segments take one row a group where the launch still fits one wave (default on); off: two.
+ * Process-wide. */
+void cu_gemv_set_reg_one(int on);
 /* The one-row-in-registers quantization kernels (act_build, the GEMV prologues' code) for rows of
  * up to 8192 values (default on); off: the 1024-thread loop kernels. Process-wide. */
 void cu_act_set_fast(bool on);
