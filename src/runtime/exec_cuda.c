@@ -71,7 +71,6 @@ void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_glu_pair(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) { (void)cx, (void)mode; }
 void exec_cuda_set_act_fast(bool on) { (void)on; }
-void exec_cuda_set_res(bool on) { (void)on; }
 void exec_cuda_set_fattn_split(bool on) { (void)on; }
 void exec_cuda_set_fattn_mma(bool on) { (void)on; }
 void exec_cuda_set_norm_rows(bool on) { (void)on; }
@@ -242,18 +241,13 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     }
     if (sk && strstr(sk, "head")) cx->time_skip |= 1ull << 62;
     if (sk && strstr(sk, "gemv")) cx->time_skip |= 1ull << 63;
-    const char *rs = getenv("SB_CUDA_RES"), *rw = getenv("SB_CUDA_RES_WARPS"); /* resident-weights GEMV (k_gemv.cu) */
     /* process-wide knobs: applied only when set, so a test's exec_cuda_set_* survives new contexts */
-    if (rs || rw) cu_gemv_set_res(rs && rs[0] == '1', rw ? atoi(rw) : 0);
     const char *rg = getenv("SB_CUDA_REG"); /* registers-before-the-wait GEMV (k_gemv.cu; default on) */
     if (rg) cu_gemv_set_reg(rg[0] != '0');
     const char *rm = getenv("SB_CUDA_REG_MIX"); /* k_gemv_reg for Q/K/V launches of two weight types (default on) */
     if (rm) cu_gemv_set_reg_mix(rm[0] != '0');
     const char *r1 = getenv("SB_CUDA_REG_ONE"); /* k_gemv_reg: one row a group beside a RoPE segment's pairs (default on) */
     if (r1) cu_gemv_set_reg_one(r1[0] != '0');
-    const char *rx = getenv("SB_CUDA_RES_EXP");
-    const char *rb = getenv("SB_CUDA_RES_BPS");
-    if (rx || rb) cu_gemv_set_res_exp(rx ? atoi(rx) : 0, rb ? atoi(rb) : 1);
     const char *aq = getenv("SB_CUDA_AQ");
     if (aq) cu_act_set_fast(aq[0] == '1');
     const char *gt = getenv("SB_CUDA_GF_TUNE"); /* "blocks_per_sm,rows,prefetch,warps" (autotuning experiments) */
@@ -384,7 +378,6 @@ void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) {
     cx->pro = on;
 }
 void exec_cuda_set_act_fast(bool on) { cu_act_set_fast(on); }
-void exec_cuda_set_res(bool on) { cu_gemv_set_res(on, 0); }
 void exec_cuda_set_fattn_split(bool on) { cu_fattn_set_split(on); }
 void exec_cuda_set_fattn_mma(bool on) { cu_fattn_set_mma(on); }
 void exec_cuda_set_norm_rows(bool on) { cu_norm_set_rows(on ? 1 : 0); }
@@ -562,7 +555,7 @@ static sb_status devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, con
     void *d;
     char what[128];
     snprintf(what, sizeof what, "\"%.100s\"", name);
-    /* whole 256-byte units: k_gemv_res copies 16-byte chunks and may read up to 15 bytes past a matrix */
+    /* whole 256-byte units: the GEMVs' aligned word loads (cu_ld_words_a2) read up to 2 bytes past a matrix's last block */
     SB_TRY(cu_malloc(&d, (size_t)((bytes + 255) & ~(uint64_t)255), what));
     sb_status st = cu_memcpy_h2d(d, host, (size_t)bytes, cx->s);
     if (st == SB_OK) st = cu_stream_sync(cx->s); /* the host buffer may be pageable/mmap'd: finish before returning */
@@ -698,13 +691,13 @@ static bool multi_ok(const ir_graph *g, const ir_node *m) {
            ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && kq));
 }
 
-/* a lone T = 1 GEMV that the registers-before-the-wait or resident-weights kernel takes goes
- * through the fused-GEMV entry as a group of one (k_mmvq otherwise: the wide LM head, whose rows
- * exceed GF_ROWS_MAX, and types or shapes those kernels refuse) */
-static bool res_single(const ir_graph *g, const ir_node *m) {
+/* a lone T = 1 GEMV that the registers-before-the-wait kernel takes goes through the fused-GEMV
+ * entry as a group of one (k_mmvq otherwise: the wide LM head, whose rows exceed GF_ROWS_MAX, and
+ * types or shapes k_gemv_reg refuses) */
+static bool reg_single(const ir_graph *g, const ir_node *m) {
     const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
     const cu_gemv_seg q = {.wtype = w->dtype, .N = w->ne[1]};
-    return cu_gemv_reg_fits(&q, 1, w->ne[0], x->dtype, false, false) || cu_gemv_res_fits(&q, 1, w->ne[0], x->dtype);
+    return cu_gemv_reg_fits(&q, 1, w->ne[0], x->dtype, false, false);
 }
 
 /* T = 1 matmuls of one activation (Q/K/V, gate/up; the planner schedules them apart, e.g. K, rope,
@@ -1552,7 +1545,7 @@ static sb_status run_node(crun *r, int32_t i) {
         if (r->c->mnext && r->c->mnext[i] >= 0) return run_matmul_group(r, i);
         r->n_kernels++;
         if (r->c->gnext && (r->c->gnext[i] >= 0 || r->c->vstore[i] >= 0 || r->c->krope[i] >= 0 || r->c->pro[i] >= 0 ||
-                            (multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX && (r->cx->gf_single || res_single(g, n))))) { /* one launch for the group (Q/K/V, gate/up), or a T = 1 GEMV */
+                            (multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX && (r->cx->gf_single || reg_single(g, n))))) { /* one launch for the group (Q/K/V, gate/up), or a T = 1 GEMV */
             cu_gemv_seg seg[CU_MULTI_MAX];
             int ns = 0;
             for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->gnext[m]) {

@@ -135,9 +135,6 @@ void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode);
 /* The one-row-in-registers standalone quantizers (act_build; env SB_CUDA_AQ=1; default: the
  * 1024-thread kernels, measured ~1% faster). Process-wide. */
 void exec_cuda_set_act_fast(bool on);
-/* the resident-weights T = 1 GEMV (k_gemv_res; default off, env SB_CUDA_RES=1) and the
- * registers-before-the-wait one (k_gemv_reg; default on, env SB_CUDA_REG=0). Process-wide. */
-void exec_cuda_set_res(bool on);
 /* the flash-attention prefill's key split over blocks when its query tiles leave SMs idle (default
  * on, env SB_CUDA_FATTN_SPLIT=0 turns it off: k_fattn.cu says why). Process-wide; takes effect for plans built
  * afterwards. */
@@ -149,6 +146,8 @@ void exec_cuda_set_fattn_mma(bool on);
 /* RMSNorm -> q8_1 rows past one wave of the 1024-thread kernel by the 256-thread kernel of the same
  * bits (default on, env SB_CUDA_NORM_ROWS=0 off; k_quantize.cu). Process-wide. */
 void exec_cuda_set_norm_rows(bool on);
+/* the registers-before-the-wait T = 1 GEMV (k_gemv_reg; default on, env SB_CUDA_REG=0: k_gemv_fused /
+ * k_mmvq). Process-wide. */
 void exec_cuda_set_reg(bool on);
 /* Rows a warp of a T = 1 GEMV over at least 65536 rows (the LM head; env SB_CUDA_HEAD_ROWS): 1, 2
  * (default) or 4 — the same bits. Process-wide. */

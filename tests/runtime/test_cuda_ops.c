@@ -461,13 +461,13 @@ static void test_multi_gemv(void) {
     }
 }
 
-/* the T = 1 GEMV kernels at decode shapes — registers before the wait (k_gemv_reg, the default),
- * resident weights (k_gemv_res), and k_mmvq: rows spread over many blocks (several rows a group,
+/* the T = 1 GEMV kernels at decode shapes — registers before the wait (k_gemv_reg, the default)
+ * and k_mmvq: rows spread over many blocks (several rows a group,
  * odd counts, a short last block, two rows a group when one wave would not hold one), rows whose
  * bytes are not multiples of 16 (Q5_0 / Q4_0 / Q8_0 at K = 896, Q6_K at 4864), four warps a row
  * (K > 2048), one and two sub-blocks a lane (K 896 / 1600 / 2304 / 4864 / 7936), the residual
  * epilogue; against the CPU reference */
-static void test_res_gemv(void) {
+static void test_reg_gemv(void) {
     const struct {
         int t;
         int64_t K, N;
@@ -485,17 +485,15 @@ static void test_res_gemv(void) {
         ir_ref rr = ir_input_weight(g, "r", SB_TYPE_F32, (int64_t[4]){N, 1, 1, 1});
         ir_output(g, ir_add(g, ir_matmul(g, wr, xr), rr), "y");
         binds b = {.name = {"w", "x", "r"}, .data = {w, x, rs}, .n = 3};
-        for (int mode = 0; mode < 3; mode++) {
+        for (int mode = 0; mode < 2; mode++) {
             char label[96];
             snprintf(label, sizeof label, "GEMV+residual %s K=%lld N=%lld (%s)", ir_dtype_name(cs[k].t), (long long)K, (long long)N,
-                     mode == 0 ? "registers" : mode == 1 ? "resident weights" : "k_mmvq");
-            exec_cuda_set_res(mode == 1);
+                     mode == 0 ? "registers" : "k_mmvq");
             exec_cuda_set_reg(mode == 0);
             fuse_on = true;
             expect(run_both(g, &b, label), 5e-4, label);
             fuse_on = false;
         }
-        exec_cuda_set_res(false);
         exec_cuda_set_reg(true);
         ir_graph_free(g);
         free(wf), free(x), free(rs), free(w);
@@ -1345,13 +1343,8 @@ int main(void) {
     exec_cuda_set_act_fast(false);
     test_fused_epilogue();
     test_multi_gemv();
-    test_res_gemv();
+    test_reg_gemv();
     test_wide_gemv();
-    printf("-- T = 1 GEMVs through the resident-weights kernel (SB_CUDA_RES=1)\n");
-    exec_cuda_set_res(true);
-    test_fused_epilogue();
-    test_multi_gemv();
-    exec_cuda_set_res(false);
     printf("-- T = 1 GEMVs through k_gemv_fused (SB_CUDA_REG=0)\n");
     exec_cuda_set_reg(false);
     test_fused_epilogue();

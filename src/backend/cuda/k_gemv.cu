@@ -3,7 +3,8 @@
  * backend/cuda/k_gemv.cu — cu_matmul_q8_multi: several T = 1 GEMVs over one activation in one
  * launch (Q/K/V, gate/up; or one matrix), with an optional prologue that builds the quantized
  * activation in every block from the f32 row (RMSNorm or GLU: act_build, device/act_quant.cuh),
- * per-segment epilogues (bias / residual add, KV-cache column, K's RoPE by rotation pairs).
+ * per-segment epilogues (bias / residual add, KV-cache column, K's RoPE by rotation pairs), and an
+ * FFN's gate and up as row pairs writing act(gate) * up (k_gemv_reg PAIR).
  * Each row is the warp (or 4-warp) dot of device/gemv_dot.cuh, so results equal k_mmvq.cu's.
  * Traffic: the weights once (prefetched into L2 before the PDL wait), the activation from L2 per
  * block (K values; the prologue reads K f32 values and the norm weight or the gate and up rows).
@@ -44,7 +45,6 @@ typedef struct mseg {
     int rot, rmode, D; /* RoPE before the cache write (rot > 0): items are rotation pairs, then passthrough rows */
     float ts, fs, af;
     const float *ff;
-    int64_t row0; /* w holds rows from row0 on (0; the first row of a block's shared-memory copy in k_gemv_res) */
 } mseg;
 typedef struct mseg_set {
     mseg s[CU_MULTI_MAX];
@@ -118,12 +118,12 @@ static __device__ __forceinline__ void group_dot2(const mseg &g, int64_t ra, int
     const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5, wi = wp % WPR;
     float a = 0.0f, b = 0.0f;
     if (live && rb2 >= 0) {
-        mmvq_part2_any<XQ>(g.wtype, g.w + (uint64_t)(ra - g.row0) * g.rb, g.w + (uint64_t)(rb2 - g.row0) * g.rb, x, K, wi * 32 + lane, WPR * 32,
+        mmvq_part2_any<XQ>(g.wtype, g.w + (uint64_t)ra * g.rb, g.w + (uint64_t)rb2 * g.rb, x, K, wi * 32 + lane, WPR * 32,
                            &a, &b);
         a = warp_sum(a);
         b = warp_sum(b);
     } else if (live) {
-        a = warp_sum(mmvq_part_any<XQ>(g.wtype, g.w + (uint64_t)(ra - g.row0) * g.rb, x, K, wi * 32 + lane, WPR * 32));
+        a = warp_sum(mmvq_part_any<XQ>(g.wtype, g.w + (uint64_t)ra * g.rb, x, K, wi * 32 + lane, WPR * 32));
     }
     if (WPR > 1) {
         __syncthreads(); /* red is reused by every item */
@@ -235,78 +235,6 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_fused(mseg_set m, const uint8_
     if (g.rot == 0) /* two rows at a time */
         for (; r + 1 < R; r += 2) mseg_item_pair<XQ, WPR>(g, item0 + (int64_t)r * G + grp, item0 + (int64_t)(r + 1) * G + grp, x, K, pos, red);
     for (; r < R; r++) mseg_item<XQ, WPR>(g, item0 + (int64_t)r * G + grp, x, K, pos, red);
-}
-
-/* Resident weights (RES, the default where they fit): one block per multiprocessor owns a
- * contiguous range of rows of one segment. It lets its successor launch first, then copies its
- * rows' bytes into shared memory (cp.async) BEFORE waiting for its predecessor — weights are never
- * written, so the copy overlaps the previous kernels' work instead of following it; a block of
- * ~50 KB shared memory leaves room for the neighbours' blocks, so successors start their copies
- * early too. After the wait: the q8 activation (or, with a prologue, its RMSNorm / GLU build by
- * act_build, as k_gemv_fused's), the residual operands of its rows and the position are loaded
- * into shared memory together (one round trip through L2), and every dot reads shared memory.
- * Rows, pairs and sums are k_gemv_fused's (group_dot2), so results are the same bits (a prologue's
- * norm sums over 512 threads here: the same value up to double rounding). RoPE segments take
- * k_gemv_fused. */
-#define RES_SMEM_MAX (96 * 1024) /* per block; under every sm_80+ opt-in limit (99 KB on sm_86/89) */
-template <int XQ, int PRO, int WPR, int NW>
-__global__ void __launch_bounds__(NW * 32) k_gemv_res(mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, gpro pr, int R,
-                                                      unsigned xbytes, unsigned addo, unsigned wo, int exp) {
-    extern __shared__ __align__(16) uint8_t res_smem[];
-    __shared__ float red[2 * NW];
-    __shared__ double part[NW];
-    __shared__ int32_t spos;
-    __shared__ __align__(8) uint64_t mbar;
-    constexpr int G = NW / WPR;
-    CU_PDL_LAUNCH();
-    unsigned b = blockIdx.x;
-    int k = 0;
-    while (k + 1 < m.n && b >= m.s[k].nb) b -= m.s[k].nb, k++;
-    mseg g = m.s[k];
-    const int64_t item0 = (int64_t)b * G * R, r1 = item0 + (int64_t)G * R < g.N ? item0 + (int64_t)G * R : g.N;
-    /* the rows' bytes [p0, p1) widened to 16-byte boundaries: at most 15 bytes past the matrix's end,
-     * inside its allocation (exec_cuda pads weight buffers to whole 256-byte units) */
-    const uint8_t *p0 = g.w + (uint64_t)item0 * g.rb, *p1 = g.w + (uint64_t)r1 * g.rb;
-    const uint8_t *a0 = (const uint8_t *)((uintptr_t)p0 & ~(uintptr_t)15);
-    uint8_t *sw = res_smem + wo;
-    const uint64_t n16 = (uint64_t)(p1 - a0 + 15) / 16;
-    /* exp (timing experiments, SB_CUDA_RES_EXP; results are wrong for 2 and 3): 1 copy after the
-     * wait, 2 no dot products, 3 no copy, 4 x read from global memory, 5 one TMA bulk copy (sm_90) */
-    if (exp == 5) cu_copy_bulk(sw, a0, (unsigned)(16 * n16), &mbar);
-    else if (exp != 1 && exp != 3) cu_copy_async16(sw, a0, n16, threadIdx.x, NW * 32);
-    CU_PDL_WAIT();
-    if (exp == 1) cu_copy_async16(sw, a0, n16, threadIdx.x, NW * 32);
-    float *sadd = (float *)(res_smem + addo);
-    if (PRO == GP_NONE)
-        for (unsigned i = threadIdx.x; i < xbytes / 4; i += NW * 32) ((int *)res_smem)[i] = ((const int *)xq)[i];
-    if (g.ep.add)
-        for (int64_t i = threadIdx.x; i < r1 - item0; i += NW * 32) sadd[i] = g.ep.add[item0 + i];
-    if (threadIdx.x == 0) spos = g.cache ? pos[0] : 0;
-    constexpr int VM = NW == 16 ? 16 : AQ_MAXV; /* values a thread: rows of up to 8192 either way */
-    if (PRO == GP_NORM) act_build<XQ, NW * 32, AQ_NORM, VM>(res_smem, K, pr.x, pr.w, pr.eps, NULL, NULL, NULL, NULL, 0, part);
-    if (PRO == GP_GLU) act_build<XQ, NW * 32, AQ_GLU, VM>(res_smem, K, NULL, NULL, 0.0f, NULL, NULL, pr.g, pr.u, pr.gelu, part);
-    cu_copy_wait();
-    __syncthreads();
-    if (exp == 5) cu_copy_bulk_wait(&mbar);
-    if (exp == 2) return;
-    g.w = sw + (p0 - a0);
-    g.row0 = item0;
-    const int grp = (threadIdx.x >> 5) / WPR;
-    const bool first = (threadIdx.x & 31) == 0 && (threadIdx.x >> 5) % WPR == 0;
-    for (int r = 0; r < R; r += 2) {
-        const int64_t n0 = item0 + (int64_t)r * G + grp, n1 = r + 1 < R ? n0 + G : r1;
-        const bool l0 = n0 < r1, l1 = n1 < r1;
-        float v[2];
-        group_dot2<XQ, WPR>(g, l0 ? n0 : item0, l1 ? n1 : -1, l0, exp == 4 && PRO == GP_NONE ? xq : res_smem, K, red, &v[0], &v[1]);
-#pragma unroll
-        for (int u = 0; u < 2; u++) {
-            const int64_t n = u ? n1 : n0;
-            if (!first || !(u ? l1 : l0)) continue;
-            const float y = g.ep.add ? v[u] + sadd[n - item0] : v[u];
-            g.dst[n] = y;
-            if (g.cache) cache_put(g, (int64_t)spos * g.N + n, y);
-        }
-    }
 }
 
 static int gf_sms = 0; /* multiprocessors (blocks per launch target), read once */
@@ -671,98 +599,11 @@ extern "C" bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int x
     return reg_fits(seg, n, K, xtype, norm_prologue ? CU_PRO_NORM : CU_PRO_NONE, pair_glu);
 }
 
-// ---- resident-weights launch ----
-
-static int res_on = 0, res_warps = 16, res_exp = 0, res_bps = 1; /* cu_gemv_set_res */
-extern "C" void cu_gemv_set_res_exp(int exp, int blocks_per_sm) {
-    res_exp = exp;
-    res_bps = blocks_per_sm > 0 && blocks_per_sm <= 4 ? blocks_per_sm : 1;
-}
-extern "C" void cu_gemv_set_res(int on, int warps) {
-    res_on = on ? 1 : 0;
-    if (warps > 0) res_warps = warps == 8 ? 8 : 16; /* 0: unchanged */
-}
-
-typedef struct res_shape {
-    int R;
-    unsigned blocks, xbytes, addo, wo, smem;
-} res_shape;
-
-/* the RES launch shape of segments seg[0..n) over a K-value activation of type xtype; false when it
- * does not apply (off, a prologue, a RoPE segment) or a block's rows exceed RES_SMEM_MAX */
-static bool res_plan(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int pk, res_shape *rs) {
-    if (!res_on || n < 1 || n > CU_MULTI_MAX || K % 32) return false;
-    if (xtype != CU_T_Q8_1 && (xtype != CU_T_Q8_K || K % 256)) return false;
-    if (pk != CU_PRO_NONE && !aq_fits(xtype, K, res_warps * 32, res_warps == 16 ? 16 : AQ_MAXV)) return false;
-    if (!gf_sms) gf_sms = cu_sm_count() > 0 ? cu_sm_count() : 132;
-    const int wpr = K > CU_MMVQ_LONG_K ? 4 : 1, G = res_warps / wpr;
-    int64_t total = 0;
-    for (int k = 0; k < n; k++) {
-        if (seg[k].rot > 0 || !mmvq_row_bytes(seg[k].wtype, K)) return false;
-        total += seg[k].N;
-    }
-    if (total < 1) return false;
-    const int64_t per = (int64_t)G * gf_sms * res_bps;
-    rs->R = (int)((total + per - 1) / per);
-    rs->xbytes = (unsigned)(xtype == CU_T_Q8_1 ? K / 32 * sizeof(blk_q8_1) : K / 256 * sizeof(blk_q8_K));
-    rs->addo = (rs->xbytes + 15) & ~15u;
-    rs->wo = rs->addo + (((unsigned)(G * rs->R) * 4 + 15) & ~15u);
-    uint64_t wmax = 0;
-    rs->blocks = 0;
-    for (int k = 0; k < n; k++) {
-        const int64_t rows = seg[k].N < (int64_t)G * rs->R ? seg[k].N : (int64_t)G * rs->R;
-        const uint64_t wb = (uint64_t)rows * mmvq_row_bytes(seg[k].wtype, K) + 32; /* + the 16-byte alignment at both ends */
-        if (wb > wmax) wmax = wb;
-        rs->blocks += cu_div_up(seg[k].N, (int64_t)G * rs->R);
-    }
-    if (rs->wo + wmax > RES_SMEM_MAX) return false;
-    rs->smem = (unsigned)(rs->wo + wmax);
-    return true;
-}
-
-extern "C" bool cu_gemv_res_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype) {
-    res_shape rs;
-    return res_plan(seg, n, K, xtype, CU_PRO_NONE, &rs);
-}
-
-template <int XQ, int PRO, int WPR, int NW>
-static sb_status res_launch1(cudaStream_t st, mseg_set m, const res_shape &rs, const uint8_t *xq, int64_t K, const int32_t *pos,
-                             const gpro &pr) {
-    static int attr; /* the opt-in above 48 KB, once per instance */
-    if (!attr) {
-        const cudaError_t e = cudaFuncSetAttribute(k_gemv_res<XQ, PRO, WPR, NW>, cudaFuncAttributeMaxDynamicSharedMemorySize, RES_SMEM_MAX);
-        if (e != cudaSuccess)
-            return sb_fail(SB_ERR_DEVICE, "cuda: k_gemv_res shared memory of %d bytes: %s", RES_SMEM_MAX, cudaGetErrorString(e));
-        attr = 1;
-    }
-    constexpr int G = NW / WPR;
-    for (int k = 0; k < m.n; k++) m.s[k].nb = cu_div_up(m.s[k].N, (int64_t)G * rs.R);
-    cu_launch_smem(k_gemv_res<XQ, PRO, WPR, NW>, rs.blocks, NW * 32, rs.smem, st, m, xq, K, pos, pr, rs.R, rs.xbytes, rs.addo, rs.wo,
-                   res_exp);
-    return cu_after_launch("k_gemv_res");
-}
-
-template <int XQ, int PRO>
-static sb_status res_launch2(cudaStream_t st, const mseg_set &m, const res_shape &rs, const uint8_t *xq, int64_t K, const int32_t *pos,
-                             const gpro &pr) {
-    const bool lng = K > CU_MMVQ_LONG_K;
-    if (res_warps == 8) return lng ? res_launch1<XQ, PRO, 4, 8>(st, m, rs, xq, K, pos, pr) : res_launch1<XQ, PRO, 1, 8>(st, m, rs, xq, K, pos, pr);
-    return lng ? res_launch1<XQ, PRO, 4, 16>(st, m, rs, xq, K, pos, pr) : res_launch1<XQ, PRO, 1, 16>(st, m, rs, xq, K, pos, pr);
-}
-
-template <int XQ>
-static sb_status res_launch(cudaStream_t st, const mseg_set &m, const res_shape &rs, const uint8_t *xq, int64_t K, const int32_t *pos,
-                            const gpro &pr, int pk) {
-    if (pk == CU_PRO_NORM) return res_launch2<XQ, GP_NORM>(st, m, rs, xq, K, pos, pr);
-    if (pk == CU_PRO_GLU) return res_launch2<XQ, GP_GLU>(st, m, rs, xq, K, pos, pr);
-    return res_launch2<XQ, GP_NONE>(st, m, rs, xq, K, pos, pr);
-}
-
 extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos,
                                         const cu_gemv_pro *pro) {
     if (n < 1 || n > CU_MULTI_MAX) return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMV segments (1..%d)", n, CU_MULTI_MAX);
     const int pk = pro ? pro->kind : CU_PRO_NONE, glu = pro ? pro->pair_glu : 0;
-    if (glu && (res_on || !reg_fits(seg, n, K, xtype, pk, true)))
+    if (glu && !reg_fits(seg, n, K, xtype, pk, true))
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: gate/up pairs (%d segments, K = %lld) that k_gemv_reg does not take", n, (long long)K);
     if (pk != CU_PRO_NONE && !aq_fits(xtype, K, GF_WARPS * 32))
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: GEMV prologue over K = %lld (at most %d, whole activation blocks)", (long long)K, GF_MAXK);
@@ -801,10 +642,7 @@ extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int
     gpro pr = {NULL, NULL, NULL, NULL, 0.0f, 0};
     if (pk == CU_PRO_NORM) pr = gpro{pro->x, pro->w, NULL, NULL, pro->eps, 0};
     if (pk == CU_PRO_GLU) pr = gpro{NULL, NULL, pro->g, pro->u, 0.0f, pro->gelu ? 1 : 0};
-    if (reg_fits(seg, n, K, xtype, pk, glu != 0) && !res_on) return reg_launch(st, m, x, K, pos, pr, pk);
-    res_shape rs;
-    if (res_plan(seg, n, K, xtype, pk, &rs))
-        return xtype == CU_T_Q8_1 ? res_launch<CU_T_Q8_1>(st, m, rs, x, K, pos, pr, pk) : res_launch<CU_T_Q8_K>(st, m, rs, x, K, pos, pr, pk);
+    if (reg_fits(seg, n, K, xtype, pk, glu != 0)) return reg_launch(st, m, x, K, pos, pr, pk);
     const bool small = aq_fits(xtype, K, GF_WARPS * 32, 8);
     if (xtype == CU_T_Q8_1) {
         if (pk == CU_PRO_NORM) gf_launch<CU_T_Q8_1, GP_NORM>(wpr, small, st, m, items, x, K, pos, pr);

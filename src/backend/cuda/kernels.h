@@ -168,18 +168,9 @@ sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t
  * blocks prefetch their weight rows into L2 before waiting for the previous kernel (default 1),
  * and warps per block without a prologue (4, default, or 8; with a prologue always 8). */
 void cu_gemv_set_tuning(int blocks_per_sm, int rows_per_group, int prefetch, int warps_plain);
-/* Resident weights (k_gemv_res): launches without a prologue or RoPE segment whose rows fit one
- * block per multiprocessor (<= 96 KB of shared memory a block) copy the weights into shared memory
- * before the PDL wait. on: default 0 (measured slower than k_gemv_reg: bench/NOTES.md); warps per
- * block 8 or 16 (default). Process-wide. */
-void cu_gemv_set_res(int on, int warps);
-void cu_gemv_set_res_exp(int exp, int blocks_per_sm); /* timing experiments (k_gemv_res's comment; 0 = normal), blocks a multiprocessor (1) */
-/* whether cu_matmul_q8_multi (no prologue) takes the resident-weights kernel for these segments */
-bool cu_gemv_res_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype);
 /* Registers before the wait (k_gemv_reg): launches whose segments share one weight type (or mix one
  * with its Q/K/V partner, cu_gemv_set_reg_mix) fetch their weights into registers before the PDL
- * wait (with an RMSNorm prologue for K <= 1024, one weight type); on by default (when the
- * resident-weights kernel is off). Process-wide. */
+ * wait (with an RMSNorm prologue for K <= 1024, one weight type); on by default. Process-wide. */
 void cu_gemv_set_reg(int on);
 bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool norm_prologue, bool pair_glu);
 /* k_gemv_reg for launches that mix a weight type with its usual Q/K/V partner (Q5_0 + Q8_0, Q4_K or

@@ -19,58 +19,6 @@ static __device__ __forceinline__ void prefetch_rows(const uint8_t *p, uint64_t 
     for (uint64_t o = (uint64_t)tid * 128; o < bytes; o += (uint64_t)nth * 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
 }
 
-/* Asynchronous global -> shared copy of n16 16-byte chunks (cp.async.cg, sm_80+; L2 only, so the
- * copy does not pollute L1), completed by cu_copy_wait. Both addresses 16-byte aligned. */
-static __device__ __forceinline__ void cu_copy_async16(uint8_t *dst, const uint8_t *src, uint64_t n16, int tid, int nth) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    for (uint64_t i = (uint64_t)tid; i < n16; i += (uint64_t)nth) {
-        const unsigned d = (unsigned)__cvta_generic_to_shared(dst + 16 * i);
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src + 16 * i) : "memory");
-    }
-    asm volatile("cp.async.commit_group;" ::: "memory");
-#else
-    for (uint64_t i = (uint64_t)tid; i < n16; i += (uint64_t)nth) ((uint4 *)dst)[i] = ((const uint4 *)src)[i];
-#endif
-}
-static __device__ __forceinline__ void cu_copy_wait(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
-}
-
-/* One TMA bulk copy (sm_90: cp.async.bulk, completion counted in bytes on an mbarrier) of `bytes`
- * (a multiple of 16, both addresses 16-byte aligned), issued by thread 0; every thread then calls
- * cu_copy_bulk_wait after a __syncthreads (the barrier's initialisation must be visible). Falls back
- * to cu_copy_async16 below sm_90. */
-static __device__ __forceinline__ void cu_copy_bulk(uint8_t *dst, const uint8_t *src, unsigned bytes, uint64_t *bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (threadIdx.x == 0) {
-        const unsigned b = (unsigned)__cvta_generic_to_shared(bar), d = (unsigned)__cvta_generic_to_shared(dst);
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(b) : "memory");
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes) : "memory");
-        for (unsigned o = 0; o < bytes; o += 16384) {
-            const unsigned n = bytes - o < 16384 ? bytes - o : 16384;
-            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(d + o), "l"(src + o),
-                         "r"(n), "r"(b)
-                         : "memory");
-        }
-    }
-#else
-    (void)bar;
-    cu_copy_async16(dst, src, bytes / 16, threadIdx.x, blockDim.x);
-#endif
-}
-static __device__ __forceinline__ void cu_copy_bulk_wait(uint64_t *bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const unsigned b = (unsigned)__cvta_generic_to_shared(bar);
-    asm volatile("{\n\t.reg .pred p;\n\tWAIT_%=:\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n\t@!p bra WAIT_%=;\n\t}" ::"r"(b)
-                 : "memory");
-#else
-    (void)bar;
-#endif
-}
-
 /* acc += one sub-block's dot: d8 * (d0*s0 + d1*s1 + dm*sum q), the min term only for types that
  * have one (every T = 1 kernel and k_mmvq's token tiles step through here: the same bits) */
 static __device__ __forceinline__ void mmvq_sub_acc(float *acc, const cu_wsub &ws, const int *qy, float d8) {

@@ -38,8 +38,7 @@ static __device__ __forceinline__ int cu_sub_bytes(int v, int k4) {
 /* The 2-byte-aligned blocks (Q4_0 18 B, Q5_0 22 B, Q8_0 34 B) read as NW aligned 32-bit words from
  * p rounded down to 4, instead of 16-bit halves: byte 4k + c of the block (c = 0 or 2, the
  * block's own offset) is then __funnelshift_rc(w[k'], w[k'+1], 8 * ...) — cu_win. Reads at most
- * 2 bytes past the block (inside the 256-byte-padded weight buffers; k_gemv_res copies 16-byte
- * chunks plus 32 bytes of slack). */
+ * 2 bytes past the block (inside the 256-byte-padded weight buffers). */
 template <int NW> static __device__ __forceinline__ unsigned cu_ld_words_a2(const uint8_t *p, uint32_t *w) {
     const uint32_t *a = (const uint32_t *)((uintptr_t)p & ~(uintptr_t)3);
 #pragma unroll
