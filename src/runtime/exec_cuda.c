@@ -182,6 +182,17 @@ bool exec_cuda_available(char *why, size_t cap) {
     return true;
 }
 
+/* the fusion knobs a new context takes from the environment (exec_cuda_create, and
+ * exec_cuda_count_fusions, which counts as such a context would plan) */
+static bool env_not0(const char *name) {
+    const char *e = getenv(name);
+    return !(e && e[0] == '0');
+}
+static int env_pro(void) {
+    const char *pv = getenv("SB_CUDA_PRO");
+    return pv && pv[0] >= '0' && pv[0] <= '2' ? pv[0] - '0' : 0;
+}
+
 sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     *out = NULL;
     /* token counts become grid.y of several launches, which CUDA caps at 65535 */
@@ -223,14 +234,10 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (apr) cu_attn_decode_set_pre(apr[0] != '0');
     const char *aex = getenv("SB_CUDA_ATTN_EXP"); /* variant 4 timing experiments (k_attn_decode.cu; 1..4 give wrong results) */
     cu_attn_decode_set_exp(aex ? atoi(aex) : 0);
-    const char *fe = getenv("SB_CUDA_FUSE");
-    cx->fuse = !(fe && fe[0] == '0');
-    const char *rk = getenv("SB_CUDA_ROPEK");
-    cx->ropek = !(rk && rk[0] == '0');
-    const char *gpv = getenv("SB_CUDA_GLU_PAIR");
-    cx->glu_pair = !(gpv && gpv[0] == '0');
-    const char *pv = getenv("SB_CUDA_PRO");
-    cx->pro = pv && pv[0] >= '0' && pv[0] <= '2' ? pv[0] - '0' : 0;
+    cx->fuse = env_not0("SB_CUDA_FUSE");
+    cx->ropek = env_not0("SB_CUDA_ROPEK");
+    cx->glu_pair = env_not0("SB_CUDA_GLU_PAIR");
+    cx->pro = env_pro();
     const char *g1 = getenv("SB_CUDA_GF1");
     cx->gf_single = g1 && g1[0] == '1';
     const char *sk = getenv("SB_CUDA_SKIP");
@@ -275,7 +282,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (mst) cu_mma_set_small_tmax(atoll(mst));
     const char *mv = getenv("SB_CUDA_MMQ");
     if (mv && mv[0] >= '1' && mv[0] <= '4') exec_cuda_set_mmvq_variant(mv[0] - '0');
-    const char *hr = getenv("SB_CUDA_HEAD_ROWS"); /* rows a warp of the LM head's GEMV (k_mmvq_wide: 1, 2 default, 4) */
+    const char *hr = getenv("SB_CUDA_HEAD_ROWS"); /* rows a warp of the LM head's GEMV (k_mmvq1: 1, 2 default, 4) */
     if (hr) exec_cuda_set_wide_rows(atoi(hr));
     sb_status st = cu_stream_create(&cx->s);
     size_t ib = (size_t)max_tokens * sizeof(int32_t);
@@ -691,12 +698,18 @@ static bool multi_ok(const ir_graph *g, const ir_node *m) {
            ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && kq));
 }
 
+/* matmul m as a segment for cu_gemv_reg_fits: its weight type and rows */
+static cu_gemv_seg mm_seg(const ir_graph *g, const ir_node *m) {
+    const ir_node *w = &g->nodes[m->src[0]];
+    return (cu_gemv_seg){.wtype = w->dtype, .N = w->ne[1]};
+}
+
 /* a lone T = 1 GEMV that the registers-before-the-wait kernel takes goes through the fused-GEMV
  * entry as a group of one (k_mmvq otherwise: the wide LM head, whose rows exceed GF_ROWS_MAX, and
  * types or shapes k_gemv_reg refuses) */
 static bool reg_single(const ir_graph *g, const ir_node *m) {
     const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
-    const cu_gemv_seg q = {.wtype = w->dtype, .N = w->ne[1]};
+    const cu_gemv_seg q = mm_seg(g, m);
     return cu_gemv_reg_fits(&q, 1, w->ne[0], x->dtype, false, false);
 }
 
@@ -875,10 +888,7 @@ static void plan_prologues(const plan *p, cplan *c, const int32_t *uses, int mod
         if (mode == PRO_REG) { /* only where k_gemv_reg takes the launch (one weight type, K it fits) */
             cu_gemv_seg sg[CU_MULTI_MAX];
             int ns = 0;
-            for (int32_t m = lead; m >= 0 && ns < CU_MULTI_MAX; m = c->gnext[m]) {
-                const ir_node *w = &g->nodes[g->nodes[m].src[0]];
-                sg[ns++] = (cu_gemv_seg){.wtype = w->dtype, .N = w->ne[1]};
-            }
+            for (int32_t m = lead; m >= 0 && ns < CU_MULTI_MAX; m = c->gnext[m]) sg[ns++] = mm_seg(g, &g->nodes[m]);
             if (members > CU_MULTI_MAX || !cu_gemv_reg_fits(sg, ns, fn->ne[0], fn->dtype, true, false)) continue;
         }
         ir_ref in[2] = {fn->src[0], fn->src[1]};
@@ -913,8 +923,8 @@ static void plan_glu_pairs(const plan *p, cplan *c, const int32_t *uses) {
         if (gs < 0 || us < 0 || g->nodes[gs].op != IR_OP_MATMUL || g->nodes[us].op != IR_OP_MATMUL) continue;
         if (c->skip[gs] || c->gnext[gs] != us || c->gnext[us] >= 0 || uses[gs] != 1 || uses[us] != 1 || c->pro[gs] >= 0) continue;
         if (c->epi[gs] >= 0 || c->epi[us] >= 0 || c->vstore[gs] >= 0 || c->vstore[us] >= 0 || c->krope[gs] >= 0 || c->krope[us] >= 0) continue;
-        const ir_node *wg = &g->nodes[g->nodes[gs].src[0]], *wu = &g->nodes[g->nodes[us].src[0]], *x = &g->nodes[g->nodes[gs].src[1]];
-        const cu_gemv_seg sg[2] = {{.wtype = wg->dtype, .N = wg->ne[1]}, {.wtype = wu->dtype, .N = wu->ne[1]}};
+        const ir_node *x = &g->nodes[g->nodes[gs].src[1]];
+        const cu_gemv_seg sg[2] = {mm_seg(g, &g->nodes[gs]), mm_seg(g, &g->nodes[us])};
         if (!cu_gemv_reg_fits(sg, 2, x->ne[0], x->dtype, false, true)) continue;
         c->gpair[gs] = f;
     }
@@ -1049,9 +1059,7 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro, bool
 int32_t exec_cuda_count_fusions(const plan *p) {
     cplan c = {0};
     int32_t n = -1;
-    const char *rk = getenv("SB_CUDA_ROPEK"), *pv = getenv("SB_CUDA_PRO"); /* as a new context would decide */
-    const char *gp = getenv("SB_CUDA_GLU_PAIR");
-    if (plan_fusions(p, &c, !(rk && rk[0] == '0'), pv && pv[0] >= '0' && pv[0] <= '2' ? pv[0] - '0' : 0, !(gp && gp[0] == '0')) == SB_OK) {
+    if (plan_fusions(p, &c, env_not0("SB_CUDA_ROPEK"), env_pro(), env_not0("SB_CUDA_GLU_PAIR")) == SB_OK) { /* as a new context would */
         n = 0;
         for (int32_t i = 0; i < p->g->n_nodes; i++) n += c.skip[i];
     }

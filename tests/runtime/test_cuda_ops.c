@@ -500,7 +500,7 @@ static void test_reg_gemv(void) {
     }
 }
 
-/* a T = 1 GEMV over more than 65536 rows (an LM head: k_mmvq_wide) with 1, 2 and 4 rows a warp: each
+/* a T = 1 GEMV over more than 65536 rows (an LM head: k_mmvq1) with 1, 2 and 4 rows a warp: each
  * against the f64 reference, and the three byte-identical (each row's sums are mmvq_part's); the
  * row counts leave a partial last warp and block */
 static void test_wide_gemv(void) {

@@ -472,6 +472,13 @@ extern "C" void cu_gemv_set_reg_one(int on) { reg_one = on ? 1 : 0; }
 extern "C" void cu_gemv_set_reg(int on) { reg_on = on ? 1 : 0; }
 #define REG_NW 4
 
+/* row groups of segment g at RW rows a group (one: the other segments' single rows beside a RoPE
+ * segment at RW == 2): a RoPE segment's rotation pairs, then its unrotated rows two at a time */
+static int64_t reg_groups(const mseg &g, int RW, bool one) {
+    if (g.rot > 0) return g.N / g.D * (g.rot / 2) + (g.N / g.D * (g.D - g.rot) + 1) / 2;
+    return one ? g.N : (g.N + RW - 1) / RW;
+}
+
 template <int XQ, int TYPE, int TYPE2, int PRO, int WPR, int RW, int SPL, bool PAIR>
 static void reg_launch3(cudaStream_t st, mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr) {
     constexpr int G = REG_NW / WPR;
@@ -480,11 +487,7 @@ static void reg_launch3(cudaStream_t st, mseg_set m, const uint8_t *xq, int64_t 
         blocks = m.s[0].nb = cu_div_up(cu_div_up(m.s[0].N, (int64_t)(RW / 2)), (int64_t)G);
         m.s[1].nb = 0;
     } else {
-        for (int k = 0; k < m.n; k++) {
-            const mseg &g = m.s[k]; /* items: rows / RW (or rows: m.one), or a RoPE segment's pairs + unrotated rows / 2 (RW == 2) */
-            const int64_t items = g.rot > 0 ? g.N / g.D * (g.rot / 2) + (g.N / g.D * (g.D - g.rot) + 1) / 2 : m.one ? g.N : (g.N + RW - 1) / RW;
-            blocks += (m.s[k].nb = cu_div_up(items, G));
-        }
+        for (int k = 0; k < m.n; k++) blocks += (m.s[k].nb = cu_div_up(reg_groups(m.s[k], RW, m.one), G));
     }
     cu_launch(k_gemv_reg<XQ, TYPE, TYPE2, PRO, WPR, REG_NW, RW, SPL, PAIR>, blocks, REG_NW * 32, st, m, xq, K, pos, pr);
 }
@@ -511,10 +514,7 @@ static void reg_launch2(cudaStream_t st, const mseg_set &m, const uint8_t *xq, i
             static int occ2;
             const int res2 = gf_occupancy(k_gemv_reg<XQ, TYPE, TYPE2, PRO, WPR, REG_NW, 2 * R0, SPL, PAIR>, REG_NW * 32, &occ2);
             int64_t b1 = 0;
-            for (int k = 0; k < m.n; k++) {
-                const mseg &g = m.s[k];
-                b1 += cu_div_up(g.rot > 0 ? g.N / g.D * (g.rot / 2) + (g.N / g.D * (g.D - g.rot) + 1) / 2 : g.N, (int64_t)G);
-            }
+            for (int k = 0; k < m.n; k++) b1 += cu_div_up(reg_groups(m.s[k], 2, true), (int64_t)G);
             m2.one = b1 <= (int64_t)res2 * gf_sms;
         }
         reg_launch3<XQ, TYPE, TYPE2, PRO, WPR, 2 * R0, SPL, PAIR>(st, m2, xq, K, pos, pr);

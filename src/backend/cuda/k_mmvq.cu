@@ -10,8 +10,8 @@
  * The offsets are applied in the integer domain (exact), so unlike llama.cpp's MMVQ no term uses
  * the q8_1 sum s (formats.md §3.4); sum qy comes from a dp4a against 0x01010101.
  * Geometry: 128-thread blocks, one warp per output row (4 rows a block, grid.x = N/4), lane l
- * takes sub-blocks l, l+32, ...; NC = 1, 2, 4 or 8 (>= T up to 8) tokens per pass share each
- * unpacked sub-block;
+ * takes sub-blocks l, l+32, ...; NC = 2, 4 or 8 (>= T up to 8) tokens per pass share each
+ * unpacked sub-block (T = 1: k_mmvq1, one row a warp or R over many rows);
  * grid.y = ceil(T/8) token tiles. Warp reduction by shuffles, lane 0 writes NC outputs.
  * Variant 3 (default for T > 8): a shared-memory tiled GEMM, 64 rows x 32 tokens a block (k_mmq):
  * weight bytes read once per 32 tokens instead of per 8, activations once per 64 rows (H200
@@ -34,28 +34,14 @@
 #define MMVQ_WARPS 4
 #define MMVQ_NC 8
 
-/* one output row at T = 1 by one warp, reduced to every lane */
-template <int TYPE, int XQ> static __device__ __forceinline__ float mmvq_row1(const uint8_t *row, const uint8_t *x, int64_t K, int lane) {
-    return warp_sum(mmvq_part<TYPE, XQ>(row, x, K, lane, 32));
-}
-
 template <int TYPE, int XQ, int NC>
 __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N,
                                                           const uint8_t *x, int64_t T, cu_epilogue ep) {
-    if (NC == 1) {
-        const int64_t r0 = (int64_t)blockIdx.x * MMVQ_WARPS, r1 = r0 + MMVQ_WARPS < N ? r0 + MMVQ_WARPS : N;
-        prefetch_rows(w + (uint64_t)r0 * rb, (uint64_t)(r1 - r0) * rb, threadIdx.x, MMVQ_WARPS * 32);
-    }
     CU_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
     const int64_t n = (int64_t)blockIdx.x * MMVQ_WARPS + (threadIdx.x >> 5);
     if (n >= N) return;
     const uint8_t *row = w + (uint64_t)n * rb;
-    if (NC == 1) { /* T = 1 (decode) */
-        const float v = mmvq_row1<TYPE, XQ>(row, x, K, lane);
-        if (lane == 0) dst[n] = ep.add ? v + ep.add[n] : v;
-        return;
-    }
     const int64_t t0 = (int64_t)blockIdx.y * NC;
     const int nt = (int)(T - t0 < NC ? T - t0 : NC);
     const int nsb = (int)(K / 32);
@@ -81,38 +67,30 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
     }
 }
 
-/* T = 1 over many rows (an LM head: a bandwidth-bound stream of 100+ MB): a warp takes R rows at
- * once, every row's loads of a sub-block step in flight together, so a multiprocessor keeps R times
- * the bytes in flight of one row a warp (at one row a warp the Q8_0 head of a 0.5B model ran at
- * 3.0 TB/s on the H200, 46% of warps active). Each row's sums are mmvq_part's, in its order: the
- * same bits as k_mmvq. */
+/* T = 1 (decode): a warp takes R consecutive rows (mmvq_part_rows: every row's loads of a
+ * sub-block step in flight together), lane l sub-blocks l, l + 32, ...; one row a warp except over
+ * many rows (an LM head: a bandwidth-bound stream of 100+ MB), where R rows a warp keep R times the
+ * bytes in flight of one row a warp (the Q8_0 head of a 0.5B model ran at 3.0 TB/s with one row, 46%
+ * of warps active, 3.6 with two on the H200). The rows' bits do not depend on R. */
 template <int TYPE, int XQ, int R>
-__global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_wide(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N,
-                                                               const uint8_t *x, cu_epilogue ep) {
+__global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq1(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x,
+                                                           cu_epilogue ep) {
     const int64_t r0 = (int64_t)blockIdx.x * MMVQ_WARPS * R, r1 = r0 + MMVQ_WARPS * R < N ? r0 + MMVQ_WARPS * R : N;
     prefetch_rows(w + (uint64_t)r0 * rb, (uint64_t)(r1 - r0) * rb, threadIdx.x, MMVQ_WARPS * 32);
     CU_PDL_ENTRY();
-    const int lane = threadIdx.x & 31, nsb = (int)(K / 32);
+    const int lane = threadIdx.x & 31;
     const int64_t n0 = r0 + (int64_t)(threadIdx.x >> 5) * R;
     if (n0 >= N) return;
+    const int n = N - n0 < R ? (int)(N - n0) : R;
+    const uint8_t *rows[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) rows[r] = w + (uint64_t)(n0 + r) * rb;
     float acc[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) acc[r] = 0.0f;
-    for (int j = lane; j < nsb; j += 32) {
-        cu_wsub ws[R];
-#pragma unroll
-        for (int r = 0; r < R; r++)
-            if (n0 + r < N) cu_unpack<TYPE>(w + (uint64_t)(n0 + r) * rb, j, &ws[r]);
-        float d8;
-        const int *qy = cu_act_sub<XQ>(x, K, 0, j, &d8);
-#pragma unroll
-        for (int r = 0; r < R; r++)
-            if (n0 + r < N) mmvq_sub_acc(&acc[r], ws[r], qy, d8);
-    }
+    mmvq_part_rows<TYPE, XQ, R>(rows, n, x, K, lane, 32, acc);
 #pragma unroll
     for (int r = 0; r < R; r++) {
         const float v = warp_sum(acc[r]);
-        if (lane == 0 && n0 + r < N) dst[n0 + r] = ep.add ? v + ep.add[n0 + r] : v;
+        if (lane == 0 && r < n) dst[n0 + r] = ep.add ? v + ep.add[n0 + r] : v;
     }
 }
 
@@ -313,7 +291,7 @@ __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint6
 
 static int mmvq_variant = 3; /* cu_mmvq_set_variant */
 static int mmvq_wide_rows = 2; /* cu_mmvq_set_wide_rows */
-#define MMVQ_WIDE_N 65536      /* T = 1 launches of more rows take k_mmvq_wide */
+#define MMVQ_WIDE_N 65536      /* T = 1 launches of at least this many rows take mmvq_wide_rows rows a warp */
 
 template <int TYPE, int XQ>
 static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x,
@@ -328,23 +306,23 @@ static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint6
         cu_launch(k_mmvq_rows<TYPE, XQ>, g2, MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, T, ep);
         return cu_after_launch("k_mmvq_rows");
     }
-    if (T == 1 && N >= MMVQ_WIDE_N && K / 32 <= MMVQ_LONG && mmvq_wide_rows > 1) {
-        const int R = mmvq_wide_rows;
-        const unsigned blocks = cu_div_up(N, (int64_t)MMVQ_WARPS * R);
-        if (R == 4) cu_launch(k_mmvq_wide<TYPE, XQ, 4>, dim3(blocks), MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, ep);
-        else cu_launch(k_mmvq_wide<TYPE, XQ, 2>, dim3(blocks), MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, ep);
-        return cu_after_launch("k_mmvq_wide");
-    }
     if (T == 1 && K / 32 > MMVQ_LONG) {
         cu_launch(k_mmvq_long<TYPE, XQ>, dim3((unsigned)N), MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, ep);
         return cu_after_launch("k_mmvq_long");
     }
-    /* token counts per pass 1, 2, 4, 8 (each tile skips its missing tokens): half the instantiations */
-    const int nc = T <= 1 ? 1 : T <= 2 ? 2 : T <= 4 ? 4 : MMVQ_NC;
+    if (T == 1) {
+        const int R = N >= MMVQ_WIDE_N ? mmvq_wide_rows : 1;
+        const dim3 g1(cu_div_up(N, (int64_t)MMVQ_WARPS * R));
+        if (R == 4) cu_launch(k_mmvq1<TYPE, XQ, 4>, g1, MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, ep);
+        else if (R == 2) cu_launch(k_mmvq1<TYPE, XQ, 2>, g1, MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, ep);
+        else cu_launch(k_mmvq1<TYPE, XQ, 1>, g1, MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, ep);
+        return cu_after_launch("k_mmvq1");
+    }
+    /* token counts per pass 2, 4, 8 (each tile skips its missing tokens): half the instantiations */
+    const int nc = T <= 2 ? 2 : T <= 4 ? 4 : MMVQ_NC;
     const dim3 grid(cu_div_up(N, MMVQ_WARPS), cu_div_up(T, nc));
     const int th = MMVQ_WARPS * 32;
     switch (nc) {
-    case 1: cu_launch(k_mmvq<TYPE, XQ, 1>, grid, th, s, dst, w, rb, K, N, x, T, ep); break;
     case 2: cu_launch(k_mmvq<TYPE, XQ, 2>, grid, th, s, dst, w, rb, K, N, x, T, ep); break;
     case 4: cu_launch(k_mmvq<TYPE, XQ, 4>, grid, th, s, dst, w, rb, K, N, x, T, ep); break;
     default: cu_launch(k_mmvq<TYPE, XQ, 8>, grid, th, s, dst, w, rb, K, N, x, T, ep); break;

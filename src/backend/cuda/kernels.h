@@ -192,8 +192,8 @@ void cu_norm_set_rows(int on);
 /* Process-wide choice of the token-tile GEMV for T > 8: 1 one row per warp, 2 four rows per warp
  * sharing activation loads, 3 (default) the shared-memory tiled GEMM (k_mmvq.cu). */
 void cu_mmvq_set_variant(int v);
-/* Rows a warp of a T = 1 GEMV over at least 65536 rows (an LM head; k_mmvq_wide): 1 (k_mmvq's
- * one), 2 (default) or 4; the same bits every way. Process-wide. */
+/* Rows a warp of a T = 1 GEMV over at least 65536 rows (an LM head; k_mmvq1): 1, 2 (default) or
+ * 4; the same bits every way. Process-wide. */
 void cu_mmvq_set_wide_rows(int r);
 /* dst [N,T] = W x: w [K,N] of any cu_can_dequantize type, x [K,T] f32 or (xtype Q8_K) q8_K blocks. */
 sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype, int64_t T,

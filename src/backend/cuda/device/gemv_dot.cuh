@@ -28,38 +28,44 @@ static __device__ __forceinline__ void mmvq_sub_acc(float *acc, const cu_wsub &w
     *acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)sq);
 }
 
-/* one lane's partial of a T = 1 row dot: sub-blocks j0, j0 + step, ... of W row `row` with
- * activation x (shared by every T = 1 kernel, so fused and single launches are bit-identical) */
-template <int TYPE, int XQ>
-static __device__ __forceinline__ float mmvq_part(const uint8_t *row, const uint8_t *x, int64_t K, int j0, int step) {
+/* lane partials of T = 1 row dots, R rows at once: sub-blocks j0, j0 + step, ... of rows[0..n)
+ * (n <= R live rows; the others untouched) with activation x, every row's weight loads of a step
+ * in flight together. Each row's arithmetic is the same sub-block order through mmvq_sub_acc
+ * whatever R is, so every T = 1 kernel (one row, two, an LM head's R) gives the same bits. */
+template <int TYPE, int XQ, int R>
+static __device__ __forceinline__ void mmvq_part_rows(const uint8_t *const *rows, int n, const uint8_t *x, int64_t K, int j0, int step,
+                                                      float *acc) {
     const int nsb = (int)(K / 32);
-    float acc = 0.0f;
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r] = 0.0f;
     for (int j = j0; j < nsb; j += step) {
-        cu_wsub ws;
-        cu_unpack<TYPE>(row, j, &ws);
-        float d8;
-        const int *qy = cu_act_sub<XQ>(x, K, 0, j, &d8);
-        mmvq_sub_acc(&acc, ws, qy, d8);
-    }
-    return acc;
-}
-
-/* two rows' lane partials in one loop (both rows' weight loads in flight together); each row's
- * arithmetic is mmvq_part's, so the sums are the same bits */
-template <int TYPE, int XQ>
-static __device__ __forceinline__ void mmvq_part2(const uint8_t *ra, const uint8_t *rb, const uint8_t *x, int64_t K, int j0, int step,
-                                                  float *pa, float *pb) {
-    const int nsb = (int)(K / 32);
-    float acc[2] = {0.0f, 0.0f};
-    for (int j = j0; j < nsb; j += step) {
-        cu_wsub ws[2];
-        cu_unpack<TYPE>(ra, j, &ws[0]);
-        cu_unpack<TYPE>(rb, j, &ws[1]);
+        cu_wsub ws[R];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (r < n) cu_unpack<TYPE>(rows[r], j, &ws[r]);
         float d8;
         const int *qy = cu_act_sub<XQ>(x, K, 0, j, &d8);
 #pragma unroll
-        for (int r = 0; r < 2; r++) mmvq_sub_acc(&acc[r], ws[r], qy, d8);
+        for (int r = 0; r < R; r++)
+            if (r < n) mmvq_sub_acc(&acc[r], ws[r], qy, d8);
     }
+}
+
+/* one lane's partial of one row (mmvq_part_rows with R = 1) */
+template <int TYPE, int XQ>
+static __device__ __forceinline__ float mmvq_part(const uint8_t *row, const uint8_t *x, int64_t K, int j0, int step) {
+    float acc;
+    mmvq_part_rows<TYPE, XQ, 1>(&row, 1, x, K, j0, step, &acc);
+    return acc;
+}
+
+/* two rows' lane partials, both rows' weight loads in flight together (R = 2) */
+template <int TYPE, int XQ>
+static __device__ __forceinline__ void mmvq_part2(const uint8_t *ra, const uint8_t *rb, const uint8_t *x, int64_t K, int j0, int step,
+                                                  float *pa, float *pb) {
+    const uint8_t *rows[2] = {ra, rb};
+    float acc[2];
+    mmvq_part_rows<TYPE, XQ, 2>(rows, 2, x, K, j0, step, acc);
     *pa = acc[0], *pb = acc[1];
 }
 
