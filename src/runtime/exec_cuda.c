@@ -42,6 +42,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
 }
 void exec_cuda_free(exec_cuda *cx) { (void)cx; }
 void exec_cuda_set_graphs(exec_cuda *cx, bool on) { (void)cx, (void)on; }
+void exec_cuda_set_direct_out(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_poison(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_target(plan_target *t) { plan_target_reference(t); }
 sb_status exec_cuda_check(const plan *p) { return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend"); }
@@ -98,6 +99,7 @@ typedef struct devbuf {
     uint64_t bytes;
 } devbuf;
 
+#define CX_MAX_OUT 4 /* outputs a graph run may have written directly (direct_root; a plan with more copies them) */
 #define CX_DEPTH_CLASSES 12 /* 0: any depth; c >= 1: every attention sees at most attn_small << (c - 1) keys (depth_class) */
 
 typedef struct cplan {
@@ -110,6 +112,8 @@ typedef struct cplan {
     cu_graph graph[CX_DEPTH_CLASSES];
     void *graph_arena[CX_DEPTH_CLASSES]; /* the arena each was captured with */
     int32_t n_kernels[CX_DEPTH_CLASSES];
+    bool graph_direct[CX_DEPTH_CLASSES];           /* its kernels write outputs straight to their destinations (graph_out) */
+    float *graph_out[CX_DEPTH_CLASSES][CX_MAX_OUT];
     int64_t runs;         /* runs of this plan so far */
     /* executor-level fusion (cx->fuse): epi[i] = the ADD node a matmul i writes through its
      * epilogue (-1 none); skip[j] = the ADD node j is done by its matmul */
@@ -136,11 +140,19 @@ struct exec_cuda {
     cplan plans[CX_MAX_PLANS];
     void *arena;
     uint64_t arena_bytes;
-    int32_t *d_tok, *d_pos, *d_rows;
+    int32_t *d_in;        /* device inputs [3 * max_tokens], h_in's layout: one copy a run */
+    int32_t *d_tok, *d_pos, *d_rows; /* into d_in */
     unsigned *d_cnt;      /* CU_ATT_COUNTERS zeroed split counters (attention's in-kernel merge) */
     int32_t *h_in;        /* page-locked staging [3 * max_tokens]: tokens, positions, out_rows */
     int64_t max_tokens;
     bool graphs, poison, profile;
+    bool direct_out;      /* graph runs: outputs whose destination is page-locked written there by their kernels, no
+                           * device-to-host copy after the LM head (env SB_CUDA_DIRECT_OUT=0 off; exec_cuda_set_direct_out) */
+    bool step_times;      /* env SB_CUDA_STEP_TIMES=1: device time of a decode run's input copy, graph and output copy,
+                           * summed and printed to stderr when the context is freed (diagnostics) */
+    void *step_ev[4];
+    double step_ms[3];
+    int64_t step_n;
     uint64_t time_skip;   /* SB_CUDA_SKIP=op,op,...: ops (by IR name; "head" = the > 65536-row matmuls, "gemv" = the
                            * others at T = 1) whose kernels are left out — wrong results, for timing what they cost */
     bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=0 off; exec_cuda_set_fuse) */
@@ -207,6 +219,9 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->max_tokens = max_tokens;
     const char *env = getenv("SB_CUDA_GRAPH");
     cx->graphs = !(env && env[0] == '0');
+    cx->direct_out = env_not0("SB_CUDA_DIRECT_OUT");
+    const char *stt = getenv("SB_CUDA_STEP_TIMES");
+    cx->step_times = stt && stt[0] == '1';
     const char *pe = getenv("SB_CUDA_PROFILE");
     cx->profile = pe && pe[0] == '1';
     const char *av = getenv("SB_CUDA_ATTN");
@@ -286,9 +301,9 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (hr) exec_cuda_set_wide_rows(atoi(hr));
     sb_status st = cu_stream_create(&cx->s);
     size_t ib = (size_t)max_tokens * sizeof(int32_t);
-    if (st == SB_OK) st = cu_malloc((void **)&cx->d_tok, ib, "token buffer");
-    if (st == SB_OK) st = cu_malloc((void **)&cx->d_pos, ib, "position buffer");
-    if (st == SB_OK) st = cu_malloc((void **)&cx->d_rows, ib, "out_rows buffer");
+    if (st == SB_OK) st = cu_malloc((void **)&cx->d_in, 3 * ib, "input buffer");
+    if (st == SB_OK) cx->d_tok = cx->d_in, cx->d_pos = cx->d_in + max_tokens, cx->d_rows = cx->d_in + 2 * max_tokens;
+    if (st == SB_OK && cx->step_times) st = cu_events_create(cx->step_ev, 4);
     if (st == SB_OK) st = cu_host_alloc((void **)&cx->h_in, 3 * ib, "input staging");
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_cnt, CU_ATT_COUNTERS * sizeof(unsigned), "attention split counters");
     if (st == SB_OK) st = cu_memset(cx->d_cnt, 0, CU_ATT_COUNTERS * sizeof(unsigned), cx->s);
@@ -337,15 +352,18 @@ void exec_cuda_free(exec_cuda *cx) {
         sb_log(SB_LOG_INFO, "%s", line);
     }
     if (cx->s) cu_stream_sync(cx->s);
+    if (cx->step_n)
+        fprintf(stderr, "sb: cuda decode runs: %lld; device time a run: input copy %.2f us, graph %.2f us, output copy %.2f us (direct outputs %s)\n",
+                (long long)cx->step_n, 1e3 * cx->step_ms[0] / (double)cx->step_n, 1e3 * cx->step_ms[1] / (double)cx->step_n,
+                1e3 * cx->step_ms[2] / (double)cx->step_n, cx->direct_out ? "on" : "off");
+    if (cx->step_ev[0]) cu_events_destroy(cx->step_ev, 4);
     for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]);
     for (int32_t i = 0; i < cx->n_bufs; i++) cu_free(cx->bufs[i].dev);
     free(cx->bufs);
     if (cx->ev) cu_events_destroy(cx->ev, cx->n_ev);
     free(cx->ev);
     cu_free(cx->arena);
-    cu_free(cx->d_tok);
-    cu_free(cx->d_pos);
-    cu_free(cx->d_rows);
+    cu_free(cx->d_in);
     cu_free(cx->d_cnt);
     cu_host_free(cx->h_in);
     cu_stream_destroy(cx->s);
@@ -360,6 +378,7 @@ static void drop_plans(exec_cuda *cx) {
 }
 
 void exec_cuda_set_graphs(exec_cuda *cx, bool on) { cx->graphs = on; }
+void exec_cuda_set_direct_out(exec_cuda *cx, bool on) { cx->direct_out = on; }
 sb_status exec_cuda_host_alloc(exec_cuda *cx, size_t bytes, void **out) { return cu_host_alloc(out, bytes, "host buffer"); }
 void exec_cuda_host_free(exec_cuda *cx, void *p) { cu_host_free(p); }
 void exec_cuda_set_poison(exec_cuda *cx, bool on) { cx->poison = on; }
@@ -1159,10 +1178,17 @@ typedef struct crun {
     uint8_t *arena;
     int32_t n_kernels;
     int64_t depth_max; /* a bound on the keys any attention of this run sees (0: none known; depth_class) */
+    /* outputs written by their kernels straight into page-locked host memory (exec_cuda.io 2): the
+     * roots of their memory (direct_root), and every view of them, live at direct_dst */
+    int n_direct;
+    ir_ref direct_node[CX_MAX_OUT];
+    float *direct_dst[CX_MAX_OUT];
 } crun;
 
 static void *dptr(const crun *r, ir_ref i) {
     const plan_value *v = &r->p->vals[i];
+    for (int k = 0; k < r->n_direct; k++) /* the root of an output written straight to its destination, or a view of it (same memory) */
+        if (r->direct_node[k] == i || r->direct_node[k] == v->alias) return r->direct_dst[k];
     if (v->input >= 0) return r->c->dptr[v->input];
     if (r->c->moved) { /* hoisted multi-GEMV results live in the private region (plan_groups) */
         const ir_ref root = v->alias;
@@ -1728,6 +1754,30 @@ static int depth_class(const exec_cuda *cx, const plan *p, const exec_bindings *
     return 0;
 }
 
+/* the memory output o may be written straight into its destination through (its root value), or
+ * IR_NONE: only where the root is a computed value exactly the output's size whose memory nothing
+ * but views of it (the OUTPUT node, reshapes) shares and nothing but those reads — so its producing
+ * kernel is the only one that touches the destination */
+static ir_ref direct_root(const plan *p, ir_ref o) {
+    const ir_ref root = p->vals[o].alias >= 0 ? p->vals[o].alias : o;
+    const plan_value *rv = &p->vals[root];
+    if (rv->input >= 0 || p->vals[o].offset != rv->offset || p->vals[o].bytes != rv->bytes) return IR_NONE;
+    for (int32_t i = 0; i < p->g->n_nodes; i++) {
+        const ir_node *n = &p->g->nodes[i];
+        const bool view = n->op == IR_OP_OUTPUT || n->op == IR_OP_RESHAPE;
+        if (i != root && p->vals[i].alias == root && !view) return IR_NONE;
+        for (int k = 0; k < IR_MAX_SRC && !view; k++)
+            if (n->src[k] == root) return IR_NONE;
+    }
+    return root;
+}
+
+static bool is_direct(const crun *r, ir_ref i) {
+    for (int k = 0; k < r->n_direct; k++)
+        if (r->direct_node[k] == i) return true;
+    return false;
+}
+
 sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
     if (!cx || !p || !b) return sb_fail(SB_ERR_INVALID_ARG, "exec_cuda: NULL context, plan or bindings");
     const int32_t *rows = NULL;
@@ -1743,19 +1793,21 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
     }
     cplan *c = NULL;
     SB_TRY(cplan_get(cx, p, b, &c));
-    /* per-step inputs into the fixed device buffers (graph replays read them there), through
-     * page-locked staging (the previous run has finished with it: every run ends synchronized) */
+    /* per-step inputs into the fixed device buffer (graph replays read them there), through
+     * page-locked staging of the same layout, copied as one span (the previous run has finished
+     * with it: every run ends synchronized) */
     int32_t *h_tok = cx->h_in, *h_pos = cx->h_in + cx->max_tokens, *h_rows = cx->h_in + 2 * cx->max_tokens;
+    size_t in_bytes = 0; /* the span of h_in this run's inputs reach */
     for (int32_t i = 0; i < p->n_inputs; i++) {
         const plan_input *in = &p->inputs[i];
         const size_t nb = (size_t)p->g->nodes[in->node].ne[0] * 4;
         if (in->kind == IR_OP_TOKENS) {
             memcpy(h_tok, b->data[i], nb);
-            SB_TRY(cu_memcpy_h2d(cx->d_tok, h_tok, nb, cx->s));
+            in_bytes = nb > in_bytes ? nb : in_bytes;
         }
         if (in->kind == IR_OP_POS) {
             memcpy(h_pos, b->data[i], nb);
-            SB_TRY(cu_memcpy_h2d(cx->d_pos, h_pos, nb, cx->s));
+            in_bytes = (size_t)cx->max_tokens * 4 + nb > in_bytes ? (size_t)cx->max_tokens * 4 + nb : in_bytes;
         }
     }
     if (n_rows > 0) {
@@ -1763,7 +1815,7 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
             memcpy(h_rows, rows, (size_t)n_rows * 4);
         else
             for (int64_t k = 0; k < n_rows; k++) h_rows[k] = (int32_t)(p->n_tokens - n_rows + k);
-        SB_TRY(cu_memcpy_h2d(cx->d_rows, h_rows, (size_t)n_rows * 4, cx->s));
+        in_bytes = (size_t)(2 * cx->max_tokens + n_rows) * 4;
     }
     if (cx->poison) SB_TRY(cu_memset(cx->arena, 0xFF, (size_t)cx->arena_bytes, cx->s));
     const int dc = depth_class(cx, p, b);
@@ -1772,8 +1824,27 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
      * per request) on their second, so a one-off shape does not pay the capture */
     const bool use_graph = cx->graphs && !cx->profile && (p->n_tokens == 1 || c->runs >= 1);
     c->runs++;
+    /* outputs written straight into page-locked destinations by the kernels that compute them
+     * (direct_root; graph runs only: a destination is checked once, when its graph is captured) */
+    bool direct = use_graph && cx->direct_out && p->n_outputs <= CX_MAX_OUT && out;
+    bool outs_same = true; /* the destinations the step's graph was captured with */
+    for (int32_t k = 0; k < p->n_outputs && k < CX_MAX_OUT; k++) outs_same = outs_same && c->graph_out[dc][k] == (out ? out[k] : NULL);
+    if (direct) {
+        const bool checked = c->graph[dc] && c->graph_direct[dc] && outs_same;
+        for (int32_t k = 0; k < p->n_outputs; k++) {
+            const ir_ref root = out[k] ? direct_root(p, p->outputs[k].node) : IR_NONE;
+            if (root == IR_NONE || !(checked || cu_is_pinned(out[k]))) continue;
+            r.direct_node[r.n_direct] = root;
+            r.direct_dst[r.n_direct++] = out[k];
+        }
+        direct = r.n_direct > 0;
+    }
+    const bool timed = cx->step_times && p->n_tokens == 1;
+    if (timed) SB_TRY(cu_event_record(cx->step_ev[0], cx->s));
+    if (in_bytes) SB_TRY(cu_memcpy_h2d(cx->d_in, cx->h_in, in_bytes, cx->s));
+    if (timed) SB_TRY(cu_event_record(cx->step_ev[1], cx->s));
     if (use_graph) {
-        if (!c->graph[dc] || c->graph_arena[dc] != cx->arena) {
+        if (!c->graph[dc] || c->graph_arena[dc] != cx->arena || c->graph_direct[dc] != direct || (direct && !outs_same)) {
             cu_graph_destroy(c->graph[dc]);
             c->graph[dc] = NULL;
             SB_TRY(cu_graph_begin(cx->s));
@@ -1787,25 +1858,34 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
             SB_TRY(st2);
             c->graph[dc] = gr;
             c->graph_arena[dc] = cx->arena;
+            c->graph_direct[dc] = direct;
+            for (int32_t k = 0; k < CX_MAX_OUT; k++) c->graph_out[dc][k] = direct && k < p->n_outputs ? out[k] : NULL;
             c->n_kernels[dc] = r.n_kernels;
             cx->st.graph_captures++;
         }
         SB_TRY(cu_graph_launch(c->graph[dc], cx->s));
         cx->st.graph_replays++;
+        cx->st.direct_replays += direct;
         cx->st.kernels_last_run = c->n_kernels[dc];
     } else {
         SB_TRY(enqueue_all(&r));
         cx->st.eager_runs++;
         cx->st.kernels_last_run = r.n_kernels;
     }
-    bool synced = false;
+    if (timed) SB_TRY(cu_event_record(cx->step_ev[2], cx->s));
     for (int32_t k = 0; out && k < p->n_outputs; k++) {
-        if (!out[k]) continue;
+        if (!out[k] || (direct && is_direct(&r, p->vals[p->outputs[k].node].alias))) continue;
         const ir_node *n = &p->g->nodes[p->outputs[k].node];
-        SB_TRY(cu_memcpy_d2h(out[k], dptr(&r, p->outputs[k].node), (size_t)ir_nelem(n) * sizeof(float), cx->s));
-        synced = true;
+        SB_TRY(cu_memcpy_d2h_async(out[k], dptr(&r, p->outputs[k].node), (size_t)ir_nelem(n) * sizeof(float), cx->s));
     }
-    if (!synced) SB_TRY(cu_stream_sync(cx->s));
+    if (timed) SB_TRY(cu_event_record(cx->step_ev[3], cx->s));
+    SB_TRY(cu_stream_sync(cx->s));
+    if (timed) {
+        float ms[3];
+        for (int k = 0; k < 3; k++) SB_TRY(cu_event_ms(cx->step_ev[k], cx->step_ev[k + 1], &ms[k]));
+        for (int k = 0; k < 3; k++) cx->step_ms[k] += ms[k];
+        cx->step_n++;
+    }
     return SB_OK;
 }
 

@@ -29,6 +29,7 @@ typedef struct exec_cuda exec_cuda;
 
 typedef struct exec_cuda_stats {
     int64_t eager_runs, graph_captures, graph_replays;
+    int64_t direct_replays;       /* graph replays whose kernels wrote outputs straight to the caller (exec_cuda_set_direct_out) */
     int32_t kernels_last_run;     /* launches enqueued by the last run (eager or captured) */
     uint64_t device_bytes;        /* weights + KV + arena + staging on the device */
 } exec_cuda_stats;
@@ -43,6 +44,11 @@ void exec_cuda_free(exec_cuda *cx);
 /* Capture plans as CUDA Graphs (default on; env SB_CUDA_GRAPH=0 turns it off): T = 1 plans on
  * their first run, others on their second. */
 void exec_cuda_set_graphs(exec_cuda *cx, bool on);
+
+/* Graph runs write outputs whose destination is page-locked (exec_cuda_host_alloc: the session's
+ * logits) straight there from the kernels that compute them — no device-to-host copy after the LM
+ * head (default on; env SB_CUDA_DIRECT_OUT=0 off). The same bits either way. */
+void exec_cuda_set_direct_out(exec_cuda *cx, bool on);
 
 /* Fill the device arena with 0xFF bytes (f32 NaN) before every run, so a value some kernel
  * fails to write shows up as NaN (tests). */

@@ -8,6 +8,8 @@
  *  3. CUDA-graph replay vs eager execution: bit-identical logits (decode steps, and the prompt
  *     evaluated twice: its plan runs eagerly first, then from the graph captured on second use);
  *  3c. the executor-level GEMV-epilogue fusion: bit-identical logits, fewer kernels;
+ *  3e. the decode logits written by the LM head straight into the session's page-locked buffer
+ *     (the default) or copied after the step: bit-identical logits;
  *  4. prefix reuse on CUDA vs the fresh batch (1e-6 F32 — the split-K decode attention sums in
  *     another order than the prefill kernel —, 1e-3 quantized).
  *  5. the prompt on an F16 KV cache, CUDA (the tensor-core flash prefill, then k_fattn.cu) vs the
@@ -39,6 +41,8 @@ static double nmse(const float *a, const float *b, int64_t n) {
 
 /* prompt as one batch (all logits) then each decode token alone; rows into out [n, V] */
 static bool ropek_on; /* the SB_CUDA_ROPEK experiment in eval_all's fused runs */
+static bool direct_out = true; /* exec_cuda_set_direct_out of eval_all's sessions */
+static int64_t direct_replays; /* of eval_all's last CUDA session */
 
 static sb_status eval_all(const rt_model *m, const ref_file *r, int device, int graph, bool fuse, float *out, int32_t *kernels) {
     const int64_t V = r->n_vocab, n = (int64_t)r->n_prompt + r->n_decode;
@@ -48,6 +52,7 @@ static sb_status eval_all(const rt_model *m, const ref_file *r, int device, int 
     if (rt_session_cuda(s)) {
         exec_cuda_set_fuse(rt_session_cuda(s), fuse);
         exec_cuda_set_fuse_ropek(rt_session_cuda(s), fuse && ropek_on);
+        exec_cuda_set_direct_out(rt_session_cuda(s), direct_out);
     }
     sb_status st = rt_session_eval(s, r->tokens, r->n_prompt, true, out);
     for (uint32_t i = 0; st == SB_OK && i < r->n_decode; i++) {
@@ -55,6 +60,7 @@ static sb_status eval_all(const rt_model *m, const ref_file *r, int device, int 
         if (st == SB_OK) memcpy(out + (r->n_prompt + i) * V, rt_session_logits(s), (size_t)V * sizeof *out);
     }
     if (kernels && rt_session_cuda(s)) *kernels = exec_cuda_get_stats(rt_session_cuda(s)).kernels_last_run;
+    if (rt_session_cuda(s)) direct_replays = exec_cuda_get_stats(rt_session_cuda(s)).direct_replays;
     rt_session_free(s);
     return st;
 }
@@ -126,6 +132,9 @@ static void run_model(const char *dir, const char *gguf) {
     int32_t kernels = 0;
     s = eval_all(m, &r, 1, 1, false, cu, &kernels);
     CHECKF(s == SB_OK, "%s: CUDA: %s %s", gguf, sb_status_str(s), sb_last_error());
+    /* the decode steps' logits written by the LM head into the session's page-locked buffer */
+    CHECKF(s != SB_OK || direct_replays >= (int64_t)r.n_decode, "%s: %lld of %u decode replays wrote their logits directly", gguf,
+           (long long)direct_replays, r.n_decode);
     if (s == SB_OK) {
         ref_cmp c = ref_compare(cu, r.logits, n, V);
         double limit = is_float_model(gguf) ? (strstr(gguf, "gemma") ? 2e-5 : 1e-5) : 1e-3;
@@ -163,6 +172,17 @@ static void run_model(const char *dir, const char *gguf) {
             for (int64_t i = 0; s5 == SB_OK && i < n * V; i++) rd += memcmp(&cu[i], &cpu[i], sizeof(float)) != 0;
             printf("%-28s fused + rope(K) experiment: %lld logits differ, kernels/step %d -> %d\n", gguf, (long long)rd, kf, kr);
             CHECKF(rd == 0 && kr <= kf, "%s: rope(K) run: %lld logits differ, %d kernels (fused %d)", gguf, (long long)rd, kr, kf);
+        }
+        /* 3e. the logits copied after each step instead: the same bits as the default, whose LM head
+         * writes them straight into the session's page-locked buffer */
+        {
+            direct_out = false;
+            sb_status s6 = eval_all(m, &r, 1, 1, false, cpu, NULL);
+            direct_out = true;
+            int64_t id = 0;
+            for (int64_t i = 0; s6 == SB_OK && i < n * V; i++) id += memcmp(&cu[i], &cpu[i], sizeof(float)) != 0;
+            CHECKF(s6 == SB_OK && id == 0 && direct_replays == 0, "%s: logits copied: %s, %lld logits differ, %lld direct replays", gguf,
+                   sb_status_str(s6), (long long)id, (long long)direct_replays);
         }
         /* 3b. the prompt again in the same session: its plan now replays a captured graph */
         {

@@ -76,6 +76,20 @@ extern "C" sb_status cu_memcpy_d2h(void *dst, const void *src, size_t bytes, cu_
     return SB_OK;
 }
 
+extern "C" sb_status cu_memcpy_d2h_async(void *dst, const void *src, size_t bytes, cu_stream s) {
+    CU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)s), "cudaMemcpyAsync device->host");
+    return SB_OK;
+}
+
+extern "C" bool cu_is_pinned(const void *p) {
+    cudaPointerAttributes a;
+    if (!p || cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError(); /* pageable memory is no error to remember */
+        return false;
+    }
+    return a.type == cudaMemoryTypeHost && a.devicePointer == p;
+}
+
 extern "C" sb_status cu_memset(void *dst, int v, size_t bytes, cu_stream s) {
     CU_CHECK(cudaMemsetAsync(dst, v, bytes, (cudaStream_t)s), "cudaMemsetAsync");
     return SB_OK;

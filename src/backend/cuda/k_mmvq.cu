@@ -71,27 +71,36 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
  * sub-block step in flight together), lane l sub-blocks l, l + 32, ...; one row a warp except over
  * many rows (an LM head: a bandwidth-bound stream of 100+ MB), where R rows a warp keep R times the
  * bytes in flight of one row a warp (the Q8_0 head of a 0.5B model ran at 3.0 TB/s with one row, 46%
- * of warps active, 3.6 with two on the H200). The rows' bits do not depend on R. */
+ * of warps active, 3.6 with two on the H200). The rows' bits do not depend on R. The block's
+ * 4 * R results leave as one store of consecutive floats (through shared memory): an LM head may
+ * write its logits straight into page-locked host memory (exec_cuda's io mode 2), where each store
+ * instruction is a transfer over PCIe — 32 bytes a block, not 4 a row. */
 template <int TYPE, int XQ, int R>
 __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq1(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x,
                                                            cu_epilogue ep) {
     const int64_t r0 = (int64_t)blockIdx.x * MMVQ_WARPS * R, r1 = r0 + MMVQ_WARPS * R < N ? r0 + MMVQ_WARPS * R : N;
     prefetch_rows(w + (uint64_t)r0 * rb, (uint64_t)(r1 - r0) * rb, threadIdx.x, MMVQ_WARPS * 32);
     CU_PDL_ENTRY();
+    __shared__ float res[MMVQ_WARPS * R];
     const int lane = threadIdx.x & 31;
     const int64_t n0 = r0 + (int64_t)(threadIdx.x >> 5) * R;
-    if (n0 >= N) return;
-    const int n = N - n0 < R ? (int)(N - n0) : R;
-    const uint8_t *rows[R];
+    if (n0 < N) { /* no early return: every warp meets the barrier */
+        const int n = N - n0 < R ? (int)(N - n0) : R;
+        const uint8_t *rows[R];
 #pragma unroll
-    for (int r = 0; r < R; r++) rows[r] = w + (uint64_t)(n0 + r) * rb;
-    float acc[R];
-    mmvq_part_rows<TYPE, XQ, R>(rows, n, x, K, lane, 32, acc);
+        for (int r = 0; r < R; r++) rows[r] = w + (uint64_t)(n0 + r) * rb;
+        float acc[R];
+        mmvq_part_rows<TYPE, XQ, R>(rows, n, x, K, lane, 32, acc);
+        float mine = 0.0f; /* lane r keeps row r's sum (every lane has every sum after the butterfly) */
 #pragma unroll
-    for (int r = 0; r < R; r++) {
-        const float v = warp_sum(acc[r]);
-        if (lane == 0 && r < n) dst[n0 + r] = ep.add ? v + ep.add[n0 + r] : v;
+        for (int r = 0; r < R; r++) {
+            const float v = warp_sum(acc[r]);
+            if (lane == r) mine = v;
+        }
+        if (lane < n) res[(threadIdx.x >> 5) * R + lane] = ep.add ? mine + ep.add[n0 + lane] : mine;
     }
+    __syncthreads();
+    if (threadIdx.x < r1 - r0) dst[r0 + threadIdx.x] = res[threadIdx.x];
 }
 
 /* T = 1 with a long K (more than MMVQ_LONG sub-blocks, e.g. ffn_down): the block's 4 warps share

@@ -37,6 +37,10 @@ sb_status cu_host_alloc(void **p, size_t bytes, const char *what);
 void cu_host_free(void *p);
 sb_status cu_memcpy_h2d(void *dst, const void *src, size_t bytes, cu_stream s);   /* async on s */
 sb_status cu_memcpy_d2h(void *dst, const void *src, size_t bytes, cu_stream s);   /* waits for s */
+sb_status cu_memcpy_d2h_async(void *dst, const void *src, size_t bytes, cu_stream s); /* async on s (dst page-locked) */
+/* Is p inside page-locked host memory (cu_host_alloc)? Such memory is also a device address
+ * (unified addressing): kernels may write it directly, and copies from and to it may be captured. */
+bool cu_is_pinned(const void *p);
 sb_status cu_memset(void *dst, int v, size_t bytes, cu_stream s);
 sb_status cu_stream_create(cu_stream *s);
 void cu_stream_destroy(cu_stream s);
