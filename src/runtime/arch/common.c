@@ -174,7 +174,9 @@ sb_status rt_build_decoder(rt_build *b) {
     ir_graph *g = b->g;
     const int64_t E = hp->n_embd, V = hp->n_vocab, H = hp->n_head, Hkv = hp->n_head_kv, D = hp->head_dim, F = hp->n_ff, T = b->T;
     const int64_t Dq = H * D, Dkv = Hkv * D;
-    ir_ref tok = ir_input_tokens(g, T), pos = ir_input_pos(g, T), rows = ir_input_out_rows(g, b->n_out);
+    /* every row's logits (a decode step, eval_all): no out_rows selection — it would be the identity,
+     * and after dce's move up two copies a step (the residual and the attention output) */
+    ir_ref tok = ir_input_tokens(g, T), pos = ir_input_pos(g, T), rows = b->n_out < T ? ir_input_out_rows(g, b->n_out) : IR_NONE;
     ir_ref emb = rt_weight(b, true, E, V, "token_embd.weight");
     ir_ref x = ir_get_rows(g, emb, tok);
     if (hp->embd_scale != 1.0f) x = ir_scale(g, x, hp->embd_scale);
@@ -228,7 +230,7 @@ sb_status rt_build_decoder(rt_build *b) {
     if (out_w == IR_NONE) out_w = emb; /* tied embeddings */
     ir_ref logits = bias(b, ir_matmul(g, out_w, x), rt_weight(b, false, V, 0, "output.bias"));
     if (hp->final_softcap > 0) logits = ir_softcap(g, logits, hp->final_softcap);
-    ir_output(g, ir_select_rows(g, logits, rows), "logits");
+    ir_output(g, rows != IR_NONE ? ir_select_rows(g, logits, rows) : logits, "logits");
     if (b->status != SB_OK) return b->status;
     sb_status s = ir_graph_status(g);
     if (s != SB_OK) return sb_fail_context(s, "model: building the %s graph", hp->arch);
