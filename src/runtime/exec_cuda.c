@@ -293,6 +293,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (ms) cu_mma_set_small(atoi(ms));
     const char *msw = getenv("SB_CUDA_MMA_SPLIT_WAVES"); /* its split of K: fewest wave-steps (default) or 0: one wave */
     if (msw) cu_mma_set_split_waves(msw[0] != '0');
+    const char *mgs = getenv("SB_CUDA_MMA_GROUP_SPLIT"); /* prefill GEMM groups that split K as one launch + one reduce (default on) */
+    if (mgs) cu_mma_set_group_split(mgs[0] != '0');
     const char *mst = getenv("SB_CUDA_MMA_SMALL_T"); /* the largest T it takes (default 512) */
     if (mst) cu_mma_set_small_tmax(atoll(mst));
     const char *mv = getenv("SB_CUDA_MMQ");
@@ -955,42 +957,81 @@ static bool mma_ok(const ir_graph *g, const ir_node *m) { /* a T > 8 matmul the 
     return x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype);
 }
 
-/* T > 8 matmuls of one activation and one weight type, adjacent in the plan but for the inputs and
- * the epilogue ADDs fused into them (a prefill plan's gate/up, Q/K): one int8 MMA launch at the
- * first one's place (mnext chain; the members after it skipped), where cu_mma_multi_fits at run
- * time — else they run one by one there. With nothing in between, a member's memory holds nothing
- * live when the leader runs; checked anyway: a member's output overlaps neither the activation nor
- * an earlier member's output or epilogue operand (read or written while it is written), and its own
- * epilogue operand exists at the leader. */
-static void plan_mma_groups(const plan *p, cplan *c) {
+/* T > 8 matmuls of one activation and one weight type (a prefill plan's gate/up; K and Q, which the
+ * plan orders apart: K's RoPE and cache store, then V, come before Q): one int8 MMA launch at the
+ * first one's place (mnext chain; the members after it skipped), where cu_mma_multi_split at run
+ * time — else they run one by one there. A member adjacent to the one before it (nothing between
+ * but inputs and fused ADDs) keeps its memory, which then holds nothing live — checked: it overlaps
+ * neither the activation nor an earlier member's output or epilogue operand. A member further on
+ * runs before its place in the plan, so its result gets memory of its own after the plan's region
+ * (moved), in a slot no other live value uses: slots are reused once every use of the value they
+ * held is past (a layer's Q slot serves every layer). Its epilogue operand must exist at the leader. */
+#define MMA_SLOTS 8
+typedef struct mma_slot {
+    uint64_t off, bytes;
+    int32_t free_after; /* the last node that reads the value it holds */
+} mma_slot;
+
+static void plan_mma_groups(const plan *p, cplan *c, uint64_t *at, bool hoist) {
     const ir_graph *g = p->g;
+    int32_t *last = (int32_t *)malloc((size_t)g->n_nodes * sizeof *last); /* per alias root: its last reader */
+    mma_slot slot[MMA_SLOTS];
+    int ns = 0;
+    if (last) {
+        for (int32_t i = 0; i < g->n_nodes; i++) last[i] = -1;
+        for (int32_t q = 0; q < g->n_nodes; q++)
+            for (int a = 0; a < IR_MAX_SRC; a++)
+                if (g->nodes[q].src[a] != IR_NONE && p->vals[g->nodes[q].src[a]].alias >= 0) last[p->vals[g->nodes[q].src[a]].alias] = q;
+    }
     for (int32_t i = 0; i < g->n_nodes; i++) {
         if (c->skip[i] || !mma_ok(g, &g->nodes[i])) continue;
         const ir_ref xi = g->nodes[i].src[1];
         const int wt = g->nodes[g->nodes[i].src[0]].dtype;
         int32_t mem[CU_MULTI_MAX] = {i};
+        bool move[CU_MULTI_MAX] = {false};
         int n = 1;
-        for (int32_t j = i; n < CU_MULTI_MAX;) {
-            int32_t k = j + 1; /* the next node that is neither an input nor a member's fused ADD */
-            while (k < g->n_nodes && ((ir_ops[g->nodes[k].op].flags & OPF_INPUT) || k == c->epi[j])) k++;
-            if (k >= g->n_nodes) break;
+        for (int32_t k = i + 1, prev = i; k < g->n_nodes && n < CU_MULTI_MAX; k++) {
             const ir_node *m = &g->nodes[k];
-            if (c->skip[k] || !mma_ok(g, m) || m->src[1] != xi || g->nodes[m->src[0]].dtype != wt) break;
+            if (c->skip[k] || !mma_ok(g, m) || m->src[1] != xi || g->nodes[m->src[0]].dtype != wt) continue;
             const ir_ref ok = epi_operand(g, c, k), out = mm_out(c, k);
-            if (ok != IR_NONE && p->vals[ok].input < 0 && ok >= i) break;
+            if (ok != IR_NONE && p->vals[ok].input < 0 && ok >= i) continue;
+            bool adjacent = true; /* nothing between the member before and this one but inputs and that member's fused ADD */
+            for (int32_t q = prev + 1; q < k && adjacent; q++) adjacent = (ir_ops[g->nodes[q].op].flags & OPF_INPUT) || q == c->epi[prev];
             bool clash = overlap(p, c, out, xi);
             for (int q = 0; q < n && !clash; q++) {
                 const ir_ref oq = epi_operand(g, c, mem[q]);
                 clash = overlap(p, c, out, mm_out(c, mem[q])) || (oq != IR_NONE && overlap(p, c, out, oq));
             }
-            if (clash) break;
-            mem[n++] = j = k;
+            if (!adjacent || clash) { /* hoisted: memory of its own */
+                if (!hoist || !last || p->vals[out].input >= 0 || p->vals[out].alias != out) continue;
+                move[n] = true;
+            }
+            mem[n++] = prev = k;
         }
         for (int q = 1; q < n; q++) {
             c->mnext[mem[q - 1]] = mem[q];
             c->skip[mem[q]] = 1;
+            const ir_ref out = mm_out(c, mem[q]);
+            if (!move[q] || c->moved[out] != UINT64_MAX) continue;
+            const uint64_t b = al(p->vals[out].bytes);
+            int sl = -1;
+            for (int k = 0; k < ns && sl < 0; k++)
+                if (slot[k].free_after < i && slot[k].bytes >= b) sl = k;
+            if (sl < 0 && ns < MMA_SLOTS) {
+                slot[ns] = (mma_slot){*at, b, 0};
+                *at += b;
+                sl = ns++;
+            }
+            if (sl < 0) { /* no slot: a region of its own */
+                c->moved[out] = *at;
+                *at += b;
+                continue;
+            }
+            c->moved[out] = slot[sl].off;
+            slot[sl].free_after = last[out] > mem[q] ? last[out] : mem[q];
         }
     }
+    free(last);
 }
 
 /* MATMUL m immediately followed by ADD(m, o) (either order), m used only there, o a [N] bias or a
@@ -1068,8 +1109,8 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro, bool
     plan_attn_quant(p, c);
     if (pro) plan_prologues(p, c, uses, pro);
     if (glu_pair) plan_glu_pairs(p, c, uses);
-    const char *mg = getenv("SB_CUDA_MMA_GROUP"); /* prefill GEMMs of one activation in one launch (default on; 0 off) */
-    if (!(mg && mg[0] == '0')) plan_mma_groups(p, c);
+    const char *mg = getenv("SB_CUDA_MMA_GROUP"); /* prefill GEMMs of one activation in one launch (default on; 0 off; 2 adjacent ones only) */
+    if (!(mg && mg[0] == '0')) plan_mma_groups(p, c, &at, !(mg && mg[0] == '2'));
     c->moved_bytes = at - base;
     free(uses);
     return SB_OK;
@@ -1142,6 +1183,15 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
             }
         }
     if (st == SB_OK && cx->fuse) st = plan_fusions(p, c, cx->ropek, cx->pro, cx->glu_pair);
+    for (int32_t i = 0; st == SB_OK && c->mnext && i < p->g->n_nodes; i++) { /* a split MMA group's partials: its members' together */
+        if (c->mnext[i] < 0 || c->skip[i]) continue;
+        uint64_t f = 0;
+        for (int32_t m = i; m >= 0; m = c->mnext[m]) {
+            const ir_node *mw = &p->g->nodes[p->g->nodes[m].src[0]], *mx = &p->g->nodes[p->g->nodes[m].src[1]];
+            f += cu_mma_small_scratch(mw->ne[0], mw->ne[1], mx->ne[1]);
+        }
+        if (f > scratch) scratch = f;
+    }
     c->scratch_off = al(p->arena_bytes) + al(c->moved_bytes);
     c->arena_need = c->scratch_off + al(scratch * 4);
     if (st == SB_OK && c->arena_need > cx->arena_bytes) {
@@ -1487,7 +1537,7 @@ static sb_status run_matmul_one(crun *r, int32_t i) {
     return cu_matmul_f32(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep); /* f32 or q8_K */
 }
 
-/* a group of T > 8 matmuls (plan_mma_groups) led by i: one launch where cu_mma_multi_fits, else
+/* a group of T > 8 matmuls (plan_mma_groups) led by i: one launch where cu_mma_multi_split, else
  * each in turn here */
 static sb_status run_matmul_group(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
@@ -1500,9 +1550,11 @@ static sb_status run_matmul_group(crun *r, int32_t i) {
         *q = (cu_gemv_seg){.w = dptr(r, mn->src[0]), .wtype = mw->dtype, .N = mw->ne[1]};
         q->dst = matmul_out(r, m, &q->ep);
     }
-    if (cu_mma_multi_fits(seg, ns, w->ne[0], x->dtype, x->ne[1])) {
-        r->n_kernels++;
-        return cu_matmul_mma_multi(r->cx->s, seg, ns, w->ne[0], dptr(r, n->src[1]), x->dtype, x->ne[1]);
+    const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4; /* split-K partials: the scratch region, as run_matmul_one */
+    const int split = cu_mma_multi_split(seg, ns, w->ne[0], x->dtype, x->ne[1], cap);
+    if (split > 0) {
+        r->n_kernels += split > 1 ? 2 : 1; /* a split: k_mma_reduce after it */
+        return cu_matmul_mma_multi(r->cx->s, seg, ns, w->ne[0], dptr(r, n->src[1]), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off), cap);
     }
     for (int32_t m = i; m >= 0; m = r->c->mnext[m]) {
         r->n_kernels++;

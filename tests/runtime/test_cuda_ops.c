@@ -408,11 +408,16 @@ static void test_fused_epilogue(void) {
     fuse_on = false;
 }
 
-/* Run g fused and unfused against the reference; the fused run must launch `fewer` kernels less */
+/* Run g fused and unfused against the reference; the fused run must launch `fewer` kernels less,
+ * and with fused_bits give the unfused run's first output bit for bit */
+static bool fused_bits;
 static void expect_fused(ir_graph *g, const binds *b, const char *label, double limit, int fewer) {
     fuse_on = false;
     const double e0 = run_both(g, b, label);
     const int32_t k0 = last_kernels;
+    float *y0 = last_y;
+    const int64_t n0 = last_n;
+    last_y = NULL;
     fuse_on = true;
     char l2[128];
     snprintf(l2, sizeof l2, "%s (fused)", label);
@@ -423,6 +428,9 @@ static void expect_fused(ir_graph *g, const binds *b, const char *label, double 
     expect(e1, limit, l2);
     printf("%-44s kernels %d -> %d\n", label, (int)k0, (int)k1);
     CHECKF(k1 <= k0 - fewer, "%s: %d kernels fused vs %d unfused (expected %d fewer)", label, (int)k1, (int)k0, fewer);
+    if (fused_bits)
+        CHECKF(y0 && last_y && n0 == last_n && !memcmp(y0, last_y, (size_t)n0 * 4), "%s: fused output not bit-identical to the unfused", label);
+    free(y0);
 }
 
 /* one activation, three GEMVs of mixed weight types (Q/K/V-like: two with a bias, different row
@@ -1121,16 +1129,19 @@ static void test_decode_attention_v4(void) {
 
 /* Prefill GEMMs of one activation as one int8 MMA launch (exec_cuda.c plan_mma_groups, k_mma.cu
  * cu_matmul_mma_multi): gate/up (Q5_0, N 4864 each, SwiGLU of the two as the output) and Q/K with
- * bias epilogues (N 896 + 128, both outputs, each compared in turn), T 64 / 100 / 512; vs the f64 reference,
- * and the fused plan must launch fewer kernels than the unfused one where one launch takes the
- * group (T 512: no split of K; T 64 / 100 on the GPU's rule may split: then the GEMMs run one by one
- * at the leader — still correct, same count). */
+ * bias epilogues (N 896 + 128, both outputs, each compared in turn), T 64 / 100 / 512; vs the f64
+ * reference, and the fused plan launches fewer kernels. Q/K split K at T 64 / 100 on the H200 (7
+ * ways each, as alone): one split launch and one reduce, bit-identical to the GEMMs one by one (so is
+ * Q at T 512, unsplit either way; K alone would split there); gate/up's group does not split where
+ * each alone would (other bits, same bound).
+ * Then K, an op on K, Q (a plan's order): Q's GEMM hoisted into K's launch, its result in memory of
+ * its own, bit-identical too. */
 static void test_mma_groups(void) {
     static const int64_t Ts[] = {64, 100, 512};
     exec_cuda_set_mmvq_variant(4);
-    for (int c = 0; c < 3; c++)
+    for (int c = 0; c < 4; c++)
         for (int ti = 0; ti < 3; ti++) {
-            const int64_t K = 896, T = Ts[ti], N1 = c == 0 ? 4864 : 896, N2 = c == 0 ? 4864 : 128;
+            const int64_t K = 896, T = Ts[ti], N1 = c == 0 ? 4864 : c == 3 ? 128 : 896, N2 = c == 0 ? 4864 : c == 3 ? 896 : 128;
             float *w1f = rnd(K * N1, 0.1f), *w2f = rnd(K * N2, 0.1f), *x = rnd(K * T, 1.0f), *b1 = rnd(N1, 1.0f), *b2 = rnd(N2, 1.0f);
             void *w1 = quant_rows(SB_TYPE_Q5_0, w1f, K, N1), *w2 = quant_rows(SB_TYPE_Q5_0, w2f, K, N2);
             ir_graph *g;
@@ -1138,15 +1149,20 @@ static void test_mma_groups(void) {
             ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, T, 1, 1});
             ir_ref m1 = ir_matmul(g, ir_input_weight(g, "w1", SB_TYPE_Q5_0, (int64_t[4]){K, N1, 1, 1}), xr);
             if (c) m1 = ir_add(g, m1, ir_input_weight(g, "b1", SB_TYPE_F32, (int64_t[4]){N1, 1, 1, 1}));
+            /* c 3: K then Q as a plan orders them, an op on K between: Q's GEMM is hoisted into K's launch */
+            const ir_ref ks = c == 3 ? ir_scale(g, m1, 0.5f) : IR_NONE;
             ir_ref m2 = ir_matmul(g, ir_input_weight(g, "w2", SB_TYPE_Q5_0, (int64_t[4]){K, N2, 1, 1}), xr);
             if (c) m2 = ir_add(g, m2, ir_input_weight(g, "b2", SB_TYPE_F32, (int64_t[4]){N2, 1, 1, 1}));
             if (c == 0) ir_output(g, ir_swiglu(g, m1, m2), "y");
+            else if (c == 3) ir_output(g, m2, "y"), ir_output(g, ks, "z"); /* the hoisted one compared */
             else ir_output(g, c == 1 ? m1 : m2, "y"), ir_output(g, c == 1 ? m2 : m1, "z"); /* both live; output 0 compared */
             binds b = {.name = {"x", "w1", "w2", "b1", "b2"}, .data = {x, w1, w2, b1, b2}, .n = 5};
             char label[96];
-            snprintf(label, sizeof label, "MMA group %s T=%lld (%s)", c == 0 ? "gate/up" : "Q/K", (long long)T,
-                     c == 0 ? "SwiGLU" : c == 1 ? "Q + bias" : "K + bias");
-            expect_fused(g, &b, label, 5e-4, T == 512 ? 1 : 0); /* T 512: one launch for the group */
+            snprintf(label, sizeof label, "MMA group %s T=%lld (%s)", c == 0 ? "gate/up" : c == 3 ? "K, op, Q" : "Q/K", (long long)T,
+                     c == 0 ? "SwiGLU" : c == 1 || c == 3 ? "Q + bias" : "K + bias");
+            fused_bits = c != 0 && !(c == 2 && T == 512); /* K alone splits at T 512, the unsplit group not */
+            expect_fused(g, &b, label, 5e-4, 1);
+            fused_bits = false;
             ir_graph_free(g);
             free(w1f), free(w2f), free(x), free(b1), free(b2), free(w1), free(w2);
         }

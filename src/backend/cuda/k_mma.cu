@@ -101,20 +101,22 @@ struct ma_segs {
     int64_t N[CU_MULTI_MAX];
     cu_epilogue ep[CU_MULTI_MAX];
     int x0[CU_MULTI_MAX + 1];
+    int64_t poff[CU_MULTI_MAX]; /* split K: where segment s's partials [split][T][N[s]] start (ma_split_offsets) */
     int n;
 };
 
 /* SPLIT: block z of the grid covers sub-blocks [z * spb, min(nsb, (z + 1) * spb)) of K and writes
- * its raw sums to part[z][T][N]; with cnt the last block of each (x, y) tile to arrive (a counter
+ * its raw sums to its segment's partials part + poff[s], [z][T][N[s]]; with cnt the last block of each (x, y) tile to arrive (a counter
  * per tile, reset by that block) sums the partials of the tile (mma_split_sum), else k_mma_reduce
  * does. !SPLIT: the whole of K, written through the epilogue (spb, part, cnt unused). */
 template <int TYPE, int XQ, int BN, int BT, bool SPLIT>
 __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, int spb,
                                                 float *part, unsigned *cnt) {
-    int sgi = 0; /* this block's segment (SPLIT: one) */
+    int sgi = 0; /* this block's segment */
 #pragma unroll
     for (int q = 1; q < CU_MULTI_MAX; q++)
-        if (!SPLIT && q < sg.n && (int)blockIdx.x >= sg.x0[q]) sgi = q;
+        if (q < sg.n && (int)blockIdx.x >= sg.x0[q]) sgi = q;
+    if (SPLIT) part += sg.poff[sgi];
     const uint8_t *const w = sg.w[sgi];
     float *const dst = sg.dst[sgi];
     const int64_t N = sg.N[sgi];
@@ -327,11 +329,21 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
     }
 }
 
-/* the split-K reduction as its own kernel (no counters): one thread per output */
-__global__ void k_mma_reduce(float *dst, const float *part, int64_t N, int64_t T, int nsplit, cu_epilogue ep) {
+/* the split-K reduction as its own kernel (no counters): one thread per output of every segment,
+ * segment s's T x N[s] outputs after the earlier segments' (its partials at poff[s]) */
+__global__ void k_mma_reduce(const ma_segs sg, const float *part, int64_t T, int nsplit) {
     CU_PDL_ENTRY();
-    const int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (o < N * T) dst[o] = mma_split_sum(part, o, o % N, nsplit, N * T, ep);
+    int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+#pragma unroll
+    for (int q = 0; q < CU_MULTI_MAX; q++) {
+        if (q >= sg.n) return;
+        const int64_t TN = T * sg.N[q];
+        if (o < TN) {
+            sg.dst[q][o] = mma_split_sum(part + sg.poff[q], o, o % sg.N[q], nsplit, TN, sg.ep[q]);
+            return;
+        }
+        o -= TN;
+    }
 }
 
 
@@ -443,13 +455,43 @@ extern "C" uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T) {
     return split > 1 ? (uint64_t)split * (uint64_t)N * (uint64_t)T : 0;
 }
 
-/* several segments only unsplit (sg.n > 1 with a split is refused by cu_mma_multi_fits) */
+/* the K split of one small-T launch (>= 1) and its sub-blocks a split (*spb), or 0: not one launch.
+ * One segment: mma_small_split. Several (a prefill plan's gate/up, Q/K): unsplit where their tiles
+ * together do not split; else their common split — the split each would take alone, so each result
+ * has the bits of its own launch (Q/K at T 64 on the H200: 7 each) — where the scratch holds
+ * split x T x sum N floats (sg->poff: each segment's partials after the earlier ones'); 0 where the
+ * members would split differently or the scratch is short (the caller then launches them one by one) */
+static int mma_group_split = 1; /* cu_mma_set_group_split (env SB_CUDA_MMA_GROUP_SPLIT) */
+extern "C" void cu_mma_set_group_split(bool on) { mma_group_split = on ? 1 : 0; }
+
+static int ma_small_split(ma_segs *sg, int64_t K, int64_t T, uint64_t scratch_floats, int *spb) {
+    const int64_t N = 32 * (int64_t)ma_tiles(sg, 32); /* the rows the 32-row tiles cover */
+    for (int q = 0; q < CU_MULTI_MAX; q++) sg->poff[q] = 0;
+    if (sg->n == 1) return mma_small_split(K, N, T, scratch_floats, spb);
+    if (mma_small_split(K, N, T, UINT64_MAX, spb) == 1) return 1;
+    if (!mma_group_split) return 0;
+    int split = 0, per = 0;
+    uint64_t off = 0;
+    for (int q = 0; q < sg->n; q++) {
+        int pq = 0;
+        const int sq = mma_small_split(K, 32 * cu_div_up(sg->N[q], 32), T, UINT64_MAX, &pq);
+        if (q > 0 && (sq != split || pq != per)) return 0;
+        split = sq, per = pq;
+        sg->poff[q] = (int64_t)off;
+        off += (uint64_t)sq * (uint64_t)T * (uint64_t)sg->N[q];
+    }
+    if (off > scratch_floats) return 0;
+    *spb = per;
+    return split;
+}
+
 template <int TYPE, int XQ>
 static sb_status launch_mma_small(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, float *scratch,
                                   uint64_t scratch_floats, unsigned *counters) {
     int spb = 0;
-    const int64_t N = 32 * (int64_t)ma_tiles(&sg, 32); /* the rows the 32-row tiles cover */
-    const int split = mma_small_split(K, N, T, scratch ? scratch_floats : 0, &spb);
+    const int split = ma_small_split(&sg, K, T, scratch ? scratch_floats : 0, &spb);
+    if (split < 1) return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMM segments that split K differently in one launch", sg.n);
+    const int64_t N = 32 * (int64_t)ma_tiles(&sg, 32);
     if (split == 1 && (int64_t)cu_div_up(N, 32) * cu_div_up(T, 64) >= MA_MINB(32) * (int64_t)mma_sms) /* the 32-row tiles fill the GPU: the usual tiles */
         return launch_mma<TYPE, XQ>(s, sg, rb, K, x, T);
     if (split == 1) return mma_go<TYPE, XQ, 32, 64, false>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
@@ -457,7 +499,9 @@ static sb_status launch_mma_small(cudaStream_t s, ma_segs sg, uint64_t rb, int64
     unsigned *cnt = counters && tiles <= CU_ATT_COUNTERS ? counters : NULL;
     sb_status r = mma_go<TYPE, XQ, 32, 64, true>(sg, (unsigned)split, s, rb, K, x, T, spb, scratch, cnt);
     if (r != SB_OK || cnt) return r;
-    cu_launch(k_mma_reduce, dim3(cu_div_up(sg.N[0] * T, 256)), 256, s, sg.dst[0], (const float *)scratch, sg.N[0], T, split, sg.ep[0]);
+    int64_t outs = 0;
+    for (int q = 0; q < sg.n; q++) outs += sg.N[q] * T;
+    cu_launch(k_mma_reduce, dim3(cu_div_up(outs, 256)), 256, s, sg, (const float *)scratch, T, split);
     return cu_after_launch("k_mma_reduce");
 }
 
@@ -528,27 +572,29 @@ extern "C" sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w,
     return matmul_mma(s, ma_one(dst, w, N, ep), wtype, K, xq, xtype, T, &sm);
 }
 
-/* segments of one weight type, each with rows, all unsplit under the current rule (mma_small_split
- * over their 32-row tiles together; the small path only while T <= its limit) */
-extern "C" bool cu_mma_multi_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int64_t T) {
-    if (n < 1 || n > CU_MULTI_MAX || T <= 8 || !cu_has_mma(seg[0].wtype, xtype)) return false;
+/* segments of one weight type, each with rows, in one launch: 0 where not (the caller launches them
+ * one by one), else the launch's split of K (ma_small_split; 1 above the small path's T limit) */
+extern "C" int cu_mma_multi_split(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int64_t T, uint64_t scratch_floats) {
+    if (n < 1 || n > CU_MULTI_MAX || T <= 8 || !cu_has_mma(seg[0].wtype, xtype)) return 0;
     ma_segs sg = {};
     for (int q = 0; q < n; q++) {
-        if (seg[q].wtype != seg[0].wtype || seg[q].N <= 0 || seg[q].cache || seg[q].rot) return false;
+        if (seg[q].wtype != seg[0].wtype || seg[q].N <= 0 || seg[q].cache || seg[q].rot) return 0;
         sg.N[q] = seg[q].N;
     }
     sg.n = n;
-    if (!mma_small || T > mma_small_tmax) return true;
+    if (!mma_small || T > mma_small_tmax) return 1;
+    if (!mma_sms) mma_sms = cu_sm_count();
     int spb = 0;
-    return mma_small_split(K, 32 * (int64_t)ma_tiles(&sg, 32), T, UINT64_MAX, &spb) == 1;
+    return ma_small_split(&sg, K, T, scratch_floats, &spb);
 }
 
-extern "C" sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, int64_t T) {
-    if (!cu_mma_multi_fits(seg, n, K, xtype, T))
+extern "C" sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, int64_t T, float *scratch,
+                                         uint64_t scratch_floats) {
+    if (cu_mma_multi_split(seg, n, K, xtype, T, scratch ? scratch_floats : 0) < 1)
         return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMM segments that one int8 MMA launch does not take (T %lld)", n, (long long)T);
     ma_segs sg = {};
     for (int q = 0; q < n; q++) sg.w[q] = (const uint8_t *)seg[q].w, sg.dst[q] = seg[q].dst, sg.N[q] = seg[q].N, sg.ep[q] = seg[q].ep;
     sg.n = n;
-    const mma_small_args sm = {NULL, 0, NULL};
+    const mma_small_args sm = {scratch, scratch ? scratch_floats : 0, NULL};
     return matmul_mma(s, sg, seg[0].wtype, K, xq, xtype, T, mma_small ? &sm : NULL);
 }

@@ -329,12 +329,17 @@ uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T);
 sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
                               int64_t T, const cu_epilogue *ep, float *scratch, uint64_t scratch_floats, unsigned *counters);
 /* Several GEMMs of one weight type over the same activations (a prefill plan's gate/up, Q/K) as one
- * launch: seg[q] gives each its weights, N, dst and epilogue (no cache or RoPE); each result equals
- * its own cu_matmul_mma_small's bit for bit when that one would not split K. Only where
- * cu_mma_multi_fits (one weight type, T > 8, sm_80+, no split of K under the current rule): the
- * caller launches the GEMMs one by one otherwise. */
-bool cu_mma_multi_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int64_t T);
-sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, int64_t T);
+ * launch: seg[q] gives each its weights, N, dst and epilogue (no cache or RoPE). Where the small-T
+ * path splits K, each split as it would alone (the same split for every member), partials in
+ * scratch, one reduce kernel after: each result equals its own cu_matmul_mma_small's bit for bit;
+ * where their rows together do not split, the group unsplit. cu_mma_multi_split: 0 where one launch
+ * does not take them (types, T <= 8, sm < 80, members that would split differently, scratch_floats
+ * short) — the caller launches them one by one —, else the split (1: none; > 1: a reduce follows). */
+int cu_mma_multi_split(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int64_t T, uint64_t scratch_floats);
+/* groups that split K in one launch (default on; off: such groups run one by one — env SB_CUDA_MMA_GROUP_SPLIT=0) */
+void cu_mma_set_group_split(bool on);
+sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, int64_t T, float *scratch,
+                              uint64_t scratch_floats);
 /* Can cu_attention_prefill run these args (T > 1, nsplit 1, head_dim <= 128)? */
 bool cu_fattn_supported(const cu_attn_args *a);
 /* Flash-attention prefill variants (process-wide, experiments; env SB_CUDA_FATTN_G): 2 (default) key
