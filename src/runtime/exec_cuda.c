@@ -123,6 +123,7 @@ typedef struct cplan {
      * the leader are skipped); vstore[i] = the V kv_store matmul i's result also writes (-1 none) */
     int32_t *gnext, *vstore;
     int32_t *mnext;       /* per matmul: the next member of its T > 8 int8 MMA launch (plan_mma_groups; -1 none) */
+    int32_t *rnext;       /* per ROPE / KV_STORE: the next job of its cu_rope_jobs launch (plan_rope_jobs; -1 none) */
     uint64_t *moved;      /* per alias root: arena offset of its private copy (UINT64_MAX: the plan's) */
     int32_t *qrope;       /* per ATTENTION node: the ROPE of Q it applies as it loads q (-1 none) */
     int32_t *krope;       /* per matmul: the ROPE (+ its kv_store) its multi-GEMV launch does (-1 none) */
@@ -336,6 +337,7 @@ static void cplan_clear(cplan *c) {
     free(c->skip);
     free(c->gnext);
     free(c->mnext);
+    free(c->rnext);
     free(c->vstore);
     free(c->moved);
     free(c->qrope);
@@ -1034,6 +1036,49 @@ static void plan_mma_groups(const plan *p, cplan *c, uint64_t *at, bool hoist) {
     free(last);
 }
 
+/* ROPE / KV_STORE nodes that run one after another (nothing executed between them: the nodes
+ * between are skipped — done by a launch before, e.g. a prefill layer's K, V, Q GEMMs in one MMA
+ * launch — views or inputs): up to CU_ROPE_JOBS_MAX in one cu_rope_jobs launch at the first one's
+ * place (rnext chain; the others skipped) — a prefill layer's K rope + cache write, V cache write
+ * and Q rope. Safe where no job writes memory another job reads (they run side by side). */
+static ir_ref rope_out(const cplan *c, int32_t i) { return c->epi[i] >= 0 ? c->epi[i] : i; } /* a ROPE fused with its kv_store: the cache */
+static bool rope_job_ok(const ir_graph *g, const cplan *c, int32_t i) {
+    const ir_node *n = &g->nodes[i];
+    if (c->skip[i]) return false;
+    if (n->op == IR_OP_KV_STORE)
+        return g->nodes[n->src[1]].dtype == SB_TYPE_F32 && (n->dtype == SB_TYPE_F32 || n->dtype == SB_TYPE_F16);
+    return n->op == IR_OP_ROPE && g->nodes[n->src[0]].ne[3] == 1;
+}
+static void plan_rope_jobs(const plan *p, cplan *c) {
+    const ir_graph *g = p->g;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (!rope_job_ok(g, c, i)) continue;
+        int32_t mem[CU_ROPE_JOBS_MAX] = {i};
+        int n = 1;
+        for (int32_t j = i + 1; j < g->n_nodes && n < CU_ROPE_JOBS_MAX; j++) {
+            const ir_node *m = &g->nodes[j];
+            if (c->skip[j] || m->op == IR_OP_RESHAPE || (ir_ops[m->op].flags & OPF_INPUT)) continue; /* not executed */
+            if (!rope_job_ok(g, c, j)) break;
+            const ir_node *mi = &g->nodes[i];
+            if (m->src[m->op == IR_OP_KV_STORE ? 2 : 1] != mi->src[mi->op == IR_OP_KV_STORE ? 2 : 1]) break; /* one pos for the launch */
+            bool clash = false; /* no job's output over another's input */
+            const ir_ref in_j = m->src[m->op == IR_OP_KV_STORE ? 1 : 0];
+            for (int q = 0; q < n && !clash; q++) {
+                const ir_node *mq = &g->nodes[mem[q]];
+                const ir_ref in_q = mq->src[mq->op == IR_OP_KV_STORE ? 1 : 0];
+                clash = overlap(p, c, rope_out(c, j), in_q) || overlap(p, c, rope_out(c, mem[q]), in_j) ||
+                        overlap(p, c, rope_out(c, j), rope_out(c, mem[q]));
+            }
+            if (clash) break;
+            mem[n++] = j;
+        }
+        for (int q = 1; q < n; q++) {
+            c->rnext[mem[q - 1]] = mem[q];
+            c->skip[mem[q]] = 1;
+        }
+    }
+}
+
 /* MATMUL m immediately followed by ADD(m, o) (either order), m used only there, o a [N] bias or a
  * value of the output's shape: the GEMV writes the ADD's value through its epilogue and the ADD
  * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
@@ -1046,18 +1091,19 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro, bool
     c->skip = (uint8_t *)calloc((size_t)g->n_nodes, 1);
     c->gnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gnext);
     c->mnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->mnext);
+    c->rnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->rnext);
     c->vstore = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->vstore);
     c->moved = (uint64_t *)malloc((size_t)g->n_nodes * sizeof *c->moved);
     c->qrope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->qrope);
     c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
     c->pro = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->pro);
     c->gpair = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gpair);
-    if (!uses || !c->epi || !c->skip || !c->gnext || !c->mnext || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->pro || !c->gpair) {
+    if (!uses || !c->epi || !c->skip || !c->gnext || !c->mnext || !c->rnext || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->pro || !c->gpair) {
         free(uses);
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
     }
     ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->mnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->pro[i] = c->gpair[i] = -1, c->moved[i] = UINT64_MAX;
+    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->mnext[i] = c->rnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->pro[i] = c->gpair[i] = -1, c->moved[i] = UINT64_MAX;
     const uint64_t base = al(p->arena_bytes);
     uint64_t at = base;
     /* with the prologues: a decode plan's activations are small, so each value (alias root) gets
@@ -1111,6 +1157,7 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro, bool
     if (glu_pair) plan_glu_pairs(p, c, uses);
     const char *mg = getenv("SB_CUDA_MMA_GROUP"); /* prefill GEMMs of one activation in one launch (default on; 0 off; 2 adjacent ones only) */
     if (!(mg && mg[0] == '0')) plan_mma_groups(p, c, &at, !(mg && mg[0] == '2'));
+    if (env_not0("SB_CUDA_ROPE_JOBS")) plan_rope_jobs(p, c);
     c->moved_bytes = at - base;
     free(uses);
     return SB_OK;
@@ -1563,6 +1610,38 @@ static sb_status run_matmul_group(crun *r, int32_t i) {
     return SB_OK;
 }
 
+/* ROPE or KV_STORE node i as a cu_rope_job (a ROPE fused with its kv_store writes the cache) */
+static cu_rope_job rope_job(crun *r, int32_t i) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i];
+    if (n->op == IR_OP_KV_STORE) {
+        const ir_node *x = &g->nodes[n->src[1]];
+        return (cu_rope_job){.store = true, .x = (const float *)dptr(r, n->src[1]),
+                             .a = {.D = n->ne[0], .H = 1, .T = x->ne[1], .cache = dptr(r, i), .ctype = n->dtype}};
+    }
+    const ir_node *x = &g->nodes[n->src[0]];
+    cu_rope_job jb = {.dst = (float *)dptr(r, i), .x = (const float *)dptr(r, n->src[0]),
+                      .a = {.D = x->ne[0], .H = x->ne[1], .T = x->ne[2], .n_rot = n->ip[0], .mode = n->ip[1],
+                            .theta_scale = powf(n->fp[0], -2.0f / (float)n->ip[0]), .freq_scale = n->fp[1], .attn_factor = n->fp[2],
+                            .ff = n->src[2] != IR_NONE ? (const float *)dptr(r, n->src[2]) : NULL}};
+    if (r->c->epi && r->c->epi[i] >= 0) { /* fused with the kv_store that follows: write the cache */
+        jb.a.cache = dptr(r, r->c->epi[i]);
+        jb.a.ctype = g->nodes[r->c->epi[i]].dtype;
+    }
+    return jb;
+}
+
+/* the ROPE / KV_STORE jobs chained from i (plan_rope_jobs) in one launch; every job reads the same
+ * positions (one plan: one pos input) */
+static sb_status run_rope_jobs(crun *r, int32_t i) {
+    cu_rope_job jobs[CU_ROPE_JOBS_MAX];
+    int n = 0;
+    for (int32_t m = i; m >= 0 && n < CU_ROPE_JOBS_MAX; m = r->c->rnext[m]) jobs[n++] = rope_job(r, m);
+    const ir_node *f = &r->p->g->nodes[i];
+    r->n_kernels++;
+    return cu_rope_jobs(r->cx->s, jobs, n, (const int32_t *)dptr(r, f->src[f->op == IR_OP_KV_STORE ? 2 : 1]));
+}
+
 static sb_status run_node(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[i];
@@ -1674,19 +1753,13 @@ static sb_status run_node(crun *r, int32_t i) {
     }
     case IR_OP_RESHAPE: case IR_OP_OUTPUT: return SB_OK;
     case IR_OP_ROPE: {
-        const ir_node *x = SRC(0);
-        cu_rope_args a = {.D = x->ne[0], .H = x->ne[1], .T = x->ne[2], .n_rot = n->ip[0], .mode = n->ip[1],
-                          .theta_scale = powf(n->fp[0], -2.0f / (float)n->ip[0]), .freq_scale = n->fp[1], .attn_factor = n->fp[2],
-                          .ff = n->src[2] != IR_NONE ? SP(2) : NULL};
-        if (r->c->epi && r->c->epi[i] >= 0) { /* fused with the kv_store that follows: write the cache */
-            const ir_node *k = &g->nodes[r->c->epi[i]];
-            a.cache = dptr(r, r->c->epi[i]);
-            a.ctype = k->dtype;
-        }
+        if (r->c->rnext && r->c->rnext[i] >= 0) return run_rope_jobs(r, i);
+        cu_rope_job jb = rope_job(r, i);
         r->n_kernels++;
-        return cu_rope(s, dst, SP(0), SP(1), &a);
+        return cu_rope(s, jb.dst, jb.x, SP(1), &jb.a);
     }
     case IR_OP_KV_STORE:
+        if (r->c->rnext && r->c->rnext[i] >= 0) return run_rope_jobs(r, i);
         r->n_kernels++;
         return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
     case IR_OP_ATTENTION: {

@@ -12,11 +12,14 @@
  * Geometry: rope: grid (T, H / hpb), block (n_rot/2 threads, one pair each, <= 512; hpb heads, so a
  * block has >= 256 threads) plus the tail copy.
  * kv_store: grid (Dkv/256, T), one element a thread, written at column pos[t].
+ * k_rope_jobs (executor fusion): up to four of those in one launch, each job's math unchanged.
  * Traffic: rope reads and writes 4*D*H*T bytes; kv_store reads 4*Dkv*T, writes (2|4)*Dkv*T.
  * Tested against: op_rope and op_kv_store (tests/runtime/test_cuda_ops.c, whole-model tests).
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/common.cuh"
+
+#include <string.h>
 
 __global__ void k_rope(float *dst, const float *x, const int32_t *pos, int64_t D, int64_t H, int n_rot, int mode, float theta_scale,
                        float freq_scale, float attn_factor, const float *ff) {
@@ -97,6 +100,75 @@ extern "C" sb_status cu_kv_store(cu_stream s, void *cache, int ctype, int64_t Dk
     if (T <= 0) return SB_OK;
     cu_launch(k_kv_store, dim3(cu_div_up(Dkv, 256), (unsigned)T), 256, (cudaStream_t)s, cache, ctype == CU_T_F16, Dkv, x, pos);
     return cu_after_launch("k_kv_store");
+}
+
+/* cu_rope_jobs: a 1-D grid of 256-thread blocks, job k taking blocks [b0[k], b0[k + 1]); in a rope job
+ * item e < T*H*half is pair e % half of head e / half (one warp a head of 64 dims, as k_rope's
+ * blocks), then the T*H*(D - n_rot) unrotated dims; in a store job item e is element e of x */
+typedef struct rj_set {
+    cu_rope_job j[CU_ROPE_JOBS_MAX];
+    unsigned b0[CU_ROPE_JOBS_MAX + 1];
+    int n;
+} rj_set;
+
+template <typename C>
+static __device__ __forceinline__ void rj_put(const cu_rope_job &jb, int64_t th, int64_t t, int64_t h, int64_t d, const int32_t *pos, float v) {
+    const cu_rope_args &a = jb.a;
+    if (a.cache) cstore((C *)a.cache + (int64_t)pos[t] * a.H * a.D + h * a.D, d, v);
+    else jb.dst[th * a.D + d] = v;
+}
+
+template <typename C>
+static __device__ __forceinline__ void rj_run(const cu_rope_job &jb, int64_t e, const int32_t *pos) {
+    const cu_rope_args &a = jb.a;
+    if (jb.store) { /* cu_kv_store */
+        if (e >= a.D * a.T) return;
+        const int64_t t = e / a.D;
+        cstore((C *)a.cache, (int64_t)pos[t] * a.D + e % a.D, jb.x[e]);
+        return;
+    }
+    const int half = a.n_rot / 2;
+    const int64_t np = a.T * a.H * half, nc = a.T * a.H * (a.D - a.n_rot);
+    if (e < np) {
+        const int64_t th = e / half, t = th / a.H, h = th % a.H;
+        int ia, ib;
+        float ya, yb;
+        rope_pair(jb.x + th * a.D, (int)(e % half), a.n_rot, a.mode, pos[t], a.theta_scale, a.freq_scale, a.attn_factor, a.ff, &ia, &ib, &ya, &yb);
+        rj_put<C>(jb, th, t, h, ia, pos, ya);
+        rj_put<C>(jb, th, t, h, ib, pos, yb);
+    } else if (e < np + nc) {
+        const int64_t e2 = e - np, w = a.D - a.n_rot, th = e2 / w, t = th / a.H, h = th % a.H, d = a.n_rot + e2 % w;
+        if (a.cache || jb.dst != jb.x) rj_put<C>(jb, th, t, h, d, pos, jb.x[th * a.D + d]);
+    }
+}
+
+__global__ void __launch_bounds__(256) k_rope_jobs(const rj_set js, const int32_t *pos) {
+    CU_PDL_ENTRY();
+    int k = 0;
+#pragma unroll
+    for (int q = 1; q < CU_ROPE_JOBS_MAX; q++)
+        if (q < js.n && blockIdx.x >= js.b0[q]) k = q;
+    const cu_rope_job &jb = js.j[k];
+    const int64_t e = (int64_t)(blockIdx.x - js.b0[k]) * 256 + threadIdx.x;
+    if (jb.a.cache && jb.a.ctype == CU_T_F16) rj_run<uint16_t>(jb, e, pos);
+    else rj_run<float>(jb, e, pos);
+}
+
+extern "C" sb_status cu_rope_jobs(cu_stream s, const cu_rope_job *jobs, int n, const int32_t *pos) {
+    if (n < 1 || n > CU_ROPE_JOBS_MAX) return sb_fail(SB_ERR_INTERNAL, "cuda: %d rope / kv_store jobs in one launch", n);
+    rj_set js;
+    memset(&js, 0, sizeof js);
+    js.n = n;
+    for (int k = 0; k < n; k++) {
+        const cu_rope_args &a = jobs[k].a;
+        const int64_t items = jobs[k].store ? a.D * a.T : a.T * a.H * (a.n_rot / 2 + (a.D - a.n_rot));
+        js.j[k] = jobs[k];
+        js.b0[k + 1] = js.b0[k] + (unsigned)cu_div_up(items, 256);
+    }
+    for (int k = n + 1; k <= CU_ROPE_JOBS_MAX; k++) js.b0[k] = js.b0[n];
+    if (js.b0[n] == 0) return SB_OK;
+    cu_launch(k_rope_jobs, dim3(js.b0[n]), 256, (cudaStream_t)s, js, pos);
+    return cu_after_launch("k_rope_jobs");
 }
 
 /* The PTX (virtual) architecture the loaded kernels were compiled for, x10 (90 = compute_90): below

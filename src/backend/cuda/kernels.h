@@ -217,6 +217,18 @@ typedef struct cu_rope_args {
 sb_status cu_rope(cu_stream s, float *dst, const float *x, const int32_t *pos, const cu_rope_args *a);
 /* cache [Dkv,C] (F32 or F16) column pos[t] = x[:,t]. */
 sb_status cu_kv_store(cu_stream s, void *cache, int ctype, int64_t Dkv, const float *x, const int32_t *pos, int64_t T);
+/* Up to CU_ROPE_JOBS_MAX of the two above in one launch (a prefill layer's K rope + cache write, V
+ * cache write and Q rope, which the executor finds side by side): each job the very math of its
+ * own cu_rope (store false: a.cache NULL writes dst, else the cache) or cu_kv_store (store true: x
+ * [a.D, a.T] into a.cache of a.ctype), so the same bits. No job may write memory another reads. */
+#define CU_ROPE_JOBS_MAX 4
+typedef struct cu_rope_job {
+    bool store;
+    float *dst;
+    const float *x;
+    cu_rope_args a;
+} cu_rope_job;
+sb_status cu_rope_jobs(cu_stream s, const cu_rope_job *jobs, int n, const int32_t *pos);
 
 typedef struct cu_attn_args {
     int64_t D, Hq, Hkv, T;
