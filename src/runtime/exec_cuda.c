@@ -976,14 +976,20 @@ typedef struct mma_slot {
 
 static void plan_mma_groups(const plan *p, cplan *c, uint64_t *at, bool hoist) {
     const ir_graph *g = p->g;
-    int32_t *last = (int32_t *)malloc((size_t)g->n_nodes * sizeof *last); /* per alias root: its last reader */
+    int32_t *last = (int32_t *)malloc((size_t)g->n_nodes * sizeof *last); /* per alias root: its last reader (by the plan's order) */
     mma_slot slot[MMA_SLOTS];
     int ns = 0;
-    if (last) {
+    if (last) { /* a skipped reader's work may run later (e.g. a RoPE the attention applies): it reads as late as its own readers */
         for (int32_t i = 0; i < g->n_nodes; i++) last[i] = -1;
-        for (int32_t q = 0; q < g->n_nodes; q++)
-            for (int a = 0; a < IR_MAX_SRC; a++)
-                if (g->nodes[q].src[a] != IR_NONE && p->vals[g->nodes[q].src[a]].alias >= 0) last[p->vals[g->nodes[q].src[a]].alias] = q;
+        for (int32_t q = g->n_nodes - 1; q >= 0; q--) {
+            const ir_ref rq = p->vals[q].alias >= 0 ? p->vals[q].alias : q;
+            const int32_t at_q = c->skip[q] && last[rq] > q ? last[rq] : q;
+            for (int a = 0; a < IR_MAX_SRC; a++) {
+                const ir_ref sr = g->nodes[q].src[a];
+                if (sr == IR_NONE || p->vals[sr].alias < 0) continue;
+                if (at_q > last[p->vals[sr].alias]) last[p->vals[sr].alias] = at_q;
+            }
+        }
     }
     for (int32_t i = 0; i < g->n_nodes; i++) {
         if (c->skip[i] || !mma_ok(g, &g->nodes[i])) continue;
