@@ -124,6 +124,8 @@ typedef struct cplan {
     int32_t *gnext, *vstore;
     int32_t *mnext;       /* per matmul: the next member of its T > 8 int8 MMA launch (plan_mma_groups; -1 none) */
     int32_t *rnext;       /* per ROPE / KV_STORE: the next job of its cu_rope_jobs launch (plan_rope_jobs; -1 none) */
+    uint8_t *gjobs;       /* per MMA group leader: its results go only to the rope jobs launched right after it, which then
+                           * sum a split's partials themselves — no reduce kernel (plan_group_jobs) */
     uint64_t *moved;      /* per alias root: arena offset of its private copy (UINT64_MAX: the plan's) */
     int32_t *qrope;       /* per ATTENTION node: the ROPE of Q it applies as it loads q (-1 none) */
     int32_t *krope;       /* per matmul: the ROPE (+ its kv_store) its multi-GEMV launch does (-1 none) */
@@ -338,6 +340,7 @@ static void cplan_clear(cplan *c) {
     free(c->gnext);
     free(c->mnext);
     free(c->rnext);
+    free(c->gjobs);
     free(c->vstore);
     free(c->moved);
     free(c->qrope);
@@ -1085,6 +1088,41 @@ static void plan_rope_jobs(const plan *p, cplan *c) {
     }
 }
 
+/* an MMA group (plan_mma_groups) whose every result is read only by the jobs of the cu_rope_jobs
+ * launch that runs right after it (through views): a prefill layer's K, V, Q, their RoPE and cache
+ * writes. Where the group splits K, those jobs sum the partials themselves (k_mma_reduce's order:
+ * the same bits) and the reduce kernel is left out. gjobs[leader] = 1. */
+static bool job_reads(const ir_graph *g, const cplan *c, int32_t j0, ir_ref q) { /* is q a job of the chain from j0? */
+    for (int32_t j = j0; j >= 0; j = c->rnext[j])
+        if (j == q) return true;
+    return false;
+}
+static void plan_group_jobs(const plan *p, cplan *c) {
+    const ir_graph *g = p->g;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (c->skip[i] || c->mnext[i] < 0) continue;
+        int32_t j = i + 1; /* the next executed node */
+        while (j < g->n_nodes && (c->skip[j] || g->nodes[j].op == IR_OP_RESHAPE || (ir_ops[g->nodes[j].op].flags & OPF_INPUT) ||
+                                  j == c->epi[i]))
+            j++;
+        if (j >= g->n_nodes || (g->nodes[j].op != IR_OP_ROPE && g->nodes[j].op != IR_OP_KV_STORE)) continue;
+        bool ok = true;
+        for (int32_t m = i; m >= 0 && ok; m = c->mnext[m]) {
+            const ir_ref root = p->vals[mm_out(c, m)].alias;
+            for (int32_t q = 0; q < g->n_nodes && ok; q++) {
+                const ir_node *qn = &g->nodes[q];
+                if (q == m || q == c->epi[m] || (qn->op == IR_OP_RESHAPE && p->vals[q].alias == root)) continue;
+                for (int a = 0; a < IR_MAX_SRC && ok; a++) {
+                    if (qn->src[a] == IR_NONE || p->vals[qn->src[a]].alias != root) continue;
+                    /* a reader: only a job of the chain, through its x */
+                    ok = job_reads(g, c, j, q) && a == (qn->op == IR_OP_KV_STORE ? 1 : 0);
+                }
+            }
+        }
+        c->gjobs[i] = ok;
+    }
+}
+
 /* MATMUL m immediately followed by ADD(m, o) (either order), m used only there, o a [N] bias or a
  * value of the output's shape: the GEMV writes the ADD's value through its epilogue and the ADD
  * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
@@ -1098,13 +1136,14 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro, bool
     c->gnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gnext);
     c->mnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->mnext);
     c->rnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->rnext);
+    c->gjobs = (uint8_t *)calloc((size_t)g->n_nodes, 1);
     c->vstore = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->vstore);
     c->moved = (uint64_t *)malloc((size_t)g->n_nodes * sizeof *c->moved);
     c->qrope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->qrope);
     c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
     c->pro = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->pro);
     c->gpair = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gpair);
-    if (!uses || !c->epi || !c->skip || !c->gnext || !c->mnext || !c->rnext || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->pro || !c->gpair) {
+    if (!uses || !c->epi || !c->skip || !c->gnext || !c->mnext || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->pro || !c->gpair) {
         free(uses);
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
     }
@@ -1164,6 +1203,7 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro, bool
     const char *mg = getenv("SB_CUDA_MMA_GROUP"); /* prefill GEMMs of one activation in one launch (default on; 0 off; 2 adjacent ones only) */
     if (!(mg && mg[0] == '0')) plan_mma_groups(p, c, &at, !(mg && mg[0] == '2'));
     if (env_not0("SB_CUDA_ROPE_JOBS")) plan_rope_jobs(p, c);
+    if (env_not0("SB_CUDA_GROUP_JOBS")) plan_group_jobs(p, c);
     c->moved_bytes = at - base;
     free(uses);
     return SB_OK;
@@ -1286,6 +1326,11 @@ typedef struct crun {
     int n_direct;
     ir_ref direct_node[CX_MAX_OUT];
     float *direct_dst[CX_MAX_OUT];
+    /* an MMA group's unreduced split partials for the rope jobs launched right after it (plan_group_jobs):
+     * the alias roots of its results and their partials; n 0: none pending */
+    int gsrc_n;
+    ir_ref gsrc_root[CU_MULTI_MAX];
+    cu_split_src gsrc[CU_MULTI_MAX];
 } crun;
 
 static void *dptr(const crun *r, ir_ref i) {
@@ -1606,8 +1651,20 @@ static sb_status run_matmul_group(crun *r, int32_t i) {
     const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4; /* split-K partials: the scratch region, as run_matmul_one */
     const int split = cu_mma_multi_split(seg, ns, w->ne[0], x->dtype, x->ne[1], cap);
     if (split > 0) {
-        r->n_kernels += split > 1 ? 2 : 1; /* a split: k_mma_reduce after it */
-        return cu_matmul_mma_multi(r->cx->s, seg, ns, w->ne[0], dptr(r, n->src[1]), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off), cap);
+        const bool jobs = r->c->gjobs && r->c->gjobs[i] && split > 1; /* the rope jobs after it sum the partials */
+        r->n_kernels += split > 1 && !jobs ? 2 : 1; /* a split: k_mma_reduce after it */
+        cu_split_src srcs[CU_MULTI_MAX];
+        SB_TRY(cu_matmul_mma_multi(r->cx->s, seg, ns, w->ne[0], dptr(r, n->src[1]), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off),
+                                   cap, jobs ? srcs : NULL));
+        if (jobs && srcs[0].part) {
+            int q = 0;
+            for (int32_t m = i; m >= 0 && q < ns; m = r->c->mnext[m], q++) {
+                r->gsrc_root[q] = r->p->vals[mm_out(r->c, m)].alias;
+                r->gsrc[q] = srcs[q];
+            }
+            r->gsrc_n = ns;
+        }
+        return SB_OK;
     }
     for (int32_t m = i; m >= 0; m = r->c->mnext[m]) {
         r->n_kernels++;
@@ -1616,14 +1673,23 @@ static sb_status run_matmul_group(crun *r, int32_t i) {
     return SB_OK;
 }
 
-/* ROPE or KV_STORE node i as a cu_rope_job (a ROPE fused with its kv_store writes the cache) */
+/* a job whose x is a result of the MMA group just launched reads that group's partials */
+static void rope_job_src(const crun *r, ir_ref x, cu_rope_job *jb) {
+    for (int q = 0; q < r->gsrc_n; q++)
+        if (r->gsrc_root[q] == r->p->vals[x].alias) jb->src = r->gsrc[q];
+}
+
+/* ROPE or KV_STORE node i as a cu_rope_job (a ROPE fused with its kv_store writes the cache; x from
+ * the partials of the group before it where those were left unreduced) */
 static cu_rope_job rope_job(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[i];
     if (n->op == IR_OP_KV_STORE) {
         const ir_node *x = &g->nodes[n->src[1]];
-        return (cu_rope_job){.store = true, .x = (const float *)dptr(r, n->src[1]),
-                             .a = {.D = n->ne[0], .H = 1, .T = x->ne[1], .cache = dptr(r, i), .ctype = n->dtype}};
+        cu_rope_job jb = {.store = true, .x = (const float *)dptr(r, n->src[1]),
+                          .a = {.D = n->ne[0], .H = 1, .T = x->ne[1], .cache = dptr(r, i), .ctype = n->dtype}};
+        rope_job_src(r, n->src[1], &jb);
+        return jb;
     }
     const ir_node *x = &g->nodes[n->src[0]];
     cu_rope_job jb = {.dst = (float *)dptr(r, i), .x = (const float *)dptr(r, n->src[0]),
@@ -1634,6 +1700,7 @@ static cu_rope_job rope_job(crun *r, int32_t i) {
         jb.a.cache = dptr(r, r->c->epi[i]);
         jb.a.ctype = g->nodes[r->c->epi[i]].dtype;
     }
+    rope_job_src(r, n->src[0], &jb);
     return jb;
 }
 
@@ -1645,6 +1712,7 @@ static sb_status run_rope_jobs(crun *r, int32_t i) {
     for (int32_t m = i; m >= 0 && n < CU_ROPE_JOBS_MAX; m = r->c->rnext[m]) jobs[n++] = rope_job(r, m);
     const ir_node *f = &r->p->g->nodes[i];
     r->n_kernels++;
+    r->gsrc_n = 0; /* consumed */
     return cu_rope_jobs(r->cx->s, jobs, n, (const int32_t *)dptr(r, f->src[f->op == IR_OP_KV_STORE ? 2 : 1]));
 }
 
@@ -1759,13 +1827,13 @@ static sb_status run_node(crun *r, int32_t i) {
     }
     case IR_OP_RESHAPE: case IR_OP_OUTPUT: return SB_OK;
     case IR_OP_ROPE: {
-        if (r->c->rnext && r->c->rnext[i] >= 0) return run_rope_jobs(r, i);
+        if ((r->c->rnext && r->c->rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
         cu_rope_job jb = rope_job(r, i);
         r->n_kernels++;
         return cu_rope(s, jb.dst, jb.x, SP(1), &jb.a);
     }
     case IR_OP_KV_STORE:
-        if (r->c->rnext && r->c->rnext[i] >= 0) return run_rope_jobs(r, i);
+        if ((r->c->rnext && r->c->rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
         r->n_kernels++;
         return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
     case IR_OP_ATTENTION: {

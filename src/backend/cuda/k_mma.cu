@@ -487,7 +487,7 @@ static int ma_small_split(ma_segs *sg, int64_t K, int64_t T, uint64_t scratch_fl
 
 template <int TYPE, int XQ>
 static sb_status launch_mma_small(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, float *scratch,
-                                  uint64_t scratch_floats, unsigned *counters) {
+                                  uint64_t scratch_floats, unsigned *counters, cu_split_src *srcs) {
     int spb = 0;
     const int split = ma_small_split(&sg, K, T, scratch ? scratch_floats : 0, &spb);
     if (split < 1) return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMM segments that split K differently in one launch", sg.n);
@@ -496,9 +496,13 @@ static sb_status launch_mma_small(cudaStream_t s, ma_segs sg, uint64_t rb, int64
         return launch_mma<TYPE, XQ>(s, sg, rb, K, x, T);
     if (split == 1) return mma_go<TYPE, XQ, 32, 64, false>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
     const unsigned tiles = cu_div_up(N, 32) * cu_div_up(T, 64);
-    unsigned *cnt = counters && tiles <= CU_ATT_COUNTERS ? counters : NULL;
+    unsigned *cnt = counters && !srcs && tiles <= CU_ATT_COUNTERS ? counters : NULL;
     sb_status r = mma_go<TYPE, XQ, 32, 64, true>(sg, (unsigned)split, s, rb, K, x, T, spb, scratch, cnt);
     if (r != SB_OK || cnt) return r;
+    if (srcs) { /* the consumer sums the partials itself */
+        for (int q = 0; q < sg.n; q++) srcs[q] = cu_split_src{scratch + sg.poff[q], split, T * sg.N[q], sg.N[q], sg.ep[q]};
+        return SB_OK;
+    }
     int64_t outs = 0;
     for (int q = 0; q < sg.n; q++) outs += sg.N[q] * T;
     cu_launch(k_mma_reduce, dim3(cu_div_up(outs, 256)), 256, s, sg, (const float *)scratch, T, split);
@@ -510,11 +514,12 @@ typedef struct mma_small_args {
     float *scratch;
     uint64_t scratch_floats;
     unsigned *counters;
+    cu_split_src *srcs; /* non-NULL: a split leaves its partials unreduced, described here per segment */
 } mma_small_args;
 
 template <int TYPE, int XQ>
 static sb_status launch_any(cudaStream_t s, const ma_segs &sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, const mma_small_args *sm) {
-    if (sm && T <= mma_small_tmax) return launch_mma_small<TYPE, XQ>(s, sg, rb, K, x, T, sm->scratch, sm->scratch_floats, sm->counters);
+    if (sm && T <= mma_small_tmax) return launch_mma_small<TYPE, XQ>(s, sg, rb, K, x, T, sm->scratch, sm->scratch_floats, sm->counters, sm->srcs);
     return launch_mma<TYPE, XQ>(s, sg, rb, K, x, T);
 }
 
@@ -568,7 +573,7 @@ extern "C" sb_status cu_matmul_mma(cu_stream s, float *dst, const void *w, int w
 extern "C" sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
                                          int64_t T, const cu_epilogue *ep, float *scratch, uint64_t scratch_floats, unsigned *counters) {
     if (N <= 0) return SB_OK;
-    const mma_small_args sm = {scratch, scratch_floats, counters};
+    const mma_small_args sm = {scratch, scratch_floats, counters, NULL};
     return matmul_mma(s, ma_one(dst, w, N, ep), wtype, K, xq, xtype, T, &sm);
 }
 
@@ -589,12 +594,13 @@ extern "C" int cu_mma_multi_split(const cu_gemv_seg *seg, int n, int64_t K, int 
 }
 
 extern "C" sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, int64_t T, float *scratch,
-                                         uint64_t scratch_floats) {
+                                         uint64_t scratch_floats, cu_split_src *srcs) {
+    if (srcs) srcs[0].part = NULL; /* unless a split leaves partials */
     if (cu_mma_multi_split(seg, n, K, xtype, T, scratch ? scratch_floats : 0) < 1)
         return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMM segments that one int8 MMA launch does not take (T %lld)", n, (long long)T);
     ma_segs sg = {};
     for (int q = 0; q < n; q++) sg.w[q] = (const uint8_t *)seg[q].w, sg.dst[q] = seg[q].dst, sg.N[q] = seg[q].N, sg.ep[q] = seg[q].ep;
     sg.n = n;
-    const mma_small_args sm = {scratch, scratch ? scratch_floats : 0, NULL};
+    const mma_small_args sm = {scratch, scratch ? scratch_floats : 0, NULL, srcs};
     return matmul_mma(s, sg, seg[0].wtype, K, xq, xtype, T, mma_small ? &sm : NULL);
 }

@@ -118,27 +118,44 @@ static __device__ __forceinline__ void rj_put(const cu_rope_job &jb, int64_t th,
     else jb.dst[th * a.D + d] = v;
 }
 
+/* element o of a job's x: loaded, or summed from the partials of the GEMM that computes it
+ * (cu_split_src: k_mma.cu's mma_split_sum order — from 0, split by split, then the epilogue) */
+static __device__ __forceinline__ float rj_x(const cu_rope_job &jb, int64_t o) {
+    const cu_split_src &sp = jb.src;
+    if (!sp.part) return jb.x[o];
+    float p[16];
+#pragma unroll
+    for (int z = 0; z < 16; z++)
+        if (z < sp.nsplit) p[z] = __ldcg(sp.part + z * sp.TN + o);
+    const float e = sp.ep.add ? sp.ep.add[sp.ep.bcast ? o % sp.N : o] : 0.0f;
+    float v = 0.0f;
+#pragma unroll
+    for (int z = 0; z < 16; z++)
+        if (z < sp.nsplit) v += p[z];
+    return sp.ep.add ? v + e : v;
+}
+
 template <typename C>
 static __device__ __forceinline__ void rj_run(const cu_rope_job &jb, int64_t e, const int32_t *pos) {
     const cu_rope_args &a = jb.a;
     if (jb.store) { /* cu_kv_store */
         if (e >= a.D * a.T) return;
         const int64_t t = e / a.D;
-        cstore((C *)a.cache, (int64_t)pos[t] * a.D + e % a.D, jb.x[e]);
+        cstore((C *)a.cache, (int64_t)pos[t] * a.D + e % a.D, rj_x(jb, e));
         return;
     }
     const int half = a.n_rot / 2;
     const int64_t np = a.T * a.H * half, nc = a.T * a.H * (a.D - a.n_rot);
-    if (e < np) {
+    if (e < np) { /* rope_pair's pairs and math */
         const int64_t th = e / half, t = th / a.H, h = th % a.H;
-        int ia, ib;
+        const int i = (int)(e % half), ia = a.mode == 2 ? i : 2 * i, ib = a.mode == 2 ? i + half : 2 * i + 1;
         float ya, yb;
-        rope_pair(jb.x + th * a.D, (int)(e % half), a.n_rot, a.mode, pos[t], a.theta_scale, a.freq_scale, a.attn_factor, a.ff, &ia, &ib, &ya, &yb);
+        rope_rot(rj_x(jb, th * a.D + ia), rj_x(jb, th * a.D + ib), i, pos[t], a.theta_scale, a.freq_scale, a.attn_factor, a.ff, &ya, &yb);
         rj_put<C>(jb, th, t, h, ia, pos, ya);
         rj_put<C>(jb, th, t, h, ib, pos, yb);
     } else if (e < np + nc) {
         const int64_t e2 = e - np, w = a.D - a.n_rot, th = e2 / w, t = th / a.H, h = th % a.H, d = a.n_rot + e2 % w;
-        if (a.cache || jb.dst != jb.x) rj_put<C>(jb, th, t, h, d, pos, jb.x[th * a.D + d]);
+        if (a.cache || jb.dst != jb.x || jb.src.part) rj_put<C>(jb, th, t, h, d, pos, rj_x(jb, th * a.D + d));
     }
 }
 

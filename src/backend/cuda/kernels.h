@@ -122,6 +122,16 @@ typedef struct cu_epilogue {
     int bcast;
 } cu_epilogue;
 
+/* The raw split-K partials of one GEMM segment, left unreduced (cu_matmul_mma_multi with srcs):
+ * element o of its [N, T] result is the sum of part[z * TN + o] over z = 0..nsplit-1 in order, then
+ * plus the epilogue — k_mma_reduce's arithmetic, so a consumer that sums them gets the same bits. */
+typedef struct cu_split_src {
+    const float *part;
+    int nsplit;
+    int64_t TN, N;
+    cu_epilogue ep;
+} cu_split_src;
+
 /* dst [N,T] = W x: w [K,N] of wtype (cu_has_mmvq), xq [K,T] of xtype: Q8_1 (any cu_has_mmvq type)
  * or Q8_K (Q4_K, Q5_K, Q6_K). */
 sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
@@ -226,6 +236,7 @@ typedef struct cu_rope_job {
     bool store;
     float *dst;
     const float *x;
+    cu_split_src src; /* src.part: x read as the unreduced partials of the GEMM that computes it */
     cu_rope_args a;
 } cu_rope_job;
 sb_status cu_rope_jobs(cu_stream s, const cu_rope_job *jobs, int n, const int32_t *pos);
@@ -350,8 +361,10 @@ sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w, int wtype,
 int cu_mma_multi_split(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int64_t T, uint64_t scratch_floats);
 /* groups that split K in one launch (default on; off: such groups run one by one — env SB_CUDA_MMA_GROUP_SPLIT=0) */
 void cu_mma_set_group_split(bool on);
+/* srcs NULL: as described; else, where the launch splits K, no reduce kernel: srcs[q] describes
+ * segment q's partials (srcs[0].part NULL where it did not split: the results are in dst) */
 sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, int64_t T, float *scratch,
-                              uint64_t scratch_floats);
+                              uint64_t scratch_floats, cu_split_src *srcs);
 /* Can cu_attention_prefill run these args (T > 1, nsplit 1, head_dim <= 128)? */
 bool cu_fattn_supported(const cu_attn_args *a);
 /* Flash-attention prefill variants (process-wide, experiments; env SB_CUDA_FATTN_G): 2 (default) key
