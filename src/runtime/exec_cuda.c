@@ -962,8 +962,9 @@ static bool mma_ok(const ir_graph *g, const ir_node *m) { /* a T > 8 matmul the 
     return x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype);
 }
 
-/* T > 8 matmuls of one activation and one weight type (a prefill plan's gate/up; K and Q, which the
- * plan orders apart: K's RoPE and cache store, then V, come before Q): one int8 MMA launch at the
+/* T > 8 matmuls of one activation and one weight type, or two that cu_mma_pair takes (a prefill plan's
+ * gate/up; K, V and Q, which the plan orders apart: K's RoPE and cache store, then V, come before Q;
+ * a Q4_K_M file's V may be Q8_0 beside Q5_0 K and Q): one int8 MMA launch at the
  * first one's place (mnext chain; the members after it skipped), where cu_mma_multi_split at run
  * time — else they run one by one there. A member adjacent to the one before it (nothing between
  * but inputs and fused ADDs) keeps its memory, which then holds nothing live — checked: it overlaps
@@ -977,7 +978,7 @@ typedef struct mma_slot {
     int32_t free_after; /* the last node that reads the value it holds */
 } mma_slot;
 
-static void plan_mma_groups(const plan *p, cplan *c, uint64_t *at, bool hoist) {
+static void plan_mma_groups(const plan *p, cplan *c, uint64_t *at, bool hoist, bool pair) {
     const ir_graph *g = p->g;
     int32_t *last = (int32_t *)malloc((size_t)g->n_nodes * sizeof *last); /* per alias root: its last reader (by the plan's order) */
     mma_slot slot[MMA_SLOTS];
@@ -997,13 +998,15 @@ static void plan_mma_groups(const plan *p, cplan *c, uint64_t *at, bool hoist) {
     for (int32_t i = 0; i < g->n_nodes; i++) {
         if (c->skip[i] || !mma_ok(g, &g->nodes[i])) continue;
         const ir_ref xi = g->nodes[i].src[1];
-        const int wt = g->nodes[g->nodes[i].src[0]].dtype;
+        const int wt = g->nodes[g->nodes[i].src[0]].dtype, xt = g->nodes[xi].dtype;
+        int wt2 = wt; /* a second type the launch takes beside the leader's (cu_mma_pair) */
         int32_t mem[CU_MULTI_MAX] = {i};
         bool move[CU_MULTI_MAX] = {false};
         int n = 1;
         for (int32_t k = i + 1, prev = i; k < g->n_nodes && n < CU_MULTI_MAX; k++) {
             const ir_node *m = &g->nodes[k];
-            if (c->skip[k] || !mma_ok(g, m) || m->src[1] != xi || g->nodes[m->src[0]].dtype != wt) continue;
+            const int mt = g->nodes[m->src[0]].dtype;
+            if (c->skip[k] || !mma_ok(g, m) || m->src[1] != xi || (mt != wt && (wt2 != wt ? mt != wt2 : !pair || !cu_mma_pair(wt, mt, xt)))) continue;
             const ir_ref ok = epi_operand(g, c, k), out = mm_out(c, k);
             if (ok != IR_NONE && p->vals[ok].input < 0 && ok >= i) continue;
             bool adjacent = true; /* nothing between the member before and this one but inputs and that member's fused ADD */
@@ -1018,6 +1021,7 @@ static void plan_mma_groups(const plan *p, cplan *c, uint64_t *at, bool hoist) {
                 move[n] = true;
             }
             mem[n++] = prev = k;
+            if (mt != wt) wt2 = mt;
         }
         for (int q = 1; q < n; q++) {
             c->mnext[mem[q - 1]] = mem[q];
@@ -1201,7 +1205,8 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro, bool
     if (pro) plan_prologues(p, c, uses, pro);
     if (glu_pair) plan_glu_pairs(p, c, uses);
     const char *mg = getenv("SB_CUDA_MMA_GROUP"); /* prefill GEMMs of one activation in one launch (default on; 0 off; 2 adjacent ones only) */
-    if (!(mg && mg[0] == '0')) plan_mma_groups(p, c, &at, !(mg && mg[0] == '2'));
+    /* SB_CUDA_MMA_PAIR=0: one weight type a group (no Q8_0 V beside Q5_0 K and Q) */
+    if (!(mg && mg[0] == '0')) plan_mma_groups(p, c, &at, !(mg && mg[0] == '2'), env_not0("SB_CUDA_MMA_PAIR"));
     if (env_not0("SB_CUDA_ROPE_JOBS")) plan_rope_jobs(p, c);
     if (env_not0("SB_CUDA_GROUP_JOBS")) plan_group_jobs(p, c);
     c->moved_bytes = at - base;

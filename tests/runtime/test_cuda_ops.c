@@ -1185,31 +1185,34 @@ static void test_prefill_block(void) {
  * Q at T 512, unsplit either way; K alone would split there); gate/up's group does not split where
  * each alone would (other bits, same bound).
  * Then K, an op on K, Q (a plan's order): Q's GEMM hoisted into K's launch, its result in memory of
- * its own, bit-identical too. */
+ * its own, bit-identical too; and the same with a Q8_0 V beside the Q5_0 K (two weight types in one
+ * launch, each block decoding its own). */
 static void test_mma_groups(void) {
     static const int64_t Ts[] = {64, 100, 512};
     exec_cuda_set_mmvq_variant(4);
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < 5; c++)
         for (int ti = 0; ti < 3; ti++) {
-            const int64_t K = 896, T = Ts[ti], N1 = c == 0 ? 4864 : c == 3 ? 128 : 896, N2 = c == 0 ? 4864 : c == 3 ? 896 : 128;
+            const int64_t K = 896, T = Ts[ti], N1 = c == 0 ? 4864 : c >= 3 ? 128 : 896, N2 = c == 0 ? 4864 : c >= 3 ? 896 : 128;
             float *w1f = rnd(K * N1, 0.1f), *w2f = rnd(K * N2, 0.1f), *x = rnd(K * T, 1.0f), *b1 = rnd(N1, 1.0f), *b2 = rnd(N2, 1.0f);
-            void *w1 = quant_rows(SB_TYPE_Q5_0, w1f, K, N1), *w2 = quant_rows(SB_TYPE_Q5_0, w2f, K, N2);
+            /* c 4: K, op, V as c 3 with V Q8_0 beside K's Q5_0 — one launch of two weight types */
+            const int t2 = c == 4 ? SB_TYPE_Q8_0 : SB_TYPE_Q5_0;
+            void *w1 = quant_rows(SB_TYPE_Q5_0, w1f, K, N1), *w2 = quant_rows(t2, w2f, K, N2);
             ir_graph *g;
             ir_graph_create(&g);
             ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, T, 1, 1});
             ir_ref m1 = ir_matmul(g, ir_input_weight(g, "w1", SB_TYPE_Q5_0, (int64_t[4]){K, N1, 1, 1}), xr);
             if (c) m1 = ir_add(g, m1, ir_input_weight(g, "b1", SB_TYPE_F32, (int64_t[4]){N1, 1, 1, 1}));
             /* c 3: K then Q as a plan orders them, an op on K between: Q's GEMM is hoisted into K's launch */
-            const ir_ref ks = c == 3 ? ir_scale(g, m1, 0.5f) : IR_NONE;
-            ir_ref m2 = ir_matmul(g, ir_input_weight(g, "w2", SB_TYPE_Q5_0, (int64_t[4]){K, N2, 1, 1}), xr);
+            const ir_ref ks = c >= 3 ? ir_scale(g, m1, 0.5f) : IR_NONE;
+            ir_ref m2 = ir_matmul(g, ir_input_weight(g, "w2", t2, (int64_t[4]){K, N2, 1, 1}), xr);
             if (c) m2 = ir_add(g, m2, ir_input_weight(g, "b2", SB_TYPE_F32, (int64_t[4]){N2, 1, 1, 1}));
             if (c == 0) ir_output(g, ir_swiglu(g, m1, m2), "y");
-            else if (c == 3) ir_output(g, m2, "y"), ir_output(g, ks, "z"); /* the hoisted one compared */
+            else if (c >= 3) ir_output(g, m2, "y"), ir_output(g, ks, "z"); /* the hoisted one compared */
             else ir_output(g, c == 1 ? m1 : m2, "y"), ir_output(g, c == 1 ? m2 : m1, "z"); /* both live; output 0 compared */
             binds b = {.name = {"x", "w1", "w2", "b1", "b2"}, .data = {x, w1, w2, b1, b2}, .n = 5};
             char label[96];
-            snprintf(label, sizeof label, "MMA group %s T=%lld (%s)", c == 0 ? "gate/up" : c == 3 ? "K, op, Q" : "Q/K", (long long)T,
-                     c == 0 ? "SwiGLU" : c == 1 || c == 3 ? "Q + bias" : "K + bias");
+            snprintf(label, sizeof label, "MMA group %s T=%lld (%s)", c == 0 ? "gate/up" : c == 3 ? "K, op, Q" : c == 4 ? "K, op, V Q8_0" : "Q/K",
+                     (long long)T, c == 0 ? "SwiGLU" : c == 1 || c == 3 ? "Q + bias" : c == 4 ? "V + bias" : "K + bias");
             fused_bits = c != 0 && !(c == 2 && T == 512); /* K alone splits at T 512, the unsplit group not */
             expect_fused(g, &b, label, 5e-4, 1);
             fused_bits = false;

@@ -101,7 +101,10 @@ struct ma_segs {
     int64_t N[CU_MULTI_MAX];
     cu_epilogue ep[CU_MULTI_MAX];
     int x0[CU_MULTI_MAX + 1];
-    int64_t poff[CU_MULTI_MAX]; /* split K: where segment s's partials [split][T][N[s]] start (ma_split_offsets) */
+    int64_t poff[CU_MULTI_MAX]; /* split K: where segment s's partials [split][T][N[s]] start (ma_small_split) */
+    int wt[CU_MULTI_MAX];       /* weight types: one, or a legacy type and Q8_0 (cu_mma_pair) */
+    unsigned char t2[CU_MULTI_MAX]; /* segment s of the launch's second type (TYPE2), rows of rb2 bytes */
+    uint64_t rb2;
     int n;
 };
 
@@ -109,7 +112,7 @@ struct ma_segs {
  * its raw sums to its segment's partials part + poff[s], [z][T][N[s]]; with cnt the last block of each (x, y) tile to arrive (a counter
  * per tile, reset by that block) sums the partials of the tile (mma_split_sum), else k_mma_reduce
  * does. !SPLIT: the whole of K, written through the epilogue (spb, part, cnt unused). */
-template <int TYPE, int XQ, int BN, int BT, bool SPLIT>
+template <int TYPE, int XQ, int BN, int BT, bool SPLIT, int TYPE2 = TYPE>
 __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, int spb,
                                                 float *part, unsigned *cnt) {
     int sgi = 0; /* this block's segment */
@@ -118,6 +121,10 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
         if (q < sg.n && (int)blockIdx.x >= sg.x0[q]) sgi = q;
     if (SPLIT) part += sg.poff[sgi];
     const uint8_t *const w = sg.w[sgi];
+    /* a block's segment of the second type (block-uniform): its fetch and decode, its row bytes */
+    static_assert(TYPE2 == TYPE || (TYPE2 == CU_T_Q8_0 && (TYPE == CU_T_Q4_0 || TYPE == CU_T_Q5_0)), "k_mma: a second type only beside Q4_0 / Q5_0");
+    const bool t2 = TYPE2 != TYPE && sg.t2[sgi];
+    if (t2) rb = sg.rb2;
     float *const dst = sg.dst[sgi];
     const int64_t N = sg.N[sgi];
     const cu_epilogue ep = sg.ep[sgi];
@@ -160,7 +167,8 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
         for (int u2 = 0; u2 < U; u2++) {
             const int u = tid + 256 * u2, r = u / MA_KB, jj = u % MA_KB;
             if ((WSUB >= 256 || u < WSUB) && n0 + r < N && j0 + jj < je) {
-                cu_fetch<TYPE>(w + (uint64_t)(n0 + r) * rb, j0 + jj, &raw[u2]);
+                if (t2) cu_fetch<TYPE2>(w + (uint64_t)(n0 + r) * rb, j0 + jj, &raw[u2]);
+                else cu_fetch<TYPE>(w + (uint64_t)(n0 + r) * rb, j0 + jj, &raw[u2]);
             } else {
                 cu_wraw_zero(&raw[u2]);
             }
@@ -182,7 +190,8 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
             const int u = tid + 256 * u2, r = u / MA_KB, jj = u % MA_KB;
             if (WSUB < 256 && u >= WSUB) continue; /* BN 32: rows 0..31 only */
             cu_wsub t;
-            cu_decode<TYPE>(&raw[u2], j0 + jj, &t);
+            if (t2) cu_decode<TYPE2>(&raw[u2], j0 + jj, &t);
+            else cu_decode<TYPE>(&raw[u2], j0 + jj, &t);
             *(int4 *)&ws[r][jj * 8] = make_int4(t.w[0], t.w[1], t.w[2], t.w[3]);
             *(int4 *)&ws[r][jj * 8 + 4] = make_int4(t.w[4], t.w[5], t.w[6], t.w[7]);
             wd[jj][r] = make_float2(t.d0, K6 ? t.d1 : t.dm);
@@ -362,18 +371,18 @@ static unsigned ma_tiles(ma_segs *sg, int BN) {
     return (unsigned)sg->x0[sg->n];
 }
 
-template <int TYPE, int XQ, int BN, int BT, bool SPLIT>
+template <int TYPE, int XQ, int BN, int BT, bool SPLIT, int TYPE2 = TYPE>
 static sb_status mma_go(ma_segs sg, unsigned gz, cudaStream_t s, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, int spb, float *part,
                         unsigned *cnt) {
     const dim3 grid(ma_tiles(&sg, BN), cu_div_up(T, BT), gz);
-    cu_launch(k_mma<TYPE, XQ, BN, BT, SPLIT>, grid, 256, s, sg, rb, K, x, T, spb, part, cnt);
+    cu_launch(k_mma<TYPE, XQ, BN, BT, SPLIT, TYPE2>, grid, 256, s, sg, rb, K, x, T, spb, part, cnt);
     return cu_after_launch(SPLIT ? "k_mma (split K)" : "k_mma");
 }
 
 /* tile choice (mma_tile 0; measured on the H200, bench/NOTES.md): 128 x 64 when that grid fills
  * the GPU's block slots (2 per SM) at least once, else 64 x 64 when it gives half an SM's worth of
  * blocks per SM, else 64 x 32; mma_tile 1, 2, 3 force 128 x 64, 64 x 64, 64 x 32 */
-template <int TYPE, int XQ>
+template <int TYPE, int XQ, int TYPE2 = TYPE>
 static sb_status launch_mma(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T) {
     if (!mma_sms) mma_sms = cu_sm_count();
     const int64_t slots = 2 * (int64_t)mma_sms;
@@ -381,9 +390,9 @@ static sb_status launch_mma(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, 
                      : (int64_t)ma_tiles(&sg, 128) * cu_div_up(T, 64) >= slots ? 1
                      : (int64_t)ma_tiles(&sg, 64) * cu_div_up(T, 64) >= slots / 4 ? 2
                                                                                   : 3;
-    if (tile == 1) return mma_go<TYPE, XQ, 128, 64, false>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
-    if (tile == 2) return mma_go<TYPE, XQ, 64, 64, false>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
-    return mma_go<TYPE, XQ, 64, 32, false>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
+    if (tile == 1) return mma_go<TYPE, XQ, 128, 64, false, TYPE2>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
+    if (tile == 2) return mma_go<TYPE, XQ, 64, 64, false, TYPE2>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
+    return mma_go<TYPE, XQ, 64, 32, false, TYPE2>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
 }
 
 /* ---- the small-T path (cu_matmul_mma_small; default mode 2 for T <= 512, SB_CUDA_MMA_SMALL) ----
@@ -485,7 +494,7 @@ static int ma_small_split(ma_segs *sg, int64_t K, int64_t T, uint64_t scratch_fl
     return split;
 }
 
-template <int TYPE, int XQ>
+template <int TYPE, int XQ, int TYPE2 = TYPE>
 static sb_status launch_mma_small(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, float *scratch,
                                   uint64_t scratch_floats, unsigned *counters, cu_split_src *srcs) {
     int spb = 0;
@@ -493,11 +502,11 @@ static sb_status launch_mma_small(cudaStream_t s, ma_segs sg, uint64_t rb, int64
     if (split < 1) return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMM segments that split K differently in one launch", sg.n);
     const int64_t N = 32 * (int64_t)ma_tiles(&sg, 32);
     if (split == 1 && (int64_t)cu_div_up(N, 32) * cu_div_up(T, 64) >= MA_MINB(32) * (int64_t)mma_sms) /* the 32-row tiles fill the GPU: the usual tiles */
-        return launch_mma<TYPE, XQ>(s, sg, rb, K, x, T);
-    if (split == 1) return mma_go<TYPE, XQ, 32, 64, false>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
+        return launch_mma<TYPE, XQ, TYPE2>(s, sg, rb, K, x, T);
+    if (split == 1) return mma_go<TYPE, XQ, 32, 64, false, TYPE2>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
     const unsigned tiles = cu_div_up(N, 32) * cu_div_up(T, 64);
     unsigned *cnt = counters && !srcs && tiles <= CU_ATT_COUNTERS ? counters : NULL;
-    sb_status r = mma_go<TYPE, XQ, 32, 64, true>(sg, (unsigned)split, s, rb, K, x, T, spb, scratch, cnt);
+    sb_status r = mma_go<TYPE, XQ, 32, 64, true, TYPE2>(sg, (unsigned)split, s, rb, K, x, T, spb, scratch, cnt);
     if (r != SB_OK || cnt) return r;
     if (srcs) { /* the consumer sums the partials itself */
         for (int q = 0; q < sg.n; q++) srcs[q] = cu_split_src{scratch + sg.poff[q], split, T * sg.N[q], sg.N[q], sg.ep[q]};
@@ -517,10 +526,18 @@ typedef struct mma_small_args {
     cu_split_src *srcs; /* non-NULL: a split leaves its partials unreduced, described here per segment */
 } mma_small_args;
 
-template <int TYPE, int XQ>
+template <int TYPE, int XQ, int TYPE2 = TYPE>
 static sb_status launch_any(cudaStream_t s, const ma_segs &sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, const mma_small_args *sm) {
-    if (sm && T <= mma_small_tmax) return launch_mma_small<TYPE, XQ>(s, sg, rb, K, x, T, sm->scratch, sm->scratch_floats, sm->counters, sm->srcs);
-    return launch_mma<TYPE, XQ>(s, sg, rb, K, x, T);
+    if (sm && T <= mma_small_tmax) return launch_mma_small<TYPE, XQ, TYPE2>(s, sg, rb, K, x, T, sm->scratch, sm->scratch_floats, sm->counters, sm->srcs);
+    return launch_mma<TYPE, XQ, TYPE2>(s, sg, rb, K, x, T);
+}
+
+/* two weight types one launch may mix: Q4_0 or Q5_0 beside Q8_0 on q8_1 activations (a Q4_K_M file's
+ * V beside its K and Q where rows are not 256-multiples); each block decodes its segment's own type */
+extern "C" bool cu_mma_pair(int a, int b, int xtype) {
+    if (a == b) return true;
+    const bool la = a == CU_T_Q4_0 || a == CU_T_Q5_0, lb = b == CU_T_Q4_0 || b == CU_T_Q5_0;
+    return xtype == CU_T_Q8_1 && ((la && b == CU_T_Q8_0) || (lb && a == CU_T_Q8_0));
 }
 
 extern "C" bool cu_has_mma(int wtype, int xtype) {
@@ -540,6 +557,19 @@ static sb_status matmul_mma(cu_stream s, const ma_segs &sg, int wtype, int64_t K
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: int8 MMA GEMM with K %lld (a multiple of the block size)", (long long)K);
     const cudaStream_t st = (cudaStream_t)s;
     const uint8_t *x = (const uint8_t *)xq;
+    int w2 = wtype; /* a second type (cu_mma_pair): the legacy one leads, Q8_0 segments are TYPE2's */
+    for (int q = 0; q < sg.n; q++)
+        if (sg.wt[q] != wtype) w2 = sg.wt[q];
+    if (w2 != wtype) {
+        if (!cu_mma_pair(wtype, w2, xtype)) return sb_fail(SB_ERR_INTERNAL, "cuda: int8 MMA launch mixing weight types %d and %d", wtype, w2);
+        const int lead = wtype == CU_T_Q8_0 ? w2 : wtype;
+        ma_segs s2 = sg;
+        for (int q = 0; q < sg.n; q++) s2.t2[q] = sg.wt[q] == CU_T_Q8_0;
+        s2.rb2 = mmvq_row_bytes(CU_T_Q8_0, K);
+        const uint64_t rbl = mmvq_row_bytes(lead, K);
+        if (lead == CU_T_Q4_0) return launch_any<CU_T_Q4_0, CU_T_Q8_1, CU_T_Q8_0>(st, s2, rbl, K, x, T, sm);
+        return launch_any<CU_T_Q5_0, CU_T_Q8_1, CU_T_Q8_0>(st, s2, rbl, K, x, T, sm);
+    }
     const uint64_t rb = mmvq_row_bytes(wtype, K); /* the dp4a GEMVs' types: every type cu_has_mma takes */
     if (xtype == CU_T_Q8_1) {
         switch (wtype) {
@@ -558,23 +588,23 @@ static sb_status matmul_mma(cu_stream s, const ma_segs &sg, int wtype, int64_t K
     }
 }
 
-static ma_segs ma_one(float *dst, const void *w, int64_t N, const cu_epilogue *ep) {
+static ma_segs ma_one(float *dst, const void *w, int wtype, int64_t N, const cu_epilogue *ep) {
     ma_segs sg = {};
-    sg.w[0] = (const uint8_t *)w, sg.dst[0] = dst, sg.N[0] = N, sg.ep[0] = ep ? *ep : cu_epilogue{NULL, 0}, sg.n = 1;
+    sg.w[0] = (const uint8_t *)w, sg.dst[0] = dst, sg.N[0] = N, sg.ep[0] = ep ? *ep : cu_epilogue{NULL, 0}, sg.wt[0] = wtype, sg.n = 1;
     return sg;
 }
 
 extern "C" sb_status cu_matmul_mma(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
                                    const cu_epilogue *ep) {
     if (N <= 0) return SB_OK;
-    return matmul_mma(s, ma_one(dst, w, N, ep), wtype, K, xq, xtype, T, NULL);
+    return matmul_mma(s, ma_one(dst, w, wtype, N, ep), wtype, K, xq, xtype, T, NULL);
 }
 
 extern "C" sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
                                          int64_t T, const cu_epilogue *ep, float *scratch, uint64_t scratch_floats, unsigned *counters) {
     if (N <= 0) return SB_OK;
     const mma_small_args sm = {scratch, scratch_floats, counters, NULL};
-    return matmul_mma(s, ma_one(dst, w, N, ep), wtype, K, xq, xtype, T, &sm);
+    return matmul_mma(s, ma_one(dst, w, wtype, N, ep), wtype, K, xq, xtype, T, &sm);
 }
 
 /* segments of one weight type, each with rows, in one launch: 0 where not (the caller launches them
@@ -582,8 +612,13 @@ extern "C" sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w,
 extern "C" int cu_mma_multi_split(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int64_t T, uint64_t scratch_floats) {
     if (n < 1 || n > CU_MULTI_MAX || T <= 8 || !cu_has_mma(seg[0].wtype, xtype)) return 0;
     ma_segs sg = {};
+    int w2 = seg[0].wtype;
     for (int q = 0; q < n; q++) {
-        if (seg[q].wtype != seg[0].wtype || seg[q].N <= 0 || seg[q].cache || seg[q].rot) return 0;
+        if (seg[q].wtype != seg[0].wtype) {
+            if ((w2 != seg[0].wtype && seg[q].wtype != w2) || !cu_mma_pair(seg[0].wtype, seg[q].wtype, xtype)) return 0;
+            w2 = seg[q].wtype;
+        }
+        if (seg[q].N <= 0 || seg[q].cache || seg[q].rot) return 0;
         sg.N[q] = seg[q].N;
     }
     sg.n = n;
@@ -599,7 +634,7 @@ extern "C" sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, in
     if (cu_mma_multi_split(seg, n, K, xtype, T, scratch ? scratch_floats : 0) < 1)
         return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMM segments that one int8 MMA launch does not take (T %lld)", n, (long long)T);
     ma_segs sg = {};
-    for (int q = 0; q < n; q++) sg.w[q] = (const uint8_t *)seg[q].w, sg.dst[q] = seg[q].dst, sg.N[q] = seg[q].N, sg.ep[q] = seg[q].ep;
+    for (int q = 0; q < n; q++) sg.w[q] = (const uint8_t *)seg[q].w, sg.dst[q] = seg[q].dst, sg.N[q] = seg[q].N, sg.ep[q] = seg[q].ep, sg.wt[q] = seg[q].wtype;
     sg.n = n;
     const mma_small_args sm = {scratch, scratch ? scratch_floats : 0, NULL, srcs};
     return matmul_mma(s, sg, seg[0].wtype, K, xq, xtype, T, mma_small ? &sm : NULL);

@@ -351,14 +351,17 @@ uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T);
  * exactly cu_matmul_mma. */
 sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
                               int64_t T, const cu_epilogue *ep, float *scratch, uint64_t scratch_floats, unsigned *counters);
-/* Several GEMMs of one weight type over the same activations (a prefill plan's gate/up, Q/K) as one
- * launch: seg[q] gives each its weights, N, dst and epilogue (no cache or RoPE). Where the small-T
+/* Several GEMMs over the same activations (a prefill plan's gate/up, K/V/Q) as one launch, of one
+ * weight type or a cu_mma_pair: seg[q] gives each its weights, N, dst and epilogue (no cache or RoPE). Where the small-T
  * path splits K, each split as it would alone (the same split for every member), partials in
  * scratch, one reduce kernel after: each result equals its own cu_matmul_mma_small's bit for bit;
  * where their rows together do not split, the group unsplit. cu_mma_multi_split: 0 where one launch
  * does not take them (types, T <= 8, sm < 80, members that would split differently, scratch_floats
  * short) — the caller launches them one by one —, else the split (1: none; > 1: a reduce follows). */
 int cu_mma_multi_split(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int64_t T, uint64_t scratch_floats);
+/* may one int8 MMA launch mix weight types a and b? (equal; or Q4_0 / Q5_0 beside Q8_0 on q8_1
+ * activations — a Q4_K_M file's V beside K and Q where rows are not 256-multiples) */
+bool cu_mma_pair(int a, int b, int xtype);
 /* groups that split K in one launch (default on; off: such groups run one by one — env SB_CUDA_MMA_GROUP_SPLIT=0) */
 void cu_mma_set_group_split(bool on);
 /* srcs NULL: as described; else, where the launch splits K, no reduce kernel: srcs[q] describes
