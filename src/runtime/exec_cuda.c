@@ -1055,6 +1055,10 @@ static void plan_mma_groups(const plan *p, cplan *c, uint64_t *at, bool hoist, b
  * place (rnext chain; the others skipped) — a prefill layer's K rope + cache write, V cache write
  * and Q rope. Safe where no job writes memory another job reads (they run side by side). */
 static ir_ref rope_out(const cplan *c, int32_t i) { return c->epi[i] >= 0 ? c->epi[i] : i; } /* a ROPE fused with its kv_store: the cache */
+/* does node j launch work at its own place? (not skipped — done by another launch —, nor a view or an input) */
+static bool runs_alone(const ir_graph *g, const cplan *c, int32_t j) {
+    return !c->skip[j] && g->nodes[j].op != IR_OP_RESHAPE && !(ir_ops[g->nodes[j].op].flags & OPF_INPUT);
+}
 static bool rope_job_ok(const ir_graph *g, const cplan *c, int32_t i) {
     const ir_node *n = &g->nodes[i];
     if (c->skip[i]) return false;
@@ -1070,7 +1074,7 @@ static void plan_rope_jobs(const plan *p, cplan *c) {
         int n = 1;
         for (int32_t j = i + 1; j < g->n_nodes && n < CU_ROPE_JOBS_MAX; j++) {
             const ir_node *m = &g->nodes[j];
-            if (c->skip[j] || m->op == IR_OP_RESHAPE || (ir_ops[m->op].flags & OPF_INPUT)) continue; /* not executed */
+            if (!runs_alone(g, c, j)) continue;
             if (!rope_job_ok(g, c, j)) break;
             const ir_node *mi = &g->nodes[i];
             if (m->src[m->op == IR_OP_KV_STORE ? 2 : 1] != mi->src[mi->op == IR_OP_KV_STORE ? 2 : 1]) break; /* one pos for the launch */
@@ -1096,7 +1100,7 @@ static void plan_rope_jobs(const plan *p, cplan *c) {
  * launch that runs right after it (through views): a prefill layer's K, V, Q, their RoPE and cache
  * writes. Where the group splits K, those jobs sum the partials themselves (k_mma_reduce's order:
  * the same bits) and the reduce kernel is left out. gjobs[leader] = 1. */
-static bool job_reads(const ir_graph *g, const cplan *c, int32_t j0, ir_ref q) { /* is q a job of the chain from j0? */
+static bool job_reads(const cplan *c, int32_t j0, ir_ref q) { /* is q a job of the chain from j0? */
     for (int32_t j = j0; j >= 0; j = c->rnext[j])
         if (j == q) return true;
     return false;
@@ -1105,10 +1109,8 @@ static void plan_group_jobs(const plan *p, cplan *c) {
     const ir_graph *g = p->g;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         if (c->skip[i] || c->mnext[i] < 0) continue;
-        int32_t j = i + 1; /* the next executed node */
-        while (j < g->n_nodes && (c->skip[j] || g->nodes[j].op == IR_OP_RESHAPE || (ir_ops[g->nodes[j].op].flags & OPF_INPUT) ||
-                                  j == c->epi[i]))
-            j++;
+        int32_t j = i + 1; /* the next node that launches work (the leader's fused ADD is skipped) */
+        while (j < g->n_nodes && !runs_alone(g, c, j)) j++;
         if (j >= g->n_nodes || (g->nodes[j].op != IR_OP_ROPE && g->nodes[j].op != IR_OP_KV_STORE)) continue;
         bool ok = true;
         for (int32_t m = i; m >= 0 && ok; m = c->mnext[m]) {
@@ -1119,7 +1121,7 @@ static void plan_group_jobs(const plan *p, cplan *c) {
                 for (int a = 0; a < IR_MAX_SRC && ok; a++) {
                     if (qn->src[a] == IR_NONE || p->vals[qn->src[a]].alias != root) continue;
                     /* a reader: only a job of the chain, through its x */
-                    ok = job_reads(g, c, j, q) && a == (qn->op == IR_OP_KV_STORE ? 1 : 0);
+                    ok = job_reads(c, j, q) && a == (qn->op == IR_OP_KV_STORE ? 1 : 0);
                 }
             }
         }
@@ -1221,16 +1223,7 @@ int32_t exec_cuda_count_fusions(const plan *p) {
         n = 0;
         for (int32_t i = 0; i < p->g->n_nodes; i++) n += c.skip[i];
     }
-    free(c.epi);
-    free(c.skip);
-    free(c.gnext);
-    free(c.mnext);
-    free(c.vstore);
-    free(c.moved);
-    free(c.qrope);
-    free(c.krope);
-    free(c.pro);
-    free(c.gpair);
+    cplan_clear(&c); /* every fusion table (plan_fusions allocates them all) */
     return n;
 }
 
@@ -1326,8 +1319,8 @@ typedef struct crun {
     uint8_t *arena;
     int32_t n_kernels;
     int64_t depth_max; /* a bound on the keys any attention of this run sees (0: none known; depth_class) */
-    /* outputs written by their kernels straight into page-locked host memory (exec_cuda.io 2): the
-     * roots of their memory (direct_root), and every view of them, live at direct_dst */
+    /* outputs written by their kernels straight into page-locked host memory (exec_cuda.direct_out):
+     * the roots of their memory (direct_root), and every view of them, live at direct_dst */
     int n_direct;
     ir_ref direct_node[CX_MAX_OUT];
     float *direct_dst[CX_MAX_OUT];
@@ -1338,10 +1331,18 @@ typedef struct crun {
     cu_split_src gsrc[CU_MULTI_MAX];
 } crun;
 
+/* where value i is written directly: it is the root of such an output or a view of it (same
+ * memory); NULL if not */
+static float *direct_at(const crun *r, ir_ref i) {
+    for (int k = 0; k < r->n_direct; k++)
+        if (r->direct_node[k] == i || r->direct_node[k] == r->p->vals[i].alias) return r->direct_dst[k];
+    return NULL;
+}
+
 static void *dptr(const crun *r, ir_ref i) {
     const plan_value *v = &r->p->vals[i];
-    for (int k = 0; k < r->n_direct; k++) /* the root of an output written straight to its destination, or a view of it (same memory) */
-        if (r->direct_node[k] == i || r->direct_node[k] == v->alias) return r->direct_dst[k];
+    float *d = direct_at(r, i);
+    if (d) return d;
     if (v->input >= 0) return r->c->dptr[v->input];
     if (r->c->moved) { /* hoisted multi-GEMV results live in the private region (plan_groups) */
         const ir_ref root = v->alias;
@@ -1976,12 +1977,6 @@ static ir_ref direct_root(const plan *p, ir_ref o) {
     return root;
 }
 
-static bool is_direct(const crun *r, ir_ref i) {
-    for (int k = 0; k < r->n_direct; k++)
-        if (r->direct_node[k] == i) return true;
-    return false;
-}
-
 sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
     if (!cx || !p || !b) return sb_fail(SB_ERR_INVALID_ARG, "exec_cuda: NULL context, plan or bindings");
     const int32_t *rows = NULL;
@@ -2078,7 +2073,7 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
     }
     if (timed) SB_TRY(cu_event_record(cx->step_ev[2], cx->s));
     for (int32_t k = 0; out && k < p->n_outputs; k++) {
-        if (!out[k] || (direct && is_direct(&r, p->vals[p->outputs[k].node].alias))) continue;
+        if (!out[k] || direct_at(&r, p->outputs[k].node)) continue;
         const ir_node *n = &p->g->nodes[p->outputs[k].node];
         SB_TRY(cu_memcpy_d2h_async(out[k], dptr(&r, p->outputs[k].node), (size_t)ir_nelem(n) * sizeof(float), cx->s));
     }

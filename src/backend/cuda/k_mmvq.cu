@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
  * bytes in flight of one row a warp (the Q8_0 head of a 0.5B model ran at 3.0 TB/s with one row, 46%
  * of warps active, 3.6 with two on the H200). The rows' bits do not depend on R. The block's
  * 4 * R results leave as one store of consecutive floats (through shared memory): an LM head may
- * write its logits straight into page-locked host memory (exec_cuda's io mode 2), where each store
+ * write its logits straight into page-locked host memory (exec_cuda's direct outputs), where each store
  * instruction is a transfer over PCIe — 32 bytes a block, not 4 a row. */
 template <int TYPE, int XQ, int R>
 __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq1(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x,
