@@ -44,7 +44,6 @@
 #include "backend/cuda/device/split.cuh"
 
 #define MA_KB 4
-#define MMA_SPLIT_MAX 16 /* K splits of the small path at most (mma_small_split) */
 #define MA_LD (MA_KB * 8 + 4)
 #define MA_MINB(BN) ((BN) == 32 ? 3 : 2) /* blocks per SM the registers allow: 32-row tiles 3 (<= 80 registers), others 2 */
 
@@ -72,23 +71,6 @@ static __device__ __forceinline__ void mma_k16(int c[4], int a0, int a1, int b0)
 #else
     c[0] = c[1] = c[2] = c[3] = 0;
 #endif
-}
-
-/* sum of the nsplit (<= MMA_SPLIT_MAX) partials [nsplit][T][N] at o = t * N + row, in split order
- * from 0, plus the epilogue (k_mma_reduce; the last block of a tile adds in the same order,
- * bit-identical). Every partial is loaded before the first add: one load per add in a loop was one
- * L2 round trip per split (H200: 3.1-3.3 µs a reduce of 7 splits at T = 64, 4.8 of 5 at T = 512). */
-static __device__ __forceinline__ float mma_split_sum(const float *part, int64_t o, int64_t row, int nsplit, int64_t TN, const cu_epilogue &ep) {
-    float p[MMA_SPLIT_MAX];
-#pragma unroll
-    for (int z = 0; z < MMA_SPLIT_MAX; z++)
-        if (z < nsplit) p[z] = __ldcg(part + z * TN + o);
-    const float e = ep.add ? ep.add[ep.bcast ? row : o] : 0.0f;
-    float v = 0.0f;
-#pragma unroll
-    for (int z = 0; z < MMA_SPLIT_MAX; z++)
-        if (z < nsplit) v += p[z];
-    return ep.add ? v + e : v;
 }
 
 /* The output segments of one launch: up to CU_MULTI_MAX weight matrices of one type over the same
@@ -623,7 +605,6 @@ extern "C" int cu_mma_multi_split(const cu_gemv_seg *seg, int n, int64_t K, int 
     }
     sg.n = n;
     if (!mma_small || T > mma_small_tmax) return 1;
-    if (!mma_sms) mma_sms = cu_sm_count();
     int spb = 0;
     return ma_small_split(&sg, K, T, scratch_floats, &spb);
 }

@@ -18,6 +18,7 @@
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/common.cuh"
+#include "backend/cuda/device/split.cuh"
 
 #include <string.h>
 
@@ -118,21 +119,11 @@ static __device__ __forceinline__ void rj_put(const cu_rope_job &jb, int64_t th,
     else jb.dst[th * a.D + d] = v;
 }
 
-/* element o of a job's x: loaded, or summed from the partials of the GEMM that computes it
- * (cu_split_src: k_mma.cu's mma_split_sum order — from 0, split by split, then the epilogue) */
+/* element o of a job's x: loaded, or summed from the partials of the GEMM that computes it by the
+ * reduce kernel's own sum (mma_split_sum), so the same bits */
 static __device__ __forceinline__ float rj_x(const cu_rope_job &jb, int64_t o) {
     const cu_split_src &sp = jb.src;
-    if (!sp.part) return jb.x[o];
-    float p[16];
-#pragma unroll
-    for (int z = 0; z < 16; z++)
-        if (z < sp.nsplit) p[z] = __ldcg(sp.part + z * sp.TN + o);
-    const float e = sp.ep.add ? sp.ep.add[sp.ep.bcast ? o % sp.N : o] : 0.0f;
-    float v = 0.0f;
-#pragma unroll
-    for (int z = 0; z < 16; z++)
-        if (z < sp.nsplit) v += p[z];
-    return sp.ep.add ? v + e : v;
+    return sp.part ? mma_split_sum(sp.part, o, o % sp.N, sp.nsplit, sp.TN, sp.ep) : jb.x[o];
 }
 
 template <typename C>
@@ -146,9 +137,11 @@ static __device__ __forceinline__ void rj_run(const cu_rope_job &jb, int64_t e, 
     }
     const int half = a.n_rot / 2;
     const int64_t np = a.T * a.H * half, nc = a.T * a.H * (a.D - a.n_rot);
-    if (e < np) { /* rope_pair's pairs and math */
+    if (e < np) { /* rope_pair's pairs and math, x through rj_x */
         const int64_t th = e / half, t = th / a.H, h = th % a.H;
-        const int i = (int)(e % half), ia = a.mode == 2 ? i : 2 * i, ib = a.mode == 2 ? i + half : 2 * i + 1;
+        const int i = (int)(e % half);
+        int ia, ib;
+        rope_pair_index(i, a.n_rot, a.mode, &ia, &ib);
         float ya, yb;
         rope_rot(rj_x(jb, th * a.D + ia), rj_x(jb, th * a.D + ib), i, pos[t], a.theta_scale, a.freq_scale, a.attn_factor, a.ff, &ya, &yb);
         rj_put<C>(jb, th, t, h, ia, pos, ya);

@@ -113,11 +113,14 @@ static __device__ __forceinline__ void rope_rot(float x0, float x1, int i, int32
     *ya = __fsub_rn(__fmul_rn(x0, cs), __fmul_rn(x1, sn));
     *yb = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, cs));
 }
+/* the dims of rotation pair i (NORMAL: 2i, 2i+1; NEOX (mode 2): i, i + n_rot/2) */
+static __device__ __forceinline__ void rope_pair_index(int i, int n_rot, int mode, int *ia, int *ib) {
+    *ia = mode == 2 ? i : 2 * i;
+    *ib = mode == 2 ? i + n_rot / 2 : 2 * i + 1;
+}
 static __device__ __forceinline__ void rope_pair(const float *src, int i, int n_rot, int mode, int32_t p, float theta_scale, float freq_scale,
                                                  float attn_factor, const float *ff, int *ia, int *ib, float *ya, float *yb) {
-    const int half = n_rot / 2;
-    *ia = mode == 2 ? i : 2 * i;
-    *ib = mode == 2 ? i + half : 2 * i + 1;
+    rope_pair_index(i, n_rot, mode, ia, ib);
     rope_rot(src[*ia], src[*ib], i, p, theta_scale, freq_scale, attn_factor, ff, ya, yb);
 }
 

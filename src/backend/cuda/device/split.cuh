@@ -2,8 +2,9 @@
 /*
  * backend/cuda/device/split.cuh — device helpers of the tiled / split kernels (attention, flash
  * prefill, the split-K GEMM): cp.async copies into shared memory, the flash prefills' per-query span
- * and key split, and the "last block to arrive merges" step. One copy each, shared by k_attn_decode,
- * k_attn_deep, k_fattn, k_fattn_mma, k_attention and k_mma (each had its own).
+ * and key split, the "last block to arrive merges" step and the split-K GEMM's sum of its partials.
+ * One copy each, shared by k_attn_decode, k_attn_deep, k_fattn, k_fattn_mma, k_attention and k_mma
+ * (each had its own), and by k_rope's jobs that sum a GEMM's partials in place of its reduce.
  * Kept out of common.cuh: the NVRTC-generated kernels and their CPU emulation (tests/codegen/emu)
  * include common.cuh and have none of cp.async, uint4 or atomics.
  */
@@ -11,6 +12,7 @@
 #define SB_BACKEND_CUDA_DEVICE_SPLIT_CUH
 
 #include "backend/cuda/device/common.cuh"
+#include "backend/cuda/kernels.h"
 
 // ---- asynchronous copies into shared memory (sm_80+; plain copies below) ----
 
@@ -75,6 +77,27 @@ static __device__ __forceinline__ bool block_arrives_last(unsigned *cnt, unsigne
     if (!*s_flag) return false;
     __threadfence();
     return true;
+}
+
+// ---- the split-K GEMM's partials (k_mma.cu; summed also by the consumers that skip its reduce: k_rope.cu) ----
+
+#define MMA_SPLIT_MAX 16 /* K splits of the small path at most (k_mma.cu mma_small_split) */
+
+/* sum of the nsplit (<= MMA_SPLIT_MAX) partials [nsplit][T][N] at o = t * N + row, in split order
+ * from 0, plus the epilogue (k_mma_reduce; the last block of a tile adds in the same order,
+ * bit-identical). Every partial is loaded before the first add: one load per add in a loop was one
+ * L2 round trip per split (H200: 3.1-3.3 µs a reduce of 7 splits at T = 64, 4.8 of 5 at T = 512). */
+static __device__ __forceinline__ float mma_split_sum(const float *part, int64_t o, int64_t row, int nsplit, int64_t TN, const cu_epilogue &ep) {
+    float p[MMA_SPLIT_MAX];
+#pragma unroll
+    for (int z = 0; z < MMA_SPLIT_MAX; z++)
+        if (z < nsplit) p[z] = __ldcg(part + z * TN + o);
+    const float e = ep.add ? ep.add[ep.bcast ? row : o] : 0.0f;
+    float v = 0.0f;
+#pragma unroll
+    for (int z = 0; z < MMA_SPLIT_MAX; z++)
+        if (z < nsplit) v += p[z];
+    return ep.add ? v + e : v;
 }
 
 #endif
