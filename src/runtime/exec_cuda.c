@@ -74,6 +74,7 @@ void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) { (void)cx, (void)mode; }
 void exec_cuda_set_act_fast(bool on) { (void)on; }
 void exec_cuda_set_fattn_split(bool on) { (void)on; }
 void exec_cuda_set_fattn_mma(bool on) { (void)on; }
+void exec_cuda_set_fattn_ws(bool on) { (void)on; }
 void exec_cuda_set_norm_rows(bool on) { (void)on; }
 void exec_cuda_set_reg(bool on) { (void)on; }
 void exec_cuda_set_wide_rows(int r) { (void)r; }
@@ -286,6 +287,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (fs) cu_fattn_set_split(fs[0] != '0');
     const char *fm = getenv("SB_CUDA_FATTN_MMA"); /* its tensor-core kernel for F16 caches, head_dim 64/128 (default on; 0 = off: k_fattn.cu) */
     if (fm) cu_fattn_set_mma(fm[0] != '0');
+    const char *fw = getenv("SB_CUDA_FATTN_WS"); /* its 16-query blocks with the keys split over warps, T <= 64 (default on; 0 off) */
+    if (fw) cu_fattn_set_ws(fw[0] != '0');
     const char *ft = getenv("SB_CUDA_FATTN_MMA_TMIN"); /* the tensor-core flash prefill for more than this many queries */
     if (ft) cu_fattn_mma_set_tmin(atoi(ft));
     const char *nr = getenv("SB_CUDA_NORM_ROWS"); /* RMSNorm q8_1 rows <= 1024 values by k_rms_norm_q8_1_rows past one wave (default on; 0 off) */
@@ -413,6 +416,7 @@ void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) {
 void exec_cuda_set_act_fast(bool on) { cu_act_set_fast(on); }
 void exec_cuda_set_fattn_split(bool on) { cu_fattn_set_split(on); }
 void exec_cuda_set_fattn_mma(bool on) { cu_fattn_set_mma(on); }
+void exec_cuda_set_fattn_ws(bool on) { cu_fattn_set_ws(on); }
 void exec_cuda_set_norm_rows(bool on) { cu_norm_set_rows(on ? 1 : 0); }
 void exec_cuda_set_reg(bool on) { cu_gemv_set_reg(on); }
 void exec_cuda_set_wide_rows(int r) { cu_mmvq_set_wide_rows(r); }

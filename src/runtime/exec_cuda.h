@@ -149,6 +149,9 @@ void exec_cuda_set_fattn_split(bool on);
  * or 128 on sm_80+ (default on, env SB_CUDA_FATTN_MMA=0 turns it off: k_fattn.cu's f32 kernel;
  * f16 Q and P give ~1e-3 relative error). Process-wide; takes effect for plans built afterwards. */
 void exec_cuda_set_fattn_mma(bool on);
+/* its 16-query blocks whose warps split the keys (k_fattn_ws) for at most 64 queries — the first
+ * token after a cached prefix (default on, env SB_CUDA_FATTN_WS=0 off). Process-wide. */
+void exec_cuda_set_fattn_ws(bool on);
 /* RMSNorm -> q8_1 rows past one wave of the 1024-thread kernel by the 256-thread kernel of the same
  * bits (default on, env SB_CUDA_NORM_ROWS=0 off; k_quantize.cu). Process-wide. */
 void exec_cuda_set_norm_rows(bool on);

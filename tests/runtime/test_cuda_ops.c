@@ -1325,6 +1325,10 @@ static void test_flash_attention(void) {
         {9, 0, 14, 2, 64, SB_TYPE_F16, 0, 0},      {130, 5, 4, 2, 64, SB_TYPE_F16, 48, 0},  {40, 200, 4, 2, 128, SB_TYPE_F16, 0, 30.0f},
         {65, 700, 14, 2, 64, SB_TYPE_F16, 0, 0},   {2, 1000, 14, 2, 128, SB_TYPE_F16, 0, 0}, {200, 300, 8, 2, 128, SB_TYPE_F16, 70, 0},
         {127, 1, 6, 3, 64, SB_TYPE_F16, 0, 0},     {64, 4096, 14, 2, 64, SB_TYPE_F16, 0, 0}, {300, 33, 4, 4, 128, SB_TYPE_F16, 200, 20.0f},
+        /* T <= 64: 16-query blocks whose warps split the keys (k_fattn_ws) — rows cut short, windows,
+         * softcap, warps with no tiles, a range split over blocks at head_dim 128 */
+        {16, 512, 14, 2, 64, SB_TYPE_F16, 0, 0},   {17, 130, 4, 1, 64, SB_TYPE_F16, 0, 0},  {48, 600, 14, 2, 64, SB_TYPE_F16, 100, 0},
+        {64, 2000, 8, 8, 128, SB_TYPE_F16, 0, 0},  {5, 70, 4, 2, 128, SB_TYPE_F16, 0, 25.0f}, {64, 512, 14, 2, 64, SB_TYPE_F16, 0, 0},
     };
     attn_variant = 3;
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
@@ -1441,6 +1445,10 @@ int main(void) {
     exec_cuda_set_fattn_split(false);
     test_flash_attention();
     exec_cuda_set_fattn_split(true);
+    printf("-- flash-attention prefill without the 16-query key-split-over-warps blocks (SB_CUDA_FATTN_WS=0)\n");
+    exec_cuda_set_fattn_ws(false);
+    test_flash_attention();
+    exec_cuda_set_fattn_ws(true);
     printf("-- flash-attention prefill without the tensor-core kernel (SB_CUDA_FATTN_MMA=0: k_fattn.cu for every cache)\n");
     exec_cuda_set_fattn_mma(false);
     fattn_mma = false;

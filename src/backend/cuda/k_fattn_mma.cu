@@ -99,6 +99,257 @@ static __device__ __forceinline__ uint32_t fm_pack(float lo, float hi) {
 }
 static __device__ __forceinline__ float fm_round(float x) { return __half2float(__float2half_rn(x)); }
 
+// ---- the parts both kernels share ----
+
+/* Q rows t0 .. t0 + BQ - 1 of head h as f16 [BQ][D + 8] in shared memory (zeros past T), rotated
+ * (rp) at their positions s_p[r], by NTH threads. Without RoPE: every thread's float4 loads issued at
+ * once, then converted (one memory round trip; one load at a time measured ~40% of this kernel's
+ * stall samples). With RoPE: plain values (and zeros past T), then the rotated pairs (disjoint
+ * elements). The caller's barrier makes them visible. */
+template <int D, int BQ, int NTH>
+static __device__ __forceinline__ void fm_stage_q(uint16_t *sq, const float *q, int t0, int T, int Hq, int h, const fm_rope &rp, const int *s_p) {
+    constexpr int SR = D + 8;
+    const int tid = threadIdx.x;
+    if (rp.n_rot == 0 && ((uintptr_t)q & 15) == 0) {
+        constexpr int V4 = BQ * D / 4 / NTH; /* float4s a thread */
+        float4 qv[V4];
+#pragma unroll
+        for (int u = 0; u < V4; u++) {
+            const int i = tid + u * NTH, r = i / (D / 4), t = t0 + r;
+            qv[u] = t < T ? *((const float4 *)(q + ((int64_t)t * Hq + h) * D) + i % (D / 4)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int u = 0; u < V4; u++) {
+            const int i = tid + u * NTH, r = i / (D / 4);
+            *(uint2 *)&sq[r * SR + 4 * (i % (D / 4))] = make_uint2(fm_pack(qv[u].x, qv[u].y), fm_pack(qv[u].z, qv[u].w));
+        }
+    } else {
+        for (int i = tid; i < BQ * D; i += NTH) {
+            const int r = i / D, d = i % D, t = t0 + r;
+            if (t >= T) sq[r * SR + d] = 0;
+            else if (d >= rp.n_rot) sq[r * SR + d] = __half_as_ushort(__float2half_rn(q[((int64_t)t * Hq + h) * D + d]));
+        }
+        if (rp.n_rot > 0) {
+            const int half = rp.n_rot / 2;
+            for (int i = tid; i < BQ * half; i += NTH) {
+                const int r = i / half, pi = i % half, t = t0 + r;
+                if (t >= T) continue;
+                int a, b;
+                float xa, xb;
+                rope_pair(q + ((int64_t)t * Hq + h) * D, pi, rp.n_rot, rp.mode, s_p[r], rp.ts, rp.fs, rp.af, rp.ff, &a, &b, &xa, &xb);
+                sq[r * SR + a] = __half_as_ushort(__float2half_rn(xa));
+                sq[r * SR + b] = __half_as_ushort(__float2half_rn(xb));
+            }
+        }
+    }
+}
+
+/* Q's A fragments of the warp's 16 rows r0 - g .. r0 - g + 15 (this lane's rows r0 and r0 + 8) */
+template <int D> static __device__ __forceinline__ void fm_q_frags(uint32_t (&qa)[D / 16][4], const uint16_t *sq, int r0, int c) {
+    constexpr int SR = D + 8;
+#pragma unroll
+    for (int k = 0; k < D / 16; k++) {
+        qa[k][0] = *(const uint32_t *)&sq[r0 * SR + 16 * k + 2 * c];
+        qa[k][1] = *(const uint32_t *)&sq[(r0 + 8) * SR + 16 * k + 2 * c];
+        qa[k][2] = *(const uint32_t *)&sq[r0 * SR + 16 * k + 2 * c + 8];
+        qa[k][3] = *(const uint32_t *)&sq[(r0 + 8) * SR + 16 * k + 2 * c + 8];
+    }
+}
+
+/* one key tile (FM_BK keys from kb: K at sk, V at sv, f16 [key][dim] rows of stride D + 8 in shared
+ * memory) for a warp's 16 query rows: S = Q K^T, scale, softcap, the mask (keys past a row's
+ * position qp or before its qlo, or past kmax: -inf), the online softmax's running (m, l) and
+ * O += P V. [wlo, wp]: the keys every row of the warp sees (the mask is skipped for a tile inside). */
+template <int D>
+static __device__ __forceinline__ void fm_tile(const uint16_t *sk, const uint16_t *sv, const uint32_t (&qa)[D / 16][4], int kb, int kmax, int wlo,
+                                               int wp, const int qp[2], const int qlo[2], float scale, float softcap, float m[2], float l[2],
+                                               float (&o)[D / 8][4]) {
+    constexpr int SR = D + 8, KS = D / 16, NT = D / 8;
+    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+    float s[8][4];
+#pragma unroll
+    for (int j = 0; j < 8; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < KS; k++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const uint16_t *kr = sk + (8 * j + g) * SR + 16 * k + 2 * c;
+            fm_mma(s[j], qa[k], *(const uint32_t *)kr, *(const uint32_t *)(kr + 8));
+        }
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            float v = s[j][e] * scale;
+            if (softcap > 0.0f) v = tanhf(v / softcap) * softcap;
+            s[j][e] = v;
+        }
+    if (kb < wlo || kb + FM_BK - 1 > wp || kb + FM_BK - 1 > kmax) /* some row does not see every key of the tile */
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int key = kb + 8 * j + 2 * c + (e & 1), ri = e >> 1;
+                if (key > qp[ri] || key < qlo[ri] || key > kmax) s[j][e] = -INFINITY;
+            }
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
+    float ms[2];
+#pragma unroll
+    for (int ri = 0; ri < 2; ri++) {
+        mx[ri] = fmaxf(mx[ri], __shfl_xor_sync(0xffffffffu, mx[ri], 1));
+        mx[ri] = fmaxf(mx[ri], __shfl_xor_sync(0xffffffffu, mx[ri], 2));
+        const float mn = fmaxf(m[ri], mx[ri]);
+        ms[ri] = mn == -INFINITY ? 0.0f : mn; /* no key yet: exp(-inf - 0) = 0, no NaN */
+        const float corr = expf(m[ri] - ms[ri]);
+        m[ri] = mn;
+        l[ri] *= corr;
+#pragma unroll
+        for (int n = 0; n < NT; n++) o[n][2 * ri] *= corr, o[n][2 * ri + 1] *= corr;
+    }
+#pragma unroll
+    for (int k = 0; k < 4; k++) { /* keys 16k..16k+15: P's A fragment from S's n-tiles 2k, 2k+1 */
+        float p[2][4];
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                p[jj][e] = fm_round(expf(s[2 * k + jj][e] - ms[e >> 1]));
+                l[e >> 1] += p[jj][e];
+            }
+        const uint32_t pa[4] = {fm_pack(p[0][0], p[0][1]), fm_pack(p[0][2], p[0][3]), fm_pack(p[1][0], p[1][1]), fm_pack(p[1][2], p[1][3])};
+        const uint16_t *vr = sv + (16 * k + (lane & 15)) * SR + 8 * (lane >> 4);
+#pragma unroll
+        for (int dn = 0; dn < D / 16; dn++) {
+            uint32_t vb[4];
+            fm_ldsm_x4_trans(vb, vr + 16 * dn);
+            fm_mma(o[2 * dn], pa, vb[0], vb[1]);
+            fm_mma(o[2 * dn + 1], pa, vb[2], vb[3]);
+        }
+    }
+}
+
+/* K/V tile of keys kb.. (rows past kmax zero) into sk / sv, by NTH threads from thread index i0: 2 * BK * D/8
+ * chunks of 16 bytes */
+template <int D, int NTH>
+static __device__ __forceinline__ void fm_issue_tile(uint16_t *sk, uint16_t *sv, const uint16_t *kc, const uint16_t *vc, int kb, int kmax, int64_t Dkv,
+                                                     int kvh, int i0) {
+    constexpr int SR = D + 8, CH = D / 8;
+    for (int i = i0; i < 2 * FM_BK * CH; i += NTH) {
+        const int isv = i >= FM_BK * CH, rem = isv ? i - FM_BK * CH : i;
+        const int r = rem / CH, ch = rem % CH, j = kb + r;
+        const bool ok = j <= kmax;
+        const uint16_t *src = isv ? vc : kc;
+        if (ok) src += (int64_t)j * Dkv + (int64_t)kvh * D + ch * 8;
+        cu_cp16((isv ? sv : sk) + r * SR + ch * 8, src, ok);
+    }
+    cu_cp_commit();
+}
+
+/* a block's rows as a split's partial: (m, l, 2 pad, O) per query (16-byte rows) at pz */
+template <int D, int BQ, int NTH>
+static __device__ __forceinline__ void fm_put_partial(float *pz, const float *so, const float *s_m, const float *s_l) {
+    constexpr int SO = D + 4, P4 = FM_PS(D) / 4;
+    for (int i = threadIdx.x; i < BQ * P4; i += NTH) {
+        const int r = i / P4, e = i % P4;
+        ((float4 *)pz)[i] = e == 0 ? make_float4(s_m[r], s_l[r], 0.0f, 0.0f) : *(const float4 *)&so[r * SO + 4 * (e - 1)];
+    }
+}
+
+/* the last split block's merge of the Se partials at pt ([Se][BQ][PS]) into so (O) and s_l (the sums):
+ * M = max m_z, f_z = exp(m_z - M) (0 for m_z = -inf), O = sum f_z O_z, l = sum f_z l_z; sf: BQ x
+ * FM_SMAX floats of shared memory. Every load of a step issued before its first use, in the split order. */
+template <int D, int BQ, int NTH>
+static __device__ __forceinline__ void fm_merge(const float *pt, int Se, float *so, float *sf, float *s_l) {
+    constexpr int SO = D + 4, PS = FM_PS(D), P4 = PS / 4;
+    const int tid = threadIdx.x;
+    if (tid < BQ) { /* row tid: the common max, each split's factor, the merged sum */
+        float mz[FM_SMAX], lz[FM_SMAX];
+#pragma unroll
+        for (int zz = 0; zz < FM_SMAX; zz++)
+            if (zz < Se) {
+                const float *pr = pt + ((int64_t)zz * BQ + tid) * PS;
+                mz[zz] = __ldcg(pr), lz[zz] = __ldcg(pr + 1);
+            }
+        float M = -INFINITY;
+#pragma unroll
+        for (int zz = 0; zz < FM_SMAX; zz++)
+            if (zz < Se) M = fmaxf(M, mz[zz]);
+        float L = 0.0f;
+#pragma unroll
+        for (int zz = 0; zz < FM_SMAX; zz++)
+            if (zz < Se) {
+                const float f = mz[zz] == -INFINITY ? 0.0f : expf(mz[zz] - M);
+                sf[tid * FM_SMAX + zz] = f;
+                L += lz[zz] * f;
+            }
+        s_l[tid] = L;
+    }
+    __syncthreads();
+    /* O: each thread's float4s in chunks of C4, two splits' loads in flight at once (8 rounds of
+     * scalar loads a split made the merge most of the kernel at 64 queries over 512 cached);
+     * the same sum order as one split at a time */
+    constexpr int V4 = BQ * D / 4 / NTH, C4 = V4 < 8 ? V4 : 8; /* float4s a thread */
+#pragma unroll 1
+    for (int c0 = 0; c0 < V4; c0 += C4) {
+        float4 acc[C4];
+#pragma unroll
+        for (int u = 0; u < C4; u++) acc[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int zz = 0; zz < Se; zz += 2) {
+            const bool two = zz + 1 < Se;
+            float4 a[C4], b[C4];
+#pragma unroll
+            for (int u = 0; u < C4; u++) {
+                const int i = tid + (c0 + u) * NTH, r = i / (D / 4), c = i % (D / 4);
+                const float4 *pa = (const float4 *)(pt + ((int64_t)zz * BQ + r) * PS) + 1 + c;
+                a[u] = __ldcg(pa);
+                if (two) b[u] = __ldcg(pa + BQ * P4);
+            }
+#pragma unroll
+            for (int u = 0; u < C4; u++) {
+                const int r = (tid + (c0 + u) * NTH) / (D / 4);
+                const float f = sf[r * FM_SMAX + zz];
+                acc[u].x += a[u].x * f, acc[u].y += a[u].y * f, acc[u].z += a[u].z * f, acc[u].w += a[u].w * f;
+                if (two) {
+                    const float f1 = sf[r * FM_SMAX + zz + 1];
+                    acc[u].x += b[u].x * f1, acc[u].y += b[u].y * f1, acc[u].z += b[u].z * f1, acc[u].w += b[u].w * f1;
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < C4; u++) {
+            const int i = tid + (c0 + u) * NTH;
+            *(float4 *)&so[i / (D / 4) * SO + 4 * (i % (D / 4))] = acc[u];
+        }
+    }
+}
+
+/* out = O / l for the block's rows (so [BQ][D + 4], s_l), a warp a row, lane = dim (+ 32 k); with xq
+ * the q8_1 blocks too (whole warps) */
+template <int D, int BQ, int NW>
+static __device__ __forceinline__ void fm_write_out(float *dst, blk_q8_1 *xq, const float *so, const float *s_l, int t0, int T, int Hq, int h) {
+    constexpr int SO = D + 4;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    for (int r = w; r < BQ; r += NW) {
+        const int t = t0 + r;
+        if (t >= T) break; /* rows grow with r: warp-uniform */
+        const int64_t ob = ((int64_t)t * Hq + h) * D;
+        const float inv = 1.0f / s_l[r];
+#pragma unroll
+        for (int k = 0; k < D / 32; k++) {
+            const int d = lane + 32 * k;
+            const float v = so[r * SO + d] * inv;
+            dst[ob + d] = v;
+            if (xq) q8_1_store(xq + (ob + d) / 32, v, lane);
+        }
+    }
+}
+
+// ---- 64 queries a block, 16 a warp ----
+
 template <int D>
 __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     k_fattn_mma(float *dst, const float *q, const uint16_t *kc, const uint16_t *vc, const int32_t *pos, int T, int Hq, int Hkv, float scale,
@@ -106,10 +357,10 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     CU_PDL_ENTRY();
     constexpr int SR = D + 8;           /* shared row stride (halves) */
     constexpr int TILE = FM_BK * SR;    /* halves of one K (or V) tile */
-    constexpr int CH = D / 8;           /* 16-byte chunks a row */
     constexpr int SO = D + 4;           /* the f32 output staging's row stride */
     constexpr int NT = D / 8;           /* O's n-tiles (8 dims) */
     constexpr int KS = D / 16;          /* S's k-steps */
+    constexpr int NTH = FM_WARPS * 32;
     extern __shared__ __align__(16) unsigned char fm_smem[];
     uint16_t *sq = (uint16_t *)fm_smem;                 /* [BQ][SR] f16 Q */
     uint16_t *skv = sq + FM_BQ * SR;                    /* K0, V0, K1, V1 tiles */
@@ -141,65 +392,12 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     const int S = gridDim.z, z = blockIdx.z;
     const int Se = attn_split_keys(S, z, FM_BK, &kmin, &kmax); /* kmin > kmax: no keys here */
     if (z >= Se) return; /* the whole block */
-    /* K/V tile of keys kb.. into buffer b: 2 * BK * CH chunks of 16 bytes, keys past kmax zero */
-    auto issue = [=](int kb, int b) {
-        uint16_t *sk = skv + 2 * b * TILE, *sv = sk + TILE;
-        for (int i = tid; i < 2 * FM_BK * CH; i += FM_WARPS * 32) {
-            const int isv = i >= FM_BK * CH, rem = isv ? i - FM_BK * CH : i;
-            const int r = rem / CH, ch = rem % CH, j = kb + r;
-            const bool ok = j <= kmax;
-            const uint16_t *src = isv ? vc : kc;
-            if (ok) src += (int64_t)j * Dkv + (int64_t)kvh * D + ch * 8;
-            cu_cp16((isv ? sv : sk) + r * SR + ch * 8, src, ok);
-        }
-        cu_cp_commit();
-    };
-    if (kmin <= kmax) issue(kmin, 0); /* overlaps Q's staging */
-    /* Q rows as f16. Without RoPE: every thread's float4 loads issued at once, then converted (one
-     * memory round trip; one load at a time measured ~40% of this kernel's stall samples). With
-     * RoPE: plain values (and zeros past T), then the rotated pairs (disjoint elements). */
-    if (rp.n_rot == 0 && ((uintptr_t)q & 15) == 0) {
-        constexpr int V4 = FM_BQ * D / 4 / (FM_WARPS * 32); /* float4s a thread: 8 (D 64), 16 (D 128) */
-        float4 qv[V4];
-#pragma unroll
-        for (int u = 0; u < V4; u++) {
-            const int i = tid + u * FM_WARPS * 32, r = i / (D / 4), t = t0 + r;
-            qv[u] = t < T ? *((const float4 *)(q + ((int64_t)t * Hq + h) * D) + i % (D / 4)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        }
-#pragma unroll
-        for (int u = 0; u < V4; u++) {
-            const int i = tid + u * FM_WARPS * 32, r = i / (D / 4);
-            *(uint2 *)&sq[r * SR + 4 * (i % (D / 4))] = make_uint2(fm_pack(qv[u].x, qv[u].y), fm_pack(qv[u].z, qv[u].w));
-        }
-    } else {
-        for (int i = tid; i < FM_BQ * D; i += FM_WARPS * 32) {
-            const int r = i / D, d = i % D, t = t0 + r;
-            if (t >= T) sq[r * SR + d] = 0;
-            else if (d >= rp.n_rot) sq[r * SR + d] = __half_as_ushort(__float2half_rn(q[((int64_t)t * Hq + h) * D + d]));
-        }
-        if (rp.n_rot > 0) {
-            const int half = rp.n_rot / 2;
-            for (int i = tid; i < FM_BQ * half; i += FM_WARPS * 32) {
-                const int r = i / half, pi = i % half, t = t0 + r;
-                if (t >= T) continue;
-                int a, b;
-                float xa, xb;
-                rope_pair(q + ((int64_t)t * Hq + h) * D, pi, rp.n_rot, rp.mode, s_p[r], rp.ts, rp.fs, rp.af, rp.ff, &a, &b, &xa, &xb);
-                sq[r * SR + a] = __half_as_ushort(__float2half_rn(xa));
-                sq[r * SR + b] = __half_as_ushort(__float2half_rn(xb));
-            }
-        }
-    }
+    if (kmin <= kmax) fm_issue_tile<D, NTH>(skv, skv + TILE, kc, vc, kmin, kmax, Dkv, kvh, tid); /* overlaps Q's staging */
+    fm_stage_q<D, FM_BQ, NTH>(sq, q, t0, T, Hq, h, rp, s_p);
     __syncthreads();
     const int r0 = 16 * w + g; /* this lane's rows: r0 and r0 + 8 */
     uint32_t qa[KS][4];
-#pragma unroll
-    for (int k = 0; k < KS; k++) {
-        qa[k][0] = *(const uint32_t *)&sq[r0 * SR + 16 * k + 2 * c];
-        qa[k][1] = *(const uint32_t *)&sq[(r0 + 8) * SR + 16 * k + 2 * c];
-        qa[k][2] = *(const uint32_t *)&sq[r0 * SR + 16 * k + 2 * c + 8];
-        qa[k][3] = *(const uint32_t *)&sq[(r0 + 8) * SR + 16 * k + 2 * c + 8];
-    }
+    fm_q_frags<D>(qa, sq, r0, c);
     const int qp[2] = {s_p[r0], s_p[r0 + 8]}, qlo[2] = {s_lo[r0], s_lo[r0 + 8]};
     /* the warp's key range [wmin, wmax], and the keys every one of its rows sees [wlo, wp] (empty
      * when a row lies past T) */
@@ -215,79 +413,14 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     for (int kb = kmin; kb <= kmax; kb += FM_BK, it++) {
         const int b = it & 1;
         if (kb + FM_BK <= kmax) { /* the next tile into the other buffer (its readers passed the last barrier) */
-            issue(kb + FM_BK, b ^ 1);
+            fm_issue_tile<D, NTH>(skv + 2 * (b ^ 1) * TILE, skv + 2 * (b ^ 1) * TILE + TILE, kc, vc, kb + FM_BK, kmax, Dkv, kvh, tid);
             cu_cp_wait<1>();
         } else {
             cu_cp_wait<0>();
         }
         __syncthreads(); /* tile kb visible to every warp */
-        if (wmax >= kb && wmin <= kb + FM_BK - 1) { /* warp-uniform */
-            const uint16_t *sk = skv + 2 * b * TILE, *sv = sk + TILE;
-            float s[8][4];
-#pragma unroll
-            for (int j = 0; j < 8; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-#pragma unroll
-            for (int k = 0; k < KS; k++)
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    const uint16_t *kr = sk + (8 * j + g) * SR + 16 * k + 2 * c;
-                    fm_mma(s[j], qa[k], *(const uint32_t *)kr, *(const uint32_t *)(kr + 8));
-                }
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    float v = s[j][e] * scale;
-                    if (softcap > 0.0f) v = tanhf(v / softcap) * softcap;
-                    s[j][e] = v;
-                }
-            if (kb < wlo || kb + FM_BK - 1 > wp || kb + FM_BK - 1 > kmax) /* some row does not see every key of the tile */
-#pragma unroll
-                for (int j = 0; j < 8; j++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int key = kb + 8 * j + 2 * c + (e & 1), ri = e >> 1;
-                        if (key > qp[ri] || key < qlo[ri] || key > kmax) s[j][e] = -INFINITY;
-                    }
-            float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
-            float ms[2];
-#pragma unroll
-            for (int ri = 0; ri < 2; ri++) {
-                mx[ri] = fmaxf(mx[ri], __shfl_xor_sync(0xffffffffu, mx[ri], 1));
-                mx[ri] = fmaxf(mx[ri], __shfl_xor_sync(0xffffffffu, mx[ri], 2));
-                const float mn = fmaxf(m[ri], mx[ri]);
-                ms[ri] = mn == -INFINITY ? 0.0f : mn; /* no key yet: exp(-inf - 0) = 0, no NaN */
-                const float corr = expf(m[ri] - ms[ri]);
-                m[ri] = mn;
-                l[ri] *= corr;
-#pragma unroll
-                for (int n = 0; n < NT; n++) o[n][2 * ri] *= corr, o[n][2 * ri + 1] *= corr;
-            }
-#pragma unroll
-            for (int k = 0; k < 4; k++) { /* keys 16k..16k+15: P's A fragment from S's n-tiles 2k, 2k+1 */
-                float p[2][4];
-#pragma unroll
-                for (int jj = 0; jj < 2; jj++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        p[jj][e] = fm_round(expf(s[2 * k + jj][e] - ms[e >> 1]));
-                        l[e >> 1] += p[jj][e];
-                    }
-                const uint32_t pa[4] = {fm_pack(p[0][0], p[0][1]), fm_pack(p[0][2], p[0][3]), fm_pack(p[1][0], p[1][1]), fm_pack(p[1][2], p[1][3])};
-                const uint16_t *vr = sv + (16 * k + (lane & 15)) * SR + 8 * (lane >> 4);
-#pragma unroll
-                for (int dn = 0; dn < D / 16; dn++) {
-                    uint32_t vb[4];
-                    fm_ldsm_x4_trans(vb, vr + 16 * dn);
-                    fm_mma(o[2 * dn], pa, vb[0], vb[1]);
-                    fm_mma(o[2 * dn + 1], pa, vb[2], vb[3]);
-                }
-            }
-        }
+        if (wmax >= kb && wmin <= kb + FM_BK - 1) /* warp-uniform */
+            fm_tile<D>(skv + 2 * b * TILE, skv + 2 * b * TILE + TILE, qa, kb, kmax, wlo, wp, qp, qlo, scale, softcap, m, l, o);
         __syncthreads(); /* every warp is done with buffer b before it is refilled */
     }
     /* l: the 4 lanes of a row hold parts of its sum */
@@ -306,92 +439,143 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     if (c == 0) s_m[r0] = m[0], s_l[r0] = l[0], s_m[r0 + 8] = m[1], s_l[r0 + 8] = l[1];
     __syncthreads();
     if (Se > 1) { /* partials (m, l, O) per query; the last split block of the tile merges */
-        constexpr int PS = FM_PS(D), P4 = PS / 4; /* a row: m, l, 2 pad, O (16-byte aligned) */
         const int64_t tile = (int64_t)blockIdx.x * Hq + h;
-        float *pz = part + (tile * S + z) * FM_BQ * PS;
-        for (int i = tid; i < FM_BQ * P4; i += FM_WARPS * 32) {
-            const int r = i / P4, e = i % P4;
-            ((float4 *)pz)[i] = e == 0 ? make_float4(s_m[r], s_l[r], 0.0f, 0.0f) : *(const float4 *)&so[r * SO + 4 * (e - 1)];
-        }
+        fm_put_partial<D, FM_BQ, NTH>(part + (tile * S + z) * FM_BQ * FM_PS(D), so, s_m, s_l);
         if (!block_arrives_last(&cnt[tile], (unsigned)Se, &s_last)) return;
-        const float *pt = part + tile * S * FM_BQ * PS;
-        /* every load of a step issued before its first use (as the Q staging), in the split order */
-        if (tid < FM_BQ) { /* row tid: the common max, each split's factor, the merged sum */
-            float mz[FM_SMAX], lz[FM_SMAX];
-#pragma unroll
-            for (int zz = 0; zz < FM_SMAX; zz++)
-                if (zz < Se) {
-                    const float *pr = pt + ((int64_t)zz * FM_BQ + tid) * PS;
-                    mz[zz] = __ldcg(pr), lz[zz] = __ldcg(pr + 1);
-                }
-            float M = -INFINITY;
-#pragma unroll
-            for (int zz = 0; zz < FM_SMAX; zz++)
-                if (zz < Se) M = fmaxf(M, mz[zz]);
-            float L = 0.0f;
-#pragma unroll
-            for (int zz = 0; zz < FM_SMAX; zz++)
-                if (zz < Se) {
-                    const float f = mz[zz] == -INFINITY ? 0.0f : expf(mz[zz] - M);
-                    sf[tid * FM_SMAX + zz] = f;
-                    L += lz[zz] * f;
-                }
-            s_l[tid] = L;
-        }
-        __syncthreads();
-        /* O: each thread's float4s in chunks of 8, two splits' loads in flight at once (8 rounds of
-         * scalar loads a split made the merge most of the kernel at 64 queries over 512 cached);
-         * the same sum order as one split at a time */
-        constexpr int V4 = FM_BQ * D / 4 / (FM_WARPS * 32), C4 = 8; /* 8 (D 64) or 16 (D 128) float4s a thread */
-#pragma unroll 1
-        for (int c0 = 0; c0 < V4; c0 += C4) {
-            float4 acc[C4];
-#pragma unroll
-            for (int u = 0; u < C4; u++) acc[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            for (int zz = 0; zz < Se; zz += 2) {
-                const bool two = zz + 1 < Se;
-                float4 a[C4], b[C4];
-#pragma unroll
-                for (int u = 0; u < C4; u++) {
-                    const int i = tid + (c0 + u) * FM_WARPS * 32, r = i / (D / 4), c = i % (D / 4);
-                    const float4 *pa = (const float4 *)(pt + ((int64_t)zz * FM_BQ + r) * PS) + 1 + c;
-                    a[u] = __ldcg(pa);
-                    if (two) b[u] = __ldcg(pa + FM_BQ * P4);
-                }
-#pragma unroll
-                for (int u = 0; u < C4; u++) {
-                    const int r = (tid + (c0 + u) * FM_WARPS * 32) / (D / 4);
-                    const float f = sf[r * FM_SMAX + zz];
-                    acc[u].x += a[u].x * f, acc[u].y += a[u].y * f, acc[u].z += a[u].z * f, acc[u].w += a[u].w * f;
-                    if (two) {
-                        const float f1 = sf[r * FM_SMAX + zz + 1];
-                        acc[u].x += b[u].x * f1, acc[u].y += b[u].y * f1, acc[u].z += b[u].z * f1, acc[u].w += b[u].w * f1;
-                    }
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < C4; u++) {
-                const int i = tid + (c0 + u) * FM_WARPS * 32;
-                *(float4 *)&so[i / (D / 4) * SO + 4 * (i % (D / 4))] = acc[u];
-            }
-        }
+        fm_merge<D, FM_BQ, NTH>(part + tile * S * FM_BQ * FM_PS(D), Se, so, sf, s_l);
         if (tid == 0) cnt[tile] = 0; /* for the next kernel that counts on it */
         __syncthreads();
     }
-    /* out = O / l, a warp a row, lane = dim (+ 32 k): q8_1 blocks are whole warps */
-    for (int r = w; r < FM_BQ; r += FM_WARPS) {
-        const int t = t0 + r;
-        if (t >= T) break; /* rows grow with r: warp-uniform */
-        const int64_t ob = ((int64_t)t * Hq + h) * D;
-        const float inv = 1.0f / s_l[r];
+    fm_write_out<D, FM_BQ, FM_WARPS>(dst, xq, so, s_l, t0, T, Hq, h);
+}
+
+// ---- 16 queries a block, its warps splitting the keys (few queries over a cached prefix) ----
+
+/* k_fattn_ws: the first token after a cached prefix (64 new tokens over 512: one 64-query tile a
+ * head) ran k_fattn_mma as 9 key splits of one tile each and a merge by the last block — 14.7 µs a
+ * layer of which the merge of 9 x 64 x 68 floats by one block was a serial tail. Here a block owns
+ * 16 queries of one head (m16: every warp the same rows), its NW warps take the key tiles of its
+ * range round-robin (warp w: tiles w, w + NW, ...), each through its own ring of NB K/V buffers
+ * with warp-level cp.async (no block barrier in the loop); the warps' (m, l, O) meet once in shared
+ * memory. Cache rows below the lowest position of the run are older than this launch's
+ * predecessors (positions are host-written before the run starts; the rows by earlier runs), so the
+ * tiles of those keys are issued BEFORE the PDL wait, under the previous kernel. A range longer than
+ * NW x tpw tiles is split over blocks (gridDim.z) as k_fattn_mma's, the last block merging 16 rows.
+ * The tile math (fm_tile), Q's staging, the merge and the writer are k_fattn_mma's; the warp merge
+ * (M = max m_w, f_w = exp(m_w - M), O = sum f_w O_w, l = sum f_w l_w) is the split merge's. */
+#define FW_BQ 16
+template <int D, int NW, int NB>
+__global__ void __launch_bounds__(NW * 32)
+    k_fattn_ws(float *dst, const float *q, const uint16_t *kc, const uint16_t *vc, const int32_t *pos, int T, int Hq, int Hkv, float scale,
+               float softcap, int window, fm_rope rp, blk_q8_1 *xq, float *part, unsigned *cnt, int tpw) {
+    CU_PDL_LAUNCH();
+    constexpr int SR = D + 8, TILE = FM_BK * SR, SO = D + 4, NT = D / 8, KS = D / 16, NTH = NW * 32;
+    extern __shared__ __align__(16) unsigned char fm_smem[];
+    uint16_t *sq = (uint16_t *)fm_smem;  /* [16][SR] f16 Q */
+    uint16_t *skv = sq + FW_BQ * SR;     /* warp w's ring: NB x (K, V) tiles */
+    float *so = (float *)skv;            /* after the loop: [NW][16][SO] the warps' O (warp 0's: the merged O) */
+    __shared__ int s_p[FW_BQ], s_last;
+    __shared__ float s_mw[NW][FW_BQ], s_lw[NW][FW_BQ], s_m[FW_BQ], s_l[FW_BQ], sf[FW_BQ * FM_SMAX];
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, g = lane >> 2, c = lane & 3;
+    const int h = blockIdx.y, kvh = h / (Hq / Hkv);
+    const int t0 = (gridDim.x - 1 - blockIdx.x) * FW_BQ; /* the longest key ranges first */
+    const int64_t Dkv = (int64_t)D * Hkv;
+    /* before the wait: every warp reads the 16 rows' spans (lane r and r + 16: row r), the block's
+     * key range, and the lowest position of the run (pm) */
+    int p, lo;
+    attn_span(pos, t0 + (lane & 15), T, window, &p, &lo);
+    if (w == 0 && lane < FW_BQ) s_p[lane] = p;
+    int kmin = p >= 0 ? lo : 0x7fffffff, kmax = p, wlo = lo, wp = p >= 0 ? p : -1, pm = 0x7fffffff;
+    for (int t = lane; t < T; t += 32) pm = min(pm, pos[t]);
 #pragma unroll
-        for (int k = 0; k < D / 32; k++) {
-            const int d = lane + 32 * k;
-            const float v = so[r * SO + d] * inv;
-            dst[ob + d] = v;
-            if (xq) q8_1_store(xq + (ob + d) / 32, v, lane);
-        }
+    for (int o = 16; o > 0; o >>= 1) {
+        kmin = min(kmin, __shfl_xor_sync(0xffffffffu, kmin, o));
+        kmax = max(kmax, __shfl_xor_sync(0xffffffffu, kmax, o));
+        wlo = max(wlo, __shfl_xor_sync(0xffffffffu, wlo, o));
+        wp = min(wp, __shfl_xor_sync(0xffffffffu, wp, o));
+        pm = min(pm, __shfl_xor_sync(0xffffffffu, pm, o));
     }
+    const int qp[2] = {__shfl_sync(0xffffffffu, p, g), __shfl_sync(0xffffffffu, p, g + 8)};
+    const int qlo[2] = {__shfl_sync(0xffffffffu, lo, g), __shfl_sync(0xffffffffu, lo, g + 8)};
+    /* the split: z of Sa = min(S, ceil(tiles / (NW tpw))) over whole tiles (the same Sa in every
+     * block of the row tile) */
+    const int S = gridDim.z, z = blockIdx.z;
+    const int ntr = kmax >= kmin ? (kmax - kmin) / FM_BK + 1 : 1, Sw = (ntr + NW * tpw - 1) / (NW * tpw);
+    const int Se = attn_split_keys(S < Sw ? S : Sw, z, FM_BK, &kmin, &kmax);
+    if (z >= Se) return;
+    const int nts = kmin <= kmax ? (kmax - kmin) / FM_BK + 1 : 0; /* this split's tiles */
+    const int nwt = nts > w ? (nts - w + NW - 1) / NW : 0;      /* warp w's: w, w + NW, ... */
+    uint16_t *ring = skv + (size_t)w * NB * 2 * TILE;
+    /* the warp's i-th tile into ring slot i % NB; always one commit (empty past its tiles), so that
+     * before tile i exactly NB - 1 later groups may be pending */
+    auto issue = [&](int i) {
+        if (i < nwt) {
+            uint16_t *sk = ring + (i % NB) * 2 * TILE;
+            fm_issue_tile<D, 32>(sk, sk + TILE, kc, vc, kmin + (w + i * NW) * FM_BK, kmax, Dkv, kvh, lane);
+        } else {
+            cu_cp_commit();
+        }
+    };
+    int issued = 0;
+    while (issued < NB && issued < nwt && kmin + (w + issued * NW) * FM_BK + FM_BK - 1 < pm) issue(issued++); /* old keys only */
+    CU_PDL_WAIT();
+    while (issued < NB) issue(issued++);
+    fm_stage_q<D, FW_BQ, NTH>(sq, q, t0, T, Hq, h, rp, s_p);
+    __syncthreads();
+    uint32_t qa[KS][4];
+    fm_q_frags<D>(qa, sq, g, c);
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, o[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    for (int i = 0; i < nwt; i++) {
+        cu_cp_wait<NB - 1>();
+        __syncwarp(); /* every lane's copies of tile i landed */
+        const uint16_t *sk = ring + (i % NB) * 2 * TILE;
+        fm_tile<D>(sk, sk + TILE, qa, kmin + (w + i * NW) * FM_BK, kmax, wlo, wp, qp, qlo, scale, softcap, m, l, o);
+        __syncwarp(); /* every lane is done with slot i % NB */
+        issue(i + NB);
+    }
+    cu_cp_wait<0>();
+#pragma unroll
+    for (int ri = 0; ri < 2; ri++) {
+        l[ri] += __shfl_xor_sync(0xffffffffu, l[ri], 1);
+        l[ri] += __shfl_xor_sync(0xffffffffu, l[ri], 2);
+    }
+    __syncthreads(); /* every warp is past its ring: the staging goes over it */
+    float *ow = so + (size_t)w * FW_BQ * SO;
+#pragma unroll
+    for (int n = 0; n < NT; n++) {
+        *(float2 *)&ow[g * SO + 8 * n + 2 * c] = make_float2(o[n][0], o[n][1]);
+        *(float2 *)&ow[(g + 8) * SO + 8 * n + 2 * c] = make_float2(o[n][2], o[n][3]);
+    }
+    if (c == 0) s_mw[w][g] = m[0], s_lw[w][g] = l[0], s_mw[w][g + 8] = m[1], s_lw[w][g + 8] = l[1];
+    __syncthreads();
+    /* the warps' merge, in warp order: element (r, d) by one thread, into warp 0's staging */
+    for (int i = tid; i < FW_BQ * D; i += NTH) {
+        const int r = i / D, d = i % D;
+        float M = -INFINITY;
+#pragma unroll
+        for (int v = 0; v < NW; v++) M = fmaxf(M, s_mw[v][r]);
+        float acc = 0.0f, L = 0.0f;
+#pragma unroll
+        for (int v = 0; v < NW; v++) {
+            const float f = s_mw[v][r] == -INFINITY ? 0.0f : expf(s_mw[v][r] - M);
+            acc += so[((size_t)v * FW_BQ + r) * SO + d] * f;
+            L += s_lw[v][r] * f;
+        }
+        so[r * SO + d] = acc;
+        if (d == 0) s_m[r] = M, s_l[r] = L;
+    }
+    __syncthreads();
+    if (Se > 1) { /* partials (m, l, O) per query; the last split block of the row tile merges */
+        const int64_t tile = (int64_t)blockIdx.x * Hq + h;
+        fm_put_partial<D, FW_BQ, NTH>(part + (tile * S + z) * FW_BQ * FM_PS(D), so, s_m, s_l);
+        if (!block_arrives_last(&cnt[tile], (unsigned)Se, &s_last)) return;
+        fm_merge<D, FW_BQ, NTH>(part + tile * S * FW_BQ * FM_PS(D), Se, so, sf, s_l);
+        if (tid == 0) cnt[tile] = 0; /* for the next kernel that counts on it */
+        __syncthreads();
+    }
+    fm_write_out<D, FW_BQ, NW>(dst, xq, so, s_l, t0, T, Hq, h);
 }
 
 static int fattn_mma = 1; /* cu_fattn_set_mma */
@@ -422,10 +606,29 @@ static int fm_splits(const cu_attn_args *a, int split_on) {
     return s;
 }
 
+/* k_fattn_ws for at most fw_tmax queries (cu_fattn_set_ws; env SB_CUDA_FATTN_WS=0 off) */
+static int fw_on = 1;
+#define FW_TMAX 64
+#define FW_TPW 3 /* key tiles a warp before the range is split over blocks */
+extern "C" void cu_fattn_set_ws(int on) { fw_on = on ? 1 : 0; }
+static bool fw_takes(const cu_attn_args *a) { return fw_on && a->T <= FW_TMAX; }
+
+/* k_fattn_ws's splits over blocks: one block an SM (its rings fill the shared memory), at most FM_SMAX */
+static int fw_splits(const cu_attn_args *a, int split_on) {
+    const int64_t blocks = (a->T + FW_BQ - 1) / FW_BQ * a->Hq;
+    if (!fm_sms) fm_sms = cu_sm_count() > 0 ? cu_sm_count() : 132;
+    int s = (int)((int64_t)fm_sms / (blocks > 0 ? blocks : 1));
+    s = s > FM_SMAX ? FM_SMAX : s < 1 ? 1 : s;
+    if (!split_on || blocks > CU_ATT_COUNTERS) s = 1;
+    return s;
+}
+
 extern "C" uint64_t cu_fattn_mma_scratch(const cu_attn_args *a, int split_on) {
     if (!cu_fattn_mma_takes(a)) return 0;
-    const int S = fm_splits(a, split_on);
-    return S > 1 ? (uint64_t)((a->T + FM_BQ - 1) / FM_BQ) * (uint64_t)a->Hq * (uint64_t)S * FM_BQ * (uint64_t)FM_PS(a->D) : 0;
+    const int S = fm_splits(a, split_on), Sw = fw_splits(a, split_on);
+    const uint64_t fm = S > 1 ? (uint64_t)((a->T + FM_BQ - 1) / FM_BQ) * (uint64_t)a->Hq * (uint64_t)S * FM_BQ * (uint64_t)FM_PS(a->D) : 0;
+    const uint64_t fw = Sw > 1 ? (uint64_t)((a->T + FW_BQ - 1) / FW_BQ) * (uint64_t)a->Hq * (uint64_t)Sw * FW_BQ * (uint64_t)FM_PS(a->D) : 0;
+    return fm > fw ? fm : fw;
 }
 
 template <int D> static size_t fm_smem_bytes() {
@@ -450,6 +653,38 @@ static sb_status fm_launch(cudaStream_t st, float *dst, const float *q, const vo
     return cu_after_launch("k_fattn_mma");
 }
 
+/* k_fattn_ws<D, NW, NB> with the deepest ring (NB <= 3) the device's per-block shared memory holds;
+ * NW: 4 warps at head_dim 64, 2 at 128 (a ring slot of 4 warps would not fit sm_86's 99 KB) */
+template <int D, int NW, int NB> static size_t fw_smem_bytes() { return (size_t)FW_BQ * (D + 8) * 2 + (size_t)NW * NB * 2 * FM_BK * (D + 8) * 2; }
+template <int D, int NW, int NB>
+static sb_status fw_launch1(cudaStream_t st, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
+                            dim3 grid, fm_rope rp, float *scratch, unsigned *counters) {
+    static int attr; /* the opt-in above 48 KB, once per instance */
+    const size_t smem = fw_smem_bytes<D, NW, NB>();
+    if (!attr) {
+        const cudaError_t e = cudaFuncSetAttribute(k_fattn_ws<D, NW, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess)
+            return sb_fail(SB_ERR_DEVICE, "cuda: k_fattn_ws<%d, %d, %d> shared memory of %zu bytes: %s", D, NW, NB, smem, cudaGetErrorString(e));
+        attr = 1;
+    }
+    cu_launch_smem(k_fattn_ws<D, NW, NB>, grid, NW * 32, smem, st, dst, q, (const uint16_t *)k, (const uint16_t *)v, pos, (int)a->T, (int)a->Hq,
+                   (int)a->Hkv, a->scale, a->softcap, a->window, rp, (blk_q8_1 *)a->xq, scratch, counters, FW_TPW);
+    return cu_after_launch("k_fattn_ws");
+}
+template <int D, int NW>
+static sb_status fw_launch(cudaStream_t st, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
+                           dim3 grid, fm_rope rp, float *scratch, unsigned *counters) {
+    static int optin; /* the device's per-block shared memory opt-in, minus ~4 KB of the kernel's static arrays */
+    if (!optin) {
+        int dev = 0, b = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&b, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) b = 48 << 10;
+        optin = b - (4 << 10);
+    }
+    if (fw_smem_bytes<D, NW, 3>() <= (size_t)optin) return fw_launch1<D, NW, 3>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
+    if (fw_smem_bytes<D, NW, 2>() <= (size_t)optin) return fw_launch1<D, NW, 2>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
+    return fw_launch1<D, NW, 1>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
+}
+
 extern "C" sb_status cu_fattn_mma(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
                                   int split_on, float *scratch, uint64_t scratch_floats, unsigned *counters) {
     if (!cu_fattn_mma_takes(a) || ((uintptr_t)k | (uintptr_t)v) % 16)
@@ -457,6 +692,13 @@ extern "C" sb_status cu_fattn_mma(cu_stream s, float *dst, const float *q, const
                        "16-byte aligned, sm_80+ only)", a->ctype, (long long)a->D, k, v);
     if (a->T <= 0) return SB_OK;
     const fm_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
+    if (fw_takes(a)) {
+        int Sw = fw_splits(a, split_on);
+        if (Sw > 1 && (!scratch || !counters || scratch_floats < cu_fattn_mma_scratch(a, split_on) || (uintptr_t)scratch % 16)) Sw = 1;
+        const dim3 gw(cu_div_up(a->T, FW_BQ), (unsigned)a->Hq, (unsigned)Sw);
+        return a->D == 64 ? fw_launch<64, 4>((cudaStream_t)s, dst, q, k, v, pos, a, gw, rp, scratch, counters)
+                          : fw_launch<128, 2>((cudaStream_t)s, dst, q, k, v, pos, a, gw, rp, scratch, counters);
+    }
     int S = fm_splits(a, split_on);
     if (S > 1 && (!scratch || !counters || scratch_floats < cu_fattn_mma_scratch(a, split_on) || (uintptr_t)scratch % 16)) S = 1;
     const dim3 grid(cu_div_up(a->T, FM_BQ), (unsigned)a->Hq, (unsigned)S);

@@ -390,6 +390,9 @@ void cu_fattn_set_split(int on);
  * mma.sync (f16 Q and P, f32 accumulation: ~1e-3 relative error); 0 off: k_fattn.cu's f32 kernel. */
 void cu_fattn_set_mma(int on);
 void cu_fattn_mma_set_tmin(int t); /* it takes more than t queries (default 1: every prefill) */
+/* its 16-query blocks whose warps split the keys (k_fattn_ws) for at most 64 queries (process-wide;
+ * env SB_CUDA_FATTN_WS): 1 on (default), 0 off (64-query blocks, keys split over blocks only) */
+void cu_fattn_set_ws(int on);
 /* Does cu_attention_prefill take the tensor-core kernel for a (knob on, F16 cache, head_dim 64/128,
  * sm_80+; it also needs 16-byte aligned caches, else k_fattn.cu runs)? */
 bool cu_fattn_mma_takes(const cu_attn_args *a);
