@@ -83,14 +83,13 @@ fi
 SB_CUDA_PDL=0 timeout 180 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_nopdl.log" 2>&1
 SB_CUDA_PDL=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_nopdl.log" 2>&1
 echo "SB_CUDA_PDL=0: ops $(tail -1 "$OUTD/test_cuda_ops_nopdl.log"); models $(tail -1 "$OUTD/test_cuda_models_nopdl.log")"
-# the tests under the opt-in knobs (GEMV prologues, register quantizers) and
-# with the previous defaults (the fallbacks every default keeps)
-SB_CUDA_PRO=1 SB_CUDA_AQ=1 SB_CUDA_FATTN_SPLIT=0 timeout 180 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_knobs.log" 2>&1
-SB_CUDA_PRO=1 SB_CUDA_AQ=1 SB_CUDA_FATTN_SPLIT=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_knobs.log" 2>&1
+# the tests under the opt-in knobs (register quantizers) and with the previous defaults (the
+# fallbacks every default keeps)
+SB_CUDA_AQ=1 SB_CUDA_FATTN_SPLIT=0 SB_CUDA_FATTN_WS=0 timeout 180 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_knobs.log" 2>&1
+SB_CUDA_AQ=1 SB_CUDA_FATTN_SPLIT=0 SB_CUDA_FATTN_WS=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_knobs.log" 2>&1
 echo "opt-in knobs: ops $(tail -1 "$OUTD/test_cuda_ops_knobs.log"); models $(tail -1 "$OUTD/test_cuda_models_knobs.log")"
-SB_CUDA_PRO=2 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_pro2.log" 2>&1
 SB_CUDA_REG=0 SB_CUDA_ROPEK=0 SB_CUDA_ATTN=3 SB_CODEGEN=0 SB_CUDA_MMA_SMALL=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_old.log" 2>&1
-echo "norm prologues in k_gemv_reg: models $(tail -1 "$OUTD/test_cuda_models_pro2.log"); previous defaults: models $(tail -1 "$OUTD/test_cuda_models_old.log")"
+echo "previous defaults: models $(tail -1 "$OUTD/test_cuda_models_old.log")"
 # the generated kernels: every test model's groups compiled, run against the hand-written kernels bit for bit
 if [ -x "$TBIN/runtime_test_cuda_codegen" ]; then
     XDG_CACHE_HOME=/tmp/sb-gpu-cache timeout 240 "$TBIN/runtime_test_cuda_codegen" >"$OUTD/test_cuda_codegen.log" 2>&1; cg_rc=$?
@@ -113,7 +112,7 @@ if [ $bench_rc -ne 0 ]; then
 fi
 SB_CUDA_GRAPH=0 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0 >"$OUTD/bench_eager.md" 2>&1
 # the defaults against the alternatives, one knob at a time (tg64 at depth 0 and 4096 each)
-VARIANTS="${SB_GPU_VARIANTS:-SB_CODEGEN=0 SB_CUDA_REG=0 SB_CUDA_ROPEK=0 SB_CUDA_ATTN=3 SB_CUDA_PRO=2 SB_CUDA_GLU_PAIR=0 SB_CUDA_REG_MIX=0
+VARIANTS="${SB_GPU_VARIANTS:-SB_CODEGEN=0 SB_CUDA_REG=0 SB_CUDA_ROPEK=0 SB_CUDA_ATTN=3 SB_CUDA_GLU_PAIR=0 SB_CUDA_REG_MIX=0
 SB_CUDA_FUSE=0}" # words: comma-separated knobs of one run
 for v in $VARIANTS; do
     env $(echo "$v" | tr ',' ' ') timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0,4096 -r 3 >"$OUTD/bench_$v.md" 2>&1

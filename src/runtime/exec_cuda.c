@@ -70,7 +70,6 @@ void exec_cuda_set_mma_small_tmax(int64_t t) { (void)t; }
 void exec_cuda_set_fuse(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_fuse_glu_pair(exec_cuda *cx, bool on) { (void)cx, (void)on; }
-void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) { (void)cx, (void)mode; }
 void exec_cuda_set_act_fast(bool on) { (void)on; }
 void exec_cuda_set_fattn_split(bool on) { (void)on; }
 void exec_cuda_set_fattn_mma(bool on) { (void)on; }
@@ -91,7 +90,6 @@ size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
 #include "codegen/cg.h"
 
 #define CX_MAX_PLANS 16
-#define PRO_REG 2 /* exec_cuda.pro: norms into the launches k_gemv_reg takes */
 #define PROF_FAMILIES (IR_OP_COUNT + SB_TYPE_COUNT) /* ops, then matmul per weight type */
 
 typedef struct devbuf {
@@ -130,7 +128,6 @@ typedef struct cplan {
     uint64_t *moved;      /* per alias root: arena offset of its private copy (UINT64_MAX: the plan's) */
     int32_t *qrope;       /* per ATTENTION node: the ROPE of Q it applies as it loads q (-1 none) */
     int32_t *krope;       /* per matmul: the ROPE (+ its kv_store) its multi-GEMV launch does (-1 none) */
-    int32_t *pro;         /* per matmul (a launch's leader): the RMS_NORM_QUANT / GLU_QUANT node it runs as its prologue (-1 none) */
     int32_t *gpair;       /* per matmul (a gate/up launch's leader): the GLU_QUANT whose act(gate) * up it writes into the
                            * gate's memory, rows taken as gate/up pairs — that node then only quantizes (plan_glu_pairs; -1 none) */
     uint64_t moved_bytes; /* the private region, at al(p->arena_bytes) */
@@ -162,9 +159,6 @@ struct exec_cuda {
     bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=0 off; exec_cuda_set_fuse) */
     bool ropek;           /* K's RoPE into the multi-GEMV launch (default on; env SB_CUDA_ROPEK=0 off) */
     bool glu_pair;        /* an FFN's GLU computed by its gate/up launch (plan_glu_pairs; default on; env SB_CUDA_GLU_PAIR=0 off) */
-    int pro;              /* norm / GLU quantization as GEMV prologues, decode values unshared (env SB_CUDA_PRO): 0 off (default),
-                           * 1 every fitting norm and GLU, 2 norms into launches k_gemv_reg takes (PRO_REG); 1 and 2 measured
-                           * slower on the H200 (bench/NOTES.md) */
     bool gf_single;       /* single T = 1 GEMVs through the fused-GEMV kernel too (env SB_CUDA_GF1=1; off: k_mmvq measured faster) */
     int sms;
     int attn_variant;     /* attention kernels (env SB_CUDA_ATTN): 1, 2 (k_attention.cu), 3 = 2 for decode, k_fattn.cu for prefill,
@@ -203,10 +197,6 @@ bool exec_cuda_available(char *why, size_t cap) {
 static bool env_not0(const char *name) {
     const char *e = getenv(name);
     return !(e && e[0] == '0');
-}
-static int env_pro(void) {
-    const char *pv = getenv("SB_CUDA_PRO");
-    return pv && pv[0] >= '0' && pv[0] <= '2' ? pv[0] - '0' : 0;
 }
 
 sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
@@ -256,7 +246,6 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->fuse = env_not0("SB_CUDA_FUSE");
     cx->ropek = env_not0("SB_CUDA_ROPEK");
     cx->glu_pair = env_not0("SB_CUDA_GLU_PAIR");
-    cx->pro = env_pro();
     const char *g1 = getenv("SB_CUDA_GF1");
     cx->gf_single = g1 && g1[0] == '1';
     const char *sk = getenv("SB_CUDA_SKIP");
@@ -276,10 +265,10 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (r1) cu_gemv_set_reg_one(r1[0] != '0');
     const char *aq = getenv("SB_CUDA_AQ");
     if (aq) cu_act_set_fast(aq[0] == '1');
-    const char *gt = getenv("SB_CUDA_GF_TUNE"); /* "blocks_per_sm,rows,prefetch,warps" (autotuning experiments) */
+    const char *gt = getenv("SB_CUDA_GF_TUNE"); /* "rows,prefetch,warps": k_gemv_fused's launch shape (autotuning experiments) */
     if (gt) {
-        int bps = 0, rows = 0, pf = 1, nw = 4;
-        if (sscanf(gt, "%d,%d,%d,%d", &bps, &rows, &pf, &nw) >= 1) cu_gemv_set_tuning(bps, rows, pf, nw);
+        int rows = 0, pf = 1, nw = 4;
+        if (sscanf(gt, "%d,%d,%d", &rows, &pf, &nw) >= 1) cu_gemv_set_tuning(rows, pf, nw);
     }
     const char *fg = getenv("SB_CUDA_FATTN_G"); /* flash-attention prefill variant (k_fattn.cu) */
     if (fg) cu_fattn_set_groups(atoi(fg));
@@ -348,7 +337,6 @@ static void cplan_clear(cplan *c) {
     free(c->moved);
     free(c->qrope);
     free(c->krope);
-    free(c->pro);
     free(c->gpair);
     free(c->cg);
     memset(c, 0, sizeof *c);
@@ -406,12 +394,6 @@ void exec_cuda_set_fuse_glu_pair(exec_cuda *cx, bool on) {
     if (cx->glu_pair == on) return;
     drop_plans(cx);
     cx->glu_pair = on;
-}
-void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode) {
-    const int on = mode >= 0 && mode <= 2 ? mode : 0;
-    if (cx->pro == on) return;
-    drop_plans(cx);
-    cx->pro = on;
 }
 void exec_cuda_set_act_fast(bool on) { cu_act_set_fast(on); }
 void exec_cuda_set_fattn_split(bool on) { cu_fattn_set_split(on); }
@@ -740,7 +722,7 @@ static cu_gemv_seg mm_seg(const ir_graph *g, const ir_node *m) {
 static bool reg_single(const ir_graph *g, const ir_node *m) {
     const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
     const cu_gemv_seg q = mm_seg(g, m);
-    return cu_gemv_reg_fits(&q, 1, w->ne[0], x->dtype, false, false);
+    return cu_gemv_reg_fits(&q, 1, w->ne[0], x->dtype, false);
 }
 
 /* T = 1 matmuls of one activation (Q/K/V, gate/up; the planner schedules them apart, e.g. K, rope,
@@ -885,60 +867,12 @@ static void plan_attn_quant(const plan *p, cplan *c) {
     }
 }
 
-/* f = RMS_NORM_QUANT (without a fused add) or GLU_QUANT of one row, used only by the T = 1 GEMVs of
- * one launch (a leader and its gnext chain): that launch builds the quantized activation itself in
- * every block (cu_gemv_pro) and f is skipped. Safe when f's inputs still hold their values at the
- * leader (no node in between writes over them) and the launch writes nothing over them (its blocks
- * read them while others write results). */
 #define GF_ROWS_MAX 65536 /* output rows of a fused-GEMV launch (cu_matmul_q8_multi) at most */
-static void plan_prologues(const plan *p, cplan *c, const int32_t *uses, int mode) {
-    const ir_graph *g = p->g;
-    for (int32_t f = 0; f < g->n_nodes; f++) {
-        const ir_node *fn = &g->nodes[f];
-        if ((fn->op != IR_OP_RMS_NORM_QUANT && fn->op != IR_OP_GLU_QUANT) || c->skip[f] || c->epi[f] >= 0 || ir_nrows(fn) != 1) continue;
-        if (mode == PRO_REG && fn->op != IR_OP_RMS_NORM_QUANT) continue;
-        if (fn->ne[0] > 8192 || fn->ne[0] % (fn->dtype == SB_TYPE_Q8_1 ? 32 : 256) || (fn->dtype != SB_TYPE_Q8_1 && fn->dtype != SB_TYPE_Q8_K))
-            continue;
-        int32_t lead = -1;
-        for (int32_t q = f + 1; q < g->n_nodes && lead < 0; q++)
-            if (g->nodes[q].op == IR_OP_MATMUL && g->nodes[q].src[1] == f && !c->skip[q]) lead = q;
-        if (lead < 0) continue;
-        int32_t members = 0;
-        int64_t rows = 0;
-        bool ok = true;
-        for (int32_t m = lead; m >= 0; m = c->gnext[m]) {
-            members++;
-            rows += g->nodes[m].ne[0];
-            if (g->nodes[m].src[1] != f || !multi_ok(g, &g->nodes[m])) ok = false;
-        }
-        /* a wide launch (an LM head) keeps its own GEMV kernel: the prologue would be redone by
-         * thousands of blocks */
-        if (rows > GF_ROWS_MAX) ok = false;
-        if (!ok || members != uses[f]) continue;
-        if (mode == PRO_REG) { /* only where k_gemv_reg takes the launch (one weight type, K it fits) */
-            cu_gemv_seg sg[CU_MULTI_MAX];
-            int ns = 0;
-            for (int32_t m = lead; m >= 0 && ns < CU_MULTI_MAX; m = c->gnext[m]) sg[ns++] = mm_seg(g, &g->nodes[m]);
-            if (members > CU_MULTI_MAX || !cu_gemv_reg_fits(sg, ns, fn->ne[0], fn->dtype, true, false)) continue;
-        }
-        ir_ref in[2] = {fn->src[0], fn->src[1]};
-        for (int k = 0; k < 2 && ok; k++) {
-            if (in[k] == IR_NONE) continue;
-            for (int32_t q = f + 1; q < lead && ok; q++)
-                if (!(ir_ops[g->nodes[q].op].flags & OPF_INPUT) && overlap(p, c, q, in[k])) ok = false;
-            for (int32_t m = lead; m >= 0 && ok; m = c->gnext[m])
-                if (overlap(p, c, mm_out(c, m), in[k])) ok = false;
-        }
-        if (!ok) continue;
-        c->pro[lead] = f;
-        c->skip[f] = 1;
-    }
-}
 
 
 /* GLU_QUANT f of one row whose gate and up are the two matmuls of one T = 1 launch (the gate
  * leading, the up its only member), each used only by f, written without a fused ADD, KV-cache
- * column or RoPE, the launch without a prologue and one k_gemv_reg takes as gate/up pairs: that
+ * column or RoPE, and one k_gemv_reg takes as gate/up pairs: that
  * launch writes act(gate) * up into the gate's memory, and f only quantizes it (cu_quantize_act:
  * the same f32 values and quantizer as cu_glu_quant, so the same bits) — the GLU's loads of two rows
  * and its activation function leave the chain's one-block kernel for the GEMV's epilogue. Safe: f
@@ -951,11 +885,11 @@ static void plan_glu_pairs(const plan *p, cplan *c, const int32_t *uses) {
         if (fn->op != IR_OP_GLU_QUANT || c->skip[f] || ir_nrows(fn) != 1) continue;
         const ir_ref gs = fn->src[0], us = fn->src[1];
         if (gs < 0 || us < 0 || g->nodes[gs].op != IR_OP_MATMUL || g->nodes[us].op != IR_OP_MATMUL) continue;
-        if (c->skip[gs] || c->gnext[gs] != us || c->gnext[us] >= 0 || uses[gs] != 1 || uses[us] != 1 || c->pro[gs] >= 0) continue;
+        if (c->skip[gs] || c->gnext[gs] != us || c->gnext[us] >= 0 || uses[gs] != 1 || uses[us] != 1) continue;
         if (c->epi[gs] >= 0 || c->epi[us] >= 0 || c->vstore[gs] >= 0 || c->vstore[us] >= 0 || c->krope[gs] >= 0 || c->krope[us] >= 0) continue;
         const ir_node *x = &g->nodes[g->nodes[gs].src[1]];
         const cu_gemv_seg sg[2] = {mm_seg(g, &g->nodes[gs]), mm_seg(g, &g->nodes[us])};
-        if (!cu_gemv_reg_fits(sg, 2, x->ne[0], x->dtype, false, true)) continue;
+        if (!cu_gemv_reg_fits(sg, 2, x->ne[0], x->dtype, true)) continue;
         c->gpair[gs] = f;
     }
 }
@@ -1138,7 +1072,7 @@ static void plan_group_jobs(const plan *p, cplan *c) {
  * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
  * o only exactly (each element is read, then written, by one thread). Bit-identical: the same
  * f32 (W x) + o. */
-static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro, bool glu_pair) {
+static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, bool glu_pair) {
     const ir_graph *g = p->g;
     int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
     c->epi = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->epi);
@@ -1151,30 +1085,15 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro, bool
     c->moved = (uint64_t *)malloc((size_t)g->n_nodes * sizeof *c->moved);
     c->qrope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->qrope);
     c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
-    c->pro = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->pro);
     c->gpair = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gpair);
-    if (!uses || !c->epi || !c->skip || !c->gnext || !c->mnext || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->pro || !c->gpair) {
+    if (!uses || !c->epi || !c->skip || !c->gnext || !c->mnext || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->gpair) {
         free(uses);
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
     }
     ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->mnext[i] = c->rnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->pro[i] = c->gpair[i] = -1, c->moved[i] = UINT64_MAX;
+    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->mnext[i] = c->rnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->gpair[i] = -1, c->moved[i] = UINT64_MAX;
     const uint64_t base = al(p->arena_bytes);
     uint64_t at = base;
-    /* with the prologues: a decode plan's activations are small, so each value (alias root) gets
-     * memory of its own after the plan's region and no fusion is refused because the memory plan
-     * reused a buffer (on the H200 this alone cost ~7% of tg64: bench/NOTES.md) */
-    if (pro && p->n_tokens <= 1) {
-        uint64_t need = 0;
-        for (int32_t i = 0; i < g->n_nodes; i++)
-            if (p->vals[i].alias == i && p->vals[i].input < 0 && !(ir_ops[g->nodes[i].op].flags & OPF_INPUT)) need += al(p->vals[i].bytes);
-        if (need <= ((uint64_t)256 << 20))
-            for (int32_t i = 0; i < g->n_nodes; i++)
-                if (p->vals[i].alias == i && p->vals[i].input < 0 && !(ir_ops[g->nodes[i].op].flags & OPF_INPUT)) {
-                    c->moved[i] = at;
-                    at += al(p->vals[i].bytes);
-                }
-    }
     for (int32_t i = 0; i + 1 < g->n_nodes; i++) {
         const ir_node *m = &g->nodes[i], *a = &g->nodes[i + 1];
         if (m->op != IR_OP_MATMUL || a->op != IR_OP_ADD || uses[i] != 1) continue;
@@ -1208,7 +1127,6 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro, bool
     plan_groups(p, c, uses, &at, ropek);
     plan_qrope(p, c, uses);
     plan_attn_quant(p, c);
-    if (pro) plan_prologues(p, c, uses, pro);
     if (glu_pair) plan_glu_pairs(p, c, uses);
     const char *mg = getenv("SB_CUDA_MMA_GROUP"); /* prefill GEMMs of one activation in one launch (default on; 0 off; 2 adjacent ones only) */
     /* SB_CUDA_MMA_PAIR=0: one weight type a group (no Q8_0 V beside Q5_0 K and Q) */
@@ -1223,7 +1141,7 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, int pro, bool
 int32_t exec_cuda_count_fusions(const plan *p) {
     cplan c = {0};
     int32_t n = -1;
-    if (plan_fusions(p, &c, env_not0("SB_CUDA_ROPEK"), env_pro(), env_not0("SB_CUDA_GLU_PAIR")) == SB_OK) { /* as a new context would */
+    if (plan_fusions(p, &c, env_not0("SB_CUDA_ROPEK"), env_not0("SB_CUDA_GLU_PAIR")) == SB_OK) { /* as a new context would */
         n = 0;
         for (int32_t i = 0; i < p->g->n_nodes; i++) n += c.skip[i];
     }
@@ -1277,7 +1195,7 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
                 if (f > scratch) scratch = f;
             }
         }
-    if (st == SB_OK && cx->fuse) st = plan_fusions(p, c, cx->ropek, cx->pro, cx->glu_pair);
+    if (st == SB_OK && cx->fuse) st = plan_fusions(p, c, cx->ropek, cx->glu_pair);
     for (int32_t i = 0; st == SB_OK && c->mnext && i < p->g->n_nodes; i++) { /* a split MMA group's partials: its members' together */
         if (c->mnext[i] < 0 || c->skip[i]) continue;
         uint64_t f = 0;
@@ -1793,7 +1711,7 @@ static sb_status run_node(crun *r, int32_t i) {
         const ir_node *w = SRC(0), *x = SRC(1);
         if (r->c->mnext && r->c->mnext[i] >= 0) return run_matmul_group(r, i);
         r->n_kernels++;
-        if (r->c->gnext && (r->c->gnext[i] >= 0 || r->c->vstore[i] >= 0 || r->c->krope[i] >= 0 || r->c->pro[i] >= 0 ||
+        if (r->c->gnext && (r->c->gnext[i] >= 0 || r->c->vstore[i] >= 0 || r->c->krope[i] >= 0 ||
                             (multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX && (r->cx->gf_single || reg_single(g, n))))) { /* one launch for the group (Q/K/V, gate/up), or a T = 1 GEMV */
             cu_gemv_seg seg[CU_MULTI_MAX];
             int ns = 0;
@@ -1820,18 +1738,8 @@ static sb_status run_node(crun *r, int32_t i) {
                     q->ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
                 }
             }
-            cu_gemv_pro pro = {.kind = CU_PRO_NONE};
-            if (r->c->pro[i] >= 0) { /* the norm or GLU quantization before it, as the prologue */
-                const ir_node *f = &g->nodes[r->c->pro[i]];
-                if (f->op == IR_OP_RMS_NORM_QUANT)
-                    pro = (cu_gemv_pro){.kind = CU_PRO_NORM, .x = (const float *)dptr(r, f->src[0]),
-                                        .w = f->src[1] != IR_NONE ? (const float *)dptr(r, f->src[1]) : NULL, .eps = f->fp[0]};
-                else
-                    pro = (cu_gemv_pro){.kind = CU_PRO_GLU, .g = (const float *)dptr(r, f->src[0]), .u = (const float *)dptr(r, f->src[1]),
-                                        .gelu = f->ip[0] == IR_OP_GEGLU};
-            }
-            if (r->c->gpair[i] >= 0) pro.pair_glu = g->nodes[r->c->gpair[i]].ip[0] == IR_OP_GEGLU ? 2 : 1; /* gate/up writing the GLU */
-            return cu_matmul_q8_multi(s, seg, ns, w->ne[0], pro.kind == CU_PRO_NONE ? SP(1) : NULL, x->dtype, r->cx->d_pos, &pro);
+            const int pair_glu = r->c->gpair[i] >= 0 ? (g->nodes[r->c->gpair[i]].ip[0] == IR_OP_GEGLU ? 2 : 1) : 0; /* gate/up writing the GLU */
+            return cu_matmul_q8_multi(s, seg, ns, w->ne[0], SP(1), x->dtype, r->cx->d_pos, pair_glu);
         }
         return run_matmul_one(r, i);
     }

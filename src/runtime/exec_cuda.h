@@ -119,8 +119,8 @@ void exec_cuda_set_mma_small_tmax(int64_t t);
 
 /* Executor-level fusions (default on; env SB_CUDA_FUSE=0 turns them off; docs/cuda.md): GEMV
  * epilogues (bias / residual adds), K's RoPE writing the KV cache, residual add + rms_norm_quant,
- * T = 1 matmuls of one activation as one multi-GEMV launch (with V's kv_store; opt-in: K's RoPE
- * + kv_store, the RMSNorm / GLU quantization as the launch's prologue), Q's RoPE and the q8_1 quantize of the output inside
+ * T = 1 matmuls of one activation as one multi-GEMV launch (with V's kv_store and K's RoPE
+ * + kv_store; an FFN's gate/up computing the GLU), Q's RoPE and the q8_1 quantize of the output inside
  * the attention. Results match the unfused path (the same arithmetic per value). Changing it drops
  * per-plan state. */
 void exec_cuda_set_fuse(exec_cuda *cx, bool on);
@@ -132,12 +132,6 @@ void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on);
  * gate/up pairs), the GLU_QUANT node then only quantizing it: default on (env SB_CUDA_GLU_PAIR=0
  * off); the same bits either way. Changing it drops per-plan state. */
 void exec_cuda_set_fuse_glu_pair(exec_cuda *cx, bool on);
-/* The RMSNorm / GLU quantization as the T = 1 GEMV launch's prologue, every decode value in memory
- * of its own: mode 0 off (default), 1 every norm and GLU that fits (env SB_CUDA_PRO=1), 2 the norms
- * of launches the registers-before-the-wait GEMV takes (k_gemv_reg, K <= 1024; SB_CUDA_PRO=2).
- * 1 and 2 cut kernels but measured slower on the H200 (every block redoes the prologue; NOTES.md).
- * Changing it drops per-plan state. */
-void exec_cuda_set_fuse_pro(exec_cuda *cx, int mode);
 /* The one-row-in-registers standalone quantizers (act_build; env SB_CUDA_AQ=1; default: the
  * 1024-thread kernels, measured ~1% faster). Process-wide. */
 void exec_cuda_set_act_fast(bool on);

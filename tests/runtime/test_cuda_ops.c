@@ -47,9 +47,7 @@ static int32_t last_kernels;  /* kernels the last CUDA run launched */
 static float *last_y;         /* a copy of the last CUDA run's first output (last_n values) */
 static int64_t last_n;
 static bool ropek_on = false; /* the SB_CUDA_ROPEK experiment (with fuse_on) */
-static bool pro_on = false;   /* the SB_CUDA_PRO GEMV prologues (with fuse_on) */
 static bool glu_pair_on = true; /* the GLU in the gate/up launch (with fuse_on; exec_cuda_set_fuse_glu_pair, default on) */
-static int pro_mode = 1;      /* which: 1 every norm and GLU, 2 norms into k_gemv_reg launches */
 static bool fattn_mma = true;  /* the tensor-core flash prefill (exec_cuda_set_fattn_mma; default on) */
 /* The NMSE limit of an attention with T > 1 on the flash path (variants 3 and 4): F16 caches with
  * head_dim 64 or 128 take k_fattn_mma.cu while fattn_mma is on — f16 Q and P (f32 accumulation)
@@ -130,7 +128,6 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     exec_cuda_set_attn_small(cx, attn_small);
     exec_cuda_set_fuse(cx, fuse_on);
     exec_cuda_set_fuse_ropek(cx, fuse_on && ropek_on);
-    exec_cuda_set_fuse_pro(cx, !fuse_on ? 0 : pro_on ? pro_mode : 0);
     exec_cuda_set_fuse_glu_pair(cx, glu_pair_on);
     exec_bindings ebc = {.data = dc, .n_data = pc->n_inputs};
     float *outs[4] = {yc, NULL, NULL, NULL}; /* outputs after the first (compared) one: read back, not compared */
@@ -539,61 +536,6 @@ static void test_wide_gemv(void) {
     }
 }
 
-/* the RMSNorm / GLU quantization before T = 1 GEMVs run as the GEMV launch's prologue (every block
- * builds the q8 activation in shared memory): norm (q8_1 and q8_K) -> one GEMV and -> two GEMVs of
- * one launch; GLU (SiLU, GELU) -> a long-K GEMV (four warps a row) with a residual epilogue */
-static void test_prologues(void) {
-    const int64_t N = 70;
-    const int on = 1;
-    pro_on = true;
-    for (int k = 0; k < 4; k++) { /* norm: Q8_0 (q8_1) and Q4_K (q8_K) weights; one or two GEMVs */
-        const int wt = k % 2 ? SB_TYPE_Q4_K : SB_TYPE_Q8_0, two = k / 2;
-        const int64_t K = 768;
-        float *x = rnd(K, 2.0f), *wn = rnd(K, 1.0f), *w0 = rnd(K * N, 0.1f), *w1 = rnd(K * N, 0.1f);
-        void *q0 = quant_rows(wt, w0, K, N), *q1 = quant_rows(wt, w1, K, N);
-        ir_graph *g;
-        ir_graph_create(&g);
-        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, 1, 1, 1});
-        ir_ref h = ir_mul(g, ir_rms_norm(g, xr, 1e-6f), ir_input_weight(g, "wn", SB_TYPE_F32, (int64_t[4]){K, 1, 1, 1}));
-        ir_ref y = ir_matmul(g, ir_input_weight(g, "w0", wt, (int64_t[4]){K, N, 1, 1}), h);
-        if (two) y = ir_mul(g, y, ir_matmul(g, ir_input_weight(g, "w1", wt, (int64_t[4]){K, N, 1, 1}), h));
-        ir_output(g, y, "y");
-        binds b = {.name = {"x", "wn", "w0", "w1"}, .data = {x, wn, q0, q1}, .n = 3 + two};
-        char label[96];
-        snprintf(label, sizeof label, "rms_norm prologue -> %d GEMV %s T=1", 1 + two, ir_dtype_name(wt));
-        expect_fused(g, &b, label, 5e-4, on * (1 + two));
-        if (wt == SB_TYPE_Q4_K && !two) { /* q8_K built in shared memory: the CPU's activation bits */
-            snprintf(label, sizeof label, "rms_norm prologue -> %s T=1 vs CPU q8_K", ir_dtype_name(wt));
-            fuse_on = true;
-            expect(run_cmp(g, &b, label, true), 1e-8, label);
-            fuse_on = false;
-        }
-        ir_graph_free(g);
-        free(x), free(wn), free(w0), free(w1), free(q0), free(q1);
-    }
-    for (int k = 0; k < 4; k++) { /* GLU: SiLU / GELU, Q5_0 (q8_1) and Q6_K (q8_K), K over CU_MMVQ_LONG_K */
-        const int wt = k % 2 ? SB_TYPE_Q6_K : SB_TYPE_Q5_0, gelu = k / 2;
-        const int64_t F = 2560, E = 64;
-        float *gt = rnd(F, 2.0f), *ut = rnd(F, 1.0f), *wd = rnd(F * E, 0.05f), *res = rnd(E, 1.0f);
-        void *qd = quant_rows(wt, wd, F, E);
-        ir_graph *g;
-        ir_graph_create(&g);
-        ir_ref gr = ir_input_weight(g, "g", SB_TYPE_F32, (int64_t[4]){F, 1, 1, 1});
-        ir_ref ur = ir_input_weight(g, "u", SB_TYPE_F32, (int64_t[4]){F, 1, 1, 1});
-        ir_ref rr = ir_input_weight(g, "r", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
-        ir_ref h = gelu ? ir_geglu(g, gr, ur) : ir_swiglu(g, gr, ur);
-        ir_output(g, ir_add(g, rr, ir_matmul(g, ir_input_weight(g, "wd", wt, (int64_t[4]){F, E, 1, 1}), h)), "y");
-        binds b = {.name = {"g", "u", "r", "wd"}, .data = {gt, ut, res, qd}, .n = 4};
-        char label[96];
-        snprintf(label, sizeof label, "%s prologue -> %s K=%lld + residual T=1", gelu ? "geglu" : "swiglu", ir_dtype_name(wt), (long long)F);
-        /* the GLU and the residual (decode values get memory of their own); mode 2 folds norms only */
-        expect_fused(g, &b, label, 5e-4, on * (pro_mode == 2 ? 1 : 2));
-        ir_graph_free(g);
-        free(gt), free(ut), free(wd), free(res), free(qd);
-    }
-    pro_on = false;
-}
-
 /* An FFN block at T = 1, x + down(act(gate(h)) * up(h)), h = rms_norm(x) * w, fused: the gate/up
  * launch computing the GLU (rows as gate/up pairs; two rows a group, or four past one wave) and the
  * GLU node only quantizing — against the f64 reference, and byte-identical to the same plan with
@@ -899,13 +841,6 @@ static void test_qkv_rope_block(void) {
         expect(e, 3e-3, l2);
         printf("%-44s kernels %d -> %d\n", l2, (int)kfused, (int)last_kernels);
         CHECKF(last_kernels == kfused - 1, "%s: %d kernels (fused %d; expected one fewer)", l2, (int)last_kernels, (int)kfused);
-        fuse_on = ropek_on = pro_on = true; /* and the norm's quantization as the Q/K/V launch's prologue */
-        snprintf(l2, sizeof l2, "%s (+rope(K), norm prologue)", label);
-        const double e2 = run_both(g, &b, l2);
-        fuse_on = ropek_on = pro_on = false;
-        expect(e2, 3e-3, l2);
-        printf("%-44s kernels %d -> %d\n", l2, (int)kfused, (int)last_kernels);
-        CHECKF(last_kernels == kfused - 2, "%s: %d kernels (fused %d; expected two fewer)", l2, (int)last_kernels, (int)kfused);
         ir_graph_free(g);
         free(x), free(wn), free(wq), free(wk), free(wv), free(bq), free(bk), free(bv), free(kf), free(vf);
         free(wqq), free(wkq), free(wvq), free(kc), free(vc);
@@ -1423,11 +1358,6 @@ int main(void) {
     test_fused_epilogue();
     test_multi_gemv();
     exec_cuda_set_reg(true);
-    test_prologues();
-    printf("-- norm prologues inside the registers-before-the-wait GEMV (SB_CUDA_PRO=2)\n");
-    pro_mode = 2;
-    test_prologues();
-    pro_mode = 1;
     test_glu_pairs();
     test_add_norm();
     test_norm_rows();

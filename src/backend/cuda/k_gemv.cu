@@ -1,38 +1,29 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * backend/cuda/k_gemv.cu — cu_matmul_q8_multi: several T = 1 GEMVs over one activation in one
- * launch (Q/K/V, gate/up; or one matrix), with an optional prologue that builds the quantized
- * activation in every block from the f32 row (RMSNorm or GLU: act_build, device/act_quant.cuh),
- * per-segment epilogues (bias / residual add, KV-cache column, K's RoPE by rotation pairs), and an
+ * launch (Q/K/V, gate/up; or one matrix), with per-segment epilogues (bias / residual add, KV-cache column, K's RoPE by rotation pairs), and an
  * FFN's gate and up as row pairs writing act(gate) * up (k_gemv_reg PAIR).
  * Each row is the warp (or 4-warp) dot of device/gemv_dot.cuh, so results equal k_mmvq.cu's.
- * Traffic: the weights once (prefetched into L2 before the PDL wait), the activation from L2 per
- * block (K values; the prologue reads K f32 values and the norm weight or the gate and up rows).
+ * Traffic: the weights once (into registers or L2 before the PDL wait), the activation from L2 per
+ * block (K values). The RMSNorm / GLU quantization as a prologue every block redoes was built and
+ * measured slower three times (sessions 3, 4 and 11, bench/NOTES.md) and removed.
  * Tested against: the CPU reference ops and the unfused path (tests/runtime/test_cuda_ops.c:
- * multi-GEMV, prologues, the Q/K/V + RoPE + attention block) and every test model (gpu.sh's
- * knob runs). H200 numbers and why the prologue is opt-in: bench/NOTES.md, session 3.
+ * multi-GEMV, the Q/K/V + RoPE + attention block, GLU pairs) and every test model (gpu.sh's
+ * knob runs).
  */
 #include "backend/cuda/cu_launch.cuh"
-#include "backend/cuda/device/act_quant.cuh"
 #include "backend/cuda/device/gemv_dot.cuh"
 
 #include <string.h>
 
 /* T = 1 GEMVs over one activation in one launch (cu_matmul_q8_multi): Q/K/V, gate/up, or a single
- * matrix. 256-thread blocks of GF_WARPS warps; a row group of WPR warps (1, or 4 for K above
+ * matrix. Blocks of 4 (or 8: cu_gemv_set_tuning) warps; a row group of WPR warps (1, or 4 for K above
  * CU_MMVQ_LONG_K: warp w of the group takes sub-blocks w*32 + lane stepping 128, partials meet in
  * shared memory in warp order — k_mmvq_long's arithmetic) owns one item at a time; a block owns
  * R items per group (interleaved: item0 + g + r*G), grid.x covers every segment's blocks in order.
  * Items: rows, or for a RoPE segment rotation pairs then unrotated rows (K's rope + cache write).
  * Before waiting for the previous kernel (PDL), each block prefetches its weight rows into L2:
- * weights are never written by a kernel, so this overlaps the previous kernel's tail.
- * Prologue (PRO): GP_NONE reads the q8 activation from global memory; GP_NORM builds it in shared
- * memory from f32 x: rms_norm(x) [* w] (block_rms_scale + quant_row, the very math of
- * k_rms_norm_quant); GP_GLU from act(g) * u (k_quant_rows' GLU). Every block redoes the prologue
- * (K values, L2-resident) instead of a separate kernel and a round trip through global memory. */
-enum { GP_NONE = 0, GP_NORM = 1, GP_GLU = 2 };
-#define GF_WARPS 8
-#define GF_MAXK 8192 /* the largest prologue activation (act_build in registers; 9.2 KB of q8_1 in shared memory) */
+ * weights are never written by a kernel, so this overlaps the previous kernel's tail. */
 typedef struct mseg {
     float *dst;
     const uint8_t *w;
@@ -52,11 +43,6 @@ typedef struct mseg_set {
     int glu; /* k_gemv_reg's PAIR launches: 1 SiLU, 2 GELU (segments 0 = gate, 1 = up, paired row by row) */
     int one; /* k_gemv_reg with RW == 2 for a RoPE segment's pairs: the other segments take one row a group */
 } mseg_set;
-typedef struct gpro {
-    const float *x, *w, *g, *u;
-    float eps;
-    int gelu;
-} gpro;
 
 /* The fused kernel picks the weight type at run time (segments of mixed types share a launch).
  * Each type's dot is a separate (not inlined) function, so a kernel instance fetches only the code
@@ -111,7 +97,7 @@ static __device__ __forceinline__ void mmvq_part2_any(int wtype, const uint8_t *
 }
 
 /* row ra (and rb2 >= 0) of segment g dotted with x by a group of WPR warps; every lane of the group
- * gets the sums. red: GF_WARPS * 2 floats of shared memory (WPR > 1). Called by every thread. */
+ * gets the sums. red: 2 floats a warp of shared memory (WPR > 1). Called by every thread. */
 template <int XQ, int WPR>
 static __device__ __forceinline__ void group_dot2(const mseg &g, int64_t ra, int64_t rb2, bool live, const uint8_t *x, int64_t K, float *red,
                                                   float *va, float *vb) {
@@ -203,11 +189,8 @@ static __device__ __forceinline__ void mseg_item_pair(const mseg &g, int64_t n0,
 }
 
 
-template <int XQ, int PRO, int WPR, int VM, int NW>
-__global__ void __launch_bounds__(NW * 32) k_gemv_fused(mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, gpro pr, int R,
-                                                             int prefetch) {
-    __shared__ __align__(16) uint8_t sx[PRO == GP_NONE ? 16 : (XQ == CU_T_Q8_1 ? GF_MAXK / 32 * sizeof(blk_q8_1) : GF_MAXK / 256 * sizeof(blk_q8_K))];
-    __shared__ double part[NW];
+template <int XQ, int WPR, int NW>
+__global__ void __launch_bounds__(NW * 32) k_gemv_fused(mseg_set m, const uint8_t *x, int64_t K, const int32_t *pos, int R, int prefetch) {
     __shared__ float red[2 * NW];
     constexpr int G = NW / WPR;
     unsigned b = blockIdx.x;
@@ -220,16 +203,6 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_fused(mseg_set m, const uint8_
         prefetch_rows(g.w + (uint64_t)item0 * g.rb, (uint64_t)(r1 - item0) * g.rb, threadIdx.x, NW * 32);
     }
     CU_PDL_ENTRY();
-    const uint8_t *x = xq;
-    if (PRO == GP_NORM) {
-        act_build<XQ, NW * 32, AQ_NORM, VM>(sx, K, pr.x, pr.w, pr.eps, NULL, NULL, NULL, NULL, 0, part);
-        __syncthreads();
-        x = sx;
-    } else if (PRO == GP_GLU) {
-        act_build<XQ, NW * 32, AQ_GLU, VM>(sx, K, NULL, NULL, 0.0f, NULL, NULL, pr.g, pr.u, pr.gelu, part);
-        __syncthreads();
-        x = sx;
-    }
     const int grp = (threadIdx.x >> 5) / WPR;
     int r = 0;
     if (g.rot == 0) /* two rows at a time */
@@ -238,11 +211,10 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_fused(mseg_set m, const uint8_
 }
 
 static int gf_sms = 0; /* multiprocessors (blocks per launch target), read once */
-static int gf_bps = 8, gf_rows = 0, gf_prefetch = 1, gf_nw_none = 4;
-extern "C" void cu_gemv_set_tuning(int blocks_per_sm, int rows_per_group, int prefetch, int warps_plain) {
-    gf_nw_none = warps_plain == 8 ? 8 : 4;
-    gf_bps = blocks_per_sm > 0 ? blocks_per_sm : 8;
-    gf_rows = rows_per_group > 0 ? rows_per_group : 0;
+static int gf_rows = 1, gf_prefetch = 1, gf_nw = 4;
+extern "C" void cu_gemv_set_tuning(int rows_per_group, int prefetch, int warps) {
+    gf_nw = warps == 8 ? 8 : 4;
+    gf_rows = rows_per_group > 0 ? rows_per_group : 1;
     gf_prefetch = prefetch ? 1 : 0;
 }
 
@@ -256,44 +228,25 @@ template <typename K> static int gf_occupancy(K k, int threads, int *cache) {
     return *cache;
 }
 
-/* launch k with blocks sized for the items: R items per row group, enough blocks to fill every
- * multiprocessor's resident slots (at most gf_bps each), no more waves than needed */
-template <int XQ, int PRO, int WPR, int VM, int NW = GF_WARPS>
-static void gf_launch1(cudaStream_t st, mseg_set m, const int64_t *items, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr) {
-    static int occ;
-    const int res = gf_occupancy(k_gemv_fused<XQ, PRO, WPR, VM, NW>, NW * 32, &occ);
-    const int bps = gf_bps < res ? gf_bps : res, G = NW / WPR;
-    int64_t total = 0;
-    for (int k = 0; k < m.n; k++) total += items[k];
-    /* without a prologue a block costs nothing to start: one item per group, the most blocks
-     * (k_mmvq's shape; fewer, longer-running blocks measured slower); with one, items per group
-     * from the occupancy target, so the prologue is not redone by more blocks than fit */
-    int R = PRO == GP_NONE && gf_rows <= 0 ? 1 : gf_rows;
-    if (R <= 0) {
-        const int64_t per = (int64_t)G * bps * gf_sms;
-        R = (int)((total + per - 1) / per);
-        if (R < 1) R = 1;
-    }
+/* launch with R items per row group (gf_rows; 1: one item a group, the most blocks — k_mmvq's shape;
+ * fewer, longer-running blocks measured slower) */
+template <int XQ, int WPR, int NW>
+static void gf_launch1(cudaStream_t st, mseg_set m, const int64_t *items, const uint8_t *xq, int64_t K, const int32_t *pos) {
+    constexpr int G = NW / WPR;
+    const int R = gf_rows;
     unsigned blocks = 0;
     for (int k = 0; k < m.n; k++) blocks += (m.s[k].nb = cu_div_up(items[k], (int64_t)G * R));
-    cu_launch(k_gemv_fused<XQ, PRO, WPR, VM, NW>, blocks, NW * 32, st, m, xq, K, pos, pr, R, gf_prefetch);
+    cu_launch(k_gemv_fused<XQ, WPR, NW>, blocks, NW * 32, st, m, xq, K, pos, R, gf_prefetch);
 }
 
-template <int XQ, int PRO>
-static void gf_launch(int wpr, bool small, cudaStream_t st, const mseg_set &m, const int64_t *items, const uint8_t *xq, int64_t K,
-                      const int32_t *pos, const gpro &pr) {
-    if (PRO == GP_NONE && gf_nw_none == 4) { /* no prologue: 128-thread blocks (k_mmvq's shape) */
-        if (wpr == 4) gf_launch1<XQ, PRO, 4, 1, 4>(st, m, items, xq, K, pos, pr);
-        else gf_launch1<XQ, PRO, 1, 1, 4>(st, m, items, xq, K, pos, pr);
-    } else if (PRO == GP_NONE) {
-        if (wpr == 4) gf_launch1<XQ, PRO, 4, 1>(st, m, items, xq, K, pos, pr);
-        else gf_launch1<XQ, PRO, 1, 1>(st, m, items, xq, K, pos, pr);
-    } else if (small) {
-        if (wpr == 4) gf_launch1<XQ, PRO, 4, 8>(st, m, items, xq, K, pos, pr);
-        else gf_launch1<XQ, PRO, 1, 8>(st, m, items, xq, K, pos, pr);
+template <int XQ>
+static void gf_launch(int wpr, cudaStream_t st, const mseg_set &m, const int64_t *items, const uint8_t *xq, int64_t K, const int32_t *pos) {
+    if (gf_nw == 4) { /* 128-thread blocks (k_mmvq's shape) */
+        if (wpr == 4) gf_launch1<XQ, 4, 4>(st, m, items, xq, K, pos);
+        else gf_launch1<XQ, 1, 4>(st, m, items, xq, K, pos);
     } else {
-        if (wpr == 4) gf_launch1<XQ, PRO, 4, AQ_MAXV>(st, m, items, xq, K, pos, pr);
-        else gf_launch1<XQ, PRO, 1, AQ_MAXV>(st, m, items, xq, K, pos, pr);
+        if (wpr == 4) gf_launch1<XQ, 4, 8>(st, m, items, xq, K, pos);
+        else gf_launch1<XQ, 1, 8>(st, m, items, xq, K, pos);
     }
 }
 
@@ -321,13 +274,9 @@ template <int TYPE, int TYPE2> static __device__ __forceinline__ void reg_decode
     if (TYPE2 == TYPE || wtype == TYPE) cu_decode<TYPE>(r, j, ws);
     else cu_decode<TYPE2>(r, j, ws);
 }
-template <int XQ, int TYPE, int TYPE2, int PRO, int WPR, int NW, int RW, int SPL, bool PAIR>
-__global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, gpro pr) {
+template <int XQ, int TYPE, int TYPE2, int WPR, int NW, int RW, int SPL, bool PAIR>
+__global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t *x, int64_t K, const int32_t *pos) {
     __shared__ float red[NW * RW];
-    /* GP_NORM: rms_norm(x) * w quantized into shared memory by every block (act_build, rows of up to
-     * REG_PRO_K values: 8 values a thread with 128 threads) */
-    __shared__ __align__(16) uint8_t sx[PRO == GP_NONE ? 16 : (XQ == CU_T_Q8_1 ? 1024 / 32 * sizeof(blk_q8_1) : 1024 / 256 * sizeof(blk_q8_K))];
-    __shared__ double part[NW];
     constexpr int G = NW / WPR;
     CU_PDL_LAUNCH();
     unsigned b = blockIdx.x;
@@ -388,12 +337,6 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
             addv[u] = gu.ep.add && row[u] >= 0 ? gu.ep.add[row[u]] : 0.0f;
         }
         if (g.cache) p0 = pos[0];
-    }
-    const uint8_t *x = xq;
-    if (PRO == GP_NORM) {
-        act_build<XQ, NW * 32, AQ_NORM, 8>(sx, K, pr.x, pr.w, pr.eps, NULL, NULL, NULL, NULL, 0, part);
-        __syncthreads();
-        x = sx;
     }
     float acc[RW];
 #pragma unroll
@@ -479,8 +422,8 @@ static int64_t reg_groups(const mseg &g, int RW, bool one) {
     return one ? g.N : (g.N + RW - 1) / RW;
 }
 
-template <int XQ, int TYPE, int TYPE2, int PRO, int WPR, int RW, int SPL, bool PAIR>
-static void reg_launch3(cudaStream_t st, mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr) {
+template <int XQ, int TYPE, int TYPE2, int WPR, int RW, int SPL, bool PAIR>
+static void reg_launch3(cudaStream_t st, mseg_set m, const uint8_t *xq, int64_t K, const int32_t *pos) {
     constexpr int G = REG_NW / WPR;
     unsigned blocks = 0;
     if (PAIR) { /* one range of blocks: RW/2 gate/up row pairs a group */
@@ -489,52 +432,50 @@ static void reg_launch3(cudaStream_t st, mseg_set m, const uint8_t *xq, int64_t 
     } else {
         for (int k = 0; k < m.n; k++) blocks += (m.s[k].nb = cu_div_up(reg_groups(m.s[k], RW, m.one), G));
     }
-    cu_launch(k_gemv_reg<XQ, TYPE, TYPE2, PRO, WPR, REG_NW, RW, SPL, PAIR>, blocks, REG_NW * 32, st, m, xq, K, pos, pr);
+    cu_launch(k_gemv_reg<XQ, TYPE, TYPE2, WPR, REG_NW, RW, SPL, PAIR>, blocks, REG_NW * 32, st, m, xq, K, pos);
 }
 
 /* R0 rows a group (1; a PAIR launch 2: one gate/up pair) when that fits one wave of resident
  * blocks, else twice that */
-template <int XQ, int TYPE, int TYPE2, int PRO, int WPR, int SPL, bool PAIR = false>
-static void reg_launch2(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr) {
+template <int XQ, int TYPE, int TYPE2, int WPR, int SPL, bool PAIR = false>
+static void reg_launch2(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos) {
     constexpr int R0 = PAIR ? 2 : 1, G = REG_NW / WPR;
     static int occ;
-    const int res = gf_occupancy(k_gemv_reg<XQ, TYPE, TYPE2, PRO, WPR, REG_NW, R0, SPL, PAIR>, REG_NW * 32, &occ);
+    const int res = gf_occupancy(k_gemv_reg<XQ, TYPE, TYPE2, WPR, REG_NW, R0, SPL, PAIR>, REG_NW * 32, &occ);
     int64_t groups = 0; /* of R0 rows */
     bool rot = false;
     if (PAIR) groups = m.s[0].N;
     else
         for (int k = 0; k < m.n; k++) groups += m.s[k].N, rot |= m.s[k].rot > 0;
     if (cu_div_up(groups, (int64_t)G) <= (int64_t)res * gf_sms && !rot) {
-        reg_launch3<XQ, TYPE, TYPE2, PRO, WPR, R0, SPL, PAIR>(st, m, xq, K, pos, pr);
+        reg_launch3<XQ, TYPE, TYPE2, WPR, R0, SPL, PAIR>(st, m, xq, K, pos);
     } else {
         /* two rows a group for a RoPE segment's pairs; the other segments keep one where that still
          * fits one wave (a Q/K/V launch: 272 blocks instead of 144 for Qwen2.5-0.5B) */
         mseg_set m2 = m;
         if (!PAIR && rot && reg_one) {
             static int occ2;
-            const int res2 = gf_occupancy(k_gemv_reg<XQ, TYPE, TYPE2, PRO, WPR, REG_NW, 2 * R0, SPL, PAIR>, REG_NW * 32, &occ2);
+            const int res2 = gf_occupancy(k_gemv_reg<XQ, TYPE, TYPE2, WPR, REG_NW, 2 * R0, SPL, PAIR>, REG_NW * 32, &occ2);
             int64_t b1 = 0;
             for (int k = 0; k < m.n; k++) b1 += cu_div_up(reg_groups(m.s[k], 2, true), (int64_t)G);
             m2.one = b1 <= (int64_t)res2 * gf_sms;
         }
-        reg_launch3<XQ, TYPE, TYPE2, PRO, WPR, 2 * R0, SPL, PAIR>(st, m2, xq, K, pos, pr);
+        reg_launch3<XQ, TYPE, TYPE2, WPR, 2 * R0, SPL, PAIR>(st, m2, xq, K, pos);
     }
 }
 
 template <int XQ, int TYPE, int TYPE2 = TYPE>
-static void reg_launch1(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr, int pk) {
+static void reg_launch1(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos) {
     const int nsb = (int)(K / 32);
-    if (pk == CU_PRO_NORM) { /* reg_fits: K <= REG_PRO_K, so one sub-block a lane (one weight type) */
-        reg_launch2<XQ, TYPE, TYPE, GP_NORM, 1, 1>(st, m, xq, K, pos, pr);
-    } else if (m.glu) { /* reg_fits: one weight type, K <= CU_MMVQ_LONG_K (one warp a row) */
-        if (nsb <= 32) reg_launch2<XQ, TYPE, TYPE, GP_NONE, 1, 1, true>(st, m, xq, K, pos, pr);
-        else reg_launch2<XQ, TYPE, TYPE, GP_NONE, 1, 2, true>(st, m, xq, K, pos, pr);
+    if (m.glu) { /* reg_fits: one weight type, K <= CU_MMVQ_LONG_K (one warp a row) */
+        if (nsb <= 32) reg_launch2<XQ, TYPE, TYPE, 1, 1, true>(st, m, xq, K, pos);
+        else reg_launch2<XQ, TYPE, TYPE, 1, 2, true>(st, m, xq, K, pos);
     } else if (K <= CU_MMVQ_LONG_K) {
-        if (nsb <= 32) reg_launch2<XQ, TYPE, TYPE2, GP_NONE, 1, 1>(st, m, xq, K, pos, pr);
-        else reg_launch2<XQ, TYPE, TYPE2, GP_NONE, 1, 2>(st, m, xq, K, pos, pr);
+        if (nsb <= 32) reg_launch2<XQ, TYPE, TYPE2, 1, 1>(st, m, xq, K, pos);
+        else reg_launch2<XQ, TYPE, TYPE2, 1, 2>(st, m, xq, K, pos);
     } else {
-        if (nsb <= 128) reg_launch2<XQ, TYPE, TYPE2, GP_NONE, 4, 1>(st, m, xq, K, pos, pr);
-        else reg_launch2<XQ, TYPE, TYPE2, GP_NONE, 4, 2>(st, m, xq, K, pos, pr);
+        if (nsb <= 128) reg_launch2<XQ, TYPE, TYPE2, 4, 1>(st, m, xq, K, pos);
+        else reg_launch2<XQ, TYPE, TYPE2, 4, 2>(st, m, xq, K, pos);
     }
 }
 
@@ -552,62 +493,54 @@ static int reg_type2(int t) {
     }
 }
 
-/* REG applies: on, one weight type with a dp4a path for xtype (or its reg_type2 beside it, without a
- * prologue), K within two sub-blocks a lane (K <= 8192); an RMSNorm prologue for K <= REG_PRO_K (act_build with 8 values a thread in a
- * 128-thread block; no GLU prologue: every block would re-read the ffn rows) */
-#define REG_PRO_K 1024
-static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int pk, bool pair) {
+/* REG applies: on, one weight type with a dp4a path for xtype (or its reg_type2 beside it), K within
+ * two sub-blocks a lane (K <= 8192) */
+static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool pair) {
     if (!reg_on || n < 1 || K > 8192 || K % 32) return false;
-    if (pair && (n != 2 || pk != CU_PRO_NONE || seg[1].wtype != seg[0].wtype || seg[0].N != seg[1].N || K > CU_MMVQ_LONG_K || seg[0].cache ||
+    if (pair && (n != 2 || seg[1].wtype != seg[0].wtype || seg[0].N != seg[1].N || K > CU_MMVQ_LONG_K || seg[0].cache ||
                  seg[1].cache || seg[0].rot > 0 || seg[1].rot > 0))
         return false;
-    if (pk != CU_PRO_NONE && (pk != CU_PRO_NORM || K > REG_PRO_K || !aq_fits(xtype, K, REG_NW * 32, 8))) return false;
     const bool kq = seg[0].wtype == CU_T_Q4_K || seg[0].wtype == CU_T_Q5_K || seg[0].wtype == CU_T_Q6_K;
     if (xtype == CU_T_Q8_K ? !kq : kq) return false; /* k-quants on q8_1 (SB_CUDA_ACT=q8_1) take k_gemv_fused */
-    for (int k = 0; k < n; k++) /* one type, or the first one's reg_type2 where there is no prologue */
-        if ((seg[k].wtype != seg[0].wtype && (pk != CU_PRO_NONE || seg[k].wtype != reg_type2(seg[0].wtype))) || !mmvq_row_bytes(seg[k].wtype, K))
+    for (int k = 0; k < n; k++) /* one type, or the first one's reg_type2 */
+        if ((seg[k].wtype != seg[0].wtype && seg[k].wtype != reg_type2(seg[0].wtype)) || !mmvq_row_bytes(seg[k].wtype, K))
             return false;
     return true; /* RoPE segments: cu_matmul_q8_multi validated them (cache, D | N, even rot <= D) */
 }
 
-static sb_status reg_launch(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos, const gpro &pr, int pk) {
+static sb_status reg_launch(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos) {
     const int wtype = m.s[0].wtype;
     bool mixed = false;
     for (int k = 1; k < m.n; k++) mixed |= m.s[k].wtype != wtype;
     switch (wtype) {
-    case CU_T_Q4_0: reg_launch1<CU_T_Q8_1, CU_T_Q4_0>(st, m, xq, K, pos, pr, pk); break;
+    case CU_T_Q4_0: reg_launch1<CU_T_Q8_1, CU_T_Q4_0>(st, m, xq, K, pos); break;
     case CU_T_Q5_0:
-        if (mixed) reg_launch1<CU_T_Q8_1, CU_T_Q5_0, CU_T_Q8_0>(st, m, xq, K, pos, pr, pk);
-        else reg_launch1<CU_T_Q8_1, CU_T_Q5_0>(st, m, xq, K, pos, pr, pk);
+        if (mixed) reg_launch1<CU_T_Q8_1, CU_T_Q5_0, CU_T_Q8_0>(st, m, xq, K, pos);
+        else reg_launch1<CU_T_Q8_1, CU_T_Q5_0>(st, m, xq, K, pos);
         break;
-    case CU_T_Q8_0: reg_launch1<CU_T_Q8_1, CU_T_Q8_0>(st, m, xq, K, pos, pr, pk); break;
+    case CU_T_Q8_0: reg_launch1<CU_T_Q8_1, CU_T_Q8_0>(st, m, xq, K, pos); break;
     case CU_T_Q4_K:
-        if (mixed) reg_launch1<CU_T_Q8_K, CU_T_Q4_K, CU_T_Q6_K>(st, m, xq, K, pos, pr, pk);
-        else reg_launch1<CU_T_Q8_K, CU_T_Q4_K>(st, m, xq, K, pos, pr, pk);
+        if (mixed) reg_launch1<CU_T_Q8_K, CU_T_Q4_K, CU_T_Q6_K>(st, m, xq, K, pos);
+        else reg_launch1<CU_T_Q8_K, CU_T_Q4_K>(st, m, xq, K, pos);
         break;
     case CU_T_Q5_K:
-        if (mixed) reg_launch1<CU_T_Q8_K, CU_T_Q5_K, CU_T_Q6_K>(st, m, xq, K, pos, pr, pk);
-        else reg_launch1<CU_T_Q8_K, CU_T_Q5_K>(st, m, xq, K, pos, pr, pk);
+        if (mixed) reg_launch1<CU_T_Q8_K, CU_T_Q5_K, CU_T_Q6_K>(st, m, xq, K, pos);
+        else reg_launch1<CU_T_Q8_K, CU_T_Q5_K>(st, m, xq, K, pos);
         break;
-    case CU_T_Q6_K: reg_launch1<CU_T_Q8_K, CU_T_Q6_K>(st, m, xq, K, pos, pr, pk); break;
+    case CU_T_Q6_K: reg_launch1<CU_T_Q8_K, CU_T_Q6_K>(st, m, xq, K, pos); break;
     default: return sb_fail(SB_ERR_INTERNAL, "cuda: REG GEMV of weight type %d", wtype);
     }
     return cu_after_launch("k_gemv_reg");
 }
 
-extern "C" bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool norm_prologue, bool pair_glu) {
-    return reg_fits(seg, n, K, xtype, norm_prologue ? CU_PRO_NORM : CU_PRO_NONE, pair_glu);
-}
+extern "C" bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool pair_glu) { return reg_fits(seg, n, K, xtype, pair_glu); }
 
 extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos,
-                                        const cu_gemv_pro *pro) {
+                                        int glu) {
     if (n < 1 || n > CU_MULTI_MAX) return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMV segments (1..%d)", n, CU_MULTI_MAX);
-    const int pk = pro ? pro->kind : CU_PRO_NONE, glu = pro ? pro->pair_glu : 0;
-    if (glu && !reg_fits(seg, n, K, xtype, pk, true))
+    if (glu && !reg_fits(seg, n, K, xtype, true))
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: gate/up pairs (%d segments, K = %lld) that k_gemv_reg does not take", n, (long long)K);
-    if (pk != CU_PRO_NONE && !aq_fits(xtype, K, GF_WARPS * 32))
-        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: GEMV prologue over K = %lld (at most %d, whole activation blocks)", (long long)K, GF_MAXK);
-    if (pk == CU_PRO_NONE && !xq) return sb_fail(SB_ERR_INTERNAL, "cuda: multi-GEMV without an activation");
+    if (!xq) return sb_fail(SB_ERR_INTERNAL, "cuda: multi-GEMV without an activation");
     const int wpr = K > CU_MMVQ_LONG_K ? 4 : 1;
     if (!gf_sms) gf_sms = cu_sm_count() > 0 ? cu_sm_count() : 132;
     mseg_set m;
@@ -639,19 +572,8 @@ extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int
     if (total == 0) return SB_OK;
     const cudaStream_t st = (cudaStream_t)s;
     const uint8_t *x = (const uint8_t *)xq;
-    gpro pr = {NULL, NULL, NULL, NULL, 0.0f, 0};
-    if (pk == CU_PRO_NORM) pr = gpro{pro->x, pro->w, NULL, NULL, pro->eps, 0};
-    if (pk == CU_PRO_GLU) pr = gpro{NULL, NULL, pro->g, pro->u, 0.0f, pro->gelu ? 1 : 0};
-    if (reg_fits(seg, n, K, xtype, pk, glu != 0)) return reg_launch(st, m, x, K, pos, pr, pk);
-    const bool small = aq_fits(xtype, K, GF_WARPS * 32, 8);
-    if (xtype == CU_T_Q8_1) {
-        if (pk == CU_PRO_NORM) gf_launch<CU_T_Q8_1, GP_NORM>(wpr, small, st, m, items, x, K, pos, pr);
-        else if (pk == CU_PRO_GLU) gf_launch<CU_T_Q8_1, GP_GLU>(wpr, small, st, m, items, x, K, pos, pr);
-        else gf_launch<CU_T_Q8_1, GP_NONE>(wpr, small, st, m, items, x, K, pos, pr);
-    } else {
-        if (pk == CU_PRO_NORM) gf_launch<CU_T_Q8_K, GP_NORM>(wpr, small, st, m, items, x, K, pos, pr);
-        else if (pk == CU_PRO_GLU) gf_launch<CU_T_Q8_K, GP_GLU>(wpr, small, st, m, items, x, K, pos, pr);
-        else gf_launch<CU_T_Q8_K, GP_NONE>(wpr, small, st, m, items, x, K, pos, pr);
-    }
+    if (reg_fits(seg, n, K, xtype, glu != 0)) return reg_launch(st, m, x, K, pos);
+    if (xtype == CU_T_Q8_1) gf_launch<CU_T_Q8_1>(wpr, st, m, items, x, K, pos);
+    else gf_launch<CU_T_Q8_K>(wpr, st, m, items, x, K, pos);
     return cu_after_launch("k_gemv_fused");
 }

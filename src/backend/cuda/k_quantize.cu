@@ -13,13 +13,12 @@
  * RMSNorm: sum of squares in double over the row (as ops_ref.c), scale = 1/sqrtf(mean + eps),
  * v = (x*scale)*w. GLU: v = act(g)*u with k_rows.cu's activations.
  * The device math (quant_row, q8_K_store, the value sources, block_rms_scale) is
- * device/act_quant.cuh, shared with the GEMV prologues and generated kernels.
+ * device/act_quant.cuh, shared with the generated kernels.
  * Geometry: one 1024-thread block a row; RMSNorm rows past one wave of those (more than 2 an SM)
  * that fit (q8_1, E <= 1024): one 256-thread block a row holding 4 values a thread with the
  * 1024-thread kernel's summation order (k_rms_norm_q8_1_rows, bit-identical). With
  * cu_act_set_fast (SB_CUDA_AQ=1, slower on the H200) rows of up to 8192 values (aq_fits) take one
- * 256-thread block with every value in a register (act_build: all loads in flight at once; the
- * code of the GEMV prologues).
+ * 256-thread block with every value in a register (act_build: all loads in flight at once).
  * q8_1: a warp's lane = element of its 32-block.
  * q8_K: warp w takes 256-blocks w, w+32, ...; lane l holds elements 32k + l (k < 8), so a warp load
  * is one coalesced 128-byte row segment; max/sum by shuffles; half-warp sums give bsums.
@@ -117,8 +116,7 @@ static bool norm_rows_fit(int xq, int64_t E, int64_t rows) {
     return norm_rows && rows >= norm_rows_min && xq == CU_T_Q8_1 && E <= Q_THREADS && E % 32 == 0;
 }
 
-/* rows that fit in registers (aq_fits with 256 threads): act_build, the same code as the GEMV
- * prologues of k_mmvq.cu, so a norm or GLU fused into a GEMV gives these very bits */
+/* rows that fit in registers (aq_fits with 256 threads): act_build */
 #define AQ_THREADS 256
 static bool aq_on = false; /* cu_act_set_fast (env SB_CUDA_AQ=1): off by default, the 1024-thread kernels measured faster */
 extern "C" void cu_act_set_fast(bool on) { aq_on = on; }

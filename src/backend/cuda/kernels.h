@@ -142,10 +142,10 @@ sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_
  * the result is also written to column pos[0] of that KV cache [N_k, C] (F32 or F16: the V
  * kv_store folded in). Rows are the warp computations of cu_matmul_q8 at T = 1 (one warp a row, or
  * four for K > CU_MMVQ_LONG_K), so results are bit-identical to it.
- * The activation: xtype blocks at xq (pro NULL or CU_PRO_NONE), or built by every block in shared
- * memory (K <= 8192, whole activation blocks) from f32 (executor fusion of the node before the GEMV): CU_PRO_NORM
- * quantize(rms_norm(x) [* w]) — cu_rms_norm_quant's math; CU_PRO_GLU quantize(act(g) * u) —
- * cu_glu_quant's. The launch's outputs must not overlap x, w, g or u (other blocks still read them). */
+ * The activation: xtype blocks at xq. pair_glu 1 (SiLU) or 2 (GELU): the launch's two segments are an
+ * FFN's gate and up (one N and weight type, no cache or RoPE, K <= CU_MMVQ_LONG_K; cu_gemv_reg_fits
+ * with pair_glu) taken row by row, and act(gate) * up — cu_glu_quant's f32 values — goes to segment
+ * 0's dst (segment 1's is not written); 0: plain segments. */
 #define CU_MULTI_MAX 3
 #define CU_MMVQ_LONG_K 2048 /* T = 1 GEMVs with K above this split each row over 4 warps */
 typedef struct cu_gemv_seg {
@@ -162,31 +162,17 @@ typedef struct cu_gemv_seg {
     float theta_scale, freq_scale, attn_factor;
     const float *ff;
 } cu_gemv_seg;
-enum { CU_PRO_NONE = 0, CU_PRO_NORM = 1, CU_PRO_GLU = 2 };
-typedef struct cu_gemv_pro {
-    int kind;              /* CU_PRO_* */
-    const float *x, *w;    /* NORM: the row [K] and the optional norm weight [K] */
-    float eps;
-    const float *g, *u;    /* GLU: gate and up [K] */
-    bool gelu;
-    /* 1 SiLU, 2 GELU: the launch's two segments are an FFN's gate and up (one N and weight type,
-     * no cache or RoPE, no prologue, K <= CU_MMVQ_LONG_K; cu_gemv_reg_fits with pair_glu) taken row
-     * by row, and act(gate) * up — cu_glu_quant's f32 values — goes to segment 0's dst (segment 1's
-     * is not written) */
-    int pair_glu;
-} cu_gemv_pro;
 sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos,
-                             const cu_gemv_pro *pro);
-/* Process-wide launch shape of cu_matmul_q8_multi (autotuning knobs; 0 = default): target blocks
- * per multiprocessor (default 8), items per row group (default: from that target), whether
- * blocks prefetch their weight rows into L2 before waiting for the previous kernel (default 1),
- * and warps per block without a prologue (4, default, or 8; with a prologue always 8). */
-void cu_gemv_set_tuning(int blocks_per_sm, int rows_per_group, int prefetch, int warps_plain);
+                             int pair_glu);
+/* Process-wide launch shape of k_gemv_fused (autotuning knobs; 0 = default): items per row group
+ * (default 1), whether blocks prefetch their weight rows into L2 before waiting for the previous
+ * kernel (default 1), and warps per block (4, default, or 8). */
+void cu_gemv_set_tuning(int rows_per_group, int prefetch, int warps);
 /* Registers before the wait (k_gemv_reg): launches whose segments share one weight type (or mix one
  * with its Q/K/V partner, cu_gemv_set_reg_mix) fetch their weights into registers before the PDL
- * wait (with an RMSNorm prologue for K <= 1024, one weight type); on by default. Process-wide. */
+ * wait; on by default. Process-wide. */
 void cu_gemv_set_reg(int on);
-bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool norm_prologue, bool pair_glu);
+bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool pair_glu);
 /* k_gemv_reg for launches that mix a weight type with its usual Q/K/V partner (Q5_0 + Q8_0, Q4_K or
  * Q5_K + Q6_K; default on); off: those take k_gemv_fused. Process-wide. */
 void cu_gemv_set_reg_mix(int on);
@@ -194,7 +180,7 @@ void cu_gemv_set_reg_mix(int on);
  * segments take one row a group where the launch still fits one wave (default on); off: two.
  * Process-wide. */
 void cu_gemv_set_reg_one(int on);
-/* The one-row-in-registers quantization kernels (act_build, the GEMV prologues' code) for rows of
+/* The one-row-in-registers quantization kernels (act_build) for rows of
  * up to 8192 values (default on); off: the 1024-thread loop kernels. Process-wide. */
 void cu_act_set_fast(bool on);
 /* the current cu_act_set_fast setting (codegen: the layout a generated norm quantizer must match) */

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * backend/cuda/device/act_quant.cuh — the device math of 8-bit activation quantization, shared by
- * k_quantize.cu (standalone and norm/GLU-fused kernels), the GEMV prologues of k_mmvq.cu (the
- * activation built in shared memory by every block) and NVRTC-generated kernels: one copy.
+ * k_quantize.cu (standalone and norm/GLU-fused kernels) and NVRTC-generated kernels: one copy.
  *  - q8_1 (formats.md §3.2, CUDA semantics, as llama.cpp's quantize_q8_1): q8_1_store in common.cuh.
  *  - q8_K (formats.md §2.7, the CPU reference quantize_row_q8_K_ref), per 256 values: max = the
  *    signed value of largest |x| (first on ties); iscale = -127/max; q = min(127, nint(iscale*x))
@@ -137,7 +136,7 @@ static __device__ __forceinline__ float block_rms_scale(const float *xr, const f
  * lane l of a warp holds values 32k + l of each of its blocks. The RMSNorm sum of squares is
  * summed in double per thread in that order, then by warp, then the NT/32 warp partials in order
  * (part: NT/32 doubles of shared memory), so a given NT gives the same bits wherever it runs
- * (the standalone kernels of k_quantize.cu and the GEMV prologues of k_mmvq.cu both use 256).
+ * (the standalone kernels of k_quantize.cu use 256).
  * Rows that do not fit (aq_fits) take quant_row's loop instead. */
 #define AQ_MAXV 32 /* values per thread: rows of up to 8192 values with 256 threads */
 enum { AQ_PLAIN = 0, AQ_NORM = 1, AQ_GLU = 2 };

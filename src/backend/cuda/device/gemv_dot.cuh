@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * backend/cuda/device/gemv_dot.cuh — the T = 1 quantized row dot shared by k_mmvq.cu (one matrix)
- * and k_gemv.cu (several matrices, optional prologue): one lane's dp4a partial over sub-blocks
+ * and k_gemv.cu (several matrices): one lane's dp4a partial over sub-blocks
  * j0, j0 + step, ... (one row, or two rows with both rows' loads in flight), the row size of each
  * dp4a weight type, and the L2 prefetch of weight rows a block may issue before its PDL wait.
  * Layer 0 (backend/cuda), device code (+ one host helper). Invariant: every T = 1 kernel sums a
