@@ -348,6 +348,22 @@ static __device__ __forceinline__ void fm_write_out(float *dst, blk_q8_1 *xq, co
     }
 }
 
+/* the block's rows (so, s_m, s_l): with Se > 1 key splits its partial, and the last split block of
+ * the row tile merges them all (resetting its counter for the next kernel); then out = O / l */
+template <int D, int BQ, int NW>
+static __device__ __forceinline__ void fm_finish(float *dst, blk_q8_1 *xq, float *part, unsigned *cnt, int S, int z, int Se, float *so, float *sf,
+                                                 const float *s_m, float *s_l, int *s_last, int t0, int T, int Hq, int h) {
+    if (Se > 1) {
+        const int64_t tile = (int64_t)blockIdx.x * Hq + h;
+        fm_put_partial<D, BQ, NW * 32>(part + (tile * S + z) * BQ * FM_PS(D), so, s_m, s_l);
+        if (!block_arrives_last(&cnt[tile], (unsigned)Se, s_last)) return;
+        fm_merge<D, BQ, NW * 32>(part + tile * S * BQ * FM_PS(D), Se, so, sf, s_l);
+        if (threadIdx.x == 0) cnt[tile] = 0;
+        __syncthreads();
+    }
+    fm_write_out<D, BQ, NW>(dst, xq, so, s_l, t0, T, Hq, h);
+}
+
 // ---- 64 queries a block, 16 a warp ----
 
 template <int D>
@@ -438,15 +454,7 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     }
     if (c == 0) s_m[r0] = m[0], s_l[r0] = l[0], s_m[r0 + 8] = m[1], s_l[r0 + 8] = l[1];
     __syncthreads();
-    if (Se > 1) { /* partials (m, l, O) per query; the last split block of the tile merges */
-        const int64_t tile = (int64_t)blockIdx.x * Hq + h;
-        fm_put_partial<D, FM_BQ, NTH>(part + (tile * S + z) * FM_BQ * FM_PS(D), so, s_m, s_l);
-        if (!block_arrives_last(&cnt[tile], (unsigned)Se, &s_last)) return;
-        fm_merge<D, FM_BQ, NTH>(part + tile * S * FM_BQ * FM_PS(D), Se, so, sf, s_l);
-        if (tid == 0) cnt[tile] = 0; /* for the next kernel that counts on it */
-        __syncthreads();
-    }
-    fm_write_out<D, FM_BQ, FM_WARPS>(dst, xq, so, s_l, t0, T, Hq, h);
+    fm_finish<D, FM_BQ, FM_WARPS>(dst, xq, part, cnt, S, z, Se, so, sf, s_m, s_l, &s_last, t0, T, Hq, h);
 }
 
 // ---- 16 queries a block, its warps splitting the keys (few queries over a cached prefix) ----
@@ -567,15 +575,7 @@ __global__ void __launch_bounds__(NW * 32)
         if (d == 0) s_m[r] = M, s_l[r] = L;
     }
     __syncthreads();
-    if (Se > 1) { /* partials (m, l, O) per query; the last split block of the row tile merges */
-        const int64_t tile = (int64_t)blockIdx.x * Hq + h;
-        fm_put_partial<D, FW_BQ, NTH>(part + (tile * S + z) * FW_BQ * FM_PS(D), so, s_m, s_l);
-        if (!block_arrives_last(&cnt[tile], (unsigned)Se, &s_last)) return;
-        fm_merge<D, FW_BQ, NTH>(part + tile * S * FW_BQ * FM_PS(D), Se, so, sf, s_l);
-        if (tid == 0) cnt[tile] = 0; /* for the next kernel that counts on it */
-        __syncthreads();
-    }
-    fm_write_out<D, FW_BQ, NW>(dst, xq, so, s_l, t0, T, Hq, h);
+    fm_finish<D, FW_BQ, NW>(dst, xq, part, cnt, S, z, Se, so, sf, s_m, s_l, &s_last, t0, T, Hq, h);
 }
 
 static int fattn_mma = 1; /* cu_fattn_set_mma */
