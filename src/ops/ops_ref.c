@@ -270,6 +270,16 @@ static inline void kv_axpy(float *out, float p, const void *c, int ctype, int64_
     }
 }
 
+float op_softmax_exp(float *scores, int64_t n, float mx) {
+    double sum = 0.0;
+    for (int64_t j = 0; j < n; j++) {
+        const float e = expf(scores[j] - mx);
+        scores[j] = e;
+        sum += (double)e;
+    }
+    return (float)(1.0 / sum);
+}
+
 /* For query (t, h) at position p: s_j = (q . k_j) * scale (then c*tanh(s/c) if softcap) for
  * j in [lo, p]; P = softmax(s) (max subtracted, sum in double); out = sum_j P_j v_j. */
 void op_attention(float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
@@ -290,13 +300,7 @@ void op_attention(float *dst, const float *q, const void *k, const void *v, cons
             scores[j - lo] = s;
             if (s > mx) mx = s;
         }
-        double sum = 0.0;
-        for (int64_t j = lo; j <= p; j++) {
-            const float e = expf(scores[j - lo] - mx);
-            scores[j - lo] = e;
-            sum += (double)e;
-        }
-        const float inv = (float)(1.0 / sum);
+        const float inv = op_softmax_exp(scores, p - lo + 1, mx);
         for (int64_t d = 0; d < D; d++) out[d] = 0.0f;
         for (int64_t j = lo; j <= p; j++) kv_axpy(out, scores[j - lo] * inv, v, a->ctype, j * Dkv + kvh * D, D);
     }

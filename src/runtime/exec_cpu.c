@@ -502,13 +502,7 @@ static void k_attention(void *c, int64_t b, int64_t e, int tid) {
             scores[j - lo] = sc;
             if (sc > mx) mx = sc;
         }
-        double sum = 0.0;
-        for (int64_t j = lo; j <= p; j++) {
-            const float ex = expf(scores[j - lo] - mx);
-            scores[j - lo] = ex;
-            sum += (double)ex;
-        }
-        const float inv = (float)(1.0 / sum);
+        const float inv = op_softmax_exp(scores, p - lo + 1, mx);
         for (int64_t d = 0; d < D; d++) out[d] = 0.0f;
         for (int64_t j = lo; j <= p; j++) {
             const int64_t base = j * Dkv + kvh * D;

@@ -149,27 +149,25 @@ static sb_status act_rows(cudaStream_t st, int xq, void *dst, int64_t E, int64_t
 
 static sb_status bad_type(int xq) { return sb_fail(SB_ERR_UNSUPPORTED, "cuda: activation type %d (Q8_1 or Q8_K only)", xq); }
 
-extern "C" sb_status cu_quantize_act(cu_stream s, int xq, void *dst, const float *x, int64_t E, int64_t rows) {
-    if (rows <= 0) return SB_OK;
-    const cudaStream_t st = (cudaStream_t)s;
+/* the 1024-thread plain / GLU quantizer (k_quant_rows) for xq, or the register kernels (cu_act_set_fast)
+ * where a row fits them */
+template <int KIND>
+static sb_status quant_rows_launch(cudaStream_t st, int xq, void *dst, const float *x, const float *g, const float *u, int64_t E, int64_t rows,
+                                   int gelu) {
     if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
-        return act_rows<AQ_PLAIN>(st, xq, dst, E, rows, x, NULL, 0.0f, NULL, NULL, NULL, NULL, 0);
-    if (xq == CU_T_Q8_1) cu_launch(k_quant_rows<CU_T_Q8_1, AQ_PLAIN>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, NULL, NULL, E, 0);
-    else if (xq == CU_T_Q8_K) cu_launch(k_quant_rows<CU_T_Q8_K, AQ_PLAIN>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, NULL, NULL, E, 0);
+        return act_rows<KIND>(st, xq, dst, E, rows, x, NULL, 0.0f, NULL, NULL, g, u, gelu);
+    if (xq == CU_T_Q8_1) cu_launch(k_quant_rows<CU_T_Q8_1, KIND>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, g, u, E, gelu);
+    else if (xq == CU_T_Q8_K) cu_launch(k_quant_rows<CU_T_Q8_K, KIND>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, g, u, E, gelu);
     else return bad_type(xq);
-    return cu_after_launch("k_quant_rows");
+    return cu_after_launch(KIND == AQ_GLU ? "k_quant_rows (GLU)" : "k_quant_rows");
+}
+
+extern "C" sb_status cu_quantize_act(cu_stream s, int xq, void *dst, const float *x, int64_t E, int64_t rows) {
+    return rows <= 0 ? SB_OK : quant_rows_launch<AQ_PLAIN>((cudaStream_t)s, xq, dst, x, NULL, NULL, E, rows, 0);
 }
 
 extern "C" sb_status cu_rms_norm_quant(cu_stream s, int xq, void *dst, const float *x, const float *w, int64_t E, int64_t rows, float eps) {
-    if (rows <= 0) return SB_OK;
-    const cudaStream_t st = (cudaStream_t)s;
-    if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
-        return act_rows<AQ_NORM>(st, xq, dst, E, rows, x, w, eps, NULL, NULL, NULL, NULL, 0);
-    if (norm_rows_fit(xq, E, rows)) cu_launch(k_rms_norm_q8_1_rows, (unsigned)rows, NR_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL);
-    else if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL);
-    else if (xq == CU_T_Q8_K) cu_launch(k_rms_norm_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, NULL, NULL);
-    else return bad_type(xq);
-    return cu_after_launch("k_rms_norm_quant");
+    return cu_add_rms_norm_quant(s, xq, dst, NULL, x, NULL, w, E, rows, eps);
 }
 
 extern "C" sb_status cu_add_rms_norm_quant(cu_stream s, int xq, void *dst, float *sum_out, const float *x, const float *b, const float *w,
@@ -182,16 +180,9 @@ extern "C" sb_status cu_add_rms_norm_quant(cu_stream s, int xq, void *dst, float
     else if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);
     else if (xq == CU_T_Q8_K) cu_launch(k_rms_norm_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);
     else return bad_type(xq);
-    return cu_after_launch("k_add_rms_norm_quant");
+    return cu_after_launch(b ? "k_rms_norm_quant (+ residual)" : "k_rms_norm_quant");
 }
 
 extern "C" sb_status cu_glu_quant(cu_stream s, int xq, void *dst, const float *g, const float *u, int64_t E, int64_t rows, bool gelu) {
-    if (rows <= 0) return SB_OK;
-    const cudaStream_t st = (cudaStream_t)s;
-    if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
-        return act_rows<AQ_GLU>(st, xq, dst, E, rows, NULL, NULL, 0.0f, NULL, NULL, g, u, gelu ? 1 : 0);
-    if (xq == CU_T_Q8_1) cu_launch(k_quant_rows<CU_T_Q8_1, AQ_GLU>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, NULL, g, u, E, gelu ? 1 : 0);
-    else if (xq == CU_T_Q8_K) cu_launch(k_quant_rows<CU_T_Q8_K, AQ_GLU>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, NULL, g, u, E, gelu ? 1 : 0);
-    else return bad_type(xq);
-    return cu_after_launch("k_quant_rows (GLU)");
+    return rows <= 0 ? SB_OK : quant_rows_launch<AQ_GLU>((cudaStream_t)s, xq, dst, NULL, g, u, E, rows, gelu ? 1 : 0);
 }
