@@ -198,6 +198,10 @@ static bool env_not0(const char *name) {
     const char *e = getenv(name);
     return !(e && e[0] == '0');
 }
+static bool env_is1(const char *name) { /* an opt-in knob: set and starting with '1' */
+    const char *e = getenv(name);
+    return e && e[0] == '1';
+}
 
 sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     *out = NULL;
@@ -211,13 +215,10 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     exec_cuda *cx = (exec_cuda *)calloc(1, sizeof *cx);
     if (!cx) return sb_fail(SB_ERR_OOM, "cuda context");
     cx->max_tokens = max_tokens;
-    const char *env = getenv("SB_CUDA_GRAPH");
-    cx->graphs = !(env && env[0] == '0');
+    cx->graphs = env_not0("SB_CUDA_GRAPH");
     cx->direct_out = env_not0("SB_CUDA_DIRECT_OUT");
-    const char *stt = getenv("SB_CUDA_STEP_TIMES");
-    cx->step_times = stt && stt[0] == '1';
-    const char *pe = getenv("SB_CUDA_PROFILE");
-    cx->profile = pe && pe[0] == '1';
+    cx->step_times = env_is1("SB_CUDA_STEP_TIMES");
+    cx->profile = env_is1("SB_CUDA_PROFILE");
     const char *av = getenv("SB_CUDA_ATTN");
     cx->attn_variant = av && av[0] >= '1' && av[0] <= '4' ? av[0] - '0' : 4; /* 4: k_attn_decode.cu for T = 1, flash attention for T > 1 */
     const char *asp = getenv("SB_CUDA_ATTN_SPLITS");
@@ -246,8 +247,7 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     cx->fuse = env_not0("SB_CUDA_FUSE");
     cx->ropek = env_not0("SB_CUDA_ROPEK");
     cx->glu_pair = env_not0("SB_CUDA_GLU_PAIR");
-    const char *g1 = getenv("SB_CUDA_GF1");
-    cx->gf_single = g1 && g1[0] == '1';
+    cx->gf_single = env_is1("SB_CUDA_GF1");
     const char *sk = getenv("SB_CUDA_SKIP");
     for (int o = 0; sk && o < IR_OP_COUNT && o < 62; o++) {
         const char *h = strstr(sk, ir_ops[o].name);

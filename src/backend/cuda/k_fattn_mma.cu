@@ -468,14 +468,15 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
  * memory. Cache rows below the lowest position of the run are older than this launch's
  * predecessors (positions are host-written before the run starts; the rows by earlier runs), so the
  * tiles of those keys are issued BEFORE the PDL wait, under the previous kernel. A range longer than
- * NW x tpw tiles is split over blocks (gridDim.z) as k_fattn_mma's, the last block merging 16 rows.
+ * NW x FW_TPW tiles is split over blocks (gridDim.z) as k_fattn_mma's, the last block merging 16 rows.
  * The tile math (fm_tile), Q's staging, the merge and the writer are k_fattn_mma's; the warp merge
  * (M = max m_w, f_w = exp(m_w - M), O = sum f_w O_w, l = sum f_w l_w) is the split merge's. */
 #define FW_BQ 16
+#define FW_TPW 3 /* key tiles a warp before the range is split over blocks */
 template <int D, int NW, int NB>
 __global__ void __launch_bounds__(NW * 32)
     k_fattn_ws(float *dst, const float *q, const uint16_t *kc, const uint16_t *vc, const int32_t *pos, int T, int Hq, int Hkv, float scale,
-               float softcap, int window, fm_rope rp, blk_q8_1 *xq, float *part, unsigned *cnt, int tpw) {
+               float softcap, int window, fm_rope rp, blk_q8_1 *xq, float *part, unsigned *cnt) {
     CU_PDL_LAUNCH();
     constexpr int SR = D + 8, TILE = FM_BK * SR, SO = D + 4, NT = D / 8, KS = D / 16, NTH = NW * 32;
     extern __shared__ __align__(16) unsigned char fm_smem[];
@@ -505,10 +506,10 @@ __global__ void __launch_bounds__(NW * 32)
     }
     const int qp[2] = {__shfl_sync(0xffffffffu, p, g), __shfl_sync(0xffffffffu, p, g + 8)};
     const int qlo[2] = {__shfl_sync(0xffffffffu, lo, g), __shfl_sync(0xffffffffu, lo, g + 8)};
-    /* the split: z of Sa = min(S, ceil(tiles / (NW tpw))) over whole tiles (the same Sa in every
+    /* the split: z of Sa = min(S, ceil(tiles / (NW FW_TPW))) over whole tiles (the same Sa in every
      * block of the row tile) */
     const int S = gridDim.z, z = blockIdx.z;
-    const int ntr = kmax >= kmin ? (kmax - kmin) / FM_BK + 1 : 1, Sw = (ntr + NW * tpw - 1) / (NW * tpw);
+    const int ntr = kmax >= kmin ? (kmax - kmin) / FM_BK + 1 : 1, Sw = (ntr + NW * FW_TPW - 1) / (NW * FW_TPW);
     const int Se = attn_split_keys(S < Sw ? S : Sw, z, FM_BK, &kmin, &kmax);
     if (z >= Se) return;
     const int nts = kmin <= kmax ? (kmax - kmin) / FM_BK + 1 : 0; /* this split's tiles */
@@ -595,39 +596,34 @@ extern "C" bool cu_fattn_mma_takes(const cu_attn_args *a) {
     return fm_cc >= 8;
 }
 
-/* the key split S: enough (tile, head, split) blocks for ~4 a multiprocessor (4 warps a block),
- * at most FM_SMAX; 1 when the tiles alone fill the GPU or the counters are too few */
-static int fm_splits(const cu_attn_args *a, int split_on) {
-    const int64_t blocks = (a->T + FM_BQ - 1) / FM_BQ * a->Hq;
+/* k_fattn_ws for at most FW_TMAX queries (cu_fattn_set_ws; env SB_CUDA_FATTN_WS=0 off) */
+static int fw_on = 1;
+#define FW_TMAX 64
+extern "C" void cu_fattn_set_ws(int on) { fw_on = on ? 1 : 0; }
+static bool fw_takes(const cu_attn_args *a) { return fw_on && a->T <= FW_TMAX; }
+
+/* the key split S over blocks of bq queries: enough (tile, head, split) blocks for ~per_sm a
+ * multiprocessor (k_fattn_mma: 4 of 4 warps; k_fattn_ws: 1, its rings fill the shared memory), at
+ * most FM_SMAX; 1 when the tiles alone fill the GPU or the counters are too few */
+static int fa_splits(const cu_attn_args *a, int split_on, int bq, int per_sm) {
+    const int64_t blocks = (a->T + bq - 1) / bq * a->Hq;
     if (!fm_sms) fm_sms = cu_sm_count() > 0 ? cu_sm_count() : 132;
-    int s = (int)(4 * (int64_t)fm_sms / (blocks > 0 ? blocks : 1));
+    int s = (int)(per_sm * (int64_t)fm_sms / (blocks > 0 ? blocks : 1));
     s = s > FM_SMAX ? FM_SMAX : s < 1 ? 1 : s;
     if (!split_on || blocks > CU_ATT_COUNTERS) s = 1;
     return s;
 }
+static int fm_splits(const cu_attn_args *a, int split_on) { return fa_splits(a, split_on, FM_BQ, 4); }
+static int fw_splits(const cu_attn_args *a, int split_on) { return fa_splits(a, split_on, FW_BQ, 1); }
 
-/* k_fattn_ws for at most fw_tmax queries (cu_fattn_set_ws; env SB_CUDA_FATTN_WS=0 off) */
-static int fw_on = 1;
-#define FW_TMAX 64
-#define FW_TPW 3 /* key tiles a warp before the range is split over blocks */
-extern "C" void cu_fattn_set_ws(int on) { fw_on = on ? 1 : 0; }
-static bool fw_takes(const cu_attn_args *a) { return fw_on && a->T <= FW_TMAX; }
-
-/* k_fattn_ws's splits over blocks: one block an SM (its rings fill the shared memory), at most FM_SMAX */
-static int fw_splits(const cu_attn_args *a, int split_on) {
-    const int64_t blocks = (a->T + FW_BQ - 1) / FW_BQ * a->Hq;
-    if (!fm_sms) fm_sms = cu_sm_count() > 0 ? cu_sm_count() : 132;
-    int s = (int)((int64_t)fm_sms / (blocks > 0 ? blocks : 1));
-    s = s > FM_SMAX ? FM_SMAX : s < 1 ? 1 : s;
-    if (!split_on || blocks > CU_ATT_COUNTERS) s = 1;
-    return s;
+/* floats of partials for S splits of blocks of bq queries (0: no split) */
+static uint64_t fa_split_floats(const cu_attn_args *a, int bq, int S) {
+    return S > 1 ? (uint64_t)((a->T + bq - 1) / bq) * (uint64_t)a->Hq * (uint64_t)S * (uint64_t)bq * (uint64_t)FM_PS(a->D) : 0;
 }
 
 extern "C" uint64_t cu_fattn_mma_scratch(const cu_attn_args *a, int split_on) {
     if (!cu_fattn_mma_takes(a)) return 0;
-    const int S = fm_splits(a, split_on), Sw = fw_splits(a, split_on);
-    const uint64_t fm = S > 1 ? (uint64_t)((a->T + FM_BQ - 1) / FM_BQ) * (uint64_t)a->Hq * (uint64_t)S * FM_BQ * (uint64_t)FM_PS(a->D) : 0;
-    const uint64_t fw = Sw > 1 ? (uint64_t)((a->T + FW_BQ - 1) / FW_BQ) * (uint64_t)a->Hq * (uint64_t)Sw * FW_BQ * (uint64_t)FM_PS(a->D) : 0;
+    const uint64_t fm = fa_split_floats(a, FM_BQ, fm_splits(a, split_on)), fw = fa_split_floats(a, FW_BQ, fw_splits(a, split_on));
     return fm > fw ? fm : fw;
 }
 
@@ -637,20 +633,27 @@ template <int D> static size_t fm_smem_bytes() {
     return kv > stage ? kv : stage;
 }
 
+/* both kernels' launch: the shared-memory opt-in above 48 KB once per kernel (*attr), then the grid */
+typedef void (*fa_kernel)(float *, const float *, const uint16_t *, const uint16_t *, const int32_t *, int, int, int, float, float, int, fm_rope,
+                          blk_q8_1 *, float *, unsigned *);
+static sb_status fa_launch(fa_kernel kern, const char *name, int *attr, size_t smem, int threads, cudaStream_t st, float *dst, const float *q,
+                           const void *k, const void *v, const int32_t *pos, const cu_attn_args *a, dim3 grid, fm_rope rp, float *scratch,
+                           unsigned *counters) {
+    if (!*attr) {
+        const cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess) return sb_fail(SB_ERR_DEVICE, "cuda: %s shared memory of %zu bytes: %s", name, smem, cudaGetErrorString(e));
+        *attr = 1;
+    }
+    cu_launch_smem(kern, grid, threads, smem, st, dst, q, (const uint16_t *)k, (const uint16_t *)v, pos, (int)a->T, (int)a->Hq, (int)a->Hkv,
+                   a->scale, a->softcap, a->window, rp, (blk_q8_1 *)a->xq, scratch, counters);
+    return cu_after_launch(name);
+}
+
 template <int D>
 static sb_status fm_launch(cudaStream_t st, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
                            dim3 grid, fm_rope rp, float *scratch, unsigned *counters) {
-    static int attr; /* the opt-in above 48 KB, once per instance */
-    const size_t smem = fm_smem_bytes<D>();
-    if (!attr) {
-        const cudaError_t e = cudaFuncSetAttribute(k_fattn_mma<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e != cudaSuccess)
-            return sb_fail(SB_ERR_DEVICE, "cuda: k_fattn_mma<%d> shared memory of %zu bytes: %s", D, smem, cudaGetErrorString(e));
-        attr = 1;
-    }
-    cu_launch_smem(k_fattn_mma<D>, grid, FM_WARPS * 32, smem, st, dst, q, (const uint16_t *)k, (const uint16_t *)v, pos, (int)a->T, (int)a->Hq,
-                   (int)a->Hkv, a->scale, a->softcap, a->window, rp, (blk_q8_1 *)a->xq, scratch, counters);
-    return cu_after_launch("k_fattn_mma");
+    static int attr;
+    return fa_launch(k_fattn_mma<D>, "k_fattn_mma", &attr, fm_smem_bytes<D>(), FM_WARPS * 32, st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
 }
 
 /* k_fattn_ws<D, NW, NB> with the deepest ring (NB <= 3) the device's per-block shared memory holds;
@@ -659,17 +662,9 @@ template <int D, int NW, int NB> static size_t fw_smem_bytes() { return (size_t)
 template <int D, int NW, int NB>
 static sb_status fw_launch1(cudaStream_t st, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
                             dim3 grid, fm_rope rp, float *scratch, unsigned *counters) {
-    static int attr; /* the opt-in above 48 KB, once per instance */
-    const size_t smem = fw_smem_bytes<D, NW, NB>();
-    if (!attr) {
-        const cudaError_t e = cudaFuncSetAttribute(k_fattn_ws<D, NW, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e != cudaSuccess)
-            return sb_fail(SB_ERR_DEVICE, "cuda: k_fattn_ws<%d, %d, %d> shared memory of %zu bytes: %s", D, NW, NB, smem, cudaGetErrorString(e));
-        attr = 1;
-    }
-    cu_launch_smem(k_fattn_ws<D, NW, NB>, grid, NW * 32, smem, st, dst, q, (const uint16_t *)k, (const uint16_t *)v, pos, (int)a->T, (int)a->Hq,
-                   (int)a->Hkv, a->scale, a->softcap, a->window, rp, (blk_q8_1 *)a->xq, scratch, counters, FW_TPW);
-    return cu_after_launch("k_fattn_ws");
+    static int attr;
+    return fa_launch(k_fattn_ws<D, NW, NB>, "k_fattn_ws", &attr, fw_smem_bytes<D, NW, NB>(), NW * 32, st, dst, q, k, v, pos, a, grid, rp, scratch,
+                     counters);
 }
 template <int D, int NW>
 static sb_status fw_launch(cudaStream_t st, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
@@ -692,17 +687,14 @@ extern "C" sb_status cu_fattn_mma(cu_stream s, float *dst, const float *q, const
                        "16-byte aligned, sm_80+ only)", a->ctype, (long long)a->D, k, v);
     if (a->T <= 0) return SB_OK;
     const fm_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
-    if (fw_takes(a)) {
-        int Sw = fw_splits(a, split_on);
-        if (Sw > 1 && (!scratch || !counters || scratch_floats < cu_fattn_mma_scratch(a, split_on) || (uintptr_t)scratch % 16)) Sw = 1;
-        const dim3 gw(cu_div_up(a->T, FW_BQ), (unsigned)a->Hq, (unsigned)Sw);
-        return a->D == 64 ? fw_launch<64, 4>((cudaStream_t)s, dst, q, k, v, pos, a, gw, rp, scratch, counters)
-                          : fw_launch<128, 2>((cudaStream_t)s, dst, q, k, v, pos, a, gw, rp, scratch, counters);
-    }
-    int S = fm_splits(a, split_on);
+    const bool ws = fw_takes(a);
+    int S = ws ? fw_splits(a, split_on) : fm_splits(a, split_on);
     if (S > 1 && (!scratch || !counters || scratch_floats < cu_fattn_mma_scratch(a, split_on) || (uintptr_t)scratch % 16)) S = 1;
-    const dim3 grid(cu_div_up(a->T, FM_BQ), (unsigned)a->Hq, (unsigned)S);
+    const dim3 grid(cu_div_up(a->T, ws ? FW_BQ : FM_BQ), (unsigned)a->Hq, (unsigned)S);
     const cudaStream_t st = (cudaStream_t)s;
+    if (ws)
+        return a->D == 64 ? fw_launch<64, 4>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters)
+                          : fw_launch<128, 2>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
     return a->D == 64 ? fm_launch<64>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters)
                       : fm_launch<128>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
 }

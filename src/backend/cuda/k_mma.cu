@@ -33,9 +33,10 @@
  * against 0.55-3.6 MB of weights per GEMM; the reducing block reads split x 8 KB (two splits'
  * loads, 16 per thread, in flight at once) as the tile's serial tail.
  * Needs sm_80+ (mma.sync s8); the launcher refuses older devices (k_mmq stays the fallback).
- * Segments (cu_matmul_mma_multi, ma_segs): up to CU_MULTI_MAX matrices of one type over the same
- * activations in one launch — the grid's x tiles split between them, each block computing exactly
- * what the matrix's own launch would (the executor's prefill gate/up and Q/K groups); unsplit only.
+ * Segments (cu_matmul_mma_multi, ma_segs): up to CU_MULTI_MAX matrices of one type (or two that
+ * cu_mma_pair takes) over the same activations in one launch — the grid's x tiles split between
+ * them, each block computing exactly what the matrix's own launch would (the executor's prefill
+ * gate/up and K/V/Q groups); split where every member splits alike (ma_small_split).
  * Tested against: op_matmul (f64) and the CPU executor's q8_K path in tests/runtime/test_cuda_ops.c
  * (test_mma_groups: the executor's groups vs the same GEMMs unfused).
  */
@@ -73,8 +74,8 @@ static __device__ __forceinline__ void mma_k16(int c[4], int a0, int a1, int b0)
 #endif
 }
 
-/* The output segments of one launch: up to CU_MULTI_MAX weight matrices of one type over the same
- * activations (a prefill plan's gate/up, Q/K), each with its rows, destination and epilogue; block
+/* The output segments of one launch: up to CU_MULTI_MAX weight matrices of one type (or a
+ * cu_mma_pair) over the same activations (a prefill plan's gate/up, K/V/Q), each with its rows, destination and epilogue; block
  * x of the grid works for segment s when x0[s] <= x < x0[s + 1] (x0 in tiles of the launch's BN).
  * A single matrix is one segment. */
 struct ma_segs {
@@ -589,7 +590,7 @@ extern "C" sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w,
     return matmul_mma(s, ma_one(dst, w, wtype, N, ep), wtype, K, xq, xtype, T, &sm);
 }
 
-/* segments of one weight type, each with rows, in one launch: 0 where not (the caller launches them
+/* segments of one weight type (or a cu_mma_pair), each with rows, in one launch: 0 where not (the caller launches them
  * one by one), else the launch's split of K (ma_small_split; 1 above the small path's T limit) */
 extern "C" int cu_mma_multi_split(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int64_t T, uint64_t scratch_floats) {
     if (n < 1 || n > CU_MULTI_MAX || T <= 8 || !cu_has_mma(seg[0].wtype, xtype)) return 0;
