@@ -78,6 +78,7 @@ void exec_cuda_set_norm_rows(bool on) { (void)on; }
 void exec_cuda_set_reg(bool on) { (void)on; }
 void exec_cuda_set_wide_rows(int r) { (void)r; }
 int32_t exec_cuda_count_fusions(const plan *p) { return -1; }
+int32_t exec_cuda_count_glu_pairs(const plan *p) { return -1; }
 size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
     if (cap) buf[0] = 0;
     return 0;
@@ -987,6 +988,28 @@ static void plan_mma_groups(const plan *p, cplan *c, uint64_t *at, bool hoist, b
     free(last);
 }
 
+/* GLU_QUANT f of T > 8 rows whose gate and up are the two members of one MMA group (plan_mma_groups:
+ * the gate leading, the up its only member), each used only by f, without epilogues, of one weight
+ * type and row count, in a launch that never splits K (cu_mma_multi_split 1 with any scratch): that
+ * launch takes them as row pairs (cu_matmul_mma_multi pair_glu) and writes act(gate) * up into the
+ * gate's memory, and f only quantizes it — as plan_glu_pairs at T = 1: the GLU kernel's reads of
+ * two [T, N] results and the up's write leave the plan. Weight types cu_mma_glu_pair_ok takes (a
+ * Qwen2.5-0.5B Q4_K_M file's Q5_0 gate/up). gpair[gate] = f. */
+static void plan_mma_glu_pairs(const plan *p, cplan *c, const int32_t *uses) {
+    const ir_graph *g = p->g;
+    for (int32_t f = 0; f < g->n_nodes; f++) {
+        const ir_node *fn = &g->nodes[f];
+        if (fn->op != IR_OP_GLU_QUANT || c->skip[f] || ir_nrows(fn) <= 8) continue;
+        const ir_ref gs = fn->src[0], us = fn->src[1];
+        if (gs < 0 || us < 0 || c->skip[gs] || c->mnext[gs] != us || c->mnext[us] >= 0 || uses[gs] != 1 || uses[us] != 1) continue;
+        if (c->epi[gs] >= 0 || c->epi[us] >= 0) continue;
+        const cu_gemv_seg sg[2] = {mm_seg(g, &g->nodes[gs]), mm_seg(g, &g->nodes[us])};
+        const ir_node *x = &g->nodes[g->nodes[gs].src[1]];
+        if (sg[0].wtype != sg[1].wtype || !cu_mma_glu_pair_ok(sg[0].wtype) || sg[0].N != sg[1].N || cu_mma_multi_split(sg, 2, x->ne[0], x->dtype, x->ne[1], UINT64_MAX) != 1) continue;
+        c->gpair[gs] = f;
+    }
+}
+
 /* ROPE / KV_STORE nodes that run one after another (nothing executed between them: the nodes
  * between are skipped — done by a launch before, e.g. a prefill layer's K, V, Q GEMMs in one MMA
  * launch — views or inputs): up to CU_ROPE_JOBS_MAX in one cu_rope_jobs launch at the first one's
@@ -1131,6 +1154,7 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, bool glu_pair
     const char *mg = getenv("SB_CUDA_MMA_GROUP"); /* prefill GEMMs of one activation in one launch (default on; 0 off; 2 adjacent ones only) */
     /* SB_CUDA_MMA_PAIR=0: one weight type a group (no Q8_0 V beside Q5_0 K and Q) */
     if (!(mg && mg[0] == '0')) plan_mma_groups(p, c, &at, !(mg && mg[0] == '2'), env_not0("SB_CUDA_MMA_PAIR"));
+    if (glu_pair && env_not0("SB_CUDA_MMA_GLU_PAIR")) plan_mma_glu_pairs(p, c, uses); /* 0: the prefill GLU in its own kernel */
     if (env_not0("SB_CUDA_ROPE_JOBS")) plan_rope_jobs(p, c);
     if (env_not0("SB_CUDA_GROUP_JOBS")) plan_group_jobs(p, c);
     c->moved_bytes = at - base;
@@ -1138,16 +1162,19 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, bool glu_pair
     return SB_OK;
 }
 
-int32_t exec_cuda_count_fusions(const plan *p) {
+/* nodes fused away (what), or gate/up launches that write their GLU (!what), as a new context would plan p */
+static int32_t count_planned(const plan *p, bool skips) {
     cplan c = {0};
     int32_t n = -1;
-    if (plan_fusions(p, &c, env_not0("SB_CUDA_ROPEK"), env_not0("SB_CUDA_GLU_PAIR")) == SB_OK) { /* as a new context would */
+    if (plan_fusions(p, &c, env_not0("SB_CUDA_ROPEK"), env_not0("SB_CUDA_GLU_PAIR")) == SB_OK) {
         n = 0;
-        for (int32_t i = 0; i < p->g->n_nodes; i++) n += c.skip[i];
+        for (int32_t i = 0; i < p->g->n_nodes; i++) n += skips ? c.skip[i] : c.gpair[i] >= 0;
     }
     cplan_clear(&c); /* every fusion table (plan_fusions allocates them all) */
     return n;
 }
+int32_t exec_cuda_count_fusions(const plan *p) { return count_planned(p, true); }
+int32_t exec_cuda_count_glu_pairs(const plan *p) { return count_planned(p, false); }
 
 static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c); /* generated kernels (below) */
 
@@ -1582,8 +1609,10 @@ static sb_status run_matmul_group(crun *r, int32_t i) {
         const bool jobs = r->c->gjobs && r->c->gjobs[i] && split > 1; /* the rope jobs after it sum the partials */
         r->n_kernels += split > 1 && !jobs ? 2 : 1; /* a split: k_mma_reduce after it */
         cu_split_src srcs[CU_MULTI_MAX];
+        const int32_t f = r->c->gpair ? r->c->gpair[i] : -1; /* a GLU it writes (plan_mma_glu_pairs) */
+        const int pair_glu = f >= 0 ? (g->nodes[f].ip[0] == IR_OP_GEGLU ? 2 : 1) : 0;
         SB_TRY(cu_matmul_mma_multi(r->cx->s, seg, ns, w->ne[0], dptr(r, n->src[1]), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off),
-                                   cap, jobs ? srcs : NULL));
+                                   cap, jobs ? srcs : NULL, pair_glu));
         if (jobs && srcs[0].part) {
             int q = 0;
             for (int32_t m = i; m >= 0 && q < ns; m = r->c->mnext[m], q++) {
@@ -1704,7 +1733,7 @@ static sb_status run_node(crun *r, int32_t i) {
     case IR_OP_GLU_QUANT:
         r->n_kernels++;
         if (r->c->gpair && r->c->gpair[n->src[0]] == i) /* its gate/up launch wrote act(gate) * up into the gate's memory */
-            return cu_quantize_act(s, n->dtype, dst, SP(0), n->ne[0], 1);
+            return cu_quantize_act(s, n->dtype, dst, SP(0), n->ne[0], ir_nrows(n));
         CG_TRY(r, i);
         return cu_glu_quant(s, n->dtype, dst, SP(0), SP(1), n->ne[0], ir_nrows(n), n->ip[0] == IR_OP_GEGLU);
     case IR_OP_MATMUL: {

@@ -1157,6 +1157,60 @@ static void test_mma_groups(void) {
     exec_cuda_set_mmvq_variant(1);
 }
 
+/* A prefill FFN (T > 8): the gate/up MMA group whose launch writes the GLU itself (exec_cuda.c
+ * plan_mma_glu_pairs; k_mma.cu's paired rows: a warp's two m16 tiles the gate and the up of the same
+ * 16 rows), then a Q5_0 down projection over its q8_1 quantization. Q5_0 SwiGLU at T 64 (32-row
+ * small-T tiles), Q8_0 GeGLU at T 17, Q4_0 SwiGLU at T 512 (launch_mma's 128-row tiles, the last
+ * one half full: N 3232 = 50.5 x 64 pairs); N large enough that the group does not split K (on
+ * >= 100 SMs). The plan pairs it (exec_cuda_count_glu_pairs), the result is within the 8-bit limit
+ * of the f64 reference, and bit for bit the unpaired group's (the GLU kernel computed the same f32
+ * values from the same sums). */
+static void test_mma_glu_pair(void) {
+    typedef struct { int t; int64_t T; bool gelu; } pair_case;
+    static const pair_case cs[] = {{SB_TYPE_Q5_0, 64, false}, {SB_TYPE_Q8_0, 17, true}, {SB_TYPE_Q4_0, 512, false}};
+    const int64_t K = 896, N = 3232, ND = 64;
+    exec_cuda_set_mmvq_variant(4);
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int t = cs[k].t;
+        const int64_t T = cs[k].T;
+        float *wgf = rnd(K * N, 0.1f), *wuf = rnd(K * N, 0.1f), *wdf = rnd(N * ND, 0.05f), *x = rnd(K * T, 1.0f);
+        void *wg = quant_rows(t, wgf, K, N), *wu = quant_rows(t, wuf, K, N), *wd = quant_rows(SB_TYPE_Q5_0, wdf, N, ND);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, T, 1, 1});
+        ir_ref mg = ir_matmul(g, ir_input_weight(g, "wg", t, (int64_t[4]){K, N, 1, 1}), xr);
+        ir_ref mu = ir_matmul(g, ir_input_weight(g, "wu", t, (int64_t[4]){K, N, 1, 1}), xr);
+        ir_ref h = cs[k].gelu ? ir_geglu(g, mg, mu) : ir_swiglu(g, mg, mu);
+        ir_output(g, ir_matmul(g, ir_input_weight(g, "wd", SB_TYPE_Q5_0, (int64_t[4]){N, ND, 1, 1}), h), "y");
+        binds b = {.name = {"x", "wg", "wu", "wd"}, .data = {x, wg, wu, wd}, .n = 4};
+        char label[96];
+        snprintf(label, sizeof label, "MMA gate/up %s %s T=%lld -> down", ir_dtype_name(t), cs[k].gelu ? "GeGLU" : "SwiGLU", (long long)T);
+        plan_target tc;
+        exec_cuda_target(&tc);
+        plan *pc = NULL;
+        CHECK(plan_build(g, &tc, NULL, &pc) == SB_OK);
+        if (pc) CHECKF(exec_cuda_count_glu_pairs(pc) == 1, "%s: %d gate/up launches write the GLU (1 expected)", label, (int)exec_cuda_count_glu_pairs(pc));
+        plan_free(pc);
+        fuse_on = true, glu_pair_on = false;
+        const double e0 = run_both(g, &b, label);
+        float *y0 = last_y;
+        const int64_t n0 = last_n;
+        last_y = NULL;
+        glu_pair_on = true;
+        char l2[128];
+        snprintf(l2, sizeof l2, "%s (GLU in the GEMM)", label);
+        const double e1 = run_both(g, &b, l2);
+        fuse_on = false;
+        expect(e0, 5e-4, label);
+        expect(e1, 5e-4, l2);
+        CHECKF(y0 && last_y && n0 == last_n && !memcmp(y0, last_y, (size_t)n0 * 4), "%s: not bit-identical to the unpaired group", l2);
+        free(y0);
+        ir_graph_free(g);
+        free(wgf), free(wuf), free(wdf), free(x), free(wg), free(wu), free(wd);
+    }
+    exec_cuda_set_mmvq_variant(1);
+}
+
 /* The small-T path of the int8 tensor-core GEMM (k_mma.cu cu_matmul_mma_small, SB_CUDA_MMA_SMALL):
  * 32 x 64 tiles with K split across blocks, every weight type k_mma takes (Q4_0 / Q5_0 / Q8_0 on
  * q8_1, K 896 or 4864; Q4_K / Q5_K / Q6_K on q8_K, and on q8_1 through SB_CUDA_ACT=q8_1, K 4864)
@@ -1369,6 +1423,7 @@ int main(void) {
     test_mma_prefill();
     test_mma_small();
     test_mma_groups();
+    test_mma_glu_pair();
     test_prefill_block();
     test_flash_attention(); /* with the key split (the default) */
     printf("-- flash-attention prefill without its key split (SB_CUDA_FATTN_SPLIT=0)\n");

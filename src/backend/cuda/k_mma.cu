@@ -89,6 +89,10 @@ struct ma_segs {
     unsigned char t2[CU_MULTI_MAX]; /* segment s of the launch's second type (TYPE2), rows of rb2 bytes */
     uint64_t rb2;
     int n;
+    /* 1 SiLU, 2 GELU: one segment of N row pairs — w[0] the gate's rows, w[1] the up's, one type, no
+     * epilogue —, each warp's two m16 tiles a gate and an up tile of the same 16 rows, dst[0] =
+     * act(gate) * up (cu_glu_quant's values); x0 in tiles of BN / 2 pairs; never split */
+    int pair_glu;
 };
 
 /* SPLIT: block z of the grid covers sub-blocks [z * spb, min(nsb, (z + 1) * spb)) of K and writes
@@ -128,7 +132,10 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
     const int tid = threadIdx.x, lane = tid & 31, wp = tid >> 5;
     const int g = lane >> 2, tig = lane & 3;
     const int wr = wp % WR, wt = wp / WR;
-    const int64_t n0 = (int64_t)((int)blockIdx.x - sg.x0[sgi]) * BN, t0 = (int64_t)blockIdx.y * BT;
+    /* paired gate/up rows (block-uniform); the legacy types only (cu_mma_glu_pair_ok): the K-quants'
+     * 128-row tiles are at their register limit */
+    const int pair = TYPE == CU_T_Q4_0 || TYPE == CU_T_Q5_0 || TYPE == CU_T_Q8_0 ? sg.pair_glu : 0;
+    const int64_t n0 = (int64_t)((int)blockIdx.x - sg.x0[sgi]) * (pair ? BN / 2 : BN), t0 = (int64_t)blockIdx.y * BT;
     const int nsb = (int)(K / 32);
     const int jb = SPLIT ? (int)blockIdx.z * spb : 0; /* this block's sub-blocks [jb, je) */
     const int je = SPLIT ? min(nsb, jb + spb) : nsb;
@@ -149,9 +156,12 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
 #pragma unroll
         for (int u2 = 0; u2 < U; u2++) {
             const int u = tid + 256 * u2, r = u / MA_KB, jj = u % MA_KB;
-            if ((WSUB >= 256 || u < WSUB) && n0 + r < N && j0 + jj < je) {
-                if (t2) cu_fetch<TYPE2>(w + (uint64_t)(n0 + r) * rb, j0 + jj, &raw[u2]);
-                else cu_fetch<TYPE>(w + (uint64_t)(n0 + r) * rb, j0 + jj, &raw[u2]);
+            /* paired: tile row r is row (r / 32) * 16 + r % 16 of the gate (r / 16 even) or the up */
+            const int64_t wrow = n0 + (pair ? (r >> 5) * 16 + (r & 15) : r);
+            const uint8_t *wm = pair && (r & 16) ? sg.w[1] : w;
+            if ((WSUB >= 256 || u < WSUB) && wrow < N && j0 + jj < je) {
+                if (t2) cu_fetch<TYPE2>(wm + (uint64_t)wrow * rb, j0 + jj, &raw[u2]);
+                else cu_fetch<TYPE>(wm + (uint64_t)wrow * rb, j0 + jj, &raw[u2]);
             } else {
                 cu_wraw_zero(&raw[u2]);
             }
@@ -260,6 +270,17 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
             __syncthreads();
         }
     }
+    if (!SPLIT && pair) { /* m 0 the gate, m 1 the up of rows n0 + 16 wr + g (+ 8): act(gate) * up */
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int64_t row = n0 + wr * 16 + g + 8 * (i >> 1), t = t0 + wt * WN + n * 8 + 2 * tig + (i & 1);
+                const float a = acc[0][n][i];
+                if (row < N && t < T) dst[t * N + row] = (pair == 2 ? cu_gelu(a) : cu_silu(a)) * acc[1][n][i];
+            }
+        return;
+    }
 #pragma unroll
     for (int m = 0; m < 2; m++)
 #pragma unroll
@@ -348,8 +369,9 @@ extern "C" void cu_mma_set_tile(int t) { mma_tile = t >= 0 && t <= 3 ? t : 0; }
 
 /* the x extent of each segment in tiles of BN rows (sg->x0); the grid's x */
 static unsigned ma_tiles(ma_segs *sg, int BN) {
+    const int rows = sg->pair_glu ? BN / 2 : BN; /* paired gate/up: BN / 2 pairs a tile */
     sg->x0[0] = 0;
-    for (int q = 0; q < sg->n; q++) sg->x0[q + 1] = sg->x0[q] + (int)cu_div_up(sg->N[q], BN);
+    for (int q = 0; q < sg->n; q++) sg->x0[q + 1] = sg->x0[q] + (int)cu_div_up(sg->N[q], rows);
     for (int q = sg->n + 1; q <= CU_MULTI_MAX; q++) sg->x0[q] = sg->x0[sg->n];
     return (unsigned)sg->x0[sg->n];
 }
@@ -483,6 +505,7 @@ static sb_status launch_mma_small(cudaStream_t s, ma_segs sg, uint64_t rb, int64
     int spb = 0;
     const int split = ma_small_split(&sg, K, T, scratch ? scratch_floats : 0, &spb);
     if (split < 1) return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMM segments that split K differently in one launch", sg.n);
+    if (split > 1 && sg.pair_glu) return sb_fail(SB_ERR_INTERNAL, "cuda: a paired gate/up GEMM that splits K (%d ways)", split);
     const int64_t N = 32 * (int64_t)ma_tiles(&sg, 32);
     if (split == 1 && (int64_t)cu_div_up(N, 32) * cu_div_up(T, 64) >= MA_MINB(32) * (int64_t)mma_sms) /* the 32-row tiles fill the GPU: the usual tiles */
         return launch_mma<TYPE, XQ, TYPE2>(s, sg, rb, K, x, T);
@@ -610,14 +633,23 @@ extern "C" int cu_mma_multi_split(const cu_gemv_seg *seg, int n, int64_t K, int 
     return ma_small_split(&sg, K, T, scratch_floats, &spb);
 }
 
+extern "C" bool cu_mma_glu_pair_ok(int wtype) { return wtype == CU_T_Q4_0 || wtype == CU_T_Q5_0 || wtype == CU_T_Q8_0; }
+
 extern "C" sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, int64_t T, float *scratch,
-                                         uint64_t scratch_floats, cu_split_src *srcs) {
+                                         uint64_t scratch_floats, cu_split_src *srcs, int pair_glu) {
     if (srcs) srcs[0].part = NULL; /* unless a split leaves partials */
     if (cu_mma_multi_split(seg, n, K, xtype, T, scratch ? scratch_floats : 0) < 1)
         return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMM segments that one int8 MMA launch does not take (T %lld)", n, (long long)T);
     ma_segs sg = {};
     for (int q = 0; q < n; q++) sg.w[q] = (const uint8_t *)seg[q].w, sg.dst[q] = seg[q].dst, sg.N[q] = seg[q].N, sg.ep[q] = seg[q].ep, sg.wt[q] = seg[q].wtype;
     sg.n = n;
+    if (pair_glu) { /* gate and up as one segment of row pairs (ma_segs.pair_glu) */
+        if (n != 2 || seg[0].N != seg[1].N || seg[0].wtype != seg[1].wtype || !cu_mma_glu_pair_ok(seg[0].wtype) || seg[0].ep.add || seg[1].ep.add)
+            return sb_fail(SB_ERR_INTERNAL, "cuda: a paired gate/up GEMM of %d segments, %lld and %lld rows", n, (long long)seg[0].N,
+                           (long long)seg[n > 1].N);
+        sg.n = 1, sg.pair_glu = pair_glu;
+        srcs = NULL;
+    }
     const mma_small_args sm = {scratch, scratch ? scratch_floats : 0, NULL, srcs};
     return matmul_mma(s, sg, seg[0].wtype, K, xq, xtype, T, mma_small ? &sm : NULL);
 }
