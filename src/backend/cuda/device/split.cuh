@@ -38,6 +38,29 @@ template <int N> static __device__ __forceinline__ void cu_cp_wait() {
 #endif
 }
 
+// ---- tensor-core fragments from shared memory ----
+
+/* ldmatrix .x4 / .x2 (b16 8 x 8 matrices; sm_75+): lane l gives the address of row l % 8 of matrix
+ * l / 8 (16 bytes, 16-byte aligned) and receives row l / 4, elements 2 (l % 4), +1 of each matrix —
+ * for 8-bit data row l / 4, bytes 4 (l % 4) .. + 3: an m16n8k32 s8 fragment register. .x2 reads
+ * the addresses of lanes 0..15. */
+static __device__ __forceinline__ void cu_ldsm_x4(int r[4], const void *s) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(sa));
+#else
+    r[0] = r[1] = r[2] = r[3] = 0;
+#endif
+}
+static __device__ __forceinline__ void cu_ldsm_x2(int r[2], const void *s) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(sa));
+#else
+    r[0] = r[1] = 0;
+#endif
+}
+
 /* the first key a query at position p sees: p - window + 1 with a window, else 0 */
 static __device__ __forceinline__ int64_t attn_window_lo(int64_t p, int window) { return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0; }
 
