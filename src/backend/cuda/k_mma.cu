@@ -209,26 +209,29 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
         if (more) fetch_w(j0 + MA_KB), fetch_x(j0 + MA_KB);
 #pragma unroll
         for (int jj = 0; jj < MA_KB; jj++) {
+            /* fragments by ldmatrix (row stride 144 bytes: a matrix's 8 rows in distinct bank groups):
+             * a[m] rows g, g + 8 x bytes 4 tig (+ 16); b[n] token g x bytes 4 tig (+ 16) — b only in the
+             * small-T tile and a not in the Q4_K / Q5_K 128-row one: ldmatrix's fixed order took those
+             * past their registers (spills); there 32-bit shared loads */
+            constexpr bool LDA = !(BN == 128 && DM), LDB = BN == 32;
             int a[2][4], b[NT][2];
-            if (BN == 32) { /* the small-T tile: fragments by ldmatrix (row stride 144 bytes: a matrix's 8
-                             * rows in distinct bank groups) — a[m] rows g, g + 8 x bytes 4 tig (+ 16), b token g x
-                             * bytes 4 tig (+ 16); the larger tiles keep 32-bit loads (ldmatrix's fixed order
-                             * took their registers past 128) */
 #pragma unroll
-                for (int m = 0; m < 2; m++) cu_ldsm_x4(a[m], &ws[wr * 32 + m * 16 + (lane & 15)][jj * 8 + 4 * (lane >> 4)]);
-#pragma unroll
-                for (int n = 0; n < NT; n++) cu_ldsm_x2(b[n], &xs[wt * WN + n * 8 + (lane & 7)][jj * 8 + 4 * ((lane >> 3) & 1)]);
-            } else {
-#pragma unroll
-                for (int m = 0; m < 2; m++) {
+            for (int m = 0; m < 2; m++) {
+                if (LDA) {
+                    cu_ldsm_x4(a[m], &ws[wr * 32 + m * 16 + (lane & 15)][jj * 8 + 4 * (lane >> 4)]);
+                } else {
                     const int r = wr * 32 + m * 16 + g;
                     a[m][0] = ws[r][jj * 8 + tig];
                     a[m][1] = ws[r + 8][jj * 8 + tig];
                     a[m][2] = ws[r][jj * 8 + 4 + tig];
                     a[m][3] = ws[r + 8][jj * 8 + 4 + tig];
                 }
+            }
 #pragma unroll
-                for (int n = 0; n < NT; n++) {
+            for (int n = 0; n < NT; n++) {
+                if (LDB) {
+                    cu_ldsm_x2(b[n], &xs[wt * WN + n * 8 + (lane & 7)][jj * 8 + 4 * ((lane >> 3) & 1)]);
+                } else {
                     const int c = wt * WN + n * 8 + g;
                     b[n][0] = xs[c][jj * 8 + tig];
                     b[n][1] = xs[c][jj * 8 + 4 + tig];
