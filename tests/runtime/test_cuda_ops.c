@@ -405,29 +405,34 @@ static void test_fused_epilogue(void) {
     fuse_on = false;
 }
 
-/* Run g fused and unfused against the reference; the fused run must launch `fewer` kernels less,
- * and with fused_bits give the unfused run's first output bit for bit */
-static bool fused_bits;
-static void expect_fused(ir_graph *g, const binds *b, const char *label, double limit, int fewer) {
-    fuse_on = false;
+/* Run g with the setting *flag off, then on (label " (what)"), against the reference (limit each);
+ * the second run must launch `fewer` kernels less and, with bits, give the first run's first output
+ * bit for bit. Leaves *flag off. */
+static void expect_flip(ir_graph *g, const binds *b, const char *label, const char *what, bool *flag, double limit, int fewer, bool bits) {
+    *flag = false;
     const double e0 = run_both(g, b, label);
     const int32_t k0 = last_kernels;
     float *y0 = last_y;
     const int64_t n0 = last_n;
     last_y = NULL;
-    fuse_on = true;
-    char l2[128];
-    snprintf(l2, sizeof l2, "%s (fused)", label);
+    *flag = true;
+    char l2[160];
+    snprintf(l2, sizeof l2, "%s (%s)", label, what);
     const double e1 = run_both(g, b, l2);
     const int32_t k1 = last_kernels;
-    fuse_on = false;
+    *flag = false;
     expect(e0, limit, label);
     expect(e1, limit, l2);
     printf("%-44s kernels %d -> %d\n", label, (int)k0, (int)k1);
-    CHECKF(k1 <= k0 - fewer, "%s: %d kernels fused vs %d unfused (expected %d fewer)", label, (int)k1, (int)k0, fewer);
-    if (fused_bits)
-        CHECKF(y0 && last_y && n0 == last_n && !memcmp(y0, last_y, (size_t)n0 * 4), "%s: fused output not bit-identical to the unfused", label);
+    CHECKF(k1 <= k0 - fewer, "%s: %d kernels with it vs %d without (expected %d fewer)", l2, (int)k1, (int)k0, fewer);
+    if (bits) CHECKF(y0 && last_y && n0 == last_n && !memcmp(y0, last_y, (size_t)n0 * 4), "%s: output not bit-identical to the run without", l2);
     free(y0);
+}
+
+/* Run g unfused and fused (expect_flip of fuse_on); with fused_bits the same bits */
+static bool fused_bits;
+static void expect_fused(ir_graph *g, const binds *b, const char *label, double limit, int fewer) {
+    expect_flip(g, b, label, "fused", &fuse_on, limit, fewer, fused_bits);
 }
 
 /* one activation, three GEMVs of mixed weight types (Q/K/V-like: two with a bias, different row
@@ -1191,20 +1196,9 @@ static void test_mma_glu_pair(void) {
         CHECK(plan_build(g, &tc, NULL, &pc) == SB_OK);
         if (pc) CHECKF(exec_cuda_count_glu_pairs(pc) == 1, "%s: %d gate/up launches write the GLU (1 expected)", label, (int)exec_cuda_count_glu_pairs(pc));
         plan_free(pc);
-        fuse_on = true, glu_pair_on = false;
-        const double e0 = run_both(g, &b, label);
-        float *y0 = last_y;
-        const int64_t n0 = last_n;
-        last_y = NULL;
-        glu_pair_on = true;
-        char l2[128];
-        snprintf(l2, sizeof l2, "%s (GLU in the GEMM)", label);
-        const double e1 = run_both(g, &b, l2);
-        fuse_on = false;
-        expect(e0, 5e-4, label);
-        expect(e1, 5e-4, l2);
-        CHECKF(y0 && last_y && n0 == last_n && !memcmp(y0, last_y, (size_t)n0 * 4), "%s: not bit-identical to the unpaired group", l2);
-        free(y0);
+        fuse_on = true;
+        expect_flip(g, &b, label, "GLU in the GEMM", &glu_pair_on, 5e-4, 0, true); /* the same kernels, the same bits */
+        fuse_on = false, glu_pair_on = true;
         ir_graph_free(g);
         free(wgf), free(wuf), free(wdf), free(x), free(wg), free(wu), free(wd);
     }
