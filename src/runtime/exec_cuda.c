@@ -1605,11 +1605,14 @@ static sb_status run_matmul_group(crun *r, int32_t i) {
     }
     const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4; /* split-K partials: the scratch region, as run_matmul_one */
     const int split = cu_mma_multi_split(seg, ns, w->ne[0], x->dtype, x->ne[1], cap);
+    const int32_t f = r->c->gpair ? r->c->gpair[i] : -1; /* a GLU it must write (plan_mma_glu_pairs) */
+    if (f >= 0 && split != 1) /* the GLU_QUANT would quantize the gate alone: never silently */
+        return sb_fail(SB_ERR_INTERNAL, "cuda: gate/up group %%%d planned to write its GLU, launched %s", (int)i,
+                       split > 1 ? "with K split" : "one by one");
     if (split > 0) {
         const bool jobs = r->c->gjobs && r->c->gjobs[i] && split > 1; /* the rope jobs after it sum the partials */
         r->n_kernels += split > 1 && !jobs ? 2 : 1; /* a split: k_mma_reduce after it */
         cu_split_src srcs[CU_MULTI_MAX];
-        const int32_t f = r->c->gpair ? r->c->gpair[i] : -1; /* a GLU it writes (plan_mma_glu_pairs) */
         const int pair_glu = f >= 0 ? (g->nodes[f].ip[0] == IR_OP_GEGLU ? 2 : 1) : 0;
         SB_TRY(cu_matmul_mma_multi(r->cx->s, seg, ns, w->ne[0], dptr(r, n->src[1]), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off),
                                    cap, jobs ? srcs : NULL, pair_glu));
