@@ -1162,7 +1162,7 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, bool glu_pair
     return SB_OK;
 }
 
-/* nodes fused away (what), or gate/up launches that write their GLU (!what), as a new context would plan p */
+/* nodes fused away (skips), or gate/up launches that write their GLU (!skips), as a new context would plan p */
 static int32_t count_planned(const plan *p, bool skips) {
     cplan c = {0};
     int32_t n = -1;

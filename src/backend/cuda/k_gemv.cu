@@ -385,7 +385,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
         for (int u = 0; u < RW; u += 2) {
             if (row[u] < 0) continue;
             const float gv = m.s[0].ep.add ? acc[u] + addv[u] : acc[u], uv = m.s[1].ep.add ? acc[u + 1] + addv[u + 1] : acc[u + 1];
-            m.s[0].dst[row[u]] = (m.glu == 2 ? cu_gelu(gv) : cu_silu(gv)) * uv;
+            m.s[0].dst[row[u]] = cu_glu(gv, uv, m.glu == 2);
         }
         return;
     }

@@ -14,7 +14,8 @@
  * (row stride 36 ints = 144 bytes: the 8 rows of an ldmatrix matrix, or the 8 rows x 4 columns of
  * a 32-bit fragment load, fall in distinct banks; weight fragments by ldmatrix.x4 — not in the
  * Q4_K / Q5_K 128-row tile —, activation fragments by ldmatrix.x2 in the 32-row tile, 32-bit
- * loads elsewhere: ldmatrix's fixed order took those tiles past their registers), then each warp runs 32 rows x BT/(8/(BN/32)) tokens of m16n8 tiles, all of a sub-block's MMAs
+ * loads elsewhere: ldmatrix's fixed order took those tiles past their registers), then each warp
+ * runs 32 rows x BT/(8/(BN/32)) tokens of m16n8 tiles, all of a sub-block's MMAs
  * issued before their int32 results are scaled into f32 accumulators. Software pipeline: the raw
  * words of the next step (cu_fetch) are loaded before this step's math and decoded (cu_decode)
  * after it; the first step's weight words before the PDL wait (weights are never written by a
@@ -60,6 +61,10 @@ static int mma_sms = 0, mma_cc = -1; /* device properties, read once */
 
 /* exact int -> float for |s| < 2^22 */
 static __device__ __forceinline__ float i2f_exact(int s) { return __int_as_float(s + 0x4B400000) - 12582912.0f; }
+
+/* the weight types a paired gate/up launch takes (kernel and host: cu_mma_glu_pair_ok): the K-quants'
+ * 128-row tiles are at their register limit */
+static __host__ __device__ constexpr bool ma_glu_pair_type(int t) { return t == CU_T_Q4_0 || t == CU_T_Q5_0 || t == CU_T_Q8_0; }
 
 static __device__ __forceinline__ void mma_k32(int c[4], int a0, int a1, int a2, int a3, int b0, int b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -139,9 +144,7 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
     const int tid = threadIdx.x, lane = tid & 31, wp = tid >> 5;
     const int g = lane >> 2, tig = lane & 3;
     const int wr = wp % WR, wt = wp / WR;
-    /* paired gate/up rows (block-uniform); the legacy types only (cu_mma_glu_pair_ok): the K-quants'
-     * 128-row tiles are at their register limit */
-    const int pair = TYPE == CU_T_Q4_0 || TYPE == CU_T_Q5_0 || TYPE == CU_T_Q8_0 ? sg.pair_glu : 0;
+    const int pair = ma_glu_pair_type(TYPE) ? sg.pair_glu : 0; /* paired gate/up rows (block-uniform) */
     const int64_t n0 = (int64_t)((int)blockIdx.x - sg.x0[sgi]) * (pair ? BN / 2 : BN), t0 = (int64_t)blockIdx.y * BT;
     const int nsb = (int)(K / 32);
     const int jb = SPLIT ? (int)blockIdx.z * spb : 0; /* this block's sub-blocks [jb, je) */
@@ -296,8 +299,7 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int64_t row = n0 + wr * 16 + g + 8 * (i >> 1), t = t0 + wt * WN + n * 8 + 2 * tig + (i & 1);
-                const float a = acc[0][n][i];
-                if (row < N && t < T) dst[t * N + row] = (pair == 2 ? cu_gelu(a) : cu_silu(a)) * acc[1][n][i];
+                if (row < N && t < T) dst[t * N + row] = cu_glu(acc[0][n][i], acc[1][n][i], pair == 2);
             }
         return;
     }
@@ -653,7 +655,7 @@ extern "C" int cu_mma_multi_split(const cu_gemv_seg *seg, int n, int64_t K, int 
     return ma_small_split(&sg, K, T, scratch_floats, &spb);
 }
 
-extern "C" bool cu_mma_glu_pair_ok(int wtype) { return wtype == CU_T_Q4_0 || wtype == CU_T_Q5_0 || wtype == CU_T_Q8_0; }
+extern "C" bool cu_mma_glu_pair_ok(int wtype) { return ma_glu_pair_type(wtype); }
 
 extern "C" sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, int64_t T, float *scratch,
                                          uint64_t scratch_floats, cu_split_src *srcs, int pair_glu) {

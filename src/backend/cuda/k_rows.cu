@@ -104,8 +104,7 @@ __global__ void k_glu(float *dst, const float *g, const float *u, int64_t n, int
     CU_PDL_ENTRY();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const float a = g[i];
-    dst[i] = (gelu ? cu_gelu(a) : cu_silu(a)) * u[i];
+    dst[i] = cu_glu(g[i], u[i], gelu);
 }
 
 extern "C" sb_status cu_glu(cu_stream s, float *dst, const float *g, const float *u, int64_t n, bool gelu) {

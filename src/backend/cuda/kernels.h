@@ -353,8 +353,8 @@ void cu_mma_set_group_split(bool on);
 /* srcs NULL: as described; else, where the launch splits K, no reduce kernel: srcs[q] describes
  * segment q's partials (srcs[0].part NULL where it did not split: the results are in dst).
  * pair_glu 1 (SiLU) or 2 (GELU): seg[0] a gate, seg[1] its up (same rows and type, no epilogue) of a
- * launch that does not split (cu_mma_multi_split 1), of a type cu_mma_glu_pair_ok takes: seg[0].dst gets act(gate) * up — cu_glu_quant's
- * f32 values, bit for bit — and seg[1].dst is not written. */
+ * launch that does not split (cu_mma_multi_split 1), of a type cu_mma_glu_pair_ok takes: seg[0].dst
+ * gets act(gate) * up — cu_glu_quant's f32 values, bit for bit — and seg[1].dst is not written. */
 sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, int64_t T, float *scratch,
                               uint64_t scratch_floats, cu_split_src *srcs, int pair_glu);
 /* the weight types a paired gate/up launch takes (Q4_0, Q5_0, Q8_0) */

@@ -72,8 +72,7 @@ struct src_glu {
     const float *g, *u;
     int gelu;
     __device__ float operator()(int64_t i) const {
-        const float a = g[i];
-        return (gelu ? cu_gelu(a) : cu_silu(a)) * u[i];
+        return cu_glu(g[i], u[i], gelu);
     }
 };
 
@@ -189,7 +188,7 @@ static __device__ __forceinline__ void act_build(void *dst, int64_t E, const flo
         for (int k = 0; k < PER; k++) {
             const int i = j * PER + k;
             if (bk < nb) {
-                if (KIND == AQ_GLU) v[i] = (gelu ? cu_gelu(v[i]) : cu_silu(v[i])) * bv[i];
+                if (KIND == AQ_GLU) v[i] = cu_glu(v[i], bv[i], gelu);
                 if (KIND == AQ_NORM && b) {
                     v[i] = v[i] + bv[i];
                     sum_out[bk * BS + 32 * k + lane] = v[i];

@@ -60,6 +60,9 @@ static __device__ __forceinline__ float cu_gelu(float x) {
     const float g = 0.5f * h * (1.0f + tanhf(0.79788456080286535587989211986876f * h * (1.0f + 0.044715f * h * h)));
     return __half2float(__float2half_rn(g));
 }
+/* a GLU value: act(g) * u, GELU where gelu, else SiLU — one copy for every kernel that computes it
+ * (the GLU kernels, the quantizers, the gate/up launches that write it: the same bits) */
+static __device__ __forceinline__ float cu_glu(float g, float u, int gelu) { return (gelu ? cu_gelu(g) : cu_silu(g)) * u; }
 
 // ---- packed loads ----
 
