@@ -6,7 +6,7 @@
  *   d8_j,t * (d0 * s0 + d1 * s1 + dm * sq), s = int8 dot of the unpacked weight sub-block (unpack.cuh)
  * with the activation sub-block, sq = sum of the activation's q; s comes from
  * mma.sync.m16n8k32.s8 (Q6_K, whose scales cover 16 values: two m16n8k16), converted to f32
- * exactly (|s| < 2^22: the 1.5*2^23 bias trick, no I2F). Results equal k_mmq's up to the f32
+ * exactly (|s| < 2^22: the 1.5*2^23 bias, no I2F; in the 32-row tile the MMAs add the bias, MA_BIAS). Results equal k_mmq's up to the f32
  * summation order.
  * Geometry: 256 threads (8 warps), a block owns BN rows x BT tokens (128 x 64, 64 x 64 or
  * 64 x 32, chosen from the grid size in launch_mma); per step of 4 sub-blocks (128 values of K)
@@ -59,18 +59,31 @@
 static int mma_mode = 1;                 /* cu_mma_set: on by default (exec_cuda: SB_CUDA_MMQ=4) */
 static int mma_sms = 0, mma_cc = -1; /* device properties, read once */
 
-/* exact int -> float for |s| < 2^22 */
-static __device__ __forceinline__ float i2f_exact(int s) { return __int_as_float(s + 0x4B400000) - 12582912.0f; }
+/* The int32 results come out of the MMAs biased: their accumulator input is MA_BIAS = the bits of
+ * 1.5 * 2^23 (12582912.0f), so a result b = MA_BIAS + s (|s| < 2^22: no overflow) read as a float is
+ * exactly 12582912 + s. Then float(s) = b - 12582912 (one FADD, exact), and float(s) * d (d of at most
+ * 22 significant bits: an f16 scale, or one times a 6-bit sub-block scale, so -12582912 * d is exact too)
+ * is fmaf(b, d, -12582912 * d) with the one rounding of the product: the same bits as the FMUL, and
+ * the IADD + FADD of a conversion gone (2 instructions a result instead of 4). Only in the 32-row tile
+ * of Q4_0 / Q5_0 / Q8_0 (k_mma's BIAS): the extra registers spilled the 64/128-row tiles and the K-quants'
+ * two-scale sub-blocks. */
+#define MA_BIAS 0x4B400000
+#define MA_BIAS_F 12582912.0f
+/* exact int -> float for |s| < 2^22, from an unbiased result (the IADD + FADD form) */
+static __device__ __forceinline__ float i2f_exact(int s) { return __int_as_float(s + MA_BIAS) - MA_BIAS_F; }
+/* float(s) * d from a biased result b (nd = -MA_BIAS_F * d, exact: see above) */
+static __device__ __forceinline__ float ma_scaled(int b, float d, float nd) { return fmaf(__int_as_float(b), d, nd); }
 
 /* the weight types a paired gate/up launch takes (kernel and host: cu_mma_glu_pair_ok): the K-quants'
  * 128-row tiles are at their register limit */
 static __host__ __device__ constexpr bool ma_glu_pair_type(int t) { return t == CU_T_Q4_0 || t == CU_T_Q5_0 || t == CU_T_Q8_0; }
 
-static __device__ __forceinline__ void mma_k32(int c[4], int a0, int a1, int a2, int a3, int b0, int b1) {
+/* c = a . b + cin (cin: 0, or MA_BIAS for biased results) */
+static __device__ __forceinline__ void mma_k32(int c[4], int a0, int a1, int a2, int a3, int b0, int b1, int cin) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
                  : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0));
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(cin));
 #else
     c[0] = c[1] = c[2] = c[3] = 0; /* never launched below sm_80 (cu_matmul_mma checks) */
 #endif
@@ -135,6 +148,7 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
     constexpr int WSUB = BN * MA_KB; /* weight sub-blocks per step (BN 32: only threads < 128 stage one) */
     constexpr bool K6 = TYPE == CU_T_Q6_K;
     constexpr bool DM = TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K;
+    constexpr bool BIAS = !K6 && !DM && BN == 32; /* biased MMA results, ma_scaled (see MA_BIAS) */
     static_assert(NT >= 1 && WR >= 1 && WR * WT == 8 && BT * MA_KB <= 256 && (WSUB % 256 == 0 || WSUB < 256), "k_mma tile shape");
     __shared__ __align__(16) int ws[BN][MA_LD];
     __shared__ float2 wd[MA_KB][BN]; /* (d0, d1) or (d0, dm) */
@@ -248,10 +262,13 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
                 }
             }
             float2 sw[2][2]; /* rows g and g + 8 of each m tile */
+            float nsw[2][2];  /* -MA_BIAS_F * d0 of those rows (ma_scaled) */
 #pragma unroll
             for (int m = 0; m < 2; m++) {
                 sw[m][0] = wd[jj][wr * 32 + m * 16 + g];
                 sw[m][1] = wd[jj][wr * 32 + m * 16 + g + 8];
+                nsw[m][0] = BIAS ? -MA_BIAS_F * sw[m][0].x : 0.0f;
+                nsw[m][1] = BIAS ? -MA_BIAS_F * sw[m][1].x : 0.0f;
             }
             /* every tensor-core op of this sub-block first (independent: in flight together), then the scaling */
             int s[2][NT][4], s1[K6 ? 2 : 1][NT][4];
@@ -263,7 +280,7 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
                         mma_k16(s[m][n], a[m][0], a[m][1], b[n][0]);
                         mma_k16(s1[K6 ? m : 0][n], a[m][2], a[m][3], b[n][1]);
                     } else {
-                        mma_k32(s[m][n], a[m][0], a[m][1], a[m][2], a[m][3], b[n][0], b[n][1]);
+                        mma_k32(s[m][n], a[m][0], a[m][1], a[m][2], a[m][3], b[n][0], b[n][1], BIAS ? MA_BIAS : 0);
                     }
                 }
 #pragma unroll
@@ -281,7 +298,7 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
                         if (K6) {
                             acc[m][n][i] += dt * (dw.x * i2f_exact(s[m][n][i]) + dw.y * i2f_exact(s1[K6 ? m : 0][n][i]));
                         } else {
-                            acc[m][n][i] += dt * (dw.x * i2f_exact(s[m][n][i]));
+                            acc[m][n][i] += dt * (BIAS ? ma_scaled(s[m][n][i], dw.x, nsw[m][i >> 1]) : dw.x * i2f_exact(s[m][n][i]));
                             if (DM) acc[m][n][i] += dw.y * (i & 1 ? sm.y : sm.x);
                         }
                     }
