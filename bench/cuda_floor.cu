@@ -15,6 +15,7 @@
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e_)); return 1; } } while (0)
 
@@ -36,6 +37,24 @@ __global__ void k_wide(float *x, float *y, int n) {
     __syncthreads();
     if (blockIdx.x == 0)
         for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = s[i] + 1.0f;
+}
+/* (o)-(r): the (d) shape with the hand-off spread: block b reads replica b % R of the 896 floats (R
+ * copies 4 KB apart, so each lives in other L2 lines) and blocks 0..R-1 each write one replica — do
+ * 528 blocks reading the same 28 lines queue on them? R = 0: 528 blocks, block 0 alone does (c)'s
+ * work (the grid's size without the shared reads). */
+__global__ void k_wide_rep(float *x, float *y, int n, int R) {
+    pdl_entry();
+    __shared__ float s[1024];
+    if (R == 0) {
+        if (blockIdx.x == 0)
+            for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = x[i] + 1.0f;
+        return;
+    }
+    const float *xr = x + (size_t)(blockIdx.x % R) * 1024;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s[i] = xr[i];
+    __syncthreads();
+    if ((int)blockIdx.x < R)
+        for (int i = threadIdx.x; i < n; i += blockDim.x) y[(size_t)blockIdx.x * 1024 + i] = s[i] + 1.0f;
 }
 
 /* (e)-(i): a GEMV-like step — 132 blocks x 512 threads, each block streaming its own 24 KB slice
@@ -255,6 +274,11 @@ static int run(const char *name, int kind, int pdl, int nk, float *a, float *b, 
         if (kind == 1) { cfg.gridDim = 132; cfg.blockDim = 256; CK(cudaLaunchKernelEx(&cfg, k_empty, x)); }
         if (kind == 2) { cfg.gridDim = 1; cfg.blockDim = 256; CK(cudaLaunchKernelEx(&cfg, k_pass, x, y, 896)); }
         if (kind == 3) { cfg.gridDim = 528; cfg.blockDim = 256; CK(cudaLaunchKernelEx(&cfg, k_wide, x, y, 896)); }
+        if (kind >= 9) {
+            static const int reps[4] = {0, 4, 16, 64};
+            cfg.gridDim = 528; cfg.blockDim = 256;
+            CK(cudaLaunchKernelEx(&cfg, k_wide_rep, x, y, 896, reps[kind - 9]));
+        }
         const uint4 *wk = wbuf + (size_t)k * 132 * ST_N16;
         cfg.gridDim = 132;
         cfg.blockDim = ST_THREADS;
@@ -274,19 +298,24 @@ static int run(const char *name, int kind, int pdl, int nk, float *a, float *b, 
 
 int main(void) {
     float *a, *b;
-    CK(cudaMalloc(&a, 4096 * 4));
-    CK(cudaMalloc(&b, 4096 * 4));
-    CK(cudaMemset(a, 0, 4096 * 4));
-    CK(cudaMemset(b, 0, 4096 * 4));
+    CK(cudaMalloc(&a, 65536 * 4));
+    CK(cudaMalloc(&b, 65536 * 4));
+    CK(cudaMemset(a, 0, 65536 * 4));
+    CK(cudaMemset(b, 0, 65536 * 4));
     cudaStream_t st;
     CK(cudaStreamCreate(&st));
-    const char *names[9] = {"(a) empty, 1 block", "(b) empty, 132 x 256", "(c) 896-float hand-off, 1 block", "(d) 896-float read by 528 blocks",
+    const char *names[13] = {"(a) empty, 1 block", "(b) empty, 132 x 256", "(c) 896-float hand-off, 1 block", "(d) 896-float read by 528 blocks",
                             "(e) 3.1 MB stream, loads after the wait", "(f) 3.1 MB stream, registers before the wait",
                             "(g) 3.1 MB stream, cp.async before the wait", "(h) 3.1 MB stream, L2 prefetch before the wait",
-                            "(i) 3.1 MB stream, TMA bulk before the wait"};
-    for (int kind = 0; kind < 9; kind++)
+                            "(i) 3.1 MB stream, TMA bulk before the wait",
+                             "(o) 528 blocks, block 0 alone hands off", "(p) (d) from 4 replicas", "(q) (d) from 16 replicas",
+                             "(r) (d) from 64 replicas"};
+    const int only = getenv("FLOOR_KINDS") ? atoi(getenv("FLOOR_KINDS")) : -1; /* -1 all, else kinds >= 9 and (c), (d) only */
+    for (int kind = 0; kind < 13; kind++)
+        if (only < 0 || kind >= 9 || kind == 2 || kind == 3)
         for (int pdl = 0; pdl < 2; pdl++)
             if (run(names[kind], kind, pdl, kind >= 4 ? 96 : 126, a, b, st)) return 1;
+    if (only >= 0) return 0;
     if (run_persist("(j) persistent, barrier + hand-off", 0, 126, a, b, st)) return 1;
     if (run_persist("(k) persistent, 3.1 MB loaded after barrier", 1, 96, a, b, st)) return 1;
     if (run_persist("(l) persistent, 3.1 MB prefetched before", 2, 96, a, b, st)) return 1;
