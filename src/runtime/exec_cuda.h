@@ -157,6 +157,9 @@ void exec_cuda_set_reg(bool on);
 void exec_cuda_set_wide_rows(int r);
 /* How many nodes of p those fusions fold away (host only; -1 on error). */
 int32_t exec_cuda_count_fusions(const plan *p);
+/* Plan as on a device of compute capability cc_major with sms multiprocessors (no GPU needed; a
+ * test of planning decisions: cu_assume_device); 0, 0 restores the real device. */
+void exec_cuda_assume_device(int cc_major, int sms);
 /* Gate/up launches of p that write their GLU (the GLU_QUANT then only quantizes: T = 1 GEMVs and
  * T > 8 int8 MMA groups of Q4_0 / Q5_0 / Q8_0), as a new context would plan them; -1 without the backend. */
 int32_t exec_cuda_count_glu_pairs(const plan *p);

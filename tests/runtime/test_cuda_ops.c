@@ -26,8 +26,9 @@
 #include "quant/types.h"
 #include "base/status.h"
 #include "test.h"
+#include "qwen_layers.h"
 
-#define MAXB 12
+#define MAXB 32
 
 typedef struct binds {
     const char *name[MAXB];
@@ -853,6 +854,66 @@ static void test_qkv_rope_block(void) {
     attn_variant = 1;
 }
 
+/* Two Qwen2.5-0.5B layers at 64 new tokens after 512 (qwen_layers.h), fused: the K, V, Q group
+ * splits K, and in the second layer the plan put Q's rope over K's result — the rope writes over Q's
+ * own memory instead (exec_cuda.c inplace_rope_of) and joins the K/V jobs, which sum the group's
+ * partials. Vs the f64 reference, and bit for bit the plan without the in-place rope
+ * (SB_CUDA_ROPE_INPLACE=0: Q's rope and the group's reduce as kernels of their own), with fewer
+ * kernels. */
+static void test_qwen_layers(void) {
+    const int NL = 2;
+    const int64_t E = QL_E, D = QL_D, Hkv = QL_HKV, F = QL_F, T = 64, C = 640, P0 = 512;
+    ir_graph *g = qwen_layers(NL, T, C);
+    static const char *wn[12] = {"attn_norm", "wk", "bk", "wv", "bv", "wq", "bq", "wo", "ffn_norm", "gate", "up", "down"};
+    const int wt[12] = {SB_TYPE_F32, SB_TYPE_Q5_0, SB_TYPE_F32, SB_TYPE_Q8_0, SB_TYPE_F32, SB_TYPE_Q5_0, SB_TYPE_F32, SB_TYPE_Q5_0,
+                        SB_TYPE_F32, SB_TYPE_Q5_0, SB_TYPE_Q5_0, SB_TYPE_Q6_K};
+    const int64_t wk[12] = {E, E, 1, E, 1, E, 1, E, E, E, E, F}, wr[12] = {1, D * Hkv, D * Hkv, D * Hkv, D * Hkv, E, E, E, 1, F, F, E};
+    const float ws[12] = {1.0f, 0.1f, 0.5f, 0.1f, 0.5f, 0.1f, 0.5f, 0.05f, 1.0f, 0.05f, 0.05f, 0.02f};
+    static char names[MAXB][32];
+    binds b = {.n = 0};
+    int32_t pos[64];
+    for (int64_t t = 0; t < T; t++) pos[t] = (int32_t)(P0 + t);
+    b.pos = pos;
+    float *x = rnd(E * T, 1.0f);
+    b.name[b.n] = "x", b.data[b.n++] = x;
+    for (int l = 0; l < NL && b.n + 14 <= MAXB; l++) {
+        for (int k = 0; k < 12; k++) {
+            snprintf(names[b.n], sizeof names[0], "blk.%d.%s", l, wn[k]);
+            float *f = rnd(wk[k] * wr[k], ws[k]);
+            b.name[b.n] = names[b.n], b.data[b.n++] = quant_rows(wt[k], f, wk[k], wr[k]);
+            free(f);
+        }
+        for (int k = 0; k < 2; k++) {
+            snprintf(names[b.n], sizeof names[0], "cache_%c.%d", k ? 'v' : 'k', l);
+            float *f = rnd(D * Hkv * C, 1.0f);
+            b.name[b.n] = names[b.n], b.data[b.n++] = quant_rows(SB_TYPE_F16, f, D * Hkv, C);
+            free(f);
+        }
+    }
+    exec_cuda_set_mmvq_variant(4); /* the int8 MMA GEMMs (the default outside these tests) */
+    fuse_on = true;
+    setenv("SB_CUDA_ROPE_INPLACE", "0", 1);
+    const double e0 = run_both(g, &b, "2 Qwen2.5-0.5B layers T=64 (fused)");
+    const int32_t k0 = last_kernels;
+    float *y0 = last_y;
+    const int64_t n0 = last_n;
+    last_y = NULL;
+    setenv("SB_CUDA_ROPE_INPLACE", "1", 1);
+    const double e1 = run_both(g, &b, "2 Qwen2.5-0.5B layers T=64 (in-place rope)");
+    unsetenv("SB_CUDA_ROPE_INPLACE");
+    fuse_on = false;
+    exec_cuda_set_mmvq_variant(1);
+    /* 8-bit activations through 14 GEMMs (the one-block attention cases: <= 3e-3) */
+    expect(e0, 1e-2, "2 Qwen2.5-0.5B layers T=64 (fused)");
+    expect(e1, 1e-2, "2 Qwen2.5-0.5B layers T=64 (in-place rope)");
+    printf("%-44s kernels %d -> %d\n", "2 Qwen2.5-0.5B layers T=64 in-place rope", (int)k0, (int)last_kernels);
+    CHECKF(last_kernels <= k0 - 1, "in-place rope: %d kernels vs %d without (fewer expected)", (int)last_kernels, (int)k0);
+    CHECKF(y0 && last_y && n0 == last_n && !memcmp(y0, last_y, (size_t)n0 * 4), "in-place rope: output not bit-identical to the plan without");
+    free(y0);
+    for (int k = 0; k < b.n; k++) free(b.data[k]);
+    ir_graph_free(g);
+}
+
 /* The int8 tensor-core prefill GEMM (k_mma.cu, SB_CUDA_MMQ=4) on model shapes with ragged edges:
  * K 896 (Q4_0/Q5_0/Q8_0) and 4864 (K-quants, q8_K activations: also vs the CPU executor, bit
  * for bit up to summation order), rows and tokens not multiples of the 64/128 x 64 tiles, T 9 / 64
@@ -1067,23 +1128,28 @@ static void test_decode_attention_v4(void) {
     attn_variant = 1;
 }
 
-/* a prefill attention block (T 24 new tokens after 16 cached): norm -> Q/K/V with biases -> RoPE(Q),
+/* a prefill attention block (T 24 new tokens after 16 cached; a Qwen2.5-0.5B layer's shape at T 64
+ * after 512): norm -> Q/K/V with biases -> RoPE(Q),
  * RoPE(K) -> kv_store -> attention, built in the decoder's order (K's chain, then V's, then Q's).
  * Fused: the K, V, Q GEMMs in one int8 MMA launch (Q and V hoisted; V of another type stays apart),
  * then K's rope + cache write, V's cache write and Q's rope in one cu_rope_jobs launch — the same
  * bits as unfused (every job's math unchanged), and at least 4 kernels fewer (2 GEMMs, 2 rope/store
  * launches; more with the biases' epilogues). */
 static void test_prefill_block(void) {
-    const int64_t E = 256, D = 64, Hq = 4, Hkv = 2, C = 96, T = 24, P0 = 16;
-    struct { int wt, vt, ct; } cs[] = {{SB_TYPE_Q5_0, SB_TYPE_Q5_0, SB_TYPE_F16}, {SB_TYPE_Q5_0, SB_TYPE_Q8_0, SB_TYPE_F32},
-                                       {SB_TYPE_Q4_0, SB_TYPE_Q4_0, SB_TYPE_F32}};
+    /* the last case: Qwen2.5-0.5B's layer shape, 64 new tokens after 512 */
+    struct { int wt, vt, ct; int64_t E, Hq, C, T, P0; } cs[] = {{SB_TYPE_Q5_0, SB_TYPE_Q5_0, SB_TYPE_F16, 256, 4, 96, 24, 16},
+                                                                {SB_TYPE_Q5_0, SB_TYPE_Q8_0, SB_TYPE_F32, 256, 4, 96, 24, 16},
+                                                                {SB_TYPE_Q4_0, SB_TYPE_Q4_0, SB_TYPE_F32, 256, 4, 96, 24, 16},
+                                                                {SB_TYPE_Q5_0, SB_TYPE_Q8_0, SB_TYPE_F16, 896, 14, 640, 64, 512}};
+    const int64_t D = 64, Hkv = 2;
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int64_t E = cs[k].E, Hq = cs[k].Hq, C = cs[k].C, T = cs[k].T, P0 = cs[k].P0;
         float *x = rnd(E * T, 2.0f), *wn = rnd(E, 1.0f), *wq = rnd(E * D * Hq, 0.1f), *wk = rnd(E * D * Hkv, 0.1f), *wv = rnd(E * D * Hkv, 0.1f);
         float *bq = rnd(D * Hq, 0.5f), *bk = rnd(D * Hkv, 0.5f), *bv = rnd(D * Hkv, 0.5f);
         float *kf = rnd(D * Hkv * C, 1.0f), *vf = rnd(D * Hkv * C, 1.0f);
         void *wqq = quant_rows(cs[k].wt, wq, E, D * Hq), *wkq = quant_rows(cs[k].wt, wk, E, D * Hkv), *wvq = quant_rows(cs[k].vt, wv, E, D * Hkv);
         void *kc = quant_rows(cs[k].ct, kf, D * Hkv, C), *vc = quant_rows(cs[k].ct, vf, D * Hkv, C);
-        int32_t pos[24];
+        int32_t pos[64];
         for (int64_t t = 0; t < T; t++) pos[t] = (int32_t)(P0 + t);
         ir_graph *g;
         ir_graph_create(&g);
@@ -1419,6 +1485,7 @@ int main(void) {
     test_mma_groups();
     test_mma_glu_pair();
     test_prefill_block();
+    test_qwen_layers();
     test_flash_attention(); /* with the key split (the default) */
     printf("-- flash-attention prefill without its key split (SB_CUDA_FATTN_SPLIT=0)\n");
     exec_cuda_set_fattn_split(false);

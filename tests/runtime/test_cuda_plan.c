@@ -15,6 +15,7 @@
 #include "graph/plan.h"
 #include "base/status.h"
 #include "test.h"
+#include "qwen_layers.h"
 
 #include <stdlib.h>
 
@@ -40,7 +41,8 @@ static int quant_dtype(const plan *p) {
     return SB_TYPE_F32;
 }
 
-/* test_cuda_plan MODEL: the fusion count of MODEL's decode plan (a tool) */
+/* test_cuda_plan MODEL: the fusion count of MODEL's decode plan (a tool; SB_PLAN_T=n: a prefill
+ * plan of n tokens; SB_PRINT_PLAN=1: print the planned graph) */
 static int fusions_of(const char *path) {
     rt_model *m;
     if (rt_model_load(path, NULL, &m) != SB_OK) {
@@ -49,7 +51,8 @@ static int fusions_of(const char *path) {
     }
     ir_graph *g;
     ir_graph_create(&g);
-    rt_build bld = {.g = g, .m = m, .T = 1, .n_out = 1, .n_ctx = 4096, .kv_type = SB_TYPE_F16};
+    const char *te = getenv("SB_PLAN_T"); /* a prefill chunk's plan instead (T tokens) */
+    rt_build bld = {.g = g, .m = m, .T = te ? atoi(te) : 1, .n_out = 1, .n_ctx = 4096, .kv_type = SB_TYPE_F16};
     plan *pd = NULL;
     plan_target t;
     exec_cuda_target(&t);
@@ -156,6 +159,34 @@ int main(int argc, char **argv) {
             }
             rt_model_free(m);
         }
+    }
+
+    /* Two Qwen2.5-0.5B layers (E 896, 14 / 2 heads of 64, FFN 4864; Q5_0 with a Q8_0 V, Q6_K down)
+     * at 64 new tokens, planned as on an H200 (sm_90, 132 SMs; no GPU needed): the K, V, Q GEMMs are
+     * one MMA group that splits K, and the memory plan puts Q's rope over K's result, so the rope goes
+     * over Q's own memory (inplace_rope_of) and joins K's and V's jobs — a fusion more than with
+     * SB_CUDA_ROPE_INPLACE=0 where the plan put it there (the second layer here; then the jobs sum the
+     * group's partials: no reduce kernel either) */
+    {
+        const int NL = 2;
+        exec_cuda_assume_device(9, 132);
+        int32_t nf[2] = {-1, -1};
+        for (int on = 0; on < 2; on++) {
+            ir_graph *g = qwen_layers(NL, 64, 640);
+            setenv("SB_CUDA_ROPE_INPLACE", on ? "1" : "0", 1);
+            plan_target t;
+            exec_cuda_target(&t);
+            plan *pa = NULL;
+            CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
+            if (pa) nf[on] = exec_cuda_count_fusions(pa);
+            plan_free(pa);
+            unsetenv("SB_CUDA_ROPE_INPLACE");
+            ir_graph_free(g);
+        }
+        exec_cuda_assume_device(0, 0);
+        printf("two Qwen2.5-0.5B layers, T=64, as on an H200: %d fusions, %d with the in-place rope\n", (int)nf[0], (int)nf[1]);
+        CHECKF(nf[0] >= 0 && nf[1] >= nf[0] + 1 && nf[1] <= nf[0] + NL, "in-place rope: %d fusions vs %d without (1 to %d more expected)", (int)nf[1],
+               (int)nf[0], (int)NL);
     }
 
     /* RoPE(q) right before the attention: the attention rotates q itself (1 node fused away); the

@@ -142,7 +142,14 @@ extern "C" sb_status cu_mem_info(size_t *free_b, size_t *total_b) {
     return SB_OK;
 }
 
+static int assumed_cc = 0, assumed_sms = 0; /* cu_assume_device */
+extern "C" void cu_assume_device(int cc_major, int sms) {
+    assumed_cc = cc_major > 0 ? cc_major : 0, assumed_sms = sms > 0 ? sms : 0;
+    cu_mma_forget_device();
+}
+
 extern "C" int cu_sm_count(void) {
+    if (assumed_sms) return assumed_sms;
     int dev = 0, n = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
         cudaGetLastError();
@@ -152,6 +159,7 @@ extern "C" int cu_sm_count(void) {
 }
 
 extern "C" int cu_cc_major(void) {
+    if (assumed_cc) return assumed_cc;
     int dev = 0, n = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
         cudaGetLastError();

@@ -400,6 +400,7 @@ __global__ void k_mma_reduce(const ma_segs sg, const float *part, int64_t T, int
 
 
 extern "C" void cu_mma_set(bool on) { mma_mode = on ? 1 : 0; }
+extern "C" void cu_mma_forget_device(void) { mma_cc = -1, mma_sms = 0; } /* cu_assume_device: read them again */
 extern "C" bool cu_mma_on(void) { return mma_mode != 0; }
 
 static int mma_tile = 0; /* cu_mma_set_tile */

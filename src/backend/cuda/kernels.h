@@ -62,6 +62,11 @@ int cu_sm_count(void);
  * the kernels' griddepcontrol.wait exists only there). Process-wide. */
 void cu_set_pdl(bool on);
 int cu_cc_major(void);
+/* Planning tests without a GPU: cu_cc_major and cu_sm_count answer cc_major and sms (0, 0: the
+ * device again). Kernel choices made from them (the int8 MMA groups, K splits) then plan as they
+ * would on that device; nothing may be launched. Process-wide. */
+void cu_assume_device(int cc_major, int sms);
+void cu_mma_forget_device(void); /* k_mma.cu's cached device properties, read again at next use */
 /* x10 PTX architecture of the loaded kernel code (90 = compute_90; PDL needs >= 90); 0 unknown. */
 int cu_kernels_ptx_version(void);
 
