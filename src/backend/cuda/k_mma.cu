@@ -22,7 +22,7 @@
  * kernel), so their HBM latency passes under the previous kernel's tail.
  * Traffic: weights read once per BT tokens, activations once per BN rows. H200: 20-40 TMAC/s,
  * bound by instruction issue (~31 warp-instructions an MMA, half of them the per-sub-block f32
- * scaling, 4 an int32 result) with ~2 blocks per SM (bench/NOTES.md, session 6: staging the loads
+ * scaling, 4 an int32 result — 2 in the 32-row tile of Q4_0 / Q5_0 / Q8_0, MA_BIAS) with ~2 blocks per SM (bench/NOTES.md, session 6: staging the loads
  * in shared memory did not help).
  * Small T (cu_matmul_mma_small, SB_CUDA_MMA_SMALL=1|2, default 2; the rule above
  * launch_mma_small): for 8 < T <= 512 the same kernel as a 32 x 64 tile (8 warps along tokens, one
