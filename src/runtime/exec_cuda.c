@@ -902,16 +902,6 @@ static bool mma_ok(const ir_graph *g, const ir_node *m) { /* a T > 8 matmul the 
     return x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype);
 }
 
-/* T > 8 matmuls of one activation and one weight type, or two that cu_mma_pair takes (a prefill plan's
- * gate/up; K, V and Q, which the plan orders apart: K's RoPE and cache store, then V, come before Q;
- * a Q4_K_M file's V may be Q8_0 beside Q5_0 K and Q): one int8 MMA launch at the
- * first one's place (mnext chain; the members after it skipped), where cu_mma_multi_split at run
- * time — else they run one by one there. A member adjacent to the one before it (nothing between
- * but inputs and fused ADDs) keeps its memory, which then holds nothing live — checked: it overlaps
- * neither the activation nor an earlier member's output or epilogue operand. A member further on
- * runs before its place in the plan, so its result gets memory of its own after the plan's region
- * (moved), in a slot no other live value uses: slots are reused once every use of the value they
- * held is past (a layer's Q slot serves every layer). Its epilogue operand must exist at the leader. */
 /* The ROPE that is v's only reader (through views of v that nothing else reads), taking v's shape
  * into a value of its own that is not a plan input or output: that ROPE may write its result over
  * v (in place: k_rope_jobs reads a pair before it writes it) when v has memory of its own
@@ -939,6 +929,16 @@ static int32_t inplace_rope_of(const plan *p, const int32_t *uses, ir_ref v) {
     return -1;
 }
 
+/* T > 8 matmuls of one activation and one weight type, or two that cu_mma_pair takes (a prefill plan's
+ * gate/up; K, V and Q, which the plan orders apart: K's RoPE and cache store, then V, come before Q;
+ * a Q4_K_M file's V may be Q8_0 beside Q5_0 K and Q): one int8 MMA launch at the
+ * first one's place (mnext chain; the members after it skipped), where cu_mma_multi_split at run
+ * time — else they run one by one there. A member adjacent to the one before it (nothing between
+ * but inputs and fused ADDs) keeps its memory, which then holds nothing live — checked: it overlaps
+ * neither the activation nor an earlier member's output or epilogue operand. A member further on
+ * runs before its place in the plan, so its result gets memory of its own after the plan's region
+ * (moved), in a slot no other live value uses: slots are reused once every use of the value they
+ * held is past (a layer's Q slot serves every layer). Its epilogue operand must exist at the leader. */
 #define MMA_SLOTS 8
 typedef struct mma_slot {
     uint64_t off, bytes;
@@ -1019,6 +1019,17 @@ static void plan_mma_groups(const plan *p, cplan *c, const int32_t *uses, uint64
     free(last);
 }
 
+/* the K split of the launch of the MMA group led by l (plan_mma_groups) at the plan's T, with scratch
+ * enough (cu_mma_multi_split, as run_matmul_group asks it; 0: its members launched one by one) */
+static int group_split(const plan *p, const cplan *c, int32_t l) {
+    const ir_graph *g = p->g;
+    cu_gemv_seg seg[CU_MULTI_MAX];
+    int ns = 0;
+    for (int32_t m = l; m >= 0 && ns < CU_MULTI_MAX; m = c->mnext[m]) seg[ns++] = mm_seg(g, &g->nodes[m]);
+    const ir_node *x = &g->nodes[g->nodes[l].src[1]];
+    return cu_mma_multi_split(seg, ns, x->ne[0], x->dtype, x->ne[1], UINT64_MAX);
+}
+
 /* GLU_QUANT f of T > 8 rows whose gate and up are the two members of one MMA group (plan_mma_groups:
  * the gate leading, the up its only member), each used only by f, without epilogues, of one weight
  * type and row count, in a launch that never splits K (cu_mma_multi_split 1 with any scratch): that
@@ -1035,8 +1046,7 @@ static void plan_mma_glu_pairs(const plan *p, cplan *c, const int32_t *uses) {
         if (gs < 0 || us < 0 || c->skip[gs] || c->mnext[gs] != us || c->mnext[us] >= 0 || uses[gs] != 1 || uses[us] != 1) continue;
         if (c->epi[gs] >= 0 || c->epi[us] >= 0) continue;
         const cu_gemv_seg sg[2] = {mm_seg(g, &g->nodes[gs]), mm_seg(g, &g->nodes[us])};
-        const ir_node *x = &g->nodes[g->nodes[gs].src[1]];
-        if (sg[0].wtype != sg[1].wtype || !cu_mma_glu_pair_ok(sg[0].wtype) || sg[0].N != sg[1].N || cu_mma_multi_split(sg, 2, x->ne[0], x->dtype, x->ne[1], UINT64_MAX) != 1) continue;
+        if (sg[0].wtype != sg[1].wtype || !cu_mma_glu_pair_ok(sg[0].wtype) || sg[0].N != sg[1].N || group_split(p, c, gs) != 1) continue;
         c->gpair[gs] = f;
     }
 }
@@ -1064,19 +1074,12 @@ static bool rope_job_ok(const ir_graph *g, const cplan *c, int32_t i) {
         return g->nodes[n->src[1]].dtype == SB_TYPE_F32 && (n->dtype == SB_TYPE_F32 || n->dtype == SB_TYPE_F16);
     return n->op == IR_OP_ROPE && g->nodes[n->src[0]].ne[3] == 1;
 }
-/* does the MMA group (plan_mma_groups) whose results include v split K at the plan's T (with scratch
- * enough: cu_mma_multi_split as the launch asks it)? */
+/* does the MMA group (plan_mma_groups) whose results include v split K at the plan's T (group_split)? */
 static bool group_of_splits(const plan *p, const cplan *c, ir_ref v) {
-    const ir_graph *g = p->g;
-    for (int32_t l = 0; l < g->n_nodes; l++) {
+    for (int32_t l = 0; l < p->g->n_nodes; l++) {
         if (c->skip[l] || c->mnext[l] < 0) continue; /* leaders only */
-        cu_gemv_seg seg[CU_MULTI_MAX];
-        int ns = 0;
-        bool has = false;
-        for (int32_t m = l; m >= 0 && ns < CU_MULTI_MAX; m = c->mnext[m]) seg[ns++] = mm_seg(g, &g->nodes[m]), has |= mm_out(c, m) == v;
-        if (!has) continue;
-        const ir_node *x = &g->nodes[g->nodes[l].src[1]];
-        return cu_mma_multi_split(seg, ns, x->ne[0], x->dtype, x->ne[1], UINT64_MAX) > 1;
+        for (int32_t m = l; m >= 0; m = c->mnext[m])
+            if (mm_out(c, m) == v) return group_split(p, c, l) > 1;
     }
     return false;
 }
