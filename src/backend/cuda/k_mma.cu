@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
     constexpr bool BIAS = !K6 && !DM && BN == 32; /* biased MMA results, ma_scaled (see MA_BIAS) */
     static_assert(NT >= 1 && WR >= 1 && WR * WT == 8 && BT * MA_KB <= 256 && (WSUB % 256 == 0 || WSUB < 256), "k_mma tile shape");
     __shared__ __align__(16) int ws[BN][MA_LD];
-    __shared__ float2 wd[MA_KB][BN]; /* (d0, d1) or (d0, dm) */
+    __shared__ float2 wd[MA_KB][BN]; /* (d0, d1), (d0, dm) or with BIAS (d0, -MA_BIAS_F * d0): dm is 0 there */
     __shared__ __align__(16) int xs[BT][MA_LD];
     __shared__ __align__(8) float xd[MA_KB][BT];
     __shared__ __align__(8) float xm[MA_KB][BT]; /* d8 * sum q (DM types) */
@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
             else cu_decode<TYPE>(&raw[u2], j0 + jj, &t);
             *(int4 *)&ws[r][jj * 8] = make_int4(t.w[0], t.w[1], t.w[2], t.w[3]);
             *(int4 *)&ws[r][jj * 8 + 4] = make_int4(t.w[4], t.w[5], t.w[6], t.w[7]);
-            wd[jj][r] = make_float2(t.d0, K6 ? t.d1 : t.dm);
+            wd[jj][r] = make_float2(t.d0, K6 ? t.d1 : BIAS ? -MA_BIAS_F * t.d0 : t.dm); /* once a row, not in every warp */
         }
         if (at < BT) {
             *(int4 *)&xs[at][aj * 8] = make_int4(xr[0], xr[1], xr[2], xr[3]);
@@ -261,14 +261,11 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
                     b[n][1] = xs[c][jj * 8 + 4 + tig];
                 }
             }
-            float2 sw[2][2]; /* rows g and g + 8 of each m tile */
-            float nsw[2][2];  /* -MA_BIAS_F * d0 of those rows (ma_scaled) */
+            float2 sw[2][2]; /* rows g and g + 8 of each m tile (with BIAS, .y = -MA_BIAS_F * d0: ma_scaled's nd) */
 #pragma unroll
             for (int m = 0; m < 2; m++) {
                 sw[m][0] = wd[jj][wr * 32 + m * 16 + g];
                 sw[m][1] = wd[jj][wr * 32 + m * 16 + g + 8];
-                nsw[m][0] = BIAS ? -MA_BIAS_F * sw[m][0].x : 0.0f;
-                nsw[m][1] = BIAS ? -MA_BIAS_F * sw[m][1].x : 0.0f;
             }
             /* every tensor-core op of this sub-block first (independent: in flight together), then the scaling */
             int s[2][NT][4], s1[K6 ? 2 : 1][NT][4];
@@ -298,8 +295,8 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
                         if (K6) {
                             acc[m][n][i] += dt * (dw.x * i2f_exact(s[m][n][i]) + dw.y * i2f_exact(s1[K6 ? m : 0][n][i]));
                         } else {
-                            acc[m][n][i] += dt * (BIAS ? ma_scaled(s[m][n][i], dw.x, nsw[m][i >> 1]) : dw.x * i2f_exact(s[m][n][i]));
-                            if (DM) acc[m][n][i] += dw.y * (i & 1 ? sm.y : sm.x);
+                            acc[m][n][i] += dt * (BIAS ? ma_scaled(s[m][n][i], dw.x, dw.y) : dw.x * i2f_exact(s[m][n][i]));
+                            if (DM) acc[m][n][i] += dw.y * (i & 1 ? sm.y : sm.x); /* DM: never BIAS */
                         }
                     }
             }
