@@ -79,6 +79,7 @@ void exec_cuda_set_reg(bool on) { (void)on; }
 void exec_cuda_set_wide_rows(int r) { (void)r; }
 int32_t exec_cuda_count_fusions(const plan *p) { return -1; }
 int32_t exec_cuda_count_glu_pairs(const plan *p) { return -1; }
+int32_t exec_cuda_count_norm_sums(const plan *p) { return -1; }
 void exec_cuda_assume_device(int cc_major, int sms) { (void)cc_major, (void)sms; }
 size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
     if (cap) buf[0] = 0;
@@ -132,6 +133,8 @@ typedef struct cplan {
     int32_t *krope;       /* per matmul: the ROPE (+ its kv_store) its multi-GEMV launch does (-1 none) */
     int32_t *gpair;       /* per matmul (a gate/up launch's leader): the GLU_QUANT whose act(gate) * up it writes into the
                            * gate's memory, rows taken as gate/up pairs — that node then only quantizes (plan_glu_pairs; -1 none) */
+    int32_t *nsum;        /* per matmul: the RMS_NORM_QUANT right after it that sums its split-K partials, so the split leaves
+                           * them unreduced (plan_norm_sums; -1 none) */
     uint64_t moved_bytes; /* the private region, at al(p->arena_bytes) */
     struct cg_node *cg;   /* per node: its generated kernel (cg_prepare; NULL table or fn: hand-written) */
 } cplan;
@@ -340,6 +343,7 @@ static void cplan_clear(cplan *c) {
     free(c->qrope);
     free(c->krope);
     free(c->gpair);
+    free(c->nsum);
     free(c->cg);
     memset(c, 0, sizeof *c);
 }
@@ -872,6 +876,56 @@ static void plan_attn_quant(const plan *p, cplan *c) {
 #define GF_ROWS_MAX 65536 /* output rows of a fused-GEMV launch (cu_matmul_q8_multi) at most */
 
 
+static bool is_output(const plan *p, ir_ref v) { /* is v's memory a plan output's? */
+    for (int32_t k = 0; k < p->n_outputs; k++)
+        if (p->vals[p->outputs[k].node].alias == p->vals[v].alias) return true;
+    return false;
+}
+
+#define MMA_SLOTS 8
+typedef struct mma_slot {
+    uint64_t off, bytes;
+    int32_t free_after; /* the last node that reads the value it holds */
+} mma_slot;
+
+/* per alias root: its last reader in the plan's order (-1: none; malloc'd, NULL when out of memory).
+ * A skipped reader's work may run later (e.g. a RoPE the attention applies): it reads as late as its
+ * own readers. */
+static int32_t *last_readers(const plan *p, const cplan *c) {
+    const ir_graph *g = p->g;
+    int32_t *last = (int32_t *)malloc((size_t)g->n_nodes * sizeof *last);
+    if (!last) return NULL;
+    for (int32_t i = 0; i < g->n_nodes; i++) last[i] = -1;
+    for (int32_t q = g->n_nodes - 1; q >= 0; q--) {
+        const ir_ref rq = p->vals[q].alias >= 0 ? p->vals[q].alias : q;
+        const int32_t at_q = c->skip[q] && last[rq] > q ? last[rq] : q;
+        for (int a = 0; a < IR_MAX_SRC; a++) {
+            const ir_ref sr = g->nodes[q].src[a];
+            if (sr == IR_NONE || p->vals[sr].alias < 0) continue;
+            if (at_q > last[p->vals[sr].alias]) last[p->vals[sr].alias] = at_q;
+        }
+    }
+    return last;
+}
+
+
+/* a slot of the private region (after the plan's) for a value of b bytes written at node i and read
+ * until node fa: one whose value's readers are all before i, or a new one while there are fewer than
+ * max; UINT64_MAX if neither */
+static uint64_t slot_take(mma_slot *slot, int *ns, int max, uint64_t *at, uint64_t b, int32_t i, int32_t fa) {
+    int sl = -1;
+    for (int k = 0; k < *ns && sl < 0; k++)
+        if (slot[k].free_after < i && slot[k].bytes >= b) sl = k;
+    if (sl < 0 && *ns < max) {
+        slot[*ns] = (mma_slot){*at, b, 0};
+        *at += b;
+        sl = (*ns)++;
+    }
+    if (sl < 0) return UINT64_MAX;
+    slot[sl].free_after = fa > i ? fa : i;
+    return slot[sl].off;
+}
+
 /* GLU_QUANT f of one row whose gate and up are the two matmuls of one T = 1 launch (the gate
  * leading, the up its only member), each used only by f, written without a fused ADD, KV-cache
  * column or RoPE, and one k_gemv_reg takes as gate/up pairs: that
@@ -939,29 +993,11 @@ static int32_t inplace_rope_of(const plan *p, const int32_t *uses, ir_ref v) {
  * runs before its place in the plan, so its result gets memory of its own after the plan's region
  * (moved), in a slot no other live value uses: slots are reused once every use of the value they
  * held is past (a layer's Q slot serves every layer). Its epilogue operand must exist at the leader. */
-#define MMA_SLOTS 8
-typedef struct mma_slot {
-    uint64_t off, bytes;
-    int32_t free_after; /* the last node that reads the value it holds */
-} mma_slot;
-
 static void plan_mma_groups(const plan *p, cplan *c, const int32_t *uses, uint64_t *at, bool hoist, bool pair) {
     const ir_graph *g = p->g;
-    int32_t *last = (int32_t *)malloc((size_t)g->n_nodes * sizeof *last); /* per alias root: its last reader (by the plan's order) */
+    int32_t *last = last_readers(p, c);
     mma_slot slot[MMA_SLOTS];
     int ns = 0;
-    if (last) { /* a skipped reader's work may run later (e.g. a RoPE the attention applies): it reads as late as its own readers */
-        for (int32_t i = 0; i < g->n_nodes; i++) last[i] = -1;
-        for (int32_t q = g->n_nodes - 1; q >= 0; q--) {
-            const ir_ref rq = p->vals[q].alias >= 0 ? p->vals[q].alias : q;
-            const int32_t at_q = c->skip[q] && last[rq] > q ? last[rq] : q;
-            for (int a = 0; a < IR_MAX_SRC; a++) {
-                const ir_ref sr = g->nodes[q].src[a];
-                if (sr == IR_NONE || p->vals[sr].alias < 0) continue;
-                if (at_q > last[p->vals[sr].alias]) last[p->vals[sr].alias] = at_q;
-            }
-        }
-    }
     for (int32_t i = 0; i < g->n_nodes; i++) {
         if (c->skip[i] || !mma_ok(g, &g->nodes[i])) continue;
         const ir_ref xi = g->nodes[i].src[1];
@@ -1162,6 +1198,61 @@ static void plan_group_jobs(const plan *p, cplan *c) {
     }
 }
 
+/* A lone MATMUL m on the int8 MMA path (T > 8; no group, no GLU) whose result v goes only into the
+ * residual sum h = v + o that the RMS_NORM_QUANT n right after it normalizes (nothing runs between):
+ * either m's fused ADD writes h and n reads it, or n has the ADD fused (plan_add_norm) and v is its
+ * one operand. Where m splits K at run time, it leaves the partials unreduced and n sums them —
+ * mma_split_sum with o as the epilogue: k_mma_reduce's order, and x + b == b + x in f32, so the
+ * same h, which n writes to h's memory — and the reduce kernel leaves the chain (a prefill layer's
+ * O and down projections at small T; planned where m would split with scratch enough and the norm's
+ * rows fit one wave of its 1024-thread blocks — past that the separate kernels measured faster —
+ * used where m does split at run time). n reads o and the partials while its blocks write h and its
+ * output: the output must overlap neither o nor h (h may be o exactly: one thread reads, then writes,
+ * an element). Where the plan put n's output over o (dead after h in its order), that output moves
+ * to a slot of its own after the plan's region, shared by such norms whose readers are past.
+ * nsum[m] = n. */
+#define NORM_SLOTS 4
+static void plan_norm_sums(const plan *p, cplan *c, const int32_t *uses, uint64_t *at) {
+    const ir_graph *g = p->g;
+    int32_t *last = last_readers(p, c);
+    if (!last) return;
+    mma_slot slot[NORM_SLOTS];
+    int ns = 0;
+    for (int32_t m = 0; m < g->n_nodes; m++) {
+        const ir_node *mn = &g->nodes[m];
+        if (c->skip[m] || c->mnext[m] >= 0 || c->gpair[m] >= 0 || !mma_ok(g, mn)) continue;
+        const cu_gemv_seg sg = mm_seg(g, mn);
+        const ir_node *x = &g->nodes[mn->src[1]];
+        if (cu_mma_small_mode() != 2 || cu_mma_multi_split(&sg, 1, x->ne[0], x->dtype, x->ne[1], UINT64_MAX) < 2) continue; /* never splits */
+        const bool own = c->epi[m] >= 0; /* m's ADD fused into m; else into n */
+        if (!own && (uses[m] != 1 || p->vals[m].alias != m)) continue;
+        int32_t n = (own ? c->epi[m] : m) + 1;
+        while (n < g->n_nodes && !runs_alone(g, c, n)) n++;
+        if (n >= g->n_nodes) continue;
+        const ir_node *nn = &g->nodes[n];
+        if (nn->op != IR_OP_RMS_NORM_QUANT || ir_nelem(nn) != ir_nelem(mn) || cu_norm_rows_fit(nn->dtype, nn->ne[0], ir_nrows(nn))) continue;
+        ir_ref h, o;
+        if (own) {
+            if (nn->src[0] != c->epi[m] || c->epi[n] >= 0) continue;
+            h = c->epi[m], o = epi_operand(g, c, m);
+        } else {
+            const ir_node *a = c->epi[n] >= 0 ? &g->nodes[c->epi[n]] : NULL;
+            if (!a || a->op != IR_OP_ADD || nn->src[0] != c->epi[n] || (a->src[0] != m && a->src[1] != m)) continue;
+            h = c->epi[n], o = a->src[0] == m ? a->src[1] : a->src[0];
+            if (ir_nelem(&g->nodes[o]) != ir_nelem(mn)) continue;
+        }
+        if (overlap(p, c, n, h)) continue;
+        if (overlap(p, c, n, o)) { /* n's output to a slot of its own */
+            if (p->vals[n].alias != n || p->vals[n].input >= 0 || c->moved[n] != UINT64_MAX || is_output(p, n)) continue;
+            const uint64_t off = slot_take(slot, &ns, NORM_SLOTS, at, al(p->vals[n].bytes), n, last[n]);
+            if (off == UINT64_MAX) continue;
+            c->moved[n] = off;
+        }
+        c->nsum[m] = n;
+    }
+    free(last);
+}
+
 /* MATMUL m immediately followed by ADD(m, o) (either order), m used only there, o a [N] bias or a
  * value of the output's shape: the GEMV writes the ADD's value through its epilogue and the ADD
  * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
@@ -1181,12 +1272,15 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, bool glu_pair
     c->qrope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->qrope);
     c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
     c->gpair = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gpair);
-    if (!uses || !c->epi || !c->skip || !c->gnext || !c->mnext || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->gpair) {
+    c->nsum = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->nsum);
+    if (!uses || !c->epi || !c->skip || !c->gnext || !c->mnext || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->gpair ||
+        !c->nsum) {
         free(uses);
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
     }
     ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->mnext[i] = c->rnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->gpair[i] = -1, c->moved[i] = UINT64_MAX;
+    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->mnext[i] = c->rnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->gpair[i] = c->nsum[i] = -1,
+        c->moved[i] = UINT64_MAX;
     const uint64_t base = al(p->arena_bytes);
     uint64_t at = base;
     for (int32_t i = 0; i + 1 < g->n_nodes; i++) {
@@ -1229,6 +1323,10 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, bool glu_pair
     if (glu_pair && env_not0("SB_CUDA_MMA_GLU_PAIR")) plan_mma_glu_pairs(p, c, uses); /* 0: the prefill GLU in its own kernel */
     if (env_not0("SB_CUDA_ROPE_JOBS")) plan_rope_jobs(p, c, uses);
     if (env_not0("SB_CUDA_GROUP_JOBS")) plan_group_jobs(p, c);
+    /* again, now that Q's RoPE may write its own (moved) memory: the plan had put the QUANTIZE's
+     * output over the RoPE's first place (a prefill layer's, 23 of 24 at T = 64) */
+    if (env_not0("SB_CUDA_ATTN_QUANT2")) plan_attn_quant(p, c);
+    if (env_not0("SB_CUDA_NORM_SUMS")) plan_norm_sums(p, c, uses, &at);
     c->moved_bytes = at - base;
     free(uses);
     return SB_OK;
@@ -1236,19 +1334,21 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, bool glu_pair
 
 void exec_cuda_assume_device(int cc_major, int sms) { cu_assume_device(cc_major, sms); }
 
-/* nodes fused away (skips), or gate/up launches that write their GLU (!skips), as a new context would plan p */
-static int32_t count_planned(const plan *p, bool skips) {
+/* as a new context would plan p: nodes fused away (skips, what 0), gate/up launches that write their
+ * GLU (1), or matmuls whose norm sums their split partials (2) */
+static int32_t count_planned(const plan *p, int what) {
     cplan c = {0};
     int32_t n = -1;
     if (plan_fusions(p, &c, env_not0("SB_CUDA_ROPEK"), env_not0("SB_CUDA_GLU_PAIR")) == SB_OK) {
         n = 0;
-        for (int32_t i = 0; i < p->g->n_nodes; i++) n += skips ? c.skip[i] : c.gpair[i] >= 0;
+        for (int32_t i = 0; i < p->g->n_nodes; i++) n += what == 0 ? c.skip[i] : what == 1 ? c.gpair[i] >= 0 : c.nsum[i] >= 0;
     }
     cplan_clear(&c); /* every fusion table (plan_fusions allocates them all) */
     return n;
 }
-int32_t exec_cuda_count_fusions(const plan *p) { return count_planned(p, true); }
-int32_t exec_cuda_count_glu_pairs(const plan *p) { return count_planned(p, false); }
+int32_t exec_cuda_count_fusions(const plan *p) { return count_planned(p, 0); }
+int32_t exec_cuda_count_glu_pairs(const plan *p) { return count_planned(p, 1); }
+int32_t exec_cuda_count_norm_sums(const plan *p) { return count_planned(p, 2); }
 
 static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c); /* generated kernels (below) */
 
@@ -1352,6 +1452,9 @@ typedef struct crun {
     int gsrc_n;
     ir_ref gsrc_root[CU_MULTI_MAX];
     cu_split_src gsrc[CU_MULTI_MAX];
+    /* a lone GEMM's unreduced split partials for the RMS_NORM_QUANT nsum_for right after it (plan_norm_sums; 0: none) */
+    int32_t nsum_for, nsum_mm;
+    cu_split_src nsum_src;
 } crun;
 
 /* where value i is written directly: it is the root of such an output or a view of it (same
@@ -1652,6 +1755,14 @@ static sb_status run_matmul_one(crun *r, int32_t i) {
     if (mma_ok(g, n)) { /* prefill: int8 tensor cores */
         if (cu_mma_small_mode()) { /* small T: K split over blocks, partials in the scratch region (shared with attention's) */
             const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_mma_small_scratch(w->ne[0], w->ne[1], x->ne[1]);
+            if (r->c->nsum && r->c->nsum[i] >= 0 && cu_mma_small_mode() == 2) { /* a split leaves its partials to the norm after it */
+                const cu_gemv_seg sg = {.dst = dst, .w = dptr(r, n->src[0]), .wtype = w->dtype, .N = w->ne[1], .ep = epb};
+                cu_split_src src;
+                SB_TRY(cu_matmul_mma_multi(s, &sg, 1, w->ne[0], dptr(r, n->src[1]), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off), cap,
+                                           &src, 0));
+                if (src.part) r->nsum_for = r->c->nsum[i], r->nsum_mm = i, r->nsum_src = src;
+                return SB_OK;
+            }
             const bool counters = cu_mma_small_mode() == 1;
             if (!counters && need > 0 && need <= cap) r->n_kernels++; /* split: k_mma_reduce after it */
             return cu_matmul_mma_small(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep,
@@ -1800,6 +1911,17 @@ static sb_status run_node(crun *r, int32_t i) {
         return cu_quantize_act(s, n->dtype, dst, SP(0), n->ne[0], ir_nrows(n));
     case IR_OP_RMS_NORM_QUANT:
         r->n_kernels++;
+        if (r->nsum_for == i) { /* the GEMM before it left its split partials: h = their sum + o (plan_norm_sums) */
+            cu_split_src src = r->nsum_src;
+            r->nsum_for = 0;
+            if (r->c->epi && r->c->epi[i] >= 0) { /* h = ADD(v, o) fused here: o as the partials' epilogue */
+                const ir_node *a = &g->nodes[r->c->epi[i]];
+                const ir_ref o = a->src[0] == r->nsum_mm ? a->src[1] : a->src[0];
+                src.ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = 0};
+            }
+            return cu_rms_norm_quant_split(s, n->dtype, dst, (float *)dptr(r, n->src[0]), &src, n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0],
+                                           ir_nrows(n), n->fp[0]);
+        }
         CG_TRY(r, i); /* with the fused residual ADD when c->epi[i] >= 0 (cg_prepare chose the group) */
         if (r->c->epi && r->c->epi[i] >= 0) { /* the residual ADD before it, fused */
             const ir_node *a = &g->nodes[r->c->epi[i]];

@@ -163,6 +163,9 @@ void exec_cuda_assume_device(int cc_major, int sms);
 /* Gate/up launches of p that write their GLU (the GLU_QUANT then only quantizes: T = 1 GEMVs and
  * T > 8 int8 MMA groups of Q4_0 / Q5_0 / Q8_0), as a new context would plan them; -1 without the backend. */
 int32_t exec_cuda_count_glu_pairs(const plan *p);
+/* Small-T GEMMs of p whose split-K partials the RMSNorm after them sums (no reduce kernel), as a new
+ * context would plan them (whether one splits is decided at run time); -1 without the backend. */
+int32_t exec_cuda_count_norm_sums(const plan *p);
 
 /* Profiling (SB_CUDA_PROFILE=1 in the environment, or this call): runs eagerly with a CUDA event
  * between nodes and accumulates device time per op family (matmuls per weight type). */

@@ -28,7 +28,7 @@
 #include "test.h"
 #include "qwen_layers.h"
 
-#define MAXB 32
+#define MAXB 48
 
 typedef struct binds {
     const char *name[MAXB];
@@ -854,15 +854,16 @@ static void test_qkv_rope_block(void) {
     attn_variant = 1;
 }
 
-/* Two Qwen2.5-0.5B layers at 64 new tokens after 512 (qwen_layers.h), fused: the K, V, Q group
- * splits K, and in the second layer the plan put Q's rope over K's result — the rope writes over Q's
+/* Three Qwen2.5-0.5B layers at 64 new tokens after 512 (qwen_layers.h), fused: the K, V, Q group
+ * splits K, and in layers 2 and 3 the plan put Q's rope over K's result — the rope writes over Q's
  * own memory instead (exec_cuda.c inplace_rope_of) and joins the K/V jobs, which sum the group's
- * partials. Vs the f64 reference, and bit for bit the plan without the in-place rope
- * (SB_CUDA_ROPE_INPLACE=0: Q's rope and the group's reduce as kernels of their own), with fewer
- * kernels. */
-static void test_qwen_layers(void) {
-    const int NL = 2;
-    const int64_t E = QL_E, D = QL_D, Hkv = QL_HKV, F = QL_F, T = 64, C = 640, P0 = 512;
+ * partials; then the third layer's attention writes its q8_1 output too (the second
+ * plan_attn_quant), and the norms after the O and down GEMMs sum their split-K partials
+ * (plan_norm_sums: 5 reduces).
+ * Vs the f64 reference, and bit for bit the plan without any of these (SB_CUDA_ROPE_INPLACE=0
+ * SB_CUDA_ATTN_QUANT2=0 SB_CUDA_NORM_SUMS=0), with fewer kernels at each step. */
+static void test_qwen_layers(int NL, int64_t T, int64_t P0) {
+    const int64_t E = QL_E, D = QL_D, Hkv = QL_HKV, F = QL_F, C = P0 + T + 64;
     ir_graph *g = qwen_layers(NL, T, C);
     static const char *wn[12] = {"attn_norm", "wk", "bk", "wv", "bv", "wq", "bq", "wo", "ffn_norm", "gate", "up", "down"};
     const int wt[12] = {SB_TYPE_F32, SB_TYPE_Q5_0, SB_TYPE_F32, SB_TYPE_Q8_0, SB_TYPE_F32, SB_TYPE_Q5_0, SB_TYPE_F32, SB_TYPE_Q5_0,
@@ -871,8 +872,8 @@ static void test_qwen_layers(void) {
     const float ws[12] = {1.0f, 0.1f, 0.5f, 0.1f, 0.5f, 0.1f, 0.5f, 0.05f, 1.0f, 0.05f, 0.05f, 0.02f};
     static char names[MAXB][32];
     binds b = {.n = 0};
-    int32_t pos[64];
-    for (int64_t t = 0; t < T; t++) pos[t] = (int32_t)(P0 + t);
+    int32_t pos[512];
+    for (int64_t t = 0; t < T && t < 512; t++) pos[t] = (int32_t)(P0 + t);
     b.pos = pos;
     float *x = rnd(E * T, 1.0f);
     b.name[b.n] = "x", b.data[b.n++] = x;
@@ -892,23 +893,40 @@ static void test_qwen_layers(void) {
     }
     exec_cuda_set_mmvq_variant(4); /* the int8 MMA GEMMs (the default outside these tests) */
     fuse_on = true;
-    setenv("SB_CUDA_ROPE_INPLACE", "0", 1);
-    const double e0 = run_both(g, &b, "2 Qwen2.5-0.5B layers T=64 (fused)");
-    const int32_t k0 = last_kernels;
-    float *y0 = last_y;
-    const int64_t n0 = last_n;
-    last_y = NULL;
-    setenv("SB_CUDA_ROPE_INPLACE", "1", 1);
-    const double e1 = run_both(g, &b, "2 Qwen2.5-0.5B layers T=64 (in-place rope)");
+    /* each plan: fewer kernels than the one before, the same bytes as the first */
+    /* (at T 64, where every group and O / down GEMM splits) the in-place rope in layers 2.., the quantize
+     * where a layer's plan put it over the rope's first place (3..), a reduce of every O and down GEMM
+     * but the last down */
+    static const char *what[3] = {"(fused)", "(in-place rope)", "(+ norm sums)"};
+    const int fewer[3] = {0, NL - 1, NL - 2 + 2 * NL - 1};
+    float *y0 = NULL;
+    int64_t n0 = 0;
+    int32_t kp = 0;
+    for (int k = 0; k < 3; k++) {
+        char label[64];
+        snprintf(label, sizeof label, "%d Qwen2.5-0.5B layers T=%d %s", NL, (int)T, what[k]);
+        setenv("SB_CUDA_ROPE_INPLACE", k ? "1" : "0", 1);
+        setenv("SB_CUDA_ATTN_QUANT2", k == 2 ? "1" : "0", 1);
+        setenv("SB_CUDA_NORM_SUMS", k == 2 ? "1" : "0", 1);
+        const double e = run_both(g, &b, label);
+        /* 8-bit activations through 7 GEMMs a layer, and attention over random keys (peaked softmax):
+         * the error grows with depth — H200, every plan the same bits: 2 layers 6.2e-3, 3 layers
+         * 1.8-2.3e-2 */
+        expect(e, 5e-2, label);
+        if (k == 0) {
+            y0 = last_y, n0 = last_n, last_y = NULL;
+        } else {
+            printf("%-44s kernels %d -> %d\n", label, (int)kp, (int)last_kernels);
+            CHECKF(last_kernels <= kp - fewer[k], "%s: %d kernels vs %d before (%d fewer expected)", label, (int)last_kernels, (int)kp, fewer[k]);
+            CHECKF(y0 && last_y && n0 == last_n && !memcmp(y0, last_y, (size_t)n0 * 4), "%s: output not bit-identical to the first plan", label);
+        }
+        kp = last_kernels;
+    }
     unsetenv("SB_CUDA_ROPE_INPLACE");
+    unsetenv("SB_CUDA_ATTN_QUANT2");
+    unsetenv("SB_CUDA_NORM_SUMS");
     fuse_on = false;
     exec_cuda_set_mmvq_variant(1);
-    /* 8-bit activations through 14 GEMMs (the one-block attention cases: <= 3e-3) */
-    expect(e0, 1e-2, "2 Qwen2.5-0.5B layers T=64 (fused)");
-    expect(e1, 1e-2, "2 Qwen2.5-0.5B layers T=64 (in-place rope)");
-    printf("%-44s kernels %d -> %d\n", "2 Qwen2.5-0.5B layers T=64 in-place rope", (int)k0, (int)last_kernels);
-    CHECKF(last_kernels <= k0 - 1, "in-place rope: %d kernels vs %d without (fewer expected)", (int)last_kernels, (int)k0);
-    CHECKF(y0 && last_y && n0 == last_n && !memcmp(y0, last_y, (size_t)n0 * 4), "in-place rope: output not bit-identical to the plan without");
     free(y0);
     for (int k = 0; k < b.n; k++) free(b.data[k]);
     ir_graph_free(g);
@@ -1485,7 +1503,7 @@ int main(void) {
     test_mma_groups();
     test_mma_glu_pair();
     test_prefill_block();
-    test_qwen_layers();
+    test_qwen_layers(3, 64, 512);
     test_flash_attention(); /* with the key split (the default) */
     printf("-- flash-attention prefill without its key split (SB_CUDA_FATTN_SPLIT=0)\n");
     exec_cuda_set_fattn_split(false);

@@ -42,7 +42,7 @@ static int quant_dtype(const plan *p) {
 }
 
 /* test_cuda_plan MODEL: the fusion count of MODEL's decode plan (a tool; SB_PLAN_T=n: a prefill
- * plan of n tokens; SB_PRINT_PLAN=1: print the planned graph) */
+ * plan of n tokens; SB_PLAN_H200=1: as on an H200; SB_PRINT_PLAN=1: print the planned graph) */
 static int fusions_of(const char *path) {
     rt_model *m;
     if (rt_model_load(path, NULL, &m) != SB_OK) {
@@ -52,6 +52,7 @@ static int fusions_of(const char *path) {
     ir_graph *g;
     ir_graph_create(&g);
     const char *te = getenv("SB_PLAN_T"); /* a prefill chunk's plan instead (T tokens) */
+    if (getenv("SB_PLAN_H200")) exec_cuda_assume_device(9, 132); /* plan as on an H200 (MMA groups form) */
     rt_build bld = {.g = g, .m = m, .T = te ? atoi(te) : 1, .n_out = 1, .n_ctx = 4096, .kv_type = SB_TYPE_F16};
     plan *pd = NULL;
     plan_target t;
@@ -59,7 +60,8 @@ static int fusions_of(const char *path) {
     if (rt_build_decoder(&bld) == SB_OK && plan_build(g, &t, NULL, &pd) == SB_OK) {
         int32_t nk = 0;
         for (int32_t i = 0; i < pd->g->n_nodes; i++) nk += !(ir_ops[pd->g->nodes[i].op].flags & OPF_INPUT);
-        printf("%s: %d compute nodes, %d fused away\n", path, (int)nk, (int)exec_cuda_count_fusions(pd));
+        printf("%s: %d compute nodes, %d fused away, %d GLU pairs, %d norms summing split partials\n", path, (int)nk,
+               (int)exec_cuda_count_fusions(pd), (int)exec_cuda_count_glu_pairs(pd), (int)exec_cuda_count_norm_sums(pd));
         if (getenv("SB_PRINT_PLAN")) ir_print(pd->g, stdout); /* the planned decode graph, for reading fusions */
         plan_free(pd);
     }
@@ -161,32 +163,45 @@ int main(int argc, char **argv) {
         }
     }
 
-    /* Two Qwen2.5-0.5B layers (E 896, 14 / 2 heads of 64, FFN 4864; Q5_0 with a Q8_0 V, Q6_K down)
+    /* Three Qwen2.5-0.5B layers (E 896, 14 / 2 heads of 64, FFN 4864; Q5_0 with a Q8_0 V, Q6_K down)
      * at 64 new tokens, planned as on an H200 (sm_90, 132 SMs; no GPU needed): the K, V, Q GEMMs are
      * one MMA group that splits K, and the memory plan puts Q's rope over K's result, so the rope goes
      * over Q's own memory (inplace_rope_of) and joins K's and V's jobs — a fusion more than with
-     * SB_CUDA_ROPE_INPLACE=0 where the plan put it there (the second layer here; then the jobs sum the
-     * group's partials: no reduce kernel either) */
+     * SB_CUDA_ROPE_INPLACE=0 where the plan put it there (layers 2 and 3 here; then the jobs sum the
+     * group's partials: no reduce kernel either). With Q's rope output moved, the third layer's
+     * attention also writes its q8_1 output (SB_CUDA_ATTN_QUANT2: the plan had put that output over
+     * the rope's first place). The O and down GEMMs split K, and the norm after each (but the last
+     * down's: the graph ends there) sums the partials (SB_CUDA_NORM_SUMS: 5). */
     {
-        const int NL = 2;
+        const int NL = 3;
         exec_cuda_assume_device(9, 132);
-        int32_t nf[2] = {-1, -1};
-        for (int on = 0; on < 2; on++) {
+        int32_t nf[3] = {-1, -1, -1}, ns[3] = {-1, -1, -1};
+        for (int on = 0; on < 3; on++) {
             ir_graph *g = qwen_layers(NL, 64, 640);
             setenv("SB_CUDA_ROPE_INPLACE", on ? "1" : "0", 1);
+            setenv("SB_CUDA_ATTN_QUANT2", on == 2 ? "1" : "0", 1);
+            setenv("SB_CUDA_NORM_SUMS", on == 2 ? "1" : "0", 1);
             plan_target t;
             exec_cuda_target(&t);
             plan *pa = NULL;
             CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
-            if (pa) nf[on] = exec_cuda_count_fusions(pa);
+            if (pa) nf[on] = exec_cuda_count_fusions(pa), ns[on] = exec_cuda_count_norm_sums(pa);
             plan_free(pa);
-            unsetenv("SB_CUDA_ROPE_INPLACE");
             ir_graph_free(g);
         }
+        unsetenv("SB_CUDA_ROPE_INPLACE");
+        unsetenv("SB_CUDA_ATTN_QUANT2");
+        unsetenv("SB_CUDA_NORM_SUMS");
         exec_cuda_assume_device(0, 0);
-        printf("two Qwen2.5-0.5B layers, T=64, as on an H200: %d fusions, %d with the in-place rope\n", (int)nf[0], (int)nf[1]);
+        printf("three Qwen2.5-0.5B layers, T=64, as on an H200: %d fusions, %d with the in-place rope, %d with the attention's quantize "
+               "(%d norms summing split partials)\n",
+               (int)nf[0], (int)nf[1], (int)nf[2], (int)ns[2]);
         CHECKF(nf[0] >= 0 && nf[1] >= nf[0] + 1 && nf[1] <= nf[0] + NL, "in-place rope: %d fusions vs %d without (1 to %d more expected)", (int)nf[1],
                (int)nf[0], (int)NL);
+        CHECKF(nf[2] == nf[1] + NL - 2, "attention quantize after the in-place rope: %d fusions vs %d (%d more expected)", (int)nf[2], (int)nf[1],
+               NL - 2);
+        CHECKF(ns[0] == 0 && ns[1] == 0 && ns[2] == 2 * NL - 1, "norm sums: %d, %d, %d (0, 0, %d expected)", (int)ns[0], (int)ns[1], (int)ns[2],
+               2 * NL - 1);
     }
 
     /* RoPE(q) right before the attention: the attention rotates q itself (1 node fused away); the

@@ -12,6 +12,10 @@
  *    round activations exactly as the references were computed (docs/cuda.md).
  * RMSNorm: sum of squares in double over the row (as ops_ref.c), scale = 1/sqrtf(mean + eps),
  * v = (x*scale)*w. GLU: v = act(g)*u with k_rows.cu's activations.
+ * The RMSNorm's row may also be a small-T GEMM's unreduced split-K partials plus its epilogue
+ * (k_rms_norm_quant_split, 1024 threads: the executor's plan_norm_sums, no reduce kernel between
+ * them; only where the rows fit one wave of those — past it, the reduce kernel + the 256-thread rows
+ * kernel measured faster: H200 pp512 -0.7% with the sums).
  * The device math (quant_row, q8_K_store, the value sources, block_rms_scale) is
  * device/act_quant.cuh, shared with the generated kernels.
  * Geometry: one 1024-thread block a row; RMSNorm rows past one wave of those (more than 2 an SM)
@@ -30,6 +34,7 @@
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/act_quant.cuh"
+#include "backend/cuda/device/split.cuh"
 
 #define Q_THREADS 1024 /* one 32- or 256-value block per warp for rows up to 1024 / 8192 values: no serial rounds */
 
@@ -46,6 +51,22 @@ __global__ void __launch_bounds__(Q_THREADS) k_rms_norm_quant(uint8_t *dst, cons
     const float sc = block_rms_scale<Q_THREADS>(xr, b ? b + r * E : NULL, b ? sum_out + r * E : NULL, E, eps, part);
     if (b) xr = sum_out + r * E;
     quant_row<XQ, Q_THREADS>(dst + act_row_bytes(XQ, E) * (uint64_t)r, E, src_norm{xr, wt, sc});
+}
+
+/* k_rms_norm_quant over a GEMM's split-K partials (cu_rms_norm_quant_split): each thread sums its
+ * elements' partials (mma_split_sum: k_mma_reduce's order and epilogue) into sum_out, then the
+ * unfused kernel's path reads them back — its own elements in block_rms_scale, every element after
+ * that function's barrier in quant_row: the bits of k_mma_reduce + k_rms_norm_quant */
+template <int XQ>
+__global__ void __launch_bounds__(Q_THREADS) k_rms_norm_quant_split(uint8_t *dst, cu_split_src src, const float *wt, int64_t E, float eps,
+                                                                    float *sum_out) {
+    CU_PDL_ENTRY();
+    __shared__ double part[Q_THREADS / 32];
+    const int64_t r = blockIdx.x;
+    float *sr = sum_out + r * E;
+    for (int64_t i = threadIdx.x; i < E; i += Q_THREADS) sr[i] = mma_split_sum(src.part, r * E + i, i, src.nsplit, src.TN, src.ep);
+    const float sc = block_rms_scale<Q_THREADS>(sr, NULL, NULL, E, eps, part);
+    quant_row<XQ, Q_THREADS>(dst + act_row_bytes(XQ, E) * (uint64_t)r, E, src_norm{sr, wt, sc});
 }
 
 /* GLU or plain quantization, a 1024-thread block a row (quant_row's loop). One warp a quantization
@@ -115,6 +136,7 @@ static bool norm_rows_fit(int xq, int64_t E, int64_t rows) {
     if (!norm_rows_min) norm_rows_min = 2 * (int64_t)(cu_sm_count() > 0 ? cu_sm_count() : 132) + 1;
     return norm_rows && rows >= norm_rows_min && xq == CU_T_Q8_1 && E <= Q_THREADS && E % 32 == 0;
 }
+extern "C" bool cu_norm_rows_fit(int xq, int64_t E, int64_t rows) { return norm_rows_fit(xq, E, rows); }
 
 /* rows that fit in registers (aq_fits with 256 threads): act_build */
 #define AQ_THREADS 256
@@ -181,6 +203,19 @@ extern "C" sb_status cu_add_rms_norm_quant(cu_stream s, int xq, void *dst, float
     else if (xq == CU_T_Q8_K) cu_launch(k_rms_norm_quant<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);
     else return bad_type(xq);
     return cu_after_launch(b ? "k_rms_norm_quant (+ residual)" : "k_rms_norm_quant");
+}
+
+extern "C" sb_status cu_rms_norm_quant_split(cu_stream s, int xq, void *dst, float *sum_out, const cu_split_src *src, const float *w, int64_t E,
+                                             int64_t rows, float eps) {
+    if (rows <= 0) return SB_OK;
+    if (!src || !src->part || src->nsplit < 1 || src->nsplit > MMA_SPLIT_MAX || src->N != E || src->TN != E * rows || !sum_out)
+        return sb_fail(SB_ERR_INTERNAL, "cuda: RMSNorm over split partials that are not %lld x %lld (N %lld, TN %lld, %d splits)", (long long)E,
+                       (long long)rows, src ? (long long)src->N : -1LL, src ? (long long)src->TN : -1LL, src ? src->nsplit : 0);
+    const cudaStream_t st = (cudaStream_t)s;
+    if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant_split<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, *src, w, E, eps, sum_out);
+    else if (xq == CU_T_Q8_K) cu_launch(k_rms_norm_quant_split<CU_T_Q8_K>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, *src, w, E, eps, sum_out);
+    else return bad_type(xq);
+    return cu_after_launch("k_rms_norm_quant_split");
 }
 
 extern "C" sb_status cu_glu_quant(cu_stream s, int xq, void *dst, const float *g, const float *u, int64_t E, int64_t rows, bool gelu) {

@@ -137,6 +137,17 @@ typedef struct cu_split_src {
     cu_epilogue ep;
 } cu_split_src;
 
+/* cu_rms_norm_quant of rows whose values are the split-K partials of a GEMM (cu_matmul_mma_multi
+ * with srcs, one segment of N = E and T = rows): row t element i = the sum of the partials plus the
+ * epilogue in k_mma_reduce's order, written to sum_out (the GEMM's destination), then normalized
+ * and quantized — the bits of k_mma_reduce followed by cu_rms_norm_quant. sum_out may be the
+ * epilogue's operand exactly; dst overlaps neither. */
+sb_status cu_rms_norm_quant_split(cu_stream s, int xq, void *dst, float *sum_out, const cu_split_src *src, const float *w, int64_t E,
+                                  int64_t rows, float eps);
+/* does cu_rms_norm_quant of rows x E into xq take the 256-thread rows kernel (more rows than one
+ * wave of 1024-thread blocks)? cu_rms_norm_quant_split is the 1024-thread kernel at any count. */
+bool cu_norm_rows_fit(int xq, int64_t E, int64_t rows);
+
 /* dst [N,T] = W x: w [K,N] of wtype (cu_has_mmvq), xq [K,T] of xtype: Q8_1 (any cu_has_mmvq type)
  * or Q8_K (Q4_K, Q5_K, Q6_K). */
 sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
