@@ -1032,24 +1032,15 @@ static void plan_mma_groups(const plan *p, cplan *c, const int32_t *uses, uint64
             const ir_ref out = mm_out(c, mem[q]);
             if (!move[q] || c->moved[out] != UINT64_MAX) continue;
             const uint64_t b = al(p->vals[out].bytes);
-            int sl = -1;
-            for (int k = 0; k < ns && sl < 0; k++)
-                if (slot[k].free_after < i && slot[k].bytes >= b) sl = k;
-            if (sl < 0 && ns < MMA_SLOTS) {
-                slot[ns] = (mma_slot){*at, b, 0};
-                *at += b;
-                sl = ns++;
-            }
-            if (sl < 0) { /* no slot: a region of its own */
-                c->moved[out] = *at;
-                *at += b;
-                continue;
-            }
-            c->moved[out] = slot[sl].off;
             int32_t fa = last[out] > mem[q] ? last[out] : mem[q];
             const int32_t r = inplace_rope_of(p, uses, out); /* it may take the slot in place: its readers too */
             if (r >= 0 && last[r] > fa) fa = last[r];
-            slot[sl].free_after = fa;
+            uint64_t off = slot_take(slot, &ns, MMA_SLOTS, at, b, i, fa);
+            if (off == UINT64_MAX) { /* no slot: a region of its own */
+                off = *at;
+                *at += b;
+            }
+            c->moved[out] = off;
         }
     }
     free(last);
