@@ -1539,7 +1539,7 @@ typedef struct cg_pnode {
     cg_variant v[CG_MAX_VARIANTS];
     char kname[CG_MAX_VARIANTS][40];
     int nv, win, job;
-    bool tune;
+    bool tune, hand; /* hand: the hand-written kernel is a candidate */
 } cg_pnode;
 
 static sb_status run_node(crun *r, int32_t i);
@@ -1555,7 +1555,9 @@ static sb_status run_node(crun *r, int32_t i);
  * kernel costs in a step's chain: with a 2% margin fresh processes still chose the hand-written
  * norm for one of the decode plan's two norm groups now and then (its ncu body 4.05 µs vs 3.5
  * generated), and tg64 spread over 1,571-1,649 where generated-only (SB_CODEGEN=2) measured
- * 1,638-1,642 in the same run (H200, session 9). */
+ * 1,638-1,642 in the same run (H200, session 9). Still (session 14): one fresh cache in ~20 decoded at
+ * 1,588-1,613, the hand-written level (SB_CODEGEN=0: 1,592-1,615; the others 1,650-1,697), so at one
+ * row the hand-written kernel is no candidate (cg_prepare; SB_CODEGEN_HAND1=1 restores it). */
 #define CG_TUNE_ROUNDS 3
 #define CG_TUNE_HAND_MARGIN 0.85f
 static sb_status cg_tune_node(crun *r, cg_pnode *pn, void **fn, void **ev, bool hand) {
@@ -1596,6 +1598,8 @@ static sb_status cg_refuse(int mode, const ir_node *n, int32_t i, sb_status st) 
 static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
     const int mode = cg_mode();
     if (!mode) return SB_OK;
+    const char *h1 = getenv("SB_CODEGEN_HAND1");
+    const bool hand1 = h1 && h1[0] == '1';
     sb_status ls = cg_nvrtc_load();
     if (ls != SB_OK) {
         static int told;
@@ -1644,13 +1648,19 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
         /* the norm quantizers' variants keep the hand-written kernel's reduction layout (cg.h) */
         if (q->grp.kind == CG_RMS_NORM_QUANT || q->grp.kind == CG_ADD_RMS_NORM_QUANT) q->grp.hand_reg = cu_act_fast();
         q->nv = cg_variants(&q->grp, q->v);
-        /* the hand-written kernel is a candidate too (SB_CODEGEN=2: generated only) */
-        const int cached = cg_tune_get(&q->grp, tag);
+        /* the hand-written kernel is a candidate too (SB_CODEGEN=2: generated only), but not for one
+         * row (a decode step's): back-to-back timings of one-block kernels picked it now and then where
+         * the generated ones are faster in the step's chain (cg_tune_node); a cached pick of it there
+         * is tuned again. SB_CODEGEN_HAND1=1: a candidate at one row too. */
+        const bool hand = mode == 1 && (q->grp.rows > 1 || hand1);
+        int cached = cg_tune_get(&q->grp, tag);
+        if (cached == CG_TUNE_HAND && !hand) cached = -1;
         if (cached == CG_TUNE_HAND && mode == 1) {
             cg_count_tune(false, true);
             continue;
         }
-        q->tune = (q->nv > 1 || mode == 1) && (cached < 0 || cached >= q->nv);
+        q->tune = (q->nv > 1 || hand) && (cached < 0 || cached >= q->nv);
+        q->hand = hand;
         q->win = cached >= 0 && cached < q->nv ? cached : 0;
         /* every variant in one source, whether tuning or not: one compile, one cache entry */
         char *s = NULL, nm[40];
@@ -1687,7 +1697,7 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
         if (q->tune) { /* an earlier node of this plan had the same group: its winner, so one run uses one
                         * kernel per group, as every later run does (they read the winner from the cache) */
             const int won = cg_tune_get(&q->grp, tag);
-            if (won == CG_TUNE_HAND && mode == 1) {
+            if (won == CG_TUNE_HAND && q->hand) {
                 cg_count_tune(false, true);
                 continue;
             }
@@ -1703,7 +1713,7 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
         cn->rows = q->grp.rows;
         memcpy(cn->ref, q->grp.ref, sizeof cn->ref);
         if (ns == SB_OK && q->tune) {
-            ns = cg_tune_node(&r, q, fn, ev, mode == 1);
+            ns = cg_tune_node(&r, q, fn, ev, q->hand);
             if (ns == SB_OK && (mode == 1 || cg_tune_get(&q->grp, tag) != CG_TUNE_HAND)) cg_tune_put(&q->grp, tag, q->win);
         }
         if (ns != SB_OK) {
