@@ -283,6 +283,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (fm) cu_fattn_set_mma(fm[0] != '0');
     const char *fw = getenv("SB_CUDA_FATTN_WS"); /* its 16-query blocks with the keys split over warps, T <= 64 (default on; 0 off) */
     if (fw) cu_fattn_set_ws(fw[0] != '0');
+    const char *fwn = getenv("SB_CUDA_FATTN_WS_NW"); /* its warps a block at head_dim 64 (8 where they fit, default; 4) */
+    if (fwn) cu_fattn_set_ws_warps(atoi(fwn));
     const char *ft = getenv("SB_CUDA_FATTN_MMA_TMIN"); /* the tensor-core flash prefill for more than this many queries */
     if (ft) cu_fattn_mma_set_tmin(atoi(ft));
     const char *nr = getenv("SB_CUDA_NORM_ROWS"); /* RMSNorm q8_1 rows <= 1024 values by k_rms_norm_q8_1_rows past one wave (default on; 0 off) */

@@ -598,8 +598,10 @@ extern "C" bool cu_fattn_mma_takes(const cu_attn_args *a) {
 
 /* k_fattn_ws for at most FW_TMAX queries (cu_fattn_set_ws; env SB_CUDA_FATTN_WS=0 off) */
 static int fw_on = 1;
+static int fw_nw8 = 1; /* cu_fattn_set_ws_warps: 8 warps a block at head_dim 64 (one ring slot each) where that fits */
 #define FW_TMAX 64
 extern "C" void cu_fattn_set_ws(int on) { fw_on = on ? 1 : 0; }
+extern "C" void cu_fattn_set_ws_warps(int nw) { fw_nw8 = nw == 8; }
 static bool fw_takes(const cu_attn_args *a) { return fw_on && a->T <= FW_TMAX; }
 
 /* the key split S over blocks of bq queries: enough (tile, head, split) blocks for ~per_sm a
@@ -657,7 +659,8 @@ static sb_status fm_launch(cudaStream_t st, float *dst, const float *q, const vo
 }
 
 /* k_fattn_ws<D, NW, NB> with the deepest ring (NB <= 3) the device's per-block shared memory holds;
- * NW: 4 warps at head_dim 64, 2 at 128 (a ring slot of 4 warps would not fit sm_86's 99 KB) */
+ * NW: 8 warps at head_dim 64 where one slot each fits (sm_80 / sm_90), else 4; 2 at 128 (a ring slot
+ * of 4 warps would not fit sm_86's 99 KB) */
 template <int D, int NW, int NB> static size_t fw_smem_bytes() { return (size_t)FW_BQ * (D + 8) * 2 + (size_t)NW * NB * 2 * FM_BK * (D + 8) * 2; }
 template <int D, int NW, int NB>
 static sb_status fw_launch1(cudaStream_t st, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
@@ -666,15 +669,19 @@ static sb_status fw_launch1(cudaStream_t st, float *dst, const float *q, const v
     return fa_launch(k_fattn_ws<D, NW, NB>, "k_fattn_ws", &attr, fw_smem_bytes<D, NW, NB>(), NW * 32, st, dst, q, k, v, pos, a, grid, rp, scratch,
                      counters);
 }
-template <int D, int NW>
-static sb_status fw_launch(cudaStream_t st, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
-                           dim3 grid, fm_rope rp, float *scratch, unsigned *counters) {
-    static int optin; /* the device's per-block shared memory opt-in, minus ~4 KB of the kernel's static arrays */
+static int fw_optin(void) { /* the device's per-block shared memory opt-in, minus ~4 KB of the kernel's static arrays */
+    static int optin;
     if (!optin) {
         int dev = 0, b = 0;
         if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&b, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) b = 48 << 10;
         optin = b - (4 << 10);
     }
+    return optin;
+}
+template <int D, int NW>
+static sb_status fw_launch(cudaStream_t st, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
+                           dim3 grid, fm_rope rp, float *scratch, unsigned *counters) {
+    const int optin = fw_optin();
     if (fw_smem_bytes<D, NW, 3>() <= (size_t)optin) return fw_launch1<D, NW, 3>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
     if (fw_smem_bytes<D, NW, 2>() <= (size_t)optin) return fw_launch1<D, NW, 2>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
     return fw_launch1<D, NW, 1>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
@@ -692,6 +699,10 @@ extern "C" sb_status cu_fattn_mma(cu_stream s, float *dst, const float *q, const
     if (S > 1 && (!scratch || !counters || scratch_floats < cu_fattn_mma_scratch(a, split_on) || (uintptr_t)scratch % 16)) S = 1;
     const dim3 grid(cu_div_up(a->T, ws ? FW_BQ : FM_BQ), (unsigned)a->Hq, (unsigned)S);
     const cudaStream_t st = (cudaStream_t)s;
+    /* 8 warps (one ring slot each: 147 KB) where the device holds them — H200 first token 1.51 vs 1.65 ms
+     * with 4 warps and 3 slots, pp64 +7% (session 14); sm_86's 99 KB: 4 */
+    if (ws && a->D == 64 && fw_nw8 && fw_smem_bytes<64, 8, 1>() <= (size_t)fw_optin())
+        return fw_launch<64, 8>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
     if (ws)
         return a->D == 64 ? fw_launch<64, 4>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters)
                           : fw_launch<128, 2>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);

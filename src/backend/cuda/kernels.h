@@ -400,6 +400,9 @@ void cu_fattn_mma_set_tmin(int t); /* it takes more than t queries (default 1: e
 /* its 16-query blocks whose warps split the keys (k_fattn_ws) for at most 64 queries (process-wide;
  * env SB_CUDA_FATTN_WS): 1 on (default), 0 off (64-query blocks, keys split over blocks only) */
 void cu_fattn_set_ws(int on);
+/* k_fattn_ws's warps a block at head_dim 64: 8 (default, where the device's shared memory holds a
+ * ring slot each) or 4 (env SB_CUDA_FATTN_WS_NW=4) */
+void cu_fattn_set_ws_warps(int nw);
 /* Does cu_attention_prefill take the tensor-core kernel for a (knob on, F16 cache, head_dim 64/128,
  * sm_80+; it also needs 16-byte aligned caches, else k_fattn.cu runs)? */
 bool cu_fattn_mma_takes(const cu_attn_args *a);
