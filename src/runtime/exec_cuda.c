@@ -877,57 +877,6 @@ static void plan_attn_quant(const plan *p, cplan *c) {
 
 #define GF_ROWS_MAX 65536 /* output rows of a fused-GEMV launch (cu_matmul_q8_multi) at most */
 
-
-static bool is_output(const plan *p, ir_ref v) { /* is v's memory a plan output's? */
-    for (int32_t k = 0; k < p->n_outputs; k++)
-        if (p->vals[p->outputs[k].node].alias == p->vals[v].alias) return true;
-    return false;
-}
-
-#define MMA_SLOTS 8
-typedef struct mma_slot {
-    uint64_t off, bytes;
-    int32_t free_after; /* the last node that reads the value it holds */
-} mma_slot;
-
-/* per alias root: its last reader in the plan's order (-1: none; malloc'd, NULL when out of memory).
- * A skipped reader's work may run later (e.g. a RoPE the attention applies): it reads as late as its
- * own readers. */
-static int32_t *last_readers(const plan *p, const cplan *c) {
-    const ir_graph *g = p->g;
-    int32_t *last = (int32_t *)malloc((size_t)g->n_nodes * sizeof *last);
-    if (!last) return NULL;
-    for (int32_t i = 0; i < g->n_nodes; i++) last[i] = -1;
-    for (int32_t q = g->n_nodes - 1; q >= 0; q--) {
-        const ir_ref rq = p->vals[q].alias >= 0 ? p->vals[q].alias : q;
-        const int32_t at_q = c->skip[q] && last[rq] > q ? last[rq] : q;
-        for (int a = 0; a < IR_MAX_SRC; a++) {
-            const ir_ref sr = g->nodes[q].src[a];
-            if (sr == IR_NONE || p->vals[sr].alias < 0) continue;
-            if (at_q > last[p->vals[sr].alias]) last[p->vals[sr].alias] = at_q;
-        }
-    }
-    return last;
-}
-
-
-/* a slot of the private region (after the plan's) for a value of b bytes written at node i and read
- * until node fa: one whose value's readers are all before i, or a new one while there are fewer than
- * max; UINT64_MAX if neither */
-static uint64_t slot_take(mma_slot *slot, int *ns, int max, uint64_t *at, uint64_t b, int32_t i, int32_t fa) {
-    int sl = -1;
-    for (int k = 0; k < *ns && sl < 0; k++)
-        if (slot[k].free_after < i && slot[k].bytes >= b) sl = k;
-    if (sl < 0 && *ns < max) {
-        slot[*ns] = (mma_slot){*at, b, 0};
-        *at += b;
-        sl = (*ns)++;
-    }
-    if (sl < 0) return UINT64_MAX;
-    slot[sl].free_after = fa > i ? fa : i;
-    return slot[sl].off;
-}
-
 /* GLU_QUANT f of one row whose gate and up are the two matmuls of one T = 1 launch (the gate
  * leading, the up its only member), each used only by f, written without a fused ADD, KV-cache
  * column or RoPE, and one k_gemv_reg takes as gate/up pairs: that
@@ -983,6 +932,55 @@ static int32_t inplace_rope_of(const plan *p, const int32_t *uses, ir_ref v) {
         return q;
     }
     return -1;
+}
+
+static bool is_output(const plan *p, ir_ref v) { /* is v's memory a plan output's? */
+    for (int32_t k = 0; k < p->n_outputs; k++)
+        if (p->vals[p->outputs[k].node].alias == p->vals[v].alias) return true;
+    return false;
+}
+
+#define MMA_SLOTS 8
+typedef struct mma_slot {
+    uint64_t off, bytes;
+    int32_t free_after; /* the last node that reads the value it holds */
+} mma_slot;
+
+/* per alias root: its last reader in the plan's order (-1: none; malloc'd, NULL when out of memory).
+ * A skipped reader's work may run later (e.g. a RoPE the attention applies): it reads as late as its
+ * own readers. */
+static int32_t *last_readers(const plan *p, const cplan *c) {
+    const ir_graph *g = p->g;
+    int32_t *last = (int32_t *)malloc((size_t)g->n_nodes * sizeof *last);
+    if (!last) return NULL;
+    for (int32_t i = 0; i < g->n_nodes; i++) last[i] = -1;
+    for (int32_t q = g->n_nodes - 1; q >= 0; q--) {
+        const ir_ref rq = p->vals[q].alias >= 0 ? p->vals[q].alias : q;
+        const int32_t at_q = c->skip[q] && last[rq] > q ? last[rq] : q;
+        for (int a = 0; a < IR_MAX_SRC; a++) {
+            const ir_ref sr = g->nodes[q].src[a];
+            if (sr == IR_NONE || p->vals[sr].alias < 0) continue;
+            if (at_q > last[p->vals[sr].alias]) last[p->vals[sr].alias] = at_q;
+        }
+    }
+    return last;
+}
+
+/* a slot of the private region (after the plan's) for a value of b bytes written at node i and read
+ * until node fa: one whose value's readers are all before i, or a new one while there are fewer than
+ * max; UINT64_MAX if neither */
+static uint64_t slot_take(mma_slot *slot, int *ns, int max, uint64_t *at, uint64_t b, int32_t i, int32_t fa) {
+    int sl = -1;
+    for (int k = 0; k < *ns && sl < 0; k++)
+        if (slot[k].free_after < i && slot[k].bytes >= b) sl = k;
+    if (sl < 0 && *ns < max) {
+        slot[*ns] = (mma_slot){*at, b, 0};
+        *at += b;
+        sl = (*ns)++;
+    }
+    if (sl < 0) return UINT64_MAX;
+    slot[sl].free_after = fa > i ? fa : i;
+    return slot[sl].off;
 }
 
 /* T > 8 matmuls of one activation and one weight type, or two that cu_mma_pair takes (a prefill plan's
@@ -1211,12 +1209,12 @@ static void plan_norm_sums(const plan *p, cplan *c, const int32_t *uses, uint64_
     if (!last) return;
     mma_slot slot[NORM_SLOTS];
     int ns = 0;
-    for (int32_t m = 0; m < g->n_nodes; m++) {
+    for (int32_t m = 0; m < g->n_nodes && cu_mma_small_mode() == 2; m++) { /* mode 2: the partials go to a reduce kernel */
         const ir_node *mn = &g->nodes[m];
         if (c->skip[m] || c->mnext[m] >= 0 || c->gpair[m] >= 0 || !mma_ok(g, mn)) continue;
         const cu_gemv_seg sg = mm_seg(g, mn);
         const ir_node *x = &g->nodes[mn->src[1]];
-        if (cu_mma_small_mode() != 2 || cu_mma_multi_split(&sg, 1, x->ne[0], x->dtype, x->ne[1], UINT64_MAX) < 2) continue; /* never splits */
+        if (cu_mma_multi_split(&sg, 1, x->ne[0], x->dtype, x->ne[1], UINT64_MAX) < 2) continue; /* never splits */
         const bool own = c->epi[m] >= 0; /* m's ADD fused into m; else into n */
         if (!own && (uses[m] != 1 || p->vals[m].alias != m)) continue;
         int32_t n = (own ? c->epi[m] : m) + 1;
@@ -1317,7 +1315,7 @@ static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, bool glu_pair
     if (env_not0("SB_CUDA_ROPE_JOBS")) plan_rope_jobs(p, c, uses);
     if (env_not0("SB_CUDA_GROUP_JOBS")) plan_group_jobs(p, c);
     /* again, now that Q's RoPE may write its own (moved) memory: the plan had put the QUANTIZE's
-     * output over the RoPE's first place (a prefill layer's, 23 of 24 at T = 64) */
+     * output over the RoPE's first place (a prefill layer's, 22 of 24 at T = 64) */
     if (env_not0("SB_CUDA_ATTN_QUANT2")) plan_attn_quant(p, c);
     if (env_not0("SB_CUDA_NORM_SUMS")) plan_norm_sums(p, c, uses, &at);
     c->moved_bytes = at - base;
