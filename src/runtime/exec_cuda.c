@@ -12,11 +12,8 @@
  * copies keyed by the host pointer the session binds (uploaded on first sight, never again).
  * Invariants: a graph is replayed only with the arena it was captured with; validation happens on
  * the host before anything is enqueued, so a bad token/position changes no device state.
- * Executor-level fusions (default on, SB_CUDA_FUSE=0 off; stopgaps for the planner passes of
- * src/graph/passes, docs/cuda.md): GEMV epilogues (bias/residual), K's RoPE into its kv_store,
- * residual add + rms_norm_quant, Q/K/V and gate/up as one multi-GEMV launch (hoisted results in a
- * private region after the plan) with V's kv_store folded in, Q's RoPE and the output quantize into
- * the attention. Each is bit-identical to the unfused kernels (tested on every model).
+ * Executor-level fusions (default on, SB_CUDA_FUSE=0 off): planned per plan by cuda_fusion.c (the
+ * tables in cplan.fu), carried out here by the launch each fused node's work moved into.
  * Generated kernels (default; SB_CODEGEN=0 off): cg_prepare / CG_TRY below (docs/codegen.md).
  * Non-goals: overlap of independent nodes, multiple streams (docs/cuda.md).
  */
@@ -91,6 +88,7 @@ size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
 #include "backend/cuda/cu_device.h"
 #include "backend/cuda/kernels.h"
 #include "codegen/cg.h"
+#include "runtime/cuda_fusion.h"
 
 #define CX_MAX_PLANS 16
 #define PROF_FAMILIES (IR_OP_COUNT + SB_TYPE_COUNT) /* ops, then matmul per weight type */
@@ -117,25 +115,7 @@ typedef struct cplan {
     bool graph_direct[CX_DEPTH_CLASSES];           /* its kernels write outputs straight to their destinations (graph_out) */
     float *graph_out[CX_DEPTH_CLASSES][CX_MAX_OUT];
     int64_t runs;         /* runs of this plan so far */
-    /* executor-level fusion (cx->fuse): epi[i] = the ADD node a matmul i writes through its
-     * epilogue (-1 none); skip[j] = the ADD node j is done by its matmul */
-    int32_t *epi;
-    uint8_t *skip;
-    /* gnext[i] = the next matmul of the multi-GEMV launch led by matmul i (-1 none; members after
-     * the leader are skipped); vstore[i] = the V kv_store matmul i's result also writes (-1 none) */
-    int32_t *gnext, *vstore;
-    int32_t *mnext;       /* per matmul: the next member of its T > 8 int8 MMA launch (plan_mma_groups; -1 none) */
-    int32_t *rnext;       /* per ROPE / KV_STORE: the next job of its cu_rope_jobs launch (plan_rope_jobs; -1 none) */
-    uint8_t *gjobs;       /* per MMA group leader: its results go only to the rope jobs launched right after it, which then
-                           * sum a split's partials themselves — no reduce kernel (plan_group_jobs) */
-    uint64_t *moved;      /* per alias root: arena offset of its private copy (UINT64_MAX: the plan's) */
-    int32_t *qrope;       /* per ATTENTION node: the ROPE of Q it applies as it loads q (-1 none) */
-    int32_t *krope;       /* per matmul: the ROPE (+ its kv_store) its multi-GEMV launch does (-1 none) */
-    int32_t *gpair;       /* per matmul (a gate/up launch's leader): the GLU_QUANT whose act(gate) * up it writes into the
-                           * gate's memory, rows taken as gate/up pairs — that node then only quantizes (plan_glu_pairs; -1 none) */
-    int32_t *nsum;        /* per matmul: the RMS_NORM_QUANT right after it that sums its split-K partials, so the split leaves
-                           * them unreduced (plan_norm_sums; -1 none) */
-    uint64_t moved_bytes; /* the private region, at al(p->arena_bytes) */
+    cuda_fusions fu;      /* executor-level fusion (cx->fuse; cuda_fusion.h): all NULL when off */
     struct cg_node *cg;   /* per node: its generated kernel (cg_prepare; NULL table or fn: hand-written) */
 } cplan;
 
@@ -197,17 +177,6 @@ bool exec_cuda_available(char *why, size_t cap) {
     return true;
 }
 
-/* the fusion knobs a new context takes from the environment (exec_cuda_create, and
- * exec_cuda_count_fusions, which counts as such a context would plan) */
-static bool env_not0(const char *name) {
-    const char *e = getenv(name);
-    return !(e && e[0] == '0');
-}
-static bool env_is1(const char *name) { /* an opt-in knob: set and starting with '1' */
-    const char *e = getenv(name);
-    return e && e[0] == '1';
-}
-
 sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     *out = NULL;
     /* token counts become grid.y of several launches, which CUDA caps at 65535 */
@@ -220,10 +189,10 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     exec_cuda *cx = (exec_cuda *)calloc(1, sizeof *cx);
     if (!cx) return sb_fail(SB_ERR_OOM, "cuda context");
     cx->max_tokens = max_tokens;
-    cx->graphs = env_not0("SB_CUDA_GRAPH");
-    cx->direct_out = env_not0("SB_CUDA_DIRECT_OUT");
-    cx->step_times = env_is1("SB_CUDA_STEP_TIMES");
-    cx->profile = env_is1("SB_CUDA_PROFILE");
+    cx->graphs = cf_env_not0("SB_CUDA_GRAPH");
+    cx->direct_out = cf_env_not0("SB_CUDA_DIRECT_OUT");
+    cx->step_times = cf_env_is1("SB_CUDA_STEP_TIMES");
+    cx->profile = cf_env_is1("SB_CUDA_PROFILE");
     const char *av = getenv("SB_CUDA_ATTN");
     cx->attn_variant = av && av[0] >= '1' && av[0] <= '4' ? av[0] - '0' : 4; /* 4: k_attn_decode.cu for T = 1, flash attention for T > 1 */
     const char *asp = getenv("SB_CUDA_ATTN_SPLITS");
@@ -249,10 +218,10 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (apr) cu_attn_decode_set_pre(apr[0] != '0');
     const char *aex = getenv("SB_CUDA_ATTN_EXP"); /* variant 4 timing experiments (k_attn_decode.cu; 1..4 give wrong results) */
     cu_attn_decode_set_exp(aex ? atoi(aex) : 0);
-    cx->fuse = env_not0("SB_CUDA_FUSE");
-    cx->ropek = env_not0("SB_CUDA_ROPEK");
-    cx->glu_pair = env_not0("SB_CUDA_GLU_PAIR");
-    cx->gf_single = env_is1("SB_CUDA_GF1");
+    cx->fuse = cf_env_not0("SB_CUDA_FUSE");
+    cx->ropek = cf_env_not0("SB_CUDA_ROPEK");
+    cx->glu_pair = cf_env_not0("SB_CUDA_GLU_PAIR");
+    cx->gf_single = cf_env_is1("SB_CUDA_GF1");
     const char *sk = getenv("SB_CUDA_SKIP");
     for (int o = 0; sk && o < IR_OP_COUNT && o < 62; o++) {
         const char *h = strstr(sk, ir_ops[o].name);
@@ -334,18 +303,7 @@ static void cplan_drop_graphs(cplan *c) {
 static void cplan_clear(cplan *c) {
     cplan_drop_graphs(c);
     free(c->dptr);
-    free(c->epi);
-    free(c->skip);
-    free(c->gnext);
-    free(c->mnext);
-    free(c->rnext);
-    free(c->gjobs);
-    free(c->vstore);
-    free(c->moved);
-    free(c->qrope);
-    free(c->krope);
-    free(c->gpair);
-    free(c->nsum);
+    cuda_fusions_free(&c->fu);
     free(c->cg);
     memset(c, 0, sizeof *c);
 }
@@ -604,8 +562,6 @@ sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes) {
 
 // ---- per-plan state ----
 
-static uint64_t al(uint64_t x) { return (x + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1); }
-
 /* Variant 4's grid splits per kv head (k_attn_decode.cu): enough splits of kmin keys to cover the
  * capacity C, at most mul * SMs / Hkv (default 2: ~2 blocks per SM at the deepest context; fewer
  * when the capacity is short) and 256; the kernel activates max(1, ceil(depth / kps)) of them. */
@@ -647,694 +603,18 @@ static bool time_skipped(const exec_cuda *cx, const ir_graph *g, const ir_node *
     return n->op < 62 && (cx->time_skip >> n->op & 1);
 }
 
-// ---- executor-level fusion ----
-
-/* arena byte range of value i (its alias root); false for inputs (their own buffers) */
-static bool arena_range(const plan *p, ir_ref i, uint64_t *lo, uint64_t *hi) {
-    const plan_value *v = &p->vals[p->vals[i].alias];
-    if (v->input >= 0 || p->vals[i].input >= 0) return false;
-    *lo = v->offset;
-    *hi = v->offset + v->bytes;
-    return true;
-}
-
-/* do values a and b share memory? A value moved to the private region (c->moved, by alias root)
- * shares it only with the views of its own root */
-static bool overlap(const plan *p, const cplan *c, ir_ref a, ir_ref b) {
-    const ir_ref ra = p->vals[a].alias, rb = p->vals[b].alias;
-    if (c->moved && (c->moved[ra] != UINT64_MAX || c->moved[rb] != UINT64_MAX)) return ra == rb;
-    uint64_t a0, a1, b0, b1;
-    if (!arena_range(p, a, &a0, &a1) || !arena_range(p, b, &b0, &b1)) return false;
-    return a0 < b1 && b0 < a1;
-}
-
-static bool same_mem(const plan *p, const cplan *c, ir_ref a, ir_ref b) {
-    const ir_ref ra = p->vals[a].alias, rb = p->vals[b].alias;
-    if (c->moved && (c->moved[ra] != UINT64_MAX || c->moved[rb] != UINT64_MAX)) return ra == rb;
-    uint64_t a0, a1, b0, b1;
-    if (!arena_range(p, a, &a0, &a1) || !arena_range(p, b, &b0, &b1)) return false;
-    return a0 == b0 && a1 == b1;
-}
-
-static int32_t next_node(const ir_graph *g, int32_t i) { /* the next non-input node after i (n_nodes if none) */
-    for (i++; i < g->n_nodes && (ir_ops[g->nodes[i].op].flags & OPF_INPUT); i++) {}
-    return i;
-}
-
-/* ADD(x, b) (not absorbed by a GEMV, no broadcast), the next node RMS_NORM_QUANT of it: one kernel
- * computes the sum (written to the ADD's memory), the norm and the quantization, and the ADD is
- * skipped. The norm's output must not overlap x or b (read by other blocks while it is written);
- * the ADD's memory may be x or b exactly (element-wise read then write by one thread). */
-static void plan_add_norm(const plan *p, cplan *c) {
-    const ir_graph *g = p->g;
-    for (int32_t a = 0; a < g->n_nodes; a++) {
-        const ir_node *an = &g->nodes[a];
-        if (an->op != IR_OP_ADD || c->skip[a]) continue;
-        const int32_t r = next_node(g, a);
-        if (r >= g->n_nodes || g->nodes[r].op != IR_OP_RMS_NORM_QUANT || g->nodes[r].src[0] != a) continue;
-        const ir_ref x = an->src[0], b = an->src[1];
-        if (ir_nelem(&g->nodes[x]) != ir_nelem(an) || ir_nelem(&g->nodes[b]) != ir_nelem(an)) continue;
-        if (overlap(p, c, r, x) || overlap(p, c, r, b) || overlap(p, c, r, a)) continue;
-        if ((overlap(p, c, a, x) && !same_mem(p, c, a, x)) || (overlap(p, c, a, b) && !same_mem(p, c, a, b))) continue;
-        c->epi[r] = a;
-        c->skip[a] = 1;
-    }
-}
-
-/* the value a matmul's launch writes: its epilogue ADD's, or its own */
-static ir_ref mm_out(const cplan *c, ir_ref m) { return c->epi[m] >= 0 ? c->epi[m] : m; }
-
-static ir_ref epi_operand(const ir_graph *g, const cplan *c, ir_ref m) { /* the other input of matmul m's fused ADD (IR_NONE: none) */
-    if (c->epi[m] < 0) return IR_NONE;
-    const ir_node *a = &g->nodes[c->epi[m]];
-    return a->src[0] == m ? a->src[1] : a->src[0];
-}
-
-static bool multi_ok(const ir_graph *g, const ir_node *m) {
-    if (m->op != IR_OP_MATMUL) return false;
-    const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
-    const bool kq = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
-    return x->ne[1] == 1 && ir_nrows(x) == 1 &&
-           ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && kq));
-}
-
-/* matmul m as a segment for cu_gemv_reg_fits: its weight type and rows */
-static cu_gemv_seg mm_seg(const ir_graph *g, const ir_node *m) {
-    const ir_node *w = &g->nodes[m->src[0]];
-    return (cu_gemv_seg){.wtype = w->dtype, .N = w->ne[1]};
-}
-
-/* a lone T = 1 GEMV that the registers-before-the-wait kernel takes goes through the fused-GEMV
- * entry as a group of one (k_mmvq otherwise: the wide LM head, whose rows exceed GF_ROWS_MAX, and
- * types or shapes k_gemv_reg refuses) */
-static bool reg_single(const ir_graph *g, const ir_node *m) {
-    const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
-    const cu_gemv_seg q = mm_seg(g, m);
-    return cu_gemv_reg_fits(&q, 1, w->ne[0], x->dtype, false);
-}
-
-/* T = 1 matmuls of one activation (Q/K/V, gate/up; the planner schedules them apart, e.g. K, rope,
- * V, Q) become one launch at the first one's place. Hoisting member j there is safe when what it
- * reads exists by then (the activation, weights, an epilogue operand computed before the leader)
- * and what it writes cannot clash with anything in between: its result (and the views of it) move
- * from the plan's memory, which the planner may reuse before j, to a private region after the
- * plan (c->moved, by alias root). A member whose result goes only to a KV cache (V) writes the
- * cache column too, when no node between the leader and that kv_store touches the cache. */
-/* does any node in (from, to) read or write the KV cache input cin (directly or through a kv_store of it)? */
-static bool cache_touched(const ir_graph *g, ir_ref cin, int32_t from, int32_t to) {
-    for (int32_t q = from + 1; q < to; q++) {
-        const ir_node *qn = &g->nodes[q];
-        if (qn->op == IR_OP_KV_STORE && qn->src[0] == cin) return true;
-        for (int a = 0; a < IR_MAX_SRC; a++) {
-            const ir_ref sr = qn->src[a];
-            if (sr != IR_NONE && (sr == cin || (g->nodes[sr].op == IR_OP_KV_STORE && g->nodes[sr].src[0] == cin))) return true;
-        }
-    }
-    return false;
-}
-
-static void plan_groups(const plan *p, cplan *c, const int32_t *uses, uint64_t *at, bool ropek) {
-    const ir_graph *g = p->g;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (c->skip[i] || !multi_ok(g, &g->nodes[i])) continue;
-        int32_t mem[CU_MULTI_MAX] = {i};
-        int n = 1;
-        for (int32_t j = i + 1; j < g->n_nodes && n < CU_MULTI_MAX; j++) {
-            const ir_node *m = &g->nodes[j];
-            if (c->skip[j] || !multi_ok(g, m) || m->src[1] != g->nodes[i].src[1]) continue;
-            const ir_ref o = epi_operand(g, c, j); /* its epilogue operand must exist at the leader */
-            if (o != IR_NONE && p->vals[o].input < 0 && o >= i) continue;
-            const ir_ref out = mm_out(c, j), root = p->vals[out].alias;
-            if (p->vals[root].input >= 0 || root != out) continue;
-            mem[n++] = j;
-        }
-        if (n > 1) {
-            for (int k = 0; k + 1 < n; k++) c->gnext[mem[k]] = mem[k + 1];
-            for (int k = 1; k < n; k++) {
-                const ir_ref out = mm_out(c, mem[k]);
-                c->skip[mem[k]] = 1;
-                if (c->moved[out] == UINT64_MAX) {
-                    c->moved[out] = *at;
-                    *at += al(p->vals[out].bytes);
-                }
-            }
-        }
-        /* V: the member's value goes only to a kv_store (T = 1) */
-        for (int k = 0; k < n; k++) {
-            const ir_ref v = mm_out(c, mem[k]);
-            if (uses[v] != 1) continue;
-            int32_t s = -1;
-            for (int32_t q = v + 1; q < g->n_nodes && s < 0; q++)
-                for (int a = 0; a < IR_MAX_SRC; a++)
-                    if (g->nodes[q].src[a] == v) s = q;
-            if (s < 0) continue;
-            const ir_node *kv = &g->nodes[s];
-            if (kv->op != IR_OP_KV_STORE || kv->src[1] != v || kv->ne[0] != g->nodes[mem[k]].ne[0] || c->skip[s] ||
-                g->nodes[kv->src[2]].op != IR_OP_POS)
-                continue;
-            const ir_ref cin = kv->src[0];
-            bool touched = false;
-            for (int32_t q = i + 1; q < s && !touched; q++) {
-                const ir_node *qn = &g->nodes[q];
-                if (qn->op == IR_OP_KV_STORE && qn->src[0] == cin) touched = true;
-                for (int a = 0; a < IR_MAX_SRC; a++) {
-                    const ir_ref sr = qn->src[a];
-                    if (sr == IR_NONE) continue;
-                    if (sr == cin || (g->nodes[sr].op == IR_OP_KV_STORE && g->nodes[sr].src[0] == cin)) touched = true;
-                }
-            }
-            if (touched) continue;
-            c->vstore[mem[k]] = s;
-            c->skip[s] = 1;
-        }
-        /* ropek (default): K — the member's value goes through views to a ROPE that already writes
-         * a KV cache (its kv_store fused): the launch rotates and writes the cache itself */
-        for (int k = 0; ropek && k < n; k++) {
-            const ir_ref v = mm_out(c, mem[k]);
-            if (uses[v] != 1 || c->vstore[mem[k]] >= 0) continue;
-            ir_ref cur = v;
-            int32_t r = -1;
-            for (int32_t q = v + 1; q < g->n_nodes && r < 0; q++) {
-                const ir_node *qn = &g->nodes[q];
-                if (qn->src[0] != cur) continue;
-                if (qn->op == IR_OP_RESHAPE && uses[q] == 1 && p->vals[q].alias == p->vals[v].alias) cur = q;
-                else if (qn->op == IR_OP_ROPE) r = q;
-                else break;
-            }
-            if (r < 0 || c->skip[r] || c->epi[r] < 0) continue;
-            const ir_node *rn = &g->nodes[r], *x = &g->nodes[rn->src[0]];
-            if (x->ne[2] != 1 || x->ne[0] * x->ne[1] != g->nodes[mem[k]].ne[0] || rn->ip[0] > x->ne[0] || rn->ip[0] % 2 ||
-                (rn->ip[1] != 0 && rn->ip[1] != 2) || g->nodes[rn->src[1]].op != IR_OP_POS)
-                continue;
-            if (rn->src[2] != IR_NONE && p->vals[rn->src[2]].input < 0) continue; /* freq factors: a weight */
-            const int32_t s = c->epi[r];
-            if (cache_touched(g, g->nodes[s].src[0], i, s)) continue;
-            c->krope[mem[k]] = r;
-            c->skip[r] = 1;
-        }
-    }
-}
-
-/* ROPE r of Q, used only by the ATTENTION right after it (same positions), not already writing a
- * cache: the attention rotates q as it loads it and the ROPE is skipped. Needs the unrotated q
- * intact at the attention (nothing runs in between) and apart from the attention's output. */
-static void plan_qrope(const plan *p, cplan *c, const int32_t *uses) {
-    const ir_graph *g = p->g;
-    for (int32_t r = 0; r < g->n_nodes; r++) {
-        const ir_node *rn = &g->nodes[r];
-        if (rn->op != IR_OP_ROPE || c->skip[r] || c->epi[r] >= 0 || uses[r] != 1) continue;
-        const int32_t a = next_node(g, r);
-        if (a >= g->n_nodes) continue;
-        const ir_node *an = &g->nodes[a];
-        if (an->op != IR_OP_ATTENTION || an->src[0] != r || an->src[3] != rn->src[1]) continue;
-        const ir_node *x = &g->nodes[rn->src[0]];
-        if (x->ne[0] != rn->ne[0] || x->ne[1] != rn->ne[1] || x->ne[2] != rn->ne[2] || rn->ip[0] > x->ne[0]) continue;
-        if (overlap(p, c, a, rn->src[0])) continue;
-        c->qrope[a] = r;
-        c->skip[r] = 1;
-    }
-}
-
-/* ATTENTION a, then right away QUANTIZE(a) to q8_1 (the O projection's activation), head_dim a
- * multiple of 32: the attention writes the q8_1 blocks of its output too (each 32-block lies in one
- * head, one warp) and the QUANTIZE is skipped. Its output must stay apart from what the attention
- * reads (q, or Q's unrotated input when the RoPE is fused). epi[a] = the QUANTIZE. */
-static void plan_attn_quant(const plan *p, cplan *c) {
-    const ir_graph *g = p->g;
-    for (int32_t a = 0; a < g->n_nodes; a++) {
-        const ir_node *an = &g->nodes[a];
-        if (an->op != IR_OP_ATTENTION || an->ip[1] % 32) continue;
-        const int32_t q = next_node(g, a);
-        if (q >= g->n_nodes) continue;
-        const ir_node *qn = &g->nodes[q];
-        if (qn->op != IR_OP_QUANTIZE || qn->src[0] != a || qn->dtype != SB_TYPE_Q8_1 || c->skip[q]) continue;
-        const ir_ref qin = c->qrope[a] >= 0 ? g->nodes[c->qrope[a]].src[0] : an->src[0];
-        if (overlap(p, c, q, qin) || overlap(p, c, q, a)) continue;
-        c->epi[a] = q;
-        c->skip[q] = 1;
-    }
-}
-
-#define GF_ROWS_MAX 65536 /* output rows of a fused-GEMV launch (cu_matmul_q8_multi) at most */
-
-/* GLU_QUANT f of one row whose gate and up are the two matmuls of one T = 1 launch (the gate
- * leading, the up its only member), each used only by f, written without a fused ADD, KV-cache
- * column or RoPE, and one k_gemv_reg takes as gate/up pairs: that
- * launch writes act(gate) * up into the gate's memory, and f only quantizes it (cu_quantize_act:
- * the same f32 values and quantizer as cu_glu_quant, so the same bits) — the GLU's loads of two rows
- * and its activation function leave the chain's one-block kernel for the GEMV's epilogue. Safe: f
- * runs right where it did and reads only the gate's memory, which holds f's input until f (its one
- * use); the up's memory is no longer written, and only f read it. */
-static void plan_glu_pairs(const plan *p, cplan *c, const int32_t *uses) {
-    const ir_graph *g = p->g;
-    for (int32_t f = 0; f < g->n_nodes; f++) {
-        const ir_node *fn = &g->nodes[f];
-        if (fn->op != IR_OP_GLU_QUANT || c->skip[f] || ir_nrows(fn) != 1) continue;
-        const ir_ref gs = fn->src[0], us = fn->src[1];
-        if (gs < 0 || us < 0 || g->nodes[gs].op != IR_OP_MATMUL || g->nodes[us].op != IR_OP_MATMUL) continue;
-        if (c->skip[gs] || c->gnext[gs] != us || c->gnext[us] >= 0 || uses[gs] != 1 || uses[us] != 1) continue;
-        if (c->epi[gs] >= 0 || c->epi[us] >= 0 || c->vstore[gs] >= 0 || c->vstore[us] >= 0 || c->krope[gs] >= 0 || c->krope[us] >= 0) continue;
-        const ir_node *x = &g->nodes[g->nodes[gs].src[1]];
-        const cu_gemv_seg sg[2] = {mm_seg(g, &g->nodes[gs]), mm_seg(g, &g->nodes[us])};
-        if (!cu_gemv_reg_fits(sg, 2, x->ne[0], x->dtype, true)) continue;
-        c->gpair[gs] = f;
-    }
-}
-
-static bool mma_ok(const ir_graph *g, const ir_node *m) { /* a T > 8 matmul the int8 MMA GEMM takes */
-    if (m->op != IR_OP_MATMUL) return false;
-    const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
-    return x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype);
-}
-
-/* The ROPE that is v's only reader (through views of v that nothing else reads), taking v's shape
- * into a value of its own that is not a plan input or output: that ROPE may write its result over
- * v (in place: k_rope_jobs reads a pair before it writes it) when v has memory of its own
- * (plan_rope_jobs; plan_mma_groups keeps such a slot until the ROPE's readers are past). -1: none. */
-static int32_t inplace_rope_of(const plan *p, const int32_t *uses, ir_ref v) {
-    const ir_graph *g = p->g;
-    ir_ref cur = v;
-    for (int32_t q = v + 1; q < g->n_nodes; q++) {
-        const ir_node *qn = &g->nodes[q];
-        bool reads = false;
-        for (int a = 0; a < IR_MAX_SRC; a++) reads |= qn->src[a] == cur;
-        if (!reads) continue;
-        if (uses[cur] != 1) return -1;
-        if (qn->op == IR_OP_RESHAPE && p->vals[q].alias == p->vals[v].alias) {
-            cur = q;
-            continue;
-        }
-        if (qn->op != IR_OP_ROPE || qn->src[0] != cur || p->vals[q].alias != q || p->vals[q].input >= 0 ||
-            p->vals[q].bytes != p->vals[p->vals[v].alias].bytes)
-            return -1;
-        for (int32_t k = 0; k < p->n_outputs; k++)
-            if (p->outputs[k].node == q) return -1;
-        return q;
-    }
-    return -1;
-}
-
-static bool is_output(const plan *p, ir_ref v) { /* is v's memory a plan output's? */
-    for (int32_t k = 0; k < p->n_outputs; k++)
-        if (p->vals[p->outputs[k].node].alias == p->vals[v].alias) return true;
-    return false;
-}
-
-#define MMA_SLOTS 8
-typedef struct mma_slot {
-    uint64_t off, bytes;
-    int32_t free_after; /* the last node that reads the value it holds */
-} mma_slot;
-
-/* per alias root: its last reader in the plan's order (-1: none; malloc'd, NULL when out of memory).
- * A skipped reader's work may run later (e.g. a RoPE the attention applies): it reads as late as its
- * own readers. */
-static int32_t *last_readers(const plan *p, const cplan *c) {
-    const ir_graph *g = p->g;
-    int32_t *last = (int32_t *)malloc((size_t)g->n_nodes * sizeof *last);
-    if (!last) return NULL;
-    for (int32_t i = 0; i < g->n_nodes; i++) last[i] = -1;
-    for (int32_t q = g->n_nodes - 1; q >= 0; q--) {
-        const ir_ref rq = p->vals[q].alias >= 0 ? p->vals[q].alias : q;
-        const int32_t at_q = c->skip[q] && last[rq] > q ? last[rq] : q;
-        for (int a = 0; a < IR_MAX_SRC; a++) {
-            const ir_ref sr = g->nodes[q].src[a];
-            if (sr == IR_NONE || p->vals[sr].alias < 0) continue;
-            if (at_q > last[p->vals[sr].alias]) last[p->vals[sr].alias] = at_q;
-        }
-    }
-    return last;
-}
-
-/* a slot of the private region (after the plan's) for a value of b bytes written at node i and read
- * until node fa: one whose value's readers are all before i, or a new one while there are fewer than
- * max; UINT64_MAX if neither */
-static uint64_t slot_take(mma_slot *slot, int *ns, int max, uint64_t *at, uint64_t b, int32_t i, int32_t fa) {
-    int sl = -1;
-    for (int k = 0; k < *ns && sl < 0; k++)
-        if (slot[k].free_after < i && slot[k].bytes >= b) sl = k;
-    if (sl < 0 && *ns < max) {
-        slot[*ns] = (mma_slot){*at, b, 0};
-        *at += b;
-        sl = (*ns)++;
-    }
-    if (sl < 0) return UINT64_MAX;
-    slot[sl].free_after = fa > i ? fa : i;
-    return slot[sl].off;
-}
-
-/* T > 8 matmuls of one activation and one weight type, or two that cu_mma_pair takes (a prefill plan's
- * gate/up; K, V and Q, which the plan orders apart: K's RoPE and cache store, then V, come before Q;
- * a Q4_K_M file's V may be Q8_0 beside Q5_0 K and Q): one int8 MMA launch at the
- * first one's place (mnext chain; the members after it skipped), where cu_mma_multi_split at run
- * time — else they run one by one there. A member adjacent to the one before it (nothing between
- * but inputs and fused ADDs) keeps its memory, which then holds nothing live — checked: it overlaps
- * neither the activation nor an earlier member's output or epilogue operand. A member further on
- * runs before its place in the plan, so its result gets memory of its own after the plan's region
- * (moved), in a slot no other live value uses: slots are reused once every use of the value they
- * held is past (a layer's Q slot serves every layer). Its epilogue operand must exist at the leader. */
-static void plan_mma_groups(const plan *p, cplan *c, const int32_t *uses, uint64_t *at, bool hoist, bool pair) {
-    const ir_graph *g = p->g;
-    int32_t *last = last_readers(p, c);
-    mma_slot slot[MMA_SLOTS];
-    int ns = 0;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (c->skip[i] || !mma_ok(g, &g->nodes[i])) continue;
-        const ir_ref xi = g->nodes[i].src[1];
-        const int wt = g->nodes[g->nodes[i].src[0]].dtype, xt = g->nodes[xi].dtype;
-        int wt2 = wt; /* a second type the launch takes beside the leader's (cu_mma_pair) */
-        int32_t mem[CU_MULTI_MAX] = {i};
-        bool move[CU_MULTI_MAX] = {false};
-        int n = 1;
-        for (int32_t k = i + 1, prev = i; k < g->n_nodes && n < CU_MULTI_MAX; k++) {
-            const ir_node *m = &g->nodes[k];
-            const int mt = g->nodes[m->src[0]].dtype;
-            if (c->skip[k] || !mma_ok(g, m) || m->src[1] != xi || (mt != wt && (wt2 != wt ? mt != wt2 : !pair || !cu_mma_pair(wt, mt, xt)))) continue;
-            const ir_ref ok = epi_operand(g, c, k), out = mm_out(c, k);
-            if (ok != IR_NONE && p->vals[ok].input < 0 && ok >= i) continue;
-            bool adjacent = true; /* nothing between the member before and this one but inputs and that member's fused ADD */
-            for (int32_t q = prev + 1; q < k && adjacent; q++) adjacent = (ir_ops[g->nodes[q].op].flags & OPF_INPUT) || q == c->epi[prev];
-            bool clash = overlap(p, c, out, xi);
-            for (int q = 0; q < n && !clash; q++) {
-                const ir_ref oq = epi_operand(g, c, mem[q]);
-                clash = overlap(p, c, out, mm_out(c, mem[q])) || (oq != IR_NONE && overlap(p, c, out, oq));
-            }
-            if (!adjacent || clash) { /* hoisted: memory of its own */
-                if (!hoist || !last || p->vals[out].input >= 0 || p->vals[out].alias != out) continue;
-                move[n] = true;
-            }
-            mem[n++] = prev = k;
-            if (mt != wt) wt2 = mt;
-        }
-        for (int q = 1; q < n; q++) {
-            c->mnext[mem[q - 1]] = mem[q];
-            c->skip[mem[q]] = 1;
-            const ir_ref out = mm_out(c, mem[q]);
-            if (!move[q] || c->moved[out] != UINT64_MAX) continue;
-            const uint64_t b = al(p->vals[out].bytes);
-            int32_t fa = last[out] > mem[q] ? last[out] : mem[q];
-            const int32_t r = inplace_rope_of(p, uses, out); /* it may take the slot in place: its readers too */
-            if (r >= 0 && last[r] > fa) fa = last[r];
-            uint64_t off = slot_take(slot, &ns, MMA_SLOTS, at, b, i, fa);
-            if (off == UINT64_MAX) { /* no slot: a region of its own */
-                off = *at;
-                *at += b;
-            }
-            c->moved[out] = off;
-        }
-    }
-    free(last);
-}
-
-/* the K split of the launch of the MMA group led by l (plan_mma_groups) at the plan's T, with scratch
- * enough (cu_mma_multi_split, as run_matmul_group asks it; 0: its members launched one by one) */
-static int group_split(const plan *p, const cplan *c, int32_t l) {
-    const ir_graph *g = p->g;
-    cu_gemv_seg seg[CU_MULTI_MAX];
-    int ns = 0;
-    for (int32_t m = l; m >= 0 && ns < CU_MULTI_MAX; m = c->mnext[m]) seg[ns++] = mm_seg(g, &g->nodes[m]);
-    const ir_node *x = &g->nodes[g->nodes[l].src[1]];
-    return cu_mma_multi_split(seg, ns, x->ne[0], x->dtype, x->ne[1], UINT64_MAX);
-}
-
-/* GLU_QUANT f of T > 8 rows whose gate and up are the two members of one MMA group (plan_mma_groups:
- * the gate leading, the up its only member), each used only by f, without epilogues, of one weight
- * type and row count, in a launch that never splits K (cu_mma_multi_split 1 with any scratch): that
- * launch takes them as row pairs (cu_matmul_mma_multi pair_glu) and writes act(gate) * up into the
- * gate's memory, and f only quantizes it — as plan_glu_pairs at T = 1: the GLU kernel's reads of
- * two [T, N] results and the up's write leave the plan. Weight types cu_mma_glu_pair_ok takes (a
- * Qwen2.5-0.5B Q4_K_M file's Q5_0 gate/up). gpair[gate] = f. */
-static void plan_mma_glu_pairs(const plan *p, cplan *c, const int32_t *uses) {
-    const ir_graph *g = p->g;
-    for (int32_t f = 0; f < g->n_nodes; f++) {
-        const ir_node *fn = &g->nodes[f];
-        if (fn->op != IR_OP_GLU_QUANT || c->skip[f] || ir_nrows(fn) <= 8) continue;
-        const ir_ref gs = fn->src[0], us = fn->src[1];
-        if (gs < 0 || us < 0 || c->skip[gs] || c->mnext[gs] != us || c->mnext[us] >= 0 || uses[gs] != 1 || uses[us] != 1) continue;
-        if (c->epi[gs] >= 0 || c->epi[us] >= 0) continue;
-        const cu_gemv_seg sg[2] = {mm_seg(g, &g->nodes[gs]), mm_seg(g, &g->nodes[us])};
-        if (sg[0].wtype != sg[1].wtype || !cu_mma_glu_pair_ok(sg[0].wtype) || sg[0].N != sg[1].N || group_split(p, c, gs) != 1) continue;
-        c->gpair[gs] = f;
-    }
-}
-
-/* ROPE / KV_STORE nodes that run one after another (nothing executed between them: the nodes
- * between are skipped — done by a launch before, e.g. a prefill layer's K, V, Q GEMMs in one MMA
- * launch — views or inputs): up to CU_ROPE_JOBS_MAX in one cu_rope_jobs launch at the first one's
- * place (rnext chain; the others skipped) — a prefill layer's K rope + cache write, V cache write
- * and Q rope. Safe where no job writes memory another job reads (they run side by side). A ROPE
- * whose output the plan put over an earlier job's input (a prefill layer's Q rope over K, freed in
- * the plan's order) writes over its own input instead where that input has memory of its own
- * (inplace_rope_of; SB_CUDA_ROPE_INPLACE=0 off), where the group computing that input splits K:
- * then Q's rope joins the launch and the jobs sum the group's partials (plan_group_jobs) — no reduce
- * kernel, no rope kernel (H200, Qwen2.5-0.5B: pp64 +2%, first token -2%). Where the group does not
- * split (T = 512), Q's rope joining alone measured slower (pp512 -1%, at depth 4096 -2.5%). */
-static ir_ref rope_out(const cplan *c, int32_t i) { return c->epi[i] >= 0 ? c->epi[i] : i; } /* a ROPE fused with its kv_store: the cache */
-/* does node j launch work at its own place? (not skipped — done by another launch —, nor a view or an input) */
-static bool runs_alone(const ir_graph *g, const cplan *c, int32_t j) {
-    return !c->skip[j] && g->nodes[j].op != IR_OP_RESHAPE && !(ir_ops[g->nodes[j].op].flags & OPF_INPUT);
-}
-static bool rope_job_ok(const ir_graph *g, const cplan *c, int32_t i) {
-    const ir_node *n = &g->nodes[i];
-    if (c->skip[i]) return false;
-    if (n->op == IR_OP_KV_STORE)
-        return g->nodes[n->src[1]].dtype == SB_TYPE_F32 && (n->dtype == SB_TYPE_F32 || n->dtype == SB_TYPE_F16);
-    return n->op == IR_OP_ROPE && g->nodes[n->src[0]].ne[3] == 1;
-}
-/* does the MMA group (plan_mma_groups) whose results include v split K at the plan's T (group_split)? */
-static bool group_of_splits(const plan *p, const cplan *c, ir_ref v) {
-    for (int32_t l = 0; l < p->g->n_nodes; l++) {
-        if (c->skip[l] || c->mnext[l] < 0) continue; /* leaders only */
-        for (int32_t m = l; m >= 0; m = c->mnext[m])
-            if (mm_out(c, m) == v) return group_split(p, c, l) > 1;
-    }
-    return false;
-}
-
-/* does job j (input in_j) write over an input or output of the jobs mem[0..n), or they over its input? */
-static bool job_clash(const plan *p, const cplan *c, const ir_graph *g, const int32_t *mem, int n, int32_t j, ir_ref in_j) {
-    for (int q = 0; q < n; q++) {
-        const ir_node *mq = &g->nodes[mem[q]];
-        const ir_ref in_q = mq->src[mq->op == IR_OP_KV_STORE ? 1 : 0];
-        if (overlap(p, c, rope_out(c, j), in_q) || overlap(p, c, rope_out(c, mem[q]), in_j) || overlap(p, c, rope_out(c, j), rope_out(c, mem[q])))
-            return true;
-    }
-    return false;
-}
-static void plan_rope_jobs(const plan *p, cplan *c, const int32_t *uses) {
-    const ir_graph *g = p->g;
-    const bool inplace = env_not0("SB_CUDA_ROPE_INPLACE"); /* 0: no ROPE job over its own input */
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (!rope_job_ok(g, c, i)) continue;
-        int32_t mem[CU_ROPE_JOBS_MAX] = {i};
-        int n = 1;
-        for (int32_t j = i + 1; j < g->n_nodes && n < CU_ROPE_JOBS_MAX; j++) {
-            const ir_node *m = &g->nodes[j];
-            if (!runs_alone(g, c, j)) continue;
-            if (!rope_job_ok(g, c, j)) break;
-            const ir_node *mi = &g->nodes[i];
-            if (m->src[m->op == IR_OP_KV_STORE ? 2 : 1] != mi->src[mi->op == IR_OP_KV_STORE ? 2 : 1]) break; /* one pos for the launch */
-            const ir_ref in_j = m->src[m->op == IR_OP_KV_STORE ? 1 : 0];
-            bool clash = job_clash(p, c, g, mem, n, j, in_j); /* no job's output over another's input */
-            /* a ROPE whose input has memory of its own (a hoisted MMA group member's, e.g. a prefill layer's
-             * Q) and which is its only reader: its output over that input instead (in place), where the
-             * plan had put it over an earlier job's input (K's, freed in the plan's order) */
-            const ir_ref rin = p->vals[in_j].alias;
-            if (clash && inplace && m->op == IR_OP_ROPE && c->epi[j] < 0 && c->moved[j] == UINT64_MAX && c->moved[rin] != UINT64_MAX &&
-                inplace_rope_of(p, uses, rin) == j && group_of_splits(p, c, rin)) {
-                c->moved[j] = c->moved[rin];
-                clash = job_clash(p, c, g, mem, n, j, in_j);
-                if (clash) c->moved[j] = UINT64_MAX;
-            }
-            if (clash) break;
-            mem[n++] = j;
-        }
-        for (int q = 1; q < n; q++) {
-            c->rnext[mem[q - 1]] = mem[q];
-            c->skip[mem[q]] = 1;
-        }
-    }
-}
-
-/* an MMA group (plan_mma_groups) whose every result is read only by the jobs of the cu_rope_jobs
- * launch that runs right after it (through views): a prefill layer's K, V, Q, their RoPE and cache
- * writes. Where the group splits K, those jobs sum the partials themselves (k_mma_reduce's order:
- * the same bits) and the reduce kernel is left out. gjobs[leader] = 1. */
-static bool job_reads(const cplan *c, int32_t j0, ir_ref q) { /* is q a job of the chain from j0? */
-    for (int32_t j = j0; j >= 0; j = c->rnext[j])
-        if (j == q) return true;
-    return false;
-}
-static void plan_group_jobs(const plan *p, cplan *c) {
-    const ir_graph *g = p->g;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (c->skip[i] || c->mnext[i] < 0) continue;
-        int32_t j = i + 1; /* the next node that launches work (the leader's fused ADD is skipped) */
-        while (j < g->n_nodes && !runs_alone(g, c, j)) j++;
-        if (j >= g->n_nodes || (g->nodes[j].op != IR_OP_ROPE && g->nodes[j].op != IR_OP_KV_STORE)) continue;
-        bool ok = true;
-        for (int32_t m = i; m >= 0 && ok; m = c->mnext[m]) {
-            const ir_ref root = p->vals[mm_out(c, m)].alias;
-            for (int32_t q = 0; q < g->n_nodes && ok; q++) {
-                const ir_node *qn = &g->nodes[q];
-                if (q == m || q == c->epi[m] || (qn->op == IR_OP_RESHAPE && p->vals[q].alias == root)) continue;
-                for (int a = 0; a < IR_MAX_SRC && ok; a++) {
-                    if (qn->src[a] == IR_NONE || p->vals[qn->src[a]].alias != root) continue;
-                    /* a reader: only a job of the chain, through its x */
-                    ok = job_reads(c, j, q) && a == (qn->op == IR_OP_KV_STORE ? 1 : 0);
-                }
-            }
-        }
-        c->gjobs[i] = ok;
-    }
-}
-
-/* A lone MATMUL m on the int8 MMA path (T > 8; no group, no GLU) whose result v goes only into the
- * residual sum h = v + o that the RMS_NORM_QUANT n right after it normalizes (nothing runs between):
- * either m's fused ADD writes h and n reads it, or n has the ADD fused (plan_add_norm) and v is its
- * one operand. Where m splits K at run time, it leaves the partials unreduced and n sums them —
- * mma_split_sum with o as the epilogue: k_mma_reduce's order, and x + b == b + x in f32, so the
- * same h, which n writes to h's memory — and the reduce kernel leaves the chain (a prefill layer's
- * O and down projections at small T; planned where m would split with scratch enough and the norm's
- * rows fit one wave of its 1024-thread blocks — past that the separate kernels measured faster —
- * used where m does split at run time). n reads o and the partials while its blocks write h and its
- * output: the output must overlap neither o nor h (h may be o exactly: one thread reads, then writes,
- * an element). Where the plan put n's output over o (dead after h in its order), that output moves
- * to a slot of its own after the plan's region, shared by such norms whose readers are past.
- * nsum[m] = n. */
-#define NORM_SLOTS 4
-static void plan_norm_sums(const plan *p, cplan *c, const int32_t *uses, uint64_t *at) {
-    const ir_graph *g = p->g;
-    int32_t *last = last_readers(p, c);
-    if (!last) return;
-    mma_slot slot[NORM_SLOTS];
-    int ns = 0;
-    for (int32_t m = 0; m < g->n_nodes && cu_mma_small_mode() == 2; m++) { /* mode 2: the partials go to a reduce kernel */
-        const ir_node *mn = &g->nodes[m];
-        if (c->skip[m] || c->mnext[m] >= 0 || c->gpair[m] >= 0 || !mma_ok(g, mn)) continue;
-        const cu_gemv_seg sg = mm_seg(g, mn);
-        const ir_node *x = &g->nodes[mn->src[1]];
-        if (cu_mma_multi_split(&sg, 1, x->ne[0], x->dtype, x->ne[1], UINT64_MAX) < 2) continue; /* never splits */
-        const bool own = c->epi[m] >= 0; /* m's ADD fused into m; else into n */
-        if (!own && (uses[m] != 1 || p->vals[m].alias != m)) continue;
-        int32_t n = (own ? c->epi[m] : m) + 1;
-        while (n < g->n_nodes && !runs_alone(g, c, n)) n++;
-        if (n >= g->n_nodes) continue;
-        const ir_node *nn = &g->nodes[n];
-        if (nn->op != IR_OP_RMS_NORM_QUANT || ir_nelem(nn) != ir_nelem(mn) || cu_norm_rows_fit(nn->dtype, nn->ne[0], ir_nrows(nn))) continue;
-        ir_ref h, o;
-        if (own) {
-            if (nn->src[0] != c->epi[m] || c->epi[n] >= 0) continue;
-            h = c->epi[m], o = epi_operand(g, c, m);
-        } else {
-            const ir_node *a = c->epi[n] >= 0 ? &g->nodes[c->epi[n]] : NULL;
-            if (!a || a->op != IR_OP_ADD || nn->src[0] != c->epi[n] || (a->src[0] != m && a->src[1] != m)) continue;
-            h = c->epi[n], o = a->src[0] == m ? a->src[1] : a->src[0];
-            if (ir_nelem(&g->nodes[o]) != ir_nelem(mn)) continue;
-        }
-        if (overlap(p, c, n, h)) continue;
-        if (overlap(p, c, n, o)) { /* n's output to a slot of its own */
-            if (p->vals[n].alias != n || p->vals[n].input >= 0 || c->moved[n] != UINT64_MAX || is_output(p, n)) continue;
-            const uint64_t off = slot_take(slot, &ns, NORM_SLOTS, at, al(p->vals[n].bytes), n, last[n]);
-            if (off == UINT64_MAX) continue;
-            c->moved[n] = off;
-        }
-        c->nsum[m] = n;
-    }
-    free(last);
-}
-
-/* MATMUL m immediately followed by ADD(m, o) (either order), m used only there, o a [N] bias or a
- * value of the output's shape: the GEMV writes the ADD's value through its epilogue and the ADD
- * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
- * o only exactly (each element is read, then written, by one thread). Bit-identical: the same
- * f32 (W x) + o. */
-static sb_status plan_fusions(const plan *p, cplan *c, bool ropek, bool glu_pair) {
-    const ir_graph *g = p->g;
-    int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
-    c->epi = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->epi);
-    c->skip = (uint8_t *)calloc((size_t)g->n_nodes, 1);
-    c->gnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gnext);
-    c->mnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->mnext);
-    c->rnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->rnext);
-    c->gjobs = (uint8_t *)calloc((size_t)g->n_nodes, 1);
-    c->vstore = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->vstore);
-    c->moved = (uint64_t *)malloc((size_t)g->n_nodes * sizeof *c->moved);
-    c->qrope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->qrope);
-    c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
-    c->gpair = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gpair);
-    c->nsum = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->nsum);
-    if (!uses || !c->epi || !c->skip || !c->gnext || !c->mnext || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->gpair ||
-        !c->nsum) {
-        free(uses);
-        return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
-    }
-    ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->mnext[i] = c->rnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->gpair[i] = c->nsum[i] = -1,
-        c->moved[i] = UINT64_MAX;
-    const uint64_t base = al(p->arena_bytes);
-    uint64_t at = base;
-    for (int32_t i = 0; i + 1 < g->n_nodes; i++) {
-        const ir_node *m = &g->nodes[i], *a = &g->nodes[i + 1];
-        if (m->op != IR_OP_MATMUL || a->op != IR_OP_ADD || uses[i] != 1) continue;
-        const int slot = a->src[0] == i ? 1 : a->src[1] == i ? 0 : -1;
-        if (slot < 0) continue;
-        const ir_ref o = a->src[slot];
-        const ir_node *on = &g->nodes[o];
-        const bool bc = ir_nelem(on) == m->ne[0] && ir_nrows(m) != 1;
-        if (!bc && ir_nelem(on) != ir_nelem(m)) continue;
-        if (overlap(p, c, i + 1, m->src[1])) continue;
-        if (overlap(p, c, i + 1, o) && !(same_mem(p, c, i + 1, o) && !bc)) continue;
-        c->epi[i] = i + 1;
-        c->skip[i + 1] = 1;
-    }
-    /* ROPE r, then only views of it, then KV_STORE(cache, view of r, pos): rope writes the cache */
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (g->nodes[i].op != IR_OP_ROPE || uses[i] != 1) continue;
-        int32_t j = i + 1;
-        bool ok = true;
-        while (j < g->n_nodes && g->nodes[j].op == IR_OP_RESHAPE) {
-            if (p->vals[j].alias != i || uses[j] != 1) ok = false;
-            j++;
-        }
-        if (!ok || j >= g->n_nodes) continue;
-        const ir_node *k = &g->nodes[j];
-        if (k->op != IR_OP_KV_STORE || p->vals[k->src[1]].alias != i || k->src[2] != g->nodes[i].src[1]) continue;
-        c->epi[i] = j;
-        c->skip[j] = 1;
-    }
-    plan_add_norm(p, c);
-    plan_groups(p, c, uses, &at, ropek);
-    plan_qrope(p, c, uses);
-    plan_attn_quant(p, c);
-    if (glu_pair) plan_glu_pairs(p, c, uses);
-    const char *mg = getenv("SB_CUDA_MMA_GROUP"); /* prefill GEMMs of one activation in one launch (default on; 0 off; 2 adjacent ones only) */
-    /* SB_CUDA_MMA_PAIR=0: one weight type a group (no Q8_0 V beside Q5_0 K and Q) */
-    if (!(mg && mg[0] == '0')) plan_mma_groups(p, c, uses, &at, !(mg && mg[0] == '2'), env_not0("SB_CUDA_MMA_PAIR"));
-    if (glu_pair && env_not0("SB_CUDA_MMA_GLU_PAIR")) plan_mma_glu_pairs(p, c, uses); /* 0: the prefill GLU in its own kernel */
-    if (env_not0("SB_CUDA_ROPE_JOBS")) plan_rope_jobs(p, c, uses);
-    if (env_not0("SB_CUDA_GROUP_JOBS")) plan_group_jobs(p, c);
-    /* again, now that Q's RoPE may write its own (moved) memory: the plan had put the QUANTIZE's
-     * output over the RoPE's first place (a prefill layer's, 22 of 24 at T = 64) */
-    if (env_not0("SB_CUDA_ATTN_QUANT2")) plan_attn_quant(p, c);
-    if (env_not0("SB_CUDA_NORM_SUMS")) plan_norm_sums(p, c, uses, &at);
-    c->moved_bytes = at - base;
-    free(uses);
-    return SB_OK;
-}
-
 void exec_cuda_assume_device(int cc_major, int sms) { cu_assume_device(cc_major, sms); }
 
 /* as a new context would plan p: nodes fused away (skips, what 0), gate/up launches that write their
  * GLU (1), or matmuls whose norm sums their split partials (2) */
 static int32_t count_planned(const plan *p, int what) {
-    cplan c = {0};
+    cuda_fusions c = {0};
     int32_t n = -1;
-    if (plan_fusions(p, &c, env_not0("SB_CUDA_ROPEK"), env_not0("SB_CUDA_GLU_PAIR")) == SB_OK) {
+    if (cuda_fusions_plan(p, &c, cf_env_not0("SB_CUDA_ROPEK"), cf_env_not0("SB_CUDA_GLU_PAIR")) == SB_OK) {
         n = 0;
         for (int32_t i = 0; i < p->g->n_nodes; i++) n += what == 0 ? c.skip[i] : what == 1 ? c.gpair[i] >= 0 : c.nsum[i] >= 0;
     }
-    cplan_clear(&c); /* every fusion table (plan_fusions allocates them all) */
+    cuda_fusions_free(&c); /* every table (cuda_fusions_plan allocates them all) */
     return n;
 }
 int32_t exec_cuda_count_fusions(const plan *p) { return count_planned(p, 0); }
@@ -1387,18 +667,18 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
                 if (f > scratch) scratch = f;
             }
         }
-    if (st == SB_OK && cx->fuse) st = plan_fusions(p, c, cx->ropek, cx->glu_pair);
-    for (int32_t i = 0; st == SB_OK && c->mnext && i < p->g->n_nodes; i++) { /* a split MMA group's partials: its members' together */
-        if (c->mnext[i] < 0 || c->skip[i]) continue;
+    if (st == SB_OK && cx->fuse) st = cuda_fusions_plan(p, &c->fu, cx->ropek, cx->glu_pair);
+    for (int32_t i = 0; st == SB_OK && c->fu.mnext && i < p->g->n_nodes; i++) { /* a split MMA group's partials: its members' together */
+        if (c->fu.mnext[i] < 0 || c->fu.skip[i]) continue;
         uint64_t f = 0;
-        for (int32_t m = i; m >= 0; m = c->mnext[m]) {
+        for (int32_t m = i; m >= 0; m = c->fu.mnext[m]) {
             const ir_node *mw = &p->g->nodes[p->g->nodes[m].src[0]], *mx = &p->g->nodes[p->g->nodes[m].src[1]];
             f += cu_mma_small_scratch(mw->ne[0], mw->ne[1], mx->ne[1]);
         }
         if (f > scratch) scratch = f;
     }
-    c->scratch_off = al(p->arena_bytes) + al(c->moved_bytes);
-    c->arena_need = c->scratch_off + al(scratch * 4);
+    c->scratch_off = cf_align(p->arena_bytes) + cf_align(c->fu.moved_bytes);
+    c->arena_need = c->scratch_off + cf_align(scratch * 4);
     if (st == SB_OK && c->arena_need > cx->arena_bytes) {
         st = cu_stream_sync(cx->s);
         if (st == SB_OK) {
@@ -1461,9 +741,9 @@ static void *dptr(const crun *r, ir_ref i) {
     float *d = direct_at(r, i);
     if (d) return d;
     if (v->input >= 0) return r->c->dptr[v->input];
-    if (r->c->moved) { /* hoisted multi-GEMV results live in the private region (plan_groups) */
+    if (r->c->fu.moved) { /* hoisted multi-GEMV results live in the private region (plan_groups) */
         const ir_ref root = v->alias;
-        if (root >= 0 && r->c->moved[root] != UINT64_MAX) return r->arena + r->c->moved[root] + (v->offset - r->p->vals[root].offset);
+        if (root >= 0 && r->c->fu.moved[root] != UINT64_MAX) return r->arena + r->c->fu.moved[root] + (v->offset - r->p->vals[root].offset);
     }
     return r->arena + v->offset;
 }
@@ -1630,15 +910,15 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
     /* 1: groups and their bundles (each distinct bundle once: layers share shapes) */
     for (int32_t i = 0; st == SB_OK && i < nn; i++) {
         const ir_node *n = &g->nodes[i];
-        if (c->skip && c->skip[i]) continue;
-        if (n->op == IR_OP_GLU_QUANT && c->gpair && c->gpair[n->src[0]] == i) continue; /* only quantizes (plan_glu_pairs) */
+        if (c->fu.skip && c->fu.skip[i]) continue;
+        if (n->op == IR_OP_GLU_QUANT && c->fu.gpair && c->fu.gpair[n->src[0]] == i) continue; /* only quantizes (plan_glu_pairs) */
         switch (n->op) {
         case IR_OP_FUSED: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU: case IR_OP_GELU_TANH:
         case IR_OP_RMS_NORM: case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_GLU_QUANT: break;
         default: continue;
         }
         cg_pnode *q = &pn[npn];
-        const ir_ref add = n->op == IR_OP_RMS_NORM_QUANT && c->epi && c->epi[i] >= 0 ? c->epi[i] : IR_NONE;
+        const ir_ref add = n->op == IR_OP_RMS_NORM_QUANT && c->fu.epi && c->fu.epi[i] >= 0 ? c->fu.epi[i] : IR_NONE;
         sb_status gs = cg_group_from_node(g, i, add, &q->grp);
         if (gs != SB_OK) {
             st = cg_refuse(mode, n, i, gs);
@@ -1736,11 +1016,11 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
 static float *matmul_out(crun *r, int32_t m, cu_epilogue *ep) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[m];
-    const ir_ref o = r->c->epi ? epi_operand(g, r->c, m) : IR_NONE;
+    const ir_ref o = r->c->fu.epi ? cf_epi_operand(g, &r->c->fu, m) : IR_NONE;
     *ep = (cu_epilogue){0};
     if (o == IR_NONE) return (float *)dptr(r, m);
     *ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = ir_nelem(&g->nodes[o]) == n->ne[0] && ir_nrows(n) != 1};
-    return (float *)dptr(r, r->c->epi[m]);
+    return (float *)dptr(r, r->c->fu.epi[m]);
 }
 
 /* matmul i alone (its epilogue ADD fused): the int8 MMA GEMM for T > 8, else the dp4a or f32
@@ -1753,15 +1033,15 @@ static sb_status run_matmul_one(crun *r, int32_t i) {
     float *dst = matmul_out(r, i, &epb);
     const cu_epilogue *ep = epb.add ? &epb : NULL;
     const bool k_dp4a = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
-    if (mma_ok(g, n)) { /* prefill: int8 tensor cores */
+    if (cf_mma_ok(g, n)) { /* prefill: int8 tensor cores */
         if (cu_mma_small_mode()) { /* small T: K split over blocks, partials in the scratch region (shared with attention's) */
             const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_mma_small_scratch(w->ne[0], w->ne[1], x->ne[1]);
-            if (r->c->nsum && r->c->nsum[i] >= 0 && cu_mma_small_mode() == 2) { /* a split leaves its partials to the norm after it */
+            if (r->c->fu.nsum && r->c->fu.nsum[i] >= 0 && cu_mma_small_mode() == 2) { /* a split leaves its partials to the norm after it */
                 const cu_gemv_seg sg = {.dst = dst, .w = dptr(r, n->src[0]), .wtype = w->dtype, .N = w->ne[1], .ep = epb};
                 cu_split_src src;
                 SB_TRY(cu_matmul_mma_multi(s, &sg, 1, w->ne[0], dptr(r, n->src[1]), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off), cap,
                                            &src, 0));
-                if (src.part) r->nsum_for = r->c->nsum[i], r->nsum_mm = i, r->nsum_src = src;
+                if (src.part) r->nsum_for = r->c->fu.nsum[i], r->nsum_mm = i, r->nsum_src = src;
                 return SB_OK;
             }
             const bool counters = cu_mma_small_mode() == 1;
@@ -1783,7 +1063,7 @@ static sb_status run_matmul_group(crun *r, int32_t i) {
     const ir_node *n = &g->nodes[i], *w = &g->nodes[n->src[0]], *x = &g->nodes[n->src[1]];
     cu_gemv_seg seg[CU_MULTI_MAX] = {{0}};
     int ns = 0;
-    for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->mnext[m]) {
+    for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->fu.mnext[m]) {
         const ir_node *mn = &g->nodes[m], *mw = &g->nodes[mn->src[0]];
         cu_gemv_seg *q = &seg[ns++];
         *q = (cu_gemv_seg){.w = dptr(r, mn->src[0]), .wtype = mw->dtype, .N = mw->ne[1]};
@@ -1791,12 +1071,12 @@ static sb_status run_matmul_group(crun *r, int32_t i) {
     }
     const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4; /* split-K partials: the scratch region, as run_matmul_one */
     const int split = cu_mma_multi_split(seg, ns, w->ne[0], x->dtype, x->ne[1], cap);
-    const int32_t f = r->c->gpair ? r->c->gpair[i] : -1; /* a GLU it must write (plan_mma_glu_pairs) */
+    const int32_t f = r->c->fu.gpair ? r->c->fu.gpair[i] : -1; /* a GLU it must write (plan_mma_glu_pairs) */
     if (f >= 0 && split != 1) /* the GLU_QUANT would quantize the gate alone: never silently */
         return sb_fail(SB_ERR_INTERNAL, "cuda: gate/up group %%%d planned to write its GLU, launched %s", (int)i,
                        split > 1 ? "with K split" : "one by one");
     if (split > 0) {
-        const bool jobs = r->c->gjobs && r->c->gjobs[i] && split > 1; /* the rope jobs after it sum the partials */
+        const bool jobs = r->c->fu.gjobs && r->c->fu.gjobs[i] && split > 1; /* the rope jobs after it sum the partials */
         r->n_kernels += split > 1 && !jobs ? 2 : 1; /* a split: k_mma_reduce after it */
         cu_split_src srcs[CU_MULTI_MAX];
         const int pair_glu = f >= 0 ? (g->nodes[f].ip[0] == IR_OP_GEGLU ? 2 : 1) : 0;
@@ -1804,15 +1084,15 @@ static sb_status run_matmul_group(crun *r, int32_t i) {
                                    cap, jobs ? srcs : NULL, pair_glu));
         if (jobs && srcs[0].part) {
             int q = 0;
-            for (int32_t m = i; m >= 0 && q < ns; m = r->c->mnext[m], q++) {
-                r->gsrc_root[q] = r->p->vals[mm_out(r->c, m)].alias;
+            for (int32_t m = i; m >= 0 && q < ns; m = r->c->fu.mnext[m], q++) {
+                r->gsrc_root[q] = r->p->vals[cf_mm_out(&r->c->fu, m)].alias;
                 r->gsrc[q] = srcs[q];
             }
             r->gsrc_n = ns;
         }
         return SB_OK;
     }
-    for (int32_t m = i; m >= 0; m = r->c->mnext[m]) {
+    for (int32_t m = i; m >= 0; m = r->c->fu.mnext[m]) {
         r->n_kernels++;
         SB_TRY(run_matmul_one(r, m));
     }
@@ -1842,9 +1122,9 @@ static cu_rope_job rope_job(crun *r, int32_t i) {
                       .a = {.D = x->ne[0], .H = x->ne[1], .T = x->ne[2], .n_rot = n->ip[0], .mode = n->ip[1],
                             .theta_scale = powf(n->fp[0], -2.0f / (float)n->ip[0]), .freq_scale = n->fp[1], .attn_factor = n->fp[2],
                             .ff = n->src[2] != IR_NONE ? (const float *)dptr(r, n->src[2]) : NULL}};
-    if (r->c->epi && r->c->epi[i] >= 0) { /* fused with the kv_store that follows: write the cache */
-        jb.a.cache = dptr(r, r->c->epi[i]);
-        jb.a.ctype = g->nodes[r->c->epi[i]].dtype;
+    if (r->c->fu.epi && r->c->fu.epi[i] >= 0) { /* fused with the kv_store that follows: write the cache */
+        jb.a.cache = dptr(r, r->c->fu.epi[i]);
+        jb.a.ctype = g->nodes[r->c->fu.epi[i]].dtype;
     }
     rope_job_src(r, n->src[0], &jb);
     return jb;
@@ -1855,7 +1135,7 @@ static cu_rope_job rope_job(crun *r, int32_t i) {
 static sb_status run_rope_jobs(crun *r, int32_t i) {
     cu_rope_job jobs[CU_ROPE_JOBS_MAX];
     int n = 0;
-    for (int32_t m = i; m >= 0 && n < CU_ROPE_JOBS_MAX; m = r->c->rnext[m]) jobs[n++] = rope_job(r, m);
+    for (int32_t m = i; m >= 0 && n < CU_ROPE_JOBS_MAX; m = r->c->fu.rnext[m]) jobs[n++] = rope_job(r, m);
     const ir_node *f = &r->p->g->nodes[i];
     r->n_kernels++;
     r->gsrc_n = 0; /* consumed */
@@ -1915,47 +1195,47 @@ static sb_status run_node(crun *r, int32_t i) {
         if (r->nsum_for == i) { /* the GEMM before it left its split partials: h = their sum + o (plan_norm_sums) */
             cu_split_src src = r->nsum_src;
             r->nsum_for = 0;
-            if (r->c->epi && r->c->epi[i] >= 0) { /* h = ADD(v, o) fused here: o as the partials' epilogue */
-                const ir_node *a = &g->nodes[r->c->epi[i]];
+            if (r->c->fu.epi && r->c->fu.epi[i] >= 0) { /* h = ADD(v, o) fused here: o as the partials' epilogue */
+                const ir_node *a = &g->nodes[r->c->fu.epi[i]];
                 const ir_ref o = a->src[0] == r->nsum_mm ? a->src[1] : a->src[0];
                 src.ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = 0};
             }
             return cu_rms_norm_quant_split(s, n->dtype, dst, (float *)dptr(r, n->src[0]), &src, n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0],
                                            ir_nrows(n), n->fp[0]);
         }
-        CG_TRY(r, i); /* with the fused residual ADD when c->epi[i] >= 0 (cg_prepare chose the group) */
-        if (r->c->epi && r->c->epi[i] >= 0) { /* the residual ADD before it, fused */
-            const ir_node *a = &g->nodes[r->c->epi[i]];
-            return cu_add_rms_norm_quant(s, n->dtype, dst, (float *)dptr(r, r->c->epi[i]), dptr(r, a->src[0]), dptr(r, a->src[1]),
+        CG_TRY(r, i); /* with the fused residual ADD when c->fu.epi[i] >= 0 (cg_prepare chose the group) */
+        if (r->c->fu.epi && r->c->fu.epi[i] >= 0) { /* the residual ADD before it, fused */
+            const ir_node *a = &g->nodes[r->c->fu.epi[i]];
+            return cu_add_rms_norm_quant(s, n->dtype, dst, (float *)dptr(r, r->c->fu.epi[i]), dptr(r, a->src[0]), dptr(r, a->src[1]),
                                          n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), n->fp[0]);
         }
         return cu_rms_norm_quant(s, n->dtype, dst, SP(0), n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), n->fp[0]);
     case IR_OP_GLU_QUANT:
         r->n_kernels++;
-        if (r->c->gpair && r->c->gpair[n->src[0]] == i) /* its gate/up launch wrote act(gate) * up into the gate's memory */
+        if (r->c->fu.gpair && r->c->fu.gpair[n->src[0]] == i) /* its gate/up launch wrote act(gate) * up into the gate's memory */
             return cu_quantize_act(s, n->dtype, dst, SP(0), n->ne[0], ir_nrows(n));
         CG_TRY(r, i);
         return cu_glu_quant(s, n->dtype, dst, SP(0), SP(1), n->ne[0], ir_nrows(n), n->ip[0] == IR_OP_GEGLU);
     case IR_OP_MATMUL: {
         const ir_node *w = SRC(0), *x = SRC(1);
-        if (r->c->mnext && r->c->mnext[i] >= 0) return run_matmul_group(r, i);
+        if (r->c->fu.mnext && r->c->fu.mnext[i] >= 0) return run_matmul_group(r, i);
         r->n_kernels++;
-        if (r->c->gnext && (r->c->gnext[i] >= 0 || r->c->vstore[i] >= 0 || r->c->krope[i] >= 0 ||
-                            (multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX && (r->cx->gf_single || reg_single(g, n))))) { /* one launch for the group (Q/K/V, gate/up), or a T = 1 GEMV */
+        if (r->c->fu.gnext && (r->c->fu.gnext[i] >= 0 || r->c->fu.vstore[i] >= 0 || r->c->fu.krope[i] >= 0 ||
+                            (cf_multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX && (r->cx->gf_single || cf_reg_single(g, n))))) { /* one launch for the group (Q/K/V, gate/up), or a T = 1 GEMV */
             cu_gemv_seg seg[CU_MULTI_MAX];
             int ns = 0;
-            for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->gnext[m]) {
+            for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->fu.gnext[m]) {
                 const ir_node *mn = &g->nodes[m], *mw = &g->nodes[mn->src[0]];
                 cu_gemv_seg *q = &seg[ns++];
                 *q = (cu_gemv_seg){.w = dptr(r, mn->src[0]), .wtype = mw->dtype, .N = mw->ne[1]};
                 q->dst = matmul_out(r, m, &q->ep);
-                if (r->c->vstore[m] >= 0) {
-                    q->cache = dptr(r, r->c->vstore[m]);
-                    q->ctype = g->nodes[r->c->vstore[m]].dtype;
+                if (r->c->fu.vstore[m] >= 0) {
+                    q->cache = dptr(r, r->c->fu.vstore[m]);
+                    q->ctype = g->nodes[r->c->fu.vstore[m]].dtype;
                 }
-                if (r->c->krope[m] >= 0) { /* K: rotate, then write the cache of the rope's kv_store */
-                    const ir_node *rn = &g->nodes[r->c->krope[m]], *rx = &g->nodes[rn->src[0]];
-                    const int32_t kvs = r->c->epi[r->c->krope[m]];
+                if (r->c->fu.krope[m] >= 0) { /* K: rotate, then write the cache of the rope's kv_store */
+                    const ir_node *rn = &g->nodes[r->c->fu.krope[m]], *rx = &g->nodes[rn->src[0]];
+                    const int32_t kvs = r->c->fu.epi[r->c->fu.krope[m]];
                     q->cache = dptr(r, kvs);
                     q->ctype = g->nodes[kvs].dtype;
                     q->rot = rn->ip[0];
@@ -1967,28 +1247,28 @@ static sb_status run_node(crun *r, int32_t i) {
                     q->ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
                 }
             }
-            const int pair_glu = r->c->gpair[i] >= 0 ? (g->nodes[r->c->gpair[i]].ip[0] == IR_OP_GEGLU ? 2 : 1) : 0; /* gate/up writing the GLU */
+            const int pair_glu = r->c->fu.gpair[i] >= 0 ? (g->nodes[r->c->fu.gpair[i]].ip[0] == IR_OP_GEGLU ? 2 : 1) : 0; /* gate/up writing the GLU */
             return cu_matmul_q8_multi(s, seg, ns, w->ne[0], SP(1), x->dtype, r->cx->d_pos, pair_glu);
         }
         return run_matmul_one(r, i);
     }
     case IR_OP_RESHAPE: case IR_OP_OUTPUT: return SB_OK;
     case IR_OP_ROPE: {
-        if ((r->c->rnext && r->c->rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
+        if ((r->c->fu.rnext && r->c->fu.rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
         cu_rope_job jb = rope_job(r, i);
         r->n_kernels++;
         return cu_rope(s, jb.dst, jb.x, SP(1), &jb.a);
     }
     case IR_OP_KV_STORE:
-        if ((r->c->rnext && r->c->rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
+        if ((r->c->fu.rnext && r->c->fu.rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
         r->n_kernels++;
         return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
     case IR_OP_ATTENTION: {
         cu_attn_args a = attn_args(r->cx, r->p, n);
         a.depth_max = r->depth_max;
         const void *q = SP(0);
-        if (r->c->qrope && r->c->qrope[i] >= 0) { /* Q's RoPE fused: the unrotated q, and the rope's parameters */
-            const ir_node *rn = &g->nodes[r->c->qrope[i]];
+        if (r->c->fu.qrope && r->c->fu.qrope[i] >= 0) { /* Q's RoPE fused: the unrotated q, and the rope's parameters */
+            const ir_node *rn = &g->nodes[r->c->fu.qrope[i]];
             q = dptr(r, rn->src[0]);
             a.q_rot = rn->ip[0];
             a.q_mode = rn->ip[1];
@@ -1997,7 +1277,7 @@ static sb_status run_node(crun *r, int32_t i) {
             a.q_attn_factor = rn->fp[2];
             a.q_ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
         }
-        if (r->c->epi && r->c->epi[i] >= 0) a.xq = dptr(r, r->c->epi[i]); /* the QUANTIZE after it, fused */
+        if (r->c->fu.epi && r->c->fu.epi[i] >= 0) a.xq = dptr(r, r->c->fu.epi[i]); /* the QUANTIZE after it, fused */
         if ((r->cx->attn_variant == 3 || r->cx->attn_variant == 4) && cu_fattn_supported(&a)) { /* prefill: flash attention (k_fattn.cu) */
             r->n_kernels++;
             return cu_attention_prefill(s, dst, q, SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off),
@@ -2049,7 +1329,7 @@ static sb_status enqueue_all(crun *r) {
     for (int32_t i = 0; st == SB_OK && i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         if (ir_ops[n->op].flags & OPF_INPUT) continue;
-        if (r->c->skip && r->c->skip[i]) continue; /* done by the matmul before it */
+        if (r->c->fu.skip && r->c->fu.skip[i]) continue; /* done by the matmul before it */
         if (cx->time_skip && time_skipped(cx, g, n)) continue; /* SB_CUDA_SKIP: a timing experiment */
         const int32_t k0 = r->n_kernels;
         st = run_node(r, i);
@@ -2230,3 +1510,4 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
 }
 
 #endif
+

@@ -856,7 +856,7 @@ static void test_qkv_rope_block(void) {
 
 /* Three Qwen2.5-0.5B layers at 64 new tokens after 512 (qwen_layers.h), fused: the K, V, Q group
  * splits K, and in layers 2 and 3 the plan put Q's rope over K's result — the rope writes over Q's
- * own memory instead (exec_cuda.c inplace_rope_of) and joins the K/V jobs, which sum the group's
+ * own memory instead (cuda_fusion.c inplace_rope_of) and joins the K/V jobs, which sum the group's
  * partials; then the third layer's attention writes its q8_1 output too (the second
  * plan_attn_quant), and the norms after the O and down GEMMs sum their split-K partials
  * (plan_norm_sums: 5 reduces).
@@ -1202,7 +1202,7 @@ static void test_prefill_block(void) {
     }
 }
 
-/* Prefill GEMMs of one activation as one int8 MMA launch (exec_cuda.c plan_mma_groups, k_mma.cu
+/* Prefill GEMMs of one activation as one int8 MMA launch (cuda_fusion.c plan_mma_groups, k_mma.cu
  * cu_matmul_mma_multi): gate/up (Q5_0, N 4864 each, SwiGLU of the two as the output) and Q/K with
  * bias epilogues (N 896 + 128, both outputs, each compared in turn), T 64 / 100 / 512; vs the f64
  * reference, and the fused plan launches fewer kernels. Q/K split K at T 64 / 100 on the H200 (7
@@ -1247,7 +1247,7 @@ static void test_mma_groups(void) {
     exec_cuda_set_mmvq_variant(1);
 }
 
-/* A prefill FFN (T > 8): the gate/up MMA group whose launch writes the GLU itself (exec_cuda.c
+/* A prefill FFN (T > 8): the gate/up MMA group whose launch writes the GLU itself (cuda_fusion.c
  * plan_mma_glu_pairs; k_mma.cu's paired rows: a warp's two m16 tiles the gate and the up of the same
  * 16 rows), then a Q5_0 down projection over its q8_1 quantization. Q5_0 SwiGLU at T 64 (32-row
  * small-T tiles), Q8_0 GeGLU at T 17, Q4_0 SwiGLU at T 512 (launch_mma's 128-row tiles, the last

@@ -1,0 +1,713 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/cuda_fusion.c — the CUDA executor's fusion planning (contract: cuda_fusion.h). Each pass
+ * below looks for one pattern in the plan's node order and memory plan and records it in the
+ * tables; exec_cuda.c then launches accordingly. The passes, in cuda_fusions_plan's order: GEMV
+ * epilogues (bias / residual), K's RoPE into its kv_store, residual add + rms_norm_quant, Q/K/V and
+ * gate/up as one multi-GEMV launch (hoisted results in a private region after the plan) with V's
+ * kv_store folded in, Q's RoPE and the output quantize into the attention, the GLU by its gate/up
+ * launch, prefill GEMM groups (MMA), rope jobs, split-K partials summed by the rope jobs or by the
+ * norm after them. Safety is always the same two questions: does what a moved or fused kernel reads
+ * exist (unchanged) at its new place, and can what it writes clash with anything in between.
+ * Layer 2 (runtime), CUDA builds only.
+ */
+#include "runtime/cuda_fusion.h"
+
+#include "base/status.h"
+#include "quant/types.h"
+
+#ifdef SB_HAVE_CUDA
+
+#include "backend/cuda/kernels.h"
+
+#include <string.h>
+
+
+/* arena byte range of value i (its alias root); false for inputs (their own buffers) */
+static bool arena_range(const plan *p, ir_ref i, uint64_t *lo, uint64_t *hi) {
+    const plan_value *v = &p->vals[p->vals[i].alias];
+    if (v->input >= 0 || p->vals[i].input >= 0) return false;
+    *lo = v->offset;
+    *hi = v->offset + v->bytes;
+    return true;
+}
+
+/* do values a and b share memory? A value moved to the private region (c->moved, by alias root)
+ * shares it only with the views of its own root */
+static bool overlap(const plan *p, const cuda_fusions *c, ir_ref a, ir_ref b) {
+    const ir_ref ra = p->vals[a].alias, rb = p->vals[b].alias;
+    if (c->moved && (c->moved[ra] != UINT64_MAX || c->moved[rb] != UINT64_MAX)) return ra == rb;
+    uint64_t a0, a1, b0, b1;
+    if (!arena_range(p, a, &a0, &a1) || !arena_range(p, b, &b0, &b1)) return false;
+    return a0 < b1 && b0 < a1;
+}
+
+static bool same_mem(const plan *p, const cuda_fusions *c, ir_ref a, ir_ref b) {
+    const ir_ref ra = p->vals[a].alias, rb = p->vals[b].alias;
+    if (c->moved && (c->moved[ra] != UINT64_MAX || c->moved[rb] != UINT64_MAX)) return ra == rb;
+    uint64_t a0, a1, b0, b1;
+    if (!arena_range(p, a, &a0, &a1) || !arena_range(p, b, &b0, &b1)) return false;
+    return a0 == b0 && a1 == b1;
+}
+
+static int32_t next_node(const ir_graph *g, int32_t i) { /* the next non-input node after i (n_nodes if none) */
+    for (i++; i < g->n_nodes && (ir_ops[g->nodes[i].op].flags & OPF_INPUT); i++) {}
+    return i;
+}
+
+/* ADD(x, b) (not absorbed by a GEMV, no broadcast), the next node RMS_NORM_QUANT of it: one kernel
+ * computes the sum (written to the ADD's memory), the norm and the quantization, and the ADD is
+ * skipped. The norm's output must not overlap x or b (read by other blocks while it is written);
+ * the ADD's memory may be x or b exactly (element-wise read then write by one thread). */
+static void plan_add_norm(const plan *p, cuda_fusions *c) {
+    const ir_graph *g = p->g;
+    for (int32_t a = 0; a < g->n_nodes; a++) {
+        const ir_node *an = &g->nodes[a];
+        if (an->op != IR_OP_ADD || c->skip[a]) continue;
+        const int32_t r = next_node(g, a);
+        if (r >= g->n_nodes || g->nodes[r].op != IR_OP_RMS_NORM_QUANT || g->nodes[r].src[0] != a) continue;
+        const ir_ref x = an->src[0], b = an->src[1];
+        if (ir_nelem(&g->nodes[x]) != ir_nelem(an) || ir_nelem(&g->nodes[b]) != ir_nelem(an)) continue;
+        if (overlap(p, c, r, x) || overlap(p, c, r, b) || overlap(p, c, r, a)) continue;
+        if ((overlap(p, c, a, x) && !same_mem(p, c, a, x)) || (overlap(p, c, a, b) && !same_mem(p, c, a, b))) continue;
+        c->epi[r] = a;
+        c->skip[a] = 1;
+    }
+}
+
+ir_ref cf_mm_out(const cuda_fusions *c, ir_ref m) { return c->epi[m] >= 0 ? c->epi[m] : m; }
+
+ir_ref cf_epi_operand(const ir_graph *g, const cuda_fusions *c, ir_ref m) { /* the other input of matmul m's fused ADD (IR_NONE: none) */
+    if (c->epi[m] < 0) return IR_NONE;
+    const ir_node *a = &g->nodes[c->epi[m]];
+    return a->src[0] == m ? a->src[1] : a->src[0];
+}
+
+bool cf_multi_ok(const ir_graph *g, const ir_node *m) {
+    if (m->op != IR_OP_MATMUL) return false;
+    const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
+    const bool kq = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
+    return x->ne[1] == 1 && ir_nrows(x) == 1 &&
+           ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && kq));
+}
+
+/* matmul m as a segment for cu_gemv_reg_fits: its weight type and rows */
+static cu_gemv_seg mm_seg(const ir_graph *g, const ir_node *m) {
+    const ir_node *w = &g->nodes[m->src[0]];
+    return (cu_gemv_seg){.wtype = w->dtype, .N = w->ne[1]};
+}
+
+/* a lone T = 1 GEMV that the registers-before-the-wait kernel takes goes through the fused-GEMV
+ * entry as a group of one (k_mmvq otherwise: the wide LM head, whose rows exceed GF_ROWS_MAX, and
+ * types or shapes k_gemv_reg refuses) */
+bool cf_reg_single(const ir_graph *g, const ir_node *m) {
+    const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
+    const cu_gemv_seg q = mm_seg(g, m);
+    return cu_gemv_reg_fits(&q, 1, w->ne[0], x->dtype, false);
+}
+
+/* T = 1 matmuls of one activation (Q/K/V, gate/up; the planner schedules them apart, e.g. K, rope,
+ * V, Q) become one launch at the first one's place. Hoisting member j there is safe when what it
+ * reads exists by then (the activation, weights, an epilogue operand computed before the leader)
+ * and what it writes cannot clash with anything in between: its result (and the views of it) move
+ * from the plan's memory, which the planner may reuse before j, to a private region after the
+ * plan (c->moved, by alias root). A member whose result goes only to a KV cache (V) writes the
+ * cache column too, when no node between the leader and that kv_store touches the cache. */
+/* does any node in (from, to) read or write the KV cache input cin (directly or through a kv_store of it)? */
+static bool cache_touched(const ir_graph *g, ir_ref cin, int32_t from, int32_t to) {
+    for (int32_t q = from + 1; q < to; q++) {
+        const ir_node *qn = &g->nodes[q];
+        if (qn->op == IR_OP_KV_STORE && qn->src[0] == cin) return true;
+        for (int a = 0; a < IR_MAX_SRC; a++) {
+            const ir_ref sr = qn->src[a];
+            if (sr != IR_NONE && (sr == cin || (g->nodes[sr].op == IR_OP_KV_STORE && g->nodes[sr].src[0] == cin))) return true;
+        }
+    }
+    return false;
+}
+
+static void plan_groups(const plan *p, cuda_fusions *c, const int32_t *uses, uint64_t *at, bool ropek) {
+    const ir_graph *g = p->g;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (c->skip[i] || !cf_multi_ok(g, &g->nodes[i])) continue;
+        int32_t mem[CU_MULTI_MAX] = {i};
+        int n = 1;
+        for (int32_t j = i + 1; j < g->n_nodes && n < CU_MULTI_MAX; j++) {
+            const ir_node *m = &g->nodes[j];
+            if (c->skip[j] || !cf_multi_ok(g, m) || m->src[1] != g->nodes[i].src[1]) continue;
+            const ir_ref o = cf_epi_operand(g, c, j); /* its epilogue operand must exist at the leader */
+            if (o != IR_NONE && p->vals[o].input < 0 && o >= i) continue;
+            const ir_ref out = cf_mm_out(c, j), root = p->vals[out].alias;
+            if (p->vals[root].input >= 0 || root != out) continue;
+            mem[n++] = j;
+        }
+        if (n > 1) {
+            for (int k = 0; k + 1 < n; k++) c->gnext[mem[k]] = mem[k + 1];
+            for (int k = 1; k < n; k++) {
+                const ir_ref out = cf_mm_out(c, mem[k]);
+                c->skip[mem[k]] = 1;
+                if (c->moved[out] == UINT64_MAX) {
+                    c->moved[out] = *at;
+                    *at += cf_align(p->vals[out].bytes);
+                }
+            }
+        }
+        /* V: the member's value goes only to a kv_store (T = 1) */
+        for (int k = 0; k < n; k++) {
+            const ir_ref v = cf_mm_out(c, mem[k]);
+            if (uses[v] != 1) continue;
+            int32_t s = -1;
+            for (int32_t q = v + 1; q < g->n_nodes && s < 0; q++)
+                for (int a = 0; a < IR_MAX_SRC; a++)
+                    if (g->nodes[q].src[a] == v) s = q;
+            if (s < 0) continue;
+            const ir_node *kv = &g->nodes[s];
+            if (kv->op != IR_OP_KV_STORE || kv->src[1] != v || kv->ne[0] != g->nodes[mem[k]].ne[0] || c->skip[s] ||
+                g->nodes[kv->src[2]].op != IR_OP_POS)
+                continue;
+            const ir_ref cin = kv->src[0];
+            bool touched = false;
+            for (int32_t q = i + 1; q < s && !touched; q++) {
+                const ir_node *qn = &g->nodes[q];
+                if (qn->op == IR_OP_KV_STORE && qn->src[0] == cin) touched = true;
+                for (int a = 0; a < IR_MAX_SRC; a++) {
+                    const ir_ref sr = qn->src[a];
+                    if (sr == IR_NONE) continue;
+                    if (sr == cin || (g->nodes[sr].op == IR_OP_KV_STORE && g->nodes[sr].src[0] == cin)) touched = true;
+                }
+            }
+            if (touched) continue;
+            c->vstore[mem[k]] = s;
+            c->skip[s] = 1;
+        }
+        /* ropek (default): K — the member's value goes through views to a ROPE that already writes
+         * a KV cache (its kv_store fused): the launch rotates and writes the cache itself */
+        for (int k = 0; ropek && k < n; k++) {
+            const ir_ref v = cf_mm_out(c, mem[k]);
+            if (uses[v] != 1 || c->vstore[mem[k]] >= 0) continue;
+            ir_ref cur = v;
+            int32_t r = -1;
+            for (int32_t q = v + 1; q < g->n_nodes && r < 0; q++) {
+                const ir_node *qn = &g->nodes[q];
+                if (qn->src[0] != cur) continue;
+                if (qn->op == IR_OP_RESHAPE && uses[q] == 1 && p->vals[q].alias == p->vals[v].alias) cur = q;
+                else if (qn->op == IR_OP_ROPE) r = q;
+                else break;
+            }
+            if (r < 0 || c->skip[r] || c->epi[r] < 0) continue;
+            const ir_node *rn = &g->nodes[r], *x = &g->nodes[rn->src[0]];
+            if (x->ne[2] != 1 || x->ne[0] * x->ne[1] != g->nodes[mem[k]].ne[0] || rn->ip[0] > x->ne[0] || rn->ip[0] % 2 ||
+                (rn->ip[1] != 0 && rn->ip[1] != 2) || g->nodes[rn->src[1]].op != IR_OP_POS)
+                continue;
+            if (rn->src[2] != IR_NONE && p->vals[rn->src[2]].input < 0) continue; /* freq factors: a weight */
+            const int32_t s = c->epi[r];
+            if (cache_touched(g, g->nodes[s].src[0], i, s)) continue;
+            c->krope[mem[k]] = r;
+            c->skip[r] = 1;
+        }
+    }
+}
+
+/* ROPE r of Q, used only by the ATTENTION right after it (same positions), not already writing a
+ * cache: the attention rotates q as it loads it and the ROPE is skipped. Needs the unrotated q
+ * intact at the attention (nothing runs in between) and apart from the attention's output. */
+static void plan_qrope(const plan *p, cuda_fusions *c, const int32_t *uses) {
+    const ir_graph *g = p->g;
+    for (int32_t r = 0; r < g->n_nodes; r++) {
+        const ir_node *rn = &g->nodes[r];
+        if (rn->op != IR_OP_ROPE || c->skip[r] || c->epi[r] >= 0 || uses[r] != 1) continue;
+        const int32_t a = next_node(g, r);
+        if (a >= g->n_nodes) continue;
+        const ir_node *an = &g->nodes[a];
+        if (an->op != IR_OP_ATTENTION || an->src[0] != r || an->src[3] != rn->src[1]) continue;
+        const ir_node *x = &g->nodes[rn->src[0]];
+        if (x->ne[0] != rn->ne[0] || x->ne[1] != rn->ne[1] || x->ne[2] != rn->ne[2] || rn->ip[0] > x->ne[0]) continue;
+        if (overlap(p, c, a, rn->src[0])) continue;
+        c->qrope[a] = r;
+        c->skip[r] = 1;
+    }
+}
+
+/* ATTENTION a, then right away QUANTIZE(a) to q8_1 (the O projection's activation), head_dim a
+ * multiple of 32: the attention writes the q8_1 blocks of its output too (each 32-block lies in one
+ * head, one warp) and the QUANTIZE is skipped. Its output must stay apart from what the attention
+ * reads (q, or Q's unrotated input when the RoPE is fused). epi[a] = the QUANTIZE. */
+static void plan_attn_quant(const plan *p, cuda_fusions *c) {
+    const ir_graph *g = p->g;
+    for (int32_t a = 0; a < g->n_nodes; a++) {
+        const ir_node *an = &g->nodes[a];
+        if (an->op != IR_OP_ATTENTION || an->ip[1] % 32) continue;
+        const int32_t q = next_node(g, a);
+        if (q >= g->n_nodes) continue;
+        const ir_node *qn = &g->nodes[q];
+        if (qn->op != IR_OP_QUANTIZE || qn->src[0] != a || qn->dtype != SB_TYPE_Q8_1 || c->skip[q]) continue;
+        const ir_ref qin = c->qrope[a] >= 0 ? g->nodes[c->qrope[a]].src[0] : an->src[0];
+        if (overlap(p, c, q, qin) || overlap(p, c, q, a)) continue;
+        c->epi[a] = q;
+        c->skip[q] = 1;
+    }
+}
+
+/* GLU_QUANT f of one row whose gate and up are the two matmuls of one T = 1 launch (the gate
+ * leading, the up its only member), each used only by f, written without a fused ADD, KV-cache
+ * column or RoPE, and one k_gemv_reg takes as gate/up pairs: that
+ * launch writes act(gate) * up into the gate's memory, and f only quantizes it (cu_quantize_act:
+ * the same f32 values and quantizer as cu_glu_quant, so the same bits) — the GLU's loads of two rows
+ * and its activation function leave the chain's one-block kernel for the GEMV's epilogue. Safe: f
+ * runs right where it did and reads only the gate's memory, which holds f's input until f (its one
+ * use); the up's memory is no longer written, and only f read it. */
+static void plan_glu_pairs(const plan *p, cuda_fusions *c, const int32_t *uses) {
+    const ir_graph *g = p->g;
+    for (int32_t f = 0; f < g->n_nodes; f++) {
+        const ir_node *fn = &g->nodes[f];
+        if (fn->op != IR_OP_GLU_QUANT || c->skip[f] || ir_nrows(fn) != 1) continue;
+        const ir_ref gs = fn->src[0], us = fn->src[1];
+        if (gs < 0 || us < 0 || g->nodes[gs].op != IR_OP_MATMUL || g->nodes[us].op != IR_OP_MATMUL) continue;
+        if (c->skip[gs] || c->gnext[gs] != us || c->gnext[us] >= 0 || uses[gs] != 1 || uses[us] != 1) continue;
+        if (c->epi[gs] >= 0 || c->epi[us] >= 0 || c->vstore[gs] >= 0 || c->vstore[us] >= 0 || c->krope[gs] >= 0 || c->krope[us] >= 0) continue;
+        const ir_node *x = &g->nodes[g->nodes[gs].src[1]];
+        const cu_gemv_seg sg[2] = {mm_seg(g, &g->nodes[gs]), mm_seg(g, &g->nodes[us])};
+        if (!cu_gemv_reg_fits(sg, 2, x->ne[0], x->dtype, true)) continue;
+        c->gpair[gs] = f;
+    }
+}
+
+bool cf_mma_ok(const ir_graph *g, const ir_node *m) { /* a T > 8 matmul the int8 MMA GEMM takes */
+    if (m->op != IR_OP_MATMUL) return false;
+    const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
+    return x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype);
+}
+
+/* The ROPE that is v's only reader (through views of v that nothing else reads), taking v's shape
+ * into a value of its own that is not a plan input or output: that ROPE may write its result over
+ * v (in place: k_rope_jobs reads a pair before it writes it) when v has memory of its own
+ * (plan_rope_jobs; plan_mma_groups keeps such a slot until the ROPE's readers are past). -1: none. */
+static int32_t inplace_rope_of(const plan *p, const int32_t *uses, ir_ref v) {
+    const ir_graph *g = p->g;
+    ir_ref cur = v;
+    for (int32_t q = v + 1; q < g->n_nodes; q++) {
+        const ir_node *qn = &g->nodes[q];
+        bool reads = false;
+        for (int a = 0; a < IR_MAX_SRC; a++) reads |= qn->src[a] == cur;
+        if (!reads) continue;
+        if (uses[cur] != 1) return -1;
+        if (qn->op == IR_OP_RESHAPE && p->vals[q].alias == p->vals[v].alias) {
+            cur = q;
+            continue;
+        }
+        if (qn->op != IR_OP_ROPE || qn->src[0] != cur || p->vals[q].alias != q || p->vals[q].input >= 0 ||
+            p->vals[q].bytes != p->vals[p->vals[v].alias].bytes)
+            return -1;
+        for (int32_t k = 0; k < p->n_outputs; k++)
+            if (p->outputs[k].node == q) return -1;
+        return q;
+    }
+    return -1;
+}
+
+static bool is_output(const plan *p, ir_ref v) { /* is v's memory a plan output's? */
+    for (int32_t k = 0; k < p->n_outputs; k++)
+        if (p->vals[p->outputs[k].node].alias == p->vals[v].alias) return true;
+    return false;
+}
+
+#define MMA_SLOTS 8
+typedef struct mma_slot {
+    uint64_t off, bytes;
+    int32_t free_after; /* the last node that reads the value it holds */
+} mma_slot;
+
+/* per alias root: its last reader in the plan's order (-1: none; malloc'd, NULL when out of memory).
+ * A skipped reader's work may run later (e.g. a RoPE the attention applies): it reads as late as its
+ * own readers. */
+static int32_t *last_readers(const plan *p, const cuda_fusions *c) {
+    const ir_graph *g = p->g;
+    int32_t *last = (int32_t *)malloc((size_t)g->n_nodes * sizeof *last);
+    if (!last) return NULL;
+    for (int32_t i = 0; i < g->n_nodes; i++) last[i] = -1;
+    for (int32_t q = g->n_nodes - 1; q >= 0; q--) {
+        const ir_ref rq = p->vals[q].alias >= 0 ? p->vals[q].alias : q;
+        const int32_t at_q = c->skip[q] && last[rq] > q ? last[rq] : q;
+        for (int a = 0; a < IR_MAX_SRC; a++) {
+            const ir_ref sr = g->nodes[q].src[a];
+            if (sr == IR_NONE || p->vals[sr].alias < 0) continue;
+            if (at_q > last[p->vals[sr].alias]) last[p->vals[sr].alias] = at_q;
+        }
+    }
+    return last;
+}
+
+/* a slot of the private region (after the plan's) for a value of b bytes written at node i and read
+ * until node fa: one whose value's readers are all before i, or a new one while there are fewer than
+ * max; UINT64_MAX if neither */
+static uint64_t slot_take(mma_slot *slot, int *ns, int max, uint64_t *at, uint64_t b, int32_t i, int32_t fa) {
+    int sl = -1;
+    for (int k = 0; k < *ns && sl < 0; k++)
+        if (slot[k].free_after < i && slot[k].bytes >= b) sl = k;
+    if (sl < 0 && *ns < max) {
+        slot[*ns] = (mma_slot){*at, b, 0};
+        *at += b;
+        sl = (*ns)++;
+    }
+    if (sl < 0) return UINT64_MAX;
+    slot[sl].free_after = fa > i ? fa : i;
+    return slot[sl].off;
+}
+
+/* T > 8 matmuls of one activation and one weight type, or two that cu_mma_pair takes (a prefill plan's
+ * gate/up; K, V and Q, which the plan orders apart: K's RoPE and cache store, then V, come before Q;
+ * a Q4_K_M file's V may be Q8_0 beside Q5_0 K and Q): one int8 MMA launch at the
+ * first one's place (mnext chain; the members after it skipped), where cu_mma_multi_split at run
+ * time — else they run one by one there. A member adjacent to the one before it (nothing between
+ * but inputs and fused ADDs) keeps its memory, which then holds nothing live — checked: it overlaps
+ * neither the activation nor an earlier member's output or epilogue operand. A member further on
+ * runs before its place in the plan, so its result gets memory of its own after the plan's region
+ * (moved), in a slot no other live value uses: slots are reused once every use of the value they
+ * held is past (a layer's Q slot serves every layer). Its epilogue operand must exist at the leader. */
+static void plan_mma_groups(const plan *p, cuda_fusions *c, const int32_t *uses, uint64_t *at, bool hoist, bool pair) {
+    const ir_graph *g = p->g;
+    int32_t *last = last_readers(p, c);
+    mma_slot slot[MMA_SLOTS];
+    int ns = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (c->skip[i] || !cf_mma_ok(g, &g->nodes[i])) continue;
+        const ir_ref xi = g->nodes[i].src[1];
+        const int wt = g->nodes[g->nodes[i].src[0]].dtype, xt = g->nodes[xi].dtype;
+        int wt2 = wt; /* a second type the launch takes beside the leader's (cu_mma_pair) */
+        int32_t mem[CU_MULTI_MAX] = {i};
+        bool move[CU_MULTI_MAX] = {false};
+        int n = 1;
+        for (int32_t k = i + 1, prev = i; k < g->n_nodes && n < CU_MULTI_MAX; k++) {
+            const ir_node *m = &g->nodes[k];
+            const int mt = g->nodes[m->src[0]].dtype;
+            if (c->skip[k] || !cf_mma_ok(g, m) || m->src[1] != xi || (mt != wt && (wt2 != wt ? mt != wt2 : !pair || !cu_mma_pair(wt, mt, xt)))) continue;
+            const ir_ref ok = cf_epi_operand(g, c, k), out = cf_mm_out(c, k);
+            if (ok != IR_NONE && p->vals[ok].input < 0 && ok >= i) continue;
+            bool adjacent = true; /* nothing between the member before and this one but inputs and that member's fused ADD */
+            for (int32_t q = prev + 1; q < k && adjacent; q++) adjacent = (ir_ops[g->nodes[q].op].flags & OPF_INPUT) || q == c->epi[prev];
+            bool clash = overlap(p, c, out, xi);
+            for (int q = 0; q < n && !clash; q++) {
+                const ir_ref oq = cf_epi_operand(g, c, mem[q]);
+                clash = overlap(p, c, out, cf_mm_out(c, mem[q])) || (oq != IR_NONE && overlap(p, c, out, oq));
+            }
+            if (!adjacent || clash) { /* hoisted: memory of its own */
+                if (!hoist || !last || p->vals[out].input >= 0 || p->vals[out].alias != out) continue;
+                move[n] = true;
+            }
+            mem[n++] = prev = k;
+            if (mt != wt) wt2 = mt;
+        }
+        for (int q = 1; q < n; q++) {
+            c->mnext[mem[q - 1]] = mem[q];
+            c->skip[mem[q]] = 1;
+            const ir_ref out = cf_mm_out(c, mem[q]);
+            if (!move[q] || c->moved[out] != UINT64_MAX) continue;
+            const uint64_t b = cf_align(p->vals[out].bytes);
+            int32_t fa = last[out] > mem[q] ? last[out] : mem[q];
+            const int32_t r = inplace_rope_of(p, uses, out); /* it may take the slot in place: its readers too */
+            if (r >= 0 && last[r] > fa) fa = last[r];
+            uint64_t off = slot_take(slot, &ns, MMA_SLOTS, at, b, i, fa);
+            if (off == UINT64_MAX) { /* no slot: a region of its own */
+                off = *at;
+                *at += b;
+            }
+            c->moved[out] = off;
+        }
+    }
+    free(last);
+}
+
+/* the K split of the launch of the MMA group led by l (plan_mma_groups) at the plan's T, with scratch
+ * enough (cu_mma_multi_split, as run_matmul_group asks it; 0: its members launched one by one) */
+static int group_split(const plan *p, const cuda_fusions *c, int32_t l) {
+    const ir_graph *g = p->g;
+    cu_gemv_seg seg[CU_MULTI_MAX];
+    int ns = 0;
+    for (int32_t m = l; m >= 0 && ns < CU_MULTI_MAX; m = c->mnext[m]) seg[ns++] = mm_seg(g, &g->nodes[m]);
+    const ir_node *x = &g->nodes[g->nodes[l].src[1]];
+    return cu_mma_multi_split(seg, ns, x->ne[0], x->dtype, x->ne[1], UINT64_MAX);
+}
+
+/* GLU_QUANT f of T > 8 rows whose gate and up are the two members of one MMA group (plan_mma_groups:
+ * the gate leading, the up its only member), each used only by f, without epilogues, of one weight
+ * type and row count, in a launch that never splits K (cu_mma_multi_split 1 with any scratch): that
+ * launch takes them as row pairs (cu_matmul_mma_multi pair_glu) and writes act(gate) * up into the
+ * gate's memory, and f only quantizes it — as plan_glu_pairs at T = 1: the GLU kernel's reads of
+ * two [T, N] results and the up's write leave the plan. Weight types cu_mma_glu_pair_ok takes (a
+ * Qwen2.5-0.5B Q4_K_M file's Q5_0 gate/up). gpair[gate] = f. */
+static void plan_mma_glu_pairs(const plan *p, cuda_fusions *c, const int32_t *uses) {
+    const ir_graph *g = p->g;
+    for (int32_t f = 0; f < g->n_nodes; f++) {
+        const ir_node *fn = &g->nodes[f];
+        if (fn->op != IR_OP_GLU_QUANT || c->skip[f] || ir_nrows(fn) <= 8) continue;
+        const ir_ref gs = fn->src[0], us = fn->src[1];
+        if (gs < 0 || us < 0 || c->skip[gs] || c->mnext[gs] != us || c->mnext[us] >= 0 || uses[gs] != 1 || uses[us] != 1) continue;
+        if (c->epi[gs] >= 0 || c->epi[us] >= 0) continue;
+        const cu_gemv_seg sg[2] = {mm_seg(g, &g->nodes[gs]), mm_seg(g, &g->nodes[us])};
+        if (sg[0].wtype != sg[1].wtype || !cu_mma_glu_pair_ok(sg[0].wtype) || sg[0].N != sg[1].N || group_split(p, c, gs) != 1) continue;
+        c->gpair[gs] = f;
+    }
+}
+
+/* ROPE / KV_STORE nodes that run one after another (nothing executed between them: the nodes
+ * between are skipped — done by a launch before, e.g. a prefill layer's K, V, Q GEMMs in one MMA
+ * launch — views or inputs): up to CU_ROPE_JOBS_MAX in one cu_rope_jobs launch at the first one's
+ * place (rnext chain; the others skipped) — a prefill layer's K rope + cache write, V cache write
+ * and Q rope. Safe where no job writes memory another job reads (they run side by side). A ROPE
+ * whose output the plan put over an earlier job's input (a prefill layer's Q rope over K, freed in
+ * the plan's order) writes over its own input instead where that input has memory of its own
+ * (inplace_rope_of; SB_CUDA_ROPE_INPLACE=0 off), where the group computing that input splits K:
+ * then Q's rope joins the launch and the jobs sum the group's partials (plan_group_jobs) — no reduce
+ * kernel, no rope kernel (H200, Qwen2.5-0.5B: pp64 +2%, first token -2%). Where the group does not
+ * split (T = 512), Q's rope joining alone measured slower (pp512 -1%, at depth 4096 -2.5%). */
+static ir_ref rope_out(const cuda_fusions *c, int32_t i) { return c->epi[i] >= 0 ? c->epi[i] : i; } /* a ROPE fused with its kv_store: the cache */
+/* does node j launch work at its own place? (not skipped — done by another launch —, nor a view or an input) */
+static bool runs_alone(const ir_graph *g, const cuda_fusions *c, int32_t j) {
+    return !c->skip[j] && g->nodes[j].op != IR_OP_RESHAPE && !(ir_ops[g->nodes[j].op].flags & OPF_INPUT);
+}
+static bool rope_job_ok(const ir_graph *g, const cuda_fusions *c, int32_t i) {
+    const ir_node *n = &g->nodes[i];
+    if (c->skip[i]) return false;
+    if (n->op == IR_OP_KV_STORE)
+        return g->nodes[n->src[1]].dtype == SB_TYPE_F32 && (n->dtype == SB_TYPE_F32 || n->dtype == SB_TYPE_F16);
+    return n->op == IR_OP_ROPE && g->nodes[n->src[0]].ne[3] == 1;
+}
+/* does the MMA group (plan_mma_groups) whose results include v split K at the plan's T (group_split)? */
+static bool group_of_splits(const plan *p, const cuda_fusions *c, ir_ref v) {
+    for (int32_t l = 0; l < p->g->n_nodes; l++) {
+        if (c->skip[l] || c->mnext[l] < 0) continue; /* leaders only */
+        for (int32_t m = l; m >= 0; m = c->mnext[m])
+            if (cf_mm_out(c, m) == v) return group_split(p, c, l) > 1;
+    }
+    return false;
+}
+
+/* does job j (input in_j) write over an input or output of the jobs mem[0..n), or they over its input? */
+static bool job_clash(const plan *p, const cuda_fusions *c, const ir_graph *g, const int32_t *mem, int n, int32_t j, ir_ref in_j) {
+    for (int q = 0; q < n; q++) {
+        const ir_node *mq = &g->nodes[mem[q]];
+        const ir_ref in_q = mq->src[mq->op == IR_OP_KV_STORE ? 1 : 0];
+        if (overlap(p, c, rope_out(c, j), in_q) || overlap(p, c, rope_out(c, mem[q]), in_j) || overlap(p, c, rope_out(c, j), rope_out(c, mem[q])))
+            return true;
+    }
+    return false;
+}
+static void plan_rope_jobs(const plan *p, cuda_fusions *c, const int32_t *uses) {
+    const ir_graph *g = p->g;
+    const bool inplace = cf_env_not0("SB_CUDA_ROPE_INPLACE"); /* 0: no ROPE job over its own input */
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (!rope_job_ok(g, c, i)) continue;
+        int32_t mem[CU_ROPE_JOBS_MAX] = {i};
+        int n = 1;
+        for (int32_t j = i + 1; j < g->n_nodes && n < CU_ROPE_JOBS_MAX; j++) {
+            const ir_node *m = &g->nodes[j];
+            if (!runs_alone(g, c, j)) continue;
+            if (!rope_job_ok(g, c, j)) break;
+            const ir_node *mi = &g->nodes[i];
+            if (m->src[m->op == IR_OP_KV_STORE ? 2 : 1] != mi->src[mi->op == IR_OP_KV_STORE ? 2 : 1]) break; /* one pos for the launch */
+            const ir_ref in_j = m->src[m->op == IR_OP_KV_STORE ? 1 : 0];
+            bool clash = job_clash(p, c, g, mem, n, j, in_j); /* no job's output over another's input */
+            /* a ROPE whose input has memory of its own (a hoisted MMA group member's, e.g. a prefill layer's
+             * Q) and which is its only reader: its output over that input instead (in place), where the
+             * plan had put it over an earlier job's input (K's, freed in the plan's order) */
+            const ir_ref rin = p->vals[in_j].alias;
+            if (clash && inplace && m->op == IR_OP_ROPE && c->epi[j] < 0 && c->moved[j] == UINT64_MAX && c->moved[rin] != UINT64_MAX &&
+                inplace_rope_of(p, uses, rin) == j && group_of_splits(p, c, rin)) {
+                c->moved[j] = c->moved[rin];
+                clash = job_clash(p, c, g, mem, n, j, in_j);
+                if (clash) c->moved[j] = UINT64_MAX;
+            }
+            if (clash) break;
+            mem[n++] = j;
+        }
+        for (int q = 1; q < n; q++) {
+            c->rnext[mem[q - 1]] = mem[q];
+            c->skip[mem[q]] = 1;
+        }
+    }
+}
+
+/* an MMA group (plan_mma_groups) whose every result is read only by the jobs of the cu_rope_jobs
+ * launch that runs right after it (through views): a prefill layer's K, V, Q, their RoPE and cache
+ * writes. Where the group splits K, those jobs sum the partials themselves (k_mma_reduce's order:
+ * the same bits) and the reduce kernel is left out. gjobs[leader] = 1. */
+static bool job_reads(const cuda_fusions *c, int32_t j0, ir_ref q) { /* is q a job of the chain from j0? */
+    for (int32_t j = j0; j >= 0; j = c->rnext[j])
+        if (j == q) return true;
+    return false;
+}
+static void plan_group_jobs(const plan *p, cuda_fusions *c) {
+    const ir_graph *g = p->g;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (c->skip[i] || c->mnext[i] < 0) continue;
+        int32_t j = i + 1; /* the next node that launches work (the leader's fused ADD is skipped) */
+        while (j < g->n_nodes && !runs_alone(g, c, j)) j++;
+        if (j >= g->n_nodes || (g->nodes[j].op != IR_OP_ROPE && g->nodes[j].op != IR_OP_KV_STORE)) continue;
+        bool ok = true;
+        for (int32_t m = i; m >= 0 && ok; m = c->mnext[m]) {
+            const ir_ref root = p->vals[cf_mm_out(c, m)].alias;
+            for (int32_t q = 0; q < g->n_nodes && ok; q++) {
+                const ir_node *qn = &g->nodes[q];
+                if (q == m || q == c->epi[m] || (qn->op == IR_OP_RESHAPE && p->vals[q].alias == root)) continue;
+                for (int a = 0; a < IR_MAX_SRC && ok; a++) {
+                    if (qn->src[a] == IR_NONE || p->vals[qn->src[a]].alias != root) continue;
+                    /* a reader: only a job of the chain, through its x */
+                    ok = job_reads(c, j, q) && a == (qn->op == IR_OP_KV_STORE ? 1 : 0);
+                }
+            }
+        }
+        c->gjobs[i] = ok;
+    }
+}
+
+/* A lone MATMUL m on the int8 MMA path (T > 8; no group, no GLU) whose result v goes only into the
+ * residual sum h = v + o that the RMS_NORM_QUANT n right after it normalizes (nothing runs between):
+ * either m's fused ADD writes h and n reads it, or n has the ADD fused (plan_add_norm) and v is its
+ * one operand. Where m splits K at run time, it leaves the partials unreduced and n sums them —
+ * mma_split_sum with o as the epilogue: k_mma_reduce's order, and x + b == b + x in f32, so the
+ * same h, which n writes to h's memory — and the reduce kernel leaves the chain (a prefill layer's
+ * O and down projections at small T; planned where m would split with scratch enough and the norm's
+ * rows fit one wave of its 1024-thread blocks — past that the separate kernels measured faster —
+ * used where m does split at run time). n reads o and the partials while its blocks write h and its
+ * output: the output must overlap neither o nor h (h may be o exactly: one thread reads, then writes,
+ * an element). Where the plan put n's output over o (dead after h in its order), that output moves
+ * to a slot of its own after the plan's region, shared by such norms whose readers are past.
+ * nsum[m] = n. */
+#define NORM_SLOTS 4
+static void plan_norm_sums(const plan *p, cuda_fusions *c, const int32_t *uses, uint64_t *at) {
+    const ir_graph *g = p->g;
+    int32_t *last = last_readers(p, c);
+    if (!last) return;
+    mma_slot slot[NORM_SLOTS];
+    int ns = 0;
+    for (int32_t m = 0; m < g->n_nodes && cu_mma_small_mode() == 2; m++) { /* mode 2: the partials go to a reduce kernel */
+        const ir_node *mn = &g->nodes[m];
+        if (c->skip[m] || c->mnext[m] >= 0 || c->gpair[m] >= 0 || !cf_mma_ok(g, mn)) continue;
+        const cu_gemv_seg sg = mm_seg(g, mn);
+        const ir_node *x = &g->nodes[mn->src[1]];
+        if (cu_mma_multi_split(&sg, 1, x->ne[0], x->dtype, x->ne[1], UINT64_MAX) < 2) continue; /* never splits */
+        const bool own = c->epi[m] >= 0; /* m's ADD fused into m; else into n */
+        if (!own && (uses[m] != 1 || p->vals[m].alias != m)) continue;
+        int32_t n = (own ? c->epi[m] : m) + 1;
+        while (n < g->n_nodes && !runs_alone(g, c, n)) n++;
+        if (n >= g->n_nodes) continue;
+        const ir_node *nn = &g->nodes[n];
+        if (nn->op != IR_OP_RMS_NORM_QUANT || ir_nelem(nn) != ir_nelem(mn) || cu_norm_rows_fit(nn->dtype, nn->ne[0], ir_nrows(nn))) continue;
+        ir_ref h, o;
+        if (own) {
+            if (nn->src[0] != c->epi[m] || c->epi[n] >= 0) continue;
+            h = c->epi[m], o = cf_epi_operand(g, c, m);
+        } else {
+            const ir_node *a = c->epi[n] >= 0 ? &g->nodes[c->epi[n]] : NULL;
+            if (!a || a->op != IR_OP_ADD || nn->src[0] != c->epi[n] || (a->src[0] != m && a->src[1] != m)) continue;
+            h = c->epi[n], o = a->src[0] == m ? a->src[1] : a->src[0];
+            if (ir_nelem(&g->nodes[o]) != ir_nelem(mn)) continue;
+        }
+        if (overlap(p, c, n, h)) continue;
+        if (overlap(p, c, n, o)) { /* n's output to a slot of its own */
+            if (p->vals[n].alias != n || p->vals[n].input >= 0 || c->moved[n] != UINT64_MAX || is_output(p, n)) continue;
+            const uint64_t off = slot_take(slot, &ns, NORM_SLOTS, at, cf_align(p->vals[n].bytes), n, last[n]);
+            if (off == UINT64_MAX) continue;
+            c->moved[n] = off;
+        }
+        c->nsum[m] = n;
+    }
+    free(last);
+}
+
+/* MATMUL m immediately followed by ADD(m, o) (either order), m used only there, o a [N] bias or a
+ * value of the output's shape: the GEMV writes the ADD's value through its epilogue and the ADD
+ * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
+ * o only exactly (each element is read, then written, by one thread). Bit-identical: the same
+ * f32 (W x) + o. */
+sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, bool ropek, bool glu_pair) {
+    const ir_graph *g = p->g;
+    int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
+    c->epi = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->epi);
+    c->skip = (uint8_t *)calloc((size_t)g->n_nodes, 1);
+    c->gnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gnext);
+    c->mnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->mnext);
+    c->rnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->rnext);
+    c->gjobs = (uint8_t *)calloc((size_t)g->n_nodes, 1);
+    c->vstore = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->vstore);
+    c->moved = (uint64_t *)malloc((size_t)g->n_nodes * sizeof *c->moved);
+    c->qrope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->qrope);
+    c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
+    c->gpair = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gpair);
+    c->nsum = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->nsum);
+    if (!uses || !c->epi || !c->skip || !c->gnext || !c->mnext || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->gpair ||
+        !c->nsum) {
+        free(uses);
+        return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
+    }
+    ir_use_counts(g, uses);
+    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->mnext[i] = c->rnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->gpair[i] = c->nsum[i] = -1,
+        c->moved[i] = UINT64_MAX;
+    const uint64_t base = cf_align(p->arena_bytes);
+    uint64_t at = base;
+    for (int32_t i = 0; i + 1 < g->n_nodes; i++) {
+        const ir_node *m = &g->nodes[i], *a = &g->nodes[i + 1];
+        if (m->op != IR_OP_MATMUL || a->op != IR_OP_ADD || uses[i] != 1) continue;
+        const int slot = a->src[0] == i ? 1 : a->src[1] == i ? 0 : -1;
+        if (slot < 0) continue;
+        const ir_ref o = a->src[slot];
+        const ir_node *on = &g->nodes[o];
+        const bool bc = ir_nelem(on) == m->ne[0] && ir_nrows(m) != 1;
+        if (!bc && ir_nelem(on) != ir_nelem(m)) continue;
+        if (overlap(p, c, i + 1, m->src[1])) continue;
+        if (overlap(p, c, i + 1, o) && !(same_mem(p, c, i + 1, o) && !bc)) continue;
+        c->epi[i] = i + 1;
+        c->skip[i + 1] = 1;
+    }
+    /* ROPE r, then only views of it, then KV_STORE(cache, view of r, pos): rope writes the cache */
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].op != IR_OP_ROPE || uses[i] != 1) continue;
+        int32_t j = i + 1;
+        bool ok = true;
+        while (j < g->n_nodes && g->nodes[j].op == IR_OP_RESHAPE) {
+            if (p->vals[j].alias != i || uses[j] != 1) ok = false;
+            j++;
+        }
+        if (!ok || j >= g->n_nodes) continue;
+        const ir_node *k = &g->nodes[j];
+        if (k->op != IR_OP_KV_STORE || p->vals[k->src[1]].alias != i || k->src[2] != g->nodes[i].src[1]) continue;
+        c->epi[i] = j;
+        c->skip[j] = 1;
+    }
+    plan_add_norm(p, c);
+    plan_groups(p, c, uses, &at, ropek);
+    plan_qrope(p, c, uses);
+    plan_attn_quant(p, c);
+    if (glu_pair) plan_glu_pairs(p, c, uses);
+    const char *mg = getenv("SB_CUDA_MMA_GROUP"); /* prefill GEMMs of one activation in one launch (default on; 0 off; 2 adjacent ones only) */
+    /* SB_CUDA_MMA_PAIR=0: one weight type a group (no Q8_0 V beside Q5_0 K and Q) */
+    if (!(mg && mg[0] == '0')) plan_mma_groups(p, c, uses, &at, !(mg && mg[0] == '2'), cf_env_not0("SB_CUDA_MMA_PAIR"));
+    if (glu_pair && cf_env_not0("SB_CUDA_MMA_GLU_PAIR")) plan_mma_glu_pairs(p, c, uses); /* 0: the prefill GLU in its own kernel */
+    if (cf_env_not0("SB_CUDA_ROPE_JOBS")) plan_rope_jobs(p, c, uses);
+    if (cf_env_not0("SB_CUDA_GROUP_JOBS")) plan_group_jobs(p, c);
+    /* again, now that Q's RoPE may write its own (moved) memory: the plan had put the QUANTIZE's
+     * output over the RoPE's first place (a prefill layer's, 22 of 24 at T = 64) */
+    if (cf_env_not0("SB_CUDA_ATTN_QUANT2")) plan_attn_quant(p, c);
+    if (cf_env_not0("SB_CUDA_NORM_SUMS")) plan_norm_sums(p, c, uses, &at);
+    c->moved_bytes = at - base;
+    free(uses);
+    return SB_OK;
+}
+
+void cuda_fusions_free(cuda_fusions *f) {
+    free(f->epi);
+    free(f->skip);
+    free(f->gnext);
+    free(f->mnext);
+    free(f->rnext);
+    free(f->gjobs);
+    free(f->vstore);
+    free(f->moved);
+    free(f->qrope);
+    free(f->krope);
+    free(f->gpair);
+    free(f->nsum);
+    memset(f, 0, sizeof *f);
+}
+
+#endif /* SB_HAVE_CUDA */

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/cuda_fusion.h — the CUDA executor's own fusion planning (cuda_fusion.c): given a plan,
+ * which nodes the executor (exec_cuda.c) runs inside another node's launch, and where values it
+ * hoists or moves out of the plan's memory live. Stopgaps for the planner passes of
+ * src/graph/passes (docs/cuda.md lists every fusion and its knob); each one gives the same bits as
+ * the unfused kernels (tested on every model).
+ * Layer 2 (runtime), CUDA builds only (SB_HAVE_CUDA). Host code only: no device calls, so the
+ * fusion tables of a plan can be computed and counted without a GPU (exec_cuda_count_fusions,
+ * tests/runtime test_cuda_plan, with cu_assume_device standing in for the device's limits).
+ * Tables are per IR node, -1 (or 0, UINT64_MAX) where nothing applies.
+ */
+#ifndef SB_RUNTIME_CUDA_FUSION_H
+#define SB_RUNTIME_CUDA_FUSION_H
+
+#include "graph/plan.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef struct cuda_fusions {
+    /* epi[i] = the ADD node a matmul i writes through its epilogue (also: the kv_store a ROPE writes,
+     * the residual ADD an RMS_NORM_QUANT computes, the QUANTIZE an attention writes; -1 none);
+     * skip[j] = node j is done by another node's launch */
+    int32_t *epi;
+    uint8_t *skip;
+    /* gnext[i] = the next matmul of the multi-GEMV launch led by matmul i (-1 none; members after
+     * the leader are skipped); vstore[i] = the V kv_store matmul i's result also writes (-1 none) */
+    int32_t *gnext, *vstore;
+    int32_t *mnext;       /* per matmul: the next member of its T > 8 int8 MMA launch (plan_mma_groups; -1 none) */
+    int32_t *rnext;       /* per ROPE / KV_STORE: the next job of its cu_rope_jobs launch (plan_rope_jobs; -1 none) */
+    uint8_t *gjobs;       /* per MMA group leader: its results go only to the rope jobs launched right after it, which then
+                           * sum a split's partials themselves — no reduce kernel (plan_group_jobs) */
+    uint64_t *moved;      /* per alias root: arena offset of its private copy (UINT64_MAX: the plan's) */
+    int32_t *qrope;       /* per ATTENTION node: the ROPE of Q it applies as it loads q (-1 none) */
+    int32_t *krope;       /* per matmul: the ROPE (+ its kv_store) its multi-GEMV launch does (-1 none) */
+    int32_t *gpair;       /* per matmul (a gate/up launch's leader): the GLU_QUANT whose act(gate) * up it writes into the
+                           * gate's memory, rows taken as gate/up pairs — that node then only quantizes (plan_glu_pairs; -1 none) */
+    int32_t *nsum;        /* per matmul: the RMS_NORM_QUANT right after it that sums its split-K partials, so the split leaves
+                           * them unreduced (plan_norm_sums; -1 none) */
+    uint64_t moved_bytes; /* the private region's size; it starts at cf_align(p->arena_bytes) */
+} cuda_fusions;
+
+/* Plan every fusion of p into f (zeroed by the caller; freed with cuda_fusions_free, also after a
+ * failure). ropek: K's RoPE into its Q/K/V launch; glu_pair: an FFN's GLU computed by its gate/up
+ * launch. The other passes follow their SB_CUDA_* knobs (docs/cuda.md). SB_ERR_OOM only. */
+sb_status cuda_fusions_plan(const plan *p, cuda_fusions *f, bool ropek, bool glu_pair);
+void cuda_fusions_free(cuda_fusions *f);
+
+#define GF_ROWS_MAX 65536 /* output rows of a fused-GEMV launch (cu_matmul_q8_multi) at most */
+
+/* the kernel-choice predicates the planner and the executor share */
+bool cf_multi_ok(const ir_graph *g, const ir_node *m);   /* a T = 1 matmul a multi-GEMV launch takes */
+bool cf_reg_single(const ir_graph *g, const ir_node *m); /* a lone T = 1 GEMV the registers-before-the-wait kernel takes */
+bool cf_mma_ok(const ir_graph *g, const ir_node *m);     /* a T > 8 matmul the int8 MMA GEMM takes */
+ir_ref cf_mm_out(const cuda_fusions *f, ir_ref m);       /* the value matmul m's launch writes: its epilogue ADD's, or its own */
+ir_ref cf_epi_operand(const ir_graph *g, const cuda_fusions *f, ir_ref m); /* the other input of m's fused ADD (IR_NONE: none) */
+
+static inline uint64_t cf_align(uint64_t x) { return (x + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1); }
+
+/* the executor's knobs: on unless set to 0 (cf_env_not0); opt-in, set and starting with 1 (cf_env_is1) */
+static inline bool cf_env_not0(const char *name) {
+    const char *e = getenv(name);
+    return !(e && e[0] == '0');
+}
+static inline bool cf_env_is1(const char *name) {
+    const char *e = getenv(name);
+    return e && e[0] == '1';
+}
+
+#endif
