@@ -49,6 +49,16 @@ static inline const char *test_data_path(const char *rel) {
     return buf;
 }
 
+/* The host C++ compiler ($CXX, else c++) the emulated-device tests build with (tests/codegen/emu),
+ * or NULL when it does not run (those tests then SKIP, exit 77). */
+static inline const char *test_host_cxx(void) {
+    const char *cxx = getenv("CXX");
+    if (!cxx || !*cxx) cxx = "c++";
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s --version > /dev/null 2>&1", cxx);
+    return system(cmd) == 0 ? cxx : NULL;
+}
+
 /* Read a whole file into malloc'd memory; NULL if absent. */
 static inline unsigned char *test_read_file(const char *path, size_t *size) {
     FILE *f = fopen(path, "rb");

@@ -86,9 +86,8 @@ ir_ref cf_epi_operand(const ir_graph *g, const cuda_fusions *c, ir_ref m) { /* t
 bool cf_multi_ok(const ir_graph *g, const ir_node *m) {
     if (m->op != IR_OP_MATMUL) return false;
     const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
-    const bool kq = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
     return x->ne[1] == 1 && ir_nrows(x) == 1 &&
-           ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && kq));
+           ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(w->dtype)));
 }
 
 /* matmul m as a segment for cu_gemv_reg_fits: its weight type and rows */

@@ -1032,7 +1032,6 @@ static sb_status run_matmul_one(crun *r, int32_t i) {
     cu_epilogue epb;
     float *dst = matmul_out(r, i, &epb);
     const cu_epilogue *ep = epb.add ? &epb : NULL;
-    const bool k_dp4a = w->dtype == SB_TYPE_Q4_K || w->dtype == SB_TYPE_Q5_K || w->dtype == SB_TYPE_Q6_K;
     if (cf_mma_ok(g, n)) { /* prefill: int8 tensor cores */
         if (cu_mma_small_mode()) { /* small T: K split over blocks, partials in the scratch region (shared with attention's) */
             const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_mma_small_scratch(w->ne[0], w->ne[1], x->ne[1]);
@@ -1051,7 +1050,7 @@ static sb_status run_matmul_one(crun *r, int32_t i) {
         }
         return cu_matmul_mma(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep);
     }
-    if (x->dtype == SB_TYPE_Q8_1 || (x->dtype == SB_TYPE_Q8_K && k_dp4a))
+    if ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(w->dtype)))
         return cu_matmul_q8(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep);
     return cu_matmul_f32(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep); /* f32 or q8_K */
 }

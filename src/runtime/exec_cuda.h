@@ -54,9 +54,9 @@ void exec_cuda_set_direct_out(exec_cuda *cx, bool on);
  * fails to write shows up as NaN (tests). */
 void exec_cuda_set_poison(exec_cuda *cx, bool on);
 
-/* The CUDA plan target: q8_1 activations for Q4_0/Q5_0/Q8_0 (dp4a GEMV), q8_K for the K-quants
- * and IQ4_XS (dp4a GEMV for Q4_K/Q5_K/Q6_K; Q2_K/Q3_K/IQ4_XS through the f32-path GEMV), f32 for
- * all others; all fusions on. SB_CUDA_ACT=q8_1: q8_1 for Q4_K/Q5_K/Q6_K too (llama.cpp's CUDA). */
+/* The CUDA plan target: q8_1 activations for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/IQ4_NL, q8_K for the
+ * K-quants and IQ4_XS (as llama.cpp's CPU rounds them: the references), every one a dp4a GEMV; f32
+ * for F32/F16/BF16; all fusions on. SB_CUDA_ACT=q8_1: q8_1 for the K-quants too (llama.cpp's CUDA). */
 void exec_cuda_target(plan_target *t);
 
 /* Can this build run every node of p on CUDA? SB_ERR_MODEL_TENSOR_TYPE naming the tensor, its

@@ -284,14 +284,12 @@ static void test_quant(cg_kind kind, int xq, int64_t E, int64_t R, bool flag, bo
 }
 
 int main(void) {
-    cxx = getenv("CXX");
-    if (!cxx || !*cxx) cxx = "c++";
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "%s --version > /dev/null 2>&1", cxx);
-    if (system(cmd) != 0) {
-        printf("SKIP: no host C++ compiler (%s) to run the emulated kernels\n", cxx);
+    cxx = test_host_cxx();
+    if (!cxx) {
+        printf("SKIP: no host C++ compiler ($CXX or c++) to run the emulated kernels\n");
         return 77;
     }
+    char cmd[256];
     if (access("tests/codegen/emu/cuda_emu.h", R_OK) != 0 || access("src/backend/cuda/device/act_quant.cuh", R_OK) != 0) {
         printf("FAIL: run from the repository root (tests/codegen/emu, src/backend/cuda/device)\n");
         return 1;

@@ -187,7 +187,13 @@ static const int all_types[] = {SB_TYPE_F32, SB_TYPE_F16, SB_TYPE_BF16, SB_TYPE_
                                 SB_TYPE_IQ4_NL, SB_TYPE_IQ4_XS};
 #define N_TYPES ((int)(sizeof all_types / sizeof all_types[0]))
 
+/* weight types with a dp4a GEMV (k_mmvq.cu, k_gemv.cu: every quantized type here) and with an int8
+ * tensor-core GEMM (k_mma.cu) */
 static bool mmvq_type(int t) {
+    return t == SB_TYPE_Q4_0 || t == SB_TYPE_Q4_1 || t == SB_TYPE_Q5_0 || t == SB_TYPE_Q5_1 || t == SB_TYPE_Q8_0 || t == SB_TYPE_IQ4_NL ||
+           t == SB_TYPE_Q2_K || t == SB_TYPE_Q3_K || t == SB_TYPE_Q4_K || t == SB_TYPE_Q5_K || t == SB_TYPE_Q6_K || t == SB_TYPE_IQ4_XS;
+}
+static bool mma_type(int t) {
     return t == SB_TYPE_Q4_0 || t == SB_TYPE_Q5_0 || t == SB_TYPE_Q8_0 || t == SB_TYPE_Q4_K || t == SB_TYPE_Q5_K || t == SB_TYPE_Q6_K;
 }
 /* weight types whose CUDA activations are q8_K (exec_cuda_target; as the CPU's) */
@@ -248,7 +254,7 @@ static void test_matmul(void) {
                 expect(run_cmp(g, &b, label, true), 1e-10, label);
             }
             if (mmvq_type(t) && T > 8) { /* the token-tile variants: 4 rows per warp; tiled GEMM; int8 MMA */
-                for (int v = 2; v <= 4; v++) {
+                for (int v = 2; v <= (mma_type(t) ? 4 : 3); v++) {
                     exec_cuda_set_mmvq_variant(v);
                     snprintf(label, sizeof label, "matmul %s T=%lld (%s, %s)", ir_dtype_name(t), (long long)T, path_name(t),
                              v == 2 ? "4 rows/warp" : v == 3 ? "tiled GEMM" : "int8 MMA");

@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
     const struct { int w; int act; } want[] = {
         {SB_TYPE_Q4_0, SB_TYPE_Q8_1}, {SB_TYPE_Q5_0, SB_TYPE_Q8_1}, {SB_TYPE_Q8_0, SB_TYPE_Q8_1}, {SB_TYPE_Q4_K, SB_TYPE_Q8_K},
         {SB_TYPE_Q5_K, SB_TYPE_Q8_K}, {SB_TYPE_Q6_K, SB_TYPE_Q8_K}, {SB_TYPE_Q2_K, SB_TYPE_Q8_K}, {SB_TYPE_Q3_K, SB_TYPE_Q8_K},
-        {SB_TYPE_IQ4_XS, SB_TYPE_Q8_K}, {SB_TYPE_Q4_1, SB_TYPE_F32}, {SB_TYPE_Q5_1, SB_TYPE_F32}, {SB_TYPE_IQ4_NL, SB_TYPE_F32},
+        {SB_TYPE_IQ4_XS, SB_TYPE_Q8_K}, {SB_TYPE_Q4_1, SB_TYPE_Q8_1}, {SB_TYPE_Q5_1, SB_TYPE_Q8_1}, {SB_TYPE_IQ4_NL, SB_TYPE_Q8_1},
         {SB_TYPE_F16, SB_TYPE_F32}, {SB_TYPE_BF16, SB_TYPE_F32}, {SB_TYPE_F32, SB_TYPE_F32},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

@@ -59,17 +59,23 @@ static __device__ __noinline__ void mmvq_part2_call(const uint8_t *ra, const uin
 
 template <int XQ>
 static __device__ __forceinline__ float mmvq_part_any(int wtype, const uint8_t *row, const uint8_t *x, int64_t K, int j0, int step) {
-    switch (wtype) {
+    switch (wtype) { /* mmvq_k_type: q8_1 or q8_K */
+    case CU_T_Q2_K: return mmvq_part_call<CU_T_Q2_K, XQ>(row, x, K, j0, step);
+    case CU_T_Q3_K: return mmvq_part_call<CU_T_Q3_K, XQ>(row, x, K, j0, step);
     case CU_T_Q4_K: return mmvq_part_call<CU_T_Q4_K, XQ>(row, x, K, j0, step);
     case CU_T_Q5_K: return mmvq_part_call<CU_T_Q5_K, XQ>(row, x, K, j0, step);
     case CU_T_Q6_K: return mmvq_part_call<CU_T_Q6_K, XQ>(row, x, K, j0, step);
+    case CU_T_IQ4_XS: return mmvq_part_call<CU_T_IQ4_XS, XQ>(row, x, K, j0, step);
     default: break;
     }
     if (XQ == CU_T_Q8_1) {
         switch (wtype) {
         case CU_T_Q4_0: return mmvq_part_call<CU_T_Q4_0, CU_T_Q8_1>(row, x, K, j0, step);
+        case CU_T_Q4_1: return mmvq_part_call<CU_T_Q4_1, CU_T_Q8_1>(row, x, K, j0, step);
         case CU_T_Q5_0: return mmvq_part_call<CU_T_Q5_0, CU_T_Q8_1>(row, x, K, j0, step);
+        case CU_T_Q5_1: return mmvq_part_call<CU_T_Q5_1, CU_T_Q8_1>(row, x, K, j0, step);
         case CU_T_Q8_0: return mmvq_part_call<CU_T_Q8_0, CU_T_Q8_1>(row, x, K, j0, step);
+        case CU_T_IQ4_NL: return mmvq_part_call<CU_T_IQ4_NL, CU_T_Q8_1>(row, x, K, j0, step);
         default: break;
         }
     }
@@ -79,17 +85,23 @@ static __device__ __forceinline__ float mmvq_part_any(int wtype, const uint8_t *
 template <int XQ>
 static __device__ __forceinline__ void mmvq_part2_any(int wtype, const uint8_t *ra, const uint8_t *rb, const uint8_t *x, int64_t K, int j0,
                                                       int step, float *pa, float *pb) {
-    switch (wtype) {
+    switch (wtype) { /* mmvq_k_type: q8_1 or q8_K */
+    case CU_T_Q2_K: mmvq_part2_call<CU_T_Q2_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
+    case CU_T_Q3_K: mmvq_part2_call<CU_T_Q3_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
     case CU_T_Q4_K: mmvq_part2_call<CU_T_Q4_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
     case CU_T_Q5_K: mmvq_part2_call<CU_T_Q5_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
     case CU_T_Q6_K: mmvq_part2_call<CU_T_Q6_K, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
+    case CU_T_IQ4_XS: mmvq_part2_call<CU_T_IQ4_XS, XQ>(ra, rb, x, K, j0, step, pa, pb); return;
     default: break;
     }
     if (XQ == CU_T_Q8_1) {
         switch (wtype) {
         case CU_T_Q4_0: mmvq_part2_call<CU_T_Q4_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
+        case CU_T_Q4_1: mmvq_part2_call<CU_T_Q4_1, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
         case CU_T_Q5_0: mmvq_part2_call<CU_T_Q5_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
+        case CU_T_Q5_1: mmvq_part2_call<CU_T_Q5_1, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
         case CU_T_Q8_0: mmvq_part2_call<CU_T_Q8_0, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
+        case CU_T_IQ4_NL: mmvq_part2_call<CU_T_IQ4_NL, CU_T_Q8_1>(ra, rb, x, K, j0, step, pa, pb); return;
         default: break;
         }
     }
@@ -276,6 +288,7 @@ template <int TYPE, int TYPE2> static __device__ __forceinline__ void reg_decode
 }
 template <int XQ, int TYPE, int TYPE2, int WPR, int NW, int RW, int SPL, bool PAIR>
 __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t *x, int64_t K, const int32_t *pos) {
+    static_assert(TYPE2 == TYPE || (TYPE != CU_T_Q2_K && TYPE2 != CU_T_Q2_K), "k_gemv_reg: Q2_K's sub-block sum only as the one type");
     __shared__ float red[NW * RW];
     constexpr int G = NW / WPR;
     CU_PDL_LAUNCH();
@@ -361,7 +374,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
             if (row[u] < 0) continue;
             cu_wsub ws;
             reg_decode<TYPE, TYPE2>(g.wtype, &raw[u][t], j, &ws);
-            mmvq_sub_acc(&acc[u], ws, qx[t], cu_act_d<XQ>(d8r[t]));
+            mmvq_sub_acc<TYPE>(&acc[u], ws, qx[t], cu_act_d<XQ>(d8r[t])); /* TYPE2's arithmetic is TYPE's (not Q2_K) */
         }
     }
 #pragma unroll
@@ -500,7 +513,7 @@ static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool p
     if (pair && (n != 2 || seg[1].wtype != seg[0].wtype || seg[0].N != seg[1].N || K > CU_MMVQ_LONG_K || seg[0].cache ||
                  seg[1].cache || seg[0].rot > 0 || seg[1].rot > 0))
         return false;
-    const bool kq = seg[0].wtype == CU_T_Q4_K || seg[0].wtype == CU_T_Q5_K || seg[0].wtype == CU_T_Q6_K;
+    const bool kq = mmvq_k_type(seg[0].wtype);
     if (xtype == CU_T_Q8_K ? !kq : kq) return false; /* k-quants on q8_1 (SB_CUDA_ACT=q8_1) take k_gemv_fused */
     for (int k = 0; k < n; k++) /* one type, or the first one's reg_type2 */
         if ((seg[k].wtype != seg[0].wtype && seg[k].wtype != reg_type2(seg[0].wtype)) || !mmvq_row_bytes(seg[k].wtype, K))
@@ -514,6 +527,12 @@ static sb_status reg_launch(cudaStream_t st, const mseg_set &m, const uint8_t *x
     for (int k = 1; k < m.n; k++) mixed |= m.s[k].wtype != wtype;
     switch (wtype) {
     case CU_T_Q4_0: reg_launch1<CU_T_Q8_1, CU_T_Q4_0>(st, m, xq, K, pos); break;
+    case CU_T_Q4_1: reg_launch1<CU_T_Q8_1, CU_T_Q4_1>(st, m, xq, K, pos); break;
+    case CU_T_Q5_1: reg_launch1<CU_T_Q8_1, CU_T_Q5_1>(st, m, xq, K, pos); break;
+    case CU_T_IQ4_NL: reg_launch1<CU_T_Q8_1, CU_T_IQ4_NL>(st, m, xq, K, pos); break;
+    case CU_T_Q2_K: reg_launch1<CU_T_Q8_K, CU_T_Q2_K>(st, m, xq, K, pos); break;
+    case CU_T_Q3_K: reg_launch1<CU_T_Q8_K, CU_T_Q3_K>(st, m, xq, K, pos); break;
+    case CU_T_IQ4_XS: reg_launch1<CU_T_Q8_K, CU_T_IQ4_XS>(st, m, xq, K, pos); break;
     case CU_T_Q5_0:
         if (mixed) reg_launch1<CU_T_Q8_1, CU_T_Q5_0, CU_T_Q8_0>(st, m, xq, K, pos);
         else reg_launch1<CU_T_Q8_1, CU_T_Q5_0>(st, m, xq, K, pos);
@@ -550,8 +569,7 @@ extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int
     int64_t items[CU_MULTI_MAX];
     for (int k = 0; k < n; k++) {
         const int t = seg[k].wtype;
-        const bool kq = t == CU_T_Q4_K || t == CU_T_Q5_K || t == CU_T_Q6_K;
-        if (!(xtype == CU_T_Q8_1 ? cu_has_mmvq(t) : xtype == CU_T_Q8_K && kq))
+        if (!(xtype == CU_T_Q8_1 ? cu_has_mmvq(t) : xtype == CU_T_Q8_K && mmvq_k_type(t)))
             return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no dp4a GEMV for weight type %d x activation type %d", t, xtype);
         if (seg[k].cache && seg[k].ctype != CU_T_F32 && seg[k].ctype != CU_T_F16)
             return sb_fail(SB_ERR_UNSUPPORTED, "cuda: KV cache of type %d (F32 or F16)", seg[k].ctype);

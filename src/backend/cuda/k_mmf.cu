@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * backend/cuda/k_mmf.cu — matrix x f32 activations for weights without a dp4a path: F32, F16 and
- * BF16 (the float models) and, through per-element dequantization, Q4_1/Q5_1/Q2_K/Q3_K/IQ4_NL/
- * IQ4_XS (correct, not fast: each element re-derives its block's scale).
+ * BF16 (the float models). It also reads every quantized type by per-element dequantization
+ * (correct, not fast: each element re-derives its block's scale), which the plans no longer ask
+ * for: every quantized type has a dp4a GEMV (k_mmvq.cu) since 2026-12-01.
  * Math: y[n,t] = sum_k deq(W)[k,n] * x[k,t], f32 accumulation per lane, then a warp sum (x first
  * rounded to F16/BF16 for F16/BF16 weights, round to nearest even, as llama.cpp's CPU does); x is f32
  * or q8_K blocks (dequantized q*d on the fly: the CPU pairs Q2_K/Q3_K/IQ4_XS with Q8_K).

@@ -4,9 +4,11 @@
  * the first-slice prefill GEMM: token tiles of 8 over grid.y).
  * Math: y[n,t] = sum over 32-element sub-blocks j of W row n:
  *   d8_j,t * (dw0 * dot(w[0..15], qy[0..15]) + dw1 * dot(w[16..31], qy[16..31]) + dm * sum qy),
- * where each weight sub-block is first unpacked to 32 signed int8 (w) in element order:
- *   Q4_0 q-8, Q5_0 q-16, Q8_0 q (dw = d);  Q4_K/Q5_K q (dw = d*sc_j, dm = -dmin*m_j);
- *   Q6_K q-32 (dw0/dw1 = d*scales[2j], d*scales[2j+1]).
+ * where each weight sub-block is first unpacked to 32 signed int8 (w) in element order
+ * (device/unpack.cuh, every quantized weight type of the runtime):
+ *   Q4_0 q-8, Q5_0 q-16, Q8_0 q (dw = d);  Q4_1/Q5_1 q (dw = d, dm = m);  IQ4_NL/IQ4_XS the code
+ *   point (dw = d, d*(ls-32));  Q4_K/Q5_K q (dw = d*sc_j, dm = -dmin*m_j);  Q6_K q-32, Q3_K
+ *   q-4*(1-hbit) (dw0/dw1 per 16-value half);  Q2_K q (dw0/dw1 and a min per half, dm/dm1).
  * The offsets are applied in the integer domain (exact), so unlike llama.cpp's MMVQ no term uses
  * the q8_1 sum s (formats.md §3.4); sum qy comes from a dp4a against 0x01010101.
  * Geometry: 128-thread blocks, one warp per output row (4 rows a block, grid.x = N/4), lane l
@@ -56,7 +58,7 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint
             if (c < nt) {
                 float d8;
                 const int *qy = cu_act_sub<XQ>(x, K, t0 + c, j, &d8);
-                mmvq_sub_acc(&acc[c], ws, qy, d8);
+                mmvq_sub_acc<TYPE>(&acc[c], ws, qy, d8);
             }
         }
     }
@@ -157,7 +159,7 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_rows(float *dst, const
             } else {
 #pragma unroll
                 for (int i = 0; i < 8; i++) ws[r].w[i] = 0;
-                ws[r].d0 = ws[r].d1 = ws[r].dm = 0.0f;
+                ws[r].d0 = ws[r].d1 = ws[r].dm = ws[r].dm1 = 0.0f;
             }
         }
 #pragma unroll
@@ -168,13 +170,8 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_rows(float *dst, const
                 int qy[8];
 #pragma unroll
                 for (int i = 0; i < 8; i++) qy[i] = qp[i];
-                const int sq = cu_dp4a_sum(qy);
 #pragma unroll
-                for (int r = 0; r < MMVQ_R; r++) {
-                    int s0, s1;
-                    cu_dp4a_halves(ws[r].w, qy, &s0, &s1);
-                    acc[r][c] += d8 * (ws[r].d0 * (float)s0 + ws[r].d1 * (float)s1 + ws[r].dm * (float)sq);
-                }
+                for (int r = 0; r < MMVQ_R; r++) mmvq_sub_acc<TYPE>(&acc[r][c], ws[r], qy, d8);
             }
         }
     }
@@ -205,11 +202,13 @@ template <int TYPE, int XQ>
 __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x,
                                              int64_t T, cu_epilogue ep) {
     CU_PDL_ENTRY();
+    constexpr bool M2 = TYPE == CU_T_Q2_K; /* two min terms a sub-block (mmvq_sub_acc): dm1 and the first half's sum too */
     __shared__ int ws[MQ_BN][MQ_LD];
-    __shared__ float wd[MQ_BN][MQ_KB][3];
+    __shared__ float wd[MQ_BN][MQ_KB][M2 ? 4 : 3];
     __shared__ int xs[MQ_BT][MQ_LD];
     __shared__ float xd[MQ_BT][MQ_KB];
     __shared__ int xq[MQ_BT][MQ_KB];
+    __shared__ int xh[M2 ? MQ_BT : 1][MQ_KB];
     const int tid = threadIdx.x;
     const int64_t n0 = (int64_t)blockIdx.x * MQ_BN, t0 = (int64_t)blockIdx.y * MQ_BT;
     const int nsb = (int)(K / 32);
@@ -228,11 +227,12 @@ __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint6
             } else {
 #pragma unroll
                 for (int i = 0; i < 8; i++) t.w[i] = 0;
-                t.d0 = t.d1 = t.dm = 0.0f;
+                t.d0 = t.d1 = t.dm = t.dm1 = 0.0f;
             }
 #pragma unroll
             for (int i = 0; i < 8; i++) ws[r][jj * 8 + i] = t.w[i];
             wd[r][jj][0] = t.d0, wd[r][jj][1] = t.d1, wd[r][jj][2] = t.dm;
+            if (M2) wd[r][jj][M2 ? 3 : 0] = t.dm1;
         }
         /* activations: 32 tokens x 8 sub-blocks, one per thread */
         {
@@ -240,20 +240,23 @@ __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint6
             if (t0 + t < T && j0 + jj < nsb) {
                 float d8;
                 const int *qp = cu_act_sub<XQ>(x, K, t0 + t, j0 + jj, &d8);
-                int sq = 0;
+                int sq = 0, sh = 0;
 #pragma unroll
                 for (int i = 0; i < 8; i++) { /* staged and summed in one pass over the loads */
                     const int q = qp[i];
                     xs[t][jj * 8 + i] = q;
                     sq = __dp4a(0x01010101, q, sq);
+                    if (i == 3) sh = sq;
                 }
                 xd[t][jj] = d8;
                 xq[t][jj] = sq;
+                if (M2) xh[M2 ? t : 0][jj] = sh;
             } else {
 #pragma unroll
                 for (int i = 0; i < 8; i++) xs[t][jj * 8 + i] = 0;
                 xd[t][jj] = 0.0f;
                 xq[t][jj] = 0;
+                if (M2) xh[M2 ? t : 0][jj] = 0;
             }
         }
         __syncthreads();
@@ -261,13 +264,14 @@ __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint6
         for (int jj = 0; jj < MQ_KB; jj++) {
             int xv[2][8];
             float d8[2];
-            int sq[2];
+            int sq[2], sh[2];
 #pragma unroll
             for (int c = 0; c < 2; c++) {
 #pragma unroll
                 for (int i = 0; i < 8; i++) xv[c][i] = xs[tt + 16 * c][jj * 8 + i];
                 d8[c] = xd[tt + 16 * c][jj];
                 sq[c] = xq[tt + 16 * c][jj];
+                sh[c] = M2 ? xh[M2 ? tt + 16 * c : 0][jj] : 0;
             }
 #pragma unroll
             for (int i4 = 0; i4 < 4; i4++) {
@@ -275,12 +279,15 @@ __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint6
                 int wv[8];
 #pragma unroll
                 for (int i = 0; i < 8; i++) wv[i] = ws[r][jj * 8 + i];
-                const float d0 = wd[r][jj][0], d1 = wd[r][jj][1], dm = wd[r][jj][2];
+                const float d0 = wd[r][jj][0], d1 = wd[r][jj][1], dm = wd[r][jj][2], dm1 = M2 ? wd[r][jj][M2 ? 3 : 0] : 0.0f;
 #pragma unroll
                 for (int c = 0; c < 2; c++) {
                     int s0, s1;
                     cu_dp4a_halves(wv, xv[c], &s0, &s1);
-                    acc[i4][c] += d8[c] * (d0 * (float)s0 + d1 * (float)s1 + dm * (float)sq[c]);
+                    if (M2) /* mmvq_sub_acc's Q2_K arithmetic */
+                        acc[i4][c] += d8[c] * (d0 * (float)s0 + d1 * (float)s1 + (dm * (float)sh[c] + dm1 * (float)(sq[c] - sh[c])));
+                    else
+                        acc[i4][c] += d8[c] * (d0 * (float)s0 + d1 * (float)s1 + dm * (float)sq[c]);
                 }
             }
         }
@@ -340,6 +347,7 @@ static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint6
 }
 
 extern "C" bool cu_has_mmvq(int type) { return mmvq_row_bytes(type, 256) != 0; }
+extern "C" bool cu_has_mmvq_q8k(int type) { return mmvq_k_type(type) && cu_has_mmvq(type); }
 
 extern "C" void cu_mmvq_set_variant(int v) { mmvq_variant = v == 1 || v == 2 ? v : 3; }
 extern "C" void cu_mmvq_set_wide_rows(int r) { mmvq_wide_rows = r == 1 || r == 4 ? r : 2; }
@@ -354,18 +362,27 @@ extern "C" sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wt
     if (xtype == CU_T_Q8_1) {
         switch (wtype) {
         case CU_T_Q4_0: return launch_type<CU_T_Q4_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q4_1: return launch_type<CU_T_Q4_1, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
         case CU_T_Q5_0: return launch_type<CU_T_Q5_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q5_1: return launch_type<CU_T_Q5_1, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
         case CU_T_Q8_0: return launch_type<CU_T_Q8_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_IQ4_NL: return launch_type<CU_T_IQ4_NL, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q2_K: return launch_type<CU_T_Q2_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q3_K: return launch_type<CU_T_Q3_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
         case CU_T_Q4_K: return launch_type<CU_T_Q4_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
         case CU_T_Q5_K: return launch_type<CU_T_Q5_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
         case CU_T_Q6_K: return launch_type<CU_T_Q6_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_IQ4_XS: return launch_type<CU_T_IQ4_XS, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
         default: break;
         }
     } else if (xtype == CU_T_Q8_K) {
         switch (wtype) {
+        case CU_T_Q2_K: return launch_type<CU_T_Q2_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_Q3_K: return launch_type<CU_T_Q3_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
         case CU_T_Q4_K: return launch_type<CU_T_Q4_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
         case CU_T_Q5_K: return launch_type<CU_T_Q5_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
         case CU_T_Q6_K: return launch_type<CU_T_Q6_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
+        case CU_T_IQ4_XS: return launch_type<CU_T_IQ4_XS, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
         default: break;
         }
     }

@@ -74,8 +74,10 @@ int cu_kernels_ptx_version(void);
 
 /* Can cu_get_rows / cu_matmul_f32 read weights of `type` (per-element dequantization)? */
 bool cu_can_dequantize(int type);
-/* Does cu_matmul_q8_1 have a dp4a dot for weights of `type`? */
+/* Does cu_matmul_q8 have a dp4a dot for weights of `type` against q8_1 activations? */
 bool cu_has_mmvq(int type);
+/* ... and against q8_K (the 256-value super-block types: Q2_K..Q6_K, IQ4_XS)? */
+bool cu_has_mmvq_q8k(int type);
 
 // ---- rows / elementwise (k_rows.cu) ----
 

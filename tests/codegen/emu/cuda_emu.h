@@ -7,6 +7,8 @@
  * move (so warps drift apart and shared-memory races between them change results). __shared__ is `static` (fibers share one OS thread). Math: the host's libm, fp16 by
  * _Float16 (round to nearest even, as cvt.rn.f16.f32), __float2int_rn by lrintf.
  * Force-included (-include) before the generated source; the test appends sb_emu_launch.
+ * Integer intrinsics (__dp4a, __funnelshift_rc, __byte_perm) and CUDA's aligned vector types serve
+ * the hand-written kernels' device headers (tests/runtime/test_cuda_unpack_emu).
  * Non-goals: speed, atomics, PDL (CU_PDL_ENTRY is a no-op without __CUDA_ARCH__).
  */
 #ifndef SB_CUDA_EMU_H
@@ -40,6 +42,34 @@ static inline int __float2int_rn(float f) { return (int)lrintf(f); }
 static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+
+// ---- integer intrinsics (the hand-written kernels' device headers: tests/runtime/cuda_unpack_emu.cc) ----
+
+/* vector types with CUDA's alignment, so -fsanitize=alignment sees what the device would fault on */
+struct alignas(16) int4 {
+    int x, y, z, w;
+};
+struct alignas(8) uint2 {
+    unsigned x, y;
+};
+/* c + the dot of a's and b's four signed bytes */
+static inline int __dp4a(int a, int b, int c) {
+    for (int k = 0; k < 4; k++) c += (int)(int8_t)(a >> (8 * k)) * (int)(int8_t)(b >> (8 * k));
+    return c;
+}
+/* the low 32 bits of hi:lo shifted right by min(sh, 32) */
+static inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned sh) {
+    const uint64_t v = (uint64_t)hi << 32 | lo;
+    return (unsigned)(v >> (sh < 32 ? sh : 32));
+}
+/* byte k of the result: byte (s >> 4k) & 7 of y:x (CUDA's __byte_perm; the selector's bit 3 unused) */
+static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    const uint64_t v = (uint64_t)y << 32 | x;
+    unsigned r = 0;
+    for (int k = 0; k < 4; k++) r |= (unsigned)((v >> (8 * ((s >> (4 * k)) & 7))) & 0xFF) << (8 * k);
+    return r;
+}
 
 // ---- fibers ----
 

@@ -16,14 +16,28 @@
 /* Weights are never written by a kernel, so a T = 1 block may pull its rows into L2 before it
  * waits for the previous kernel (PDL): bytes from p, 128 a thread per step (+2.5% tg64, H200). */
 static __device__ __forceinline__ void prefetch_rows(const uint8_t *p, uint64_t bytes, int tid, int nth) {
+#ifdef __CUDA_ARCH__ /* (a no-op in host emulation: tests/codegen/emu) */
     for (uint64_t o = (uint64_t)tid * 128; o < bytes; o += (uint64_t)nth * 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
+#endif
 }
 
 /* acc += one sub-block's dot: d8 * (d0*s0 + d1*s1 + dm*sum q), the min term only for types that
- * have one (every T = 1 kernel and k_mmvq's token tiles step through here: the same bits) */
-static __device__ __forceinline__ void mmvq_sub_acc(float *acc, const cu_wsub &ws, const int *qy, float d8) {
+ * have one; Q2_K's two halves' mins: dm * sum q[0..15] + dm1 * sum q[16..31] (every T = 1 kernel
+ * and k_mmvq's token tiles step through here: the same bits). The min terms use the exact integer
+ * sum of the activation, not the q8_1 sum field: llama.cpp's CPU dots (so the reference logits) use
+ * s = F16(d * sum q) for Q4_1 / Q5_1, which the CUDA quantizer does not store (s = F16(sum x),
+ * formats.md §3.2) and d8 (d rounded to f16) cannot rebuild (F16(d8 * sum q) was tried: d8's own
+ * rounding is of the size of s's, so it lands as far from the reference's s as the exact term). The first H200 run, with
+ * q8_1 activations for these types, measured 7.5-7.7e-4 NMSE from their references (limit 1e-3;
+ * docs/cuda.md) */
+template <int TYPE> static __device__ __forceinline__ void mmvq_sub_acc(float *acc, const cu_wsub &ws, const int *qy, float d8) {
     int s0, s1, sq = 0;
     cu_dp4a_halves(ws.w, qy, &s0, &s1);
+    if (TYPE == CU_T_Q2_K) {
+        const int h0 = cu_dp4a_sum16(qy), h1 = cu_dp4a_sum16(qy + 4);
+        *acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + (ws.dm * (float)h0 + ws.dm1 * (float)h1));
+        return;
+    }
     if (ws.dm != 0.0f) sq = cu_dp4a_sum(qy);
     *acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)sq);
 }
@@ -47,7 +61,7 @@ static __device__ __forceinline__ void mmvq_part_rows(const uint8_t *const *rows
         const int *qy = cu_act_sub<XQ>(x, K, 0, j, &d8);
 #pragma unroll
         for (int r = 0; r < R; r++)
-            if (r < n) mmvq_sub_acc(&acc[r], ws[r], qy, d8);
+            if (r < n) mmvq_sub_acc<TYPE>(&acc[r], ws[r], qy, d8);
     }
 }
 
@@ -73,13 +87,25 @@ static __device__ __forceinline__ void mmvq_part2(const uint8_t *ra, const uint8
 static __host__ __device__ __forceinline__ uint64_t mmvq_row_bytes(int type, int64_t K) {
     switch (type) {
     case CU_T_Q4_0: return (uint64_t)(K / 32) * sizeof(blk_q4_0);
+    case CU_T_Q4_1: return (uint64_t)(K / 32) * sizeof(blk_q4_1);
     case CU_T_Q5_0: return (uint64_t)(K / 32) * sizeof(blk_q5_0);
+    case CU_T_Q5_1: return (uint64_t)(K / 32) * sizeof(blk_q5_1);
     case CU_T_Q8_0: return (uint64_t)(K / 32) * sizeof(blk_q8_0);
+    case CU_T_IQ4_NL: return (uint64_t)(K / 32) * sizeof(blk_iq4_nl);
+    case CU_T_Q2_K: return (uint64_t)(K / 256) * sizeof(blk_q2_K);
+    case CU_T_Q3_K: return (uint64_t)(K / 256) * sizeof(blk_q3_K);
     case CU_T_Q4_K: return (uint64_t)(K / 256) * sizeof(blk_q4_K);
     case CU_T_Q5_K: return (uint64_t)(K / 256) * sizeof(blk_q5_K);
     case CU_T_Q6_K: return (uint64_t)(K / 256) * sizeof(blk_q6_K);
+    case CU_T_IQ4_XS: return (uint64_t)(K / 256) * sizeof(blk_iq4_xs);
     default: return 0;
     }
+}
+
+/* the dp4a weight types of 256-value super-blocks: they also take q8_K activations (the CPU's
+ * pairing, so the reference's rounding); every dp4a type takes q8_1 */
+static __host__ __device__ __forceinline__ bool mmvq_k_type(int type) {
+    return type == CU_T_Q2_K || type == CU_T_Q3_K || type == CU_T_Q4_K || type == CU_T_Q5_K || type == CU_T_Q6_K || type == CU_T_IQ4_XS;
 }
 
 #endif

@@ -4,10 +4,16 @@
  * signed int8 (8 packed ints, element order) plus its scales, and one activation sub-block of a
  * q8_1 / q8_K row: the operands of the int8 tensor-core GEMM (k_mma.cu).
  * Layer 0 (backend/cuda), device code only. Invariants: the same rules as k_mmvq.cu's dp4a dots
- * (formats.md §2): Q4_0 q-8, Q5_0 q-16, Q8_0 q (d0 = d1 = d); Q4_K/Q5_K q (d0 = d1 = d*sc_j,
- * dm = -dmin*m_j, applied to the activation sum); Q6_K q-32 (d0/d1 = d*scales[2j], d*scales[2j+1]
- * for the two 16-value halves). Offsets stay in the integer domain (exact).
- * Non-goals: types without a dp4a/mma path (they take the f32 GEMV).
+ * (formats.md §2): Q4_0 q-8, Q5_0 q-16, Q8_0 q (d0 = d1 = d); Q4_1 / Q5_1 q (d0 = d1 = d, dm = m);
+ * IQ4_NL / IQ4_XS the code point kvalues[q] (d0 = d1 = d, or d*(ls-32) for IQ4_XS); Q4_K/Q5_K q
+ * (d0 = d1 = d*sc_j, dm = -dmin*m_j, applied to the activation sum); Q6_K q-32 (d0/d1 =
+ * d*scales[2j], d*scales[2j+1] for the two 16-value halves); Q3_K q3-4*(1-hbit) (d0/d1 = d*(sc-32)
+ * of the halves); Q2_K q (d0/d1 = d*(sc&15) of the halves, and per-half mins dm/dm1 =
+ * -dmin*(sc>>4): the only type with two min terms, cu_wsub.dm1). Each d0*w + dm is the dequantizer's
+ * own f32 product (common.cuh cu_deq1, quant/*.c), offsets stay in the integer domain (exact).
+ * Host-tested under tests/codegen/emu (test_cuda_unpack_emu: every type's unpack against the
+ * reference dequantizer, fetch+decode == unpack, aligned loads only).
+ * Non-goals: types without a dp4a/mma path (F16 / BF16 / F32 take the f32 GEMV).
  */
 #ifndef SB_BACKEND_CUDA_DEVICE_UNPACK_CUH
 #define SB_BACKEND_CUDA_DEVICE_UNPACK_CUH
@@ -17,7 +23,30 @@
 typedef struct cu_wsub {
     int w[8];
     float d0, d1, dm;
+    float dm1; /* Q2_K only: the second half's min (dm is the first half's); dead for every other type */
 } cu_wsub;
+
+/* the weight types cu_fetch / cu_decode / cu_unpack take (each asserts it at compile time) */
+static __host__ __device__ constexpr bool cu_dp4a_type(int t) {
+    return t == CU_T_Q4_0 || t == CU_T_Q4_1 || t == CU_T_Q5_0 || t == CU_T_Q5_1 || t == CU_T_Q8_0 || t == CU_T_IQ4_NL || t == CU_T_Q2_K ||
+           t == CU_T_Q3_K || t == CU_T_Q4_K || t == CU_T_Q5_K || t == CU_T_Q6_K || t == CU_T_IQ4_XS;
+}
+
+/* the IQ4 code points (cu_kvalues_iq4nl) as four little-endian words, for cu_iq4_lookup */
+#define CU_IQ4_W0 0xBFAD9881u /* -127 -104  -83  -65 */
+#define CU_IQ4_W1 0xF6EADDCFu /*  -49  -35  -22  -10 */
+#define CU_IQ4_W2 0x26190D01u /*    1   13   25   38 */
+#define CU_IQ4_W3 0x71594535u /*   53   69   89  113 */
+
+/* four IQ4 code points at once: byte k of the result is kvalues[byte k of q] (q's bytes 0..15): the
+ * low 3 bits pick a byte of one table half (__byte_perm), bit 3 picks the half */
+static __device__ __forceinline__ int cu_iq4_lookup(uint32_t q) {
+    const uint32_t s = q & 0x07070707u;
+    const uint32_t sel = (s & 7u) | ((s >> 4) & 0x70u) | ((s >> 8) & 0x700u) | ((s >> 12) & 0x7000u);
+    const uint32_t lo = __byte_perm(CU_IQ4_W0, CU_IQ4_W1, sel), hi = __byte_perm(CU_IQ4_W2, CU_IQ4_W3, sel);
+    const uint32_t m = ((q >> 3) & 0x01010101u) * 0xFFu; /* 0xFF in the bytes whose index is >= 8 */
+    return (int)((lo & ~m) | (hi & m));
+}
 
 /* expand 4 bits (b0..b3) into bit 4 of 4 bytes */
 static __device__ __forceinline__ int cu_bits4_to_b4(uint32_t b) {
@@ -75,6 +104,7 @@ static __device__ __forceinline__ void cu_wraw_zero(cu_wraw *o) {
  * units in 256-byte-aligned buffers (exec_cuda's cu_malloc per weight): 16-byte loads of the
  * header (d, dmin, the 12 scale bytes) and of the sub-block's 32 bytes of qs (and qh). */
 template <int TYPE> static __device__ __forceinline__ void cu_fetch(const uint8_t *row, int j, cu_wraw *o) {
+    static_assert(cu_dp4a_type(TYPE), "cu_fetch: a weight type without a dp4a path");
     if (TYPE == CU_T_Q4_0) {
         o->s1 = cu_ld_words_a2<5>(row + (uint64_t)j * sizeof(blk_q4_0), (uint32_t *)o->q);
     } else if (TYPE == CU_T_Q5_0) {
@@ -95,17 +125,48 @@ template <int TYPE> static __device__ __forceinline__ void cu_fetch(const uint8_
             const int4 h0 = qh[0], h1 = qh[1];
             o->h[0] = h0.x, o->h[1] = h0.y, o->h[2] = h0.z, o->h[3] = h0.w, o->h[4] = h1.x, o->h[5] = h1.y, o->h[6] = h1.z, o->h[7] = h1.w;
         }
-    } else { /* CU_T_Q6_K */
+    } else if (TYPE == CU_T_Q6_K) {
         const blk_q6_K *b = (const blk_q6_K *)row + j / 8;
         const int s = j % 8, n = s / 4, g = s % 4;
         o->s2 = cu_ld_words_a2<9>(b->ql + 64 * n + 32 * (g & 1), (uint32_t *)o->q);
         cu_ld_words_a2<9>(b->qh + 32 * n, (uint32_t *)o->h);
         o->s0 = b->d;
         o->s1 = *(const uint16_t *)(b->scales + 2 * s); /* scales[2s] | scales[2s + 1] << 8 */
+    } else if (TYPE == CU_T_Q4_1 || TYPE == CU_T_Q5_1) { /* 20 / 24-byte blocks: 4-byte aligned words */
+        const uint32_t *b = (const uint32_t *)(row + (uint64_t)j * (TYPE == CU_T_Q4_1 ? sizeof(blk_q4_1) : sizeof(blk_q5_1)));
+        constexpr int NW = TYPE == CU_T_Q4_1 ? 5 : 6; /* d | m << 16, (qh,) qs */
+#pragma unroll
+        for (int k = 0; k < NW; k++) o->q[k] = (int)b[k];
+    } else if (TYPE == CU_T_IQ4_NL) { /* 18-byte blocks: d, qs[16] — Q4_0's layout */
+        o->s1 = cu_ld_words_a2<5>(row + (uint64_t)j * sizeof(blk_iq4_nl), (uint32_t *)o->q);
+    } else if (TYPE == CU_T_IQ4_XS) { /* 136-byte blocks (8-byte aligned): d | scales_h << 16, scales_l, qs[16 sub-block] */
+        const uint8_t *blk = row + (uint64_t)(j / 8) * sizeof(blk_iq4_xs);
+        const uint2 hd = *(const uint2 *)blk;
+        const uint2 *q = (const uint2 *)(blk + 8 + 16 * (j % 8));
+        const uint2 q0 = q[0], q1 = q[1];
+        o->s0 = hd.x, o->s1 = hd.y;
+        o->q[0] = (int)q0.x, o->q[1] = (int)q0.y, o->q[2] = (int)q1.x, o->q[3] = (int)q1.y;
+    } else if (TYPE == CU_T_Q3_K) { /* 110-byte blocks (2-byte aligned): hmask[32], qs[64], scales[12], d */
+        const blk_q3_K *b = (const blk_q3_K *)row + j / 8;
+        const int s = j % 8;
+        o->s2 = cu_ld_words_a2<9>(b->qs + 32 * (s / 4), (uint32_t *)o->q); /* the same offset mod 4 as hmask */
+        cu_ld_words_a2<9>(b->hmask, (uint32_t *)o->h);
+        o->s0 = b->d;
+        o->s1 = *(const uint16_t *)(b->scales + 2 * (s % 4));     /* the low-nibble pair of scales 2s, 2s + 1 */
+        o->s3 = *(const uint16_t *)(b->scales + 8 + 2 * (s % 2)); /* their high-bit pair */
+    } else if (TYPE == CU_T_Q2_K) { /* 84-byte blocks (4-byte aligned): scales[16], qs[64], d, dmin */
+        const uint8_t *blk = row + (uint64_t)(j / 8) * sizeof(blk_q2_K);
+        const int s = j % 8;
+        const uint32_t *q = (const uint32_t *)(blk + 16 + 32 * (s / 4));
+#pragma unroll
+        for (int k = 0; k < 8; k++) o->q[k] = (int)q[k];
+        o->s0 = *(const uint32_t *)(blk + 80);               /* d | dmin << 16 */
+        o->s1 = *(const uint16_t *)(blk + 2 * s);            /* scales[2s] | scales[2s + 1] << 8 */
     }
 }
 
 template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wraw *r, int j, cu_wsub *o) {
+    static_assert(cu_dp4a_type(TYPE), "cu_decode: a weight type without a dp4a path");
     if (TYPE == CU_T_Q4_0) { /* d at byte 0, qs at 2..17 */
         const uint32_t *w = (const uint32_t *)r->q;
 #pragma unroll
@@ -156,7 +217,7 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
         }
         o->d0 = o->d1 = cu_h2f((uint16_t)(r->s0 & 0xFFFF)) * (float)sc;
         o->dm = -cu_h2f((uint16_t)(r->s0 >> 16)) * (float)m;
-    } else { /* CU_T_Q6_K */
+    } else if (TYPE == CU_T_Q6_K) {
         const int g = (j % 8) % 4;
         const unsigned sh = r->s2;
 #pragma unroll
@@ -169,13 +230,83 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
         o->d0 = d * (float)(int8_t)(r->s1 & 0xFF);
         o->d1 = d * (float)(int8_t)((r->s1 >> 8) & 0xFF);
         o->dm = 0.0f;
+    } else if (TYPE == CU_T_Q4_1) { /* word 0: d | m << 16; words 1..4: qs */
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int q = r->q[1 + i];
+            o->w[i] = q & 0x0F0F0F0F;
+            o->w[i + 4] = (q >> 4) & 0x0F0F0F0F;
+        }
+        o->d0 = o->d1 = cu_h2f((uint16_t)((uint32_t)r->q[0] & 0xFFFF));
+        o->dm = cu_h2f((uint16_t)((uint32_t)r->q[0] >> 16));
+    } else if (TYPE == CU_T_Q5_1) { /* word 0: d | m << 16; word 1: qh; words 2..5: qs */
+        const uint32_t qh = (uint32_t)r->q[1];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int q = r->q[2 + i];
+            o->w[i] = (q & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (4 * i));
+            o->w[i + 4] = ((q >> 4) & 0x0F0F0F0F) | cu_bits4_to_b4(qh >> (16 + 4 * i));
+        }
+        o->d0 = o->d1 = cu_h2f((uint16_t)((uint32_t)r->q[0] & 0xFFFF));
+        o->dm = cu_h2f((uint16_t)((uint32_t)r->q[0] >> 16));
+    } else if (TYPE == CU_T_IQ4_NL) { /* d at byte 0, qs at 2..17 */
+        const uint32_t *w = (const uint32_t *)r->q;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t q = cu_win(w, i, 1, r->s1);
+            o->w[i] = cu_iq4_lookup(q & 0x0F0F0F0Fu);
+            o->w[i + 4] = cu_iq4_lookup((q >> 4) & 0x0F0F0F0Fu);
+        }
+        o->d0 = o->d1 = cu_h2f((uint16_t)cu_win(w, 0, 0, r->s1));
+        o->dm = 0.0f;
+    } else if (TYPE == CU_T_IQ4_XS) {
+        const int ib = j % 8;
+        const int ls = (int)((r->s1 >> (8 * (ib / 2) + 4 * (ib % 2))) & 0xF) | (int)(((r->s0 >> (16 + 2 * ib)) & 3) << 4);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t q = (uint32_t)r->q[i];
+            o->w[i] = cu_iq4_lookup(q & 0x0F0F0F0Fu);
+            o->w[i + 4] = cu_iq4_lookup((q >> 4) & 0x0F0F0F0Fu);
+        }
+        o->d0 = o->d1 = cu_h2f((uint16_t)(r->s0 & 0xFFFF)) * (float)(ls - 32);
+        o->dm = 0.0f;
+    } else if (TYPE == CU_T_Q3_K) {
+        const int s = j % 8;
+        const unsigned sh = r->s2;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const uint32_t lo = (cu_win((const uint32_t *)r->q, i, 0, sh) >> (2 * (s % 4))) & 0x03030303u;
+            const uint32_t hb = (cu_win((const uint32_t *)r->h, i, 0, sh) >> s) & 0x01010101u;
+            o->w[i] = cu_sub_bytes((int)(lo | (hb << 2)), 0x04040404); /* q - 4 where the hmask bit is clear */
+        }
+        /* scales 2s + h (h = 0, 1): low nibble (s < 4) or high nibble (s >= 4) of scales[2(s%4) + h],
+         * high bits 2 * (s / 2) of scales[8 + 2(s%2) + h] */
+        const int sl = s < 4 ? 0 : 4, shh = 2 * (s / 2);
+        const int sc0 = ((int)((r->s1 >> sl) & 0xF) | (int)(((r->s3 >> shh) & 3) << 4)) - 32;
+        const int sc1 = ((int)((r->s1 >> (8 + sl)) & 0xF) | (int)(((r->s3 >> (8 + shh)) & 3) << 4)) - 32;
+        const float d = cu_h2f((uint16_t)r->s0);
+        o->d0 = d * (float)sc0;
+        o->d1 = d * (float)sc1;
+        o->dm = 0.0f;
+    } else if (TYPE == CU_T_Q2_K) {
+        const int s = j % 8;
+#pragma unroll
+        for (int i = 0; i < 8; i++) o->w[i] = (r->q[i] >> (2 * (s % 4))) & 0x03030303;
+        const float d = cu_h2f((uint16_t)(r->s0 & 0xFFFF)), dmin = cu_h2f((uint16_t)(r->s0 >> 16));
+        const int sc0 = (int)(r->s1 & 0xFF), sc1 = (int)((r->s1 >> 8) & 0xFF);
+        o->d0 = d * (float)(sc0 & 0xF);
+        o->d1 = d * (float)(sc1 & 0xF);
+        o->dm = -(dmin * (float)(sc0 >> 4));
+        o->dm1 = -(dmin * (float)(sc1 >> 4));
     }
 }
 
-/* sub-block j (32 values) of the row at `row`: the two phases at once for the 2-byte-aligned types
- * (the same aligned words and bits); the K-quants read their bytes directly */
+/* sub-block j (32 values) of the row at `row`: the two phases at once (the same words and bits),
+ * except Q4_K / Q5_K / Q6_K, which read their bytes directly */
 template <int TYPE> static __device__ __forceinline__ void cu_unpack(const uint8_t *row, int j, cu_wsub *o) {
-    if (TYPE == CU_T_Q4_0 || TYPE == CU_T_Q5_0 || TYPE == CU_T_Q8_0) {
+    static_assert(cu_dp4a_type(TYPE), "cu_unpack: a weight type without a dp4a path");
+    if (TYPE == CU_T_Q4_0 || TYPE == CU_T_Q5_0 || TYPE == CU_T_Q8_0 || TYPE == CU_T_Q4_1 || TYPE == CU_T_Q5_1 || TYPE == CU_T_IQ4_NL ||
+        TYPE == CU_T_IQ4_XS || TYPE == CU_T_Q3_K || TYPE == CU_T_Q2_K) {
         cu_wraw r;
         cu_fetch<TYPE>(row, j, &r);
         cu_decode<TYPE>(&r, j, o);
@@ -252,6 +383,13 @@ static __device__ __forceinline__ void cu_dp4a_halves(const int *w, const int *q
 #pragma unroll
     for (int i = 4; i < 8; i++) b = __dp4a(w[i], q[i], b);
     *s0 = a, *s1 = b;
+}
+/* the sum of the first 16 int8 activation values of a sub-block (Q2_K's per-half min terms) */
+static __device__ __forceinline__ int cu_dp4a_sum16(const int *q) {
+    int s = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) s = __dp4a(0x01010101, q[i], s);
+    return s;
 }
 /* the sum of the 32 int8 activation values of a sub-block (for the K-quants' min term) */
 static __device__ __forceinline__ int cu_dp4a_sum(const int *q) {
