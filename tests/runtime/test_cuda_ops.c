@@ -193,9 +193,7 @@ static bool mmvq_type(int t) {
     return t == SB_TYPE_Q4_0 || t == SB_TYPE_Q4_1 || t == SB_TYPE_Q5_0 || t == SB_TYPE_Q5_1 || t == SB_TYPE_Q8_0 || t == SB_TYPE_IQ4_NL ||
            t == SB_TYPE_Q2_K || t == SB_TYPE_Q3_K || t == SB_TYPE_Q4_K || t == SB_TYPE_Q5_K || t == SB_TYPE_Q6_K || t == SB_TYPE_IQ4_XS;
 }
-static bool mma_type(int t) {
-    return t == SB_TYPE_Q4_0 || t == SB_TYPE_Q5_0 || t == SB_TYPE_Q8_0 || t == SB_TYPE_Q4_K || t == SB_TYPE_Q5_K || t == SB_TYPE_Q6_K;
-}
+static bool mma_type(int t) { return mmvq_type(t) && t != SB_TYPE_Q2_K; }
 /* weight types whose CUDA activations are q8_K (exec_cuda_target; as the CPU's) */
 static bool q8k_type(int t) {
     return t == SB_TYPE_Q2_K || t == SB_TYPE_Q3_K || t == SB_TYPE_Q4_K || t == SB_TYPE_Q5_K || t == SB_TYPE_Q6_K || t == SB_TYPE_IQ4_XS;
@@ -1298,7 +1296,8 @@ static void test_mma_glu_pair(void) {
 
 /* The small-T path of the int8 tensor-core GEMM (k_mma.cu cu_matmul_mma_small, SB_CUDA_MMA_SMALL):
  * 32 x 64 tiles with K split across blocks, every weight type k_mma takes (Q4_0 / Q5_0 / Q8_0 on
- * q8_1, K 896 or 4864; Q4_K / Q5_K / Q6_K on q8_K, and on q8_1 through SB_CUDA_ACT=q8_1, K 4864)
+ * q8_1, K 896 or 4864; Q4_K / Q5_K / Q6_K on q8_K, and on q8_1 through SB_CUDA_ACT=q8_1, K 4864;
+ * Q4_1 / Q5_1 / IQ4_NL / Q3_K / IQ4_XS in 4 cases each)
  * x T 9 / 16 / 17 / 33 / 64 x N 16 / 128 / 136 / 896 (ragged 32-row and 64-token tiles, 1..28
  * tiles; on a 132-SM H200 K 896 splits 7 ways, K 4864 13 ways, with a short last split), the bias
  * and residual epilogues (the reducing block applies them), then N 3000 (94 tiles, 4 splits),
@@ -1312,7 +1311,7 @@ static void test_mma_small(void) {
     static const int types[] = {SB_TYPE_Q4_0, SB_TYPE_Q5_0, SB_TYPE_Q8_0, SB_TYPE_Q4_K, SB_TYPE_Q5_K, SB_TYPE_Q6_K};
     static const int64_t Ts[] = {9, 16, 17, 33, 64}, Ns[] = {16, 128, 136, 896};
     typedef struct { int t; int64_t K, N, T; int ep; bool q81; int64_t tmax; } small_case;
-    small_case cs[136];
+    small_case cs[160];
     int n = 0;
     for (int ti = 0; ti < 6; ti++)
         for (int a = 0; a < 5; a++)
@@ -1322,6 +1321,12 @@ static void test_mma_small(void) {
                 /* legacy types alternate K 896 / 4864; K-quants take q8_1 activations in every third case */
                 cs[n++] = (small_case){t, kq || i % 2 ? 4864 : 896, Ns[b], Ts[a], i % 3, kq && i % 3 == 1, 0};
             }
+    /* the types k_mma took later (Q4_1 / Q5_1 with a min term, IQ4_NL on q8_1; Q3_K with a scale per
+     * 16 values, IQ4_XS on q8_K): ragged and whole tiles, every epilogue */
+    static const int later[] = {SB_TYPE_Q4_1, SB_TYPE_Q5_1, SB_TYPE_IQ4_NL, SB_TYPE_Q3_K, SB_TYPE_IQ4_XS};
+    for (int li = 0; li < 5; li++)
+        for (int c = 0; c < 4; c++)
+            cs[n++] = (small_case){later[li], q8k_type(later[li]) || c % 2 ? 4864 : 896, c < 2 ? 136 : 896, c % 2 ? 64 : 17, (li + c) % 3, false, 0};
     cs[n++] = (small_case){SB_TYPE_Q5_0, 896, 3000, 64, 2, false, 0};
     cs[n++] = (small_case){SB_TYPE_Q6_K, 4864, 3000, 33, 1, false, 0};
     cs[n++] = (small_case){SB_TYPE_Q4_K, 4864, 3000, 17, 0, true, 0};

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * backend/cuda/k_mma.cu — the prefill GEMM (T > 8) on int8 tensor cores: dst [N,T] = W x for
- * quantized weights (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K) against q8_1 / q8_K activations.
+ * quantized weights (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL on q8_1; Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS on
+ * q8_K, Q4_K..Q6_K also on q8_1; not Q2_K, whose sub-blocks have two scales and two mins: k_mmq).
  * Math: the same as k_mmvq.cu's k_mmq, y[n,t] = sum over 32-value sub-blocks j of
  *   d8_j,t * (d0 * s0 + d1 * s1 + dm * sq), s = int8 dot of the unpacked weight sub-block (unpack.cuh)
- * with the activation sub-block, sq = sum of the activation's q; s comes from
- * mma.sync.m16n8k32.s8 (Q6_K, whose scales cover 16 values: two m16n8k16), converted to f32
+ * with the activation sub-block, sq = sum of the activation's q (the min term of Q4_1, Q5_1, Q4_K,
+ * Q5_K: DM); s comes from mma.sync.m16n8k32.s8 (Q6_K and Q3_K, whose scales cover 16 values: two
+ * m16n8k16, K6), converted to f32
  * exactly (|s| < 2^22: the 1.5*2^23 bias, no I2F; in the 32-row tile the MMAs add the bias, MA_BIAS). Results equal k_mmq's up to the f32
  * summation order.
  * Geometry: 256 threads (8 warps), a block owns BN rows x BT tokens (128 x 64, 64 x 64 or
@@ -65,7 +67,7 @@ static int mma_sms = 0, mma_cc = -1; /* device properties, read once */
  * 22 significant bits: an f16 scale, or one times a 6-bit sub-block scale, so -12582912 * d is exact too)
  * is fmaf(b, d, -12582912 * d) with the one rounding of the product: the same bits as the FMUL, and
  * the IADD + FADD of a conversion gone (2 instructions a result instead of 4). Only in the 32-row tile
- * of Q4_0 / Q5_0 / Q8_0 (k_mma's BIAS): the extra registers spilled the 64/128-row tiles and the K-quants'
+ * of Q4_0 / Q5_0 / Q8_0 / IQ4_XS (k_mma's BIAS; IQ4_XS's d * (ls - 32) has at most 17 significant bits): the extra registers spilled the 64/128-row tiles and the K-quants'
  * two-scale sub-blocks. */
 #define MA_BIAS 0x4B400000
 #define MA_BIAS_F 12582912.0f
@@ -146,9 +148,11 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
     constexpr int NT = WN / 8;  /* n8 tiles per warp */
     constexpr int U = BN * MA_KB >= 256 ? BN * MA_KB / 256 : 1; /* weight sub-blocks each thread stages per step */
     constexpr int WSUB = BN * MA_KB; /* weight sub-blocks per step (BN 32: only threads < 128 stage one) */
-    constexpr bool K6 = TYPE == CU_T_Q6_K;
-    constexpr bool DM = TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K;
-    constexpr bool BIAS = !K6 && !DM && BN == 32; /* biased MMA results, ma_scaled (see MA_BIAS) */
+    constexpr bool K6 = TYPE == CU_T_Q6_K || TYPE == CU_T_Q3_K;                                          /* a scale per 16 values */
+    constexpr bool DM = TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K || TYPE == CU_T_Q4_1 || TYPE == CU_T_Q5_1; /* a min term */
+    static_assert(TYPE != CU_T_Q2_K, "k_mma: Q2_K has a scale and a min per 16 values (k_mmq takes it)");
+    /* biased MMA results, ma_scaled (see MA_BIAS); not IQ4_NL, whose 32-row tile then spilled 16 bytes (ptxas, sm_90) */
+    constexpr bool BIAS = !K6 && !DM && BN == 32 && TYPE != CU_T_IQ4_NL;
     static_assert(NT >= 1 && WR >= 1 && WR * WT == 8 && BT * MA_KB <= 256 && (WSUB % 256 == 0 || WSUB < 256), "k_mma tile shape");
     __shared__ __align__(16) int ws[BN][MA_LD];
     __shared__ float2 wd[MA_KB][BN]; /* (d0, d1), (d0, dm) or with BIAS (d0, -MA_BIAS_F * d0): dm is 0 there */
@@ -583,12 +587,15 @@ extern "C" bool cu_mma_pair(int a, int b, int xtype) {
     return xtype == CU_T_Q8_1 && ((la && b == CU_T_Q8_0) || (lb && a == CU_T_Q8_0));
 }
 
+/* every dp4a weight type but Q2_K (two scales and two mins a sub-block); the K-quants Q3_K / IQ4_XS
+ * only on their q8_K activations (q8_1 there is SB_CUDA_ACT's diagnostic: k_mmq takes it) */
 extern "C" bool cu_has_mma(int wtype, int xtype) {
     if (mma_cc < 0) mma_cc = cu_cc_major();
     if (mma_cc < 8) return false;
     const bool kq = wtype == CU_T_Q4_K || wtype == CU_T_Q5_K || wtype == CU_T_Q6_K;
-    if (xtype == CU_T_Q8_K) return kq;
-    return xtype == CU_T_Q8_1 && (kq || wtype == CU_T_Q4_0 || wtype == CU_T_Q5_0 || wtype == CU_T_Q8_0);
+    if (xtype == CU_T_Q8_K) return kq || wtype == CU_T_Q3_K || wtype == CU_T_IQ4_XS;
+    return xtype == CU_T_Q8_1 && (kq || wtype == CU_T_Q4_0 || wtype == CU_T_Q5_0 || wtype == CU_T_Q8_0 || wtype == CU_T_Q4_1 ||
+                                  wtype == CU_T_Q5_1 || wtype == CU_T_IQ4_NL);
 }
 
 static sb_status matmul_mma(cu_stream s, const ma_segs &sg, int wtype, int64_t K, const void *xq, int xtype, int64_t T, const mma_small_args *sm) {
@@ -596,7 +603,7 @@ static sb_status matmul_mma(cu_stream s, const ma_segs &sg, int wtype, int64_t K
     if (!cu_has_mma(wtype, xtype))
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no int8 MMA GEMM for weight type %d x activation type %d (compute capability %d)", wtype,
                        xtype, mma_cc);
-    if (K % 32 || (xtype == CU_T_Q8_K && K % 256) || ((wtype == CU_T_Q4_K || wtype == CU_T_Q5_K || wtype == CU_T_Q6_K) && K % 256))
+    if (K % 32 || (xtype == CU_T_Q8_K && K % 256) || (mmvq_k_type(wtype) && K % 256))
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: int8 MMA GEMM with K %lld (a multiple of the block size)", (long long)K);
     const cudaStream_t st = (cudaStream_t)s;
     const uint8_t *x = (const uint8_t *)xq;
@@ -619,14 +626,19 @@ static sb_status matmul_mma(cu_stream s, const ma_segs &sg, int wtype, int64_t K
         case CU_T_Q4_0: return launch_any<CU_T_Q4_0, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
         case CU_T_Q5_0: return launch_any<CU_T_Q5_0, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
         case CU_T_Q8_0: return launch_any<CU_T_Q8_0, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
+        case CU_T_Q4_1: return launch_any<CU_T_Q4_1, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
+        case CU_T_Q5_1: return launch_any<CU_T_Q5_1, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
+        case CU_T_IQ4_NL: return launch_any<CU_T_IQ4_NL, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
         case CU_T_Q4_K: return launch_any<CU_T_Q4_K, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
         case CU_T_Q5_K: return launch_any<CU_T_Q5_K, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
         default: return launch_any<CU_T_Q6_K, CU_T_Q8_1>(st, sg, rb, K, x, T, sm);
         }
     }
     switch (wtype) {
+    case CU_T_Q3_K: return launch_any<CU_T_Q3_K, CU_T_Q8_K>(st, sg, rb, K, x, T, sm);
     case CU_T_Q4_K: return launch_any<CU_T_Q4_K, CU_T_Q8_K>(st, sg, rb, K, x, T, sm);
     case CU_T_Q5_K: return launch_any<CU_T_Q5_K, CU_T_Q8_K>(st, sg, rb, K, x, T, sm);
+    case CU_T_IQ4_XS: return launch_any<CU_T_IQ4_XS, CU_T_Q8_K>(st, sg, rb, K, x, T, sm);
     default: return launch_any<CU_T_Q6_K, CU_T_Q8_K>(st, sg, rb, K, x, T, sm);
     }
 }
