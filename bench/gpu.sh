@@ -8,7 +8,9 @@
 # Usage: bench/gpu.sh [OUTDIR]   (env: SB_TESTDATA = the shared testdata folder; default
 # ../shared/testdata, or .gpudata when that exists — a carried subset for machines without it;
 # SB_PREBUILT = a folder with sb, libsonicboom.so.0 and the test binaries, used if the build fails;
-# default: .gpubin/prebuilt.tar.xz from --pack, unpacked to /tmp/sb-prebuilt).
+# default: .gpubin/prebuilt.tar.xz from --pack, unpacked to /tmp/sb-prebuilt; SB_GPU_TYPES = other
+# quantization mixes of the same preset to bench too, e.g. "Q4_1 Q5_1 IQ4_NL Q3_K_M IQ4_XS Q2_K":
+# pp512 / tg64 each, a row per mix in the table).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # bench/gpu.sh --pack BUILD_DIR: fill .gpubin/ (git-ignored) with binaries built here for sm_90, for
@@ -120,6 +122,14 @@ done
 SB_CUDA_MMA_SMALL=0 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 64,256 -n 0 -d 0 --prefix 512,64 >"$OUTD/bench_mmq1.md" 2>&1
 # without the flash-attention key split (few new tokens over a long cached prefix)
 SB_CUDA_FATTN_SPLIT=0 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 64 -n 0 -d 0,4096 --prefix 512,64 >"$OUTD/bench_fsplit.md" 2>&1
+# other weight types (SB_GPU_TYPES): the same preset quantized otherwise (Qwen2.5-0.5B's 896-wide rows
+# take llama-quantize's fallbacks: Q3_K / Q2_K / IQ4_XS only where rows are 256-multiples, ffn_down)
+for ty in ${SB_GPU_TYPES:-}; do
+    mt="$OUTD/synth-$ty.gguf"
+    timeout 120 "$BIN/sb" synth --preset qwen2.5-0.5b --vocab "$DATA/vocab/ggml-vocab-qwen2.gguf" --type "$ty" -o "$mt" >"$OUTD/synth-$ty.log" 2>&1 &&
+        timeout 60 "$BIN/sb" bench -m "$mt" --device cuda -p 512 -n 64 -d 0 >"$OUTD/bench_type_$ty.md" 2>&1 || echo "type $ty: synth or bench failed"
+    rm -f "$mt"
+done
 cat "$OUTD/bench.md" "$OUTD/bench_eager.md" "$OUTD/bench_mmq1.md" "$OUTD/bench_fsplit.md"
 # where the time goes: device time per op family (CUDA events between nodes, eager)
 for d in ${SB_GPU_PROFILE_DEPTHS:-0}; do
@@ -136,7 +146,7 @@ done
 echo
 echo "== summary (H200; llama.cpp September 2026: pp512 52,122, tg64 908, tg64 @ d4096 797 tok/s) =="
 echo "tests: cuda_ops rc=$ops_rc ($(grep -c FAIL "$OUTD/test_cuda_ops.log") FAIL lines), cuda_models rc=$models_rc ($(grep -c FAIL "$OUTD/test_cuda_models.log") FAIL lines); bench rc=$bench_rc"
-python3 - "$OUTD" $VARIANTS <<'PY'
+python3 - "$OUTD" $VARIANTS $(for ty in ${SB_GPU_TYPES:-}; do echo "type_$ty"; done) <<'PY'
 import sys, re
 ref = {"pp512": 52122.0, "tg64": 908.0, "tg64 @ d4096": 797.0, "pp512 @ d4096": None}
 print("| test | mode | tok/s | vs llama.cpp | GB/s | % of 4.27 TB/s |")
@@ -155,7 +165,7 @@ for path, mode in runs:
             if l.startswith("first token"): print("|", l, f"({mode}) | | | | |")
             continue
         ts = float(c[6].split()[0])
-        r = ref.get(c[5])
+        r = ref.get(c[5]) if not mode.startswith("type_") else None  # llama.cpp's figures are the Q4_K_M file's
         print(f"| {c[5]} | {mode if c[5].startswith('tg') or mode not in ('graph', 'eager') else '-'} | {ts:,.0f} | {'%.2fx' % (ts / r) if r else ''} | {c[7]} | {c[8]} |")
 PY
 exit 0
