@@ -297,12 +297,17 @@ typedef struct sb_session_params {
     int kv_type;            /* SB_TYPE_F32 (default) or SB_TYPE_F16 */
     int n_threads;          /* 0 = all cores */
     int64_t n_batch;        /* largest prefill chunk; 0 = 512 */
-    int device;             /* SB_DEVICE_CPU (0, default) or SB_DEVICE_CUDA (GPU 0; SB_ERR_DEVICE without one) */
+    int device;             /* SB_DEVICE_CPU (0, default), SB_DEVICE_CUDA (GPU 0; SB_ERR_DEVICE without one) or
+                             * SB_DEVICE_AUTO (GPU 0 where it can run the model, else the CPU: sb_session_device) */
     int reserved[11];
 } sb_session_params;
 
-/* Values of sb_session_params.device. */
-enum { SB_DEVICE_CPU = 0, SB_DEVICE_CUDA = 1 };
+/* Values of sb_session_params.device. SB_DEVICE_AUTO (what `sb run` / `sb bench` use unless told
+ * otherwise) takes CUDA GPU 0 when a device is usable, its free memory holds the weights and the KV
+ * cache (with 256 MiB to spare), and the CUDA backend runs every op and weight type of the model
+ * (checked at session creation by building the decode plan); otherwise the CPU, the reason logged at
+ * SB_LOG_INFO. Decided once, at sb_session_create. */
+enum { SB_DEVICE_CPU = 0, SB_DEVICE_CUDA = 1, SB_DEVICE_AUTO = 2 };
 
 typedef struct sb_session_stats {
     int64_t n_prefill_tokens, n_decode_tokens, n_reused_tokens;
@@ -313,6 +318,9 @@ typedef struct sb_session_stats {
 } sb_session_stats;
 
 SB_API void sb_session_default_params(sb_session_params *p);
+
+/* Where a session runs: SB_DEVICE_CPU or SB_DEVICE_CUDA (SB_DEVICE_AUTO resolved); -1 for NULL. */
+SB_API int sb_session_device(const sb_session *s);
 
 /* Errors: SB_ERR_INVALID_ARG (bad params, named), SB_ERR_OOM (bytes named). */
 SB_API sb_status sb_session_create(sb_model *m, const sb_session_params *p, sb_session **out);

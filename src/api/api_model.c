@@ -110,6 +110,8 @@ SB_API sb_status sb_session_create(sb_model *m, const sb_session_params *p, sb_s
     return SB_OK;
 }
 
+SB_API int sb_session_device(const sb_session *s) { return s ? (rt_session_device(s->s) ? SB_DEVICE_CUDA : SB_DEVICE_CPU) : -1; }
+
 SB_API void sb_session_free(sb_session *s) {
     if (!s) return;
     rt_session_free(s->s);

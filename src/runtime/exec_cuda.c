@@ -37,6 +37,10 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     *out = NULL;
     return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend");
 }
+sb_status exec_cuda_device_memory(uint64_t *free_b, uint64_t *total_b) {
+    *free_b = *total_b = 0;
+    return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend");
+}
 void exec_cuda_free(exec_cuda *cx) { (void)cx; }
 void exec_cuda_set_graphs(exec_cuda *cx, bool on) { (void)cx, (void)on; }
 void exec_cuda_set_direct_out(exec_cuda *cx, bool on) { (void)cx, (void)on; }
@@ -175,6 +179,18 @@ bool exec_cuda_available(char *why, size_t cap) {
         return false;
     }
     return true;
+}
+
+sb_status exec_cuda_device_memory(uint64_t *free_b, uint64_t *total_b) {
+    *free_b = *total_b = 0;
+    int n = 0;
+    SB_TRY(cu_device_count(&n));
+    if (n < 1) return sb_fail(SB_ERR_DEVICE, "cuda: no CUDA device");
+    SB_TRY(cu_set_device(0));
+    size_t f = 0, t = 0;
+    SB_TRY(cu_mem_info(&f, &t));
+    *free_b = f, *total_b = t;
+    return SB_OK;
 }
 
 sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {

@@ -37,6 +37,10 @@ typedef struct exec_cuda_stats {
 /* True when a CUDA device can be used; otherwise why (a CUDA error text, or "built without CUDA"). */
 bool exec_cuda_available(char *why, size_t cap);
 
+/* Device 0's free and total memory in bytes (SB_ERR_UNSUPPORTED without CUDA in the build, SB_ERR_DEVICE
+ * without a usable device). */
+sb_status exec_cuda_device_memory(uint64_t *free_b, uint64_t *total_b);
+
 /* A context on device 0 for plans of at most max_tokens tokens (and out_rows entries). */
 sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out);
 void exec_cuda_free(exec_cuda *cx);

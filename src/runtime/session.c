@@ -5,7 +5,7 @@
  * prefix reuse.
  * Layer 2 (runtime); the composition point of graph, backend and model:
  *   graph/plan.h (provides: plan_build), runtime/exec_cpu.h (provides: exec_cpu_run),
- *   runtime/exec_cuda.h (provides: exec_cuda_run, when params.device == 1),
+ *   runtime/exec_cuda.h (provides: exec_cuda_run, when params.device is 1, or 2 and a GPU takes the model),
  *   runtime/arch/arch.h (provides: rt_build_decoder), base/threadpool.h (provides: tp_pool).
  */
 #include "runtime/session.h"
@@ -59,6 +59,51 @@ static double now_s(void) {
 
 // ---- create / free ----
 
+static sb_status get_plan(rt_session *s, int64_t T, int64_t n_out, plan_entry **out);
+
+/* device auto (2), before anything is allocated: 1 when a CUDA device is usable and its free memory
+ * holds the model's weights and the KV cache with a margin (256 MiB: activations, kernels, the
+ * runtime's own), else 0 with the reason logged */
+static int auto_device(const rt_model *m, uint64_t kv_total) {
+    char why[256];
+    if (!exec_cuda_available(why, sizeof why)) {
+        sb_log(SB_LOG_INFO, "session: device auto: the CPU (%s)", why);
+        return 0;
+    }
+    uint64_t fr = 0, tot = 0;
+    if (exec_cuda_device_memory(&fr, &tot) != SB_OK) {
+        sb_log(SB_LOG_INFO, "session: device auto: the CPU (%s)", sb_last_error());
+        return 0;
+    }
+    const uint64_t need = m->weight_bytes + kv_total + ((uint64_t)256 << 20);
+    if (need > fr) {
+        sb_log(SB_LOG_INFO, "session: device auto: the CPU (weights %.1f MB + KV cache %.1f MB + 256 MiB > %.1f MB free on the GPU)",
+               m->weight_bytes / 1e6, kv_total / 1e6, fr / 1e6);
+        return 0;
+    }
+    return 1;
+}
+
+/* device auto after the CUDA context exists: the decode plan is built and checked now (and kept);
+ * a model the CUDA backend cannot run (a weight type or op without a kernel: SB_ERR_MODEL_TENSOR_TYPE,
+ * SB_ERR_UNSUPPORTED) moves the session to the CPU instead of failing later */
+static sb_status auto_check(rt_session *s) {
+    plan_entry *e;
+    const sb_status st = get_plan(s, 1, 1, &e);
+    if (st != SB_ERR_MODEL_TENSOR_TYPE && st != SB_ERR_UNSUPPORTED) return st;
+    sb_log(SB_LOG_INFO, "session: device auto: the CPU (%s)", sb_last_error());
+    float *lg = (float *)malloc((size_t)s->m->hp.n_vocab * sizeof *lg);
+    if (!lg) return sb_fail(SB_ERR_OOM, "session logits");
+    if (s->logits_pinned) exec_cuda_host_free(s->cu, s->logits);
+    else free(s->logits);
+    s->logits = lg;
+    s->logits_pinned = false;
+    exec_cuda_free(s->cu);
+    s->cu = NULL;
+    s->prm.device = 0;
+    return SB_OK;
+}
+
 sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_session **out) {
     *out = NULL;
     rt_session_params prm = p ? *p : (rt_session_params){0};
@@ -74,7 +119,7 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
         long nc = sysconf(_SC_NPROCESSORS_ONLN);
         prm.n_threads = nc > 0 ? (int)nc : 1;
     }
-    if (prm.device != 0 && prm.device != 1) return sb_fail(SB_ERR_INVALID_ARG, "session: device %d (0 = CPU, 1 = CUDA)", prm.device);
+    if (prm.device < 0 || prm.device > 2) return sb_fail(SB_ERR_INVALID_ARG, "session: device %d (0 = CPU, 1 = CUDA, 2 = auto)", prm.device);
     if (prm.n_threads > 256) return sb_fail(SB_ERR_INVALID_ARG, "session: %d threads (at most 256)", prm.n_threads);
     rt_session *s = (rt_session *)calloc(1, sizeof *s);
     if (!s) return sb_fail(SB_ERR_OOM, "session");
@@ -82,6 +127,8 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
     s->prm = prm;
     const rt_hparams *hp = &m->hp;
     uint64_t kv_bytes = (uint64_t)(hp->n_head_kv * hp->head_dim) * (uint64_t)prm.n_ctx * (uint64_t)qk_get(prm.kv_type)->type_size;
+    const bool automatic = prm.device == 2;
+    if (automatic) s->prm.device = prm.device = auto_device(m, kv_bytes * 2 * (uint64_t)hp->n_layer);
     sb_status st = SB_OK;
     s->kv = (void **)calloc((size_t)(2 * hp->n_layer), sizeof *s->kv);
     s->cached = (int32_t *)malloc((size_t)prm.n_ctx * sizeof *s->cached);
@@ -98,13 +145,19 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
     if (st == SB_OK) st = tp_create(prm.n_threads, &s->pool);
     if (st == SB_OK && prm.device == 1) {
         st = exec_cuda_create(prm.n_batch, &s->cu);
-        if (st == SB_OK && prm.cuda_graph) exec_cuda_set_graphs(s->cu, prm.cuda_graph > 0);
+        if (st != SB_OK && automatic) { /* a device that looked usable but gives no context: the CPU */
+            sb_log(SB_LOG_INFO, "session: device auto: the CPU (%s)", sb_last_error());
+            s->prm.device = 0;
+            st = SB_OK;
+        }
+        if (st == SB_OK && s->cu && prm.cuda_graph) exec_cuda_set_graphs(s->cu, prm.cuda_graph > 0);
         void *pl; /* the logits copied out every step: page-locked (else the malloc'd buffer stays) */
-        if (st == SB_OK && exec_cuda_host_alloc(s->cu, (size_t)hp->n_vocab * sizeof *s->logits, &pl) == SB_OK) {
+        if (st == SB_OK && s->cu && exec_cuda_host_alloc(s->cu, (size_t)hp->n_vocab * sizeof *s->logits, &pl) == SB_OK) {
             free(s->logits);
             s->logits = (float *)pl;
             s->logits_pinned = true;
         }
+        if (st == SB_OK && s->cu && automatic) st = auto_check(s);
     }
     if (st != SB_OK) {
         rt_session_free(s);
@@ -312,4 +365,5 @@ const rt_model *rt_session_model(const rt_session *s) { return s->m; }
 rt_session_stats rt_session_get_stats(const rt_session *s) { return s->st; }
 void rt_session_reset_stats(rt_session *s) { memset(&s->st, 0, sizeof s->st); }
 int rt_session_threads(const rt_session *s) { return tp_threads(s->pool); }
+int rt_session_device(const rt_session *s) { return s->cu ? 1 : 0; }
 struct exec_cuda *rt_session_cuda(const rt_session *s) { return s->cu; }

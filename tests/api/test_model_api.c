@@ -132,6 +132,29 @@ int main(void) {
         sb_session_free(s);
         sp.kv_type = SB_TYPE_Q4_0;
         CHECK(sb_session_create(m, &sp, &s) == SB_ERR_INVALID_ARG);
+        /* device auto: where no GPU takes the model (CI) the session runs on the CPU, bit for bit as an
+         * explicit CPU session; devices out of range are refused */
+        sp.kv_type = SB_TYPE_F32;
+        sp.n_ctx = 64;
+        sb_backend_info bi;
+        CHECK(sb_backend_get_info(&bi) == SB_OK);
+        float ref[2][512];
+        int64_t nv[2] = {0, 0};
+        for (int k = 0; k < 2; k++) {
+            sp.device = k ? SB_DEVICE_AUTO : SB_DEVICE_CPU;
+            CHECK(sb_session_create(m, &sp, &s) == SB_OK);
+            const int dev = sb_session_device(s);
+            CHECKF(dev == SB_DEVICE_CPU || (k && bi.cuda_devices > 0 && dev == SB_DEVICE_CUDA), "device %d for %s", dev, k ? "auto" : "cpu");
+            CHECK(sb_session_prefill(s, toks, 6, NULL) == SB_OK && sb_session_get_logits(s, &lg, &nv[k]) == SB_OK);
+            if (nv[k] > 0 && nv[k] <= 512) memcpy(ref[k], lg, (size_t)nv[k] * sizeof *lg);
+            if (k && dev == SB_DEVICE_CPU) CHECK(nv[0] == nv[1] && nv[0] > 0 && nv[0] <= 512 && !memcmp(ref[0], ref[1], (size_t)nv[0] * sizeof *lg));
+            sb_session_free(s);
+        }
+        sp.device = 3;
+        CHECK(sb_session_create(m, &sp, &s) == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "auto"));
+        sp.device = -1;
+        CHECK(sb_session_create(m, &sp, &s) == SB_ERR_INVALID_ARG);
+        CHECK(sb_session_device(NULL) == -1);
         sb_model_free(m);
     } else {
         printf("SKIP: shared models absent; model-error cases not run\n");

@@ -26,7 +26,8 @@ static void usage(FILE *f) {
                "  -p, -n, -d take comma-separated lists; every combination runs (pp tests, then tg tests).\n"
                "  --prefix P,N   first-token latency with a cached P-token prefix and N new tokens\n"
                "  --bw GB/s      use this read bandwidth instead of measuring it (CUDA: 4270, the H200's copy rate)\n"
-               "  --device cpu|cuda, -ngl N   run on the CPU (default) or on CUDA GPU 0 (-ngl N > 0 means CUDA)\n");
+               "  --device auto|cpu|cuda, -ngl N   where to run: auto (default) takes CUDA GPU 0 when it can run the model,\n"
+               "                 else the CPU; -ngl 0 means cpu, N > 0 cuda (llama.cpp's flag)\n");
 }
 
 static int parse_list(const char *s, int64_t *out, int *n) {
@@ -144,7 +145,7 @@ static sb_status run_tg(sb_session *s, int32_t *toks, int64_t d, int64_t n, int6
 }
 
 int cmd_bench(int argc, char **argv) {
-    const char *model = NULL, *fmt = "md", *kv = "f16", *device = "cpu"; /* f16 KV: llama-bench's default (-ctk/-ctv f16) */
+    const char *model = NULL, *fmt = "md", *kv = "f16", *device = "auto"; /* f16 KV: llama-bench's default (-ctk/-ctv f16) */
     int64_t ngl = 0;
     int64_t pp[MAX_LIST] = {512}, tg[MAX_LIST] = {64}, dd[MAX_LIST] = {0}, reps = 5, threads = 0, prefix[2] = {0, 0};
     int n_pp = 1, n_tg = 1, n_d = 1, rc = 0, have_prefix = 0;
@@ -193,11 +194,10 @@ int cmd_bench(int argc, char **argv) {
     }
     if (!rc && strcmp(fmt, "md") && strcmp(fmt, "json")) rc = 2;
     if (!rc && strcmp(kv, "f32") && strcmp(kv, "f16")) rc = 2;
-    if (!rc && strcmp(device, "cpu") && strcmp(device, "cuda")) {
-        fprintf(stderr, "sb bench: --device '%s': expected cpu or cuda\n", device);
+    if (!rc && strcmp(device, "cpu") && strcmp(device, "cuda") && strcmp(device, "auto")) {
+        fprintf(stderr, "sb bench: --device '%s': expected auto, cpu or cuda\n", device);
         rc = 2;
     }
-    const int cuda = !strcmp(device, "cuda");
     if (!model) model = default_model_path();
     if (!rc && !model) rc = 2;
     if (rc) {
@@ -221,8 +221,9 @@ int cmd_bench(int argc, char **argv) {
     sp.n_ctx = max_ctx;
     sp.n_threads = (int)threads;
     sp.kv_type = strcmp(kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
-    sp.device = cuda ? SB_DEVICE_CUDA : SB_DEVICE_CPU;
+    sp.device = !strcmp(device, "cuda") ? SB_DEVICE_CUDA : !strcmp(device, "cpu") ? SB_DEVICE_CPU : SB_DEVICE_AUTO;
     if (st == SB_OK) st = sb_session_create(m, &sp, &s);
+    const int cuda = s && sb_session_device(s) == SB_DEVICE_CUDA; /* auto resolved */
     int32_t *toks = (int32_t *)malloc((size_t)max_ctx * sizeof *toks);
     if (st == SB_OK && !toks) st = SB_ERR_OOM;
     if (st != SB_OK) {

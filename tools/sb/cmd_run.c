@@ -33,7 +33,8 @@ static void usage(FILE *f) {
             "  -s, --system TEXT       system message for --chat (also -sys)\n"
             "      --stop TEXT         stop string (repeatable, up to %d)\n"
             "      --kv-type f32|f16   KV cache type (f32)\n"
-            "      --device cpu|cuda   where to run (cpu); -ngl N: N > 0 means cuda (llama.cpp's flag)\n"
+            "      --device auto|cpu|cuda  where to run (auto: CUDA GPU 0 when it can run the model, else\n"
+            "                          the CPU); -ngl N: 0 means cpu, N > 0 cuda (llama.cpp's flag)\n"
             "      --parse-special     match special-token text in a plain prompt\n"
             "      --check-tensors     scan weights for NaN/Inf at load\n"
             "  -v, --verbose           model and plan details on stderr\n",
@@ -49,7 +50,7 @@ static int emit(void *user, const char *text, size_t len, int32_t token) {
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *model = NULL, *prompt = NULL, *file = NULL, *system = NULL, *kv = "f32", *device = "cpu";
+    const char *model = NULL, *prompt = NULL, *file = NULL, *system = NULL, *kv = "f32", *device = "auto";
     int64_t ngl = 0;
     const char *stops[MAX_STOP];
     size_t n_stop = 0;
@@ -112,8 +113,8 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "sb run: --kv-type must be f32 or f16\n");
         return 2;
     }
-    if (strcmp(device, "cpu") && strcmp(device, "cuda")) {
-        fprintf(stderr, "sb run: --device must be cpu or cuda\n");
+    if (strcmp(device, "cpu") && strcmp(device, "cuda") && strcmp(device, "auto")) {
+        fprintf(stderr, "sb run: --device must be auto, cpu or cuda\n");
         return 2;
     }
     if (seed >= 0) sp.seed = (uint64_t)seed;
@@ -159,9 +160,10 @@ int cmd_run(int argc, char **argv) {
     ssp.n_batch = n_batch;
     ssp.n_threads = (int)threads;
     ssp.kv_type = strcmp(kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
-    ssp.device = strcmp(device, "cuda") ? SB_DEVICE_CPU : SB_DEVICE_CUDA;
+    ssp.device = !strcmp(device, "cuda") ? SB_DEVICE_CUDA : !strcmp(device, "cpu") ? SB_DEVICE_CPU : SB_DEVICE_AUTO;
     if (verbose) sb_log_set(sb_cli_log, NULL, SB_LOG_INFO); /* e.g. the codegen line at the end (docs/codegen.md) */
     if (st == SB_OK) st = sb_session_create(m, &ssp, &s);
+    if (st == SB_OK && verbose) fprintf(stderr, "device: %s\n", sb_session_device(s) == SB_DEVICE_CUDA ? "cuda (GPU 0)" : "cpu");
     if (st == SB_OK) st = sb_sampler_create(&sp, mi.n_vocab, &smp);
     sb_generate_params gp;
     sb_generate_default_params(&gp);

@@ -1,0 +1,28 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
+# `sb run` / `sb bench` device choice on the embedded model: --device auto (the default) runs where
+# `-v` says — the CPU when no GPU can take the model (CI: it says why), the GPU otherwise; --device
+# cpu and -ngl 0 the CPU; --device cuda without a usable GPU is SB_ERR_DEVICE (exit 1); any other
+# --device value is a usage error (exit 2).
+. "$(dirname "$0")/../cli_lib.sh"
+gpu=yes
+"$sb" version | grep -q '^cuda: [0-9]* device' || gpu=no
+"$sb" run -p "In the beginning" -n 4 -v > "$tmp/out" 2> "$tmp/err"; rc=$?
+[ $rc = 0 ] && grep -q '^In the beginning' "$tmp/out" && ok || bad "default device: rc=$rc $(cat "$tmp/err")"
+if [ $gpu = no ]; then
+    grep -q '^device: cpu$' "$tmp/err" && grep -q 'device auto: the CPU (' "$tmp/err" && ok || bad "auto without a GPU: $(cat "$tmp/err")"
+    "$sb" run -p "In the beginning" -n 4 --device cuda > /dev/null 2> "$tmp/err"; rc=$?
+    [ $rc = 1 ] && grep -q '^error: SB_ERR_DEVICE: ' "$tmp/err" && ok || bad "--device cuda without a GPU: rc=$rc $(cat "$tmp/err")"
+    "$sb" bench -p 8 -n 2 -r 1 > "$tmp/bench" 2>&1; rc=$?
+    [ $rc = 0 ] && grep -q '| CPU |' "$tmp/bench" && ok || bad "bench default without a GPU: rc=$rc $(cat "$tmp/bench")"
+else
+    grep -q '^device: cuda' "$tmp/err" && ok || bad "auto with a GPU: $(cat "$tmp/err")"
+fi
+"$sb" run -p "In the beginning" -n 4 --device cpu -v > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 0 ] && grep -q '^device: cpu$' "$tmp/err" && ok || bad "--device cpu: rc=$rc"
+"$sb" run -p "In the beginning" -n 4 -ngl 0 -v > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 0 ] && grep -q '^device: cpu$' "$tmp/err" && ok || bad "-ngl 0: rc=$rc"
+"$sb" run -p "In the beginning" -n 4 --device auto > /dev/null 2>&1 && ok || bad "--device auto"
+expect_rc 2 "--device bogus (run)" "$sb" run -p x --device bogus
+expect_rc 2 "--device bogus (bench)" "$sb" bench -p 8 -n 2 --device bogus
+finish
