@@ -322,7 +322,9 @@ SB_API void sb_session_default_params(sb_session_params *p);
 /* Where a session runs: SB_DEVICE_CPU or SB_DEVICE_CUDA (SB_DEVICE_AUTO resolved); -1 for NULL. */
 SB_API int sb_session_device(const sb_session *s);
 
-/* Errors: SB_ERR_INVALID_ARG (bad params, named), SB_ERR_OOM (bytes named). */
+/* Errors: SB_ERR_INVALID_ARG (bad params, named), SB_ERR_OOM (bytes named: host memory, or with
+ * SB_DEVICE_CUDA a GPU whose free memory cannot hold the weights and the KV cache — checked here, so
+ * the first prefill does not fail on it), SB_ERR_DEVICE (SB_DEVICE_CUDA without a usable GPU). */
 SB_API sb_status sb_session_create(sb_model *m, const sb_session_params *p, sb_session **out);
 SB_API void sb_session_free(sb_session *s);
 

@@ -150,6 +150,15 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
             s->prm.device = 0;
             st = SB_OK;
         }
+        if (st == SB_OK && s->cu && !automatic) { /* weights and KV cache upload on the first run: refuse now what cannot fit */
+            uint64_t fr = 0, tot = 0;
+            const uint64_t need = m->weight_bytes + kv_bytes * 2 * (uint64_t)hp->n_layer;
+            if (exec_cuda_device_memory(&fr, &tot) == SB_OK && need > fr)
+                st = sb_fail(SB_ERR_OOM, "session: the model's weights (%llu bytes) and KV cache (%llu bytes, n_ctx %lld) need %llu bytes "
+                             "on the GPU; %llu of %llu bytes are free", (unsigned long long)m->weight_bytes,
+                             (unsigned long long)(need - m->weight_bytes), (long long)prm.n_ctx, (unsigned long long)need,
+                             (unsigned long long)fr, (unsigned long long)tot);
+        }
         if (st == SB_OK && s->cu && prm.cuda_graph) exec_cuda_set_graphs(s->cu, prm.cuda_graph > 0);
         void *pl; /* the logits copied out every step: page-locked (else the malloc'd buffer stays) */
         if (st == SB_OK && s->cu && exec_cuda_host_alloc(s->cu, (size_t)hp->n_vocab * sizeof *s->logits, &pl) == SB_OK) {

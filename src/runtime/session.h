@@ -25,7 +25,8 @@ typedef struct rt_session_params {
     int device;         /* 0 = CPU, 1 = CUDA (runtime/exec_cuda.h: plans for the CUDA target), 2 = auto: CUDA when a
                          * device is usable, holds the weights and KV cache, and runs every op and weight type of
                          * the model (the decode plan is built and checked at creation), else the CPU — the reason
-                         * logged at SB_LOG_INFO; rt_session_device says which */
+                         * logged at SB_LOG_INFO; rt_session_device says which. CUDA (1): SB_ERR_OOM at creation
+                         * when the weights and KV cache exceed the device's free memory (bytes named) */
     int cuda_graph;     /* CUDA only: 0 = default (on unless SB_CUDA_GRAPH=0), 1 = on, -1 = off */
 } rt_session_params;
 
