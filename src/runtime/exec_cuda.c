@@ -286,6 +286,8 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     if (mst) cu_mma_set_small_tmax(atoll(mst));
     const char *mv = getenv("SB_CUDA_MMQ");
     if (mv && mv[0] >= '1' && mv[0] <= '4') exec_cuda_set_mmvq_variant(mv[0] - '0');
+    const char *mh = getenv("SB_CUDA_MMH"); /* F16 / BF16 weights: vectorized GEMV, tensor-core tiles (k_mmf.cu; default on; 0 off) */
+    if (mh) cu_mmh_set(mh[0] != '0');
     const char *hr = getenv("SB_CUDA_HEAD_ROWS"); /* rows a warp of the LM head's GEMV (k_mmvq1: 1, 2 default, 4) */
     if (hr) exec_cuda_set_wide_rows(atoi(hr));
     sb_status st = cu_stream_create(&cx->s);

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
 # `sb run` / `sb bench` device choice on the embedded model: --device auto (the default) runs where
 # `-v` says — the CPU when no GPU can take the model (CI: it says why), the GPU otherwise; --device
-# cpu and -ngl 0 the CPU; --device cuda without a usable GPU is SB_ERR_DEVICE (exit 1); any other
+# cpu and -ngl 0 the CPU; --device cuda without a usable GPU is SB_ERR_DEVICE (SB_ERR_UNSUPPORTED in a
+# build without the CUDA backend; exit 1); any other
 # --device value is a usage error (exit 2).
 . "$(dirname "$0")/../cli_lib.sh"
 gpu=yes
@@ -11,8 +12,10 @@ gpu=yes
 [ $rc = 0 ] && grep -q '^In the beginning' "$tmp/out" && ok || bad "default device: rc=$rc $(cat "$tmp/err")"
 if [ $gpu = no ]; then
     grep -q '^device: cpu$' "$tmp/err" && grep -q 'device auto: the CPU (' "$tmp/err" && ok || bad "auto without a GPU: $(cat "$tmp/err")"
+    want=SB_ERR_DEVICE # a CUDA build without a usable device; a build without the backend refuses it as such
+    "$sb" version | grep -q '^cuda: not compiled in' && want=SB_ERR_UNSUPPORTED
     "$sb" run -p "In the beginning" -n 4 --device cuda > /dev/null 2> "$tmp/err"; rc=$?
-    [ $rc = 1 ] && grep -q '^error: SB_ERR_DEVICE: ' "$tmp/err" && ok || bad "--device cuda without a GPU: rc=$rc $(cat "$tmp/err")"
+    [ $rc = 1 ] && grep -q "^error: $want: " "$tmp/err" && ok || bad "--device cuda without a GPU: rc=$rc $(cat "$tmp/err")"
     "$sb" bench -p 8 -n 2 -r 1 > "$tmp/bench" 2>&1; rc=$?
     [ $rc = 0 ] && grep -q '| CPU |' "$tmp/bench" && ok || bad "bench default without a GPU: rc=$rc $(cat "$tmp/bench")"
 else

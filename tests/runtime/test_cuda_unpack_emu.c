@@ -23,10 +23,9 @@
 #include "quant/quant.h"
 #include "quant/types.h"
 #include "test.h"
+#include "codegen/emu/emu_build.h"
 
-#include <dlfcn.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #define K_ROW 1024
 #define N_ROWS 4
@@ -141,22 +140,8 @@ int main(void) {
         printf("SKIP: no host C++ compiler ($CXX or c++) to run the emulated device code\n");
         return 77;
     }
-    char cmd[1024];
-    if (access("tests/codegen/emu/cuda_emu.h", R_OK) != 0 || access("tests/runtime/cuda_unpack_emu.cc", R_OK) != 0) {
-        printf("FAIL: run from the repository root (tests/codegen/emu, tests/runtime)\n");
-        return 1;
-    }
-    char tmp[64] = "/tmp/sb_unpack_emu.XXXXXX", so[96];
-    if (!mkdtemp(tmp)) return 1;
-    snprintf(so, sizeof so, "%s/unpack.so", tmp);
-    snprintf(cmd, sizeof cmd,
-             "%s -std=c++17 -O1 -w -ffp-contract=off -fPIC -shared -fsanitize=alignment -fsanitize-undefined-trap-on-error "
-             "-include tests/codegen/emu/cuda_emu.h -Itests/codegen/emu -Isrc tests/runtime/cuda_unpack_emu.cc -o %s",
-             cxx, so);
-    const int rc = system(cmd);
-    CHECKF(rc == 0, "host compile failed: %s", cmd);
-    void *h = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
-    CHECKF(rc != 0 || h != NULL, "dlopen: %s", dlerror());
+    char tmp[64] = "/tmp/sb_unpack_emu.XXXXXX";
+    void *h = emu_build(cxx, "tests/runtime/cuda_unpack_emu.cc", tmp);
     if (h) {
         *(void **)&emu_unpack = dlsym(h, "sb_emu_unpack");
         *(void **)&emu_dot = dlsym(h, "sb_emu_dot");
@@ -192,8 +177,6 @@ int main(void) {
                    WIFEXITED(st) ? "failed checks:" : "killed by signal (a misaligned load traps):", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
         }
     }
-    if (h) dlclose(h);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", tmp);
+    emu_build_done(h, tmp);
     return test_summary();
 }

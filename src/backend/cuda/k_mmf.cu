@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * backend/cuda/k_mmf.cu — matrix x f32 activations for weights without a dp4a path: F32, F16 and
- * BF16 (the float models). It also reads every quantized type by per-element dequantization
+ * BF16 (the float models). F16 / BF16 take device/mmh.cuh's kernels where their shapes allow
+ * (k_mmh1: T <= 8, 16-byte weight loads; k_mmh: T > 8, tensor-core tiles; SB_CUDA_MMH=0: k_mmf). It also reads every quantized type by per-element dequantization
  * (correct, not fast: each element re-derives its block's scale), which the plans no longer ask
  * for: every quantized type has a dp4a GEMV (k_mmvq.cu) since 2026-12-01.
  * Math: y[n,t] = sum_k deq(W)[k,n] * x[k,t], f32 accumulation per lane, then a warp sum (x first
@@ -14,7 +15,8 @@
  * BF16 and Q4_1/Q5_1/Q2_K/Q3_K/IQ4 test models against llama.cpp's logits.
  */
 #include "backend/cuda/cu_launch.cuh"
-#include "backend/cuda/device/common.cuh"
+#include "backend/cuda/device/gemv_dot.cuh"
+#include "backend/cuda/device/mmh.cuh"
 
 #include <cuda_bf16.h>
 
@@ -61,6 +63,39 @@ __global__ void __launch_bounds__(MMF_WARPS * 32) k_mmf(float *dst, const uint8_
     }
 }
 
+/* F16 / BF16 weights (device/mmh.cuh): T <= 8 a warp a row with 16-byte weight loads ... */
+template <int HT, int NC>
+__global__ void __launch_bounds__(MMF_WARPS * 32) k_mmh1(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
+                                                         cu_epilogue ep) {
+    static_assert(MMF_WARPS == 4, "mmh_gemv_block: 4 warps a block");
+    mmh_gemv_block<HT, NC>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
+}
+/* ... and T > 8 in 64 x 64 tiles on tensor cores (sm_80+) */
+template <int HT>
+__global__ void __launch_bounds__(128) k_mmh(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
+    mmh_tile<HT>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x, blockIdx.y);
+}
+
+static int mmh_on = 1; /* cu_mmh_set: the half-weight kernels above (0: k_mmf for them too) */
+static int mmh_cc = -1;
+extern "C" void cu_mmh_set(int on) { mmh_on = on ? 1 : 0; }
+
+template <int HT>
+static sb_status launch_mmh(cudaStream_t st, float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
+    if (T > MMF_NC) {
+        cu_launch(k_mmh<HT>, dim3(cu_div_up(N, MMH_BN), cu_div_up(T, MMH_BT)), 128, st, dst, w, K, N, x, T, ep);
+        return cu_after_launch("k_mmh");
+    }
+    const dim3 grid(cu_div_up(N, MMF_WARPS), 1);
+    switch (T) {
+    case 1: cu_launch(k_mmh1<HT, 1>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
+    case 2: cu_launch(k_mmh1<HT, 2>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
+    case 3: case 4: cu_launch(k_mmh1<HT, 4>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
+    default: cu_launch(k_mmh1<HT, 8>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
+    }
+    return cu_after_launch("k_mmh1");
+}
+
 static uint64_t row_bytes(int type, int64_t K) {
     switch (type) {
     case CU_T_F32: return (uint64_t)K * 4;
@@ -91,6 +126,13 @@ extern "C" sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int w
     if (!rb) return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no f32-activation matmul for weight type %d", wtype);
     const cudaStream_t st = (cudaStream_t)s;
     const uint8_t *wb = (const uint8_t *)w;
+    if (mmh_cc < 0) mmh_cc = cu_cc_major();
+    /* half weights: 16-byte loads (K % 8), tensor-core tiles (K % 32, sm_80+); x 16-byte aligned */
+    if (mmh_on && (wtype == CU_T_F16 || wtype == CU_T_BF16) && xtype == CU_T_F32 && K % 8 == 0 && (uintptr_t)x % 16 == 0 &&
+        (uintptr_t)w % 16 == 0 && (T <= MMF_NC || (K % MMH_KS == 0 && mmh_cc >= 8))) {
+        if (wtype == CU_T_F16) return launch_mmh<CU_T_F16>(st, dst, wb, K, N, (const float *)x, T, ep);
+        return launch_mmh<CU_T_BF16>(st, dst, wb, K, N, (const float *)x, T, ep);
+    }
     const int nc = T <= 4 ? (int)T : MMF_NC; /* 1..4 exact; larger T in tiles of 8 */
     const dim3 grid(cu_div_up(N, MMF_WARPS), cu_div_up(T, nc));
     const int th = MMF_WARPS * 32;

@@ -214,6 +214,8 @@ void cu_mmvq_set_variant(int v);
  * 4; the same bits every way. Process-wide. */
 void cu_mmvq_set_wide_rows(int r);
 /* dst [N,T] = W x: w [K,N] of any cu_can_dequantize type, x [K,T] f32 or (xtype Q8_K) q8_K blocks. */
+/* The half-weight kernels of cu_matmul_f32 (k_mmh1 / k_mmh: device/mmh.cuh; default on); 0: k_mmf for F16 / BF16 too. */
+void cu_mmh_set(int on);
 sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype, int64_t T,
                         const cu_epilogue *ep);
 

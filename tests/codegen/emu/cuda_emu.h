@@ -22,6 +22,8 @@
 #include <ucontext.h>
 #include <vector>
 
+#include "cuda_fp16.h" /* tests/codegen/emu's: the conversions the MMA emulation needs too */
+
 #define __device__
 #define __host__
 #define __global__
@@ -29,6 +31,7 @@
 #define __constant__
 #define __shared__ static
 #define __launch_bounds__(n)
+#define __align__(n) __attribute__((aligned(n)))
 
 struct dim3 {
     unsigned x, y, z;
@@ -53,6 +56,15 @@ struct alignas(16) int4 {
 struct alignas(8) uint2 {
     unsigned x, y;
 };
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+static inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 /* c + the dot of a's and b's four signed bytes */
 static inline int __dp4a(int a, int b, int c) {
     for (int k = 0; k < 4; k++) c += (int)(int8_t)(a >> (8 * k)) * (int)(int8_t)(b >> (8 * k));
@@ -100,6 +112,40 @@ template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) {
     memcpy(&r, &emu_slot[(t & ~31u) | ((t & 31u) ^ (unsigned)o)], sizeof r);
     emu_yield(EMU_WARP);
     return r;
+}
+/* mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.f32 for the calling warp (PTX's fragment layout:
+ * a[0] A rows g, k 2t..2t+1; a[1] rows g+8; a[2], a[3] the same at k+8; b[0] B k 2t..2t+1 of column
+ * g, b[1] at k+8; d[0..1] D row g, columns 2t..2t+1, d[2..3] row g+8; g = lane/4, t = lane%4):
+ * every lane deposits its fragments, then computes its own d += A B (sums in double, rounded once) */
+static uint32_t emu_frag[1024][6];
+static inline void emu_mma_m16n8k16(float *d, const uint32_t *a, const uint32_t *b, bool bf16) {
+    const unsigned th = threadIdx.x, base = th & ~31u;
+    memcpy(emu_frag[th], a, 16);
+    emu_frag[th][4] = b[0], emu_frag[th][5] = b[1];
+    emu_yield(EMU_WARP);
+    auto h = [&](uint32_t w, int hi) -> double {
+        const unsigned short v = (unsigned short)(hi ? w >> 16 : w & 0xFFFF);
+        if (bf16) return (double)__uint_as_float((unsigned)v << 16);
+        return (double)__half2float(__ushort_as_half(v));
+    };
+    double A[16][16], B[16][8];
+    for (unsigned l = 0; l < 32; l++) {
+        const unsigned g = l >> 2, t = l & 3;
+        const uint32_t *f = emu_frag[base + l];
+        for (int e = 0; e < 2; e++) {
+            A[g][2 * t + e] = h(f[0], e), A[g + 8][2 * t + e] = h(f[1], e);
+            A[g][2 * t + 8 + e] = h(f[2], e), A[g + 8][2 * t + 8 + e] = h(f[3], e);
+            B[2 * t + e][g] = h(f[4], e), B[2 * t + 8 + e][g] = h(f[5], e);
+        }
+    }
+    const unsigned g = (th & 31) >> 2, t = th & 3;
+    for (int i = 0; i < 4; i++) {
+        const unsigned r = g + 8 * (i >> 1), c = 2 * t + (i & 1);
+        double sum = d[i];
+        for (int k = 0; k < 16; k++) sum += A[r][k] * B[k][c];
+        d[i] = (float)sum;
+    }
+    emu_yield(EMU_WARP);
 }
 static void emu_tramp() {
     (*emu_body)();

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * tests/codegen/emu/emu_build.h — for the C tests that run hand-written device code on the CPU
+ * (tests/runtime/test_cuda_*_emu.c): build one C++ driver (a tests/ file including the device
+ * headers) with the host compiler against cuda_emu.h, alignment-checked (-fsanitize=alignment with
+ * traps: a load the GPU would fault on kills the caller), into a scratch folder, and dlopen it.
+ * Include after tests/test.h (CHECKF). Runs from the repository root.
+ */
+#ifndef SB_TESTS_EMU_BUILD_H
+#define SB_TESTS_EMU_BUILD_H
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+/* the driver `src` built as dir/emu.so and loaded (NULL after a failed check, which says why);
+ * dir: a mkdtemp template buffer the caller removes (emu_build_done) */
+static void *emu_build(const char *cxx, const char *src, char *dir) {
+    if (access("tests/codegen/emu/cuda_emu.h", R_OK) != 0 || access(src, R_OK) != 0) {
+        CHECKF(0, "run from the repository root (tests/codegen/emu/cuda_emu.h, %s)", src);
+        return NULL;
+    }
+    if (!mkdtemp(dir)) {
+        CHECKF(0, "mkdtemp %s", dir);
+        return NULL;
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "%s -std=c++17 -O1 -w -ffp-contract=off -fPIC -shared -fsanitize=alignment -fsanitize-undefined-trap-on-error "
+             "-include tests/codegen/emu/cuda_emu.h -Itests/codegen/emu -Isrc %s -o %s/emu.so",
+             cxx, src, dir);
+    const int rc = system(cmd);
+    CHECKF(rc == 0, "host compile failed: %s", cmd);
+    if (rc) return NULL;
+    snprintf(cmd, sizeof cmd, "%s/emu.so", dir);
+    void *h = dlopen(cmd, RTLD_NOW | RTLD_LOCAL);
+    CHECKF(h != NULL, "dlopen: %s", dlerror());
+    return h;
+}
+
+static void emu_build_done(void *h, const char *dir) {
+    if (h) dlclose(h);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+#endif

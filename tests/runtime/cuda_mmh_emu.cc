@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * tests/runtime/cuda_mmh_emu.cc — the half-weight matrix products' device code (backend/cuda/device/
+ * mmh.cuh) built for the host: test_cuda_mmh_emu compiles this file with the host C++ compiler against
+ * tests/codegen/emu/cuda_emu.h (threads as fibers, shared memory, shuffles, the m16n8k16 MMA's
+ * fragment exchange; -fsanitize=alignment traps) and runs k_mmh1's and k_mmh's blocks over the grids
+ * k_mmf.cu's launcher gives them.
+ */
+#include "backend/cuda/device/mmh.cuh"
+
+template <int HT>
+static int gemv(float *dst, const uint8_t *w, long long K, long long N, const float *x, long long T, const float *add, int bcast) {
+    const unsigned grid = (unsigned)((N + 3) / 4);
+    if (T == 1) return emu_run(grid, 128, [&] { mmh_gemv_block<HT, 1>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
+    if (T == 2) return emu_run(grid, 128, [&] { mmh_gemv_block<HT, 2>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
+    if (T <= 4) return emu_run(grid, 128, [&] { mmh_gemv_block<HT, 4>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
+    return emu_run(grid, 128, [&] { mmh_gemv_block<HT, 8>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
+}
+
+template <int HT>
+static int tile(float *dst, const uint8_t *w, long long K, long long N, const float *x, long long T, const float *add, int bcast) {
+    const unsigned gx = (unsigned)((N + MMH_BN - 1) / MMH_BN), gy = (unsigned)((T + MMH_BT - 1) / MMH_BT);
+    for (unsigned by = 0; by < gy; by++)
+        if (emu_run(gx, 128, [&] { mmh_tile<HT>(dst, w, K, N, x, T, add, bcast, blockIdx.x, by); })) return -1;
+    return 0;
+}
+
+/* dst [T,N] = W x (+ add) as k_mmf.cu's launcher runs it: T <= 8 k_mmh1's blocks, else k_mmh's
+ * tiles; bf16 0: F16 weights. 0, or -1 on a deadlock */
+extern "C" int sb_emu_mmh(int bf16, float *dst, const uint8_t *w, long long K, long long N, const float *x, long long T, const float *add,
+                          int bcast) {
+    if (T <= 8) return bf16 ? gemv<CU_T_BF16>(dst, w, K, N, x, T, add, bcast) : gemv<CU_T_F16>(dst, w, K, N, x, T, add, bcast);
+    return bf16 ? tile<CU_T_BF16>(dst, w, K, N, x, T, add, bcast) : tile<CU_T_F16>(dst, w, K, N, x, T, add, bcast);
+}
+
+extern "C" unsigned sb_emu_f2bf(float f) { return cu_f2bf(f); }

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * tests/runtime/test_cuda_mmh_emu.c — the CUDA half-weight (F16 / BF16) matrix products without a
+ * GPU: device/mmh.cuh's decode GEMV (k_mmh1) and tensor-core tile GEMM (k_mmh) run under the host
+ * emulation (tests/runtime/cuda_mmh_emu.cc, tests/codegen/emu) on random weights and activations,
+ * into NaN-poisoned outputs, against the reference's math in f64: every activation rounded to the
+ * weight's type (round to nearest even), products summed — within 1e-5 of the sum of |terms| per
+ * output (a wrong fragment or a missed K step is off by ~1e-2). Shapes: ragged row and token tiles
+ * (N 100, T 9 / 64 / 77 over 64 x 64 tiles), K 320 (ten K steps of 32) and, for the GEMV, K 264
+ * (not a multiple of 32) with T 1..8; no epilogue, a bias, a residual. Also cu_f2bf (f32 -> bf16
+ * bits) against the quant layer's conversion for special and random values.
+ * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler ($CXX or c++).
+ * Non-goals: speed; the MMA's own rounding (test_cuda_ops on a GPU).
+ */
+#include "quant/fp16.h"
+#include "test.h"
+#include "codegen/emu/emu_build.h"
+
+typedef int (*mmh_fn)(int, float *, const uint8_t *, long long, long long, const float *, long long, const float *, int);
+static mmh_fn emu_mmh;
+static unsigned (*emu_f2bf)(float);
+static uint64_t seed = 0xF16B16ull;
+
+static float half_val(int bf16, uint16_t b) { return bf16 ? qk_bf16_to_fp32(b) : qk_fp16_to_fp32(b); }
+static uint16_t half_bits(int bf16, float f) { return bf16 ? qk_fp32_to_bf16(f) : qk_fp32_to_fp16(f); }
+
+static void check_case(int bf16, int64_t K, int64_t N, int64_t T, int ep) {
+    char label[96];
+    snprintf(label, sizeof label, "%s K=%lld N=%lld T=%lld%s", bf16 ? "BF16" : "F16", (long long)K, (long long)N, (long long)T,
+             ep == 1 ? " + bias" : ep == 2 ? " + residual" : "");
+    uint16_t *w = aligned_alloc(256, (size_t)((N * K * 2 + 255) & ~(int64_t)255));
+    float *x = aligned_alloc(64, (size_t)((T * K * 4 + 63) & ~(int64_t)63));
+    float *add = malloc((size_t)(T * N) * sizeof *add), *dst = malloc((size_t)(T * N) * sizeof *dst);
+    for (int64_t i = 0; i < N * K; i++) w[i] = half_bits(bf16, 0.05f * test_rand_normal(&seed));
+    for (int64_t i = 0; i < T * K; i++) x[i] = test_rand_normal(&seed) * (i % 11 == 0 ? 8.0f : 1.0f);
+    for (int64_t i = 0; i < T * N; i++) add[i] = test_rand_normal(&seed), dst[i] = NAN;
+    CHECKF(emu_mmh(bf16, dst, (const uint8_t *)w, K, N, x, T, ep ? add : NULL, ep == 1) == 0, "%s: emulation deadlocked", label);
+    int bad = 0, unwritten = 0;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t n = 0; n < N; n++) {
+            double ref = 0, mag = 0;
+            for (int64_t k = 0; k < K; k++) {
+                const double p = (double)half_val(bf16, w[n * K + k]) * half_val(bf16, half_bits(bf16, x[t * K + k]));
+                ref += p, mag += fabs(p);
+            }
+            if (ep) ref += add[ep == 1 ? n : t * N + n], mag += fabs(add[ep == 1 ? n : t * N + n]);
+            const float got = dst[t * N + n];
+            if (got != got) unwritten++;
+            else if (!(fabs(got - ref) <= 1e-5 * mag + 1e-30) && bad++ < 3)
+                fprintf(stderr, "%s: [t %lld, n %lld] %.9g, reference %.9g\n", label, (long long)t, (long long)n, got, ref);
+        }
+    CHECKF(unwritten == 0 && bad == 0, "%s: %d outputs unwritten, %d off the reference", label, unwritten, bad);
+    free(w), free(x), free(add), free(dst);
+}
+
+int main(void) {
+    const char *cxx = test_host_cxx();
+    if (!cxx) {
+        printf("SKIP: no host C++ compiler ($CXX or c++) to run the emulated device code\n");
+        return 77;
+    }
+    char tmp[64] = "/tmp/sb_mmh_emu.XXXXXX";
+    void *h = emu_build(cxx, "tests/runtime/cuda_mmh_emu.cc", tmp);
+    if (h) {
+        *(void **)&emu_mmh = dlsym(h, "sb_emu_mmh");
+        *(void **)&emu_f2bf = dlsym(h, "sb_emu_f2bf");
+        CHECK(emu_mmh && emu_f2bf);
+    }
+    if (emu_mmh && emu_f2bf) {
+        const float special[] = {0.0f, -0.0f, 1.0f, -1.5f, 65504.0f, 1e-40f, 3.0e38f, INFINITY, -INFINITY, 1.00390625f, 1.01171875f};
+        int bad = 0;
+        for (int i = 0; i < 100000; i++) {
+            const float f = i < 11 ? special[i] : test_rand_normal(&seed) * ldexpf(1.0f, (int)(test_rand_u64(&seed) % 60) - 30);
+            bad += emu_f2bf(f) != qk_fp32_to_bf16(f);
+        }
+        CHECKF(bad == 0, "cu_f2bf: %d of 100000 values differ from qk_fp32_to_bf16", bad);
+        for (int bf16 = 0; bf16 < 2; bf16++) {
+            static const int64_t Tg[] = {1, 2, 3, 5, 8};
+            for (int i = 0; i < 5; i++) check_case(bf16, 264, 37, Tg[i], i % 3);
+            check_case(bf16, 320, 100, 9, 0);
+            check_case(bf16, 320, 100, 64, 1);
+            check_case(bf16, 320, 100, 77, 2);
+            check_case(bf16, 64, 64, 64, 0);
+        }
+    }
+    emu_build_done(h, tmp);
+    return test_summary();
+}
