@@ -54,11 +54,7 @@ static void check_case(int bf16, int64_t K, int64_t N, int64_t T, int ep) {
 }
 
 int main(void) {
-    const char *cxx = test_host_cxx();
-    if (!cxx) {
-        printf("SKIP: no host C++ compiler ($CXX or c++) to run the emulated device code\n");
-        return 77;
-    }
+    const char *cxx = emu_cxx();
     char tmp[64] = "/tmp/sb_mmh_emu.XXXXXX";
     void *h = emu_build(cxx, "tests/runtime/cuda_mmh_emu.cc", tmp);
     if (h) {

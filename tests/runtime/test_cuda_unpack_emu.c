@@ -135,11 +135,7 @@ static void check_type(int type) {
 }
 
 int main(void) {
-    const char *cxx = test_host_cxx();
-    if (!cxx) {
-        printf("SKIP: no host C++ compiler ($CXX or c++) to run the emulated device code\n");
-        return 77;
-    }
+    const char *cxx = emu_cxx();
     char tmp[64] = "/tmp/sb_unpack_emu.XXXXXX";
     void *h = emu_build(cxx, "tests/runtime/cuda_unpack_emu.cc", tmp);
     if (h) {

@@ -7,3 +7,4 @@ set_tests_properties(runtime/cli_quantize_synth PROPERTIES LABELS runtime)
 # test_cuda_unpack_emu exits 77 (SKIP) without a host C++ compiler to build the device code for the CPU.
 set_tests_properties(runtime/test_cuda_unpack_emu PROPERTIES SKIP_RETURN_CODE 77)
 set_tests_properties(runtime/test_cuda_mmh_emu PROPERTIES SKIP_RETURN_CODE 77)
+set_tests_properties(runtime/test_cuda_mma_emu PROPERTIES SKIP_RETURN_CODE 77)

@@ -30,7 +30,7 @@
 #define __forceinline__ inline
 #define __constant__
 #define __shared__ static
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 
 struct dim3 {
@@ -46,13 +46,19 @@ static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fsub_rn(float a, float b) { return a - b; }
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+#define __ldcg(p) (*(p))
+static inline int min(int a, int b) { return a < b ? a : b; } /* CUDA's integer min / max */
+static inline int max(int a, int b) { return a > b ? a : b; }
+static inline void __threadfence() {}
+template <class T> static inline T atomicAdd(T *p, T v) { /* blocks run one after another, threads on one OS thread */
+    const T o = *p;
+    *p = o + v;
+    return o;
+}
 
 // ---- integer intrinsics (the hand-written kernels' device headers: tests/runtime/cuda_unpack_emu.cc) ----
 
 /* vector types with CUDA's alignment, so -fsanitize=alignment sees what the device would fault on */
-struct alignas(16) int4 {
-    int x, y, z, w;
-};
 struct alignas(8) uint2 {
     unsigned x, y;
 };
@@ -62,6 +68,14 @@ struct alignas(16) uint4 {
 struct alignas(16) float4 {
     float x, y, z, w;
 };
+struct alignas(16) int4 {
+    int x, y, z, w;
+};
+struct alignas(8) float2 {
+    float x, y;
+};
+static inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
+static inline float2 make_float2(float x, float y) { return float2{x, y}; }
 static inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
 static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
 static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
@@ -147,24 +161,69 @@ static inline void emu_mma_m16n8k16(float *d, const uint32_t *a, const uint32_t 
     }
     emu_yield(EMU_WARP);
 }
+/* ldmatrix.sync.aligned.m8n8.{x4,x2}.shared.b16: lane l (l < 8 * nmat) gives the address of row l % 8 of
+ * matrix l / 8; every lane receives, of each matrix i, row l / 4's 32-bit word l % 4 in r[i] */
+static inline void emu_ldsm(int *r, const void *s, int nmat) {
+    const unsigned th = threadIdx.x, base = th & ~31u;
+    memcpy(&emu_slot[th], &s, sizeof s);
+    emu_yield(EMU_WARP);
+    const unsigned l = th & 31;
+    for (int i = 0; i < nmat; i++) {
+        const unsigned char *row;
+        memcpy(&row, &emu_slot[base + 8 * i + l / 4], sizeof row);
+        memcpy(&r[i], row + 4 * (l % 4), 4);
+    }
+    emu_yield(EMU_WARP);
+}
+/* mma.sync.aligned.m16n8k{32,16}.row.col.s32.s8.s8.s32 with every accumulator input cin (PTX's layout:
+ * a[0] A row g, k 4t..4t+3; a[1] row g+8; k32 also a[2], a[3] the same at k+16; b[0] B k 4t..4t+3 of
+ * column g, k32 also b[1] at k+16; c[0..1] row g, columns 2t..2t+1, c[2..3] row g+8) */
+static inline void emu_mma_s8(int *c, const int *a, const int *b, int cin, int k32) {
+    const unsigned th = threadIdx.x, base = th & ~31u;
+    memcpy(emu_frag[th], a, (k32 ? 4 : 2) * 4);
+    emu_frag[th][4] = (uint32_t)b[0], emu_frag[th][5] = k32 ? (uint32_t)b[1] : 0;
+    emu_yield(EMU_WARP);
+    int A[16][32], B[32][8];
+    const int K = k32 ? 32 : 16;
+    for (unsigned l = 0; l < 32; l++) {
+        const unsigned g = l >> 2, t = l & 3;
+        const uint32_t *f = emu_frag[base + l];
+        for (int e = 0; e < 4; e++) {
+            A[g][4 * t + e] = (int8_t)(f[0] >> (8 * e)), A[g + 8][4 * t + e] = (int8_t)(f[1] >> (8 * e));
+            B[4 * t + e][g] = (int8_t)(f[4] >> (8 * e));
+            if (k32) {
+                A[g][4 * t + 16 + e] = (int8_t)(f[2] >> (8 * e)), A[g + 8][4 * t + 16 + e] = (int8_t)(f[3] >> (8 * e));
+                B[4 * t + 16 + e][g] = (int8_t)(f[5] >> (8 * e));
+            }
+        }
+    }
+    const unsigned g = (th & 31) >> 2, t = th & 3;
+    for (int i = 0; i < 4; i++) {
+        const unsigned rr = g + 8 * (i >> 1), cc = 2 * t + (i & 1);
+        int sum = cin;
+        for (int k = 0; k < K; k++) sum += A[rr][k] * B[k][cc];
+        c[i] = sum;
+    }
+    emu_yield(EMU_WARP);
+}
 static void emu_tramp() {
     (*emu_body)();
     emu_f[emu_cur].state = EMU_DONE;
     swapcontext(&emu_f[emu_cur].ctx, &emu_main);
 }
 
-/* run body as a grid of `grid` blocks of `block` threads; 0, or -1 on a deadlock (a barrier some
+/* run body as a grid of `grid` blocks (x fastest) of `block` threads; 0, or -1 on a deadlock (a barrier some
  * live threads never reach) */
-static int emu_run(unsigned grid, unsigned block, const std::function<void()> &body) {
+static int emu_run3(dim3 grid, unsigned block, const std::function<void()> &body) {
     const size_t stack = 128 * 1024;
     if (block == 0 || block > 1024) return -1;
     emu_f.assign(block, emu_fiber());
     emu_stacks.assign(stack * block, 0);
     emu_body = &body;
-    gridDim = dim3{grid, 1, 1};
+    gridDim = grid;
     blockDim = dim3{block, 1, 1};
-    for (unsigned b = 0; b < grid; b++) {
-        blockIdx = dim3{b, 0, 0};
+    for (unsigned b = 0; b < grid.x * grid.y * grid.z; b++) {
+        blockIdx = dim3{b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y)};
         for (unsigned t = 0; t < block; t++) {
             getcontext(&emu_f[t].ctx);
             emu_f[t].ctx.uc_stack.ss_sp = &emu_stacks[stack * t];
@@ -211,5 +270,7 @@ static int emu_run(unsigned grid, unsigned block, const std::function<void()> &b
     }
     return 0;
 }
+/* a 1-D grid */
+static int emu_run(unsigned grid, unsigned block, const std::function<void()> &body) { return emu_run3(dim3{grid, 1, 1}, block, body); }
 
 #endif

@@ -12,6 +12,16 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+/* the host C++ compiler; without one the test SKIPs (exit 77) here */
+static const char *emu_cxx(void) {
+    const char *cxx = test_host_cxx();
+    if (!cxx) {
+        printf("SKIP: no host C++ compiler ($CXX or c++) to run the emulated device code\n");
+        exit(77);
+    }
+    return cxx;
+}
+
 /* the driver `src` built as dir/emu.so and loaded (NULL after a failed check, which says why);
  * dir: a mkdtemp template buffer the caller removes (emu_build_done) */
 static void *emu_build(const char *cxx, const char *src, char *dir) {
@@ -26,7 +36,7 @@ static void *emu_build(const char *cxx, const char *src, char *dir) {
     char cmd[1024];
     snprintf(cmd, sizeof cmd,
              "%s -std=c++17 -O1 -w -ffp-contract=off -fPIC -shared -fsanitize=alignment -fsanitize-undefined-trap-on-error "
-             "-include tests/codegen/emu/cuda_emu.h -Itests/codegen/emu -Isrc %s -o %s/emu.so",
+             "-include tests/codegen/emu/cuda_emu.h -Itests/codegen/emu -Isrc -Iinclude %s -o %s/emu.so",
              cxx, src, dir);
     const int rc = system(cmd);
     CHECKF(rc == 0, "host compile failed: %s", cmd);

@@ -5,8 +5,8 @@
  * and key split, the "last block to arrive merges" step and the split-K GEMM's sum of its partials.
  * One copy each, shared by k_attn_decode, k_attn_deep, k_fattn, k_fattn_mma, k_attention and k_mma
  * (each had its own), and by k_rope's jobs that sum a GEMM's partials in place of its reduce.
- * Kept out of common.cuh: the NVRTC-generated kernels and their CPU emulation (tests/codegen/emu)
- * include common.cuh and have none of cp.async, uint4 or atomics.
+ * Kept out of common.cuh: the NVRTC-generated kernels include common.cuh and have none of cp.async,
+ * uint4 or atomics. The host emulation (tests/codegen/emu) has ldmatrix and plain copies for cp.async.
  */
 #ifndef SB_BACKEND_CUDA_DEVICE_SPLIT_CUH
 #define SB_BACKEND_CUDA_DEVICE_SPLIT_CUH
@@ -48,6 +48,8 @@ static __device__ __forceinline__ void cu_ldsm_x4(int r[4], const void *s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(sa));
+#elif defined(SB_CUDA_EMU_H) /* host emulation (tests/codegen/emu) */
+    emu_ldsm(r, s, 4);
 #else
     r[0] = r[1] = r[2] = r[3] = 0;
 #endif
@@ -56,6 +58,8 @@ static __device__ __forceinline__ void cu_ldsm_x2(int r[2], const void *s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(sa));
+#elif defined(SB_CUDA_EMU_H)
+    emu_ldsm(r, s, 2);
 #else
     r[0] = r[1] = 0;
 #endif
