@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
-# `sb run` / `sb bench` device choice on the embedded model: --device auto (the default) runs where
+# `sb run` / `sb bench` / `sb perplexity` device choice on the embedded model: --device auto (the default) runs where
 # `-v` says — the CPU when no GPU can take the model (CI: it says why), the GPU otherwise; --device
 # cpu and -ngl 0 the CPU; --device cuda without a usable GPU is SB_ERR_DEVICE (SB_ERR_UNSUPPORTED in a
 # build without the CUDA backend; exit 1); any other
@@ -26,6 +26,13 @@ fi
 "$sb" run -p "In the beginning" -n 4 -ngl 0 -v > /dev/null 2> "$tmp/err"; rc=$?
 [ $rc = 0 ] && grep -q '^device: cpu$' "$tmp/err" && ok || bad "-ngl 0: rc=$rc"
 "$sb" run -p "In the beginning" -n 4 --device auto > /dev/null 2>&1 && ok || bad "--device auto"
+# sb perplexity: auto by default too; sb logits (a reference tool): the CPU unless told
+awk 'BEGIN { for (i = 0; i < 40; i++) print "In the beginning God created the heaven and the earth." }' > "$tmp/text.txt"
+"$sb" perplexity -f "$tmp/text.txt" -c 32 --chunks 1 > "$tmp/ppl" 2>&1 && grep -q 'PPL\|ppl\|perplexity' "$tmp/ppl" && ok || bad "perplexity (auto): $(tail -2 "$tmp/ppl")"
+"$sb" perplexity -f "$tmp/text.txt" -c 32 --chunks 1 -ngl 0 > /dev/null 2>&1 && ok || bad "perplexity -ngl 0"
+expect_rc 2 "--device bogus (perplexity)" "$sb" perplexity -f "$tmp/text.txt" --device bogus
+expect_rc 2 "--device bogus (logits)" "$sb" logits -m x --ref y -o z --device bogus
+expect_rc 2 "-ngl -1 (run)" "$sb" run -p x -ngl -1
 expect_rc 2 "--device bogus (run)" "$sb" run -p x --device bogus
 expect_rc 2 "--device bogus (bench)" "$sb" bench -p 8 -n 2 --device bogus
 finish

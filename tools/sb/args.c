@@ -54,6 +54,30 @@ int arg_str(const char *cmd, int argc, char **argv, int *i, const char **out) {
     return 0;
 }
 
+int arg_device(const char *cmd, int argc, char **argv, int *i, int *device, int *rc) {
+    const char *a = argv[*i];
+    if (!strcmp(a, "--device")) {
+        const char *v = NULL;
+        *rc = arg_str(cmd, argc, argv, i, &v);
+        if (*rc) return 1;
+        if (!strcmp(v, "auto")) *device = SB_DEVICE_AUTO;
+        else if (!strcmp(v, "cpu")) *device = SB_DEVICE_CPU;
+        else if (!strcmp(v, "cuda")) *device = SB_DEVICE_CUDA;
+        else {
+            fprintf(stderr, "sb %s: --device '%s': expected auto, cpu or cuda\n", cmd, v);
+            *rc = 2;
+        }
+        return 1;
+    }
+    if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) {
+        int64_t ngl = 0;
+        *rc = arg_i64(cmd, argc, argv, i, 0, 1 << 30, &ngl);
+        if (!*rc) *device = ngl > 0 ? SB_DEVICE_CUDA : SB_DEVICE_CPU;
+        return 1;
+    }
+    return 0;
+}
+
 const char *default_model_path(void) {
     const char *env = getenv("SB_MODEL");
     if (env && *env) return env;

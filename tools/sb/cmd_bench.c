@@ -26,8 +26,7 @@ static void usage(FILE *f) {
                "  -p, -n, -d take comma-separated lists; every combination runs (pp tests, then tg tests).\n"
                "  --prefix P,N   first-token latency with a cached P-token prefix and N new tokens\n"
                "  --bw GB/s      use this read bandwidth instead of measuring it (CUDA: 4270, the H200's copy rate)\n"
-               "  --device auto|cpu|cuda, -ngl N   where to run: auto (default) takes CUDA GPU 0 when it can run the model,\n"
-               "                 else the CPU; -ngl 0 means cpu, N > 0 cuda (llama.cpp's flag)\n");
+               "  " ARG_DEVICE_HELP);
 }
 
 static int parse_list(const char *s, int64_t *out, int *n) {
@@ -145,13 +144,14 @@ static sb_status run_tg(sb_session *s, int32_t *toks, int64_t d, int64_t n, int6
 }
 
 int cmd_bench(int argc, char **argv) {
-    const char *model = NULL, *fmt = "md", *kv = "f16", *device = "auto"; /* f16 KV: llama-bench's default (-ctk/-ctv f16) */
-    int64_t ngl = 0;
+    const char *model = NULL, *fmt = "md", *kv = "f16"; /* f16 KV: llama-bench's default (-ctk/-ctv f16) */
+    int device = SB_DEVICE_AUTO;
     int64_t pp[MAX_LIST] = {512}, tg[MAX_LIST] = {64}, dd[MAX_LIST] = {0}, reps = 5, threads = 0, prefix[2] = {0, 0};
     int n_pp = 1, n_tg = 1, n_d = 1, rc = 0, have_prefix = 0;
     float bw_given = 0;
     for (int i = 1; i < argc && !rc; i++) {
         const char *a = argv[i], *v = NULL;
+        if (arg_device("bench", argc, argv, &i, &device, &rc)) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
@@ -182,11 +182,6 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "-o")) rc = arg_str("bench", argc, argv, &i, &fmt);
         else if (!strcmp(a, "--kv-type")) rc = arg_str("bench", argc, argv, &i, &kv);
         else if (!strcmp(a, "--bw")) rc = arg_f32("bench", argc, argv, &i, 0.001f, 1e6f, &bw_given);
-        else if (!strcmp(a, "--device")) rc = arg_str("bench", argc, argv, &i, &device);
-        else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) {
-            rc = arg_i64("bench", argc, argv, &i, 0, 1 << 30, &ngl);
-            if (!rc) device = ngl > 0 ? "cuda" : "cpu";
-        }
         else {
             fprintf(stderr, "sb bench: unknown option '%s'\n", a);
             rc = 2;
@@ -194,10 +189,6 @@ int cmd_bench(int argc, char **argv) {
     }
     if (!rc && strcmp(fmt, "md") && strcmp(fmt, "json")) rc = 2;
     if (!rc && strcmp(kv, "f32") && strcmp(kv, "f16")) rc = 2;
-    if (!rc && strcmp(device, "cpu") && strcmp(device, "cuda") && strcmp(device, "auto")) {
-        fprintf(stderr, "sb bench: --device '%s': expected auto, cpu or cuda\n", device);
-        rc = 2;
-    }
     if (!model) model = default_model_path();
     if (!rc && !model) rc = 2;
     if (rc) {
@@ -221,7 +212,7 @@ int cmd_bench(int argc, char **argv) {
     sp.n_ctx = max_ctx;
     sp.n_threads = (int)threads;
     sp.kv_type = strcmp(kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
-    sp.device = !strcmp(device, "cuda") ? SB_DEVICE_CUDA : !strcmp(device, "cpu") ? SB_DEVICE_CPU : SB_DEVICE_AUTO;
+    sp.device = device;
     if (st == SB_OK) st = sb_session_create(m, &sp, &s);
     const int cuda = s && sb_session_device(s) == SB_DEVICE_CUDA; /* auto resolved */
     int32_t *toks = (int32_t *)malloc((size_t)max_ctx * sizeof *toks);

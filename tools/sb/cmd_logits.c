@@ -16,14 +16,17 @@
 #include <unistd.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: sb logits -m MODEL --ref IN.ref -o OUT.ref [-t THREADS] [--kv-type f32|f16]\n");
+    fprintf(f, "usage: sb logits -m MODEL --ref IN.ref -o OUT.ref [-t THREADS] [--kv-type f32|f16] [--device cpu|cuda|auto | -ngl N]\n"
+               "  --device        where to run: the CPU (default: the reference path), cuda, or auto\n");
 }
 
 int cmd_logits(int argc, char **argv) {
     const char *model = NULL, *ref = NULL, *out = NULL, *kv = "f32";
     int64_t threads = 0;
     int rc = 0;
+    int device = SB_DEVICE_CPU; /* a reference tool: the CPU unless told */
     for (int i = 1; i < argc && !rc; i++) {
+        if (arg_device("logits", argc, argv, &i, &device, &rc)) continue;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
@@ -76,6 +79,7 @@ int cmd_logits(int argc, char **argv) {
     sp.n_ctx = (int64_t)n;
     sp.n_threads = (int)threads;
     sp.kv_type = strcmp(kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
+    sp.device = device;
     if (!rc && st == SB_OK) st = sb_session_create(m, &sp, &s);
     if (!rc && st == SB_OK && hdr[1]) st = sb_session_eval_all(s, toks, hdr[1], ours);
     for (uint32_t i = 0; !rc && st == SB_OK && i < hdr[2]; i++) {

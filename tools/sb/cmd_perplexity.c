@@ -15,13 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *f) { fprintf(f, "usage: sb perplexity [-m MODEL] -f TEXTFILE [-c CTX (512)] [-t THREADS] [--chunks N]\n"); }
+static void usage(FILE *f) {
+    fprintf(f, "usage: sb perplexity [-m MODEL] -f TEXTFILE [-c CTX (512)] [-t THREADS] [--chunks N] [--device auto|cpu|cuda | -ngl N]\n"
+               "  " ARG_DEVICE_HELP);
+}
 
 int cmd_perplexity(int argc, char **argv) {
     const char *model = NULL, *file = NULL;
     int64_t n_ctx = 512, threads = 0, max_chunks = -1;
-    int rc = 0;
+    int rc = 0, device = SB_DEVICE_AUTO;
     for (int i = 1; i < argc && !rc; i++) {
+        if (arg_device("perplexity", argc, argv, &i, &device, &rc)) continue;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
@@ -73,6 +77,7 @@ int cmd_perplexity(int argc, char **argv) {
     sb_session_default_params(&sp);
     sp.n_ctx = n_ctx;
     sp.n_threads = (int)threads;
+    sp.device = device;
     if (!rc && st == SB_OK) st = sb_session_create(m, &sp, &s);
     if (!rc && st == SB_OK) {
         logits = (float *)malloc((size_t)n_ctx * (size_t)mi.n_vocab * sizeof *logits);

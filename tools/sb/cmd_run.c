@@ -33,8 +33,7 @@ static void usage(FILE *f) {
             "  -s, --system TEXT       system message for --chat (also -sys)\n"
             "      --stop TEXT         stop string (repeatable, up to %d)\n"
             "      --kv-type f32|f16   KV cache type (f32)\n"
-            "      --device auto|cpu|cuda  where to run (auto: CUDA GPU 0 when it can run the model, else\n"
-            "                          the CPU); -ngl N: 0 means cpu, N > 0 cuda (llama.cpp's flag)\n"
+            "      " ARG_DEVICE_HELP
             "      --parse-special     match special-token text in a plain prompt\n"
             "      --check-tensors     scan weights for NaN/Inf at load\n"
             "  -v, --verbose           model and plan details on stderr\n",
@@ -50,8 +49,8 @@ static int emit(void *user, const char *text, size_t len, int32_t token) {
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *model = NULL, *prompt = NULL, *file = NULL, *system = NULL, *kv = "f32", *device = "auto";
-    int64_t ngl = 0;
+    const char *model = NULL, *prompt = NULL, *file = NULL, *system = NULL, *kv = "f32";
+    int device = SB_DEVICE_AUTO;
     const char *stops[MAX_STOP];
     size_t n_stop = 0;
     int64_t n_predict = 128, n_ctx = 0, n_batch = 0, threads = 0, seed = -1, last_n = -2, top_k = -2;
@@ -60,6 +59,7 @@ int cmd_run(int argc, char **argv) {
     sb_sampler_default_params(&sp);
     for (int i = 1; i < argc && !rc; i++) {
         const char *a = argv[i];
+        if (arg_device("run", argc, argv, &i, &device, &rc)) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
@@ -87,11 +87,6 @@ int cmd_run(int argc, char **argv) {
                 rc = 2;
             } else rc = arg_str("run", argc, argv, &i, &stops[n_stop++]);
         } else if (!strcmp(a, "--kv-type")) rc = arg_str("run", argc, argv, &i, &kv);
-        else if (!strcmp(a, "--device")) rc = arg_str("run", argc, argv, &i, &device);
-        else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) {
-            rc = arg_i64("run", argc, argv, &i, 0, 1 << 30, &ngl);
-            if (!rc) device = ngl > 0 ? "cuda" : "cpu";
-        }
         else if (!strcmp(a, "--parse-special")) parse_special = 1;
         else if (!strcmp(a, "--check-tensors")) check = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = 1;
@@ -111,10 +106,6 @@ int cmd_run(int argc, char **argv) {
     }
     if (strcmp(kv, "f32") && strcmp(kv, "f16")) {
         fprintf(stderr, "sb run: --kv-type must be f32 or f16\n");
-        return 2;
-    }
-    if (strcmp(device, "cpu") && strcmp(device, "cuda") && strcmp(device, "auto")) {
-        fprintf(stderr, "sb run: --device must be auto, cpu or cuda\n");
         return 2;
     }
     if (seed >= 0) sp.seed = (uint64_t)seed;
@@ -160,7 +151,7 @@ int cmd_run(int argc, char **argv) {
     ssp.n_batch = n_batch;
     ssp.n_threads = (int)threads;
     ssp.kv_type = strcmp(kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
-    ssp.device = !strcmp(device, "cuda") ? SB_DEVICE_CUDA : !strcmp(device, "cpu") ? SB_DEVICE_CPU : SB_DEVICE_AUTO;
+    ssp.device = device;
     if (verbose) sb_log_set(sb_cli_log, NULL, SB_LOG_INFO); /* e.g. the codegen line at the end (docs/codegen.md) */
     if (st == SB_OK) st = sb_session_create(m, &ssp, &s);
     if (st == SB_OK && verbose) fprintf(stderr, "device: %s\n", sb_session_device(s) == SB_DEVICE_CUDA ? "cuda (GPU 0)" : "cpu");
