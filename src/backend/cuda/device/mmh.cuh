@@ -88,24 +88,31 @@ static __device__ __forceinline__ void mmh_gemv_row(const uint8_t *row, const fl
 }
 
 /* the block bx of k_mmh1's grid (ceil(N / 4) blocks of 4 warps, a warp a row; by = 0): NC >= T tokens,
- * dst [T,N] = W x + (add: [N] bias when bcast, else [T,N]) */
+ * dst [T,N] = W x + (add: [N] bias when bcast, else [T,N]). A token's 4 results leave as one store of
+ * consecutive floats (through shared memory): an LM head may write its logits straight into
+ * page-locked host memory, where each store is a transfer over PCIe (k_mmvq1 does the same) */
 template <int HT, int NC>
 static __device__ __forceinline__ void mmh_gemv_block(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
                                                       const float *add, int bcast, unsigned bx) {
     const int64_t r0 = (int64_t)bx * 4, r1 = r0 + 4 < N ? r0 + 4 : N;
     prefetch_rows(w + (uint64_t)r0 * (uint64_t)(2 * K), (uint64_t)(r1 - r0) * (uint64_t)(2 * K), threadIdx.x, 128);
     CU_PDL_ENTRY();
-    const int lane = threadIdx.x & 31;
-    const int64_t n = r0 + (threadIdx.x >> 5);
-    if (n >= N) return; /* warp-uniform */
+    __shared__ float res[NC][4];
+    const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+    const int64_t n = r0 + wp;
     const int nt = (int)(T < NC ? T : NC);
-    float acc[NC];
-    mmh_gemv_row<HT, NC>(w + (uint64_t)n * (uint64_t)(2 * K), x, K, 0, nt, lane, acc);
+    if (n < N) { /* no early return: every warp meets the barrier */
+        float acc[NC];
+        mmh_gemv_row<HT, NC>(w + (uint64_t)n * (uint64_t)(2 * K), x, K, 0, nt, lane, acc);
 #pragma unroll
-    for (int c = 0; c < NC; c++) {
-        const float v = warp_sum(acc[c]);
-        if (lane == 0 && c < nt) dst[c * N + n] = add ? v + add[bcast ? n : c * N + n] : v;
+        for (int c = 0; c < NC; c++) {
+            const float v = warp_sum(acc[c]);
+            if (lane == 0 && c < nt) res[c][wp] = add ? v + add[bcast ? n : c * N + n] : v;
+        }
     }
+    __syncthreads();
+    const int c = threadIdx.x / 4, i = threadIdx.x % 4;
+    if (c < nt && r0 + i < r1) dst[c * N + r0 + i] = res[c][i];
 }
 
 /* ---- T > 8: 64 x 64 tiles on tensor cores ---- */
