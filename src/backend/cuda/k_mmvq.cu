@@ -360,31 +360,22 @@ extern "C" sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wt
     const cudaStream_t st = (cudaStream_t)s;
     const uint8_t *wb = (const uint8_t *)w, *x = (const uint8_t *)xq;
     if (xtype == CU_T_Q8_1) {
+#define CU_X(t) \
+    case t: return launch_type<t, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
         switch (wtype) {
-        case CU_T_Q4_0: return launch_type<CU_T_Q4_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q4_1: return launch_type<CU_T_Q4_1, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q5_0: return launch_type<CU_T_Q5_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q5_1: return launch_type<CU_T_Q5_1, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q8_0: return launch_type<CU_T_Q8_0, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_IQ4_NL: return launch_type<CU_T_IQ4_NL, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q2_K: return launch_type<CU_T_Q2_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q3_K: return launch_type<CU_T_Q3_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q4_K: return launch_type<CU_T_Q4_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q5_K: return launch_type<CU_T_Q5_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q6_K: return launch_type<CU_T_Q6_K, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_IQ4_XS: return launch_type<CU_T_IQ4_XS, CU_T_Q8_1>(st, dst, wb, rb, K, N, x, T, ep);
+            CU_MMVQ_Q81_TYPES(CU_X)
+            CU_MMVQ_K_TYPES(CU_X)
         default: break;
         }
+#undef CU_X
     } else if (xtype == CU_T_Q8_K) {
+#define CU_X(t) \
+    case t: return launch_type<t, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
         switch (wtype) {
-        case CU_T_Q2_K: return launch_type<CU_T_Q2_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q3_K: return launch_type<CU_T_Q3_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q4_K: return launch_type<CU_T_Q4_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q5_K: return launch_type<CU_T_Q5_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_Q6_K: return launch_type<CU_T_Q6_K, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
-        case CU_T_IQ4_XS: return launch_type<CU_T_IQ4_XS, CU_T_Q8_K>(st, dst, wb, rb, K, N, x, T, ep);
+            CU_MMVQ_K_TYPES(CU_X)
         default: break;
         }
+#undef CU_X
     }
     return sb_fail(SB_ERR_UNSUPPORTED, "cuda: no dp4a GEMV for weight type %d x activation type %d", wtype, xtype);
 }

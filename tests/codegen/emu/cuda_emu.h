@@ -28,6 +28,7 @@
 #define __host__
 #define __global__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #define __constant__
 #define __shared__ static
 #define __launch_bounds__(...)
