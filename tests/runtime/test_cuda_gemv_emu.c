@@ -68,7 +68,7 @@ static double dot(const mat *m, int64_t n, const float *xd, double *mag) {
 /* n segments through k_gemv_reg (mode 0, how) or k_gemv_fused (mode 1, R = how) */
 static void check_launch(const char *label, int mode, int how, int q8k, mat *ms, int n) {
     const int64_t K = ms[0].K;
-    uint8_t *xq = aligned_alloc(64, (size_t)(K / 32 * sizeof(blk_q8_1) + K / 256 * sizeof(blk_q8_K) + 64));
+    uint8_t *xq = aligned_alloc(64, (size_t)((K / 32 * sizeof(blk_q8_1) + K / 256 * sizeof(blk_q8_K) + 63) & ~(size_t)63));
     float *xd = malloc(sizeof(float) * (size_t)K);
     make_act(q8k, K, xq, xd);
     int types[4];
@@ -102,7 +102,7 @@ static void check_launch(const char *label, int mode, int how, int q8k, mat *ms,
 static void check_pairs(int type, int q8k) {
     const int64_t K = 512, N = 37;
     mat ms[2] = {make_mat(type, N, K), make_mat(type, N, K)};
-    uint8_t *xq = aligned_alloc(64, (size_t)(K / 32 * sizeof(blk_q8_1) + 64));
+    uint8_t *xq = aligned_alloc(64, (size_t)((K / 32 * sizeof(blk_q8_1) + K / 256 * sizeof(blk_q8_K) + 63) & ~(size_t)63)); /* either */
     float *xd = malloc(sizeof(float) * K), *g = malloc(sizeof(float) * N), *u = malloc(sizeof(float) * N);
     make_act(q8k, K, xq, xd);
     for (int64_t i = 0; i < N; i++) g[i] = u[i] = NAN;
