@@ -480,10 +480,9 @@ void exec_cuda_target(plan_target *t) {
      * from the references on the test models (docs/cuda.md). SB_CUDA_ACT=q8_1 restores llama.cpp's
      * CUDA semantics. */
     const char *env = getenv("SB_CUDA_ACT");
-    if (!(env && !strcmp(env, "q8_1"))) {
-        static const int kq[] = {SB_TYPE_Q2_K, SB_TYPE_Q3_K, SB_TYPE_Q4_K, SB_TYPE_Q5_K, SB_TYPE_Q6_K, SB_TYPE_IQ4_XS};
-        for (size_t i = 0; i < sizeof kq / sizeof kq[0]; i++) t->act_type[kq[i]] = SB_TYPE_Q8_K;
-    }
+    if (!(env && !strcmp(env, "q8_1")))
+        for (int w = 0; w < SB_TYPE_COUNT; w++)
+            if (cu_has_mmvq_q8k(w)) t->act_type[w] = SB_TYPE_Q8_K; /* Q2_K..Q6_K, IQ4_XS */
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
 }
 

@@ -61,43 +61,44 @@ static double now_s(void) {
 
 static sb_status get_plan(rt_session *s, int64_t T, int64_t n_out, plan_entry **out);
 
+/* does the GPU's free memory hold the model's weights and its KV cache (kv_total bytes) plus margin?
+ * SB_ERR_OOM naming the bytes if not; the device-memory query's own error if it fails */
+static sb_status gpu_room(const rt_model *m, uint64_t kv_total, uint64_t margin, int64_t n_ctx) {
+    uint64_t fr = 0, tot = 0;
+    SB_TRY(exec_cuda_device_memory(&fr, &tot));
+    const uint64_t need = m->weight_bytes + kv_total + margin;
+    if (need > fr)
+        return sb_fail(SB_ERR_OOM, "session: the model's weights (%llu bytes) and KV cache (%llu bytes, n_ctx %lld)%s need %llu bytes on the GPU; "
+                       "%llu of %llu bytes are free", (unsigned long long)m->weight_bytes, (unsigned long long)kv_total, (long long)n_ctx,
+                       margin ? " with room to spare" : "", (unsigned long long)need, (unsigned long long)fr, (unsigned long long)tot);
+    return SB_OK;
+}
+
 /* device auto (2), before anything is allocated: 1 when a CUDA device is usable and its free memory
  * holds the model's weights and the KV cache with a margin (256 MiB: activations, kernels, the
  * runtime's own), else 0 with the reason logged */
-static int auto_device(const rt_model *m, uint64_t kv_total) {
+static int auto_device(const rt_model *m, uint64_t kv_total, int64_t n_ctx) {
     char why[256];
     if (!exec_cuda_available(why, sizeof why)) {
         sb_log(SB_LOG_INFO, "session: device auto: the CPU (%s)", why);
         return 0;
     }
-    uint64_t fr = 0, tot = 0;
-    if (exec_cuda_device_memory(&fr, &tot) != SB_OK) {
+    if (gpu_room(m, kv_total, (uint64_t)256 << 20, n_ctx) != SB_OK) {
         sb_log(SB_LOG_INFO, "session: device auto: the CPU (%s)", sb_last_error());
-        return 0;
-    }
-    const uint64_t need = m->weight_bytes + kv_total + ((uint64_t)256 << 20);
-    if (need > fr) {
-        sb_log(SB_LOG_INFO, "session: device auto: the CPU (weights %.1f MB + KV cache %.1f MB + 256 MiB > %.1f MB free on the GPU)",
-               m->weight_bytes / 1e6, kv_total / 1e6, fr / 1e6);
         return 0;
     }
     return 1;
 }
 
-/* device auto after the CUDA context exists: the decode plan is built and checked now (and kept);
- * a model the CUDA backend cannot run (a weight type or op without a kernel: SB_ERR_MODEL_TENSOR_TYPE,
- * SB_ERR_UNSUPPORTED) moves the session to the CPU instead of failing later */
+/* device auto after the CUDA context exists (before anything else uses it): the decode plan is built
+ * and checked now (and kept); a model the CUDA backend cannot run (a weight type or op without a
+ * kernel: SB_ERR_MODEL_TENSOR_TYPE, SB_ERR_UNSUPPORTED) moves the session to the CPU instead of
+ * failing later */
 static sb_status auto_check(rt_session *s) {
     plan_entry *e;
     const sb_status st = get_plan(s, 1, 1, &e);
     if (st != SB_ERR_MODEL_TENSOR_TYPE && st != SB_ERR_UNSUPPORTED) return st;
     sb_log(SB_LOG_INFO, "session: device auto: the CPU (%s)", sb_last_error());
-    float *lg = (float *)malloc((size_t)s->m->hp.n_vocab * sizeof *lg);
-    if (!lg) return sb_fail(SB_ERR_OOM, "session logits");
-    if (s->logits_pinned) exec_cuda_host_free(s->cu, s->logits);
-    else free(s->logits);
-    s->logits = lg;
-    s->logits_pinned = false;
     exec_cuda_free(s->cu);
     s->cu = NULL;
     s->prm.device = 0;
@@ -127,8 +128,9 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
     s->prm = prm;
     const rt_hparams *hp = &m->hp;
     uint64_t kv_bytes = (uint64_t)(hp->n_head_kv * hp->head_dim) * (uint64_t)prm.n_ctx * (uint64_t)qk_get(prm.kv_type)->type_size;
+    const uint64_t kv_total = kv_bytes * 2 * (uint64_t)hp->n_layer;
     const bool automatic = prm.device == 2;
-    if (automatic) s->prm.device = prm.device = auto_device(m, kv_bytes * 2 * (uint64_t)hp->n_layer);
+    if (automatic) s->prm.device = prm.device = auto_device(m, kv_total, prm.n_ctx);
     sb_status st = SB_OK;
     s->kv = (void **)calloc((size_t)(2 * hp->n_layer), sizeof *s->kv);
     s->cached = (int32_t *)malloc((size_t)prm.n_ctx * sizeof *s->cached);
@@ -150,15 +152,9 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
             s->prm.device = 0;
             st = SB_OK;
         }
-        if (st == SB_OK && s->cu && !automatic) { /* weights and KV cache upload on the first run: refuse now what cannot fit */
-            uint64_t fr = 0, tot = 0;
-            const uint64_t need = m->weight_bytes + kv_bytes * 2 * (uint64_t)hp->n_layer;
-            if (exec_cuda_device_memory(&fr, &tot) == SB_OK && need > fr)
-                st = sb_fail(SB_ERR_OOM, "session: the model's weights (%llu bytes) and KV cache (%llu bytes, n_ctx %lld) need %llu bytes "
-                             "on the GPU; %llu of %llu bytes are free", (unsigned long long)m->weight_bytes,
-                             (unsigned long long)(need - m->weight_bytes), (long long)prm.n_ctx, (unsigned long long)need,
-                             (unsigned long long)fr, (unsigned long long)tot);
-        }
+        if (st == SB_OK && s->cu && !automatic && gpu_room(m, kv_total, 0, prm.n_ctx) == SB_ERR_OOM)
+            st = SB_ERR_OOM; /* weights and KV cache upload on the first run: refuse now what cannot fit (a failed query: not here) */
+        if (st == SB_OK && s->cu && automatic) st = auto_check(s);
         if (st == SB_OK && s->cu && prm.cuda_graph) exec_cuda_set_graphs(s->cu, prm.cuda_graph > 0);
         void *pl; /* the logits copied out every step: page-locked (else the malloc'd buffer stays) */
         if (st == SB_OK && s->cu && exec_cuda_host_alloc(s->cu, (size_t)hp->n_vocab * sizeof *s->logits, &pl) == SB_OK) {
@@ -166,7 +162,6 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
             s->logits = (float *)pl;
             s->logits_pinned = true;
         }
-        if (st == SB_OK && s->cu && automatic) st = auto_check(s);
     }
     if (st != SB_OK) {
         rt_session_free(s);

@@ -126,9 +126,7 @@ static void check_pairs(int type, int q8k) {
 }
 
 int main(void) {
-    const char *cxx = emu_cxx();
-    char tmp[64] = "/tmp/sb_gemv_emu.XXXXXX";
-    void *h = emu_build(cxx, "tests/runtime/cuda_gemv_emu.cc", tmp);
+    void *h = emu_build("tests/runtime/cuda_gemv_emu.cc");
     if (h) {
         *(void **)&emu_gemv = dlsym(h, "sb_emu_gemv");
         CHECK(emu_gemv != NULL);
@@ -163,6 +161,6 @@ int main(void) {
                 for (int k = 0; k < 3; k++) free_mat(&ms[k]);
             }
     }
-    emu_build_done(h, tmp);
+    emu_build_done(h);
     return test_summary();
 }

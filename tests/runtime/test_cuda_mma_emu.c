@@ -81,9 +81,7 @@ static void check_type(int type, int q8k) {
 }
 
 int main(void) {
-    const char *cxx = emu_cxx();
-    char tmp[64] = "/tmp/sb_mma_emu.XXXXXX";
-    void *h = emu_build(cxx, "tests/runtime/cuda_mma_emu.cc", tmp);
+    void *h = emu_build("tests/runtime/cuda_mma_emu.cc");
     if (h) {
         *(void **)&emu_mma = dlsym(h, "sb_emu_mma");
         CHECK(emu_mma != NULL);
@@ -97,6 +95,6 @@ int main(void) {
         float d;
         CHECK(emu_mma(SB_TYPE_Q2_K, 1, 0, 1, &d, NULL, 0, 0, NULL, 0, NULL, 0, NULL) == -2); /* Q2_K: k_mmq's */
     }
-    emu_build_done(h, tmp);
+    emu_build_done(h);
     return test_summary();
 }

@@ -54,9 +54,7 @@ static void check_case(int bf16, int64_t K, int64_t N, int64_t T, int ep) {
 }
 
 int main(void) {
-    const char *cxx = emu_cxx();
-    char tmp[64] = "/tmp/sb_mmh_emu.XXXXXX";
-    void *h = emu_build(cxx, "tests/runtime/cuda_mmh_emu.cc", tmp);
+    void *h = emu_build("tests/runtime/cuda_mmh_emu.cc");
     if (h) {
         *(void **)&emu_mmh = dlsym(h, "sb_emu_mmh");
         *(void **)&emu_f2bf = dlsym(h, "sb_emu_f2bf");
@@ -79,6 +77,6 @@ int main(void) {
             check_case(bf16, 64, 64, 64, 0);
         }
     }
-    emu_build_done(h, tmp);
+    emu_build_done(h);
     return test_summary();
 }

@@ -135,9 +135,7 @@ static void check_type(int type) {
 }
 
 int main(void) {
-    const char *cxx = emu_cxx();
-    char tmp[64] = "/tmp/sb_unpack_emu.XXXXXX";
-    void *h = emu_build(cxx, "tests/runtime/cuda_unpack_emu.cc", tmp);
+    void *h = emu_build("tests/runtime/cuda_unpack_emu.cc");
     if (h) {
         *(void **)&emu_unpack = dlsym(h, "sb_emu_unpack");
         *(void **)&emu_dot = dlsym(h, "sb_emu_dot");
@@ -173,6 +171,6 @@ int main(void) {
                    WIFEXITED(st) ? "failed checks:" : "killed by signal (a misaligned load traps):", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
         }
     }
-    emu_build_done(h, tmp);
+    emu_build_done(h);
     return test_summary();
 }

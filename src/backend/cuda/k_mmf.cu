@@ -96,24 +96,10 @@ static sb_status launch_mmh(cudaStream_t st, float *dst, const uint8_t *w, int64
     return cu_after_launch("k_mmh1");
 }
 
-static uint64_t row_bytes(int type, int64_t K) {
-    switch (type) {
-    case CU_T_F32: return (uint64_t)K * 4;
-    case CU_T_F16: case CU_T_BF16: return (uint64_t)K * 2;
-    case CU_T_Q4_1: return (uint64_t)(K / 32) * sizeof(blk_q4_1);
-    case CU_T_Q5_1: return (uint64_t)(K / 32) * sizeof(blk_q5_1);
-    case CU_T_Q4_0: return (uint64_t)(K / 32) * sizeof(blk_q4_0);
-    case CU_T_Q5_0: return (uint64_t)(K / 32) * sizeof(blk_q5_0);
-    case CU_T_Q8_0: return (uint64_t)(K / 32) * sizeof(blk_q8_0);
-    case CU_T_IQ4_NL: return (uint64_t)(K / 32) * sizeof(blk_iq4_nl);
-    case CU_T_Q2_K: return (uint64_t)(K / 256) * sizeof(blk_q2_K);
-    case CU_T_Q3_K: return (uint64_t)(K / 256) * sizeof(blk_q3_K);
-    case CU_T_Q4_K: return (uint64_t)(K / 256) * sizeof(blk_q4_K);
-    case CU_T_Q5_K: return (uint64_t)(K / 256) * sizeof(blk_q5_K);
-    case CU_T_Q6_K: return (uint64_t)(K / 256) * sizeof(blk_q6_K);
-    case CU_T_IQ4_XS: return (uint64_t)(K / 256) * sizeof(blk_iq4_xs);
-    default: return 0;
-    }
+static uint64_t row_bytes(int type, int64_t K) { /* float rows, or a dp4a type's (every quantized type here) */
+    if (type == CU_T_F32) return (uint64_t)K * 4;
+    if (type == CU_T_F16 || type == CU_T_BF16) return (uint64_t)K * 2;
+    return mmvq_row_bytes(type, K);
 }
 
 extern "C" sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype,

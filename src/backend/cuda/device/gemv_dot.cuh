@@ -102,11 +102,7 @@ static __host__ __device__ __forceinline__ uint64_t mmvq_row_bytes(int type, int
     }
 }
 
-/* the dp4a weight types as X(type) lists, for the kernels' type dispatch: those of 256-value
- * super-blocks, which also take q8_K activations (the CPU's pairing, so the reference's rounding),
- * and those that take q8_1 only (every dp4a type takes q8_1) */
-#define CU_MMVQ_K_TYPES(X) X(CU_T_Q2_K) X(CU_T_Q3_K) X(CU_T_Q4_K) X(CU_T_Q5_K) X(CU_T_Q6_K) X(CU_T_IQ4_XS)
-#define CU_MMVQ_Q81_TYPES(X) X(CU_T_Q4_0) X(CU_T_Q4_1) X(CU_T_Q5_0) X(CU_T_Q5_1) X(CU_T_Q8_0) X(CU_T_IQ4_NL)
+/* a type of CU_MMVQ_K_TYPES (unpack.cuh): q8_K activations too */
 static __host__ __device__ __forceinline__ bool mmvq_k_type(int type) {
 #define CU_X(t) type == t ||
     return CU_MMVQ_K_TYPES(CU_X) false;

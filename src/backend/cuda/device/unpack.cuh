@@ -26,10 +26,17 @@ typedef struct cu_wsub {
     float dm1; /* Q2_K only: the second half's min (dm is the first half's); dead for every other type */
 } cu_wsub;
 
+/* the dp4a weight types as X(type) lists, for the kernels' type dispatch: those of 256-value
+ * super-blocks, which also take q8_K activations (the CPU's pairing, so the reference's rounding),
+ * and those that take q8_1 only (every dp4a type takes q8_1) */
+#define CU_MMVQ_K_TYPES(X) X(CU_T_Q2_K) X(CU_T_Q3_K) X(CU_T_Q4_K) X(CU_T_Q5_K) X(CU_T_Q6_K) X(CU_T_IQ4_XS)
+#define CU_MMVQ_Q81_TYPES(X) X(CU_T_Q4_0) X(CU_T_Q4_1) X(CU_T_Q5_0) X(CU_T_Q5_1) X(CU_T_Q8_0) X(CU_T_IQ4_NL)
+
 /* the weight types cu_fetch / cu_decode / cu_unpack take (each asserts it at compile time) */
 static __host__ __device__ constexpr bool cu_dp4a_type(int t) {
-    return t == CU_T_Q4_0 || t == CU_T_Q4_1 || t == CU_T_Q5_0 || t == CU_T_Q5_1 || t == CU_T_Q8_0 || t == CU_T_IQ4_NL || t == CU_T_Q2_K ||
-           t == CU_T_Q3_K || t == CU_T_Q4_K || t == CU_T_Q5_K || t == CU_T_Q6_K || t == CU_T_IQ4_XS;
+#define CU_X(type) t == type ||
+    return CU_MMVQ_K_TYPES(CU_X) CU_MMVQ_Q81_TYPES(CU_X) false;
+#undef CU_X
 }
 
 /* the IQ4 code points (cu_kvalues_iq4nl) as four little-endian words, for cu_iq4_lookup */
