@@ -12,12 +12,14 @@ all build:
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	cmake --build build -j $(JOBS)
 
-# make test: build, then run the whole ctest suite
+# make test: build, install the test tools that are missing (scripts/deps/test.txt), run ctest
 test: build
+	sh ./setup.sh --deps scripts/deps/test.txt
 	cd build && ctest --output-on-failure -j $(JOBS)
 
 # make test-asan: the whole suite built with AddressSanitizer + UndefinedBehaviorSanitizer (no CUDA)
 test-asan:
+	sh ./setup.sh --deps scripts/deps/test.txt
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSONICBOOM_SANITIZE=ON -DSONICBOOM_CUDA=OFF $(CMAKE_FLAGS) >/dev/null
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -25,12 +27,14 @@ test-asan:
 
 # make fuzz FUZZ_SECONDS=N: libFuzzer on the GGUF parser (clang), seeded with the shared files
 fuzz:
+	sh ./setup.sh --deps scripts/deps/ci.txt
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSONICBOOM_FUZZ=ON -DSONICBOOM_CUDA=OFF -DSONICBOOM_TESTS=OFF >/dev/null
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf
 	FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh build-fuzz/fuzz/fuzz_gguf
 
 # make fuzz-tokenize FUZZ_SECONDS=N: libFuzzer on the tokenizers (shared qwen2 and llama-spm vocabularies)
 fuzz-tokenize:
+	sh ./setup.sh --deps scripts/deps/ci.txt
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSONICBOOM_FUZZ=ON -DSONICBOOM_CUDA=OFF -DSONICBOOM_TESTS=OFF >/dev/null
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_tokenize
 	mkdir -p build-fuzz/corpus-tok && cd build-fuzz && SB_FUZZ_VOCABS=$(CURDIR)/../shared/testdata/vocab/ggml-vocab-qwen2.gguf:$(CURDIR)/../shared/testdata/vocab/ggml-vocab-llama-spm.gguf \

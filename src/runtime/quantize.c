@@ -451,7 +451,7 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
     if (!w || !m || !model || (!ts && n) || n < 0 || !out) return sb_fail(SB_ERR_INVALID_ARG, "quantize: NULL argument");
     sb_status s = SB_OK;
     named *order = (named *)malloc((size_t)(n ? n : 1) * sizeof *order);
-    const char **names = (const char **)malloc((size_t)(n ? n : 1) * sizeof *names);
+    const char **names = (const char **)calloc((size_t)(n ? n : 1), sizeof *names);
     plan *pl = (plan *)calloc((size_t)(n ? n : 1), sizeof *pl);
     tp_pool *pool = NULL;
     uint8_t *scratch = NULL;
