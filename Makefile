@@ -4,8 +4,9 @@
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 60
+PREFIX ?= /usr/local
 
-.PHONY: all build test test-asan fuzz fuzz-tokenize bench clean run
+.PHONY: all build test test-asan fuzz fuzz-tokenize bench install clean run
 
 # make: release build of libsonicboom.so and sb (CUDA backend too when nvcc is found)
 all build:
@@ -44,6 +45,11 @@ fuzz-tokenize:
 bench: build
 	cmake --build build -j $(JOBS) --target benchmarks
 	sh bench/run.sh build
+
+# make install PREFIX=DIR: libsonicboom.so.0, sonicboom.h, sb, the embedded model, sonicboom.pc and the
+# CMake package (find_package(SonicBoom)) under DIR (default /usr/local)
+install: build
+	cmake --install build --prefix $(PREFIX)
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -81,11 +81,21 @@ int arg_device(const char *cmd, int argc, char **argv, int *i, int *device, int 
 const char *default_model_path(void) {
     const char *env = getenv("SB_MODEL");
     if (env && *env) return env;
+#ifdef SB_INSTALLED_MODEL_REL
+    /* an installed sb: the model installed beside it, <bin>/../share/sonicboom/NAME */
+    static char path[4096];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n > 0) {
+        path[n] = 0;
+        char *slash = strrchr(path, '/');
+        if (slash && (size_t)(slash + 1 - path) + sizeof SB_INSTALLED_MODEL_REL <= sizeof path) {
+            memcpy(slash + 1, SB_INSTALLED_MODEL_REL, sizeof SB_INSTALLED_MODEL_REL);
+            if (access(path, R_OK) == 0) return path;
+        }
+    }
+#endif
 #ifdef SB_DEFAULT_MODEL
     if (access(SB_DEFAULT_MODEL, R_OK) == 0) return SB_DEFAULT_MODEL;
-#endif
-#ifdef SB_INSTALLED_MODEL
-    if (access(SB_INSTALLED_MODEL, R_OK) == 0) return SB_INSTALLED_MODEL;
 #endif
     return NULL;
 }
