@@ -584,6 +584,10 @@ typedef struct sb_synth_params {
     int n_threads;            /* <= 0: number of online cores */
     sb_progress_fn progress;  /* may be NULL */
     void *progress_user;
+    int fast;                 /* 1: each weight tensor's first 256 rows are drawn and quantized, the
+                                 other rows repeat them — valid blocks and the exact type mix in a
+                                 fraction of the time (speed benchmarks of large models) */
+    int reserved[7];          /* zero */
 } sb_synth_params;
 
 /* Write a random-weight model with the tensor names, shapes and metadata of a real model (preset:

@@ -14,7 +14,7 @@
 SB_API sb_status sb_quantize_file(const char *in, const char *out, const char *type_name, const sb_quantize_params *p) {
     if (!in || !out || !type_name) return sb_fail(SB_ERR_INVALID_ARG, "sb_quantize_file: NULL argument");
     rt_qopts o = {0};
-    if (p) o = (rt_qopts){p->n_threads, p->progress, p->progress_user};
+    if (p) o = (rt_qopts){.n_threads = p->n_threads, .progress = p->progress, .progress_user = p->progress_user};
     return rt_quantize_file(in, out, type_name, &o);
 }
 
@@ -30,7 +30,8 @@ SB_API sb_status sb_synth_model(const char *preset, const char *out, const sb_sy
         o.type_name = p->type_name ? p->type_name : "F32";
         o.vocab_path = p->vocab_path;
         o.seed = p->seed;
-        o.q = (rt_qopts){p->n_threads, p->progress, p->progress_user};
+        o.q = (rt_qopts){.n_threads = p->n_threads, .progress = p->progress, .progress_user = p->progress_user,
+                         .pool_rows = p->fast ? 256 : 0};
     }
     return rt_synth_model(preset, out, &o);
 }

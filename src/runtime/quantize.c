@@ -563,8 +563,10 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
                 uint64_t in_row = 0;
                 if (t->data) (void)qk_row_bytes(t->type, ne0, &in_row);
                 const int64_t block = ne0 >= F32_BLOCK ? 1 : F32_BLOCK / ne0;
-                for (int64_t r = 0; r < nrows && s == SB_OK; r += block) {
-                    const int64_t nr = nrows - r < block ? nrows - r : block;
+                /* generated tensors under o->pool_rows: only the first rows are made, the rest repeat them */
+                const int64_t made = !t->data && o && o->pool_rows > 0 && o->pool_rows < nrows ? o->pool_rows : nrows;
+                for (int64_t r = 0; r < made && s == SB_OK; r += block) {
+                    const int64_t nr = made - r < block ? made - r : block;
                     rowjob j = {.ne0 = ne0, .f32 = f32buf, .fill = fill, .fill_ctx = fill_ctx,
                                 .tensor_index = p->src, .row_base = r};
                     if (t->data) {
@@ -581,6 +583,9 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
                                  .dst = scratch + p->off + (size_t)r * out_row};
                     s = rowjob_do(pool, &j, nr);
                 }
+                uint8_t *dst = scratch + p->off;
+                for (int64_t r = made; r < nrows && s == SB_OK; r++)
+                    memcpy(dst + (size_t)r * out_row, dst + (size_t)(r % made) * out_row, (size_t)out_row);
             }
             if (s != SB_OK) {
                 sb_fail_context(s, "quantize: tensor \"%s\"", t->name);

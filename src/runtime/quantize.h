@@ -95,6 +95,9 @@ typedef struct rt_qopts {
     int n_threads;                         /* <= 0: number of online cores */
     sb_progress_fn progress;               /* may be NULL */
     void *progress_user;
+    int64_t pool_rows;                     /* > 0: of a tensor produced by fill, only the first pool_rows rows are
+                                            * filled and quantized; row r >= pool_rows is a copy of row r % pool_rows
+                                            * (sb synth --fast: valid blocks, the exact mix, no per-row work) */
 } rt_qopts;
 
 /* Quantize n tensors under mix m into `out`. The writer w already holds the metadata in its final

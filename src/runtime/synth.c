@@ -25,31 +25,40 @@
 static const rt_synth_preset presets[] = {
     {"qwen2.5-0.5b", "Qwen2.5-0.5B(-Instruct) shape: qwen2, 24 layers, 896 wide, GQA 14/2, QKV bias, tied",
      "qwen2", "Qwen2.5 0.5B Instruct (synthetic)", 24, 896, 14, 2, 0, 4864, 151936, 32768, 1e6f, 0, 1e-6f, 0,
-     true, false, true, false},
+     true, false, true, false, 0},
     {"qwen2.5-1.5b", "Qwen2.5-1.5B(-Instruct) shape: qwen2, 28 layers, 1536 wide, GQA 12/2, QKV bias, tied",
      "qwen2", "Qwen2.5 1.5B Instruct (synthetic)", 28, 1536, 12, 2, 0, 8960, 151936, 32768, 1e6f, 0, 1e-6f, 0,
-     true, false, true, false},
+     true, false, true, false, 0},
     {"qwen3-0.6b", "Qwen3-0.6B shape: qwen3, 28 layers, 1024 wide, 16/8 heads of 128, q/k norm, tied",
      "qwen3", "Qwen3 0.6B (synthetic)", 28, 1024, 16, 8, 128, 3072, 151936, 40960, 1e6f, 0, 1e-6f, 0,
-     false, true, true, false},
+     false, true, true, false, 0},
     {"llama-3.2-1b", "Llama-3.2-1B(-Instruct) shape: llama, 16 layers, 2048 wide, 32/8 heads, llama3 rope_freqs, tied",
      "llama", "Llama 3.2 1B Instruct (synthetic)", 16, 2048, 32, 8, 64, 8192, 128256, 131072, 5e5f, 0, 1e-5f, 0,
-     false, false, true, true},
+     false, false, true, true, 0},
+    {"llama-3.1-8b", "Llama-3.1-8B(-Instruct) shape: llama, 32 layers, 4096 wide, 32/8 heads of 128, llama3 rope_freqs (x8), untied",
+     "llama", "Llama 3.1 8B Instruct (synthetic)", 32, 4096, 32, 8, 128, 14336, 128256, 131072, 5e5f, 0, 1e-5f, 0,
+     false, false, false, true, 8.0f},
+    {"qwen3-8b", "Qwen3-8B shape: qwen3, 36 layers, 4096 wide, 32/8 heads of 128, q/k norm, untied",
+     "qwen3", "Qwen3 8B (synthetic)", 36, 4096, 32, 8, 128, 12288, 151936, 40960, 1e6f, 0, 1e-6f, 0,
+     false, true, false, false, 0},
+    {"qwen2.5-32b", "Qwen2.5-32B(-Instruct) shape: qwen2, 64 layers, 5120 wide, GQA 40/8, QKV bias, untied",
+     "qwen2", "Qwen2.5 32B Instruct (synthetic)", 64, 5120, 40, 8, 0, 27648, 152064, 32768, 1e6f, 0, 1e-5f, 0,
+     true, false, false, false, 0},
     {"gemma3-1b", "Gemma-3-1B(-it) shape: gemma3, 26 layers, 1152 wide, 4/1 heads of 256, SWA 512, tied",
      "gemma3", "Gemma 3 1B It (synthetic)", 26, 1152, 4, 1, 256, 6912, 262144, 32768, 1e6f, 1e4f, 1e-6f, 512,
-     false, true, true, false},
+     false, true, true, false, 0},
     {"tiny-qwen2", "test shape: qwen2, 2 layers, 256 wide, 4/2 heads, QKV bias, tied, 512-token vocab",
      "qwen2", "tiny-qwen2 (synthetic)", 2, 256, 4, 2, 0, 768, 512, 4096, 1e6f, 0, 1e-6f, 0,
-     true, false, true, false},
+     true, false, true, false, 0},
     {"tiny-qwen3", "test shape: qwen3, 2 layers, 256 wide, 4/2 heads of 96, q/k norm, tied, 512-token vocab",
      "qwen3", "tiny-qwen3 (synthetic)", 2, 256, 4, 2, 96, 768, 512, 4096, 1e6f, 0, 1e-6f, 0,
-     false, true, true, false},
+     false, true, true, false, 0},
     {"tiny-llama", "test shape: llama, 2 layers, 256 wide, 8/2 heads of 32, untied output, rope_freqs, 512-token vocab",
      "llama", "tiny-llama (synthetic)", 2, 256, 8, 2, 0, 768, 512, 4096, 5e5f, 0, 1e-5f, 0,
-     false, false, false, true},
+     false, false, false, true, 0},
     {"tiny-gemma3", "test shape: gemma3, 4 layers, 256 wide, 4/1 heads of 64, SWA 8, tied, 512-token vocab",
      "gemma3", "tiny-gemma3 (synthetic)", 4, 256, 4, 1, 64, 768, 512, 4096, 1e6f, 1e4f, 1e-6f, 8,
-     false, true, true, false},
+     false, true, true, false, 0},
 };
 
 const rt_synth_preset *rt_synth_preset_at(int i) {
@@ -182,7 +191,7 @@ static sb_status build_tensors(synth_ctx *c, int64_t n_vocab) {
 
 /* convert_hf_to_gguf.py LlamaModel.generate_extra_tensors: llama3 rope scaling factors */
 static void llama3_rope_freqs(const rt_synth_preset *p, float *dst, int64_t n) {
-    const double base = p->rope_base, factor = 32.0, low = 1.0, high = 4.0, old_ctx = 8192.0;
+    const double base = p->rope_base, factor = p->rope_factor > 0 ? p->rope_factor : 32.0, low = 1.0, high = 4.0, old_ctx = 8192.0;
     const double dim = (double)(2 * n), low_wl = old_ctx / low, high_wl = old_ctx / high;
     for (int64_t i = 0; i < n; i++) {
         double freq = 1.0 / pow(base, (double)(2 * i) / dim);

@@ -8,7 +8,7 @@
  * block of rows at a time and fed through rt_quantize_tensors (same mixes as `sb quantize`), so
  * memory stays bounded whatever the model size.
  * Weights ~ N(0, 0.02^2); 1-D norm weights ~ 1 + N(0, 0.02^2); biases ~ N(0, 0.02^2); llama-3
- * rope_freqs computed like convert_hf_to_gguf.py (factor 32, low 1, high 4, original context 8192).
+ * rope_freqs computed like convert_hf_to_gguf.py (the preset's factor, low 1, high 4, original context 8192).
  * Non-goals: MoE or multimodal presets; trained-like weight statistics.
  */
 #ifndef SB_RUNTIME_SYNTH_H
@@ -31,6 +31,7 @@ typedef struct rt_synth_preset {
     float rope_base, rope_base_swa, eps;
     int sliding_window;     /* gemma3; 0 = none */
     bool qkv_bias, qk_norm, tied, llama3_rope;
+    float rope_factor;      /* llama3 rope scaling factor; 0 = 32 (Llama 3.2); Llama 3.1: 8 */
 } rt_synth_preset;
 
 typedef struct rt_synth_opts {

@@ -224,9 +224,54 @@ static void error_tests(void) {
     CHECK(p && p->n_layer == 26 && p->n_embd == 1152 && p->head_dim == 256 && p->n_ff == 6912 && p->n_vocab == 262144);
 }
 
+// ---- --fast: the first rows as the full synth makes them, the rest repeating them ----
+
+static void fast_tests(void) {
+    const char *full = tmp_path("full.gguf"), *fast = tmp_path("fast.gguf");
+    rt_synth_opts o = {.type_name = "Q4_K_M", .seed = 3, .q = {.n_threads = 2}};
+    CHECK(rt_synth_model("tiny-llama", full, &o) == SB_OK);
+    o.q.pool_rows = 256;
+    CHECK(rt_synth_model("tiny-llama", fast, &o) == SB_OK);
+    gguf_file a, b;
+    if (gguf_open(full, &a) != SB_OK) { CHECK(0); return; }
+    if (gguf_open(fast, &b) != SB_OK) { CHECK(0); gguf_close(&a); return; }
+    CHECK(a.n_tensors == b.n_tensors);
+    int repeated = 0;
+    for (int64_t t = 0; t < a.n_tensors && t < b.n_tensors; t++) {
+        const gguf_tensor *x = &a.tensors[t], *y = &b.tensors[t];
+        CHECKF(!strcmp(x->name, y->name) && x->type == y->type && !memcmp(x->ne, y->ne, sizeof x->ne) &&
+                   x->nbytes == y->nbytes, "--fast changed tensor %s", x->name);
+        const int64_t rows = x->ne[1] * x->ne[2] * x->ne[3];
+        const uint64_t rb = rows ? x->nbytes / (uint64_t)rows : 0;
+        const int64_t made = rows < 256 ? rows : 256;
+        CHECKF(!memcmp(x->data, y->data, (size_t)((uint64_t)made * rb)), "%s: the first %lld rows differ", x->name, (long long)made);
+        for (int64_t r = 256; r < rows; r++) {
+            if (memcmp((const uint8_t *)y->data + (uint64_t)r * rb, (const uint8_t *)y->data + (uint64_t)(r % 256) * rb, (size_t)rb)) {
+                CHECKF(0, "%s: row %lld is not a copy of row %lld", x->name, (long long)r, (long long)(r % 256));
+                break;
+            }
+            repeated++;
+        }
+    }
+    CHECK(repeated > 1000); /* token_embd (512 rows), the FFN matrices (768 rows) */
+    gguf_close(&a);
+    gguf_close(&b);
+    unlink(full);
+    unlink(fast);
+    // the benchmark-matrix presets exist in their documented shapes
+    const rt_synth_preset *p = rt_synth_preset_find("llama-3.1-8b");
+    CHECK(p && p->n_layer == 32 && p->n_embd == 4096 && p->n_head_kv == 8 && p->n_ff == 14336 && !p->tied &&
+          p->llama3_rope && p->rope_factor == 8.0f);
+    p = rt_synth_preset_find("qwen3-8b");
+    CHECK(p && p->n_layer == 36 && p->head_dim == 128 && p->n_ff == 12288 && p->qk_norm && !p->tied);
+    p = rt_synth_preset_find("qwen2.5-32b");
+    CHECK(p && p->n_layer == 64 && p->n_embd == 5120 && p->n_head == 40 && p->n_ff == 27648 && p->qkv_bias && !p->tied);
+}
+
 int main(void) {
     if (!tmp_dir_create("synth")) return 1;
     error_tests();
+    fast_tests();
     value_tests();
     int ran = shape_tests();
     ran &= vocab_tests();

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * tools/sb/cmd_synth.c — `sb synth --preset NAME -o OUT.gguf [--type TYPE] [--vocab VOCAB.gguf]
- * [--seed N] [--threads N]`: a random-weight model with a real model's names, shapes and metadata
+ * [--seed N] [--threads N] [--fast]`: a random-weight model with a real model's names, shapes and metadata
  * (sb_synth_model). `sb synth --list` prints the presets.
  * Layer 3 (tools): public header only.
  */
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: sb synth --preset NAME -o OUT.gguf [--type TYPE] [--vocab VOCAB.gguf] [--seed N] [--threads N] [-v]\n"
+    fprintf(f, "usage: sb synth --preset NAME -o OUT.gguf [--type TYPE] [--vocab VOCAB.gguf] [--seed N] [--threads N] [--fast] [-v]\n"
                "       sb synth --list\n"
                "  --preset NAME   model shape (see --list)\n"
                "  -o OUT.gguf     output file (written to a temporary file, then renamed)\n"
@@ -22,6 +22,8 @@ static void usage(FILE *f) {
                "                  byte-fallback SentencePiece vocabulary of the preset's size)\n"
                "  --seed N        RNG seed (default 0); same seed, same file\n"
                "  --threads N     worker threads (default: all cores)\n"
+               "  --fast          draw and quantize 256 rows a tensor, repeat them for the rest: the\n"
+               "                  same shapes and type mix in seconds (speed benchmarks only)\n"
                "  -v              print fallback types and other details\n"
                "presets:\n");
     for (int i = 0; sb_synth_preset_name(i); i++) fprintf(f, "  %-14s %s\n", sb_synth_preset_name(i), sb_synth_preset_desc(i));
@@ -39,6 +41,8 @@ int cmd_synth(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "-v")) {
             verbose = 1;
+        } else if (!strcmp(a, "--fast")) {
+            p.fast = 1;
         } else if (!strcmp(a, "--preset") && more) {
             preset = argv[++i];
         } else if (!strcmp(a, "-o") && more) {
