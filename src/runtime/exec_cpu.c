@@ -14,6 +14,7 @@
 
 #include "backend/cpu/cpu_kernels.h"
 #include "ops/ops_ref.h"
+#include "quant/fp16.h"
 #include "quant/types.h"
 
 #include <immintrin.h>
@@ -312,31 +313,31 @@ static void k_rope(void *c, int64_t b, int64_t e, int tid) {
         for (; i < n; i++) s += q[i] * k[i];                                                 \
         return s;                                                                            \
     }                                                                                        \
-    ATTR __attribute__((unused)) static float dot_f16##SFX(const float *q, const _Float16 *k, int64_t n) {           \
+    ATTR __attribute__((unused)) static float dot_f16##SFX(const float *q, const uint16_t *k, int64_t n) {           \
         float acc[8] = {0};                                                                  \
         int64_t i = 0;                                                                       \
         for (; i + 8 <= n; i += 8)                                                           \
-            for (int j = 0; j < 8; j++) acc[j] += q[i + j] * (float)k[i + j];                \
+            for (int j = 0; j < 8; j++) acc[j] += q[i + j] * qk_fp16_to_fp32(k[i + j]);                \
         float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])); \
-        for (; i < n; i++) s += q[i] * (float)k[i];                                          \
+        for (; i < n; i++) s += q[i] * qk_fp16_to_fp32(k[i]);                                          \
         return s;                                                                            \
     }                                                                                        \
     ATTR __attribute__((unused)) static void axpy_f32##SFX(float *y, float a, const float *x, int64_t n) {           \
         for (int64_t i = 0; i < n; i++) y[i] += a * x[i];                                    \
     }                                                                                        \
-    ATTR __attribute__((unused)) static void axpy_f16##SFX(float *y, float a, const _Float16 *x, int64_t n) {        \
+    ATTR __attribute__((unused)) static void axpy_f16##SFX(float *y, float a, const uint16_t *x, int64_t n) {        \
         int64_t i = 0;                                                                       \
         for (; i + 8 <= n; i += 8)                                                           \
-            for (int j = 0; j < 8; j++) y[i + j] += a * (float)x[i + j];                     \
-        for (; i < n; i++) y[i] += a * (float)x[i];                                          \
+            for (int j = 0; j < 8; j++) y[i + j] += a * qk_fp16_to_fp32(x[i + j]);                     \
+        for (; i < n; i++) y[i] += a * qk_fp16_to_fp32(x[i]);                                          \
     }
 
 ATTN_HELPERS(_base, )
 ATTN_HELPERS(_avx2c, __attribute__((target("avx2,fma,f16c"))))
 
-/* GCC does not vectorise _Float16 loads; F16C does it in one instruction */
+/* F16C converts 8 halves in one instruction (the portable helpers above convert one at a time) */
 
-AVX2_ATTR static float dot_f16_avx2(const float *q, const _Float16 *k, int64_t n) {
+AVX2_ATTR static float dot_f16_avx2(const float *q, const uint16_t *k, int64_t n) {
     __m256 acc = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -344,23 +345,23 @@ AVX2_ATTR static float dot_f16_avx2(const float *q, const _Float16 *k, int64_t n
     float t[8];
     _mm256_storeu_ps(t, acc);
     float s = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
-    for (; i < n; i++) s += q[i] * (float)k[i];
+    for (; i < n; i++) s += q[i] * qk_fp16_to_fp32(k[i]);
     return s;
 }
 
-AVX2_ATTR static void axpy_f16_avx2(float *y, float a, const _Float16 *x, int64_t n) {
+AVX2_ATTR static void axpy_f16_avx2(float *y, float a, const uint16_t *x, int64_t n) {
     const __m256 va = _mm256_set1_ps(a);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))), _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] += a * (float)x[i];
+    for (; i < n; i++) y[i] += a * qk_fp16_to_fp32(x[i]);
 }
 
 typedef struct attn_fns {
     float (*dot_f32)(const float *, const float *, int64_t);
-    float (*dot_f16)(const float *, const _Float16 *, int64_t);
+    float (*dot_f16)(const float *, const uint16_t *, int64_t);
     void (*axpy_f32)(float *, float, const float *, int64_t);
-    void (*axpy_f16)(float *, float, const _Float16 *, int64_t);
+    void (*axpy_f16)(float *, float, const uint16_t *, int64_t);
 } attn_fns;
 
 static attn_fns attn_pick(void) {
@@ -393,8 +394,8 @@ AVX2_ATTR static void att_block_avx2(const run *r, int64_t task, float *scr) {
     for (int64_t jj = 0; jj < nj; jj++) {
         const int64_t base = (jlo + jj) * Dkv + kvh * D;
         for (int64_t d = 0; d < D; d++) {
-            kt[d * njp + jj] = f16 ? (float)((const _Float16 *)r->s[1])[base + d] : ((const float *)r->s[1])[base + d];
-            vf[jj * D + d] = f16 ? (float)((const _Float16 *)r->s[2])[base + d] : ((const float *)r->s[2])[base + d];
+            kt[d * njp + jj] = f16 ? qk_fp16_to_fp32(((const uint16_t *)r->s[1])[base + d]) : ((const float *)r->s[1])[base + d];
+            vf[jj * D + d] = f16 ? qk_fp16_to_fp32(((const uint16_t *)r->s[2])[base + d]) : ((const float *)r->s[2])[base + d];
         }
     }
     for (int64_t jj = nj; jj < njp; jj++)
@@ -496,7 +497,7 @@ static void k_attention(void *c, int64_t b, int64_t e, int tid) {
         float mx = -INFINITY;
         for (int64_t j = lo; j <= p; j++) {
             const int64_t base = j * Dkv + kvh * D;
-            float sc = f16 ? fn.dot_f16(qv, (const _Float16 *)r->s[1] + base, D) : fn.dot_f32(qv, (const float *)r->s[1] + base, D);
+            float sc = f16 ? fn.dot_f16(qv, (const uint16_t *)r->s[1] + base, D) : fn.dot_f32(qv, (const float *)r->s[1] + base, D);
             sc *= a->scale;
             if (a->softcap > 0.0f) sc = tanhf(sc / a->softcap) * a->softcap;
             scores[j - lo] = sc;
@@ -507,7 +508,7 @@ static void k_attention(void *c, int64_t b, int64_t e, int tid) {
         for (int64_t j = lo; j <= p; j++) {
             const int64_t base = j * Dkv + kvh * D;
             if (f16)
-                fn.axpy_f16(out, scores[j - lo] * inv, (const _Float16 *)r->s[2] + base, D);
+                fn.axpy_f16(out, scores[j - lo] * inv, (const uint16_t *)r->s[2] + base, D);
             else
                 fn.axpy_f32(out, scores[j - lo] * inv, (const float *)r->s[2] + base, D);
         }
