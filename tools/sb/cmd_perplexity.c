@@ -13,7 +13,6 @@
 #include "sb.h"
 #include "text_input.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

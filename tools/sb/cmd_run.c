@@ -11,7 +11,6 @@
 #include "sb.h"
 #include "text_input.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

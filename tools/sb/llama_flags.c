@@ -69,9 +69,9 @@ static const struct {
     int takes_value;
     const char *why;
 } ignored[] = {
-    {"--mlock", "", 0, "weights are memory-mapped read-only"},
-    {"--no-mmap", "", 0, "weights are always memory-mapped"},
-    {"--mmap", "", 0, "weights are always memory-mapped"},
+    {"--mlock", "", 0, "not implemented (the model file stays memory-mapped)"},
+    {"--no-mmap", "", 0, "the model file is always memory-mapped"},
+    {"--mmap", "", 0, "the model file is always memory-mapped"},
     {"--numa", "", 1, "no NUMA placement here"},
     {"--split-mode", "-sm", 1, "one device a session"},
     {"--main-gpu", "-mg", 1, "one device a session (GPU 0)"},
