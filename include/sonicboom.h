@@ -399,7 +399,8 @@ typedef struct sb_generate_params {
     size_t n_stop;
     int add_special;            /* tokenize the prompt with BOS/EOS as the vocabulary wants (1) */
     int parse_special;          /* match special-token text in the prompt (0) */
-    int reserved[8];
+    int ignore_eos;             /* never sample an end-of-generation token: run to n_predict (0) */
+    int reserved[7];
 } sb_generate_params;
 
 typedef struct sb_generate_result {

@@ -263,7 +263,7 @@ SB_API sb_status sb_generate_tokens(sb_session *s, sb_sampler *smp, const int32_
     if (!p) p = &d;
     NEED(p->n_stop == 0 || p->stop, "sb_generate_tokens");
     for (size_t i = 0; i < p->n_stop; i++) NEED(p->stop[i], "sb_generate_tokens");
-    rt_generate_params gp = {.n_predict = p->n_predict, .stop = p->stop, .n_stop = p->n_stop};
+    rt_generate_params gp = {.n_predict = p->n_predict, .stop = p->stop, .n_stop = p->n_stop, .ignore_eos = p->ignore_eos != 0};
     text_cb cb = {fn, user};
     rt_generate_result r;
     sb_status st = rt_generate(s->s, smp->s, prompt, (int64_t)n, &gp, forward_text, &cb, &r);

@@ -6,6 +6,7 @@
 #include "runtime/generate.h"
 #include "runtime/tokenizer/tokenizer.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,6 +46,39 @@ static long find_stop(const char *text, size_t n, const rt_generate_params *p) {
     return first;
 }
 
+/* ignore_eos: a copy of the logits with every end-of-generation token at -inf (llama.cpp's
+ * --ignore-eos biases them the same way), so the sampler never picks one. */
+typedef struct eog_mask {
+    float *logits;    /* [n_vocab] scratch, NULL when not masking */
+    int32_t *ids;     /* the EOG token ids */
+    int64_t n_ids, n_vocab;
+} eog_mask;
+
+static sb_status eog_mask_init(eog_mask *m, const tok_vocab *v, int64_t n_vocab, bool on) {
+    memset(m, 0, sizeof *m);
+    if (!on) return SB_OK;
+    int64_t n_tok = tok_n_tokens(v) < n_vocab ? tok_n_tokens(v) : n_vocab;
+    m->n_vocab = n_vocab;
+    m->logits = (float *)malloc((size_t)n_vocab * sizeof *m->logits);
+    m->ids = (int32_t *)malloc((size_t)(n_tok > 0 ? n_tok : 1) * sizeof *m->ids);
+    if (!m->logits || !m->ids) return sb_fail(SB_ERR_OOM, "ignore_eos: %lld logits", (long long)n_vocab);
+    for (int32_t id = 0; id < n_tok; id++)
+        if (tok_is_eog(v, id)) m->ids[m->n_ids++] = id;
+    return SB_OK;
+}
+
+static const float *eog_mask_apply(eog_mask *m, const float *logits) {
+    if (!m->logits) return logits;
+    memcpy(m->logits, logits, (size_t)m->n_vocab * sizeof *logits);
+    for (int64_t i = 0; i < m->n_ids; i++) m->logits[m->ids[i]] = -INFINITY;
+    return m->logits;
+}
+
+static void eog_mask_free(eog_mask *m) {
+    free(m->logits);
+    free(m->ids);
+}
+
 sb_status rt_generate(rt_session *s, rt_sampler *smp, const int32_t *prompt, int64_t n_prompt, const rt_generate_params *p,
                       rt_text_fn fn, void *user, rt_generate_result *res) {
     memset(res, 0, sizeof *res);
@@ -59,12 +93,13 @@ sb_status rt_generate(rt_session *s, rt_sampler *smp, const int32_t *prompt, int
     tok_stream_init(&ts, v, false);
     ts.first = false; /* the text continues the prompt: keep the first piece's leading space */
     tok_bytes pending = {0};
-    sb_status st = SB_OK;
+    eog_mask mask;
+    sb_status st = eog_mask_init(&mask, v, rt_session_model(s)->hp.n_vocab, p->ignore_eos);
     res->stop = RT_STOP_LENGTH;
     double t1 = now_s();
-    for (int64_t k = 0; p->n_predict < 0 || k < p->n_predict; k++) {
+    for (int64_t k = 0; st == SB_OK && (p->n_predict < 0 || k < p->n_predict); k++) {
         int32_t tok;
-        st = rt_sampler_sample(smp, rt_session_logits(s), &tok);
+        st = rt_sampler_sample(smp, eog_mask_apply(&mask, rt_session_logits(s)), &tok);
         if (st != SB_OK) break;
         rt_sampler_accept(smp, tok);
         res->n_generated++;
@@ -100,5 +135,6 @@ sb_status rt_generate(rt_session *s, rt_sampler *smp, const int32_t *prompt, int
     if (st == SB_ERR_CANCELLED) sb_fail(st, "generation cancelled by the callback after %lld tokens", (long long)res->n_generated);
     res->decode_seconds = now_s() - t1;
     tok_bytes_free(&pending);
+    eog_mask_free(&mask);
     return st;
 }

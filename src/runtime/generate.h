@@ -13,6 +13,7 @@
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Return nonzero to stop (then rt_generate returns SB_ERR_CANCELLED). */
@@ -24,6 +25,7 @@ typedef struct rt_generate_params {
     int64_t n_predict;          /* max new tokens; < 0 = until the context is full */
     const char *const *stop;    /* stop strings (may be NULL) */
     size_t n_stop;
+    bool ignore_eos;            /* end-of-generation tokens get -inf logits: never sampled, never a stop */
 } rt_generate_params;
 
 typedef struct rt_generate_result {

@@ -155,6 +155,28 @@ int main(void) {
         sp.device = -1;
         CHECK(sb_session_create(m, &sp, &s) == SB_ERR_INVALID_ARG);
         CHECK(sb_session_device(NULL) == -1);
+        /* ignore_eos: a seed whose text ends at an end-of-generation token runs to n_predict with it */
+        sb_sampler_params hot;
+        sb_sampler_default_params(&hot);
+        hot.temp = 1.5f, hot.top_k = 0, hot.top_p = 1, hot.min_p = 0, hot.seed = 4;
+        sb_generate_params gp;
+        sb_generate_default_params(&gp);
+        CHECK(gp.ignore_eos == 0);
+        gp.n_predict = 100;
+        sb_generate_result gr[2];
+        sb_model_info tmi;
+        CHECK(sb_model_get_info(m, &tmi) == SB_OK);
+        for (int k = 0; k < 2; k++) {
+            sb_sampler *smp = NULL;
+            gp.ignore_eos = k;
+            CHECK(sb_session_create(m, NULL, &s) == SB_OK && sb_sampler_create(&hot, tmi.n_vocab, &smp) == SB_OK);
+            CHECK(sb_generate(s, smp, "a", 1, &gp, NULL, NULL, &gr[k]) == SB_OK);
+            sb_sampler_free(smp);
+            sb_session_free(s);
+        }
+        CHECKF(gr[0].stop == SB_STOP_EOG && gr[0].n_generated < 100, "seed 4 without ignore_eos: stop %d after %lld",
+               (int)gr[0].stop, (long long)gr[0].n_generated);
+        CHECK(gr[1].stop == SB_STOP_LENGTH && gr[1].n_generated == 100);
         sb_model_free(m);
     } else {
         printf("SKIP: shared models absent; model-error cases not run\n");

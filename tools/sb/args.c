@@ -54,6 +54,17 @@ int arg_str(const char *cmd, int argc, char **argv, int *i, const char **out) {
     return 0;
 }
 
+/* -ngl N > 0 asks for the GPU the way llama.cpp does: without a usable one (no driver, no device,
+ * a build without CUDA) it warns in one line and runs on the CPU. */
+static int ngl_device(const char *cmd, const char *opt, int64_t ngl) {
+    sb_backend_info bi;
+    memset(&bi, 0, sizeof bi);
+    if (sb_backend_get_info(&bi) == SB_OK && bi.cuda_devices > 0) return SB_DEVICE_CUDA;
+    fprintf(stderr, "sb %s: warning: %s %lld: no usable GPU (%s); running on the CPU\n", cmd, opt, (long long)ngl,
+            !bi.cuda_compiled ? "CUDA not compiled in" : bi.cuda_error[0] ? bi.cuda_error : "no CUDA device");
+    return SB_DEVICE_CPU;
+}
+
 int arg_device(const char *cmd, int argc, char **argv, int *i, int *device, int *rc) {
     const char *a = argv[*i];
     if (!strcmp(a, "--device")) {
@@ -72,7 +83,7 @@ int arg_device(const char *cmd, int argc, char **argv, int *i, int *device, int 
     if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) {
         int64_t ngl = 0;
         *rc = arg_i64(cmd, argc, argv, i, 0, 1 << 30, &ngl);
-        if (!*rc) *device = ngl > 0 ? SB_DEVICE_CUDA : SB_DEVICE_CPU;
+        if (!*rc) *device = ngl > 0 ? ngl_device(cmd, a, ngl) : SB_DEVICE_CPU;
         return 1;
     }
     return 0;

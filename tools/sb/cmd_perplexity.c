@@ -4,28 +4,32 @@
  * tokenized text is cut into chunks of CTX tokens (the first token of each replaced by BOS when the
  * vocabulary adds one); each chunk is evaluated from an empty cache with logits for every
  * position, and the negative log-likelihood of each token in the second half of the chunk is
- * averaged. Prints the running estimate per chunk and the final PPL ± its standard error.
+ * averaged. Prints llama-perplexity's lines on stdout — the running estimate per chunk as
+ * "[1]12.3456,[2]11.2345," and "Final estimate: PPL = X +/- Y" — and the counts on stderr. A
+ * non-finite log-likelihood (NaN/Inf logits) is an error, never a "nan" estimate.
  */
 #include "args.h"
+#include "llama_flags.h"
 #include "sb.h"
+#include "text_input.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: sb perplexity [-m MODEL] -f TEXTFILE [-c CTX (512)] [-t THREADS] [--chunks N] [--device auto|cpu|cuda | -ngl N]\n"
+    fprintf(f, "usage: sb perplexity [-m MODEL] -f TEXTFILE [-c CTX (512)] [-t THREADS] [-b N] [--chunks N] [--device auto|cpu|cuda | -ngl N]\n"
+               "  -f FILE ('-': stdin, at most 64 MiB); -b / -ub N: prefill chunk; -fa [on|off|auto] accepted\n"
                "  " ARG_DEVICE_HELP);
 }
 
 int cmd_perplexity(int argc, char **argv) {
     const char *model = NULL, *file = NULL;
-    int64_t n_ctx = 512, threads = 0, max_chunks = -1;
+    int64_t n_ctx = 512, threads = 0, max_chunks = -1, n_batch = 0;
     int rc = 0, device = SB_DEVICE_AUTO;
     for (int i = 1; i < argc && !rc; i++) {
-        if (arg_device("perplexity", argc, argv, &i, &device, &rc)) continue;
+        if (arg_device("perplexity", argc, argv, &i, &device, &rc) || arg_ignored("perplexity", argc, argv, &i, &rc)) continue;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
@@ -34,23 +38,26 @@ int cmd_perplexity(int argc, char **argv) {
         else if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--ctx-size")) rc = arg_i64("perplexity", argc, argv, &i, 8, 1 << 20, &n_ctx);
         else if (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) rc = arg_i64("perplexity", argc, argv, &i, 1, 256, &threads);
         else if (!strcmp(argv[i], "--chunks")) rc = arg_i64("perplexity", argc, argv, &i, 1, INT32_MAX, &max_chunks);
-        else {
-            fprintf(stderr, "sb perplexity: unknown option '%s'\n", argv[i]);
+        else if (!strcmp(argv[i], "-b") || !strcmp(argv[i], "--batch-size") || !strcmp(argv[i], "-ub") || !strcmp(argv[i], "--ubatch-size"))
+            rc = arg_i64("perplexity", argc, argv, &i, 1, 65536, &n_batch);
+        else if (!strcmp(argv[i], "-fa") || !strcmp(argv[i], "--flash-attn")) {
+            if (arg_on_off_auto(argc, argv, &i) == 0)
+                fprintf(stderr, "sb perplexity: warning: %s off ignored: the attention kernel is chosen per device\n", argv[i - 1]);
+        } else {
+            fprintf(stderr, "sb perplexity: unknown option '%s' (see sb perplexity --help)\n", argv[i]);
             rc = 2;
         }
     }
+    if (rc) return rc;
     if (!model) model = default_model_path();
-    if (!rc && (!file || !model)) rc = 2;
-    if (rc) {
-        usage(stderr);
-        return rc;
+    if (!file || !model) {
+        fprintf(stderr, "sb perplexity: %s (see sb perplexity --help)\n",
+                !file ? "-f TEXTFILE is required" : "no -m MODEL given and no embedded model found (set SB_MODEL)");
+        return 2;
     }
     size_t len;
-    char *text = read_text_file(file, &len);
-    if (!text) {
-        fprintf(stderr, "error: SB_ERR_IO: %s: %s\n", file, strerror(errno));
-        return 1;
-    }
+    char *text = text_input_read(file, TEXT_INPUT_CAP, &len);
+    if (!text) return 1;
     sb_model *m = NULL;
     sb_session *s = NULL;
     int32_t *toks = NULL;
@@ -78,6 +85,7 @@ int cmd_perplexity(int argc, char **argv) {
     sp.n_ctx = n_ctx;
     sp.n_threads = (int)threads;
     sp.device = device;
+    sp.n_batch = n_batch;
     if (!rc && st == SB_OK) st = sb_session_create(m, &sp, &s);
     if (!rc && st == SB_OK) {
         logits = (float *)malloc((size_t)n_ctx * (size_t)mi.n_vocab * sizeof *logits);
@@ -101,18 +109,28 @@ int cmd_perplexity(int argc, char **argv) {
             double sum = 0;
             for (int64_t k = 0; k < mi.n_vocab; k++) sum += exp((double)l[k] - mx);
             double x = log(sum) + mx - l[chunk[j + 1]];
+            if (!isfinite(x)) {
+                if (c > 0) printf("\n"); /* end the chunk line */
+                fprintf(stderr, "error: SB_ERR_RANGE: perplexity: chunk %lld, position %lld: the log-likelihood is %s "
+                                "(the model's logits hold NaN or Inf)\n", (long long)(c + 1), (long long)j, isnan(x) ? "NaN" : "infinite");
+                rc = 1;
+                break;
+            }
             nll += x;
             nll2 += x * x;
             count++;
         }
-        if (st == SB_OK) fprintf(stderr, "[%lld]%.4f ", (long long)(c + 1), exp(nll / (double)count));
+        if (!rc && st == SB_OK) {
+            printf("[%lld]%.4f,", (long long)(c + 1), exp(nll / (double)count)); /* llama-perplexity's form */
+            fflush(stdout);
+        }
     }
     if (!rc && st == SB_OK) {
         double mean = nll / (double)count, var = nll2 / (double)count - mean * mean;
         double err = count > 1 && var > 0 ? sqrt(var / (double)(count - 1)) : 0;
-        fprintf(stderr, "\n");
-        printf("perplexity: %.4f +/- %.4f over %lld chunks of %lld tokens (%lld scored tokens, %.1f s)\n", exp(mean),
-               exp(mean) * err, (long long)n_chunks, (long long)n_ctx, (long long)count, now_seconds() - t0);
+        printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", exp(mean), exp(mean) * err);
+        fprintf(stderr, "perplexity: %lld chunks of %lld tokens, %lld scored tokens, %.1f s\n", (long long)n_chunks,
+                (long long)n_ctx, (long long)count, now_seconds() - t0);
     }
     if (st != SB_OK) rc = sb_cli_fail(st);
     free(logits);
