@@ -534,11 +534,23 @@ typedef struct sb_chat_message {
 /* Render messages as the prompt text for the vocabulary's chat format, recognised from
  * tokenizer.chat_template (ChatML for Qwen2/2.5/3, Llama 3, Gemma 3, Gemma 4; anything else falls
  * back to ChatML). The template itself is never executed. add_generation_prompt appends the
- * assistant header. The text contains no BOS: tokenize it with add_special = 1 and
- * parse_special = 1. Buffer convention as sb_detokenize. Errors: SB_ERR_INVALID_ARG (NULL args,
+ * assistant header. The text contains no BOS. To feed a model, prefer sb_chat_tokenize: tokenizing
+ * this text with parse_special = 1 also turns special-token text inside the messages into control
+ * tokens. Buffer convention as sb_detokenize. Errors: SB_ERR_INVALID_ARG (NULL args,
  * an unknown role — the message index is named), SB_ERR_BUFFER_TOO_SMALL, SB_ERR_OOM. */
 SB_API sb_status sb_chat_render(const sb_vocab *v, const sb_chat_message *msgs, size_t n,
                                 int add_generation_prompt, char *buf, size_t cap, size_t *n_out);
+
+/* Tokenize messages in the vocabulary's chat format: the format's own markers are matched as
+ * special tokens, each message's content never is (user text cannot forge chat structure: content
+ * is tokenized as with parse_special = 0, and no token the format uses as a marker is matched in
+ * it, even one the vocabulary marks user-defined). BOS as the vocabulary asks, never EOS;
+ * add_generation_prompt appends the assistant header. For content without special-token text the
+ * ids equal those of sb_chat_render's text tokenized with add_special = parse_special = 1 (when
+ * the vocabulary adds no EOS). Buffer convention and errors as sb_tokenize, plus those of
+ * sb_chat_render. */
+SB_API sb_status sb_chat_tokenize(const sb_vocab *v, const sb_chat_message *msgs, size_t n, int add_generation_prompt,
+                                  int32_t *tokens, size_t cap, size_t *n_out);
 
 /* Name of the recognised chat format ("chatml", "llama3", "gemma3", "gemma4", "fallback (chatml)",
  * ...); static storage, never NULL. */
