@@ -132,7 +132,8 @@ int cmd_run(int argc, char **argv) {
     sb_model *m = NULL;
     sb_session *s = NULL;
     sb_sampler *smp = NULL;
-    char *rendered = NULL;
+    int32_t *chat_ids = NULL;
+    size_t n_chat = 0;
     sb_model_params mp;
     sb_model_default_params(&mp);
     mp.check_tensors = check;
@@ -167,23 +168,19 @@ int cmd_run(int argc, char **argv) {
         size_t nm = 0;
         if (system) msgs[nm++] = (sb_chat_message){"system", system};
         msgs[nm++] = (sb_chat_message){"user", prompt};
-        size_t need = 0;
-        st = sb_chat_render(sb_model_get_vocab(m), msgs, nm, 1, NULL, 0, &need);
+        /* markers become control tokens, the messages' text never does (issue 24) */
+        st = sb_chat_tokenize(sb_model_get_vocab(m), msgs, nm, 1, NULL, 0, &n_chat);
         if (st == SB_ERR_BUFFER_TOO_SMALL || st == SB_OK) {
-            rendered = (char *)malloc(need + 1);
-            st = rendered ? sb_chat_render(sb_model_get_vocab(m), msgs, nm, 1, rendered, need + 1, &need) : SB_ERR_OOM;
+            chat_ids = (int32_t *)malloc((n_chat + 1) * sizeof *chat_ids);
+            st = chat_ids ? sb_chat_tokenize(sb_model_get_vocab(m), msgs, nm, 1, chat_ids, n_chat, &n_chat) : SB_ERR_OOM;
         }
-        if (st == SB_OK) {
-            prompt = rendered;
-            text_len = need;
-            gp.parse_special = 1;
-            if (verbose) fprintf(stderr, "chat format: %s\n", sb_vocab_chat_format(sb_model_get_vocab(m)));
-        }
+        if (st == SB_OK && verbose) fprintf(stderr, "chat format: %s\n", sb_vocab_chat_format(sb_model_get_vocab(m)));
     }
     sb_generate_result res;
     if (st == SB_OK) {
         fwrite(chat ? "" : prompt, 1, chat ? 0 : text_len, stdout);
-        st = sb_generate(s, smp, prompt, text_len, &gp, emit, NULL, &res);
+        st = chat ? sb_generate_tokens(s, smp, chat_ids, n_chat, &gp, emit, NULL, &res)
+                  : sb_generate(s, smp, prompt, text_len, &gp, emit, NULL, &res);
         printf("\n");
     }
     if (st == SB_OK) {
@@ -197,7 +194,7 @@ int cmd_run(int argc, char **argv) {
         if (verbose) fprintf(stderr, "plans built: %lld\n", (long long)ss.n_plans_built);
     }
     if (st != SB_OK) rc = sb_cli_fail(st);
-    free(rendered);
+    free(chat_ids);
     free(text);
     sb_sampler_free(smp);
     sb_session_free(s);
