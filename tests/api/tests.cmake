@@ -14,3 +14,6 @@ add_test(NAME api/cli_device COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_device
 set_tests_properties(api/cli_device PROPERTIES LABELS api)
 add_test(NAME api/cli_run_chat COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_run_chat.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
 set_tests_properties(api/cli_run_chat PROPERTIES LABELS api)
+add_test(NAME api/cli_chat COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_chat.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
+add_test(NAME api/cli_chat_pipe COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_chat_pipe.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
+set_tests_properties(api/cli_chat api/cli_chat_pipe PROPERTIES LABELS api)

@@ -26,6 +26,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 
 /* Shared by cmd_quantize.c and cmd_synth.c (defined in cmd_quantize.c): log lines on stderr, a
  * progress bar on stderr (call only when it is a terminal), --threads parsing (-1 if bad). */
