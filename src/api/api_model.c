@@ -43,6 +43,7 @@ SB_API sb_status sb_model_load(const char *path, const sb_model_params *p, sb_mo
     NEED(path && out, "sb_model_load");
     *out = NULL;
     rt_model_params rp = {.check_tensors = p && p->check_tensors};
+    if (p) rp.progress = p->progress, rp.progress_user = p->progress_user;
     sb_model *h = (sb_model *)calloc(1, sizeof *h);
     if (!h) return sb_fail(SB_ERR_OOM, "sb_model handle");
     sb_status s = rt_model_load(path, &rp, &h->m);
