@@ -5,6 +5,7 @@
  * embedded default model. Uses only the public header.
  */
 #include "args.h"
+#include "progress.h"
 #include "sb.h"
 
 #include <errno.h>
@@ -138,7 +139,7 @@ int cmd_run(int argc, char **argv) {
     sb_model_default_params(&mp);
     mp.check_tensors = check;
     double t0 = now_seconds();
-    sb_status st = sb_model_load(model, &mp, &m);
+    sb_status st = cli_load_model(model, &mp, &m); /* progress bar on a terminal, else one line */
     double load_s = now_seconds() - t0;
     sb_model_info mi;
     if (st == SB_OK) st = sb_model_get_info(m, &mi);
