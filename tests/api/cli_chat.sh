@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
 # `sb chat` on a terminal, driven through tmux (send-keys, capture-pane): a turn with the embedded
 # model (greedy) shows the same answer as `sb run --chat`; /reset, /help and /exit answer; the exit
-# status is 0. On a tiny synth model with Qwen2's vocabulary whose answer runs for thousands of
-# tokens, Ctrl-C stops the answer (the per-turn line says "stopped") and the program is back at its
-# prompt and still answers; two Ctrl-C at the prompt quit with status 0. Every wait is a bounded
-# loop. Needs tmux (scripts/deps/test.txt).
+# status is 0. On a tiny synth model with Qwen2's vocabulary whose greedy answer runs for thousands
+# of tokens (random weights never pick an end token there), Ctrl-C stops the answer (the per-turn
+# line says "stopped"), the program is back at its prompt and still takes commands; two Ctrl-C at
+# the prompt quit with status 0. Every wait is a bounded loop. Needs tmux (scripts/deps/test.txt).
 . "$(dirname "$0")/../cli_lib.sh"
 if ! command -v tmux > /dev/null; then
     bad "tmux is not installed (scripts/deps/test.txt lists it)"
@@ -58,7 +58,7 @@ q="$data/vocab/ggml-vocab-qwen2.gguf"
 if [ -f "$q" ]; then
     "$sb" synth --preset tiny-qwen2 --vocab "$q" --type Q8_0 --fast -o "$tmp/m.gguf" 2> /dev/null || bad "synth"
     rm -f "$tmp/rc"
-    t new-session -d -s chat -x 200 -y 50 "'$sb' chat -m '$tmp/m.gguf' -n -1 -c 4096 -t 1 --temp 1 --seed 7 --device cpu -v; echo \$? > '$tmp/rc'"
+    t new-session -d -s chat -x 200 -y 50 "'$sb' chat -m '$tmp/m.gguf' -n -1 -c 4096 -t 1 --temp 0 --device cpu -v; echo \$? > '$tmp/rc'"
     wait_for '^> *$' && ok || bad "synth model: no prompt: $(pane | tail -3)"
     t send-keys -t chat "hello" Enter
     sleep 1
@@ -66,6 +66,8 @@ if [ -f "$q" ]; then
     wait_for '^> *$' 100 && last_line_is_prompt && ok || bad "Ctrl-C did not bring the prompt back: $(pane | tail -3)"
     pane | grep -q 'answer [0-9]* tokens in .*, stopped\]' && ok || bad "answer not stopped: $(pane | tail -3)"
     [ ! -s "$tmp/rc" ] && ok || bad "the program ended on Ctrl-C (status $(cat "$tmp/rc"))"
+    t send-keys -t chat "/reset" Enter
+    wait_for '(new conversation)' && ok || bad "no command taken after Ctrl-C: $(pane | tail -3)"
     t send-keys -t chat C-c
     wait_for 'Ctrl-C again' && ok || bad "first Ctrl-C at the prompt: $(pane | tail -3)"
     t send-keys -t chat C-c
