@@ -39,6 +39,9 @@ SB_API void sb_model_default_params(sb_model_params *p) {
     if (p) memset(p, 0, sizeof *p);
 }
 
+/* The progress fields took the place of reserved ints: the struct keeps its 64 bytes on LP64. */
+_Static_assert(sizeof(void *) != 8 || sizeof(sb_model_params) == 64, "sb_model_params changed size");
+
 SB_API sb_status sb_model_load(const char *path, const sb_model_params *p, sb_model **out) {
     NEED(path && out, "sb_model_load");
     *out = NULL;
