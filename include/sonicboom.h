@@ -259,7 +259,16 @@ typedef struct sb_vocab sb_vocab; /* described under "vocabulary / tokenizer" be
 
 typedef struct sb_model_params {
     int check_tensors;      /* 1: scan every weight for NaN/Inf at load (SB_ERR_MODEL_NAN) */
-    int reserved[15];       /* zero; room for later fields without changing the size */
+    /* Progress of the load (may be NULL), an sb_progress_fn (see "model file tools" below):
+     * `done` of `total` bytes of tensor data read, `what` the tensor just read; a last call has
+     * done == total. With it set the load reads every page of the tensor data once (what the first
+     * token would otherwise fault in), so it measures the slow part of loading a big file. Return
+     * nonzero to cancel: sb_model_load then fails with SB_ERR_CANCELLED. Called on the calling
+     * thread. (These two fields took the place of reserved ints; the size is unchanged on 64-bit
+     * platforms, and zeroed params mean no callback, as before.) */
+    int (*progress)(void *user, uint64_t done, uint64_t total, const char *what);
+    void *progress_user;
+    int reserved[10];       /* zero; room for later fields without changing the size */
 } sb_model_params;
 
 typedef struct sb_model_info {
@@ -276,7 +285,8 @@ SB_API void sb_model_default_params(sb_model_params *p);
 /* Load a model (p may be NULL for defaults). Errors: SB_ERR_INVALID_ARG, SB_ERR_IO, SB_ERR_OOM, any
  * SB_ERR_FORMAT_* (bad file), SB_ERR_MODEL_ARCH (unknown general.architecture, named),
  * SB_ERR_MODEL_HPARAM (missing/out-of-range key, named), SB_ERR_MODEL_TENSOR_MISSING/_SHAPE/_TYPE
- * (the tensor, expected and actual shape or type named), SB_ERR_MODEL_NAN, SB_ERR_VOCAB*. */
+ * (the tensor, expected and actual shape or type named), SB_ERR_MODEL_NAN, SB_ERR_VOCAB*,
+ * SB_ERR_CANCELLED (the progress callback asked to stop; nothing is left loaded). */
 SB_API sb_status sb_model_load(const char *path, const sb_model_params *p, sb_model **out);
 
 /* Release a model. Every session created on it must be freed first. NULL is a no-op. */
@@ -535,11 +545,23 @@ typedef struct sb_chat_message {
 /* Render messages as the prompt text for the vocabulary's chat format, recognised from
  * tokenizer.chat_template (ChatML for Qwen2/2.5/3, Llama 3, Gemma 3, Gemma 4; anything else falls
  * back to ChatML). The template itself is never executed. add_generation_prompt appends the
- * assistant header. The text contains no BOS: tokenize it with add_special = 1 and
- * parse_special = 1. Buffer convention as sb_detokenize. Errors: SB_ERR_INVALID_ARG (NULL args,
+ * assistant header. The text contains no BOS. To feed a model, prefer sb_chat_tokenize: tokenizing
+ * this text with parse_special = 1 also turns special-token text inside the messages into control
+ * tokens. Buffer convention as sb_detokenize. Errors: SB_ERR_INVALID_ARG (NULL args,
  * an unknown role — the message index is named), SB_ERR_BUFFER_TOO_SMALL, SB_ERR_OOM. */
 SB_API sb_status sb_chat_render(const sb_vocab *v, const sb_chat_message *msgs, size_t n,
                                 int add_generation_prompt, char *buf, size_t cap, size_t *n_out);
+
+/* Tokenize messages in the vocabulary's chat format: the format's own markers are matched as
+ * special tokens, each message's content never is (user text cannot forge chat structure: content
+ * is tokenized as with parse_special = 0, and no token the format uses as a marker is matched in
+ * it, even one the vocabulary marks user-defined). BOS as the vocabulary asks, never EOS;
+ * add_generation_prompt appends the assistant header. For content without special-token text the
+ * ids equal those of sb_chat_render's text tokenized with add_special = parse_special = 1 (when
+ * the vocabulary adds no EOS). Buffer convention and errors as sb_tokenize, plus those of
+ * sb_chat_render. */
+SB_API sb_status sb_chat_tokenize(const sb_vocab *v, const sb_chat_message *msgs, size_t n, int add_generation_prompt,
+                                  int32_t *tokens, size_t cap, size_t *n_out);
 
 /* Name of the recognised chat format ("chatml", "llama3", "gemma3", "gemma4", "fallback (chatml)",
  * ...); static storage, never NULL. */

@@ -39,10 +39,14 @@ SB_API void sb_model_default_params(sb_model_params *p) {
     if (p) memset(p, 0, sizeof *p);
 }
 
+/* The progress fields took the place of reserved ints: the struct keeps its 64 bytes on LP64. */
+_Static_assert(sizeof(void *) != 8 || sizeof(sb_model_params) == 64, "sb_model_params changed size");
+
 SB_API sb_status sb_model_load(const char *path, const sb_model_params *p, sb_model **out) {
     NEED(path && out, "sb_model_load");
     *out = NULL;
     rt_model_params rp = {.check_tensors = p && p->check_tensors};
+    if (p) rp.progress = p->progress, rp.progress_user = p->progress_user;
     sb_model *h = (sb_model *)calloc(1, sizeof *h);
     if (!h) return sb_fail(SB_ERR_OOM, "sb_model handle");
     sb_status s = rt_model_load(path, &rp, &h->m);

@@ -204,6 +204,24 @@ SB_API sb_status sb_chat_render(const sb_vocab *v, const sb_chat_message *msgs, 
     return st;
 }
 
+SB_API sb_status sb_chat_tokenize(const sb_vocab *v, const sb_chat_message *msgs, size_t n, int add_generation_prompt,
+                                  int32_t *tokens, size_t cap, size_t *n_out) {
+    if (!v || (!msgs && n)) return sb_fail(SB_ERR_INVALID_ARG, "sb_chat_tokenize: %s is NULL", v ? "msgs" : "vocab");
+    SB_TRY(check_buf(tokens, cap, n_out, "sb_chat_tokenize"));
+    *n_out = 0;
+    tok_ids ids = {0};
+    sb_status st = tok_chat_tokenize(v->v, (const tok_chat_msg *)msgs, n, add_generation_prompt != 0, &ids);
+    if (st == SB_OK) {
+        *n_out = ids.n;
+        size_t k = ids.n < cap ? ids.n : cap;
+        if (k) memcpy(tokens, ids.ids, k * sizeof *tokens);
+        if (ids.n > cap)
+            st = sb_fail(SB_ERR_BUFFER_TOO_SMALL, "sb_chat_tokenize: %zu tokens, buffer holds %zu", ids.n, cap);
+    }
+    tok_ids_free(&ids);
+    return st;
+}
+
 SB_API const char *sb_vocab_chat_format(const sb_vocab *v) {
     return tok_chat_kind_name(v ? tok_chat_kind_of(v->v) : TOK_CHAT_FALLBACK);
 }

@@ -101,6 +101,7 @@ sb_status rt_model_load(const char *path, const rt_model_params *p, rt_model **o
         s = sb_fail(SB_ERR_MODEL_TENSOR_SHAPE, "%s: the tokenizer has %d tokens but token_embd.weight only %lld rows", path,
                     tok_n_tokens(m->vocab), (long long)m->hp.n_vocab);
     if (s == SB_OK) s = bind_weights(m, p);
+    if (s == SB_OK && p) s = rt_model_prefetch(&m->file, p);
     if (s != SB_OK) {
         rt_model_free(m);
         return s;

@@ -59,7 +59,16 @@ struct rt_model {
 
 typedef struct rt_model_params {
     bool check_tensors;         /* scan every weight for NaN/Inf at load (SB_ERR_MODEL_NAN) */
+    /* NULL, or: read every page of the tensor data at load, reporting bytes done of total after
+     * each tensor (last call done == total); nonzero cancels with SB_ERR_CANCELLED. */
+    int (*progress)(void *user, uint64_t done, uint64_t total, const char *what);
+    void *progress_user;
 } rt_model_params;
+
+/* Read every page of f's tensor data once, in file order, calling p->progress after each tensor
+ * (model_prefetch.c). SB_OK when p->progress is NULL (nothing read); SB_ERR_CANCELLED when the
+ * callback returns nonzero. */
+sb_status rt_model_prefetch(const gguf_file *f, const rt_model_params *p);
 
 sb_status rt_model_load(const char *path, const rt_model_params *p, rt_model **out);
 void rt_model_free(rt_model *m);

@@ -8,7 +8,7 @@
 "$sb" synth --preset tiny-qwen2 -o "$tmp/a.gguf" --seed 3 --threads 2 2> "$tmp/err"; rc=$?
 [ $rc = 0 ] && [ -f "$tmp/a.gguf" ] && ok || bad "synth: rc=$rc $(cat "$tmp/err")"
 "$sb" quantize "$tmp/a.gguf" "$tmp/b.gguf" Q4_K_M --threads 2 2> "$tmp/err"; rc=$?
-[ $rc = 0 ] && [ ! -s "$tmp/err" ] && ok || bad "quantize: rc=$rc stderr: $(cat "$tmp/err")"
+[ $rc = 0 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^quantize: wrote ' "$tmp/err" && ! grep -q "$(printf '\r')" "$tmp/err" && ok || bad "quantize: rc=$rc stderr: $(cat "$tmp/err")"
 "$sb" synth --preset tiny-qwen2 -o "$tmp/c.gguf" --seed 3 --type q4_k_m > /dev/null 2>&1; rc=$?
 [ $rc = 0 ] && cmp -s "$tmp/b.gguf" "$tmp/c.gguf" && ok || bad "synth --type Q4_K_M differs from synth + quantize"
 "$sb" quantize "$tmp/b.gguf" "$tmp/d.gguf" Q8_0 2> "$tmp/err"; rc=$?

@@ -1,55 +1,18 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * tools/sb/cmd_quantize.c — `sb quantize IN.gguf OUT.gguf TYPE [--threads N]`: llama-quantize's
- * mixes through sb_quantize_file, plus the progress bar and log printing `sb synth` shares.
- * Layer 3 (tools): public header only. The bar is drawn on stderr only when stderr is a terminal;
- * library warnings (e.g. re-quantizing a quantized file) are printed as "warning: ..." lines.
+ * mixes through sb_quantize_file, plus the --threads parsing `sb synth` shares.
+ * Layer 3 (tools): public header only. Progress: a bar on a terminal, one summary line in any case
+ * (progress.h); library warnings (e.g. re-quantizing a quantized file) are "warning: ..." lines.
  */
+#include "progress.h"
 #include "sb.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 // ---- shared with cmd_synth.c ----
-
-static int bar_drawn;
-
-void sb_cli_log(sb_log_level level, const char *msg, void *user) {
-    (void)user;
-    if (bar_drawn) {
-        fputs("\r\033[K", stderr);
-        bar_drawn = 0;
-    }
-    fprintf(stderr, "%s: %s\n",
-            level == SB_LOG_ERROR ? "error" : level == SB_LOG_WARN ? "warning" : level == SB_LOG_INFO ? "info" : "debug", msg);
-}
-
-int sb_cli_progress(void *user, uint64_t done, uint64_t total, const char *what) {
-    (void)user;
-    static struct timespec last;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double dt = (double)(now.tv_sec - last.tv_sec) + 1e-9 * (double)(now.tv_nsec - last.tv_nsec);
-    if (done < total && dt < 0.1) return 0;
-    last = now;
-    const int width = 30;
-    double f = total ? (double)done / (double)total : 1.0;
-    int k = (int)(f * width + 0.5);
-    char bar[64];
-    for (int i = 0; i < width; i++) bar[i] = i < k ? '#' : '.';
-    bar[width] = 0;
-    fprintf(stderr, "\r\033[K[%s] %5.1f%%  %.40s", bar, 100.0 * f, what ? what : "");
-    bar_drawn = 1;
-    if (done >= total) {
-        fputc('\n', stderr);
-        bar_drawn = 0;
-    }
-    fflush(stderr);
-    return 0;
-}
 
 int sb_cli_parse_threads(const char *s, int *out) {
     char *end;
@@ -106,8 +69,14 @@ int cmd_quantize(int argc, char **argv) {
         return 2;
     }
     sb_log_set(sb_cli_log, NULL, verbose ? SB_LOG_DEBUG : SB_LOG_WARN);
-    if (isatty(2)) p.progress = sb_cli_progress;
+    cli_progress pr;
+    cli_progress_start(&pr, "quantizing");
+    p.progress = cli_progress_cb;
+    p.progress_user = &pr;
     sb_status s = sb_quantize_file(pos[0], pos[1], pos[2], &p);
+    char summary[512];
+    snprintf(summary, sizeof summary, "quantize: wrote %s (%s)", pos[1], pos[2]);
+    cli_progress_finish(&pr, s == SB_OK, summary);
     sb_log_set(NULL, NULL, SB_LOG_WARN);
     if (s != SB_OK) return sb_cli_fail(s);
     return 0;

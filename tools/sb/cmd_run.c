@@ -8,6 +8,7 @@
  */
 #include "args.h"
 #include "llama_flags.h"
+#include "progress.h"
 #include "sb.h"
 #include "text_input.h"
 
@@ -210,20 +211,21 @@ static int emit(void *user, const char *text, size_t len, int32_t token) {
     return 0;
 }
 
-/* Render the prompt with the model's chat format (*out: malloc'd, *len its length). */
-static sb_status render_chat(const run_opts *o, const sb_vocab *v, const char *prompt, char **out, size_t *len) {
+/* The chat prompt as token ids (*ids: malloc'd, *n its count): the format's markers are control
+ * tokens, the messages' text never is, so user text cannot forge chat structure. */
+static sb_status tokenize_chat(const run_opts *o, const sb_vocab *v, const char *prompt, int32_t **ids, size_t *n) {
     const char *format = sb_vocab_chat_format(v);
     if (o->chat_template && strcmp(o->chat_template, format))
         fprintf(stderr, "sb run: warning: --chat-template %s ignored: this model's chat format is %s\n", o->chat_template, format);
     sb_chat_message msgs[2];
-    size_t nm = 0, need = 0;
+    size_t nm = 0;
     if (o->system) msgs[nm++] = (sb_chat_message){"system", o->system};
     msgs[nm++] = (sb_chat_message){"user", prompt};
-    sb_status st = sb_chat_render(v, msgs, nm, 1, NULL, 0, &need);
+    sb_status st = sb_chat_tokenize(v, msgs, nm, 1, NULL, 0, n);
     if (st != SB_ERR_BUFFER_TOO_SMALL && st != SB_OK) return st;
-    *out = (char *)malloc(need + 1);
-    if (!*out) return SB_ERR_OOM;
-    st = sb_chat_render(v, msgs, nm, 1, *out, need + 1, len);
+    *ids = (int32_t *)malloc((*n + 1) * sizeof **ids);
+    if (!*ids) return SB_ERR_OOM;
+    st = sb_chat_tokenize(v, msgs, nm, 1, *ids, *n, n);
     if (st == SB_OK && o->verbose) fprintf(stderr, "chat format: %s\n", format);
     return st;
 }
@@ -245,7 +247,8 @@ static sb_status load_model(const run_opts *o, const char *path, sb_model **m, s
     sb_model_default_params(&mp);
     mp.check_tensors = o->check;
     double t0 = now_seconds();
-    sb_status st = sb_model_load(path, &mp, m);
+    /* a progress bar on a terminal, else one summary line; nothing with --log-disable */
+    sb_status st = o->quiet ? sb_model_load(path, &mp, m) : cli_load_model(path, &mp, m);
     double load_s = now_seconds() - t0;
     if (st == SB_OK) st = sb_model_get_info(*m, mi);
     if (st == SB_OK && o->verbose)
@@ -273,7 +276,8 @@ static int run_model(const run_opts *o, const char *path, const char *prompt, si
     sb_model *m = NULL;
     sb_session *s = NULL;
     sb_sampler *smp = NULL;
-    char *rendered = NULL;
+    int32_t *chat_ids = NULL;
+    size_t n_chat = 0;
     sb_model_info mi;
     if (o->verbose) sb_log_set(sb_cli_log, NULL, SB_LOG_INFO); /* e.g. the codegen line at the end (docs/codegen.md) */
     sb_status st = load_model(o, path, &m, &mi);
@@ -287,11 +291,7 @@ static int run_model(const run_opts *o, const char *path, const char *prompt, si
     gp.n_stop = o->n_stop;
     gp.parse_special = o->parse_special; /* a raw prompt's "<|im_start|>" is text unless asked */
     gp.ignore_eos = o->ignore_eos;
-    if (st == SB_OK && o->chat) {
-        st = render_chat(o, sb_model_get_vocab(m), prompt, &rendered, &len);
-        prompt = rendered;
-        gp.parse_special = 1; /* the rendered template's markers are control tokens */
-    }
+    if (st == SB_OK && o->chat) st = tokenize_chat(o, sb_model_get_vocab(m), prompt, &chat_ids, &n_chat);
     sb_generate_result res;
     if (st == SB_OK) {
         if (o->show_prompt && !o->chat) {
@@ -299,12 +299,13 @@ static int run_model(const run_opts *o, const char *path, const char *prompt, si
             fwrite(prompt, 1, len, stdout);
             if (o->color) fputs("\033[0m", stdout);
         }
-        st = sb_generate(s, smp, prompt, len, &gp, emit, NULL, &res);
+        st = o->chat ? sb_generate_tokens(s, smp, chat_ids, n_chat, &gp, emit, NULL, &res)
+                     : sb_generate(s, smp, prompt, len, &gp, emit, NULL, &res);
         printf("\n");
     }
     if (st == SB_OK) print_summary(o, s, &res);
     int rc = st == SB_OK ? 0 : sb_cli_fail(st);
-    free(rendered);
+    free(chat_ids);
     sb_sampler_free(smp);
     sb_session_free(s);
     sb_model_free(m);

@@ -5,6 +5,7 @@
  * (sb_synth_model). `sb synth --list` prints the presets.
  * Layer 3 (tools): public header only.
  */
+#include "progress.h"
 #include "sb.h"
 
 #include <stdio.h>
@@ -75,8 +76,14 @@ int cmd_synth(int argc, char **argv) {
         return 2;
     }
     sb_log_set(sb_cli_log, NULL, verbose ? SB_LOG_DEBUG : SB_LOG_WARN);
-    if (isatty(2)) p.progress = sb_cli_progress;
+    cli_progress pr;
+    cli_progress_start(&pr, "writing");
+    p.progress = cli_progress_cb;
+    p.progress_user = &pr;
     sb_status s = sb_synth_model(preset, out, &p);
+    char summary[512];
+    snprintf(summary, sizeof summary, "synth: wrote %s (%s, %s)", out, preset, p.type_name ? p.type_name : "F32");
+    cli_progress_finish(&pr, s == SB_OK, summary);
     sb_log_set(NULL, NULL, SB_LOG_WARN);
     if (s != SB_OK) return sb_cli_fail(s);
     return 0;

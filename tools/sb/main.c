@@ -12,6 +12,7 @@
 
 static const sb_command commands[] = {
     {"run", "generate text from a prompt (default: the embedded model)", cmd_run},
+    {"chat", "talk with a model in the terminal, turn by turn (default: the embedded model)", cmd_chat},
     {"bench", "llama-bench-style prefill/decode benchmark with GB/s and prefix-reuse latency", cmd_bench},
     {"logits", "evaluate a reference file's tokens and write our logits in its format", cmd_logits},
     {"perplexity", "perplexity of a model on a text file", cmd_perplexity},

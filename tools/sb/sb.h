@@ -26,11 +26,11 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 
-/* Shared by cmd_quantize.c and cmd_synth.c (defined in cmd_quantize.c): log lines on stderr, a
- * progress bar on stderr (call only when it is a terminal), --threads parsing (-1 if bad). */
+/* Log lines on stderr, erasing a drawn progress bar first (progress.c); --threads parsing for
+ * cmd_quantize.c and cmd_synth.c (defined in cmd_quantize.c; -1 if bad). */
 void sb_cli_log(sb_log_level level, const char *msg, void *user);
-int sb_cli_progress(void *user, uint64_t done, uint64_t total, const char *what);
 int sb_cli_parse_threads(const char *s, int *out);
 
 #endif

@@ -10,6 +10,9 @@
  * built-in renderers: Llama 3 and Gemma trim message content, ChatML does not; Gemma has no system
  * role in 3 (the system text + "\n\n" opens the next user turn) and a system turn in 4.
  * Unknown templates fall back to ChatML. No default system prompt is ever invented.
+ * Each format is one row of data (formats[]) used both to render text and to tokenize without
+ * trusting the content (tok_chat_tokenize: markers become special tokens, content never does —
+ * user text cannot forge chat structure, robustness.md T8 / issue 24).
  * Non-goals: tools, multimodal parts, thinking toggles beyond the Gemma 4 empty thought channel.
  */
 #include "runtime/tokenizer/tok_internal.h"
@@ -50,20 +53,72 @@ const char *tok_chat_kind_name(tok_chat_kind k) {
     return "unknown";
 }
 
+// ---- the formats, as data ----
+
+typedef enum { R_SYSTEM, R_USER, R_ASSISTANT } role;
+
+/* A turn is open[role] + content (trimmed when trim) + close; the generation prompt is
+ * open[R_ASSISTANT] + gen_suffix. open[R_SYSTEM] == NULL (Gemma 3): system text is trimmed and
+ * held, then opens the next user turn followed by fold_sep. Everything here is template text
+ * (trusted: its special-token text becomes special tokens); only message content is not. */
+typedef struct chat_format {
+    const char *open[3];
+    const char *close, *fold_sep, *gen_suffix;
+    bool trim;
+} chat_format;
+
+#define CHATML {{"<|im_start|>system\n", "<|im_start|>user\n", "<|im_start|>assistant\n"}, "<|im_end|>\n", "", "", false}
+#define GEMMA4(suffix) {{"<|turn>system\n", "<|turn>user\n", "<|turn>model\n"}, "<turn|>\n", "", suffix, true}
+
+static const chat_format formats[] = {
+    [TOK_CHAT_FALLBACK] = CHATML,
+    [TOK_CHAT_CHATML] = CHATML,
+    [TOK_CHAT_LLAMA3] = {{"<|start_header_id|>system<|end_header_id|>\n\n", "<|start_header_id|>user<|end_header_id|>\n\n",
+                          "<|start_header_id|>assistant<|end_header_id|>\n\n"},
+                         "<|eot_id|>", "", "", true},
+    [TOK_CHAT_GEMMA3] = {{NULL, "<start_of_turn>user\n", "<start_of_turn>model\n"}, "<end_of_turn>\n", "\n\n", "", true},
+    [TOK_CHAT_GEMMA4] = GEMMA4(""),
+    [TOK_CHAT_GEMMA4_THOUGHT] = GEMMA4("<|channel>thought\n<channel|>"),
+};
+
+static const chat_format *format_of(tok_chat_kind k) {
+    return (unsigned)k < sizeof formats / sizeof *formats ? &formats[k] : &formats[TOK_CHAT_FALLBACK];
+}
+
 // ---- rendering ----
 
-static sb_status put(tok_bytes *o, const char *s) { return tok_bytes_append(o, s, strlen(s)); }
+/* Where rendered text goes: the bytes, and when trust is not NULL one byte per text byte, 1 for
+ * template text and 0 for message content. */
+typedef struct chat_out {
+    tok_bytes *text, *trust;
+} chat_out;
+
+static sb_status emit(chat_out *o, const char *s, size_t n, bool trusted) {
+    SB_TRY(tok_bytes_append(o->text, s, n));
+    if (!o->trust) return SB_OK;
+    unsigned char mark[256];
+    memset(mark, trusted, sizeof mark);
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < sizeof mark ? n - done : sizeof mark;
+        SB_TRY(tok_bytes_append(o->trust, mark, k));
+        done += k;
+    }
+    return SB_OK;
+}
+
+static sb_status tmpl(chat_out *o, const char *s) { return emit(o, s, strlen(s), true); }
 
 static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
-static sb_status put_trim(tok_bytes *o, const char *s) {
+/* The content as the format shows it: trimmed or not. */
+static sb_strview shown(const chat_format *f, const char *s) {
     size_t n = strlen(s), a = 0;
-    while (a < n && is_ws(s[a])) a++;
-    while (n > a && is_ws(s[n - 1])) n--;
-    return tok_bytes_append(o, s + a, n - a);
+    if (f->trim) {
+        while (a < n && is_ws(s[a])) a++;
+        while (n > a && is_ws(s[n - 1])) n--;
+    }
+    return (sb_strview){s + a, n - a};
 }
-
-typedef enum { R_SYSTEM, R_USER, R_ASSISTANT } role;
 
 static sb_status check(const tok_chat_msg *m, size_t n, role *roles) {
     if (n && !m) return sb_fail(SB_ERR_INVALID_ARG, "chat: messages is NULL");
@@ -80,79 +135,77 @@ static sb_status check(const tok_chat_msg *m, size_t n, role *roles) {
     return SB_OK;
 }
 
-/* A format whose every turn is open + role + after_role + content (trimmed or not) + close, and
- * that asks for the reply with gen_prompt: ChatML and Llama 3. */
-typedef struct role_turn_format {
-    const char *open, *after_role, *close, *gen_prompt;
-    bool trim;
-} role_turn_format;
-
-static const role_turn_format chatml = {"<|im_start|>", "\n", "<|im_end|>\n", "<|im_start|>assistant\n", false};
-static const role_turn_format llama3 = {"<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>",
-                                        "<|start_header_id|>assistant<|end_header_id|>\n\n", true};
-
-static sb_status role_turns(const role_turn_format *f, const tok_chat_msg *m, size_t n, bool gen, tok_bytes *o) {
-    for (size_t i = 0; i < n; i++) {
-        SB_TRY(put(o, f->open));
-        SB_TRY(put(o, m[i].role));
-        SB_TRY(put(o, f->after_role));
-        SB_TRY(f->trim ? put_trim(o, m[i].content) : put(o, m[i].content));
-        SB_TRY(put(o, f->close));
-    }
-    return gen ? put(o, f->gen_prompt) : SB_OK;
-}
-
-static sb_status gemma3(const tok_chat_msg *m, const role *r, size_t n, bool gen, tok_bytes *o) {
-    tok_bytes sys = {0};
+static sb_status turns(const chat_format *f, const tok_chat_msg *m, const role *r, size_t n, bool gen, chat_out *o) {
+    tok_bytes held = {0}; /* folded system text (Gemma 3) */
     sb_status st = SB_OK;
     for (size_t i = 0; i < n && st == SB_OK; i++) {
-        if (r[i] == R_SYSTEM) { /* no system role: prepend to the next user turn */
-            st = put_trim(&sys, m[i].content);
+        sb_strview c = shown(f, m[i].content);
+        if (!f->open[r[i]]) { /* no such role: hold it for the next user turn */
+            st = tok_bytes_append(&held, c.ptr, c.len);
             continue;
         }
-        bool model = r[i] == R_ASSISTANT;
-        st = put(o, model ? "<start_of_turn>model\n" : "<start_of_turn>user\n");
-        if (st == SB_OK && sys.n && !model) {
-            st = tok_bytes_append(o, sys.p, sys.n);
-            if (st == SB_OK) st = put(o, "\n\n");
-            sys.n = 0;
+        st = tmpl(o, f->open[r[i]]);
+        if (st == SB_OK && held.n && r[i] == R_USER) {
+            st = emit(o, held.p, held.n, false);
+            if (st == SB_OK) st = tmpl(o, f->fold_sep);
+            held.n = 0;
         }
-        if (st == SB_OK) st = put_trim(o, m[i].content);
-        if (st == SB_OK) st = put(o, "<end_of_turn>\n");
+        if (st == SB_OK) st = emit(o, c.ptr, c.len, false);
+        if (st == SB_OK) st = tmpl(o, f->close);
     }
-    tok_bytes_free(&sys);
-    if (st == SB_OK && gen) st = put(o, "<start_of_turn>model\n");
+    tok_bytes_free(&held);
+    if (st == SB_OK && gen) st = tmpl(o, f->open[R_ASSISTANT]);
+    if (st == SB_OK && gen) st = tmpl(o, f->gen_suffix);
     return st;
 }
 
-static sb_status gemma4(const tok_chat_msg *m, const role *r, size_t n, bool gen, bool thought, tok_bytes *o) {
-    for (size_t i = 0; i < n; i++) {
-        SB_TRY(put(o, r[i] == R_ASSISTANT ? "<|turn>model\n" : r[i] == R_SYSTEM ? "<|turn>system\n" : "<|turn>user\n"));
-        SB_TRY(put_trim(o, m[i].content));
-        SB_TRY(put(o, "<turn|>\n"));
-    }
-    if (!gen) return SB_OK;
-    SB_TRY(put(o, "<|turn>model\n"));
-    return thought ? put(o, "<|channel>thought\n<channel|>") : SB_OK;
-}
-
-sb_status tok_chat_render(tok_chat_kind k, const tok_chat_msg *msgs, size_t n, bool gen, tok_bytes *out) {
-    if (!out) return sb_fail(SB_ERR_INVALID_ARG, "chat: out is NULL");
+static sb_status render(tok_chat_kind k, const tok_chat_msg *msgs, size_t n, bool gen, chat_out *o) {
     role stack[64], *roles = stack;
     if (n > 64) {
         roles = malloc(n * sizeof *roles);
         if (!roles) return sb_fail(SB_ERR_OOM, "chat: %zu messages", n);
     }
     sb_status st = check(msgs, n, roles);
-    if (st == SB_OK) {
-        switch (k) {
-        case TOK_CHAT_LLAMA3: st = role_turns(&llama3, msgs, n, gen, out); break;
-        case TOK_CHAT_GEMMA3: st = gemma3(msgs, roles, n, gen, out); break;
-        case TOK_CHAT_GEMMA4: st = gemma4(msgs, roles, n, gen, false, out); break;
-        case TOK_CHAT_GEMMA4_THOUGHT: st = gemma4(msgs, roles, n, gen, true, out); break;
-        default: st = role_turns(&chatml, msgs, n, gen, out); break;
-        }
-    }
+    if (st == SB_OK) st = turns(format_of(k), msgs, roles, n, gen, o);
     if (roles != stack) free(roles);
+    return st;
+}
+
+sb_status tok_chat_render(tok_chat_kind k, const tok_chat_msg *msgs, size_t n, bool gen, tok_bytes *out) {
+    if (!out) return sb_fail(SB_ERR_INVALID_ARG, "chat: out is NULL");
+    chat_out o = {out, NULL};
+    return render(k, msgs, n, gen, &o);
+}
+
+// ---- tokenizing without trusting the content ----
+
+/* The special tokens that the format's template text spells in v (turn markers, the thought
+ * channel): never to be matched inside content, even where v marks them user-defined. */
+static sb_status marker_ids(const tok_vocab *v, const chat_format *f, tok_ids *out) {
+    const char *parts[] = {f->open[0], f->open[1], f->open[2], f->close, f->fold_sep, f->gen_suffix};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        if (parts[i]) SB_TRY(tok_tokenize(v, parts[i], strlen(parts[i]), false, true, out));
+    size_t k = 0;
+    for (size_t i = 0; i < out->n; i++)
+        if (tok_attr(v, out->ids[i]) & (TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED | TOK_ATTR_UNKNOWN))
+            out->ids[k++] = out->ids[i];
+    out->n = k;
+    return SB_OK;
+}
+
+sb_status tok_chat_tokenize(const tok_vocab *v, const tok_chat_msg *msgs, size_t n, bool gen, tok_ids *out) {
+    if (!v || !out) return sb_fail(SB_ERR_INVALID_ARG, "chat: %s is NULL", v ? "out" : "vocab");
+    tok_chat_kind k = tok_chat_kind_of(v);
+    tok_bytes text = {0}, trust = {0};
+    tok_ids deny = {0};
+    chat_out o = {&text, &trust};
+    sb_status st = render(k, msgs, n, gen, &o);
+    if (st == SB_OK) st = marker_ids(v, format_of(k), &deny);
+    if (st == SB_OK)
+        st = tok_tokenize_trusted(v, text.p ? text.p : "", text.n, (const unsigned char *)(trust.p ? trust.p : ""),
+                                  deny.ids, deny.n, true, out);
+    tok_bytes_free(&text);
+    tok_bytes_free(&trust);
+    tok_ids_free(&deny);
     return st;
 }

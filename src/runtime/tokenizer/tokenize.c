@@ -403,8 +403,31 @@ static sb_status bpe_fragment(sess *s, const char *p, size_t n) {
 
 typedef struct occ_list { uint64_t *p; size_t n, cap; } occ_list;
 
+/* Which special-token occurrences the partition may take. trusted == NULL: by parse_special alone
+ * (user-defined tokens always, the others only with parse_special). Otherwise per occurrence: all
+ * candidates inside trusted bytes; where it touches an untrusted byte only a user-defined token
+ * that is not denied (tok_tokenize_trusted). */
+typedef struct match_rule {
+    bool parse_special;
+    const unsigned char *trusted;
+    const int32_t *deny;
+    size_t n_deny;
+} match_rule;
+
 static bool cand_active(const tok_vocab *v, int32_t order, bool parse_special) {
     return parse_special || (v->attr[v->special[order]] & TOK_ATTR_USER_DEFINED);
+}
+
+static bool occ_active(const tok_vocab *v, int32_t c, size_t pos, size_t l, const match_rule *r) {
+    if (!r->trusted) return cand_active(v, c, r->parse_special);
+    bool inside = true;
+    for (size_t j = 0; j < l && inside; j++) inside = r->trusted[pos + j] != 0;
+    if (inside) return true;
+    int32_t id = v->special[c];
+    if (!(v->attr[id] & TOK_ATTR_USER_DEFINED)) return false;
+    for (size_t k = 0; k < r->n_deny; k++)
+        if (r->deny[k] == id) return false;
+    return true;
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -424,12 +447,12 @@ static sb_status raw_fragment(sess *s, const char *p, size_t n, bool *prev_speci
     return st;
 }
 
-static sb_status partition_and_run(sess *s, const char *text, size_t len, bool parse_special, bool *prev_special) {
+static sb_status partition_and_run(sess *s, const char *text, size_t len, const match_rule *r, bool *prev_special) {
     const tok_vocab *v = s->v;
     occ_list occ = {0};
     sb_status st = SB_OK;
     bool any = false;
-    for (int32_t k = 0; k < v->n_special && !any; k++) any = cand_active(v, k, parse_special);
+    for (int32_t k = 0; k < v->n_special && !any; k++) any = r->trusted || cand_active(v, k, r->parse_special);
     if (any) {
         for (size_t pos = 0; pos < len && st == SB_OK; pos++) {
             int32_t node = 0;
@@ -438,7 +461,7 @@ static sb_status partition_and_run(sess *s, const char *text, size_t len, bool p
                 if (!tok_u64map_get(&v->trie, (uint64_t)node << 8 | (unsigned char)text[j], &child, &unused)) break;
                 node = child;
                 int32_t c = v->trie_cand[node];
-                if (c >= 0 && cand_active(v, c, parse_special)) {
+                if (c >= 0 && occ_active(v, c, pos, j - pos + 1, r)) {
                     st = grow((void **)&occ.p, &occ.cap, occ.n + 1, sizeof *occ.p);
                     if (st != SB_OK) break;
                     occ.p[occ.n++] = (uint64_t)(uint32_t)c << 32 | (uint32_t)pos;
@@ -484,11 +507,10 @@ static sb_status partition_and_run(sess *s, const char *text, size_t len, bool p
     return st;
 }
 
-// ---- entry point ----
+// ---- entry points ----
 
-sb_status tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_special, bool parse_special,
-                       tok_ids *out) {
-    if (!v || !out || (!text && len)) return sb_fail(SB_ERR_INVALID_ARG, "tok_tokenize: NULL argument");
+static sb_status tokenize_with(const tok_vocab *v, const char *text, size_t len, bool add_bos, bool add_eos,
+                               const match_rule *r, tok_ids *out) {
     if (len > INT32_MAX)
         return sb_fail(SB_ERR_TEXT_TOO_LONG, "tokenizer: text of %zu bytes exceeds the limit of %d bytes", len, INT32_MAX);
     sess s = {.v = v, .out = out};
@@ -496,15 +518,31 @@ sb_status tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool ad
     bool prev_special = true; /* SPM: the start of the text counts as after a special token */
     sb_status st = SB_OK;
     size_t n0 = out->n;
-    if (add_special && v->add_bos) st = ids_push(out, v->bos);
-    if (st == SB_OK && len) st = partition_and_run(&s, text, len, parse_special, &prev_special);
-    if (st == SB_OK && add_special && v->add_bos && out->n >= n0 + 2 && out->ids[n0 + 1] == v->bos)
+    if (add_bos && v->add_bos) st = ids_push(out, v->bos);
+    if (st == SB_OK && len) st = partition_and_run(&s, text, len, r, &prev_special);
+    if (st == SB_OK && add_bos && v->add_bos && out->n >= n0 + 2 && out->ids[n0 + 1] == v->bos)
         sb_log(SB_LOG_WARN, "tokenizer: the text starts with BOS and add_special adds another one");
-    if (st == SB_OK && add_special && v->add_eos) st = ids_push(out, v->eos);
+    if (st == SB_OK && add_eos && v->add_eos) st = ids_push(out, v->eos);
     free(s.wc);
     free(s.sy);
     free(s.hp);
     free(s.buf);
     free(s.buf2);
     return st;
+}
+
+sb_status tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_special, bool parse_special,
+                       tok_ids *out) {
+    if (!v || !out || (!text && len)) return sb_fail(SB_ERR_INVALID_ARG, "tok_tokenize: NULL argument");
+    match_rule r = {.parse_special = parse_special};
+    return tokenize_with(v, text, len, add_special, add_special, &r, out);
+}
+
+sb_status tok_tokenize_trusted(const tok_vocab *v, const char *text, size_t len, const unsigned char *trusted,
+                               const int32_t *deny, size_t n_deny, bool add_bos, tok_ids *out) {
+    if (!v || !out || (!text && len) || (!trusted && len) || (!deny && n_deny))
+        return sb_fail(SB_ERR_INVALID_ARG, "tok_tokenize_trusted: NULL argument");
+    static const unsigned char none = 0;
+    match_rule r = {.trusted = trusted ? trusted : &none, .deny = deny, .n_deny = n_deny};
+    return tokenize_with(v, text, len, add_bos, false, &r, out);
 }

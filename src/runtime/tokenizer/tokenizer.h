@@ -113,6 +113,17 @@ void tok_ids_free(tok_ids *t);
 sb_status tok_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_special,
                        bool parse_special, tok_ids *out);
 
+/* Tokenize text of which only some bytes may spell special tokens (chat prompts: template text is
+ * trusted, message content is not). trusted[i] != 0 marks byte i as trusted. Within trusted bytes
+ * every special token is matched (as with parse_special); a match touching an untrusted byte is
+ * taken only for a user-defined token not listed in deny[0..n_deny) (what parse_special = false
+ * matches, minus the denied ids). The fragments between matches are tokenized as by tok_tokenize,
+ * so when no special-token text touches untrusted bytes the ids equal those of
+ * tok_tokenize(parse_special = true). add_bos: prepend BOS when the vocabulary adds one; never
+ * EOS. Appends to *out. Errors as tok_tokenize. */
+sb_status tok_tokenize_trusted(const tok_vocab *v, const char *text, size_t len, const unsigned char *trusted,
+                               const int32_t *deny, size_t n_deny, bool add_bos, tok_ids *out);
+
 // ---- detokenize ----
 
 /* Growable byte buffer. */
@@ -160,6 +171,15 @@ const char *tok_chat_kind_name(tok_chat_kind k);
  * the assistant header. */
 sb_status tok_chat_render(tok_chat_kind k, const tok_chat_msg *msgs, size_t n,
                           bool add_generation_prompt, tok_bytes *out);
+
+/* Tokenize messages in v's chat format: the format's marker text is matched as special tokens,
+ * message content never (content is tokenized as with parse_special = false, and additionally no
+ * user-defined token that the format uses as a marker is matched in it). BOS as the vocabulary
+ * asks, no EOS. For content without special-token text the ids equal tokenizing
+ * tok_chat_render's text with add_special = parse_special = true. Appends to *out. Errors as
+ * tok_chat_render and tok_tokenize. */
+sb_status tok_chat_tokenize(const tok_vocab *v, const tok_chat_msg *msgs, size_t n, bool add_generation_prompt,
+                            tok_ids *out);
 
 // ---- UTF-8 (shared by the pieces) ----
 
