@@ -12,3 +12,5 @@ add_test(NAME api/cli_tokenize COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_toke
 set_tests_properties(api/cli_tokenize PROPERTIES LABELS api)
 add_test(NAME api/cli_device COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_device.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
 set_tests_properties(api/cli_device PROPERTIES LABELS api)
+add_test(NAME api/cli_bench COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_bench.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
+set_tests_properties(api/cli_bench PROPERTIES LABELS api)
