@@ -3,7 +3,7 @@
 # `sb bench` as a drop-in for llama-bench's outputs, on the embedded model with tiny tests:
 # every format parses (json/jsonl with python's json, csv with its csv module, sql through sqlite3,
 # md's table shape); json, jsonl, csv and sql carry exactly llama-bench's fields in its order (the
-# list below, from ../shared/docs/conventions.md); model_type is llama_model_desc's form; a model
+# list below: llama.cpp de3ff81's tools/llama-bench, the version ../shared/anchor holds); model_type is llama_model_desc's form; a model
 # path holding '"', '\', a newline and an invalid UTF-8 byte, and a crafted general.name (quotes,
 # escape codes, invalid UTF-8) still give valid JSON / CSV / SQL and a terminal-safe md table;
 # lists, ranges and several -m give the cross product of rows in llama-bench's order; -pg names
@@ -12,8 +12,8 @@
 model=$(ls "$(dirname "$0")"/../../models/*-q8_0.gguf | head -1)
 fields="build_commit build_number cpu_info gpu_info backends model_filename model_type model_size model_n_params
 n_batch n_ubatch n_threads cpu_mask cpu_strict poll type_k type_v n_gpu_layers n_cpu_moe split_mode main_gpu
-no_kv_offload flash_attn devices tensor_split tensor_buft_overrides use_mmap use_direct_io embeddings no_op_offload
-no_host repack fit_target fit_min_ctx n_prompt n_gen n_depth test_time avg_ns stddev_ns avg_ts stddev_ts"
+no_kv_offload flash_attn devices tensor_split tensor_buft_overrides load_mode lazy_mode embeddings no_op_offload
+no_host fit_target fit_min_ctx n_prompt n_gen n_depth test_time avg_ns stddev_ns avg_ts stddev_ts"
 export fields
 tiny="-p 8 -n 4 -r 1 -t 1 --bw 10"
 
@@ -51,7 +51,7 @@ for k in keys:
     assert k == want_keys, "keys differ: %r" % [x for x in k if x not in want_keys] + [x for x in want_keys if x not in k]
 for r in rows:
     if fmt in ("json", "jsonl"):
-        assert isinstance(r["flash_attn"], bool) and r["flash_attn"], "flash_attn"
+        assert r["flash_attn"] == 1 and not isinstance(r["flash_attn"], bool), "flash_attn"
         assert len(r["samples_ns"]) == len(r["samples_ts"]) >= 1, "samples"
         assert r["avg_ts"] > 0 and r["model_size"] > 0 and r["model_n_params"] > 0
     print(r["n_prompt"], r["n_gen"], r["n_depth"], r["n_threads"], "%s|%s" % (r["model_type"], r["model_filename"]))
@@ -68,7 +68,7 @@ for f in json jsonl csv sql; do
     "$sb" bench $tiny -o none -oe $f > "$tmp/out" 2> "$tmp/err.$f"; rc=$?
     [ $rc = 0 ] && [ ! -s "$tmp/out" ] && check $f "$tmp/err.$f" > /dev/null 2>&1 && ok || bad "-oe $f: rc=$rc"
 done
-python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r["backends"] in ("CPU","CUDA") and r["type_k"]=="f16" and r["cpu_mask"]=="0x0" and r["poll"]==50 and r["split_mode"]=="layer" and r["n_batch"]==2048 and r["n_ubatch"]==512 and r["use_mmap"] is True' "$tmp/out.json" && ok || bad "json neutral values"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))[0]; assert r["backends"] in ("CPU","CUDA") and r["type_k"]=="f16" and r["cpu_mask"]=="0x0" and r["poll"]==50 and r["split_mode"]=="layer" and r["n_batch"]==2048 and r["n_ubatch"]==512 and r["load_mode"]=="mmap" and r["lazy_mode"]=="auto" and r["no_host"] is False' "$tmp/out.json" && ok || bad "json neutral values"
 # model_size / model_n_params: every tensor of the file, as sb info's totals
 "$sb" info "$model" > "$tmp/info"
 python3 -c 'import json,sys,re; r=json.load(open(sys.argv[1]))[0]; t=open(sys.argv[2]).read(); assert str(r["model_n_params"]) in t.replace(",",""), (r["model_n_params"], t[-300:])' "$tmp/out.json" "$tmp/info" && ok || bad "model_n_params vs sb info: $(grep -i total "$tmp/info")"
@@ -80,6 +80,16 @@ python3 -c 'import json,sys,re; r=json.load(open(sys.argv[1]))[0]; t=open(sys.ar
     && grep -q '^build: [0-9a-f]* ([0-9]*)$\|^build: unknown (0)$' "$tmp/md" && grep -q '^% of bw: of 10.0 GB/s (--bw)$' "$tmp/md" \
     && ok || bad "md: rc=$rc $(cat "$tmp/md" "$tmp/err")"
 [ "$(grep -c '^| ' "$tmp/md")" = 4 ] && ok || bad "md rows: $(cat "$tmp/md")"
+
+# without general.file_type, llama.cpp guesses from the most common tensor type: "(guessed) Q8_0"
+python3 - "$model" "$tmp/noft.gguf" <<'EOF' || bad "cannot rename general.file_type"
+import sys
+b = open(sys.argv[1], "rb").read()
+assert b.count(b"general.file_type") == 1
+open(sys.argv[2], "wb").write(b.replace(b"general.file_type", b"general.file_typX"))
+EOF
+"$sb" bench -p 8 -n 0 -r 1 -t 1 -o jsonl -m "$tmp/noft.gguf" > "$tmp/x" 2> "$tmp/err" && [ "$(check jsonl "$tmp/x" | sed 's/|.*//')" = "8 0 0 1 llama ?B (guessed) Q8_0" ] \
+    && ok || bad "guessed file type: $(cat "$tmp/err") $(check jsonl "$tmp/x")"
 
 # ---- a hostile model path: '"', '\', a newline, an invalid UTF-8 byte ----
 weird="$tmp/$(printf 'we"ird\\dir\nx\377y')"
@@ -172,6 +182,7 @@ usage_err "-pg 8,4,2" -pg 8,4,2
 usage_err "-o xml" -o xml
 usage_err "-oe xml" -oe xml
 usage_err "-fa maybe" -fa maybe
+usage_err "-fa 1,,0" -fa 1,,0
 usage_err "-ctk q4_0" -ctk q4_0
 usage_err "-r 0" -r 0
 usage_err "--prefix 8,0" --prefix 8,0

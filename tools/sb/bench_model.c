@@ -80,28 +80,27 @@ static const char *ftype_name(int64_t ft) {
         {25, "IQ4_NL - 4.5 bpw"}, {26, "IQ3_S - 3.4375 bpw"}, {27, "IQ3_S mix - 3.66 bpw"},
         {28, "IQ2_S - 2.5 bpw"}, {29, "IQ2_M - 2.7 bpw"}, {30, "IQ4_XS - 4.25 bpw"}, {31, "IQ1_M - 1.75 bpw"},
         {32, "BF16"}, {36, "TQ1_0 - 1.69 bpw ternary"}, {37, "TQ2_0 - 2.06 bpw ternary"}, {38, "MXFP4 MoE"},
+        {39, "NVFP4"}, {40, "Q1_0"}, {41, "Q2_0"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (names[i].id == ft) return names[i].name;
     return "unknown, may not work";
 }
 
-/* llama.cpp's guess without general.file_type: the ftype of the most common tensor type. */
-static int64_t guess_ftype(const int64_t *count) {
+/* llama.cpp's guess without general.file_type: the ftype of the type most tensors have (the first
+ * to reach that count, in file order); all F32 for a type it has no ftype for. */
+static int64_t guess_ftype(int type) {
     static const struct { int type, ftype; } map[] = {
         {SB_TYPE_F32, 0}, {SB_TYPE_F16, 1}, {SB_TYPE_BF16, 32}, {SB_TYPE_Q4_0, 2}, {SB_TYPE_Q4_1, 3},
         {SB_TYPE_Q5_0, 8}, {SB_TYPE_Q5_1, 9}, {SB_TYPE_Q8_0, 7}, {SB_TYPE_Q2_K, 10}, {SB_TYPE_Q3_K, 12},
         {SB_TYPE_Q4_K, 15}, {SB_TYPE_Q5_K, 17}, {SB_TYPE_Q6_K, 18}, {SB_TYPE_TQ1_0, 36}, {SB_TYPE_TQ2_0, 37},
         {SB_TYPE_IQ2_XXS, 19}, {SB_TYPE_IQ2_XS, 20}, {SB_TYPE_IQ2_S, 28}, {SB_TYPE_IQ3_XXS, 23},
         {SB_TYPE_IQ1_S, 24}, {SB_TYPE_IQ1_M, 31}, {SB_TYPE_IQ4_NL, 25}, {SB_TYPE_IQ4_XS, 30},
-        {SB_TYPE_IQ3_S, 26}, {SB_TYPE_MXFP4, 38},
+        {SB_TYPE_IQ3_S, 26}, {SB_TYPE_NVFP4, 39}, {SB_TYPE_Q1_0, 40}, {SB_TYPE_Q2_0, 41},
     };
-    int best = 0;
-    for (int t = 1; t < SB_TYPE_COUNT; t++)
-        if (count[t] > count[best]) best = t;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (map[i].type == best) return map[i].ftype;
-    return 0; /* llama.cpp: an unknown type is guessed as all F32 */
+        if (map[i].type == type) return map[i].ftype;
+    return 0;
 }
 
 sb_status bench_describe_model(const char *path, const sb_model_info *mi, bench_model_desc *d) {
@@ -109,7 +108,8 @@ sb_status bench_describe_model(const char *path, const sb_model_info *mi, bench_
     sb_status st = sb_gguf_open(path, &g);
     sb_gguf_info gi;
     if (st == SB_OK) st = sb_gguf_get_info(g, &gi);
-    int64_t count[SB_TYPE_COUNT] = {0};
+    int64_t count[SB_TYPE_COUNT] = {0}, n_max = 0;
+    int type_max = SB_TYPE_F32;
     memset(d, 0, sizeof *d);
     d->filename = path;
     d->weight_bytes = mi->weight_bytes;
@@ -121,18 +121,21 @@ sb_status bench_describe_model(const char *path, const sb_model_info *mi, bench_
         for (int k = 0; k < 4; k++) n *= (uint64_t)t.ne[k];
         d->n_params += n;
         d->size += t.nbytes;
-        if (t.type >= 0 && t.type < SB_TYPE_COUNT) count[t.type]++;
+        if (t.type >= 0 && t.type < SB_TYPE_COUNT && ++count[t.type] > n_max) {
+            n_max = count[t.type];
+            type_max = t.type;
+        }
     }
     int64_t ft = -1, idx;
     int guessed = 0;
     if (st == SB_OK && (sb_gguf_find_key(g, "general.file_type", &idx) != SB_OK || sb_gguf_get_int(g, idx, 0, &ft) != SB_OK)) {
-        ft = guess_ftype(count);
+        ft = guess_ftype(type_max);
         guessed = 1;
     }
     sb_gguf_free(g);
     if (st != SB_OK) return st;
     const char *sz = size_class(mi);
-    snprintf(d->type, sizeof d->type, "%s %s %s%s", mi->arch, sz ? sz : "?B", ftype_name(ft), guessed ? " (guessed)" : "");
+    snprintf(d->type, sizeof d->type, "%s %s %s%s", mi->arch, sz ? sz : "?B", guessed ? "(guessed) " : "", ftype_name(ft));
     return SB_OK;
 }
 

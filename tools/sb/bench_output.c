@@ -10,8 +10,9 @@
  *   md     llama-bench's table (model, size, params, backend, the parameters that are not default,
  *          test, t/s) plus ours: GB/s (weights read per second by a tg test) and % of bw (of the
  *          read bandwidth named under the table). Text is made terminal-safe.
- * The machine-readable formats carry exactly llama-bench's fields and nothing else, so their output
- * merges with llama-bench's; GB/s and % of bw are in md only.
+ * The machine-readable formats carry exactly the fields of llama-bench at llama.cpp de3ff81 (the
+ * version ../shared/anchor holds) in its order and types, and nothing else, so their output merges
+ * with llama-bench's; GB/s and % of bw are in md only.
  */
 #include "bench.h"
 
@@ -92,7 +93,7 @@ typedef struct field {
     double v;      /* the others */
 } field;
 
-enum { N_FIELDS = 42 };
+enum { N_FIELDS = 41 };
 
 typedef struct stats {
     double avg_ns, std_ns, avg_ts, std_ts;
@@ -146,16 +147,15 @@ static void fill_fields(const bench_printer *p, const bench_row *r, const stats 
     S("split_mode", "layer");
     I("main_gpu", 0);
     B("no_kv_offload", 0);
-    B("flash_attn", 1); /* every attention here is flash attention */
+    I("flash_attn", 1); /* llama_flash_attn_type: enabled; every attention here is flash attention */
     S("devices", "auto");
     S("tensor_split", "0.00");
     S("tensor_buft_overrides", "none");
-    B("use_mmap", 1); /* the weights are mapped from the file */
-    B("use_direct_io", 0);
+    S("load_mode", "mmap"); /* the weights are mapped from the file */
+    S("lazy_mode", "auto");
     B("embeddings", 0);
     I("no_op_offload", 0);
     B("no_host", 0);
-    B("repack", 1);
     I("fit_target", 0);
     I("fit_min_ctx", 0);
     I("n_prompt", r->n_prompt);

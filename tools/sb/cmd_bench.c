@@ -96,16 +96,26 @@ static int model_arg(bench_opts *o, const char *v) {
     return 0;
 }
 
+/* llama.cpp's truthy / falsey / auto words (common_arg_utils) */
+static int fa_word(const char *t) {
+    static const char *const on[] = {"on", "enabled", "1", "true"}, *const off[] = {"off", "disabled", "0", "false"};
+    for (int i = 0; i < 4; i++) {
+        if (!strcmp(t, on[i])) return 1;
+        if (!strcmp(t, off[i])) return 0;
+    }
+    return !strcmp(t, "auto") || !strcmp(t, "-1") ? -1 : -2;
+}
+
 static int fa_arg(bench_opts *o, const char *v) {
     char buf[256];
+    int n = 0, bad = strlen(v) >= sizeof buf || !*v || v[strlen(v) - 1] == ',' || strstr(v, ",,") || v[0] == ',';
     snprintf(buf, sizeof buf, "%s", v);
-    int n = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++) {
-        if (!strcmp(t, "0") || !strcmp(t, "off")) o->fa_off = 1;
-        else if (strcmp(t, "1") && strcmp(t, "on") && strcmp(t, "auto")) n = -1000;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && !bad; t = strtok_r(NULL, ",", &save), n++) {
+        int w = fa_word(t);
+        if (w == 0) o->fa_off = 1;
+        bad = w == -2;
     }
-    if (n <= 0 || strlen(v) >= sizeof buf || v[strlen(v) - 1] == ',')
-        return usage_error("-fa", v, "expected a list of 0, 1, on, off, auto");
+    if (bad || n == 0) return usage_error("-fa", v, "expected a list of on, off, auto (or 1, 0, -1)");
     o->fa_given = 1;
     return 0;
 }
