@@ -184,6 +184,7 @@ usage_err "-oe xml" -oe xml
 usage_err "-fa maybe" -fa maybe
 usage_err "-fa 1,,0" -fa 1,,0
 usage_err "-ctk q4_0" -ctk q4_0
+usage_err "-ctk f32 -ctv f16" -ctk f32 -ctv f16
 usage_err "-r 0" -r 0
 usage_err "--prefix 8,0" --prefix 8,0
 usage_err "-p without a value" -p

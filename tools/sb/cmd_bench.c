@@ -60,7 +60,7 @@ typedef struct bench_opts {
     list pp, tg, pg_p, pg_g, dd, threads, ngl, nb, nub;
     int64_t reps, prefix[2];
     int have_prefix, no_warmup, progress, device, fa_given, fa_off;
-    const char *kv;
+    const char *kv, *kv_v; /* -ctk, -ctv: one KV type here, so they must agree */
     float bw_given;
     bench_format out, out_err;
 } bench_opts;
@@ -176,7 +176,8 @@ static int value_flag(bench_opts *o, const char *a, const char *v) {
     if (!strcmp(a, "--kv-type") || !strcmp(a, "-ctk") || !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-k") ||
         !strcmp(a, "--cache-type-v")) {
         if (strcmp(v, "f16") && strcmp(v, "f32")) return usage_error(a, v, "expected f16 or f32");
-        o->kv = v;
+        if (strcmp(a, "-ctv") && strcmp(a, "--cache-type-v")) o->kv = v;
+        if (strcmp(a, "-ctk") && strcmp(a, "--cache-type-k")) o->kv_v = v;
         return 0;
     }
     return -1;
@@ -193,7 +194,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     o->threads = (list){{nproc > 0 ? (nproc > 256 ? 256 : nproc) : 1}, 1, 0};
     o->reps = 5;
     o->device = SB_DEVICE_AUTO;
-    o->kv = "f16"; /* llama-bench's default -ctk/-ctv f16 */
+    o->kv = o->kv_v = "f16"; /* llama-bench's default -ctk/-ctv f16 */
     o->out = BENCH_OUT_MD;
     o->out_err = BENCH_OUT_NONE;
     int rc = 0;
@@ -217,6 +218,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         } else {
             i++;
         }
+    }
+    if (!rc && strcmp(o->kv, o->kv_v)) {
+        fprintf(stderr, "sb bench: -ctk %s -ctv %s: the KV cache has one type here; give both the same\n", o->kv, o->kv_v);
+        rc = 2;
     }
     return rc;
 }
@@ -527,7 +532,7 @@ int cmd_bench(int argc, char **argv) {
     c.total = count_tests(&o);
     const bench_md_columns cols = {
         .ngl = c.machine.have_gpu || o.ngl.given,
-        .threads = !c.machine.have_gpu || o.threads.given,
+        .threads = !c.machine.have_gpu || o.threads.given || o.device == SB_DEVICE_CPU,
         .n_batch = o.nb.given,
         .n_ubatch = o.nub.given,
         .type_kv = strcmp(o.kv, "f16") != 0,
