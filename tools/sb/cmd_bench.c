@@ -57,6 +57,8 @@ typedef struct list {
 typedef struct bench_opts {
     const char *models[BENCH_MAX_LIST];
     int n_models;
+    char *owned[BENCH_MAX_LIST]; /* copies of comma lists of -m, which models[] point into */
+    int n_owned;
     list pp, tg, pg_p, pg_g, dd, threads, ngl, nb, nub;
     int64_t reps, prefix[2];
     int have_prefix, no_warmup, progress, device, fa_given, fa_off;
@@ -87,8 +89,10 @@ static int model_arg(bench_opts *o, const char *v) {
         o->models[o->n_models++] = v;
         return 0;
     }
-    char *copy = strdup(v); /* lives to the end of the process, like argv */
+    if (o->n_owned == BENCH_MAX_LIST) return usage_error("-m", v, "at most 64 models");
+    char *copy = strdup(v);
     if (!copy) return usage_error("-m", v, "out of memory");
+    o->owned[o->n_owned++] = copy;
     for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (o->n_models == BENCH_MAX_LIST) return usage_error("-m", v, "at most 64 models");
         o->models[o->n_models++] = t;
@@ -500,10 +504,19 @@ static void finish_md(bench_ctx *c, bench_printer *p, const char *notes) {
     fprintf(p->f, "%s", notes);
 }
 
+static int bench_run(const bench_opts *opts);
+
 int cmd_bench(int argc, char **argv) {
     bench_opts o;
     int rc = parse_args(argc, argv, &o);
-    if (rc) return rc < 0 ? 0 : rc;
+    if (!rc) rc = bench_run(&o);
+    for (int i = 0; i < o.n_owned; i++) free(o.owned[i]);
+    return rc < 0 ? 0 : rc;
+}
+
+/* Every test of every model; 0, 1 (a failure, reported) or 2 (no model). */
+static int bench_run(const bench_opts *opts) {
+    bench_opts o = *opts; /* a working copy: the default model and -ngl are filled in below */
     if (o.n_models == 0) {
         const char *def = default_model_path();
         if (!def) {
