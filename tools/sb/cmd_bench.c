@@ -499,7 +499,8 @@ static int count_tests(const bench_opts *o) {
     return o->n_models * o->ngl.n * o->nb.n * o->nub.n * o->threads.n * (o->dd.n * per_depth + o->have_prefix);
 }
 
-static void finish_md(bench_ctx *c, bench_printer *p, const char *notes) {
+/* The md lines under the table (bandwidths, first-token latencies). */
+static void finish_md(const bench_printer *p, const char *notes) {
     if (p->format != BENCH_OUT_MD || !notes || !*notes) return;
     fprintf(p->f, "%s", notes);
 }
@@ -561,8 +562,8 @@ static int bench_run(const bench_opts *opts) {
     bench_print_footer(&c.out);
     bench_print_footer(&c.err);
     fclose(c.notes);
-    finish_md(&c, &c.out, notes);
-    finish_md(&c, &c.err, notes);
+    finish_md(&c.out, notes);
+    finish_md(&c.err, notes);
     free(notes);
     free(c.samples);
     if (fflush(stdout) || ferror(stdout)) {
