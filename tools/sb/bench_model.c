@@ -8,7 +8,8 @@
  *               general.file_type, or of the most common tensor type + " (guessed)" without it.
  *   model_size, model_n_params   bytes and elements of every tensor in the file.
  *   build_commit / build_number  the git commit and commit count CMake saw at configure time
- *               (SB_BUILD_COMMIT / SB_BUILD_NUMBER), else "unknown" / 0.
+ *               (SB_BUILD_COMMIT / SB_BUILD_NUMBER; `make` configures on every build), else
+ *               "unknown" / 0.
  *   cpu_info    /proc/cpuinfo's first "model name"; gpu_info: CUDA device 0's name.
  */
 #include "bench.h"

@@ -6,9 +6,9 @@
  * n_ubatch, threads, depth, then pp, tg, pg tests). Mean ± stddev over -r repetitions after untimed
  * warm-ups. Beyond llama-bench: in md, GB/s of weights read by a tg test and its fraction of this
  * machine's read bandwidth (measured in the same run), and --prefix P,N: first-token latency for a
- * session that already holds a P-token prefix and receives N new tokens (prefix reuse; in the
- * machine formats it is the row "pp N @ d P", which measures exactly that). Uses only the public
- * header.
+ * session that already holds a P-token prefix and receives N new tokens (prefix reuse; in every
+ * format the row "pp N @ d P", which measures exactly that, and in md a note in ms under the table).
+ * Uses only the public header.
  */
 #include "args.h"
 #include "bench.h"
