@@ -21,3 +21,5 @@ add_test(NAME api/cli_chat_pipe COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_cha
 set_tests_properties(api/cli_chat api/cli_chat_pipe PROPERTIES LABELS api)
 add_test(NAME api/cli_progress COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_progress.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
 set_tests_properties(api/cli_progress PROPERTIES LABELS api)
+add_test(NAME api/cli_bench COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_bench.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
+set_tests_properties(api/cli_bench PROPERTIES LABELS api)

@@ -1,46 +1,233 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
- * tools/sb/cmd_bench.c — `sb bench`: llama-bench's tests (pp N, tg N, at KV depths "@ dD"), its
- * markdown/JSON field names, mean ± stddev over -r repetitions after one warm-up, plus what
- * llama-bench does not report: achieved GB/s of weights read per decode step and its fraction of
- * this machine's read bandwidth (measured in the same run), and --prefix P,N: first-token latency
- * for a session that already holds a P-token prefix and receives N new tokens (prefix reuse;
- * two warm-ups, so that the CUDA graph capture of the N-token plan is not timed).
+ * tools/sb/cmd_bench.c — `sb bench`, a drop-in for llama-bench: its flags (lists, ranges, several
+ * -m), its tests (pp N, tg N, pp N+tg M, each at KV depths "@ dD"), its outputs (-o / -oe md, csv,
+ * json, jsonl, sql: bench_output.c) with its field set, in its order of runs (model, ngl, n_batch,
+ * n_ubatch, threads, depth, then pp, tg, pg tests). Mean ± stddev over -r repetitions after untimed
+ * warm-ups. Beyond llama-bench: in md, GB/s of weights read by a tg test and its fraction of this
+ * machine's read bandwidth (measured in the same run), and --prefix P,N: first-token latency for a
+ * session that already holds a P-token prefix and receives N new tokens (prefix reuse; in every
+ * format the row "pp N @ d P", which measures exactly that, and in md a note in ms under the table).
  * Uses only the public header.
  */
 #include "args.h"
+#include "bench.h"
 #include "sb.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_LIST 16
+#define MAX_REPS 10000
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: sb bench [-m MODEL] [-p 512] [-n 64] [-d 0] [-r 5] [-t N] [-o md|json] [--prefix P,N] [--kv-type f32|f16]\n"
-               "  -p, -n, -d take comma-separated lists; every combination runs (pp tests, then tg tests).\n"
-               "  --prefix P,N   first-token latency with a cached P-token prefix and N new tokens\n"
-               "  --bw GB/s      use this read bandwidth instead of measuring it (CUDA: 4270, the H200's copy rate)\n"
-               "  " ARG_DEVICE_HELP);
+    fprintf(f,
+            "usage: sb bench [options]   (llama-bench's flags; LIST: 1,2 or first-last[+step|*mult])\n"
+            "  -m, --model FILE        a model to bench (repeat, or comma-separate, for several; default: the embedded one)\n"
+            "  -p, --n-prompt LIST     prompt tests pp N (default 512)\n"
+            "  -n, --n-gen LIST        generation tests tg N (default 64)\n"
+            "  -pg PP,TG               prompt then generation in one test, pp PP+tg TG (repeatable)\n"
+            "  -d, --n-depth LIST      tokens already in the KV cache (default 0)\n"
+            "  -t, --threads LIST      CPU threads (default: all cores)\n"
+            "  -ngl, --n-gpu-layers LIST  0: the CPU; any other value: CUDA GPU 0 (the whole model)\n"
+            "  -b, --batch-size LIST   logical batch (default 2048); -ub, --ubatch-size LIST physical (default 512)\n"
+            "  -ctk, -ctv, --kv-type f16|f32   KV cache type (default f16, as llama-bench)\n"
+            "  -fa, --flash-attn LIST  0|1|on|off|auto: accepted; attention is always flash attention here\n"
+            "  -r, --repetitions N     timed runs of each test (default 5)\n"
+            "  -o, --output FMT        md|csv|json|jsonl|sql to stdout (default md); -oe, --output-err FMT: to stderr\n"
+            "  --no-warmup             skip the untimed warm-up runs;  --progress: progress lines on stderr\n"
+            "  --prefix P,N            first-token latency with a cached P-token prefix and N new tokens\n"
+            "  --bw GB/s               use this read bandwidth instead of measuring it (CUDA: 4270, the H200's copy rate)\n"
+            "  " ARG_DEVICE_HELP);
 }
 
-static int parse_list(const char *s, int64_t *out, int *n) {
-    *n = 0;
-    while (*s && *n < MAX_LIST) {
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || v < 0 || v > (1 << 24)) return -1;
-        out[(*n)++] = v;
-        s = end;
-        if (*s == ',') s++;
-        else if (*s) return -1;
+// ---- options ----
+
+typedef struct list {
+    int64_t v[BENCH_MAX_LIST];
+    int n, given;
+} list;
+
+typedef struct bench_opts {
+    const char *models[BENCH_MAX_LIST];
+    int n_models;
+    char *owned[BENCH_MAX_LIST]; /* copies of comma lists of -m, which models[] point into */
+    int n_owned;
+    list pp, tg, pg_p, pg_g, dd, threads, ngl, nb, nub;
+    int64_t reps, prefix[2];
+    int have_prefix, no_warmup, progress, device, fa_given, fa_off;
+    const char *kv, *kv_v; /* -ctk, -ctv: one KV type here, so they must agree */
+    float bw_given;
+    bench_format out, out_err;
+} bench_opts;
+
+static int usage_error(const char *opt, const char *v, const char *want) {
+    fprintf(stderr, "sb bench: %s '%s': %s\n", opt, v, want);
+    return 2;
+}
+
+/* A list flag: the first use replaces the default, later ones append (llama-bench). */
+static int list_arg(list *l, const char *opt, const char *v, int64_t lo, int64_t hi) {
+    if (!l->given) l->n = 0;
+    l->given = 1;
+    if (bench_parse_list(v, lo, hi, l->v, &l->n))
+        return usage_error(opt, v, "expected a list of counts: N,M or first-last[+step|*mult] (at most 64 values)");
+    return 0;
+}
+
+static int model_arg(bench_opts *o, const char *v) {
+    struct stat sb;
+    /* llama-bench splits -m on commas; a path that exists as given is taken whole */
+    if (stat(v, &sb) == 0 || !strchr(v, ',')) {
+        if (o->n_models == BENCH_MAX_LIST) return usage_error("-m", v, "at most 64 models");
+        o->models[o->n_models++] = v;
+        return 0;
     }
-    return *n ? 0 : -1;
+    if (o->n_owned == BENCH_MAX_LIST) return usage_error("-m", v, "at most 64 models");
+    char *copy = strdup(v);
+    if (!copy) return usage_error("-m", v, "out of memory");
+    o->owned[o->n_owned++] = copy;
+    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (o->n_models == BENCH_MAX_LIST) return usage_error("-m", v, "at most 64 models");
+        o->models[o->n_models++] = t;
+    }
+    return 0;
+}
+
+/* llama.cpp's truthy / falsey / auto words (common_arg_utils) */
+static int fa_word(const char *t) {
+    static const char *const on[] = {"on", "enabled", "1", "true"}, *const off[] = {"off", "disabled", "0", "false"};
+    for (int i = 0; i < 4; i++) {
+        if (!strcmp(t, on[i])) return 1;
+        if (!strcmp(t, off[i])) return 0;
+    }
+    return !strcmp(t, "auto") || !strcmp(t, "-1") ? -1 : -2;
+}
+
+static int fa_arg(bench_opts *o, const char *v) {
+    char buf[256];
+    int n = 0, bad = strlen(v) >= sizeof buf || !*v || v[strlen(v) - 1] == ',' || strstr(v, ",,") || v[0] == ',';
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && !bad; t = strtok_r(NULL, ",", &save), n++) {
+        int w = fa_word(t);
+        if (w == 0) o->fa_off = 1;
+        bad = w == -2;
+    }
+    if (bad || n == 0) return usage_error("-fa", v, "expected a list of on, off, auto (or 1, 0, -1)");
+    o->fa_given = 1;
+    return 0;
+}
+
+static int pair_arg(const char *opt, const char *v, int64_t *out, int lo_second) {
+    int64_t tmp[BENCH_MAX_LIST];
+    int n = 0;
+    if (bench_parse_list(v, 0, 1 << 24, tmp, &n) || n != 2 || tmp[1] < lo_second || strchr(v, '-'))
+        return usage_error(opt, v, lo_second ? "expected P,N with N > 0" : "expected PP,TG");
+    out[0] = tmp[0];
+    out[1] = tmp[1];
+    return 0;
+}
+
+static const char *const value_flags[] = {
+    "-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-d", "--n-depth", "-t", "--threads", "-ngl",
+    "--n-gpu-layers", "-b", "--batch-size", "-ub", "--ubatch-size", "-fa", "--flash-attn", "-pg", "--prefix",
+    "-o", "--output", "-oe", "--output-err", "--kv-type", "-ctk", "-ctv", "--cache-type-k", "--cache-type-v",
+};
+
+/* The value flags (v: the next argument, NULL at the end); 0 ok, 2 usage error, -1 not one of them. */
+static int value_flag(bench_opts *o, const char *a, const char *v) {
+    const int64_t big = 1 << 24;
+    size_t k = 0, n_flags = sizeof value_flags / sizeof value_flags[0];
+    while (k < n_flags && strcmp(a, value_flags[k])) k++;
+    if (k == n_flags) return -1;
+    if (!v) {
+        fprintf(stderr, "sb bench: option %s needs a value\n", a);
+        return 2;
+    }
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) return model_arg(o, v);
+    if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) return list_arg(&o->pp, a, v, 0, big);
+    if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) return list_arg(&o->tg, a, v, 0, big);
+    if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) return list_arg(&o->dd, a, v, 0, big);
+    if (!strcmp(a, "-t") || !strcmp(a, "--threads")) return list_arg(&o->threads, a, v, 1, 256);
+    if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) return list_arg(&o->ngl, a, v, -1, 1 << 30);
+    if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) return list_arg(&o->nb, a, v, 1, big);
+    if (!strcmp(a, "-ub") || !strcmp(a, "--ubatch-size")) return list_arg(&o->nub, a, v, 1, big);
+    if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) return fa_arg(o, v);
+    if (!strcmp(a, "-pg")) {
+        int64_t pg[2];
+        if (pair_arg(a, v, pg, 0)) return 2;
+        if (!o->pg_p.given) o->pg_p.n = o->pg_g.n = 0;
+        o->pg_p.given = o->pg_g.given = 1;
+        if (o->pg_p.n == BENCH_MAX_LIST) return usage_error(a, v, "at most 64 -pg tests");
+        o->pg_p.v[o->pg_p.n++] = pg[0];
+        o->pg_g.v[o->pg_g.n++] = pg[1];
+        return 0;
+    }
+    if (!strcmp(a, "--prefix")) {
+        o->have_prefix = 1;
+        return pair_arg(a, v, o->prefix, 1);
+    }
+    if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "-oe") || !strcmp(a, "--output-err")) {
+        bench_format *dst = a[2] == 'e' || !strcmp(a, "--output-err") ? &o->out_err : &o->out;
+        return bench_format_parse(v, dst) ? usage_error(a, v, "expected md, csv, json, jsonl, sql or none") : 0;
+    }
+    if (!strcmp(a, "--kv-type") || !strcmp(a, "-ctk") || !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-k") ||
+        !strcmp(a, "--cache-type-v")) {
+        if (strcmp(v, "f16") && strcmp(v, "f32")) return usage_error(a, v, "expected f16 or f32");
+        if (strcmp(a, "-ctv") && strcmp(a, "--cache-type-v")) o->kv = v;
+        if (strcmp(a, "-ctk") && strcmp(a, "--cache-type-k")) o->kv_v = v;
+        return 0;
+    }
+    return -1;
+}
+
+static int parse_args(int argc, char **argv, bench_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->pp = (list){{512}, 1, 0};
+    o->tg = (list){{64}, 1, 0};
+    o->dd = (list){{0}, 1, 0};
+    o->nb = (list){{2048}, 1, 0};
+    o->nub = (list){{512}, 1, 0};
+    long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+    o->threads = (list){{nproc > 0 ? (nproc > 256 ? 256 : nproc) : 1}, 1, 0};
+    o->reps = 5;
+    o->device = SB_DEVICE_AUTO;
+    o->kv = o->kv_v = "f16"; /* llama-bench's default -ctk/-ctv f16 */
+    o->out = BENCH_OUT_MD;
+    o->out_err = BENCH_OUT_NONE;
+    int rc = 0;
+    for (int i = 1; i < argc && !rc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return -1;
+        }
+        if (!strcmp(a, "--device")) {
+            arg_device("bench", argc, argv, &i, &o->device, &rc);
+            continue;
+        }
+        if (!strcmp(a, "--no-warmup")) o->no_warmup = 1;
+        else if (!strcmp(a, "--progress")) o->progress = 1;
+        else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) rc = arg_i64("bench", argc, argv, &i, 1, MAX_REPS, &o->reps);
+        else if (!strcmp(a, "--bw")) rc = arg_f32("bench", argc, argv, &i, 0.001f, 1e6f, &o->bw_given);
+        else if ((rc = value_flag(o, a, i + 1 < argc ? argv[i + 1] : NULL)) == -1) {
+            fprintf(stderr, "sb bench: unknown option '%s'\n", a);
+            rc = 2;
+        } else {
+            i++;
+        }
+    }
+    if (!rc && strcmp(o->kv, o->kv_v)) {
+        fprintf(stderr, "sb bench: -ctk %s -ctv %s: the KV cache has one type here; give both the same\n", o->kv, o->kv_v);
+        rc = 2;
+    }
+    return rc;
 }
 
 // ---- read bandwidth ----
@@ -64,7 +251,7 @@ static void *bw_read(void *a_) {
     return NULL;
 }
 
-/* Best of 5 passes of n_threads threads summing a 1 GiB buffer, in GB/s. */
+/* Best of 5 passes of n_threads threads summing a 1 GiB buffer, in GB/s; 0 if it cannot run. */
 static double measure_bandwidth(int n_threads) {
     size_t n = (1024u << 20) / sizeof(uint64_t);
     uint64_t *buf = (uint64_t *)malloc(n * sizeof *buf);
@@ -75,12 +262,14 @@ static double measure_bandwidth(int n_threads) {
     bw_arg args[256];
     for (int rep = 0; rep < 5; rep++) {
         double t0 = now_seconds();
+        int started = 0;
         for (int t = 0; t < n_threads; t++) {
-            args[t] = (bw_arg){buf + n / n_threads * t, n / n_threads, 0};
-            pthread_create(&th[t], NULL, bw_read, &args[t]);
+            args[t] = (bw_arg){buf + n / (size_t)n_threads * (size_t)t, n / (size_t)n_threads, 0};
+            if (pthread_create(&th[t], NULL, bw_read, &args[t])) break;
+            started++;
         }
-        for (int t = 0; t < n_threads; t++) pthread_join(th[t], NULL);
-        double dt = now_seconds() - t0, gbs = (double)(n / n_threads * n_threads * sizeof *buf) / dt / 1e9;
+        for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+        double dt = now_seconds() - t0, gbs = (double)(n / (size_t)n_threads * (size_t)started * sizeof *buf) / dt / 1e9;
         if (gbs > best) best = gbs;
     }
     free(buf);
@@ -88,29 +277,6 @@ static double measure_bandwidth(int n_threads) {
 }
 
 // ---- tests ----
-
-typedef struct result {
-    char name[48];
-    int64_t n_prompt, n_gen, n_depth;
-    double samples[64];
-    int n;
-    double avg_ts, std_ts, avg_ns, std_ns;
-} result;
-
-static void finish(result *r, int64_t n_tokens) {
-    double s = 0, s2 = 0, ns = 0, ns2 = 0;
-    for (int i = 0; i < r->n; i++) {
-        double ts = (double)n_tokens / r->samples[i];
-        s += ts;
-        s2 += ts * ts;
-        ns += r->samples[i] * 1e9;
-        ns2 += r->samples[i] * 1e9 * r->samples[i] * 1e9;
-    }
-    r->avg_ts = s / r->n;
-    r->avg_ns = ns / r->n;
-    r->std_ts = r->n > 1 ? sqrt(fmax(0, (s2 - s * s / r->n) / (r->n - 1))) : 0;
-    r->std_ns = r->n > 1 ? sqrt(fmax(0, (ns2 - ns * ns / r->n) / (r->n - 1))) : 0;
-}
 
 static uint64_t rng_state = 0x5EED;
 static int32_t rand_token(int64_t n_vocab) {
@@ -126,206 +292,283 @@ static sb_status set_depth(sb_session *s, int32_t *toks, int64_t d, int64_t n_vo
     return sb_session_prefill(s, toks, (size_t)d, NULL);
 }
 
-static sb_status run_pp(sb_session *s, int32_t *toks, int64_t d, int64_t p, int64_t n_vocab, double *secs) {
+/* One run of a test at depth d: p prompt tokens (one prefill reusing the d cached ones), then g
+ * decode steps; *secs is the timed part. *reused: the tokens the prefill found cached. */
+static sb_status run_test(sb_session *s, int32_t *toks, int64_t d, int64_t p, int64_t g, int64_t n_vocab, double *secs,
+                          int64_t *reused) {
     sb_status st = set_depth(s, toks, d, n_vocab);
     for (int64_t i = 0; i < p; i++) toks[d + i] = rand_token(n_vocab);
+    *reused = d;
     double t0 = now_seconds();
-    if (st == SB_OK) st = sb_session_prefill(s, toks, (size_t)(d + p), NULL);
+    if (st == SB_OK && p > 0) st = sb_session_prefill(s, toks, (size_t)(d + p), reused);
+    for (int64_t i = 0; st == SB_OK && i < g; i++) st = sb_session_decode(s, rand_token(n_vocab));
     *secs = now_seconds() - t0;
     return st;
 }
 
-static sb_status run_tg(sb_session *s, int32_t *toks, int64_t d, int64_t n, int64_t n_vocab, double *secs) {
-    sb_status st = set_depth(s, toks, d, n_vocab);
-    double t0 = now_seconds();
-    for (int64_t i = 0; st == SB_OK && i < n; i++) st = sb_session_decode(s, rand_token(n_vocab));
-    *secs = now_seconds() - t0;
-    return st;
+// ---- the runs ----
+
+typedef struct bench_ctx {
+    const bench_opts *o;
+    bench_machine machine;
+    bench_printer out, err;
+    double *samples;        /* o->reps seconds */
+    int idx, total;         /* --progress */
+    struct {
+        int64_t threads;
+        double gbs;
+    } bw[BENCH_MAX_LIST];   /* CPU read bandwidth measured per thread count */
+    int n_bw, named_fixed_bw, warned_no_gpu;
+    FILE *notes;            /* md lines under the table: bandwidths, first-token latencies */
+} bench_ctx;
+
+static int wants_md(const bench_opts *o) { return o->out == BENCH_OUT_MD || o->out_err == BENCH_OUT_MD; }
+
+static void progress(bench_ctx *c, const char *what, int k, int n) {
+    if (!c->o->progress) return;
+    if (n) fprintf(stderr, "sb bench: benchmark %d/%d: %s %d/%d\n", c->idx, c->total, what, k, n);
+    else fprintf(stderr, "sb bench: benchmark %d/%d: %s\n", c->idx, c->total, what);
 }
 
-int cmd_bench(int argc, char **argv) {
-    const char *model = NULL, *fmt = "md", *kv = "f16"; /* f16 KV: llama-bench's default (-ctk/-ctv f16) */
-    int device = SB_DEVICE_AUTO;
-    int64_t pp[MAX_LIST] = {512}, tg[MAX_LIST] = {64}, dd[MAX_LIST] = {0}, reps = 5, threads = 0, prefix[2] = {0, 0};
-    int n_pp = 1, n_tg = 1, n_d = 1, rc = 0, have_prefix = 0;
-    float bw_given = 0;
-    for (int i = 1; i < argc && !rc; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (arg_device("bench", argc, argv, &i, &device, &rc)) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) rc = arg_str("bench", argc, argv, &i, &model);
-        else if (!strcmp(a, "-p") || !strcmp(a, "-n") || !strcmp(a, "-d") || !strcmp(a, "--prefix")) {
-            rc = arg_str("bench", argc, argv, &i, &v);
-            int n = 0;
-            int64_t *dst = !strcmp(a, "-p") ? pp : !strcmp(a, "-n") ? tg : !strcmp(a, "-d") ? dd : NULL;
-            int64_t tmp[MAX_LIST];
-            if (!rc && parse_list(v, dst ? dst : tmp, &n)) {
-                fprintf(stderr, "sb bench: %s '%s': expected comma-separated counts\n", a, v);
-                rc = 2;
-            }
-            if (!rc && !strcmp(a, "-p")) n_pp = n;
-            if (!rc && !strcmp(a, "-n")) n_tg = n;
-            if (!rc && !strcmp(a, "-d")) n_d = n;
-            if (!rc && !dst) {
-                if (n != 2 || tmp[1] == 0) {
-                    fprintf(stderr, "sb bench: --prefix takes P,N with N > 0\n");
-                    rc = 2;
-                }
-                prefix[0] = tmp[0];
-                prefix[1] = tmp[1];
-                have_prefix = 1;
-            }
-        } else if (!strcmp(a, "-r")) rc = arg_i64("bench", argc, argv, &i, 1, 64, &reps);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) rc = arg_i64("bench", argc, argv, &i, 1, 256, &threads);
-        else if (!strcmp(a, "-o")) rc = arg_str("bench", argc, argv, &i, &fmt);
-        else if (!strcmp(a, "--kv-type")) rc = arg_str("bench", argc, argv, &i, &kv);
-        else if (!strcmp(a, "--bw")) rc = arg_f32("bench", argc, argv, &i, 0.001f, 1e6f, &bw_given);
-        else {
-            fprintf(stderr, "sb bench: unknown option '%s'\n", a);
-            rc = 2;
+/* Warm-ups, then o->reps timed runs of r's test on s; r gets its samples and test_time. With
+ * check_reuse (--prefix), a prefill that did not reuse all d cached tokens is an error. */
+static sb_status bench_test(bench_ctx *c, sb_session *s, int32_t *toks, int64_t n_vocab, bench_row *r, int check_reuse) {
+    const bench_opts *o = c->o;
+    c->idx++;
+    progress(c, "starting", 0, 0);
+    time_t now = time(NULL);
+    strftime(r->test_time, sizeof r->test_time, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    /* one warm-up for tg; two where there is a prefill: the CUDA executor runs a new prefill shape
+     * eagerly the first time and captures its graph on the second, and llama-bench's figure means
+     * the steady state */
+    int warm = o->no_warmup ? 0 : r->n_prompt > 0 ? 2 : 1;
+    sb_status st = SB_OK;
+    double secs;
+    int64_t reused;
+    for (int w = 0; w < warm && st == SB_OK; w++) {
+        progress(c, "warmup run", w + 1, warm);
+        st = run_test(s, toks, r->n_depth, r->n_prompt, r->n_gen, n_vocab, &secs, &reused);
+    }
+    for (int k = 0; k < o->reps && st == SB_OK; k++) {
+        progress(c, "timed run", k + 1, (int)o->reps);
+        st = run_test(s, toks, r->n_depth, r->n_prompt, r->n_gen, n_vocab, &secs, &reused);
+        c->samples[k] = secs > 1e-9 ? secs : 1e-9;
+        if (st == SB_OK && check_reuse && reused != r->n_depth) {
+            fprintf(stderr, "error: %s: --prefix: the session reused %lld of %lld cached tokens\n", sb_status_str(SB_ERR_INTERNAL),
+                    (long long)reused, (long long)r->n_depth);
+            return SB_ERR_INTERNAL;
         }
     }
-    if (!rc && strcmp(fmt, "md") && strcmp(fmt, "json")) rc = 2;
-    if (!rc && strcmp(kv, "f32") && strcmp(kv, "f16")) rc = 2;
-    if (!model) model = default_model_path();
-    if (!rc && !model) rc = 2;
-    if (rc) {
-        usage(stderr);
-        return rc;
+    if (st != SB_OK) {
+        sb_cli_fail(st);
+        return st;
     }
-    sb_model *m = NULL;
-    sb_session *s = NULL;
-    sb_status st = sb_model_load(model, NULL, &m);
-    sb_model_info mi;
-    if (st == SB_OK) st = sb_model_get_info(m, &mi);
-    int64_t max_ctx = 1;
-    for (int a = 0; a < n_d; a++)
-        for (int b = 0; b < n_pp; b++) max_ctx = dd[a] + pp[b] > max_ctx ? dd[a] + pp[b] : max_ctx;
-    for (int a = 0; a < n_d; a++)
-        for (int b = 0; b < n_tg; b++) max_ctx = dd[a] + tg[b] > max_ctx ? dd[a] + tg[b] : max_ctx;
-    if (have_prefix && prefix[0] + prefix[1] > max_ctx) max_ctx = prefix[0] + prefix[1];
-    if (threads == 0) threads = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+    r->samples_s = c->samples;
+    r->n_samples = (int)o->reps;
+    st = bench_print_row(&c->out, r);
+    if (st == SB_OK) st = bench_print_row(&c->err, r);
+    if (st != SB_OK) fprintf(stderr, "error: %s: writing a result\n", sb_status_str(st));
+    return st;
+}
+
+/* The largest context any test of this session needs. */
+static int64_t session_ctx(const bench_opts *o) {
+    int64_t need = 1;
+    for (int a = 0; a < o->dd.n; a++) {
+        const int64_t d = o->dd.v[a];
+        for (int b = 0; b < o->pp.n; b++) need = d + o->pp.v[b] > need ? d + o->pp.v[b] : need;
+        for (int b = 0; b < o->tg.n; b++) need = d + o->tg.v[b] > need ? d + o->tg.v[b] : need;
+        for (int b = 0; b < o->pg_p.n; b++) need = d + o->pg_p.v[b] + o->pg_g.v[b] > need ? d + o->pg_p.v[b] + o->pg_g.v[b] : need;
+    }
+    if (o->have_prefix && o->prefix[0] + o->prefix[1] > need) need = o->prefix[0] + o->prefix[1];
+    return need;
+}
+
+/* The read bandwidth the md "% of bw" column compares a session's tg tests with; 0 when no md
+ * output is asked for (no 1 GiB pass then). A note under the table names it once. */
+static double session_bw(bench_ctx *c, int cuda, int64_t threads) {
+    const bench_opts *o = c->o;
+    if (!wants_md(o)) return 0;
+    if (o->bw_given > 0 || cuda) {
+        double bw = o->bw_given > 0 ? o->bw_given : 4270.0;
+        if (!c->named_fixed_bw)
+            fprintf(c->notes, "%% of bw: of %.1f GB/s%s\n", bw, o->bw_given > 0 ? " (--bw)" : " (CUDA: the H200's device copy rate)");
+        c->named_fixed_bw = 1;
+        return bw;
+    }
+    for (int i = 0; i < c->n_bw; i++)
+        if (c->bw[i].threads == threads) return c->bw[i].gbs;
+    double bw = measure_bandwidth((int)threads);
+    if (c->n_bw < BENCH_MAX_LIST) {
+        c->bw[c->n_bw].threads = threads;
+        c->bw[c->n_bw++].gbs = bw;
+    }
+    fprintf(c->notes, "%% of bw: of %.1f GB/s, this machine's read bandwidth with %lld threads (measured in this run)\n", bw,
+            (long long)threads);
+    return bw;
+}
+
+/* Where a session with this -ngl value runs: 0 the CPU; any other value CUDA GPU 0 (all layers),
+ * or, without a usable GPU, the CPU after a warning (as llama.cpp). No -ngl: --device. */
+static int session_device(bench_ctx *c, int64_t ngl) {
+    if (!c->o->ngl.given) return c->o->device;
+    if (ngl == 0) return SB_DEVICE_CPU;
+    if (c->machine.have_gpu) return SB_DEVICE_CUDA;
+    if (!c->warned_no_gpu) fprintf(stderr, "sb bench: warning: -ngl %lld: no usable CUDA device; running on the CPU\n", (long long)ngl);
+    c->warned_no_gpu = 1;
+    return SB_DEVICE_CPU;
+}
+
+/* Every test of one session: depths, then pp, tg, pg tests at each; then --prefix. */
+static sb_status bench_session(bench_ctx *c, sb_model *m, const sb_model_info *mi, const bench_model_desc *md, int64_t ngl,
+                               int64_t nb, int64_t nub, int64_t nt) {
+    const bench_opts *o = c->o;
     sb_session_params sp;
     sb_session_default_params(&sp);
-    sp.n_ctx = max_ctx;
-    sp.n_threads = (int)threads;
-    sp.kv_type = strcmp(kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
-    sp.device = device;
-    if (st == SB_OK) st = sb_session_create(m, &sp, &s);
-    const int cuda = s && sb_session_device(s) == SB_DEVICE_CUDA; /* auto resolved */
-    int32_t *toks = (int32_t *)malloc((size_t)max_ctx * sizeof *toks);
+    sp.n_ctx = session_ctx(o);
+    sp.n_threads = (int)nt;
+    sp.n_batch = nb < nub ? nb : nub; /* the largest prefill chunk: llama.cpp's physical batch */
+    sp.kv_type = strcmp(o->kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
+    sp.device = session_device(c, ngl);
+    sb_session *s = NULL;
+    sb_status st = sb_session_create(m, &sp, &s);
+    int32_t *toks = st == SB_OK ? (int32_t *)malloc((size_t)sp.n_ctx * sizeof *toks) : NULL;
     if (st == SB_OK && !toks) st = SB_ERR_OOM;
     if (st != SB_OK) {
-        rc = sb_cli_fail(st);
-        goto done;
+        sb_cli_fail(st);
+        sb_session_free(s);
+        return st;
     }
-    /* CUDA: the H200's measured device-to-device copy bandwidth (PERFORMANCE.md) unless --bw says */
-    double bw = bw_given > 0 ? bw_given : cuda ? 4270.0 : measure_bandwidth((int)threads);
-    result res[3 * MAX_LIST * MAX_LIST + 1];
-    int nres = 0;
-    for (int a = 0; a < n_d && st == SB_OK; a++) {
-        for (int b = 0; b < n_pp + n_tg && st == SB_OK; b++) {
-            int is_pp = b < n_pp;
-            int64_t cnt = is_pp ? pp[b] : tg[b - n_pp];
-            if (cnt == 0) continue;
-            result *r = &res[nres++];
-            memset(r, 0, sizeof *r);
-            snprintf(r->name, sizeof r->name, dd[a] ? "%s%lld @ d%lld" : "%s%lld", is_pp ? "pp" : "tg", (long long)cnt,
-                     (long long)dd[a]);
-            r->n_prompt = is_pp ? cnt : 0;
-            r->n_gen = is_pp ? 0 : cnt;
-            r->n_depth = dd[a];
-            double secs;
-            /* warm-up: one for tg; two for pp, whose second run of a new shape is the CUDA executor's
-             * graph capture (the steady state is what llama-bench's pp figure means) */
-            for (int w = 0; w < (is_pp ? 2 : 1) && st == SB_OK; w++)
-                st = is_pp ? run_pp(s, toks, dd[a], cnt, mi.n_vocab, &secs) : run_tg(s, toks, dd[a], cnt, mi.n_vocab, &secs);
-            for (int k = 0; k < reps && st == SB_OK; k++) {
-                st = is_pp ? run_pp(s, toks, dd[a], cnt, mi.n_vocab, &secs) : run_tg(s, toks, dd[a], cnt, mi.n_vocab, &secs);
-                r->samples[r->n++] = secs;
-            }
-            if (st == SB_OK) finish(r, cnt);
+    const int cuda = sb_session_device(s) == SB_DEVICE_CUDA;
+    bench_row r = {md, cuda ? "CUDA" : "CPU", nb, nub, nt, o->ngl.given ? ngl : cuda ? -1 : 0, o->kv, o->kv, 0, 0, 0, "", NULL, 0, 0};
+    r.bw_gbs = session_bw(c, cuda, nt);
+    for (int a = 0; a < o->dd.n && st == SB_OK; a++) {
+        r.n_depth = o->dd.v[a];
+        for (int b = 0; b < o->pp.n + o->tg.n + o->pg_p.n && st == SB_OK; b++) {
+            const int is_pp = b < o->pp.n, is_tg = !is_pp && b < o->pp.n + o->tg.n, k = b - o->pp.n - o->tg.n;
+            r.n_prompt = is_pp ? o->pp.v[b] : is_tg ? 0 : o->pg_p.v[k];
+            r.n_gen = is_pp ? 0 : is_tg ? o->tg.v[b - o->pp.n] : o->pg_g.v[k];
+            if (r.n_prompt + r.n_gen > 0) st = bench_test(c, s, toks, mi->n_vocab, &r, 0);
         }
     }
-    double prefix_ms[64];
-    int n_prefix = 0;
-    if (st == SB_OK && have_prefix) {
-        /* the session holds P tokens; a request arrives with those P plus N new ones. Two untimed
-         * warm-ups: the CUDA executor runs a new prefill shape eagerly the first time and captures
-         * its graph on the second run (exec_cuda_run), so the second run pays the capture */
-        const int warm = 2;
-        for (int k = 0; k < reps + warm && st == SB_OK; k++) {
-            st = set_depth(s, toks, prefix[0], mi.n_vocab);
-            for (int64_t i = 0; i < prefix[1]; i++) toks[prefix[0] + i] = rand_token(mi.n_vocab);
-            double t0 = now_seconds();
-            int64_t reused = 0;
-            if (st == SB_OK) st = sb_session_prefill(s, toks, (size_t)(prefix[0] + prefix[1]), &reused);
-            double ms = (now_seconds() - t0) * 1e3;
-            if (k >= warm) prefix_ms[n_prefix++] = ms;
-            if (st == SB_OK && reused != prefix[0]) st = SB_ERR_INTERNAL;
-        }
-    }
-    if (st != SB_OK) {
-        rc = sb_cli_fail(st);
-        goto done;
-    }
-    double gib = (double)mi.weight_bytes / (1024.0 * 1024 * 1024);
-    if (!strcmp(fmt, "md")) {
-        printf("| model | size | params | backend | threads | test | t/s | GB/s | %% of %.1f GB/s |\n", bw);
-        printf("| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: |\n");
-        for (int i = 0; i < nres; i++) {
-            const result *r = &res[i];
-            printf("| %s %s | %.2f MiB | %.2f M | %s | %d | %s | %.2f ± %.2f |", mi.arch, mi.name, gib * 1024,
-                   mi.n_params / 1e6, cuda ? "CUDA" : "CPU", (int)threads, r->name, r->avg_ts, r->std_ts);
-            if (r->n_gen) {
-                double gbs = r->avg_ts * (double)mi.weight_bytes / 1e9;
-                printf(" %.2f | %.0f%% |\n", gbs, 100 * gbs / bw);
-            } else {
-                printf(" | |\n");
-            }
-        }
-        if (have_prefix) {
+    if (st == SB_OK && o->have_prefix) {
+        /* the session holds P tokens; a request arrives with those P plus N new ones: "pp N @ d P" */
+        r.n_depth = o->prefix[0];
+        r.n_prompt = o->prefix[1];
+        r.n_gen = 0;
+        st = bench_test(c, s, toks, mi->n_vocab, &r, 1);
+        if (st == SB_OK) {
             double mean = 0, var = 0;
-            for (int i = 0; i < n_prefix; i++) mean += prefix_ms[i] / n_prefix;
-            for (int i = 0; i < n_prefix; i++) var += (prefix_ms[i] - mean) * (prefix_ms[i] - mean) / (n_prefix > 1 ? n_prefix - 1 : 1);
-            printf("\nfirst token after a cached %lld-token prefix + %lld new tokens: %.2f ± %.2f ms\n", (long long)prefix[0],
-                   (long long)prefix[1], mean, sqrt(var));
+            for (int i = 0; i < r.n_samples; i++) mean += r.samples_s[i] * 1e3 / r.n_samples;
+            for (int i = 0; i < r.n_samples; i++) var += pow(r.samples_s[i] * 1e3 - mean, 2) / (r.n_samples > 1 ? r.n_samples - 1 : 1);
+            char *model = bench_clean_text(md->type, 1);
+            fprintf(c->notes, "first token after a cached %lld-token prefix + %lld new tokens: %.2f ± %.2f ms (%s, %s, %lld threads)\n",
+                    (long long)o->prefix[0], (long long)o->prefix[1], mean, sqrt(var), model ? model : "?", r.backend, (long long)nt);
+            free(model);
         }
-    } else {
-        printf("[\n");
-        for (int i = 0; i < nres; i++) {
-            const result *r = &res[i];
-            time_t now = time(NULL);
-            char iso[32];
-            strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-            printf("  {\"build_number\": %d, \"backends\": \"%s\", \"model_filename\": \"%s\", \"model_type\": \"%s %s\", "
-                   "\"model_size\": %llu, \"model_n_params\": %llu, \"n_batch\": 512, \"n_ubatch\": 512, \"n_threads\": %d, "
-                   "\"type_k\": \"%s\", \"type_v\": \"%s\", \"n_gpu_layers\": %d, \"flash_attn\": false, \"use_mmap\": true, "
-                   "\"n_prompt\": %lld, \"n_gen\": %lld, \"n_depth\": %lld, \"test_time\": \"%s\", \"avg_ns\": %.0f, "
-                   "\"stddev_ns\": %.0f, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"gb_s\": %.4f, \"bw_gb_s\": %.4f, \"samples_ns\": [",
-                   sb_version_number(), cuda ? "CUDA" : "CPU", model, mi.arch, mi.name, (unsigned long long)mi.weight_bytes,
-                   (unsigned long long)mi.n_params, (int)threads, kv, kv, cuda ? 99 : 0, (long long)r->n_prompt, (long long)r->n_gen,
-                   (long long)r->n_depth, iso, r->avg_ns, r->std_ns, r->avg_ts, r->std_ts,
-                   r->n_gen ? r->avg_ts * (double)mi.weight_bytes / 1e9 : 0.0, bw);
-            for (int k = 0; k < r->n; k++) printf(k ? ", %.0f" : "%.0f", r->samples[k] * 1e9);
-            printf("], \"samples_ts\": [");
-            int64_t cnt = r->n_prompt ? r->n_prompt : r->n_gen;
-            for (int k = 0; k < r->n; k++) printf(k ? ", %.4f" : "%.4f", (double)cnt / r->samples[k]);
-            printf("]}%s\n", i + 1 < nres || have_prefix ? "," : "");
-        }
-        if (have_prefix) {
-            double mean = 0;
-            for (int i = 0; i < n_prefix; i++) mean += prefix_ms[i] / n_prefix;
-            printf("  {\"test\": \"prefix %lld,%lld\", \"n_prefix\": %lld, \"n_new\": %lld, \"first_token_ms\": %.4f}\n",
-                   (long long)prefix[0], (long long)prefix[1], (long long)prefix[0], (long long)prefix[1], mean);
-        }
-        printf("]\n");
     }
-done:
     free(toks);
     sb_session_free(s);
+    return st;
+}
+
+/* One model: loaded once, then each session in llama-bench's order of parameters. */
+static sb_status bench_model(bench_ctx *c, const char *path) {
+    const bench_opts *o = c->o;
+    sb_model *m = NULL;
+    sb_model_info mi;
+    bench_model_desc md;
+    sb_status st = sb_model_load(path, NULL, &m);
+    if (st == SB_OK) st = sb_model_get_info(m, &mi);
+    if (st == SB_OK) st = bench_describe_model(path, &mi, &md);
+    if (st != SB_OK) sb_cli_fail(st);
+    for (int a = 0; a < o->ngl.n && st == SB_OK; a++)
+        for (int b = 0; b < o->nb.n && st == SB_OK; b++)
+            for (int u = 0; u < o->nub.n && st == SB_OK; u++)
+                for (int t = 0; t < o->threads.n && st == SB_OK; t++)
+                    st = bench_session(c, m, &mi, &md, o->ngl.v[a], o->nb.v[b], o->nub.v[u], o->threads.v[t]);
     sb_model_free(m);
-    return rc;
+    return st;
+}
+
+static int count_tests(const bench_opts *o) {
+    int per_depth = 0;
+    for (int b = 0; b < o->pp.n; b++) per_depth += o->pp.v[b] > 0;
+    for (int b = 0; b < o->tg.n; b++) per_depth += o->tg.v[b] > 0;
+    for (int b = 0; b < o->pg_p.n; b++) per_depth += o->pg_p.v[b] + o->pg_g.v[b] > 0;
+    return o->n_models * o->ngl.n * o->nb.n * o->nub.n * o->threads.n * (o->dd.n * per_depth + o->have_prefix);
+}
+
+/* The md lines under the table (bandwidths, first-token latencies). */
+static void finish_md(const bench_printer *p, const char *notes) {
+    if (p->format != BENCH_OUT_MD || !notes || !*notes) return;
+    fprintf(p->f, "%s", notes);
+}
+
+static int bench_run(const bench_opts *opts);
+
+int cmd_bench(int argc, char **argv) {
+    bench_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (!rc) rc = bench_run(&o);
+    for (int i = 0; i < o.n_owned; i++) free(o.owned[i]);
+    return rc < 0 ? 0 : rc;
+}
+
+/* Every test of every model; 0, 1 (a failure, reported) or 2 (no model). */
+static int bench_run(const bench_opts *opts) {
+    bench_opts o = *opts; /* a working copy: the default model and -ngl are filled in below */
+    if (o.n_models == 0) {
+        const char *def = default_model_path();
+        if (!def) {
+            fprintf(stderr, "sb bench: no model: give -m MODEL (the embedded model was not found)\n");
+            return 2;
+        }
+        o.models[o.n_models++] = def;
+    }
+    if (!o.ngl.given) o.ngl = (list){{0}, 1, 0}; /* one pass; the device comes from --device */
+    if (o.fa_off) fprintf(stderr, "sb bench: note: -fa 0: attention here is always flash attention; the tests run, and are recorded, with it on\n");
+    bench_ctx c;
+    memset(&c, 0, sizeof c);
+    c.o = &o;
+    bench_machine_info(&c.machine);
+    char *notes = NULL;
+    size_t notes_len = 0;
+    c.notes = open_memstream(&notes, &notes_len);
+    c.samples = (double *)calloc((size_t)o.reps, sizeof *c.samples);
+    if (!c.notes || !c.samples) {
+        fprintf(stderr, "error: %s: sb bench: out of memory\n", sb_status_str(SB_ERR_OOM));
+        if (c.notes) fclose(c.notes);
+        free(notes);
+        free(c.samples);
+        return 1;
+    }
+    c.total = count_tests(&o);
+    const bench_md_columns cols = {
+        .ngl = c.machine.have_gpu || o.ngl.given,
+        .threads = !c.machine.have_gpu || o.threads.given || o.device == SB_DEVICE_CPU,
+        .n_batch = o.nb.given,
+        .n_ubatch = o.nub.given,
+        .type_kv = strcmp(o.kv, "f16") != 0,
+        .flash_attn = o.fa_given,
+    };
+    c.out = (bench_printer){o.out, stdout, &c.machine, cols, 0};
+    c.err = (bench_printer){o.out_err, stderr, &c.machine, cols, 0};
+    bench_print_header(&c.out);
+    bench_print_header(&c.err);
+    sb_status st = SB_OK;
+    for (int i = 0; i < o.n_models && st == SB_OK; i++) st = bench_model(&c, o.models[i]);
+    /* the footers even after a failure: the rows so far stay a valid document */
+    bench_print_footer(&c.out);
+    bench_print_footer(&c.err);
+    fclose(c.notes);
+    finish_md(&c.out, notes);
+    finish_md(&c.err, notes);
+    free(notes);
+    free(c.samples);
+    if (fflush(stdout) || ferror(stdout)) {
+        fprintf(stderr, "error: %s: writing the results to stdout: %s\n", sb_status_str(SB_ERR_IO), strerror(errno));
+        return 1;
+    }
+    return st == SB_OK ? 0 : 1;
 }
