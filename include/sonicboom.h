@@ -62,6 +62,7 @@ typedef enum sb_status {
     SB_ERR_NOT_FOUND = 10,    /* a key, tensor or name that was looked up does not exist */
     SB_ERR_RANGE = 11,        /* an index out of range, or a value that does not fit the requested type */
     SB_ERR_BUFFER_TOO_SMALL = 12, /* a caller buffer is too small; the needed size was returned */
+    SB_ERR_NUMERIC = 13,      /* a computation produced NaN/Inf (logits of a forward pass, named in sb_last_error) */
 
     /* SB_ERR_FORMAT family: GGUF container checks, one code per check. */
     SB_ERR_FORMAT_TRUNCATED = 100,     /* the file ends inside a field */
@@ -99,7 +100,8 @@ typedef enum sb_status {
     SB_ERR_MODEL_TENSOR_SHAPE = 202,   /* a tensor has the wrong shape */
     SB_ERR_MODEL_TENSOR_TYPE = 203,    /* a tensor type this backend cannot run */
     SB_ERR_MODEL_HPARAM = 204,         /* a missing or out-of-range hyperparameter key */
-    SB_ERR_MODEL_NAN = 205,            /* --check-tensors found NaN/Inf in a weight */
+    SB_ERR_MODEL_NAN = 205,            /* NaN/Inf in a weight: 1-D tensors always, all with check_tensors */
+    SB_ERR_MODEL_TENSOR_EXTRA = 206,   /* a tensor the architecture's graph does not use (unknown structure) */
 
     /* Vocabulary / tokenizer data (refines SB_ERR_FORMAT for tokenizer metadata). */
     SB_ERR_VOCAB = 300,                /* inconsistent tokenizer metadata (key named in the text) */
@@ -299,7 +301,9 @@ typedef struct sb_session_params {
     int64_t n_batch;        /* largest prefill chunk; 0 = 512 */
     int device;             /* SB_DEVICE_CPU (0, default), SB_DEVICE_CUDA (GPU 0; SB_ERR_DEVICE without one) or
                              * SB_DEVICE_AUTO (GPU 0 where it can run the model, else the CPU: sb_session_device) */
-    int reserved[11];
+    int allow_ctx_extend;   /* 1: n_ctx may exceed the model's trained context length (a SB_LOG_WARN says so);
+                             * 0: such an n_ctx is SB_ERR_INVALID_ARG */
+    int reserved[10];
 } sb_session_params;
 
 /* Values of sb_session_params.device. SB_DEVICE_AUTO (what `sb run` / `sb bench` use unless told
