@@ -35,7 +35,8 @@ static void usage(FILE *f) {
             "      --kv-type f32|f16   KV cache type (f32)\n"
             "      " ARG_DEVICE_HELP
             "      --parse-special     match special-token text in a plain prompt\n"
-            "      --check-tensors     scan weights for NaN/Inf at load\n"
+            "      --check-tensors     scan every weight for NaN/Inf at load (1-D weights always are)\n"
+            "      --allow-long-context  allow -c above the model's trained context length (with a warning)\n"
             "  -v, --verbose           model and plan details on stderr\n",
             MAX_STOP);
 }
@@ -54,7 +55,7 @@ int cmd_run(int argc, char **argv) {
     const char *stops[MAX_STOP];
     size_t n_stop = 0;
     int64_t n_predict = 128, n_ctx = 0, n_batch = 0, threads = 0, seed = -1, last_n = -2, top_k = -2;
-    int chat = 0, verbose = 0, parse_special = 0, check = 0, rc = 0;
+    int chat = 0, verbose = 0, parse_special = 0, check = 0, long_ctx = 0, rc = 0;
     sb_sampler_params sp;
     sb_sampler_default_params(&sp);
     for (int i = 1; i < argc && !rc; i++) {
@@ -89,6 +90,7 @@ int cmd_run(int argc, char **argv) {
         } else if (!strcmp(a, "--kv-type")) rc = arg_str("run", argc, argv, &i, &kv);
         else if (!strcmp(a, "--parse-special")) parse_special = 1;
         else if (!strcmp(a, "--check-tensors")) check = 1;
+        else if (!strcmp(a, "--allow-long-context")) long_ctx = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = 1;
         else {
             fprintf(stderr, "sb run: unknown option '%s'\n", a);
@@ -136,6 +138,7 @@ int cmd_run(int argc, char **argv) {
     sb_model_params mp;
     sb_model_default_params(&mp);
     mp.check_tensors = check;
+    sb_log_set(sb_cli_log, NULL, verbose ? SB_LOG_INFO : SB_LOG_WARN); /* load warnings (a missing pre-tokenizer) too */
     double t0 = now_seconds();
     sb_status st = sb_model_load(model, &mp, &m);
     double load_s = now_seconds() - t0;
@@ -152,7 +155,7 @@ int cmd_run(int argc, char **argv) {
     ssp.n_threads = (int)threads;
     ssp.kv_type = strcmp(kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
     ssp.device = device;
-    if (verbose) sb_log_set(sb_cli_log, NULL, SB_LOG_INFO); /* e.g. the codegen line at the end (docs/codegen.md) */
+    ssp.allow_ctx_extend = long_ctx;
     if (st == SB_OK) st = sb_session_create(m, &ssp, &s);
     if (st == SB_OK && verbose) fprintf(stderr, "device: %s\n", sb_session_device(s) == SB_DEVICE_CUDA ? "cuda (GPU 0)" : "cpu");
     if (st == SB_OK) st = sb_sampler_create(&sp, mi.n_vocab, &smp);
@@ -202,6 +205,6 @@ int cmd_run(int argc, char **argv) {
     sb_sampler_free(smp);
     sb_session_free(s);
     sb_model_free(m);
-    if (verbose) sb_log_set(NULL, NULL, SB_LOG_WARN);
+    sb_log_set(NULL, NULL, SB_LOG_WARN);
     return rc;
 }
