@@ -42,6 +42,12 @@ assert "evil\x1b[2Jkey" in m and "lossy" not in m["evil\x1b[2Jkey"]
 EOF
 fi
 
+# an error line quoting the file's strings is escaped too
+{ printf 'GGUF\003\000\000\000'; le64 0; le64 1; kv_str general.architecture "${esc}]0;pwned${esc}\\x"; } > "$tmp/arch.gguf"
+"$sb" run -m "$tmp/arch.gguf" -p hi > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -qF 'error: SB_ERR_MODEL_ARCH: ' "$tmp/err" && grep -qF '"\x1b]0;pwned\x1b\x"' "$tmp/err" &&
+    ! LC_ALL=C grep -q "$esc" "$tmp/err" && ok || bad "arch error: rc=$rc $(cat -v "$tmp/err")"
+
 # ---- sb run: vocabulary-only files, the trained context ----
 voc="$data/vocab/ggml-vocab-qwen2.gguf"
 model="$data/models/test-qwen2-q8_0.gguf"

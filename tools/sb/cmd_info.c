@@ -30,78 +30,11 @@ static void usage(FILE *f) {
 
 // ---- untrusted strings ----
 
-/* Length (1..4) of the well-formed UTF-8 sequence at s (n bytes left) and its code point, or 0 when
- * the bytes there are not UTF-8 (overlong, surrogate, > U+10FFFF, truncated, stray continuation). */
-static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp) {
-    if (s[0] < 0x80) return *cp = s[0], 1;
-    size_t len = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC0 ? 2 : 0;
-    if (!len || len > n || s[0] > 0xF4) return 0;
-    uint32_t c = s[0] & (0x7F >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        c = c << 6 | (s[i] & 0x3F);
-    }
-    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (c < min[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-    *cp = c;
-    return len;
-}
-
-/* Code points a terminal acts on: C0, DEL, C1, line/paragraph separators, bidi embeddings,
- * overrides and isolates (which reorder what is displayed). */
-static int is_control(uint32_t c) {
-    return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x2028 || c == 0x2029 || (c >= 0x202A && c <= 0x202E) ||
-           (c >= 0x2066 && c <= 0x2069) || c == 0x200E || c == 0x200F || c == 0x061C;
-}
-
-/* Print n bytes for a terminal: printable UTF-8 as is, '"' and '\\' escaped, controls as \n \t \r,
- * \xNN (C0, DEL) or \uNNNN, bytes that are not UTF-8 as \xNN. */
-static void put_text(const char *s, size_t n) {
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
-        uint32_t c;
-        size_t l = utf8_next(u + i, n - i, &c);
-        if (!l) printf("\\x%02x", u[i++]);
-        else {
-            if (c == '"' || c == '\\') printf("\\%c", (char)c);
-            else if (c == '\n') printf("\\n");
-            else if (c == '\t') printf("\\t");
-            else if (c == '\r') printf("\\r");
-            else if (c < 0x80 && is_control(c)) printf("\\x%02x", (unsigned)c);
-            else if (is_control(c)) printf("\\u%04x", (unsigned)c);
-            else fwrite(u + i, 1, l, stdout);
-            i += l;
-        }
-    }
-}
-
-/* n bytes as a NUL-terminated valid UTF-8 copy (malloc): every byte that is not part of a well-formed
- * sequence, and NUL, becomes U+FFFD; *lossy is set when that happened. NULL when out of memory. */
-static char *utf8_clean(const char *s, size_t n, int *lossy) {
-    char *out = (char *)malloc(3 * n + 1), *o = out;
-    if (!out) return NULL;
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
-        uint32_t c;
-        size_t l = utf8_next(u + i, n - i, &c);
-        if (!l || c == 0) {
-            memcpy(o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            *lossy = 1;
-            i++;
-        } else {
-            memcpy(o, u + i, l);
-            o += l;
-            i += l;
-        }
-    }
-    *o = 0;
-    return out;
-}
+static void put_text_(const char *s, size_t n) { sb_put_safe(stdout, s, n, 1); }
 
 /* A JSON string item of n untrusted bytes (NULL when out of memory). */
 static cJSON *json_str(const char *s, size_t n, int *lossy) {
-    char *c = utf8_clean(s, n, lossy);
+    char *c = sb_utf8_clean(s, n, lossy);
     cJSON *j = c ? cJSON_CreateString(c) : NULL;
     free(c);
     return j;
@@ -127,7 +60,7 @@ static void print_elem(const sb_gguf *g, int64_t i, uint64_t j, sb_gguf_type t) 
         if (sb_gguf_get_str(g, i, j, &s, &n) != SB_OK) return;
         int cut = n > STR_PREVIEW;
         putchar('"');
-        put_text(s, cut ? STR_PREVIEW : n);
+        put_text_(s, cut ? STR_PREVIEW : n);
         printf(cut ? "...\" (%zu bytes)" : "\"", n);
     } else if (t == SB_GGUF_FLOAT32 || t == SB_GGUF_FLOAT64) {
         double v = 0;
@@ -203,7 +136,7 @@ static int collect(const sb_gguf *g, const sb_gguf_info *info, totals *tt) {
 
 /* s sanitized, then padded with spaces to width columns (counted in bytes, as printf's %-Ns did). */
 static void put_padded(const char *s, int width) {
-    put_text(s, strlen(s));
+    put_text_(s, strlen(s));
     for (int k = (int)strlen(s); k < width; k++) putchar(' ');
 }
 
@@ -211,7 +144,7 @@ static void put_key(const char *key) { put_padded(key, 44); }
 
 static void report_text(const char *path, const sb_gguf *g, const sb_gguf_info *info, const totals *tt) {
     printf("file:        ");
-    put_text(path, strlen(path));
+    put_text_(path, strlen(path));
     printf("\n");
     printf("version:     %u\n", info->version);
     printf("alignment:   %u\n", info->alignment);
