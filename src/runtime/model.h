@@ -58,7 +58,7 @@ struct rt_model {
 };
 
 typedef struct rt_model_params {
-    bool check_tensors;         /* scan every weight for NaN/Inf at load (SB_ERR_MODEL_NAN) */
+    bool check_tensors;         /* scan every weight for NaN/Inf at load (SB_ERR_MODEL_NAN); 1-D weights always are */
 } rt_model_params;
 
 sb_status rt_model_load(const char *path, const rt_model_params *p, rt_model **out);

@@ -62,6 +62,25 @@ if [ -f "$voc" ] && [ -f "$model" ]; then
     [ $rc = 0 ] && grep -q '^warning: session: n_ctx 8192 exceeds' "$tmp/err" && ok || bad "--allow-long-context: rc=$rc $(cat "$tmp/err")"
 fi
 
+# ---- tokenizer metadata: a BPE vocabulary needs merges; a missing pre-tokenizer is said ----
+str() { le64 "$(printf '%s' "$1" | wc -c)"; printf '%s' "$1"; }
+bpe_vocab() { # $1 = 1: with merges
+    printf 'GGUF\003\000\000\000'; le64 0; le64 $((3 + $1))
+    str general.architecture; printf '\010\000\000\000'; str qwen2
+    str tokenizer.ggml.model; printf '\010\000\000\000'; str gpt2
+    str tokenizer.ggml.tokens; printf '\011\000\000\000\010\000\000\000'; le64 3; str a; str b; str ab
+    [ "$1" = 1 ] && { str tokenizer.ggml.merges; printf '\011\000\000\000\010\000\000\000'; le64 1; str "a b"; }
+    return 0
+}
+for merges in 0 1; do
+    bpe_vocab $merges > "$tmp/v$merges.gguf"
+    "$sb" synth --preset tiny-qwen2 --vocab "$tmp/v$merges.gguf" -o "$tmp/bpe$merges.gguf" > /dev/null 2>&1 || bad "synth with a 3-token vocabulary"
+done
+"$sb" run -m "$tmp/bpe0.gguf" -p ab -n 1 > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 1 ] && grep -q '^error: SB_ERR_VOCAB: tokenizer.ggml.merges is missing' "$tmp/err" && ok || bad "no merges: rc=$rc $(cat "$tmp/err")"
+"$sb" run -m "$tmp/bpe1.gguf" -p ab -n 1 -v > /dev/null 2> "$tmp/err"; rc=$?
+[ $rc = 0 ] && grep -q '^warning: tokenizer: tokenizer.ggml.pre is missing: using the "default"' "$tmp/err" && ok || bad "no pre: rc=$rc $(cat "$tmp/err")"
+
 # ---- every synth preset writes a file that sb run loads ----
 "$sb" synth --list > "$tmp/list" 2>&1
 # the 8B / 32B presets write gigabytes even with --fast: checked by hand, not here
