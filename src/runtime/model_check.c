@@ -95,10 +95,12 @@ sb_status rt_check_layers(const gguf_file *f, const rt_hparams *hp, const char *
     char key[160];
     snprintf(key, sizeof key, "%s.vocab_size", hp->arch);
     const gguf_kv *kv = gguf_find(f, key);
-    int64_t v;
-    if (kv && (kv->type == SB_GGUF_ARRAY || gguf_kv_i64(kv, 0, &v) != SB_OK || v != hp->n_vocab))
-        return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s: %s = %lld but token_embd.weight has %lld rows", path, key,
-                       kv->type == SB_GGUF_ARRAY ? -1LL : (long long)v, (long long)hp->n_vocab);
+    int64_t v = 0;
+    if (kv && (kv->type == SB_GGUF_ARRAY || gguf_kv_i64(kv, 0, &v) != SB_OK))
+        return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s: key \"%s\" must be an integer", path, key);
+    if (kv && v != hp->n_vocab)
+        return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s: %s = %lld but token_embd.weight has %lld rows", path, key, (long long)v,
+                       (long long)hp->n_vocab);
     return SB_OK;
 }
 

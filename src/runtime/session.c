@@ -115,7 +115,7 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
         return sb_fail(SB_ERR_INVALID_ARG, "session: n_ctx %lld out of range (1..16777216)", (long long)prm.n_ctx);
     if (prm.n_ctx > m->hp.n_ctx_train && !prm.allow_ctx_extend)
         return sb_fail(SB_ERR_INVALID_ARG, "session: n_ctx %lld exceeds the model's trained context length %lld (%s.context_length); "
-                       "allow it explicitly to run past it (sb: --allow-long-context)", (long long)prm.n_ctx,
+                       "set allow_ctx_extend to run past it (sb run --allow-long-context)", (long long)prm.n_ctx,
                        (long long)m->hp.n_ctx_train, m->hp.arch);
     if (prm.n_ctx > m->hp.n_ctx_train)
         sb_log(SB_LOG_WARN, "session: n_ctx %lld exceeds the model's trained context length %lld: positions past %lld were never "
