@@ -62,6 +62,7 @@ typedef enum sb_status {
     SB_ERR_NOT_FOUND = 10,    /* a key, tensor or name that was looked up does not exist */
     SB_ERR_RANGE = 11,        /* an index out of range, or a value that does not fit the requested type */
     SB_ERR_BUFFER_TOO_SMALL = 12, /* a caller buffer is too small; the needed size was returned */
+    SB_ERR_NUMERIC = 13,      /* a computation produced NaN/Inf (logits of a forward pass, named in sb_last_error) */
 
     /* SB_ERR_FORMAT family: GGUF container checks, one code per check. */
     SB_ERR_FORMAT_TRUNCATED = 100,     /* the file ends inside a field */
@@ -99,7 +100,8 @@ typedef enum sb_status {
     SB_ERR_MODEL_TENSOR_SHAPE = 202,   /* a tensor has the wrong shape */
     SB_ERR_MODEL_TENSOR_TYPE = 203,    /* a tensor type this backend cannot run */
     SB_ERR_MODEL_HPARAM = 204,         /* a missing or out-of-range hyperparameter key */
-    SB_ERR_MODEL_NAN = 205,            /* --check-tensors found NaN/Inf in a weight */
+    SB_ERR_MODEL_NAN = 205,            /* NaN/Inf in a weight: 1-D tensors always, all with check_tensors */
+    SB_ERR_MODEL_TENSOR_EXTRA = 206,   /* a tensor the architecture's graph does not use (unknown structure) */
 
     /* Vocabulary / tokenizer data (refines SB_ERR_FORMAT for tokenizer metadata). */
     SB_ERR_VOCAB = 300,                /* inconsistent tokenizer metadata (key named in the text) */
@@ -258,7 +260,7 @@ typedef struct sb_model sb_model;
 typedef struct sb_vocab sb_vocab; /* described under "vocabulary / tokenizer" below */
 
 typedef struct sb_model_params {
-    int check_tensors;      /* 1: scan every weight for NaN/Inf at load (SB_ERR_MODEL_NAN) */
+    int check_tensors;      /* 1: scan every weight for NaN/Inf at load (SB_ERR_MODEL_NAN); 1-D ones always are */
     /* Progress of the load (may be NULL), an sb_progress_fn (see "model file tools" below):
      * `done` of `total` bytes of tensor data read, `what` the tensor just read; a last call has
      * done == total. With it set the load reads every page of the tensor data once (what the first
@@ -284,9 +286,13 @@ SB_API void sb_model_default_params(sb_model_params *p);
 
 /* Load a model (p may be NULL for defaults). Errors: SB_ERR_INVALID_ARG, SB_ERR_IO, SB_ERR_OOM, any
  * SB_ERR_FORMAT_* (bad file), SB_ERR_MODEL_ARCH (unknown general.architecture, named),
- * SB_ERR_MODEL_HPARAM (missing/out-of-range key, named), SB_ERR_MODEL_TENSOR_MISSING/_SHAPE/_TYPE
- * (the tensor, expected and actual shape or type named), SB_ERR_MODEL_NAN, SB_ERR_VOCAB*,
- * SB_ERR_CANCELLED (the progress callback asked to stop; nothing is left loaded). */
+ * SB_ERR_MODEL_HPARAM (missing/out-of-range key, or one that disagrees with the tensors, named),
+ * SB_ERR_MODEL_TENSOR_MISSING/_SHAPE/_TYPE (the tensor, expected and actual shape or type named;
+ * also a vocabulary whose size differs from the token_embd rows), SB_ERR_MODEL_TENSOR_EXTRA (a tensor
+ * the architecture does not read), SB_ERR_UNSUPPORTED (MoE, multi-token prediction, non-causal
+ * attention: key or tensor named), SB_ERR_MODEL_NAN (NaN/Inf in a 1-D weight always, in any weight
+ * with check_tensors), SB_ERR_VOCAB*,
+ * SB_ERR_CANCELLED (the progress callback asked to stop; nothing is left loaded). See docs/runtime.md. */
 SB_API sb_status sb_model_load(const char *path, const sb_model_params *p, sb_model **out);
 
 /* Release a model. Every session created on it must be freed first. NULL is a no-op. */
@@ -309,7 +315,9 @@ typedef struct sb_session_params {
     int64_t n_batch;        /* largest prefill chunk; 0 = 512 */
     int device;             /* SB_DEVICE_CPU (0, default), SB_DEVICE_CUDA (GPU 0; SB_ERR_DEVICE without one) or
                              * SB_DEVICE_AUTO (GPU 0 where it can run the model, else the CPU: sb_session_device) */
-    int reserved[11];
+    int allow_ctx_extend;   /* 1: n_ctx may exceed the model's trained context length (a SB_LOG_WARN says so);
+                             * 0: such an n_ctx is SB_ERR_INVALID_ARG */
+    int reserved[10];
 } sb_session_params;
 
 /* Values of sb_session_params.device. SB_DEVICE_AUTO (what `sb run` / `sb bench` use unless told
@@ -332,7 +340,8 @@ SB_API void sb_session_default_params(sb_session_params *p);
 /* Where a session runs: SB_DEVICE_CPU or SB_DEVICE_CUDA (SB_DEVICE_AUTO resolved); -1 for NULL. */
 SB_API int sb_session_device(const sb_session *s);
 
-/* Errors: SB_ERR_INVALID_ARG (bad params, named), SB_ERR_OOM (bytes named: host memory, or with
+/* Errors: SB_ERR_INVALID_ARG (bad params, named; n_ctx above the model's trained context length
+ * without allow_ctx_extend), SB_ERR_OOM (bytes named: host memory, or with
  * SB_DEVICE_CUDA a GPU whose free memory cannot hold the weights and the KV cache — checked here, so
  * the first prefill does not fail on it), SB_ERR_DEVICE (SB_DEVICE_CUDA without a usable GPU). */
 SB_API sb_status sb_session_create(sb_model *m, const sb_session_params *p, sb_session **out);
@@ -342,7 +351,8 @@ SB_API void sb_session_free(sb_session *s);
  * the new suffix is computed (at least the last token); on a mismatch the cache is cut back to the
  * common prefix. *n_reused (may be NULL) receives the reused count. Afterwards the logits of the
  * last prompt token are available. Errors: SB_ERR_CONTEXT_FULL (counts named; nothing evaluated),
- * SB_ERR_RANGE (a token outside the vocabulary), SB_ERR_INVALID_ARG, SB_ERR_OOM. */
+ * SB_ERR_RANGE (a token outside the vocabulary), SB_ERR_NUMERIC (the pass produced a NaN/Inf logit:
+ * position and token named), SB_ERR_INVALID_ARG, SB_ERR_OOM. */
 SB_API sb_status sb_session_prefill(sb_session *s, const int32_t *tokens, size_t n, int64_t *n_reused);
 
 /* Append one token at the next position. Same errors as prefill. */
@@ -368,7 +378,7 @@ SB_API sb_status sb_session_reset_stats(sb_session *s);
 /* ---- sampling ---- */
 
 /* llama.cpp's chain and defaults: penalties → top-k → top-p → min-p → temperature → seeded draw;
- * temp <= 0 is greedy. NaN logits are never chosen. */
+ * temp <= 0 is greedy. -inf logits are never chosen; a NaN/+Inf logit is an error. */
 typedef struct sb_sampler sb_sampler;
 
 typedef struct sb_sampler_params {
@@ -388,7 +398,8 @@ SB_API void sb_sampler_default_params(sb_sampler_params *p);
 /* Errors: SB_ERR_INVALID_ARG (a NaN or out-of-range parameter, named), SB_ERR_OOM. */
 SB_API sb_status sb_sampler_create(const sb_sampler_params *p, int64_t n_vocab, sb_sampler **out);
 SB_API void sb_sampler_free(sb_sampler *smp);
-/* Pick a token from n_vocab logits. SB_ERR_RANGE when every logit is NaN or -inf. */
+/* Pick a token from n_vocab logits. SB_ERR_NUMERIC when a logit is NaN or +Inf (its index named;
+ * nothing drawn), SB_ERR_RANGE when every logit is -inf. */
 SB_API sb_status sb_sampler_sample(sb_sampler *smp, const float *logits, int32_t *token);
 /* Add a token to the penalty history. */
 SB_API sb_status sb_sampler_accept(sb_sampler *smp, int32_t token);

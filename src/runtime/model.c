@@ -7,6 +7,7 @@
  */
 #include "runtime/model.h"
 #include "runtime/arch/arch.h"
+#include "runtime/model_check.h"
 #include "base/status.h"
 #include "quant/types.h"
 
@@ -28,46 +29,31 @@ const rt_arch *rt_arch_find(const char *name, size_t len) {
     return NULL;
 }
 
-/* NaN/Inf scan of one weight, row by row through its dequantizer. */
-static sb_status scan_tensor(const gguf_tensor *t) {
-    const qk_traits *tr = qk_get(t->type);
-    int64_t n = t->ne[0], rows = t->ne[1] * t->ne[2] * t->ne[3];
-    uint64_t rb;
-    if (qk_row_bytes(t->type, n, &rb)) return sb_fail(SB_ERR_INTERNAL, "scan: row bytes of %s", t->name);
-    float *buf = (float *)malloc((size_t)n * sizeof *buf);
-    if (!buf) return sb_fail(SB_ERR_OOM, "scan: %lld floats", (long long)n);
-    sb_status s = SB_OK;
-    for (int64_t r = 0; r < rows && s == SB_OK; r++) {
-        tr->to_float(t->data + r * rb, buf, n);
-        for (int64_t i = 0; i < n; i++)
-            if (!isfinite(buf[i])) {
-                s = sb_fail(SB_ERR_MODEL_NAN, "model: tensor \"%s\" holds %s at row %lld, column %lld", t->name,
-                            isnan(buf[i]) ? "NaN" : "Inf", (long long)r, (long long)i);
-                break;
-            }
-    }
-    free(buf);
-    return s;
-}
-
-/* Build the decode graph once: binds and checks every weight, and sums what the graph reads. */
+/* Build the decode graph once: binds and checks every weight, sums what the graph reads, scans
+ * 1-D weights (norms, biases, rope factors: cheap) or, with check_tensors, every weight for NaN/Inf,
+ * and refuses tensors of the file that the graph does not read. */
 static sb_status bind_weights(rt_model *m, const rt_model_params *p) {
     ir_graph *g;
     SB_TRY(ir_graph_create(&g));
+    uint8_t *bound = (uint8_t *)calloc((size_t)(m->file.n_tensors ? m->file.n_tensors : 1), 1);
+    if (!bound) {
+        ir_graph_free(g);
+        return sb_fail(SB_ERR_OOM, "model: %lld tensor flags", (long long)m->file.n_tensors);
+    }
     rt_build b = {.g = g, .m = m, .T = 1, .n_out = 1, .n_ctx = 1, .kv_type = SB_TYPE_F32};
     sb_status s = rt_build_decoder(&b);
     for (int32_t i = 0; s == SB_OK && i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         if (n->op != IR_OP_WEIGHT) continue;
-        int dup = 0;
-        for (int32_t j = 0; j < i && !dup; j++)
-            dup = g->nodes[j].op == IR_OP_WEIGHT && !strcmp(g->nodes[j].name, n->name);
-        if (dup) continue;
         const gguf_tensor *t = gguf_find_tensor(&m->file, n->name);
+        if (bound[t - m->file.tensors]) continue; /* the same weight read twice (tied embeddings) */
+        bound[t - m->file.tensors] = 1;
         m->n_params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
         m->weight_bytes += t->nbytes;
-        if (p && p->check_tensors) s = scan_tensor(t);
+        if ((p && p->check_tensors) || rt_tensor_is_1d(t)) s = rt_check_values(t);
     }
+    if (s == SB_OK) s = rt_check_unused(&m->file, bound, m->hp.arch, m->path);
+    free(bound);
     ir_graph_free(g);
     return s;
 }
@@ -81,7 +67,7 @@ sb_status rt_model_load(const char *path, const rt_model_params *p, rt_model **o
     sb_strview arch = {0};
     if (s == SB_OK) {
         s = gguf_get_str(&m->file, "general.architecture", &arch);
-        if (s != SB_OK) s = sb_fail(SB_ERR_MODEL_ARCH, "%s: no general.architecture string: %s", path, sb_last_error());
+        if (s != SB_OK) s = sb_fail_context(SB_ERR_MODEL_ARCH, "%s: no general.architecture string", path);
     }
     if (s == SB_OK) {
         m->arch = rt_arch_find(arch.ptr, arch.len);
@@ -91,15 +77,22 @@ sb_status rt_model_load(const char *path, const rt_model_params *p, rt_model **o
     }
     if (s == SB_OK) {
         snprintf(m->hp.arch, sizeof m->hp.arch, "%s", m->arch->name);
+        s = rt_check_unsupported(&m->file, m->hp.arch, path);
+    }
+    if (s == SB_OK) {
         const gguf_tensor *emb = gguf_find_tensor(&m->file, "token_embd.weight");
-        if (!emb) s = sb_fail(SB_ERR_MODEL_TENSOR_MISSING, "%s: tensor \"token_embd.weight\" is missing", path);
+        if (!emb && m->file.n_tensors == 0 && gguf_find(&m->file, "tokenizer.ggml.tokens"))
+            s = sb_fail(SB_ERR_MODEL_TENSOR_MISSING, "%s has a vocabulary but no weights (tensor \"token_embd.weight\" is missing; "
+                        "a vocabulary-only file?)", path);
+        else if (!emb) s = sb_fail(SB_ERR_MODEL_TENSOR_MISSING, "%s: tensor \"token_embd.weight\" is missing", path);
         else m->hp.n_vocab = emb->ne[1];
     }
     if (s == SB_OK) s = m->arch->load_hparams(&m->file, &m->hp);
+    if (s == SB_OK) s = rt_check_layers(&m->file, &m->hp, path);
     if (s == SB_OK) s = tok_vocab_load_gguf(&m->file, &m->vocab);
-    if (s == SB_OK && tok_n_tokens(m->vocab) > m->hp.n_vocab)
-        s = sb_fail(SB_ERR_MODEL_TENSOR_SHAPE, "%s: the tokenizer has %d tokens but token_embd.weight only %lld rows", path,
-                    tok_n_tokens(m->vocab), (long long)m->hp.n_vocab);
+    if (s == SB_OK && tok_n_tokens(m->vocab) != m->hp.n_vocab)
+        s = sb_fail(SB_ERR_MODEL_TENSOR_SHAPE, "model: %s: tokenizer.ggml.tokens has %d tokens but token_embd.weight has %lld rows "
+                    "(they must be equal: row i is token i)", path, tok_n_tokens(m->vocab), (long long)m->hp.n_vocab);
     if (s == SB_OK) s = bind_weights(m, p);
     if (s == SB_OK && p) s = rt_model_prefetch(&m->file, p);
     if (s != SB_OK) {

@@ -58,7 +58,7 @@ struct rt_model {
 };
 
 typedef struct rt_model_params {
-    bool check_tensors;         /* scan every weight for NaN/Inf at load (SB_ERR_MODEL_NAN) */
+    bool check_tensors;         /* scan every weight for NaN/Inf at load (SB_ERR_MODEL_NAN); 1-D weights always are */
     /* NULL, or: read every page of the tensor data at load, reporting bytes done of total after
      * each tensor (last call done == total); nonzero cancels with SB_ERR_CANCELLED. */
     int (*progress)(void *user, uint64_t done, uint64_t total, const char *what);

@@ -116,9 +116,13 @@ static void softmax(cand *c, int64_t n) {
 sb_status rt_sampler_sample(rt_sampler *s, const float *logits, int32_t *token) {
     const rt_sampler_params *p = &s->prm;
     int64_t n = 0;
-    for (int64_t i = 0; i < s->n_vocab; i++)
-        if (logits[i] == logits[i] && logits[i] > -INFINITY) s->c[n++] = (cand){(int32_t)i, logits[i], 0};
-    if (n == 0) return sb_fail(SB_ERR_RANGE, "sampler: every logit is NaN or -inf");
+    for (int64_t i = 0; i < s->n_vocab; i++) {
+        if (logits[i] != logits[i] || logits[i] == INFINITY) /* a broken pass: never sample around it */
+            return sb_fail(SB_ERR_NUMERIC, "sampler: logit %lld of %lld is %s: the model produced non-finite values", (long long)i,
+                           (long long)s->n_vocab, logits[i] != logits[i] ? "NaN" : "+Inf");
+        if (logits[i] > -INFINITY) s->c[n++] = (cand){(int32_t)i, logits[i], 0};
+    }
+    if (n == 0) return sb_fail(SB_ERR_RANGE, "sampler: every logit is -inf: no token can be drawn");
     /* penalties (llama.cpp: repeat divides positive logits, multiplies negative ones) */
     if (s->hist_n && (p->repeat_penalty != 1.0f || p->presence_penalty != 0 || p->frequency_penalty != 0)) {
         for (int32_t i = 0; i < s->hist_n; i++)

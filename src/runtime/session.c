@@ -17,6 +17,7 @@
 #include "graph/plan.h"
 #include "quant/types.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,13 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
     if (prm.n_batch == 0) prm.n_batch = 512;
     if (prm.n_ctx < 1 || prm.n_ctx > (int64_t)1 << 24)
         return sb_fail(SB_ERR_INVALID_ARG, "session: n_ctx %lld out of range (1..16777216)", (long long)prm.n_ctx);
+    if (prm.n_ctx > m->hp.n_ctx_train && !prm.allow_ctx_extend)
+        return sb_fail(SB_ERR_INVALID_ARG, "session: n_ctx %lld exceeds the model's trained context length %lld (%s.context_length); "
+                       "set allow_ctx_extend to run past it (sb run --allow-long-context)", (long long)prm.n_ctx,
+                       (long long)m->hp.n_ctx_train, m->hp.arch);
+    if (prm.n_ctx > m->hp.n_ctx_train)
+        sb_log(SB_LOG_WARN, "session: n_ctx %lld exceeds the model's trained context length %lld: positions past %lld were never "
+               "trained and the output may degrade", (long long)prm.n_ctx, (long long)m->hp.n_ctx_train, (long long)m->hp.n_ctx_train);
     if (prm.n_batch < 1 || prm.n_batch > 65536)
         return sb_fail(SB_ERR_INVALID_ARG, "session: n_batch %lld out of range (1..65536)", (long long)prm.n_batch);
     if (prm.kv_type != SB_TYPE_F32 && prm.kv_type != SB_TYPE_F16)
@@ -282,6 +290,19 @@ static sb_status get_plan(rt_session *s, int64_t T, int64_t n_out, plan_entry **
 
 // ---- evaluation ----
 
+/* SB_ERR_NUMERIC naming the first non-finite logit of rows [0, n_rows) of V floats (row r belongs to
+ * position pos0 + r, token tokens[r]): a NaN or Inf logit means the pass went wrong (corrupt weights,
+ * extreme values), and sampling from the rest would hide it. */
+static sb_status check_logits(const float *l, int64_t n_rows, int64_t V, const int32_t *tokens, int64_t pos0) {
+    for (int64_t r = 0; r < n_rows; r++)
+        for (int64_t i = 0; i < V; i++)
+            if (!isfinite(l[r * V + i]))
+                return sb_fail(SB_ERR_NUMERIC, "session: the forward pass produced %s logits (position %lld, token %d, logit %lld): "
+                               "the model's weights or hyperparameters hold non-finite or extreme values (try --check-tensors)",
+                               isnan(l[r * V + i]) ? "NaN" : "infinite", (long long)(pos0 + r), tokens[r], (long long)i);
+    return SB_OK;
+}
+
 static sb_status run_chunk(rt_session *s, const int32_t *tokens, int64_t T, int64_t n_out, float *out) {
     plan_entry *e;
     SB_TRY(get_plan(s, T, n_out, &e));
@@ -301,6 +322,7 @@ static sb_status run_chunk(rt_session *s, const int32_t *tokens, int64_t T, int6
         else if (!(dst[oi] = tmp = (float *)malloc((size_t)(n_out * V) * sizeof *tmp)))
             return sb_fail(SB_ERR_OOM, "session: %lld logits rows", (long long)n_out);
         sb_status st = exec_cuda_run(s->cu, e->p, &eb, dst);
+        if (st == SB_OK) st = check_logits(dst[oi], n_out, V, tokens + T - n_out, s->n_cached + T - n_out);
         if (st == SB_OK && dst[oi] != s->logits) memcpy(s->logits, dst[oi] + (n_out - 1) * V, (size_t)V * sizeof *s->logits);
         free(tmp);
         SB_TRY(st);
@@ -308,6 +330,7 @@ static sb_status run_chunk(rt_session *s, const int32_t *tokens, int64_t T, int6
         const float *res[4] = {0};
         SB_TRY(exec_cpu_run(e->p, &eb, s->pool, res));
         if (!res[oi]) return sb_fail(SB_ERR_INTERNAL, "plan has no logits output");
+        SB_TRY(check_logits(res[oi], n_out, V, tokens + T - n_out, s->n_cached + T - n_out));
         if (out) memcpy(out, res[oi], (size_t)(n_out * V) * sizeof *out);
         memcpy(s->logits, res[oi] + (n_out - 1) * V, (size_t)V * sizeof *s->logits);
     }

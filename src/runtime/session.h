@@ -28,6 +28,8 @@ typedef struct rt_session_params {
                          * logged at SB_LOG_INFO; rt_session_device says which. CUDA (1): SB_ERR_OOM at creation
                          * when the weights and KV cache exceed the device's free memory (bytes named) */
     int cuda_graph;     /* CUDA only: 0 = default (on unless SB_CUDA_GRAPH=0), 1 = on, -1 = off */
+    int allow_ctx_extend; /* 1: n_ctx may exceed the model's trained context (a SB_LOG_WARN says so); 0: such an
+                           * n_ctx is SB_ERR_INVALID_ARG naming both lengths */
 } rt_session_params;
 
 typedef struct rt_session_stats {
@@ -45,7 +47,8 @@ void rt_session_free(rt_session *s);
  * out (n × n_vocab floats, may be NULL) receives every position's logits; otherwise the session
  * keeps the last position's logits (rt_session_logits). SB_ERR_CONTEXT_FULL (numbers in the text)
  * when the cache would overflow, SB_ERR_RANGE for a token id outside the vocabulary; in both cases
- * nothing is evaluated. */
+ * nothing is evaluated. SB_ERR_NUMERIC when a logit the pass computed is NaN or infinite (the
+ * position and token are named; that chunk is not added to the cache). */
 sb_status rt_session_eval(rt_session *s, const int32_t *tokens, int64_t n, bool all_logits, float *out);
 
 /* Prefill with prefix reuse: keep the longest common prefix of the cached tokens and `tokens`,

@@ -182,7 +182,18 @@ static void test_load_errors(void) {
     w = base_writer();
     gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2", 4);
     gguf_writer_set_str(w, "tokenizer.ggml.pre", "chameleon", 9);
+    static const sb_strview merge_ab[] = {{"a b", 3}};
+    gguf_writer_set_str_array(w, "tokenizer.ggml.merges", merge_ab, 1);
     expect_load(w, SB_ERR_VOCAB_UNSUPPORTED, "chameleon");
+    w = base_writer(); /* a BPE vocabulary without merges would tokenize byte by byte */
+    gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2", 4);
+    gguf_writer_set_str(w, "tokenizer.ggml.pre", "qwen2", 5);
+    expect_load(w, SB_ERR_VOCAB, "tokenizer.ggml.merges is missing");
+    w = base_writer();
+    gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2", 4);
+    gguf_writer_set_str(w, "tokenizer.ggml.pre", "qwen2", 5);
+    gguf_writer_set_str_array(w, "tokenizer.ggml.merges", merge_ab, 0);
+    expect_load(w, SB_ERR_VOCAB, "tokenizer.ggml.merges is empty");
     w = base_writer();
     static const int32_t bad_types[] = {2, 3, 3, 6, 1}; /* "a" typed BYTE */
     gguf_writer_set_raw(w, "tokenizer.ggml.token_type", SB_GGUF_ARRAY, SB_GGUF_INT32, 5, bad_types);

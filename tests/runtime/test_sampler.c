@@ -2,7 +2,7 @@
 /*
  * tests/runtime/test_sampler.c — the sampler chain: greedy is argmax, a seed reproduces its
  * tokens and another seed does not, top-k/top-p/min-p only ever return tokens they keep, penalties
- * move the choice, NaN logits are never chosen, all-NaN logits fail with SB_ERR_RANGE, and the draw
+ * move the choice, a NaN/+Inf logit fails with SB_ERR_NUMERIC, all -inf with SB_ERR_RANGE, and the draw
  * frequencies follow softmax(logits / temp) (chi-square-style bound).
  */
 #include "runtime/sampler.h"
@@ -46,12 +46,21 @@ int main(void) {
         int32_t t;
         CHECK(rt_sampler_sample(s, l, &t) == SB_OK && t == argmax(l));
     }
-    /* NaN never chosen, all-NaN is an error */
+    /* a NaN or +Inf anywhere is a broken forward pass: SB_ERR_NUMERIC naming it, nothing drawn; -inf
+     * logits are excluded, and all -inf is SB_ERR_RANGE */
     for (int i = 0; i < V; i++) l[i] = NAN;
     l[5] = -1;
     int32_t t = -1;
+    CHECK(rt_sampler_sample(s, l, &t) == SB_ERR_NUMERIC && t == -1 && strstr(sb_last_error(), "logit 0 ") &&
+          strstr(sb_last_error(), "NaN"));
+    for (int i = 0; i < V; i++) l[i] = -INFINITY;
+    l[7] = INFINITY;
+    CHECK(rt_sampler_sample(s, l, &t) == SB_ERR_NUMERIC && t == -1 && strstr(sb_last_error(), "logit 7 ") &&
+          strstr(sb_last_error(), "+Inf"));
+    l[7] = -INFINITY;
+    l[5] = -1;
     CHECK(rt_sampler_sample(s, l, &t) == SB_OK && t == 5);
-    l[5] = NAN;
+    l[5] = -INFINITY;
     CHECK(rt_sampler_sample(s, l, &t) == SB_ERR_RANGE);
     rt_sampler_free(s);
 

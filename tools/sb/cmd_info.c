@@ -3,12 +3,20 @@
  * tools/sb/cmd_info.c — `sb info FILE [--json]`: a GGUF file's header, every metadata key with its
  * type and value (long arrays summarised), the tensor table and totals (parameters, bytes, bits
  * per weight, tensors per type). Uses only the public header.
+ * Every string from the file is untrusted: in text mode control characters (C0, DEL, C1), bidi
+ * overrides and bytes that are not UTF-8 are shown as \xNN / \uNNNN escapes, so metadata cannot
+ * drive the terminal; in JSON mode strings go through cJSON after invalid UTF-8 (and NUL, which a
+ * C string cannot carry) is replaced by U+FFFD, and an entry that needed it says "lossy": true.
+ * Integers and floats are written exactly (raw numbers: cJSON's doubles would round 64-bit values).
  * Exit: 0 ok, 1 bad file (one line "error: STATUS: detail"), 2 usage.
  */
 #include "sb.h"
 
+#include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ARRAY_PREVIEW 8 /* array elements shown before "..." */
@@ -20,35 +28,44 @@ static void usage(FILE *f) {
                "  --json   machine-readable output\n");
 }
 
-// ---- printing values ----
+// ---- untrusted strings ----
 
-/* Print bytes as a JSON string body (escaped) or as text with control bytes escaped. */
-static void print_escaped(const char *s, size_t n, int json) {
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c == '\n') printf("\\n");
-        else if (c == '\t') printf("\\t");
-        else if (c == '\r') printf("\\r");
-        else if (c < 0x20 || c == 0x7f) printf(json ? "\\u%04x" : "\\x%02x", c);
-        else putchar(c);
-    }
+static void put_text_(const char *s, size_t n) { sb_put_safe(stdout, s, n, 1); }
+
+/* A JSON string item of n untrusted bytes (NULL when out of memory). */
+static cJSON *json_str(const char *s, size_t n, int *lossy) {
+    char *c = sb_utf8_clean(s, n, lossy);
+    cJSON *j = c ? cJSON_CreateString(c) : NULL;
+    free(c);
+    return j;
 }
 
-static void print_elem(const sb_gguf *g, int64_t i, uint64_t j, sb_gguf_type t, int json) {
+/* A JSON number written exactly as fmt prints it. */
+static cJSON *json_raw(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static cJSON *json_raw(const char *fmt, ...) {
+    char buf[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return cJSON_CreateRaw(buf);
+}
+
+// ---- printing values ----
+
+static void print_elem(const sb_gguf *g, int64_t i, uint64_t j, sb_gguf_type t) {
     if (t == SB_GGUF_STRING) {
         const char *s;
         size_t n;
         if (sb_gguf_get_str(g, i, j, &s, &n) != SB_OK) return;
-        int cut = !json && n > STR_PREVIEW;
+        int cut = n > STR_PREVIEW;
         putchar('"');
-        print_escaped(s, cut ? STR_PREVIEW : n, json);
+        put_text_(s, cut ? STR_PREVIEW : n);
         printf(cut ? "...\" (%zu bytes)" : "\"", n);
     } else if (t == SB_GGUF_FLOAT32 || t == SB_GGUF_FLOAT64) {
         double v = 0;
         sb_gguf_get_float(g, i, j, &v);
-        if (v != v || v - v != 0) printf(json ? "null" : "%g", v); /* JSON has no NaN/Inf */
-        else printf(t == SB_GGUF_FLOAT32 ? "%.9g" : "%.17g", v);
+        printf(v != v || v - v != 0 ? "%g" : t == SB_GGUF_FLOAT32 ? "%.9g" : "%.17g", v);
     } else if (t == SB_GGUF_BOOL) {
         uint64_t v = 0;
         sb_gguf_get_uint(g, i, j, &v);
@@ -64,10 +81,33 @@ static void print_elem(const sb_gguf *g, int64_t i, uint64_t j, sb_gguf_type t, 
     }
 }
 
-static void print_shape(const sb_gguf_tensor *t) {
-    printf("[");
-    for (uint32_t d = 0; d < (t->n_dims ? t->n_dims : 1); d++) printf(d ? ", %" PRId64 : "%" PRId64, t->ne[d]);
-    printf("]");
+/* Element j of key i as a JSON item (strings cleaned, numbers exact, non-finite floats null). */
+static cJSON *json_elem(const sb_gguf *g, int64_t i, uint64_t j, sb_gguf_type t, int *lossy) {
+    if (t == SB_GGUF_STRING) {
+        const char *s = "";
+        size_t n = 0;
+        sb_gguf_get_str(g, i, j, &s, &n);
+        return json_str(s, n, lossy);
+    }
+    if (t == SB_GGUF_FLOAT32 || t == SB_GGUF_FLOAT64) {
+        double v = 0;
+        sb_gguf_get_float(g, i, j, &v);
+        if (v != v || v - v != 0) return cJSON_CreateNull(); /* JSON has no NaN/Inf */
+        return json_raw(t == SB_GGUF_FLOAT32 ? "%.9g" : "%.17g", v);
+    }
+    if (t == SB_GGUF_BOOL) {
+        uint64_t v = 0;
+        sb_gguf_get_uint(g, i, j, &v);
+        return cJSON_CreateBool(v != 0);
+    }
+    if (t == SB_GGUF_INT8 || t == SB_GGUF_INT16 || t == SB_GGUF_INT32 || t == SB_GGUF_INT64) {
+        int64_t v = 0;
+        sb_gguf_get_int(g, i, j, &v);
+        return json_raw("%" PRId64, v);
+    }
+    uint64_t v = 0;
+    sb_gguf_get_uint(g, i, j, &v);
+    return json_raw("%" PRIu64, v);
 }
 
 // ---- totals ----
@@ -94,8 +134,18 @@ static int collect(const sb_gguf *g, const sb_gguf_info *info, totals *tt) {
 
 // ---- text and JSON reports ----
 
+/* s sanitized, then padded with spaces to width columns (counted in bytes, as printf's %-Ns did). */
+static void put_padded(const char *s, int width) {
+    put_text_(s, strlen(s));
+    for (int k = (int)strlen(s); k < width; k++) putchar(' ');
+}
+
+static void put_key(const char *key) { put_padded(key, 44); }
+
 static void report_text(const char *path, const sb_gguf *g, const sb_gguf_info *info, const totals *tt) {
-    printf("file:        %s\n", path);
+    printf("file:        ");
+    put_text_(path, strlen(path));
+    printf("\n");
     printf("version:     %u\n", info->version);
     printf("alignment:   %u\n", info->alignment);
     printf("size:        %" PRIu64 " bytes (data at 0x%" PRIx64 ")\n", info->file_size, info->data_offset);
@@ -107,15 +157,19 @@ static void report_text(const char *path, const sb_gguf *g, const sb_gguf_info *
         uint64_t count;
         sb_gguf_get_kv(g, i, &key, &type, &et, &count);
         if (type == SB_GGUF_ARRAY) {
-            printf("  %-44s arr[%s,%" PRIu64 "] = [", key, sb_gguf_type_name(et), count);
+            printf("  ");
+            put_key(key);
+            printf(" arr[%s,%" PRIu64 "] = [", sb_gguf_type_name(et), count);
             for (uint64_t j = 0; j < count && j < ARRAY_PREVIEW; j++) {
                 if (j) printf(", ");
-                print_elem(g, i, j, et, 0);
+                print_elem(g, i, j, et);
             }
             printf(count > ARRAY_PREVIEW ? ", ...]\n" : "]\n");
         } else {
-            printf("  %-44s %-8s = ", key, sb_gguf_type_name(type));
-            print_elem(g, i, 0, type, 0);
+            printf("  ");
+            put_key(key);
+            printf(" %-8s = ", sb_gguf_type_name(type));
+            print_elem(g, i, 0, type);
             putchar('\n');
         }
     }
@@ -128,8 +182,9 @@ static void report_text(const char *path, const sb_gguf *g, const sb_gguf_info *
         for (uint32_t d = 1; d < t.n_dims && n < (int)sizeof shape; d++)
             n += snprintf(shape + n, sizeof shape - (size_t)n, ", %" PRId64, t.ne[d]);
         if (n < (int)sizeof shape) snprintf(shape + n, sizeof shape - (size_t)n, "]");
-        printf("  %-5" PRId64 " %-40s %-8s %-28s %#12" PRIx64 " %12" PRIu64 "\n", i, t.name, sb_type_name(t.type), shape,
-               t.offset, t.nbytes);
+        printf("  %-5" PRId64 " ", i);
+        put_padded(t.name, 40);
+        printf(" %-8s %-28s %#12" PRIx64 " %12" PRIu64 "\n", sb_type_name(t.type), shape, t.offset, t.nbytes);
     }
     printf("\ntotals:      %" PRIu64 " parameters, %" PRIu64 " bytes of tensor data", tt->params, tt->bytes);
     if (tt->params) printf(", %.4f bits per weight", 8.0 * (double)tt->bytes / (double)tt->params);
@@ -142,51 +197,81 @@ static void report_text(const char *path, const sb_gguf *g, const sb_gguf_info *
     }
 }
 
-static void report_json(const char *path, const sb_gguf *g, const sb_gguf_info *info, const totals *tt) {
-    printf("{\n  \"file\": \"");
-    print_escaped(path, strlen(path), 1);
-    printf("\",\n  \"version\": %u,\n  \"alignment\": %u,\n  \"file_size\": %" PRIu64 ",\n  \"data_offset\": %" PRIu64
-           ",\n  \"n_kv\": %" PRId64 ",\n  \"n_tensors\": %" PRId64 ",\n  \"metadata\": [",
-           info->version, info->alignment, info->file_size, info->data_offset, info->n_kv, info->n_tensors);
-    for (int64_t i = 0; i < info->n_kv; i++) {
+static cJSON *json_metadata(const sb_gguf *g, const sb_gguf_info *info) {
+    cJSON *arr = cJSON_CreateArray();
+    for (int64_t i = 0; arr && i < info->n_kv; i++) {
         const char *key;
         sb_gguf_type type, et;
         uint64_t count;
         sb_gguf_get_kv(g, i, &key, &type, &et, &count);
-        printf(i ? ",\n    {\"key\": \"" : "\n    {\"key\": \"");
-        print_escaped(key, strlen(key), 1);
+        int lossy = 0;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddItemToObject(o, "key", json_str(key, strlen(key), &lossy));
         if (type == SB_GGUF_ARRAY) {
-            printf("\", \"type\": \"arr\", \"elem_type\": \"%s\", \"count\": %" PRIu64 ", \"value\": [", sb_gguf_type_name(et), count);
-            for (uint64_t j = 0; j < count && j < ARRAY_PREVIEW; j++) {
-                if (j) printf(", ");
-                print_elem(g, i, j, et, 1);
-            }
-            printf("], \"truncated\": %s}", count > ARRAY_PREVIEW ? "true" : "false");
+            cJSON_AddStringToObject(o, "type", "arr");
+            cJSON_AddStringToObject(o, "elem_type", sb_gguf_type_name(et));
+            cJSON_AddItemToObject(o, "count", json_raw("%" PRIu64, count));
+            cJSON *v = cJSON_AddArrayToObject(o, "value");
+            for (uint64_t j = 0; v && j < count && j < ARRAY_PREVIEW; j++) cJSON_AddItemToArray(v, json_elem(g, i, j, et, &lossy));
+            cJSON_AddBoolToObject(o, "truncated", count > ARRAY_PREVIEW);
         } else {
-            printf("\", \"type\": \"%s\", \"value\": ", sb_gguf_type_name(type));
-            print_elem(g, i, 0, type, 1);
-            printf("}");
+            cJSON_AddStringToObject(o, "type", sb_gguf_type_name(type));
+            cJSON_AddItemToObject(o, "value", json_elem(g, i, 0, type, &lossy));
         }
+        if (lossy) cJSON_AddTrueToObject(o, "lossy");
     }
-    printf("\n  ],\n  \"tensors\": [");
-    for (int64_t i = 0; i < info->n_tensors; i++) {
+    return arr;
+}
+
+static cJSON *json_tensors(const sb_gguf *g, const sb_gguf_info *info) {
+    cJSON *arr = cJSON_CreateArray();
+    for (int64_t i = 0; arr && i < info->n_tensors; i++) {
         sb_gguf_tensor t;
         sb_gguf_get_tensor(g, i, &t);
-        printf(i ? ",\n    {\"name\": \"" : "\n    {\"name\": \"");
-        print_escaped(t.name, strlen(t.name), 1);
-        printf("\", \"type\": \"%s\", \"shape\": ", sb_type_name(t.type));
-        print_shape(&t);
-        printf(", \"offset\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", t.offset, t.nbytes);
+        int lossy = 0;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddItemToObject(o, "name", json_str(t.name, strlen(t.name), &lossy));
+        cJSON_AddStringToObject(o, "type", sb_type_name(t.type));
+        cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+        for (uint32_t d = 0; shape && d < (t.n_dims ? t.n_dims : 1); d++) cJSON_AddItemToArray(shape, json_raw("%" PRId64, t.ne[d]));
+        cJSON_AddItemToObject(o, "offset", json_raw("%" PRIu64, t.offset));
+        cJSON_AddItemToObject(o, "bytes", json_raw("%" PRIu64, t.nbytes));
+        if (lossy) cJSON_AddTrueToObject(o, "lossy");
     }
-    printf("\n  ],\n  \"totals\": {\"parameters\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"bits_per_weight\": %.6f, \"types\": {",
-           tt->params, tt->bytes, tt->params ? 8.0 * (double)tt->bytes / (double)tt->params : 0.0);
-    int first = 1;
-    for (int t = 0; t < SB_TYPE_COUNT; t++)
-        if (tt->per_type[t]) {
-            printf("%s\"%s\": %" PRId64, first ? "" : ", ", sb_type_name(t), tt->per_type[t]);
-            first = 0;
-        }
-    printf("}}\n}\n");
+    return arr;
+}
+
+/* 0, or 1 with "error: SB_ERR_OOM" when the document could not be built. */
+static int report_json(const char *path, const sb_gguf *g, const sb_gguf_info *info, const totals *tt) {
+    int lossy = 0;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddItemToObject(root, "file", json_str(path, strlen(path), &lossy));
+    cJSON_AddItemToObject(root, "version", json_raw("%u", info->version));
+    cJSON_AddItemToObject(root, "alignment", json_raw("%u", info->alignment));
+    cJSON_AddItemToObject(root, "file_size", json_raw("%" PRIu64, info->file_size));
+    cJSON_AddItemToObject(root, "data_offset", json_raw("%" PRIu64, info->data_offset));
+    cJSON_AddItemToObject(root, "n_kv", json_raw("%" PRId64, info->n_kv));
+    cJSON_AddItemToObject(root, "n_tensors", json_raw("%" PRId64, info->n_tensors));
+    cJSON_AddItemToObject(root, "metadata", json_metadata(g, info));
+    cJSON_AddItemToObject(root, "tensors", json_tensors(g, info));
+    cJSON *tot = cJSON_AddObjectToObject(root, "totals");
+    cJSON_AddItemToObject(tot, "parameters", json_raw("%" PRIu64, tt->params));
+    cJSON_AddItemToObject(tot, "bytes", json_raw("%" PRIu64, tt->bytes));
+    cJSON_AddItemToObject(tot, "bits_per_weight", json_raw("%.6f", tt->params ? 8.0 * (double)tt->bytes / (double)tt->params : 0.0));
+    cJSON *types = cJSON_AddObjectToObject(tot, "types");
+    for (int t = 0; types && t < SB_TYPE_COUNT; t++)
+        if (tt->per_type[t]) cJSON_AddItemToObject(types, sb_type_name(t), json_raw("%" PRId64, tt->per_type[t]));
+    char *text = root ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!text) {
+        fprintf(stderr, "error: SB_ERR_OOM: sb info: building the JSON document\n");
+        return 1;
+    }
+    puts(text);
+    cJSON_free(text);
+    return 0;
 }
 
 int cmd_info(int argc, char **argv) {
@@ -219,7 +304,8 @@ int cmd_info(int argc, char **argv) {
     sb_gguf_get_info(g, &info);
     totals tt;
     int rc = collect(g, &info, &tt);
-    if (rc == 0) (json ? report_json : report_text)(path, g, &info, &tt);
+    if (rc == 0 && json) rc = report_json(path, g, &info, &tt);
+    else if (rc == 0) report_text(path, g, &info, &tt);
     sb_gguf_free(g);
     return rc;
 }

@@ -48,7 +48,8 @@ static void usage(FILE *f) {
             "      --no-display-prompt do not echo the prompt\n"
             "      --color [on|off|auto]  echo the prompt in colour (bare: on)\n"
             "      --log-disable       no speed summary and no -v details on stderr\n"
-            "      --check-tensors     scan weights for NaN/Inf at load\n"
+            "      --check-tensors     scan every weight for NaN/Inf at load (1-D weights always are)\n"
+            "      --allow-long-context  allow -c above the model's trained context length (with a warning)\n"
             "  -v, --verbose           model, seed, device and plan details on stderr\n"
             "  -no-cnv                 accepted (sb run never converses); -cnv: use sb chat\n"
             "llama-cli flags that mean nothing here (--mlock, --no-mmap, -sm, -ts, -tb, --jinja, ...) are\n"
@@ -62,7 +63,7 @@ typedef struct run_opts {
     size_t n_stop;
     int64_t n_predict, n_ctx, n_batch, n_ubatch, threads, last_n, top_k;
     uint64_t seed;
-    int seed_random, device, chat, verbose, parse_special, check, escape, show_prompt, color, quiet, ignore_eos;
+    int seed_random, device, chat, verbose, parse_special, check, escape, show_prompt, color, quiet, ignore_eos, long_ctx;
     sb_sampler_params sp;
 } run_opts;
 
@@ -139,6 +140,7 @@ static int parse_main_flag(run_opts *o, int argc, char **argv, int *i, int *rc) 
     else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) *rc = arg_str("run", argc, argv, i, &o->ctv);
     else if (!strcmp(a, "--parse-special")) o->parse_special = 1;
     else if (!strcmp(a, "--check-tensors")) o->check = 1;
+    else if (!strcmp(a, "--allow-long-context")) o->long_ctx = 1;
     else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
     else return 0;
     return 1;
@@ -266,6 +268,7 @@ static sb_status create_session(const run_opts *o, sb_model *m, sb_session **s) 
     ssp.n_threads = (int)o->threads;
     ssp.kv_type = strcmp(o->kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
     ssp.device = o->device;
+    ssp.allow_ctx_extend = o->long_ctx;
     sb_status st = sb_session_create(m, &ssp, s);
     if (st == SB_OK && o->verbose) fprintf(stderr, "device: %s\n", sb_session_device(*s) == SB_DEVICE_CUDA ? "cuda (GPU 0)" : "cpu");
     return st;
@@ -279,7 +282,8 @@ static int run_model(const run_opts *o, const char *path, const char *prompt, si
     int32_t *chat_ids = NULL;
     size_t n_chat = 0;
     sb_model_info mi;
-    if (o->verbose) sb_log_set(sb_cli_log, NULL, SB_LOG_INFO); /* e.g. the codegen line at the end (docs/codegen.md) */
+    /* load warnings (a missing pre-tokenizer) always; with -v the info lines too (the codegen line at the end) */
+    sb_log_set(sb_cli_log, NULL, o->verbose ? SB_LOG_INFO : SB_LOG_WARN);
     sb_status st = load_model(o, path, &m, &mi);
     if (st == SB_OK) st = create_session(o, m, &s);
     if (st == SB_OK) st = sb_sampler_create(&o->sp, mi.n_vocab, &smp);
@@ -309,7 +313,7 @@ static int run_model(const run_opts *o, const char *path, const char *prompt, si
     sb_sampler_free(smp);
     sb_session_free(s);
     sb_model_free(m);
-    if (o->verbose) sb_log_set(NULL, NULL, SB_LOG_WARN);
+    sb_log_set(NULL, NULL, SB_LOG_WARN);
     return rc;
 }
 

@@ -45,7 +45,9 @@ int cmd_version(int argc, char **argv) {
 }
 
 int sb_cli_fail(sb_status s) {
-    fprintf(stderr, "error: %s: %s\n", sb_status_str(s), sb_last_error());
+    fprintf(stderr, "error: %s: ", sb_status_str(s));
+    sb_put_safe(stderr, sb_last_error(), strlen(sb_last_error()), 0); /* it may quote the file's strings */
+    fputc('\n', stderr);
     return 1;
 }
 

@@ -8,6 +8,8 @@
 
 #include "sonicboom.h"
 
+#include <stdio.h>
+
 typedef struct sb_command {
     const char *name;
     const char *help;
@@ -32,5 +34,13 @@ int cmd_chat(int argc, char **argv);
  * cmd_quantize.c and cmd_synth.c (defined in cmd_quantize.c; -1 if bad). */
 void sb_cli_log(sb_log_level level, const char *msg, void *user);
 int sb_cli_parse_threads(const char *s, int *out);
+
+/* Untrusted bytes to a terminal (safe_text.c): printable UTF-8 as is; \n \t \r, other C0 and DEL as
+ * \xNN, C1 / separators / bidi controls as \uNNNN, bytes that are not UTF-8 as \xNN; quoted != 0
+ * also escapes '"' and '\\' (for text shown between quotes). */
+void sb_put_safe(FILE *f, const char *s, size_t n, int quoted);
+/* A NUL-terminated valid UTF-8 copy of n bytes (malloc; NULL when out of memory) for JSON: bytes
+ * that are not UTF-8, and NUL, become U+FFFD and set *lossy. */
+char *sb_utf8_clean(const char *s, size_t n, int *lossy);
 
 #endif

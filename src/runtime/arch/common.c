@@ -44,7 +44,7 @@ sb_status rt_hp_u32(const gguf_file *f, const char *arch, const char *suffix, bo
         return sb_fail(SB_ERR_MODEL_HPARAM, "model: key \"%s\" is a per-layer array, which this runtime does not support yet", key);
     int64_t v;
     sb_status s = gguf_kv_i64(kv, 0, &v);
-    if (s != SB_OK) return sb_fail(SB_ERR_MODEL_HPARAM, "model: key \"%s\": %s", key, sb_last_error());
+    if (s != SB_OK) return sb_fail_context(SB_ERR_MODEL_HPARAM, "model: key \"%s\"", key);
     if (v < 0 || v > UINT32_MAX) return sb_fail(SB_ERR_MODEL_HPARAM, "model: key \"%s\" = %lld out of range", key, (long long)v);
     *out = v;
     return SB_OK;
@@ -83,6 +83,11 @@ sb_status rt_hp_common(const gguf_file *f, rt_hparams *hp) {
         return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s: context_length %lld and feed_forward_length %lld must be positive", a,
                        (long long)hp->n_ctx_train, (long long)hp->n_ff);
     int64_t vlen;
+    char key[160];
+    key_of(key, sizeof key, a, "attention.key_length");
+    if (!gguf_find(f, key) && hp->n_embd % hp->n_head)
+        return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s.embedding_length %lld is not a multiple of %s.attention.head_count %lld "
+                       "(and there is no %s to give the head dim)", a, (long long)hp->n_embd, a, (long long)hp->n_head, key);
     SB_TRY(rt_hp_u32(f, a, "attention.key_length", false, (uint32_t)(hp->n_embd / hp->n_head), &hp->head_dim));
     SB_TRY(rt_hp_u32(f, a, "attention.value_length", false, (uint32_t)hp->head_dim, &vlen));
     if (vlen != hp->head_dim || hp->head_dim <= 0)
@@ -95,9 +100,12 @@ sb_status rt_hp_common(const gguf_file *f, rt_hparams *hp) {
                        (long long)hp->head_dim);
     hp->n_rot = (int32_t)n_rot;
     SB_TRY(rt_hp_f32(f, a, "attention.layer_norm_rms_epsilon", true, 0, &hp->eps));
+    if (!(hp->eps > 0 && hp->eps < 1)) /* 0 divides by zero on an all-zero row; < 0 takes the root of a negative */
+        return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s.attention.layer_norm_rms_epsilon = %g (must be > 0 and < 1)", a, hp->eps);
     SB_TRY(rt_hp_f32(f, a, "rope.freq_base", false, 10000.0f, &hp->rope_base));
+    if (!(hp->rope_base > 0)) /* base^(-2i/n_rot): 0 or less gives Inf/NaN angles */
+        return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s.rope.freq_base = %g (must be > 0)", a, hp->rope_base);
     /* rope scaling: none | linear (default) ; yarn/longrope are not supported yet */
-    char key[160];
     key_of(key, sizeof key, a, "rope.scaling.type");
     sb_strview type = {"linear", 6};
     if (gguf_find(f, key) && gguf_get_str(f, key, &type) != SB_OK)
@@ -110,7 +118,9 @@ sb_status rt_hp_common(const gguf_file *f, rt_hparams *hp) {
     else if (!(type.len == 6 && !memcmp(type.ptr, "linear", 6)))
         return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s.rope.scaling.type \"%.*s\" is not supported (none, linear)", a,
                        (int)type.len, type.ptr);
-    if (factor < 0) return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s.rope.scaling.factor = %g", a, factor);
+    if (factor < 0 || (factor > 0 && !isfinite(1.0f / factor)))
+        return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s.rope.scaling.factor = %g (must be 0 = none, or > 0 with a finite inverse)", a,
+                       factor);
     hp->rope_freq_scale = factor > 0 ? 1.0f / factor : 1.0f;
     hp->rope_base_swa = hp->rope_base;
     hp->rope_freq_scale_swa = hp->rope_freq_scale;

@@ -10,6 +10,7 @@
 #include "base/status.h"
 
 #include <math.h>
+#include <stdint.h>
 
 sb_status rt_arch_gemma3_hparams(const gguf_file *f, rt_hparams *hp) {
     SB_TRY(rt_hp_common(f, hp));
@@ -21,8 +22,11 @@ sb_status rt_arch_gemma3_hparams(const gguf_file *f, rt_hparams *hp) {
     if (hp->n_layer == 62) hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head)); /* 27B */
     int64_t n_swa;
     SB_TRY(rt_hp_u32(f, hp->arch, "attention.sliding_window", false, 0, &n_swa));
+    if (n_swa > INT32_MAX) return sb_fail(SB_ERR_MODEL_HPARAM, "model: gemma3.attention.sliding_window = %lld (at most 2^31-1)", (long long)n_swa);
     hp->n_swa = (int32_t)n_swa;
     SB_TRY(rt_hp_f32(f, hp->arch, "rope.freq_base_swa", false, 10000.0f, &hp->rope_base_swa));
+    if (!(hp->rope_base_swa > 0))
+        return sb_fail(SB_ERR_MODEL_HPARAM, "model: gemma3.rope.freq_base_swa = %g (must be > 0)", hp->rope_base_swa);
     hp->rope_freq_scale_swa = 1.0f;
     SB_TRY(rt_hp_f32(f, hp->arch, "final_logit_softcapping", false, 0.0f, &hp->final_softcap));
     if (hp->final_softcap < 0) return sb_fail(SB_ERR_MODEL_HPARAM, "model: gemma3.final_logit_softcapping = %g", hp->final_softcap);

@@ -68,7 +68,8 @@ static sb_status parse_model(const tok_vocab_spec *s, tok_vocab *v) {
     static const char *const gpt2[] = {"gpt-2", "phi-2", NULL};
     const char *pre = s->pre;
     if (!pre) {
-        sb_log(SB_LOG_WARN, "tokenizer: tokenizer.ggml.pre missing, using the default pre-tokenizer");
+        sb_log(SB_LOG_WARN, "tokenizer: tokenizer.ggml.pre is missing: using the \"default\" pre-tokenizer (as llama.cpp does); "
+                           "the text may split differently from the model's own tokenizer");
         pre = "default";
     }
     if (!strcmp(pre, "default")) v->pre = TOK_PRE_DEFAULT;

@@ -98,6 +98,12 @@ sb_status tok_vocab_load_gguf(const gguf_file *f, tok_vocab **out) {
     if ((st = get_array(f, "tokenizer.ggml.scores", false, n, &kscores)) != SB_OK) goto done;
     if ((st = get_array(f, "tokenizer.ggml.token_type", false, n, &ktypes)) != SB_OK) goto done;
     if ((st = get_array(f, "tokenizer.ggml.merges", true, -1, &merges)) != SB_OK) goto done;
+    if ((!strcmp(model, "gpt2") || !strcmp(model, "gemma4")) && (!merges || merges->count == 0)) {
+        /* a BPE vocabulary without its merges would tokenize byte by byte: valid ids, wrong text */
+        st = sb_fail(SB_ERR_VOCAB, "tokenizer.ggml.merges is %s: a \"%s\" (BPE) vocabulary needs its merges", merges ? "empty" : "missing",
+                     model);
+        goto done;
+    }
     s.model = model;
     s.pre = pre;
     s.n_tokens = (int64_t)tokens->count;
