@@ -52,11 +52,32 @@ static const rt_qmix mixes[] = {
     {"IQ4_XS", FT_IQ4_XS, SB_TYPE_IQ4_XS},
 };
 
+/* llama-quantize's aliases */
+static const struct { const char *alias, *mix; } aliases[] = {
+    {"Q3_K", "Q3_K_M"}, {"Q4_K", "Q4_K_M"}, {"Q5_K", "Q5_K_M"},
+};
+
 const rt_qmix *rt_qmix_find(const char *name) {
     if (!name) return NULL;
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (!strcasecmp(name, aliases[i].alias)) name = aliases[i].mix;
+    char *end = (char *)name;
+    long ft = name[0] >= '0' && name[0] <= '9' ? strtol(name, &end, 10) : -1;
     for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++)
-        if (!strcasecmp(name, mixes[i].name)) return &mixes[i];
+        if (!strcasecmp(name, mixes[i].name) || (ft >= 0 && !*end && ft == mixes[i].ftype)) return &mixes[i];
     return NULL;
+}
+
+/* Mixes llama-quantize offers that this build cannot write: the IQ1-IQ3 grids, TQ, MXFP4, Q2_K_S
+ * (whose Q2_K tensors require an importance matrix) and the newest formats. */
+static bool mix_unsupported(const char *name) {
+    static const char *const names[] = {
+        "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M", "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M",
+        "TQ1_0", "TQ2_0", "MXFP4_MOE", "NVFP4", "Q1_0", "Q2_0", "Q2_K_S", "COPY",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcasecmp(name, names[i])) return true;
+    return false;
 }
 
 const rt_qmix *rt_qmix_at(int i) {
@@ -154,9 +175,11 @@ static sb_status layer_info(const rt_qmodel *m, const char *name, int counter, i
 static sb_status mix_rules(const rt_qmix *mx, const rt_qmodel *m, rt_qstate *st, const char *name, cat c,
                            const int64_t ne[4], int *type) {
     const int ft = mx->ftype;
+    const bool imatrix = st->rules && st->rules->has_imatrix;
     int t = *type;
     if (c == CAT_OUTPUT || (!st->has_output && c == CAT_TOKEN_EMBD)) {
-        if (m->falcon || ne[0] % blck(t) != 0) t = SB_TYPE_Q8_0;
+        if (st->rules && st->rules->output_type >= 0) t = st->rules->output_type;
+        else if (m->falcon || ne[0] % blck(t) != 0) t = SB_TYPE_Q8_0;
         else if (t != SB_TYPE_Q8_0) t = SB_TYPE_Q6_K;
     } else if (c == CAT_TOKEN_EMBD) {
         /* untied embeddings keep the default type under every mix offered here */
@@ -184,9 +207,11 @@ static sb_status mix_rules(const rt_qmix *mx, const rt_qmodel *m, rt_qstate *st,
         else if (ft == FT_Q4_K_M) {
             if (m->falcon) t = i < n / 16 ? SB_TYPE_Q6_K : use_more_bits(i, n) ? SB_TYPE_Q5_K : SB_TYPE_Q4_K;
             else if (use_more_bits(i, n)) t = SB_TYPE_Q6_K;
-        } else if (i < n / 8 && (ft == FT_IQ4_NL || ft == FT_IQ4_XS)) t = SB_TYPE_Q5_K;
+        } else if (i < n / 8 && (ft == FT_IQ4_NL || ft == FT_IQ4_XS) && !imatrix) t = SB_TYPE_Q5_K;
         else if (ft == FT_Q5_K_M && use_more_bits(i, n)) t = SB_TYPE_Q6_K;
         else if (ft == FT_Q4_K_S && !m->falcon && i < n / 8) t = SB_TYPE_Q5_K;
+        else if ((ft == FT_Q4_0 || ft == FT_Q5_0) && imatrix && i < n / 8)
+            t = ft == FT_Q4_0 ? SB_TYPE_Q4_1 : SB_TYPE_Q5_1; /* llama.cpp: "guard against craziness" */
         st->i_ffn_down++;
     } else if (c == CAT_ATTN_OUT) {
         if (!m->falcon) {
@@ -236,15 +261,37 @@ static sb_status fallback(rt_qstate *st, const char *name, const int64_t ne[4], 
     return SB_OK;
 }
 
+/* llama_tensor_get_type: the explicit output / token-embedding types win (no fallback), then the
+ * first --tensor-type match or (unless --pure) the mix rules, then the shape fallback. A tensor
+ * typed by a --tensor-type match does not advance the mix counters (llama.cpp skips the rules). */
 sb_status rt_quant_tensor_type(const rt_qmix *m, const rt_qmodel *model, rt_qstate *st, const char *name,
                                int n_dims, const int64_t ne[4], int cur_type, int *out_type) {
-    if (!rt_quant_allows(name, n_dims)) {
+    const rt_qrules *r = st->rules;
+    const cat c = category(name);
+    if (!rt_quant_allows(name, n_dims) || (r && r->leave_output && !strcmp(name, "output.weight"))) {
         *out_type = cur_type;
+        return SB_OK;
+    }
+    if (r && r->token_embd_type >= 0 && c == CAT_TOKEN_EMBD) {
+        *out_type = r->token_embd_type;
+        return SB_OK;
+    }
+    if (r && r->output_type >= 0 && c == CAT_OUTPUT) {
+        *out_type = r->output_type;
         return SB_OK;
     }
     int t = m->default_type;
     if (qk_get(t)->is_quantized) {
-        SB_TRY(mix_rules(m, model, st, name, category(name), ne, &t));
+        int manual = rt_qrules_match(r, name);
+        if (manual == -2) return sb_fail(SB_ERR_INTERNAL, "quantize: --tensor-type: matching \"%s\" failed", name);
+        if (manual >= 0) {
+            if (manual != t)
+                sb_log(SB_LOG_DEBUG, "quantize: %s: --tensor-type override %s -> %s", name, qk_get(t)->name,
+                       qk_get(manual)->name);
+            t = manual;
+        } else if (!r || !r->pure) {
+            SB_TRY(mix_rules(m, model, st, name, c, ne, &t));
+        }
         SB_TRY(fallback(st, name, ne, &t));
     }
     *out_type = t;
@@ -468,6 +515,8 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
     // -- type every tensor, in order --
     rt_qstate st;
     rt_qstate_init(&st, names, n);
+    st.rules = o ? o->rules : NULL;
+    rt_qstats stats = {0};
     uint64_t total_elems = 0, max_f32 = 0;
     int n_requant = 0;
     for (int64_t k = 0; k < n; k++) {
@@ -490,8 +539,19 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
                         qk_get(p->type)->name);
             goto done;
         }
+        uint64_t in_bytes = 0;
+        if (t->data && tensor_bytes(t->type, t->ne, &in_bytes) != SB_OK) in_bytes = 0;
+        stats.n_elements += nel;
+        stats.bytes_in += t->data ? in_bytes : nel * sizeof(float);
+        stats.bytes_out += p->nbytes;
         if (p->convert) {
             const qk_traits *src = qk_get(t->type);
+            if (t->data && src && src->is_quantized && !(o && o->allow_requantize)) {
+                s = sb_fail(SB_ERR_INVALID_ARG, "quantize: requantizing from type %s is disabled (tensor \"%s\" -> %s); "
+                            "quantize the F32/F16/BF16 original, or allow it (sb quantize --allow-requantize) at a "
+                            "loss of quality", src->name, t->name, qk_get(p->type)->name);
+                goto done;
+            }
             if (t->data && t->type != SB_TYPE_F32 && (!src || !src->to_float)) {
                 s = sb_fail(SB_ERR_UNSUPPORTED, "quantize: tensor \"%s\" has type %s, which cannot be converted to %s "
                             "(no dequantizer)", t->name, src && src->name ? src->name : "?", qk_get(p->type)->name);
@@ -610,6 +670,7 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
     if (st.n_fallback)
         sb_log(SB_LOG_INFO, "quantize: %d of %lld tensor(s) needed a fallback type", st.n_fallback, (long long)n);
     s = gguf_writer_write(w, out);
+    if (s == SB_OK && o && o->stats) *o->stats = stats;
 
 done:
     if (scratch) munmap(scratch, (size_t)scratch_size);
@@ -624,6 +685,10 @@ done:
 sb_status rt_quantize_file(const char *in, const char *out, const char *type_name, const rt_qopts *o) {
     if (!in || !out || !type_name) return sb_fail(SB_ERR_INVALID_ARG, "quantize: NULL argument");
     const rt_qmix *m = rt_qmix_find(type_name);
+    if (!m && mix_unsupported(type_name))
+        return sb_fail(SB_ERR_UNSUPPORTED, "quantize: type %s is not supported by this build: its quantizers (the "
+                       "IQ1/IQ2/IQ3 grids, TQ, FP4; Q2_K_S needs an importance matrix for Q2_K) are not implemented",
+                       type_name);
     if (!m) {
         char list[512] = "";
         for (int i = 0; rt_qmix_at(i); i++) {
@@ -632,11 +697,20 @@ sb_status rt_quantize_file(const char *in, const char *out, const char *type_nam
         }
         return sb_fail(SB_ERR_INVALID_ARG, "quantize: unknown type \"%s\" (one of: %s)", type_name, list);
     }
+    rt_qrules rules;
+    rt_qoverride *ov = NULL;
+    SB_TRY(rt_qrules_build(o, &rules, &ov));
+    rt_qopts opts = o ? *o : (rt_qopts){0};
+    opts.rules = &rules;
     gguf_file f;
-    SB_TRY(gguf_open(in, &f));
+    sb_status s = gguf_open(in, &f);
+    if (s != SB_OK) {
+        rt_qrules_free(ov, rules.n_overrides);
+        return s;
+    }
     gguf_writer *w = NULL;
     rt_qtensor *ts = NULL;
-    sb_status s = gguf_writer_create(&w);
+    s = gguf_writer_create(&w);
     if (s != SB_OK) goto done;
     for (int64_t i = 0; i < f.n_kv && s == SB_OK; i++) s = gguf_writer_copy_kv(w, &f.kvs[i]);
     if (s != SB_OK) goto done;
@@ -653,9 +727,10 @@ sb_status rt_quantize_file(const char *in, const char *out, const char *type_nam
         memcpy(ts[i].ne, t->ne, sizeof ts[i].ne);
         if (!t->data && t->nbytes == 0) ts[i].data = f.bytes; /* zero-size tensor: nothing to convert */
     }
-    s = rt_quantize_tensors(w, m, &model, ts, f.n_tensors, NULL, NULL, out, o);
+    s = rt_quantize_tensors(w, m, &model, ts, f.n_tensors, NULL, NULL, out, &opts);
     if (s != SB_OK) sb_fail_context(s, "%s -> %s", in, out);
 done:
+    rt_qrules_free(ov, rules.n_overrides);
     free(ts);
     gguf_writer_free(w);
     gguf_close(&f);
