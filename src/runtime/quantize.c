@@ -13,6 +13,7 @@
  * check_tensors does.
  */
 #include "runtime/quantize.h"
+#include "runtime/imatrix.h"
 #include "base/ckd.h"
 #include "base/status.h"
 #include "base/threadpool.h"
@@ -341,7 +342,9 @@ typedef struct rowjob {
     rt_fill_fn fill;
     void *fill_ctx;
     int64_t tensor_index;
-    int64_t row_base;         /* fill: absolute row of the job's row 0 */
+    int64_t row_base;         /* fill / quantize: absolute row of the job's row 0 */
+    const float *qw;          /* quantize: importance weights, ne1 rows per matrix, NULL = none */
+    int64_t ne1, n_mat;       /* quantize with qw: rows per matrix, matrices (qw has n_mat*ne0) */
     _Atomic int failed;
     sb_status status;
     char msg[512];
@@ -367,9 +370,23 @@ static void rowjob_run(void *ctx, int64_t r0, int64_t r1, int tid) {
     } else if (j->kind == 1) {
         sb_status s = j->fill(j->fill_ctx, j->tensor_index, j->row_base + r0, nr, f);
         if (s != SB_OK) rowjob_fail(j, s);
-    } else {
+    } else if (!j->qw) {
         sb_status s = qk_quantize_chunk(j->type, f, j->dst + (size_t)r0 * j->row_bytes, nr, j->ne0);
         if (s != SB_OK) rowjob_fail(j, s);
+    } else {
+        /* llama-quantize quantizes each expert matrix with its own importance row */
+        for (int64_t r = r0; r < r1;) {
+            const int64_t abs = j->row_base + r, mat = abs / j->ne1 % j->n_mat;
+            int64_t end = r + (j->ne1 - abs % j->ne1);
+            if (end > r1) end = r1;
+            sb_status s = qk_quantize_chunk_w(j->type, j->f32 + r * j->ne0, j->dst + (size_t)r * j->row_bytes, end - r,
+                                              j->ne0, j->qw + mat * j->ne0);
+            if (s != SB_OK) {
+                rowjob_fail(j, s);
+                return;
+            }
+            r = end;
+        }
     }
 }
 
@@ -392,7 +409,44 @@ typedef struct plan {
     bool convert;       /* needs f32 -> type (else copied from ts[src].data) */
     uint64_t nbytes;    /* output bytes */
     uint64_t off;       /* offset in the scratch file when convert */
+    const float *qw;    /* importance weights (ne[2] rows of ne[0]) when converting with an imatrix */
 } plan;
+
+/* Every imatrix entry names a tensor of the model (an imatrix of another model is refused). */
+static sb_status imatrix_matches_model(const rt_imatrix *im, const rt_qtensor *ts, int64_t n) {
+    for (int64_t e = 0; e < im->n; e++) {
+        int64_t i = 0;
+        while (i < n && strcmp(ts[i].name, im->entries[e].name)) i++;
+        if (i == n)
+            return sb_fail(SB_ERR_FORMAT, "imatrix %s: entry \"%s\" names no tensor of the model (an imatrix made "
+                           "for another model?)", im->path, im->entries[e].name);
+    }
+    return SB_OK;
+}
+
+/* The weights for tensor t being converted, as llama-quantize picks them: none when the imatrix
+ * has no entry (a debug line says so); an entry of another size is an error, except for the
+ * token embeddings, whose entry llama-quantize ignores. */
+static sb_status imatrix_weights(const rt_imatrix *im, const rt_qtensor *t, const float **qw) {
+    *qw = NULL;
+    const rt_imatrix_entry *e = im ? rt_imatrix_find(im, t->name) : NULL;
+    if (!im) return SB_OK;
+    if (!e) {
+        sb_log(SB_LOG_DEBUG, "quantize: imatrix has no weights for %s", t->name);
+        return SB_OK;
+    }
+    if (e->n_per_row == t->ne[0] && e->n_mat == t->ne[2] && t->ne[3] == 1) {
+        *qw = e->values;
+        return SB_OK;
+    }
+    if (!strcmp(t->name, "token_embd.weight") || !strcmp(t->name, "per_layer_token_embd.weight")) {
+        sb_log(SB_LOG_DEBUG, "quantize: imatrix size of %s does not fit; quantized without it", t->name);
+        return SB_OK;
+    }
+    return sb_fail(SB_ERR_FORMAT, "imatrix %s: entry \"%s\" has %lld x %lld values; the tensor needs %lld x %lld "
+                   "(columns x matrices)", im->path, t->name, (long long)e->n_per_row, (long long)e->n_mat,
+                   (long long)t->ne[0], (long long)t->ne[2]);
+}
 
 typedef struct named { const char *name; int64_t idx; } named;
 static int cmp_named(const void *a, const void *b) {
@@ -493,6 +547,18 @@ static sb_status check_output(int type, const uint8_t *q, uint64_t nbytes, const
     return SB_OK;
 }
 
+/* llama-quantize records the imatrix as KV overrides, appended in this order: the file name and
+ * the first dataset (each cut to 127 bytes), the number of entries, the chunk count when > 0. */
+static sb_status imatrix_metadata(gguf_writer *w, const rt_imatrix *im) {
+    SB_TRY(gguf_writer_set_str(w, "quantize.imatrix.file", im->path, strlen(im->path) < 127 ? strlen(im->path) : 127));
+    if (im->dataset)
+        SB_TRY(gguf_writer_set_str(w, "quantize.imatrix.dataset", im->dataset,
+                                   strlen(im->dataset) < 127 ? strlen(im->dataset) : 127));
+    SB_TRY(gguf_writer_set_u32(w, "quantize.imatrix.entries_count", (uint32_t)im->n));
+    if ((int32_t)im->chunk_count > 0) SB_TRY(gguf_writer_set_u32(w, "quantize.imatrix.chunks_count", im->chunk_count));
+    return SB_OK;
+}
+
 sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel *model, const rt_qtensor *ts,
                               int64_t n, rt_fill_fn fill, void *fill_ctx, const char *out, const rt_qopts *o) {
     if (!w || !m || !model || (!ts && n) || n < 0 || !out) return sb_fail(SB_ERR_INVALID_ARG, "quantize: NULL argument");
@@ -511,6 +577,7 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
     for (int64_t i = 0; i < n; i++) order[i] = (named){ts[i].name, i};
     qsort(order, (size_t)n, sizeof *order, cmp_named);
     for (int64_t i = 0; i < n; i++) names[i] = order[i].name;
+    if (o && o->imatrix && (s = imatrix_matches_model(o->imatrix, ts, n)) != SB_OK) goto done;
 
     // -- type every tensor, in order --
     rt_qstate st;
@@ -566,6 +633,7 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
                 goto done;
             }
             if (t->data && src->is_quantized) n_requant++;
+            if ((s = imatrix_weights(o ? o->imatrix : NULL, t, &p->qw)) != SB_OK) goto done;
             p->off = scratch_size;
             if (ckd_pad(&scratch_size, scratch_size + p->nbytes, 64)) {
                 s = sb_fail(SB_ERR_RANGE, "quantize: output too large");
@@ -590,6 +658,7 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
     gguf_writer_remove(w, "split.no");
     gguf_writer_remove(w, "split.count");
     gguf_writer_remove(w, "split.tensors.count");
+    if (o && o->imatrix && (s = imatrix_metadata(w, o->imatrix)) != SB_OK) goto done;
 
     // -- convert --
     int nt = o && o->n_threads > 0 ? o->n_threads : online_cores();
@@ -616,7 +685,8 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
             if (t->data && t->type == SB_TYPE_F32) {
                 if ((s = check_finite((const float *)t->data, (int64_t)nel, t->name)) != SB_OK) goto done;
                 rowjob j = {.kind = 2, .type = p->type, .ne0 = ne0, .row_bytes = out_row,
-                            .f32 = (float *)t->data, .dst = scratch + p->off};
+                            .f32 = (float *)t->data, .dst = scratch + p->off, .qw = p->qw, .ne1 = t->ne[1],
+                            .n_mat = t->ne[2]};
                 s = rowjob_do(pool, &j, nrows);
             } else {
                 /* dequantize or generate a block of rows at a time into f32buf, then quantize it */
@@ -640,7 +710,8 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
                     if ((s = rowjob_do(pool, &j, nr)) != SB_OK) break;
                     if (t->data && (s = check_finite(f32buf, nr * ne0, t->name)) != SB_OK) break;
                     j = (rowjob){.kind = 2, .type = p->type, .ne0 = ne0, .row_bytes = out_row, .f32 = f32buf,
-                                 .dst = scratch + p->off + (size_t)r * out_row};
+                                 .dst = scratch + p->off + (size_t)r * out_row, .row_base = r, .qw = p->qw,
+                                 .ne1 = t->ne[1], .n_mat = t->ne[2]};
                     s = rowjob_do(pool, &j, nr);
                 }
                 uint8_t *dst = scratch + p->off;
@@ -702,10 +773,21 @@ sb_status rt_quantize_file(const char *in, const char *out, const char *type_nam
     SB_TRY(rt_qrules_build(o, &rules, &ov));
     rt_qopts opts = o ? *o : (rt_qopts){0};
     opts.rules = &rules;
+    rt_imatrix im = {0};
+    if (o && o->imatrix_path) {
+        sb_status si = rt_imatrix_load(o->imatrix_path, &im);
+        if (si != SB_OK) {
+            rt_qrules_free(ov, rules.n_overrides);
+            return si;
+        }
+        rules.has_imatrix = true;
+        opts.imatrix = &im;
+    }
     gguf_file f;
     sb_status s = gguf_open(in, &f);
     if (s != SB_OK) {
         rt_qrules_free(ov, rules.n_overrides);
+        rt_imatrix_free(&im);
         return s;
     }
     gguf_writer *w = NULL;
@@ -731,6 +813,7 @@ sb_status rt_quantize_file(const char *in, const char *out, const char *type_nam
     if (s != SB_OK) sb_fail_context(s, "%s -> %s", in, out);
 done:
     rt_qrules_free(ov, rules.n_overrides);
+    rt_imatrix_free(&im);
     free(ts);
     gguf_writer_free(w);
     gguf_close(&f);

@@ -10,7 +10,9 @@
  * the largest tensor (output data is staged in an unlinked scratch file next to the output, the
  * writer streams it into "<out>.tmp.<pid>" and renames).
  * llama-quantize's flags (rt_qrules): --pure, --tensor-type, --output-tensor-type,
- * --token-embedding-type, --leave-output-tensor, --allow-requantize and --imatrix (runtime/imatrix.h).
+ * --token-embedding-type, --leave-output-tensor, --allow-requantize and --imatrix (runtime/imatrix.h;
+ * the weighted quantizers are quant/imatrix.c's qk_quantize_chunk_w, not byte-verified against
+ * llama.cpp).
  * Non-goals: IQ1/IQ2/IQ3/TQ/MXFP4 mixes (refused with SB_ERR_UNSUPPORTED), split files, pruning.
  * References: llama.cpp src/llama-quant.cpp (tensor_allows_quantization, llama_tensor_get_type_impl,
  * tensor_type_fallback, llama_model_quantize_impl).
