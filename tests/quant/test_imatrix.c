@@ -9,8 +9,8 @@
  *  - Q8_0 / F16 ignore the weights (byte-identical to qk_quantize_chunk), as in llama.cpp;
  *  - every output byte is written (two poison patterns agree), rows are independent (chunk of N
  *    rows == N single rows), and the argument errors are qk_quantize_chunk's.
- * Byte-identity with llama.cpp's imatrix path could not be checked here (no llama.cpp build and no
- * reference vectors for it in the shared data); the code follows ggml-quants.c's order.
+ * Byte-identity with llama.cpp's imatrix path has no committed test (no llama.cpp build and no
+ * reference vectors for it in the shared data); docs/quant.md says how it was checked once.
  */
 #include "quant/quant.h"
 #include "quant/types.h"
