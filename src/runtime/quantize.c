@@ -771,6 +771,10 @@ sb_status rt_quantize_file(const char *in, const char *out, const char *type_nam
     rt_qrules rules;
     rt_qoverride *ov = NULL;
     SB_TRY(rt_qrules_build(o, &rules, &ov));
+    if (o && !qk_get(m->default_type)->is_quantized && (o->n_tt > 0 || o->pure || o->imatrix_path))
+        sb_log(SB_LOG_WARN, "quantize: without effect on the tensors of a %s file (not a quantized type; llama-quantize "
+               "ignores them too): %s%s%s", m->name,
+               o->n_tt > 0 ? "--tensor-type " : "", o->pure ? "--pure " : "", o->imatrix_path ? "--imatrix" : "");
     rt_qopts opts = o ? *o : (rt_qopts){0};
     opts.rules = &rules;
     rt_imatrix im = {0};

@@ -92,5 +92,10 @@ for args in "--tensor-type" "--tensor-type attn_v" "--tensor-type =q8_0" "--tens
 done
 "$sb" quantize "$tmp/f32.gguf" "$tmp/n.gguf" 2 2> /dev/null && types "$tmp/n.gguf" > "$tmp/t" && grep -q 'attn_q.weight Q4_0$' "$tmp/t" \
     && ok || bad "numeric ftype 2 = Q4_0"
+# flags llama-quantize ignores for a float mix: the same file, one warning naming them
+"$sb" quantize "$tmp/f32.gguf" "$tmp/h1.gguf" F16 2> /dev/null
+"$sb" quantize --pure --tensor-type attn=q8_0 "$tmp/f32.gguf" "$tmp/h2.gguf" F16 2> "$tmp/err"; rc=$?
+[ $rc = 0 ] && cmp -s "$tmp/h1.gguf" "$tmp/h2.gguf" && grep -q '^warning: .*without effect.*F16.*--tensor-type --pure' "$tmp/err" \
+    && ok || bad "flags on F16: rc=$rc $(cat "$tmp/err")"
 ls "$tmp" | grep -q -e '\.tmp\.' -e '\.scratch\.' && bad "temporary files left" || ok
 finish
