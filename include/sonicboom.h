@@ -618,11 +618,13 @@ SB_API void sb_quantize_default_options(sb_quantize_options *o);
 
 /* sb_quantize_file with llama-quantize's flags (o may be NULL: defaults, i.e. re-quantizing is
  * refused) and the sizes of what was written (stats may be NULL; filled on success). Mix names also
- * accept llama-quantize's aliases Q3_K/Q4_K/Q5_K and numeric ftypes; the mixes this build cannot
- * write (IQ1_S IQ1_M IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS IQ3_XS IQ3_S IQ3_M TQ1_0 TQ2_0 MXFP4_MOE
- * Q2_K_S ...) and type names without a quantizer give SB_ERR_UNSUPPORTED naming the type. Errors as
- * sb_quantize_file plus SB_ERR_INVALID_ARG (requantizing refused, bad type name or pattern,
- * struct_size too small) and SB_ERR_FORMAT (bad imatrix file: the problem is named). */
+ * accept llama-quantize's aliases Q3_K/Q4_K/Q5_K, its numeric ftypes and Q2_K_S (which, as in
+ * llama-quantize, needs imatrix_path: its Q2_K tensors fail with SB_ERR_INVALID_ARG without
+ * importance weights); the mixes this build cannot write (IQ1_S IQ1_M IQ2_XXS IQ2_XS IQ2_S IQ2_M
+ * IQ3_XXS IQ3_XS IQ3_S IQ3_M TQ1_0 TQ2_0 MXFP4_MOE ...) and type names without a quantizer give
+ * SB_ERR_UNSUPPORTED naming the type. Errors as sb_quantize_file plus SB_ERR_INVALID_ARG
+ * (requantizing refused, bad type name or pattern, struct_size too small, Q2_K_S without imatrix)
+ * and SB_ERR_FORMAT (bad imatrix file: the problem is named). */
 SB_API sb_status sb_quantize_file_ex(const char *in, const char *out, const char *type_name,
                                      const sb_quantize_params *p, const sb_quantize_options *o,
                                      sb_quantize_stats *stats);

@@ -37,7 +37,7 @@
 enum {
     FT_F32 = 0, FT_F16 = 1, FT_Q4_0 = 2, FT_Q4_1 = 3, FT_Q8_0 = 7, FT_Q5_0 = 8, FT_Q5_1 = 9, FT_Q2_K = 10,
     FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13, FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_S = 16,
-    FT_Q5_K_M = 17, FT_Q6_K = 18, FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_BF16 = 32,
+    FT_Q5_K_M = 17, FT_Q6_K = 18, FT_Q2_K_S = 21, FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_BF16 = 32,
 };
 
 static const rt_qmix mixes[] = {
@@ -49,7 +49,8 @@ static const rt_qmix mixes[] = {
     {"Q4_K_S", FT_Q4_K_S, SB_TYPE_Q4_K},  {"Q4_1", FT_Q4_1, SB_TYPE_Q4_1},
     {"Q4_0", FT_Q4_0, SB_TYPE_Q4_0},      {"Q3_K_L", FT_Q3_K_L, SB_TYPE_Q3_K},
     {"Q3_K_M", FT_Q3_K_M, SB_TYPE_Q3_K},  {"Q3_K_S", FT_Q3_K_S, SB_TYPE_Q3_K},
-    {"Q2_K", FT_Q2_K, SB_TYPE_Q2_K},      {"IQ4_NL", FT_IQ4_NL, SB_TYPE_IQ4_NL},
+    {"Q2_K", FT_Q2_K, SB_TYPE_Q2_K},      {"Q2_K_S", FT_Q2_K_S, SB_TYPE_Q2_K},
+    {"IQ4_NL", FT_IQ4_NL, SB_TYPE_IQ4_NL},
     {"IQ4_XS", FT_IQ4_XS, SB_TYPE_IQ4_XS},
 };
 
@@ -69,12 +70,12 @@ const rt_qmix *rt_qmix_find(const char *name) {
     return NULL;
 }
 
-/* Mixes llama-quantize offers that this build cannot write: the IQ1-IQ3 grids, TQ, MXFP4, Q2_K_S
- * (whose Q2_K tensors require an importance matrix) and the newest formats. */
+/* Mixes llama-quantize offers that this build cannot write: the IQ1-IQ3 grids, TQ, MXFP4 and the
+ * newest formats. */
 static bool mix_unsupported(const char *name) {
     static const char *const names[] = {
         "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M", "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M",
-        "TQ1_0", "TQ2_0", "MXFP4_MOE", "NVFP4", "Q1_0", "Q2_0", "Q2_K_S", "COPY",
+        "TQ1_0", "TQ2_0", "MXFP4_MOE", "NVFP4", "Q1_0", "Q2_0", "COPY",
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcasecmp(name, names[i])) return true;
@@ -186,6 +187,7 @@ static sb_status mix_rules(const rt_qmix *mx, const rt_qmodel *m, rt_qstate *st,
         /* untied embeddings keep the default type under every mix offered here */
     } else if (is_attn_v_like(c)) {
         if (ft == FT_Q2_K) t = m->n_gqa >= 4 ? SB_TYPE_Q4_K : SB_TYPE_Q3_K;
+        else if (ft == FT_Q2_K_S && m->n_gqa >= 4) t = SB_TYPE_Q4_K;
         else if (ft == FT_Q3_K_M) t = st->i_attn_v < 2 ? SB_TYPE_Q5_K : SB_TYPE_Q4_K;
         else if (ft == FT_Q3_K_L) t = SB_TYPE_Q5_K;
         else if ((ft == FT_IQ4_NL || ft == FT_IQ4_XS) && m->n_gqa >= 4) t = SB_TYPE_Q5_K;
@@ -202,7 +204,9 @@ static sb_status mix_rules(const rt_qmix *mx, const rt_qmodel *m, rt_qstate *st,
         int i, n = m->n_layer;
         SB_TRY(layer_info(m, name, st->i_ffn_down, &i));
         if (ft == FT_Q2_K) t = SB_TYPE_Q3_K;
-        else if (ft == FT_Q3_K_M)
+        else if (ft == FT_Q2_K_S) {
+            if (i < n / 8) t = SB_TYPE_Q4_K;
+        } else if (ft == FT_Q3_K_M)
             t = i < n / 16 ? SB_TYPE_Q5_K : (!m->falcon || use_more_bits(i, n)) ? SB_TYPE_Q4_K : SB_TYPE_Q3_K;
         else if (ft == FT_Q3_K_L) t = m->falcon ? SB_TYPE_Q4_K : SB_TYPE_Q5_K;
         else if (ft == FT_Q4_K_M) {
@@ -411,6 +415,13 @@ typedef struct plan {
     uint64_t off;       /* offset in the scratch file when convert */
     const float *qw;    /* importance weights (ne[2] rows of ne[0]) when converting with an imatrix */
 } plan;
+
+/* tensor_requires_imatrix: Q2_K tensors of a Q2_K_S file, token embeddings and output aside (the
+ * IQ1-IQ3 types that always need one are not written here). */
+static bool requires_imatrix(const rt_qmix *m, const char *name, int n_dims, int type) {
+    return m->ftype == FT_Q2_K_S && type == SB_TYPE_Q2_K && rt_quant_allows(name, n_dims) &&
+           strcmp(name, "token_embd.weight") && strcmp(name, "per_layer_token_embd.weight") && strcmp(name, "output.weight");
+}
 
 /* Every imatrix entry names a tensor of the model (an imatrix of another model is refused). */
 static sb_status imatrix_matches_model(const rt_imatrix *im, const rt_qtensor *ts, int64_t n) {
@@ -634,6 +645,12 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
             }
             if (t->data && src->is_quantized) n_requant++;
             if ((s = imatrix_weights(o ? o->imatrix : NULL, t, &p->qw)) != SB_OK) goto done;
+            if (requires_imatrix(m, t->name, n_dims, p->type) && !p->qw) {
+                s = sb_fail(SB_ERR_INVALID_ARG, "quantize: %s needs an importance matrix (--imatrix) for tensor \"%s\" "
+                            "(%s)%s", m->name, t->name, qk_get(p->type)->name,
+                            o && o->imatrix ? ": the imatrix has no entry for it" : "");
+                goto done;
+            }
             p->off = scratch_size;
             if (ckd_pad(&scratch_size, scratch_size + p->nbytes, 64)) {
                 s = sb_fail(SB_ERR_RANGE, "quantize: output too large");
@@ -758,8 +775,7 @@ sb_status rt_quantize_file(const char *in, const char *out, const char *type_nam
     const rt_qmix *m = rt_qmix_find(type_name);
     if (!m && mix_unsupported(type_name))
         return sb_fail(SB_ERR_UNSUPPORTED, "quantize: type %s is not supported by this build: its quantizers (the "
-                       "IQ1/IQ2/IQ3 grids, TQ, FP4; Q2_K_S needs an importance matrix for Q2_K) are not implemented",
-                       type_name);
+                       "IQ1/IQ2/IQ3 grids, TQ, FP4) are not implemented", type_name);
     if (!m) {
         char list[512] = "";
         for (int i = 0; rt_qmix_at(i); i++) {

@@ -173,7 +173,8 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
 
 /* The whole `sb quantize`: read in, copy its metadata in order, quantize, write out atomically.
  * Mix names as llama-quantize's (case-insensitive), its aliases Q3_K/Q4_K/Q5_K and its numeric
- * ftypes; the IQ1/IQ2/IQ3/TQ/MXFP4/Q2_K_S mixes give SB_ERR_UNSUPPORTED naming the mix. */
+ * ftypes; Q2_K_S requires an imatrix for its Q2_K tensors (SB_ERR_INVALID_ARG without); the
+ * IQ1/IQ2/IQ3/TQ/MXFP4 mixes give SB_ERR_UNSUPPORTED naming the mix. */
 sb_status rt_quantize_file(const char *in, const char *out, const char *type_name, const rt_qopts *o);
 
 #endif

@@ -42,6 +42,15 @@ cmp -s "$tmp/w.gguf" "$tmp/w2.gguf" && ok || bad "imatrix output differs between
 "$sb" quantize --imatrix "$tmp/im-uniform.gguf" "$tmp/m.gguf" "$tmp/u.gguf" Q5_0 2> /dev/null && ok || bad "uniform imatrix"
 "$sb" quantize --imatrix "$tmp/im-valid.gguf" "$tmp/m.gguf" "$tmp/i4.gguf" IQ4_XS 2> /dev/null && ok || bad "IQ4_XS with imatrix"
 
+# Q2_K_S: llama-quantize requires an imatrix for its Q2_K tensors (not for the embeddings / output)
+"$sb" quantize "$tmp/m.gguf" "$tmp/k.gguf" Q2_K_S 2> "$tmp/err"; rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^error: SB_ERR_INVALID_ARG: .*Q2_K_S needs an importance matrix (--imatrix) for tensor "blk.0.attn_k.weight" (Q2_K)' "$tmp/err" \
+    && [ ! -e "$tmp/k.gguf" ] && ok || bad "Q2_K_S without imatrix: rc=$rc $(cat "$tmp/err")"
+"$sb" quantize --imatrix "$tmp/im-valid.gguf" "$tmp/m.gguf" "$tmp/k.gguf" Q2_K_S 2> "$tmp/err"; rc=$?
+"$sb" info "$tmp/k.gguf" > "$tmp/info" 2>&1
+[ $rc = 0 ] && grep -q 'general.file_type .*= 21$' "$tmp/info" && grep -q 'blk.0.ffn_down.weight *Q2_K ' "$tmp/info" \
+    && grep -q 'token_embd.weight *Q6_K ' "$tmp/info" && ok || bad "Q2_K_S with imatrix: rc=$rc $(cat "$tmp/err")"
+
 # check_fail MODE TEXT: exit 1, one line naming the problem, no output
 check_fail() {
     "$sb" quantize --imatrix "$tmp/im-$1.gguf" "$tmp/m.gguf" "$tmp/x.gguf" Q4_K_M > "$tmp/out" 2> "$tmp/err"; rc=$?

@@ -452,6 +452,17 @@ static void flag_rule_tests(void) {
     rt_qstate_init(&st, names, 4);
     st.rules = &r;
     CHECK(rt_quant_tensor_type(iq4, &md, &st, "blk.0.ffn_down.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_IQ4_XS);
+    // Q2_K_S: attn_v -> Q4_K with GQA >= 4, ffn_down of the first n_layer/8 layers -> Q4_K
+    const rt_qmix *q2ks = rt_qmix_find("q2_k_s");
+    const rt_qmodel gqa8 = {.n_layer = 16, .n_gqa = 8};
+    r = rt_qrules_default();
+    rt_qstate_init(&st, names, 4);
+    CHECK(q2ks && q2ks->ftype == 21 && q2ks->default_type == SB_TYPE_Q2_K);
+    CHECK(rt_quant_tensor_type(q2ks, &gqa8, &st, "blk.0.attn_v.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q4_K);
+    CHECK(rt_quant_tensor_type(q2ks, &md, &st, "blk.1.attn_v.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q2_K);
+    CHECK(rt_quant_tensor_type(q2ks, &md, &st, "blk.0.ffn_down.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q4_K);
+    CHECK(rt_quant_tensor_type(q2ks, &md, &st, "blk.1.ffn_down.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q4_K);
+    CHECK(rt_quant_tensor_type(q2ks, &md, &st, "blk.2.ffn_down.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q2_K);
     // --pure: the default type, the shape fallback still applies; output / tied embeddings too
     r = rt_qrules_default();
     r.pure = true;
