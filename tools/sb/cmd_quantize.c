@@ -69,7 +69,8 @@ static void usage(FILE *f) {
     for (int i = 0; sb_quantize_type_name(i); i++) fprintf(f, " %s", sb_quantize_type_name(i));
     fprintf(f, "\n"
                "                             (also Q3_K Q4_K Q5_K = the _M mixes, or llama.cpp's ftype number;\n"
-               "                             llama-quantize's per-tensor mixes; the tensor data equals its own)\n"
+               "                             llama-quantize's per-tensor mixes; without --imatrix the tensor data\n"
+               "                             equals its own; Q2_K_S needs --imatrix)\n"
                "  --allow-requantize         allow converting tensors that are already quantized (loses quality)\n"
                "  --pure                     no mixture rules: every quantizable tensor in TYPE's base type\n"
                "  --leave-output-tensor      keep output.weight in its input type\n"
@@ -77,7 +78,7 @@ static void usage(FILE *f) {
                "  --token-embedding-type T   ggml type for token_embd.weight\n"
                "  --tensor-type PATTERN=T    tensors whose name matches the regular expression PATTERN get type T\n"
                "                             (repeatable; the first matching pattern wins), e.g. attn_v=q8_0\n"
-               "  --imatrix FILE             importance matrix (llama-imatrix's GGUF output) for the quantizers\n"
+               "  --imatrix FILE             importance matrix (llama-imatrix's GGUF output; not the legacy .dat)\n"
                "  --threads N                worker threads (default: all cores)\n"
                "  -v                         also print each tensor's type decision and shape fallbacks\n"
                "The output is written to a temporary file and renamed when complete. On success one line gives\n"
