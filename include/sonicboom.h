@@ -597,7 +597,8 @@ typedef struct sb_quantize_params {
  * output / tied embeddings Q6_K; attn_v / ffn_down bumps by layer; shape fallback when a row is not
  * a multiple of the block), and for an F32/F16/BF16 input the tensor data, tensor order and
  * metadata layout are byte-identical to llama-quantize's (no imatrix). Tensors already in a
- * quantized type are dequantized first (a SB_LOG_WARN message says so). The output is written to
+ * quantized type are dequantized first (a SB_LOG_WARN message says so; this entry point behaves as
+ * sb_quantize_file_ex with allow_requantize = 1). The output is written to
  * a temporary file and renamed, so `out` is either complete or untouched. p may be NULL (defaults).
  * Errors: SB_ERR_INVALID_ARG (NULL args, unknown type name: the valid ones are listed),
  * SB_ERR_IO, SB_ERR_OOM, SB_ERR_FORMAT_* (bad input), SB_ERR_UNSUPPORTED (a tensor type that
@@ -609,6 +610,58 @@ SB_API sb_status sb_quantize_file(const char *in, const char *out, const char *t
 
 /* Name of quantization mix i (0..), NULL past the end. */
 SB_API const char *sb_quantize_type_name(int i);
+
+/* A --tensor-type override of sb_quantize_file_ex. */
+typedef struct sb_quantize_tensor_type {
+    const char *pattern;    /* regular expression (PCRE2 syntax, lowercased first as llama-quantize does)
+                               searched anywhere in the tensor name, e.g. "attn_v" or "blk\.1[0-9]\.ffn_down" */
+    const char *type_name;  /* ggml type name, case-insensitive: "q8_0", "Q4_K", "f16", ... */
+} sb_quantize_tensor_type;
+
+/* llama-quantize's flags for sb_quantize_file_ex. Fill with sb_quantize_default_options(), then
+ * set fields; new fields are only ever appended, and struct_size tells the library which exist. */
+typedef struct sb_quantize_options {
+    size_t struct_size;          /* sizeof(sb_quantize_options), set by sb_quantize_default_options */
+    int allow_requantize;        /* 0 (default): an input tensor in a quantized type that the mix would
+                                    convert fails with SB_ERR_INVALID_ARG naming it; 1: it is
+                                    dequantized and re-quantized (with a SB_LOG_WARN message) */
+    int pure;                    /* 1: every quantizable tensor gets the mix's default type: no mix rules
+                                    (no output/attn_v/ffn_down bumps); overrides and the shape fallback
+                                    still apply */
+    int leave_output_tensor;     /* 1: output.weight is copied in its input type */
+    const char *output_tensor_type;    /* ggml type name for output.weight (and tied embeddings); NULL = mix */
+    const char *token_embedding_type;  /* ggml type name for token_embd.weight; NULL = mix */
+    const sb_quantize_tensor_type *tensor_types; /* overrides, first match wins; the tensor skips the
+                                    mix rules, the shape fallback still applies; only when the mix's
+                                    default type is a quantized one (as llama-quantize) */
+    size_t n_tensor_types;
+    const char *imatrix_path;    /* llama.cpp imatrix GGUF (llama-imatrix output): per-column importance
+                                    weights used by the quantizers; NULL = none. Checked strictly
+                                    (SB_ERR_FORMAT naming the problem); the legacy .dat format is refused */
+} sb_quantize_options;
+
+/* Sizes for llama-quantize's summary line. BPW = bits per weight = bytes * 8 / n_elements. */
+typedef struct sb_quantize_stats {
+    uint64_t n_elements;         /* elements of all tensors */
+    uint64_t bytes_in;           /* tensor data bytes of the input */
+    uint64_t bytes_out;          /* tensor data bytes of the output */
+} sb_quantize_stats;
+
+/* Defaults: no flags, struct_size set. */
+SB_API void sb_quantize_default_options(sb_quantize_options *o);
+
+/* sb_quantize_file with llama-quantize's flags (o may be NULL: defaults, i.e. re-quantizing is
+ * refused) and the sizes of what was written (stats may be NULL; filled on success). Mix names also
+ * accept llama-quantize's aliases Q3_K/Q4_K/Q5_K, its numeric ftypes and Q2_K_S (which, as in
+ * llama-quantize, needs imatrix_path: its Q2_K tensors fail with SB_ERR_INVALID_ARG without
+ * importance weights); the mixes this build cannot write (IQ1_S IQ1_M IQ2_XXS IQ2_XS IQ2_S IQ2_M
+ * IQ3_XXS IQ3_XS IQ3_S IQ3_M TQ1_0 TQ2_0 MXFP4_MOE ...) and type names without a quantizer give
+ * SB_ERR_UNSUPPORTED naming the type. Errors as sb_quantize_file plus SB_ERR_INVALID_ARG
+ * (requantizing refused, bad type name or pattern, struct_size too small, Q2_K_S without imatrix)
+ * and SB_ERR_FORMAT (bad imatrix file: the problem is named). */
+SB_API sb_status sb_quantize_file_ex(const char *in, const char *out, const char *type_name,
+                                     const sb_quantize_params *p, const sb_quantize_options *o,
+                                     sb_quantize_stats *stats);
 
 typedef struct sb_synth_params {
     const char *type_name;    /* a mix as for sb_quantize_file; NULL = "F32" */

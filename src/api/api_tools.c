@@ -10,12 +10,70 @@
 #include "runtime/synth.h"
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 SB_API sb_status sb_quantize_file(const char *in, const char *out, const char *type_name, const sb_quantize_params *p) {
     if (!in || !out || !type_name) return sb_fail(SB_ERR_INVALID_ARG, "sb_quantize_file: NULL argument");
-    rt_qopts o = {0};
-    if (p) o = (rt_qopts){.n_threads = p->n_threads, .progress = p->progress, .progress_user = p->progress_user};
+    rt_qopts o = {.allow_requantize = true};
+    if (p) {
+        o.n_threads = p->n_threads;
+        o.progress = p->progress;
+        o.progress_user = p->progress_user;
+    }
     return rt_quantize_file(in, out, type_name, &o);
+}
+
+SB_API void sb_quantize_default_options(sb_quantize_options *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+}
+
+enum { MAX_TENSOR_TYPES = 4096 };
+
+SB_API sb_status sb_quantize_file_ex(const char *in, const char *out, const char *type_name,
+                                     const sb_quantize_params *p, const sb_quantize_options *o,
+                                     sb_quantize_stats *stats) {
+    if (!in || !out || !type_name) return sb_fail(SB_ERR_INVALID_ARG, "sb_quantize_file_ex: NULL argument");
+    sb_quantize_options d;
+    sb_quantize_default_options(&d);
+    if (o && o->struct_size < sizeof(sb_quantize_options))
+        return sb_fail(SB_ERR_INVALID_ARG, "sb_quantize_file_ex: options.struct_size %zu is too small (fill the "
+                       "options with sb_quantize_default_options)", o->struct_size);
+    if (!o) o = &d;
+    if (o->n_tensor_types > MAX_TENSOR_TYPES || (o->n_tensor_types && !o->tensor_types))
+        return sb_fail(SB_ERR_INVALID_ARG, "sb_quantize_file_ex: %zu tensor-type overrides (at most %d, non-NULL list)",
+                       o->n_tensor_types, MAX_TENSOR_TYPES);
+    const char **tp = NULL, **tt = NULL;
+    if (o->n_tensor_types) {
+        tp = (const char **)calloc(o->n_tensor_types, sizeof *tp);
+        tt = (const char **)calloc(o->n_tensor_types, sizeof *tt);
+        if (!tp || !tt) {
+            free(tp);
+            free(tt);
+            return sb_fail(SB_ERR_OOM, "sb_quantize_file_ex: %zu overrides", o->n_tensor_types);
+        }
+        for (size_t i = 0; i < o->n_tensor_types; i++) {
+            tp[i] = o->tensor_types[i].pattern;
+            tt[i] = o->tensor_types[i].type_name;
+        }
+    }
+    rt_qstats st = {0};
+    rt_qopts q = {.allow_requantize = o->allow_requantize != 0, .pure = o->pure != 0,
+                  .leave_output = o->leave_output_tensor != 0, .output_type_name = o->output_tensor_type,
+                  .token_embd_type_name = o->token_embedding_type, .tt_patterns = tp, .tt_types = tt,
+                  .n_tt = (int)o->n_tensor_types, .imatrix_path = o->imatrix_path, .stats = &st};
+    if (p) {
+        q.n_threads = p->n_threads;
+        q.progress = p->progress;
+        q.progress_user = p->progress_user;
+    }
+    sb_status s = rt_quantize_file(in, out, type_name, &q);
+    free(tp);
+    free(tt);
+    if (s == SB_OK && stats) *stats = (sb_quantize_stats){st.n_elements, st.bytes_in, st.bytes_out};
+    return s;
 }
 
 SB_API const char *sb_quantize_type_name(int i) {

@@ -11,7 +11,9 @@
  *    qk_quantize_row_iq4_nl_ref. ggml leaves a near-zero block's L as whatever its scratch held;
  *    we store L = 0 there (qs = 0x00; d = 0, so the values are 0 either way).
  * Invariants: fp32 in the order written (-ffp-contract=off); best_index ties go to the upper index.
- * Non-goals: the imatrix weighting (qw*sqrt(σ²+x²)).
+ *  - with an importance matrix (quantize_iq4_nl / quantize_iq4_xs with quant_weights): the same
+ *    search with weights qw*sqrt(σ² + x²), σ² = Σx² over the super-block times 2/super-block size
+ *    (32 for IQ4_NL, 256 for IQ4_XS): qk_quantize_row_iq4_{nl,xs}_imatrix.
  */
 #include "quant/quant.h"
 #include "quant/blocks.h"
@@ -33,11 +35,21 @@ static inline int best_index_iq4(float v) {
     return v - val[mu - 1] < val[mu] - v ? mu - 1 : mu;
 }
 
-/* Best scale of one 32-sub-block with weights x² (quantize_row_iq4_nl_impl's inner search).
+/* The weights of one 32-sub-block: x² without an imatrix, qw*sqrt(sigma2 + x²) with one. */
+static void sub_block_weights(const float *xb, const float *qw, float sigma2, float *weight) {
+    for (int j = 0; j < 32; j++) weight[j] = qw ? qw[j] * sqrtf(sigma2 + xb[j] * xb[j]) : xb[j] * xb[j];
+}
+
+/* ggml's sigma2 of a super-block: (Σx²) * (2/size), in that order. */
+static float super_block_sigma2(const float *x, int size) {
+    float s = 0;
+    for (int j = 0; j < size; j++) s += x[j] * x[j];
+    return s * (2.f / (float)size);
+}
+
+/* Best scale of one 32-sub-block with the given weights (quantize_row_iq4_nl_impl's inner search).
  * Writes the first-pass L (from d0 = ±max/kv[0]); returns d (0 for a near-zero group). */
-static float fit_sub_block(const float *xb, uint8_t *Lb, int ntry) {
-    float weight[32];
-    for (int j = 0; j < 32; j++) weight[j] = xb[j] * xb[j];
+static float fit_sub_block(const float *xb, uint8_t *Lb, int ntry, const float *weight) {
     const float max = qk_signed_absmax(32, xb);
     if (fabsf(max) < QK_GROUP_MAX_EPS) {
         memset(Lb, 0, 32);
@@ -81,12 +93,14 @@ static void pack_nibbles(uint8_t *qs, const uint8_t *L, int n) {
 
 // ---- IQ4_NL ----
 
-static void quantize_iq4_nl_rows(const float *x, void *vy, int64_t n, int ntry) {
+static void quantize_iq4_nl_rows(const float *x, void *vy, int64_t n, int ntry, const float *qw) {
     QK_CHECK_ROW(n, QK4_NL);
     blk_iq4_nl *y = (blk_iq4_nl *)vy;
     uint8_t L[QK4_NL];
+    float weight[QK4_NL];
     for (int64_t i = 0; i < n / QK4_NL; i++, x += QK4_NL) {
-        const float d = fit_sub_block(x, L, ntry);
+        sub_block_weights(x, qw ? qw + QK4_NL * i : NULL, qw ? super_block_sigma2(x, QK4_NL) : 0.f, weight);
+        const float d = fit_sub_block(x, L, ntry, weight);
         y[i].d = qk_fp32_to_fp16(d);
         if (ntry > 0) {
             /* recompute L from the unrounded d; d == 0 gives id = 0 and L = 8 (qs 0x88) */
@@ -97,9 +111,13 @@ static void quantize_iq4_nl_rows(const float *x, void *vy, int64_t n, int ntry) 
     }
 }
 
-void qk_quantize_row_iq4_nl_ref(const float *x, void *y, int64_t n) { quantize_iq4_nl_rows(x, y, n, -1); }
+void qk_quantize_row_iq4_nl_ref(const float *x, void *y, int64_t n) { quantize_iq4_nl_rows(x, y, n, -1, NULL); }
 
-void qk_quantize_row_iq4_nl(const float *x, void *y, int64_t n) { quantize_iq4_nl_rows(x, y, n, 7); }
+void qk_quantize_row_iq4_nl(const float *x, void *y, int64_t n) { quantize_iq4_nl_rows(x, y, n, 7, NULL); }
+
+void qk_quantize_row_iq4_nl_imatrix(const float *x, void *y, int64_t n, const float *qw) {
+    quantize_iq4_nl_rows(x, y, n, 7, qw);
+}
 
 void qk_dequantize_row_iq4_nl(const void *vx, float *y, int64_t n) {
     QK_CHECK_ROW(n, QK4_NL);
@@ -115,13 +133,25 @@ void qk_dequantize_row_iq4_nl(const void *vx, float *y, int64_t n) {
 
 // ---- IQ4_XS ----
 
-void qk_quantize_row_iq4_xs_ref(const float *x, void *vy, int64_t n) {
+static void quantize_iq4_xs_rows(const float *x, void *vy, int64_t n, const float *qw);
+
+void qk_quantize_row_iq4_xs_ref(const float *x, void *vy, int64_t n) { quantize_iq4_xs_rows(x, vy, n, NULL); }
+
+void qk_quantize_row_iq4_xs_imatrix(const float *x, void *vy, int64_t n, const float *qw) {
+    quantize_iq4_xs_rows(x, vy, n, qw);
+}
+
+static void quantize_iq4_xs_rows(const float *x, void *vy, int64_t n, const float *qw) {
     QK_CHECK_ROW(n, QK_K);
     blk_iq4_xs *y = (blk_iq4_xs *)vy;
     uint8_t L[QK_K];
-    float scales[QK_K / 32];
+    float scales[QK_K / 32], weight[32];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
-        for (int ib = 0; ib < QK_K / 32; ib++) scales[ib] = fit_sub_block(x + 32 * ib, L + 32 * ib, 7);
+        const float sigma2 = qw ? super_block_sigma2(x, QK_K) : 0.f;
+        for (int ib = 0; ib < QK_K / 32; ib++) {
+            sub_block_weights(x + 32 * ib, qw ? qw + QK_K * i + 32 * ib : NULL, sigma2, weight);
+            scales[ib] = fit_sub_block(x + 32 * ib, L + 32 * ib, 7, weight);
+        }
         const float max_scale = qk_signed_absmax(QK_K / 32, scales);
         const float d = -max_scale / 32;          /* zero super-block: -0.0 -> 0x8000 */
         y[i].d = qk_fp32_to_fp16(d);

@@ -106,6 +106,12 @@ static inline float qk_q8_ref_block(const float *x, uint16_t *dh, int8_t *qs) {
     return d;
 }
 
+/* The K-quant fitting helpers (k_quants.c, formats.md §2.13) for the legacy imatrix quantizers:
+ * make_qx_quants with rmse_type 1 and weights qw (x² when NULL), L in 0..2*nmax-1; and
+ * make_qkx3_quants(n <= 32, nmax, x, w, L, &the_min, -0.9, 0.05, 36, no MAD). */
+float qk_make_qx_quants(int n, int nmax, const float *x, int8_t *L, const float *qw);
+float qk_make_qkx3_quants(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min);
+
 /* Row length check shared by every row function: n must be a non-negative multiple of blck. */
 #define QK_CHECK_ROW(n, blck) SB_ASSERT((n) >= 0 && (n) % (blck) == 0)
 

@@ -10,7 +10,7 @@
  *  - Every output byte is written (also where ggml leaves bytes untouched; noted per function).
  *  - Pure functions of their input; no allocation, no global state, thread-safe.
  *  - NaN/Inf inputs give defined but meaningless blocks (as in llama.cpp); never UB or a crash.
- * Non-goals: imatrix-weighted quantization; the IQ1/IQ2/IQ3/TQ/MXFP4/NVFP4 formats; SIMD.
+ * Non-goals: the IQ1/IQ2/IQ3/TQ/MXFP4/NVFP4 formats; SIMD.
  */
 #ifndef SB_QUANT_QUANT_H
 #define SB_QUANT_QUANT_H
@@ -93,5 +93,29 @@ sb_status qk_quantize_chunk(int type, const float *src, void *dst, int64_t nrows
 /* The quantizer qk_quantize_chunk uses for `type` (NULL when none): for most types this is
  * traits->from_float_ref; for IQ4_NL it is qk_quantize_row_iq4_nl (ntry = 7), not the ref. */
 qk_from_float_fn qk_chunk_quantizer(int type);
+
+// ---- importance-matrix quantization (llama-quantize --imatrix) ----
+
+/* One row of n values (a multiple of the block) with per-column importance qw[0..n): ggml's
+ * quantize_row_<type>_impl / quantize_<type> with quant_weights (formats.md §2 "With an imatrix").
+ * The legacy types use the row-wide σ² = Σx²/n; the K-quants and IQ4 a per-super-block σ². */
+void qk_quantize_row_q4_0_imatrix(const float *x, void *y, int64_t n, const float *qw);
+void qk_quantize_row_q4_1_imatrix(const float *x, void *y, int64_t n, const float *qw);
+void qk_quantize_row_q5_0_imatrix(const float *x, void *y, int64_t n, const float *qw);
+void qk_quantize_row_q5_1_imatrix(const float *x, void *y, int64_t n, const float *qw);
+void qk_quantize_row_q2_K_imatrix(const float *x, void *y, int64_t n, const float *qw);
+void qk_quantize_row_q3_K_imatrix(const float *x, void *y, int64_t n, const float *qw);
+void qk_quantize_row_q4_K_imatrix(const float *x, void *y, int64_t n, const float *qw);
+void qk_quantize_row_q5_K_imatrix(const float *x, void *y, int64_t n, const float *qw);
+void qk_quantize_row_q6_K_imatrix(const float *x, void *y, int64_t n, const float *qw);
+void qk_quantize_row_iq4_nl_imatrix(const float *x, void *y, int64_t n, const float *qw);
+void qk_quantize_row_iq4_xs_imatrix(const float *x, void *y, int64_t n, const float *qw);
+
+/* qk_quantize_chunk with importance weights qw (n_per_row values, the same for every row; NULL =
+ * qk_quantize_chunk): ggml_quantize_chunk(type, ..., imatrix = qw). Types whose llama.cpp
+ * quantizer ignores the weights (Q8_0, F16, BF16, F32) quantize as without them. Same errors as
+ * qk_quantize_chunk. */
+sb_status qk_quantize_chunk_w(int type, const float *src, void *dst, int64_t nrows, int64_t n_per_row,
+                              const float *qw);
 
 #endif

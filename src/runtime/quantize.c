@@ -13,6 +13,7 @@
  * check_tensors does.
  */
 #include "runtime/quantize.h"
+#include "runtime/imatrix.h"
 #include "base/ckd.h"
 #include "base/status.h"
 #include "base/threadpool.h"
@@ -36,7 +37,7 @@
 enum {
     FT_F32 = 0, FT_F16 = 1, FT_Q4_0 = 2, FT_Q4_1 = 3, FT_Q8_0 = 7, FT_Q5_0 = 8, FT_Q5_1 = 9, FT_Q2_K = 10,
     FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13, FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_S = 16,
-    FT_Q5_K_M = 17, FT_Q6_K = 18, FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_BF16 = 32,
+    FT_Q5_K_M = 17, FT_Q6_K = 18, FT_Q2_K_S = 21, FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_BF16 = 32,
 };
 
 static const rt_qmix mixes[] = {
@@ -48,15 +49,37 @@ static const rt_qmix mixes[] = {
     {"Q4_K_S", FT_Q4_K_S, SB_TYPE_Q4_K},  {"Q4_1", FT_Q4_1, SB_TYPE_Q4_1},
     {"Q4_0", FT_Q4_0, SB_TYPE_Q4_0},      {"Q3_K_L", FT_Q3_K_L, SB_TYPE_Q3_K},
     {"Q3_K_M", FT_Q3_K_M, SB_TYPE_Q3_K},  {"Q3_K_S", FT_Q3_K_S, SB_TYPE_Q3_K},
-    {"Q2_K", FT_Q2_K, SB_TYPE_Q2_K},      {"IQ4_NL", FT_IQ4_NL, SB_TYPE_IQ4_NL},
+    {"Q2_K", FT_Q2_K, SB_TYPE_Q2_K},      {"Q2_K_S", FT_Q2_K_S, SB_TYPE_Q2_K},
+    {"IQ4_NL", FT_IQ4_NL, SB_TYPE_IQ4_NL},
     {"IQ4_XS", FT_IQ4_XS, SB_TYPE_IQ4_XS},
+};
+
+/* llama-quantize's aliases */
+static const struct { const char *alias, *mix; } aliases[] = {
+    {"Q3_K", "Q3_K_M"}, {"Q4_K", "Q4_K_M"}, {"Q5_K", "Q5_K_M"},
 };
 
 const rt_qmix *rt_qmix_find(const char *name) {
     if (!name) return NULL;
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (!strcasecmp(name, aliases[i].alias)) name = aliases[i].mix;
+    char *end = (char *)name;
+    long ft = name[0] >= '0' && name[0] <= '9' ? strtol(name, &end, 10) : -1;
     for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++)
-        if (!strcasecmp(name, mixes[i].name)) return &mixes[i];
+        if (!strcasecmp(name, mixes[i].name) || (ft >= 0 && !*end && ft == mixes[i].ftype)) return &mixes[i];
     return NULL;
+}
+
+/* Mixes llama-quantize offers that this build cannot write: the IQ1-IQ3 grids, TQ, MXFP4 and the
+ * newest formats. */
+static bool mix_unsupported(const char *name) {
+    static const char *const names[] = {
+        "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M", "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M",
+        "TQ1_0", "TQ2_0", "MXFP4_MOE", "NVFP4", "Q1_0", "Q2_0", "COPY",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcasecmp(name, names[i])) return true;
+    return false;
 }
 
 const rt_qmix *rt_qmix_at(int i) {
@@ -154,14 +177,17 @@ static sb_status layer_info(const rt_qmodel *m, const char *name, int counter, i
 static sb_status mix_rules(const rt_qmix *mx, const rt_qmodel *m, rt_qstate *st, const char *name, cat c,
                            const int64_t ne[4], int *type) {
     const int ft = mx->ftype;
+    const bool imatrix = st->rules && st->rules->has_imatrix;
     int t = *type;
     if (c == CAT_OUTPUT || (!st->has_output && c == CAT_TOKEN_EMBD)) {
-        if (m->falcon || ne[0] % blck(t) != 0) t = SB_TYPE_Q8_0;
+        if (st->rules && st->rules->output_type >= 0) t = st->rules->output_type;
+        else if (m->falcon || ne[0] % blck(t) != 0) t = SB_TYPE_Q8_0;
         else if (t != SB_TYPE_Q8_0) t = SB_TYPE_Q6_K;
     } else if (c == CAT_TOKEN_EMBD) {
         /* untied embeddings keep the default type under every mix offered here */
     } else if (is_attn_v_like(c)) {
         if (ft == FT_Q2_K) t = m->n_gqa >= 4 ? SB_TYPE_Q4_K : SB_TYPE_Q3_K;
+        else if (ft == FT_Q2_K_S && m->n_gqa >= 4) t = SB_TYPE_Q4_K;
         else if (ft == FT_Q3_K_M) t = st->i_attn_v < 2 ? SB_TYPE_Q5_K : SB_TYPE_Q4_K;
         else if (ft == FT_Q3_K_L) t = SB_TYPE_Q5_K;
         else if ((ft == FT_IQ4_NL || ft == FT_IQ4_XS) && m->n_gqa >= 4) t = SB_TYPE_Q5_K;
@@ -178,15 +204,19 @@ static sb_status mix_rules(const rt_qmix *mx, const rt_qmodel *m, rt_qstate *st,
         int i, n = m->n_layer;
         SB_TRY(layer_info(m, name, st->i_ffn_down, &i));
         if (ft == FT_Q2_K) t = SB_TYPE_Q3_K;
-        else if (ft == FT_Q3_K_M)
+        else if (ft == FT_Q2_K_S) {
+            if (i < n / 8) t = SB_TYPE_Q4_K;
+        } else if (ft == FT_Q3_K_M)
             t = i < n / 16 ? SB_TYPE_Q5_K : (!m->falcon || use_more_bits(i, n)) ? SB_TYPE_Q4_K : SB_TYPE_Q3_K;
         else if (ft == FT_Q3_K_L) t = m->falcon ? SB_TYPE_Q4_K : SB_TYPE_Q5_K;
         else if (ft == FT_Q4_K_M) {
             if (m->falcon) t = i < n / 16 ? SB_TYPE_Q6_K : use_more_bits(i, n) ? SB_TYPE_Q5_K : SB_TYPE_Q4_K;
             else if (use_more_bits(i, n)) t = SB_TYPE_Q6_K;
-        } else if (i < n / 8 && (ft == FT_IQ4_NL || ft == FT_IQ4_XS)) t = SB_TYPE_Q5_K;
+        } else if (i < n / 8 && (ft == FT_IQ4_NL || ft == FT_IQ4_XS) && !imatrix) t = SB_TYPE_Q5_K;
         else if (ft == FT_Q5_K_M && use_more_bits(i, n)) t = SB_TYPE_Q6_K;
         else if (ft == FT_Q4_K_S && !m->falcon && i < n / 8) t = SB_TYPE_Q5_K;
+        else if ((ft == FT_Q4_0 || ft == FT_Q5_0) && imatrix && i < n / 8)
+            t = ft == FT_Q4_0 ? SB_TYPE_Q4_1 : SB_TYPE_Q5_1; /* llama.cpp: "guard against craziness" */
         st->i_ffn_down++;
     } else if (c == CAT_ATTN_OUT) {
         if (!m->falcon) {
@@ -236,15 +266,37 @@ static sb_status fallback(rt_qstate *st, const char *name, const int64_t ne[4], 
     return SB_OK;
 }
 
+/* llama_tensor_get_type: the explicit output / token-embedding types win (no fallback), then the
+ * first --tensor-type match or (unless --pure) the mix rules, then the shape fallback. A tensor
+ * typed by a --tensor-type match does not advance the mix counters (llama.cpp skips the rules). */
 sb_status rt_quant_tensor_type(const rt_qmix *m, const rt_qmodel *model, rt_qstate *st, const char *name,
                                int n_dims, const int64_t ne[4], int cur_type, int *out_type) {
-    if (!rt_quant_allows(name, n_dims)) {
+    const rt_qrules *r = st->rules;
+    const cat c = category(name);
+    if (!rt_quant_allows(name, n_dims) || (r && r->leave_output && !strcmp(name, "output.weight"))) {
         *out_type = cur_type;
+        return SB_OK;
+    }
+    if (r && r->token_embd_type >= 0 && c == CAT_TOKEN_EMBD) {
+        *out_type = r->token_embd_type;
+        return SB_OK;
+    }
+    if (r && r->output_type >= 0 && c == CAT_OUTPUT) {
+        *out_type = r->output_type;
         return SB_OK;
     }
     int t = m->default_type;
     if (qk_get(t)->is_quantized) {
-        SB_TRY(mix_rules(m, model, st, name, category(name), ne, &t));
+        int manual = rt_qrules_match(r, name);
+        if (manual == -2) return sb_fail(SB_ERR_INTERNAL, "quantize: --tensor-type: matching \"%s\" failed", name);
+        if (manual >= 0) {
+            if (manual != t)
+                sb_log(SB_LOG_DEBUG, "quantize: %s: --tensor-type override %s -> %s", name, qk_get(t)->name,
+                       qk_get(manual)->name);
+            t = manual;
+        } else if (!r || !r->pure) {
+            SB_TRY(mix_rules(m, model, st, name, c, ne, &t));
+        }
         SB_TRY(fallback(st, name, ne, &t));
     }
     *out_type = t;
@@ -294,7 +346,9 @@ typedef struct rowjob {
     rt_fill_fn fill;
     void *fill_ctx;
     int64_t tensor_index;
-    int64_t row_base;         /* fill: absolute row of the job's row 0 */
+    int64_t row_base;         /* fill / quantize: absolute row of the job's row 0 */
+    const float *qw;          /* quantize: importance weights, ne1 rows per matrix, NULL = none */
+    int64_t ne1, n_mat;       /* quantize with qw: rows per matrix, matrices (qw has n_mat*ne0) */
     _Atomic int failed;
     sb_status status;
     char msg[512];
@@ -320,9 +374,23 @@ static void rowjob_run(void *ctx, int64_t r0, int64_t r1, int tid) {
     } else if (j->kind == 1) {
         sb_status s = j->fill(j->fill_ctx, j->tensor_index, j->row_base + r0, nr, f);
         if (s != SB_OK) rowjob_fail(j, s);
-    } else {
+    } else if (!j->qw) {
         sb_status s = qk_quantize_chunk(j->type, f, j->dst + (size_t)r0 * j->row_bytes, nr, j->ne0);
         if (s != SB_OK) rowjob_fail(j, s);
+    } else {
+        /* llama-quantize quantizes each expert matrix with its own importance row */
+        for (int64_t r = r0; r < r1;) {
+            const int64_t abs = j->row_base + r, mat = abs / j->ne1 % j->n_mat;
+            int64_t end = r + (j->ne1 - abs % j->ne1);
+            if (end > r1) end = r1;
+            sb_status s = qk_quantize_chunk_w(j->type, j->f32 + r * j->ne0, j->dst + (size_t)r * j->row_bytes, end - r,
+                                              j->ne0, j->qw + mat * j->ne0);
+            if (s != SB_OK) {
+                rowjob_fail(j, s);
+                return;
+            }
+            r = end;
+        }
     }
 }
 
@@ -345,7 +413,51 @@ typedef struct plan {
     bool convert;       /* needs f32 -> type (else copied from ts[src].data) */
     uint64_t nbytes;    /* output bytes */
     uint64_t off;       /* offset in the scratch file when convert */
+    const float *qw;    /* importance weights (ne[2] rows of ne[0]) when converting with an imatrix */
 } plan;
+
+/* tensor_requires_imatrix: Q2_K tensors of a Q2_K_S file, token embeddings and output aside (the
+ * IQ1-IQ3 types that always need one are not written here). */
+static bool requires_imatrix(const rt_qmix *m, const char *name, int n_dims, int type) {
+    return m->ftype == FT_Q2_K_S && type == SB_TYPE_Q2_K && rt_quant_allows(name, n_dims) &&
+           strcmp(name, "token_embd.weight") && strcmp(name, "per_layer_token_embd.weight") && strcmp(name, "output.weight");
+}
+
+/* Every imatrix entry names a tensor of the model (an imatrix of another model is refused). */
+static sb_status imatrix_matches_model(const rt_imatrix *im, const rt_qtensor *ts, int64_t n) {
+    for (int64_t e = 0; e < im->n; e++) {
+        int64_t i = 0;
+        while (i < n && strcmp(ts[i].name, im->entries[e].name)) i++;
+        if (i == n)
+            return sb_fail(SB_ERR_FORMAT, "imatrix %s: entry \"%s\" names no tensor of the model (an imatrix made "
+                           "for another model?)", im->path, im->entries[e].name);
+    }
+    return SB_OK;
+}
+
+/* The weights for tensor t being converted, as llama-quantize picks them: none when the imatrix
+ * has no entry (a debug line says so); an entry of another size is an error, except for the
+ * token embeddings, whose entry llama-quantize ignores. */
+static sb_status imatrix_weights(const rt_imatrix *im, const rt_qtensor *t, const float **qw) {
+    *qw = NULL;
+    const rt_imatrix_entry *e = im ? rt_imatrix_find(im, t->name) : NULL;
+    if (!im) return SB_OK;
+    if (!e) {
+        sb_log(SB_LOG_DEBUG, "quantize: imatrix has no weights for %s", t->name);
+        return SB_OK;
+    }
+    if (e->n_per_row == t->ne[0] && e->n_mat == t->ne[2] && t->ne[3] == 1) {
+        *qw = e->values;
+        return SB_OK;
+    }
+    if (!strcmp(t->name, "token_embd.weight") || !strcmp(t->name, "per_layer_token_embd.weight")) {
+        sb_log(SB_LOG_DEBUG, "quantize: imatrix size of %s does not fit; quantized without it", t->name);
+        return SB_OK;
+    }
+    return sb_fail(SB_ERR_FORMAT, "imatrix %s: entry \"%s\" has %lld x %lld values; the tensor needs %lld x %lld "
+                   "(columns x matrices)", im->path, t->name, (long long)e->n_per_row, (long long)e->n_mat,
+                   (long long)t->ne[0], (long long)t->ne[2]);
+}
 
 typedef struct named { const char *name; int64_t idx; } named;
 static int cmp_named(const void *a, const void *b) {
@@ -446,6 +558,18 @@ static sb_status check_output(int type, const uint8_t *q, uint64_t nbytes, const
     return SB_OK;
 }
 
+/* llama-quantize records the imatrix as KV overrides, appended in this order: the file name and
+ * the first dataset (each cut to 127 bytes), the number of entries, the chunk count when > 0. */
+static sb_status imatrix_metadata(gguf_writer *w, const rt_imatrix *im) {
+    SB_TRY(gguf_writer_set_str(w, "quantize.imatrix.file", im->path, strlen(im->path) < 127 ? strlen(im->path) : 127));
+    if (im->dataset)
+        SB_TRY(gguf_writer_set_str(w, "quantize.imatrix.dataset", im->dataset,
+                                   strlen(im->dataset) < 127 ? strlen(im->dataset) : 127));
+    SB_TRY(gguf_writer_set_u32(w, "quantize.imatrix.entries_count", (uint32_t)im->n));
+    if ((int32_t)im->chunk_count > 0) SB_TRY(gguf_writer_set_u32(w, "quantize.imatrix.chunks_count", im->chunk_count));
+    return SB_OK;
+}
+
 sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel *model, const rt_qtensor *ts,
                               int64_t n, rt_fill_fn fill, void *fill_ctx, const char *out, const rt_qopts *o) {
     if (!w || !m || !model || (!ts && n) || n < 0 || !out) return sb_fail(SB_ERR_INVALID_ARG, "quantize: NULL argument");
@@ -464,10 +588,13 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
     for (int64_t i = 0; i < n; i++) order[i] = (named){ts[i].name, i};
     qsort(order, (size_t)n, sizeof *order, cmp_named);
     for (int64_t i = 0; i < n; i++) names[i] = order[i].name;
+    if (o && o->imatrix && (s = imatrix_matches_model(o->imatrix, ts, n)) != SB_OK) goto done;
 
     // -- type every tensor, in order --
     rt_qstate st;
     rt_qstate_init(&st, names, n);
+    st.rules = o ? o->rules : NULL;
+    rt_qstats stats = {0};
     uint64_t total_elems = 0, max_f32 = 0;
     int n_requant = 0;
     for (int64_t k = 0; k < n; k++) {
@@ -490,8 +617,19 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
                         qk_get(p->type)->name);
             goto done;
         }
+        uint64_t in_bytes = 0;
+        if (t->data && tensor_bytes(t->type, t->ne, &in_bytes) != SB_OK) in_bytes = 0;
+        stats.n_elements += nel;
+        stats.bytes_in += t->data ? in_bytes : nel * sizeof(float);
+        stats.bytes_out += p->nbytes;
         if (p->convert) {
             const qk_traits *src = qk_get(t->type);
+            if (t->data && src && src->is_quantized && !(o && o->allow_requantize)) {
+                s = sb_fail(SB_ERR_INVALID_ARG, "quantize: requantizing from type %s is disabled (tensor \"%s\" -> %s); "
+                            "quantize the F32/F16/BF16 original, or allow it (sb quantize --allow-requantize) at a "
+                            "loss of quality", src->name, t->name, qk_get(p->type)->name);
+                goto done;
+            }
             if (t->data && t->type != SB_TYPE_F32 && (!src || !src->to_float)) {
                 s = sb_fail(SB_ERR_UNSUPPORTED, "quantize: tensor \"%s\" has type %s, which cannot be converted to %s "
                             "(no dequantizer)", t->name, src && src->name ? src->name : "?", qk_get(p->type)->name);
@@ -506,6 +644,13 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
                 goto done;
             }
             if (t->data && src->is_quantized) n_requant++;
+            if ((s = imatrix_weights(o ? o->imatrix : NULL, t, &p->qw)) != SB_OK) goto done;
+            if (requires_imatrix(m, t->name, n_dims, p->type) && !p->qw) {
+                s = sb_fail(SB_ERR_INVALID_ARG, "quantize: %s needs an importance matrix (--imatrix) for tensor \"%s\" "
+                            "(%s)%s", m->name, t->name, qk_get(p->type)->name,
+                            o && o->imatrix ? ": the imatrix has no entry for it" : "");
+                goto done;
+            }
             p->off = scratch_size;
             if (ckd_pad(&scratch_size, scratch_size + p->nbytes, 64)) {
                 s = sb_fail(SB_ERR_RANGE, "quantize: output too large");
@@ -530,6 +675,7 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
     gguf_writer_remove(w, "split.no");
     gguf_writer_remove(w, "split.count");
     gguf_writer_remove(w, "split.tensors.count");
+    if (o && o->imatrix && (s = imatrix_metadata(w, o->imatrix)) != SB_OK) goto done;
 
     // -- convert --
     int nt = o && o->n_threads > 0 ? o->n_threads : online_cores();
@@ -556,7 +702,8 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
             if (t->data && t->type == SB_TYPE_F32) {
                 if ((s = check_finite((const float *)t->data, (int64_t)nel, t->name)) != SB_OK) goto done;
                 rowjob j = {.kind = 2, .type = p->type, .ne0 = ne0, .row_bytes = out_row,
-                            .f32 = (float *)t->data, .dst = scratch + p->off};
+                            .f32 = (float *)t->data, .dst = scratch + p->off, .qw = p->qw, .ne1 = t->ne[1],
+                            .n_mat = t->ne[2]};
                 s = rowjob_do(pool, &j, nrows);
             } else {
                 /* dequantize or generate a block of rows at a time into f32buf, then quantize it */
@@ -580,7 +727,8 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
                     if ((s = rowjob_do(pool, &j, nr)) != SB_OK) break;
                     if (t->data && (s = check_finite(f32buf, nr * ne0, t->name)) != SB_OK) break;
                     j = (rowjob){.kind = 2, .type = p->type, .ne0 = ne0, .row_bytes = out_row, .f32 = f32buf,
-                                 .dst = scratch + p->off + (size_t)r * out_row};
+                                 .dst = scratch + p->off + (size_t)r * out_row, .row_base = r, .qw = p->qw,
+                                 .ne1 = t->ne[1], .n_mat = t->ne[2]};
                     s = rowjob_do(pool, &j, nr);
                 }
                 uint8_t *dst = scratch + p->off;
@@ -610,6 +758,7 @@ sb_status rt_quantize_tensors(gguf_writer *w, const rt_qmix *m, const rt_qmodel 
     if (st.n_fallback)
         sb_log(SB_LOG_INFO, "quantize: %d of %lld tensor(s) needed a fallback type", st.n_fallback, (long long)n);
     s = gguf_writer_write(w, out);
+    if (s == SB_OK && o && o->stats) *o->stats = stats;
 
 done:
     if (scratch) munmap(scratch, (size_t)scratch_size);
@@ -624,6 +773,9 @@ done:
 sb_status rt_quantize_file(const char *in, const char *out, const char *type_name, const rt_qopts *o) {
     if (!in || !out || !type_name) return sb_fail(SB_ERR_INVALID_ARG, "quantize: NULL argument");
     const rt_qmix *m = rt_qmix_find(type_name);
+    if (!m && mix_unsupported(type_name))
+        return sb_fail(SB_ERR_UNSUPPORTED, "quantize: type %s is not supported by this build: its quantizers (the "
+                       "IQ1/IQ2/IQ3 grids, TQ, FP4) are not implemented", type_name);
     if (!m) {
         char list[512] = "";
         for (int i = 0; rt_qmix_at(i); i++) {
@@ -632,11 +784,35 @@ sb_status rt_quantize_file(const char *in, const char *out, const char *type_nam
         }
         return sb_fail(SB_ERR_INVALID_ARG, "quantize: unknown type \"%s\" (one of: %s)", type_name, list);
     }
+    rt_qrules rules;
+    rt_qoverride *ov = NULL;
+    SB_TRY(rt_qrules_build(o, &rules, &ov));
+    if (o && !qk_get(m->default_type)->is_quantized && (o->n_tt > 0 || o->pure || o->imatrix_path))
+        sb_log(SB_LOG_WARN, "quantize: without effect on the tensors of a %s file (not a quantized type; llama-quantize "
+               "ignores them too): %s%s%s", m->name,
+               o->n_tt > 0 ? "--tensor-type " : "", o->pure ? "--pure " : "", o->imatrix_path ? "--imatrix" : "");
+    rt_qopts opts = o ? *o : (rt_qopts){0};
+    opts.rules = &rules;
+    rt_imatrix im = {0};
+    if (o && o->imatrix_path) {
+        sb_status si = rt_imatrix_load(o->imatrix_path, &im);
+        if (si != SB_OK) {
+            rt_qrules_free(ov, rules.n_overrides);
+            return si;
+        }
+        rules.has_imatrix = true;
+        opts.imatrix = &im;
+    }
     gguf_file f;
-    SB_TRY(gguf_open(in, &f));
+    sb_status s = gguf_open(in, &f);
+    if (s != SB_OK) {
+        rt_qrules_free(ov, rules.n_overrides);
+        rt_imatrix_free(&im);
+        return s;
+    }
     gguf_writer *w = NULL;
     rt_qtensor *ts = NULL;
-    sb_status s = gguf_writer_create(&w);
+    s = gguf_writer_create(&w);
     if (s != SB_OK) goto done;
     for (int64_t i = 0; i < f.n_kv && s == SB_OK; i++) s = gguf_writer_copy_kv(w, &f.kvs[i]);
     if (s != SB_OK) goto done;
@@ -653,9 +829,11 @@ sb_status rt_quantize_file(const char *in, const char *out, const char *type_nam
         memcpy(ts[i].ne, t->ne, sizeof ts[i].ne);
         if (!t->data && t->nbytes == 0) ts[i].data = f.bytes; /* zero-size tensor: nothing to convert */
     }
-    s = rt_quantize_tensors(w, m, &model, ts, f.n_tensors, NULL, NULL, out, o);
+    s = rt_quantize_tensors(w, m, &model, ts, f.n_tensors, NULL, NULL, out, &opts);
     if (s != SB_OK) sb_fail_context(s, "%s -> %s", in, out);
 done:
+    rt_qrules_free(ov, rules.n_overrides);
+    rt_imatrix_free(&im);
     free(ts);
     gguf_writer_free(w);
     gguf_close(&f);

@@ -13,7 +13,7 @@ one_line() { # FILE PATTERN: FILE is exactly one line matching PATTERN, without 
 "$sb" synth --preset tiny-llama -o "$tmp/a.gguf" --threads 2 2> "$tmp/err"; rc=$?
 [ $rc = 0 ] && one_line "$tmp/err" "^synth: wrote $tmp/a.gguf (tiny-llama, F32) in [0-9.]* s\$" && ok || bad "synth: rc=$rc $(cat "$tmp/err")"
 "$sb" quantize "$tmp/a.gguf" "$tmp/b.gguf" Q4_K_M --threads 2 2> "$tmp/err"; rc=$?
-[ $rc = 0 ] && one_line "$tmp/err" "^quantize: wrote $tmp/b.gguf (Q4_K_M) in [0-9.]* s\$" && ok || bad "quantize: rc=$rc $(cat "$tmp/err")"
+[ $rc = 0 ] && one_line "$tmp/err" "^quantize: wrote $tmp/b.gguf (Q4_K_M): model size = .* MiB (.* BPW) -> quantized size = .* in [0-9.]* s\$" && ok || bad "quantize: rc=$rc $(cat "$tmp/err")"
 "$sb" run -m "$tmp/b.gguf" -p hi -n 2 --device cpu > /dev/null 2> "$tmp/err"; rc=$?
 [ $rc = 0 ] && [ "$(grep -c '^loaded ' "$tmp/err")" = 1 ] && grep -q "^loaded $tmp/b.gguf: [0-9.]* MB of tensors in [0-9.]* s\$" "$tmp/err" &&
     ! grep -q -e "$cr" -e "$esc" "$tmp/err" && ok || bad "run: rc=$rc $(cat "$tmp/err")"

@@ -1,17 +1,18 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
 # `sb quantize` / `sb synth` as programs: exit statuses (0 ok, 1 failure with one "error: STATUS:
-# detail" line, 2 usage), no progress bar when stderr is not a terminal, the re-quantize warning,
+# detail" line, 2 usage), no progress bar when stderr is not a terminal (one summary line instead),
+# the re-quantize warning (with --allow-requantize; cli_quantize_flags.sh tests the flags),
 # synth --type == synth + quantize, and a reference file reproduced through the CLI.
 . "$(dirname "$0")/../cli_lib.sh"
 
 "$sb" synth --preset tiny-qwen2 -o "$tmp/a.gguf" --seed 3 --threads 2 2> "$tmp/err"; rc=$?
 [ $rc = 0 ] && [ -f "$tmp/a.gguf" ] && ok || bad "synth: rc=$rc $(cat "$tmp/err")"
 "$sb" quantize "$tmp/a.gguf" "$tmp/b.gguf" Q4_K_M --threads 2 2> "$tmp/err"; rc=$?
-[ $rc = 0 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^quantize: wrote ' "$tmp/err" && ! grep -q "$(printf '\r')" "$tmp/err" && ok || bad "quantize: rc=$rc stderr: $(cat "$tmp/err")"
+[ $rc = 0 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^quantize: wrote .*: model size = .* -> quantized size = ' "$tmp/err" && ! grep -q "$(printf '\r')" "$tmp/err" && ok || bad "quantize: rc=$rc stderr: $(cat "$tmp/err")"
 "$sb" synth --preset tiny-qwen2 -o "$tmp/c.gguf" --seed 3 --type q4_k_m > /dev/null 2>&1; rc=$?
 [ $rc = 0 ] && cmp -s "$tmp/b.gguf" "$tmp/c.gguf" && ok || bad "synth --type Q4_K_M differs from synth + quantize"
-"$sb" quantize "$tmp/b.gguf" "$tmp/d.gguf" Q8_0 2> "$tmp/err"; rc=$?
+"$sb" quantize --allow-requantize "$tmp/b.gguf" "$tmp/d.gguf" Q8_0 2> "$tmp/err"; rc=$?
 [ $rc = 0 ] && grep -q '^warning: .*dequantized' "$tmp/err" && ok || bad "requantize warning: rc=$rc $(cat "$tmp/err")"
 ls "$tmp" | grep -q -e '\.tmp\.' -e '\.scratch\.' && bad "temporary files left" || ok
 

@@ -185,7 +185,8 @@ static void rule_tests(void) {
 
     // output / tied embeddings / untied embeddings / eligibility / fallback
     const rt_qmix *q4km = rt_qmix_find("q4_k_m"), *q40 = rt_qmix_find("Q4_0"), *q8 = rt_qmix_find("Q8_0");
-    CHECK(q4km && q40 && q8 && !rt_qmix_find("Q4_K") && !rt_qmix_find("IQ2_XXS"));
+    CHECK(q4km && q40 && q8 && rt_qmix_find("Q4_K") == q4km && rt_qmix_find("q5_k") == rt_qmix_find("Q5_K_M") &&
+          rt_qmix_find("15") == q4km && !rt_qmix_find("15x") && !rt_qmix_find("IQ2_XXS"));
     rt_qmodel md = {.n_layer = 2, .n_gqa = 7};
     int t;
     const char *tied[] = {"token_embd.weight", "blk.0.attn_q.weight"};
@@ -324,15 +325,23 @@ static void file_tests(void) {
     sb_status s;
 
     // unknown type, missing input: clear statuses, no output
-    s = rt_quantize_file(in, out, "Q4_K", NULL);
+    s = rt_quantize_file(in, out, "Q9_K", NULL);
     CHECK(s == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "Q4_K_M"));
+    s = rt_quantize_file(in, out, "IQ2_XXS", NULL); /* a llama-quantize mix this build cannot write */
+    CHECK(s == SB_ERR_UNSUPPORTED && strstr(sb_last_error(), "IQ2_XXS"));
+    s = rt_quantize_file(tmp_path("absent.gguf"), out, "Q4_K", NULL); /* llama-quantize's alias of Q4_K_M */
+    CHECK(s == SB_ERR_IO);
     s = rt_quantize_file(tmp_path("absent.gguf"), out, "Q8_0", NULL);
     CHECK(s == SB_ERR_IO);
     CHECK(!file_exists(out));
 
     // an IQ2_XXS tensor has no dequantizer: SB_ERR_UNSUPPORTED naming the tensor and the type
     write_model(in, SB_TYPE_IQ2_XXS, 0.5f, 1.0f);
-    s = rt_quantize_file(in, out, "Q8_0", NULL);
+    const rt_qopts requant = {.allow_requantize = true};
+    s = rt_quantize_file(in, out, "Q8_0", NULL); /* refused first: llama-quantize's requantize rule */
+    CHECKF(s == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "requantizing from type IQ2_XXS is disabled"),
+           "%s: %s", sb_status_str(s), sb_last_error());
+    s = rt_quantize_file(in, out, "Q8_0", &requant);
     CHECKF(s == SB_ERR_UNSUPPORTED && strstr(sb_last_error(), "blk.0.attn_k.weight") && strstr(sb_last_error(), "IQ2_XXS"),
            "%s: %s", sb_status_str(s), sb_last_error());
     CHECK(!file_exists(out) && !dir_has_leftovers());
@@ -392,8 +401,12 @@ static void file_tests(void) {
     snprintf(q8, sizeof q8, "%s", test_data_path("models/test-qwen2-q8_0.gguf"));
     snprintf(q4, sizeof q4, "%s", test_data_path("models/test-qwen2-q4_k_m.gguf"));
     if (file_exists(q8) && file_exists(q4)) {
-        warnings = 0;
+        unlink(out);
         s = rt_quantize_file(q8, out, "Q4_K_M", NULL);
+        CHECK(s == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "requantizing from type Q8_0 is disabled"));
+        CHECK(!file_exists(out) && !dir_has_leftovers());
+        warnings = 0;
+        s = rt_quantize_file(q8, out, "Q4_K_M", &requant);
         CHECKF(s == SB_OK, "%s", sb_last_error());
         CHECK(warnings == 1 && strstr(last_warning, "dequantized"));
         gguf_file a, b;
@@ -418,9 +431,90 @@ static void file_tests(void) {
     unlink(out);
 }
 
+// ---- llama-quantize's flags as rules (rt_qrules) ----
+
+static void flag_rule_tests(void) {
+    const rt_qmix *q40 = rt_qmix_find("Q4_0"), *q4km = rt_qmix_find("Q4_K_M"), *iq4 = rt_qmix_find("IQ4_XS");
+    const rt_qmodel md = {.n_layer = 16, .n_gqa = 1};
+    const int64_t ne[4] = {256, 256, 1, 1}, odd[4] = {96, 256, 1, 1};
+    const char *names[] = {"blk.0.attn_v.weight", "blk.0.ffn_down.weight", "blk.1.attn_v.weight", "token_embd.weight"};
+    rt_qrules r = rt_qrules_default();
+    rt_qstate st;
+    int t;
+    // an imatrix changes Q4_0's and IQ4_XS's ffn_down rule for the first n_layer/8 layers
+    r.has_imatrix = true;
+    rt_qstate_init(&st, names, 4);
+    st.rules = &r;
+    CHECK(rt_quant_tensor_type(q40, &md, &st, "blk.0.ffn_down.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q4_1);
+    rt_qstate_init(&st, names, 4);
+    CHECK(rt_quant_tensor_type(q40, &md, &st, "blk.0.ffn_down.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q4_0);
+    CHECK(rt_quant_tensor_type(iq4, &md, &st, "blk.0.ffn_down.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q5_K);
+    rt_qstate_init(&st, names, 4);
+    st.rules = &r;
+    CHECK(rt_quant_tensor_type(iq4, &md, &st, "blk.0.ffn_down.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_IQ4_XS);
+    // Q2_K_S: attn_v -> Q4_K with GQA >= 4, ffn_down of the first n_layer/8 layers -> Q4_K
+    const rt_qmix *q2ks = rt_qmix_find("q2_k_s");
+    const rt_qmodel gqa8 = {.n_layer = 16, .n_gqa = 8};
+    r = rt_qrules_default();
+    rt_qstate_init(&st, names, 4);
+    CHECK(q2ks && q2ks->ftype == 21 && q2ks->default_type == SB_TYPE_Q2_K);
+    CHECK(rt_quant_tensor_type(q2ks, &gqa8, &st, "blk.0.attn_v.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q4_K);
+    CHECK(rt_quant_tensor_type(q2ks, &md, &st, "blk.1.attn_v.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q2_K);
+    CHECK(rt_quant_tensor_type(q2ks, &md, &st, "blk.0.ffn_down.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q4_K);
+    CHECK(rt_quant_tensor_type(q2ks, &md, &st, "blk.1.ffn_down.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q4_K);
+    CHECK(rt_quant_tensor_type(q2ks, &md, &st, "blk.2.ffn_down.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q2_K);
+    // --pure: the default type, the shape fallback still applies; output / tied embeddings too
+    r = rt_qrules_default();
+    r.pure = true;
+    rt_qstate_init(&st, names, 4);
+    st.rules = &r;
+    CHECK(rt_quant_tensor_type(q4km, &md, &st, "blk.0.attn_v.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q4_K);
+    CHECK(rt_quant_tensor_type(q4km, &md, &st, "token_embd.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q4_K);
+    CHECK(rt_quant_tensor_type(q4km, &md, &st, "blk.0.ffn_down.weight", 2, odd, 0, &t) == SB_OK && t == SB_TYPE_Q5_0);
+    CHECK(rt_quant_tensor_type(q4km, &md, &st, "blk.0.attn_norm.weight", 1, ne, SB_TYPE_F32, &t) == SB_OK && t == SB_TYPE_F32);
+    // explicit output / token-embedding types win (tied embeddings take the output type through the
+    // mix rules); --leave-output-tensor copies output.weight
+    r = rt_qrules_default();
+    r.output_type = SB_TYPE_Q8_0;
+    rt_qstate_init(&st, names, 4);
+    st.rules = &r;
+    CHECK(rt_quant_tensor_type(q4km, &md, &st, "token_embd.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q8_0);
+    r.token_embd_type = SB_TYPE_Q5_1;
+    CHECK(rt_quant_tensor_type(q4km, &md, &st, "token_embd.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q5_1);
+    CHECK(rt_quant_tensor_type(q4km, &md, &st, "output.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q8_0);
+    r.leave_output = true;
+    CHECK(rt_quant_tensor_type(q4km, &md, &st, "output.weight", 2, ne, SB_TYPE_F16, &t) == SB_OK && t == SB_TYPE_F16);
+    // --tensor-type: the first match wins, a matched tensor skips the rules and does not advance the
+    // attn_v counter (blk.1.attn_v is then the first attn_v the Q4_K_M rule sees: use_more_bits(0, 2))
+    const char *pats[] = {"BLK\\.0\\.attn_v", "attn_v"}, *types[] = {"q8_0", "q5_0"};
+    rt_qopts o = {.tt_patterns = pats, .tt_types = types, .n_tt = 1};
+    rt_qoverride *ov;
+    CHECK(rt_qrules_build(&o, &r, &ov) == SB_OK && r.n_overrides == 1);
+    rt_qstate_init(&st, names, 4);
+    st.rules = &r;
+    CHECK(rt_quant_tensor_type(q4km, &md, &st, "blk.0.attn_v.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q8_0);
+    CHECK(rt_quant_tensor_type(q4km, &md, &st, "blk.1.attn_v.weight", 2, ne, 0, &t) == SB_OK && t == SB_TYPE_Q4_K);
+    CHECK(st.i_attn_v == 1);
+    rt_qrules_free(ov, r.n_overrides);
+    o.n_tt = 2;
+    CHECK(rt_qrules_build(&o, &r, &ov) == SB_OK && r.n_overrides == 2);
+    CHECK(rt_qrules_match(&r, "blk.0.attn_v.weight") == SB_TYPE_Q8_0 && rt_qrules_match(&r, "blk.10.attn_v.weight") == SB_TYPE_Q5_0);
+    CHECK(rt_qrules_match(&r, "blk.0.attn_q.weight") == -1);
+    rt_qrules_free(ov, r.n_overrides);
+    // bad flags: named
+    types[0] = "iq2_xxs";
+    CHECK(rt_qrules_build(&o, &r, &ov) == SB_ERR_UNSUPPORTED && strstr(sb_last_error(), "IQ2_XXS"));
+    types[0] = "q8_0";
+    pats[1] = "attn_(v";
+    CHECK(rt_qrules_build(&o, &r, &ov) == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "attn_(v"));
+    o = (rt_qopts){.output_type_name = "Q9_0"};
+    CHECK(rt_qrules_build(&o, &r, &ov) == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "--output-tensor-type"));
+}
+
 int main(void) {
     if (!tmp_dir_create("quantize")) return 1;
     rule_tests();
+    flag_rule_tests();
     file_tests();
     int ran = reference_tests();
     tmp_dir_remove();

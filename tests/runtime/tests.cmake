@@ -4,6 +4,10 @@
 set_tests_properties(runtime/test_quantize runtime/test_synth PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME runtime/cli_quantize_synth COMMAND sh ${CMAKE_SOURCE_DIR}/tests/runtime/cli_quantize_synth.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
 set_tests_properties(runtime/cli_quantize_synth PROPERTIES LABELS runtime)
+add_test(NAME runtime/cli_quantize_flags COMMAND sh ${CMAKE_SOURCE_DIR}/tests/runtime/cli_quantize_flags.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
+set_tests_properties(runtime/cli_quantize_flags PROPERTIES LABELS runtime)
+add_test(NAME runtime/cli_quantize_imatrix COMMAND sh ${CMAKE_SOURCE_DIR}/tests/runtime/cli_quantize_imatrix.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
+set_tests_properties(runtime/cli_quantize_imatrix PROPERTIES LABELS runtime)
 # test_cuda_unpack_emu exits 77 (SKIP) without a host C++ compiler to build the device code for the CPU.
 set_tests_properties(runtime/test_cuda_unpack_emu PROPERTIES SKIP_RETURN_CODE 77)
 set_tests_properties(runtime/test_cuda_mmh_emu PROPERTIES SKIP_RETURN_CODE 77)
