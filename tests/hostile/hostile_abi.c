@@ -249,7 +249,7 @@ int main(int argc, char **argv) {
         sb_vocab_free(v);
         return s == SB_OK ? 0 : fail(s);
     }
-    if ((!strcmp(op, "prefill") || !strcmp(op, "eval")) && argc >= 4) {
+    if ((!strcmp(op, "prefill") && argc >= 4) || !strcmp(op, "eval")) {
         sb_model *m = NULL;
         sb_session *s = NULL;
         int eval = !strcmp(op, "eval");

@@ -193,7 +193,7 @@ class Mutation:
 
 # Regexes for expected messages: specific about the status family and the named key/tensor, loose
 # about wording the fixing helpers choose.
-HP = r"SB_ERR_(MODEL_HPARAM|FORMAT_KEY_TYPE|RANGE|INVALID_ARG)\b.*%s"
+HP = r"SB_ERR_(MODEL_HPARAM|MODEL_TENSOR_SHAPE|FORMAT_KEY_TYPE|RANGE|INVALID_ARG)\b.*%s"
 VOC = r"SB_ERR_(VOCAB\w*|FORMAT_KEY_TYPE|MODEL_HPARAM|RANGE)\b.*%s"
 
 
@@ -204,7 +204,10 @@ def _hparam_mutations(g):
         if not key.startswith(arch + ".") or t == ARR:
             continue
         short = key[len(arch) + 1:]
-        kre = key.replace(".", r"\.")
+        kre = short.split(".")[-1]  # the key's last part: messages may drop the arch prefix
+        if short in ("attention.head_count", "attention.head_count_kv", "embedding_length", "feed_forward_length",
+                     "rope.dimension_count"):
+            kre = "(%s|blk\\.\\d+\\.\\w+)" % kre  # or a tensor whose shape no longer fits, named
         ctx_len = short == "context_length"
         isf = t in (F32, F64)
         def setter(val, typ):
@@ -410,7 +413,7 @@ def _truncations(g):
                 n // 2, n - 4096, n - 1):
         if 0 <= off < n:
             out.append(Mutation("trunc-%d" % off, "crash", "truncated to %d of %d bytes" % (off, n), "1",
-                                r"SB_ERR_FORMAT_(TRUNCATED|TENSOR_BOUNDS|MAGIC)\b", lambda m, o=off: full[:o], "load"))
+                                r"SB_ERR_FORMAT_\w+\b", lambda m, o=off: full[:o], "load"))
     return out
 
 
