@@ -19,6 +19,7 @@
  *   stream PATH ID...         sb_detok_stream_push of each id, then flush
  *   prefill PATH N_CTX ID...  sb_session_prefill of the ids, then sb_session_decode of ID[0]
  *   eval PATH ID...           sb_session_eval_all of the ids
+ *   decode-loop PATH SECONDS  decode token 1 over and over for SECONDS (the model file is cut meanwhile)
  *   sampler N_VOCAB TEMP TOPK TOPP MINP   sb_sampler_create + sample from N_VOCAB zero logits
  *   null OP                   call OP (gguf, vocab, model, tokenize, session) with NULL arguments
  */
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int fail(sb_status s) {
     fprintf(stderr, "error: %s: %s\n", sb_status_str(s), sb_last_error());
@@ -266,6 +268,21 @@ int main(int argc, char **argv) {
             int64_t reused;
             st = sb_session_prefill(s, tok, (size_t)n, &reused);
             if (st == SB_OK) st = sb_session_decode(s, n ? tok[0] : 0);
+        }
+        sb_session_free(s);
+        sb_model_free(m);
+        return st == SB_OK ? 0 : fail(st);
+    }
+    if (!strcmp(op, "decode-loop") && argc == 4) {
+        /* decode token 1 for SECONDS seconds (the suite truncates the file meanwhile) */
+        sb_model *m = NULL;
+        sb_session *s = NULL;
+        if (with_session(path, 256, &m, &s)) return 1;
+        sb_status st = SB_OK;
+        time_t end = time(NULL) + (time_t)num(argv[3]);
+        for (int64_t i = 0; st == SB_OK && time(NULL) < end; i++) {
+            if (i % 200 == 0) st = sb_session_truncate(s, 0);
+            if (st == SB_OK) st = sb_session_decode(s, 1);
         }
         sb_session_free(s);
         sb_model_free(m);

@@ -401,6 +401,10 @@ def _name_mutations(g):
                      ("ansi", b"\x1b[31mred\x1b[0m\x1b]0;title\x07"), ("badutf8", b"\xff\xfe\xc3\x28"), ("nul", b"a\0b"),
                      ("long", b"N" * 100000)):
         out.append(Mutation("name-" + id_, "security", "general.name " + id_, "0", "", lambda m, v=val: m.set("general.name", STR, v), "meta"))
+    out.append(Mutation("key-ansi", "security", "a metadata key and value holding ANSI escapes", "0", "",
+                        lambda m: m.set("general.\x1b[2J\x1b]0;pwned\x07evil", STR, b"\x1b[31mred\r\x08\x08"), "meta"))
+    out.append(Mutation("key-badutf8", "security", "a metadata key of invalid UTF-8", "0", "",
+                        lambda m: m.set("general.\udcff\udcfeodd", STR, b"v"), "meta"))
     return out
 
 

@@ -35,6 +35,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -195,7 +196,10 @@ def mutation_cases(base, vocab_base):
 
 def mutation_commands(m, vocab_only=False):
     ex, rx = m.expect, m.regex
-    mk = lambda suffix, expect, regex, argv, **opts: Case("mut.%s.%s" % (m.id, suffix), m.cls, expect, regex, argv, opts, "mutate.py")
+    def mk(suffix, expect, regex, argv, **opts):
+        if m.cls == "hang":
+            opts["timeout"] = "8"
+        return Case("mut.%s.%s" % (m.id, suffix), m.cls, expect, regex, argv, opts, "mutate.py")
     if m.cmds == "meta":  # hostile general.name: every reader works and escapes it
         return [mk("info", "0", "", ["sb", "info", "{X}"]),
                 mk("info-json", "0", "", ["sb", "info", "--json", "{X}"], json="1"),
@@ -336,6 +340,15 @@ def run_case(case, env):
         timeout = float(case.opts.get("timeout", env["timeout"]))
         t0 = time.time()
         p = subprocess.Popen(argv, stdout=out_f, stderr=subprocess.PIPE, stdin=stdin_f, cwd=t, env=env["childenv"], preexec_fn=pre)
+        if "truncate_after" in case.opts:  # truncate_after=SECS:NAME: cut NAME in the temp dir to half while it runs
+            secs, name = case.opts["truncate_after"].split(":", 1)
+            victim = os.path.join(t, name)
+
+            def cut():
+                if p.poll() is None:
+                    os.truncate(victim, os.path.getsize(victim) // 2)
+            timer = threading.Timer(float(secs), cut)
+            timer.start()
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
