@@ -89,6 +89,14 @@ class Gguf:
             return (et, list(struct.unpack("<%d%s" % (n, fmt[1]), self._take(n * sz))))
         return struct.unpack(SCALAR_FMT[t], self._take(struct.calcsize(SCALAR_FMT[t])))[0]
 
+    def clone(self):
+        """A copy that mutations may edit: the kv and tensor lists and entries are new, the values
+        (bytes, tuples, lists) are shared, so mutations replace values instead of editing them."""
+        c = copy.copy(self)
+        c.kv = [list(kv) for kv in self.kv]
+        c.tensors = [dict(t) for t in self.tensors]
+        return c
+
     # ---- editing ----
     def find(self, key):
         for i, kv in enumerate(self.kv):
@@ -151,7 +159,19 @@ def _pack_str(b):
     return struct.pack("<Q", len(b)) + b
 
 
+_PACKED = {}  # (type, id(value)) -> (value, bytes): clones share their big arrays, so pack each once
+
+
 def _pack_value(t, v):
+    if t == ARR and len(v[1]) > 64:
+        hit = _PACKED.get((t, id(v)))
+        if hit is None or hit[0] is not v:
+            hit = _PACKED[(t, id(v))] = (v, _pack_value_raw(t, v))
+        return hit[1]
+    return _pack_value_raw(t, v)
+
+
+def _pack_value_raw(t, v):
     if t == STR:
         return _pack_str(v if isinstance(v, bytes) else v.encode())
     if t == ARR:
@@ -186,7 +206,7 @@ class Mutation:
 
     def build(self, g):
         """The mutated file's bytes (g is not changed)."""
-        m = copy.deepcopy(g)
+        m = g.clone()
         r = self.apply(m)
         return r if isinstance(r, (bytes, bytearray)) else m.to_bytes()
 
@@ -207,7 +227,7 @@ def _hparam_mutations(g):
         kre = short.split(".")[-1]  # the key's last part: messages may drop the arch prefix
         if short in ("attention.head_count", "attention.head_count_kv", "embedding_length", "feed_forward_length",
                      "rope.dimension_count"):
-            kre = "(%s|blk\\.\\d+\\.\\w+)" % kre  # or a tensor whose shape no longer fits, named
+            kre = "(%s|blk\\.\\d+\\.\\w+|head.?dim|dimension_count)" % kre  # or a tensor whose shape no longer fits, named
         ctx_len = short == "context_length"
         isf = t in (F32, F64)
         def setter(val, typ):
