@@ -511,7 +511,7 @@ def main():
         "subst": {"{M}": base, "{E}": embedded, "{REF}": ref, "{Q}": qwen, "{S}": spm, "{C}": os.path.join(tmp, "chat.gguf")},
         "have": {"ref": os.path.exists(ref) and os.path.basename(base) == os.path.basename(shared_model), "qwen": os.path.exists(qwen), "spm": os.path.exists(spm),
                  "root": os.geteuid() == 0, "chatmodel": False},
-        "sentinels": ["/dev/null", "/dev/full", "/dev/zero", repo + "/models"] + originals + [base, embedded, ref, qwen, spm, inputs],
+        "sentinels": ["/dev/null", "/dev/full", "/dev/zero"] + originals + [base, embedded, ref, qwen, spm, inputs],
         "childenv": dict(os.environ, LC_ALL="C"),
     }
     env["childenv"].pop("SB_MODEL", None)
