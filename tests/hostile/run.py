@@ -374,8 +374,10 @@ def run_case(case, env):
         new = sorted(set(after) - set(before))
         if rc not in (0, None) and new:
             res["fails"].append("left behind after a failure: %s" % ", ".join(new[:4]))
-        if sentinel_state(env["sentinels"]) != sent:
-            res["fails"].append("destructive: a sentinel outside the temp dir changed: %s" % env["sentinels"])
+        now = sentinel_state(env["sentinels"])
+        changed = [p for p in env["sentinels"] if now.get(p) != sent.get(p)]
+        if changed:
+            res["fails"].append("destructive: changed outside the case's temp dir: %s" % ", ".join(changed))
     except Exception as e:  # a bug in the suite or its fixtures
         res["fails"].append("suite error: %r" % e)
     finally:
