@@ -469,6 +469,16 @@ def check_injection(res, env):
 # ---- main ----
 
 def main():
+    tmp_dirs = []
+    try:
+        return run_suite(tmp_dirs)
+    finally:
+        for d in tmp_dirs:  # the run's temp dir holds private copies of the model files: always remove it
+            subprocess.run(["chmod", "-R", "u+rwx", d], stderr=subprocess.DEVNULL)
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def run_suite(tmp_dirs):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sb", required=True)
     ap.add_argument("--abi", required=True)
@@ -493,6 +503,7 @@ def main():
     spm = os.path.join(a.data, "vocab", "ggml-vocab-llama-spm.gguf")
     qwen_model = os.path.join(a.data, "models", "test-qwen2-q8_0.gguf")
     tmp = tempfile.mkdtemp(prefix="sb-hostile-")
+    tmp_dirs.append(tmp)
     os.chmod(tmp, 0o755)
     # Every case reads private read-only copies of the shared files, so that a command which
     # destroys its input (the very bug class this suite hunts) can never damage the shared data.
@@ -582,7 +593,6 @@ def main():
             results.append(r)
             if a.verbose:
                 print("%s %s (%.1fs)" % ("ok  " if not r["fails"] else "FAIL", r["case"].id, r.get("secs", 0)), flush=True)
-    shutil.rmtree(tmp, ignore_errors=True)
     return report(results, skipped, time.time() - t0, a.tier)
 
 
