@@ -311,7 +311,7 @@ typedef struct sb_session sb_session;
 typedef struct sb_session_params {
     int64_t n_ctx;          /* KV positions; 0 = min(model context, 4096) */
     int kv_type;            /* SB_TYPE_F32 (default) or SB_TYPE_F16 */
-    int n_threads;          /* 0 = all cores */
+    int n_threads;          /* 0 = all cores (negative: SB_ERR_INVALID_ARG) */
     int64_t n_batch;        /* largest prefill chunk; 0 = 512 */
     int device;             /* SB_DEVICE_CPU (0, default), SB_DEVICE_CUDA (GPU 0; SB_ERR_DEVICE without one) or
                              * SB_DEVICE_AUTO (GPU 0 where it can run the model, else the CPU: sb_session_device) */
@@ -378,7 +378,8 @@ SB_API sb_status sb_session_reset_stats(sb_session *s);
 /* ---- sampling ---- */
 
 /* llama.cpp's chain and defaults: penalties → top-k → top-p → min-p → temperature → seeded draw;
- * temp <= 0 is greedy. -inf logits are never chosen; a NaN/+Inf logit is an error. */
+ * temp <= 0 is greedy. -inf logits are never chosen; a NaN/+Inf logit is an error. temp, top_p and
+ * min_p must be finite (sb_sampler_create: SB_ERR_INVALID_ARG). */
 typedef struct sb_sampler sb_sampler;
 
 typedef struct sb_sampler_params {

@@ -64,7 +64,7 @@ sb_status rt_sampler_create(const rt_sampler_params *p, int64_t n_vocab, rt_samp
     rt_sampler_defaults(&d);
     if (!p) p = &d;
     if (n_vocab <= 0 || n_vocab > INT32_MAX) return sb_fail(SB_ERR_INVALID_ARG, "sampler: n_vocab %lld", (long long)n_vocab);
-    if (!(p->temp == p->temp) || !(p->top_p == p->top_p) || !(p->min_p == p->min_p) || !(p->repeat_penalty > 0) ||
+    if (!isfinite(p->temp) || !isfinite(p->top_p) || !isfinite(p->min_p) || !(p->repeat_penalty > 0) ||
         p->penalty_last_n < 0 || p->penalty_last_n > 1 << 20 || !isfinite(p->presence_penalty) || !isfinite(p->frequency_penalty))
         return sb_fail(SB_ERR_INVALID_ARG,
                        "sampler: bad parameters (temp %g, top_p %g, min_p %g, repeat_penalty %g, last_n %d)", p->temp, p->top_p,

@@ -124,7 +124,8 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
         return sb_fail(SB_ERR_INVALID_ARG, "session: n_batch %lld out of range (1..65536)", (long long)prm.n_batch);
     if (prm.kv_type != SB_TYPE_F32 && prm.kv_type != SB_TYPE_F16)
         return sb_fail(SB_ERR_INVALID_ARG, "session: KV cache type %d must be F32 or F16", prm.kv_type);
-    if (prm.n_threads <= 0) {
+    if (prm.n_threads < 0) return sb_fail(SB_ERR_INVALID_ARG, "session: n_threads %d is negative (0 = all cores)", prm.n_threads);
+    if (prm.n_threads == 0) {
         long nc = sysconf(_SC_NPROCESSORS_ONLN);
         prm.n_threads = nc > 0 ? (int)nc : 1;
     }

@@ -287,7 +287,7 @@ def _vocab_mutations(g, prefix="vm"):
         M("merges-missing", "nonsense", "gpt2 vocabulary without merges", "1", VOC % "merges", lambda m: m.remove("tokenizer.ggml.merges"))
         M("merges-bad", "nonsense", "merges naming tokens that do not exist", "1", VOC % "merges",
           lambda m: m.set("tokenizer.ggml.merges", ARR, (STR, [b"\xff\xfe zz", b"nospace"] * 4)))
-        M("pre-missing", "nonsense", "tokenizer.ggml.pre removed", "1", r"SB_ERR_VOCAB\w*\b.*pre",
+        M("pre-missing", "nonsense", "tokenizer.ggml.pre removed", "01", r"SB_ERR_VOCAB\w*\b.*pre",
           lambda m: m.remove("tokenizer.ggml.pre"))
         M("pre-unknown", "nonsense", "tokenizer.ggml.pre = bogus", "1", r"SB_ERR_VOCAB_UNSUPPORTED\b.*bogus",
           lambda m: m.set("tokenizer.ggml.pre", STR, b"bogus"))

@@ -40,7 +40,8 @@ int arg_f32(const char *cmd, int argc, char **argv, int *i, float lo, float hi, 
     char *end;
     errno = 0;
     double x = strtod(v, &end);
-    if (errno || end == v || *end || !isfinite(x) || x < lo || x > hi) {
+    /* the bounds are floats: compare the value as the float it becomes (0.001 is not below 1e-3f) */
+    if (errno || end == v || *end || !isfinite(x) || (float)x < lo || (float)x > hi) {
         fprintf(stderr, "sb %s: %s '%s': expected a number in [%g, %g]\n", cmd, opt, v, lo, hi);
         return 2;
     }
