@@ -564,7 +564,8 @@ typedef struct sb_quantize_params {
  * a multiple of the block), and for an F32/F16/BF16 input the tensor data, tensor order and
  * metadata layout are byte-identical to llama-quantize's (no imatrix). Tensors already in a
  * quantized type are dequantized first (a SB_LOG_WARN message says so). The output is written to
- * a temporary file and renamed, so `out` is either complete or untouched. p may be NULL (defaults).
+ * a temporary file and renamed, so `out` is either complete or untouched; a device or FIFO `out`
+ * is written straight to, a directory refused (sb_output_open's rule). p may be NULL (defaults).
  * Errors: SB_ERR_INVALID_ARG (NULL args, unknown type name: the valid ones are listed),
  * SB_ERR_IO, SB_ERR_OOM, SB_ERR_FORMAT_* (bad input), SB_ERR_UNSUPPORTED (a tensor type that
  * cannot be converted, or a shape no type fits: the tensor and type are named), SB_ERR_MODEL_NAN
@@ -602,6 +603,28 @@ SB_API sb_status sb_synth_model(const char *preset, const char *out, const sb_sy
 /* Name of preset i (0..), NULL past the end; sb_synth_preset_desc: a one-line description. */
 SB_API const char *sb_synth_preset_name(int i);
 SB_API const char *sb_synth_preset_desc(int i);
+
+/* ---- output files ---- */
+
+/* An output file written by the library's one rule (what sb_quantize_file and sb_synth_model use),
+ * decided from what `path` names when it is opened, symlinks followed:
+ *   - nothing, or a regular file: bytes go to a new "PATH.tmp.XXXXXX" beside it (O_EXCL; an
+ *     existing file's permissions kept); sb_output_commit fsyncs it and renames it over PATH, so
+ *     PATH is either the old file or the complete new one. A symlink keeps pointing at the file it
+ *     names, which is replaced; a dangling symlink is refused.
+ *   - a character device (/dev/null, /dev/full, a terminal), a FIFO, or /dev/stdout, /dev/stderr,
+ *     /dev/fd/N: written straight to, never replaced; a FIFO with no reader is refused at once.
+ *   - a directory, block device or socket: refused.
+ * Every failure is SB_ERR_IO with the path and the system's reason (e.g. "No space left on device"
+ * from /dev/full), SB_ERR_INVALID_ARG for a NULL/empty path; after any failure of write or commit
+ * the temporary file is gone and the handle freed. */
+typedef struct sb_output sb_output;
+SB_API sb_status sb_output_open(const char *path, sb_output **out);
+SB_API sb_status sb_output_write(sb_output *o, const void *data, size_t size);
+/* Finish and free o (commit as above). */
+SB_API sb_status sb_output_commit(sb_output *o);
+/* Drop o: the temporary file is removed, the destination untouched. NULL is a no-op. */
+SB_API void sb_output_abort(sb_output *o);
 
 #ifdef __cplusplus
 }

@@ -5,10 +5,12 @@
 #include "args.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -100,35 +102,67 @@ const char *default_model_path(void) {
     return NULL;
 }
 
-char *read_text_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *p = (char *)malloc(cap + 1);
-    while (p) {
-        size_t k = fread(p + n, 1, cap - n, f);
-        n += k;
-        if (n < cap) break;
-        cap *= 2;
-        char *q = (char *)realloc(p, cap + 1);
-        if (!q) {
-            free(p);
-            p = NULL;
-        } else {
+static char read_error[4200];
+
+const char *read_file_error(void) { return read_error; }
+
+static char *read_fail(int fd, char *buf, int err, const char *fmt, const char *path, const char *what) {
+    if (fd >= 0) close(fd);
+    free(buf);
+    snprintf(read_error, sizeof read_error, fmt, path, what);
+    errno = err;
+    return NULL;
+}
+
+static const char *kind_of(mode_t m) {
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return S_ISFIFO(m) ? "a FIFO" : "not a regular file";
+}
+
+char *read_file_capped(const char *path, size_t max_mib, int allow_pipe, size_t *len) {
+    const size_t cap = max_mib << 20;
+    /* O_NONBLOCK: look at what it is before anything can wait on it (a FIFO without a writer) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) return read_fail(-1, NULL, errno, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) return read_fail(fd, NULL, errno, "%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return read_fail(fd, NULL, EISDIR, "%s: is %s", path, "a directory");
+    if (!S_ISREG(st.st_mode) && !(allow_pipe && S_ISFIFO(st.st_mode)))
+        return read_fail(fd, NULL, EINVAL, allow_pipe ? "%s: is %s, not a regular file or pipe" : "%s: is %s, not a regular file",
+                         path, kind_of(st.st_mode));
+    char what[64];
+    snprintf(what, sizeof what, "%zu MiB", max_mib);
+    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > cap)
+        return read_fail(fd, NULL, EFBIG, "%s: larger than the %s limit", path, what);
+    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    size_t n = 0, room = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : (size_t)1 << 16;
+    char *p = (char *)malloc(room + 1);
+    for (;;) {
+        if (!p) return read_fail(fd, NULL, ENOMEM, "%s: %s", path, strerror(ENOMEM));
+        if (n == room) {
+            size_t more = room * 2 > cap + 1 ? cap + 1 : room * 2;
+            char *q = (char *)realloc(p, more + 1);
+            if (!q) return read_fail(fd, p, ENOMEM, "%s: %s", path, strerror(ENOMEM));
             p = q;
+            room = more;
         }
+        ssize_t k = read(fd, p + n, room - n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return read_fail(fd, p, errno, "%s: %s", path, strerror(errno));
+        if (k == 0) break;
+        n += (size_t)k;
+        if (n > cap) return read_fail(fd, p, EFBIG, "%s: larger than the %s limit", path, what);
     }
-    int err = ferror(f);
-    fclose(f);
-    if (!p || err) {
-        free(p);
-        errno = err ? EIO : ENOMEM;
-        return NULL;
-    }
+    close(fd);
     p[n] = 0;
     *len = n;
     return p;
 }
+
+char *read_text_file(const char *path, size_t *len) { return read_file_capped(path, SB_TEXT_FILE_MAX_MIB, 1, len); }
 
 double now_seconds(void) {
     struct timespec ts;

@@ -28,7 +28,16 @@ int arg_device(const char *cmd, int argc, char **argv, int *i, int *device, int 
  * the install prefix), else NULL. */
 const char *default_model_path(void);
 
-/* Read a whole file (text prompts, perplexity input). NULL with errno on failure. */
+/* Read a whole file into a NUL-terminated buffer, refusing at once what cannot be meant (a
+ * directory: "FILE: is a directory"; a device or socket, or a FIFO unless allow_pipe) and
+ * anything over max_mib MiB ("FILE: larger than the N MiB limit", found before reading a regular
+ * file, after max_mib MiB of a pipe). NULL on failure, with errno and the one-line reason in
+ * read_file_error() ("FILE: why", for "error: SB_ERR_IO: %s"). */
+char *read_file_capped(const char *path, size_t max_mib, int allow_pipe, size_t *len);
+const char *read_file_error(void);
+/* Text input (prompts, perplexity and tokenize text): regular files and pipes (/dev/stdin, <(cmd))
+ * up to SB_TEXT_FILE_MAX_MIB. */
+#define SB_TEXT_FILE_MAX_MIB 256
 char *read_text_file(const char *path, size_t *len);
 
 /* Seconds on a monotonic clock. */

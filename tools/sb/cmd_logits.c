@@ -47,9 +47,9 @@ int cmd_logits(int argc, char **argv) {
         return rc;
     }
     size_t size;
-    unsigned char *blob = (unsigned char *)read_text_file(ref, &size);
+    unsigned char *blob = (unsigned char *)read_file_capped(ref, 4096, 0, &size); /* SBREF1: regular files to 4 GiB */
     if (!blob) {
-        fprintf(stderr, "error: SB_ERR_IO: %s: %s\n", ref, strerror(errno));
+        fprintf(stderr, "error: SB_ERR_IO: %s\n", read_file_error());
         return 1;
     }
     uint32_t hdr[4] = {0};
@@ -89,15 +89,14 @@ int cmd_logits(int argc, char **argv) {
         if (st == SB_OK) memcpy(ours + (hdr[1] + i) * V, l, V * sizeof *ours);
     }
     if (!rc && st == SB_OK) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
-        FILE *f = fopen(tmp, "wb");
-        int ok = f && fwrite(blob, 1, 24 + n * 4, f) == 24 + n * 4 && fwrite(ours, 4, n * V, f) == n * V;
-        if (f && fclose(f)) ok = 0;
-        if (!ok || rename(tmp, out)) {
-            fprintf(stderr, "error: SB_ERR_IO: %s: %s\n", out, strerror(errno));
-            unlink(tmp);
-            rc = 1;
+        sb_output *o = NULL; /* the library's output rule: temp + rename, or straight to a device/FIFO */
+        sb_status ws = sb_output_open(out, &o);
+        if (ws == SB_OK) ws = sb_output_write(o, blob, 24 + n * 4);
+        if (ws == SB_OK) ws = sb_output_write(o, ours, n * V * sizeof *ours);
+        if (ws == SB_OK) ws = sb_output_commit(o);
+        else sb_output_abort(o);
+        if (ws != SB_OK) {
+            rc = sb_cli_fail(ws);
         } else {
             double num = 0, den = 0;
             for (uint64_t k = 0; k < n * V; k++) {

@@ -48,7 +48,7 @@ int cmd_perplexity(int argc, char **argv) {
     size_t len;
     char *text = read_text_file(file, &len);
     if (!text) {
-        fprintf(stderr, "error: SB_ERR_IO: %s: %s\n", file, strerror(errno));
+        fprintf(stderr, "error: SB_ERR_IO: %s\n", read_file_error());
         return 1;
     }
     sb_model *m = NULL;

@@ -121,7 +121,7 @@ int cmd_run(int argc, char **argv) {
     if (file) {
         text = read_text_file(file, &text_len);
         if (!text) {
-            fprintf(stderr, "error: SB_ERR_IO: %s: %s\n", file, strerror(errno));
+            fprintf(stderr, "error: SB_ERR_IO: %s\n", read_file_error());
             return 1;
         }
         prompt = text;
