@@ -259,7 +259,10 @@ typedef struct sb_vocab sb_vocab; /* described under "vocabulary / tokenizer" be
 
 typedef struct sb_model_params {
     int check_tensors;      /* 1: scan every weight for NaN/Inf at load (SB_ERR_MODEL_NAN) */
-    int reserved[15];       /* zero; room for later fields without changing the size */
+    int no_mmap;            /* 1: read the file into memory instead of mapping it (llama.cpp's
+                               --no-mmap): the model then survives its file being truncated or
+                               rewritten; 0 (default): map it (see sb_model_load) */
+    int reserved[14];       /* zero; room for later fields without changing the size */
 } sb_model_params;
 
 typedef struct sb_model_info {
@@ -276,7 +279,13 @@ SB_API void sb_model_default_params(sb_model_params *p);
 /* Load a model (p may be NULL for defaults). Errors: SB_ERR_INVALID_ARG, SB_ERR_IO, SB_ERR_OOM, any
  * SB_ERR_FORMAT_* (bad file), SB_ERR_MODEL_ARCH (unknown general.architecture, named),
  * SB_ERR_MODEL_HPARAM (missing/out-of-range key, named), SB_ERR_MODEL_TENSOR_MISSING/_SHAPE/_TYPE
- * (the tensor, expected and actual shape or type named), SB_ERR_MODEL_NAN, SB_ERR_VOCAB*. */
+ * (the tensor, expected and actual shape or type named), SB_ERR_MODEL_NAN, SB_ERR_VOCAB*.
+ * A mapped file (the default) must not shrink while the model is in use: loading reads it under a
+ * SIGBUS guard installed for that call only (a file truncated while loading: SB_ERR_IO "file
+ * changed size while loading"), sessions refuse a file that shrank (SB_ERR_IO) when created and
+ * before each evaluation, but a truncation in the middle of an evaluation raises SIGBUS in the
+ * caller's process: the library installs no lasting signal handler, so a program that must survive
+ * that either loads with no_mmap or handles SIGBUS itself (`sb` prints one line and exits 1). */
 SB_API sb_status sb_model_load(const char *path, const sb_model_params *p, sb_model **out);
 
 /* Release a model. Every session created on it must be freed first. NULL is a no-op. */

@@ -42,7 +42,7 @@ SB_API void sb_model_default_params(sb_model_params *p) {
 SB_API sb_status sb_model_load(const char *path, const sb_model_params *p, sb_model **out) {
     NEED(path && out, "sb_model_load");
     *out = NULL;
-    rt_model_params rp = {.check_tensors = p && p->check_tensors};
+    rt_model_params rp = {.check_tensors = p && p->check_tensors, .no_mmap = p && p->no_mmap};
     sb_model *h = (sb_model *)calloc(1, sizeof *h);
     if (!h) return sb_fail(SB_ERR_OOM, "sb_model handle");
     sb_status s = rt_model_load(path, &rp, &h->m);

@@ -7,6 +7,7 @@
  */
 #include "runtime/model.h"
 #include "runtime/arch/arch.h"
+#include "base/file_io.h"
 #include "base/status.h"
 #include "quant/types.h"
 
@@ -28,14 +29,20 @@ const rt_arch *rt_arch_find(const char *name, size_t len) {
     return NULL;
 }
 
-/* NaN/Inf scan of one weight, row by row through its dequantizer. */
-static sb_status scan_tensor(const gguf_tensor *t) {
+typedef struct scan_job {
+    const gguf_tensor *t;
+    float *buf; /* one row of floats */
+} scan_job;
+
+/* NaN/Inf scan of one weight, row by row through its dequantizer (run under fio_guarded: it reads
+ * the whole mapping, so a file truncated meanwhile fails as SB_ERR_IO, not SIGBUS). */
+static sb_status scan_rows(void *ctx) {
+    const gguf_tensor *t = ((scan_job *)ctx)->t;
+    float *buf = ((scan_job *)ctx)->buf;
     const qk_traits *tr = qk_get(t->type);
     int64_t n = t->ne[0], rows = t->ne[1] * t->ne[2] * t->ne[3];
     uint64_t rb;
     if (qk_row_bytes(t->type, n, &rb)) return sb_fail(SB_ERR_INTERNAL, "scan: row bytes of %s", t->name);
-    float *buf = (float *)malloc((size_t)n * sizeof *buf);
-    if (!buf) return sb_fail(SB_ERR_OOM, "scan: %lld floats", (long long)n);
     sb_status s = SB_OK;
     for (int64_t r = 0; r < rows && s == SB_OK; r++) {
         tr->to_float(t->data + r * rb, buf, n);
@@ -46,7 +53,14 @@ static sb_status scan_tensor(const gguf_tensor *t) {
                 break;
             }
     }
-    free(buf);
+    return s;
+}
+
+static sb_status scan_tensor(const gguf_file *f, const char *path, const gguf_tensor *t) {
+    scan_job j = {t, (float *)malloc((size_t)t->ne[0] * sizeof(float))};
+    if (!j.buf) return sb_fail(SB_ERR_OOM, "scan: %lld floats", (long long)t->ne[0]);
+    sb_status s = f->heap ? scan_rows(&j) : fio_guarded(path, f->map, f->map_size, scan_rows, &j);
+    free(j.buf);
     return s;
 }
 
@@ -66,7 +80,7 @@ static sb_status bind_weights(rt_model *m, const rt_model_params *p) {
         const gguf_tensor *t = gguf_find_tensor(&m->file, n->name);
         m->n_params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
         m->weight_bytes += t->nbytes;
-        if (p && p->check_tensors) s = scan_tensor(t);
+        if (p && p->check_tensors) s = scan_tensor(&m->file, m->path, t);
     }
     ir_graph_free(g);
     return s;
@@ -77,7 +91,7 @@ sb_status rt_model_load(const char *path, const rt_model_params *p, rt_model **o
     rt_model *m = (rt_model *)calloc(1, sizeof *m);
     if (!m) return sb_fail(SB_ERR_OOM, "model struct");
     snprintf(m->path, sizeof m->path, "%s", path);
-    sb_status s = gguf_open(path, &m->file);
+    sb_status s = gguf_open_ex(path, p && p->no_mmap, &m->file);
     sb_strview arch = {0};
     if (s == SB_OK) {
         s = gguf_get_str(&m->file, "general.architecture", &arch);

@@ -4,7 +4,8 @@
  * tokenizer, with every weight the architecture needs bound and checked by name, shape and type.
  * Layer 2 (runtime). A model is immutable after rt_model_load and shared read-only by any number of
  * sessions on any threads. Weights stay in the read-only mapping (no copy, no conversion: a model
- * keeps the types its file has).
+ * keeps the types its file has), or with no_mmap in a heap copy of the file. Sessions re-check the
+ * mapped file's size (gguf_check_size) when created and before each evaluation.
  * Non-goals: MoE, multimodal towers, gemma4 (its own builder later).
  */
 #ifndef SB_RUNTIME_MODEL_H
@@ -59,6 +60,7 @@ struct rt_model {
 
 typedef struct rt_model_params {
     bool check_tensors;         /* scan every weight for NaN/Inf at load (SB_ERR_MODEL_NAN) */
+    bool no_mmap;               /* read the file into memory instead of mapping it */
 } rt_model_params;
 
 sb_status rt_model_load(const char *path, const rt_model_params *p, rt_model **out);

@@ -9,6 +9,7 @@
  * Uses only the public header.
  */
 #include "args.h"
+#include "cli_io.h"
 #include "sb.h"
 
 #include <math.h>
@@ -197,6 +198,7 @@ int cmd_bench(int argc, char **argv) {
     }
     sb_model *m = NULL;
     sb_session *s = NULL;
+    cli_watch_file(model);
     sb_status st = sb_model_load(model, NULL, &m);
     sb_model_info mi;
     if (st == SB_OK) st = sb_model_get_info(m, &mi);

@@ -5,6 +5,7 @@
  * per weight, tensors per type). Uses only the public header.
  * Exit: 0 ok, 1 bad file (one line "error: STATUS: detail"), 2 usage.
  */
+#include "cli_io.h"
 #include "sb.h"
 
 #include <inttypes.h>
@@ -213,6 +214,7 @@ int cmd_info(int argc, char **argv) {
         return 2;
     }
     sb_gguf *g;
+    cli_watch_file(path);
     sb_status s = sb_gguf_open(path, &g);
     if (s != SB_OK) return sb_cli_fail(s);
     sb_gguf_info info;

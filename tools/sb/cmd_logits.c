@@ -6,6 +6,7 @@
  * SBREF1 format (shared/testdata/README.md). Prints the NMSE against the input's logits.
  */
 #include "args.h"
+#include "cli_io.h"
 #include "sb.h"
 
 #include <errno.h>
@@ -16,14 +17,15 @@
 #include <unistd.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: sb logits -m MODEL --ref IN.ref -o OUT.ref [-t THREADS] [--kv-type f32|f16] [--device cpu|cuda|auto | -ngl N]\n"
-               "  --device        where to run: the CPU (default: the reference path), cuda, or auto\n");
+    fprintf(f, "usage: sb logits -m MODEL --ref IN.ref -o OUT.ref [-t THREADS] [--kv-type f32|f16] [--device cpu|cuda|auto | -ngl N] [--no-mmap]\n"
+               "  --device        where to run: the CPU (default: the reference path), cuda, or auto\n"
+               "  --no-mmap       read the model into memory instead of mapping it\n");
 }
 
 int cmd_logits(int argc, char **argv) {
     const char *model = NULL, *ref = NULL, *out = NULL, *kv = "f32";
     int64_t threads = 0;
-    int rc = 0;
+    int rc = 0, no_mmap = 0;
     int device = SB_DEVICE_CPU; /* a reference tool: the CPU unless told */
     for (int i = 1; i < argc && !rc; i++) {
         if (arg_device("logits", argc, argv, &i, &device, &rc)) continue;
@@ -35,6 +37,7 @@ int cmd_logits(int argc, char **argv) {
         else if (!strcmp(argv[i], "-o")) rc = arg_str("logits", argc, argv, &i, &out);
         else if (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) rc = arg_i64("logits", argc, argv, &i, 1, 256, &threads);
         else if (!strcmp(argv[i], "--kv-type")) rc = arg_str("logits", argc, argv, &i, &kv);
+        else if (!strcmp(argv[i], "--no-mmap")) no_mmap = 1;
         else {
             fprintf(stderr, "sb logits: unknown option '%s'\n", argv[i]);
             rc = 2;
@@ -66,7 +69,11 @@ int cmd_logits(int argc, char **argv) {
     float *ours = (float *)malloc(n * V * sizeof *ours);
     sb_model *m = NULL;
     sb_session *s = NULL;
-    sb_status st = ours ? sb_model_load(model, NULL, &m) : SB_ERR_OOM;
+    sb_model_params mp;
+    sb_model_default_params(&mp);
+    mp.no_mmap = no_mmap;
+    cli_watch_file(model);
+    sb_status st = ours ? sb_model_load(model, &mp, &m) : SB_ERR_OOM;
     sb_model_info mi;
     if (st == SB_OK) st = sb_model_get_info(m, &mi);
     if (st == SB_OK && (uint64_t)mi.n_vocab != V) {

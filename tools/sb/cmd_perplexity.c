@@ -7,6 +7,7 @@
  * averaged. Prints the running estimate per chunk and the final PPL ± its standard error.
  */
 #include "args.h"
+#include "cli_io.h"
 #include "sb.h"
 
 #include <errno.h>
@@ -16,14 +17,14 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: sb perplexity [-m MODEL] -f TEXTFILE [-c CTX (512)] [-t THREADS] [--chunks N] [--device auto|cpu|cuda | -ngl N]\n"
+    fprintf(f, "usage: sb perplexity [-m MODEL] -f TEXTFILE [-c CTX (512)] [-t THREADS] [--chunks N] [--device auto|cpu|cuda | -ngl N] [--no-mmap]\n"
                "  " ARG_DEVICE_HELP);
 }
 
 int cmd_perplexity(int argc, char **argv) {
     const char *model = NULL, *file = NULL;
     int64_t n_ctx = 512, threads = 0, max_chunks = -1;
-    int rc = 0, device = SB_DEVICE_AUTO;
+    int rc = 0, device = SB_DEVICE_AUTO, no_mmap = 0;
     for (int i = 1; i < argc && !rc; i++) {
         if (arg_device("perplexity", argc, argv, &i, &device, &rc)) continue;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -34,6 +35,7 @@ int cmd_perplexity(int argc, char **argv) {
         else if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--ctx-size")) rc = arg_i64("perplexity", argc, argv, &i, 8, 1 << 20, &n_ctx);
         else if (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) rc = arg_i64("perplexity", argc, argv, &i, 1, 256, &threads);
         else if (!strcmp(argv[i], "--chunks")) rc = arg_i64("perplexity", argc, argv, &i, 1, INT32_MAX, &max_chunks);
+        else if (!strcmp(argv[i], "--no-mmap")) no_mmap = 1;
         else {
             fprintf(stderr, "sb perplexity: unknown option '%s'\n", argv[i]);
             rc = 2;
@@ -56,7 +58,11 @@ int cmd_perplexity(int argc, char **argv) {
     int32_t *toks = NULL;
     float *logits = NULL;
     size_t n_tok = 0, need = 0;
-    sb_status st = sb_model_load(model, NULL, &m);
+    sb_model_params mp;
+    sb_model_default_params(&mp);
+    mp.no_mmap = no_mmap;
+    cli_watch_file(model);
+    sb_status st = sb_model_load(model, &mp, &m);
     const sb_vocab *v = m ? sb_model_get_vocab(m) : NULL;
     if (st == SB_OK) {
         st = sb_tokenize(v, text, len, 0, 0, NULL, 0, &need);

@@ -5,6 +5,7 @@
  * Layer 3 (tools): public header only. The bar is drawn on stderr only when stderr is a terminal;
  * library warnings (e.g. re-quantizing a quantized file) are printed as "warning: ..." lines.
  */
+#include "cli_io.h"
 #include "sb.h"
 
 #include <stdio.h>
@@ -107,6 +108,7 @@ int cmd_quantize(int argc, char **argv) {
     }
     sb_log_set(sb_cli_log, NULL, verbose ? SB_LOG_DEBUG : SB_LOG_WARN);
     if (isatty(2)) p.progress = sb_cli_progress;
+    cli_watch_file(pos[0]);
     sb_status s = sb_quantize_file(pos[0], pos[1], pos[2], &p);
     sb_log_set(NULL, NULL, SB_LOG_WARN);
     if (s != SB_OK) return sb_cli_fail(s);

@@ -5,6 +5,7 @@
  * embedded default model. Uses only the public header.
  */
 #include "args.h"
+#include "cli_io.h"
 #include "sb.h"
 
 #include <errno.h>
@@ -36,6 +37,8 @@ static void usage(FILE *f) {
             "      " ARG_DEVICE_HELP
             "      --parse-special     match special-token text in a plain prompt\n"
             "      --check-tensors     scan weights for NaN/Inf at load\n"
+            "      --no-mmap           read the model into memory instead of mapping it (survives the\n"
+            "                          file being truncated or rewritten while running)\n"
             "  -v, --verbose           model and plan details on stderr\n",
             MAX_STOP);
 }
@@ -43,9 +46,7 @@ static void usage(FILE *f) {
 static int emit(void *user, const char *text, size_t len, int32_t token) {
     (void)user;
     (void)token;
-    fwrite(text, 1, len, stdout);
-    fflush(stdout);
-    return 0;
+    return cli_stdout_write(text, len) ? 1 : 0; /* a stdout write error stops generating */
 }
 
 int cmd_run(int argc, char **argv) {
@@ -54,7 +55,7 @@ int cmd_run(int argc, char **argv) {
     const char *stops[MAX_STOP];
     size_t n_stop = 0;
     int64_t n_predict = 128, n_ctx = 0, n_batch = 0, threads = 0, seed = -1, last_n = -2, top_k = -2;
-    int chat = 0, verbose = 0, parse_special = 0, check = 0, rc = 0;
+    int chat = 0, verbose = 0, parse_special = 0, check = 0, rc = 0, no_mmap = 0;
     sb_sampler_params sp;
     sb_sampler_default_params(&sp);
     for (int i = 1; i < argc && !rc; i++) {
@@ -89,6 +90,7 @@ int cmd_run(int argc, char **argv) {
         } else if (!strcmp(a, "--kv-type")) rc = arg_str("run", argc, argv, &i, &kv);
         else if (!strcmp(a, "--parse-special")) parse_special = 1;
         else if (!strcmp(a, "--check-tensors")) check = 1;
+        else if (!strcmp(a, "--no-mmap")) no_mmap = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = 1;
         else {
             fprintf(stderr, "sb run: unknown option '%s'\n", a);
@@ -136,6 +138,8 @@ int cmd_run(int argc, char **argv) {
     sb_model_params mp;
     sb_model_default_params(&mp);
     mp.check_tensors = check;
+    mp.no_mmap = no_mmap;
+    cli_watch_file(model);
     double t0 = now_seconds();
     sb_status st = sb_model_load(model, &mp, &m);
     double load_s = now_seconds() - t0;
@@ -182,9 +186,9 @@ int cmd_run(int argc, char **argv) {
     }
     sb_generate_result res;
     if (st == SB_OK) {
-        fwrite(chat ? "" : prompt, 1, chat ? 0 : text_len, stdout);
-        st = sb_generate(s, smp, prompt, text_len, &gp, emit, NULL, &res);
-        printf("\n");
+        if (!chat) cli_stdout_write(prompt, text_len);
+        st = cli_stdout_failed() ? SB_ERR_CANCELLED : sb_generate(s, smp, prompt, text_len, &gp, emit, NULL, &res);
+        if (st == SB_OK) cli_stdout_write("\n", 1);
     }
     if (st == SB_OK) {
         sb_session_stats ss;

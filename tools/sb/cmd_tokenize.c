@@ -6,6 +6,7 @@
  * escaped (\n, \t, \r, \\, \xNN) so every token stays on its line; other bytes are written as is.
  */
 #include "args.h"
+#include "cli_io.h"
 #include "sb.h"
 
 #include <stdio.h>
@@ -69,6 +70,7 @@ int cmd_tokenize(int argc, char **argv) {
         len = strlen(text);
     }
     sb_vocab *v = NULL;
+    cli_watch_file(model);
     sb_status st = sb_vocab_load(model, &v);
     if (st != SB_OK) {
         free(owned);

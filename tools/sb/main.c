@@ -3,8 +3,11 @@
  * tools/sb/main.c — the `sb` command: dispatches to one subcommand per file (cmd_*.c).
  * Layer 3 (tools): uses only include/sonicboom.h, like any third-party program would.
  * Exit status: 0 success, 1 the operation failed (one line "error: <STATUS>: <detail>" on
- * stderr), 2 usage error.
+ * stderr), 2 usage error. Standard output is flushed and closed before exiting: a write error
+ * there (a full disk, a closed pipe) is exit 1 with one line "error: SB_ERR_IO: standard output:
+ * REASON" (cli_io.c), for every command.
  */
+#include "cli_io.h"
 #include "sb.h"
 
 #include <stdio.h>
@@ -44,11 +47,12 @@ int cmd_version(int argc, char **argv) {
 }
 
 int sb_cli_fail(sb_status s) {
+    if (s == SB_ERR_CANCELLED && cli_stdout_failed()) return 1; /* stopped by a stdout error: cli_io_finish says it */
     fprintf(stderr, "error: %s: %s\n", sb_status_str(s), sb_last_error());
     return 1;
 }
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -68,4 +72,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "sb: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv) {
+    cli_io_init();
+    return cli_io_finish(dispatch(argc, argv));
 }
