@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,25 +15,51 @@
 #include <time.h>
 #include <unistd.h>
 
+int usage_error(const char *cmd, const char *fmt, ...) {
+    char why[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "sb %s: %s (see 'sb %s --help')\n", cmd, why, cmd);
+    return 2;
+}
+
 static int need_value(const char *cmd, int argc, char **argv, int *i) {
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "sb %s: option %s needs a value\n", cmd, argv[*i]);
-        return 2;
-    }
+    if (*i + 1 >= argc) return usage_error(cmd, "option %s needs a value", argv[*i]);
     return 0;
+}
+
+const char *parse_int(const char *v, int64_t lo, int64_t hi, int64_t *out) {
+    static char why[96];
+    const char *p = v;
+    int neg = *p == '-';
+    if (neg) p++;
+    if (!*v) return "an empty value";
+    if (*p < '0' || *p > '9') return "not a decimal integer";
+    uint64_t mag = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (mag > (UINT64_MAX - (uint64_t)(*p - '0')) / 10) mag = UINT64_MAX; /* saturate: out of range below */
+        else mag = mag * 10 + (uint64_t)(*p - '0');
+    }
+    if (*p) return "trailing characters after the number";
+    /* decimal only (leading zeros do not mean octal); the sign applied without overflow */
+    int fits = neg ? mag <= (uint64_t)INT64_MAX + 1 : mag <= (uint64_t)INT64_MAX;
+    int64_t x = !fits ? 0 : neg ? (mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag) : (int64_t)mag;
+    if (!fits || x < lo || x > hi) {
+        snprintf(why, sizeof why, "out of range [%lld, %lld]", (long long)lo, (long long)hi);
+        return why;
+    }
+    *out = x;
+    return NULL;
 }
 
 int arg_i64(const char *cmd, int argc, char **argv, int *i, int64_t lo, int64_t hi, int64_t *out) {
     if (need_value(cmd, argc, argv, i)) return 2;
     const char *opt = argv[*i], *v = argv[++*i];
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi) {
-        fprintf(stderr, "sb %s: %s '%s': expected an integer in [%lld, %lld]\n", cmd, opt, v, (long long)lo, (long long)hi);
-        return 2;
-    }
-    *out = x;
+    const char *why = parse_int(v, lo, hi, out);
+    if (why && !strncmp(why, "out of range", 12)) return usage_error(cmd, "%s '%s': %s", opt, v, why);
+    if (why) return usage_error(cmd, "%s '%s': %s (expected an integer in [%lld, %lld])", opt, v, why, (long long)lo, (long long)hi);
     return 0;
 }
 
@@ -42,10 +69,9 @@ int arg_f32(const char *cmd, int argc, char **argv, int *i, float lo, float hi, 
     char *end;
     errno = 0;
     double x = strtod(v, &end);
-    if (errno || end == v || *end || !isfinite(x) || x < lo || x > hi) {
-        fprintf(stderr, "sb %s: %s '%s': expected a number in [%g, %g]\n", cmd, opt, v, lo, hi);
-        return 2;
-    }
+    int plain = (*v >= '0' && *v <= '9') || *v == '-' || *v == '.'; /* no spaces, "inf", "nan", hex */
+    if (!plain || errno || end == v || *end || !isfinite(x) || x < lo || x > hi || strpbrk(v, "xXpP"))
+        return usage_error(cmd, "%s '%s': expected a decimal number in [%g, %g]", opt, v, lo, hi);
     *out = (float)x;
     return 0;
 }
@@ -66,8 +92,7 @@ int arg_device(const char *cmd, int argc, char **argv, int *i, int *device, int 
         else if (!strcmp(v, "cpu")) *device = SB_DEVICE_CPU;
         else if (!strcmp(v, "cuda")) *device = SB_DEVICE_CUDA;
         else {
-            fprintf(stderr, "sb %s: --device '%s': expected auto, cpu or cuda\n", cmd, v);
-            *rc = 2;
+            *rc = usage_error(cmd, "--device '%s': expected auto, cpu or cuda", v);
         }
         return 1;
     }

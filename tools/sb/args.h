@@ -11,8 +11,18 @@
 
 #include <stdint.h>
 
-/* Parse argv[*i + 1] as the value of option argv[*i]; advance *i. 0 on success, else prints
- * "sb CMD: ..." and returns 2 (the usage exit status). */
+/* The one usage-error path: prints one line "sb CMD: REASON (see 'sb CMD --help')" on stderr and
+ * returns 2 (the usage exit status). */
+int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The one integer parser: decimal only ("010" is ten, never octal), an optional '-', digits and
+ * nothing else (no spaces, '+', hex or trailing junk), overflow-safe, within [lo, hi]. NULL and
+ * *out set, or the reason ("not a decimal integer", "trailing characters after the number",
+ * "out of range [lo, hi]", ...). */
+const char *parse_int(const char *v, int64_t lo, int64_t hi, int64_t *out);
+
+/* Parse argv[*i + 1] as the value of option argv[*i]; advance *i. 0 on success, else a usage
+ * error naming the option, the value and the reason (returns 2). */
 int arg_i64(const char *cmd, int argc, char **argv, int *i, int64_t lo, int64_t hi, int64_t *out);
 int arg_f32(const char *cmd, int argc, char **argv, int *i, float lo, float hi, float *out);
 int arg_str(const char *cmd, int argc, char **argv, int *i, const char **out);

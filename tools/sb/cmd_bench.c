@@ -33,15 +33,17 @@ static void usage(FILE *f) {
 static int parse_list(const char *s, int64_t *out, int *n) {
     *n = 0;
     while (*s && *n < MAX_LIST) {
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || v < 0 || v > (1 << 24)) return -1;
-        out[(*n)++] = v;
-        s = end;
-        if (*s == ',') s++;
-        else if (*s) return -1;
+        char item[32];
+        size_t len = strcspn(s, ",");
+        if (len >= sizeof item) return -1;
+        memcpy(item, s, len);
+        item[len] = 0;
+        if (parse_int(item, 0, 1 << 24, &out[*n])) return -1; /* args.c's decimal parser */
+        (*n)++;
+        s += len;
+        if (*s == ',' && *++s == 0) return -1;
     }
-    return *n ? 0 : -1;
+    return *n && !*s ? 0 : -1; /* more than MAX_LIST items is an error, not a silent cut */
 }
 
 // ---- read bandwidth ----
@@ -163,8 +165,7 @@ int cmd_bench(int argc, char **argv) {
             int64_t *dst = !strcmp(a, "-p") ? pp : !strcmp(a, "-n") ? tg : !strcmp(a, "-d") ? dd : NULL;
             int64_t tmp[MAX_LIST];
             if (!rc && parse_list(v, dst ? dst : tmp, &n)) {
-                fprintf(stderr, "sb bench: %s '%s': expected comma-separated counts\n", a, v);
-                rc = 2;
+                rc = usage_error("bench", "%s '%s': expected at most %d comma-separated decimal counts in [0, %d]", a, v, MAX_LIST, 1 << 24);
             }
             if (!rc && !strcmp(a, "-p")) n_pp = n;
             if (!rc && !strcmp(a, "-n")) n_tg = n;
@@ -184,18 +185,14 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--kv-type")) rc = arg_str("bench", argc, argv, &i, &kv);
         else if (!strcmp(a, "--bw")) rc = arg_f32("bench", argc, argv, &i, 0.001f, 1e6f, &bw_given);
         else {
-            fprintf(stderr, "sb bench: unknown option '%s'\n", a);
-            rc = 2;
+            rc = usage_error("bench", "unknown option '%s'", a);
         }
     }
     if (!rc && strcmp(fmt, "md") && strcmp(fmt, "json")) rc = 2;
     if (!rc && strcmp(kv, "f32") && strcmp(kv, "f16")) rc = 2;
     if (!model) model = default_model_path();
-    if (!rc && !model) rc = 2;
-    if (rc) {
-        usage(stderr);
-        return rc;
-    }
+    if (!rc && !model) rc = usage_error("bench", "no -m MODEL given and no embedded model found (set SB_MODEL)");
+    if (rc) return rc; /* the reason is already printed (usage_error) */
     sb_model *m = NULL;
     sb_session *s = NULL;
     cli_watch_file(model);

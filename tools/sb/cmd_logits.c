@@ -39,16 +39,13 @@ int cmd_logits(int argc, char **argv) {
         else if (!strcmp(argv[i], "--kv-type")) rc = arg_str("logits", argc, argv, &i, &kv);
         else if (!strcmp(argv[i], "--no-mmap")) no_mmap = 1;
         else {
-            fprintf(stderr, "sb logits: unknown option '%s'\n", argv[i]);
-            rc = 2;
+            rc = usage_error("logits", "unknown option '%s'", argv[i]);
         }
     }
-    if (!rc && (!model || !ref || !out)) rc = 2;
-    if (!rc && strcmp(kv, "f32") && strcmp(kv, "f16")) rc = 2;
-    if (rc) {
-        usage(stderr);
-        return rc;
-    }
+    if (!rc && (!model || !ref || !out))
+        return usage_error("logits", "missing %s", !model ? "-m MODEL" : !ref ? "--ref IN.ref" : "-o OUT.ref");
+    if (!rc && strcmp(kv, "f32") && strcmp(kv, "f16")) return usage_error("logits", "--kv-type '%s': expected f32 or f16", kv);
+    if (rc) return rc; /* the reason is already printed (usage_error) */
     size_t size;
     unsigned char *blob = (unsigned char *)read_file_capped(ref, 4096, 0, &size); /* SBREF1: regular files to 4 GiB */
     if (!blob) {

@@ -37,16 +37,13 @@ int cmd_perplexity(int argc, char **argv) {
         else if (!strcmp(argv[i], "--chunks")) rc = arg_i64("perplexity", argc, argv, &i, 1, INT32_MAX, &max_chunks);
         else if (!strcmp(argv[i], "--no-mmap")) no_mmap = 1;
         else {
-            fprintf(stderr, "sb perplexity: unknown option '%s'\n", argv[i]);
-            rc = 2;
+            rc = usage_error("perplexity", "unknown option '%s'", argv[i]);
         }
     }
     if (!model) model = default_model_path();
-    if (!rc && (!file || !model)) rc = 2;
-    if (rc) {
-        usage(stderr);
-        return rc;
-    }
+    if (!rc && (!file || !model))
+        return usage_error("perplexity", !file ? "missing -f TEXTFILE" : "no -m MODEL given and no embedded model found (set SB_MODEL)");
+    if (rc) return rc; /* the reason is already printed (usage_error) */
     size_t len;
     char *text = read_text_file(file, &len);
     if (!text) {

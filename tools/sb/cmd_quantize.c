@@ -5,6 +5,7 @@
  * Layer 3 (tools): public header only. The bar is drawn on stderr only when stderr is a terminal;
  * library warnings (e.g. re-quantizing a quantized file) are printed as "warning: ..." lines.
  */
+#include "args.h"
 #include "cli_io.h"
 #include "sb.h"
 
@@ -53,9 +54,8 @@ int sb_cli_progress(void *user, uint64_t done, uint64_t total, const char *what)
 }
 
 int sb_cli_parse_threads(const char *s, int *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == 0 || *end || v < 1 || v > 256) return -1;
+    int64_t v;
+    if (parse_int(s, 1, 256, &v)) return -1;
     *out = (int)v;
     return 0;
 }
@@ -91,21 +91,14 @@ int cmd_quantize(int argc, char **argv) {
         } else if (!strcmp(a, "-v")) {
             verbose = 1;
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "sb quantize: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
+            return usage_error("quantize", "unknown option '%s'", a);
         } else if (npos < 3) {
             pos[npos++] = a;
         } else {
-            fprintf(stderr, "sb quantize: too many arguments\n");
-            usage(stderr);
-            return 2;
+            return usage_error("quantize", "too many arguments");
         }
     }
-    if (npos != 3) {
-        usage(stderr);
-        return 2;
-    }
+    if (npos != 3) return usage_error("quantize", "expected IN.gguf OUT.gguf TYPE, got %d argument%s", npos, npos == 1 ? "" : "s");
     sb_log_set(sb_cli_log, NULL, verbose ? SB_LOG_DEBUG : SB_LOG_WARN);
     if (isatty(2)) p.progress = sb_cli_progress;
     cli_watch_file(pos[0]);

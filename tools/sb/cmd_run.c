@@ -93,19 +93,11 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--no-mmap")) no_mmap = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = 1;
         else {
-            fprintf(stderr, "sb run: unknown option '%s'\n", a);
-            rc = 2;
+            rc = usage_error("run", "unknown option '%s'", a);
         }
     }
-    if (rc) {
-        usage(stderr);
-        return rc;
-    }
-    if ((prompt != NULL) == (file != NULL)) {
-        fprintf(stderr, "sb run: give exactly one of -p PROMPT or -f FILE\n");
-        usage(stderr);
-        return 2;
-    }
+    if (rc) return rc; /* the reason is already printed (usage_error) */
+    if ((prompt != NULL) == (file != NULL)) return usage_error("run", "give exactly one of -p PROMPT or -f FILE");
     if (strcmp(kv, "f32") && strcmp(kv, "f16")) {
         fprintf(stderr, "sb run: --kv-type must be f32 or f16\n");
         return 2;

@@ -48,15 +48,11 @@ int cmd_tokenize(int argc, char **argv) {
         else if (!strcmp(a, "--parse-special")) parse_special = 1;
         else if (!strcmp(a, "--pieces")) pieces = 1;
         else {
-            fprintf(stderr, "sb tokenize: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
-            return 2;
+            return usage_error("tokenize", "unknown or incomplete option '%s'", a);
         }
     }
-    if (!model || (!text == !file)) {
-        usage(stderr);
-        return 2;
-    }
+    if (!model) return usage_error("tokenize", "missing -m FILE");
+    if (!text == !file) return usage_error("tokenize", "give exactly one of -p TEXT or -f TEXTFILE");
     size_t len = 0;
     char *owned = NULL;
     if (file) {

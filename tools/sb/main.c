@@ -54,7 +54,7 @@ int sb_cli_fail(sb_status s) {
 
 static int dispatch(int argc, char **argv) {
     if (argc < 2) {
-        usage(stderr);
+        fprintf(stderr, "sb: no command given (see 'sb --help')\n");
         return 2;
     }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
@@ -69,8 +69,7 @@ static int dispatch(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "sb: unknown command '%s'\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "sb: unknown command '%s' (see 'sb --help')\n", argv[1]);
     return 2;
 }
 
