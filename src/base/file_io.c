@@ -218,35 +218,57 @@ typedef struct guard {
     sigjmp_buf env;
 } guard;
 
+/* Our handler is installed while at least one thread is inside fio_guarded (guard_users), and the
+ * handler found before the first of them is put back when the last leaves. guard_mu is held only
+ * around that bookkeeping, never while fn runs: guarded calls on different threads overlap. */
 static pthread_mutex_t guard_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct sigaction guard_prev;  /* the handler in place before the guarded call */
+static int guard_users;
+static struct sigaction guard_prev;
 static _Thread_local guard *volatile guard_active;
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc) {
     guard *g = guard_active;
     if (g && (uintptr_t)si->si_addr - (uintptr_t)g->base < g->size) siglongjmp(g->env, 1);
-    /* not a fault of the guarded mapping: hand it to whoever had SIGBUS before */
-    if (guard_prev.sa_flags & SA_SIGINFO) {
-        guard_prev.sa_sigaction(sig, si, uc);
-    } else if (guard_prev.sa_handler != SIG_DFL && guard_prev.sa_handler != SIG_IGN) {
-        guard_prev.sa_handler(sig);
-    } else {
-        signal(SIGBUS, SIG_DFL); /* the faulting access repeats and takes the default action */
-    }
+    /* not a fault of a guarded mapping: give the process back the handler it had, then let it act
+     * (it may not return, e.g. longjmp or exit: nothing of ours is left installed or pointing at
+     * this thread's stack) */
+    guard_active = NULL;
+    struct sigaction prev = guard_prev;
+    sigaction(SIGBUS, &prev, NULL);
+    if (prev.sa_flags & SA_SIGINFO) prev.sa_sigaction(sig, si, uc);
+    else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) prev.sa_handler(sig);
+    else signal(SIGBUS, SIG_DFL); /* the faulting access repeats and takes the default action */
 }
 
-sb_status fio_guarded(const char *path, const void *base, size_t size, sb_status (*fn)(void *), void *ctx) {
-    guard g = {.base = (const char *)base, .size = size};
+static void guard_enter(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sigbus;
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     pthread_mutex_lock(&guard_mu);
-    if (sigaction(SIGBUS, &sa, &guard_prev) != 0) {
-        pthread_mutex_unlock(&guard_mu);
-        return fn(ctx); /* cannot guard: run unguarded rather than not at all */
+    struct sigaction now;
+    /* ours is not installed: no one is inside, or on_sigbus handed a foreign fault back (and that
+     * handler may have jumped out of a guarded call without guard_leave): start afresh */
+    if (sigaction(SIGBUS, NULL, &now) == 0 && !((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_sigbus)) guard_users = 0;
+    if (guard_users++ == 0) sigaction(SIGBUS, &sa, &guard_prev);
+    pthread_mutex_unlock(&guard_mu);
+}
+
+static void guard_leave(void) {
+    pthread_mutex_lock(&guard_mu);
+    if (--guard_users == 0) {
+        struct sigaction now;
+        /* put the old handler back unless on_sigbus already did (then whatever is there stays) */
+        if (sigaction(SIGBUS, NULL, &now) == 0 && (now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_sigbus)
+            sigaction(SIGBUS, &guard_prev, NULL);
     }
+    pthread_mutex_unlock(&guard_mu);
+}
+
+sb_status fio_guarded(const char *path, const void *base, size_t size, sb_status (*fn)(void *), void *ctx) {
+    guard g = {.base = (const char *)base, .size = size};
+    guard_enter();
     volatile sb_status s = SB_OK;
     if (sigsetjmp(g.env, 1) == 0) {
         guard_active = &g;
@@ -255,7 +277,6 @@ sb_status fio_guarded(const char *path, const void *base, size_t size, sb_status
         s = sb_fail(SB_ERR_IO, "%s: file changed size while loading (truncated after it was opened)", path);
     }
     guard_active = NULL;
-    sigaction(SIGBUS, &guard_prev, NULL);
-    pthread_mutex_unlock(&guard_mu);
+    guard_leave();
     return s;
 }

@@ -65,10 +65,12 @@ void fio_out_abort(fio_out *o);
 
 /* Run fn(ctx) with a SIGBUS guard for faults in [base, base + size): such a fault (the mapped
  * file shrank) makes fio_guarded return SB_ERR_IO "PATH: file changed size while loading"
- * instead of killing the process. The handler is installed for this call only and the previous
- * one restored; guarded calls are serialised by a lock. After a fault fn is abandoned where it
- * was (a longjmp): it must take no locks, and keep what it allocates where the caller can free
- * it after the failure (gguf_parse's output struct). */
+ * instead of killing the process. The handler is installed only while some thread is inside a
+ * guarded call, and the process's previous handler is restored when the last one leaves; any
+ * other SIGBUS meanwhile goes to that previous handler (which is reinstated first, so it may
+ * longjmp or exit). After a fault fn is abandoned where it was (a longjmp): it must take no locks,
+ * and keep what it allocates where the caller can free it after the failure (gguf_parse's output
+ * struct). Guarded calls on different threads may overlap. */
 sb_status fio_guarded(const char *path, const void *base, size_t size, sb_status (*fn)(void *), void *ctx);
 
 #endif

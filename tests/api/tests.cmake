@@ -12,3 +12,9 @@ add_test(NAME api/cli_tokenize COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_toke
 set_tests_properties(api/cli_tokenize PROPERTIES LABELS api)
 add_test(NAME api/cli_device COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_device.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
 set_tests_properties(api/cli_device PROPERTIES LABELS api)
+# Hostile input, I/O side (docs/runtime.md "Files"): outputs never destroy what is at the path,
+# inputs are checked before they are read, stdout write errors, usage errors; exit 77 = SKIP.
+foreach(t cli_io_outputs cli_io_inputs cli_io_stdout cli_io_args)
+  add_test(NAME api/${t} COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/${t}.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
+  set_tests_properties(api/${t} PROPERTIES LABELS api SKIP_RETURN_CODE 77)
+endforeach()
