@@ -47,10 +47,12 @@ expect_err 1 "tokenize -f pipe over the cap" "larger than the 256 MiB limit" sh 
 expect_ok "tokenize -f pipe" sh -c "printf 'In the beginning' | \"\$0\" tokenize -m \"\$1\" -f /dev/stdin" "$sb" "$m"
 want=$("$sb" tokenize -m "$m" -p "In the beginning")
 [ -n "$want" ] && [ "$(cat "$tmp/out")" = "$want" ] && ok || bad "tokenize -f pipe: '$(cat "$tmp/out")' vs '$want'"
+expect_err 1 "tokenize -f fifo, no writer" "error: SB_ERR_IO: $tmp/fifo: a FIFO that no process writes to" "$sb" tokenize -m "$m" -f "$tmp/fifo"
+expect_err 1 "run -f fifo, no writer" "a FIFO that no process writes to" "$sb" run -m "$m" -f "$tmp/fifo" -n 1
 (printf 'In the beginning' > "$tmp/fifo") & writer=$!
 sleep 0.5 # the writer waits in open(): sb's non-blocking open then finds it (a FIFO with no writer reads as empty)
 expect_ok "tokenize -f fifo with a writer" "$sb" tokenize -m "$m" -f "$tmp/fifo"
 wait $writer
-[ "$(cat "$tmp/out")" = "$want" ] && ok || bad "tokenize -f fifo: '$(cat "$tmp/out")'"
+[ "$(cat "$tmp/out")" = "$want" ] && ok || bad "tokenize -f fifo: '$(cat "$tmp/out")' vs '$want'"
 watch_end
 finish

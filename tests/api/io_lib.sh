@@ -10,19 +10,19 @@ watched="$data/models"
 [ -d "$watched" ] || watched=$tmp
 
 expect_err() {
-    want=$1 label=$2 text=$3
+    io_want=$1 io_label=$2 io_text=$3 # io_ names: callers' variables stay theirs
     shift 3
     timeout 30 "$@" > "$tmp/out" 2> "$tmp/err"; rc=$?
-    lines=$(wc -l < "$tmp/err")
-    if [ "$rc" = "$want" ] && [ "$lines" = 1 ] && grep -qF -- "$text" "$tmp/err"; then ok
-    else bad "$label: rc=$rc (want $want), $lines stderr line(s): $(head -c 400 "$tmp/err")"; fi
+    io_lines=$(wc -l < "$tmp/err")
+    if [ "$rc" = "$io_want" ] && [ "$io_lines" = 1 ] && grep -qF -- "$io_text" "$tmp/err"; then ok
+    else bad "$io_label: rc=$rc (want $io_want), $io_lines stderr line(s): $(head -c 400 "$tmp/err")"; fi
 }
 
 expect_ok() {
-    label=$1
+    io_label=$1
     shift
     timeout 60 "$@" > "$tmp/out" 2> "$tmp/err"; rc=$?
-    [ "$rc" = 0 ] && ok || bad "$label: rc=$rc $(head -c 400 "$tmp/err")"
+    [ "$rc" = 0 ] && ok || bad "$io_label: rc=$rc $(head -c 400 "$tmp/err")"
 }
 
 state() {

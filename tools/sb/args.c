@@ -162,9 +162,16 @@ char *read_file_capped(const char *path, size_t max_mib, int allow_pipe, size_t 
     snprintf(what, sizeof what, "%zu MiB", max_mib);
     if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > cap)
         return read_fail(fd, NULL, EFBIG, "%s: larger than the %s limit", path, what);
-    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     size_t n = 0, room = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : (size_t)1 << 16;
     char *p = (char *)malloc(room + 1);
+    struct stat lst;
+    if (p && S_ISFIFO(st.st_mode) && lstat(path, &lst) == 0 && S_ISFIFO(lst.st_mode)) {
+        /* a named FIFO: one non-blocking read tells "no writer" (0) from "writer, no data yet" */
+        ssize_t k = read(fd, p, room);
+        if (k == 0) return read_fail(fd, p, EPIPE, "%s: %s", path, "a FIFO that no process writes to");
+        if (k > 0) n = (size_t)k;
+    }
+    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     for (;;) {
         if (!p) return read_fail(fd, NULL, ENOMEM, "%s: %s", path, strerror(ENOMEM));
         if (n == room) {

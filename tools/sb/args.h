@@ -41,7 +41,8 @@ const char *default_model_path(void);
 /* Read a whole file into a NUL-terminated buffer, refusing at once what cannot be meant (a
  * directory: "FILE: is a directory"; a device or socket, or a FIFO unless allow_pipe) and
  * anything over max_mib MiB ("FILE: larger than the N MiB limit", found before reading a regular
- * file, after max_mib MiB of a pipe). NULL on failure, with errno and the one-line reason in
+ * file, after max_mib MiB of a pipe). A named FIFO that no process has open for writing is refused
+ * ("FILE: a FIFO that no process writes to"), not waited on. NULL on failure, with errno and the one-line reason in
  * read_file_error() ("FILE: why", for "error: SB_ERR_IO: %s"). */
 char *read_file_capped(const char *path, size_t max_mib, int allow_pipe, size_t *len);
 const char *read_file_error(void);
