@@ -270,7 +270,10 @@ typedef struct sb_model_params {
      * platforms, and zeroed params mean no callback, as before.) */
     int (*progress)(void *user, uint64_t done, uint64_t total, const char *what);
     void *progress_user;
-    int reserved[10];       /* zero; room for later fields without changing the size */
+    int no_mmap;            /* 1: read the file into memory instead of mapping it (llama.cpp's
+                               --no-mmap): the model then survives its file being truncated or
+                               rewritten; 0 (default): map it (see sb_model_load) */
+    int reserved[9];        /* zero; room for later fields without changing the size */
 } sb_model_params;
 
 typedef struct sb_model_info {
@@ -292,7 +295,13 @@ SB_API void sb_model_default_params(sb_model_params *p);
  * the architecture does not read), SB_ERR_UNSUPPORTED (MoE, multi-token prediction, non-causal
  * attention: key or tensor named), SB_ERR_MODEL_NAN (NaN/Inf in a 1-D weight always, in any weight
  * with check_tensors), SB_ERR_VOCAB*,
- * SB_ERR_CANCELLED (the progress callback asked to stop; nothing is left loaded). See docs/runtime.md. */
+ * SB_ERR_CANCELLED (the progress callback asked to stop; nothing is left loaded). See docs/runtime.md.
+ * A mapped file (the default) must not shrink while the model is in use: loading reads it under a
+ * SIGBUS guard installed for that call only (a file truncated while loading: SB_ERR_IO "file
+ * changed size while loading"), sessions refuse a file that shrank (SB_ERR_IO) when created and
+ * before each evaluation, but a truncation in the middle of an evaluation raises SIGBUS in the
+ * caller's process: the library installs no lasting signal handler, so a program that must survive
+ * that either loads with no_mmap or handles SIGBUS itself (`sb` prints one line and exits 1). */
 SB_API sb_status sb_model_load(const char *path, const sb_model_params *p, sb_model **out);
 
 /* Release a model. Every session created on it must be freed first. NULL is a no-op. */
@@ -600,7 +609,8 @@ typedef struct sb_quantize_params {
  * metadata layout are byte-identical to llama-quantize's (no imatrix). Tensors already in a
  * quantized type are dequantized first (a SB_LOG_WARN message says so; this entry point behaves as
  * sb_quantize_file_ex with allow_requantize = 1). The output is written to
- * a temporary file and renamed, so `out` is either complete or untouched. p may be NULL (defaults).
+ * a temporary file and renamed, so `out` is either complete or untouched; a device or FIFO `out`
+ * is written straight to, a directory refused (sb_output_open's rule). p may be NULL (defaults).
  * Errors: SB_ERR_INVALID_ARG (NULL args, unknown type name: the valid ones are listed),
  * SB_ERR_IO, SB_ERR_OOM, SB_ERR_FORMAT_* (bad input), SB_ERR_UNSUPPORTED (a tensor type that
  * cannot be converted, or a shape no type fits: the tensor and type are named), SB_ERR_MODEL_NAN
@@ -690,6 +700,28 @@ SB_API sb_status sb_synth_model(const char *preset, const char *out, const sb_sy
 /* Name of preset i (0..), NULL past the end; sb_synth_preset_desc: a one-line description. */
 SB_API const char *sb_synth_preset_name(int i);
 SB_API const char *sb_synth_preset_desc(int i);
+
+/* ---- output files ---- */
+
+/* An output file written by the library's one rule (what sb_quantize_file and sb_synth_model use),
+ * decided from what `path` names when it is opened, symlinks followed:
+ *   - nothing, or a regular file: bytes go to a new "PATH.tmp.XXXXXX" beside it (O_EXCL; an
+ *     existing file's permissions kept); sb_output_commit fsyncs it and renames it over PATH, so
+ *     PATH is either the old file or the complete new one. A symlink keeps pointing at the file it
+ *     names, which is replaced; a dangling symlink is refused.
+ *   - a character device (/dev/null, /dev/full, a terminal), a FIFO, or /dev/stdout, /dev/stderr,
+ *     /dev/fd/N: written straight to, never replaced; a FIFO with no reader is refused at once.
+ *   - a directory, block device or socket: refused.
+ * Every failure is SB_ERR_IO with the path and the system's reason (e.g. "No space left on device"
+ * from /dev/full), SB_ERR_INVALID_ARG for a NULL/empty path; after any failure of write or commit
+ * the temporary file is gone and the handle freed. */
+typedef struct sb_output sb_output;
+SB_API sb_status sb_output_open(const char *path, sb_output **out);
+SB_API sb_status sb_output_write(sb_output *o, const void *data, size_t size);
+/* Finish and free o (commit as above). */
+SB_API sb_status sb_output_commit(sb_output *o);
+/* Drop o: the temporary file is removed, the destination untouched. NULL is a no-op. */
+SB_API void sb_output_abort(sb_output *o);
 
 #ifdef __cplusplus
 }

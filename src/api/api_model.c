@@ -45,7 +45,7 @@ _Static_assert(sizeof(void *) != 8 || sizeof(sb_model_params) == 64, "sb_model_p
 SB_API sb_status sb_model_load(const char *path, const sb_model_params *p, sb_model **out) {
     NEED(path && out, "sb_model_load");
     *out = NULL;
-    rt_model_params rp = {.check_tensors = p && p->check_tensors};
+    rt_model_params rp = {.check_tensors = p && p->check_tensors, .no_mmap = p && p->no_mmap};
     if (p) rp.progress = p->progress, rp.progress_user = p->progress_user;
     sb_model *h = (sb_model *)calloc(1, sizeof *h);
     if (!h) return sb_fail(SB_ERR_OOM, "sb_model handle");

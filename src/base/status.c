@@ -3,6 +3,9 @@
  * base/status.c — status names, the thread-local error text, logging, SB_ASSERT's failure path.
  * Layer 0. The error buffer is per thread (C11 _Thread_local); texts longer than the buffer are
  * cut with "..." (the status code is what programs test; the text is for people).
+ * Invariant: every message is formatted into a scratch buffer and then copied (sb_failv, the one
+ * format path), so an argument may point into the error buffer itself, e.g.
+ * sb_fail(s, "ctx: %s", sb_last_error()) — vsnprintf with overlapping output is undefined.
  */
 #include "base/status.h"
 
@@ -52,8 +55,11 @@ const char *sb_last_error(void) { return err_text; }
 void sb_error_clear(void) { err_text[0] = 0; }
 
 sb_status sb_failv(sb_status s, const char *fmt, va_list ap) {
-    int n = vsnprintf(err_text, sizeof err_text, fmt, ap);
-    if (n >= (int)sizeof err_text) memcpy(err_text + sizeof err_text - 4, "...", 4);
+    char scratch[sizeof err_text];
+    int n = vsnprintf(scratch, sizeof scratch, fmt, ap);
+    if (n < 0) snprintf(scratch, sizeof scratch, "(unformattable error text \"%.64s\")", fmt);
+    else if (n >= (int)sizeof scratch) memcpy(scratch + sizeof scratch - 4, "...", 4);
+    memcpy(err_text, scratch, sizeof err_text);
     return s;
 }
 
@@ -66,13 +72,12 @@ sb_status sb_fail(sb_status s, const char *fmt, ...) {
 }
 
 sb_status sb_fail_context(sb_status s, const char *fmt, ...) {
-    char prefix[256], old[sizeof err_text];
+    char prefix[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
-    memcpy(old, err_text, sizeof old);
-    return sb_fail(s, "%s: %s", prefix, old);
+    return sb_fail(s, "%s: %s", prefix, err_text); /* sb_failv formats into scratch first */
 }
 
 // ---- logging ----

@@ -8,7 +8,8 @@
  * SB_VERSION_STRING and the hash of the embedded headers (cg_headers) — any change recompiles.
  * Disk ($XDG_CACHE_HOME/sonicboom, else $HOME/.cache/sonicboom): <key>.cubin = magic "SBCGBIN1",
  * u64 key[2], u32 is_ptx, u32 0, u64 size, u64 FNV of the payload, payload; <key>.tune = magic
- * "SBCGTUN1", u64 key[2], i32 variant, i32 ~variant. Written to a temp file then renamed (atomic);
+ * "SBCGTUN1", u64 key[2], i32 variant, i32 ~variant. Written by base/file_io's output rule (temp file,
+ * fsync, rename) and read only from regular files;
  * a file whose magic/key/size/hash does not match is ignored (recompiled and rewritten), an
  * unwritable folder only costs the disk cache (counted in disk_errors). Never trusted, never fatal.
  * SB_CODEGEN_DUMP=DIR: every source seen first is written to DIR/<kernel>.cu with DIR/<kernel>.key
@@ -17,6 +18,7 @@
  */
 #include "codegen/cg.h"
 
+#include "base/file_io.h"
 #include "base/hash.h"
 
 #include <errno.h>
@@ -151,19 +153,27 @@ static void path_of(char *out, size_t cap, const char *dir, cg_key k, const char
     snprintf(out, cap, "%s/%s.%s", dir, hex, ext);
 }
 
-/* write header + payload atomically; false on any failure (nothing left behind) */
+/* write header + payload by the library's output rule (base/file_io.h: O_EXCL temp file beside it,
+ * fsync, rename; never over a directory or device); false on any failure (nothing left behind) */
 static bool write_atomic(const char *dir, const char *path, const void *hdr, size_t hn, const void *pay, size_t pn) {
     if (!ensure_dir(dir)) return false;
-    static unsigned counter;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s/.tmp.%d.%u", dir, (int)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return false;
-    bool ok = fwrite(hdr, 1, hn, f) == hn && (pn == 0 || fwrite(pay, 1, pn, f) == pn);
-    ok = (fclose(f) == 0) && ok;
-    if (ok) ok = rename(tmp, path) == 0;
-    if (!ok) unlink(tmp);
-    return ok;
+    fio_out o;
+    if (fio_out_open(path, &o) != SB_OK) return false;
+    if (fio_out_write(&o, hdr, hn) != SB_OK || (pn && fio_out_write(&o, pay, pn) != SB_OK)) {
+        fio_out_abort(&o);
+        return false;
+    }
+    return fio_out_commit(&o) == SB_OK;
+}
+
+/* fopen(path, "rb") of a regular file only: a FIFO or device planted in the cache is not waited on */
+static FILE *open_regular(const char *path) {
+    int fd;
+    struct stat st;
+    if (fio_open_regular(path, &fd, &st) != SB_OK) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) close(fd);
+    return f;
 }
 
 typedef struct bin_hdr {
@@ -179,7 +189,7 @@ static uint8_t *disk_load(const char *dir, cg_key k, size_t *size, bool *is_ptx,
     if (!dir[0]) return NULL;
     char path[4200];
     path_of(path, sizeof path, dir, k, "cubin");
-    FILE *f = fopen(path, "rb");
+    FILE *f = open_regular(path);
     if (!f) return NULL;
     bin_hdr h;
     uint8_t *p = NULL;
@@ -441,7 +451,7 @@ int cg_tune_get(const cg_group *grp, const char *device_tag) {
     cg_cache_dir(dir, sizeof dir);
     if (!dir[0]) return -1;
     path_of(path, sizeof path, dir, k, "tune");
-    FILE *f = fopen(path, "rb");
+    FILE *f = open_regular(path);
     if (!f) return -1;
     tune_rec r;
     int v = -1;

@@ -62,8 +62,11 @@ typedef struct gguf_file {
     sb_strset key_set, tensor_set;
     /* owned memory */
     char *names;            /* all NUL-terminated key and tensor-name copies */
-    void *map;              /* mmap base when opened from a path, else NULL */
+    void *map;              /* mmap base (or the heap copy with read_into_memory) from a path, else NULL */
     size_t map_size;
+    int fd;                 /* the open file when has_fd (gguf_check_size re-checks its size) */
+    bool has_fd;
+    bool heap;              /* map is a heap copy (free), not a mapping (munmap) */
 } gguf_file;
 
 /* Parse and validate size bytes at data into *out (which the caller zero-initialises or not:
@@ -72,8 +75,19 @@ typedef struct gguf_file {
  * field, its file offset and the values. */
 sb_status gguf_parse(const uint8_t *data, uint64_t size, gguf_file *out);
 
-/* mmap `path` read-only and parse it. SB_ERR_IO for open/stat/mmap failures. */
+/* mmap `path` read-only and parse it. SB_ERR_IO for open/stat/mmap failures, and at once for
+ * anything that is not a regular file (a FIFO or device is never waited on). The parse runs under
+ * a SIGBUS guard: a file truncated after it was opened gives SB_ERR_IO, not a crash. The file stays
+ * open (has_fd) until gguf_close, for gguf_check_size. */
 sb_status gguf_open(const char *path, gguf_file *out);
+
+/* gguf_open, but with read_into_memory the file is read (pread) into an aligned heap copy instead
+ * of mapped: later changes to the file cannot reach it (no SIGBUS possible after loading). */
+sb_status gguf_open_ex(const char *path, bool read_into_memory, gguf_file *out);
+
+/* SB_ERR_IO "PATH: file changed size since it was loaded (A -> B bytes)" when a mapped file has
+ * shrunk, so using its mapping could fault. SB_OK for heap copies and in-memory files. */
+sb_status gguf_check_size(const gguf_file *f, const char *path);
 
 /* Release what gguf_parse/gguf_open made (unmaps). Safe on a zeroed struct. */
 void gguf_close(gguf_file *f);

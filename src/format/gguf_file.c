@@ -3,9 +3,13 @@
  * format/gguf_file.c — the file layer over the pure parser: read-only mmap of a path, release, and
  * the typed metadata getters with their conversion rules (gguf.h).
  * Layer 0 (format). The mapping is PROT_READ + MAP_PRIVATE: weights are never written through it.
- * Non-goals: a SIGBUS guard for files truncated after open (documented in docs/gguf.md).
+ * A file truncated after it is opened: the parse (the only touch of the mapping at open) runs under
+ * fio_guarded, so it fails with SB_ERR_IO; later faults (weights read while decoding) are the
+ * process's to handle (docs/runtime.md, "Model files that change while in use"), and
+ * gguf_check_size lets callers refuse a shrunk file before using it.
  */
 #include "format/gguf.h"
+#include "base/file_io.h"
 #include "base/status.h"
 
 #include <errno.h>
@@ -19,24 +23,45 @@
 
 // ---- open / close ----
 
-sb_status gguf_open(const char *path, gguf_file *out) {
+typedef struct parse_job {
+    const uint8_t *data;
+    uint64_t size;
+    gguf_file *out;
+} parse_job;
+
+static sb_status parse_job_run(void *ctx) {
+    parse_job *j = (parse_job *)ctx;
+    return gguf_parse(j->data, j->size, j->out);
+}
+
+/* The whole file in a 4 KiB-aligned heap buffer (tensor data keeps its in-file alignment). */
+static sb_status read_copy(int fd, const char *path, size_t size, void **out) {
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, size) != 0) return sb_fail(SB_ERR_OOM, "%s: %zu bytes to read the file into memory", path, size);
+    sb_status s = fio_pread_all(fd, path, p, size, 0);
+    if (s != SB_OK) {
+        free(p);
+        return s;
+    }
+    *out = p;
+    return SB_OK;
+}
+
+sb_status gguf_open_ex(const char *path, bool read_into_memory, gguf_file *out) {
     memset(out, 0, sizeof *out);
     if (!path) return sb_fail(SB_ERR_INVALID_ARG, "gguf_open: NULL path");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return sb_fail(SB_ERR_IO, "%s: %s", path, strerror(errno));
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return sb_fail(SB_ERR_IO, "%s: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return sb_fail(SB_ERR_IO, "%s: not a regular file", path);
-    }
+    SB_TRY(fio_open_regular(path, &fd, &st));
     void *map = NULL;
     size_t size = (size_t)st.st_size;
-    if (size > 0) {
+    if (size > 0 && read_into_memory) {
+        sb_status s = read_copy(fd, path, size, &map);
+        if (s != SB_OK) {
+            close(fd);
+            return s;
+        }
+    } else if (size > 0) {
         map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
             int e = errno;
@@ -44,14 +69,34 @@ sb_status gguf_open(const char *path, gguf_file *out) {
             return sb_fail(e == ENOMEM ? SB_ERR_OOM : SB_ERR_IO, "%s: mmap of %zu bytes: %s", path, size, strerror(e));
         }
     }
-    close(fd);
-    sb_status s = gguf_parse((const uint8_t *)map, size, out);
+    parse_job j = {(const uint8_t *)map, size, out};
+    sb_status s = map && !read_into_memory ? fio_guarded(path, map, size, parse_job_run, &j) : parse_job_run(&j);
     if (s != SB_OK) {
-        if (map) munmap(map, size);
-        return sb_fail_context(s, "%s", path);
+        gguf_close(out); /* after a fault the parse was abandoned: free what it had built */
+        if (s != SB_ERR_IO) sb_fail_context(s, "%s", path);
+        if (map && read_into_memory) free(map);
+        else if (map) munmap(map, size);
+        close(fd);
+        memset(out, 0, sizeof *out);
+        return s;
     }
     out->map = map;
     out->map_size = size;
+    out->heap = read_into_memory;
+    out->fd = fd;
+    out->has_fd = true;
+    return SB_OK;
+}
+
+sb_status gguf_open(const char *path, gguf_file *out) { return gguf_open_ex(path, false, out); }
+
+sb_status gguf_check_size(const gguf_file *f, const char *path) {
+    if (!f->has_fd || f->heap) return SB_OK;
+    struct stat st;
+    if (fstat(f->fd, &st) != 0) return sb_fail(SB_ERR_IO, "%s: %s", path, strerror(errno));
+    if ((uint64_t)st.st_size < (uint64_t)f->map_size)
+        return sb_fail(SB_ERR_IO, "%s: file changed size since it was loaded (%zu -> %lld bytes)", path, f->map_size,
+                       (long long)st.st_size);
     return SB_OK;
 }
 
@@ -66,7 +111,9 @@ void gguf_close(gguf_file *f) {
     free(f->names);
     sb_strset_free(&f->key_set);
     sb_strset_free(&f->tensor_set);
-    if (f->map) munmap(f->map, f->map_size);
+    if (f->map && f->heap) free(f->map);
+    else if (f->map) munmap(f->map, f->map_size);
+    if (f->has_fd) close(f->fd);
     memset(f, 0, sizeof *f);
 }
 

@@ -2,11 +2,13 @@
 /*
  * format/gguf_write.c — GGUF v3 writer (gguf_write.h): metadata kept as encoded value bytes in
  * insertion order, tensors as borrowed pointers; serialised in llama.cpp's gguf_write_out layout
- * and written atomically (temp file in the same folder, fsync, rename).
+ * and written through base/file_io's output rule (a regular file or new path: temp file in the same
+ * folder, fsync, rename; a device or FIFO: straight to it; anything else refused).
  * Layer 0 (format). Every size is checked; the result always passes gguf_parse.
  */
 #include "format/gguf_write.h"
 #include "base/ckd.h"
+#include "base/file_io.h"
 #include "base/status.h"
 #include "quant/types.h"
 
@@ -293,23 +295,6 @@ static sb_status write_all(const gguf_writer *w, sink_fn sink, void *ctx) {
     return s;
 }
 
-typedef struct fd_sink { int fd; const char *path; } fd_sink;
-
-static sb_status to_fd(void *ctx, const void *p, size_t n) {
-    fd_sink *f = (fd_sink *)ctx;
-    const uint8_t *c = (const uint8_t *)p;
-    while (n) {
-        ssize_t k = write(f->fd, c, n);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return sb_fail(SB_ERR_IO, "%s: write: %s", f->path, strerror(errno));
-        }
-        c += k;
-        n -= (size_t)k;
-    }
-    return SB_OK;
-}
-
 static sb_status to_buf(void *ctx, const void *p, size_t n) {
     buf *b = (buf *)ctx;
     put(b, p, n);
@@ -328,17 +313,13 @@ sb_status gguf_writer_to_memory(gguf_writer *w, uint8_t **out, size_t *size) {
     return SB_OK;
 }
 
+static sb_status to_out(void *ctx, const void *p, size_t n) { return fio_out_write((fio_out *)ctx, p, n); }
+
 sb_status gguf_writer_write(gguf_writer *w, const char *path) {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return sb_fail(SB_ERR_INVALID_ARG, "gguf writer: path too long");
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return sb_fail(SB_ERR_IO, "%s: %s", tmp, strerror(errno));
-    fd_sink f = {fd, tmp};
-    sb_status s = write_all(w, to_fd, &f);
-    if (s == SB_OK && fsync(fd) != 0) s = sb_fail(SB_ERR_IO, "%s: fsync: %s", tmp, strerror(errno));
-    if (close(fd) != 0 && s == SB_OK) s = sb_fail(SB_ERR_IO, "%s: close: %s", tmp, strerror(errno));
-    if (s == SB_OK && rename(tmp, path) != 0) s = sb_fail(SB_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(errno));
-    if (s != SB_OK) unlink(tmp);
+    fio_out o;
+    SB_TRY(fio_out_open(path, &o));
+    sb_status s = write_all(w, to_out, &o);
+    if (s == SB_OK) return fio_out_commit(&o);
+    fio_out_abort(&o);
     return s;
 }

@@ -43,7 +43,9 @@ sb_status gguf_writer_remove(gguf_writer *w, const char *key);
 sb_status gguf_writer_add_tensor(gguf_writer *w, const char *name, int type, int n_dims,
                                  const int64_t ne[4], const void *data);
 
-/* Write the file atomically (temp file + fsync + rename). SB_ERR_IO with errno text. */
+/* Write the file by fio_out_open's rule (base/file_io.h): atomically (temp file + fsync + rename)
+ * onto a regular file or new path, straight to a character device or FIFO, never over a directory,
+ * block device or socket. SB_ERR_IO with errno text. */
 sb_status gguf_writer_write(gguf_writer *w, const char *path);
 
 /* Serialize into a malloc'd buffer (tests, fuzz seeds). */

@@ -8,6 +8,7 @@
 #include "runtime/model.h"
 #include "runtime/arch/arch.h"
 #include "runtime/model_check.h"
+#include "base/file_io.h"
 #include "base/status.h"
 #include "quant/types.h"
 
@@ -27,6 +28,27 @@ const rt_arch *rt_arch_find(const char *name, size_t len) {
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         if (strlen(archs[i].name) == len && !memcmp(archs[i].name, name, len)) return &archs[i];
     return NULL;
+}
+
+/* The NaN/Inf scan of one weight (model_check.c) reads its whole mapping: under fio_guarded, so a
+ * file truncated meanwhile fails as SB_ERR_IO, not SIGBUS (the scan's one-row buffer is lost then). */
+static sb_status check_values_cb(void *t) { return rt_check_values((const gguf_tensor *)t); }
+
+/* The load-progress prefetch touches every page of the mapping: under fio_guarded too. */
+typedef struct prefetch_job {
+    const gguf_file *f;
+    const rt_model_params *p;
+} prefetch_job;
+
+static sb_status prefetch_cb(void *ctx) { return rt_model_prefetch(((prefetch_job *)ctx)->f, ((prefetch_job *)ctx)->p); }
+
+static sb_status prefetch(const gguf_file *f, const char *path, const rt_model_params *p) {
+    prefetch_job j = {f, p};
+    return f->heap ? prefetch_cb(&j) : fio_guarded(path, f->map, f->map_size, prefetch_cb, &j);
+}
+
+static sb_status check_values(const gguf_file *f, const char *path, const gguf_tensor *t) {
+    return f->heap ? rt_check_values(t) : fio_guarded(path, f->map, f->map_size, check_values_cb, (void *)t);
 }
 
 /* Build the decode graph once: binds and checks every weight, sums what the graph reads, scans
@@ -50,7 +72,7 @@ static sb_status bind_weights(rt_model *m, const rt_model_params *p) {
         bound[t - m->file.tensors] = 1;
         m->n_params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
         m->weight_bytes += t->nbytes;
-        if ((p && p->check_tensors) || rt_tensor_is_1d(t)) s = rt_check_values(t);
+        if ((p && p->check_tensors) || rt_tensor_is_1d(t)) s = check_values(&m->file, m->path, t);
     }
     if (s == SB_OK) s = rt_check_unused(&m->file, bound, m->hp.arch, m->path);
     free(bound);
@@ -63,7 +85,7 @@ sb_status rt_model_load(const char *path, const rt_model_params *p, rt_model **o
     rt_model *m = (rt_model *)calloc(1, sizeof *m);
     if (!m) return sb_fail(SB_ERR_OOM, "model struct");
     snprintf(m->path, sizeof m->path, "%s", path);
-    sb_status s = gguf_open(path, &m->file);
+    sb_status s = gguf_open_ex(path, p && p->no_mmap, &m->file);
     sb_strview arch = {0};
     if (s == SB_OK) {
         s = gguf_get_str(&m->file, "general.architecture", &arch);
@@ -94,7 +116,7 @@ sb_status rt_model_load(const char *path, const rt_model_params *p, rt_model **o
         s = sb_fail(SB_ERR_MODEL_TENSOR_SHAPE, "model: %s: tokenizer.ggml.tokens has %d tokens but token_embd.weight has %lld rows "
                     "(they must be equal: row i is token i)", path, tok_n_tokens(m->vocab), (long long)m->hp.n_vocab);
     if (s == SB_OK) s = bind_weights(m, p);
-    if (s == SB_OK && p) s = rt_model_prefetch(&m->file, p);
+    if (s == SB_OK && p && p->progress) s = prefetch(&m->file, path, p);
     if (s != SB_OK) {
         rt_model_free(m);
         return s;

@@ -4,7 +4,8 @@
  * tokenizer, with every weight the architecture needs bound and checked by name, shape and type.
  * Layer 2 (runtime). A model is immutable after rt_model_load and shared read-only by any number of
  * sessions on any threads. Weights stay in the read-only mapping (no copy, no conversion: a model
- * keeps the types its file has).
+ * keeps the types its file has), or with no_mmap in a heap copy of the file. Sessions re-check the
+ * mapped file's size (gguf_check_size) when created and before each evaluation.
  * Non-goals: MoE, multimodal towers, gemma4 (its own builder later).
  */
 #ifndef SB_RUNTIME_MODEL_H
@@ -63,6 +64,7 @@ typedef struct rt_model_params {
      * each tensor (last call done == total); nonzero cancels with SB_ERR_CANCELLED. */
     int (*progress)(void *user, uint64_t done, uint64_t total, const char *what);
     void *progress_user;
+    bool no_mmap;               /* read the file into memory instead of mapping it */
 } rt_model_params;
 
 /* Read every page of f's tensor data once, in file order, calling p->progress after each tensor

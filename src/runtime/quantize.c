@@ -15,6 +15,7 @@
 #include "runtime/quantize.h"
 #include "runtime/imatrix.h"
 #include "base/ckd.h"
+#include "base/file_io.h"
 #include "base/status.h"
 #include "base/threadpool.h"
 #include "quant/quant.h"
@@ -481,13 +482,17 @@ static sb_status tensor_bytes(int type, const int64_t ne[4], uint64_t *out) {
     return SB_OK;
 }
 
-/* An unlinked, mmap'ed scratch file of `size` bytes next to `out`. */
+/* An unlinked, mmap'ed scratch file of `size` bytes next to `out` (in P_tmpdir when out is a
+ * device or FIFO, which is written straight to: never a scratch file in /dev). */
 static sb_status scratch_open(const char *out, uint64_t size, uint8_t **map) {
     *map = NULL;
     if (size == 0) return SB_OK;
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s.scratch.XXXXXX", out) >= (int)sizeof path)
-        return sb_fail(SB_ERR_INVALID_ARG, "quantize: output path too long");
+    char path[4096], final[4096];
+    fio_out_kind kind;
+    SB_TRY(fio_out_check(out, &kind, final, sizeof final));
+    int n = kind == FIO_OUT_REPLACE ? snprintf(path, sizeof path, "%s.scratch.XXXXXX", final)
+                                    : snprintf(path, sizeof path, "%s/sb-quantize.scratch.XXXXXX", P_tmpdir);
+    if (n < 0 || n >= (int)sizeof path) return sb_fail(SB_ERR_INVALID_ARG, "quantize: output path too long");
     int fd = mkstemp(path);
     if (fd < 0) return sb_fail(SB_ERR_IO, "%s: %s", path, strerror(errno));
     unlink(path);
@@ -784,6 +789,9 @@ sb_status rt_quantize_file(const char *in, const char *out, const char *type_nam
         }
         return sb_fail(SB_ERR_INVALID_ARG, "quantize: unknown type \"%s\" (one of: %s)", type_name, list);
     }
+    char final[4096];
+    fio_out_kind kind;
+    SB_TRY(fio_out_check(out, &kind, final, sizeof final)); /* a refused output fails before the work */
     rt_qrules rules;
     rt_qoverride *ov = NULL;
     SB_TRY(rt_qrules_build(o, &rules, &ov));

@@ -108,6 +108,7 @@ static sb_status auto_check(rt_session *s) {
 
 sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_session **out) {
     *out = NULL;
+    SB_TRY(gguf_check_size(&m->file, m->path)); /* a mapped file that shrank would fault on use */
     rt_session_params prm = p ? *p : (rt_session_params){0};
     if (prm.n_ctx == 0) prm.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     if (prm.n_batch == 0) prm.n_batch = 512;
@@ -343,6 +344,7 @@ static sb_status run_chunk(rt_session *s, const int32_t *tokens, int64_t T, int6
 
 sb_status rt_session_eval(rt_session *s, const int32_t *tokens, int64_t n, bool all_logits, float *out) {
     if (n <= 0) return sb_fail(SB_ERR_INVALID_ARG, "session: nothing to evaluate (%lld tokens)", (long long)n);
+    SB_TRY(gguf_check_size(&s->m->file, s->m->path)); /* one fstat: refuse a shrunk mapping before touching it */
     if (n > s->prm.n_ctx - s->n_cached)
         return sb_fail(SB_ERR_CONTEXT_FULL, "session: %lld new tokens + %lld cached exceed the context of %lld", (long long)n,
                        (long long)s->n_cached, (long long)s->prm.n_ctx);

@@ -81,7 +81,7 @@ printf 'a\\nb' > "$tmp/esc.txt"
 run "$sb" run -f "$tmp/esc.txt" -n 1 -s 1
 grep -qF 'a\nb' "$tmp/out" && ok || bad "-f text is taken as is: $(cat "$tmp/out")"
 run timeout 20 "$sb" run -f /dev/zero -n 1
-[ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^error: SB_ERR_TEXT_TOO_LONG: /dev/zero: more than 64 MiB' "$tmp/err" && ok || bad "-f /dev/zero: rc=$rc $(cat "$tmp/err")"
+[ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^error: SB_ERR_IO: /dev/zero: is a device or socket, not a regular file or pipe' "$tmp/err" && ok || bad "-f /dev/zero: rc=$rc $(cat "$tmp/err")"
 truncate -s 65M "$tmp/big.txt"
 run "$sb" run -f "$tmp/big.txt" -n 1
 [ $rc = 1 ] && grep -q '^error: SB_ERR_TEXT_TOO_LONG: .*big.txt: 68157440 bytes, more than the 64 MiB' "$tmp/err" && ok || bad "65 MiB file: rc=$rc $(cat "$tmp/err")"

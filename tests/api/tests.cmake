@@ -23,3 +23,9 @@ add_test(NAME api/cli_progress COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_prog
 set_tests_properties(api/cli_progress PROPERTIES LABELS api)
 add_test(NAME api/cli_bench COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_bench.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
 set_tests_properties(api/cli_bench PROPERTIES LABELS api)
+# Hostile input, I/O side (docs/runtime.md "Files"): outputs never destroy what is at the path,
+# inputs are checked before they are read, stdout write errors, usage errors; exit 77 = SKIP.
+foreach(t cli_io_outputs cli_io_inputs cli_io_stdout cli_io_args)
+  add_test(NAME api/${t} COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/${t}.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
+  set_tests_properties(api/${t} PROPERTIES LABELS api SKIP_RETURN_CODE 77)
+endforeach()

@@ -40,6 +40,14 @@ int main(void) {
     CHECK(strcmp(sb_last_error(), "value 42") == 0); /* other thread's failure is not ours */
     sb_fail_context(SB_ERR_RANGE, "ctx");
     CHECK(strcmp(sb_last_error(), "ctx: value 42") == 0);
+    /* the current text as an argument: chained prefixes come out exact (sb_failv formats into scratch) */
+    sb_fail(SB_ERR_IO, "type f32");
+    sb_fail(SB_ERR_IO, "%s: %s", "tensor \"blk.0.attn_q.weight\"", sb_last_error());
+    sb_fail(SB_ERR_IO, "model.gguf: %s", sb_last_error());
+    CHECK(strcmp(sb_last_error(), "model.gguf: tensor \"blk.0.attn_q.weight\": type f32") == 0);
+    sb_fail(SB_ERR_RANGE, "18446744073709551615 does not fit");
+    sb_fail(SB_ERR_RANGE, "%s (key %s)", sb_last_error(), "n_ctx");
+    CHECK(strcmp(sb_last_error(), "18446744073709551615 does not fit (key n_ctx)") == 0);
     char big[3000];
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = 0;

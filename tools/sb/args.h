@@ -11,8 +11,18 @@
 
 #include <stdint.h>
 
-/* Parse argv[*i + 1] as the value of option argv[*i]; advance *i. 0 on success, else prints
- * "sb CMD: ..." and returns 2 (the usage exit status). */
+/* The one usage-error path: prints one line "sb CMD: REASON (see 'sb CMD --help')" on stderr and
+ * returns 2 (the usage exit status). */
+int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The one integer parser: decimal only ("010" is ten, never octal), an optional '-', digits and
+ * nothing else (no spaces, '+', hex or trailing junk), overflow-safe, within [lo, hi]. NULL and
+ * *out set, or the reason ("not a decimal integer", "trailing characters after the number",
+ * "out of range [lo, hi]", ...). */
+const char *parse_int(const char *v, int64_t lo, int64_t hi, int64_t *out);
+
+/* Parse argv[*i + 1] as the value of option argv[*i]; advance *i. 0 on success, else a usage
+ * error naming the option, the value and the reason (returns 2). */
 int arg_i64(const char *cmd, int argc, char **argv, int *i, int64_t lo, int64_t hi, int64_t *out);
 int arg_f32(const char *cmd, int argc, char **argv, int *i, float lo, float hi, float *out);
 int arg_str(const char *cmd, int argc, char **argv, int *i, const char **out);
@@ -29,7 +39,17 @@ int arg_device(const char *cmd, int argc, char **argv, int *i, int *device, int 
  * the install prefix), else NULL. */
 const char *default_model_path(void);
 
-/* Read a whole file (text prompts, perplexity input). NULL with errno on failure. */
+/* Read a whole file into a NUL-terminated buffer, refusing at once what cannot be meant (a
+ * directory: "FILE: is a directory"; a device or socket, or a FIFO unless allow_pipe) and
+ * anything over max_mib MiB ("FILE: larger than the N MiB limit", found before reading a regular
+ * file, after max_mib MiB of a pipe). A named FIFO that no process has open for writing is refused
+ * ("FILE: a FIFO that no process writes to"), not waited on. NULL on failure, with errno and the one-line reason in
+ * read_file_error() ("FILE: why", for "error: SB_ERR_IO: %s"). */
+char *read_file_capped(const char *path, size_t max_mib, int allow_pipe, size_t *len);
+const char *read_file_error(void);
+/* Text input (prompts, perplexity and tokenize text): regular files and pipes (/dev/stdin, <(cmd))
+ * up to SB_TEXT_FILE_MAX_MIB. */
+#define SB_TEXT_FILE_MAX_MIB 256
 char *read_text_file(const char *path, size_t *len);
 
 /* Seconds on a monotonic clock. */

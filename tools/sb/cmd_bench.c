@@ -12,6 +12,7 @@
  */
 #include "args.h"
 #include "bench.h"
+#include "cli_io.h"
 #include "sb.h"
 
 #include <errno.h>
@@ -67,7 +68,7 @@ typedef struct bench_opts {
     bench_format out, out_err;
 } bench_opts;
 
-static int usage_error(const char *opt, const char *v, const char *want) {
+static int bench_arg_error(const char *opt, const char *v, const char *want) {
     fprintf(stderr, "sb bench: %s '%s': %s\n", opt, v, want);
     return 2;
 }
@@ -77,7 +78,7 @@ static int list_arg(list *l, const char *opt, const char *v, int64_t lo, int64_t
     if (!l->given) l->n = 0;
     l->given = 1;
     if (bench_parse_list(v, lo, hi, l->v, &l->n))
-        return usage_error(opt, v, "expected a list of counts: N,M or first-last[+step|*mult] (at most 64 values)");
+        return bench_arg_error(opt, v, "expected a list of counts: N,M or first-last[+step|*mult] (at most 64 values)");
     return 0;
 }
 
@@ -85,16 +86,16 @@ static int model_arg(bench_opts *o, const char *v) {
     struct stat sb;
     /* llama-bench splits -m on commas; a path that exists as given is taken whole */
     if (stat(v, &sb) == 0 || !strchr(v, ',')) {
-        if (o->n_models == BENCH_MAX_LIST) return usage_error("-m", v, "at most 64 models");
+        if (o->n_models == BENCH_MAX_LIST) return bench_arg_error("-m", v, "at most 64 models");
         o->models[o->n_models++] = v;
         return 0;
     }
-    if (o->n_owned == BENCH_MAX_LIST) return usage_error("-m", v, "at most 64 models");
+    if (o->n_owned == BENCH_MAX_LIST) return bench_arg_error("-m", v, "at most 64 models");
     char *copy = strdup(v);
-    if (!copy) return usage_error("-m", v, "out of memory");
+    if (!copy) return bench_arg_error("-m", v, "out of memory");
     o->owned[o->n_owned++] = copy;
     for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (o->n_models == BENCH_MAX_LIST) return usage_error("-m", v, "at most 64 models");
+        if (o->n_models == BENCH_MAX_LIST) return bench_arg_error("-m", v, "at most 64 models");
         o->models[o->n_models++] = t;
     }
     return 0;
@@ -119,7 +120,7 @@ static int fa_arg(bench_opts *o, const char *v) {
         if (w == 0) o->fa_off = 1;
         bad = w == -2;
     }
-    if (bad || n == 0) return usage_error("-fa", v, "expected a list of on, off, auto (or 1, 0, -1)");
+    if (bad || n == 0) return bench_arg_error("-fa", v, "expected a list of on, off, auto (or 1, 0, -1)");
     o->fa_given = 1;
     return 0;
 }
@@ -128,7 +129,7 @@ static int pair_arg(const char *opt, const char *v, int64_t *out, int lo_second)
     int64_t tmp[BENCH_MAX_LIST];
     int n = 0;
     if (bench_parse_list(v, 0, 1 << 24, tmp, &n) || n != 2 || tmp[1] < lo_second || strchr(v, '-'))
-        return usage_error(opt, v, lo_second ? "expected P,N with N > 0" : "expected PP,TG");
+        return bench_arg_error(opt, v, lo_second ? "expected P,N with N > 0" : "expected PP,TG");
     out[0] = tmp[0];
     out[1] = tmp[1];
     return 0;
@@ -164,7 +165,7 @@ static int value_flag(bench_opts *o, const char *a, const char *v) {
         if (pair_arg(a, v, pg, 0)) return 2;
         if (!o->pg_p.given) o->pg_p.n = o->pg_g.n = 0;
         o->pg_p.given = o->pg_g.given = 1;
-        if (o->pg_p.n == BENCH_MAX_LIST) return usage_error(a, v, "at most 64 -pg tests");
+        if (o->pg_p.n == BENCH_MAX_LIST) return bench_arg_error(a, v, "at most 64 -pg tests");
         o->pg_p.v[o->pg_p.n++] = pg[0];
         o->pg_g.v[o->pg_g.n++] = pg[1];
         return 0;
@@ -175,11 +176,11 @@ static int value_flag(bench_opts *o, const char *a, const char *v) {
     }
     if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "-oe") || !strcmp(a, "--output-err")) {
         bench_format *dst = a[2] == 'e' || !strcmp(a, "--output-err") ? &o->out_err : &o->out;
-        return bench_format_parse(v, dst) ? usage_error(a, v, "expected md, csv, json, jsonl, sql or none") : 0;
+        return bench_format_parse(v, dst) ? bench_arg_error(a, v, "expected md, csv, json, jsonl, sql or none") : 0;
     }
     if (!strcmp(a, "--kv-type") || !strcmp(a, "-ctk") || !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-k") ||
         !strcmp(a, "--cache-type-v")) {
-        if (strcmp(v, "f16") && strcmp(v, "f32")) return usage_error(a, v, "expected f16 or f32");
+        if (strcmp(v, "f16") && strcmp(v, "f32")) return bench_arg_error(a, v, "expected f16 or f32");
         if (strcmp(a, "-ctv") && strcmp(a, "--cache-type-v")) o->kv = v;
         if (strcmp(a, "-ctk") && strcmp(a, "--cache-type-k")) o->kv_v = v;
         return 0;
@@ -478,6 +479,7 @@ static sb_status bench_model(bench_ctx *c, const char *path) {
     sb_model *m = NULL;
     sb_model_info mi;
     bench_model_desc md;
+    cli_watch_file(path); /* a SIGBUS on this mapped file: one line naming it */
     sb_status st = sb_model_load(path, NULL, &m);
     if (st == SB_OK) st = sb_model_get_info(m, &mi);
     if (st == SB_OK) st = bench_describe_model(path, &mi, &md);

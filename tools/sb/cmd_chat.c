@@ -15,6 +15,7 @@
  * Non-goals: line editing and history (no readline dependency), multi-line input, tools.
  */
 #include "args.h"
+#include "cli_io.h"
 #include "progress.h"
 #include "sb.h"
 
@@ -350,6 +351,7 @@ static int parse(int argc, char **argv, chat_opts *o) {
 static sb_status open_model(const chat_opts *o, chat_state *c) {
     sb_model_params mp;
     sb_model_default_params(&mp);
+    cli_watch_file(o->model); /* a SIGBUS on the mapped model: one line naming it */
     TRY(cli_load_model(o->model, &mp, &c->m));
     sb_model_info mi;
     TRY(sb_model_get_info(c->m, &mi));

@@ -10,6 +10,8 @@
  * Integers and floats are written exactly (raw numbers: cJSON's doubles would round 64-bit values).
  * Exit: 0 ok, 1 bad file (one line "error: STATUS: detail"), 2 usage.
  */
+#include "args.h"
+#include "cli_io.h"
 #include "sb.h"
 
 #include <cjson/cJSON.h>
@@ -283,21 +285,15 @@ int cmd_info(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "sb info: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
+            return usage_error("info", "unknown option '%s'", argv[i]);
         } else if (!path) path = argv[i];
         else {
-            fprintf(stderr, "sb info: more than one FILE\n");
-            usage(stderr);
-            return 2;
+            return usage_error("info", "more than one FILE");
         }
     }
-    if (!path) {
-        usage(stderr);
-        return 2;
-    }
+    if (!path) return usage_error("info", "no FILE given");
     sb_gguf *g;
+    cli_watch_file(path);
     sb_status s = sb_gguf_open(path, &g);
     if (s != SB_OK) return sb_cli_fail(s);
     sb_gguf_info info;

@@ -6,6 +6,7 @@
  * SBREF1 format (shared/testdata/README.md). Prints the NMSE against the input's logits.
  */
 #include "args.h"
+#include "cli_io.h"
 #include "sb.h"
 
 #include <errno.h>
@@ -16,14 +17,15 @@
 #include <unistd.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: sb logits -m MODEL --ref IN.ref -o OUT.ref [-t THREADS] [--kv-type f32|f16] [--device cpu|cuda|auto | -ngl N]\n"
-               "  --device        where to run: the CPU (default: the reference path), cuda, or auto\n");
+    fprintf(f, "usage: sb logits -m MODEL --ref IN.ref -o OUT.ref [-t THREADS] [--kv-type f32|f16] [--device cpu|cuda|auto | -ngl N] [--no-mmap]\n"
+               "  --device        where to run: the CPU (default: the reference path), cuda, or auto\n"
+               "  --no-mmap       read the model into memory instead of mapping it\n");
 }
 
 int cmd_logits(int argc, char **argv) {
     const char *model = NULL, *ref = NULL, *out = NULL, *kv = "f32";
     int64_t threads = 0;
-    int rc = 0;
+    int rc = 0, no_mmap = 0;
     int device = SB_DEVICE_CPU; /* a reference tool: the CPU unless told */
     for (int i = 1; i < argc && !rc; i++) {
         if (arg_device("logits", argc, argv, &i, &device, &rc)) continue;
@@ -35,21 +37,19 @@ int cmd_logits(int argc, char **argv) {
         else if (!strcmp(argv[i], "-o")) rc = arg_str("logits", argc, argv, &i, &out);
         else if (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) rc = arg_i64("logits", argc, argv, &i, 1, 256, &threads);
         else if (!strcmp(argv[i], "--kv-type")) rc = arg_str("logits", argc, argv, &i, &kv);
+        else if (!strcmp(argv[i], "--no-mmap")) no_mmap = 1;
         else {
-            fprintf(stderr, "sb logits: unknown option '%s'\n", argv[i]);
-            rc = 2;
+            rc = usage_error("logits", "unknown option '%s'", argv[i]);
         }
     }
-    if (!rc && (!model || !ref || !out)) rc = 2;
-    if (!rc && strcmp(kv, "f32") && strcmp(kv, "f16")) rc = 2;
-    if (rc) {
-        usage(stderr);
-        return rc;
-    }
+    if (!rc && (!model || !ref || !out))
+        return usage_error("logits", "missing %s", !model ? "-m MODEL" : !ref ? "--ref IN.ref" : "-o OUT.ref");
+    if (!rc && strcmp(kv, "f32") && strcmp(kv, "f16")) return usage_error("logits", "--kv-type '%s': expected f32 or f16", kv);
+    if (rc) return rc; /* the reason is already printed (usage_error) */
     size_t size;
-    unsigned char *blob = (unsigned char *)read_text_file(ref, &size);
+    unsigned char *blob = (unsigned char *)read_file_capped(ref, 4096, 0, &size); /* SBREF1: regular files to 4 GiB */
     if (!blob) {
-        fprintf(stderr, "error: SB_ERR_IO: %s: %s\n", ref, strerror(errno));
+        fprintf(stderr, "error: SB_ERR_IO: %s\n", read_file_error());
         return 1;
     }
     uint32_t hdr[4] = {0};
@@ -66,7 +66,11 @@ int cmd_logits(int argc, char **argv) {
     float *ours = (float *)malloc(n * V * sizeof *ours);
     sb_model *m = NULL;
     sb_session *s = NULL;
-    sb_status st = ours ? sb_model_load(model, NULL, &m) : SB_ERR_OOM;
+    sb_model_params mp;
+    sb_model_default_params(&mp);
+    mp.no_mmap = no_mmap;
+    cli_watch_file(model);
+    sb_status st = ours ? sb_model_load(model, &mp, &m) : SB_ERR_OOM;
     sb_model_info mi;
     if (st == SB_OK) st = sb_model_get_info(m, &mi);
     if (st == SB_OK && (uint64_t)mi.n_vocab != V) {
@@ -89,15 +93,14 @@ int cmd_logits(int argc, char **argv) {
         if (st == SB_OK) memcpy(ours + (hdr[1] + i) * V, l, V * sizeof *ours);
     }
     if (!rc && st == SB_OK) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
-        FILE *f = fopen(tmp, "wb");
-        int ok = f && fwrite(blob, 1, 24 + n * 4, f) == 24 + n * 4 && fwrite(ours, 4, n * V, f) == n * V;
-        if (f && fclose(f)) ok = 0;
-        if (!ok || rename(tmp, out)) {
-            fprintf(stderr, "error: SB_ERR_IO: %s: %s\n", out, strerror(errno));
-            unlink(tmp);
-            rc = 1;
+        sb_output *o = NULL; /* the library's output rule: temp + rename, or straight to a device/FIFO */
+        sb_status ws = sb_output_open(out, &o);
+        if (ws == SB_OK) ws = sb_output_write(o, blob, 24 + n * 4);
+        if (ws == SB_OK) ws = sb_output_write(o, ours, n * V * sizeof *ours);
+        if (ws == SB_OK) ws = sb_output_commit(o);
+        else sb_output_abort(o);
+        if (ws != SB_OK) {
+            rc = sb_cli_fail(ws);
         } else {
             double num = 0, den = 0;
             for (uint64_t k = 0; k < n * V; k++) {

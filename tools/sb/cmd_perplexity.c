@@ -9,6 +9,7 @@
  * non-finite log-likelihood (NaN/Inf logits) is an error, never a "nan" estimate.
  */
 #include "args.h"
+#include "cli_io.h"
 #include "llama_flags.h"
 #include "sb.h"
 #include "text_input.h"
@@ -19,7 +20,7 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: sb perplexity [-m MODEL] -f TEXTFILE [-c CTX (512)] [-t THREADS] [-b N] [--chunks N] [--device auto|cpu|cuda | -ngl N]\n"
+    fprintf(f, "usage: sb perplexity [-m MODEL] -f TEXTFILE [-c CTX (512)] [-t THREADS] [-b N] [--chunks N] [--device auto|cpu|cuda | -ngl N] [--no-mmap]\n"
                "  -f FILE ('-': stdin, at most 64 MiB); -b / -ub N: prefill chunk; -fa [on|off|auto] accepted\n"
                "  " ARG_DEVICE_HELP);
 }
@@ -27,7 +28,7 @@ static void usage(FILE *f) {
 int cmd_perplexity(int argc, char **argv) {
     const char *model = NULL, *file = NULL;
     int64_t n_ctx = 512, threads = 0, max_chunks = -1, n_batch = 0;
-    int rc = 0, device = SB_DEVICE_AUTO;
+    int rc = 0, device = SB_DEVICE_AUTO, no_mmap = 0;
     for (int i = 1; i < argc && !rc; i++) {
         if (arg_device("perplexity", argc, argv, &i, &device, &rc) || arg_ignored("perplexity", argc, argv, &i, &rc)) continue;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -43,9 +44,10 @@ int cmd_perplexity(int argc, char **argv) {
         else if (!strcmp(argv[i], "-fa") || !strcmp(argv[i], "--flash-attn")) {
             if (arg_on_off_auto(argc, argv, &i) == 0)
                 fprintf(stderr, "sb perplexity: warning: %s off ignored: the attention kernel is chosen per device\n", argv[i - 1]);
+        } else if (!strcmp(argv[i], "--no-mmap")) {
+            no_mmap = 1;
         } else {
-            fprintf(stderr, "sb perplexity: unknown option '%s' (see sb perplexity --help)\n", argv[i]);
-            rc = 2;
+            rc = usage_error("perplexity", "unknown option '%s'", argv[i]);
         }
     }
     if (rc) return rc;
@@ -63,7 +65,11 @@ int cmd_perplexity(int argc, char **argv) {
     int32_t *toks = NULL;
     float *logits = NULL;
     size_t n_tok = 0, need = 0;
-    sb_status st = sb_model_load(model, NULL, &m);
+    sb_model_params mp;
+    sb_model_default_params(&mp);
+    mp.no_mmap = no_mmap;
+    cli_watch_file(model); /* a SIGBUS on the mapped model: one line naming it */
+    sb_status st = sb_model_load(model, &mp, &m);
     const sb_vocab *v = m ? sb_model_get_vocab(m) : NULL;
     if (st == SB_OK) {
         st = sb_tokenize(v, text, len, 0, 0, NULL, 0, &need);

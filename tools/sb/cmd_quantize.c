@@ -7,6 +7,8 @@
  * parsing `sb synth` shares. Layer 3 (tools): public header only. Library warnings (e.g.
  * re-quantizing a quantized file) are printed as "warning: ..." lines.
  */
+#include "args.h"
+#include "cli_io.h"
 #include "progress.h"
 #include "sb.h"
 
@@ -49,13 +51,6 @@ static void usage(FILE *f) {
 }
 
 /* One usage-error line; exit status 2. */
-static int usage_error(const char *fmt, const char *arg) {
-    fputs("sb quantize: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs(" (see sb quantize --help)\n", stderr);
-    return 2;
-}
-
 enum { MAX_TT = 256 };
 
 int cmd_quantize(int argc, char **argv) {
@@ -73,7 +68,7 @@ int cmd_quantize(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
-            if (!v || sb_cli_parse_threads(argv[++i], &p.n_threads)) return usage_error("%s needs a number 1..256", a);
+            if (!v || sb_cli_parse_threads(argv[++i], &p.n_threads)) return usage_error("quantize", "%s needs a number 1..256", a);
         } else if (!strcmp(a, "-v")) {
             verbose = 1;
         } else if (!strcmp(a, "--allow-requantize")) {
@@ -83,33 +78,33 @@ int cmd_quantize(int argc, char **argv) {
         } else if (!strcmp(a, "--leave-output-tensor")) {
             o.leave_output_tensor = 1;
         } else if (!strcmp(a, "--output-tensor-type") || !strcmp(a, "--token-embedding-type") || !strcmp(a, "--imatrix")) {
-            if (!v || !*v) return usage_error("%s needs a value", a);
+            if (!v || !*v) return usage_error("quantize", "%s needs a value", a);
             if (!strcmp(a, "--imatrix")) o.imatrix_path = v;
             else if (!strcmp(a, "--output-tensor-type")) o.output_tensor_type = v;
             else o.token_embedding_type = v;
             i++;
         } else if (!strcmp(a, "--tensor-type")) {
-            if (!v) return usage_error("%s needs PATTERN=TYPE", a);
+            if (!v) return usage_error("quantize", "%s needs PATTERN=TYPE", a);
             const char *eq = strrchr(v, '=');
-            if (!eq || eq == v || !eq[1]) return usage_error("--tensor-type '%s': expected PATTERN=TYPE, e.g. attn_v=q8_0", v);
-            if ((size_t)(eq - v) >= sizeof tt_pat[0]) return usage_error("--tensor-type '%.40s...': pattern too long", v);
-            if (o.n_tensor_types >= MAX_TT) return usage_error("more than %s --tensor-type options", "256");
+            if (!eq || eq == v || !eq[1]) return usage_error("quantize", "--tensor-type '%s': expected PATTERN=TYPE, e.g. attn_v=q8_0", v);
+            if ((size_t)(eq - v) >= sizeof tt_pat[0]) return usage_error("quantize", "--tensor-type '%.40s...': pattern too long", v);
+            if (o.n_tensor_types >= MAX_TT) return usage_error("quantize", "more than %s --tensor-type options", "256");
             memcpy(tt_pat[o.n_tensor_types], v, (size_t)(eq - v));
             tt_pat[o.n_tensor_types][eq - v] = 0;
             tt[o.n_tensor_types] = (sb_quantize_tensor_type){tt_pat[o.n_tensor_types], eq + 1};
             o.n_tensor_types++;
             i++;
         } else if (a[0] == '-' && a[1]) {
-            return usage_error("unknown option '%s'", a);
+            return usage_error("quantize", "unknown option '%s'", a);
         } else if (npos < 4) {
             pos[npos++] = a;
         } else {
-            return usage_error("too many arguments at '%s'", a);
+            return usage_error("quantize", "too many arguments at '%s'", a);
         }
     }
-    if (npos < 3) return usage_error("%s", "needs IN.gguf OUT.gguf TYPE");
+    if (npos < 3) return usage_error("quantize", "%s", "needs IN.gguf OUT.gguf TYPE");
     if (npos == 4 && sb_cli_parse_threads(pos[3], &p.n_threads))
-        return usage_error("NTHREADS '%s' is not a number 1..256", pos[3]);
+        return usage_error("quantize", "NTHREADS '%s' is not a number 1..256", pos[3]);
     o.tensor_types = tt;
     sb_log_set(sb_cli_log, NULL, verbose ? SB_LOG_DEBUG : SB_LOG_WARN);
     cli_progress pr;
@@ -117,6 +112,7 @@ int cmd_quantize(int argc, char **argv) {
     p.progress = cli_progress_cb;
     p.progress_user = &pr;
     sb_quantize_stats st = {0};
+    cli_watch_file(pos[0]); /* a SIGBUS on the mapped input: one line naming it */
     sb_status s = sb_quantize_file_ex(pos[0], pos[1], pos[2], &p, &o, &st);
     /* llama-quantize logs "model size = ... MiB (... BPW)" and the quantized size on stderr */
     const double mib = 1024.0 * 1024.0, n = s == SB_OK && st.n_elements ? (double)st.n_elements : 1.0;

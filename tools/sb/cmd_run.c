@@ -7,6 +7,7 @@
  * header.
  */
 #include "args.h"
+#include "cli_io.h"
 #include "llama_flags.h"
 #include "progress.h"
 #include "sb.h"
@@ -50,9 +51,11 @@ static void usage(FILE *f) {
             "      --log-disable       no speed summary and no -v details on stderr\n"
             "      --check-tensors     scan every weight for NaN/Inf at load (1-D weights always are)\n"
             "      --allow-long-context  allow -c above the model's trained context length (with a warning)\n"
+            "      --no-mmap           read the model into memory instead of mapping it (survives the\n"
+            "                          file being truncated or rewritten while running)\n"
             "  -v, --verbose           model, seed, device and plan details on stderr\n"
             "  -no-cnv                 accepted (sb run never converses); -cnv: use sb chat\n"
-            "llama-cli flags that mean nothing here (--mlock, --no-mmap, -sm, -ts, -tb, --jinja, ...) are\n"
+            "llama-cli flags that mean nothing here (--mlock, -sm, -ts, -tb, --jinja, ...) are\n"
             "accepted with a one-line warning.\n",
             MAX_STOP);
 }
@@ -63,7 +66,7 @@ typedef struct run_opts {
     size_t n_stop;
     int64_t n_predict, n_ctx, n_batch, n_ubatch, threads, last_n, top_k;
     uint64_t seed;
-    int seed_random, device, chat, verbose, parse_special, check, escape, show_prompt, color, quiet, ignore_eos, long_ctx;
+    int seed_random, device, chat, verbose, parse_special, check, escape, show_prompt, color, quiet, ignore_eos, long_ctx, no_mmap;
     sb_sampler_params sp;
 } run_opts;
 
@@ -141,6 +144,7 @@ static int parse_main_flag(run_opts *o, int argc, char **argv, int *i, int *rc) 
     else if (!strcmp(a, "--parse-special")) o->parse_special = 1;
     else if (!strcmp(a, "--check-tensors")) o->check = 1;
     else if (!strcmp(a, "--allow-long-context")) o->long_ctx = 1;
+    else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
     else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
     else return 0;
     return 1;
@@ -208,9 +212,7 @@ static int parse_run_args(int argc, char **argv, run_opts *o) {
 static int emit(void *user, const char *text, size_t len, int32_t token) {
     (void)user;
     (void)token;
-    fwrite(text, 1, len, stdout);
-    fflush(stdout);
-    return 0;
+    return cli_stdout_write(text, len) ? 1 : 0; /* a stdout write error stops generating */
 }
 
 /* The chat prompt as token ids (*ids: malloc'd, *n its count): the format's markers are control
@@ -248,6 +250,8 @@ static sb_status load_model(const run_opts *o, const char *path, sb_model **m, s
     sb_model_params mp;
     sb_model_default_params(&mp);
     mp.check_tensors = o->check;
+    mp.no_mmap = o->no_mmap;
+    cli_watch_file(path); /* a SIGBUS on the mapped model: one line naming it */
     double t0 = now_seconds();
     /* a progress bar on a terminal, else one summary line; nothing with --log-disable */
     sb_status st = o->quiet ? sb_model_load(path, &mp, m) : cli_load_model(path, &mp, m);
@@ -299,13 +303,14 @@ static int run_model(const run_opts *o, const char *path, const char *prompt, si
     sb_generate_result res;
     if (st == SB_OK) {
         if (o->show_prompt && !o->chat) {
-            if (o->color) fputs("\033[32m", stdout);
-            fwrite(prompt, 1, len, stdout);
-            if (o->color) fputs("\033[0m", stdout);
+            if (o->color) cli_stdout_write("\033[32m", 5);
+            cli_stdout_write(prompt, len);
+            if (o->color) cli_stdout_write("\033[0m", 4);
         }
-        st = o->chat ? sb_generate_tokens(s, smp, chat_ids, n_chat, &gp, emit, NULL, &res)
-                     : sb_generate(s, smp, prompt, len, &gp, emit, NULL, &res);
-        printf("\n");
+        st = cli_stdout_failed() ? SB_ERR_CANCELLED
+             : o->chat           ? sb_generate_tokens(s, smp, chat_ids, n_chat, &gp, emit, NULL, &res)
+                                 : sb_generate(s, smp, prompt, len, &gp, emit, NULL, &res);
+        if (st == SB_OK) cli_stdout_write("\n", 1);
     }
     if (st == SB_OK) print_summary(o, s, &res);
     int rc = st == SB_OK ? 0 : sb_cli_fail(st);

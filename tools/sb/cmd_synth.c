@@ -5,6 +5,7 @@
  * (sb_synth_model). `sb synth --list` prints the presets.
  * Layer 3 (tools): public header only.
  */
+#include "args.h"
 #include "progress.h"
 #include "sb.h"
 
@@ -53,28 +54,21 @@ int cmd_synth(int argc, char **argv) {
         } else if (!strcmp(a, "--vocab") && more) {
             p.vocab_path = argv[++i];
         } else if (!strcmp(a, "--seed") && more) {
-            char *end;
-            const char *v = argv[++i];
-            p.seed = strtoull(v, &end, 0);
-            if (!*v || *end || *v == '-') {
-                fprintf(stderr, "sb synth: --seed needs a non-negative integer, got '%s'\n", v);
-                return 2;
-            }
+            const char *v = argv[++i], *why;
+            int64_t seed = 0;
+            if ((why = parse_int(v, 0, INT64_MAX, &seed)) != NULL) /* decimal: "010" is ten */
+                return usage_error("synth", "--seed '%s': %s", v, why);
+            p.seed = (uint64_t)seed;
         } else if ((!strcmp(a, "--threads") || !strcmp(a, "-t")) && more) {
             if (sb_cli_parse_threads(argv[++i], &p.n_threads)) {
                 fprintf(stderr, "sb synth: --threads needs a number 1..256\n");
                 return 2;
             }
         } else {
-            fprintf(stderr, "sb synth: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
-            return 2;
+            return usage_error("synth", "unknown or incomplete option '%s'", a);
         }
     }
-    if (!preset || !out) {
-        usage(stderr);
-        return 2;
-    }
+    if (!preset || !out) return usage_error("synth", "missing %s", !preset ? "--preset NAME" : "-o OUT.gguf");
     sb_log_set(sb_cli_log, NULL, verbose ? SB_LOG_DEBUG : SB_LOG_WARN);
     cli_progress pr;
     cli_progress_start(&pr, "writing");

@@ -5,6 +5,8 @@
  * Layer 3 (tools): public header only. Pieces are printed with control characters and backslash
  * escaped (\n, \t, \r, \\, \xNN) so every token stays on its line; other bytes are written as is.
  */
+#include "args.h"
+#include "cli_io.h"
 #include "sb.h"
 
 #include <stdio.h>
@@ -19,28 +21,6 @@ static void usage(FILE *f) {
                "  --add-special    add BOS/EOS as the vocabulary asks\n"
                "  --parse-special  recognise control tokens (e.g. <|im_start|>) written in the text\n"
                "  --pieces         print one 'id<TAB>piece' line per token (pieces escaped)\n");
-}
-
-static char *read_all(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, len = 0;
-    char *p = malloc(cap);
-    while (p) {
-        if (len == cap) {
-            char *q = cap > SIZE_MAX / 2 ? NULL : realloc(p, cap * 2);
-            if (!q) { free(p); p = NULL; break; }
-            p = q;
-            cap *= 2;
-        }
-        size_t r = fread(p + len, 1, cap - len, f);
-        len += r;
-        if (r == 0) break;
-    }
-    if (p && ferror(f)) { free(p); p = NULL; }
-    fclose(f);
-    *n = len;
-    return p;
 }
 
 static void put_escaped(const char *s, size_t n) {
@@ -68,21 +48,17 @@ int cmd_tokenize(int argc, char **argv) {
         else if (!strcmp(a, "--parse-special")) parse_special = 1;
         else if (!strcmp(a, "--pieces")) pieces = 1;
         else {
-            fprintf(stderr, "sb tokenize: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
-            return 2;
+            return usage_error("tokenize", "unknown or incomplete option '%s'", a);
         }
     }
-    if (!model || (!text == !file)) {
-        usage(stderr);
-        return 2;
-    }
+    if (!model) return usage_error("tokenize", "missing -m FILE");
+    if (!text == !file) return usage_error("tokenize", "give exactly one of -p TEXT or -f TEXTFILE");
     size_t len = 0;
     char *owned = NULL;
     if (file) {
-        owned = read_all(file, &len);
+        owned = read_text_file(file, &len);
         if (!owned) {
-            fprintf(stderr, "error: cannot read '%s'\n", file);
+            fprintf(stderr, "error: SB_ERR_IO: %s\n", read_file_error());
             return 1;
         }
         text = owned;
@@ -90,6 +66,7 @@ int cmd_tokenize(int argc, char **argv) {
         len = strlen(text);
     }
     sb_vocab *v = NULL;
+    cli_watch_file(model);
     sb_status st = sb_vocab_load(model, &v);
     if (st != SB_OK) {
         free(owned);

@@ -71,8 +71,7 @@ static const struct {
     const char *why;
 } ignored[] = {
     {"--mlock", "", 0, "not implemented (the model file stays memory-mapped)"},
-    {"--no-mmap", "", 0, "the model file is always memory-mapped"},
-    {"--mmap", "", 0, "the model file is always memory-mapped"},
+    {"--mmap", "", 0, "the model file is memory-mapped by default (--no-mmap reads it into memory)"},
     {"--numa", "", 1, "no NUMA placement here"},
     {"--split-mode", "-sm", 1, "one device a session"},
     {"--main-gpu", "-mg", 1, "one device a session (GPU 0)"},

@@ -3,8 +3,11 @@
  * tools/sb/main.c — the `sb` command: dispatches to one subcommand per file (cmd_*.c).
  * Layer 3 (tools): uses only include/sonicboom.h, like any third-party program would.
  * Exit status: 0 success, 1 the operation failed (one line "error: <STATUS>: <detail>" on
- * stderr), 2 usage error.
+ * stderr), 2 usage error. Standard output is flushed and closed before exiting: a write error
+ * there (a full disk, a closed pipe) is exit 1 with one line "error: SB_ERR_IO: standard output:
+ * REASON" (cli_io.c), for every command.
  */
+#include "cli_io.h"
 #include "sb.h"
 
 #include <stdio.h>
@@ -45,15 +48,16 @@ int cmd_version(int argc, char **argv) {
 }
 
 int sb_cli_fail(sb_status s) {
+    if (s == SB_ERR_CANCELLED && cli_stdout_failed()) return 1; /* stopped by a stdout error: cli_io_finish says it */
     fprintf(stderr, "error: %s: ", sb_status_str(s));
     sb_put_safe(stderr, sb_last_error(), strlen(sb_last_error()), 0); /* it may quote the file's strings */
     fputc('\n', stderr);
     return 1;
 }
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
     if (argc < 2) {
-        usage(stderr);
+        fprintf(stderr, "sb: no command given (see 'sb --help')\n");
         return 2;
     }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
@@ -68,7 +72,11 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "sb: unknown command '%s'\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "sb: unknown command '%s' (see 'sb --help')\n", argv[1]);
     return 2;
+}
+
+int main(int argc, char **argv) {
+    cli_io_init();
+    return cli_io_finish(dispatch(argc, argv));
 }

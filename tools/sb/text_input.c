@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * tools/sb/text_input.c — bounded whole-file reads and -e escape processing (text_input.h).
- * read(2) on a descriptor rather than stdio, so the reason printed is the one read() reported.
+ * read(2) on a descriptor rather than stdio, so the reason printed is the one read() reported; a
+ * named FIFO goes through args.c's read_file_capped, which never waits on one without a writer.
  */
 #include "text_input.h"
+#include "args.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +63,8 @@ static char *read_all(int fd, const char *path, size_t cap, size_t *len) {
 }
 
 char *text_input_read(const char *path, size_t cap, size_t *len) {
-    int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;
+    /* O_NONBLOCK: look at what the path is before anything can wait on it (a FIFO without a writer) */
+    int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : 0;
     if (fd < 0) {
         char why[160];
         snprintf(why, sizeof why, "cannot be opened: %s", strerror(errno));
@@ -71,11 +74,22 @@ char *text_input_read(const char *path, size_t cap, size_t *len) {
     char *text = NULL;
     if (fstat(fd, &sb) != 0) fail("SB_ERR_IO", shown(path), strerror(errno));
     else if (S_ISDIR(sb.st_mode)) fail("SB_ERR_IO", shown(path), "is a directory, not a text file");
-    else if (S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > cap) {
+    else if (fd != 0 && !S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode))
+        fail("SB_ERR_IO", path, "is a device or socket, not a regular file or pipe");
+    else if (fd != 0 && S_ISFIFO(sb.st_mode)) {
+        /* a named FIFO: args.c's reader tells "no writer" from "nothing written yet" without waiting */
+        close(fd);
+        fd = 0;
+        text = read_file_capped(path, cap >> 20, 1, len);
+        if (!text) fprintf(stderr, "error: %s: %s\n", errno == EFBIG ? "SB_ERR_TEXT_TOO_LONG" : "SB_ERR_IO", read_file_error());
+    } else if (S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > cap) {
         char why[160];
         snprintf(why, sizeof why, "%lld bytes, more than the %zu MiB a text input may hold", (long long)sb.st_size, cap >> 20);
         fail("SB_ERR_TEXT_TOO_LONG", shown(path), why);
-    } else text = read_all(fd, path, cap, len);
+    } else {
+        if (fd != 0) (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        text = read_all(fd, path, cap, len);
+    }
     if (fd != 0) close(fd);
     return text;
 }
