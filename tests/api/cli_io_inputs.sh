@@ -39,7 +39,7 @@ for cmd in "run -m $m -n 1" "tokenize -m $m" "perplexity -m $m"; do
 done
 truncate -s 257M "$tmp/big.txt"
 expect_err 1 "tokenize -f 257 MiB" "error: SB_ERR_IO: $tmp/big.txt: larger than the 256 MiB limit" "$sb" tokenize -m "$m" -f "$tmp/big.txt"
-expect_err 1 "run -f 257 MiB" "$tmp/big.txt: larger than the 256 MiB limit" "$sb" run -m "$m" -f "$tmp/big.txt" -n 1
+expect_err 1 "run -f 257 MiB" "$tmp/big.txt: 269484032 bytes, more than the 64 MiB a text input may hold" "$sb" run -m "$m" -f "$tmp/big.txt" -n 1
 rm -f "$tmp/big.txt"
 # a pipe larger than the cap is cut off at the cap, not read to the end (head ends when sb stops)
 expect_err 1 "tokenize -f pipe over the cap" "larger than the 256 MiB limit" sh -c "head -c 300000000 /dev/zero | \"\$0\" tokenize -m \"\$1\" -f /dev/stdin" "$sb" "$m"

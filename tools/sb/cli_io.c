@@ -38,6 +38,9 @@ static void on_sigbus(int sig) {
 }
 
 void cli_io_init(void) {
+    /* Not a terminal: one 1 MiB buffer, so most outputs meet a write error at the final flush,
+     * where its errno (ENOSPC) is still known; a terminal keeps stdio's line buffering. */
+    if (!isatty(1)) setvbuf(stdout, NULL, _IOFBF, (size_t)1 << 20);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigbus;
@@ -69,10 +72,13 @@ int cli_io_finish(int rc) {
         if (!stdout_errno) stdout_errno = errno ? errno : EIO;
         bad = 1;
     }
-    if (bad || stdout_errno) {
-        fprintf(stderr, "error: SB_ERR_IO: standard output: %s\n", strerror(stdout_errno ? stdout_errno : EIO));
-        rc = rc == 2 ? 2 : 1;
+    /* one line, unless the command already failed and said why (its own write check, as sb bench
+     * has); a failure first seen by cli_stdout_write stopped the command silently, so say it here */
+    if ((bad || stdout_errno) && (rc == 0 || stdout_errno)) {
+        if (stdout_errno) fprintf(stderr, "error: SB_ERR_IO: standard output: %s\n", strerror(stdout_errno));
+        else fprintf(stderr, "error: SB_ERR_IO: standard output: a write failed (the stream reports no reason)\n");
     }
+    if (bad || stdout_errno) rc = rc == 2 ? 2 : 1;
     if (fflush(stderr) != 0 || ferror(stderr)) rc = rc ? rc : 1; /* nowhere left to say it */
     return rc;
 }

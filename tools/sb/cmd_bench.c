@@ -568,9 +568,5 @@ static int bench_run(const bench_opts *opts) {
     finish_md(&c.err, notes);
     free(notes);
     free(c.samples);
-    if (fflush(stdout) || ferror(stdout)) {
-        fprintf(stderr, "error: %s: writing the results to stdout: %s\n", sb_status_str(SB_ERR_IO), strerror(errno));
-        return 1;
-    }
-    return st == SB_OK ? 0 : 1;
+    return st == SB_OK ? 0 : 1; /* a stdout write error: main's cli_io_finish says it */
 }

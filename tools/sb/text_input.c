@@ -67,7 +67,7 @@ char *text_input_read(const char *path, size_t cap, size_t *len) {
     int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : 0;
     if (fd < 0) {
         char why[160];
-        snprintf(why, sizeof why, "cannot be opened: %s", strerror(errno));
+        snprintf(why, sizeof why, "%s", strerror(errno));
         return fail("SB_ERR_IO", path, why);
     }
     struct stat sb;
@@ -75,7 +75,9 @@ char *text_input_read(const char *path, size_t cap, size_t *len) {
     if (fstat(fd, &sb) != 0) fail("SB_ERR_IO", shown(path), strerror(errno));
     else if (S_ISDIR(sb.st_mode)) fail("SB_ERR_IO", shown(path), "is a directory, not a text file");
     else if (fd != 0 && !S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode))
-        fail("SB_ERR_IO", path, "is a device or socket, not a regular file or pipe");
+        fail("SB_ERR_IO", path, S_ISCHR(sb.st_mode)   ? "is a character device, not a regular file or pipe"
+                                : S_ISBLK(sb.st_mode) ? "is a block device, not a regular file or pipe"
+                                                      : "is a socket, not a regular file or pipe");
     else if (fd != 0 && S_ISFIFO(sb.st_mode)) {
         /* a named FIFO: args.c's reader tells "no writer" from "nothing written yet" without waiting */
         close(fd);
