@@ -5,10 +5,13 @@
  * cut with "..." (the status code is what programs test; the text is for people).
  * Invariant: every message is formatted into a scratch buffer and then copied (sb_failv, the one
  * format path), so an argument may point into the error buffer itself, e.g.
- * sb_fail(s, "ctx: %s", sb_last_error()) — vsnprintf with overlapping output is undefined.
+ * sb_fail(s, "ctx: %s", sb_last_error()) — vsnprintf with overlapping output is undefined. The
+ * copy escapes control characters and malformed UTF-8 (\xHH), since messages quote paths and
+ * file strings.
  */
 #include "base/status.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,12 +57,43 @@ const char *sb_last_error(void) { return err_text; }
 
 void sb_error_clear(void) { err_text[0] = 0; }
 
+/* Length of the well-formed UTF-8 sequence at p (n bytes left) that is not a C1 control, else 0. */
+static size_t utf8_printable(const unsigned char *p, size_t n) {
+    size_t len = p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 && p[0] < 0xE0 ? 2 : 0;
+    if (!len || len > n) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    uint32_t c = len == 2 ? (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F)
+               : len == 3 ? (uint32_t)(p[0] & 0x0F) << 12 | (uint32_t)(p[1] & 0x3F) << 6 | (p[2] & 0x3F)
+                          : (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3F) << 12 | (uint32_t)(p[2] & 0x3F) << 6 | (p[3] & 0x3F);
+    int bad = c < 0xA0 || (len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10FFFF)) || (c >= 0xD800 && c <= 0xDFFF);
+    return bad ? 0 : len;
+}
+
+/* Copy src to dst (cap bytes) with control characters (C0, DEL, C1) and bytes that are not
+ * well-formed UTF-8 written as \xHH: a message may quote a file's strings or a path, and must
+ * not drive the terminal that prints it or break the line it is printed on. */
+static void copy_printable(char *dst, size_t cap, const char *src) {
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p && o + 5 < cap;) {
+        size_t k = *p >= 0x20 && *p < 0x7F ? 1 : *p >= 0x80 ? utf8_printable(p, strlen((const char *)p)) : 0;
+        if (k) {
+            memcpy(dst + o, p, k);
+            o += k;
+            p += k;
+        } else {
+            o += (size_t)snprintf(dst + o, cap - o, "\\x%02x", *p++);
+        }
+    }
+    dst[o] = 0;
+}
+
 sb_status sb_failv(sb_status s, const char *fmt, va_list ap) {
     char scratch[sizeof err_text];
     int n = vsnprintf(scratch, sizeof scratch, fmt, ap);
     if (n < 0) snprintf(scratch, sizeof scratch, "(unformattable error text \"%.64s\")", fmt);
     else if (n >= (int)sizeof scratch) memcpy(scratch + sizeof scratch - 4, "...", 4);
-    memcpy(err_text, scratch, sizeof err_text);
+    copy_printable(err_text, sizeof err_text, scratch);
     return s;
 }
 

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 // ---- mixes ----
@@ -792,6 +793,9 @@ sb_status rt_quantize_file(const char *in, const char *out, const char *type_nam
     char final[4096];
     fio_out_kind kind;
     SB_TRY(fio_out_check(out, &kind, final, sizeof final)); /* a refused output fails before the work */
+    struct stat si, so;
+    if (stat(in, &si) == 0 && stat(final, &so) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+        return sb_fail(SB_ERR_INVALID_ARG, "quantize: the output %s is the input file itself (it would be replaced while read)", out);
     rt_qrules rules;
     rt_qoverride *ov = NULL;
     SB_TRY(rt_qrules_build(o, &rules, &ov));

@@ -126,9 +126,10 @@ def num_cases(sid, opts, argv, src):
     opt = next(a for i, a in enumerate(argv) if i + 1 < len(argv) and "{V}" in argv[i + 1])
     for v in NUM_VALUES + [x for x in opts.get("extra", "").split(";") if x]:
         if kind == "int":
-            x = int(v, 10) if re.fullmatch(r"[+-]?[0-9]+", v) else None
+            # a leading '+' is refused like any other non-digit (args.c's parse_int: decimal only)
+            x = int(v, 10) if re.fullmatch(r"-?[0-9]+", v) else None
         else:
-            x = float(v) if re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", v) else None
+            x = float(v) if re.fullmatch(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", v) else None
         if kind == "float" and re.fullmatch(r"0x[0-9a-f]+", v):  # a hex float: strtod's business, either answer is fine
             expect, regex, cls = "02", re.escape(opt), "message"
         elif x is None or not (lo <= x <= hi):
@@ -403,9 +404,9 @@ def check_result(case, res, rc, out, err, env):
     if rc not in want:
         res["fails"].append("exit %s, expected %s" % (rc, "|".join(case.expect)))
     elif rc == 1:
-        # besides the error: warnings, notes, and the one summary line of a model load that
-        # succeeded before the failure (tools/sb/progress.c)
-        other = [l for l in lines if not l.startswith(("error", "loaded ")) and not l.lower().startswith(("warning", "note"))]
+        # besides the error: warnings, notes, the one summary line of a model load that succeeded
+        # before the failure (tools/sb/progress.c), and sb perplexity's summary of the run
+        other = [l for l in lines if not l.startswith(("error", "loaded ", "perplexity: ")) and not l.lower().startswith(("warning", "note"))]
         if len(errlines) != 1 or other:
             res["fails"].append("message: stderr must be ONE 'error: ' line, got %d lines" % len(lines))
         elif not ERR_LINE.match(errlines[0]):

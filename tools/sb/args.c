@@ -146,7 +146,14 @@ const char *read_file_error(void) { return read_error; }
 static char *read_fail(int fd, char *buf, int err, const char *fmt, const char *path, const char *what) {
     if (fd >= 0) close(fd);
     free(buf);
-    snprintf(read_error, sizeof read_error, fmt, path, what);
+    /* the path may hold control characters: the reason is printed, so escape them as sb_fail does */
+    char raw[sizeof read_error];
+    snprintf(raw, sizeof raw, fmt, path, what);
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)raw; *p && o + 5 < sizeof read_error; p++)
+        o += *p < 0x20 || *p == 0x7F ? (size_t)snprintf(read_error + o, sizeof read_error - o, "\\x%02x", *p)
+                                     : (size_t)snprintf(read_error + o, sizeof read_error - o, "%c", *p);
+    read_error[o] = 0;
     errno = err;
     return NULL;
 }
@@ -207,6 +214,11 @@ char *read_file_capped(const char *path, size_t max_mib, int allow_pipe, size_t 
 }
 
 char *read_text_file(const char *path, size_t *len) { return read_file_capped(path, SB_TEXT_FILE_MAX_MIB, 1, len); }
+
+int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
 
 double now_seconds(void) {
     struct timespec ts;

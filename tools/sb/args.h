@@ -52,6 +52,9 @@ const char *read_file_error(void);
 #define SB_TEXT_FILE_MAX_MIB 256
 char *read_text_file(const char *path, size_t *len);
 
+/* 1 when paths a and b name the same existing file (device and inode), else 0. */
+int same_file(const char *a, const char *b);
+
 /* Seconds on a monotonic clock. */
 double now_seconds(void);
 

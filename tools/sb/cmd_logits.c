@@ -46,6 +46,11 @@ int cmd_logits(int argc, char **argv) {
         return usage_error("logits", "missing %s", !model ? "-m MODEL" : !ref ? "--ref IN.ref" : "-o OUT.ref");
     if (!rc && strcmp(kv, "f32") && strcmp(kv, "f16")) return usage_error("logits", "--kv-type '%s': expected f32 or f16", kv);
     if (rc) return rc; /* the reason is already printed (usage_error) */
+    if (same_file(out, ref) || same_file(out, model)) {
+        fprintf(stderr, "error: SB_ERR_INVALID_ARG: -o %s is the same file as %s (the output would replace its own input)\n",
+                out, same_file(out, ref) ? "--ref" : "-m");
+        return 1;
+    }
     size_t size;
     unsigned char *blob = (unsigned char *)read_file_capped(ref, 4096, 0, &size); /* SBREF1: regular files to 4 GiB */
     if (!blob) {

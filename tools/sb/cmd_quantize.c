@@ -19,9 +19,8 @@
 // ---- shared with cmd_synth.c ----
 
 int sb_cli_parse_threads(const char *s, int *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == 0 || *end || v < 1 || v > 256) return -1;
+    int64_t v;
+    if (parse_int(s, 1, 256, &v)) return -1; /* args.c's decimal parser: no sign, blanks or junk */
     *out = (int)v;
     return 0;
 }

@@ -23,8 +23,7 @@ int arg_seed(const char *cmd, int argc, char **argv, int *i, uint64_t *seed, int
         *random = 1;
         return 0;
     }
-    /* digits only, after one optional '+': strtoull alone would take blanks and wrap "-2" to 2^64 - 2 */
-    if (v[0] == '+') v++;
+    /* digits only: strtoull alone would take a sign, blanks and wrap "-2" to 2^64 - 2 */
     int digits = v[0] != 0;
     for (const char *c = v; *c; c++) digits &= *c >= '0' && *c <= '9';
     char *end = NULL;

@@ -7,6 +7,7 @@
  * there (a full disk, a closed pipe) is exit 1 with one line "error: SB_ERR_IO: standard output:
  * REASON" (cli_io.c), for every command.
  */
+#include "args.h"
 #include "cli_io.h"
 #include "sb.h"
 
@@ -34,8 +35,7 @@ static void usage(FILE *f) {
 }
 
 int cmd_version(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
+    if (argc > 1) return usage_error("version", "unexpected argument '%s' (sb version takes none)", argv[1]);
     printf("sonicboom %s (library %s)\n", SB_VERSION_STRING, sb_version_string());
     sb_backend_info bi;
     if (sb_backend_get_info(&bi) == SB_OK) {

@@ -6,6 +6,7 @@
  */
 #include "text_input.h"
 #include "args.h"
+#include "sb.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +18,9 @@
 #include <unistd.h>
 
 static char *fail(const char *status, const char *path, const char *why) {
-    fprintf(stderr, "error: %s: %s: %s\n", status, path, why);
+    fprintf(stderr, "error: %s: ", status);
+    sb_put_safe(stderr, path, strlen(path), 0); /* a path may hold control characters */
+    fprintf(stderr, ": %s\n", why);
     return NULL;
 }
 
