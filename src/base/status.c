@@ -75,7 +75,8 @@ static size_t utf8_printable(const unsigned char *p, size_t n) {
  * not drive the terminal that prints it or break the line it is printed on. */
 static void copy_printable(char *dst, size_t cap, const char *src) {
     size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)src; *p && o + 5 < cap;) {
+    const unsigned char *p = (const unsigned char *)src;
+    while (*p && o + 5 + 3 < cap) { /* room for one \xHH, "..." and the NUL */
         size_t k = *p >= 0x20 && *p < 0x7F ? 1 : *p >= 0x80 ? utf8_printable(p, strlen((const char *)p)) : 0;
         if (k) {
             memcpy(dst + o, p, k);
@@ -85,6 +86,7 @@ static void copy_printable(char *dst, size_t cap, const char *src) {
             o += (size_t)snprintf(dst + o, cap - o, "\\x%02x", *p++);
         }
     }
+    if (*p) memcpy(dst + o, "...", 3), o += 3; /* cut: say so */
     dst[o] = 0;
 }
 

@@ -243,6 +243,8 @@ def _hparam_mutations(g):
             expect, rx = "1", HP % kre
             if ctx_len and name == "huge":
                 expect, rx = "01", HP % kre  # a huge trained context is legal if the session caps n_ctx
+            if short == "rope.freq_base" and name == "huge":
+                expect, rx = "01", HP % kre  # 1e30: finite and > 0, rotations near identity; llama.cpp runs it too
             out.append(Mutation("hp-%s-%s" % (short, name), "nonsense", "%s = %s" % (key, name), expect, rx, setter(val, typ)))
         out.append(Mutation("hp-%s-missing" % short, "nonsense", "%s removed" % key,
                             "01" if short in ("rope.freq_base", "rope.dimension_count", "attention.head_count_kv",

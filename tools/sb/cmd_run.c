@@ -35,7 +35,7 @@ static void usage(FILE *f) {
             "  -s, --seed N            RNG seed (default -1: random, printed with -v; same seed, same text)\n"
             "      --temp T            temperature (0.8; 0 = greedy)\n"
             "      --top-k K           (40)      --top-p P (0.95)      --min-p M (0.05)\n"
-            "      --repeat-penalty R  (1.0)     --repeat-last-n N (64)\n"
+            "      --repeat-penalty R  (1.0)     --repeat-last-n N (64; -1: the context size)\n"
             "      --presence-penalty P (0)      --frequency-penalty F (0)\n"
             "      --ignore-eos        never stop at an end-of-generation token\n"
             "  -r, --reverse-prompt TEXT, --stop TEXT   stop string, not printed (repeatable, up to %d)\n"
@@ -112,7 +112,7 @@ static int parse_sampling_flag(run_opts *o, int argc, char **argv, int *i, int *
     else if (!strcmp(a, "--top-p")) *rc = arg_f32("run", argc, argv, i, 0, 1, &o->sp.top_p);
     else if (!strcmp(a, "--min-p")) *rc = arg_f32("run", argc, argv, i, 0, 1, &o->sp.min_p);
     else if (!strcmp(a, "--repeat-penalty")) *rc = arg_f32("run", argc, argv, i, 1e-3f, 100, &o->sp.repeat_penalty);
-    else if (!strcmp(a, "--repeat-last-n")) *rc = arg_i64("run", argc, argv, i, 0, 1 << 20, &o->last_n);
+    else if (!strcmp(a, "--repeat-last-n")) *rc = arg_i64("run", argc, argv, i, -1, 1 << 20, &o->last_n);
     else if (!strcmp(a, "--presence-penalty")) *rc = arg_f32("run", argc, argv, i, -100, 100, &o->sp.presence_penalty);
     else if (!strcmp(a, "--frequency-penalty")) *rc = arg_f32("run", argc, argv, i, -100, 100, &o->sp.frequency_penalty);
     else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) *rc = arg_seed("run", argc, argv, i, &o->seed, &o->seed_random);
@@ -290,7 +290,9 @@ static int run_model(const run_opts *o, const char *path, const char *prompt, si
     sb_log_set(sb_cli_log, NULL, o->verbose ? SB_LOG_INFO : SB_LOG_WARN);
     sb_status st = load_model(o, path, &m, &mi);
     if (st == SB_OK) st = create_session(o, m, &s);
-    if (st == SB_OK) st = sb_sampler_create(&o->sp, mi.n_vocab, &smp);
+    sb_sampler_params sp = o->sp;
+    if (o->last_n == -1) sp.penalty_last_n = (int32_t)(o->n_ctx > 0 ? o->n_ctx : mi.n_ctx_train); /* llama.cpp's -1 */
+    if (st == SB_OK) st = sb_sampler_create(&sp, mi.n_vocab, &smp);
     if (st == SB_OK && o->verbose) fprintf(stderr, "seed: %llu\n", (unsigned long long)o->seed);
     sb_generate_params gp;
     sb_generate_default_params(&gp);
