@@ -78,5 +78,8 @@ static int dispatch(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     cli_io_init();
+    /* the library's warnings reach stderr in every command (e.g. a vocabulary without
+     * tokenizer.ggml.pre tokenizes with the default pre-tokenizer: never silently) */
+    sb_log_set(sb_cli_log, NULL, SB_LOG_WARN);
     return cli_io_finish(dispatch(argc, argv));
 }

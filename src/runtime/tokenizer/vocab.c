@@ -401,6 +401,8 @@ static sb_status build_ws_prev(tok_vocab *v) {
 
 // ---- build ----
 
+enum { TOK_TEXT_MAX = 1 << 16, TOK_TEXT_TOTAL_MAX = 1 << 26 }; /* 64 KiB a token, 64 MiB in all */
+
 static sb_status build(const tok_vocab_spec *s, tok_vocab *v) {
     SB_TRY(parse_model(s, v));
     if (s->n_tokens <= 0 || s->n_tokens > INT32_MAX - 1 || !s->texts)
@@ -412,11 +414,15 @@ static sb_status build(const tok_vocab_spec *s, tok_vocab *v) {
     // texts (empty ones become "[EMPTY_<i>]", as llama.cpp names them) and the arena
     uint64_t total = 0;
     for (int32_t i = 0; i < n; i++) {
-        if (s->texts[i].len > (1u << 30))
-            return sb_fail(SB_ERR_VOCAB, "tokenizer.ggml.tokens[%d] is %zu bytes long (limit 1 GiB)", i, s->texts[i].len);
+        /* every byte of token text becomes a trie node: real vocabularies hold tokens of at most a
+         * few hundred bytes and a few MB in all, so these caps refuse a hostile file at once
+         * instead of building a trie of hundreds of millions of nodes */
+        if (s->texts[i].len > TOK_TEXT_MAX)
+            return sb_fail(SB_ERR_VOCAB, "tokenizer.ggml.tokens[%d] is %zu bytes long (limit %d bytes a token)", i,
+                           s->texts[i].len, TOK_TEXT_MAX);
         size_t l = s->texts[i].len ? s->texts[i].len : 20;
-        if (ckd_add(&total, total, (uint64_t)l) || total > (1ull << 40))
-            return sb_fail(SB_ERR_VOCAB, "tokenizer.ggml.tokens: total text size overflows");
+        if (ckd_add(&total, total, (uint64_t)l) || total > TOK_TEXT_TOTAL_MAX)
+            return sb_fail(SB_ERR_VOCAB, "tokenizer.ggml.tokens: more than %d MiB of token text in all", TOK_TEXT_TOTAL_MAX >> 20);
     }
     uint64_t arena_bytes;
     if (ckd_mul(&arena_bytes, total, 3u)) return sb_fail(SB_ERR_VOCAB, "tokenizer.ggml.tokens: too large");
