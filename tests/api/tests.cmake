@@ -19,6 +19,8 @@ set_tests_properties(api/cli_run_chat PROPERTIES LABELS api)
 add_test(NAME api/cli_chat COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_chat.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
 add_test(NAME api/cli_chat_pipe COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_chat_pipe.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
 set_tests_properties(api/cli_chat api/cli_chat_pipe PROPERTIES LABELS api)
+# the terminal test waits on a pane under tmux: run it alone, not beside a CPU-heavy test
+set_tests_properties(api/cli_chat PROPERTIES RUN_SERIAL TRUE)
 add_test(NAME api/cli_progress COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_progress.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
 set_tests_properties(api/cli_progress PROPERTIES LABELS api)
 add_test(NAME api/cli_bench COMMAND sh ${CMAKE_SOURCE_DIR}/tests/api/cli_bench.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
