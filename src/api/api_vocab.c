@@ -82,6 +82,19 @@ SB_API int sb_vocab_adds_eos(const sb_vocab *v) { return v && tok_add_eos(v->v);
 
 // ---- tokenize / detokenize ----
 
+/* The tokenizer's result st / ids into the caller's buffer (sb_tokenize's convention: *n_out the
+ * full count, the first cap ids written, SB_ERR_BUFFER_TOO_SMALL when they do not all fit); frees ids. */
+static sb_status hand_out_ids(sb_status st, tok_ids *ids, int32_t *tokens, size_t cap, size_t *n_out, const char *fn) {
+    if (st == SB_OK) {
+        *n_out = ids->n;
+        size_t k = ids->n < cap ? ids->n : cap;
+        if (k) memcpy(tokens, ids->ids, k * sizeof *tokens);
+        if (ids->n > cap) st = sb_fail(SB_ERR_BUFFER_TOO_SMALL, "%s: %zu tokens, buffer holds %zu", fn, ids->n, cap);
+    }
+    tok_ids_free(ids);
+    return st;
+}
+
 SB_API sb_status sb_tokenize(const sb_vocab *v, const char *text, size_t len, int add_special, int parse_special,
                              int32_t *tokens, size_t cap, size_t *n_out) {
     if (!v || (!text && len)) return sb_fail(SB_ERR_INVALID_ARG, "sb_tokenize: %s is NULL", v ? "text" : "vocab");
@@ -89,15 +102,7 @@ SB_API sb_status sb_tokenize(const sb_vocab *v, const char *text, size_t len, in
     *n_out = 0;
     tok_ids ids = {0};
     sb_status st = tok_tokenize(v->v, text, len, add_special != 0, parse_special != 0, &ids);
-    if (st == SB_OK) {
-        *n_out = ids.n;
-        size_t k = ids.n < cap ? ids.n : cap;
-        if (k) memcpy(tokens, ids.ids, k * sizeof *tokens);
-        if (ids.n > cap)
-            st = sb_fail(SB_ERR_BUFFER_TOO_SMALL, "sb_tokenize: %zu tokens, buffer holds %zu", ids.n, cap);
-    }
-    tok_ids_free(&ids);
-    return st;
+    return hand_out_ids(st, &ids, tokens, cap, n_out, "sb_tokenize");
 }
 
 SB_API sb_status sb_detokenize(const sb_vocab *v, const int32_t *tokens, size_t n, unsigned flags, char *buf,
@@ -211,15 +216,7 @@ SB_API sb_status sb_chat_tokenize(const sb_vocab *v, const sb_chat_message *msgs
     *n_out = 0;
     tok_ids ids = {0};
     sb_status st = tok_chat_tokenize(v->v, (const tok_chat_msg *)msgs, n, add_generation_prompt != 0, &ids);
-    if (st == SB_OK) {
-        *n_out = ids.n;
-        size_t k = ids.n < cap ? ids.n : cap;
-        if (k) memcpy(tokens, ids.ids, k * sizeof *tokens);
-        if (ids.n > cap)
-            st = sb_fail(SB_ERR_BUFFER_TOO_SMALL, "sb_chat_tokenize: %zu tokens, buffer holds %zu", ids.n, cap);
-    }
-    tok_ids_free(&ids);
-    return st;
+    return hand_out_ids(st, &ids, tokens, cap, n_out, "sb_chat_tokenize");
 }
 
 SB_API const char *sb_vocab_chat_format(const sb_vocab *v) {
