@@ -24,8 +24,12 @@ static void put(const char *s) {
     }
 }
 
+static int sigbus_taken; /* the first faulting thread reports; any other waits for its _exit */
+
 static void on_sigbus(int sig) {
     (void)sig;
+    if (__atomic_exchange_n(&sigbus_taken, 1, __ATOMIC_SEQ_CST))
+        for (;;) pause(); /* lock-free, async-signal-safe: two threads faulting at once print one line */
     const char *p = watched;
     if (p) {
         put("error: SB_ERR_IO: model file ");
