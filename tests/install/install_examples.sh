@@ -1,10 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
-# install_examples.sh BUILD_DIR SOURCE_DIR CC — install BUILD_DIR into a temporary prefix, then
+# install_examples.sh BUILD_DIR SOURCE_DIR CC [FLAGS] — install BUILD_DIR into a temporary prefix, then
 # build examples/ against that installed copy twice (pkg-config; CMake find_package) and run them;
 # run the installed sb, which must find its installed model. Nothing outside the temp dir changes.
+# FLAGS: compile and link flags the library was built with that a program using it needs too (the
+# sanitizer build's -fsanitize=...).
 set -eu
-build=$1 src=$2 cc=$3
+build=$1 src=$2 cc=$3 extra=${4:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -32,7 +34,7 @@ flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs sonicboom) || fail "pk
 echo "pkg-config: $flags"
 for ex in generate tokenize; do
     # shellcheck disable=SC2086
-    "$cc" -std=c11 -Wall -Wextra -Werror -o "$tmp/pc_$ex" "$src/examples/$ex.c" $flags -Wl,-rpath,"$libdir" ||
+    "$cc" -std=c11 -Wall -Wextra -Werror $extra -o "$tmp/pc_$ex" "$src/examples/$ex.c" $flags -Wl,-rpath,"$libdir" ||
         fail "building examples/$ex.c through pkg-config"
 done
 "$tmp/pc_tokenize" "$model" "In the beginning God created the heaven" > "$tmp/tok.out" || fail "tokenize (pkg-config build)"
@@ -42,6 +44,7 @@ done
 
 # ---- CMake find_package ----
 cmake -S "$src/examples" -B "$tmp/cm" -DCMAKE_PREFIX_PATH="$p" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_RPATH="$libdir" \
+    -DCMAKE_C_FLAGS="$extra" -DCMAKE_EXE_LINKER_FLAGS="$extra" \
     > "$tmp/cm.log" 2>&1 || { cat "$tmp/cm.log"; fail "configuring examples/ with find_package(SonicBoom)"; }
 cmake --build "$tmp/cm" > "$tmp/cmb.log" 2>&1 || { cat "$tmp/cmb.log"; fail "building examples/ through CMake"; }
 "$tmp/cm/generate" "$model" "In the beginning" 12 > "$tmp/gen_cm.out" || fail "generate (CMake build)"
