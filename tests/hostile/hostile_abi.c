@@ -46,8 +46,12 @@ static int fail(sb_status s) {
 
 /* sb_model_load's contract: a mapped model file cut during an evaluation raises SIGBUS in the
  * caller, who loads with no_mmap or handles it; this program handles it as `sb` does. */
+static int sigbus_taken; /* the first faulting thread reports; any other waits for its _exit */
+
 static void on_sigbus(int sig) {
     (void)sig;
+    if (__atomic_exchange_n(&sigbus_taken, 1, __ATOMIC_SEQ_CST))
+        for (;;) pause(); /* two decode threads faulting at once print one line */
     static const char msg[] = "error: SB_ERR_IO: the model file was truncated or changed while in use (SIGBUS)\n";
     if (write(2, msg, sizeof msg - 1) < 0) _exit(1);
     _exit(1);
