@@ -78,19 +78,19 @@ cat "$OUTD/test_cuda_models.log" | grep -v "^$" | head -80
 # llama.cpp's CUDA activation semantics for the K-quants (q8_1 instead of the CPU's q8_K): expected
 # 1.4-2e-3 NMSE against the CPU-made references, so FAIL lines here are informative only (SB_GPU_Q81=1)
 if [ "${SB_GPU_Q81:-0}" = 1 ]; then
-    SB_CUDA_ACT=q8_1 timeout 100 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_q8_1.log" 2>&1
-    echo "-- SB_CUDA_ACT=q8_1 (informative):"; grep -E "NMSE" "$OUTD/test_cuda_models_q8_1.log" | grep -v prefix | head -40
+    SB_TUNE=act_q8_1=1 timeout 100 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_q8_1.log" 2>&1
+    echo "-- SB_TUNE=act_q8_1=1 (informative):"; grep -E "NMSE" "$OUTD/test_cuda_models_q8_1.log" | grep -v prefix | head -40
 fi
-# the same tests without programmatic dependent launch (SB_CUDA_PDL=0): results only
-SB_CUDA_PDL=0 timeout 180 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_nopdl.log" 2>&1
-SB_CUDA_PDL=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_nopdl.log" 2>&1
-echo "SB_CUDA_PDL=0: ops $(tail -1 "$OUTD/test_cuda_ops_nopdl.log"); models $(tail -1 "$OUTD/test_cuda_models_nopdl.log")"
+# the same tests without programmatic dependent launch (SB_TUNE=pdl=0): results only
+SB_TUNE=pdl=0 timeout 180 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_nopdl.log" 2>&1
+SB_TUNE=pdl=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_nopdl.log" 2>&1
+echo "SB_TUNE=pdl=0: ops $(tail -1 "$OUTD/test_cuda_ops_nopdl.log"); models $(tail -1 "$OUTD/test_cuda_models_nopdl.log")"
 # the tests under the opt-in knobs (register quantizers) and with the previous defaults (the
 # fallbacks every default keeps)
-SB_CUDA_AQ=1 SB_CUDA_FATTN_SPLIT=0 SB_CUDA_FATTN_WS=0 timeout 180 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_knobs.log" 2>&1
-SB_CUDA_AQ=1 SB_CUDA_FATTN_SPLIT=0 SB_CUDA_FATTN_WS=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_knobs.log" 2>&1
+SB_TUNE=act_fast=1,fattn_split=0,fattn_ws=0 timeout 180 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops_knobs.log" 2>&1
+SB_TUNE=act_fast=1,fattn_split=0,fattn_ws=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_knobs.log" 2>&1
 echo "opt-in knobs: ops $(tail -1 "$OUTD/test_cuda_ops_knobs.log"); models $(tail -1 "$OUTD/test_cuda_models_knobs.log")"
-SB_CUDA_REG=0 SB_CUDA_ROPEK=0 SB_CUDA_ATTN=3 SB_CODEGEN=0 SB_CUDA_MMA_SMALL=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_old.log" 2>&1
+SB_TUNE=gemv_reg=0,fuse_ropek=0,attn_variant=3,codegen=0,mma_small=0 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models_old.log" 2>&1
 echo "previous defaults: models $(tail -1 "$OUTD/test_cuda_models_old.log")"
 # the generated kernels: every test model's groups compiled, run against the hand-written kernels bit for bit
 if [ -x "$TBIN/runtime_test_cuda_codegen" ]; then
@@ -109,19 +109,19 @@ fi
 "$BIN/sb" info "$MODEL" 2>&1 | head -30 >"$OUTD/info.txt"
 timeout 120 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 0,4096 --prefix 512,64 >"$OUTD/bench.md" 2>&1; bench_rc=$?
 if [ $bench_rc -ne 0 ]; then
-    echo "bench failed (rc $bench_rc):"; tail -3 "$OUTD/bench.md"; echo "retrying with SB_CUDA_ACT=q8_1"
-    SB_CUDA_ACT=q8_1 timeout 100 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 0,4096 --prefix 512,64 >"$OUTD/bench.md" 2>&1
+    echo "bench failed (rc $bench_rc):"; tail -3 "$OUTD/bench.md"; echo "retrying with SB_TUNE=act_q8_1=1"
+    SB_TUNE=act_q8_1=1 timeout 100 "$BIN/sb" bench -m "$MODEL" --device cuda -p 512 -n 64 -d 0,4096 --prefix 512,64 >"$OUTD/bench.md" 2>&1
 fi
-SB_CUDA_GRAPH=0 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0 >"$OUTD/bench_eager.md" 2>&1
+SB_TUNE=graphs=0 timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0 >"$OUTD/bench_eager.md" 2>&1
 # the defaults against the alternatives, one knob at a time (tg64 at depth 0 and 4096 each)
-VARIANTS="${SB_GPU_VARIANTS:-SB_CODEGEN=0 SB_CUDA_REG=0 SB_CUDA_ROPEK=0 SB_CUDA_ATTN=3 SB_CUDA_GLU_PAIR=0 SB_CUDA_REG_MIX=0
-SB_CUDA_FUSE=0}" # words: comma-separated knobs of one run
+VARIANTS="${SB_GPU_VARIANTS:-codegen=0 gemv_reg=0 fuse_ropek=0 attn_variant=3 fuse_glu_pair=0 gemv_reg_mix=0
+fuse=0}" # words: an SB_TUNE string each (backend/cuda/cu_config.h), one run each
 for v in $VARIANTS; do
-    env $(echo "$v" | tr ',' ' ') timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0,4096 -r 3 >"$OUTD/bench_$v.md" 2>&1
+    SB_TUNE="$v" timeout 40 "$BIN/sb" bench -m "$MODEL" --device cuda -p 0 -n 64 -d 0,4096 -r 3 >"$OUTD/bench_$v.md" 2>&1
 done
-SB_CUDA_MMA_SMALL=0 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 64,256 -n 0 -d 0 --prefix 512,64 >"$OUTD/bench_mmq1.md" 2>&1
+SB_TUNE=mma_small=0 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 64,256 -n 0 -d 0 --prefix 512,64 >"$OUTD/bench_mmq1.md" 2>&1
 # without the flash-attention key split (few new tokens over a long cached prefix)
-SB_CUDA_FATTN_SPLIT=0 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 64 -n 0 -d 0,4096 --prefix 512,64 >"$OUTD/bench_fsplit.md" 2>&1
+SB_TUNE=fattn_split=0 timeout 60 "$BIN/sb" bench -m "$MODEL" --device cuda -p 64 -n 0 -d 0,4096 --prefix 512,64 >"$OUTD/bench_fsplit.md" 2>&1
 # other weight types (SB_GPU_TYPES): the same preset quantized otherwise (Qwen2.5-0.5B's 896-wide rows
 # take llama-quantize's fallbacks: Q3_K / Q2_K / IQ4_XS only where rows are 256-multiples, ffn_down)
 for ty in ${SB_GPU_TYPES:-}; do

@@ -194,9 +194,6 @@ const char *cg_cache_dir(char *buf, size_t cap);
 /* Drop the memory caches (tests: force disk loads). Binaries handed out earlier stay valid. */
 void cg_cache_forget_memory(void);
 
-/* Is codegen on (SB_CODEGEN != "0")? */
-bool cg_enabled(void);
-
 typedef struct cg_stats {
     int64_t kernels;          /* distinct binaries handed out */
     int64_t compiled, disk, memory;

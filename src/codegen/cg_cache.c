@@ -60,11 +60,6 @@ static double now_ms(void) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-bool cg_enabled(void) {
-    const char *e = getenv("SB_CODEGEN");
-    return !(e && e[0] == '0');
-}
-
 // ---- keys ----
 
 uint64_t cg_headers_hash(void) {

@@ -11,12 +11,12 @@
  * exist (unchanged) at its new place, and can what it writes clash with anything in between.
  * Layer 2 (runtime), CUDA builds only.
  */
+#ifdef SB_HAVE_CUDA
+
 #include "runtime/cuda_fusion.h"
 
 #include "base/status.h"
 #include "quant/types.h"
-
-#ifdef SB_HAVE_CUDA
 
 #include "backend/cuda/kernels.h"
 
@@ -455,7 +455,7 @@ static void plan_mma_glu_pairs(const plan *p, cuda_fusions *c, const int32_t *us
  * and Q rope. Safe where no job writes memory another job reads (they run side by side). A ROPE
  * whose output the plan put over an earlier job's input (a prefill layer's Q rope over K, freed in
  * the plan's order) writes over its own input instead where that input has memory of its own
- * (inplace_rope_of; SB_CUDA_ROPE_INPLACE=0 off), where the group computing that input splits K:
+ * (inplace_rope_of; cu_config.rope_inplace 0 off), where the group computing that input splits K:
  * then Q's rope joins the launch and the jobs sum the group's partials (plan_group_jobs) — no reduce
  * kernel, no rope kernel (H200, Qwen2.5-0.5B: pp64 +2%, first token -2%). Where the group does not
  * split (T = 512), Q's rope joining alone measured slower (pp512 -1%, at depth 4096 -2.5%). */
@@ -491,9 +491,8 @@ static bool job_clash(const plan *p, const cuda_fusions *c, const ir_graph *g, c
     }
     return false;
 }
-static void plan_rope_jobs(const plan *p, cuda_fusions *c, const int32_t *uses) {
+static void plan_rope_jobs(const plan *p, cuda_fusions *c, const int32_t *uses, bool inplace /* a ROPE job over its own input */) {
     const ir_graph *g = p->g;
-    const bool inplace = cf_env_not0("SB_CUDA_ROPE_INPLACE"); /* 0: no ROPE job over its own input */
     for (int32_t i = 0; i < g->n_nodes; i++) {
         if (!rope_job_ok(g, c, i)) continue;
         int32_t mem[CU_ROPE_JOBS_MAX] = {i};
@@ -619,7 +618,7 @@ static void plan_norm_sums(const plan *p, cuda_fusions *c, const int32_t *uses, 
  * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
  * o only exactly (each element is read, then written, by one thread). Bit-identical: the same
  * f32 (W x) + o. */
-sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, bool ropek, bool glu_pair) {
+sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg) {
     const ir_graph *g = p->g;
     int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
     c->epi = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->epi);
@@ -674,20 +673,20 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, bool ropek, bool glu
         c->skip[j] = 1;
     }
     plan_add_norm(p, c);
-    plan_groups(p, c, uses, &at, ropek);
+    plan_groups(p, c, uses, &at, cfg->fuse_ropek);
     plan_qrope(p, c, uses);
     plan_attn_quant(p, c);
-    if (glu_pair) plan_glu_pairs(p, c, uses);
-    const char *mg = getenv("SB_CUDA_MMA_GROUP"); /* prefill GEMMs of one activation in one launch (default on; 0 off; 2 adjacent ones only) */
-    /* SB_CUDA_MMA_PAIR=0: one weight type a group (no Q8_0 V beside Q5_0 K and Q) */
-    if (!(mg && mg[0] == '0')) plan_mma_groups(p, c, uses, &at, !(mg && mg[0] == '2'), cf_env_not0("SB_CUDA_MMA_PAIR"));
-    if (glu_pair && cf_env_not0("SB_CUDA_MMA_GLU_PAIR")) plan_mma_glu_pairs(p, c, uses); /* 0: the prefill GLU in its own kernel */
-    if (cf_env_not0("SB_CUDA_ROPE_JOBS")) plan_rope_jobs(p, c, uses);
-    if (cf_env_not0("SB_CUDA_GROUP_JOBS")) plan_group_jobs(p, c);
+    if (cfg->fuse_glu_pair) plan_glu_pairs(p, c, uses);
+    /* prefill GEMMs of one activation in one launch (mma_group 2: adjacent ones only; mma_pair 0: one
+     * weight type a group, no Q8_0 V beside Q5_0 K and Q) */
+    if (cfg->mma_group) plan_mma_groups(p, c, uses, &at, cfg->mma_group != 2, cfg->mma_pair);
+    if (cfg->fuse_glu_pair && cfg->mma_glu_pair) plan_mma_glu_pairs(p, c, uses);
+    if (cfg->rope_jobs) plan_rope_jobs(p, c, uses, cfg->rope_inplace);
+    if (cfg->group_jobs) plan_group_jobs(p, c);
     /* again, now that Q's RoPE may write its own (moved) memory: the plan had put the QUANTIZE's
      * output over the RoPE's first place (a prefill layer's, 22 of 24 at T = 64) */
-    if (cf_env_not0("SB_CUDA_ATTN_QUANT2")) plan_attn_quant(p, c);
-    if (cf_env_not0("SB_CUDA_NORM_SUMS")) plan_norm_sums(p, c, uses, &at);
+    if (cfg->attn_quant2) plan_attn_quant(p, c);
+    if (cfg->norm_sums) plan_norm_sums(p, c, uses, &at);
     c->moved_bytes = at - base;
     free(uses);
     return SB_OK;

@@ -3,7 +3,7 @@
  * runtime/cuda_fusion.h — the CUDA executor's own fusion planning (cuda_fusion.c): given a plan,
  * which nodes the executor (exec_cuda.c) runs inside another node's launch, and where values it
  * hoists or moves out of the plan's memory live. Stopgaps for the planner passes of
- * src/graph/passes (docs/cuda.md lists every fusion and its knob); each one gives the same bits as
+ * src/graph/passes (docs/cuda.md lists every fusion; cu_config.h has the switch of each); each one gives the same bits as
  * the unfused kernels (tested on every model).
  * Layer 2 (runtime), CUDA builds only (SB_HAVE_CUDA). Host code only: no device calls, so the
  * fusion tables of a plan can be computed and counted without a GPU (exec_cuda_count_fusions,
@@ -13,6 +13,7 @@
 #ifndef SB_RUNTIME_CUDA_FUSION_H
 #define SB_RUNTIME_CUDA_FUSION_H
 
+#include "backend/cuda/cu_config.h"
 #include "graph/plan.h"
 
 #include <stdbool.h>
@@ -43,9 +44,9 @@ typedef struct cuda_fusions {
 } cuda_fusions;
 
 /* Plan every fusion of p into f (zeroed by the caller; freed with cuda_fusions_free, also after a
- * failure). ropek: K's RoPE into its Q/K/V launch; glu_pair: an FFN's GLU computed by its gate/up
- * launch. The other passes follow their SB_CUDA_* knobs (docs/cuda.md). SB_ERR_OOM only. */
-sb_status cuda_fusions_plan(const plan *p, cuda_fusions *f, bool ropek, bool glu_pair);
+ * failure), the ones cfg turns on (cu_config.h: fuse_ropek, fuse_glu_pair, mma_group, ...; the
+ * caller binds cfg too, cu_cfg_bind, for the kernel-choice predicates). SB_ERR_OOM only. */
+sb_status cuda_fusions_plan(const plan *p, cuda_fusions *f, const cu_config *cfg);
 void cuda_fusions_free(cuda_fusions *f);
 
 #define GF_ROWS_MAX 65536 /* output rows of a fused-GEMV launch (cu_matmul_q8_multi) at most */
@@ -59,14 +60,5 @@ ir_ref cf_epi_operand(const ir_graph *g, const cuda_fusions *f, ir_ref m); /* th
 
 static inline uint64_t cf_align(uint64_t x) { return (x + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1); }
 
-/* the executor's knobs: on unless set to 0 (cf_env_not0); opt-in, set and starting with 1 (cf_env_is1) */
-static inline bool cf_env_not0(const char *name) {
-    const char *e = getenv(name);
-    return !(e && e[0] == '0');
-}
-static inline bool cf_env_is1(const char *name) {
-    const char *e = getenv(name);
-    return e && e[0] == '1';
-}
 
 #endif

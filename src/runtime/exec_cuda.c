@@ -12,11 +12,13 @@
  * copies keyed by the host pointer the session binds (uploaded on first sight, never again).
  * Invariants: a graph is replayed only with the arena it was captured with; validation happens on
  * the host before anything is enqueued, so a bad token/position changes no device state.
- * Executor-level fusions (default on, SB_CUDA_FUSE=0 off): planned per plan by cuda_fusion.c (the
+ * Executor-level fusions (default on, cu_config.fuse 0 off): planned per plan by cuda_fusion.c (the
  * tables in cplan.fu), carried out here by the launch each fused node's work moved into.
- * Generated kernels (default; SB_CODEGEN=0 off): cg_prepare / CG_TRY below (docs/codegen.md).
+ * Generated kernels (default; cu_config.codegen 0 off): cg_prepare / CG_TRY below (docs/codegen.md).
  * Non-goals: overlap of independent nodes, multiple streams (docs/cuda.md).
  */
+#ifdef SB_HAVE_CUDA /* the whole file: a build without CUDA has no "cuda" backend kind (runtime/backends.h) */
+
 #include "runtime/exec_cuda.h"
 
 #include "base/status.h"
@@ -27,68 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef SB_HAVE_CUDA
-
-bool exec_cuda_available(char *why, size_t cap) {
-    if (cap) snprintf(why, cap, "this build has no CUDA backend (nvcc was not found at configure time)");
-    return false;
-}
-sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
-    *out = NULL;
-    return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend");
-}
-sb_status exec_cuda_device_memory(uint64_t *free_b, uint64_t *total_b) {
-    *free_b = *total_b = 0;
-    return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend");
-}
-void exec_cuda_free(exec_cuda *cx) { (void)cx; }
-void exec_cuda_set_graphs(exec_cuda *cx, bool on) { (void)cx, (void)on; }
-void exec_cuda_set_direct_out(exec_cuda *cx, bool on) { (void)cx, (void)on; }
-void exec_cuda_set_poison(exec_cuda *cx, bool on) { (void)cx, (void)on; }
-void exec_cuda_target(plan_target *t) { plan_target_reference(t); }
-sb_status exec_cuda_check(const plan *p) { return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend"); }
-sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
-    return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend");
-}
-void exec_cuda_forget(exec_cuda *cx, const plan *p) { (void)cx, (void)p; }
-sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes) {
-    return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend");
-}
-exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx) { return (exec_cuda_stats){0}; }
-sb_status exec_cuda_host_alloc(exec_cuda *cx, size_t bytes, void **out) {
-    *out = NULL;
-    return sb_fail(SB_ERR_UNSUPPORTED, "cuda: this build has no CUDA backend");
-}
-void exec_cuda_host_free(exec_cuda *cx, void *p) { (void)cx, (void)p; }
-void exec_cuda_set_profile(exec_cuda *cx, bool on) { (void)cx, (void)on; }
-void exec_cuda_set_attn_variant(exec_cuda *cx, int v) { (void)cx, (void)v; }
-void exec_cuda_set_attn_hpb(exec_cuda *cx, int hpb) { (void)cx, (void)hpb; }
-void exec_cuda_set_attn_warp(exec_cuda *cx, int depth) { (void)cx, (void)depth; }
-void exec_cuda_set_attn_small(exec_cuda *cx, int depth) { (void)cx, (void)depth; }
-void exec_cuda_set_mmvq_variant(int v) { (void)v; }
-void exec_cuda_set_mma_small(int mode) { (void)mode; }
-void exec_cuda_set_mma_small_tmax(int64_t t) { (void)t; }
-void exec_cuda_set_fuse(exec_cuda *cx, bool on) { (void)cx, (void)on; }
-void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) { (void)cx, (void)on; }
-void exec_cuda_set_fuse_glu_pair(exec_cuda *cx, bool on) { (void)cx, (void)on; }
-void exec_cuda_set_act_fast(bool on) { (void)on; }
-void exec_cuda_set_fattn_split(bool on) { (void)on; }
-void exec_cuda_set_fattn_mma(bool on) { (void)on; }
-void exec_cuda_set_fattn_ws(bool on) { (void)on; }
-void exec_cuda_set_norm_rows(bool on) { (void)on; }
-void exec_cuda_set_reg(bool on) { (void)on; }
-void exec_cuda_set_wide_rows(int r) { (void)r; }
-int32_t exec_cuda_count_fusions(const plan *p) { return -1; }
-int32_t exec_cuda_count_glu_pairs(const plan *p) { return -1; }
-int32_t exec_cuda_count_norm_sums(const plan *p) { return -1; }
-void exec_cuda_assume_device(int cc_major, int sms) { (void)cc_major, (void)sms; }
-size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
-    if (cap) buf[0] = 0;
-    return 0;
-}
-
-#else
-
+#include "backend/cuda/cu_config.h"
 #include "backend/cuda/cu_device.h"
 #include "backend/cuda/kernels.h"
 #include "codegen/cg.h"
@@ -119,7 +60,7 @@ typedef struct cplan {
     bool graph_direct[CX_DEPTH_CLASSES];           /* its kernels write outputs straight to their destinations (graph_out) */
     float *graph_out[CX_DEPTH_CLASSES][CX_MAX_OUT];
     int64_t runs;         /* runs of this plan so far */
-    cuda_fusions fu;      /* executor-level fusion (cx->fuse; cuda_fusion.h): all NULL when off */
+    cuda_fusions fu;      /* executor-level fusion (cx->cfg.fuse; cuda_fusion.h): all NULL when off */
     struct cg_node *cg;   /* per node: its generated kernel (cg_prepare; NULL table or fn: hand-written) */
 } cplan;
 
@@ -135,31 +76,8 @@ struct exec_cuda {
     unsigned *d_cnt;      /* CU_ATT_COUNTERS zeroed split counters (attention's in-kernel merge) */
     int32_t *h_in;        /* page-locked staging [3 * max_tokens]: tokens, positions, out_rows */
     int64_t max_tokens;
-    bool graphs, poison, profile;
-    bool direct_out;      /* graph runs: outputs whose destination is page-locked written there by their kernels, no
-                           * device-to-host copy after the LM head (env SB_CUDA_DIRECT_OUT=0 off; exec_cuda_set_direct_out) */
-    bool step_times;      /* env SB_CUDA_STEP_TIMES=1: device time of a decode run's input copy, graph and output copy,
-                           * summed and printed to stderr when the context is freed (diagnostics) */
-    void *step_ev[4];
-    double step_ms[3];
-    int64_t step_n;
-    uint64_t time_skip;   /* SB_CUDA_SKIP=op,op,...: ops (by IR name; "head" = the > 65536-row matmuls, "gemv" = the
-                           * others at T = 1) whose kernels are left out — wrong results, for timing what they cost */
-    bool fuse;            /* executor-level fusions (env SB_CUDA_FUSE=0 off; exec_cuda_set_fuse) */
-    bool ropek;           /* K's RoPE into the multi-GEMV launch (default on; env SB_CUDA_ROPEK=0 off) */
-    bool glu_pair;        /* an FFN's GLU computed by its gate/up launch (plan_glu_pairs; default on; env SB_CUDA_GLU_PAIR=0 off) */
-    bool gf_single;       /* single T = 1 GEMVs through the fused-GEMV kernel too (env SB_CUDA_GF1=1; off: k_mmvq measured faster) */
+    cu_config cfg;        /* every setting (cu_config.h); bound to the thread for each call into the backend */
     int sms;
-    int attn_variant;     /* attention kernels (env SB_CUDA_ATTN): 1, 2 (k_attention.cu), 3 = 2 for decode, k_fattn.cu for prefill,
-                           * default 4 = k_attn_decode.cu for decode (variant 2 for shapes it refuses), k_fattn.cu for prefill */
-    int attn_split_mul;   /* decode attention: splits per head = mul * SMs / heads (env SB_CUDA_ATTN_SPLITS, default 2); variant 4:
-                           * at most mul * SMs / kv heads splits per kv head */
-    int attn_kmin;        /* variant 4: fewest keys per split (env SB_CUDA_ATTN_KMIN, default CU_ATT_DEC_KMIN) */
-    int attn_hpb;         /* variant 4: query heads per block (env SB_CUDA_ATTN_HPB; 0 = auto: 1 at small depth, G deeper) */
-    int attn_warp;        /* variant 4: the warp path up to this depth (env SB_CUDA_ATTN_WARP; 0 = off; default every depth) */
-    bool attn_class;      /* decode graphs per depth class (depth_class; env SB_CUDA_ATTN_CLASS=0: one graph for every depth) */
-    bool attn_deep;       /* classes past the small layout, with k_attn_deep.cu (env SB_CUDA_ATTN_DEEP=0: off) */
-    int attn_small;       /* variant 4: the small-depth layout up to this depth (env SB_CUDA_ATTN_SMALL=1: 64, 2: 128 (default), 0: off) */
     exec_cuda_stats st;
     /* profile: device ms and kernel launches per family, runs profiled */
     double prof_ms[PROF_FAMILIES];
@@ -193,7 +111,7 @@ sb_status exec_cuda_device_memory(uint64_t *free_b, uint64_t *total_b) {
     return SB_OK;
 }
 
-sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
+sb_status exec_cuda_create(int64_t max_tokens, const cu_config *cfg, exec_cuda **out) {
     *out = NULL;
     /* token counts become grid.y of several launches, which CUDA caps at 65535 */
     if (max_tokens < 1 || max_tokens > 65535)
@@ -202,99 +120,16 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     SB_TRY(cu_device_count(&n));
     if (n < 1) return sb_fail(SB_ERR_DEVICE, "cuda: no CUDA device");
     SB_TRY(cu_set_device(0));
+    cu_config c = cfg ? *cfg : cu_config_default;
+    if (!cfg) SB_TRY(cu_config_tune(&c, getenv("SB_TUNE"))); /* experiments only: cu_config.h */
     exec_cuda *cx = (exec_cuda *)calloc(1, sizeof *cx);
     if (!cx) return sb_fail(SB_ERR_OOM, "cuda context");
     cx->max_tokens = max_tokens;
-    cx->graphs = cf_env_not0("SB_CUDA_GRAPH");
-    cx->direct_out = cf_env_not0("SB_CUDA_DIRECT_OUT");
-    cx->step_times = cf_env_is1("SB_CUDA_STEP_TIMES");
-    cx->profile = cf_env_is1("SB_CUDA_PROFILE");
-    const char *av = getenv("SB_CUDA_ATTN");
-    cx->attn_variant = av && av[0] >= '1' && av[0] <= '4' ? av[0] - '0' : 4; /* 4: k_attn_decode.cu for T = 1, flash attention for T > 1 */
-    const char *asp = getenv("SB_CUDA_ATTN_SPLITS");
-    cx->attn_split_mul = asp && atoi(asp) > 0 ? atoi(asp) : 2;
-    const char *akm = getenv("SB_CUDA_ATTN_KMIN");
-    cx->attn_kmin = akm && atoi(akm) > 0 ? atoi(akm) : CU_ATT_DEC_KMIN;
-    const char *ahp = getenv("SB_CUDA_ATTN_HPB");
-    cx->attn_hpb = ahp && atoi(ahp) > 0 ? atoi(ahp) : 0;
-    const char *awp = getenv("SB_CUDA_ATTN_WARP"); /* variant 4's warp path up to this depth (k_attn_decode.cu) */
-    /* default: every depth (H200 F16 tg64 / @ d4096: 1,234 / 901 vs 1,269 / 813 without; up to 256 keys
-     * only: 1,293 / 822) */
-    cx->attn_warp = !awp ? 1 << 30 : atoi(awp) > 0 ? atoi(awp) : 0;
-    const char *asl = getenv("SB_CUDA_ATTN_SMALL"); /* variant 4's small-depth layout (k_attn_decode.cu): 1 up to 64 keys, 2 up to 128 */
-    /* default 128 keys (H200 F16 tg64 / @ d4096: 1,289 / 886 vs 1,211 / 882 off; 64 keys: 1,290 / 875) */
-    cx->attn_small = !asl ? 128 : atoi(asl) == 1 ? 64 : atoi(asl) >= 2 ? 128 : 0;
-    const char *acl = getenv("SB_CUDA_ATTN_CLASS"); /* a decode graph per depth class (depth_class), the small one with its own attention kernel */
-    cx->attn_class = !(acl && acl[0] == '0');
-    const char *adp = getenv("SB_CUDA_ATTN_DEEP"); /* deeper depth classes with k_attn_deep.cu */
-    cx->attn_deep = !(adp && adp[0] == '0');
-    const char *adk = getenv("SB_CUDA_ATTN_DEEP_KMIN"); /* k_attn_deep.cu's fewest keys a split */
-    if (adk) cu_attn_deep_set_kmin(atoi(adk));
-    const char *apr = getenv("SB_CUDA_ATTN_PRE"); /* the small-depth kernel's K/V copies before its PDL wait */
-    if (apr) cu_attn_decode_set_pre(apr[0] != '0');
-    const char *aex = getenv("SB_CUDA_ATTN_EXP"); /* variant 4 timing experiments (k_attn_decode.cu; 1..4 give wrong results) */
-    cu_attn_decode_set_exp(aex ? atoi(aex) : 0);
-    cx->fuse = cf_env_not0("SB_CUDA_FUSE");
-    cx->ropek = cf_env_not0("SB_CUDA_ROPEK");
-    cx->glu_pair = cf_env_not0("SB_CUDA_GLU_PAIR");
-    cx->gf_single = cf_env_is1("SB_CUDA_GF1");
-    const char *sk = getenv("SB_CUDA_SKIP");
-    for (int o = 0; sk && o < IR_OP_COUNT && o < 62; o++) {
-        const char *h = strstr(sk, ir_ops[o].name);
-        const size_t l = strlen(ir_ops[o].name);
-        if (h && (h == sk || h[-1] == ',') && (h[l] == 0 || h[l] == ',')) cx->time_skip |= 1ull << o;
-    }
-    if (sk && strstr(sk, "head")) cx->time_skip |= 1ull << 62;
-    if (sk && strstr(sk, "gemv")) cx->time_skip |= 1ull << 63;
-    /* process-wide knobs: applied only when set, so a test's exec_cuda_set_* survives new contexts */
-    const char *rg = getenv("SB_CUDA_REG"); /* registers-before-the-wait GEMV (k_gemv.cu; default on) */
-    if (rg) cu_gemv_set_reg(rg[0] != '0');
-    const char *rm = getenv("SB_CUDA_REG_MIX"); /* k_gemv_reg for Q/K/V launches of two weight types (default on) */
-    if (rm) cu_gemv_set_reg_mix(rm[0] != '0');
-    const char *r1 = getenv("SB_CUDA_REG_ONE"); /* k_gemv_reg: one row a group beside a RoPE segment's pairs (default on) */
-    if (r1) cu_gemv_set_reg_one(r1[0] != '0');
-    const char *aq = getenv("SB_CUDA_AQ");
-    if (aq) cu_act_set_fast(aq[0] == '1');
-    const char *gt = getenv("SB_CUDA_GF_TUNE"); /* "rows,prefetch,warps": k_gemv_fused's launch shape (autotuning experiments) */
-    if (gt) {
-        int rows = 0, pf = 1, nw = 4;
-        if (sscanf(gt, "%d,%d,%d", &rows, &pf, &nw) >= 1) cu_gemv_set_tuning(rows, pf, nw);
-    }
-    const char *fg = getenv("SB_CUDA_FATTN_G"); /* flash-attention prefill variant (k_fattn.cu) */
-    if (fg) cu_fattn_set_groups(atoi(fg));
-    const char *fs = getenv("SB_CUDA_FATTN_SPLIT"); /* its key split over blocks for few query tiles (default on; 0 = off: k_fattn.cu) */
-    if (fs) cu_fattn_set_split(fs[0] != '0');
-    const char *fm = getenv("SB_CUDA_FATTN_MMA"); /* its tensor-core kernel for F16 caches, head_dim 64/128 (default on; 0 = off: k_fattn.cu) */
-    if (fm) cu_fattn_set_mma(fm[0] != '0');
-    const char *fw = getenv("SB_CUDA_FATTN_WS"); /* its 16-query blocks with the keys split over warps, T <= 64 (default on; 0 off) */
-    if (fw) cu_fattn_set_ws(fw[0] != '0');
-    const char *fwn = getenv("SB_CUDA_FATTN_WS_NW"); /* its warps a block at head_dim 64 (8 where they fit, default; 4) */
-    if (fwn) cu_fattn_set_ws_warps(atoi(fwn));
-    const char *ft = getenv("SB_CUDA_FATTN_MMA_TMIN"); /* the tensor-core flash prefill for more than this many queries */
-    if (ft) cu_fattn_mma_set_tmin(atoi(ft));
-    const char *nr = getenv("SB_CUDA_NORM_ROWS"); /* RMSNorm q8_1 rows <= 1024 values by k_rms_norm_q8_1_rows past one wave (default on; 0 off) */
-    if (nr) cu_norm_set_rows(atoi(nr));
-    const char *mt = getenv("SB_CUDA_MMA_TILE"); /* int8 MMA GEMM tile (k_mma.cu) */
-    if (mt) cu_mma_set_tile(atoi(mt));
-    const char *ms = getenv("SB_CUDA_MMA_SMALL"); /* the small-T int8 MMA GEMM (k_mma.cu: split K; default 2); unset: unchanged */
-    if (ms) cu_mma_set_small(atoi(ms));
-    const char *msw = getenv("SB_CUDA_MMA_SPLIT_WAVES"); /* its split of K: fewest wave-steps (default) or 0: one wave */
-    if (msw) cu_mma_set_split_waves(msw[0] != '0');
-    const char *mgs = getenv("SB_CUDA_MMA_GROUP_SPLIT"); /* prefill GEMM groups that split K as one launch + one reduce (default on) */
-    if (mgs) cu_mma_set_group_split(mgs[0] != '0');
-    const char *mst = getenv("SB_CUDA_MMA_SMALL_T"); /* the largest T it takes (default 512) */
-    if (mst) cu_mma_set_small_tmax(atoll(mst));
-    const char *mv = getenv("SB_CUDA_MMQ");
-    if (mv && mv[0] >= '1' && mv[0] <= '4') exec_cuda_set_mmvq_variant(mv[0] - '0');
-    const char *mh = getenv("SB_CUDA_MMH"); /* F16 / BF16 weights: vectorized GEMV, tensor-core tiles (k_mmf.cu; default on; 0 off) */
-    if (mh) cu_mmh_set(mh[0] != '0');
-    const char *hr = getenv("SB_CUDA_HEAD_ROWS"); /* rows a warp of the LM head's GEMV (k_mmvq1: 1, 2 default, 4) */
-    if (hr) exec_cuda_set_wide_rows(atoi(hr));
+    cx->cfg = c;
     sb_status st = cu_stream_create(&cx->s);
     size_t ib = (size_t)max_tokens * sizeof(int32_t);
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_in, 3 * ib, "input buffer");
     if (st == SB_OK) cx->d_tok = cx->d_in, cx->d_pos = cx->d_in + max_tokens, cx->d_rows = cx->d_in + 2 * max_tokens;
-    if (st == SB_OK && cx->step_times) st = cu_events_create(cx->step_ev, 4);
     if (st == SB_OK) st = cu_host_alloc((void **)&cx->h_in, 3 * ib, "input staging");
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_cnt, CU_ATT_COUNTERS * sizeof(unsigned), "attention split counters");
     if (st == SB_OK) st = cu_memset(cx->d_cnt, 0, CU_ATT_COUNTERS * sizeof(unsigned), cx->s);
@@ -305,8 +140,6 @@ sb_status exec_cuda_create(int64_t max_tokens, exec_cuda **out) {
     }
     cx->st.device_bytes = 3 * ib;
     cx->sms = cu_sm_count();
-    const char *pd = getenv("SB_CUDA_PDL"); /* programmatic dependent launch: Hopper and later */
-    cu_set_pdl(cu_cc_major() >= 9 && cu_kernels_ptx_version() >= 90 && !(pd && pd[0] == '0')); /* kernels built with griddepcontrol */
     *out = cx;
     return SB_OK;
 }
@@ -334,11 +167,6 @@ void exec_cuda_free(exec_cuda *cx) {
         sb_log(SB_LOG_INFO, "%s", line);
     }
     if (cx->s) cu_stream_sync(cx->s);
-    if (cx->step_n)
-        fprintf(stderr, "sb: cuda decode runs: %lld; device time a run: input copy %.2f us, graph %.2f us, output copy %.2f us (direct outputs %s)\n",
-                (long long)cx->step_n, 1e3 * cx->step_ms[0] / (double)cx->step_n, 1e3 * cx->step_ms[1] / (double)cx->step_n,
-                1e3 * cx->step_ms[2] / (double)cx->step_n, cx->direct_out ? "on" : "off");
-    if (cx->step_ev[0]) cu_events_destroy(cx->step_ev, 4);
     for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]);
     for (int32_t i = 0; i < cx->n_bufs; i++) cu_free(cx->bufs[i].dev);
     free(cx->bufs);
@@ -359,64 +187,17 @@ static void drop_plans(exec_cuda *cx) {
     for (int i = 0; i < CX_MAX_PLANS; i++) cplan_clear(&cx->plans[i]);
 }
 
-void exec_cuda_set_graphs(exec_cuda *cx, bool on) { cx->graphs = on; }
-void exec_cuda_set_direct_out(exec_cuda *cx, bool on) { cx->direct_out = on; }
 sb_status exec_cuda_host_alloc(exec_cuda *cx, size_t bytes, void **out) { return cu_host_alloc(out, bytes, "host buffer"); }
 void exec_cuda_host_free(exec_cuda *cx, void *p) { cu_host_free(p); }
-void exec_cuda_set_poison(exec_cuda *cx, bool on) { cx->poison = on; }
-void exec_cuda_set_profile(exec_cuda *cx, bool on) { cx->profile = on; }
-void exec_cuda_set_mmvq_variant(int v) { /* 4: the int8 tensor-core GEMM (k_mma.cu) where it applies, else 3 */
-    cu_mma_set(v == 4);
-    cu_mmvq_set_variant(v == 4 ? 3 : v);
-}
-void exec_cuda_set_fuse_ropek(exec_cuda *cx, bool on) {
-    if (cx->ropek == on) return;
-    drop_plans(cx);
-    cx->ropek = on;
-}
-void exec_cuda_set_fuse_glu_pair(exec_cuda *cx, bool on) {
-    if (cx->glu_pair == on) return;
-    drop_plans(cx);
-    cx->glu_pair = on;
-}
-void exec_cuda_set_act_fast(bool on) { cu_act_set_fast(on); }
-void exec_cuda_set_fattn_split(bool on) { cu_fattn_set_split(on); }
-void exec_cuda_set_fattn_mma(bool on) { cu_fattn_set_mma(on); }
-void exec_cuda_set_fattn_ws(bool on) { cu_fattn_set_ws(on); }
-void exec_cuda_set_norm_rows(bool on) { cu_norm_set_rows(on ? 1 : 0); }
-void exec_cuda_set_reg(bool on) { cu_gemv_set_reg(on); }
-void exec_cuda_set_wide_rows(int r) { cu_mmvq_set_wide_rows(r); }
-void exec_cuda_set_mma_small(int mode) { cu_mma_set_small(mode); }
-void exec_cuda_set_mma_small_tmax(int64_t t) { cu_mma_set_small_tmax(t); }
-void exec_cuda_set_fuse(exec_cuda *cx, bool on) {
-    if (cx->fuse == on) return;
-    drop_plans(cx);
-    cx->fuse = on;
-}
-void exec_cuda_set_attn_hpb(exec_cuda *cx, int hpb) {
-    hpb = hpb > 0 ? hpb : 0;
-    if (hpb == cx->attn_hpb) return;
-    drop_plans(cx);
-    cx->attn_hpb = hpb;
-}
-void exec_cuda_set_attn_warp(exec_cuda *cx, int depth) {
-    depth = depth > 0 ? depth : 0;
-    if (depth == cx->attn_warp) return;
-    drop_plans(cx);
-    cx->attn_warp = depth;
-}
-void exec_cuda_set_attn_small(exec_cuda *cx, int depth) {
-    depth = depth > 0 ? depth : 0;
-    if (depth == cx->attn_small) return;
-    drop_plans(cx);
-    cx->attn_small = depth;
-}
+const cu_config *exec_cuda_config(const exec_cuda *cx) { return &cx->cfg; }
 
-void exec_cuda_set_attn_variant(exec_cuda *cx, int v) {
-    v = v == 1 || v == 3 || v == 4 ? v : 2;
-    if ((v == 4) != (cx->attn_variant == 4)) drop_plans(cx); /* variant 4 sizes its splits and scratch differently */
-    cx->attn_variant = v;
-    for (int i = 0; i < CX_MAX_PLANS; i++) cplan_drop_graphs(&cx->plans[i]); /* captured graphs hold the old kernel */
+/* A change of a setting that shapes plans or captured kernels drops every plan (and graph); the
+ * run-level ones (capture, direct outputs, poison, profiling) are read at each run. */
+void exec_cuda_set_config(exec_cuda *cx, const cu_config *c) {
+    cu_config was = cx->cfg, now = *c;
+    was.graphs = now.graphs, was.direct_out = now.direct_out, was.poison = now.poison, was.profile = now.profile;
+    if (memcmp(&was, &now, sizeof now)) drop_plans(cx);
+    cx->cfg = *c;
 }
 
 typedef struct prof_row {
@@ -470,17 +251,16 @@ void exec_cuda_forget(exec_cuda *cx, const plan *p) {
 
 // ---- target and capability check ----
 
-void exec_cuda_target(plan_target *t) {
+void exec_cuda_target(const cu_config *c, plan_target *t) {
     plan_target_reference(t);
     t->name = "cuda";
     t->wants_quantized_act = true;
     for (int w = 0; w < SB_TYPE_COUNT; w++) t->act_type[w] = cu_has_mmvq(w) ? SB_TYPE_Q8_1 : SB_TYPE_F32;
     /* K-quant weights: q8_K activations, rounded exactly as llama.cpp's CPU (and so the reference
      * logits) round them — q8_1's per-32 scales round differently and land 1.4-2e-3 NMSE away
-     * from the references on the test models (docs/cuda.md). SB_CUDA_ACT=q8_1 restores llama.cpp's
+     * from the references on the test models (docs/cuda.md). cu_config.act_q8_1 restores llama.cpp's
      * CUDA semantics. */
-    const char *env = getenv("SB_CUDA_ACT");
-    if (!(env && !strcmp(env, "q8_1")))
+    if (!(c ? c : &cu_config_default)->act_q8_1)
         for (int w = 0; w < SB_TYPE_COUNT; w++)
             if (cu_has_mmvq_q8k(w)) t->act_type[w] = SB_TYPE_Q8_K; /* Q2_K..Q6_K, IQ4_XS */
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
@@ -583,8 +363,8 @@ sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes) {
  * capacity C, at most mul * SMs / Hkv (default 2: ~2 blocks per SM at the deepest context; fewer
  * when the capacity is short) and 256; the kernel activates max(1, ceil(depth / kps)) of them. */
 static int attn_nsplit_dec(const exec_cuda *cx, int64_t Hkv, int64_t C) {
-    int64_t ns = (C + cx->attn_kmin - 1) / cx->attn_kmin;
-    const int64_t most = Hkv > 0 ? ((int64_t)cx->attn_split_mul * cx->sms + Hkv - 1) / Hkv : 1;
+    int64_t ns = (C + cx->cfg.attn_kmin - 1) / cx->cfg.attn_kmin;
+    const int64_t most = Hkv > 0 ? ((int64_t)cx->cfg.attn_splits * cx->sms + Hkv - 1) / Hkv : 1;
     if (ns > most) ns = most;
     if (ns > 256) ns = 256;
     return ns < 1 ? 1 : (int)ns;
@@ -594,8 +374,8 @@ static int attn_nsplit(const exec_cuda *cx, const plan *p, const ir_node *n) {
     const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
     const int64_t T = q->ne[2], Hq = q->ne[1], C = k->ne[1];
     if (T > 1) return 1;
-    if (cx->attn_variant == 4) return attn_nsplit_dec(cx, n->ip[0], C);
-    int64_t ns = ((int64_t)cx->attn_split_mul * cx->sms + Hq - 1) / Hq;
+    if (cx->cfg.attn_variant == 4) return attn_nsplit_dec(cx, n->ip[0], C);
+    int64_t ns = ((int64_t)cx->cfg.attn_splits * cx->sms + Hq - 1) / Hq;
     int64_t cap = (C + 63) / 64;
     if (ns > cap) ns = cap;
     if (ns > 64) ns = 64;
@@ -606,37 +386,30 @@ static cu_attn_args attn_args(const exec_cuda *cx, const plan *p, const ir_node 
     const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
     return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .T = q->ne[2], .ctype = k->dtype, .scale = n->fp[0],
                           .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n),
-                          .variant = cx->attn_variant == 1 ? 1 : cx->attn_variant == 4 ? 4 : 2, .kmin = cx->attn_kmin,
-                          .hpb = cx->attn_hpb, .ctx = k->ne[1], .warp = cx->attn_warp, .small = cx->attn_small};
-}
-
-/* SB_CUDA_SKIP's filter: node n's kernels are left out of the step */
-static bool time_skipped(const exec_cuda *cx, const ir_graph *g, const ir_node *n) {
-    if (n->op == IR_OP_MATMUL) {
-        const bool wide = n->ne[0] > 65536, t1 = g->nodes[n->src[1]].ne[1] == 1;
-        if (wide && (cx->time_skip >> 62 & 1)) return true;
-        if (!wide && t1 && (cx->time_skip >> 63 & 1)) return true;
-    }
-    return n->op < 62 && (cx->time_skip >> n->op & 1);
+                          .variant = cx->cfg.attn_variant == 1 ? 1 : cx->cfg.attn_variant == 4 ? 4 : 2, .kmin = cx->cfg.attn_kmin,
+                          .hpb = cx->cfg.attn_hpb, .ctx = k->ne[1], .warp = cx->cfg.attn_warp, .small = cx->cfg.attn_small};
 }
 
 void exec_cuda_assume_device(int cc_major, int sms) { cu_assume_device(cc_major, sms); }
 
 /* as a new context would plan p: nodes fused away (skips, what 0), gate/up launches that write their
  * GLU (1), or matmuls whose norm sums their split partials (2) */
-static int32_t count_planned(const plan *p, int what) {
+static int32_t count_planned(const plan *p, const cu_config *cfg, int what) {
     cuda_fusions c = {0};
     int32_t n = -1;
-    if (cuda_fusions_plan(p, &c, cf_env_not0("SB_CUDA_ROPEK"), cf_env_not0("SB_CUDA_GLU_PAIR")) == SB_OK) {
+    cfg = cfg ? cfg : &cu_config_default;
+    const cu_config *prev = cu_cfg_bind(cfg);
+    if (cuda_fusions_plan(p, &c, cfg) == SB_OK) {
         n = 0;
         for (int32_t i = 0; i < p->g->n_nodes; i++) n += what == 0 ? c.skip[i] : what == 1 ? c.gpair[i] >= 0 : c.nsum[i] >= 0;
     }
     cuda_fusions_free(&c); /* every table (cuda_fusions_plan allocates them all) */
+    cu_cfg_bind(prev);
     return n;
 }
-int32_t exec_cuda_count_fusions(const plan *p) { return count_planned(p, 0); }
-int32_t exec_cuda_count_glu_pairs(const plan *p) { return count_planned(p, 1); }
-int32_t exec_cuda_count_norm_sums(const plan *p) { return count_planned(p, 2); }
+int32_t exec_cuda_count_fusions(const plan *p, const cu_config *c) { return count_planned(p, c, 0); }
+int32_t exec_cuda_count_glu_pairs(const plan *p, const cu_config *c) { return count_planned(p, c, 1); }
+int32_t exec_cuda_count_norm_sums(const plan *p, const cu_config *c) { return count_planned(p, c, 2); }
 
 static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c); /* generated kernels (below) */
 
@@ -673,7 +446,7 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
             cu_attn_args a = attn_args(cx, p, &p->g->nodes[i]);
             uint64_t f = cu_attention_scratch(&a);
             if (f > scratch) scratch = f;
-            if ((cx->attn_variant == 3 || cx->attn_variant == 4) && a.T > 1) { /* the flash prefill's key-split partials */
+            if ((cx->cfg.attn_variant == 3 || cx->cfg.attn_variant == 4) && a.T > 1) { /* the flash prefill's key-split partials */
                 f = cu_fattn_scratch(&a);
                 if (f > scratch) scratch = f;
             }
@@ -684,7 +457,7 @@ static sb_status cplan_get(exec_cuda *cx, const plan *p, const exec_bindings *b,
                 if (f > scratch) scratch = f;
             }
         }
-    if (st == SB_OK && cx->fuse) st = cuda_fusions_plan(p, &c->fu, cx->ropek, cx->glu_pair);
+    if (st == SB_OK && cx->cfg.fuse) st = cuda_fusions_plan(p, &c->fu, &cx->cfg);
     for (int32_t i = 0; st == SB_OK && c->fu.mnext && i < p->g->n_nodes; i++) { /* a split MMA group's partials: its members' together */
         if (c->fu.mnext[i] < 0 || c->fu.skip[i]) continue;
         uint64_t f = 0;
@@ -790,7 +563,7 @@ static int ew_code(int op) {
  * run_node's CG_TRY launches it instead of the hand-written kernel (unless that one won). Every
  * variant computes the hand-written kernel's bits (cg.h cg_variants), so which one wins — a timing,
  * different from process to process — never changes a result; nodes of one group share one tuning.
- * SB_CODEGEN unset or 1 (default): generated or hand-written per group, as autotuned; 0:
+ * cu_config.codegen 1 (default): generated or hand-written per group, as autotuned; 0:
  * hand-written only; 2 (tests): generated only, a node codegen cannot do
  * is an error instead of a fallback. Without NVRTC: hand-written (logged once at INFO, `sb run -v`). */
 typedef struct cg_node {
@@ -801,13 +574,7 @@ typedef struct cg_node {
     ir_ref ref[CG_MAX_PARAMS];
 } cg_node;
 
-static int cg_mode(void) {
-    const char *e = getenv("SB_CODEGEN");
-    /* on by default since the H200 run that passed every GPU test with it (session 4: every model
-     * incl. gemma3 graph == eager == fused, every variant bit-identical to the hand-written kernel;
-     * tg64 1,271 vs 1,215-1,233 off); SB_CODEGEN=0: hand-written only */
-    return e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
-}
+static int cg_mode(void) { return cu_cfg()->codegen; }
 
 static void cg_fill(const crun *r, const cg_node *k, cg_params *pp) {
     for (int j = 0; j < CG_MAX_PARAMS; j++) pp->p[j] = j < k->n_params && k->ref[j] != IR_NONE ? dptr(r, k->ref[j]) : NULL;
@@ -884,7 +651,7 @@ static sb_status cg_tune_node(crun *r, cg_pnode *pn, void **fn, void **ev, bool 
     return SB_OK;
 }
 
-/* a node codegen could not do: an error with SB_CODEGEN=2, else a warning and the hand-written kernel */
+/* a node codegen could not do: an error with codegen 2, else a warning and the hand-written kernel */
 static sb_status cg_refuse(int mode, const ir_node *n, int32_t i, sb_status st) {
     st = sb_fail_context(st, "codegen: node %%%d %s \"%s\"", (int)i, ir_ops[n->op].name, n->name);
     if (mode == 2) return st;
@@ -895,8 +662,7 @@ static sb_status cg_refuse(int mode, const ir_node *n, int32_t i, sb_status st) 
 static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
     const int mode = cg_mode();
     if (!mode) return SB_OK;
-    const char *h1 = getenv("SB_CODEGEN_HAND1");
-    const bool hand1 = h1 && h1[0] == '1';
+    const bool hand1 = cu_cfg()->codegen_hand1 != 0;
     sb_status ls = cg_nvrtc_load();
     if (ls != SB_OK) {
         static int told;
@@ -945,10 +711,10 @@ static sb_status cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
         /* the norm quantizers' variants keep the hand-written kernel's reduction layout (cg.h) */
         if (q->grp.kind == CG_RMS_NORM_QUANT || q->grp.kind == CG_ADD_RMS_NORM_QUANT) q->grp.hand_reg = cu_act_fast();
         q->nv = cg_variants(&q->grp, q->v);
-        /* the hand-written kernel is a candidate too (SB_CODEGEN=2: generated only), but not for one
+        /* the hand-written kernel is a candidate too (codegen 2: generated only), but not for one
          * row (a decode step's): back-to-back timings of one-block kernels picked it now and then where
          * the generated ones are faster in the step's chain (cg_tune_node); a cached pick of it there
-         * is tuned again. SB_CODEGEN_HAND1=1: a candidate at one row too. */
+         * is tuned again. codegen_hand1: a candidate at one row too. */
         const bool hand = mode == 1 && (q->grp.rows > 1 || hand1);
         int cached = cg_tune_get(&q->grp, tag);
         if (cached == CG_TUNE_HAND && !hand) cached = -1;
@@ -1237,7 +1003,7 @@ static sb_status run_node(crun *r, int32_t i) {
         if (r->c->fu.mnext && r->c->fu.mnext[i] >= 0) return run_matmul_group(r, i);
         r->n_kernels++;
         if (r->c->fu.gnext && (r->c->fu.gnext[i] >= 0 || r->c->fu.vstore[i] >= 0 || r->c->fu.krope[i] >= 0 ||
-                            (cf_multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX && (r->cx->gf_single || cf_reg_single(g, n))))) { /* one launch for the group (Q/K/V, gate/up), or a T = 1 GEMV */
+                            (cf_multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX && (r->cx->cfg.gemv_single || cf_reg_single(g, n))))) { /* one launch for the group (Q/K/V, gate/up), or a T = 1 GEMV */
             cu_gemv_seg seg[CU_MULTI_MAX];
             int ns = 0;
             for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->fu.gnext[m]) {
@@ -1294,7 +1060,7 @@ static sb_status run_node(crun *r, int32_t i) {
             a.q_ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
         }
         if (r->c->fu.epi && r->c->fu.epi[i] >= 0) a.xq = dptr(r, r->c->fu.epi[i]); /* the QUANTIZE after it, fused */
-        if ((r->cx->attn_variant == 3 || r->cx->attn_variant == 4) && cu_fattn_supported(&a)) { /* prefill: flash attention (k_fattn.cu) */
+        if ((r->cx->cfg.attn_variant == 3 || r->cx->cfg.attn_variant == 4) && cu_fattn_supported(&a)) { /* prefill: flash attention (k_fattn.cu) */
             r->n_kernels++;
             return cu_attention_prefill(s, dst, q, SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off),
                                         (r->c->arena_need - r->c->scratch_off) / 4, r->cx->d_cnt);
@@ -1324,7 +1090,7 @@ static sb_status enqueue_all(crun *r) {
     const ir_graph *g = r->p->g;
     exec_cuda *cx = r->cx;
     r->n_kernels = 0;
-    if (cx->profile && cx->n_ev < g->n_nodes + 1) { /* profiling only: events for every node boundary */
+    if (cx->cfg.profile && cx->n_ev < g->n_nodes + 1) { /* profiling only: events for every node boundary */
         if (cx->ev) cu_events_destroy(cx->ev, cx->n_ev);
         free(cx->ev);
         cx->n_ev = 0;
@@ -1334,32 +1100,31 @@ static sb_status enqueue_all(crun *r) {
         cx->n_ev = g->n_nodes + 1;
     }
     int32_t ne = 0;
-    int32_t *fam = cx->profile ? (int32_t *)calloc((size_t)g->n_nodes + 1, sizeof *fam) : NULL;
-    int32_t *kn = cx->profile ? (int32_t *)calloc((size_t)g->n_nodes + 1, sizeof *kn) : NULL;
-    if (cx->profile && (!fam || !kn)) {
+    int32_t *fam = cx->cfg.profile ? (int32_t *)calloc((size_t)g->n_nodes + 1, sizeof *fam) : NULL;
+    int32_t *kn = cx->cfg.profile ? (int32_t *)calloc((size_t)g->n_nodes + 1, sizeof *kn) : NULL;
+    if (cx->cfg.profile && (!fam || !kn)) {
         free(fam), free(kn);
         return sb_fail(SB_ERR_OOM, "cuda: profile");
     }
     sb_status st = SB_OK;
-    if (cx->profile) st = cu_event_record(cx->ev[ne++], cx->s);
+    if (cx->cfg.profile) st = cu_event_record(cx->ev[ne++], cx->s);
     for (int32_t i = 0; st == SB_OK && i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         if (ir_ops[n->op].flags & OPF_INPUT) continue;
         if (r->c->fu.skip && r->c->fu.skip[i]) continue; /* done by the matmul before it */
-        if (cx->time_skip && time_skipped(cx, g, n)) continue; /* SB_CUDA_SKIP: a timing experiment */
         const int32_t k0 = r->n_kernels;
         st = run_node(r, i);
         if (st != SB_OK) {
             st = sb_fail_context(st, "cuda: node %%%d %s \"%s\"", (int)i, ir_ops[n->op].name, n->name);
             break;
         }
-        if (cx->profile && r->n_kernels > k0) {
+        if (cx->cfg.profile && r->n_kernels > k0) {
             fam[ne] = prof_family(r->p, n);
             kn[ne] = r->n_kernels - k0;
             st = cu_event_record(cx->ev[ne++], cx->s);
         }
     }
-    if (cx->profile && st == SB_OK) {
+    if (cx->cfg.profile && st == SB_OK) {
         st = cu_stream_sync(cx->s);
         for (int32_t k = 1; st == SB_OK && k < ne; k++) {
             float ms = 0;
@@ -1377,7 +1142,7 @@ static sb_status enqueue_all(crun *r) {
 // ---- run ----
 
 /* the keys bound of depth class c (0: none) */
-static int64_t class_depth(const exec_cuda *cx, int c) { return c >= 1 ? (int64_t)cx->attn_small << (c - 1) : 0; }
+static int64_t class_depth(const exec_cuda *cx, int c) { return c >= 1 ? (int64_t)cx->cfg.attn_small << (c - 1) : 0; }
 
 /* the depth class of a run: for one token (a decode step) at position pos, the smallest c >= 1 with
  * pos + 1 <= attn_small << (c - 1) (no attention of the step sees more keys: a window only lowers
@@ -1385,11 +1150,11 @@ static int64_t class_depth(const exec_cuda *cx, int c) { return c >= 1 ? (int64_
  * for their bound; 0 otherwise (any depth: the all-modes kernel). Each class has its own captured
  * graph: the graph of a step is chosen by the host, which knows pos. */
 static int depth_class(const exec_cuda *cx, const plan *p, const exec_bindings *b) {
-    if (p->n_tokens != 1 || cx->attn_variant != 4 || cx->attn_small <= 0 || !cx->attn_class) return 0;
+    if (p->n_tokens != 1 || cx->cfg.attn_variant != 4 || cx->cfg.attn_small <= 0 || !cx->cfg.attn_class) return 0;
     for (int32_t i = 0; i < p->n_inputs; i++) {
         if (p->inputs[i].kind != IR_OP_POS) continue;
         const int64_t need = (int64_t)((const int32_t *)b->data[i])[0] + 1;
-        for (int c = 1; c < (cx->attn_deep ? CX_DEPTH_CLASSES : 2); c++)
+        for (int c = 1; c < (cx->cfg.attn_deep ? CX_DEPTH_CLASSES : 2); c++)
             if (need <= class_depth(cx, c)) return c;
         return 0;
     }
@@ -1414,8 +1179,7 @@ static ir_ref direct_root(const plan *p, ir_ref o) {
     return root;
 }
 
-sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
-    if (!cx || !p || !b) return sb_fail(SB_ERR_INVALID_ARG, "exec_cuda: NULL context, plan or bindings");
+static sb_status run_bound(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
     const int32_t *rows = NULL;
     SB_TRY(plan_check_bindings(p, b->data, b->n_data, &rows));
     int64_t n_rows = 0;
@@ -1453,16 +1217,16 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
             for (int64_t k = 0; k < n_rows; k++) h_rows[k] = (int32_t)(p->n_tokens - n_rows + k);
         in_bytes = (size_t)(2 * cx->max_tokens + n_rows) * 4;
     }
-    if (cx->poison) SB_TRY(cu_memset(cx->arena, 0xFF, (size_t)cx->arena_bytes, cx->s));
+    if (cx->cfg.poison) SB_TRY(cu_memset(cx->arena, 0xFF, (size_t)cx->arena_bytes, cx->s));
     const int dc = depth_class(cx, p, b);
     crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena, .depth_max = class_depth(cx, dc)};
     /* decode plans are captured on their first run; other shapes (prefill chunks, whose sizes vary
      * per request) on their second, so a one-off shape does not pay the capture */
-    const bool use_graph = cx->graphs && !cx->profile && (p->n_tokens == 1 || c->runs >= 1);
+    const bool use_graph = cx->cfg.graphs && !cx->cfg.profile && (p->n_tokens == 1 || c->runs >= 1);
     c->runs++;
     /* outputs written straight into page-locked destinations by the kernels that compute them
      * (direct_root; graph runs only: a destination is checked once, when its graph is captured) */
-    bool direct = use_graph && cx->direct_out && p->n_outputs <= CX_MAX_OUT && out;
+    bool direct = use_graph && cx->cfg.direct_out && p->n_outputs <= CX_MAX_OUT && out;
     bool outs_same = true; /* the destinations the step's graph was captured with */
     for (int32_t k = 0; k < p->n_outputs && k < CX_MAX_OUT; k++) outs_same = outs_same && c->graph_out[dc][k] == (out ? out[k] : NULL);
     if (direct) {
@@ -1475,10 +1239,7 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
         }
         direct = r.n_direct > 0;
     }
-    const bool timed = cx->step_times && p->n_tokens == 1;
-    if (timed) SB_TRY(cu_event_record(cx->step_ev[0], cx->s));
     if (in_bytes) SB_TRY(cu_memcpy_h2d(cx->d_in, cx->h_in, in_bytes, cx->s));
-    if (timed) SB_TRY(cu_event_record(cx->step_ev[1], cx->s));
     if (use_graph) {
         if (!c->graph[dc] || c->graph_arena[dc] != cx->arena || c->graph_direct[dc] != direct || (direct && !outs_same)) {
             cu_graph_destroy(c->graph[dc]);
@@ -1508,22 +1269,21 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
         cx->st.eager_runs++;
         cx->st.kernels_last_run = r.n_kernels;
     }
-    if (timed) SB_TRY(cu_event_record(cx->step_ev[2], cx->s));
     for (int32_t k = 0; out && k < p->n_outputs; k++) {
         if (!out[k] || direct_at(&r, p->outputs[k].node)) continue;
         const ir_node *n = &p->g->nodes[p->outputs[k].node];
         SB_TRY(cu_memcpy_d2h_async(out[k], dptr(&r, p->outputs[k].node), (size_t)ir_nelem(n) * sizeof(float), cx->s));
     }
-    if (timed) SB_TRY(cu_event_record(cx->step_ev[3], cx->s));
     SB_TRY(cu_stream_sync(cx->s));
-    if (timed) {
-        float ms[3];
-        for (int k = 0; k < 3; k++) SB_TRY(cu_event_ms(cx->step_ev[k], cx->step_ev[k + 1], &ms[k]));
-        for (int k = 0; k < 3; k++) cx->step_ms[k] += ms[k];
-        cx->step_n++;
-    }
     return SB_OK;
 }
 
-#endif
+sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
+    if (!cx || !p || !b) return sb_fail(SB_ERR_INVALID_ARG, "exec_cuda: NULL context, plan or bindings");
+    const cu_config *prev = cu_cfg_bind(&cx->cfg);
+    const sb_status st = run_bound(cx, p, b, out);
+    cu_cfg_bind(prev);
+    return st;
+}
 
+#endif

@@ -4,16 +4,14 @@
  * binding of plan inputs to weights/KV/staging buffers (done once per plan), chunked evaluation,
  * prefix reuse.
  * Layer 2 (runtime); the composition point of graph, backend and model:
- *   graph/plan.h (provides: plan_build), runtime/exec_cpu.h (provides: exec_cpu_run),
- *   runtime/exec_cuda.h (provides: exec_cuda_run, when params.device is 1, or 2 and a GPU takes the model),
- *   runtime/arch/arch.h (provides: rt_build_decoder), base/threadpool.h (provides: tp_pool).
+ *   graph/plan.h (provides: plan_build), runtime/backends.h (provides: the "cpu" and, in builds with
+ *   CUDA, "cuda" backend kinds: one backend object a session, driven through backend/backend.h),
+ *   runtime/arch/arch.h (provides: rt_build_decoder).
  */
 #include "runtime/session.h"
 #include "runtime/arch/arch.h"
-#include "runtime/exec_cpu.h"
-#include "runtime/exec_cuda.h"
+#include "runtime/backends.h"
 #include "base/status.h"
-#include "base/threadpool.h"
 #include "graph/plan.h"
 #include "quant/types.h"
 
@@ -41,12 +39,9 @@ struct rt_session {
     int64_t n_cached;
     plan_entry plans[RT_MAX_PLANS];
     uint64_t use_clock;
-    void *arena;
-    uint64_t arena_bytes;
-    tp_pool *pool;
     int32_t *tok_buf, *pos_buf; /* [n_batch] staging for the tokens/pos inputs */
-    exec_cuda *cu;      /* the CUDA context when prm.device == 1, else NULL */
-    bool logits_pinned; /* logits from exec_cuda_host_alloc */
+    backend *be;        /* the executor: "cpu", or "cuda" when prm.device == 1 */
+    bool logits_pinned; /* logits from the backend's host_alloc */
     float *logits;      /* [n_vocab] of the last evaluated position */
     bool have_logits;
     rt_session_stats st;
@@ -66,7 +61,9 @@ static sb_status get_plan(rt_session *s, int64_t T, int64_t n_out, plan_entry **
  * SB_ERR_OOM naming the bytes if not; the device-memory query's own error if it fails */
 static sb_status gpu_room(const rt_model *m, uint64_t kv_total, uint64_t margin, int64_t n_ctx) {
     uint64_t fr = 0, tot = 0;
-    SB_TRY(exec_cuda_device_memory(&fr, &tot));
+    const backend_kind *k = backend_kind_find("cuda");
+    if (!k) return sb_fail(SB_ERR_UNSUPPORTED, "session: this build has no CUDA backend");
+    SB_TRY(k->memory(&fr, &tot));
     const uint64_t need = m->weight_bytes + kv_total + margin;
     if (need > fr)
         return sb_fail(SB_ERR_OOM, "session: the model's weights (%llu bytes) and KV cache (%llu bytes, n_ctx %lld)%s need %llu bytes on the GPU; "
@@ -79,8 +76,9 @@ static sb_status gpu_room(const rt_model *m, uint64_t kv_total, uint64_t margin,
  * holds the model's weights and the KV cache with a margin (256 MiB: activations, kernels, the
  * runtime's own), else 0 with the reason logged */
 static int auto_device(const rt_model *m, uint64_t kv_total, int64_t n_ctx) {
-    char why[256];
-    if (!exec_cuda_available(why, sizeof why)) {
+    char why[256] = "this build has no CUDA backend (nvcc was not found at configure time)";
+    const backend_kind *k = backend_kind_find("cuda");
+    if (!k || !k->available(why, sizeof why)) {
         sb_log(SB_LOG_INFO, "session: device auto: the CPU (%s)", why);
         return 0;
     }
@@ -89,6 +87,21 @@ static int auto_device(const rt_model *m, uint64_t kv_total, int64_t n_ctx) {
         return 0;
     }
     return 1;
+}
+
+static sb_status create_backend(rt_session *s, const char *name) {
+    const backend_kind *k = backend_kind_find(name);
+    if (!k) return sb_fail(SB_ERR_UNSUPPORTED, "session: this build has no %s backend", name);
+    const backend_params bp = {.n_threads = s->prm.n_threads, .max_tokens = s->prm.n_batch, .graphs = s->prm.cuda_graph};
+    return k->create(&bp, &s->be);
+}
+
+/* forget a cached plan (the backend's state for it, its bindings) */
+static void drop_plan(rt_session *s, plan_entry *e) {
+    if (e->p && s->be) s->be->ops->forget(s->be, e->p);
+    plan_free(e->p);
+    free(e->data);
+    memset(e, 0, sizeof *e);
 }
 
 /* device auto after the CUDA context exists (before anything else uses it): the decode plan is built
@@ -100,10 +113,11 @@ static sb_status auto_check(rt_session *s) {
     const sb_status st = get_plan(s, 1, 1, &e);
     if (st != SB_ERR_MODEL_TENSOR_TYPE && st != SB_ERR_UNSUPPORTED) return st;
     sb_log(SB_LOG_INFO, "session: device auto: the CPU (%s)", sb_last_error());
-    exec_cuda_free(s->cu);
-    s->cu = NULL;
+    for (int i = 0; i < RT_MAX_PLANS; i++) drop_plan(s, &s->plans[i]); /* planned for the CUDA target */
+    s->be->ops->free(s->be);
+    s->be = NULL;
     s->prm.device = 0;
-    return SB_OK;
+    return create_backend(s, "cpu");
 }
 
 sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_session **out) {
@@ -154,24 +168,23 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
             st = sb_fail(SB_ERR_OOM, "session: KV cache: %llu bytes per layer × %lld layers × 2 (n_ctx %lld)",
                          (unsigned long long)kv_bytes, (long long)hp->n_layer, (long long)prm.n_ctx);
     }
-    if (st == SB_OK) st = tp_create(prm.n_threads, &s->pool);
     if (st == SB_OK && prm.device == 1) {
-        st = exec_cuda_create(prm.n_batch, &s->cu);
+        st = create_backend(s, "cuda");
         if (st != SB_OK && automatic) { /* a device that looked usable but gives no context: the CPU */
             sb_log(SB_LOG_INFO, "session: device auto: the CPU (%s)", sb_last_error());
             s->prm.device = 0;
             st = SB_OK;
         }
-        if (st == SB_OK && s->cu && !automatic && gpu_room(m, kv_total, 0, prm.n_ctx) == SB_ERR_OOM)
+        if (st == SB_OK && s->be && !automatic && gpu_room(m, kv_total, 0, prm.n_ctx) == SB_ERR_OOM)
             st = SB_ERR_OOM; /* weights and KV cache upload on the first run: refuse now what cannot fit (a failed query: not here) */
-        if (st == SB_OK && s->cu && automatic) st = auto_check(s);
-        if (st == SB_OK && s->cu && prm.cuda_graph) exec_cuda_set_graphs(s->cu, prm.cuda_graph > 0);
-        void *pl; /* the logits copied out every step: page-locked (else the malloc'd buffer stays) */
-        if (st == SB_OK && s->cu && exec_cuda_host_alloc(s->cu, (size_t)hp->n_vocab * sizeof *s->logits, &pl) == SB_OK) {
-            free(s->logits);
-            s->logits = (float *)pl;
-            s->logits_pinned = true;
-        }
+        if (st == SB_OK && s->be && automatic) st = auto_check(s);
+    }
+    if (st == SB_OK && !s->be) st = create_backend(s, "cpu");
+    void *pl; /* the logits copied out every step: where the backend writes fastest (else the malloc'd buffer stays) */
+    if (st == SB_OK && s->be->ops->host_alloc && s->be->ops->host_alloc(s->be, (size_t)hp->n_vocab * sizeof *s->logits, &pl) == SB_OK) {
+        free(s->logits);
+        s->logits = (float *)pl;
+        s->logits_pinned = true;
     }
     if (st != SB_OK) {
         rt_session_free(s);
@@ -183,11 +196,7 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
 
 void rt_session_free(rt_session *s) {
     if (!s) return;
-    for (int i = 0; i < RT_MAX_PLANS; i++) {
-        exec_cuda_forget(s->cu, s->plans[i].p);
-        plan_free(s->plans[i].p);
-        free(s->plans[i].data);
-    }
+    for (int i = 0; i < RT_MAX_PLANS; i++) drop_plan(s, &s->plans[i]);
     if (s->kv)
         for (int64_t i = 0; i < 2 * s->m->hp.n_layer; i++) free(s->kv[i]);
     free(s->kv);
@@ -195,12 +204,10 @@ void rt_session_free(rt_session *s) {
     free(s->tok_buf);
     free(s->pos_buf);
     if (s->logits_pinned)
-        exec_cuda_host_free(s->cu, s->logits);
+        s->be->ops->host_free(s->be, s->logits);
     else
         free(s->logits);
-    free(s->arena);
-    tp_free(s->pool);
-    exec_cuda_free(s->cu);
+    if (s->be) s->be->ops->free(s->be);
     free(s);
 }
 
@@ -247,39 +254,21 @@ static sb_status get_plan(rt_session *s, int64_t T, int64_t n_out, plan_entry **
         }
         if (!e->p || (victim->p && e->last_use < victim->last_use)) victim = e;
     }
-    exec_cuda_forget(s->cu, victim->p);
-    plan_free(victim->p);
-    free(victim->data);
-    memset(victim, 0, sizeof *victim);
+    drop_plan(s, victim);
     ir_graph *g;
     SB_TRY(ir_graph_create(&g));
     rt_build b = {.g = g, .m = s->m, .T = T, .n_out = n_out, .n_ctx = s->prm.n_ctx, .kv_type = s->prm.kv_type};
     sb_status st = rt_build_decoder(&b);
     if (st == SB_OK) {
         plan_target t;
-        if (s->cu)
-            exec_cuda_target(&t);
-        else
-            exec_cpu_target(&t);
+        s->be->ops->target(s->be, &t);
         st = plan_build(g, &t, NULL, &victim->p);
-        if (st == SB_OK && s->cu) st = exec_cuda_check(victim->p);
+        if (st == SB_OK) st = s->be->ops->prepare(s->be, victim->p);
     }
     ir_graph_free(g);
     if (st == SB_OK) st = bind_plan(s, victim);
-    if (st == SB_OK && !s->cu) {
-        uint64_t need = exec_cpu_arena_bytes(victim->p, tp_threads(s->pool));
-        if (need > s->arena_bytes) {
-            free(s->arena);
-            s->arena_bytes = 0;
-            s->arena = aligned_alloc(PLAN_ALIGN, (need + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN);
-            if (!s->arena) st = sb_fail(SB_ERR_OOM, "session arena: %llu bytes", (unsigned long long)need);
-            else s->arena_bytes = need;
-        }
-    }
     if (st != SB_OK) {
-        plan_free(victim->p);
-        free(victim->data);
-        memset(victim, 0, sizeof *victim);
+        drop_plan(s, victim);
         return st;
     }
     victim->T = T;
@@ -312,30 +301,20 @@ static sb_status run_chunk(rt_session *s, const int32_t *tokens, int64_t T, int6
         s->tok_buf[i] = tokens[i];
         s->pos_buf[i] = (int32_t)(s->n_cached + i);
     }
-    exec_bindings eb = {.data = e->data, .n_data = e->p->n_inputs, .arena = s->arena, .arena_bytes = s->arena_bytes};
     int32_t oi = plan_find_output(e->p, "logits");
     if (oi < 0 || oi >= 4) return sb_fail(SB_ERR_INTERNAL, "plan has no logits output");
     const int64_t V = s->m->hp.n_vocab;
-    if (s->cu) {
-        /* the device writes the logits straight into out (all rows) or the session's last row */
-        float *dst[4] = {0}, *tmp = NULL;
-        if (out) dst[oi] = out;
-        else if (n_out == 1) dst[oi] = s->logits;
-        else if (!(dst[oi] = tmp = (float *)malloc((size_t)(n_out * V) * sizeof *tmp)))
-            return sb_fail(SB_ERR_OOM, "session: %lld logits rows", (long long)n_out);
-        sb_status st = exec_cuda_run(s->cu, e->p, &eb, dst);
-        if (st == SB_OK) st = check_logits(dst[oi], n_out, V, tokens + T - n_out, s->n_cached + T - n_out);
-        if (st == SB_OK && dst[oi] != s->logits) memcpy(s->logits, dst[oi] + (n_out - 1) * V, (size_t)V * sizeof *s->logits);
-        free(tmp);
-        SB_TRY(st);
-    } else {
-        const float *res[4] = {0};
-        SB_TRY(exec_cpu_run(e->p, &eb, s->pool, res));
-        if (!res[oi]) return sb_fail(SB_ERR_INTERNAL, "plan has no logits output");
-        SB_TRY(check_logits(res[oi], n_out, V, tokens + T - n_out, s->n_cached + T - n_out));
-        if (out) memcpy(out, res[oi], (size_t)(n_out * V) * sizeof *out);
-        memcpy(s->logits, res[oi] + (n_out - 1) * V, (size_t)V * sizeof *s->logits);
-    }
+    /* the backend writes the logits straight into out (all rows) or the session's last row */
+    float *dst[4] = {0}, *tmp = NULL;
+    if (out) dst[oi] = out;
+    else if (n_out == 1) dst[oi] = s->logits;
+    else if (!(dst[oi] = tmp = (float *)malloc((size_t)(n_out * V) * sizeof *tmp)))
+        return sb_fail(SB_ERR_OOM, "session: %lld logits rows", (long long)n_out);
+    sb_status st = s->be->ops->run(s->be, e->p, e->data, e->p->n_inputs, dst);
+    if (st == SB_OK) st = check_logits(dst[oi], n_out, V, tokens + T - n_out, s->n_cached + T - n_out);
+    if (st == SB_OK && dst[oi] != s->logits) memcpy(s->logits, dst[oi] + (n_out - 1) * V, (size_t)V * sizeof *s->logits);
+    free(tmp);
+    SB_TRY(st);
     memcpy(s->cached + s->n_cached, tokens, (size_t)T * sizeof *tokens);
     s->n_cached += T;
     s->have_logits = true;
@@ -394,6 +373,6 @@ const int32_t *rt_session_cached_tokens(const rt_session *s) { return s->cached;
 const rt_model *rt_session_model(const rt_session *s) { return s->m; }
 rt_session_stats rt_session_get_stats(const rt_session *s) { return s->st; }
 void rt_session_reset_stats(rt_session *s) { memset(&s->st, 0, sizeof s->st); }
-int rt_session_threads(const rt_session *s) { return tp_threads(s->pool); }
-int rt_session_device(const rt_session *s) { return s->cu ? 1 : 0; }
-struct exec_cuda *rt_session_cuda(const rt_session *s) { return s->cu; }
+int rt_session_threads(const rt_session *s) { return s->prm.n_threads; }
+int rt_session_device(const rt_session *s) { return s->prm.device; }
+backend *rt_session_backend(const rt_session *s) { return s->be; }

@@ -22,12 +22,12 @@ typedef struct rt_session_params {
     int kv_type;        /* SB_TYPE_F32 or SB_TYPE_F16 */
     int n_threads;      /* 0 = all cores */
     int64_t n_batch;    /* largest prefill chunk; 0 = 512 */
-    int device;         /* 0 = CPU, 1 = CUDA (runtime/exec_cuda.h: plans for the CUDA target), 2 = auto: CUDA when a
+    int device;         /* 0 = CPU, 1 = CUDA (the "cuda" backend kind: plans for the CUDA target), 2 = auto: CUDA when a
                          * device is usable, holds the weights and KV cache, and runs every op and weight type of
                          * the model (the decode plan is built and checked at creation), else the CPU — the reason
                          * logged at SB_LOG_INFO; rt_session_device says which. CUDA (1): SB_ERR_OOM at creation
                          * when the weights and KV cache exceed the device's free memory (bytes named) */
-    int cuda_graph;     /* CUDA only: 0 = default (on unless SB_CUDA_GRAPH=0), 1 = on, -1 = off */
+    int cuda_graph;     /* CUDA only: 0 = default (on unless SB_TUNE=graphs=0), 1 = on, -1 = off */
     int allow_ctx_extend; /* 1: n_ctx may exceed the model's trained context (a SB_LOG_WARN says so); 0: such an
                            * n_ctx is SB_ERR_INVALID_ARG naming both lengths */
 } rt_session_params;
@@ -70,7 +70,8 @@ void rt_session_reset_stats(rt_session *s);
 int rt_session_threads(const rt_session *s);
 /* Where the session runs: 0 = CPU, 1 = CUDA (device auto resolved at creation). */
 int rt_session_device(const rt_session *s);
-/* The session's CUDA executor context (runtime/exec_cuda.h), or NULL on the CPU. */
-struct exec_cuda *rt_session_cuda(const rt_session *s);
+/* The session's backend object (backend/backend.h; runtime/exec_cuda.h backend_cuda_exec gives a
+ * CUDA one's executor context). */
+struct backend *rt_session_backend(const rt_session *s);
 
 #endif

@@ -125,7 +125,7 @@ static void one_model(const char *dir, const char *name) {
         ir_graph_create(&g);
         rt_build bld = {.g = g, .m = m, .T = T, .n_out = T, .n_ctx = 64, .kv_type = SB_TYPE_F32};
         plan_target t;
-        exec_cuda_target(&t);
+        exec_cuda_target(NULL, &t);
         plan *p = NULL;
         s = rt_build_decoder(&bld);
         if (s == SB_OK) s = plan_build(g, &t, NULL, &p);
@@ -140,7 +140,7 @@ static void one_model(const char *dir, const char *name) {
 
 int main(void) {
     plan_target t;
-    exec_cuda_target(&t);
+    exec_cuda_target(NULL, &t);
     if (!t.fuse_norm_quant) {
         printf("SKIP: this build has no CUDA backend, so no CUDA plan target to generate kernels for\n");
         return 77;

@@ -13,14 +13,14 @@
  *    kernel (cu_rms_norm_quant & co.) at 1e-10 (bytes identical counted); the fused add writes the
  *    sum bit-exactly, also in place (sum over x).
  * Part 2, through the executor: test models' prefill (all logits) + decode steps (CUDA Graph) with
- * SB_CODEGEN=2 (generated kernels, any refusal an error) vs SB_CODEGEN=0 (hand-written), NMSE 1e-8;
+ * cu_config.codegen 2 (generated kernels, any refusal an error) vs 0 (hand-written), NMSE 1e-8;
  * then a fresh memory cache must load every kernel and winner from the disk cache (0 compiles);
  * then the default mode (hand-written kernels as autotune candidates), whose stats line says how
  * many groups kept the hand-written kernel.
  * Part 3, bit-exactness of the autotuner's choice: every group of every test model's decode (T = 1)
  * and prefill (T = 9: rows >= 8, so the rows-per-block variants too) plan, as the executor forms
  * them (FUSED chains, single ops, quantizers, the ADD + RMS_NORM_QUANT pair; the norm quantizers
- * with both hand-written layouts, SB_CUDA_AQ off and on), runs the hand-written kernel and then
+ * with both hand-written layouts, cu_config.act_fast off and on), runs the hand-written kernel and then
  * EVERY variant on the same random inputs; each output (and the add's sum) must be byte-identical
  * (memcmp) — a failure names the model, the node, the group, the variant and the first differing
  * index. (A variant with other bits made the first run of a process, which tunes, differ from the
@@ -430,8 +430,9 @@ static void bits_group(const bits_item *it, const cg_binary *bin) {
     char gw[256];
     group_words(g, gw, sizeof gw);
     bits_groups++;
-    const bool was = cu_act_fast();
-    if (g->kind == CG_RMS_NORM_QUANT || g->kind == CG_ADD_RMS_NORM_QUANT) cu_act_set_fast(g->hand_reg); /* the layout the variants follow */
+    cu_config cfg = *cu_cfg();
+    if (g->kind == CG_RMS_NORM_QUANT || g->kind == CG_ADD_RMS_NORM_QUANT) cfg.act_fast = g->hand_reg; /* the layout the variants follow */
+    const cu_config *was = cu_cfg_bind(&cfg);
     const int64_t E = g->E, R = g->rows, n = E * R;
     const bool quant = g->kind != CG_EW, add = g->kind == CG_ADD_RMS_NORM_QUANT;
     const size_t out_bytes = quant ? (size_t)(op_row_bytes(g->xq, E) * (uint64_t)R) : (size_t)n * 4;
@@ -486,7 +487,7 @@ static void bits_group(const bits_item *it, const cg_binary *bin) {
                    v[k].threads, v[k].rpb, v[k].reg ? ", regs" : "", (long long)ds);
         }
     }
-    cu_act_set_fast(was);
+    cu_cfg_bind(was);
     for (int k = 0; k < CG_MAX_PARAMS; k++) {
         cu_free(p[k]);
         free(h[k]);
@@ -531,7 +532,7 @@ static void bits_node(const char *model, int T, const ir_graph *g, int32_t i, ir
         bits_add(where, &grp);
         return;
     }
-    for (int aq = 0; aq < 2; aq++) { /* SB_CUDA_AQ off (the executor's default) and on: bits_group sets it for the hand-written kernel */
+    for (int aq = 0; aq < 2; aq++) { /* act_fast off (the executor's default) and on: bits_group sets it for the hand-written kernel */
         grp.hand_reg = aq;
         bits_add(where, &grp);
     }
@@ -550,7 +551,7 @@ static void bits_model(const char *dir, const char *name) {
         ir_graph *g = NULL;
         plan *p = NULL;
         plan_target t;
-        exec_cuda_target(&t);
+        exec_cuda_target(NULL, &t);
         s = ir_graph_create(&g);
         rt_build bld = {.g = g, .m = m, .T = Ts[k], .n_out = Ts[k], .n_ctx = 64, .kv_type = SB_TYPE_F32};
         if (s == SB_OK) s = rt_build_decoder(&bld);
@@ -574,10 +575,19 @@ static void bits_model(const char *dir, const char *name) {
 
 // ---- through the executor ----
 
-static sb_status eval(const rt_model *m, const int32_t *tok, int64_t np, int64_t nd, int64_t V, float *out) {
+/* codegen: cu_config.codegen (0 hand-written only, 1 autotuned, 2 generated only); fuse: cu_config.fuse */
+static sb_status eval(const rt_model *m, const int32_t *tok, int64_t np, int64_t nd, int64_t V, float *out, int codegen, int fuse) {
     rt_session *s;
     rt_session_params sp = {.n_ctx = np + nd + 8, .n_threads = 2, .device = 1};
     SB_TRY(rt_session_create(m, &sp, &s));
+    exec_cuda *cx = backend_cuda_exec(rt_session_backend(s));
+    if (!cx) {
+        rt_session_free(s);
+        return sb_fail(SB_ERR_INTERNAL, "test: the session has no CUDA backend");
+    }
+    cu_config c = *exec_cuda_config(cx);
+    c.codegen = codegen, c.fuse = fuse;
+    exec_cuda_set_config(cx, &c);
     sb_status st = rt_session_eval(s, tok, np, true, out);
     for (int64_t i = 0; st == SB_OK && i < nd; i++) {
         st = rt_session_eval(s, &tok[np + i], 1, false, NULL);
@@ -600,12 +610,10 @@ static void test_model(const char *file) {
     int32_t tok[16];
     for (int i = 0; i < n; i++) tok[i] = (int32_t)(3 + (i * 37) % 500);
     float *a = malloc((size_t)(n * V) * 4), *b = malloc((size_t)(n * V) * 4), *c = malloc((size_t)(n * V) * 4);
-    setenv("SB_CODEGEN", "0", 1);
-    sb_status s0 = eval(m, tok, np, nd, V, a);
+    sb_status s0 = eval(m, tok, np, nd, V, a, 0, 1);
     CHECKF(s0 == SB_OK, "%s hand-written: %s", file, sb_last_error());
-    setenv("SB_CODEGEN", "2", 1);
     cg_reset_stats();
-    sb_status s1 = eval(m, tok, np, nd, V, b);
+    sb_status s1 = eval(m, tok, np, nd, V, b, 2, 1);
     CHECKF(s1 == SB_OK, "%s generated: %s", file, sb_last_error());
     cg_stats st = cg_get_stats();
     /* generated kernels in use: loaded now, or already in memory from an earlier model with the same groups */
@@ -620,7 +628,7 @@ static void test_model(const char *file) {
     /* a second process (memory caches dropped): everything from the disk cache */
     cg_cache_forget_memory();
     cg_reset_stats();
-    sb_status s2 = eval(m, tok, np, nd, V, c);
+    sb_status s2 = eval(m, tok, np, nd, V, c, 2, 1);
     st = cg_get_stats();
     cg_stats_line(line, sizeof line);
     printf("%s second run: %s\n", file, line);
@@ -629,36 +637,29 @@ static void test_model(const char *file) {
         snprintf(label, sizeof label, "%s: disk-cached kernels vs the first run", file);
         expect(nmse(c, b, n * V, &nan), 1e-8, label);
     }
-    /* without the executor's fusions (SB_CUDA_FUSE=0, read at context creation): single ops and
+    /* without the executor's fusions (cu_config.fuse 0): single ops and
      * unfused norm/GLU quantizations run as generated kernels too */
-    setenv("SB_CUDA_FUSE", "0", 1);
-    setenv("SB_CODEGEN", "0", 1);
-    sb_status u0 = eval(m, tok, np, nd, V, a);
-    setenv("SB_CODEGEN", "2", 1);
-    sb_status u1 = eval(m, tok, np, nd, V, b);
-    unsetenv("SB_CUDA_FUSE");
+    sb_status u0 = eval(m, tok, np, nd, V, a, 0, 0);
+    sb_status u1 = eval(m, tok, np, nd, V, b, 2, 0);
     CHECKF(u0 == SB_OK && u1 == SB_OK, "%s unfused: %s", file, sb_last_error());
     if (u0 == SB_OK && u1 == SB_OK) {
         snprintf(label, sizeof label, "%s: unfused executor, generated vs hand-written", file);
         expect(nmse(b, a, n * V, &nan), 1e-8, label);
     }
-    /* the autotuned mode (SB_CODEGEN=1): the hand-written kernel is one more candidate (fresh caches) */
-    setenv("SB_CODEGEN", "1", 1);
+    /* the autotuned mode (cu_config.codegen 1): the hand-written kernel is one more candidate (fresh caches) */
     char xdg[512], *old = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
     snprintf(xdg, sizeof xdg, "%s/default-mode", old ? old : "/tmp");
     setenv("XDG_CACHE_HOME", xdg, 1);
     cg_cache_forget_memory();
     cg_reset_stats();
-    sb_status s3 = eval(m, tok, np, nd, V, c);
+    sb_status s3 = eval(m, tok, np, nd, V, c, 1, 1);
     st = cg_get_stats();
     cg_stats_line(line, sizeof line);
     printf("%s default mode: %s\n", file, line);
     CHECKF(s3 == SB_OK && st.tuned + st.tune_hits > 0, "%s default mode: %s", file, s3 ? sb_last_error() : line);
     if (s3 == SB_OK && s0 == SB_OK) {
         snprintf(label, sizeof label, "%s: default mode (generated or hand-written per group) vs generated only", file);
-        setenv("SB_CODEGEN", "2", 1);
-        sb_status s4 = eval(m, tok, np, nd, V, b);
-        unsetenv("SB_CODEGEN");
+            sb_status s4 = eval(m, tok, np, nd, V, b, 2, 1);
         if (s4 == SB_OK) expect(nmse(c, b, n * V, &nan), 1e-8, label);
     }
     if (old) setenv("XDG_CACHE_HOME", old, 1);
@@ -693,7 +694,6 @@ int main(void) {
         return 1;
     }
     arch = ma * 10 + mi;
-    cu_set_pdl(cu_cc_major() >= 9 && cu_kernels_ptx_version() >= 90);
     printf("%s (sm_%d), NVRTC %d.%d, seed %#llx\n", dev, arch, cg_nvrtc_version() / 1000, cg_nvrtc_version() % 1000 / 10, (unsigned long long)seed);
 
     const ew_case ew[] = {

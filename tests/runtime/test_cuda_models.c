@@ -39,9 +39,19 @@ static double nmse(const float *a, const float *b, int64_t n) {
     return den > 0 ? num / den : num;
 }
 
+/* one setting of a CUDA context (cu_config.h) */
+#define CX_SET(cx, field, value)                       \
+    do {                                               \
+        cu_config c_ = *exec_cuda_config(cx);          \
+        c_.field = (value);                            \
+        exec_cuda_set_config(cx, &c_);                 \
+    } while (0)
+
+static exec_cuda *session_cx(const rt_session *s) { return backend_cuda_exec(rt_session_backend(s)); }
+
 /* prompt as one batch (all logits) then each decode token alone; rows into out [n, V] */
-static bool ropek_on; /* the SB_CUDA_ROPEK experiment in eval_all's fused runs */
-static bool direct_out = true; /* exec_cuda_set_direct_out of eval_all's sessions */
+static bool ropek_on; /* cu_config.fuse_ropek in eval_all's fused runs */
+static bool direct_out = true; /* cu_config.direct_out of eval_all's sessions */
 static int64_t direct_replays; /* of eval_all's last CUDA session */
 
 static sb_status eval_all(const rt_model *m, const ref_file *r, int device, int graph, bool fuse, float *out, int32_t *kernels) {
@@ -49,18 +59,21 @@ static sb_status eval_all(const rt_model *m, const ref_file *r, int device, int 
     rt_session *s;
     rt_session_params sp = {.n_ctx = n + 8, .n_threads = 2, .device = device, .cuda_graph = graph};
     SB_TRY(rt_session_create(m, &sp, &s));
-    if (rt_session_cuda(s)) {
-        exec_cuda_set_fuse(rt_session_cuda(s), fuse);
-        exec_cuda_set_fuse_ropek(rt_session_cuda(s), fuse && ropek_on);
-        exec_cuda_set_direct_out(rt_session_cuda(s), direct_out);
+    exec_cuda *cx = session_cx(s);
+    if (cx) {
+        cu_config c = *exec_cuda_config(cx);
+        c.fuse = fuse;
+        c.fuse_ropek = fuse && ropek_on;
+        c.direct_out = direct_out;
+        exec_cuda_set_config(cx, &c);
     }
     sb_status st = rt_session_eval(s, r->tokens, r->n_prompt, true, out);
     for (uint32_t i = 0; st == SB_OK && i < r->n_decode; i++) {
         st = rt_session_eval(s, &r->tokens[r->n_prompt + i], 1, false, NULL);
         if (st == SB_OK) memcpy(out + (r->n_prompt + i) * V, rt_session_logits(s), (size_t)V * sizeof *out);
     }
-    if (kernels && rt_session_cuda(s)) *kernels = exec_cuda_get_stats(rt_session_cuda(s)).kernels_last_run;
-    if (rt_session_cuda(s)) direct_replays = exec_cuda_get_stats(rt_session_cuda(s)).direct_replays;
+    if (kernels && cx) *kernels = exec_cuda_get_stats(cx).kernels_last_run;
+    if (cx) direct_replays = exec_cuda_get_stats(cx).direct_replays;
     rt_session_free(s);
     return st;
 }
@@ -68,7 +81,7 @@ static sb_status eval_all(const rt_model *m, const ref_file *r, int device, int 
 /* the prompt repeated to f16_tokens(r) tokens (more than the 64 queries below which the prefill
  * keeps k_fattn.cu: k_fattn_mma.cu's FM_TMIN), as one batch on an F16 KV cache; logits into out [n, V] */
 static int64_t f16_tokens(const ref_file *r) { return (int64_t)r->n_prompt * (64 / (int64_t)r->n_prompt + 2); }
-static sb_status eval_prompt_f16(const rt_model *m, const ref_file *r, int device, float *out) {
+static sb_status eval_prompt_f16(const rt_model *m, const ref_file *r, int device, bool fattn_mma, float *out) {
     const int64_t n = f16_tokens(r);
     int32_t *tok = malloc((size_t)n * sizeof *tok);
     if (!tok) return sb_fail(SB_ERR_OOM, "test: %lld tokens", (long long)n);
@@ -77,6 +90,7 @@ static sb_status eval_prompt_f16(const rt_model *m, const ref_file *r, int devic
     rt_session_params sp = {.n_ctx = n + 8, .n_threads = 2, .device = device, .kv_type = SB_TYPE_F16};
     sb_status st = rt_session_create(m, &sp, &s);
     if (st == SB_OK) {
+        if (session_cx(s)) CX_SET(session_cx(s), fattn_mma, fattn_mma);
         st = rt_session_eval(s, tok, n, true, out);
         rt_session_free(s);
     }
@@ -91,10 +105,8 @@ static sb_status eval_prompt_f16(const rt_model *m, const ref_file *r, int devic
 static void check_f16_kv(const rt_model *m, const ref_file *r, const char *gguf) {
     const int64_t nv = f16_tokens(r) * r->n_vocab;
     float *hc = malloc((size_t)nv * sizeof *hc), *hm = malloc((size_t)nv * sizeof *hm), *hs = malloc((size_t)nv * sizeof *hs);
-    const sb_status a0 = eval_prompt_f16(m, r, 0, hc), a1 = eval_prompt_f16(m, r, 1, hm);
-    exec_cuda_set_fattn_mma(false);
-    const sb_status a2 = eval_prompt_f16(m, r, 1, hs);
-    exec_cuda_set_fattn_mma(true);
+    const sb_status a0 = eval_prompt_f16(m, r, 0, true, hc), a1 = eval_prompt_f16(m, r, 1, true, hm);
+    const sb_status a2 = eval_prompt_f16(m, r, 1, false, hs);
     CHECKF(a0 == SB_OK && a1 == SB_OK && a2 == SB_OK, "%s: F16 KV: CPU %s, CUDA %s, CUDA without the tensor-core prefill %s: %s", gguf,
            sb_status_str(a0), sb_status_str(a1), sb_status_str(a2), sb_last_error());
     if (a0 == SB_OK && a1 == SB_OK && a2 == SB_OK) {
@@ -162,7 +174,7 @@ static void run_model(const char *dir, const char *gguf) {
             for (int64_t i = 0; s4 == SB_OK && i < n * V; i++) fd += memcmp(&cu[i], &cpu[i], sizeof(float)) != 0;
             printf("%-28s fused epilogues: %lld logits differ, kernels/step %d -> %d\n", gguf, (long long)fd, kernels, kf);
             CHECKF(fd == 0 && kf < kernels, "%s: fused run: %lld logits differ, %d kernels (unfused %d)", gguf, (long long)fd, kf, kernels);
-            /* 3d. the experiment SB_CUDA_ROPEK (K's RoPE + kv_store in the Q/K/V launch): the same bits, fewer kernels */
+            /* 3d. cu_config.fuse_ropek (K's RoPE + kv_store in the Q/K/V launch): the same bits, fewer kernels */
             int32_t kr = 0;
             ropek_on = true;
             sb_status s5 = eval_all(m, &r, 1, 1, true, cpu, &kr);
@@ -193,7 +205,7 @@ static void run_model(const char *dir, const char *gguf) {
             CHECK(rt_session_eval(sg, r.tokens, r.n_prompt, true, a) == SB_OK);
             rt_session_truncate(sg, 0);
             CHECK(rt_session_eval(sg, r.tokens, r.n_prompt, true, b2) == SB_OK);
-            exec_cuda_stats cs = exec_cuda_get_stats(rt_session_cuda(sg));
+            exec_cuda_stats cs = exec_cuda_get_stats(session_cx(sg));
             CHECKF(cs.graph_captures == 1 && cs.eager_runs == 1, "%s: prompt twice: %lld captures, %lld eager runs", gguf,
                    (long long)cs.graph_captures, (long long)cs.eager_runs);
             CHECKF(!memcmp(a, b2, (size_t)(r.n_prompt * V) * sizeof *a), "%s: prompt logits differ between eager and graph replay", gguf);
@@ -244,27 +256,27 @@ static int perf(const char *path, int64_t depth) {
         fprintf(stderr, "session: %s\n", sb_last_error());
         return 1;
     }
-    exec_cuda *cx = rt_session_cuda(s);
+    exec_cuda *cx = session_cx(s);
     int32_t *tok = malloc((size_t)(depth + 512 + 2 * steps) * sizeof *tok);
     uint64_t rs = 42;
     for (int64_t i = 0; i < depth + 512 + 2 * steps; i++) tok[i] = (int32_t)(test_rand_u64(&rs) % (uint64_t)V);
     static char rep[16384];
     sb_status st = rt_session_eval(s, tok, 512, false, NULL); /* warm-up: plans, uploads */
-    exec_cuda_set_profile(cx, true);
+    CX_SET(cx, profile, true);
     rt_session_truncate(s, 0);
     if (st == SB_OK) st = rt_session_eval(s, tok, 512, false, NULL);
     exec_cuda_profile_report(cx, rep, sizeof rep);
     printf("== prefill T=512 (eager, profiled)\n%s", rep);
-    exec_cuda_set_profile(cx, false);
+    CX_SET(cx, profile, false);
     rt_session_truncate(s, 0);
     for (int64_t d = 0; st == SB_OK && d < depth; d += 512) st = rt_session_eval(s, tok + d, depth - d < 512 ? depth - d : 512, false, NULL);
-    exec_cuda_set_profile(cx, true);
+    CX_SET(cx, profile, true);
     for (int64_t i = 0; st == SB_OK && i < steps; i++) st = rt_session_eval(s, tok + depth + i, 1, false, NULL);
     exec_cuda_profile_report(cx, rep, sizeof rep);
     printf("== decode at depth %lld (eager, profiled)\n%s", (long long)depth, rep);
-    exec_cuda_set_profile(cx, false);
+    CX_SET(cx, profile, false);
     for (int g = 1; g >= 0 && st == SB_OK; g--) {
-        exec_cuda_set_graphs(cx, g == 1);
+        CX_SET(cx, graphs, g == 1);
         rt_session_truncate(s, depth);
         st = rt_session_eval(s, tok + depth, 1, false, NULL); /* capture / warm */
         double t0 = now_s();
@@ -280,11 +292,11 @@ static int perf(const char *path, int64_t depth) {
         st = rt_session_eval(s, tok, 512, false, NULL);
         for (int k = 0; k < 2 && st == SB_OK; k++) {
             rt_session_truncate(s, 512);
-            exec_cuda_set_profile(cx, k == 1);
+            CX_SET(cx, profile, k == 1);
             st = rt_session_eval(s, tok + 512, 64, false, NULL);
         }
         exec_cuda_profile_report(cx, rep, sizeof rep);
-        exec_cuda_set_profile(cx, false);
+        CX_SET(cx, profile, false);
         printf("== 64 tokens after a cached 512 (eager, profiled)\n%s", rep);
     }
     if (st != SB_OK) fprintf(stderr, "perf: %s\n", sb_last_error());

@@ -12,7 +12,7 @@
  * at depths 0..4100 with several steps on one executor; the flash-attention prefill of k_fattn.cu
  * and, for F16 caches with head_dim 64 / 128, of k_fattn_mma.cu on tensor cores — then without it),
  * the int8 tensor-core prefill GEMM (k_mma.cu) on model shapes with ragged tiles, and its small-T
- * split-K path (SB_CUDA_MMA_SMALL) over every type x T 9..64 x N 16..9000.
+ * split-K path (cu_config.mma_small) over every type x T 9..64 x N 16..9000.
  * Limits: exact paths 1e-10 (attention 1e-9; 2e-6 on f16 tensor cores: flash_limit); 8-bit-activation paths 5e-4 against the f32 reference (~5e-5
  * expected), and 1e-10 (1e-6 after a GLU) against the CPU executor where both round activations
  * to q8_K (K-quant weights), which checks the q8_K quantizer bit for bit.
@@ -39,17 +39,33 @@ typedef struct binds {
 
 static uint64_t seed = 0x5B0C0DA;
 static int attn_variant = 1; /* k_attention.cu variant the CUDA runs use */
-static int attn_hpb = 0;     /* variant 4's query heads per block (exec_cuda_set_attn_hpb; 0 = auto) */
-static int attn_warp = 0;    /* variant 4's warp path up to this depth (exec_cuda_set_attn_warp; 0 = off) */
-static int attn_small = 0;   /* variant 4's small-depth layout up to this depth (exec_cuda_set_attn_small; 0 = off) */
+static int attn_hpb = 0;     /* variant 4's query heads per block (cu_config.attn_hpb; 0 = auto) */
+static int attn_warp = 0;    /* variant 4's warp path up to this depth (cu_config.attn_warp; 0 = off) */
+static int attn_small = 0;   /* variant 4's small-depth layout up to this depth (cu_config.attn_small; 0 = off) */
 #define AD_TEST_GMAX 8       /* forced heads per block of 8 = G for every G variant 4 takes (min(n, G)) */
 static bool fuse_on = false;  /* executor-level fusions (the default is on; tests opt in) */
 static int32_t last_kernels;  /* kernels the last CUDA run launched */
 static float *last_y;         /* a copy of the last CUDA run's first output (last_n values) */
 static int64_t last_n;
-static bool ropek_on = false; /* the SB_CUDA_ROPEK experiment (with fuse_on) */
-static bool glu_pair_on = true; /* the GLU in the gate/up launch (with fuse_on; exec_cuda_set_fuse_glu_pair, default on) */
-static bool fattn_mma = true;  /* the tensor-core flash prefill (exec_cuda_set_fattn_mma; default on) */
+static bool ropek_on = false; /* cu_config.fuse_ropek (with fuse_on) */
+static bool glu_pair_on = true; /* the GLU in the gate/up launch (with fuse_on; cu_config.fuse_glu_pair, default on) */
+static bool fattn_mma = true;  /* the tensor-core flash prefill (cu_config.fattn_mma; default on) */
+/* the settings every CUDA context of these tests starts from (main: the defaults); run_config adds
+ * the per-run ones above */
+static cu_config tc_cfg;
+static cu_config run_config(void) {
+    cu_config c = tc_cfg;
+    c.poison = 1;
+    c.attn_variant = attn_variant;
+    c.attn_hpb = attn_hpb;
+    c.attn_warp = attn_warp;
+    c.attn_small = attn_small;
+    c.fuse = fuse_on;
+    c.fuse_ropek = fuse_on && ropek_on;
+    c.fuse_glu_pair = glu_pair_on;
+    c.fattn_mma = fattn_mma;
+    return c;
+}
 /* The NMSE limit of an attention with T > 1 on the flash path (variants 3 and 4): F16 caches with
  * head_dim 64 or 128 take k_fattn_mma.cu while fattn_mma is on — f16 Q and P (f32 accumulation)
  * give NMSE ~1e-8..1e-7 against op_attention (a CPU emulation of its warp math over these shapes:
@@ -104,7 +120,7 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
         exec_cpu_target(&tr);
     else
         plan_target_reference(&tr);
-    exec_cuda_target(&tc);
+    exec_cuda_target(&tc_cfg, &tc);
     double res = 1e30;
     void *dr[64], *dc[64];
     float *yr = NULL, *yc = NULL;
@@ -120,16 +136,9 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     int64_t n = ir_nelem(on);
     yc = malloc((size_t)n * 4);
     for (int64_t i = 0; i < n; i++) yc[i] = NAN;
-    s = exec_cuda_create(1024, &cx);
+    const cu_config cfg = run_config();
+    s = exec_cuda_create(1024, &cfg, &cx);
     if (s != SB_OK) goto out;
-    exec_cuda_set_poison(cx, true);
-    exec_cuda_set_attn_variant(cx, attn_variant);
-    exec_cuda_set_attn_hpb(cx, attn_hpb);
-    exec_cuda_set_attn_warp(cx, attn_warp);
-    exec_cuda_set_attn_small(cx, attn_small);
-    exec_cuda_set_fuse(cx, fuse_on);
-    exec_cuda_set_fuse_ropek(cx, fuse_on && ropek_on);
-    exec_cuda_set_fuse_glu_pair(cx, glu_pair_on);
     exec_bindings ebc = {.data = dc, .n_data = pc->n_inputs};
     float *outs[4] = {yc, NULL, NULL, NULL}; /* outputs after the first (compared) one: read back, not compared */
     if (pc->n_outputs > 4) {
@@ -254,7 +263,7 @@ static void test_matmul(void) {
             }
             if (mmvq_type(t) && T > 8) { /* the token-tile variants: 4 rows per warp; tiled GEMM; int8 MMA */
                 for (int v = 2; v <= (mma_type(t) ? 4 : 3); v++) {
-                    exec_cuda_set_mmvq_variant(v);
+                    tc_cfg.mmq = v;
                     snprintf(label, sizeof label, "matmul %s T=%lld (%s, %s)", ir_dtype_name(t), (long long)T, path_name(t),
                              v == 2 ? "4 rows/warp" : v == 3 ? "tiled GEMM" : "int8 MMA");
                     expect(run_both(g, &b, label), 5e-4, label);
@@ -263,7 +272,7 @@ static void test_matmul(void) {
                         expect(run_cmp(g, &b, label, true), 1e-10, label);
                     }
                 }
-                exec_cuda_set_mmvq_variant(1);
+                tc_cfg.mmq = 1;
             }
             if (q8k_type(t)) { /* the same q8_K rounding as the CPU executor: only summation order differs */
                 snprintf(label, sizeof label, "matmul %s T=%lld vs CPU q8_K", ir_dtype_name(t), (long long)T);
@@ -505,12 +514,12 @@ static void test_reg_gemv(void) {
             char label[96];
             snprintf(label, sizeof label, "GEMV+residual %s K=%lld N=%lld (%s)", ir_dtype_name(cs[k].t), (long long)K, (long long)N,
                      mode == 0 ? "registers" : "k_mmvq");
-            exec_cuda_set_reg(mode == 0);
+            tc_cfg.gemv_reg = mode == 0;
             fuse_on = true;
             expect(run_both(g, &b, label), 5e-4, label);
             fuse_on = false;
         }
-        exec_cuda_set_reg(true);
+        tc_cfg.gemv_reg = true;
         ir_graph_free(g);
         free(wf), free(x), free(rs), free(w);
     }
@@ -536,12 +545,12 @@ static void test_wide_gemv(void) {
             char label[96];
             snprintf(label, sizeof label, "wide GEMV %s K=%lld N=%lld, %d rows a warp", ir_dtype_name(cs[k].t), (long long)K, (long long)N,
                      rows[m]);
-            exec_cuda_set_wide_rows(rows[m]);
+            tc_cfg.head_rows = rows[m];
             expect(run_both(g, &b, label), 5e-4, label);
             if (m == 0 && y1 && last_y && last_n == N) memcpy(y1, last_y, (size_t)N * sizeof *y1);
             else CHECKF(y1 && last_y && last_n == N && !memcmp(y1, last_y, (size_t)N * sizeof *y1), "%s: not the bits of one row a warp", label);
         }
-        exec_cuda_set_wide_rows(2);
+        tc_cfg.head_rows = 2;
         ir_graph_free(g);
         free(wf), free(x), free(w), free(y1);
     }
@@ -550,7 +559,7 @@ static void test_wide_gemv(void) {
 /* An FFN block at T = 1, x + down(act(gate(h)) * up(h)), h = rms_norm(x) * w, fused: the gate/up
  * launch computing the GLU (rows as gate/up pairs; two rows a group, or four past one wave) and the
  * GLU node only quantizing — against the f64 reference, and byte-identical to the same plan with
- * the GLU kernel (exec_cuda_set_fuse_glu_pair off) and to the unfused plan. Shapes: Qwen2.5-0.5B's
+ * the GLU kernel (cu_config.fuse_glu_pair off) and to the unfused plan. Shapes: Qwen2.5-0.5B's
  * (E 896: 28 of a warp's lanes; F 4864), four rows a group (F 6400: more pairs than one wave of
  * two-row groups holds on the H200), GELU, K-quant and legacy types (q8_K and q8_1 activations),
  * two sub-blocks a lane (E 1536). */
@@ -647,9 +656,9 @@ static void test_norm_rows(void) {
         float *y1 = last_y;
         const int64_t n1 = last_n;
         last_y = NULL;
-        exec_cuda_set_norm_rows(false);
+        tc_cfg.norm_rows = false;
         expect(run_both(g, &b, label), 5e-4, label);
-        exec_cuda_set_norm_rows(true);
+        tc_cfg.norm_rows = true;
         CHECKF(y1 && last_y && n1 == last_n && !memcmp(y1, last_y, (size_t)n1 * 4), "%s: not byte-identical to the 1024-thread kernel", label);
         free(y1);
         ir_graph_free(g);
@@ -729,9 +738,9 @@ static void test_attention(void) {
 static void test_rope_attention(void) {
     const int64_t Hq = 4, Hkv = 2, C = 200, D = 64, Dkv = D * Hkv;
     /* hpb: variant 4's heads per block (0 auto: 1 at these depths); warp: its warp path up to that depth
-     * (SB_CUDA_ATTN_WARP; 0 off): one warp (depth <= 32), the keys loaded before pos is read (depth
+     * (attn_warp; 0 off): one warp (depth <= 32), the keys loaded before pos is read (depth
      * <= 64), several warps from global rows, and too deep for it (the tiled path); small: the
-     * small-depth layout up to that depth (SB_CUDA_ATTN_SMALL; 0 off): 1, 32, 64 keys (the keys
+     * small-depth layout up to that depth (attn_small; 0 off): 1, 32, 64 keys (the keys
      * loaded before pos is read), 65 (past it: the tiled path), 101 and 128 (global rows), odd cases
      * with the q8_1 output */
     struct { int64_t T, p0; int mode, n_rot, variant, hpb, warp, small; } cs[] = {
@@ -865,8 +874,8 @@ static void test_qkv_rope_block(void) {
  * partials; then the third layer's attention writes its q8_1 output too (the second
  * plan_attn_quant), and the norms after the O and down GEMMs sum their split-K partials
  * (plan_norm_sums: 5 reduces).
- * Vs the f64 reference, and bit for bit the plan without any of these (SB_CUDA_ROPE_INPLACE=0
- * SB_CUDA_ATTN_QUANT2=0 SB_CUDA_NORM_SUMS=0), with fewer kernels at each step. */
+ * Vs the f64 reference, and bit for bit the plan without any of these (cu_config rope_inplace,
+ * attn_quant2 and norm_sums 0), with fewer kernels at each step. */
 static void test_qwen_layers(void) {
     const int NL = 3;
     const int64_t E = QL_E, D = QL_D, Hkv = QL_HKV, F = QL_F, T = 64, C = 640, P0 = 512;
@@ -897,7 +906,7 @@ static void test_qwen_layers(void) {
             free(f);
         }
     }
-    exec_cuda_set_mmvq_variant(4); /* the int8 MMA GEMMs (the default outside these tests) */
+    tc_cfg.mmq = 4; /* the int8 MMA GEMMs (the default outside these tests) */
     fuse_on = true;
     /* each plan: fewer kernels than the one before, the same bytes as the first */
     /* (T 64: every group and O / down GEMM splits) the in-place rope in layers 2.., the quantize
@@ -911,9 +920,9 @@ static void test_qwen_layers(void) {
     for (int k = 0; k < 3; k++) {
         char label[64];
         snprintf(label, sizeof label, "%d Qwen2.5-0.5B layers T=%d %s", NL, (int)T, what[k]);
-        setenv("SB_CUDA_ROPE_INPLACE", k ? "1" : "0", 1);
-        setenv("SB_CUDA_ATTN_QUANT2", k == 2 ? "1" : "0", 1);
-        setenv("SB_CUDA_NORM_SUMS", k == 2 ? "1" : "0", 1);
+        tc_cfg.rope_inplace = k != 0;
+        tc_cfg.attn_quant2 = k == 2;
+        tc_cfg.norm_sums = k == 2;
         const double e = run_both(g, &b, label);
         /* 8-bit activations through 7 GEMMs a layer, and attention over random keys (peaked softmax):
          * the error grows with depth — H200, every plan the same bits: 2 layers 6.2e-3, 3 layers
@@ -928,21 +937,19 @@ static void test_qwen_layers(void) {
         }
         kp = last_kernels;
     }
-    unsetenv("SB_CUDA_ROPE_INPLACE");
-    unsetenv("SB_CUDA_ATTN_QUANT2");
-    unsetenv("SB_CUDA_NORM_SUMS");
+    tc_cfg.rope_inplace = tc_cfg.attn_quant2 = tc_cfg.norm_sums = 1;
     fuse_on = false;
-    exec_cuda_set_mmvq_variant(1);
+    tc_cfg.mmq = 1;
     free(y0);
     for (int k = 0; k < b.n; k++) free(b.data[k]);
     ir_graph_free(g);
 }
 
-/* The int8 tensor-core prefill GEMM (k_mma.cu, SB_CUDA_MMQ=4) on model shapes with ragged edges:
+/* The int8 tensor-core prefill GEMM (k_mma.cu, cu_config.mmq 4) on model shapes with ragged edges:
  * K 896 (Q4_0/Q5_0/Q8_0) and 4864 (K-quants, q8_K activations: also vs the CPU executor, bit
  * for bit up to summation order), rows and tokens not multiples of the 64/128 x 64 tiles, T 9 / 64
  * / 512 / 520, every tile of launch_mma's choice (on a 132-SM H200: 128 x 64 for N 4100-4900 at
- * T >= 512, 64 x 64 for N 600 at T 512, 64 x 32 for the rest; SB_CUDA_MMA_TILE forces one), and
+ * T >= 512, 64 x 64 for N 600 at T 512, 64 x 32 for the rest; cu_config.mma_tile forces one), and
  * the bias / residual epilogue through the executor fusion. */
 static void test_mma_prefill(void) {
     struct { int t; int64_t K, N, T; int ep; } cs[] = {
@@ -951,8 +958,8 @@ static void test_mma_prefill(void) {
         {SB_TYPE_Q5_K, 4864, 45, 130, 2},  {SB_TYPE_Q6_K, 256, 4900, 520, 0}, {SB_TYPE_Q5_0, 256, 4100, 512, 1},
         {SB_TYPE_Q4_K, 256, 4160, 512, 2}, {SB_TYPE_Q5_0, 896, 600, 512, 0},
     };
-    exec_cuda_set_mma_small(0); /* the 128/64 x 64 tiles themselves (T <= 512 takes the small-T path by default) */
-    exec_cuda_set_mmvq_variant(4);
+    tc_cfg.mma_small = 0; /* the 128/64 x 64 tiles themselves (T <= 512 takes the small-T path by default) */
+    tc_cfg.mmq = 4;
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int t = cs[k].t;
         const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
@@ -984,8 +991,8 @@ static void test_mma_prefill(void) {
         ir_graph_free(g);
         free(wf), free(x), free(o), free(w);
     }
-    exec_cuda_set_mma_small(2);
-    exec_cuda_set_mmvq_variant(1);
+    tc_cfg.mma_small = 2;
+    tc_cfg.mmq = 1;
 }
 
 /* Run g (output 0) on ONE CUDA executor at each position of ps in turn — b->pos[0] changes between
@@ -996,7 +1003,7 @@ static void expect_steps(ir_graph *g, binds *b, const int32_t *ps, int nsteps, d
     plan *pr = NULL, *pc = NULL;
     plan_target tr, tc;
     plan_target_reference(&tr);
-    exec_cuda_target(&tc);
+    exec_cuda_target(&tc_cfg, &tc);
     void *dr[64], *dc[64];
     exec_cuda *cx = NULL;
     void *arena = NULL;
@@ -1008,14 +1015,9 @@ static void expect_steps(ir_graph *g, binds *b, const int32_t *ps, int nsteps, d
     if (s == SB_OK) s = exec_cuda_check(pc);
     if (s == SB_OK) s = bind(pr, b, dr);
     if (s == SB_OK) s = bind(pc, b, dc);
-    if (s == SB_OK) s = exec_cuda_create(1024, &cx);
+    const cu_config cfg = run_config();
+    if (s == SB_OK) s = exec_cuda_create(1024, &cfg, &cx);
     if (s == SB_OK) {
-        exec_cuda_set_poison(cx, true);
-        exec_cuda_set_attn_variant(cx, attn_variant);
-        exec_cuda_set_attn_hpb(cx, attn_hpb);
-        exec_cuda_set_attn_warp(cx, attn_warp);
-        exec_cuda_set_attn_small(cx, attn_small);
-        exec_cuda_set_fuse(cx, fuse_on);
         n = ir_nelem(&pc->g->nodes[pc->outputs[0].node]);
         yc = malloc((size_t)n * 4);
         ab = exec_cpu_arena_bytes(pr, 1);
@@ -1098,13 +1100,13 @@ static void test_decode_attention_v4(void) {
         binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0"}, .data = {q, kn, vn, kc, vc}, .n = 5, .pos = pos};
         /* heads per block: auto, 1, 3 and G (8 = min(8, G)); a forced value equal to an earlier one
          * is skipped. The same data each time: the reference's kv_store rewrites the same rows. */
-        /* then the warp path (SB_CUDA_ATTN_WARP): up to depth 1024 (every depth here but 4100 and window
+        /* then the warp path (attn_warp): up to depth 1024 (every depth here but 4100 and window
          * 300 at 4100: one warp, warps over chunks, the keys loaded before pos is read, a window's
          * global rows; past 256 keys splits of 256 merged by the last block, 2..3 of them), up to 32
          * (one warp; deeper steps tiled: mode changes on one executor), with 3 heads a block (warp
          * path off: tiled), and at every depth (clamped to 256 x the splits: depth 4100 in 17
          * splits; a last split of <= 32 keys: one warp's partial); then the small-depth layout
-         * (SB_CUDA_ATTN_SMALL) up to 64 keys with the tiled path deeper, up to 128 keys with the warp
+         * (attn_small) up to 64 keys with the tiled path deeper, up to 128 keys with the warp
          * path deeper, and with 3 heads a block (small layout off: tiled) */
         const int hpbs[] = {0, 1, 3, AD_TEST_GMAX, 0, 0, 3, 0, 0, 0, 3};
         const int warps[] = {0, 0, 0, 0, 1024, 32, 1024, 1 << 20, 0, 1 << 20, 1 << 20};
@@ -1219,7 +1221,7 @@ static void test_prefill_block(void) {
  * launch, each block decoding its own). */
 static void test_mma_groups(void) {
     static const int64_t Ts[] = {64, 100, 512};
-    exec_cuda_set_mmvq_variant(4);
+    tc_cfg.mmq = 4;
     for (int c = 0; c < 5; c++)
         for (int ti = 0; ti < 3; ti++) {
             const int64_t K = 896, T = Ts[ti], N1 = c == 0 ? 4864 : c >= 3 ? 128 : 896, N2 = c == 0 ? 4864 : c >= 3 ? 896 : 128;
@@ -1249,7 +1251,7 @@ static void test_mma_groups(void) {
             ir_graph_free(g);
             free(w1f), free(w2f), free(x), free(b1), free(b2), free(w1), free(w2);
         }
-    exec_cuda_set_mmvq_variant(1);
+    tc_cfg.mmq = 1;
 }
 
 /* A prefill FFN (T > 8): the gate/up MMA group whose launch writes the GLU itself (cuda_fusion.c
@@ -1264,7 +1266,7 @@ static void test_mma_glu_pair(void) {
     typedef struct { int t; int64_t T; bool gelu; } pair_case;
     static const pair_case cs[] = {{SB_TYPE_Q5_0, 64, false}, {SB_TYPE_Q8_0, 17, true}, {SB_TYPE_Q4_0, 512, false}};
     const int64_t K = 896, N = 3232, ND = 64;
-    exec_cuda_set_mmvq_variant(4);
+    tc_cfg.mmq = 4;
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int t = cs[k].t;
         const int64_t T = cs[k].T;
@@ -1281,10 +1283,10 @@ static void test_mma_glu_pair(void) {
         char label[96];
         snprintf(label, sizeof label, "MMA gate/up %s %s T=%lld -> down", ir_dtype_name(t), cs[k].gelu ? "GeGLU" : "SwiGLU", (long long)T);
         plan_target tc;
-        exec_cuda_target(&tc);
+        exec_cuda_target(&tc_cfg, &tc);
         plan *pc = NULL;
         CHECK(plan_build(g, &tc, NULL, &pc) == SB_OK);
-        if (pc) CHECKF(exec_cuda_count_glu_pairs(pc) == 1, "%s: %d gate/up launches write the GLU (1 expected)", label, (int)exec_cuda_count_glu_pairs(pc));
+        if (pc) CHECKF(exec_cuda_count_glu_pairs(pc, &tc_cfg) == 1, "%s: %d gate/up launches write the GLU (1 expected)", label, (int)exec_cuda_count_glu_pairs(pc, &tc_cfg));
         plan_free(pc);
         fuse_on = true;
         expect_flip(g, &b, label, "GLU in the GEMM", &glu_pair_on, 5e-4, 0, true); /* the same kernels, the same bits */
@@ -1292,12 +1294,12 @@ static void test_mma_glu_pair(void) {
         ir_graph_free(g);
         free(wgf), free(wuf), free(wdf), free(x), free(wg), free(wu), free(wd);
     }
-    exec_cuda_set_mmvq_variant(1);
+    tc_cfg.mmq = 1;
 }
 
-/* The small-T path of the int8 tensor-core GEMM (k_mma.cu cu_matmul_mma_small, SB_CUDA_MMA_SMALL):
+/* The small-T path of the int8 tensor-core GEMM (k_mma.cu cu_matmul_mma_small, cu_config.mma_small):
  * 32 x 64 tiles with K split across blocks, every weight type k_mma takes (Q4_0 / Q5_0 / Q8_0 on
- * q8_1, K 896 or 4864; Q4_K / Q5_K / Q6_K on q8_K, and on q8_1 through SB_CUDA_ACT=q8_1, K 4864;
+ * q8_1, K 896 or 4864; Q4_K / Q5_K / Q6_K on q8_K, and on q8_1 through cu_config.act_q8_1, K 4864;
  * Q4_1 / Q5_1 / IQ4_NL / Q3_K / IQ4_XS in 4 cases each)
  * x T 9 / 16 / 17 / 33 / 64 x N 16 / 128 / 136 / 896 (ragged 32-row and 64-token tiles, 1..28
  * tiles; on a 132-SM H200 K 896 splits 7 ways, K 4864 13 ways, with a short last split), the bias
@@ -1340,7 +1342,7 @@ static void test_mma_small(void) {
     /* the down projection's shape at T 512: split 5 ways by the waves rule (mma_small_split), 8 token tiles */
     cs[n++] = (small_case){SB_TYPE_Q6_K, 4864, 896, 512, 1, false, 0};
     cs[n++] = (small_case){SB_TYPE_Q4_K, 4864, 896, 512, 2, false, 0};
-    exec_cuda_set_mmvq_variant(4);
+    tc_cfg.mmq = 4;
     for (int k = 0; k < n; k++) {
         const int t = cs[k].t, ep = cs[k].ep;
         const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
@@ -1354,15 +1356,15 @@ static void test_mma_small(void) {
         if (ep) mm = ir_add(g, mm, ir_input_weight(g, "o", SB_TYPE_F32, (int64_t[4]){N, ep == 2 ? T : 1, 1, 1}));
         ir_output(g, mm, "y");
         binds b = {.name = {"w", "x", "o"}, .data = {w, x, o}, .n = 3};
-        if (cs[k].q81) setenv("SB_CUDA_ACT", "q8_1", 1); /* K-quants on q8_1 activations (read by exec_cuda_target) */
+        tc_cfg.act_q8_1 = cs[k].q81; /* K-quants on q8_1 activations (read by exec_cuda_target) */
         fuse_on = ep != 0;                               /* the add as the GEMM's epilogue */
         int32_t kern[3] = {0, 0, 0};
-        exec_cuda_set_mma_small_tmax(cs[k].tmax); /* 0: the default 512 */
+        tc_cfg.mma_small_tmax = cs[k].tmax > 8 ? cs[k].tmax : 512; /* 0: the default 512 */
         for (int mode = 1; mode <= (N <= 136 || N == 3000 || cs[k].tmax ? 2 : 1); mode++) { /* k_mma_reduce on the cheaper cases */
             char label[112];
             snprintf(label, sizeof label, "MMA small/%d %s%s K=%lld N=%lld T=%lld%s", mode, ir_dtype_name(t), cs[k].q81 ? " q8_1" : "",
                      (long long)K, (long long)N, (long long)T, ep == 1 ? " + bias" : ep == 2 ? " + residual" : "");
-            exec_cuda_set_mma_small(mode);
+            tc_cfg.mma_small = mode;
             expect(run_both(g, &b, label), 5e-4, label);
             kern[mode] = last_kernels;
             if (q8k_type(t) && !cs[k].q81 && mode == 1) {
@@ -1371,10 +1373,10 @@ static void test_mma_small(void) {
                 expect(run_cmp(g, &b, label, true), 1e-10, label);
             }
         }
-        exec_cuda_set_mma_small(2); /* the default */
-        exec_cuda_set_mma_small_tmax(0);
+        tc_cfg.mma_small = 2; /* the default */
+        tc_cfg.mma_small_tmax = 512;
         fuse_on = false;
-        if (cs[k].q81) unsetenv("SB_CUDA_ACT");
+        tc_cfg.act_q8_1 = 0;
         /* N <= 136: 1..15 tiles of 32 rows, K split on any GPU of >= 16 SMs, so mode 2 adds k_mma_reduce
          * (T above the limit: the same kernels) */
         const int split_reduce = T <= (cs[k].tmax ? cs[k].tmax : 512);
@@ -1384,7 +1386,7 @@ static void test_mma_small(void) {
         ir_graph_free(g);
         free(wf), free(x), free(o), free(w);
     }
-    exec_cuda_set_mmvq_variant(1);
+    tc_cfg.mmq = 1;
 }
 
 /* Flash-attention prefill (k_fattn.cu, attention variant 3 for T > 1) vs op_attention: T 9 / 64 /
@@ -1481,6 +1483,11 @@ static void test_flash_attention(void) {
 }
 
 int main(void) {
+    tc_cfg = cu_config_default;
+    if (cu_config_tune(&tc_cfg, getenv("SB_TUNE")) != SB_OK) { /* bench/gpu.sh's runs with other settings */
+        printf("FAIL: %s\n", sb_last_error());
+        return 1;
+    }
     char why[512];
     if (!exec_cuda_available(why, sizeof why)) {
         printf("SKIP: %s\n", why);
@@ -1490,19 +1497,19 @@ int main(void) {
     test_get_rows();
     test_matmul();
     test_norm_glu_ew();
-    printf("-- the same with the one-row-in-registers quantizers (SB_CUDA_AQ=1)\n");
-    exec_cuda_set_act_fast(true);
+    printf("-- the same with the one-row-in-registers quantizers (cu_config.act_fast)\n");
+    tc_cfg.act_fast = true;
     test_norm_glu_ew();
-    exec_cuda_set_act_fast(false);
+    tc_cfg.act_fast = false;
     test_fused_epilogue();
     test_multi_gemv();
     test_reg_gemv();
     test_wide_gemv();
-    printf("-- T = 1 GEMVs through k_gemv_fused (SB_CUDA_REG=0)\n");
-    exec_cuda_set_reg(false);
+    printf("-- T = 1 GEMVs through k_gemv_fused (cu_config.gemv_reg 0)\n");
+    tc_cfg.gemv_reg = false;
     test_fused_epilogue();
     test_multi_gemv();
-    exec_cuda_set_reg(true);
+    tc_cfg.gemv_reg = true;
     test_glu_pairs();
     test_add_norm();
     test_norm_rows();
@@ -1518,19 +1525,17 @@ int main(void) {
     test_prefill_block();
     test_qwen_layers();
     test_flash_attention(); /* with the key split (the default) */
-    printf("-- flash-attention prefill without its key split (SB_CUDA_FATTN_SPLIT=0)\n");
-    exec_cuda_set_fattn_split(false);
+    printf("-- flash-attention prefill without its key split (fattn_split 0)\n");
+    tc_cfg.fattn_split = false;
     test_flash_attention();
-    exec_cuda_set_fattn_split(true);
-    printf("-- flash-attention prefill without the 16-query key-split-over-warps blocks (SB_CUDA_FATTN_WS=0)\n");
-    exec_cuda_set_fattn_ws(false);
+    tc_cfg.fattn_split = true;
+    printf("-- flash-attention prefill without the 16-query key-split-over-warps blocks (fattn_ws 0)\n");
+    tc_cfg.fattn_ws = false;
     test_flash_attention();
-    exec_cuda_set_fattn_ws(true);
-    printf("-- flash-attention prefill without the tensor-core kernel (SB_CUDA_FATTN_MMA=0: k_fattn.cu for every cache)\n");
-    exec_cuda_set_fattn_mma(false);
+    tc_cfg.fattn_ws = true;
+    printf("-- flash-attention prefill without the tensor-core kernel (fattn_mma 0: k_fattn.cu for every cache)\n");
     fattn_mma = false;
     test_flash_attention();
-    exec_cuda_set_fattn_mma(true);
     fattn_mma = true;
     const int rc = test_summary();
     free(last_y);

@@ -18,6 +18,7 @@
 #include "qwen_layers.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* y = W x with W of type wt [K,N]; returns the plan for the CUDA target (or NULL) */
 static plan *matmul_plan(int wt, int64_t K, int64_t N, const char *wname) {
@@ -27,7 +28,7 @@ static plan *matmul_plan(int wt, int64_t K, int64_t N, const char *wname) {
     ir_ref x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, 3, 1, 1});
     ir_output(g, ir_matmul(g, w, x), "y");
     plan_target t;
-    exec_cuda_target(&t);
+    exec_cuda_target(NULL, &t);
     plan *p = NULL;
     sb_status s = plan_build(g, &t, NULL, &p);
     CHECKF(s == SB_OK, "plan_build for %s: %s", ir_dtype_name(wt), sb_last_error());
@@ -56,12 +57,12 @@ static int fusions_of(const char *path) {
     rt_build bld = {.g = g, .m = m, .T = te ? atoi(te) : 1, .n_out = 1, .n_ctx = 4096, .kv_type = SB_TYPE_F16};
     plan *pd = NULL;
     plan_target t;
-    exec_cuda_target(&t);
+    exec_cuda_target(NULL, &t);
     if (rt_build_decoder(&bld) == SB_OK && plan_build(g, &t, NULL, &pd) == SB_OK) {
         int32_t nk = 0;
         for (int32_t i = 0; i < pd->g->n_nodes; i++) nk += !(ir_ops[pd->g->nodes[i].op].flags & OPF_INPUT);
         printf("%s: %d compute nodes, %d fused away, %d GLU pairs, %d norms summing split partials\n", path, (int)nk,
-               (int)exec_cuda_count_fusions(pd), (int)exec_cuda_count_glu_pairs(pd), (int)exec_cuda_count_norm_sums(pd));
+               (int)exec_cuda_count_fusions(pd, NULL), (int)exec_cuda_count_glu_pairs(pd, NULL), (int)exec_cuda_count_norm_sums(pd, NULL));
         if (getenv("SB_PRINT_PLAN")) ir_print(pd->g, stdout); /* the planned decode graph, for reading fusions */
         plan_free(pd);
     }
@@ -70,8 +71,30 @@ static int fusions_of(const char *path) {
     return 0;
 }
 
+/* SB_TUNE's one parser (cu_config_tune): every key sets its field, a bad string names the key and
+ * leaves the config unchanged */
+static void test_tune(void) {
+    cu_config c = cu_config_default;
+    CHECK(cu_config_tune(&c, NULL) == SB_OK && cu_config_tune(&c, "") == SB_OK && !memcmp(&c, &cu_config_default, sizeof c));
+    CHECK(cu_config_tune(&c, "attn_variant=2,mma_small_tmax=300,,fuse=0") == SB_OK);
+    CHECK(c.attn_variant == 2 && c.mma_small_tmax == 300 && c.fuse == 0 && c.graphs == 1);
+    const cu_config before = c;
+    static const struct {
+        const char *spec, *needle;
+    } bad[] = {{"nonsense=1", "unknown key \"nonsense\""}, {"fuse", "not key=value"}, {"fuse=", "fuse needs an integer"},
+               {"fuse=2", "fuse=2 is not an integer in 0..1"}, {"attn_variant=x", "attn_variant=x"}, {"fuse=0,graphs=7", "graphs=7"},
+               {"mmq=99999999999999999999", "mmq"}, {"fuse=1x", "fuse=1x"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const sb_status st = cu_config_tune(&c, bad[i].spec);
+        CHECKF(st == SB_ERR_INVALID_ARG && strstr(sb_last_error(), bad[i].needle), "SB_TUNE \"%s\": %s (%s)", bad[i].spec, sb_status_str(st),
+               sb_last_error());
+        CHECKF(!memcmp(&c, &before, sizeof c), "SB_TUNE \"%s\" changed the config", bad[i].spec);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) return fusions_of(argv[1]);
+    test_tune();
     /* a build without the backend: the check refuses everything, nothing else to test */
     plan *probe = matmul_plan(SB_TYPE_F32, 64, 4, "probe");
     if (!probe) return test_summary();
@@ -119,7 +142,7 @@ int main(int argc, char **argv) {
         ir_attn_params ap = {.n_head_kv = 1, .head_dim = (int32_t)D, .scale = 0.05f};
         ir_output(g, ir_attention(g, q, k, v, ir_input_pos(g, 1), &ap), "y");
         plan_target t;
-        exec_cuda_target(&t);
+        exec_cuda_target(NULL, &t);
         plan *pa = NULL;
         CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
         if (pa) {
@@ -143,11 +166,11 @@ int main(int argc, char **argv) {
                 rt_build bld = {.g = g, .m = m, .T = T, .n_out = 1, .n_ctx = 64, .kv_type = SB_TYPE_F32};
                 CHECK(rt_build_decoder(&bld) == SB_OK);
                 plan_target t;
-                exec_cuda_target(&t);
+                exec_cuda_target(NULL, &t);
                 plan *pd = NULL;
                 CHECK(plan_build(g, &t, NULL, &pd) == SB_OK);
                 if (pd) {
-                    int32_t nf = exec_cuda_count_fusions(pd);
+                    int32_t nf = exec_cuda_count_fusions(pd, NULL);
                     printf("qwen2 test model, T=%lld: %d nodes fused away (%lld layers)\n", (long long)T, nf,
                            (long long)m->hp.n_layer);
                     /* T = 1 also: K/V (or Q) and up into one launch with Q (or K) and gate, V's kv_store
@@ -167,31 +190,28 @@ int main(int argc, char **argv) {
      * at 64 new tokens, planned as on an H200 (sm_90, 132 SMs; no GPU needed): the K, V, Q GEMMs are
      * one MMA group that splits K, and the memory plan puts Q's rope over K's result, so the rope goes
      * over Q's own memory (inplace_rope_of) and joins K's and V's jobs — a fusion more than with
-     * SB_CUDA_ROPE_INPLACE=0 where the plan put it there (layers 2 and 3 here; then the jobs sum the
+     * cu_config.rope_inplace 0 where the plan put it there (layers 2 and 3 here; then the jobs sum the
      * group's partials: no reduce kernel either). With Q's rope output moved, the third layer's
-     * attention also writes its q8_1 output (SB_CUDA_ATTN_QUANT2: the plan had put that output over
+     * attention also writes its q8_1 output (cu_config.attn_quant2: the plan had put that output over
      * the rope's first place). The O and down GEMMs split K, and the norm after each (but the last
-     * down's: the graph ends there) sums the partials (SB_CUDA_NORM_SUMS: 5). */
+     * down's: the graph ends there) sums the partials (cu_config.norm_sums: 5). */
     {
         const int NL = 3;
         exec_cuda_assume_device(9, 132);
         int32_t nf[3] = {-1, -1, -1}, ns[3] = {-1, -1, -1};
         for (int on = 0; on < 3; on++) {
             ir_graph *g = qwen_layers(NL, 64, 640);
-            setenv("SB_CUDA_ROPE_INPLACE", on ? "1" : "0", 1);
-            setenv("SB_CUDA_ATTN_QUANT2", on == 2 ? "1" : "0", 1);
-            setenv("SB_CUDA_NORM_SUMS", on == 2 ? "1" : "0", 1);
+            cu_config cfg = cu_config_default;
+            cfg.rope_inplace = on != 0;
+            cfg.attn_quant2 = cfg.norm_sums = on == 2;
             plan_target t;
-            exec_cuda_target(&t);
+            exec_cuda_target(NULL, &t);
             plan *pa = NULL;
             CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
-            if (pa) nf[on] = exec_cuda_count_fusions(pa), ns[on] = exec_cuda_count_norm_sums(pa);
+            if (pa) nf[on] = exec_cuda_count_fusions(pa, &cfg), ns[on] = exec_cuda_count_norm_sums(pa, &cfg);
             plan_free(pa);
             ir_graph_free(g);
         }
-        unsetenv("SB_CUDA_ROPE_INPLACE");
-        unsetenv("SB_CUDA_ATTN_QUANT2");
-        unsetenv("SB_CUDA_NORM_SUMS");
         exec_cuda_assume_device(0, 0);
         printf("three Qwen2.5-0.5B layers, T=64, as on an H200: %d fusions, %d with the in-place rope, %d with the attention's quantize "
                "(%d norms summing split partials)\n",
@@ -225,13 +245,13 @@ int main(int argc, char **argv) {
         if (gemv) att = ir_matmul(g, ir_input_weight(g, "wo", SB_TYPE_Q8_0, (int64_t[4]){D * Hq, 32, 1, 1}), att);
         ir_output(g, att, "y");
         plan_target t;
-        exec_cuda_target(&t);
+        exec_cuda_target(NULL, &t);
         plan *pa = NULL;
         CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
         if (pa) {
             /* + the two kv_stores side by side in one launch (plan_rope_jobs) */
-            CHECKF(exec_cuda_count_fusions(pa) == 2 + gemv, "rope(q)+attention%s T=%d: %d fusions (%d expected)", gemv ? "+gemv" : "", T,
-                   (int)exec_cuda_count_fusions(pa), 2 + gemv);
+            CHECKF(exec_cuda_count_fusions(pa, NULL) == 2 + gemv, "rope(q)+attention%s T=%d: %d fusions (%d expected)", gemv ? "+gemv" : "", T,
+                   (int)exec_cuda_count_fusions(pa, NULL), 2 + gemv);
             plan_free(pa);
         }
         ir_graph_free(g);
@@ -263,13 +283,13 @@ int main(int argc, char **argv) {
         ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 0.125f};
         ir_output(g, ir_attention(g, q, kcr, vcr, pr, &ap), "y");
         plan_target t;
-        exec_cuda_target(&t);
+        exec_cuda_target(NULL, &t);
         plan *pa = NULL;
         CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
         if (pa) {
-            setenv("SB_CUDA_ROPEK", ropek ? "1" : "0", 1);
-            const int32_t nf = exec_cuda_count_fusions(pa);
-            unsetenv("SB_CUDA_ROPEK");
+            cu_config cfg = cu_config_default;
+            cfg.fuse_ropek = ropek;
+            const int32_t nf = exec_cuda_count_fusions(pa, &cfg);
             printf("decode attention block (rope(K) %d): %d nodes fused away\n", ropek, (int)nf);
             CHECKF(nf == 8 + ropek, "attention block (rope(K) %d): %d fusions (%d expected)", ropek, (int)nf, 8 + ropek);
             plan_free(pa);

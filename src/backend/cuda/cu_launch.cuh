@@ -26,7 +26,7 @@ static inline unsigned cu_div_up(int64_t a, int64_t b) { return (unsigned)((a + 
  * scheduled while this one still runs; each kernel starts with CU_PDL_ENTRY (device/common.cuh):
  * allow its own dependents, then wait for its prerequisite grid to complete and flush — before
  * any memory access, so the ordering is exactly the stream order. */
-extern "C" int cu_pdl_flag;
+#include "backend/cuda/cu_config.h"
 template <class T> struct cu_id {
     typedef T type;
 };
@@ -44,7 +44,7 @@ static inline void cu_launch_smem(void (*k)(KArgs...), dim3 grid, dim3 block, si
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at;
-    cfg.numAttrs = cu_pdl_flag ? 1 : 0;
+    cfg.numAttrs = cu_pdl_on() ? 1 : 0;
     (void)cudaLaunchKernelEx(&cfg, k, args...); /* an error stays for cu_after_launch's cudaGetLastError */
 }
 template <typename... KArgs>

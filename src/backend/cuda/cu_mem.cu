@@ -9,6 +9,7 @@
  * Non-goals: pools/sub-allocation (the planner's arena is the pool), multi-device.
  */
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/cu_config.h"
 #include "base/status.h"
 
 #include <cuda_runtime.h>
@@ -168,10 +169,17 @@ extern "C" int cu_cc_major(void) {
     return n;
 }
 
-extern "C" {
-int cu_pdl_flag = 0;
+/* PDL needs a compute capability >= 9.0 device and kernels compiled for compute_90+ (they carry
+ * griddepcontrol); asked once (a race stores the same answer) */
+extern "C" bool cu_pdl_on(void) {
+    static int ok = -1;
+    int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = cu_cc_major() >= 9 && cu_kernels_ptx_version() >= 90;
+        __atomic_store_n(&ok, v, __ATOMIC_RELAXED);
+    }
+    return v && cu_cfg()->pdl;
 }
-extern "C" void cu_set_pdl(bool on) { cu_pdl_flag = on ? 1 : 0; }
 
 extern "C" sb_status cu_events_create(void **ev, int n) {
     for (int i = 0; i < n; i++) ev[i] = NULL;

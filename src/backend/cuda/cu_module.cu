@@ -85,7 +85,7 @@ extern "C" sb_status cu_gen_launch(cu_stream s, void *fn, unsigned grid, unsigne
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at;
-    cfg.numAttrs = cu_pdl_flag ? 1 : 0;
+    cfg.numAttrs = cu_pdl_on() ? 1 : 0;
     void *args[1] = {params};
     (void)cudaLaunchKernelExC(&cfg, (const void *)fn, args);
     return cu_after_launch("a generated kernel (codegen)");

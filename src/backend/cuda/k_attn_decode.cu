@@ -87,10 +87,6 @@
  * load, expf, 2 V loads, 2 FMAs; independent but the acc chain) -> barrier -> 8 x 2 shared loads
  * + adds -> store (+ q8_1: 2 shuffle reductions); vs the warp path's 64 dependent FMAs of the row
  * dot and 32 x (shuffle + FMA) of P.V in one warp.
- * Timing experiments (SB_CUDA_ATTN_EXP, cu_attn_decode_set_exp; results are WRONG for 1..4, for
- * bisecting where the time goes on the GPU only): 1 q copied without its RoPE, 2 no scores and no
- * softmax (p = 1 for every key), 3 no P.V (acc stays 0), 4 return right after the PDL wait (no
- * loads, nothing written); 2 and 3 do not apply to the warp path (1 and 4 do).
  * Requires: G <= 8, D <= 256, F32 or F16 cache, S <= 256, counters for every head block
  * (cu_attention falls back to variant 2 without them).
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c: attention, rope+attention, the
@@ -131,7 +127,6 @@ typedef struct ad_args {
     int hpb_lo, hpb_hi;     /* query heads per block at small depth (lo mode) and deeper (hi mode) */
     int lo_blocks;          /* lo mode while its active blocks Hkv * ceil(G / hpb_lo) * na <= lo_blocks */
     int spec;               /* keys of the first tile loaded before pos is read (blocks that are split 0; 0: none) */
-    int exp;                /* timing experiment (SB_CUDA_ATTN_EXP, the header), 0 = none */
     int pre;                /* the small-only kernel issues its speculative K/V copies before the PDL wait */
     int warp;               /* the warp path at depths n <= warp (0: off; only with hpb_lo 1) */
     int small;              /* the small layout at depths n <= small (<= AD_SKMAX; 0: off; only with hpb_lo 1) */
@@ -246,7 +241,7 @@ static __device__ __forceinline__ void ad_q_to_shared(float *sq, const float *qr
 #pragma unroll
     for (int i = 0; i < AD_ACC; i++)
         if ((int)threadIdx.x + i * AD_THREADS < GDb) sq[threadIdx.x + i * AD_THREADS] = qr[i];
-    if (rp.n_rot <= 0 || a.exp == 1) return; /* exp 1: no RoPE (timing only) */
+    if (rp.n_rot <= 0) return;
     __syncthreads();
     const int half = rp.n_rot / 2;
     for (int i = threadIdx.x; i < Gb * half; i += AD_THREADS) { /* pairs are disjoint: rotated in place */
@@ -528,10 +523,6 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
         CU_PDL_LAUNCH();
     else
         CU_PDL_ENTRY();
-    if (a.exp == 4) { /* timing only: the launch and the wait */
-        if (pre) CU_PDL_WAIT();
-        return;
-    }
     extern __shared__ __align__(16) unsigned char ad_sm[];
     __shared__ int last;
     const int L = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
@@ -675,54 +666,47 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
         }
         cu_cp_wait<1>(); /* this thread's K copies landed (groups complete in order; older ones, the speculative ones too) */
         __syncthreads();
-        if (a.exp == 2) { /* timing only: p = 1, no scores */
-            for (int i = tid; i < Gb * nk; i += AD_THREADS) ss[(i / nk) * a.tk + i % nk] = 1.0f;
-            if (tid < Gb) sm_c[tid] = 1.0f, sm_l[tid] += (float)nk, sm_m[tid] = 0.0f;
-        } else {
-            ad_scores(ss, sq, tkk, Gb, nk, a);
-            __syncthreads();
-            if (w < Gb) { /* warp w: head w's running max and sum; scores -> probabilities */
-                float *sr = ss + w * a.tk;
-                float mt = -INFINITY;
-                for (int k = lane; k < nk; k += 32) mt = fmaxf(mt, sr[k]);
-                mt = warp_max(mt);
-                const float mo = sm_m[w], mn = fmaxf(mo, mt); /* finite: the tile holds a key */
-                float sum = 0.0f;
-                for (int k = lane; k < nk; k += 32) {
-                    const float e = expf(sr[k] - mn);
-                    sr[k] = e;
-                    sum += e;
-                }
-                sum = warp_sum(sum);
-                if (lane == 0) {
-                    const float c = expf(mo - mn);
-                    sm_c[w] = c;
-                    sm_l[w] = sm_l[w] * c + sum;
-                    sm_m[w] = mn;
-                }
+        ad_scores(ss, sq, tkk, Gb, nk, a);
+        __syncthreads();
+        if (w < Gb) { /* warp w: head w's running max and sum; scores -> probabilities */
+            float *sr = ss + w * a.tk;
+            float mt = -INFINITY;
+            for (int k = lane; k < nk; k += 32) mt = fmaxf(mt, sr[k]);
+            mt = warp_max(mt);
+            const float mo = sm_m[w], mn = fmaxf(mo, mt); /* finite: the tile holds a key */
+            float sum = 0.0f;
+            for (int k = lane; k < nk; k += 32) {
+                const float e = expf(sr[k] - mn);
+                sr[k] = e;
+                sum += e;
+            }
+            sum = warp_sum(sum);
+            if (lane == 0) {
+                const float c = expf(mo - mn);
+                sm_c[w] = c;
+                sm_l[w] = sm_l[w] * c + sum;
+                sm_m[w] = mn;
             }
         }
         cu_cp_wait<0>(); /* V too */
         __syncthreads();
-        if (a.exp != 3) { /* exp 3: no P.V (timing only) */
+#pragma unroll
+        for (int i = 0; i < AD_ACC; i++)
+            if (own[i]) acc[i] *= sm_c[gi[i]];
+        int k = kg;
+        for (; k + 3 * R < nk; k += 4 * R) { /* 4 keys x this thread's pairs of shared-memory loads in flight */
 #pragma unroll
             for (int i = 0; i < AD_ACC; i++)
-                if (own[i]) acc[i] *= sm_c[gi[i]];
-            int k = kg;
-            for (; k + 3 * R < nk; k += 4 * R) { /* 4 keys x this thread's pairs of shared-memory loads in flight */
+                if (own[i]) {
+                    const float *pr = ss + gi[i] * a.tk + k;
+                    acc[i] += pr[0] * ad_vld(tkv, k, di[i], a) + pr[R] * ad_vld(tkv, k + R, di[i], a) +
+                              pr[2 * R] * ad_vld(tkv, k + 2 * R, di[i], a) + pr[3 * R] * ad_vld(tkv, k + 3 * R, di[i], a);
+                }
+        }
+        for (; k < nk; k += R) {
 #pragma unroll
-                for (int i = 0; i < AD_ACC; i++)
-                    if (own[i]) {
-                        const float *pr = ss + gi[i] * a.tk + k;
-                        acc[i] += pr[0] * ad_vld(tkv, k, di[i], a) + pr[R] * ad_vld(tkv, k + R, di[i], a) +
-                                  pr[2 * R] * ad_vld(tkv, k + 2 * R, di[i], a) + pr[3 * R] * ad_vld(tkv, k + 3 * R, di[i], a);
-                    }
-            }
-            for (; k < nk; k += R) {
-#pragma unroll
-                for (int i = 0; i < AD_ACC; i++)
-                    if (own[i]) acc[i] += ss[gi[i] * a.tk + k] * ad_vld(tkv, k, di[i], a);
-            }
+            for (int i = 0; i < AD_ACC; i++)
+                if (own[i]) acc[i] += ss[gi[i] * a.tk + k] * ad_vld(tkv, k, di[i], a);
         }
         __syncthreads(); /* the next tile overwrites sk, sv, ss */
     }
@@ -813,10 +797,6 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
 /* bytes of shared memory before the K tile: q [hp*D], scores [hp*tk], m/l/c [3hp] floats, 16-aligned */
 static int ad_tile_off(int hp, int D, int tk) { return ((hp * D + hp * tk + 3 * hp) * 4 + 15) / 16 * 16; }
 
-static int ad_exp = 0; /* SB_CUDA_ATTN_EXP (timing experiments, the header) */
-static int ad_pre = 1;  /* cu_attn_decode_set_pre (env SB_CUDA_ATTN_PRE=0): the small-only kernel's K/V copies before the PDL wait */
-extern "C" void cu_attn_decode_set_pre(int on) { ad_pre = on ? 1 : 0; }
-extern "C" void cu_attn_decode_set_exp(int exp) { ad_exp = exp >= 0 && exp <= 4 ? exp : 0; }
 
 /* the two modes' query heads per block: a->hpb > 0 forces it (at most G) in both; 0 (auto): 1 at
  * small depth, G deeper — or G in both when lo mode's head blocks would need more split counters
@@ -895,8 +875,7 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
     g.Dkv = a->D * a->Hkv;
     g.scale = a->scale;
     g.softcap = a->softcap;
-    g.exp = ad_exp;
-    g.pre = ad_pre;
+    g.pre = cu_cfg()->attn_pre;
     /* the warp path: up to AD_WKEYS keys one block a query head; deeper, splits of AD_WKEYS keys (at
      * most S: the scratch and counters of lo mode) merged by the last one */
     const int64_t wcap = (int64_t)AD_WKEYS * g.S;

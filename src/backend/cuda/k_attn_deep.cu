@@ -59,8 +59,6 @@ typedef struct dp_args {
     float ts, fs, af;
 } dp_args;
 
-static int dp_kmin = 32; /* cu_attn_deep_set_kmin (env SB_CUDA_ATTN_DEEP_KMIN): fewest keys a split, a multiple of 32 */
-extern "C" void cu_attn_deep_set_kmin(int k) { dp_kmin = k < 32 ? 32 : k > DP_KMAX ? DP_KMAX : k / 32 * 32; }
 
 /* a split's partial in floats: acc[G][D] (16-byte aligned: D % 16 == 0), m[G], l[G], padded to 4 */
 static __host__ __device__ __forceinline__ int dp_partial(int G, int D) { return G * D + (2 * G + 3) / 4 * 4; }
@@ -297,7 +295,8 @@ static bool dp_geometry(const cu_attn_args *a, int64_t depth_max, int *kps, int 
     if (st < 1) st = 1;
     int64_t k = (depth_max + st - 1) / st;
     k = (k + 31) / 32 * 32;
-    if (k < dp_kmin) k = dp_kmin;
+    const int kmin = cu_cfg()->attn_deep_kmin < 32 ? 32 : cu_cfg()->attn_deep_kmin > DP_KMAX ? DP_KMAX : cu_cfg()->attn_deep_kmin / 32 * 32;
+    if (k < kmin) k = kmin;
     if (k > DP_KMAX) k = DP_KMAX;
     while (k > 32 && dp_smem((int)k, D, G, es) > DP_SMEM_CAP) k -= 32;
     if (dp_smem((int)k, D, G, es) > DP_SMEM_CAP) return false;

@@ -293,27 +293,23 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
     }
 }
 
-static int fattn_groups = 2; /* cu_fattn_set_groups */
 /* cu_fattn_set_split (env SB_CUDA_FATTN_SPLIT=0 turns it off): on by default since the H200 run of
  * session 5 — every ops and model test passed with it, first token after a cached 512 + 64 new 2.73
  * vs 3.34 ms, pp64 @ d4096 13.8k vs 6.2k, pp64 and pp512 at depth 0 unchanged (27.6k, 55.6k) */
-static int fattn_split = 1;
 
-extern "C" void cu_fattn_set_groups(int g) { fattn_groups = g == 1 ? 1 : 2; }
-extern "C" void cu_fattn_set_split(int on) { fattn_split = on ? 1 : 0; }
 
 /* the launch shape: queries per block, max head dim, and the key split S — enough (tile, head,
  * split) blocks for ~2 a multiprocessor, at most FA_SMAX, 1 when the tiles alone fill the GPU */
 #define FA_SMAX 8
 static void fattn_shape(const cu_attn_args *a, int *bq, int *dm, int *S) {
-    const bool g2 = a->D <= 64 && fattn_groups == 2;
+    const bool g2 = a->D <= 64 && cu_cfg()->fattn_groups == 2;
     *bq = a->D <= 64 && !g2 ? 32 : 16;
     *dm = a->D <= 64 ? 64 : 128;
     const int64_t blocks = (a->T + *bq - 1) / *bq * a->Hq;
     const int sms = cu_sm_count() > 0 ? cu_sm_count() : 132;
     int s = (int)(2 * (int64_t)sms / (blocks > 0 ? blocks : 1));
     s = s > FA_SMAX ? FA_SMAX : s < 1 ? 1 : s;
-    if (!fattn_split || blocks > CU_ATT_COUNTERS) s = 1;
+    if (!cu_cfg()->fattn_split || blocks > CU_ATT_COUNTERS) s = 1;
     *S = s;
 }
 
@@ -327,7 +323,7 @@ static uint64_t fattn_scratch_scalar(const cu_attn_args *a) {
 }
 
 extern "C" uint64_t cu_fattn_scratch(const cu_attn_args *a) {
-    const uint64_t f = fattn_scratch_scalar(a), fm = cu_fattn_mma_scratch(a, fattn_split);
+    const uint64_t f = fattn_scratch_scalar(a), fm = cu_fattn_mma_scratch(a, cu_cfg()->fattn_split);
     return f > fm ? f : fm;
 }
 
@@ -347,7 +343,7 @@ extern "C" sb_status cu_attention_prefill(cu_stream s, float *dst, const float *
     if (a->xq && a->D % 32)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention writing q8_1 blocks with head_dim %lld (a multiple of 32 only)", (long long)a->D);
     if (cu_fattn_mma_takes(a) && ((uintptr_t)k | (uintptr_t)v) % 16 == 0) /* F16 cache, head_dim 64/128, sm_80+: tensor cores */
-        return cu_fattn_mma(s, dst, q, k, v, pos, a, fattn_split, scratch, scratch_floats, counters);
+        return cu_fattn_mma(s, dst, q, k, v, pos, a, cu_cfg()->fattn_split, scratch, scratch_floats, counters);
     const cudaStream_t st = (cudaStream_t)s;
     const fa_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
     blk_q8_1 *xq = (blk_q8_1 *)a->xq;
@@ -356,7 +352,7 @@ extern "C" sb_status cu_attention_prefill(cu_stream s, float *dst, const float *
     fattn_shape(a, &bq, &dm, &S);
     if (S > 1 && (!scratch || !counters || scratch_floats < fattn_scratch_scalar(a))) S = 1;
     const dim3 grid(cu_div_up(T, bq), (unsigned)a->Hq, (unsigned)S);
-    if (a->D <= 64 && fattn_groups == 2)
+    if (a->D <= 64 && cu_cfg()->fattn_groups == 2)
         cu_launch(k_fattn<2, 2>, grid, FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq, (int)a->Hkv, f16, a->scale, a->softcap,
                   a->window, rp, xq, scratch, counters);
     else if (a->D <= 64)

@@ -579,30 +579,22 @@ __global__ void __launch_bounds__(NW * 32)
     fm_finish<D, FW_BQ, NW>(dst, xq, part, cnt, S, z, Se, so, sf, s_m, s_l, &s_last, t0, T, Hq, h);
 }
 
-static int fattn_mma = 1; /* cu_fattn_set_mma */
 static int fm_cc = -1, fm_sms = 0;
 
-extern "C" void cu_fattn_set_mma(int on) { fattn_mma = on ? 1 : 0; }
 
 /* more than fm_tmin queries (default 1: every prefill). At 64 new tokens over a cached 512 the f32
  * kernel (k_fattn.cu) took 26.7 µs a layer and this one 14.4 (H200, with its Q staging and merge
  * loads batched): first token 2.28-2.30 vs 2.54 ms with 64, pp64 @ d4096 24.8k vs 14.3k, pp64
  * equal (bench/NOTES.md, session 7); before that batching it lost at T = 64 (session 5). */
-static int fm_tmin = 1; /* cu_fattn_mma_set_tmin (env SB_CUDA_FATTN_MMA_TMIN) */
-extern "C" void cu_fattn_mma_set_tmin(int t) { fm_tmin = t > 0 ? t : 1; }
 extern "C" bool cu_fattn_mma_takes(const cu_attn_args *a) {
-    if (!fattn_mma || !cu_fattn_supported(a) || a->T <= fm_tmin || a->ctype != CU_T_F16 || (a->D != 64 && a->D != 128)) return false;
+    if (!cu_cfg()->fattn_mma || !cu_fattn_supported(a) || a->T <= cu_cfg()->fattn_mma_tmin || a->ctype != CU_T_F16 || (a->D != 64 && a->D != 128)) return false;
     if (fm_cc < 0) fm_cc = cu_cc_major();
     return fm_cc >= 8;
 }
 
 /* k_fattn_ws for at most FW_TMAX queries (cu_fattn_set_ws; env SB_CUDA_FATTN_WS=0 off) */
-static int fw_on = 1;
-static int fw_nw8 = 1; /* cu_fattn_set_ws_warps: 8 warps a block at head_dim 64 (one ring slot each) where that fits */
 #define FW_TMAX 64
-extern "C" void cu_fattn_set_ws(int on) { fw_on = on ? 1 : 0; }
-extern "C" void cu_fattn_set_ws_warps(int nw) { fw_nw8 = nw == 8; }
-static bool fw_takes(const cu_attn_args *a) { return fw_on && a->T <= FW_TMAX; }
+static bool fw_takes(const cu_attn_args *a) { return cu_cfg()->fattn_ws && a->T <= FW_TMAX; }
 
 /* the key split S over blocks of bq queries: enough (tile, head, split) blocks for ~per_sm a
  * multiprocessor (k_fattn_mma: 4 of 4 warps; k_fattn_ws: 1, its rings fill the shared memory), at
@@ -701,7 +693,7 @@ extern "C" sb_status cu_fattn_mma(cu_stream s, float *dst, const float *q, const
     const cudaStream_t st = (cudaStream_t)s;
     /* 8 warps (one ring slot each: 147 KB) where the device holds them — H200 first token 1.51 vs 1.65 ms
      * with 4 warps and 3 slots, pp64 +7% (session 14); sm_86's 99 KB: 4 */
-    if (ws && a->D == 64 && fw_nw8 && fw_smem_bytes<64, 8, 1>() <= (size_t)fw_optin())
+    if (ws && a->D == 64 && cu_cfg()->fattn_ws_warps == 8 && fw_smem_bytes<64, 8, 1>() <= (size_t)fw_optin())
         return fw_launch<64, 8>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
     if (ws)
         return a->D == 64 ? fw_launch<64, 4>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters)

@@ -17,12 +17,6 @@
 #include <string.h>
 
 static int gf_sms = 0; /* multiprocessors (blocks per launch target), read once */
-static int gf_rows = 1, gf_prefetch = 1, gf_nw = 4;
-extern "C" void cu_gemv_set_tuning(int rows_per_group, int prefetch, int warps) {
-    gf_nw = warps == 8 ? 8 : 4;
-    gf_rows = rows_per_group > 0 ? rows_per_group : 1;
-    gf_prefetch = prefetch ? 1 : 0;
-}
 
 /* blocks of kernel k a multiprocessor holds at once (registers, shared memory), read once */
 template <typename K> static int gf_occupancy(K k, int threads, int *cache) {
@@ -39,15 +33,15 @@ template <typename K> static int gf_occupancy(K k, int threads, int *cache) {
 template <int XQ, int WPR, int NW>
 static void gf_launch1(cudaStream_t st, mseg_set m, const int64_t *items, const uint8_t *xq, int64_t K, const int32_t *pos) {
     constexpr int G = NW / WPR;
-    const int R = gf_rows;
+    const int R = cu_cfg()->gf_rows;
     unsigned blocks = 0;
     for (int k = 0; k < m.n; k++) blocks += (m.s[k].nb = cu_div_up(items[k], (int64_t)G * R));
-    cu_launch(k_gemv_fused<XQ, WPR, NW>, blocks, NW * 32, st, m, xq, K, pos, R, gf_prefetch);
+    cu_launch(k_gemv_fused<XQ, WPR, NW>, blocks, NW * 32, st, m, xq, K, pos, R, cu_cfg()->gf_prefetch);
 }
 
 template <int XQ>
 static void gf_launch(int wpr, cudaStream_t st, const mseg_set &m, const int64_t *items, const uint8_t *xq, int64_t K, const int32_t *pos) {
-    if (gf_nw == 4) { /* 128-thread blocks (k_mmvq's shape) */
+    if (cu_cfg()->gf_warps != 8) { /* 128-thread blocks (k_mmvq's shape) */
         if (wpr == 4) gf_launch1<XQ, 4, 4>(st, m, items, xq, K, pos);
         else gf_launch1<XQ, 1, 4>(st, m, items, xq, K, pos);
     } else {
@@ -58,10 +52,6 @@ static void gf_launch(int wpr, cudaStream_t st, const mseg_set &m, const int64_t
 
 // ---- registers-before-the-wait launch ----
 
-static int reg_on = 1; /* cu_gemv_set_reg */
-static int reg_one = 1; /* cu_gemv_set_reg_one */
-extern "C" void cu_gemv_set_reg_one(int on) { reg_one = on ? 1 : 0; }
-extern "C" void cu_gemv_set_reg(int on) { reg_on = on ? 1 : 0; }
 #define REG_NW 4
 
 /* row groups of segment g at RW rows a group (one: the other segments' single rows beside a RoPE
@@ -102,7 +92,7 @@ static void reg_launch2(cudaStream_t st, const mseg_set &m, const uint8_t *xq, i
         /* two rows a group for a RoPE segment's pairs; the other segments keep one where that still
          * fits one wave (a Q/K/V launch: 272 blocks instead of 144 for Qwen2.5-0.5B) */
         mseg_set m2 = m;
-        if (!PAIR && rot && reg_one) {
+        if (!PAIR && rot && cu_cfg()->gemv_reg_one) {
             static int occ2;
             const int res2 = gf_occupancy(k_gemv_reg<XQ, TYPE, TYPE2, WPR, REG_NW, 2 * R0, SPL, PAIR>, REG_NW * 32, &occ2);
             int64_t b1 = 0;
@@ -131,10 +121,8 @@ static void reg_launch1(cudaStream_t st, const mseg_set &m, const uint8_t *xq, i
 /* the second weight type a launch may mix with its first (reg_fits; reg_launch): the Q/K/V pairs of
  * the usual K-quant mixes — Q4_K_M / Q5_K_M give V (and some layers' other tensors) Q6_K, and their
  * fallbacks for rows that are not 256-multiples give Q5_0 with Q8_0 */
-static int reg_mix = 1; /* cu_gemv_set_reg_mix */
-extern "C" void cu_gemv_set_reg_mix(int on) { reg_mix = on ? 1 : 0; }
 static int reg_type2(int t) {
-    if (!reg_mix) return -1;
+    if (!cu_cfg()->gemv_reg_mix) return -1;
     switch (t) {
     case CU_T_Q5_0: return CU_T_Q8_0;
     case CU_T_Q4_K: case CU_T_Q5_K: return CU_T_Q6_K;
@@ -145,7 +133,7 @@ static int reg_type2(int t) {
 /* REG applies: on, one weight type with a dp4a path for xtype (or its reg_type2 beside it), K within
  * two sub-blocks a lane (K <= 8192) */
 static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool pair) {
-    if (!reg_on || n < 1 || K > 8192 || K % 32) return false;
+    if (!cu_cfg()->gemv_reg || n < 1 || K > 8192 || K % 32) return false;
     if (pair && (n != 2 || seg[1].wtype != seg[0].wtype || seg[0].N != seg[1].N || K > CU_MMVQ_LONG_K || seg[0].cache ||
                  seg[1].cache || seg[0].rot > 0 || seg[1].rot > 0))
         return false;

@@ -53,16 +53,12 @@
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/mma_tile.cuh"
 
-static int mma_mode = 1;                 /* cu_mma_set: on by default (exec_cuda: SB_CUDA_MMQ=4) */
 static int mma_sms = 0, mma_cc = -1; /* device properties, read once */
 
-extern "C" void cu_mma_set(bool on) { mma_mode = on ? 1 : 0; }
 extern "C" void cu_mma_forget_device(void) { mma_cc = -1, mma_sms = 0; } /* cu_assume_device: read them again */
-extern "C" bool cu_mma_on(void) { return mma_mode != 0; }
+extern "C" bool cu_mma_on(void) { return cu_cfg()->mmq == 4; }
 
-static int mma_tile = 0; /* cu_mma_set_tile */
 
-extern "C" void cu_mma_set_tile(int t) { mma_tile = t >= 0 && t <= 3 ? t : 0; }
 
 template <int TYPE, int XQ, int BN, int BT, bool SPLIT, int TYPE2 = TYPE>
 static sb_status mma_go(ma_segs sg, unsigned gz, cudaStream_t s, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, int spb, float *part,
@@ -79,7 +75,7 @@ template <int TYPE, int XQ, int TYPE2 = TYPE>
 static sb_status launch_mma(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T) {
     if (!mma_sms) mma_sms = cu_sm_count();
     const int64_t slots = 2 * (int64_t)mma_sms;
-    const int tile = mma_tile ? mma_tile
+    const int tile = cu_cfg()->mma_tile ? cu_cfg()->mma_tile
                      : (int64_t)ma_tiles(&sg, 128) * cu_div_up(T, 64) >= slots ? 1
                      : (int64_t)ma_tiles(&sg, 64) * cu_div_up(T, 64) >= slots / 4 ? 2
                                                                                   : 3;
@@ -110,16 +106,10 @@ static sb_status launch_mma(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, 
  * tiles than CU_ATT_COUNTERS). */
 #define MMA_SMALL_T 512 /* default T limit of the small path (H200 pp512: 56,971 vs 53,414 with 256) */
 
-static int mma_small = 2; /* cu_mma_set_small (env SB_CUDA_MMA_SMALL): 0 off, 1 on, 2 (default) on with k_mma_reduce */
-static int64_t mma_small_tmax = MMA_SMALL_T; /* cu_mma_set_small_tmax (env SB_CUDA_MMA_SMALL_T) */
 
-extern "C" void cu_mma_set_small(int mode) { mma_small = mode >= 0 && mode <= 2 ? mode : 2; }
-extern "C" int cu_mma_small_mode(void) { return mma_small; }
-extern "C" void cu_mma_set_small_tmax(int64_t t) { mma_small_tmax = t > 8 ? t : MMA_SMALL_T; }
+extern "C" int cu_mma_small_mode(void) { return cu_cfg()->mma_small; }
 
-static int mma_split_waves = 1; /* cu_mma_set_split_waves (env SB_CUDA_MMA_SPLIT_WAVES) */
 
-extern "C" void cu_mma_set_split_waves(bool on) { mma_split_waves = on ? 1 : 0; }
 
 /* splits of K (>= 1) and sub-blocks per split for (K, N, T) under the rule above, scratch_floats
  * of scratch available; with mma_split_waves (default) the split that minimizes waves of blocks
@@ -131,7 +121,7 @@ static int mma_small_split(int64_t K, int64_t N, int64_t T, uint64_t scratch_flo
     const int64_t slots = MA_MINB(32) * (int64_t)mma_sms, nsb = K / 32, steps = (nsb + MA_KB - 1) / MA_KB;
     const int64_t grid0 = (int64_t)cu_div_up(N, 32) * cu_div_up(T, 64);
     int64_t split = 1;
-    if (mma_split_waves) { /* the split of fewest waves x (steps a block + 1), a reduce counted as 2 steps */
+    if (cu_cfg()->mma_split_waves) { /* the split of fewest waves x (steps a block + 1), a reduce counted as 2 steps */
         for (int64_t s = 1, best = INT64_MAX; s <= steps && s <= MMA_SPLIT_MAX; s++) {
             const int64_t per = (steps + s - 1) / s, se = (steps + per - 1) / per;
             const int64_t cost = (grid0 * se + slots - 1) / slots * (per + 1) + (se > 1 ? 2 : 0);
@@ -151,7 +141,7 @@ static int mma_small_split(int64_t K, int64_t N, int64_t T, uint64_t scratch_flo
 }
 
 extern "C" uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T) {
-    if (T > mma_small_tmax || T <= 0 || N <= 0 || K < 32) return 0;
+    if (T > cu_cfg()->mma_small_tmax || T <= 0 || N <= 0 || K < 32) return 0;
     int spb = 0;
     const int split = mma_small_split(K, N, T, UINT64_MAX, &spb);
     return split > 1 ? (uint64_t)split * (uint64_t)N * (uint64_t)T : 0;
@@ -163,15 +153,13 @@ extern "C" uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T) {
  * has the bits of its own launch (Q/K at T 64 on the H200: 7 each) — where the scratch holds
  * split x T x sum N floats (sg->poff: each segment's partials after the earlier ones'); 0 where the
  * members would split differently or the scratch is short (the caller then launches them one by one) */
-static int mma_group_split = 1; /* cu_mma_set_group_split (env SB_CUDA_MMA_GROUP_SPLIT) */
-extern "C" void cu_mma_set_group_split(bool on) { mma_group_split = on ? 1 : 0; }
 
 static int ma_small_split(ma_segs *sg, int64_t K, int64_t T, uint64_t scratch_floats, int *spb) {
     const int64_t N = 32 * (int64_t)ma_tiles(sg, 32); /* the rows the 32-row tiles cover */
     for (int q = 0; q < CU_MULTI_MAX; q++) sg->poff[q] = 0;
     if (sg->n == 1) return mma_small_split(K, N, T, scratch_floats, spb);
     if (mma_small_split(K, N, T, UINT64_MAX, spb) == 1) return 1;
-    if (!mma_group_split) return 0;
+    if (!cu_cfg()->mma_group_split) return 0;
     int split = 0, per = 0;
     uint64_t off = 0;
     for (int q = 0; q < sg->n; q++) {
@@ -222,7 +210,7 @@ typedef struct mma_small_args {
 
 template <int TYPE, int XQ, int TYPE2 = TYPE>
 static sb_status launch_any(cudaStream_t s, const ma_segs &sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, const mma_small_args *sm) {
-    if (sm && T <= mma_small_tmax) return launch_mma_small<TYPE, XQ, TYPE2>(s, sg, rb, K, x, T, sm->scratch, sm->scratch_floats, sm->counters, sm->srcs);
+    if (sm && T <= cu_cfg()->mma_small_tmax) return launch_mma_small<TYPE, XQ, TYPE2>(s, sg, rb, K, x, T, sm->scratch, sm->scratch_floats, sm->counters, sm->srcs);
     return launch_mma<TYPE, XQ, TYPE2>(s, sg, rb, K, x, T);
 }
 
@@ -324,7 +312,7 @@ extern "C" int cu_mma_multi_split(const cu_gemv_seg *seg, int n, int64_t K, int 
         sg.N[q] = seg[q].N;
     }
     sg.n = n;
-    if (!mma_small || T > mma_small_tmax) return 1;
+    if (!cu_cfg()->mma_small || T > cu_cfg()->mma_small_tmax) return 1;
     int spb = 0;
     return ma_small_split(&sg, K, T, scratch_floats, &spb);
 }
@@ -347,5 +335,5 @@ extern "C" sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, in
         srcs = NULL;
     }
     const mma_small_args sm = {scratch, scratch ? scratch_floats : 0, NULL, srcs};
-    return matmul_mma(s, sg, seg[0].wtype, K, xq, xtype, T, mma_small ? &sm : NULL);
+    return matmul_mma(s, sg, seg[0].wtype, K, xq, xtype, T, cu_cfg()->mma_small ? &sm : NULL);
 }

@@ -76,9 +76,7 @@ __global__ void __launch_bounds__(128) k_mmh(float *dst, const uint8_t *w, int64
     mmh_tile<HT>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x, blockIdx.y);
 }
 
-static int mmh_on = 1; /* cu_mmh_set: the half-weight kernels above (0: k_mmf for them too) */
 static int mmh_cc = -1;
-extern "C" void cu_mmh_set(int on) { mmh_on = on ? 1 : 0; }
 
 template <int HT>
 static sb_status launch_mmh(cudaStream_t st, float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
@@ -114,7 +112,7 @@ extern "C" sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int w
     const uint8_t *wb = (const uint8_t *)w;
     if (mmh_cc < 0) mmh_cc = cu_cc_major();
     /* half weights: 16-byte loads (K % 8), tensor-core tiles (K % 32, sm_80+); x 16-byte aligned */
-    if (mmh_on && (wtype == CU_T_F16 || wtype == CU_T_BF16) && xtype == CU_T_F32 && K % 8 == 0 && (uintptr_t)x % 16 == 0 &&
+    if (cu_cfg()->mmh && (wtype == CU_T_F16 || wtype == CU_T_BF16) && xtype == CU_T_F32 && K % 8 == 0 && (uintptr_t)x % 16 == 0 &&
         (uintptr_t)w % 16 == 0 && (T <= MMF_NC || (K % MMH_KS == 0 && mmh_cc >= 8))) {
         if (wtype == CU_T_F16) return launch_mmh<CU_T_F16>(st, dst, wb, K, N, (const float *)x, T, ep);
         return launch_mmh<CU_T_BF16>(st, dst, wb, K, N, (const float *)x, T, ep);

@@ -305,19 +305,20 @@ __global__ void __launch_bounds__(256) k_mmq(float *dst, const uint8_t *w, uint6
         }
 }
 
-static int mmvq_variant = 3; /* cu_mmvq_set_variant */
-static int mmvq_wide_rows = 2; /* cu_mmvq_set_wide_rows */
-#define MMVQ_WIDE_N 65536      /* T = 1 launches of at least this many rows take mmvq_wide_rows rows a warp */
+#define MMVQ_WIDE_N 65536      /* T = 1 launches of at least this many rows take cu_config.head_rows rows a warp */
+
+/* the T > 8 dp4a variant: cu_config.mmq 1 or 2, else 3 (mmq 4 takes the int8 MMA where it applies, this elsewhere) */
+static int mmvq_variant(void) { return cu_cfg()->mmq == 1 || cu_cfg()->mmq == 2 ? cu_cfg()->mmq : 3; }
 
 template <int TYPE, int XQ>
 static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N, const uint8_t *x,
                              int64_t T, cu_epilogue ep) {
-    if (mmvq_variant == 3 && T > MMVQ_NC) {
+    if (mmvq_variant() == 3 && T > MMVQ_NC) {
         const dim3 g3(cu_div_up(N, MQ_BN), cu_div_up(T, MQ_BT));
         cu_launch(k_mmq<TYPE, XQ>, g3, 256, s, dst, w, rb, K, N, x, T, ep);
         return cu_after_launch("k_mmq");
     }
-    if (mmvq_variant == 2 && T > MMVQ_NC) {
+    if (mmvq_variant() == 2 && T > MMVQ_NC) {
         const dim3 g2(cu_div_up(N, MMVQ_WARPS * MMVQ_R), cu_div_up(T, MMVQ_NC));
         cu_launch(k_mmvq_rows<TYPE, XQ>, g2, MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, T, ep);
         return cu_after_launch("k_mmvq_rows");
@@ -327,7 +328,7 @@ static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint6
         return cu_after_launch("k_mmvq_long");
     }
     if (T == 1) {
-        const int R = N >= MMVQ_WIDE_N ? mmvq_wide_rows : 1;
+        const int R = N >= MMVQ_WIDE_N ? cu_cfg()->head_rows : 1;
         const dim3 g1(cu_div_up(N, (int64_t)MMVQ_WARPS * R));
         if (R == 4) cu_launch(k_mmvq1<TYPE, XQ, 4>, g1, MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, ep);
         else if (R == 2) cu_launch(k_mmvq1<TYPE, XQ, 2>, g1, MMVQ_WARPS * 32, s, dst, w, rb, K, N, x, ep);
@@ -349,8 +350,6 @@ static sb_status launch_type(cudaStream_t s, float *dst, const uint8_t *w, uint6
 extern "C" bool cu_has_mmvq(int type) { return mmvq_row_bytes(type, 256) != 0; }
 extern "C" bool cu_has_mmvq_q8k(int type) { return mmvq_k_type(type) && cu_has_mmvq(type); }
 
-extern "C" void cu_mmvq_set_variant(int v) { mmvq_variant = v == 1 || v == 2 ? v : 3; }
-extern "C" void cu_mmvq_set_wide_rows(int r) { mmvq_wide_rows = r == 1 || r == 4 ? r : 2; }
 
 extern "C" sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
                                   int64_t T, const cu_epilogue *epp) {

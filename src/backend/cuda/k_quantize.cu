@@ -129,20 +129,16 @@ __global__ void __launch_bounds__(NR_THREADS) k_rms_norm_q8_1_rows(uint8_t *dst,
 
 /* where the 1024-thread kernel needs more than one wave (two blocks an SM): at T = 1 its body
  * measured 4.0 µs vs 4.8 (H200), at T = 64 3.7 vs 4.8, at T = 512 7.5-8.4 vs 5.9 */
-static int norm_rows = 1; /* cu_norm_set_rows (env SB_CUDA_NORM_ROWS) */
 static int64_t norm_rows_min;
-extern "C" void cu_norm_set_rows(int on) { norm_rows = on; }
 static bool norm_rows_fit(int xq, int64_t E, int64_t rows) {
     if (!norm_rows_min) norm_rows_min = 2 * (int64_t)(cu_sm_count() > 0 ? cu_sm_count() : 132) + 1;
-    return norm_rows && rows >= norm_rows_min && xq == CU_T_Q8_1 && E <= Q_THREADS && E % 32 == 0;
+    return cu_cfg()->norm_rows && rows >= norm_rows_min && xq == CU_T_Q8_1 && E <= Q_THREADS && E % 32 == 0;
 }
 extern "C" bool cu_norm_rows_fit(int xq, int64_t E, int64_t rows) { return norm_rows_fit(xq, E, rows); }
 
 /* rows that fit in registers (aq_fits with 256 threads): act_build */
 #define AQ_THREADS 256
-static bool aq_on = false; /* cu_act_set_fast (env SB_CUDA_AQ=1): off by default, the 1024-thread kernels measured faster */
-extern "C" void cu_act_set_fast(bool on) { aq_on = on; }
-extern "C" bool cu_act_fast(void) { return aq_on; }
+extern "C" bool cu_act_fast(void) { return cu_cfg()->act_fast != 0; }
 
 template <int XQ, int KIND, int VM>
 __global__ void __launch_bounds__(AQ_THREADS) k_act_rows(uint8_t *dst, int64_t E, const float *x, const float *w, float eps, const float *b,
@@ -176,7 +172,7 @@ static sb_status bad_type(int xq) { return sb_fail(SB_ERR_UNSUPPORTED, "cuda: ac
 template <int KIND>
 static sb_status quant_rows_launch(cudaStream_t st, int xq, void *dst, const float *x, const float *g, const float *u, int64_t E, int64_t rows,
                                    int gelu) {
-    if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
+    if (cu_cfg()->act_fast && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
         return act_rows<KIND>(st, xq, dst, E, rows, x, NULL, 0.0f, NULL, NULL, g, u, gelu);
     if (xq == CU_T_Q8_1) cu_launch(k_quant_rows<CU_T_Q8_1, KIND>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, g, u, E, gelu);
     else if (xq == CU_T_Q8_K) cu_launch(k_quant_rows<CU_T_Q8_K, KIND>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, g, u, E, gelu);
@@ -196,7 +192,7 @@ extern "C" sb_status cu_add_rms_norm_quant(cu_stream s, int xq, void *dst, float
                                            int64_t E, int64_t rows, float eps) {
     if (rows <= 0) return SB_OK;
     const cudaStream_t st = (cudaStream_t)s;
-    if (aq_on && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
+    if (cu_cfg()->act_fast && (xq == CU_T_Q8_1 || xq == CU_T_Q8_K) && aq_fits(xq, E, AQ_THREADS))
         return act_rows<AQ_NORM>(st, xq, dst, E, rows, x, w, eps, b, sum_out, NULL, NULL, 0);
     if (norm_rows_fit(xq, E, rows)) cu_launch(k_rms_norm_q8_1_rows, (unsigned)rows, NR_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);
     else if (xq == CU_T_Q8_1) cu_launch(k_rms_norm_quant<CU_T_Q8_1>, (unsigned)rows, Q_THREADS, st, (uint8_t *)dst, x, w, E, eps, b, sum_out);

@@ -57,10 +57,10 @@ void cu_events_destroy(void **ev, int n);
 sb_status cu_event_record(void *ev, cu_stream s);
 sb_status cu_event_ms(void *a, void *b, float *ms);
 int cu_sm_count(void);
-/* Programmatic dependent launch for every kernel (cu_launch.cuh): turn on only for compute
- * capability >= 9.0 devices running kernel code compiled for compute_90+ (cu_kernels_ptx_version:
- * the kernels' griddepcontrol.wait exists only there). Process-wide. */
-void cu_set_pdl(bool on);
+/* Programmatic dependent launch for the launches of this thread (cu_launch.cuh): cu_config.pdl on a
+ * compute capability >= 9.0 device running kernel code compiled for compute_90+ (cu_kernels_ptx_version:
+ * the kernels' griddepcontrol.wait exists only there). */
+bool cu_pdl_on(void);
 int cu_cc_major(void);
 /* Planning tests without a GPU: cu_cc_major and cu_sm_count answer cc_major and sms (0, 0: the
  * device again). Kernel choices made from them (the int8 MMA groups, K splits) then plan as they
@@ -182,40 +182,21 @@ typedef struct cu_gemv_seg {
 } cu_gemv_seg;
 sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const void *xq, int xtype, const int32_t *pos,
                              int pair_glu);
-/* Process-wide launch shape of k_gemv_fused (autotuning knobs; 0 = default): items per row group
- * (default 1), whether blocks prefetch their weight rows into L2 before waiting for the previous
- * kernel (default 1), and warps per block (4, default, or 8). */
-void cu_gemv_set_tuning(int rows_per_group, int prefetch, int warps);
-/* Registers before the wait (k_gemv_reg): launches whose segments share one weight type (or mix one
- * with its Q/K/V partner, cu_gemv_set_reg_mix) fetch their weights into registers before the PDL
- * wait; on by default. Process-wide. */
-void cu_gemv_set_reg(int on);
+/* k_gemv_fused's launch shape: cu_config gf_rows, gf_prefetch, gf_warps. */
+/* Registers before the wait (k_gemv_reg; cu_config gemv_reg, gemv_reg_mix, gemv_reg_one): launches whose
+ * segments share one weight type (or mix one with its Q/K/V partner) fetch their weights into registers
+ * before the PDL wait. */
 bool cu_gemv_reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool pair_glu);
-/* k_gemv_reg for launches that mix a weight type with its usual Q/K/V partner (Q5_0 + Q8_0, Q4_K or
- * Q5_K + Q6_K; default on); off: those take k_gemv_fused. Process-wide. */
-void cu_gemv_set_reg_mix(int on);
-/* k_gemv_reg launches with a RoPE segment (two rows a group for its rotation pairs): the other
- * segments take one row a group where the launch still fits one wave (default on); off: two.
- * Process-wide. */
-void cu_gemv_set_reg_one(int on);
-/* The one-row-in-registers quantization kernels (act_build) for rows of
- * up to 8192 values (default on); off: the 1024-thread loop kernels. Process-wide. */
-void cu_act_set_fast(bool on);
-/* the current cu_act_set_fast setting (codegen: the layout a generated norm quantizer must match) */
+/* the one-row-in-registers quantization kernels (act_build) for rows of up to 8192 values
+ * (cu_config.act_fast; off: the 1024-thread loop kernels); the current setting (codegen: the layout a generated norm quantizer must match) */
 bool cu_act_fast(void);
-/* RMSNorm -> q8_1 rows of at most 1024 values by a 256-thread block with the 1024-thread kernel's
- * summation order (bit-identical; k_quantize.cu) when there are more rows than two an SM (default
- * on); off: the 1024-thread kernel for every row count */
-void cu_norm_set_rows(int on);
-/* Process-wide choice of the token-tile GEMV for T > 8: 1 one row per warp, 2 four rows per warp
- * sharing activation loads, 3 (default) the shared-memory tiled GEMM (k_mmvq.cu). */
-void cu_mmvq_set_variant(int v);
-/* Rows a warp of a T = 1 GEMV over at least 65536 rows (an LM head; k_mmvq1): 1, 2 (default) or
- * 4; the same bits every way. Process-wide. */
-void cu_mmvq_set_wide_rows(int r);
+/* RMSNorm -> q8_1 rows of at most 1024 values go to a 256-thread block with the 1024-thread kernel's
+ * summation order (bit-identical; k_quantize.cu) when there are more rows than two an SM (cu_config.norm_rows). */
+/* The token-tile GEMV for T > 8 (cu_config.mmq): 1 one row per warp, 2 four rows per warp sharing
+ * activation loads, 3 (and 4 outside the int8 MMA) the shared-memory tiled GEMM (k_mmvq.cu). Rows a warp
+ * of a T = 1 GEMV over at least 65536 rows (an LM head): cu_config.head_rows, the same bits every way. */
 /* dst [N,T] = W x: w [K,N] of any cu_can_dequantize type, x [K,T] f32 or (xtype Q8_K) q8_K blocks. */
-/* The half-weight kernels of cu_matmul_f32 (k_mmh1 / k_mmh: device/mmh.cuh; default on); 0: k_mmf for F16 / BF16 too. */
-void cu_mmh_set(int on);
+/* F16 / BF16 weights take the half-weight kernels (k_mmh1 / k_mmh: device/mmh.cuh) when cu_config.mmh, else k_mmf. */
 sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype, int64_t T,
                         const cu_epilogue *ep);
 
@@ -307,46 +288,31 @@ uint64_t cu_attn_decode_scratch(const cu_attn_args *a);
 /* Decode attention at a bounded depth past the small layout (k_attn_deep.cu; cu_attn_decode takes it
  * when cu_attn_deep_fits: a->depth_max > a->small, splits, a shape it supports): a split kernel whose
  * K/V loads of earlier steps' rows are issued before its PDL wait, then a merge kernel. The executor
- * sets depth_max only in its depth classes (env SB_CUDA_ATTN_DEEP=0: none past the small one). */
+ * sets depth_max only in its depth classes (cu_config.attn_deep 0: none past the small one). */
 bool cu_attn_deep_fits(const cu_attn_args *a);
 uint64_t cu_attn_deep_scratch(const cu_attn_args *a); /* floats, at the deepest class (a->ctx) */
 sb_status cu_attn_deep(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
                        float *scratch);
-void cu_attn_deep_set_kmin(int keys); /* fewest keys a split (env SB_CUDA_ATTN_DEEP_KMIN; 32..128) */
-/* Variant 4's timing experiments (process-wide; k_attn_decode.cu's header; SB_CUDA_ATTN_EXP): 0 =
- * none, 1 no RoPE on q, 2 no scores/softmax (p = 1), 3 no P.V, 4 return after the PDL wait — 1..4
- * give wrong results. Captured graphs keep the value they were captured with. */
-void cu_attn_decode_set_exp(int exp);
-/* the small-depth kernel's speculative K/V copies before its PDL wait (env SB_CUDA_ATTN_PRE=0 off; process-wide) */
-void cu_attn_decode_set_pre(int on);
+/* the small-depth kernel copies K/V before its PDL wait when cu_config.attn_pre */
 
 // ---- prefill on tensor cores and flash attention (k_mma.cu, k_fattn.cu) ----
 
 /* Is there an int8 tensor-core GEMM (mma.sync, sm_80+ device) for weights of wtype x activations
  * of xtype (Q8_1: Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K; Q8_K: the K-quants)? */
 bool cu_has_mma(int wtype, int xtype);
-/* Process-wide (default on): the executor uses cu_matmul_mma for T > 8 where cu_has_mma (SB_CUDA_MMQ=4). */
-void cu_mma_set(bool on);
+/* the executor uses cu_matmul_mma for T > 8 where cu_has_mma (cu_config.mmq 4) */
 bool cu_mma_on(void);
-/* Tile of cu_matmul_mma (process-wide, experiments; env SB_CUDA_MMA_TILE): 0 (default) chosen from
- * the grid size, 1 = 128 rows x 64 tokens, 2 = 64 x 64, 3 = 64 x 32. */
-void cu_mma_set_tile(int t);
+/* Tile of cu_matmul_mma (cu_config.mma_tile): 0 chosen from the grid size, 1 = 128 rows x 64 tokens,
+ * 2 = 64 x 64, 3 = 64 x 32. */
 /* dst [N,T] = W x as cu_matmul_q8 (same operands, epilogue and results up to f32 summation
  * order), on int8 tensor cores; meant for T > 8. SB_ERR_UNSUPPORTED unless cu_has_mma. */
 sb_status cu_matmul_mma(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
                         const cu_epilogue *ep);
-/* The small-T path (process-wide; env SB_CUDA_MMA_SMALL): 0 off, 1 the executor calls
- * cu_matmul_mma_small instead of cu_matmul_mma with its split counters, 2 (default) the same
- * without counters (the separate reduce kernel). Other values: 2. */
-void cu_mma_set_small(int mode);
+/* The small-T path (cu_config.mma_small): 0 off, 1 the executor calls cu_matmul_mma_small instead of
+ * cu_matmul_mma with its split counters, 2 the same without counters (the separate reduce kernel);
+ * up to T = cu_config.mma_small_tmax; its split of K: the fewest waves of blocks x steps a block
+ * (cu_config.mma_split_waves, k_mma.cu mma_small_split), else the most splits that keep one wave. */
 int cu_mma_small_mode(void);
-/* The largest T the small path takes (process-wide; env SB_CUDA_MMA_SMALL_T; default and any
- * value <= 8: 512); above it cu_matmul_mma_small is cu_matmul_mma. For measuring where it pays. */
-void cu_mma_set_small_tmax(int64_t t);
-/* How the small path picks its split of K (process-wide; env SB_CUDA_MMA_SPLIT_WAVES): true (default)
- * the fewest waves of blocks x steps a block (k_mma.cu mma_small_split), false the most splits that
- * keep the blocks to one wave. */
-void cu_mma_set_split_waves(bool on);
 /* Floats of scratch cu_matmul_mma_small wants for (K, N, T) (0: no split of K). */
 uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T);
 /* cu_matmul_mma (same operands, epilogue, results up to f32 summation order) for T up to the limit above, with
@@ -368,8 +334,7 @@ int cu_mma_multi_split(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int6
 /* may one int8 MMA launch mix weight types a and b? (equal; or Q4_0 / Q5_0 beside Q8_0 on q8_1
  * activations — a Q4_K_M file's V beside K and Q where rows are not 256-multiples) */
 bool cu_mma_pair(int a, int b, int xtype);
-/* groups that split K in one launch (default on; off: such groups run one by one — env SB_CUDA_MMA_GROUP_SPLIT=0) */
-void cu_mma_set_group_split(bool on);
+/* groups that split K run as one launch (cu_config.mma_group_split; off: one by one) */
 /* srcs NULL: as described; else, where the launch splits K, no reduce kernel: srcs[q] describes
  * segment q's partials (srcs[0].part NULL where it did not split: the results are in dst).
  * pair_glu 1 (SiLU) or 2 (GELU): seg[0] a gate, seg[1] its up (same rows and type, no epilogue) of a
@@ -381,9 +346,8 @@ sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_
 bool cu_mma_glu_pair_ok(int wtype);
 /* Can cu_attention_prefill run these args (T > 1, nsplit 1, head_dim <= 128)? */
 bool cu_fattn_supported(const cu_attn_args *a);
-/* Flash-attention prefill variants (process-wide, experiments; env SB_CUDA_FATTN_G): 2 (default) key
- * groups of 4 warps over 16-query tiles for head_dim <= 64, or 1 group of 8 warps over 32 queries. */
-void cu_fattn_set_groups(int g);
+/* Flash-attention prefill for head_dim <= 64 (cu_config.fattn_groups): 2 key groups of 4 warps over
+ * 16-query tiles, or 1 group of 8 warps over 32 queries. */
 /* Flash-attention prefill: the same contract and results (up to f32 summation order) as
  * cu_attention with nsplit 1, including Q's fused RoPE and the q8_1 output (a->xq). When the
  * (query tile, head) blocks would leave SMs idle (a few new tokens over a long cached prefix) and
@@ -394,19 +358,13 @@ sb_status cu_attention_prefill(cu_stream s, float *dst, const float *q, const vo
                                const cu_attn_args *a, float *scratch, uint64_t scratch_floats, unsigned *counters);
 /* floats of scratch cu_attention_prefill splits with for a (0: it would not split) */
 uint64_t cu_fattn_scratch(const cu_attn_args *a);
-/* the key split of the flash-attention prefill (process-wide; env SB_CUDA_FATTN_SPLIT): 1 on (default), 0 off */
-void cu_fattn_set_split(int on);
-/* The tensor-core flash-attention prefill (k_fattn_mma.cu; process-wide; env SB_CUDA_FATTN_MMA): 1 on
- * (default): cu_attention_prefill runs F16 caches with head_dim 64 or 128 on sm_80+ with f16
- * mma.sync (f16 Q and P, f32 accumulation: ~1e-3 relative error); 0 off: k_fattn.cu's f32 kernel. */
-void cu_fattn_set_mma(int on);
-void cu_fattn_mma_set_tmin(int t); /* it takes more than t queries (default 1: every prefill) */
-/* its 16-query blocks whose warps split the keys (k_fattn_ws) for at most 64 queries (process-wide;
- * env SB_CUDA_FATTN_WS): 1 on (default), 0 off (64-query blocks, keys split over blocks only) */
-void cu_fattn_set_ws(int on);
-/* k_fattn_ws's warps a block at head_dim 64: 8 (default, where the device's shared memory holds a
- * ring slot each) or 4 (env SB_CUDA_FATTN_WS_NW=4) */
-void cu_fattn_set_ws_warps(int nw);
+/* the key split of the flash-attention prefill: cu_config.fattn_split */
+/* The tensor-core flash-attention prefill (k_fattn_mma.cu; cu_config.fattn_mma, for more than
+ * fattn_mma_tmin queries): F16 caches with head_dim 64 or 128 on sm_80+ with f16 mma.sync (f16 Q and P,
+ * f32 accumulation: ~1e-3 relative error); off: k_fattn.cu's f32 kernel. */
+/* its 16-query blocks whose warps split the keys (k_fattn_ws) for at most 64 queries: cu_config.fattn_ws;
+ * their warps a block at head_dim 64: cu_config.fattn_ws_warps (8 where the shared memory holds a ring
+ * slot each, or 4) */
 /* Does cu_attention_prefill take the tensor-core kernel for a (knob on, F16 cache, head_dim 64/128,
  * sm_80+; it also needs 16-byte aligned caches, else k_fattn.cu runs)? */
 bool cu_fattn_mma_takes(const cu_attn_args *a);
@@ -424,7 +382,7 @@ sb_status cu_fattn_mma(cu_stream s, float *dst, const float *q, const void *k, c
  * (image, name) is loaded once. SB_ERR_DEVICE with the CUDA error text. */
 sb_status cu_gen_load(const void *image, const char *name, void **fn);
 /* Launch fn on s with grid x block threads and its one by-value parameter *params (a cg_params),
- * with programmatic stream serialization like every other launch (cu_set_pdl). */
+ * with programmatic stream serialization like every other launch (cu_pdl_on). */
 sb_status cu_gen_launch(cu_stream s, void *fn, unsigned grid, unsigned block, void *params);
 
 #ifdef __cplusplus

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/backend.h — the one interface a session drives an executor through: what the planner may
+ * ask of it (target), readying a plan (prepare: can every node run here, and the per-plan state),
+ * running it, forgetting it, statistics. The CPU and CUDA executors implement it
+ * (runtime/exec_cpu.h, runtime/exec_cuda.h); runtime/backends.h lists the kinds this build has, so a
+ * build without CUDA simply has no "cuda" kind. Backends know nothing of models: a plan is a graph
+ * with a memory plan and named inputs.
+ * Layer 0 (backend): base only; plans and targets are the graph layer's (graph/plan.h), seen here
+ * as incomplete types.
+ * Contract: prepare before the first run of a plan (the session does it when it builds one); run
+ * validates its inputs on the host before anything is written (SB_ERR_RANGE, SB_ERR_CONTEXT_FULL),
+ * and copies output k's f32 values into out[k] (out or out[k] may be NULL: not wanted); forget
+ * before the plan is freed. One call at a time per backend object.
+ */
+#ifndef SB_BACKEND_BACKEND_H
+#define SB_BACKEND_BACKEND_H
+
+#include "base/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct plan;
+struct plan_target;
+
+typedef struct backend backend;
+
+typedef struct backend_stats {
+    int64_t runs, graph_captures, graph_replays;
+    int32_t kernels_last_run; /* launches (CUDA) of the last run; 0 on the CPU */
+    uint64_t device_bytes;    /* memory the backend holds beyond the session's (weights, KV copies, arena) */
+} backend_stats;
+
+typedef struct backend_ops {
+    const char *name; /* "cpu", "cuda" */
+    void (*target)(const backend *be, struct plan_target *t);
+    sb_status (*prepare)(backend *be, const struct plan *p);
+    sb_status (*run)(backend *be, const struct plan *p, void *const *data, int32_t n_data, float *const *out);
+    void (*forget)(backend *be, const struct plan *p);
+    backend_stats (*stats)(const backend *be);
+    /* memory the backend's outputs land in fastest (page-locked on CUDA); NULL ops: plain malloc */
+    sb_status (*host_alloc)(backend *be, size_t bytes, void **out);
+    void (*host_free)(backend *be, void *p);
+    void (*free)(backend *be);
+} backend_ops;
+
+/* Every backend object starts with this header. */
+struct backend {
+    const backend_ops *ops;
+};
+
+/* What a session asks of a backend kind when it creates one. */
+typedef struct backend_params {
+    int n_threads;      /* CPU: the thread pool's size */
+    int64_t max_tokens; /* tokens a plan run may hold at most (the largest prefill chunk) */
+    int graphs;         /* CUDA: 0 = the backend's default, 1 on, -1 off (CUDA Graph capture) */
+} backend_params;
+
+typedef struct backend_kind {
+    const char *name;
+    /* usable on this machine? else why (cap bytes) */
+    int (*available)(char *why, size_t cap);
+    /* free and total device memory (SB_ERR_UNSUPPORTED where it has none of its own) */
+    sb_status (*memory)(uint64_t *free_b, uint64_t *total_b);
+    sb_status (*create)(const backend_params *p, backend **out);
+} backend_kind;
+
+#endif
