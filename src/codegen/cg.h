@@ -14,7 +14,7 @@
  * prefill lengths share kernels; autotuning is per exact row count. A cache entry's key hashes the source, the embedded headers, the NVRTC options, the GPU
  * arch, the NVRTC version and SB_VERSION_STRING; bad cache files are recompiled, never trusted.
  * Thread-safe (one process-wide mutex around the caches and stats).
- * Env: SB_CODEGEN=0 (off: hand-written kernels only), SB_CODEGEN_DUMP=DIR (every generated
+ * Env: SB_CODEGEN_DUMP=DIR (every generated
  * source and its key written there), XDG_CACHE_HOME / HOME (disk cache location).
  * Non-goals: RoPE/KV-write and GEMV epilogue groups (still executor fusions), multi-GPU, cache
  * eviction (entries are a few KB; delete the folder to reclaim).
