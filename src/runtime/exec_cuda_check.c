@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/exec_cuda_check.c — what the CUDA backend can run: the plan target it asks the planner
+ * for (activation formats per weight type, fusions) and the per-node check of a built plan.
+ * Layer 2 (runtime), CUDA builds only.
+ */
+#ifdef SB_HAVE_CUDA /* the whole file: a build without CUDA has no "cuda" backend kind */
+
+#include "runtime/exec_cuda_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---- target and capability check ----
+
+void exec_cuda_target(const cu_config *c, plan_target *t) {
+    plan_target_reference(t);
+    t->name = "cuda";
+    t->wants_quantized_act = true;
+    for (int w = 0; w < SB_TYPE_COUNT; w++) t->act_type[w] = cu_has_mmvq(w) ? SB_TYPE_Q8_1 : SB_TYPE_F32;
+    /* K-quant weights: q8_K activations, rounded exactly as llama.cpp's CPU (and so the reference
+     * logits) round them — q8_1's per-32 scales round differently and land 1.4-2e-3 NMSE away
+     * from the references on the test models (docs/cuda.md). cu_config.act_q8_1 restores llama.cpp's
+     * CUDA semantics. */
+    if (!(c ? c : &cu_config_default)->act_q8_1)
+        for (int w = 0; w < SB_TYPE_COUNT; w++)
+            if (cu_has_mmvq_q8k(w)) t->act_type[w] = SB_TYPE_Q8_K; /* Q2_K..Q6_K, IQ4_XS */
+    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
+}
+
+sb_status exec_cuda_check(const plan *p) {
+    const ir_graph *g = p->g;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        const ir_node *s0 = n->src[0] != IR_NONE ? &g->nodes[n->src[0]] : NULL;
+        const ir_node *s1 = n->src[1] != IR_NONE ? &g->nodes[n->src[1]] : NULL;
+        switch (n->op) {
+        case IR_OP_TOKENS: case IR_OP_POS: case IR_OP_OUT_ROWS: case IR_OP_WEIGHT: case IR_OP_RESHAPE: case IR_OP_OUTPUT:
+        case IR_OP_RMS_NORM: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU:
+        case IR_OP_GELU_TANH: case IR_OP_SWIGLU: case IR_OP_GEGLU: case IR_OP_FUSED: case IR_OP_ROPE: case IR_OP_SELECT_ROWS:
+            if (n->op == IR_OP_FUSED && n->ip[0] > 7)
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: fused chain %%%d of %d steps (at most 7)", (int)i, n->ip[0]);
+            if (n->op == IR_OP_ROPE && n->ip[0] / 2 > 512)
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: rope %%%d rotates %d dims (at most 1024)", (int)i, n->ip[0]);
+            break;
+        case IR_OP_KV:
+            if (n->dtype != SB_TYPE_F32 && n->dtype != SB_TYPE_F16)
+                return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: KV cache \"%s\" of type %s (F32 or F16 only)", n->name, ir_dtype_name(n->dtype));
+            break;
+        case IR_OP_KV_STORE: break;
+        case IR_OP_GET_ROWS:
+            if (!cu_can_dequantize(s0->dtype))
+                return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: tensor \"%s\" of type %s cannot be read by get_rows (no CUDA dequantizer)",
+                               s0->name, ir_dtype_name(s0->dtype));
+            break;
+        case IR_OP_MATMUL: {
+            bool ok = (s1->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(s0->dtype)) || (s1->dtype == SB_TYPE_Q8_K && cu_can_dequantize(s0->dtype)) ||
+                      (s1->dtype == SB_TYPE_F32 && cu_can_dequantize(s0->dtype));
+            if (!ok)
+                return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: tensor \"%s\" of type %s x activation %s: no CUDA matmul", s0->name,
+                               ir_dtype_name(s0->dtype), ir_dtype_name(s1->dtype));
+            break;
+        }
+        case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_GLU_QUANT:
+            if ((n->dtype != SB_TYPE_Q8_1 || n->ne[0] % 32) && (n->dtype != SB_TYPE_Q8_K || n->ne[0] % 256))
+                return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: no quantizer for activation type %s of %lld values (node %%%d)",
+                               ir_dtype_name(n->dtype), (long long)n->ne[0], (int)i);
+            break;
+        case IR_OP_ATTENTION:
+            if (n->ip[1] > 256 || n->ip[1] < 1)
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention %%%d with head_dim %d (1..256)", (int)i, n->ip[1]);
+            break;
+        default:
+            return sb_fail(SB_ERR_UNSUPPORTED, "cuda: op %s (node %%%d) has no CUDA kernel",
+                           (unsigned)n->op < IR_OP_COUNT ? ir_ops[n->op].name : "?", (int)i);
+        }
+    }
+    return SB_OK;
+}
+
+#endif

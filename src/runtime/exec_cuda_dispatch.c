@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/exec_cuda_dispatch.c — one node of a plan to its launches: matmuls (alone, as multi-GEMV
+ * or MMA groups with their fused epilogues), rope / cache-store jobs, attention, norms, quantizers,
+ * elementwise chains; and the walk over a plan's nodes (with per-family profiling when asked).
+ * Layer 2 (runtime), CUDA builds only.
+ */
+#ifdef SB_HAVE_CUDA /* the whole file: a build without CUDA has no "cuda" backend kind */
+
+#include "runtime/exec_cuda_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool bcast(const ir_node *o, const ir_node *n) { return ir_nelem(o) == n->ne[0] && ir_nrows(n) != 1; }
+
+static int ew_code(int op) {
+    switch (op) {
+    case IR_OP_ADD: return CU_EW_ADD;
+    case IR_OP_MUL: return CU_EW_MUL;
+    case IR_OP_SCALE: return CU_EW_SCALE;
+    case IR_OP_SOFTCAP: return CU_EW_SOFTCAP;
+    case IR_OP_SILU: return CU_EW_SILU;
+    case IR_OP_GELU_TANH: return CU_EW_GELU;
+    case IR_OP_RMS_NORM: return CU_EW_RMS_NORM;
+    default: return 0;
+    }
+}
+
+static float *matmul_out(crun *r, int32_t m, cu_epilogue *ep) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[m];
+    const ir_ref o = r->c->fu.epi ? cf_epi_operand(g, &r->c->fu, m) : IR_NONE;
+    *ep = (cu_epilogue){0};
+    if (o == IR_NONE) return (float *)dptr(r, m);
+    *ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = ir_nelem(&g->nodes[o]) == n->ne[0] && ir_nrows(n) != 1};
+    return (float *)dptr(r, r->c->fu.epi[m]);
+}
+
+/* matmul i alone (its epilogue ADD fused): the int8 MMA GEMM for T > 8, else the dp4a or f32
+ * GEMVs; the caller has counted the launch (a split-K reduce counts itself) */
+static sb_status run_matmul_one(crun *r, int32_t i) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i], *w = &g->nodes[n->src[0]], *x = &g->nodes[n->src[1]];
+    cu_stream s = r->cx->s;
+    cu_epilogue epb;
+    float *dst = matmul_out(r, i, &epb);
+    const cu_epilogue *ep = epb.add ? &epb : NULL;
+    if (cf_mma_ok(g, n)) { /* prefill: int8 tensor cores */
+        if (cu_mma_small_mode()) { /* small T: K split over blocks, partials in the scratch region (shared with attention's) */
+            const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_mma_small_scratch(w->ne[0], w->ne[1], x->ne[1]);
+            if (r->c->fu.nsum && r->c->fu.nsum[i] >= 0 && cu_mma_small_mode() == 2) { /* a split leaves its partials to the norm after it */
+                const cu_gemv_seg sg = {.dst = dst, .w = dptr(r, n->src[0]), .wtype = w->dtype, .N = w->ne[1], .ep = epb};
+                cu_split_src src;
+                SB_TRY(cu_matmul_mma_multi(s, &sg, 1, w->ne[0], dptr(r, n->src[1]), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off), cap,
+                                           &src, 0));
+                if (src.part) r->nsum_for = r->c->fu.nsum[i], r->nsum_mm = i, r->nsum_src = src;
+                return SB_OK;
+            }
+            const bool counters = cu_mma_small_mode() == 1;
+            if (!counters && need > 0 && need <= cap) r->n_kernels++; /* split: k_mma_reduce after it */
+            return cu_matmul_mma_small(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep,
+                                       (float *)(r->arena + r->c->scratch_off), cap, counters ? r->cx->d_cnt : NULL);
+        }
+        return cu_matmul_mma(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep);
+    }
+    if ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(w->dtype)))
+        return cu_matmul_q8(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep);
+    return cu_matmul_f32(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep); /* f32 or q8_K */
+}
+
+/* a group of T > 8 matmuls (plan_mma_groups) led by i: one launch where cu_mma_multi_split, else
+ * each in turn here */
+static sb_status run_matmul_group(crun *r, int32_t i) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i], *w = &g->nodes[n->src[0]], *x = &g->nodes[n->src[1]];
+    cu_gemv_seg seg[CU_MULTI_MAX] = {{0}};
+    int ns = 0;
+    for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->fu.mnext[m]) {
+        const ir_node *mn = &g->nodes[m], *mw = &g->nodes[mn->src[0]];
+        cu_gemv_seg *q = &seg[ns++];
+        *q = (cu_gemv_seg){.w = dptr(r, mn->src[0]), .wtype = mw->dtype, .N = mw->ne[1]};
+        q->dst = matmul_out(r, m, &q->ep);
+    }
+    const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4; /* split-K partials: the scratch region, as run_matmul_one */
+    const int split = cu_mma_multi_split(seg, ns, w->ne[0], x->dtype, x->ne[1], cap);
+    const int32_t f = r->c->fu.gpair ? r->c->fu.gpair[i] : -1; /* a GLU it must write (plan_mma_glu_pairs) */
+    if (f >= 0 && split != 1) /* the GLU_QUANT would quantize the gate alone: never silently */
+        return sb_fail(SB_ERR_INTERNAL, "cuda: gate/up group %%%d planned to write its GLU, launched %s", (int)i,
+                       split > 1 ? "with K split" : "one by one");
+    if (split > 0) {
+        const bool jobs = r->c->fu.gjobs && r->c->fu.gjobs[i] && split > 1; /* the rope jobs after it sum the partials */
+        r->n_kernels += split > 1 && !jobs ? 2 : 1; /* a split: k_mma_reduce after it */
+        cu_split_src srcs[CU_MULTI_MAX];
+        const int pair_glu = f >= 0 ? (g->nodes[f].ip[0] == IR_OP_GEGLU ? 2 : 1) : 0;
+        SB_TRY(cu_matmul_mma_multi(r->cx->s, seg, ns, w->ne[0], dptr(r, n->src[1]), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off),
+                                   cap, jobs ? srcs : NULL, pair_glu));
+        if (jobs && srcs[0].part) {
+            int q = 0;
+            for (int32_t m = i; m >= 0 && q < ns; m = r->c->fu.mnext[m], q++) {
+                r->gsrc_root[q] = r->p->vals[cf_mm_out(&r->c->fu, m)].alias;
+                r->gsrc[q] = srcs[q];
+            }
+            r->gsrc_n = ns;
+        }
+        return SB_OK;
+    }
+    for (int32_t m = i; m >= 0; m = r->c->fu.mnext[m]) {
+        r->n_kernels++;
+        SB_TRY(run_matmul_one(r, m));
+    }
+    return SB_OK;
+}
+
+/* a job whose x is a result of the MMA group just launched reads that group's partials */
+static void rope_job_src(const crun *r, ir_ref x, cu_rope_job *jb) {
+    for (int q = 0; q < r->gsrc_n; q++)
+        if (r->gsrc_root[q] == r->p->vals[x].alias) jb->src = r->gsrc[q];
+}
+
+/* ROPE or KV_STORE node i as a cu_rope_job (a ROPE fused with its kv_store writes the cache; x from
+ * the partials of the group before it where those were left unreduced) */
+static cu_rope_job rope_job(crun *r, int32_t i) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i];
+    if (n->op == IR_OP_KV_STORE) {
+        const ir_node *x = &g->nodes[n->src[1]];
+        cu_rope_job jb = {.store = true, .x = (const float *)dptr(r, n->src[1]),
+                          .a = {.D = n->ne[0], .H = 1, .T = x->ne[1], .cache = dptr(r, i), .ctype = n->dtype}};
+        rope_job_src(r, n->src[1], &jb);
+        return jb;
+    }
+    const ir_node *x = &g->nodes[n->src[0]];
+    cu_rope_job jb = {.dst = (float *)dptr(r, i), .x = (const float *)dptr(r, n->src[0]),
+                      .a = {.D = x->ne[0], .H = x->ne[1], .T = x->ne[2], .n_rot = n->ip[0], .mode = n->ip[1],
+                            .theta_scale = powf(n->fp[0], -2.0f / (float)n->ip[0]), .freq_scale = n->fp[1], .attn_factor = n->fp[2],
+                            .ff = n->src[2] != IR_NONE ? (const float *)dptr(r, n->src[2]) : NULL}};
+    if (r->c->fu.epi && r->c->fu.epi[i] >= 0) { /* fused with the kv_store that follows: write the cache */
+        jb.a.cache = dptr(r, r->c->fu.epi[i]);
+        jb.a.ctype = g->nodes[r->c->fu.epi[i]].dtype;
+    }
+    rope_job_src(r, n->src[0], &jb);
+    return jb;
+}
+
+/* the ROPE / KV_STORE jobs chained from i (plan_rope_jobs) in one launch; every job reads the same
+ * positions (one plan: one pos input) */
+static sb_status run_rope_jobs(crun *r, int32_t i) {
+    cu_rope_job jobs[CU_ROPE_JOBS_MAX];
+    int n = 0;
+    for (int32_t m = i; m >= 0 && n < CU_ROPE_JOBS_MAX; m = r->c->fu.rnext[m]) jobs[n++] = rope_job(r, m);
+    const ir_node *f = &r->p->g->nodes[i];
+    r->n_kernels++;
+    r->gsrc_n = 0; /* consumed */
+    return cu_rope_jobs(r->cx->s, jobs, n, (const int32_t *)dptr(r, f->src[f->op == IR_OP_KV_STORE ? 2 : 1]));
+}
+
+sb_status cx_run_node(crun *r, int32_t i) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i];
+    cu_stream s = r->cx->s;
+    void *dst = dptr(r, i);
+#define SRC(j) (&g->nodes[n->src[j]])
+#define SP(j) dptr(r, n->src[j])
+    switch (n->op) {
+    case IR_OP_GET_ROWS: {
+        const ir_node *w = SRC(0);
+        uint64_t rb = 0;
+        qk_row_bytes(w->dtype, w->ne[0], &rb);
+        r->n_kernels++;
+        return cu_get_rows(s, dst, SP(0), w->dtype, n->ne[0], rb, SP(1), n->ne[1]);
+    }
+    case IR_OP_RMS_NORM: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU:
+    case IR_OP_GELU_TANH: {
+        cu_ew_chain c = {.n = 1};
+        c.st[0] = (cu_ew_step){.op = ew_code(n->op), .f = n->fp[0]};
+        if (n->op == IR_OP_ADD || n->op == IR_OP_MUL) {
+            c.st[0].opd = SP(1);
+            c.st[0].bcast = bcast(SRC(1), n);
+        }
+        r->n_kernels++;
+        CG_TRY(r, i);
+        return cu_ew_rows(s, dst, SP(0), n->ne[0], ir_nrows(n), &c);
+    }
+    case IR_OP_FUSED: {
+        cu_ew_chain c = {.n = n->ip[0]};
+        for (int k = 0; k < n->ip[0]; k++) {
+            const int op = n->ip[1 + k] & 0xff, opd = n->ip[1 + k] >> 8;
+            c.st[k] = (cu_ew_step){.op = ew_code(op), .f = n->fp[k]};
+            if (opd) {
+                c.st[k].opd = SP(opd);
+                c.st[k].bcast = bcast(SRC(opd), n);
+            }
+        }
+        r->n_kernels++;
+        CG_TRY(r, i);
+        return cu_ew_rows(s, dst, SP(0), n->ne[0], ir_nrows(n), &c);
+    }
+    case IR_OP_SWIGLU: case IR_OP_GEGLU:
+        r->n_kernels++;
+        return cu_glu(s, dst, SP(0), SP(1), ir_nelem(n), n->op == IR_OP_GEGLU);
+    case IR_OP_QUANTIZE:
+        r->n_kernels++;
+        CG_TRY(r, i);
+        return cu_quantize_act(s, n->dtype, dst, SP(0), n->ne[0], ir_nrows(n));
+    case IR_OP_RMS_NORM_QUANT:
+        r->n_kernels++;
+        if (r->nsum_for == i) { /* the GEMM before it left its split partials: h = their sum + o (plan_norm_sums) */
+            cu_split_src src = r->nsum_src;
+            r->nsum_for = 0;
+            if (r->c->fu.epi && r->c->fu.epi[i] >= 0) { /* h = ADD(v, o) fused here: o as the partials' epilogue */
+                const ir_node *a = &g->nodes[r->c->fu.epi[i]];
+                const ir_ref o = a->src[0] == r->nsum_mm ? a->src[1] : a->src[0];
+                src.ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = 0};
+            }
+            return cu_rms_norm_quant_split(s, n->dtype, dst, (float *)dptr(r, n->src[0]), &src, n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0],
+                                           ir_nrows(n), n->fp[0]);
+        }
+        CG_TRY(r, i); /* with the fused residual ADD when c->fu.epi[i] >= 0 (cx_cg_prepare chose the group) */
+        if (r->c->fu.epi && r->c->fu.epi[i] >= 0) { /* the residual ADD before it, fused */
+            const ir_node *a = &g->nodes[r->c->fu.epi[i]];
+            return cu_add_rms_norm_quant(s, n->dtype, dst, (float *)dptr(r, r->c->fu.epi[i]), dptr(r, a->src[0]), dptr(r, a->src[1]),
+                                         n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), n->fp[0]);
+        }
+        return cu_rms_norm_quant(s, n->dtype, dst, SP(0), n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), n->fp[0]);
+    case IR_OP_GLU_QUANT:
+        r->n_kernels++;
+        if (r->c->fu.gpair && r->c->fu.gpair[n->src[0]] == i) /* its gate/up launch wrote act(gate) * up into the gate's memory */
+            return cu_quantize_act(s, n->dtype, dst, SP(0), n->ne[0], ir_nrows(n));
+        CG_TRY(r, i);
+        return cu_glu_quant(s, n->dtype, dst, SP(0), SP(1), n->ne[0], ir_nrows(n), n->ip[0] == IR_OP_GEGLU);
+    case IR_OP_MATMUL: {
+        const ir_node *w = SRC(0), *x = SRC(1);
+        if (r->c->fu.mnext && r->c->fu.mnext[i] >= 0) return run_matmul_group(r, i);
+        r->n_kernels++;
+        if (r->c->fu.gnext && (r->c->fu.gnext[i] >= 0 || r->c->fu.vstore[i] >= 0 || r->c->fu.krope[i] >= 0 ||
+                            (cf_multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX && (r->cx->cfg.gemv_single || cf_reg_single(g, n))))) { /* one launch for the group (Q/K/V, gate/up), or a T = 1 GEMV */
+            cu_gemv_seg seg[CU_MULTI_MAX];
+            int ns = 0;
+            for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->fu.gnext[m]) {
+                const ir_node *mn = &g->nodes[m], *mw = &g->nodes[mn->src[0]];
+                cu_gemv_seg *q = &seg[ns++];
+                *q = (cu_gemv_seg){.w = dptr(r, mn->src[0]), .wtype = mw->dtype, .N = mw->ne[1]};
+                q->dst = matmul_out(r, m, &q->ep);
+                if (r->c->fu.vstore[m] >= 0) {
+                    q->cache = dptr(r, r->c->fu.vstore[m]);
+                    q->ctype = g->nodes[r->c->fu.vstore[m]].dtype;
+                }
+                if (r->c->fu.krope[m] >= 0) { /* K: rotate, then write the cache of the rope's kv_store */
+                    const ir_node *rn = &g->nodes[r->c->fu.krope[m]], *rx = &g->nodes[rn->src[0]];
+                    const int32_t kvs = r->c->fu.epi[r->c->fu.krope[m]];
+                    q->cache = dptr(r, kvs);
+                    q->ctype = g->nodes[kvs].dtype;
+                    q->rot = rn->ip[0];
+                    q->rmode = rn->ip[1];
+                    q->D = (int)rx->ne[0];
+                    q->theta_scale = powf(rn->fp[0], -2.0f / (float)rn->ip[0]);
+                    q->freq_scale = rn->fp[1];
+                    q->attn_factor = rn->fp[2];
+                    q->ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
+                }
+            }
+            const int pair_glu = r->c->fu.gpair[i] >= 0 ? (g->nodes[r->c->fu.gpair[i]].ip[0] == IR_OP_GEGLU ? 2 : 1) : 0; /* gate/up writing the GLU */
+            return cu_matmul_q8_multi(s, seg, ns, w->ne[0], SP(1), x->dtype, r->cx->d_pos, pair_glu);
+        }
+        return run_matmul_one(r, i);
+    }
+    case IR_OP_RESHAPE: case IR_OP_OUTPUT: return SB_OK;
+    case IR_OP_ROPE: {
+        if ((r->c->fu.rnext && r->c->fu.rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
+        cu_rope_job jb = rope_job(r, i);
+        r->n_kernels++;
+        return cu_rope(s, jb.dst, jb.x, SP(1), &jb.a);
+    }
+    case IR_OP_KV_STORE:
+        if ((r->c->fu.rnext && r->c->fu.rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
+        r->n_kernels++;
+        return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
+    case IR_OP_ATTENTION: {
+        cu_attn_args a = cx_attn_args(r->cx, r->p, n);
+        a.depth_max = r->depth_max;
+        const void *q = SP(0);
+        if (r->c->fu.qrope && r->c->fu.qrope[i] >= 0) { /* Q's RoPE fused: the unrotated q, and the rope's parameters */
+            const ir_node *rn = &g->nodes[r->c->fu.qrope[i]];
+            q = dptr(r, rn->src[0]);
+            a.q_rot = rn->ip[0];
+            a.q_mode = rn->ip[1];
+            a.q_theta_scale = powf(rn->fp[0], -2.0f / (float)rn->ip[0]);
+            a.q_freq_scale = rn->fp[1];
+            a.q_attn_factor = rn->fp[2];
+            a.q_ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
+        }
+        if (r->c->fu.epi && r->c->fu.epi[i] >= 0) a.xq = dptr(r, r->c->fu.epi[i]); /* the QUANTIZE after it, fused */
+        if ((r->cx->cfg.attn_variant == 3 || r->cx->cfg.attn_variant == 4) && cu_fattn_supported(&a)) { /* prefill: flash attention (k_fattn.cu) */
+            r->n_kernels++;
+            return cu_attention_prefill(s, dst, q, SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off),
+                                        (r->c->arena_need - r->c->scratch_off) / 4, r->cx->d_cnt);
+        }
+        const bool dec4 = a.variant == 4 && a.T == 1 && (a.nsplit == 1 || a.Hkv <= CU_ATT_COUNTERS); /* k_attn_decode.cu: one kernel */
+        r->n_kernels += (!dec4 && a.nsplit > 1 && a.T * a.Hq > CU_ATT_COUNTERS) || (dec4 && cu_attn_deep_fits(&a)) ? 2 : 1;
+        return cu_attention(s, dst, q, SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off), r->cx->d_cnt);
+    }
+    case IR_OP_SELECT_ROWS:
+        r->n_kernels++;
+        return cu_select_rows(s, dst, SP(0), n->ne[0], SP(1), n->ne[1]);
+    default: return sb_fail(SB_ERR_INTERNAL, "cuda: op %s has no CUDA implementation", ir_ops[n->op].name);
+    }
+#undef SRC
+#undef SP
+}
+
+static int prof_family(const plan *p, const ir_node *n) {
+    if (n->op == IR_OP_MATMUL) {
+        const int wt = p->g->nodes[n->src[0]].dtype;
+        if (wt >= 0 && wt < SB_TYPE_COUNT) return IR_OP_COUNT + wt;
+    }
+    return (int)n->op;
+}
+
+sb_status cx_enqueue_all(crun *r) {
+    const ir_graph *g = r->p->g;
+    exec_cuda *cx = r->cx;
+    r->n_kernels = 0;
+    if (cx->cfg.profile && cx->n_ev < g->n_nodes + 1) { /* profiling only: events for every node boundary */
+        if (cx->ev) cu_events_destroy(cx->ev, cx->n_ev);
+        free(cx->ev);
+        cx->n_ev = 0;
+        cx->ev = (void **)calloc((size_t)g->n_nodes + 1, sizeof *cx->ev);
+        if (!cx->ev) return sb_fail(SB_ERR_OOM, "cuda: profile events");
+        SB_TRY(cu_events_create(cx->ev, g->n_nodes + 1));
+        cx->n_ev = g->n_nodes + 1;
+    }
+    int32_t ne = 0;
+    int32_t *fam = cx->cfg.profile ? (int32_t *)calloc((size_t)g->n_nodes + 1, sizeof *fam) : NULL;
+    int32_t *kn = cx->cfg.profile ? (int32_t *)calloc((size_t)g->n_nodes + 1, sizeof *kn) : NULL;
+    if (cx->cfg.profile && (!fam || !kn)) {
+        free(fam), free(kn);
+        return sb_fail(SB_ERR_OOM, "cuda: profile");
+    }
+    sb_status st = SB_OK;
+    if (cx->cfg.profile) st = cu_event_record(cx->ev[ne++], cx->s);
+    for (int32_t i = 0; st == SB_OK && i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (ir_ops[n->op].flags & OPF_INPUT) continue;
+        if (r->c->fu.skip && r->c->fu.skip[i]) continue; /* done by the matmul before it */
+        const int32_t k0 = r->n_kernels;
+        st = cx_run_node(r, i);
+        if (st != SB_OK) {
+            st = sb_fail_context(st, "cuda: node %%%d %s \"%s\"", (int)i, ir_ops[n->op].name, n->name);
+            break;
+        }
+        if (cx->cfg.profile && r->n_kernels > k0) {
+            fam[ne] = prof_family(r->p, n);
+            kn[ne] = r->n_kernels - k0;
+            st = cu_event_record(cx->ev[ne++], cx->s);
+        }
+    }
+    if (cx->cfg.profile && st == SB_OK) {
+        st = cu_stream_sync(cx->s);
+        for (int32_t k = 1; st == SB_OK && k < ne; k++) {
+            float ms = 0;
+            st = cu_event_ms(cx->ev[k - 1], cx->ev[k], &ms);
+            cx->prof_ms[fam[k]] += ms;
+            cx->prof_k[fam[k]] += kn[k];
+        }
+        cx->prof_runs++;
+    }
+    free(fam);
+    free(kn);
+    return st;
+}
+
+#endif

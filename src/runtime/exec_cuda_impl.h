@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/exec_cuda_impl.h — private to the CUDA executor's files: the context (exec_cuda.c), the
+ * capability check (exec_cuda_check.c), per-plan state (exec_cuda_plan.c), generated kernels
+ * (exec_cuda_codegen.c), node dispatch (exec_cuda_dispatch.c) and runs with graph capture
+ * (exec_cuda_run.c); the state they share and the functions one lends another.
+ * Layer 2 (runtime), CUDA builds only.
+ */
+#ifndef SB_RUNTIME_EXEC_CUDA_IMPL_H
+#define SB_RUNTIME_EXEC_CUDA_IMPL_H
+
+#include "runtime/exec_cuda.h"
+#include "runtime/cuda_fusion.h"
+#include "backend/cuda/cu_config.h"
+#include "backend/cuda/cu_device.h"
+#include "backend/cuda/kernels.h"
+#include "codegen/cg.h"
+#include "base/status.h"
+#include "quant/types.h"
+
+#define CX_MAX_PLANS 16
+#define PROF_FAMILIES (IR_OP_COUNT + SB_TYPE_COUNT) /* ops, then matmul per weight type */
+
+typedef struct devbuf {
+    const void *host;
+    void *dev;
+    uint64_t bytes;
+} devbuf;
+
+#define CX_MAX_OUT 4 /* outputs a graph run may have written directly (direct_root; a plan with more copies them) */
+#define CX_DEPTH_CLASSES 12 /* 0: any depth; c >= 1: every attention sees at most attn_small << (c - 1) keys (depth_class) */
+
+typedef struct cplan {
+    const plan *p;
+    void **dptr;          /* device pointer per input slot */
+    uint64_t scratch_off; /* attention / small-T GEMM split partials, after the plan region */
+    uint64_t arena_need;
+    /* captured graphs, one per depth class (depth_class: a decode step whose attention sees few
+     * keys gets kernels specialised for that, e.g. the small-depth attention's own kernel) */
+    cu_graph graph[CX_DEPTH_CLASSES];
+    void *graph_arena[CX_DEPTH_CLASSES]; /* the arena each was captured with */
+    int32_t n_kernels[CX_DEPTH_CLASSES];
+    bool graph_direct[CX_DEPTH_CLASSES];           /* its kernels write outputs straight to their destinations (graph_out) */
+    float *graph_out[CX_DEPTH_CLASSES][CX_MAX_OUT];
+    int64_t runs;         /* runs of this plan so far */
+    cuda_fusions fu;      /* executor-level fusion (cx->cfg.fuse; cuda_fusion.h): all NULL when off */
+    struct cg_node *cg;   /* per node: its generated kernel (cx_cg_prepare; NULL table or fn: hand-written) */
+} cplan;
+
+struct exec_cuda {
+    cu_stream s;
+    devbuf *bufs;
+    int32_t n_bufs, cap_bufs;
+    cplan plans[CX_MAX_PLANS];
+    void *arena;
+    uint64_t arena_bytes;
+    int32_t *d_in;        /* device inputs [3 * max_tokens], h_in's layout: one copy a run */
+    int32_t *d_tok, *d_pos, *d_rows; /* into d_in */
+    unsigned *d_cnt;      /* CU_ATT_COUNTERS zeroed split counters (attention's in-kernel merge) */
+    int32_t *h_in;        /* page-locked staging [3 * max_tokens]: tokens, positions, out_rows */
+    int64_t max_tokens;
+    cu_config cfg;        /* every setting (cu_config.h); bound to the thread for each call into the backend */
+    int sms;
+    exec_cuda_stats st;
+    /* profile: device ms and kernel launches per family, runs profiled */
+    double prof_ms[PROF_FAMILIES];
+    int64_t prof_k[PROF_FAMILIES];
+    int64_t prof_runs;
+    void **ev;
+    int32_t n_ev;
+};
+
+// ---- one run's state (exec_cuda_run.c builds it, exec_cuda_dispatch.c reads it) ----
+
+typedef struct crun {
+    exec_cuda *cx;
+    const plan *p;
+    cplan *c;
+    uint8_t *arena;
+    int32_t n_kernels;
+    int64_t depth_max; /* a bound on the keys any attention of this run sees (0: none known; depth_class) */
+    /* outputs written by their kernels straight into page-locked host memory (exec_cuda.direct_out):
+     * the roots of their memory (direct_root), and every view of them, live at direct_dst */
+    int n_direct;
+    ir_ref direct_node[CX_MAX_OUT];
+    float *direct_dst[CX_MAX_OUT];
+    /* an MMA group's unreduced split partials for the rope jobs launched right after it (plan_group_jobs):
+     * the alias roots of its results and their partials; n 0: none pending */
+    int gsrc_n;
+    ir_ref gsrc_root[CU_MULTI_MAX];
+    cu_split_src gsrc[CU_MULTI_MAX];
+    /* a lone GEMM's unreduced split partials for the RMS_NORM_QUANT nsum_for right after it (plan_norm_sums; 0: none) */
+    int32_t nsum_for, nsum_mm;
+    cu_split_src nsum_src;
+} crun;
+
+/* where value i is written directly: it is the root of such an output or a view of it (same
+ * memory); NULL if not */
+static inline float *direct_at(const crun *r, ir_ref i) {
+    for (int k = 0; k < r->n_direct; k++)
+        if (r->direct_node[k] == i || r->direct_node[k] == r->p->vals[i].alias) return r->direct_dst[k];
+    return NULL;
+}
+
+static inline void *dptr(const crun *r, ir_ref i) {
+    const plan_value *v = &r->p->vals[i];
+    float *d = direct_at(r, i);
+    if (d) return d;
+    if (v->input >= 0) return r->c->dptr[v->input];
+    if (r->c->fu.moved) { /* hoisted multi-GEMV results live in the private region (plan_groups) */
+        const ir_ref root = v->alias;
+        if (root >= 0 && r->c->fu.moved[root] != UINT64_MAX) return r->arena + r->c->fu.moved[root] + (v->offset - r->p->vals[root].offset);
+    }
+    return r->arena + v->offset;
+}
+
+// ---- functions the files lend each other ----
+
+void cx_drop_graphs(cplan *c);                  /* exec_cuda_plan.c: c's captured graphs */
+void cx_plan_clear(cplan *c);                   /* ... and everything else of c */
+sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cplan **out); /* found or built */
+cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n);
+sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, const char *name, void **dev); /* exec_cuda.c */
+sb_status cx_cg_prepare(exec_cuda *cx, const plan *p, cplan *c); /* exec_cuda_codegen.c: before any capture */
+bool cx_cg_try(crun *r, int32_t i, sb_status *st);
+sb_status cx_run_node(crun *r, int32_t i);      /* exec_cuda_dispatch.c */
+sb_status cx_enqueue_all(crun *r);
+
+/* run_node's hook: node i ran as its generated kernel (return its launch status) */
+#define CG_TRY(r, i)                                 \
+    do {                                             \
+        sb_status cg_st_;                            \
+        if (cx_cg_try(r, i, &cg_st_)) return cg_st_;    \
+    } while (0)
+
+#endif

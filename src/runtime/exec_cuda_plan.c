@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/exec_cuda_plan.c — per-plan device state (cplan): input bindings to device memory,
+ * attention split counts, the executor-level fusion tables (cuda_fusion.h), the arena size with
+ * split scratch, generated kernels; found by plan pointer or built on a plan's first run.
+ * Layer 2 (runtime), CUDA builds only.
+ */
+#ifdef SB_HAVE_CUDA /* the whole file: a build without CUDA has no "cuda" backend kind */
+
+#include "runtime/exec_cuda_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cx_drop_graphs(cplan *c) {
+    for (int k = 0; k < CX_DEPTH_CLASSES; k++) {
+        cu_graph_destroy(c->graph[k]);
+        c->graph[k] = NULL;
+    }
+}
+
+void cx_plan_clear(cplan *c) {
+    cx_drop_graphs(c);
+    free(c->dptr);
+    cuda_fusions_free(&c->fu);
+    free(c->cg);
+    memset(c, 0, sizeof *c);
+}
+
+// ---- per-plan state ----
+
+/* Variant 4's grid splits per kv head (k_attn_decode.cu): enough splits of kmin keys to cover the
+ * capacity C, at most mul * SMs / Hkv (default 2: ~2 blocks per SM at the deepest context; fewer
+ * when the capacity is short) and 256; the kernel activates max(1, ceil(depth / kps)) of them. */
+static int attn_nsplit_dec(const exec_cuda *cx, int64_t Hkv, int64_t C) {
+    int64_t ns = (C + cx->cfg.attn_kmin - 1) / cx->cfg.attn_kmin;
+    const int64_t most = Hkv > 0 ? ((int64_t)cx->cfg.attn_splits * cx->sms + Hkv - 1) / Hkv : 1;
+    if (ns > most) ns = most;
+    if (ns > 256) ns = 256;
+    return ns < 1 ? 1 : (int)ns;
+}
+
+static int attn_nsplit(const exec_cuda *cx, const plan *p, const ir_node *n) {
+    const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
+    const int64_t T = q->ne[2], Hq = q->ne[1], C = k->ne[1];
+    if (T > 1) return 1;
+    if (cx->cfg.attn_variant == 4) return attn_nsplit_dec(cx, n->ip[0], C);
+    int64_t ns = ((int64_t)cx->cfg.attn_splits * cx->sms + Hq - 1) / Hq;
+    int64_t cap = (C + 63) / 64;
+    if (ns > cap) ns = cap;
+    if (ns > 64) ns = 64;
+    return ns < 1 ? 1 : (int)ns;
+}
+
+cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) {
+    const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
+    return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .T = q->ne[2], .ctype = k->dtype, .scale = n->fp[0],
+                          .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n),
+                          .variant = cx->cfg.attn_variant == 1 ? 1 : cx->cfg.attn_variant == 4 ? 4 : 2, .kmin = cx->cfg.attn_kmin,
+                          .hpb = cx->cfg.attn_hpb, .ctx = k->ne[1], .warp = cx->cfg.attn_warp, .small = cx->cfg.attn_small};
+}
+
+void exec_cuda_assume_device(int cc_major, int sms) { cu_assume_device(cc_major, sms); }
+
+/* as a new context would plan p: nodes fused away (skips, what 0), gate/up launches that write their
+ * GLU (1), or matmuls whose norm sums their split partials (2) */
+static int32_t count_planned(const plan *p, const cu_config *cfg, int what) {
+    cuda_fusions c = {0};
+    int32_t n = -1;
+    cfg = cfg ? cfg : &cu_config_default;
+    const cu_config *prev = cu_cfg_bind(cfg);
+    if (cuda_fusions_plan(p, &c, cfg) == SB_OK) {
+        n = 0;
+        for (int32_t i = 0; i < p->g->n_nodes; i++) n += what == 0 ? c.skip[i] : what == 1 ? c.gpair[i] >= 0 : c.nsum[i] >= 0;
+    }
+    cuda_fusions_free(&c); /* every table (cuda_fusions_plan allocates them all) */
+    cu_cfg_bind(prev);
+    return n;
+}
+int32_t exec_cuda_count_fusions(const plan *p, const cu_config *c) { return count_planned(p, c, 0); }
+int32_t exec_cuda_count_glu_pairs(const plan *p, const cu_config *c) { return count_planned(p, c, 1); }
+int32_t exec_cuda_count_norm_sums(const plan *p, const cu_config *c) { return count_planned(p, c, 2); }
+
+sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cplan **out) {
+    cplan *free_slot = NULL;
+    for (int i = 0; i < CX_MAX_PLANS; i++) {
+        if (cx->plans[i].p == p) {
+            *out = &cx->plans[i];
+            return SB_OK;
+        }
+        if (!cx->plans[i].p && !free_slot) free_slot = &cx->plans[i];
+    }
+    if (!free_slot) return sb_fail(SB_ERR_INTERNAL, "cuda: more than %d live plans (exec_cuda_forget missing?)", CX_MAX_PLANS);
+    cplan *c = free_slot;
+    memset(c, 0, sizeof *c);
+    c->dptr = (void **)calloc((size_t)(p->n_inputs ? p->n_inputs : 1), sizeof *c->dptr);
+    if (!c->dptr) return sb_fail(SB_ERR_OOM, "cuda: plan bindings");
+    sb_status st = SB_OK;
+    for (int32_t i = 0; st == SB_OK && i < p->n_inputs; i++) {
+        const plan_input *in = &p->inputs[i];
+        const ir_node *n = &p->g->nodes[in->node];
+        switch (in->kind) {
+        case IR_OP_TOKENS: c->dptr[i] = cx->d_tok; break;
+        case IR_OP_POS: c->dptr[i] = cx->d_pos; break;
+        case IR_OP_OUT_ROWS: c->dptr[i] = cx->d_rows; break;
+        case IR_OP_WEIGHT:
+        case IR_OP_KV: st = cx_devbuf_get(cx, b->data[i], ir_nbytes(n), in->name, &c->dptr[i]); break;
+        default: st = sb_fail(SB_ERR_INTERNAL, "cuda: plan input %d has kind %d", (int)i, in->kind);
+        }
+    }
+    uint64_t scratch = 0;
+    for (int32_t i = 0; i < p->g->n_nodes; i++)
+        if (p->g->nodes[i].op == IR_OP_ATTENTION) {
+            cu_attn_args a = cx_attn_args(cx, p, &p->g->nodes[i]);
+            uint64_t f = cu_attention_scratch(&a);
+            if (f > scratch) scratch = f;
+            if ((cx->cfg.attn_variant == 3 || cx->cfg.attn_variant == 4) && a.T > 1) { /* the flash prefill's key-split partials */
+                f = cu_fattn_scratch(&a);
+                if (f > scratch) scratch = f;
+            }
+        } else if (p->g->nodes[i].op == IR_OP_MATMUL && cu_mma_small_mode()) { /* split-K partials of the small-T GEMM */
+            const ir_node *mw = &p->g->nodes[p->g->nodes[i].src[0]], *mx = &p->g->nodes[p->g->nodes[i].src[1]];
+            if (mx->ne[1] > 8 && cu_has_mma(mw->dtype, mx->dtype)) {
+                uint64_t f = cu_mma_small_scratch(mw->ne[0], mw->ne[1], mx->ne[1]);
+                if (f > scratch) scratch = f;
+            }
+        }
+    if (st == SB_OK && cx->cfg.fuse) st = cuda_fusions_plan(p, &c->fu, &cx->cfg);
+    for (int32_t i = 0; st == SB_OK && c->fu.mnext && i < p->g->n_nodes; i++) { /* a split MMA group's partials: its members' together */
+        if (c->fu.mnext[i] < 0 || c->fu.skip[i]) continue;
+        uint64_t f = 0;
+        for (int32_t m = i; m >= 0; m = c->fu.mnext[m]) {
+            const ir_node *mw = &p->g->nodes[p->g->nodes[m].src[0]], *mx = &p->g->nodes[p->g->nodes[m].src[1]];
+            f += cu_mma_small_scratch(mw->ne[0], mw->ne[1], mx->ne[1]);
+        }
+        if (f > scratch) scratch = f;
+    }
+    c->scratch_off = cf_align(p->arena_bytes) + cf_align(c->fu.moved_bytes);
+    c->arena_need = c->scratch_off + cf_align(scratch * 4);
+    if (st == SB_OK && c->arena_need > cx->arena_bytes) {
+        st = cu_stream_sync(cx->s);
+        if (st == SB_OK) {
+            for (int i = 0; i < CX_MAX_PLANS; i++) cx_drop_graphs(&cx->plans[i]); /* graphs bake in the old arena */
+            cu_free(cx->arena);
+            cx->st.device_bytes -= cx->arena_bytes;
+            cx->arena = NULL;
+            cx->arena_bytes = 0;
+            st = cu_malloc(&cx->arena, (size_t)c->arena_need, "activation arena");
+            if (st == SB_OK) {
+                cx->arena_bytes = c->arena_need;
+                cx->st.device_bytes += c->arena_need;
+            }
+        }
+    }
+    if (st == SB_OK) st = cx_cg_prepare(cx, p, c); /* compiled, loaded and autotuned here: never during a capture */
+    if (st != SB_OK) {
+        cx_plan_clear(c); /* the bindings and every fusion table */
+        return st;
+    }
+    c->p = p;
+    *out = c;
+    return SB_OK;
+}
+
+#endif
