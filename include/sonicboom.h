@@ -326,7 +326,13 @@ typedef struct sb_session_params {
                              * SB_DEVICE_AUTO (GPU 0 where it can run the model, else the CPU: sb_session_device) */
     int allow_ctx_extend;   /* 1: n_ctx may exceed the model's trained context length (a SB_LOG_WARN says so);
                              * 0: such an n_ctx is SB_ERR_INVALID_ARG */
-    int reserved[10];
+    /* CUDA sessions only (ignored on the CPU); 0 is the default for each, other values outside the
+     * ones listed are SB_ERR_INVALID_ARG. These took the place of reserved ints: the size is unchanged. */
+    int cuda_graphs;        /* 1 on (default), -1 off: decode steps (and repeated prefill shapes) captured as CUDA Graphs */
+    int codegen;            /* 1 on (default): generated kernels where autotuning finds them faster; -1 off: hand-written only */
+    int act_type;           /* activations of K-quant weights: SB_TYPE_Q8_K (default: rounded as llama.cpp's CPU rounds
+                             * them, so the logits match its CPU) or SB_TYPE_Q8_1 (as llama.cpp's CUDA backend) */
+    int reserved[7];
 } sb_session_params;
 
 /* Values of sb_session_params.device. SB_DEVICE_AUTO (what `sb run` / `sb bench` use unless told

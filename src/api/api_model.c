@@ -101,7 +101,8 @@ SB_API sb_status sb_session_create(sb_model *m, const sb_session_params *p, sb_s
     *out = NULL;
     rt_session_params rp = {0};
     if (p) rp = (rt_session_params){.n_ctx = p->n_ctx, .kv_type = p->kv_type, .n_threads = p->n_threads, .n_batch = p->n_batch,
-                                 .device = p->device, .allow_ctx_extend = p->allow_ctx_extend};
+                                 .device = p->device, .allow_ctx_extend = p->allow_ctx_extend, .cuda_graph = p->cuda_graphs,
+                                 .codegen = p->codegen, .act_type = p->act_type};
     sb_session *h = (sb_session *)calloc(1, sizeof *h);
     if (!h) return sb_fail(SB_ERR_OOM, "sb_session handle");
     sb_status s = rt_session_create(m->m, &rp, &h->s);

@@ -55,6 +55,8 @@ typedef struct backend_params {
     int n_threads;      /* CPU: the thread pool's size */
     int64_t max_tokens; /* tokens a plan run may hold at most (the largest prefill chunk) */
     int graphs;         /* CUDA: 0 = the backend's default, 1 on, -1 off (CUDA Graph capture) */
+    int codegen;        /* CUDA: 0 = the default, 1 on, -1 off (generated kernels) */
+    int act_type;       /* CUDA: 0 = the default, else the sb_type of K-quant weights' activations (Q8_K, Q8_1) */
 } backend_params;
 
 typedef struct backend_kind {

@@ -62,11 +62,11 @@ static sb_status cuda_create(const backend_params *bp, backend **out) {
         free(c);
         return st;
     }
-    if (bp->graphs) {
-        cu_config cfg = *exec_cuda_config(c->cx);
-        cfg.graphs = bp->graphs > 0;
-        exec_cuda_set_config(c->cx, &cfg);
-    }
+    cu_config cfg = *exec_cuda_config(c->cx);
+    if (bp->graphs) cfg.graphs = bp->graphs > 0;
+    if (bp->codegen) cfg.codegen = bp->codegen > 0;
+    if (bp->act_type) cfg.act_q8_1 = bp->act_type == SB_TYPE_Q8_1;
+    exec_cuda_set_config(c->cx, &cfg);
     *out = &c->base;
     return SB_OK;
 }

@@ -92,7 +92,8 @@ static int auto_device(const rt_model *m, uint64_t kv_total, int64_t n_ctx) {
 static sb_status create_backend(rt_session *s, const char *name) {
     const backend_kind *k = backend_kind_find(name);
     if (!k) return sb_fail(SB_ERR_UNSUPPORTED, "session: this build has no %s backend", name);
-    const backend_params bp = {.n_threads = s->prm.n_threads, .max_tokens = s->prm.n_batch, .graphs = s->prm.cuda_graph};
+    const backend_params bp = {.n_threads = s->prm.n_threads, .max_tokens = s->prm.n_batch, .graphs = s->prm.cuda_graph,
+                               .codegen = s->prm.codegen, .act_type = s->prm.act_type};
     return k->create(&bp, &s->be);
 }
 
@@ -146,6 +147,11 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
     }
     if (prm.device < 0 || prm.device > 2) return sb_fail(SB_ERR_INVALID_ARG, "session: device %d (0 = CPU, 1 = CUDA, 2 = auto)", prm.device);
     if (prm.n_threads > 256) return sb_fail(SB_ERR_INVALID_ARG, "session: %d threads (at most 256)", prm.n_threads);
+    if (prm.cuda_graph < -1 || prm.cuda_graph > 1)
+        return sb_fail(SB_ERR_INVALID_ARG, "session: cuda_graphs %d (0 default, 1 on, -1 off)", prm.cuda_graph);
+    if (prm.codegen < -1 || prm.codegen > 1) return sb_fail(SB_ERR_INVALID_ARG, "session: codegen %d (0 default, 1 on, -1 off)", prm.codegen);
+    if (prm.act_type != 0 && prm.act_type != SB_TYPE_Q8_K && prm.act_type != SB_TYPE_Q8_1)
+        return sb_fail(SB_ERR_INVALID_ARG, "session: act_type %d (0 default, SB_TYPE_Q8_K or SB_TYPE_Q8_1)", prm.act_type);
     rt_session *s = (rt_session *)calloc(1, sizeof *s);
     if (!s) return sb_fail(SB_ERR_OOM, "session");
     s->m = m;

@@ -28,6 +28,8 @@ typedef struct rt_session_params {
                          * logged at SB_LOG_INFO; rt_session_device says which. CUDA (1): SB_ERR_OOM at creation
                          * when the weights and KV cache exceed the device's free memory (bytes named) */
     int cuda_graph;     /* CUDA only: 0 = default (on unless SB_TUNE=graphs=0), 1 = on, -1 = off */
+    int codegen;        /* CUDA only: 0 = default (on unless SB_TUNE=codegen=0), 1 = on, -1 = off (hand-written kernels) */
+    int act_type;       /* CUDA only: K-quant activations, 0 = default (q8_K), SB_TYPE_Q8_K or SB_TYPE_Q8_1 */
     int allow_ctx_extend; /* 1: n_ctx may exceed the model's trained context (a SB_LOG_WARN says so); 0: such an
                            * n_ctx is SB_ERR_INVALID_ARG naming both lengths */
 } rt_session_params;

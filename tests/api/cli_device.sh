@@ -35,4 +35,12 @@ expect_rc 2 "--device bogus (logits)" "$sb" logits -m x --ref y -o z --device bo
 expect_rc 2 "-ngl -1 (run)" "$sb" run -p x -ngl -1
 expect_rc 2 "--device bogus (run)" "$sb" run -p x --device bogus
 expect_rc 2 "--device bogus (bench)" "$sb" bench -p 8 -n 2 --device bogus
+# the CUDA settings of sb_session_params: accepted (and meaningless) on the CPU, bad values are usage errors
+"$sb" run -p "In the beginning" -n 4 --seed 7 --device cpu > "$tmp/ref" 2>/dev/null
+"$sb" run -p "In the beginning" -n 4 --seed 7 --device cpu --cuda-graphs off --codegen off --act-type q8_1 > "$tmp/out" 2>/dev/null; rc=$?
+[ $rc = 0 ] && cmp -s "$tmp/ref" "$tmp/out" && ok || bad "CUDA settings on the CPU: rc=$rc"
+for f in "--cuda-graphs maybe" "--codegen 1" "--act-type q8_0" "--act-type"; do
+    "$sb" run -p x -n 1 $f > /dev/null 2> "$tmp/err"; rc=$?
+    [ $rc = 2 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "^sb run: .*${f%% *}" "$tmp/err" && ok || bad "run $f: rc=$rc $(cat "$tmp/err")"
+done
 finish

@@ -155,6 +155,20 @@ int main(void) {
         sp.device = -1;
         CHECK(sb_session_create(m, &sp, &s) == SB_ERR_INVALID_ARG);
         CHECK(sb_session_device(NULL) == -1);
+        /* the CUDA settings: every listed value is accepted (a CPU session ignores them), others refused by name */
+        sp.device = SB_DEVICE_CPU;
+        const int good[][3] = {{1, 1, SB_TYPE_Q8_K}, {-1, -1, SB_TYPE_Q8_1}}, refused[][3] = {{2, 0, 0}, {0, -2, 0}, {0, 0, SB_TYPE_Q8_0}};
+        for (int k = 0; k < 2; k++) {
+            sp.cuda_graphs = good[k][0], sp.codegen = good[k][1], sp.act_type = good[k][2];
+            CHECK(sb_session_create(m, &sp, &s) == SB_OK);
+            sb_session_free(s);
+        }
+        static const char *const what[3] = {"cuda_graphs", "codegen", "act_type"};
+        for (int k = 0; k < 3; k++) {
+            sp.cuda_graphs = refused[k][0], sp.codegen = refused[k][1], sp.act_type = refused[k][2];
+            CHECKF(sb_session_create(m, &sp, &s) == SB_ERR_INVALID_ARG && strstr(sb_last_error(), what[k]), "%s: %s", what[k], sb_last_error());
+        }
+        sp.cuda_graphs = sp.codegen = sp.act_type = 0;
         /* ignore_eos: a seed whose text ends at an end-of-generation token runs to n_predict with it */
         sb_sampler_params hot;
         sb_sampler_default_params(&hot);

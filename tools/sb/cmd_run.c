@@ -45,6 +45,9 @@ static void usage(FILE *f) {
             "      --kv-type f32|f16   KV cache type (f32); -ctk / -ctv TYPE: the same, K and V alike\n"
             "  -fa, --flash-attn [on|off|auto]  accepted: attention kernels are chosen per device\n"
             "      " ARG_DEVICE_HELP
+            "      --cuda-graphs on|off  CUDA: capture decode steps as CUDA Graphs (on)\n"
+            "      --codegen on|off    CUDA: generated kernels where autotuning finds them faster (on)\n"
+            "      --act-type q8_k|q8_1  CUDA: K-quant weights' activations (q8_k: llama.cpp's CPU rounding; q8_1: its CUDA)\n"
             "      --parse-special     read special-token text in the prompt as control tokens (trusted input)\n"
             "      --no-display-prompt do not echo the prompt\n"
             "      --color [on|off|auto]  echo the prompt in colour (bare: on)\n"
@@ -67,6 +70,7 @@ typedef struct run_opts {
     int64_t n_predict, n_ctx, n_batch, n_ubatch, threads, last_n, top_k;
     uint64_t seed;
     int seed_random, device, chat, verbose, parse_special, check, escape, show_prompt, color, quiet, ignore_eos, long_ctx, no_mmap;
+    int cuda_graphs, codegen, act_type; /* the CUDA settings of sb_session_params (0: the defaults) */
     sb_sampler_params sp;
 } run_opts;
 
@@ -122,6 +126,23 @@ static int parse_sampling_flag(run_opts *o, int argc, char **argv, int *i, int *
     return 1;
 }
 
+/* --cuda-graphs on|off, --codegen on|off, --act-type q8_k|q8_1 into o; 0 or 2 (a usage line printed) */
+static int parse_cuda_setting(run_opts *o, int argc, char **argv, int *i) {
+    const char *a = argv[*i], *v;
+    if (arg_str("run", argc, argv, i, &v)) return 2;
+    const int act = !strcmp(a, "--act-type");
+    const int x = act ? (!strcmp(v, "q8_k") ? SB_TYPE_Q8_K : !strcmp(v, "q8_1") ? SB_TYPE_Q8_1 : 0)
+                      : (!strcmp(v, "on") ? 1 : !strcmp(v, "off") ? -1 : 0);
+    if (!x) {
+        fprintf(stderr, "sb run: %s '%s': %s\n", a, v, act ? "q8_k or q8_1" : "on or off");
+        return 2;
+    }
+    if (act) o->act_type = x;
+    else if (!strcmp(a, "--codegen")) o->codegen = x;
+    else o->cuda_graphs = x;
+    return 0;
+}
+
 /* Everything else that is ours. 1 if argv[*i] is one. */
 static int parse_main_flag(run_opts *o, int argc, char **argv, int *i, int *rc) {
     const char *a = argv[*i];
@@ -145,6 +166,7 @@ static int parse_main_flag(run_opts *o, int argc, char **argv, int *i, int *rc) 
     else if (!strcmp(a, "--check-tensors")) o->check = 1;
     else if (!strcmp(a, "--allow-long-context")) o->long_ctx = 1;
     else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
+    else if (!strcmp(a, "--cuda-graphs") || !strcmp(a, "--codegen") || !strcmp(a, "--act-type")) *rc = parse_cuda_setting(o, argc, argv, i);
     else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
     else return 0;
     return 1;
@@ -273,6 +295,9 @@ static sb_status create_session(const run_opts *o, sb_model *m, sb_session **s) 
     ssp.kv_type = strcmp(o->kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
     ssp.device = o->device;
     ssp.allow_ctx_extend = o->long_ctx;
+    ssp.cuda_graphs = o->cuda_graphs;
+    ssp.codegen = o->codegen;
+    ssp.act_type = o->act_type;
     sb_status st = sb_session_create(m, &ssp, s);
     if (st == SB_OK && o->verbose) fprintf(stderr, "device: %s\n", sb_session_device(*s) == SB_DEVICE_CUDA ? "cuda (GPU 0)" : "cpu");
     return st;
