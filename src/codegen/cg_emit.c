@@ -80,15 +80,16 @@ sb_status cg_group_from_node(const ir_graph *g, ir_ref i, ir_ref add_src, cg_gro
         out->kind = CG_EW;
         out->ref[1] = n->src[0];
         out->n_params = 2;
-        int steps = n->op == IR_OP_FUSED ? n->ip[0] : 1, norms = 0;
+        int steps = n->op == IR_OP_FUSED ? ir_fused_steps(n) : 1, norms = 0;
         if (steps < 1 || steps > CG_MAX_STEPS)
             return sb_fail(SB_ERR_UNSUPPORTED, "codegen: fused chain %%%d of %d steps (1..%d)", (int)i, steps, CG_MAX_STEPS);
         for (int k = 0; k < steps; k++) {
-            int op = n->op == IR_OP_FUSED ? (n->ip[1 + k] & 0xff) : (int)n->op;
-            int opd = n->op == IR_OP_FUSED ? (n->ip[1 + k] >> 8) : (n->op == IR_OP_ADD || n->op == IR_OP_MUL ? 1 : 0);
+            const bool fused = n->op == IR_OP_FUSED;
+            const ir_fused_step fs = fused ? ir_fused_step_of(n, k) : (ir_fused_step){n->op, n->op == IR_OP_ADD || n->op == IR_OP_MUL ? 1 : 0, ir_f0(n)};
+            const int op = (int)fs.op, opd = fs.operand;
             cg_step *s = &out->st[k];
-            s->op = ew_op((ir_op)op);
-            s->f = n->fp[n->op == IR_OP_FUSED ? k : 0];
+            s->op = ew_op(fs.op);
+            s->f = fs.f;
             if (!s->op) return sb_fail(SB_ERR_UNSUPPORTED, "codegen: chain step %d of %%%d is op %d", k, (int)i, op);
             norms += s->op == CG_EW_RMS_NORM;
             const bool binary = s->op == CG_EW_ADD || s->op == CG_EW_MUL;
@@ -117,14 +118,14 @@ sb_status cg_group_from_node(const ir_graph *g, ir_ref i, ir_ref add_src, cg_gro
     case IR_OP_GLU_QUANT:
         out->kind = CG_GLU_QUANT;
         out->xq = n->dtype;
-        out->gelu = n->ip[0] == IR_OP_GEGLU;
+        out->gelu = ir_glu_act(n) == IR_OP_GEGLU;
         out->ref[1] = n->src[0];
         out->ref[2] = n->src[1];
         out->n_params = 3;
         return quant_ok(n, n->dtype, out->E);
     case IR_OP_RMS_NORM_QUANT:
         out->xq = n->dtype;
-        out->eps = n->fp[0];
+        out->eps = ir_f0(n);
         out->has_w = n->src[1] != IR_NONE;
         out->ref[2] = n->src[1];
         if (add_src != IR_NONE) {

@@ -162,6 +162,33 @@ ir_ref ir_select_rows(ir_graph *g, ir_ref x, ir_ref rows);
 /* Mark x as a graph result called name ("logits"). */
 ir_ref ir_output(ir_graph *g, ir_ref x, const char *name);
 
+// ---- typed reads of op parameters (executors, passes, codegen: never ip[k] / fp[k] directly) ----
+
+/* ROPE: the ir_rope_params it was built with; its attention factor (fp[2], 1 unless scaled) */
+static inline ir_rope_params ir_rope_of(const ir_node *n) {
+    return (ir_rope_params){.n_rot = n->ip[0], .mode = n->ip[1], .freq_base = n->fp[0], .freq_scale = n->fp[1]};
+}
+static inline float ir_rope_attn_factor(const ir_node *n) { return n->fp[2]; }
+/* ATTENTION: the ir_attn_params it was built with */
+static inline ir_attn_params ir_attn_of(const ir_node *n) {
+    return (ir_attn_params){.n_head_kv = n->ip[0], .head_dim = n->ip[1], .scale = n->fp[0], .window = n->ip[2], .softcap = n->fp[1]};
+}
+/* RMS_NORM, RMS_NORM_QUANT: epsilon; SCALE: the factor; SOFTCAP: the cap (the single float param) */
+static inline float ir_f0(const ir_node *n) { return n->fp[0]; }
+/* GLU_QUANT: the gated activation, IR_OP_SWIGLU or IR_OP_GEGLU */
+static inline ir_op ir_glu_act(const ir_node *n) { return (ir_op)n->ip[0]; }
+/* FUSED: the number of chain steps, and step k: its op, the src index of its second input (0: none)
+ * and its float param */
+static inline int ir_fused_steps(const ir_node *n) { return n->ip[0]; }
+typedef struct ir_fused_step {
+    ir_op op;
+    int operand;
+    float f;
+} ir_fused_step;
+static inline ir_fused_step ir_fused_step_of(const ir_node *n, int k) {
+    return (ir_fused_step){.op = (ir_op)(n->ip[1 + k] & 0xff), .operand = n->ip[1 + k] >> 8, .f = n->fp[k]};
+}
+
 // ---- planner-side constructors (passes use these; builders do not) ----
 
 /* Append a node with the given op, sources (IR_NONE-terminated up to IR_MAX_SRC), params

@@ -195,8 +195,8 @@ static void plan_groups(const plan *p, cuda_fusions *c, const int32_t *uses, uin
             }
             if (r < 0 || c->skip[r] || c->epi[r] < 0) continue;
             const ir_node *rn = &g->nodes[r], *x = &g->nodes[rn->src[0]];
-            if (x->ne[2] != 1 || x->ne[0] * x->ne[1] != g->nodes[mem[k]].ne[0] || rn->ip[0] > x->ne[0] || rn->ip[0] % 2 ||
-                (rn->ip[1] != 0 && rn->ip[1] != 2) || g->nodes[rn->src[1]].op != IR_OP_POS)
+            if (x->ne[2] != 1 || x->ne[0] * x->ne[1] != g->nodes[mem[k]].ne[0] || ir_rope_of(rn).n_rot > x->ne[0] || ir_rope_of(rn).n_rot % 2 ||
+                (ir_rope_of(rn).mode != IR_ROPE_NORMAL && ir_rope_of(rn).mode != IR_ROPE_NEOX) || g->nodes[rn->src[1]].op != IR_OP_POS)
                 continue;
             if (rn->src[2] != IR_NONE && p->vals[rn->src[2]].input < 0) continue; /* freq factors: a weight */
             const int32_t s = c->epi[r];
@@ -220,7 +220,7 @@ static void plan_qrope(const plan *p, cuda_fusions *c, const int32_t *uses) {
         const ir_node *an = &g->nodes[a];
         if (an->op != IR_OP_ATTENTION || an->src[0] != r || an->src[3] != rn->src[1]) continue;
         const ir_node *x = &g->nodes[rn->src[0]];
-        if (x->ne[0] != rn->ne[0] || x->ne[1] != rn->ne[1] || x->ne[2] != rn->ne[2] || rn->ip[0] > x->ne[0]) continue;
+        if (x->ne[0] != rn->ne[0] || x->ne[1] != rn->ne[1] || x->ne[2] != rn->ne[2] || ir_rope_of(rn).n_rot > x->ne[0]) continue;
         if (overlap(p, c, a, rn->src[0])) continue;
         c->qrope[a] = r;
         c->skip[r] = 1;
@@ -235,7 +235,7 @@ static void plan_attn_quant(const plan *p, cuda_fusions *c) {
     const ir_graph *g = p->g;
     for (int32_t a = 0; a < g->n_nodes; a++) {
         const ir_node *an = &g->nodes[a];
-        if (an->op != IR_OP_ATTENTION || an->ip[1] % 32) continue;
+        if (an->op != IR_OP_ATTENTION || ir_attn_of(an).head_dim % 32) continue;
         const int32_t q = next_node(g, a);
         if (q >= g->n_nodes) continue;
         const ir_node *qn = &g->nodes[q];

@@ -101,7 +101,7 @@ static layout arena_layout(const plan *p, int n_threads) {
     for (int32_t i = 0; i < p->g->n_nodes; i++) { /* blocked prefill attention: K^T, V and scores */
         const ir_node *n = &p->g->nodes[i];
         if (n->op != IR_OP_ATTENTION || n->ne[1] < 2) continue;
-        uint64_t C = (uint64_t)p->g->nodes[n->src[1]].ne[1], D = (uint64_t)n->ip[1];
+        uint64_t C = (uint64_t)p->g->nodes[n->src[1]].ne[1], D = (uint64_t)ir_attn_of(n).head_dim;
         uint64_t need = 2 * D * (C + 8) + C + 16;
         if (need > thr) thr = need;
     }
@@ -153,7 +153,7 @@ static void k_get_rows(void *c, int64_t b, int64_t e, int tid) {
 
 static void k_rms_norm(void *c, int64_t b, int64_t e, int tid) {
     const run *r = c;
-    op_rms_norm(r->dst, r->s[0], r->n->ne[0], b, e, r->n->fp[0]);
+    op_rms_norm(r->dst, r->s[0], r->n->ne[0], b, e, ir_f0(r->n));
 }
 
 /* one elementwise step over rows [b,e) of E; operand o is [E] (broadcast) or full */
@@ -179,7 +179,7 @@ static void k_ew(void *c, int64_t b, int64_t e, int tid) {
     const run *r = c;
     const ir_node *n = r->n;
     const float *o = n->src[1] != IR_NONE ? r->s[1] : NULL;
-    ew_step(n->op, r->dst, r->s[0], o, o && bcast(src(r, 1), n), n->fp[0], n->ne[0], b, e);
+    ew_step(n->op, r->dst, r->s[0], o, o && bcast(src(r, 1), n), ir_f0(n), n->ne[0], b, e);
 }
 
 /* Functions compiled for AVX2+FMA+F16C, called only when cpu_isa_active() >= CPU_ISA_AVX2. */
@@ -239,10 +239,10 @@ static void k_fused(void *c, int64_t b, int64_t e, int tid) {
     const ir_node *n = r->n;
     int64_t E = n->ne[0];
     const float *in = r->s[0];
-    for (int i = 0; i < n->ip[0]; i++) {
-        int op = n->ip[1 + i] & 0xff, opd = n->ip[1 + i] >> 8;
-        const float *o = opd ? r->s[opd] : NULL;
-        ew_step(op, r->dst, in, o, o && bcast(src(r, opd), n), n->fp[i], E, b, e);
+    for (int i = 0; i < ir_fused_steps(n); i++) {
+        const ir_fused_step st = ir_fused_step_of(n, i);
+        const float *o = st.operand ? r->s[st.operand] : NULL;
+        ew_step(st.op, r->dst, in, o, o && bcast(src(r, st.operand), n), st.f, E, b, e);
         in = r->dst; /* later steps run in place */
     }
 }
@@ -266,7 +266,7 @@ static void k_norm_quant(void *c, int64_t b, int64_t e, int tid) {
     uint64_t rb = op_row_bytes(r->n->dtype, E);
     float *row = scratch(r, tid);
     for (int64_t t = b; t < e; t++) {
-        op_rms_norm_row(row, (const float *)r->s[0] + t * E, E, r->n->fp[0]);
+        op_rms_norm_row(row, (const float *)r->s[0] + t * E, E, ir_f0(r->n));
         if (r->n->src[1] != IR_NONE) op_mul(row, row, r->s[1], E, E);
         quantize_rows(r->n->dtype, (uint8_t *)r->dst + rb * (uint64_t)t, row, E, 1);
     }
@@ -279,7 +279,7 @@ static void k_glu_quant(void *c, int64_t b, int64_t e, int tid) {
     float *row = scratch(r, tid);
     for (int64_t t = b; t < e; t++) {
         const float *g = (const float *)r->s[0] + t * E, *u = (const float *)r->s[1] + t * E;
-        if (r->n->ip[0] == IR_OP_SWIGLU)
+        if (ir_glu_act(r->n) == IR_OP_SWIGLU)
             swiglu(row, g, u, E);
         else
             op_geglu(row, g, u, E);
@@ -612,8 +612,8 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
         case IR_OP_OUTPUT: break; /* views */
         case IR_OP_ROPE: {
             const ir_node *x = src(&r, 0);
-            r.rope = (op_rope_args){.D = x->ne[0], .H = x->ne[1], .n_rot = n->ip[0], .mode = n->ip[1], .freq_base = n->fp[0],
-                                    .freq_scale = n->fp[1], .attn_factor = n->fp[2], .ff = n->src[2] != IR_NONE ? r.s[2] : NULL};
+            r.rope = (op_rope_args){.D = x->ne[0], .H = x->ne[1], .n_rot = ir_rope_of(n).n_rot, .mode = ir_rope_of(n).mode, .freq_base = ir_rope_of(n).freq_base,
+                                    .freq_scale = ir_rope_of(n).freq_scale, .attn_factor = ir_rope_attn_factor(n), .ff = n->src[2] != IR_NONE ? r.s[2] : NULL};
             par(pool, nt, x->ne[2], ir_nelem(x), k_rope, &r);
             break;
         }
@@ -624,11 +624,11 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
         }
         case IR_OP_ATTENTION: {
             const ir_node *q = src(&r, 0), *k = src(&r, 1);
-            r.attn = (op_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .ctype = k->dtype, .scale = n->fp[0],
-                                    .softcap = n->fp[1], .window = n->ip[2]};
+            r.attn = (op_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = ir_attn_of(n).n_head_kv, .ctype = k->dtype, .scale = ir_attn_of(n).scale,
+                                    .softcap = ir_attn_of(n).softcap, .window = ir_attn_of(n).window};
             int64_t pairs = q->ne[1] * q->ne[2];
             if (q->ne[2] >= 2 && cpu_isa_active() >= CPU_ISA_AVX2) {
-                int64_t tasks = n->ip[0] * ((q->ne[2] + ATT_TB - 1) / ATT_TB);
+                int64_t tasks = ir_attn_of(n).n_head_kv * ((q->ne[2] + ATT_TB - 1) / ATT_TB);
                 tp_run(pool, tasks, 1, k_attention_blocked, &r);
             } else {
                 tp_run(pool, pairs, grain_for(pairs, nt), k_attention, &r);

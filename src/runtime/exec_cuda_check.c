@@ -40,10 +40,10 @@ sb_status exec_cuda_check(const plan *p) {
         case IR_OP_TOKENS: case IR_OP_POS: case IR_OP_OUT_ROWS: case IR_OP_WEIGHT: case IR_OP_RESHAPE: case IR_OP_OUTPUT:
         case IR_OP_RMS_NORM: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU:
         case IR_OP_GELU_TANH: case IR_OP_SWIGLU: case IR_OP_GEGLU: case IR_OP_FUSED: case IR_OP_ROPE: case IR_OP_SELECT_ROWS:
-            if (n->op == IR_OP_FUSED && n->ip[0] > 7)
-                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: fused chain %%%d of %d steps (at most 7)", (int)i, n->ip[0]);
-            if (n->op == IR_OP_ROPE && n->ip[0] / 2 > 512)
-                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: rope %%%d rotates %d dims (at most 1024)", (int)i, n->ip[0]);
+            if (n->op == IR_OP_FUSED && ir_fused_steps(n) > 7)
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: fused chain %%%d of %d steps (at most 7)", (int)i, ir_fused_steps(n));
+            if (n->op == IR_OP_ROPE && ir_rope_of(n).n_rot / 2 > 512)
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: rope %%%d rotates %d dims (at most 1024)", (int)i, ir_rope_of(n).n_rot);
             break;
         case IR_OP_KV:
             if (n->dtype != SB_TYPE_F32 && n->dtype != SB_TYPE_F16)
@@ -69,8 +69,8 @@ sb_status exec_cuda_check(const plan *p) {
                                ir_dtype_name(n->dtype), (long long)n->ne[0], (int)i);
             break;
         case IR_OP_ATTENTION:
-            if (n->ip[1] > 256 || n->ip[1] < 1)
-                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention %%%d with head_dim %d (1..256)", (int)i, n->ip[1]);
+            if (ir_attn_of(n).head_dim > 256 || ir_attn_of(n).head_dim < 1)
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention %%%d with head_dim %d (1..256)", (int)i, ir_attn_of(n).head_dim);
             break;
         default:
             return sb_fail(SB_ERR_UNSUPPORTED, "cuda: op %s (node %%%d) has no CUDA kernel",

@@ -94,7 +94,7 @@ static sb_status run_matmul_group(crun *r, int32_t i) {
         const bool jobs = r->c->fu.gjobs && r->c->fu.gjobs[i] && split > 1; /* the rope jobs after it sum the partials */
         r->n_kernels += split > 1 && !jobs ? 2 : 1; /* a split: k_mma_reduce after it */
         cu_split_src srcs[CU_MULTI_MAX];
-        const int pair_glu = f >= 0 ? (g->nodes[f].ip[0] == IR_OP_GEGLU ? 2 : 1) : 0;
+        const int pair_glu = f >= 0 ? (ir_glu_act(&g->nodes[f]) == IR_OP_GEGLU ? 2 : 1) : 0;
         SB_TRY(cu_matmul_mma_multi(r->cx->s, seg, ns, w->ne[0], dptr(r, n->src[1]), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off),
                                    cap, jobs ? srcs : NULL, pair_glu));
         if (jobs && srcs[0].part) {
@@ -134,8 +134,8 @@ static cu_rope_job rope_job(crun *r, int32_t i) {
     }
     const ir_node *x = &g->nodes[n->src[0]];
     cu_rope_job jb = {.dst = (float *)dptr(r, i), .x = (const float *)dptr(r, n->src[0]),
-                      .a = {.D = x->ne[0], .H = x->ne[1], .T = x->ne[2], .n_rot = n->ip[0], .mode = n->ip[1],
-                            .theta_scale = powf(n->fp[0], -2.0f / (float)n->ip[0]), .freq_scale = n->fp[1], .attn_factor = n->fp[2],
+                      .a = {.D = x->ne[0], .H = x->ne[1], .T = x->ne[2], .n_rot = ir_rope_of(n).n_rot, .mode = ir_rope_of(n).mode,
+                            .theta_scale = powf(ir_rope_of(n).freq_base, -2.0f / (float)ir_rope_of(n).n_rot), .freq_scale = ir_rope_of(n).freq_scale, .attn_factor = ir_rope_attn_factor(n),
                             .ff = n->src[2] != IR_NONE ? (const float *)dptr(r, n->src[2]) : NULL}};
     if (r->c->fu.epi && r->c->fu.epi[i] >= 0) { /* fused with the kv_store that follows: write the cache */
         jb.a.cache = dptr(r, r->c->fu.epi[i]);
@@ -175,7 +175,7 @@ sb_status cx_run_node(crun *r, int32_t i) {
     case IR_OP_RMS_NORM: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU:
     case IR_OP_GELU_TANH: {
         cu_ew_chain c = {.n = 1};
-        c.st[0] = (cu_ew_step){.op = ew_code(n->op), .f = n->fp[0]};
+        c.st[0] = (cu_ew_step){.op = ew_code(n->op), .f = ir_f0(n)};
         if (n->op == IR_OP_ADD || n->op == IR_OP_MUL) {
             c.st[0].opd = SP(1);
             c.st[0].bcast = bcast(SRC(1), n);
@@ -185,10 +185,11 @@ sb_status cx_run_node(crun *r, int32_t i) {
         return cu_ew_rows(s, dst, SP(0), n->ne[0], ir_nrows(n), &c);
     }
     case IR_OP_FUSED: {
-        cu_ew_chain c = {.n = n->ip[0]};
-        for (int k = 0; k < n->ip[0]; k++) {
-            const int op = n->ip[1 + k] & 0xff, opd = n->ip[1 + k] >> 8;
-            c.st[k] = (cu_ew_step){.op = ew_code(op), .f = n->fp[k]};
+        cu_ew_chain c = {.n = ir_fused_steps(n)};
+        for (int k = 0; k < ir_fused_steps(n); k++) {
+            const ir_fused_step fs = ir_fused_step_of(n, k);
+            const int opd = fs.operand;
+            c.st[k] = (cu_ew_step){.op = ew_code(fs.op), .f = fs.f};
             if (opd) {
                 c.st[k].opd = SP(opd);
                 c.st[k].bcast = bcast(SRC(opd), n);
@@ -216,21 +217,21 @@ sb_status cx_run_node(crun *r, int32_t i) {
                 src.ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = 0};
             }
             return cu_rms_norm_quant_split(s, n->dtype, dst, (float *)dptr(r, n->src[0]), &src, n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0],
-                                           ir_nrows(n), n->fp[0]);
+                                           ir_nrows(n), ir_f0(n));
         }
         CG_TRY(r, i); /* with the fused residual ADD when c->fu.epi[i] >= 0 (cx_cg_prepare chose the group) */
         if (r->c->fu.epi && r->c->fu.epi[i] >= 0) { /* the residual ADD before it, fused */
             const ir_node *a = &g->nodes[r->c->fu.epi[i]];
             return cu_add_rms_norm_quant(s, n->dtype, dst, (float *)dptr(r, r->c->fu.epi[i]), dptr(r, a->src[0]), dptr(r, a->src[1]),
-                                         n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), n->fp[0]);
+                                         n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), ir_f0(n));
         }
-        return cu_rms_norm_quant(s, n->dtype, dst, SP(0), n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), n->fp[0]);
+        return cu_rms_norm_quant(s, n->dtype, dst, SP(0), n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), ir_f0(n));
     case IR_OP_GLU_QUANT:
         r->n_kernels++;
         if (r->c->fu.gpair && r->c->fu.gpair[n->src[0]] == i) /* its gate/up launch wrote act(gate) * up into the gate's memory */
             return cu_quantize_act(s, n->dtype, dst, SP(0), n->ne[0], ir_nrows(n));
         CG_TRY(r, i);
-        return cu_glu_quant(s, n->dtype, dst, SP(0), SP(1), n->ne[0], ir_nrows(n), n->ip[0] == IR_OP_GEGLU);
+        return cu_glu_quant(s, n->dtype, dst, SP(0), SP(1), n->ne[0], ir_nrows(n), ir_glu_act(n) == IR_OP_GEGLU);
     case IR_OP_MATMUL: {
         const ir_node *w = SRC(0), *x = SRC(1);
         if (r->c->fu.mnext && r->c->fu.mnext[i] >= 0) return run_matmul_group(r, i);
@@ -253,16 +254,16 @@ sb_status cx_run_node(crun *r, int32_t i) {
                     const int32_t kvs = r->c->fu.epi[r->c->fu.krope[m]];
                     q->cache = dptr(r, kvs);
                     q->ctype = g->nodes[kvs].dtype;
-                    q->rot = rn->ip[0];
-                    q->rmode = rn->ip[1];
+                    q->rot = ir_rope_of(rn).n_rot;
+                    q->rmode = ir_rope_of(rn).mode;
                     q->D = (int)rx->ne[0];
-                    q->theta_scale = powf(rn->fp[0], -2.0f / (float)rn->ip[0]);
-                    q->freq_scale = rn->fp[1];
-                    q->attn_factor = rn->fp[2];
+                    q->theta_scale = powf(ir_rope_of(rn).freq_base, -2.0f / (float)ir_rope_of(rn).n_rot);
+                    q->freq_scale = ir_rope_of(rn).freq_scale;
+                    q->attn_factor = ir_rope_attn_factor(rn);
                     q->ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
                 }
             }
-            const int pair_glu = r->c->fu.gpair[i] >= 0 ? (g->nodes[r->c->fu.gpair[i]].ip[0] == IR_OP_GEGLU ? 2 : 1) : 0; /* gate/up writing the GLU */
+            const int pair_glu = r->c->fu.gpair[i] >= 0 ? (ir_glu_act(&g->nodes[r->c->fu.gpair[i]]) == IR_OP_GEGLU ? 2 : 1) : 0; /* gate/up writing the GLU */
             return cu_matmul_q8_multi(s, seg, ns, w->ne[0], SP(1), x->dtype, r->cx->d_pos, pair_glu);
         }
         return run_matmul_one(r, i);
@@ -285,11 +286,12 @@ sb_status cx_run_node(crun *r, int32_t i) {
         if (r->c->fu.qrope && r->c->fu.qrope[i] >= 0) { /* Q's RoPE fused: the unrotated q, and the rope's parameters */
             const ir_node *rn = &g->nodes[r->c->fu.qrope[i]];
             q = dptr(r, rn->src[0]);
-            a.q_rot = rn->ip[0];
-            a.q_mode = rn->ip[1];
-            a.q_theta_scale = powf(rn->fp[0], -2.0f / (float)rn->ip[0]);
-            a.q_freq_scale = rn->fp[1];
-            a.q_attn_factor = rn->fp[2];
+            const ir_rope_params rp = ir_rope_of(rn);
+            a.q_rot = rp.n_rot;
+            a.q_mode = rp.mode;
+            a.q_theta_scale = powf(rp.freq_base, -2.0f / (float)rp.n_rot);
+            a.q_freq_scale = rp.freq_scale;
+            a.q_attn_factor = ir_rope_attn_factor(rn);
             a.q_ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
         }
         if (r->c->fu.epi && r->c->fu.epi[i] >= 0) a.xq = dptr(r, r->c->fu.epi[i]); /* the QUANTIZE after it, fused */

@@ -46,7 +46,7 @@ static int attn_nsplit(const exec_cuda *cx, const plan *p, const ir_node *n) {
     const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
     const int64_t T = q->ne[2], Hq = q->ne[1], C = k->ne[1];
     if (T > 1) return 1;
-    if (cx->cfg.attn_variant == 4) return attn_nsplit_dec(cx, n->ip[0], C);
+    if (cx->cfg.attn_variant == 4) return attn_nsplit_dec(cx, ir_attn_of(n).n_head_kv, C);
     int64_t ns = ((int64_t)cx->cfg.attn_splits * cx->sms + Hq - 1) / Hq;
     int64_t cap = (C + 63) / 64;
     if (ns > cap) ns = cap;
@@ -56,8 +56,8 @@ static int attn_nsplit(const exec_cuda *cx, const plan *p, const ir_node *n) {
 
 cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) {
     const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
-    return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = n->ip[0], .T = q->ne[2], .ctype = k->dtype, .scale = n->fp[0],
-                          .softcap = n->fp[1], .window = n->ip[2], .nsplit = attn_nsplit(cx, p, n),
+    return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = ir_attn_of(n).n_head_kv, .T = q->ne[2], .ctype = k->dtype, .scale = ir_attn_of(n).scale,
+                          .softcap = ir_attn_of(n).softcap, .window = ir_attn_of(n).window, .nsplit = attn_nsplit(cx, p, n),
                           .variant = cx->cfg.attn_variant == 1 ? 1 : cx->cfg.attn_variant == 4 ? 4 : 2, .kmin = cx->cfg.attn_kmin,
                           .hpb = cx->cfg.attn_hpb, .ctx = k->ne[1], .warp = cx->cfg.attn_warp, .small = cx->cfg.attn_small};
 }
