@@ -342,14 +342,16 @@ cuda_cc cuda_error cpu_isa)."
 
 (define* (model-load path #:key check-tensors? no-mmap? progress)
   "Load the GGUF model at PATH. PROGRESS, if given, is called as (PROGRESS done total tensor-name)
-while the tensor data is read; returning #f cancels the load (SB_ERR_CANCELLED)."
+while the tensor data is read (tensor-name #f when the library names none); returning #f cancels
+the load (SB_ERR_CANCELLED)."
   (collect-garbage-handles)
   (let* ((box (list #f))
          (cb (and progress
                   (procedure->pointer
                    int
                    (guarded-callback box (lambda (user done total what)
-                                           (progress done total (pointer->string what -1 "UTF-8"))))
+                                           (progress done total (and (not (null-pointer? what))
+                                                                     (pointer->string what -1 "UTF-8")))))
                    (list '* uint64 uint64 '*))))
          (params (struct-pointer
                   'sb_model_params
