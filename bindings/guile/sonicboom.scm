@@ -56,8 +56,8 @@
      (raise-exception
       (make-exception (make-error)
                       (make-exception-with-message
-                       (format #f "(sonicboom): cannot load ~a (set GUILE_SONICBOOM_LIB to the path of libsonicboom.so): ~a"
-                               sonicboom-library-path
+                       (format #f "(sonicboom): cannot load ~a (set GUILE_SONICBOOM_LIB to the path of ~a): ~a"
+                               sonicboom-library-path "libsonicboom.so"
                                (if (exception-with-message? e) (exception-message e) e))))))
    (lambda () (load-foreign-library sonicboom-library-path))
    #:unwind? #t))
@@ -133,6 +133,13 @@
 ;; whose raw addresses were written into C structs) alive until this point.
 (define keep-alive #f)
 (set! keep-alive (lambda args #t))
+
+;; (holding (h ...) body ...): body's values, with the handle records h kept reachable until body
+;; has returned. A wrapper passes C the raw pointer taken out of a record; without this the record
+;; could become garbage during the C call (its last Scheme use already past) and the guardian
+;; would free the C object under it, e.g. in a collection run by a callback or another thread.
+(define-syntax-rule (holding (h ...) body ...)
+  (call-with-values (lambda () body ...) (lambda vals (keep-alive h ...) (apply values vals))))
 
 (define %replace-utf8 (make-transcoder (utf-8-codec) 'none 'replace))
 ;; UTF-8 bytes -> string; invalid sequences become U+FFFD (use the #:bytes? variants for bytes).
@@ -381,10 +388,11 @@ the load (SB_ERR_CANCELLED)."
 (define (model-info m)
   "The model's facts as an alist: arch name n_vocab n_embd n_layer n_head n_head_kv head_dim n_ff
 n_ctx_train n_params weight_bytes."
-  (let ((buf (struct-buffer 'sb_model_info)))
-    (check 'model-info (sb-model-get-info (live 'model-info "the model" (model-ptr m))
-                                          (bytevector->pointer buf)))
-    (struct->alist 'sb_model_info (bytevector->pointer buf))))
+  (holding (m)
+    (let ((buf (struct-buffer 'sb_model_info)))
+      (check 'model-info (sb-model-get-info (live 'model-info "the model" (model-ptr m))
+                                            (bytevector->pointer buf)))
+      (struct->alist 'sb_model_info (bytevector->pointer buf)))))
 
 (define (model-vocab m)
   "The model's vocabulary (valid while the model lives)."
@@ -432,26 +440,38 @@ n_ctx_train n_params weight_bytes."
          (live who "the vocabulary" (%vocab-ptr x)))
         (else (invalid-arg who "expected a model or a vocabulary, got ~s" x))))
 
-(define (vocab-n-tokens v) (sb-vocab-n-tokens (vocab-ptr 'vocab-n-tokens v)))
-(define (vocab-adds-bos? v) (= 1 (sb-vocab-adds-bos (vocab-ptr 'vocab-adds-bos? v))))
-(define (vocab-adds-eos? v) (= 1 (sb-vocab-adds-eos (vocab-ptr 'vocab-adds-eos? v))))
-(define (vocab-chat-format v) (pointer->string (sb-vocab-chat-format (vocab-ptr 'vocab-chat-format v))))
-(define (token-eog? v token) (= 1 (sb-token-is-eog (vocab-ptr 'token-eog? v) token)))
+(define (vocab-n-tokens v)
+  (holding (v)
+    (sb-vocab-n-tokens (vocab-ptr 'vocab-n-tokens v))))
+(define (vocab-adds-bos? v)
+  (holding (v)
+    (= 1 (sb-vocab-adds-bos (vocab-ptr 'vocab-adds-bos? v)))))
+(define (vocab-adds-eos? v)
+  (holding (v)
+    (= 1 (sb-vocab-adds-eos (vocab-ptr 'vocab-adds-eos? v)))))
+(define (vocab-chat-format v)
+  (holding (v)
+    (pointer->string (sb-vocab-chat-format (vocab-ptr 'vocab-chat-format v)))))
+(define (token-eog? v token)
+  (holding (v)
+    (= 1 (sb-token-is-eog (vocab-ptr 'token-eog? v) token))))
 
 (define %specials '(bos eos eot eom unk sep pad mask))
 (define (vocab-special v which)
   "The id of special token WHICH (bos eos eot eom unk sep pad mask), or #f if the vocabulary has none."
-  (let ((i (list-index (lambda (s) (eq? s which)) %specials)))
-    (unless i (invalid-arg 'vocab-special "unknown special token ~s (one of ~s)" which %specials))
-    (let ((id (sb-vocab-get-special (vocab-ptr 'vocab-special v) i)))
-      (and (>= id 0) id))))
+  (holding (v)
+    (let ((i (list-index (lambda (s) (eq? s which)) %specials)))
+      (unless i (invalid-arg 'vocab-special "unknown special token ~s (one of ~s)" which %specials))
+      (let ((id (sb-vocab-get-special (vocab-ptr 'vocab-special v) i)))
+        (and (>= id 0) id)))))
 
 (define (ids->bytevector who ids)
   (unless (and (list? ids) (every integer? ids)) (invalid-arg who "expected a list of token ids, got ~s" ids))
   (let ((bv (make-bytevector (* 4 (max 1 (length ids))) 0)))
     (for-each (lambda (id i)
                 (unless (and (exact-integer? id) (<= (- (expt 2 31)) id (- (expt 2 31) 1)))
-                  (raise-sb-error who (code-of 'SB_ERR_RANGE) (format #f "token id ~a (index ~a) is not a 32-bit integer" id i)))
+                  (raise-sb-error who (code-of 'SB_ERR_RANGE)
+                                  (format #f "token id ~a (index ~a) is not a 32-bit integer" id i)))
                 (bytevector-s32-native-set! bv (* 4 i) id))
               ids (iota (length ids)))
     bv))
@@ -465,37 +485,40 @@ n_ctx_train n_params weight_bytes."
 
 (define* (tokenize v text #:key (add-special? #t) (parse-special? #f))
   "Token ids (a list) of TEXT (a string, or a bytevector of raw bytes) with vocabulary or model V."
-  (let* ((vp (vocab-ptr 'tokenize v))
-         (bytes (cond ((string? text) (string->utf8 text))
-                      ((bytevector? text) text)
-                      (else (invalid-arg 'tokenize "expected a string or a bytevector, got ~s" text))))
-         (len (bytevector-length bytes)))
-    (let-values (((buf n) (call-with-buffer
-                           'tokenize 4 (+ len 8)
-                           (lambda (out cap n-out)
-                             (sb-tokenize vp (bytevector->pointer bytes) len (bool->int add-special?)
-                                          (bool->int parse-special?) out cap n-out)))))
-      (bytevector->ids buf n))))
+  (holding (v)
+    (let* ((vp (vocab-ptr 'tokenize v))
+           (bytes (cond ((string? text) (string->utf8 text))
+                        ((bytevector? text) text)
+                        (else (invalid-arg 'tokenize "expected a string or a bytevector, got ~s" text))))
+           (len (bytevector-length bytes)))
+      (let-values (((buf n) (call-with-buffer
+                             'tokenize 4 (+ len 8)
+                             (lambda (out cap n-out)
+                               (sb-tokenize vp (bytevector->pointer bytes) len (bool->int add-special?)
+                                            (bool->int parse-special?) out cap n-out)))))
+        (bytevector->ids buf n)))))
 
 (define* (detokenize v ids #:key remove-special? unparse-special? no-clean-spaces? bytes?)
   "The text of token IDS: a string (invalid UTF-8 as U+FFFD), or with #:bytes? #t a bytevector."
-  (let* ((vp (vocab-ptr 'detokenize v))
-         (idv (ids->bytevector 'detokenize ids))
-         (flags (logior (if remove-special? 1 0) (if unparse-special? 2 0) (if no-clean-spaces? 4 0))))
-    (let-values (((buf n) (call-with-buffer
-                           'detokenize 1 (+ 16 (* 8 (length ids)))
-                           (lambda (out cap n-out)
-                             (sb-detokenize vp (bytevector->pointer idv) (length ids) flags out cap n-out)))))
-      (finish-text buf n bytes?))))
+  (holding (v)
+    (let* ((vp (vocab-ptr 'detokenize v))
+           (idv (ids->bytevector 'detokenize ids))
+           (flags (logior (if remove-special? 1 0) (if unparse-special? 2 0) (if no-clean-spaces? 4 0))))
+      (let-values (((buf n) (call-with-buffer
+                             'detokenize 1 (+ 16 (* 8 (length ids)))
+                             (lambda (out cap n-out)
+                               (sb-detokenize vp (bytevector->pointer idv) (length ids) flags out cap n-out)))))
+        (finish-text buf n bytes?)))))
 
 (define* (token-piece v token #:key special? bytes?)
   "The text one token renders to (special? #t: control tokens as their text)."
-  (let ((vp (vocab-ptr 'token-piece v)))
-    (let-values (((buf n) (call-with-buffer
-                           'token-piece 1 32
-                           (lambda (out cap n-out)
-                             (sb-token-to-piece vp token (bool->int special?) out cap n-out)))))
-      (finish-text buf n bytes?))))
+  (holding (v)
+    (let ((vp (vocab-ptr 'token-piece v)))
+      (let-values (((buf n) (call-with-buffer
+                             'token-piece 1 32
+                             (lambda (out cap n-out)
+                               (sb-token-to-piece vp token (bool->int special?) out cap n-out)))))
+        (finish-text buf n bytes?)))))
 
 ;; MESSAGES as a C array of sb_chat_message: (values pointer count keep) where keep holds the
 ;; strings the array points to.
@@ -520,25 +543,27 @@ n_ctx_train n_params weight_bytes."
 (define* (chat-render v messages #:key (add-generation-prompt? #t) bytes?)
   "The prompt text of MESSAGES, a list of (role . content) with role system, user or assistant (a
 symbol or a string), in the vocabulary's chat format."
-  (let ((vp (vocab-ptr 'chat-render v)))
-    (let*-values (((arr n keep) (chat-messages 'chat-render messages))
-                  ((buf len) (call-with-buffer
-                              'chat-render 1 256
-                              (lambda (out cap n-out)
-                                (sb-chat-render vp arr n (bool->int add-generation-prompt?) out cap n-out)))))
-      (keep-alive keep)
-      (finish-text buf len bytes?))))
+  (holding (v)
+    (let ((vp (vocab-ptr 'chat-render v)))
+      (let*-values (((arr n keep) (chat-messages 'chat-render messages))
+                    ((buf len) (call-with-buffer
+                                'chat-render 1 256
+                                (lambda (out cap n-out)
+                                  (sb-chat-render vp arr n (bool->int add-generation-prompt?) out cap n-out)))))
+        (keep-alive keep)
+        (finish-text buf len bytes?)))))
 
 (define* (chat-tokenize v messages #:key (add-generation-prompt? #t))
   "Token ids of MESSAGES in the chat format; message content is never read as special tokens."
-  (let ((vp (vocab-ptr 'chat-tokenize v)))
-    (let*-values (((arr n keep) (chat-messages 'chat-tokenize messages))
-                  ((buf len) (call-with-buffer
-                              'chat-tokenize 4 256
-                              (lambda (out cap n-out)
-                                (sb-chat-tokenize vp arr n (bool->int add-generation-prompt?) out cap n-out)))))
-      (keep-alive keep)
-      (bytevector->ids buf len))))
+  (holding (v)
+    (let ((vp (vocab-ptr 'chat-tokenize v)))
+      (let*-values (((arr n keep) (chat-messages 'chat-tokenize messages))
+                    ((buf len) (call-with-buffer
+                                'chat-tokenize 4 256
+                                (lambda (out cap n-out)
+                                  (sb-chat-tokenize vp arr n (bool->int add-generation-prompt?) out cap n-out)))))
+        (keep-alive keep)
+        (bytevector->ids buf len)))))
 
 ;;; ---- sessions ----
 
@@ -562,23 +587,24 @@ symbol or a string), in the vocabulary's chat format."
 (define* (session-create m #:key (n-ctx 0) (kv-type 'f32) (n-threads 0) (n-batch 0) (device 'cpu)
                          allow-ctx-extend?)
   "A session on model M. DEVICE: cpu, cuda or auto; KV-TYPE: f32 or f16; 0 means the default."
-  (collect-garbage-handles)
-  (let* ((mp (live 'session-create "the model" (model-ptr m)))
-         (params (struct-pointer
-                  'sb_session_params
-                  (override (defaults 'sb_session_params sb-session-default-params)
-                            `((n_ctx . ,n-ctx)
-                              (kv_type . ,(enum-value 'session-create "kv-type" %kv-types kv-type))
-                              (n_threads . ,n-threads)
-                              (n_batch . ,n-batch)
-                              (device . ,(enum-value 'session-create "device" %devices device))
-                              (allow_ctx_extend . ,(and allow-ctx-extend? 1))))))
-         (out (make-bytevector (sizeof '*) 0)))
-    (check 'session-create (sb-session-create mp params (bytevector->pointer out)))
-    (let ((s (%make-session (dereference-pointer (bytevector->pointer out)) m)))
-      (with-mutex %lifetime-lock (set-model-n-sessions! m (+ 1 (model-n-sessions m))))
-      (%guardian s)
-      s)))
+  (holding (m)
+    (collect-garbage-handles)
+    (let* ((mp (live 'session-create "the model" (model-ptr m)))
+           (params (struct-pointer
+                    'sb_session_params
+                    (override (defaults 'sb_session_params sb-session-default-params)
+                              `((n_ctx . ,n-ctx)
+                                (kv_type . ,(enum-value 'session-create "kv-type" %kv-types kv-type))
+                                (n_threads . ,n-threads)
+                                (n_batch . ,n-batch)
+                                (device . ,(enum-value 'session-create "device" %devices device))
+                                (allow_ctx_extend . ,(and allow-ctx-extend? 1))))))
+           (out (make-bytevector (sizeof '*) 0)))
+      (check 'session-create (sb-session-create mp params (bytevector->pointer out)))
+      (let ((s (%make-session (dereference-pointer (bytevector->pointer out)) m)))
+        (with-mutex %lifetime-lock (set-model-n-sessions! m (+ 1 (model-n-sessions m))))
+        (%guardian s)
+        s))))
 
 (define (session-free! s)
   (with-mutex %lifetime-lock (free-session-locked s)))
@@ -586,40 +612,47 @@ symbol or a string), in the vocabulary's chat format."
 (define (sptr who s) (live who "the session" (session-ptr s)))
 
 (define (session-device s)
-  (if (= 1 (sb-session-device (sptr 'session-device s))) 'cuda 'cpu))
+  (holding (s)
+    (if (= 1 (sb-session-device (sptr 'session-device s))) 'cuda 'cpu)))
 
 (define (session-state s)
   "(values n-cached n-ctx)"
-  (let ((a (make-bytevector 8 0)) (b (make-bytevector 8 0)))
-    (check 'session-state (sb-session-get-state (sptr 'session-state s) (bytevector->pointer a)
-                                                (bytevector->pointer b)))
-    (values (bytevector-s64-native-ref a 0) (bytevector-s64-native-ref b 0))))
+  (holding (s)
+    (let ((a (make-bytevector 8 0)) (b (make-bytevector 8 0)))
+      (check 'session-state (sb-session-get-state (sptr 'session-state s) (bytevector->pointer a)
+                                                  (bytevector->pointer b)))
+      (values (bytevector-s64-native-ref a 0) (bytevector-s64-native-ref b 0)))))
 
 (define (session-stats s)
-  (let ((buf (struct-buffer 'sb_session_stats)))
-    (check 'session-stats (sb-session-get-stats (sptr 'session-stats s) (bytevector->pointer buf)))
-    (struct->alist 'sb_session_stats (bytevector->pointer buf))))
+  (holding (s)
+    (let ((buf (struct-buffer 'sb_session_stats)))
+      (check 'session-stats (sb-session-get-stats (sptr 'session-stats s) (bytevector->pointer buf)))
+      (struct->alist 'sb_session_stats (bytevector->pointer buf)))))
 
 (define (session-prefill! s ids)
   "Evaluate the token ids, reusing the cached prefix; returns the number of reused tokens."
-  (let ((idv (ids->bytevector 'session-prefill! ids)) (reused (make-bytevector 8 0)))
-    (check 'session-prefill! (sb-session-prefill (sptr 'session-prefill! s) (bytevector->pointer idv)
-                                                 (length ids) (bytevector->pointer reused)))
-    (bytevector-s64-native-ref reused 0)))
+  (holding (s)
+    (let ((idv (ids->bytevector 'session-prefill! ids)) (reused (make-bytevector 8 0)))
+      (check 'session-prefill! (sb-session-prefill (sptr 'session-prefill! s) (bytevector->pointer idv)
+                                                   (length ids) (bytevector->pointer reused)))
+      (bytevector-s64-native-ref reused 0))))
 
 (define (session-decode! s token)
-  (check 'session-decode! (sb-session-decode (sptr 'session-decode! s) token)))
+  (holding (s)
+    (check 'session-decode! (sb-session-decode (sptr 'session-decode! s) token))))
 
 (define (session-logits s)
   "A copy of the logits after the last evaluated token, as an f32 bytevector of n_vocab floats."
-  (let ((lp (make-bytevector (sizeof '*) 0)) (nv (make-bytevector 8 0)))
-    (check 'session-logits (sb-session-get-logits (sptr 'session-logits s) (bytevector->pointer lp)
-                                                  (bytevector->pointer nv)))
-    (pointer->bytes (dereference-pointer (bytevector->pointer lp))
-                    (* 4 (bytevector-s64-native-ref nv 0)))))
+  (holding (s)
+    (let ((lp (make-bytevector (sizeof '*) 0)) (nv (make-bytevector 8 0)))
+      (check 'session-logits (sb-session-get-logits (sptr 'session-logits s) (bytevector->pointer lp)
+                                                    (bytevector->pointer nv)))
+      (pointer->bytes (dereference-pointer (bytevector->pointer lp))
+                      (* 4 (bytevector-s64-native-ref nv 0))))))
 
 (define (session-truncate! s n)
-  (check 'session-truncate! (sb-session-truncate (sptr 'session-truncate! s) n)))
+  (holding (s)
+    (check 'session-truncate! (sb-session-truncate (sptr 'session-truncate! s) n))))
 
 ;;; ---- sampling ----
 
@@ -639,26 +672,27 @@ presence_penalty frequency_penalty penalty_last_n seed)."
                        frequency-penalty penalty-last-n seed)
   "A sampler for MODEL-OR-N-VOCAB (a model or a vocabulary size); unset keys keep the library's
 defaults (sampler-default-params); #:temp 0 is greedy."
-  (let* ((n-vocab (if (model? model-or-n-vocab)
-                      (assq-ref (model-info model-or-n-vocab) 'n_vocab)
-                      model-or-n-vocab))
-         (params (struct-pointer
-                  'sb_sampler_params
-                  (override (defaults 'sb_sampler_params sb-sampler-default-params)
-                            `((temp . ,(and temp (exact->inexact temp)))
-                              (top_k . ,top-k)
-                              (top_p . ,(and top-p (exact->inexact top-p)))
-                              (min_p . ,(and min-p (exact->inexact min-p)))
-                              (repeat_penalty . ,(and repeat-penalty (exact->inexact repeat-penalty)))
-                              (presence_penalty . ,(and presence-penalty (exact->inexact presence-penalty)))
-                              (frequency_penalty . ,(and frequency-penalty (exact->inexact frequency-penalty)))
-                              (penalty_last_n . ,penalty-last-n)
-                              (seed . ,seed)))))
-         (out (make-bytevector (sizeof '*) 0)))
-    (check 'make-sampler (sb-sampler-create params n-vocab (bytevector->pointer out)))
-    (let ((smp (%make-sampler (dereference-pointer (bytevector->pointer out)) n-vocab)))
-      (%guardian smp)
-      smp)))
+  (holding (model-or-n-vocab)
+    (let* ((n-vocab (if (model? model-or-n-vocab)
+                        (assq-ref (model-info model-or-n-vocab) 'n_vocab)
+                        model-or-n-vocab))
+           (params (struct-pointer
+                    'sb_sampler_params
+                    (override (defaults 'sb_sampler_params sb-sampler-default-params)
+                              `((temp . ,(and temp (exact->inexact temp)))
+                                (top_k . ,top-k)
+                                (top_p . ,(and top-p (exact->inexact top-p)))
+                                (min_p . ,(and min-p (exact->inexact min-p)))
+                                (repeat_penalty . ,(and repeat-penalty (exact->inexact repeat-penalty)))
+                                (presence_penalty . ,(and presence-penalty (exact->inexact presence-penalty)))
+                                (frequency_penalty . ,(and frequency-penalty (exact->inexact frequency-penalty)))
+                                (penalty_last_n . ,penalty-last-n)
+                                (seed . ,seed)))))
+           (out (make-bytevector (sizeof '*) 0)))
+      (check 'make-sampler (sb-sampler-create params n-vocab (bytevector->pointer out)))
+      (let ((smp (%make-sampler (dereference-pointer (bytevector->pointer out)) n-vocab)))
+        (%guardian smp)
+        smp))))
 
 (define (sampler-free! smp)
   (with-mutex %lifetime-lock
@@ -669,18 +703,21 @@ defaults (sampler-default-params); #:temp 0 is greedy."
 
 (define (sampler-sample smp logits)
   "Pick a token id from LOGITS, an f32 bytevector of n_vocab floats (as session-logits returns)."
-  (unless (and (bytevector? logits) (= (bytevector-length logits) (* 4 (sampler-n-vocab smp))))
-    (invalid-arg 'sampler-sample "expected an f32 bytevector of ~a logits" (sampler-n-vocab smp)))
-  (let ((tok (make-bytevector 4 0)))
-    (check 'sampler-sample (sb-sampler-sample (smp-ptr 'sampler-sample smp) (bytevector->pointer logits)
-                                              (bytevector->pointer tok)))
-    (bytevector-s32-native-ref tok 0)))
+  (holding (smp)
+    (unless (and (bytevector? logits) (= (bytevector-length logits) (* 4 (sampler-n-vocab smp))))
+      (invalid-arg 'sampler-sample "expected an f32 bytevector of ~a logits" (sampler-n-vocab smp)))
+    (let ((tok (make-bytevector 4 0)))
+      (check 'sampler-sample (sb-sampler-sample (smp-ptr 'sampler-sample smp) (bytevector->pointer logits)
+                                                (bytevector->pointer tok)))
+      (bytevector-s32-native-ref tok 0))))
 
 (define (sampler-accept! smp token)
-  (check 'sampler-accept! (sb-sampler-accept (smp-ptr 'sampler-accept! smp) token)))
+  (holding (smp)
+    (check 'sampler-accept! (sb-sampler-accept (smp-ptr 'sampler-accept! smp) token))))
 
 (define (sampler-reset! smp)
-  (check 'sampler-reset! (sb-sampler-reset (smp-ptr 'sampler-reset! smp))))
+  (holding (smp)
+    (check 'sampler-reset! (sb-sampler-reset (smp-ptr 'sampler-reset! smp)))))
 
 ;;; ---- generation ----
 
@@ -709,46 +746,47 @@ characters) and the token that completed it (-1 for the final flush); returning 
 generation. With #:bytes? #t pieces and the result's text are bytevectors, not strings.
 Returns an alist: text n_prompt n_reused n_generated prefill_seconds decode_seconds and stop, one
 of length eog string context cancelled."
-  (let*-values (((sp) (sptr 'generate s))
-                ((mp) (smp-ptr 'generate smp))
-                ((stops keep) (stop-array stop))
-                ((params) (struct-pointer
-                           'sb_generate_params
-                           (override (defaults 'sb_generate_params sb-generate-default-params)
-                                     `((n_predict . ,n-predict) (stop . ,stops) (n_stop . ,(length stop))
-                                       (add_special . ,(bool->int add-special?))
-                                       (parse_special . ,(bool->int parse-special?))
-                                       (ignore_eos . ,(bool->int ignore-eos?))))))
-                ((pieces) (list '()))
-                ((box) (list #f))
-                ((cb) (procedure->pointer
-                       int
-                       (guarded-callback
-                        box
-                        (lambda (user text len token)
-                          (let ((bv (pointer->bytes text len)))
-                            (set-car! pieces (cons bv (car pieces)))
-                            (or (not on-text) (on-text (if bytes? bv (utf8-bytes->string bv)) token)))))
-                       (list '* '* size_t int32)))
-                ((res) (struct-buffer 'sb_generate_result))
-                ((st) (cond ((string? prompt)
-                             (let ((bv (string->utf8 prompt)))
-                               (sb-generate sp mp (bytevector->pointer bv) (bytevector-length bv) params cb
-                                            %null-pointer (bytevector->pointer res))))
-                            ((list? prompt)
-                             (let ((idv (ids->bytevector 'generate prompt)))
-                               (sb-generate-tokens sp mp (bytevector->pointer idv) (length prompt) params cb
-                                                   %null-pointer (bytevector->pointer res))))
-                            (else (invalid-arg 'generate "prompt: expected a string or a list of token ids, got ~s"
-                                               prompt)))))
-    (keep-alive keep params cb)
-    (rethrow-from box)
-    (unless (= st (code-of 'SB_ERR_CANCELLED)) (check 'generate st))
-    (let* ((r (struct->alist 'sb_generate_result (bytevector->pointer res)))
-           (text (apply bytevector-append (reverse (car pieces)))))
-      `((text . ,(if bytes? text (utf8-bytes->string text)))
-        ,@(filter (lambda (kv) (not (eq? (car kv) 'stop))) r)
-        (stop . ,(if (zero? st) (vector-ref %stop-reasons (assq-ref r 'stop)) 'cancelled))))))
+  (holding (s smp)
+    (let*-values (((sp) (sptr 'generate s))
+                  ((mp) (smp-ptr 'generate smp))
+                  ((stops keep) (stop-array stop))
+                  ((params) (struct-pointer
+                             'sb_generate_params
+                             (override (defaults 'sb_generate_params sb-generate-default-params)
+                                       `((n_predict . ,n-predict) (stop . ,stops) (n_stop . ,(length stop))
+                                         (add_special . ,(bool->int add-special?))
+                                         (parse_special . ,(bool->int parse-special?))
+                                         (ignore_eos . ,(bool->int ignore-eos?))))))
+                  ((pieces) (list '()))
+                  ((box) (list #f))
+                  ((cb) (procedure->pointer
+                         int
+                         (guarded-callback
+                          box
+                          (lambda (user text len token)
+                            (let ((bv (pointer->bytes text len)))
+                              (set-car! pieces (cons bv (car pieces)))
+                              (or (not on-text) (on-text (if bytes? bv (utf8-bytes->string bv)) token)))))
+                         (list '* '* size_t int32)))
+                  ((res) (struct-buffer 'sb_generate_result))
+                  ((st) (cond ((string? prompt)
+                               (let ((bv (string->utf8 prompt)))
+                                 (sb-generate sp mp (bytevector->pointer bv) (bytevector-length bv) params cb
+                                              %null-pointer (bytevector->pointer res))))
+                              ((list? prompt)
+                               (let ((idv (ids->bytevector 'generate prompt)))
+                                 (sb-generate-tokens sp mp (bytevector->pointer idv) (length prompt) params cb
+                                                     %null-pointer (bytevector->pointer res))))
+                              (else (invalid-arg 'generate "prompt: expected a string or a list of token ids, got ~s"
+                                                 prompt)))))
+      (keep-alive keep params cb)
+      (rethrow-from box)
+      (unless (= st (code-of 'SB_ERR_CANCELLED)) (check 'generate st))
+      (let* ((r (struct->alist 'sb_generate_result (bytevector->pointer res)))
+             (text (apply bytevector-append (reverse (car pieces)))))
+        `((text . ,(if bytes? text (utf8-bytes->string text)))
+          ,@(filter (lambda (kv) (not (eq? (car kv) 'stop))) r)
+          (stop . ,(if (zero? st) (vector-ref %stop-reasons (assq-ref r 'stop)) 'cancelled)))))))
 
 (define (bytevector-append . bvs)
   (let ((out (make-bytevector (apply + (map bytevector-length bvs)))))

@@ -18,9 +18,10 @@ case $("$guile" -c '(display (major-version))') in
     3) ;;
     *) echo "SKIP: $guile is not Guile 3 (apt-get install guile-3.0)"; exit 77 ;;
 esac
-export GUILE_SONICBOOM_LIB="$lib" GUILE_AUTO_COMPILE=0 SB_GUILE="$guile"
+# the module is compiled (as a user's guile does) into the build tree, not into ~/.cache
+export GUILE_SONICBOOM_LIB="$lib" SB_GUILE="$guile" XDG_CACHE_HOME="$(dirname "$lib")/guile-cache"
 if [ "$asan" != - ]; then
     # guile's own memory is the collector's: leak reports would be about it, not about the library
     export LD_PRELOAD="$asan" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 fi
-cd "$src" && exec "$guile" --no-auto-compile -L "$src/bindings/guile" "$@"
+cd "$src" && exec "$guile" -L "$src/bindings/guile" "$@"
