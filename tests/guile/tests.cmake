@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
+# The Guile binding (bindings/guile/sonicboom.scm) against the library just built: struct layouts
+# against the C compiler's (abi_probe), greedy generation against `sb run`, tokenizer vectors,
+# chat rendering against sb_chat_render called from C, errors, cancelling. run.sh skips (77) only
+# when guile is not installed.
+add_executable(guile_abi_probe ${CMAKE_CURRENT_SOURCE_DIR}/guile/abi_probe.c)
+target_compile_options(guile_abi_probe PRIVATE ${SB_WARN})
+target_link_libraries(guile_abi_probe PRIVATE sonicboom)
+# a library of another version, which the module must refuse
+add_library(guile_fake_sonicboom SHARED ${CMAKE_CURRENT_SOURCE_DIR}/guile/fake_version.c)
+target_compile_options(guile_fake_sonicboom PRIVATE ${SB_WARN})
+set(SB_GUILE_ASAN -)
+if(SONICBOOM_SANITIZE)
+  # the sanitized library needs the ASan runtime loaded first into the (unsanitized) guile
+  foreach(rt libclang_rt.asan-x86_64.so libasan.so)
+    execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=${rt} OUTPUT_VARIABLE p OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(EXISTS "${p}" AND SB_GUILE_ASAN STREQUAL "-")
+      set(SB_GUILE_ASAN ${p})
+    endif()
+  endforeach()
+endif()
+add_test(NAME guile/binding COMMAND sh ${CMAKE_SOURCE_DIR}/tests/guile/run.sh ${CMAKE_SOURCE_DIR}
+         $<TARGET_FILE:sonicboom> ${SB_GUILE_ASAN} tests/guile/test_sonicboom.scm
+         $<TARGET_FILE:sb> $<TARGET_FILE:guile_abi_probe> $<TARGET_FILE:guile_fake_sonicboom>
+         ${SB_TESTDATA} ${SB_EMBEDDED_MODEL})
+set_tests_properties(guile/binding PROPERTIES LABELS guile SKIP_RETURN_CODE 77 TIMEOUT 600)
