@@ -137,7 +137,7 @@ void ir_replace_uses(ir_graph *g, ir_ref from, ir_ref to) {
 
 // ---- compact ----
 
-static bool is_root(const ir_node *n) { return n->op == IR_OP_OUTPUT || n->op == IR_OP_KV_STORE; }
+static bool is_root(const ir_node *n) { return n->op == IR_OP_OUTPUT || n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE; }
 
 sb_status ir_compact(ir_graph *g) {
     int32_t n = g->n_nodes;

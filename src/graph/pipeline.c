@@ -20,6 +20,7 @@ static const pass_info pipeline[] = {
     {"fuse_norm_quant", pass_fuse_norm_quant},
     {"fuse_act_quant", pass_fuse_act_quant},
     {"fuse_elementwise", pass_fuse_elementwise},
+    {"fuse_rope_store", pass_fuse_rope_store},
 };
 
 const pass_info *pass_pipeline(int *n_out) {

@@ -31,7 +31,7 @@ void plan_target_cpu(plan_target *t) {
         const qk_traits *q = qk_get(i);
         t->act_type[i] = (q && !q->removed && i != SB_TYPE_F32) ? q->vec_dot_type : SB_TYPE_F32;
     }
-    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
+    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = t->fuse_rope_store = true;
 }
 
 void plan_target_reference(plan_target *t) {

@@ -31,6 +31,7 @@ typedef struct plan_target {
     bool fuse_norm_quant;            /* run pass fuse_norm_quant */
     bool fuse_act_quant;             /* run pass fuse_act_quant */
     bool fuse_elementwise;           /* run pass fuse_elementwise */
+    bool fuse_rope_store;            /* run pass fuse_rope_store (the executor runs ROPE_STORE) */
 } plan_target;
 
 /* The CPU target llama.cpp's CPU backend corresponds to: act_type[w] = qk_get(w)->vec_dot_type
@@ -57,6 +58,7 @@ sb_status pass_quantize_once(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_norm_quant(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_act_quant(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_elementwise(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx);
 
 /* The pipeline table (graph/pipeline.c), in order; n_out receives the count. */
 const pass_info *pass_pipeline(int *n_out);

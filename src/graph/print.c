@@ -21,6 +21,7 @@ static void print_params(const ir_node *n, FILE *f) {
     case IR_OP_SCALE: fprintf(f, " s=%.9g", n->fp[0]); break;
     case IR_OP_SOFTCAP: fprintf(f, " cap=%.9g", n->fp[0]); break;
     case IR_OP_ROPE:
+    case IR_OP_ROPE_STORE:
         fprintf(f, " n_rot=%d mode=%s base=%.9g fscale=%.9g", n->ip[0], n->ip[1] == IR_ROPE_NEOX ? "neox" : "normal",
                 n->fp[0], n->fp[1]);
         if (n->fp[2] != 1.0f) fprintf(f, " attn_factor=%.9g", n->fp[2]);

@@ -140,9 +140,23 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         set(&r, SB_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], 1);
         break;
     }
+    case IR_OP_ROPE_STORE: {
+        const ir_node *pos = S(g, n, 2), *ff = ns > 3 ? S(g, n, 3) : NULL;
+        int32_t n_rot = n->ip[0], mode = n->ip[1];
+        if (a->op != IR_OP_KV && a->op != IR_OP_KV_STORE && a->op != IR_OP_ROPE_STORE) FAIL("rope_store: src0 must be a kv cache");
+        if (!is_f32(b) || b->ne[3] != 1 || b->ne[0] * b->ne[1] != a->ne[0])
+            FAIL("rope_store: x must be f32 [D,H,T] with D*H = Dkv %lld", (long long)a->ne[0]);
+        if (!is_i32_vec(pos) || pos->ne[0] != b->ne[2]) FAIL("rope_store: pos must be i32 [T=%lld]", (long long)b->ne[2]);
+        if (n_rot < 2 || n_rot % 2 || n_rot > b->ne[0] || n_rot > 1024) FAIL("rope_store: n_rot %d vs D %lld", n_rot, (long long)b->ne[0]);
+        if (mode != IR_ROPE_NORMAL && mode != IR_ROPE_NEOX) FAIL("rope_store: mode %d", mode);
+        if (ff && (!is_f32(ff) || ff->ne[0] < n_rot / 2)) FAIL("rope_store: freq factors must be f32 [>= n_rot/2]");
+        if (!(n->fp[0] > 0.0f) || !(n->fp[1] > 0.0f)) FAIL("rope_store: freq_base and freq_scale must be > 0");
+        set(&r, a->dtype, a->ne[0], a->ne[1], 1, 1);
+        break;
+    }
     case IR_OP_KV_STORE: {
         const ir_node *pos = S(g, n, 2);
-        if (a->op != IR_OP_KV && a->op != IR_OP_KV_STORE) FAIL("kv_store: src0 must be a kv cache");
+        if (a->op != IR_OP_KV && a->op != IR_OP_KV_STORE && a->op != IR_OP_ROPE_STORE) FAIL("kv_store: src0 must be a kv cache");
         if (!is_f32(b) || b->ne[0] != a->ne[0] || b->ne[2] != 1 || b->ne[3] != 1)
             FAIL("kv_store: x must be f32 [Dkv=%lld, T]", (long long)a->ne[0]);
         if (!is_i32_vec(pos) || pos->ne[0] != b->ne[1]) FAIL("kv_store: pos must be i32 [T]");

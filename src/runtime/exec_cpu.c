@@ -36,7 +36,7 @@ void exec_cpu_target(plan_target *t) {
      * F16/BF16 files agree with the references at the F32 bound. */
     t->act_type[SB_TYPE_F16] = SB_TYPE_F16;
     t->act_type[SB_TYPE_BF16] = SB_TYPE_BF16;
-    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
+    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = t->fuse_rope_store = true;
 }
 
 // ---- capability check ----
@@ -296,6 +296,19 @@ static void k_matmul_ref(void *c, int64_t b, int64_t e, int tid) {
 static void k_rope(void *c, int64_t b, int64_t e, int tid) {
     const run *r = c;
     op_rope(r->dst, r->s[0], r->s[1], &r->rope, b, e);
+}
+
+/* ROPE_STORE: token t's rotated row in this thread's scratch (op_rope's math), then into the
+ * cache column pos[t] (op_kv_store's rounding) — the bits of ROPE followed by KV_STORE */
+static void k_rope_store(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    const int64_t DH = r->rope.D * r->rope.H;
+    float *row = scratch(r, tid);
+    const int32_t *pos = r->s[2];
+    for (int64_t t = b; t < e; t++) {
+        op_rope(row, (const float *)r->s[1] + t * DH, pos + t, &r->rope, 0, 1);
+        op_kv_store(r->dst, r->n->dtype, r->n->ne[0], row, pos + t, 1);
+    }
 }
 
 /* Attention is the one reference op whose scalar form would dominate prefill (T*T*D*H work), so
@@ -615,6 +628,14 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
             r.rope = (op_rope_args){.D = x->ne[0], .H = x->ne[1], .n_rot = ir_rope_of(n).n_rot, .mode = ir_rope_of(n).mode, .freq_base = ir_rope_of(n).freq_base,
                                     .freq_scale = ir_rope_of(n).freq_scale, .attn_factor = ir_rope_attn_factor(n), .ff = n->src[2] != IR_NONE ? r.s[2] : NULL};
             par(pool, nt, x->ne[2], ir_nelem(x), k_rope, &r);
+            break;
+        }
+        case IR_OP_ROPE_STORE: {
+            const ir_node *x = src(&r, 1);
+            r.rope = (op_rope_args){.D = x->ne[0], .H = x->ne[1], .n_rot = ir_rope_of(n).n_rot, .mode = ir_rope_of(n).mode,
+                                    .freq_base = ir_rope_of(n).freq_base, .freq_scale = ir_rope_of(n).freq_scale,
+                                    .attn_factor = ir_rope_attn_factor(n), .ff = n->src[3] != IR_NONE ? r.s[3] : NULL};
+            par(pool, nt, x->ne[2], ir_nelem(x), k_rope_store, &r);
             break;
         }
         case IR_OP_KV_STORE: {

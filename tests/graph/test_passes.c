@@ -198,6 +198,57 @@ static void case_fuse_act_quant(void) {
     ir_graph_free(g);
 }
 
+/* K's rope into its cache store (the rope's only reader, through a reshape, at the same positions);
+ * Q's rope, read by the attention, stays; a rope read twice stays; a target without the flag is left alone */
+static void case_fuse_rope_store(void) {
+    plan_target t;
+    test_target(&t);
+    t.fuse_rope_store = true;
+    ir_graph *g = attn_ffn_graph(false);
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise};
+    golden("fuse_rope_store", g, pre, 4, pass_fuse_rope_store, &t);
+    int n = 0, ropes = 0, stores = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        n += g->nodes[i].op == IR_OP_ROPE_STORE;
+        ropes += g->nodes[i].op == IR_OP_ROPE;
+        stores += g->nodes[i].op == IR_OP_KV_STORE;
+    }
+    CHECK_EQ_INT(n, 1);
+    CHECK_EQ_INT(ropes, 1); /* Q's */
+    CHECK_EQ_INT(stores, 1); /* V's */
+    ir_graph_free(g);
+    /* the rotated K also read elsewhere: no fusion */
+    g = new_graph();
+    ir_ref pos = ir_input_pos(g, 2);
+    ir_ref cache = ir_input_kv(g, "cache_k.0", SB_TYPE_F16, (int64_t[4]){16, 8, 1, 1});
+    ir_ref x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){8, 2, 2, 1});
+    ir_rope_params rp = {.n_rot = 8, .mode = IR_ROPE_NEOX, .freq_base = 10000.0f, .freq_scale = 1.0f};
+    ir_ref k = ir_rope(g, x, pos, IR_NONE, &rp);
+    ir_ref st = ir_kv_store(g, cache, ir_reshape(g, k, (int64_t[4]){16, 2, 1, 1}), pos);
+    ir_output(g, ir_reshape(g, k, (int64_t[4]){16, 2, 1, 1}), "k");
+    ir_attn_params ap = {.n_head_kv = 2, .head_dim = 8, .scale = 0.5f};
+    ir_output(g, ir_attention(g, x, st, st, pos, &ap), "y");
+    char *before = ir_print_str(g);
+    pass_ctx cx = {.target = &t};
+    CHECK(pass_fuse_rope_store(g, &cx) == SB_OK);
+    char *after = ir_print_str(g);
+    CHECK(!strcmp(before, after));
+    free(after);
+    /* ... and a reference target never fuses */
+    ir_graph_free(g);
+    g = attn_ffn_graph(false);
+    plan_target r;
+    plan_target_reference(&r);
+    free(before);
+    before = ir_print_str(g);
+    cx.target = &r;
+    CHECK(pass_fuse_rope_store(g, &cx) == SB_OK);
+    after = ir_print_str(g);
+    CHECK(!strcmp(before, after));
+    free(before), free(after);
+    ir_graph_free(g);
+}
+
 static void case_fuse_elementwise(void) {
     plan_target t;
     test_target(&t);
@@ -351,7 +402,7 @@ static void test_pipeline_dump(void) {
     fclose(f);
     int np = 0;
     const pass_info *pl = pass_pipeline(&np);
-    CHECK(np == 5 && !strcmp(pl[0].name, "dce"));
+    CHECK(np == 6 && !strcmp(pl[0].name, "dce") && !strcmp(pl[5].name, "fuse_rope_store"));
     for (int i = 0; i < np; i++) {
         char key[80];
         snprintf(key, sizeof key, "IR after %s", pl[i].name);
@@ -466,6 +517,7 @@ int main(void) {
     case_fuse_norm_quant();
     case_fuse_act_quant();
     case_fuse_elementwise();
+    case_fuse_rope_store();
     test_verifier();
     test_memplan();
     test_pipeline_dump();

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * graph/passes/fuse_rope_store.c — a RoPE whose only reader (through reshapes) is the KV-cache
+ * store at the same positions becomes one node that rotates each token's row and writes it into
+ * the cache column: the rotated f32 row never reaches the arena, and one node (one dispatch, one
+ * barrier on the CPU) replaces two. Numerics are unchanged: the same rotation in f32, then the
+ * cache's rounding. Targets that run ROPE_STORE ask for it (plan_target.fuse_rope_store).
+ * Layer 2 (graph). Post: verified; the rope and its reshapes are dropped when nothing else reads them.
+ *
+ * before:
+ *   %17 = rope(%16, %1) n_rot=64 mode=neox base=1000000 fscale=1 : f32[64,2,2]
+ *   %18 = reshape(%17) : f32[128,2]
+ *   %19 = kv_store(%8, %18, %1) : f16[128,16]
+ * after:
+ *   %17 = rope_store(%8, %16, %1) n_rot=64 mode=neox base=1000000 fscale=1 : f16[128,16]
+ */
+#include "graph/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The ROPE node feeding store s through reshapes that nothing else reads, at s's positions; IR_NONE if none. */
+static ir_ref rope_of_store(const ir_graph *g, const int32_t *uses, const ir_node *s) {
+    ir_ref x = s->src[1];
+    while (g->nodes[x].op == IR_OP_RESHAPE && uses[x] == 1) x = g->nodes[x].src[0];
+    const ir_node *r = &g->nodes[x];
+    if (r->op != IR_OP_ROPE || uses[x] != 1 || r->src[1] != s->src[2]) return IR_NONE;
+    return x;
+}
+
+sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx) {
+    if (cx->target && !cx->target->fuse_rope_store) return SB_OK;
+    const int32_t n = g->n_nodes;
+    int32_t *uses = malloc((size_t)(n ? n : 1) * sizeof *uses);
+    if (!uses) return sb_fail(SB_ERR_OOM, "fuse_rope_store: use counts");
+    sb_status st = ir_use_counts(g, uses);
+    bool changed = false;
+    for (int32_t i = 0; st == SB_OK && i < n; i++) {
+        ir_node *s = &g->nodes[i];
+        if (s->op != IR_OP_KV_STORE) continue;
+        const ir_ref r = rope_of_store(g, uses, s);
+        if (r == IR_NONE) continue;
+        const ir_node *rope = &g->nodes[r];
+        ir_node f = *rope; /* its rotation params in ip / fp */
+        f.op = IR_OP_ROPE_STORE;
+        f.dtype = s->dtype;
+        memcpy(f.ne, s->ne, sizeof f.ne);
+        memcpy(f.name, s->name, sizeof f.name);
+        for (int k = 0; k < IR_MAX_SRC; k++) f.src[k] = IR_NONE;
+        f.src[0] = s->src[0], f.src[1] = rope->src[0], f.src[2] = rope->src[1], f.src[3] = rope->src[2];
+        *s = f; /* in place: every source precedes the rope, which precedes the store */
+        uses[r]--;
+        changed = true;
+    }
+    free(uses);
+    SB_TRY(st);
+    return changed ? ir_compact(g) : SB_OK;
+}
