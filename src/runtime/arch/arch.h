@@ -38,6 +38,9 @@ sb_status rt_hp_f32(const gguf_file *f, const char *arch, const char *suffix, bo
 /* The generic keys of architectures.md §1 (n_embd, n_layer, heads, head dims, rope base/scaling,
  * eps, n_ff, context). */
 sb_status rt_hp_common(const gguf_file *f, rt_hparams *hp);
+/* rt_hp_common, accepting per-layer arrays for feed_forward_length, head_count and head_count_kv
+ * (hp->layer_*; the scalars then hold the largest value). */
+sb_status rt_hp_common_per_layer(const gguf_file *f, rt_hparams *hp);
 /* rt_hp_common plus what the full-head-RoPE SiLU families (llama, qwen2, qwen3) share:
  * rope.dimension_count must equal the head dim; rope_mode as given, act = SiLU. */
 sb_status rt_hp_full_rope_silu(const gguf_file *f, rt_hparams *hp, int32_t rope_mode);
@@ -46,5 +49,8 @@ sb_status rt_arch_qwen2_hparams(const gguf_file *f, rt_hparams *hp);
 sb_status rt_arch_qwen3_hparams(const gguf_file *f, rt_hparams *hp);
 sb_status rt_arch_llama_hparams(const gguf_file *f, rt_hparams *hp);
 sb_status rt_arch_gemma3_hparams(const gguf_file *f, rt_hparams *hp);
+sb_status rt_arch_gemma4_hparams(const gguf_file *f, rt_hparams *hp);
+/* Gemma 4's graph (architectures.md §6.5): per-layer embeddings, shared KV, two head sizes. */
+sb_status rt_build_gemma4(rt_build *b);
 
 #endif
