@@ -10,7 +10,9 @@
  *    2 on the last layer almost nothing (the output norm is scale-invariant up to eps), 2 on layer 2
  *    a lot;
  *  - structure: shared-KV layers own no cache (rt_hp_kv_dim 0, no kv input in the graph, they read
- *    the cache of layer K-2 / K-1), and the PLE table is read by one get_rows only.
+ *    the cache of layer K-2 / K-1), and the PLE table is read by one get_rows only;
+ *  - chat: Gemma 4's vocabulary ends generation at <eos>, <turn|> and <|tool_response> only, and its
+ *    template is recognised (tests/api/cli_run_chat_gemma4.sh runs sb run --chat on such a model).
  * Skips (77) when the shared test models are absent.
  */
 #include "runtime/arch/arch.h"
@@ -241,6 +243,29 @@ static void structure(const char *src) {
     rt_model_free(m);
 }
 
+// ---- chat: the end-of-generation set of Gemma 4's vocabulary ----
+
+static void eog(void) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s", test_data_path("vocab/ggml-vocab-gemma-4.gguf"));
+    gguf_file f;
+    if (access(path, R_OK) || gguf_open(path, &f) != SB_OK) {
+        printf("SKIP eog: %s absent\n", path);
+        return;
+    }
+    tok_vocab *v = NULL;
+    CHECK(tok_vocab_load_gguf(&f, &v) == SB_OK);
+    if (v) {
+        /* <eos> 1, <turn|> 106, <|tool_response> 50 end a turn; <bos> 2, <|turn> 105, <|channel> 100 do not */
+        CHECK(tok_find(v, "<turn|>", 7) == 106 && tok_find(v, "<|tool_response>", 16) == 50);
+        CHECK(tok_is_eog(v, 1) && tok_is_eog(v, 106) && tok_is_eog(v, 50));
+        CHECK(!tok_is_eog(v, 2) && !tok_is_eog(v, 105) && !tok_is_eog(v, 100));
+        CHECK(tok_chat_kind_of(v) == TOK_CHAT_GEMMA4_THOUGHT);
+    }
+    tok_vocab_free(v);
+    gguf_close(&f);
+}
+
 int main(void) {
     char src[4096];
     snprintf(src, sizeof src, "%s", test_data_path("models/test-gemma4-f32.gguf"));
@@ -252,6 +277,7 @@ int main(void) {
     refusals(src);
     equivalences(src);
     structure(src);
+    eog();
     tmp_dir_remove();
     return test_summary();
 }
