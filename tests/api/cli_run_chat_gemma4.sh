@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
 # `sb run --chat` on a gemma4 model (issue 27): tiny-gemma4 synthesized with Gemma 4's real
 # vocabulary (its template ends the generation prompt with the empty thought channel) is run with
-# --chat: it reports the gemma4 format, and its prompt is exactly <bos> + the turn markup
+# --chat: it reports the gemma4 format and (-v) its KV cache per token, and its prompt is exactly <bos> + the turn markup
 # "<|turn>user\n{text}<turn|>\n<|turn>model\n<|channel>thought\n<channel|>" (and with --system a
 # "<|turn>system\n...<turn|>\n" turn first), counted by sb tokenize with --parse-special. A user
 # text holding "<turn|>" stays plain text.
@@ -23,6 +23,7 @@ run_chat() { # prompt token count and chat format line of sb run --chat -v "$@"
 }
 n=$(run_chat -p "Hello")
 grep -q '^chat format: gemma4' "$tmp/err" && ok || bad "chat format: $(grep 'chat format' "$tmp/err")"
+grep -qx 'kv cache: 5120 bytes per token (f32)' "$tmp/err" && ok || bad "sb run -v: $(grep 'kv cache' "$tmp/err")"
 want=$((1 + $(count "<|turn>user${nl}Hello<turn|>${nl}<|turn>model${nl}<|channel>thought${nl}<channel|>")))
 [ "$n" = "$want" ] && ok || bad "one-word chat prompt: '$n' tokens, want $want"
 n=$(run_chat --system "Be brief." -p "Hello")
