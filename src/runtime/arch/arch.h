@@ -2,10 +2,13 @@
 /*
  * runtime/arch/arch.h — what architecture files share: the hyperparameter readers, the weight
  * binder that checks name/shape/type against the file, and the one decoder-graph builder that
- * serves every dense decoder here (qwen2, qwen3, llama, gemma3 differ only in data: rt_hparams).
+ * serves the plain dense decoders (qwen2, qwen3, llama, gemma3 differ only in data: rt_hparams);
+ * an architecture with another block shape (gemma4) brings its own builder (rt_arch.build), which
+ * rt_build_decoder calls instead.
  * Layer 2 (runtime). Builders only record IR; a missing tensor, wrong shape or a type the CPU cannot
  * run becomes a sticky status with the tensor named (SB_ERR_MODEL_TENSOR_*).
- * Adding an architecture = one file with its load_hparams + a line in model.c's table.
+ * Adding an architecture = one file with its load_hparams (and build, if it needs one) + a line in
+ * model.c's table.
  */
 #ifndef SB_RUNTIME_ARCH_H
 #define SB_RUNTIME_ARCH_H
