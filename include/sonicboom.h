@@ -309,6 +309,11 @@ SB_API void sb_model_free(sb_model *m);
 
 SB_API sb_status sb_model_get_info(const sb_model *m, sb_model_info *out);
 
+/* Bytes of KV cache one position costs: K and V rows of every layer that owns a cache (Gemma 4's
+ * shared-KV layers own none; its layers differ in width) at kv_type (SB_TYPE_F32 or SB_TYPE_F16).
+ * 0 for a NULL model or another type. A session of n_ctx positions allocates n_ctx times this. */
+SB_API uint64_t sb_model_kv_bytes_per_token(const sb_model *m, int kv_type);
+
 /* The model's vocabulary, borrowed: valid while the model lives; sb_vocab_free on it is a no-op. */
 SB_API const sb_vocab *sb_model_get_vocab(const sb_model *m);
 

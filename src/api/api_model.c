@@ -88,6 +88,14 @@ SB_API sb_status sb_model_get_info(const sb_model *m, sb_model_info *out) {
     return SB_OK;
 }
 
+SB_API uint64_t sb_model_kv_bytes_per_token(const sb_model *m, int kv_type) {
+    if (!m || (kv_type != SB_TYPE_F32 && kv_type != SB_TYPE_F16)) return 0;
+    const rt_hparams *hp = &m->m->hp;
+    uint64_t n = 0;
+    for (int64_t l = 0; l < hp->n_layer; l++) n += 2 * (uint64_t)rt_hp_kv_dim(hp, l);
+    return n * (kv_type == SB_TYPE_F32 ? 4 : 2);
+}
+
 SB_API const sb_vocab *sb_model_get_vocab(const sb_model *m) { return m ? &m->vocab : NULL; }
 
 // ---- sessions ----

@@ -112,6 +112,15 @@ ir_ref ir_attention(ir_graph *g, ir_ref q, ir_ref k, ir_ref v, ir_ref pos, const
     return ir_append(g, &n);
 }
 
+ir_ref ir_slice(ir_graph *g, ir_ref x, int32_t start, int32_t n) {
+    if (x == IR_NONE) return IR_NONE;
+    ir_node nd = proto(IR_OP_SLICE);
+    nd.src[0] = x;
+    nd.ip[0] = start;
+    nd.ip[1] = n;
+    return ir_append(g, &nd);
+}
+
 ir_ref ir_output(ir_graph *g, ir_ref x, const char *name) {
     if (x == IR_NONE) return IR_NONE;
     ir_node n = proto(IR_OP_OUTPUT);

@@ -159,6 +159,9 @@ typedef struct ir_attn_params {
 ir_ref ir_attention(ir_graph *g, ir_ref q, ir_ref k, ir_ref v, ir_ref pos, const ir_attn_params *p);
 /* (x [E,T], rows i32 [n]) -> [E,n]: rows rows[i] of x. */
 ir_ref ir_select_rows(ir_graph *g, ir_ref x, ir_ref rows);
+/* (x f32 [a,b,c,d]) -> [a,n,c,d]: x[:, start .. start+n, :, :] copied (e.g. one layer's slice of a
+ * per-layer table [P,L,T]). ip[0]=start ip[1]=n; start >= 0, n >= 1, start+n <= b. */
+ir_ref ir_slice(ir_graph *g, ir_ref x, int32_t start, int32_t n);
 /* Mark x as a graph result called name ("logits"). */
 ir_ref ir_output(ir_graph *g, ir_ref x, const char *name);
 
@@ -175,6 +178,9 @@ static inline ir_attn_params ir_attn_of(const ir_node *n) {
 }
 /* RMS_NORM, RMS_NORM_QUANT: epsilon; SCALE: the factor; SOFTCAP: the cap (the single float param) */
 static inline float ir_f0(const ir_node *n) { return n->fp[0]; }
+/* SLICE: the first index and the count taken along ne[1] */
+static inline int ir_slice_start(const ir_node *n) { return n->ip[0]; }
+static inline int ir_slice_len(const ir_node *n) { return n->ip[1]; }
 /* GLU_QUANT: the gated activation, IR_OP_SWIGLU or IR_OP_GEGLU */
 static inline ir_op ir_glu_act(const ir_node *n) { return (ir_op)n->ip[0]; }
 /* FUSED: the number of chain steps, and step k: its op, the src index of its second input (0: none)

@@ -180,6 +180,12 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         if (!is_f32(a) || a->ne[2] != 1 || a->ne[3] != 1 || !is_i32_vec(b)) FAIL("select_rows: needs f32 [E,T], i32 [n]");
         set(&r, SB_TYPE_F32, a->ne[0], b->ne[0], 1, 1);
         break;
+    case IR_OP_SLICE:
+        if (!is_f32(a)) FAIL("slice: input must be f32");
+        if (n->ip[0] < 0 || n->ip[1] < 1 || (int64_t)n->ip[0] + n->ip[1] > a->ne[1])
+            FAIL("slice: [%d, %d + %d) is not inside ne1 = %lld", n->ip[0], n->ip[0], n->ip[1], (long long)a->ne[1]);
+        set(&r, SB_TYPE_F32, a->ne[0], n->ip[1], a->ne[2], a->ne[3]);
+        break;
     case IR_OP_OUTPUT:
         if (!is_f32(a)) FAIL("output: must be f32");
         if (!n->name[0]) FAIL("output: needs a name");

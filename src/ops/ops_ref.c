@@ -76,6 +76,10 @@ void op_get_rows(float *dst, const void *w, int wtype, int64_t E, const int32_t 
         op_dequantize_row(dst + t * E, (const uint8_t *)w + (uint64_t)tok[t] * rb, wtype, E);
 }
 
+void op_slice(float *dst, const float *x, int64_t E, int64_t b, int64_t start, int64_t n, int64_t outer) {
+    for (int64_t o = 0; o < outer; o++) memmove(dst + o * n * E, x + (o * b + start) * E, (size_t)(n * E) * sizeof(float));
+}
+
 void op_select_rows(float *dst, const float *x, int64_t E, const int32_t *idx, int64_t n) {
     for (int64_t i = 0; i < n; i++) memmove(dst + i * E, x + (int64_t)idx[i] * E, (size_t)E * sizeof(float));
 }

@@ -36,6 +36,8 @@ uint64_t op_row_bytes(int type, int64_t n);
 void op_get_rows(float *dst, const void *w, int wtype, int64_t E, const int32_t *tok, int64_t t0, int64_t t1);
 /* dst [E,n] = x [E,*] rows idx[i]. */
 void op_select_rows(float *dst, const float *x, int64_t E, const int32_t *idx, int64_t n);
+/* dst [E,n,outer] = x [E,b,outer] rows [start, start+n) of every outer block. */
+void op_slice(float *dst, const float *x, int64_t E, int64_t b, int64_t start, int64_t n, int64_t outer);
 /* One row: y = x / sqrt(sum(x^2)/E + eps) (ggml_compute_forward_rms_norm_f32). dst may be x. */
 void op_rms_norm_row(float *dst, const float *x, int64_t E, float eps);
 /* rows [r0,r1) of x [E,*]. */

@@ -657,6 +657,11 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
             break;
         }
         case IR_OP_SELECT_ROWS: op_select_rows(r.dst, r.s[0], n->ne[0], r.out_rows, n->ne[1]); break;
+        case IR_OP_SLICE: {
+            const ir_node *x = src(&r, 0);
+            op_slice(r.dst, r.s[0], x->ne[0], x->ne[1], ir_slice_start(n), ir_slice_len(n), x->ne[2] * x->ne[3]);
+            break;
+        }
         default: return sb_fail(SB_ERR_INTERNAL, "exec: op %s has no CPU implementation", ir_ops[n->op].name);
         }
     }

@@ -18,10 +18,11 @@
 #include <string.h>
 
 static const rt_arch archs[] = {
-    {"qwen2", rt_arch_qwen2_hparams},
-    {"qwen3", rt_arch_qwen3_hparams},
-    {"llama", rt_arch_llama_hparams},
-    {"gemma3", rt_arch_gemma3_hparams},
+    {"qwen2", rt_arch_qwen2_hparams, NULL},
+    {"qwen3", rt_arch_qwen3_hparams, NULL},
+    {"llama", rt_arch_llama_hparams, NULL},
+    {"gemma3", rt_arch_gemma3_hparams, NULL},
+    {"gemma4", rt_arch_gemma4_hparams, rt_build_gemma4},
 };
 
 const rt_arch *rt_arch_find(const char *name, size_t len) {
@@ -94,7 +95,7 @@ sb_status rt_model_load(const char *path, const rt_model_params *p, rt_model **o
     if (s == SB_OK) {
         m->arch = rt_arch_find(arch.ptr, arch.len);
         if (!m->arch)
-            s = sb_fail(SB_ERR_MODEL_ARCH, "%s: architecture \"%.*s\" is not supported (qwen2, qwen3, llama, gemma3)", path,
+            s = sb_fail(SB_ERR_MODEL_ARCH, "%s: architecture \"%.*s\" is not supported (qwen2, qwen3, llama, gemma3, gemma4)", path,
                         (int)(arch.len > 64 ? 64 : arch.len), arch.ptr);
     }
     if (s == SB_OK) {

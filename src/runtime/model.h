@@ -6,7 +6,7 @@
  * sessions on any threads. Weights stay in the read-only mapping (no copy, no conversion: a model
  * keeps the types its file has), or with no_mmap in a heap copy of the file. Sessions re-check the
  * mapped file's size (gguf_check_size) when created and before each evaluation.
- * Non-goals: MoE, multimodal towers, gemma4 (its own builder later).
+ * Non-goals: MoE, multimodal towers.
  */
 #ifndef SB_RUNTIME_MODEL_H
 #define SB_RUNTIME_MODEL_H
@@ -39,14 +39,36 @@ typedef struct rt_hparams {
     rt_ffn_act act;
     bool qk_norm;               /* per-head q/k RMSNorm (qwen3, gemma3) */
     bool post_norms;            /* gemma3 post-attention / post-ffw norms */
+    /* per-layer shapes: every architecture fills them (the scalars above, unless the file holds
+     * per-layer arrays, which only gemma4 accepts); the scalars then hold the largest value */
+    int64_t layer_n_head[RT_MAX_LAYERS], layer_n_head_kv[RT_MAX_LAYERS], layer_n_ff[RT_MAX_LAYERS];
+    int64_t head_dim_swa;       /* head dim of sliding-window layers (gemma4: key_length_swa), else head_dim */
+    int32_t n_rot_swa;          /* rotated dims of sliding-window layers, else n_rot */
+    int64_t n_layer_kv;         /* layers [0, n_layer_kv) own a KV cache; later ones read an earlier one's (gemma4) */
+    int64_t n_embd_per_layer;   /* gemma4 per-layer-embedding width P; 0 = none */
 } rt_hparams;
 
+/* Head dim of layer l. */
+static inline int64_t rt_hp_head_dim(const rt_hparams *hp, int64_t l) { return hp->is_swa[l] ? hp->head_dim_swa : hp->head_dim; }
+/* The layer whose KV cache layer l attends over: l itself, or for a shared-KV layer (gemma4,
+ * architectures.md §6.3) layer n_layer_kv-2 when l is sliding-window, n_layer_kv-1 when global. */
+static inline int64_t rt_hp_kv_layer(const rt_hparams *hp, int64_t l) {
+    return l < hp->n_layer_kv ? l : hp->n_layer_kv - (hp->is_swa[l] ? 2 : 1);
+}
+/* Values per position of layer l's own K (and of its V) cache; 0 when the layer owns none. */
+static inline int64_t rt_hp_kv_dim(const rt_hparams *hp, int64_t l) {
+    return l < hp->n_layer_kv ? hp->layer_n_head_kv[l] * rt_hp_head_dim(hp, l) : 0;
+}
+
 typedef struct rt_model rt_model;
+struct rt_build;
 
 typedef struct rt_arch {
     const char *name;           /* general.architecture */
     /* Fill hp from the file (hp->arch, n_vocab already set). */
     sb_status (*load_hparams)(const gguf_file *f, rt_hparams *hp);
+    /* Record the forward graph (arch.h's rt_build); NULL = the shared dense decoder. */
+    sb_status (*build)(struct rt_build *b);
 } rt_arch;
 
 struct rt_model {

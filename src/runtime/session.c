@@ -157,8 +157,9 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
     s->m = m;
     s->prm = prm;
     const rt_hparams *hp = &m->hp;
-    uint64_t kv_bytes = (uint64_t)(hp->n_head_kv * hp->head_dim) * (uint64_t)prm.n_ctx * (uint64_t)qk_get(prm.kv_type)->type_size;
-    const uint64_t kv_total = kv_bytes * 2 * (uint64_t)hp->n_layer;
+    const uint64_t kv_elem = (uint64_t)prm.n_ctx * (uint64_t)qk_get(prm.kv_type)->type_size; /* bytes per cached value */
+    uint64_t kv_total = 0; /* per layer: gemma4's layers differ in width, and its shared-KV layers own none */
+    for (int64_t l = 0; l < hp->n_layer; l++) kv_total += 2 * (uint64_t)rt_hp_kv_dim(hp, l) * kv_elem;
     const bool automatic = prm.device == 2;
     if (automatic) s->prm.device = prm.device = auto_device(m, kv_total, prm.n_ctx);
     sb_status st = SB_OK;
@@ -169,10 +170,13 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
     s->logits = (float *)malloc((size_t)hp->n_vocab * sizeof *s->logits);
     if (!s->kv || !s->cached || !s->tok_buf || !s->pos_buf || !s->logits) st = sb_fail(SB_ERR_OOM, "session buffers");
     for (int64_t i = 0; st == SB_OK && i < 2 * hp->n_layer; i++) {
+        const uint64_t kv_bytes = (uint64_t)rt_hp_kv_dim(hp, i / 2) * kv_elem;
+        if (!kv_bytes) continue; /* a layer reading another layer's cache (gemma4 shared KV) */
         s->kv[i] = calloc(1, (size_t)kv_bytes);
         if (!s->kv[i])
-            st = sb_fail(SB_ERR_OOM, "session: KV cache: %llu bytes per layer × %lld layers × 2 (n_ctx %lld)",
-                         (unsigned long long)kv_bytes, (long long)hp->n_layer, (long long)prm.n_ctx);
+            st = sb_fail(SB_ERR_OOM, "session: KV cache: %llu bytes for layer %lld (%llu for all %lld layers, n_ctx %lld)",
+                         (unsigned long long)kv_bytes, (long long)(i / 2), (unsigned long long)kv_total, (long long)hp->n_layer,
+                         (long long)prm.n_ctx);
     }
     if (st == SB_OK && prm.device == 1) {
         st = create_backend(s, "cuda");
@@ -241,6 +245,7 @@ static sb_status bind_plan(rt_session *s, plan_entry *e) {
             if (sscanf(in->name, "cache_%c.%lld", &kind, &l) != 2 || l < 0 || l >= s->m->hp.n_layer || (kind != 'k' && kind != 'v'))
                 return sb_fail(SB_ERR_INTERNAL, "plan input \"%s\" is no KV buffer", in->name);
             e->data[i] = s->kv[2 * l + (kind == 'v')];
+            if (!e->data[i]) return sb_fail(SB_ERR_INTERNAL, "plan input \"%s\" names a layer without its own KV cache", in->name);
             break;
         }
         default: return sb_fail(SB_ERR_INTERNAL, "plan input %d has kind %d", i, in->kind);

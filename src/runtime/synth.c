@@ -20,6 +20,8 @@
 #include <string.h>
 #include <strings.h>
 
+#define RT_SYNTH_MAX_LAYERS 128
+
 // ---- presets (architectures.md §9; tiny-* have the tensor shapes of testdata/models/test-*) ----
 
 static const rt_synth_preset presets[] = {
@@ -47,6 +49,10 @@ static const rt_synth_preset presets[] = {
     {"gemma3-1b", "Gemma-3-1B(-it) shape: gemma3, 26 layers, 1152 wide, 4/1 heads of 256, SWA 512, tied",
      "gemma3", "Gemma 3 1B It (synthetic)", 26, 1152, 4, 1, 256, 6912, 262144, 32768, 1e6f, 1e4f, 1e-6f, 512,
      false, true, true, false, 0},
+    {"gemma4-e4b", "Gemma-4-E4B(-it) shape (architectures.md 6.7): gemma4, 42 layers, 2560 wide, 8/2 heads of 256 (sliding) / 512 "
+     "(global, partial RoPE), per-layer embeddings 256, last 18 layers share KV, SWA 512, tied",
+     "gemma4", "Gemma 4 E4B It (synthetic)", 42, 2560, 8, 2, 512, 10240, 262144, 131072, 1e6f, 1e4f, 1e-6f, 512,
+     false, true, true, false, 0},
     {"tiny-qwen2", "test shape: qwen2, 2 layers, 256 wide, 4/2 heads, QKV bias, tied, 512-token vocab",
      "qwen2", "tiny-qwen2 (synthetic)", 2, 256, 4, 2, 0, 768, 512, 4096, 1e6f, 0, 1e-6f, 0,
      true, false, true, false, 0},
@@ -59,7 +65,33 @@ static const rt_synth_preset presets[] = {
     {"tiny-gemma3", "test shape: gemma3, 4 layers, 256 wide, 4/1 heads of 64, SWA 8, tied, 512-token vocab",
      "gemma3", "tiny-gemma3 (synthetic)", 4, 256, 4, 1, 64, 768, 512, 4096, 1e6f, 1e4f, 1e-6f, 8,
      false, true, true, false, 0},
+    {"tiny-gemma4", "test shape: gemma4, 8 layers, 256 wide, 4/2 heads of 64 (sliding) / 128 (global), per-layer embeddings 32, "
+     "last 4 layers share KV, SWA 6, tied, 512-token vocab",
+     "gemma4", "tiny-gemma4 (synthetic)", 8, 256, 4, 2, 128, 512, 512, 4096, 1e6f, 1e4f, 1e-6f, 6,
+     false, true, true, false, 0},
 };
+
+/* What a gemma4 preset adds to rt_synth_preset (whose head_dim is the global layers'). */
+typedef struct g4_shape {
+    const char *preset;
+    int head_dim_swa;
+    int period;         /* layer l is global iff l % period == period - 1 (E4B: 5 sliding, 1 global) */
+    int per_layer;      /* PLE width P */
+    int shared_kv;      /* trailing layers that read layer K-2's / K-1's cache */
+} g4_shape;
+
+static const g4_shape g4_shapes[] = {
+    {"gemma4-e4b", 256, 6, 256, 18},
+    {"tiny-gemma4", 64, 4, 32, 4},
+};
+
+static const g4_shape *g4_of(const rt_synth_preset *p) {
+    for (size_t i = 0; i < sizeof g4_shapes / sizeof g4_shapes[0]; i++)
+        if (!strcmp(g4_shapes[i].preset, p->name)) return &g4_shapes[i];
+    return NULL;
+}
+
+static bool g4_global(const g4_shape *x, int l) { return l % x->period == x->period - 1; }
 
 const rt_synth_preset *rt_synth_preset_at(int i) {
     return (i >= 0 && (size_t)i < sizeof presets / sizeof presets[0]) ? &presets[i] : NULL;
@@ -111,7 +143,7 @@ void rt_synth_normal_row(uint64_t seed, uint64_t key, int64_t row, float mean, f
 
 // ---- tensors ----
 
-enum { K_WEIGHT, K_NORM, K_ROPE_FREQS };
+enum { K_WEIGHT, K_NORM, K_ROPE_FREQS, K_G4_FREQS };
 
 typedef struct stensor {
     char name[GGUF_MAX_NAME];
@@ -147,8 +179,53 @@ static sb_status add(synth_ctx *c, const char *name, int kind, int64_t ne0, int6
     return SB_OK;
 }
 
+/* Gemma 4 (architectures.md 6.2): two head sizes, K/V only on the first n_layer - shared_kv layers,
+ * per-layer-embedding tensors, one rope_freqs for the global layers. */
+static sb_status build_gemma4(synth_ctx *c, const g4_shape *x, int64_t n_vocab) {
+    const rt_synth_preset *p = c->p;
+    const int64_t E = p->n_embd, P = x->per_layer, L = p->n_layer, F = p->n_ff;
+    char nm[GGUF_MAX_NAME];
+    SB_TRY(add(c, "token_embd.weight", K_WEIGHT, E, n_vocab));
+    SB_TRY(add(c, "rope_freqs.weight", K_G4_FREQS, p->head_dim / 2, 1));
+    SB_TRY(add(c, "per_layer_token_embd.weight", K_WEIGHT, P * L, n_vocab));
+    SB_TRY(add(c, "per_layer_model_proj.weight", K_WEIGHT, E, P * L));
+    SB_TRY(add(c, "per_layer_proj_norm.weight", K_NORM, P, 1));
+    for (int l = 0; l < p->n_layer; l++) {
+        const int64_t hd = g4_global(x, l) ? p->head_dim : x->head_dim_swa, Dq = p->n_head * hd, Dkv = p->n_head_kv * hd;
+#define T(suffix, kind, a, b)                                          \
+    do {                                                               \
+        snprintf(nm, sizeof nm, "blk.%d.%s", l, suffix);               \
+        SB_TRY(add(c, nm, kind, a, b));                                \
+    } while (0)
+        T("attn_norm.weight", K_NORM, E, 1);
+        T("attn_q.weight", K_WEIGHT, E, Dq);
+        T("attn_q_norm.weight", K_NORM, hd, 1);
+        if (l < p->n_layer - x->shared_kv) {
+            T("attn_k.weight", K_WEIGHT, E, Dkv);
+            T("attn_v.weight", K_WEIGHT, E, Dkv);
+            T("attn_k_norm.weight", K_NORM, hd, 1);
+        }
+        T("attn_output.weight", K_WEIGHT, Dq, E);
+        T("post_attention_norm.weight", K_NORM, E, 1);
+        T("ffn_norm.weight", K_NORM, E, 1);
+        T("ffn_gate.weight", K_WEIGHT, E, F);
+        T("ffn_up.weight", K_WEIGHT, E, F);
+        T("ffn_down.weight", K_WEIGHT, F, E);
+        T("post_ffw_norm.weight", K_NORM, E, 1);
+        T("inp_gate.weight", K_WEIGHT, E, P);
+        T("proj.weight", K_WEIGHT, P, E);
+        T("post_norm.weight", K_NORM, E, 1);
+#undef T
+    }
+    SB_TRY(add(c, "output_norm.weight", K_NORM, E, 1));
+    for (int64_t i = 0; i < c->n; i++) c->qt[i].name = c->st[i].name;
+    return SB_OK;
+}
+
 static sb_status build_tensors(synth_ctx *c, int64_t n_vocab) {
     const rt_synth_preset *p = c->p;
+    const g4_shape *x = g4_of(p);
+    if (x) return build_gemma4(c, x, n_vocab);
     const int64_t E = p->n_embd, hd = p->head_dim ? p->head_dim : p->n_embd / p->n_head;
     const int64_t Dq = p->n_head * hd, Dkv = p->n_head_kv * hd, F = p->n_ff;
     const bool gemma = !strcmp(p->arch, "gemma3");
@@ -214,6 +291,10 @@ static sb_status fill(void *ctx, int64_t ti, int64_t row0, int64_t nrows, float 
         llama3_rope_freqs(c->p, dst, ne0);
         return SB_OK;
     }
+    if (s->kind == K_G4_FREQS) { /* proportional RoPE, partial factor 0.25: the rest of the pairs never turn (6.4) */
+        for (int64_t i = 0; i < ne0; i++) dst[i] = i < ne0 / 4 ? 1.0f : 1e30f;
+        return SB_OK;
+    }
     for (int64_t r = 0; r < nrows; r++)
         rt_synth_normal_row(c->seed, s->key, row0 + r, s->kind == K_NORM ? 1.0f : 0.0f, 0.02f, dst + r * ne0, ne0);
     return SB_OK;
@@ -246,9 +327,23 @@ static sb_status meta(gguf_writer *w, const rt_synth_preset *p, int64_t n_vocab)
         SB_TRY(U32("rope.dimension_count", p->head_dim ? p->head_dim : p->n_embd / p->n_head));
         SB_TRY(U32("vocab_size", n_vocab));
     }
-    if (gemma) {
+    if (gemma || g4_of(p)) {
         if (p->sliding_window) SB_TRY(U32("attention.sliding_window", p->sliding_window));
         SB_TRY(F32("rope.freq_base_swa", p->rope_base_swa));
+    }
+    const g4_shape *x = g4_of(p);
+    if (x) {
+        uint8_t pattern[RT_SYNTH_MAX_LAYERS];
+        for (int l = 0; l < p->n_layer && l < RT_SYNTH_MAX_LAYERS; l++) pattern[l] = !g4_global(x, l);
+        snprintf(k, sizeof k, "%s.attention.sliding_window_pattern", a);
+        SB_TRY(gguf_writer_set_raw(w, k, SB_GGUF_ARRAY, SB_GGUF_BOOL, (uint64_t)p->n_layer, pattern));
+        SB_TRY(U32("attention.key_length_swa", x->head_dim_swa));
+        SB_TRY(U32("attention.value_length_swa", x->head_dim_swa));
+        SB_TRY(U32("rope.dimension_count", p->head_dim));
+        SB_TRY(U32("rope.dimension_count_swa", x->head_dim_swa));
+        SB_TRY(U32("embedding_length_per_layer_input", x->per_layer));
+        SB_TRY(U32("attention.shared_kv_layers", x->shared_kv));
+        SB_TRY(F32("final_logit_softcapping", 30.0f));
     }
 #undef U32
 #undef F32

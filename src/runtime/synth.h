@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * runtime/synth.h — random-weight models with the exact tensor names, shapes and metadata of real
- * ones (architectures.md §2-§5, §9), for offline benchmarks and tests (`sb synth`).
+ * ones (architectures.md §2-§6, §9), for offline benchmarks and tests (`sb synth`).
  * Layer 2 (runtime; uses base, quant, format, runtime/quantize).
  * Invariants: the weights are a pure function of (preset, seed, tensor name, row): each row has its
  * own RNG stream, so thread count and block size never change the bytes. Tensors are produced one
@@ -23,10 +23,10 @@
 typedef struct rt_synth_preset {
     const char *name;       /* "qwen2.5-0.5b" */
     const char *desc;
-    const char *arch;       /* general.architecture: qwen2, qwen3, llama, gemma3 */
+    const char *arch;       /* general.architecture: qwen2, qwen3, llama, gemma3, gemma4 */
     const char *model_name; /* general.name */
     int n_layer, n_embd, n_head, n_head_kv;
-    int head_dim;           /* 0: n_embd / n_head and no key_length key */
+    int head_dim;           /* 0: n_embd / n_head and no key_length key; gemma4: the global layers' */
     int n_ff, n_vocab, n_ctx;
     float rope_base, rope_base_swa, eps;
     int sliding_window;     /* gemma3; 0 = none */

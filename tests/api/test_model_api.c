@@ -101,7 +101,32 @@ int main(void) {
         unlink(p);
         char g4[4096];
         snprintf(g4, sizeof g4, "%s", test_data_path("models/test-gemma4-f32.gguf"));
-        CHECK(sb_model_load(g4, NULL, &m) == SB_ERR_MODEL_ARCH && strstr(sb_last_error(), "gemma4"));
+        /* gemma4 loads; its KV cache per token counts only the 4 layers that own one (3 x 2x2x64 + 2x2x128 values) */
+        CHECK(sb_model_load(g4, NULL, &m) == SB_OK);
+        CHECK(sb_model_kv_bytes_per_token(m, SB_TYPE_F32) == 5120 && sb_model_kv_bytes_per_token(m, SB_TYPE_F16) == 2560);
+        CHECK(sb_model_kv_bytes_per_token(m, SB_TYPE_Q8_0) == 0 && sb_model_kv_bytes_per_token(NULL, SB_TYPE_F32) == 0);
+        sb_model_free(m);
+        m = NULL;
+        { /* an architecture the runtime does not build: SB_ERR_MODEL_ARCH naming it */
+            char arch_path[256];
+            snprintf(arch_path, sizeof arch_path, "/tmp/sb_api_arch_%d.gguf", (int)getpid());
+            gguf_file f;
+            gguf_writer *w = NULL;
+            int ok = gguf_open(llama_path, &f) == SB_OK;
+            if (ok) {
+                ok = gguf_writer_create(&w) == SB_OK;
+                for (int64_t i = 0; ok && i < f.n_kv; i++) ok = gguf_writer_copy_kv(w, &f.kvs[i]) == SB_OK;
+                ok = ok && gguf_writer_set_str(w, "general.architecture", "mamba", 5) == SB_OK;
+                for (int64_t i = 0; ok && i < f.n_tensors; i++)
+                    ok = gguf_writer_add_tensor(w, f.tensors[i].name, f.tensors[i].type, 4, f.tensors[i].ne, f.tensors[i].data) == SB_OK;
+                ok = ok && gguf_writer_write(w, arch_path) == SB_OK;
+                gguf_writer_free(w);
+                gguf_close(&f);
+            }
+            CHECK(ok);
+            CHECK(sb_model_load(arch_path, NULL, &m) == SB_ERR_MODEL_ARCH && strstr(sb_last_error(), "\"mamba\" is not supported"));
+            unlink(arch_path);
+        }
         char voc[4096];
         snprintf(voc, sizeof voc, "%s", test_data_path("vocab/ggml-vocab-qwen2.gguf"));
         sb_status vs = sb_model_load(voc, NULL, &m);

@@ -132,6 +132,10 @@ static void test_rows(void) {
     int32_t idx[2] = {4, 1};
     op_select_rows(sel, w, E, idx, 2);
     CHECK(!memcmp(sel, w + 4 * E, E * 4) && !memcmp(sel + E, w + E, E * 4));
+    /* slice: w seen as [E, 3, 2] (6 rows); rows 1..2 of each block of 3 -> rows 1, 2, 4, 5 */
+    float sl[E * 4];
+    op_slice(sl, w, E, 3, 1, 2, 2);
+    CHECK(!memcmp(sl, w + E, 2 * E * 4) && !memcmp(sl + 2 * E, w + 4 * E, 2 * E * 4));
     CHECK(op_can_dequantize(SB_TYPE_F32) && op_can_dequantize(SB_TYPE_F16) && op_can_quantize(SB_TYPE_BF16));
     CHECK(op_row_bytes(SB_TYPE_F16, 8) == 16 && op_row_bytes(SB_TYPE_Q8_0, 64) == 68 && op_row_bytes(SB_TYPE_Q8_0, 33) == 0);
     float back[E];

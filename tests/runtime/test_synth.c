@@ -39,7 +39,8 @@ static int same_file(const char *a, const char *b) {
 
 static int shape_tests(void) {
     static const char *const pairs[][2] = {
-        {"tiny-qwen2", "qwen2"}, {"tiny-qwen3", "qwen3"}, {"tiny-llama", "llama"}, {"tiny-gemma3", "gemma3"}};
+        {"tiny-qwen2", "qwen2"}, {"tiny-qwen3", "qwen3"}, {"tiny-llama", "llama"}, {"tiny-gemma3", "gemma3"},
+        {"tiny-gemma4", "gemma4"}};
     char ref[8192];
     if (!shared_file("models/test-qwen2-f32.gguf", ref, "shape comparison")) return 0;
     const char *out = tmp_path("shape.gguf");

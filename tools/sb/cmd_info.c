@@ -2,7 +2,8 @@
 /*
  * tools/sb/cmd_info.c — `sb info FILE [--json]`: a GGUF file's header, every metadata key with its
  * type and value (long arrays summarised), the tensor table and totals (parameters, bytes, bits
- * per weight, tensors per type). Uses only the public header.
+ * per weight, tensors per type), and for a file that loads as a model the weight and KV-cache bytes
+ * one token costs. Uses only the public header.
  * Every string from the file is untrusted: in text mode control characters (C0, DEL, C1), bidi
  * overrides and bytes that are not UTF-8 are shown as \xNN / \uNNNN escapes, so metadata cannot
  * drive the terminal; in JSON mode strings go through cJSON after invalid UTF-8 (and NUL, which a
@@ -26,7 +27,8 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: sb info FILE [--json]\n"
-               "  Print a GGUF file's header, metadata, tensor table and totals.\n"
+               "  Print a GGUF file's header, metadata, tensor table and totals; for a model this runtime\n"
+               "  loads, the weight bytes a decode step reads and the KV cache bytes per token.\n"
                "  --json   machine-readable output\n");
 }
 
@@ -143,6 +145,22 @@ static void put_padded(const char *s, int width) {
 }
 
 static void put_key(const char *key) { put_padded(key, 44); }
+
+/* A file that loads as a model (a supported architecture, every tensor in place): one line with
+ * what running it costs per token — the weight bytes a decode step reads and the KV cache bytes
+ * (per layer width; Gemma 4's shared-KV layers own none). Files that do not load print nothing
+ * more (the header, metadata and tensors above are the report); loading logs nothing. */
+static void report_model(const char *path) {
+    sb_model *m = NULL;
+    sb_log_set(NULL, NULL, SB_LOG_ERROR);
+    sb_status s = sb_model_load(path, NULL, &m);
+    sb_log_set(sb_cli_log, NULL, SB_LOG_WARN);
+    sb_model_info mi;
+    if (s == SB_OK && sb_model_get_info(m, &mi) == SB_OK)
+        printf("model:       %s; %" PRIu64 " bytes of weights read per token; KV cache %" PRIu64 " bytes per token (f16), %" PRIu64
+               " (f32)\n", mi.arch, mi.weight_bytes, sb_model_kv_bytes_per_token(m, SB_TYPE_F16), sb_model_kv_bytes_per_token(m, SB_TYPE_F32));
+    sb_model_free(m);
+}
 
 static void report_text(const char *path, const sb_gguf *g, const sb_gguf_info *info, const totals *tt) {
     printf("file:        ");
@@ -303,5 +321,6 @@ int cmd_info(int argc, char **argv) {
     if (rc == 0 && json) rc = report_json(path, g, &info, &tt);
     else if (rc == 0) report_text(path, g, &info, &tt);
     sb_gguf_free(g);
+    if (rc == 0 && !json) report_model(path);
     return rc;
 }

@@ -2,10 +2,13 @@
 /*
  * runtime/arch/arch.h — what architecture files share: the hyperparameter readers, the weight
  * binder that checks name/shape/type against the file, and the one decoder-graph builder that
- * serves every dense decoder here (qwen2, qwen3, llama, gemma3 differ only in data: rt_hparams).
+ * serves the plain dense decoders (qwen2, qwen3, llama, gemma3 differ only in data: rt_hparams);
+ * an architecture with another block shape (gemma4) brings its own builder (rt_arch.build), which
+ * rt_build_decoder calls instead.
  * Layer 2 (runtime). Builders only record IR; a missing tensor, wrong shape or a type the CPU cannot
  * run becomes a sticky status with the tensor named (SB_ERR_MODEL_TENSOR_*).
- * Adding an architecture = one file with its load_hparams + a line in model.c's table.
+ * Adding an architecture = one file with its load_hparams (and build, if it needs one) + a line in
+ * model.c's table.
  */
 #ifndef SB_RUNTIME_ARCH_H
 #define SB_RUNTIME_ARCH_H
@@ -38,6 +41,9 @@ sb_status rt_hp_f32(const gguf_file *f, const char *arch, const char *suffix, bo
 /* The generic keys of architectures.md §1 (n_embd, n_layer, heads, head dims, rope base/scaling,
  * eps, n_ff, context). */
 sb_status rt_hp_common(const gguf_file *f, rt_hparams *hp);
+/* rt_hp_common, accepting per-layer arrays for feed_forward_length, head_count and head_count_kv
+ * (hp->layer_*; the scalars then hold the largest value). */
+sb_status rt_hp_common_per_layer(const gguf_file *f, rt_hparams *hp);
 /* rt_hp_common plus what the full-head-RoPE SiLU families (llama, qwen2, qwen3) share:
  * rope.dimension_count must equal the head dim; rope_mode as given, act = SiLU. */
 sb_status rt_hp_full_rope_silu(const gguf_file *f, rt_hparams *hp, int32_t rope_mode);
@@ -46,5 +52,8 @@ sb_status rt_arch_qwen2_hparams(const gguf_file *f, rt_hparams *hp);
 sb_status rt_arch_qwen3_hparams(const gguf_file *f, rt_hparams *hp);
 sb_status rt_arch_llama_hparams(const gguf_file *f, rt_hparams *hp);
 sb_status rt_arch_gemma3_hparams(const gguf_file *f, rt_hparams *hp);
+sb_status rt_arch_gemma4_hparams(const gguf_file *f, rt_hparams *hp);
+/* Gemma 4's graph (architectures.md §6.5): per-layer embeddings, shared KV, two head sizes. */
+sb_status rt_build_gemma4(rt_build *b);
 
 #endif

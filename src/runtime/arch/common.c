@@ -66,15 +66,67 @@ sb_status rt_hp_f32(const gguf_file *f, const char *arch, const char *suffix, bo
     return SB_OK;
 }
 
-sb_status rt_hp_common(const gguf_file *f, rt_hparams *hp) {
+/* "<arch>.<suffix>" for every layer: a scalar, or when arrays is true an array of exactly n_layer
+ * integers (gemma4's per-layer head counts and FFN widths). out[l] per layer, *max the largest. */
+static sb_status hp_layers(const gguf_file *f, rt_hparams *hp, const char *suffix, bool required, int64_t def, bool arrays,
+                           int64_t *out, int64_t *max) {
+    char key[160];
+    const gguf_kv *kv;
+    SB_TRY(find_hp(f, hp->arch, suffix, required, key, &kv));
+    if (!kv || kv->type != SB_GGUF_ARRAY || !arrays) {
+        SB_TRY(rt_hp_u32(f, hp->arch, suffix, required, (uint32_t)def, max));
+        for (int64_t l = 0; l < hp->n_layer && l < RT_MAX_LAYERS; l++) out[l] = *max;
+        return SB_OK;
+    }
+    if (hp->n_layer <= 0 || hp->n_layer > RT_MAX_LAYERS)
+        return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s.block_count = %lld (supported 1..%d)", hp->arch, (long long)hp->n_layer,
+                       RT_MAX_LAYERS);
+    if ((int64_t)kv->count != hp->n_layer)
+        return sb_fail(SB_ERR_MODEL_HPARAM, "model: key \"%s\" has %llu values for %lld layers", key, (unsigned long long)kv->count,
+                       (long long)hp->n_layer);
+    *max = 0;
+    for (int64_t l = 0; l < hp->n_layer; l++) {
+        int64_t v;
+        if (gguf_kv_i64(kv, (uint64_t)l, &v) != SB_OK) return sb_fail(SB_ERR_MODEL_HPARAM, "model: key \"%s\" must hold integers", key);
+        if (v < 0 || v > UINT32_MAX)
+            return sb_fail(SB_ERR_MODEL_HPARAM, "model: key \"%s\"[%lld] = %lld out of range", key, (long long)l, (long long)v);
+        out[l] = v;
+        if (v > *max) *max = v;
+    }
+    return SB_OK;
+}
+
+/* Every layer's head counts divide and its FFN width is positive. */
+static sb_status check_layer_shapes(const rt_hparams *hp) {
+    for (int64_t l = 0; l < hp->n_layer; l++) {
+        const int64_t nh = hp->layer_n_head[l], nkv = hp->layer_n_head_kv[l];
+        if (nh <= 0 || nkv <= 0 || nh % nkv)
+            return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s: layer %lld: head_count %lld, head_count_kv %lld are inconsistent", hp->arch,
+                           (long long)l, (long long)nh, (long long)nkv);
+        if (hp->layer_n_ff[l] <= 0)
+            return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s: layer %lld: feed_forward_length %lld must be positive", hp->arch,
+                           (long long)l, (long long)hp->layer_n_ff[l]);
+    }
+    return SB_OK;
+}
+
+static sb_status hp_common(const gguf_file *f, rt_hparams *hp, bool arrays) {
     const char *a = hp->arch;
     SB_TRY(rt_hp_u32(f, a, "context_length", true, 0, &hp->n_ctx_train));
     SB_TRY(rt_hp_u32(f, a, "embedding_length", true, 0, &hp->n_embd));
     SB_TRY(rt_hp_u32(f, a, "block_count", true, 0, &hp->n_layer));
-    SB_TRY(rt_hp_u32(f, a, "feed_forward_length", true, 0, &hp->n_ff));
-    SB_TRY(rt_hp_u32(f, a, "attention.head_count", true, 0, &hp->n_head));
-    SB_TRY(rt_hp_u32(f, a, "attention.head_count_kv", false, (uint32_t)hp->n_head, &hp->n_head_kv));
-    if (hp->n_embd <= 0 || hp->n_head <= 0 || hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv)
+    SB_TRY(hp_layers(f, hp, "feed_forward_length", true, 0, arrays, hp->layer_n_ff, &hp->n_ff));
+    SB_TRY(hp_layers(f, hp, "attention.head_count", true, 0, arrays, hp->layer_n_head, &hp->n_head));
+    char key[160];
+    key_of(key, sizeof key, a, "attention.head_count_kv");
+    const gguf_kv *kvh = gguf_find(f, key);
+    if (kvh && kvh->type == SB_GGUF_ARRAY && arrays) {
+        SB_TRY(hp_layers(f, hp, "attention.head_count_kv", true, 0, arrays, hp->layer_n_head_kv, &hp->n_head_kv));
+    } else {
+        SB_TRY(rt_hp_u32(f, a, "attention.head_count_kv", false, (uint32_t)hp->n_head, &hp->n_head_kv));
+        for (int64_t l = 0; l < hp->n_layer && l < RT_MAX_LAYERS; l++) hp->layer_n_head_kv[l] = kvh ? hp->n_head_kv : hp->layer_n_head[l];
+    }
+    if (hp->n_embd <= 0 || hp->n_head <= 0 || hp->n_head_kv <= 0 || (!arrays && hp->n_head % hp->n_head_kv))
         return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s: embedding_length %lld, head_count %lld, head_count_kv %lld are inconsistent",
                        a, (long long)hp->n_embd, (long long)hp->n_head, (long long)hp->n_head_kv);
     if (hp->n_layer <= 0 || hp->n_layer > RT_MAX_LAYERS)
@@ -82,8 +134,8 @@ sb_status rt_hp_common(const gguf_file *f, rt_hparams *hp) {
     if (hp->n_ctx_train <= 0 || hp->n_ff <= 0)
         return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s: context_length %lld and feed_forward_length %lld must be positive", a,
                        (long long)hp->n_ctx_train, (long long)hp->n_ff);
+    SB_TRY(check_layer_shapes(hp));
     int64_t vlen;
-    char key[160];
     key_of(key, sizeof key, a, "attention.key_length");
     if (!gguf_find(f, key) && hp->n_embd % hp->n_head)
         return sb_fail(SB_ERR_MODEL_HPARAM, "model: %s.embedding_length %lld is not a multiple of %s.attention.head_count %lld "
@@ -126,8 +178,15 @@ sb_status rt_hp_common(const gguf_file *f, rt_hparams *hp) {
     hp->rope_freq_scale_swa = hp->rope_freq_scale;
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
     hp->embd_scale = 1.0f;
+    hp->head_dim_swa = hp->head_dim;
+    hp->n_rot_swa = hp->n_rot;
+    hp->n_layer_kv = hp->n_layer;
+    hp->n_embd_per_layer = 0;
     return SB_OK;
 }
+
+sb_status rt_hp_common(const gguf_file *f, rt_hparams *hp) { return hp_common(f, hp, false); }
+sb_status rt_hp_common_per_layer(const gguf_file *f, rt_hparams *hp) { return hp_common(f, hp, true); }
 
 sb_status rt_hp_full_rope_silu(const gguf_file *f, rt_hparams *hp, int32_t rope_mode) {
     SB_TRY(rt_hp_common(f, hp));
@@ -180,6 +239,7 @@ static ir_ref bias(rt_build *b, ir_ref x, ir_ref bias_w) {
 }
 
 sb_status rt_build_decoder(rt_build *b) {
+    if (b->m->arch && b->m->arch->build) return b->m->arch->build(b);
     const rt_hparams *hp = &b->m->hp;
     ir_graph *g = b->g;
     const int64_t E = hp->n_embd, V = hp->n_vocab, H = hp->n_head, Hkv = hp->n_head_kv, D = hp->head_dim, F = hp->n_ff, T = b->T;
