@@ -327,10 +327,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         size_t n = *upload_size;
         *upload_size = 0;
         if (cs->answered) return MHD_YES; /* answered already: the rest is discarded */
-        if (cs->body.len + n > SERVE_MAX_BODY) return too_large(e, c, cs);
+        /* libmicrohttpd takes no response in the middle of a body: past the cap the rest is
+         * read and dropped (memory stays bounded), and the 413 goes out at its end */
+        if (cs->too_large || cs->body.len + n > SERVE_MAX_BODY) {
+            cs->too_large = 1;
+            return MHD_YES;
+        }
         return serve_buf_add(&cs->body, upload, n) ? MHD_NO : MHD_YES;
     }
-    return cs->answered ? MHD_YES : dispatch(e, c, cs);
+    if (cs->answered) return MHD_YES;
+    return cs->too_large ? too_large(e, c, cs) : dispatch(e, c, cs);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why) {
