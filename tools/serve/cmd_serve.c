@@ -114,7 +114,7 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "sb serve: stopping (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     }
     serve_engine_halt(&e);
-    serve_http_stop(d);
+    serve_http_stop(&e, d, 10);
     serve_engine_free(&e);
     sb_log_set(NULL, NULL, SB_LOG_WARN);
     return st == SB_OK ? 0 : sb_cli_fail(st);

@@ -106,7 +106,9 @@ typedef struct serve_engine {
     pthread_cond_t cv;
     serve_job *head, *tail;
     serve_job *running[SERVE_MAX_PARALLEL]; /* each slot's job, under mu */
-    int queued, stopping;
+    int queued;
+    atomic_int stopping;          /* set once by serve_engine_halt */
+    atomic_int inflight;          /* generation requests whose reply is not finished sending */
     serve_metrics metrics;
 } serve_engine;
 
@@ -125,6 +127,7 @@ int serve_engine_submit(serve_engine *e, serve_job *j);
 /* Ask j to stop: dropped from the queue if still waiting, else stopped at its next token. */
 void serve_engine_cancel(serve_engine *e, serve_job *j);
 int serve_engine_queued(serve_engine *e);
+#define SERVE_SHUTDOWN_MSG "the server is shutting down"
 
 /* Request parsing (serve_parse.c). Fill r from a parsed body; 0, else an HTTP status (400) with
  * *err_type / err (a message naming the field) filled. */
@@ -165,6 +168,8 @@ char *serve_metrics_text(serve_engine *e);
  * bound); NULL with a message on stderr on failure. */
 struct MHD_Daemon;
 struct MHD_Daemon *serve_http_start(serve_engine *e, int *port_out);
-void serve_http_stop(struct MHD_Daemon *d);
+/* Stop: first wait (up to max_s seconds) for the replies of finished jobs to be sent, so that a
+ * stream cut by the shutdown still ends with its error event and [DONE]. */
+void serve_http_stop(serve_engine *e, struct MHD_Daemon *d, double max_s);
 
 #endif

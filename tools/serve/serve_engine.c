@@ -66,8 +66,13 @@ void serve_job_release(serve_job *j) {
     free(j);
 }
 
-/* Mark j finished with status st (detail msg) and wake its connection. Called with j->mu held. */
+/* Mark j finished with status st (detail msg) and wake its connection. Called with j->mu held. A
+ * stream cancelled because the server stops still ends properly: an error event, then [DONE]. */
 static void job_finish_locked(serve_job *j, sb_status st, const char *msg) {
+    if (j->req.stream && st == SB_ERR_CANCELLED && msg && !strcmp(msg, SERVE_SHUTDOWN_MSG)) {
+        serve_sse_error(j, SERVE_SHUTDOWN_MSG);
+        serve_sse_done(j);
+    }
     j->status = st;
     if (st != SB_OK) snprintf(j->error, sizeof j->error, "%s", msg ? msg : "");
     j->state = JOB_DONE;
@@ -217,7 +222,7 @@ static void run_job(serve_engine *e, sb_session *s, serve_job *j) {
     for (int i = 0; i < j->req.n && st == SB_OK; i++) st = run_choice(e, s, j, i, &oom);
     if (oom) st = SB_ERR_OOM;
     const char *msg = st == SB_ERR_OOM && oom ? "out of memory building the response" : sb_last_error();
-    if (st == SB_ERR_CANCELLED) msg = "cancelled: the client went away";
+    if (st == SB_ERR_CANCELLED) msg = atomic_load(&e->stopping) ? SERVE_SHUTDOWN_MSG : "cancelled: the client went away";
     pthread_mutex_lock(&j->mu);
     if (j->req.stream && st == SB_OK && j->req.include_usage) serve_sse_usage(e, j);
     if (j->req.stream && st != SB_OK && st != SB_ERR_CANCELLED) {
@@ -313,15 +318,16 @@ sb_status serve_engine_load(serve_engine *e) {
 void serve_engine_halt(serve_engine *e) {
     atomic_store(&e->ready, 0);
     pthread_mutex_lock(&e->mu);
-    e->stopping = 1;
+    atomic_store(&e->stopping, 1);
     while (e->head) {
         serve_job *j = e->head;
         e->head = j->next;
         e->queued--;
         atomic_store(&j->cancel, 1);
         pthread_mutex_lock(&j->mu);
-        job_finish_locked(j, SB_ERR_CANCELLED, "the server is shutting down");
+        job_finish_locked(j, SB_ERR_CANCELLED, SERVE_SHUTDOWN_MSG);
         pthread_mutex_unlock(&j->mu);
+        atomic_fetch_add(&e->metrics.requests_cancelled, 1);
         serve_job_release(j);
     }
     e->tail = NULL;

@@ -44,6 +44,7 @@ typedef struct conn_state {
     serve_buf body;
     int too_large;
     int answered;   /* a response is queued already (an error found before the body) */
+    int counted;    /* counted in e->inflight until the reply is sent (on_completed) */
 } conn_state;
 
 static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, char *text, const char *type) {
@@ -180,6 +181,7 @@ static enum MHD_Result finish_plain(serve_engine *e, struct MHD_Connection *c, s
     pthread_mutex_unlock(&j->mu);
     enum MHD_Result rc;
     if (j->status == SB_OK) rc = send_text(c, 200, serve_json_result(e, j), "application/json");
+    else if (j->status == SB_ERR_CANCELLED) rc = fail(e, c, 503, "unavailable_error", "%s", j->error);
     else {
         serve_error err = {0};
         serve_error_set(&err, 500, "server_error", NULL, "%s: %s", sb_status_str(j->status), j->error);
@@ -212,7 +214,8 @@ static serve_job *make_job(serve_request *req) {
     return j;
 }
 
-static enum MHD_Result handle_generate(serve_engine *e, struct MHD_Connection *c, const cJSON *body, serve_kind kind) {
+static enum MHD_Result handle_generate(serve_engine *e, struct MHD_Connection *c, conn_state *cs, const cJSON *body,
+                                       serve_kind kind) {
     serve_error err = {0};
     serve_request req;
     if (serve_parse_request(e, body, kind, &req, &err)) return send_error(e, c, &err);
@@ -229,16 +232,16 @@ static enum MHD_Result handle_generate(serve_engine *e, struct MHD_Connection *c
                         e->cfg->parallel, e->cfg->queue_size);
         return send_error(e, c, &err);
     }
+    cs->counted = 1;
+    atomic_fetch_add(&e->inflight, 1);
     return j->req.stream ? start_stream(e, c, j) : finish_plain(e, c, j);
 }
 
 /* A request whose body is complete. */
 static enum MHD_Result dispatch(serve_engine *e, struct MHD_Connection *c, conn_state *cs) {
-    if (cs->r == R_HEALTH) {
-        if (!atomic_load(&e->ready)) return fail(e, c, 503, "unavailable_error", "%s", "Loading model");
-        return send_text(c, 200, strdup("{\"status\":\"ok\"}"), "application/json");
-    }
-    if (!atomic_load(&e->ready)) return fail(e, c, 503, "unavailable_error", "%s", "Loading model");
+    if (!atomic_load(&e->ready))
+        return fail(e, c, 503, "unavailable_error", "%s", atomic_load(&e->stopping) ? SERVE_SHUTDOWN_MSG : "Loading model");
+    if (cs->r == R_HEALTH) return send_text(c, 200, strdup("{\"status\":\"ok\"}"), "application/json");
     if (cs->r == R_METRICS) return send_text(c, 200, serve_metrics_text(e), "text/plain; version=0.0.4");
     if (cs->r == R_MODELS) return send_text(c, 200, serve_json_models(e), "application/json");
     serve_error err = {0};
@@ -247,8 +250,8 @@ static enum MHD_Result dispatch(serve_engine *e, struct MHD_Connection *c, conn_
     enum MHD_Result rc;
     char *out = NULL;
     switch (cs->r) {
-    case R_CHAT: rc = handle_generate(e, c, body, SERVE_CHAT); break;
-    case R_COMPLETIONS: rc = handle_generate(e, c, body, SERVE_COMPLETION); break;
+    case R_CHAT: rc = handle_generate(e, c, cs, body, SERVE_CHAT); break;
+    case R_COMPLETIONS: rc = handle_generate(e, c, cs, body, SERVE_COMPLETION); break;
     default:
         out = cs->r == R_TOKENIZE ? serve_tokenize(e, body, &err) : serve_detokenize(e, body, &err);
         rc = out ? send_text(c, 200, out, "application/json") : send_error(e, c, &err);
@@ -340,10 +343,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why) {
-    (void)cls;
     (void)c;
     (void)why;
+    serve_engine *e = cls;
     conn_state *cs = *con_cls;
+    if (cs && cs->counted) atomic_fetch_sub(&e->inflight, 1);
     if (cs) free(cs->body.data);
     free(cs);
     *con_cls = NULL;
@@ -388,6 +392,8 @@ struct MHD_Daemon *serve_http_start(serve_engine *e, int *port_out) {
     return d;
 }
 
-void serve_http_stop(struct MHD_Daemon *d) {
-    if (d) MHD_stop_daemon(d);
+void serve_http_stop(serve_engine *e, struct MHD_Daemon *d, double max_s) {
+    if (!d) return;
+    for (int i = 0; i < (int)(max_s * 100) && atomic_load(&e->inflight) > 0; i++) nanosleep(&(struct timespec){0, 10000000L}, NULL);
+    MHD_stop_daemon(d);
 }

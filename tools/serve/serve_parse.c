@@ -51,8 +51,12 @@ cJSON *serve_parse_body(const char *data, size_t len, serve_error *err) {
         serve_error_set(err, 400, BAD_REQUEST, NULL, "the request body holds a NUL character");
         return NULL;
     }
+    /* cJSON records the last parse error in a global: one parse at a time keeps that race-free */
+    static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
     const char *end = NULL;
+    pthread_mutex_lock(&parse_lock);
     cJSON *root = cJSON_ParseWithLengthOpts(data, len, &end, 0);
+    pthread_mutex_unlock(&parse_lock);
     if (!root) {
         size_t at = end && end >= data && end <= data + len ? (size_t)(end - data) : 0;
         serve_error_set(err, 400, BAD_REQUEST, NULL, "malformed JSON in the request body near byte %zu", at);
