@@ -74,6 +74,8 @@ while True:
         break
     got += more
 a.close()
+hung = [line for line in s.err if line.endswith(": the client hung up; cancelled\n")]
+check(len(hung) == 3 and not any("internal error" in line for line in s.err), "hang-up lines on stderr: %r" % s.err)
 check(b'"message":"the server is shutting down"' in got and got.endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n"),
       "a stream cut by SIGTERM: %r" % got[-300:])
 finish()

@@ -90,6 +90,12 @@ static int conn_fd(struct MHD_Connection *c) {
     return ci ? ci->connect_fd : -1;
 }
 
+/* The client of j hung up: cancel j, say so on stderr. */
+static void hang_up(serve_engine *e, serve_job *j) {
+    serve_engine_cancel(e, j);
+    fprintf(stderr, "sb serve: %s: the client hung up; cancelled\n", j->id);
+}
+
 /* Wait 50 ms at most for j's condition variable (j->mu held). */
 static void wait_a_bit(serve_job *j) {
     struct timespec ts;
@@ -132,7 +138,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         wait_a_bit(j);
         if (j->state != JOB_DONE && client_gone(s->fd)) {
             pthread_mutex_unlock(&j->mu);
-            serve_engine_cancel(s->e, j);
+            hang_up(s->e, j);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
     }
@@ -173,7 +179,7 @@ static enum MHD_Result finish_plain(serve_engine *e, struct MHD_Connection *c, s
         wait_a_bit(j);
         if (j->state != JOB_DONE && client_gone(fd)) {
             pthread_mutex_unlock(&j->mu);
-            serve_engine_cancel(e, j);
+            hang_up(e, j);
             serve_job_release(j);
             return MHD_NO; /* nobody to answer: close the connection */
         }
@@ -355,8 +361,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
     (void)cls;
-    fputs("sb serve: http: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    /* the two lines libmicrohttpd writes when we close the connection of a client that hung up:
+     * hang_up() has said so already */
+    if (strstr(line, "Application reported internal error") || strstr(line, "application error generating response")) return;
+    fprintf(stderr, "sb serve: http: %s%s", line, strchr(line, '\n') ? "" : "\n");
 }
 
 struct MHD_Daemon *serve_http_start(serve_engine *e, int *port_out) {
