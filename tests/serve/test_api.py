@@ -3,10 +3,12 @@
 /health, /v1/models, completions and chat (plain and SSE, OpenAI's shapes, [DONE] last, usage
 chunk with stream_options.include_usage), greedy text equal to `sb run`'s (raw and --chat),
 streamed text equal to the plain text, seed determinism, n > 1 (choice 0 = the n = 1 text),
-stop strings, /tokenize and /detokenize round trip, /metrics counters moving."""
+stop strings, /tokenize and /detokenize round trip, 8 concurrent requests on 2 slots each equal to the same request alone, /metrics
+counters moving."""
 import json
 import os
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_lib import Server, check, finish, parse_sse, sb_run  # noqa: E402
@@ -105,9 +107,38 @@ try:
     check(st == 200 and [x["id"] for x in tp["tokens"]] == t["tokens"] and "".join(x["piece"] for x in tp["tokens"]).strip() == P,
           "/tokenize with_pieces: %r" % tp)
 
+    # ---- concurrency: 8 requests at once on 2 slots, each reply equal to the same request alone ----
+    prompts = ["In the beginning", "And God said", "The LORD is my shepherd", "Now these are the generations",
+               "And it came to pass", "Blessed is the man", "Who begat Enos?", "Let there be light"]
+    reqs = [({"prompt": p, "max_tokens": 12, "temperature": 0, "ignore_eos": True}, "/v1/completions") if i % 2 == 0 else
+            ({"messages": [{"role": "user", "content": p}], "max_tokens": 12, "temperature": 0.9, "seed": i, "ignore_eos": True,
+              "stream": True}, "/v1/chat/completions") for i, p in enumerate(prompts)]
+
+    def reply_text(body, path):
+        st, h, raw = s.request("POST", path, body)
+        if body.get("stream"):
+            objs, done, well = parse_sse(raw)
+            return st, done and well, "".join(o["choices"][0]["delta"].get("content", "") for o in objs if o["choices"])
+        r = json.loads(raw)
+        return st, True, r["choices"][0]["text"]
+
+    alone = [reply_text(b, path) for b, path in reqs]
+    together = [None] * len(reqs)
+
+    def worker(i):
+        together[i] = reply_text(*reqs[i])
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(reqs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(all(a[0] == 200 and a[1] for a in alone) and alone == together,
+          "concurrent replies differ from the same requests alone:\n%r\n%r" % (alone, together))
+
     # ---- metrics moved ----
     m1 = s.metrics()
-    check(m1["sonicboom_requests_total"] - m0["sonicboom_requests_total"] == 12, "requests_total moved by %r" %
+    check(m1["sonicboom_requests_total"] - m0["sonicboom_requests_total"] == 12 + 16, "requests_total moved by %r" %
           (m1["sonicboom_requests_total"] - m0["sonicboom_requests_total"]))
     check(m1["sonicboom_tokens_predicted_total"] - m0["sonicboom_tokens_predicted_total"] >= 16 + 16 + 12 * 3 + 24 * 3 + 72 + 24,
           "tokens_predicted_total moved too little")

@@ -2,11 +2,12 @@
 """tests/serve/test_errors.py SB DATA — every refusal of `sb serve` is an OpenAI error object
 {"error": {"code", "message", "type", "param"}} with the right status and a message naming the
 field: malformed bodies, each bad field type or value, every bound (messages, n, stop strings and
-their length, body bytes), context overflow (exceed_context_size_error, before any work: the
+their length, body bytes), truncated and randomly mutated bodies, context overflow (exceed_context_size_error, before any work: the
 generated-token counter does not move), unsupported fields refused, 404, 405 with Allow. The
 server is still healthy afterwards."""
 import json
 import os
+import random
 import socket
 import sys
 
@@ -132,10 +133,35 @@ try:
     check(st == 405 and h.get("allow") == "POST" and "method not allowed" in json.loads(b)["error"]["message"], "405 GET: %s %r" % (st, h))
     st, h, b = s.request("POST", "/health", {})
     check(st == 405 and h.get("allow") == "GET", "405 POST /health: %s %r" % (st, h))
+    # ---- fuzz-style: every truncation of a good body, and 300 random byte mutations of it (fixed
+    # seed): each gets a JSON reply, 400 (or 200 when still valid: nothing short, nothing hangs) ----
+    good = json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2, "stop": ["x"], "n": 1}).encode()
+    rng = random.Random(28)
+    bodies = [good[:k] for k in range(len(good))]
+    for _ in range(300):
+        b = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        bodies.append(bytes(b))
+    bad_replies, generated = [], 0
+    for b in bodies:
+        st, h, reply = s.request("POST", CHAT, raw=b)
+        try:
+            obj = json.loads(reply)
+            well = (st == 400 and "message" in obj["error"]) or (st == 200 and obj["object"] == "chat.completion")
+            generated += obj["usage"]["completion_tokens"] if st == 200 else 0
+        except (ValueError, KeyError, TypeError):
+            well = False
+        if not well:
+            bad_replies.append((b, st, reply[:120]))
+        errors_sent += st != 200
+    check(not bad_replies, "fuzzed bodies: %d bad replies, first %r" % (len(bad_replies), bad_replies[:1]))
+
     # ---- nothing was generated, and the server is fine ----
     m1 = s.metrics()
-    check(m1["sonicboom_tokens_predicted_total"] == m0["sonicboom_tokens_predicted_total"] and m1["sonicboom_requests_total"] == 0,
-          "an error request generated tokens")
+    moved = m1["sonicboom_tokens_predicted_total"] - m0["sonicboom_tokens_predicted_total"]
+    check(moved == generated, "tokens generated %r, but the 200 replies account for %d: an error request generated tokens" % (moved, generated))
+    check(m1["sonicboom_requests_failed_total"] == 0, "failed requests: %r" % m1)
     moved = m1["sonicboom_http_errors_total"] - m0["sonicboom_http_errors_total"]
     check(moved == errors_sent, "http_errors_total moved by %r, want %d" % (moved, errors_sent))
     st, r = s.post(COMP, {"prompt": "In the beginning", "max_tokens": 4})

@@ -27,22 +27,22 @@ static char *finish_json(cJSON *root) {
     return s;
 }
 
-char *serve_json_error(const serve_error *e) {
-    cJSON *root = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(root, "error");
-    cJSON_AddNumberToObject(err, "code", e->status);
-    cJSON_AddStringToObject(err, "message", e->message);
-    cJSON_AddStringToObject(err, "type", e->type ? e->type : "invalid_request_error");
-    if (e->param) cJSON_AddStringToObject(err, "param", e->param);
-    else cJSON_AddNullToObject(err, "param");
-    return finish_json(root);
-}
-
 /* Add text (n bytes, made valid UTF-8) as o[name]. */
 static void add_text(cJSON *o, const char *name, const char *text, size_t n) {
     int lossy = 0;
     char *clean = sb_utf8_clean(text ? text : "", text ? n : 0, &lossy);
     cJSON_AddStringToObject(o, name, clean ? clean : "");
     free(clean);
+}
+
+char *serve_json_error(const serve_error *e) {
+    cJSON *root = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(root, "error");
+    cJSON_AddNumberToObject(err, "code", e->status);
+    add_text(err, "message", e->message, strlen(e->message)); /* it may quote the request's bytes */
+    cJSON_AddStringToObject(err, "type", e->type ? e->type : "invalid_request_error");
+    if (e->param) cJSON_AddStringToObject(err, "param", e->param);
+    else cJSON_AddNullToObject(err, "param");
+    return finish_json(root);
 }
 
 static cJSON *base_object(const serve_engine *e, const serve_job *j, int chunk) {
