@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
- * tools/serve/cmd_serve.c — `sb serve`: an OpenAI-compatible HTTP server (docs/serve.md) with
- * llama-server's flags. Listens first (GET /health answers 503 while the model loads), then loads
+ * tools/serve/cmd_serve.c — `sb serve` (the program sb-serve): an OpenAI-compatible HTTP server
+ * (docs/serve.md) with llama-server's flags. Listens first (GET /health answers 503 while the model loads), then loads
  * the model and one session per slot, then serves until SIGINT or SIGTERM: queued and running
  * requests are cancelled, the workers joined, the HTTP server stopped, exit 0. Binding an address
  * other than loopback needs --api-key. Usage errors are one line and exit 2; a model that does not
@@ -86,7 +86,15 @@ static int parse_serve_args(int argc, char **argv, serve_config *c) {
     return 0;
 }
 
-int cmd_serve(int argc, char **argv) {
+/* One line "error: STATUS: detail" on stderr; exit status 1. */
+static int serve_fail(sb_status s) {
+    fprintf(stderr, "error: %s: ", sb_status_str(s));
+    sb_put_safe(stderr, sb_last_error(), strlen(sb_last_error()), 0); /* it may quote the file's strings */
+    fputc('\n', stderr);
+    return 1;
+}
+
+int serve_main(int argc, char **argv) {
     serve_config cfg;
     int rc = parse_serve_args(argc, argv, &cfg);
     if (rc) return rc < 0 ? 0 : rc;
@@ -117,5 +125,5 @@ int cmd_serve(int argc, char **argv) {
     serve_http_stop(&e, d, 10);
     serve_engine_free(&e);
     sb_log_set(NULL, NULL, SB_LOG_WARN);
-    return st == SB_OK ? 0 : sb_cli_fail(st);
+    return st == SB_OK ? 0 : serve_fail(st);
 }

@@ -164,6 +164,9 @@ char *serve_detokenize(const serve_engine *e, const struct cJSON *body, serve_er
 /* Prometheus text (serve_metrics.c), malloc'd. */
 char *serve_metrics_text(serve_engine *e);
 
+/* `sb serve ARGS` (cmd_serve.c): argv[0] is the program, options from argv[1]; the exit status. */
+int serve_main(int argc, char **argv);
+
 /* The HTTP server (serve_http.c). Start listening (cfg->port 0: any free port, *port_out the one
  * bound); NULL with a message on stderr on failure. */
 struct MHD_Daemon;
