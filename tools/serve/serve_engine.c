@@ -223,6 +223,11 @@ static void run_job(serve_engine *e, sb_session *s, serve_job *j) {
     if (oom) st = SB_ERR_OOM;
     const char *msg = st == SB_ERR_OOM && oom ? "out of memory building the response" : sb_last_error();
     if (st == SB_ERR_CANCELLED) msg = atomic_load(&e->stopping) ? SERVE_SHUTDOWN_MSG : "cancelled: the client went away";
+    /* counted before the client can see the end of its reply: a /metrics read after it adds up */
+    if (st == SB_OK) atomic_fetch_add(&e->metrics.requests_ok, 1);
+    else if (st == SB_ERR_CANCELLED) atomic_fetch_add(&e->metrics.requests_cancelled, 1);
+    else atomic_fetch_add(&e->metrics.requests_failed, 1);
+    atomic_fetch_sub(&e->metrics.processing, 1); /* after the outcome: idle implies counted */
     pthread_mutex_lock(&j->mu);
     if (j->req.stream && st == SB_OK && j->req.include_usage) serve_sse_usage(e, j);
     if (j->req.stream && st != SB_OK && st != SB_ERR_CANCELLED) {
@@ -233,10 +238,6 @@ static void run_job(serve_engine *e, sb_session *s, serve_job *j) {
     if (j->req.stream && st != SB_ERR_CANCELLED) serve_sse_done(j);
     job_finish_locked(j, st, msg);
     pthread_mutex_unlock(&j->mu);
-    atomic_fetch_sub(&e->metrics.processing, 1);
-    if (st == SB_OK) atomic_fetch_add(&e->metrics.requests_ok, 1);
-    else if (st == SB_ERR_CANCELLED) atomic_fetch_add(&e->metrics.requests_cancelled, 1);
-    else atomic_fetch_add(&e->metrics.requests_failed, 1);
 }
 
 typedef struct worker_arg {
