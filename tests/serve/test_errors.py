@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_lib import Server, check, finish  # noqa: E402
 
 sb = sys.argv[1]
-s = Server(sb, ["-t", "1"])
+s = Server(sb, ["-t", "1", "-c", "64"])  # a small context: a mutated max_tokens key generates little
 CHAT, COMP = "/v1/chat/completions", "/v1/completions"
 MSG = [{"role": "user", "content": "hi"}]
 
@@ -116,8 +116,8 @@ try:
     expect(COMP, {"prompt": "x", "suffix": "y"}, "'suffix' is not supported")
     expect(COMP, {"prompt": "x", "best_of": 3}, "'best_of' is not supported")
     # ---- context: 400 exceed_context_size_error before any work ----
-    expect(COMP, {"prompt": "x", "max_tokens": 600}, "more than the context of 512", etype="exceed_context_size_error")
-    expect(COMP, {"prompt": "In the beginning " * 200}, "more than the context of 512", etype="exceed_context_size_error")
+    expect(COMP, {"prompt": "x", "max_tokens": 600}, "more than the context of 64", etype="exceed_context_size_error")
+    expect(COMP, {"prompt": "In the beginning " * 200}, "more than the context of 64", etype="exceed_context_size_error")
     expect(CHAT, {"messages": [{"role": "user", "content": "and it was so " * 200}], "stream": True}, "more than the context",
            etype="exceed_context_size_error")
     # ---- tokenize / detokenize ----
