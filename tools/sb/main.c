@@ -23,6 +23,7 @@ static const sb_command commands[] = {
     {"info", "print a GGUF file's header, metadata and tensor table", cmd_info},
     {"tokenize", "print the token ids (or pieces) of a text, loading only the vocabulary", cmd_tokenize},
     {"quantize", "quantize a GGUF model with llama-quantize's per-tensor mixes", cmd_quantize},
+    {"serve", "OpenAI-compatible HTTP server: chat and completions, streaming, metrics", cmd_serve},
     {"synth", "write a random-weight model with a real model's shapes and metadata", cmd_synth},
     {"version", "print the library version", cmd_version},
 };

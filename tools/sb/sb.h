@@ -29,6 +29,7 @@ int cmd_version(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
+int cmd_serve(int argc, char **argv); /* serve_exec.c: runs the program sb-serve (tools/serve/) */
 
 /* Log lines on stderr, erasing a drawn progress bar first (progress.c); --threads parsing for
  * cmd_quantize.c and cmd_synth.c (defined in cmd_quantize.c; -1 if bad). */
