@@ -42,8 +42,6 @@ static sb_status cpu_prepare(backend *be, const plan *p) {
 
 static sb_status cpu_run(backend *be, const plan *p, void *const *data, int32_t n_data, float *const *out) {
     cpu_backend *c = (cpu_backend *)be;
-    if (exec_cpu_arena_bytes(p, tp_threads(c->pool)) > c->arena_bytes)
-        return sb_fail(SB_ERR_INTERNAL, "cpu: plan run before prepare");
     const exec_bindings eb = {.data = data, .n_data = n_data, .arena = c->arena, .arena_bytes = c->arena_bytes};
     const float *res[CPU_MAX_OUT] = {0};
     if (p->n_outputs > CPU_MAX_OUT) return sb_fail(SB_ERR_INTERNAL, "cpu: plan with %d outputs", (int)p->n_outputs);

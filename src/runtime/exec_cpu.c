@@ -298,6 +298,13 @@ static void k_rope(void *c, int64_t b, int64_t e, int tid) {
     op_rope(r->dst, r->s[0], r->s[1], &r->rope, b, e);
 }
 
+/* op_rope's arguments for a ROPE or ROPE_STORE node n rotating x [D,H,*] (ff: its freq factors or NULL) */
+static op_rope_args rope_args(const ir_node *n, const ir_node *x, const float *ff) {
+    const ir_rope_params rp = ir_rope_of(n);
+    return (op_rope_args){.D = x->ne[0], .H = x->ne[1], .n_rot = rp.n_rot, .mode = rp.mode, .freq_base = rp.freq_base,
+                          .freq_scale = rp.freq_scale, .attn_factor = ir_rope_attn_factor(n), .ff = ff};
+}
+
 /* ROPE_STORE: token t's rotated row in this thread's scratch (op_rope's math), then into the
  * cache column pos[t] (op_kv_store's rounding) — the bits of ROPE followed by KV_STORE */
 static void k_rope_store(void *c, int64_t b, int64_t e, int tid) {
@@ -625,16 +632,13 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
         case IR_OP_OUTPUT: break; /* views */
         case IR_OP_ROPE: {
             const ir_node *x = src(&r, 0);
-            r.rope = (op_rope_args){.D = x->ne[0], .H = x->ne[1], .n_rot = ir_rope_of(n).n_rot, .mode = ir_rope_of(n).mode, .freq_base = ir_rope_of(n).freq_base,
-                                    .freq_scale = ir_rope_of(n).freq_scale, .attn_factor = ir_rope_attn_factor(n), .ff = n->src[2] != IR_NONE ? r.s[2] : NULL};
+            r.rope = rope_args(n, x, n->src[2] != IR_NONE ? r.s[2] : NULL);
             par(pool, nt, x->ne[2], ir_nelem(x), k_rope, &r);
             break;
         }
         case IR_OP_ROPE_STORE: {
             const ir_node *x = src(&r, 1);
-            r.rope = (op_rope_args){.D = x->ne[0], .H = x->ne[1], .n_rot = ir_rope_of(n).n_rot, .mode = ir_rope_of(n).mode,
-                                    .freq_base = ir_rope_of(n).freq_base, .freq_scale = ir_rope_of(n).freq_scale,
-                                    .attn_factor = ir_rope_attn_factor(n), .ff = n->src[3] != IR_NONE ? r.s[3] : NULL};
+            r.rope = rope_args(n, x, n->src[3] != IR_NONE ? r.s[3] : NULL);
             par(pool, nt, x->ne[2], ir_nelem(x), k_rope_store, &r);
             break;
         }

@@ -179,12 +179,18 @@ static sb_status add(synth_ctx *c, const char *name, int kind, int64_t ne0, int6
     return SB_OK;
 }
 
+/* add() for layer l's tensor "blk.<l>.<suffix>" */
+static sb_status add_blk(synth_ctx *c, int l, const char *suffix, int kind, int64_t ne0, int64_t ne1) {
+    char nm[GGUF_MAX_NAME];
+    snprintf(nm, sizeof nm, "blk.%d.%s", l, suffix);
+    return add(c, nm, kind, ne0, ne1);
+}
+
 /* Gemma 4 (architectures.md 6.2): two head sizes, K/V only on the first n_layer - shared_kv layers,
  * per-layer-embedding tensors, one rope_freqs for the global layers. */
 static sb_status build_gemma4(synth_ctx *c, const g4_shape *x, int64_t n_vocab) {
     const rt_synth_preset *p = c->p;
     const int64_t E = p->n_embd, P = x->per_layer, L = p->n_layer, F = p->n_ff;
-    char nm[GGUF_MAX_NAME];
     SB_TRY(add(c, "token_embd.weight", K_WEIGHT, E, n_vocab));
     SB_TRY(add(c, "rope_freqs.weight", K_G4_FREQS, p->head_dim / 2, 1));
     SB_TRY(add(c, "per_layer_token_embd.weight", K_WEIGHT, P * L, n_vocab));
@@ -192,30 +198,24 @@ static sb_status build_gemma4(synth_ctx *c, const g4_shape *x, int64_t n_vocab) 
     SB_TRY(add(c, "per_layer_proj_norm.weight", K_NORM, P, 1));
     for (int l = 0; l < p->n_layer; l++) {
         const int64_t hd = g4_global(x, l) ? p->head_dim : x->head_dim_swa, Dq = p->n_head * hd, Dkv = p->n_head_kv * hd;
-#define T(suffix, kind, a, b)                                          \
-    do {                                                               \
-        snprintf(nm, sizeof nm, "blk.%d.%s", l, suffix);               \
-        SB_TRY(add(c, nm, kind, a, b));                                \
-    } while (0)
-        T("attn_norm.weight", K_NORM, E, 1);
-        T("attn_q.weight", K_WEIGHT, E, Dq);
-        T("attn_q_norm.weight", K_NORM, hd, 1);
+        SB_TRY(add_blk(c, l, "attn_norm.weight", K_NORM, E, 1));
+        SB_TRY(add_blk(c, l, "attn_q.weight", K_WEIGHT, E, Dq));
+        SB_TRY(add_blk(c, l, "attn_q_norm.weight", K_NORM, hd, 1));
         if (l < p->n_layer - x->shared_kv) {
-            T("attn_k.weight", K_WEIGHT, E, Dkv);
-            T("attn_v.weight", K_WEIGHT, E, Dkv);
-            T("attn_k_norm.weight", K_NORM, hd, 1);
+            SB_TRY(add_blk(c, l, "attn_k.weight", K_WEIGHT, E, Dkv));
+            SB_TRY(add_blk(c, l, "attn_v.weight", K_WEIGHT, E, Dkv));
+            SB_TRY(add_blk(c, l, "attn_k_norm.weight", K_NORM, hd, 1));
         }
-        T("attn_output.weight", K_WEIGHT, Dq, E);
-        T("post_attention_norm.weight", K_NORM, E, 1);
-        T("ffn_norm.weight", K_NORM, E, 1);
-        T("ffn_gate.weight", K_WEIGHT, E, F);
-        T("ffn_up.weight", K_WEIGHT, E, F);
-        T("ffn_down.weight", K_WEIGHT, F, E);
-        T("post_ffw_norm.weight", K_NORM, E, 1);
-        T("inp_gate.weight", K_WEIGHT, E, P);
-        T("proj.weight", K_WEIGHT, P, E);
-        T("post_norm.weight", K_NORM, E, 1);
-#undef T
+        SB_TRY(add_blk(c, l, "attn_output.weight", K_WEIGHT, Dq, E));
+        SB_TRY(add_blk(c, l, "post_attention_norm.weight", K_NORM, E, 1));
+        SB_TRY(add_blk(c, l, "ffn_norm.weight", K_NORM, E, 1));
+        SB_TRY(add_blk(c, l, "ffn_gate.weight", K_WEIGHT, E, F));
+        SB_TRY(add_blk(c, l, "ffn_up.weight", K_WEIGHT, E, F));
+        SB_TRY(add_blk(c, l, "ffn_down.weight", K_WEIGHT, F, E));
+        SB_TRY(add_blk(c, l, "post_ffw_norm.weight", K_NORM, E, 1));
+        SB_TRY(add_blk(c, l, "inp_gate.weight", K_WEIGHT, E, P));
+        SB_TRY(add_blk(c, l, "proj.weight", K_WEIGHT, P, E));
+        SB_TRY(add_blk(c, l, "post_norm.weight", K_NORM, E, 1));
     }
     SB_TRY(add(c, "output_norm.weight", K_NORM, E, 1));
     for (int64_t i = 0; i < c->n; i++) c->qt[i].name = c->st[i].name;
@@ -229,36 +229,29 @@ static sb_status build_tensors(synth_ctx *c, int64_t n_vocab) {
     const int64_t E = p->n_embd, hd = p->head_dim ? p->head_dim : p->n_embd / p->n_head;
     const int64_t Dq = p->n_head * hd, Dkv = p->n_head_kv * hd, F = p->n_ff;
     const bool gemma = !strcmp(p->arch, "gemma3");
-    char nm[GGUF_MAX_NAME];
     SB_TRY(add(c, "token_embd.weight", K_WEIGHT, E, n_vocab));
     if (p->llama3_rope) SB_TRY(add(c, "rope_freqs.weight", K_ROPE_FREQS, hd / 2, 1));
     for (int l = 0; l < p->n_layer; l++) {
-#define T(suffix, kind, a, b)                                          \
-    do {                                                               \
-        snprintf(nm, sizeof nm, "blk.%d.%s", l, suffix);               \
-        SB_TRY(add(c, nm, kind, a, b));                                \
-    } while (0)
-        T("attn_norm.weight", K_NORM, E, 1);
-        T("attn_q.weight", K_WEIGHT, E, Dq);
-        T("attn_k.weight", K_WEIGHT, E, Dkv);
-        T("attn_v.weight", K_WEIGHT, E, Dkv);
+        SB_TRY(add_blk(c, l, "attn_norm.weight", K_NORM, E, 1));
+        SB_TRY(add_blk(c, l, "attn_q.weight", K_WEIGHT, E, Dq));
+        SB_TRY(add_blk(c, l, "attn_k.weight", K_WEIGHT, E, Dkv));
+        SB_TRY(add_blk(c, l, "attn_v.weight", K_WEIGHT, E, Dkv));
         if (p->qkv_bias) {
-            T("attn_q.bias", K_WEIGHT, Dq, 1);
-            T("attn_k.bias", K_WEIGHT, Dkv, 1);
-            T("attn_v.bias", K_WEIGHT, Dkv, 1);
+            SB_TRY(add_blk(c, l, "attn_q.bias", K_WEIGHT, Dq, 1));
+            SB_TRY(add_blk(c, l, "attn_k.bias", K_WEIGHT, Dkv, 1));
+            SB_TRY(add_blk(c, l, "attn_v.bias", K_WEIGHT, Dkv, 1));
         }
         if (p->qk_norm) {
-            T("attn_q_norm.weight", K_NORM, hd, 1);
-            T("attn_k_norm.weight", K_NORM, hd, 1);
+            SB_TRY(add_blk(c, l, "attn_q_norm.weight", K_NORM, hd, 1));
+            SB_TRY(add_blk(c, l, "attn_k_norm.weight", K_NORM, hd, 1));
         }
-        T("attn_output.weight", K_WEIGHT, Dq, E);
-        if (gemma) T("post_attention_norm.weight", K_NORM, E, 1);
-        T("ffn_norm.weight", K_NORM, E, 1);
-        T("ffn_gate.weight", K_WEIGHT, E, F);
-        T("ffn_up.weight", K_WEIGHT, E, F);
-        T("ffn_down.weight", K_WEIGHT, F, E);
-        if (gemma) T("post_ffw_norm.weight", K_NORM, E, 1);
-#undef T
+        SB_TRY(add_blk(c, l, "attn_output.weight", K_WEIGHT, Dq, E));
+        if (gemma) SB_TRY(add_blk(c, l, "post_attention_norm.weight", K_NORM, E, 1));
+        SB_TRY(add_blk(c, l, "ffn_norm.weight", K_NORM, E, 1));
+        SB_TRY(add_blk(c, l, "ffn_gate.weight", K_WEIGHT, E, F));
+        SB_TRY(add_blk(c, l, "ffn_up.weight", K_WEIGHT, E, F));
+        SB_TRY(add_blk(c, l, "ffn_down.weight", K_WEIGHT, F, E));
+        if (gemma) SB_TRY(add_blk(c, l, "post_ffw_norm.weight", K_NORM, E, 1));
     }
     SB_TRY(add(c, "output_norm.weight", K_NORM, E, 1));
     if (!p->tied) SB_TRY(add(c, "output.weight", K_WEIGHT, E, n_vocab));

@@ -1359,7 +1359,7 @@ static void test_mma_small(void) {
         tc_cfg.act_q8_1 = cs[k].q81; /* K-quants on q8_1 activations (read by exec_cuda_target) */
         fuse_on = ep != 0;                               /* the add as the GEMM's epilogue */
         int32_t kern[3] = {0, 0, 0};
-        tc_cfg.mma_small_tmax = cs[k].tmax > 8 ? cs[k].tmax : 512; /* 0: the default 512 */
+        tc_cfg.mma_small_tmax = cs[k].tmax > 8 ? (int)cs[k].tmax : 512; /* 0: the default 512 */
         for (int mode = 1; mode <= (N <= 136 || N == 3000 || cs[k].tmax ? 2 : 1); mode++) { /* k_mma_reduce on the cheaper cases */
             char label[112];
             snprintf(label, sizeof label, "MMA small/%d %s%s K=%lld N=%lld T=%lld%s", mode, ir_dtype_name(t), cs[k].q81 ? " q8_1" : "",

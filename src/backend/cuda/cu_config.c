@@ -37,10 +37,9 @@ typedef struct tune_key {
     const char *name;
     size_t off;
     int64_t lo, hi;
-    int wide; /* an int64_t field */
 } tune_key;
 
-#define K(f, lo, hi) {#f, offsetof(cu_config, f), lo, hi, 0}
+#define K(f, lo, hi) {#f, offsetof(cu_config, f), lo, hi}
 static const tune_key keys[] = {
     K(graphs, 0, 1), K(direct_out, 0, 1), K(pdl, 0, 1), K(poison, 0, 1), K(profile, 0, 1), K(act_q8_1, 0, 1),
     K(codegen, 0, 2), K(codegen_hand1, 0, 1),
@@ -52,7 +51,7 @@ static const tune_key keys[] = {
     K(attn_deep_kmin, 32, 128), K(attn_pre, 0, 1),
     K(fattn_groups, 1, 2), K(fattn_split, 0, 1), K(fattn_mma, 0, 1), K(fattn_mma_tmin, 1, 1 << 20), K(fattn_ws, 0, 1),
     K(fattn_ws_warps, 4, 8),
-    K(mmq, 1, 4), K(mma_tile, 0, 3), K(mma_small, 0, 2), {"mma_small_tmax", offsetof(cu_config, mma_small_tmax), 9, 1 << 20, 1},
+    K(mmq, 1, 4), K(mma_tile, 0, 3), K(mma_small, 0, 2), K(mma_small_tmax, 9, 1 << 20),
     K(mma_split_waves, 0, 1), K(mma_group_split, 0, 1), K(mmh, 0, 1),
     K(gemv_reg, 0, 1), K(gemv_reg_mix, 0, 1), K(gemv_reg_one, 0, 1), K(gemv_single, 0, 1),
     K(gf_rows, 1, 64), K(gf_prefetch, 0, 1), K(gf_warps, 4, 8), K(head_rows, 1, 4),
@@ -79,8 +78,7 @@ static sb_status tune_one(cu_config *c, const char *item, size_t len) {
         if (errno || *end || v < k->lo || v > k->hi)
             return sb_fail(SB_ERR_INVALID_ARG, "SB_TUNE: %s=%s is not an integer in %lld..%lld", k->name, num, (long long)k->lo,
                            (long long)k->hi);
-        if (k->wide) *(int64_t *)((char *)c + k->off) = v;
-        else *(int *)((char *)c + k->off) = (int)v;
+        *(int *)((char *)c + k->off) = (int)v;
         return SB_OK;
     }
     return sb_fail(SB_ERR_INVALID_ARG, "SB_TUNE: unknown key \"%.*s\" (the keys are cu_config's fields, backend/cuda/cu_config.h)",

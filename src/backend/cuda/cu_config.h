@@ -21,6 +21,7 @@
 extern "C" {
 #endif
 
+/* All int, so the struct has no padding and two configs compare with memcmp (exec_cuda_set_config). */
 typedef struct cu_config {
     /* executor */
     int graphs;          /* capture plans as CUDA Graphs (T = 1 on the first run, others on the second) */
@@ -64,7 +65,7 @@ typedef struct cu_config {
     int mmq;             /* T > 8 quantized GEMM: 4 int8 tensor cores (sm_80+, else 3), 3 tiled dp4a, 2, 1 */
     int mma_tile;        /* int8 MMA tile: 0 auto, 1 128x64, 2 64x64, 3 64x32 */
     int mma_small;       /* small-T GEMM with K split: 0 off, 1 last block reduces, 2 separate reduce kernel */
-    int64_t mma_small_tmax; /* ... for T up to this */
+    int mma_small_tmax;  /* ... for T up to this */
     int mma_split_waves; /* ... split of fewest waves (0: one wave) */
     int mma_group_split; /* GEMM groups that split K as one launch + one reduce */
     int mmh;             /* F16 / BF16 weights: vectorized GEMV and f16 tensor-core tiles (0: k_mmf) */

@@ -49,7 +49,6 @@ sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx) {
         for (int k = 0; k < IR_MAX_SRC; k++) f.src[k] = IR_NONE;
         f.src[0] = s->src[0], f.src[1] = rope->src[0], f.src[2] = rope->src[1], f.src[3] = rope->src[2];
         *s = f; /* in place: every source precedes the rope, which precedes the store */
-        uses[r]--;
         changed = true;
     }
     free(uses);
