@@ -135,9 +135,31 @@ void ir_replace_uses(ir_graph *g, ir_ref from, ir_ref to) {
     }
 }
 
+// ---- results ----
+
+ir_ref ir_result_of(const ir_graph *g, ir_ref p, int k) {
+    for (ir_ref i = p + 1; i < g->n_nodes && g->nodes[i].op == IR_OP_RESULT && g->nodes[i].src[0] == p; i++)
+        if (ir_result_index(&g->nodes[i]) == k) return i;
+    return IR_NONE;
+}
+
 // ---- compact ----
 
 static bool is_root(const ir_node *n) { return n->op == IR_OP_OUTPUT || n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE; }
+
+/* Append the reached RESULT nodes of producer v right after it, in increasing result index (a
+ * RESULT depends on its producer only, so this keeps the order topological). Returns the new count. */
+static int32_t place_results(const ir_graph *g, const uint8_t *state, int32_t v, int32_t *remap, ir_node *nodes, int32_t m) {
+    for (int k = 1; k < ir_result_count(g->nodes[v].op); k++)
+        for (int32_t r = 0; r < g->n_nodes; r++) {
+            const ir_node *n = &g->nodes[r];
+            if (state[r] != 2 || n->op != IR_OP_RESULT || n->src[0] != v || ir_result_index(n) != k) continue;
+            remap[r] = m;
+            nodes[m++] = *n;
+            break;
+        }
+    return m;
+}
 
 sb_status ir_compact(ir_graph *g) {
     int32_t n = g->n_nodes;
@@ -191,9 +213,10 @@ sb_status ir_compact(ir_graph *g) {
         if (state[i] == 2 && (ir_ops[g->nodes[i].op].flags & OPF_INPUT)) remap[i] = m, nodes[m++] = g->nodes[i];
     for (int32_t i = 0; i < k; i++) {
         int32_t v = order[i];
-        if (ir_ops[g->nodes[v].op].flags & OPF_INPUT) continue;
+        if (ir_ops[g->nodes[v].op].flags & OPF_INPUT || g->nodes[v].op == IR_OP_RESULT) continue;
         remap[v] = m;
         nodes[m++] = g->nodes[v];
+        if (ir_result_count(g->nodes[v].op) > 1) m = place_results(g, state, v, remap, nodes, m);
     }
     for (int32_t i = 0; i < m; i++)
         for (int j = 0; j < IR_MAX_SRC && nodes[i].src[j] != IR_NONE; j++) nodes[i].src[j] = remap[nodes[i].src[j]];

@@ -195,6 +195,22 @@ static inline ir_fused_step ir_fused_step_of(const ir_node *n, int k) {
     return (ir_fused_step){.op = (ir_op)(n->ip[1 + k] & 0xff), .operand = n->ip[1 + k] >> 8, .f = n->fp[k]};
 }
 
+// ---- multi-result nodes ----
+
+/* A node may produce more than one value. Its own value is result 0; result k >= 1 is a RESULT
+ * node (src[0] = the producer, ip[0] = k, shape from the producer's op) that sits right after its
+ * producer: the nodes after a producer are its RESULTs in increasing k, nothing in between
+ * (ir_compact keeps this, the verifier checks it). The producer writes every result in its own
+ * step; a RESULT node runs nothing. The memory plan gives each result its own memory, live from
+ * the producer's step (graph/plan.c). A result nobody reads is dropped like any dead value, and
+ * the producer then does not write it. Passes create them; builders never do.
+ *   ADD_RMS_NORM_QUANT: result 1 = a + b (f32, a's shape). */
+static inline int ir_result_count(ir_op op) { return op == IR_OP_ADD_RMS_NORM_QUANT ? 2 : 1; }
+/* The RESULT node holding result k (>= 1) of producer p, or IR_NONE when the graph has none. */
+ir_ref ir_result_of(const ir_graph *g, ir_ref p, int k);
+/* RESULT: which result of its producer it is */
+static inline int ir_result_index(const ir_node *n) { return n->ip[0]; }
+
 // ---- planner-side constructors (passes use these; builders do not) ----
 
 /* Append a node with the given op, sources (IR_NONE-terminated up to IR_MAX_SRC), params

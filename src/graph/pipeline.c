@@ -5,8 +5,9 @@
  * after the named ones, "before" also prints the input graph. Output goes to the FILE* of the
  * plan_dump (stderr by default) — the library prints only when a developer asked for it.
  * Layer 2 (graph). Order matters: dce first (fewer rows for everything after), quantize_once
- * before the two quantize fusions, the elementwise fusion last (the quantize fusions claim the
- * norms that feed matmuls first).
+ * before the two quantize fusions, fuse_add_norm after fuse_norm_quant (it extends the node that
+ * pass makes), the elementwise fusion last (the quantize fusions claim the norms that feed
+ * matmuls first).
  * Non-goals: pass options per run, pass timing.
  */
 #include "graph/plan.h"
@@ -19,6 +20,7 @@ static const pass_info pipeline[] = {
     {"quantize_once", pass_quantize_once},
     {"fuse_norm_quant", pass_fuse_norm_quant},
     {"fuse_act_quant", pass_fuse_act_quant},
+    {"fuse_add_norm", pass_fuse_add_norm},
     {"fuse_elementwise", pass_fuse_elementwise},
     {"fuse_rope_store", pass_fuse_rope_store},
 };

@@ -31,7 +31,7 @@ void plan_target_cpu(plan_target *t) {
         const qk_traits *q = qk_get(i);
         t->act_type[i] = (q && !q->removed && i != SB_TYPE_F32) ? q->vec_dot_type : SB_TYPE_F32;
     }
-    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = t->fuse_rope_store = true;
+    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = t->fuse_rope_store = t->fuse_add_norm = true;
 }
 
 void plan_target_reference(plan_target *t) {
@@ -110,6 +110,12 @@ static bool fl_free(freelist *fl, uint64_t off, uint64_t size) {
 
 static bool is_view(ir_op op) { return ir_ops[op].flags & OPF_VIEW; }
 
+static void alloc_value(plan *p, freelist *fl, int32_t i) {
+    uint64_t sz = (p->vals[i].bytes + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1);
+    p->vals[i].offset = fl_alloc(fl, sz);
+    p->naive_bytes += sz;
+}
+
 sb_status plan_memory(plan *p) {
     const ir_graph *g = p->g;
     int32_t n = g->n_nodes;
@@ -154,9 +160,12 @@ sb_status plan_memory(plan *p) {
     for (int32_t i = 0; i < n; i++) {
         plan_value *v = &p->vals[i];
         if (v->input < 0 && v->alias == i) {
-            uint64_t sz = (v->bytes + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1);
-            v->offset = fl_alloc(&fl, sz);
-            p->naive_bytes += sz;
+            /* a producer's RESULTs (right after it) get their memory with it, before its inputs
+             * are freed: the producer writes them in its own step */
+            if (g->nodes[i].op != IR_OP_RESULT) {
+                alloc_value(p, &fl, i);
+                for (int32_t r = i + 1; r < n && g->nodes[r].op == IR_OP_RESULT && g->nodes[r].src[0] == i; r++) alloc_value(p, &fl, r);
+            }
         } else if (v->input < 0) {
             v->offset = p->vals[v->alias].offset;
         }

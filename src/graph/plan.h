@@ -8,7 +8,8 @@
  * different threads with different bindings/arenas. Plans are per exact shape (T tokens): the
  * session caches them keyed by T (decode T=1, prefill per batch size).
  * Memory plan: every computed non-view value gets [offset, offset+bytes) in one arena
- * (alignment PLAN_ALIGN); views (reshape, kv_store, output) alias their source; inputs are bound.
+ * (alignment PLAN_ALIGN); views (reshape, kv_store, output) alias their source; inputs are bound;
+ * a multi-result node's RESULTs get their memory at the producer's step (it writes them there).
  * Non-goals: multi-device placement, dynamic shapes inside one plan.
  */
 #ifndef SB_GRAPH_PLAN_H
@@ -32,6 +33,7 @@ typedef struct plan_target {
     bool fuse_act_quant;             /* run pass fuse_act_quant */
     bool fuse_elementwise;           /* run pass fuse_elementwise */
     bool fuse_rope_store;            /* run pass fuse_rope_store (the executor runs ROPE_STORE) */
+    bool fuse_add_norm;              /* run pass fuse_add_norm (the executor runs ADD_RMS_NORM_QUANT and RESULT) */
 } plan_target;
 
 /* The CPU target llama.cpp's CPU backend corresponds to: act_type[w] = qk_get(w)->vec_dot_type
@@ -59,6 +61,7 @@ sb_status pass_fuse_norm_quant(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_act_quant(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_elementwise(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_add_norm(ir_graph *g, const pass_ctx *cx);
 
 /* The pipeline table (graph/pipeline.c), in order; n_out receives the count. */
 const pass_info *pass_pipeline(int *n_out);

@@ -32,7 +32,9 @@ static void print_params(const ir_node *n, FILE *f) {
         if (n->fp[1] != 0.0f) fprintf(f, " softcap=%.9g", n->fp[1]);
         break;
     case IR_OP_SLICE: fprintf(f, " start=%d n=%d", n->ip[0], n->ip[1]); break;
-    case IR_OP_RMS_NORM_QUANT: fprintf(f, " eps=%.9g", n->fp[0]); break;
+    case IR_OP_RMS_NORM_QUANT:
+    case IR_OP_ADD_RMS_NORM_QUANT: fprintf(f, " eps=%.9g", n->fp[0]); break;
+    case IR_OP_RESULT: fprintf(f, " k=%d", n->ip[0]); break;
     case IR_OP_GLU_QUANT: fprintf(f, " act=%s", (unsigned)n->ip[0] < IR_OP_COUNT ? ir_ops[n->ip[0]].name : "?"); break;
     case IR_OP_FUSED:
         fputs(" [", f);

@@ -186,6 +186,22 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
             FAIL("slice: [%d, %d + %d) is not inside ne1 = %lld", n->ip[0], n->ip[0], n->ip[1], (long long)a->ne[1]);
         set(&r, SB_TYPE_F32, a->ne[0], n->ip[1], a->ne[2], a->ne[3]);
         break;
+    case IR_OP_ADD_RMS_NORM_QUANT: {
+        const ir_node *w = ns > 2 ? S(g, n, 2) : NULL;
+        if (!is_f32(a) || !is_f32(b) || !same_ne(a->ne, b->ne)) FAIL("add_rms_norm_quant: a and b must be f32 of one shape");
+        if (!qk_valid(n->dtype) || n->dtype == SB_TYPE_F32) FAIL("add_rms_norm_quant: f32 -> a non-f32 type");
+        if (a->ne[0] % qk_get(n->dtype)->blck) FAIL("add_rms_norm_quant: ne0 not a multiple of the block");
+        if (w && !(is_f32(w) && is_row_vec(w, a))) FAIL("add_rms_norm_quant: weight must be f32 [ne0]");
+        set(&r, n->dtype, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
+        break;
+    }
+    case IR_OP_RESULT: {
+        const int k = n->ip[0];
+        if (k < 1 || k >= ir_result_count(a->op)) FAIL("result: %s has no result %d", ir_ops[a->op].name, k);
+        const ir_node *a0 = S(g, a, 0); /* ADD_RMS_NORM_QUANT's result 1: a + b */
+        set(&r, SB_TYPE_F32, a0->ne[0], a0->ne[1], a0->ne[2], a0->ne[3]);
+        break;
+    }
     case IR_OP_OUTPUT:
         if (!is_f32(a)) FAIL("output: must be f32");
         if (!n->name[0]) FAIL("output: needs a name");

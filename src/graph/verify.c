@@ -3,7 +3,8 @@
  * graph/verify.c — the IR verifier, run after building and after every pass in the pipeline.
  * Layer 2 (graph). Checks: op in range, sources strictly earlier (topological order), arity,
  * shape and dtype equal to what the op's shape function derives, inputs named, OUTPUT names
- * unique, kv_store chains rooted at a kv input, select_rows rows from an i32 input.
+ * unique, kv_store chains rooted at a kv input, select_rows rows from an i32 input, every RESULT
+ * right after its producer and its lower results.
  * Failure: SB_ERR_INTERNAL naming the node index, op and reason (a pass or builder bug).
  * Non-goals: checking numerics or bound data (the executor validates data per run).
  */
@@ -34,6 +35,14 @@ sb_status ir_verify(const ir_graph *g) {
                     return sb_fail(SB_ERR_INTERNAL, "ir verify: output \"%s\" defined twice (%%%d, %%%d)", n->name, (int)k, (int)i);
         if ((n->op == IR_OP_WEIGHT || n->op == IR_OP_KV) && !memchr(n->name, 0, IR_NAME_MAX))
             return sb_fail(SB_ERR_INTERNAL, "ir verify: node %%%d name not terminated", (int)i);
+        if (n->op == IR_OP_RESULT) {
+            const ir_node *prev = &g->nodes[i - 1];
+            int prev_k = prev->op == IR_OP_RESULT ? ir_result_index(prev) : 0;
+            ir_ref prev_p = prev->op == IR_OP_RESULT ? prev->src[0] : i - 1;
+            if (prev_p != n->src[0] || ir_result_index(n) <= prev_k)
+                return sb_fail(SB_ERR_INTERNAL, "ir verify: result %%%d of %%%d is not right after its producer and its lower results",
+                               (int)i, (int)n->src[0]);
+        }
         if (n->op == IR_OP_SELECT_ROWS && g->nodes[n->src[1]].op != IR_OP_OUT_ROWS)
             return sb_fail(SB_ERR_INTERNAL, "ir verify: select_rows %%%d rows must come from out_rows", (int)i);
     }

@@ -36,7 +36,7 @@ void exec_cpu_target(plan_target *t) {
      * F16/BF16 files agree with the references at the F32 bound. */
     t->act_type[SB_TYPE_F16] = SB_TYPE_F16;
     t->act_type[SB_TYPE_BF16] = SB_TYPE_BF16;
-    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = t->fuse_rope_store = true;
+    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = t->fuse_rope_store = t->fuse_add_norm = true;
 }
 
 // ---- capability check ----
@@ -63,6 +63,7 @@ sb_status exec_cpu_check(const plan *p) {
         }
         case IR_OP_QUANTIZE:
         case IR_OP_RMS_NORM_QUANT:
+        case IR_OP_ADD_RMS_NORM_QUANT:
         case IR_OP_GLU_QUANT:
         {
             bool ok = op_can_quantize(n->dtype); /* else cpu_quantize_act, for the formats it pairs with */
@@ -125,6 +126,7 @@ typedef struct run {
     /* the node being run */
     const ir_node *n;
     void *dst;
+    void *dst1; /* a multi-result node's result 1, or NULL when the graph dropped it */
     const void *s[IR_MAX_SRC];
     op_rope_args rope;
     op_attn_args attn;
@@ -268,6 +270,23 @@ static void k_norm_quant(void *c, int64_t b, int64_t e, int tid) {
     for (int64_t t = b; t < e; t++) {
         op_rms_norm_row(row, (const float *)r->s[0] + t * E, E, ir_f0(r->n));
         if (r->n->src[1] != IR_NONE) op_mul(row, row, r->s[1], E, E);
+        quantize_rows(r->n->dtype, (uint8_t *)r->dst + rb * (uint64_t)t, row, E, 1);
+    }
+}
+
+/* ADD_RMS_NORM_QUANT: per row, the sum a + b (into result 1's memory when the graph keeps it, else
+ * this thread's scratch), then k_norm_quant's norm, weight and rounding of it — the bits of ADD
+ * followed by RMS_NORM_QUANT */
+static void k_add_norm_quant(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    int64_t E = r->n->ne[0];
+    uint64_t rb = op_row_bytes(r->n->dtype, E);
+    float *row = scratch(r, tid);
+    for (int64_t t = b; t < e; t++) {
+        float *sum = r->dst1 ? (float *)r->dst1 + t * E : row;
+        op_add(sum, (const float *)r->s[0] + t * E, (const float *)r->s[1] + t * E, E, E);
+        op_rms_norm_row(row, sum, E, ir_f0(r->n));
+        if (r->n->src[2] != IR_NONE) op_mul(row, row, r->s[2], E, E);
         quantize_rows(r->n->dtype, (uint8_t *)r->dst + rb * (uint64_t)t, row, E, 1);
     }
 }
@@ -600,6 +619,13 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
         case IR_OP_QUANTIZE: par(pool, nt, rows_n, ir_nelem(n), k_quantize, &r); break;
         case IR_OP_RMS_NORM_QUANT: par(pool, nt, rows_n, ir_nelem(n), k_norm_quant, &r); break;
         case IR_OP_GLU_QUANT: par(pool, nt, rows_n, ir_nelem(n), k_glu_quant, &r); break;
+        case IR_OP_ADD_RMS_NORM_QUANT: {
+            const ir_ref res = ir_result_of(p->g, i, 1);
+            r.dst1 = res != IR_NONE ? ptr(&r, res) : NULL;
+            par(pool, nt, rows_n, ir_nelem(n), k_add_norm_quant, &r);
+            break;
+        }
+        case IR_OP_RESULT: break; /* written by its producer */
         case IR_OP_MATMUL: {
             const ir_node *w = src(&r, 0), *x = src(&r, 1);
             int act = cpu_act_type(w->dtype);

@@ -342,7 +342,8 @@ static void check_no_overlap(const plan *p) {
         for (int b = a + 1; b < n; b++) {
             const plan_value *vb = &p->vals[b];
             if (vb->input >= 0 || vb->alias != b) continue;
-            bool live_together = b <= last[a]; /* b defined while a still read */
+            int born = g->nodes[b].op == IR_OP_RESULT ? g->nodes[b].src[0] : b; /* a result is written at its producer's step */
+            bool live_together = born <= last[a]; /* b defined while a still read */
             bool overlap = va->offset < vb->offset + vb->bytes && vb->offset < va->offset + va->bytes;
             if (live_together && overlap) bad++;
         }
@@ -402,7 +403,7 @@ static void test_pipeline_dump(void) {
     fclose(f);
     int np = 0;
     const pass_info *pl = pass_pipeline(&np);
-    CHECK(np == 6 && !strcmp(pl[0].name, "dce") && !strcmp(pl[5].name, "fuse_rope_store"));
+    CHECK(np == 7 && !strcmp(pl[0].name, "dce") && !strcmp(pl[6].name, "fuse_rope_store"));
     for (int i = 0; i < np; i++) {
         char key[80];
         snprintf(key, sizeof key, "IR after %s", pl[i].name);
@@ -510,8 +511,95 @@ static void test_stack(void) {
     ir_graph_free(g);
 }
 
+/* residual adds that feed a fused norm: every one but layer 0's attention norm input (the
+ * embedding) becomes add_rms_norm_quant; the sum another add reads becomes its result 1, the last
+ * one (read by the output norm only) none; the memory plan keeps results apart from what their
+ * producer reads; a reference target and a broadcast add are left alone */
+static void case_fuse_add_norm(void) {
+    plan_target t;
+    test_target(&t);
+    t.fuse_add_norm = true;
+    const int L = 2;
+    ir_graph *g = stack_graph(L, 2, 2);
+    pass_fn pre[] = {pass_dce, pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant};
+    golden("fuse_add_norm", g, pre, 4, pass_fuse_add_norm, &t);
+    int fused = 0, results = 0, adds = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        fused += g->nodes[i].op == IR_OP_ADD_RMS_NORM_QUANT;
+        results += g->nodes[i].op == IR_OP_RESULT;
+        adds += g->nodes[i].op == IR_OP_ADD && !strstr(g->nodes[i].name, "bias");
+        if (g->nodes[i].op == IR_OP_RESULT) CHECK(g->nodes[i - 1].op == IR_OP_ADD_RMS_NORM_QUANT && ir_result_of(g, i - 1, 1) == i);
+    }
+    CHECK_EQ_INT(fused, 2 * L);   /* ffn norms, layer 1's attention norm, the output norm */
+    CHECK_EQ_INT(results, 2 * L - 1);
+    ir_graph_free(g);
+    /* the whole pipeline with it: plan memory never overlaps a result with its producer's inputs */
+    g = stack_graph(24, 512, 1);
+    plan *p = NULL;
+    CHECKF(plan_build(g, &t, NULL, &p) == SB_OK, "%s", sb_last_error());
+    if (p) {
+        check_no_overlap(p);
+        int nr = 0;
+        for (int i = 0; i < p->g->n_nodes; i++) nr += p->g->nodes[i].op == IR_OP_RESULT;
+        CHECK(nr > 24);
+        plan_free(p);
+    }
+    ir_graph_free(g);
+    /* a reference target never fuses; a broadcast (bias) add feeding a norm is not a residual */
+    plan_target r;
+    plan_target_reference(&r);
+    r.fuse_norm_quant = true;
+    g = new_graph();
+    ir_ref x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){256, 2, 1, 1});
+    ir_ref bias = W(g, "b", SB_TYPE_F32, 256, 1), y = ir_input_weight(g, "y", SB_TYPE_F32, (int64_t[4]){256, 2, 1, 1});
+    ir_ref s = ir_add(g, x, y);
+    ir_output(g, ir_matmul(g, W(g, "w", SB_TYPE_Q4_K, 256, 8), ir_rms_norm(g, s, 1e-6f)), "o1");
+    ir_output(g, ir_matmul(g, W(g, "w2", SB_TYPE_Q4_K, 256, 8), ir_rms_norm(g, ir_add(g, x, bias), 1e-6f)), "o2");
+    ir_output(g, s, "sum");
+    pass_ctx cx = {.target = &t};
+    CHECK(pass_quantize_once(g, &cx) == SB_OK && pass_fuse_norm_quant(g, &cx) == SB_OK);
+    char *before = ir_print_str(g);
+    cx.target = &r;
+    CHECK(pass_fuse_add_norm(g, &cx) == SB_OK);
+    char *after = ir_print_str(g);
+    CHECK(!strcmp(before, after));
+    free(after);
+    cx.target = &t;
+    CHECK(pass_fuse_add_norm(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+    int nf = 0, nadd = 0;
+    for (int i = 0; i < g->n_nodes; i++) nf += g->nodes[i].op == IR_OP_ADD_RMS_NORM_QUANT, nadd += g->nodes[i].op == IR_OP_ADD;
+    CHECK_EQ_INT(nf, 1);
+    CHECK_EQ_INT(nadd, 1); /* the bias add */
+    free(before);
+    ir_graph_free(g);
+}
+
+/* a RESULT must sit right after its producer (and its lower results) */
+static void test_verify_results(void) {
+    ir_graph *g = new_graph();
+    ir_ref a = ir_input_weight(g, "a", SB_TYPE_F32, (int64_t[4]){256, 2, 1, 1}), b = ir_input_weight(g, "b", SB_TYPE_F32, (int64_t[4]){256, 2, 1, 1});
+    ir_node f = ir_proto(IR_OP_ADD_RMS_NORM_QUANT);
+    f.dtype = SB_TYPE_Q8_K, f.src[0] = a, f.src[1] = b, f.fp[0] = 1e-6f;
+    ir_ref q = ir_append(g, &f);
+    ir_node r = ir_proto(IR_OP_RESULT);
+    r.src[0] = q, r.ip[0] = 1;
+    ir_ref res = ir_append(g, &r);
+    CHECK(q != IR_NONE && res == q + 1 && ir_verify(g) == SB_OK);
+    CHECK_EQ_INT(g->nodes[res].dtype, SB_TYPE_F32);
+    g->nodes[res].ip[0] = 2; /* no result 2 */
+    CHECK(ir_verify(g) != SB_OK);
+    g->nodes[res].ip[0] = 1;
+    ir_ref other = ir_add(g, a, b); /* a node between the producer and a second result */
+    (void)other;
+    ir_append(g, &r);
+    CHECK(ir_verify(g) != SB_OK);
+    ir_graph_free(g);
+}
+
 int main(void) {
     test_stack();
+    case_fuse_add_norm();
+    test_verify_results();
     case_dce();
     case_quantize_once();
     case_fuse_norm_quant();

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * graph/passes/fuse_add_norm.c — a residual add whose sum feeds a fused norm→quantize becomes one
+ * node with two results: the quantized normalised row (result 0, what the next matmul reads) and
+ * the sum itself (result 1, the residual stream the block's later add reads). One node, one
+ * dispatch and one barrier replace two, and the norm reads the sum while it is still in cache.
+ * Numerics are unchanged: the same f32 a + b, then the same norm, weight and rounding.
+ * Targets that run ADD_RMS_NORM_QUANT ask for it (plan_target.fuse_add_norm).
+ * Layer 2 (graph). Pre: fuse_norm_quant ran. Post: verified; the add is dropped.
+ *
+ * before:
+ *   %20 = add(%18, %19) : f32[256,2]
+ *   %21 = rms_norm_quant(%20, %10) eps=9.99999997e-07 : Q8_K[256,2]
+ *   ...
+ *   %30 = add(%20, %29) : f32[256,2]
+ * after:
+ *   %20 = add_rms_norm_quant(%18, %19, %10) eps=9.99999997e-07 : Q8_K[256,2]
+ *   %21 = result(%20) k=1 : f32[256,2]
+ *   ...
+ *   %30 = add(%21, %29) : f32[256,2]
+ * When nothing else reads the sum (the last layer's add before the output norm) no result node is
+ * made and the executor never writes the sum.
+ */
+#include "graph/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* q (an RMS_NORM_QUANT) reads an ADD of two f32 values of one shape (not a broadcast bias) */
+static bool fusable(const ir_graph *g, const ir_node *q) {
+    const ir_node *a = &g->nodes[q->src[0]];
+    if (a->op != IR_OP_ADD) return false;
+    const ir_node *x = &g->nodes[a->src[0]], *y = &g->nodes[a->src[1]];
+    return x->dtype == SB_TYPE_F32 && y->dtype == SB_TYPE_F32 && !memcmp(x->ne, y->ne, sizeof x->ne);
+}
+
+sb_status pass_fuse_add_norm(ir_graph *g, const pass_ctx *cx) {
+    if (cx->target && !cx->target->fuse_add_norm) return SB_OK;
+    const int32_t n = g->n_nodes;
+    int32_t *uses = malloc((size_t)(n ? n : 1) * sizeof *uses);
+    if (!uses) return sb_fail(SB_ERR_OOM, "fuse_add_norm: use counts");
+    sb_status st = ir_use_counts(g, uses);
+    bool changed = false;
+    for (int32_t i = 0; st == SB_OK && i < n; i++) {
+        ir_node *q = &g->nodes[i];
+        if (q->op != IR_OP_RMS_NORM_QUANT || !fusable(g, q)) continue;
+        const ir_ref add = q->src[0];
+        const ir_node *a = &g->nodes[add];
+        /* in place: the add's sources precede it, so they precede q; q depends on nothing else
+         * but its weight, so the add's other readers may all read the result after q */
+        q->op = IR_OP_ADD_RMS_NORM_QUANT;
+        q->src[2] = q->src[1];
+        q->src[0] = a->src[0], q->src[1] = a->src[1];
+        if (uses[add] > 1) {
+            ir_node r = ir_proto(IR_OP_RESULT);
+            r.src[0] = i;
+            r.ip[0] = 1;
+            ir_ref res = ir_append(g, &r);
+            if (res == IR_NONE) {
+                st = ir_graph_status(g);
+                break;
+            }
+            q = &g->nodes[i]; /* ir_append may move the array */
+            ir_set_name(g, res, "%s", g->nodes[add].name);
+            ir_replace_uses(g, add, res);
+        }
+        changed = true;
+    }
+    free(uses);
+    SB_TRY(st);
+    return changed ? ir_compact(g) : SB_OK;
+}
