@@ -311,7 +311,8 @@ SB_API sb_status sb_model_get_info(const sb_model *m, sb_model_info *out);
 
 /* Bytes of KV cache one position costs: K and V rows of every layer that owns a cache (Gemma 4's
  * shared-KV layers own none; its layers differ in width) at kv_type (SB_TYPE_F32 or SB_TYPE_F16).
- * 0 for a NULL model or another type. A session of n_ctx positions allocates n_ctx times this. */
+ * 0 for a NULL model or another type. A session of n_ctx positions allocates n_ctx times this,
+ * less what sliding-window rings save (sb_session_params.swa_full; sb_session_kv_bytes). */
 SB_API uint64_t sb_model_kv_bytes_per_token(const sb_model *m, int kv_type);
 
 /* The model's vocabulary, borrowed: valid while the model lives; sb_vocab_free on it is a no-op. */
@@ -337,7 +338,12 @@ typedef struct sb_session_params {
     int codegen;            /* 1 on (default): generated kernels where autotuning finds them faster; -1 off: hand-written only */
     int act_type;           /* activations of K-quant weights: SB_TYPE_Q8_K (default: rounded as llama.cpp's CPU rounds
                              * them, so the logits match its CPU) or SB_TYPE_Q8_1 (as llama.cpp's CUDA backend) */
-    int reserved[7];
+    int swa_full;           /* models with sliding-window layers (gemma3, gemma4): 0 (default) = a CPU session keeps
+                             * those layers' KV in rings of window + n_batch positions, so a long context costs the
+                             * full-attention layers' KV only (same logits); 1 = keep every position (llama.cpp's
+                             * --swa-full). A prefix cut deeper than the rings hold is recomputed. Any other value:
+                             * SB_ERR_INVALID_ARG. CUDA sessions always keep every position. */
+    int reserved[6];
 } sb_session_params;
 
 /* Values of sb_session_params.device. SB_DEVICE_AUTO (what `sb run` / `sb bench` use unless told
@@ -389,7 +395,12 @@ SB_API sb_status sb_session_get_logits(const sb_session *s, const float **logits
 /* Cached positions and the context length. */
 SB_API sb_status sb_session_get_state(const sb_session *s, int64_t *n_cached, int64_t *n_ctx);
 
-/* Forget cached positions >= n. */
+/* Bytes of KV cache the session holds, on the host or the device (0 for NULL). */
+SB_API uint64_t sb_session_kv_bytes(const sb_session *s);
+
+/* Forget cached positions >= n. When sliding-window rings (swa_full) no longer hold the window
+ * before n, positions [0, n) are evaluated again from the cached tokens: errors as
+ * sb_session_prefill, after which the cache is empty. */
 SB_API sb_status sb_session_truncate(sb_session *s, int64_t n);
 
 SB_API sb_status sb_session_get_stats(const sb_session *s, sb_session_stats *out);

@@ -110,7 +110,7 @@ SB_API sb_status sb_session_create(sb_model *m, const sb_session_params *p, sb_s
     rt_session_params rp = {0};
     if (p) rp = (rt_session_params){.n_ctx = p->n_ctx, .kv_type = p->kv_type, .n_threads = p->n_threads, .n_batch = p->n_batch,
                                  .device = p->device, .allow_ctx_extend = p->allow_ctx_extend, .cuda_graph = p->cuda_graphs,
-                                 .codegen = p->codegen, .act_type = p->act_type};
+                                 .codegen = p->codegen, .act_type = p->act_type, .swa_full = p->swa_full};
     sb_session *h = (sb_session *)calloc(1, sizeof *h);
     if (!h) return sb_fail(SB_ERR_OOM, "sb_session handle");
     sb_status s = rt_session_create(m->m, &rp, &h->s);
@@ -161,10 +161,11 @@ SB_API sb_status sb_session_get_state(const sb_session *s, int64_t *n_cached, in
     return SB_OK;
 }
 
+SB_API uint64_t sb_session_kv_bytes(const sb_session *s) { return s ? rt_session_kv_bytes(s->s) : 0; }
+
 SB_API sb_status sb_session_truncate(sb_session *s, int64_t n) {
     NEED(s && n >= 0, "sb_session_truncate");
-    rt_session_truncate(s->s, n);
-    return SB_OK;
+    return rt_session_truncate(s->s, n);
 }
 
 SB_API sb_status sb_session_get_stats(const sb_session *s, sb_session_stats *out) {

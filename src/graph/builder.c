@@ -50,6 +50,11 @@ ir_ref ir_input_pos(ir_graph *g, int64_t T) { return input(g, IR_OP_POS, "pos", 
 ir_ref ir_input_out_rows(ir_graph *g, int64_t n) { return input(g, IR_OP_OUT_ROWS, "out_rows", SB_TYPE_I32, (int64_t[4]){n, 1, 1, 1}); }
 ir_ref ir_input_weight(ir_graph *g, const char *name, int dtype, const int64_t ne[4]) { return input(g, IR_OP_WEIGHT, name, dtype, ne); }
 ir_ref ir_input_kv(ir_graph *g, const char *name, int dtype, const int64_t ne[4]) { return input(g, IR_OP_KV, name, dtype, ne); }
+ir_ref ir_input_kv_ring(ir_graph *g, const char *name, int dtype, const int64_t ne[4]) {
+    ir_ref r = input(g, IR_OP_KV, name, dtype, ne);
+    if (r != IR_NONE) g->nodes[r].ip[0] = 1;
+    return r;
+}
 
 // ---- ops ----
 

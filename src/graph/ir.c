@@ -135,6 +135,13 @@ void ir_replace_uses(ir_graph *g, ir_ref from, ir_ref to) {
     }
 }
 
+// ---- caches ----
+
+ir_ref ir_kv_root(const ir_graph *g, ir_ref c) {
+    while (c != IR_NONE && (g->nodes[c].op == IR_OP_KV_STORE || g->nodes[c].op == IR_OP_ROPE_STORE)) c = g->nodes[c].src[0];
+    return c != IR_NONE && g->nodes[c].op == IR_OP_KV ? c : IR_NONE;
+}
+
 // ---- results ----
 
 ir_ref ir_result_of(const ir_graph *g, ir_ref p, int k) {

@@ -107,8 +107,17 @@ ir_ref ir_input_pos(ir_graph *g, int64_t T);
 ir_ref ir_input_out_rows(ir_graph *g, int64_t n);
 /* A read-only weight of any sb_type, bound by name at run time. ne: 1..4 dims, unused = 1. */
 ir_ref ir_input_weight(ir_graph *g, const char *name, int dtype, const int64_t ne[4]);
-/* A K or V cache buffer [Dkv, C] (dtype F32 or F16), persistent session state bound by name. */
+/* A K or V cache buffer [Dkv, C] (dtype F32 or F16), persistent session state bound by name.
+ * Position p lives at row p. */
 ir_ref ir_input_kv(ir_graph *g, const char *name, int dtype, const int64_t ne[4]);
+/* The same as a ring: position p lives at row p mod C, so C rows hold the last C positions. Only
+ * sliding-window attention may read a ring, and only one of at least window + T - 1 rows (the T
+ * tokens of a step are stored before any of them attends); the verifier checks both. Positions
+ * are not bounded by C (the caller bounds them by its context). */
+ir_ref ir_input_kv_ring(ir_graph *g, const char *name, int dtype, const int64_t ne[4]);
+/* KV: is it a ring; and the KV input a cache value (kv, kv_store, rope_store chain) writes into */
+static inline bool ir_kv_is_ring(const ir_node *kv) { return kv->ip[0] == 1; }
+ir_ref ir_kv_root(const ir_graph *g, ir_ref cache);
 
 // ---- builder: ops (all results f32 unless said) ----
 

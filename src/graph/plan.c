@@ -316,7 +316,7 @@ sb_status plan_check_bindings(const plan *p, void *const *data, int32_t n_data, 
         }
         if (n->op == IR_OP_KV && pos)
             for (int64_t t = 0; t < T; t++)
-                if (pos[t] < 0 || pos[t] >= n->ne[1])
+                if (pos[t] < 0 || (pos[t] >= n->ne[1] && !ir_kv_is_ring(n)))
                     return sb_fail(pos[t] < 0 ? SB_ERR_RANGE : SB_ERR_CONTEXT_FULL,
                                    "plan: position %d at row %lld outside the cache \"%s\" of %lld positions", pos[t],
                                    (long long)t, n->name, (long long)n->ne[1]);

@@ -123,7 +123,8 @@ int32_t plan_find_input(const plan *p, const char *name);
 int32_t plan_find_output(const plan *p, const char *name);
 /* Check the data bound to a plan's inputs before a run, for any executor: n_data equals the input
  * count, every slot but out_rows is bound, token ids lie inside their embedding's rows, positions
- * inside every KV cache (SB_ERR_CONTEXT_FULL past the end), out_rows inside [0, T). On success
+ * >= 0 and inside every KV cache that is not a ring (SB_ERR_CONTEXT_FULL past the end), out_rows
+ * inside [0, T). On success
  * *out_rows is the bound out_rows data or left NULL (the last rows). Nothing is written. */
 sb_status plan_check_bindings(const plan *p, void *const *data, int32_t n_data, const int32_t **out_rows);
 

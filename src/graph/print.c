@@ -18,6 +18,9 @@
 static void print_params(const ir_node *n, FILE *f) {
     switch (n->op) {
     case IR_OP_RMS_NORM: fprintf(f, " eps=%.9g", n->fp[0]); break;
+    case IR_OP_KV:
+        if (ir_kv_is_ring(n)) fprintf(f, " ring");
+        break;
     case IR_OP_SCALE: fprintf(f, " s=%.9g", n->fp[0]); break;
     case IR_OP_SOFTCAP: fprintf(f, " cap=%.9g", n->fp[0]); break;
     case IR_OP_ROPE:

@@ -87,6 +87,7 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         if (n->op == IR_OP_KV && (n->dtype != SB_TYPE_F32 && n->dtype != SB_TYPE_F16))
             FAIL("kv \"%s\": dtype must be f32 or f16", n->name);
         if (n->op == IR_OP_KV && (ne[2] != 1 || ne[3] != 1)) FAIL("kv \"%s\": must be [Dkv, C]", n->name);
+        if (n->op == IR_OP_KV && (n->ip[0] < 0 || n->ip[0] > 1)) FAIL("kv \"%s\": ring flag %d", n->name, n->ip[0]);
         if (ne[0] % qk_get(n->dtype)->blck) FAIL("weight \"%s\": ne0 %lld not a multiple of the block", n->name, (long long)ne[0]);
         if (!n->name[0]) FAIL("%s: needs a name", oi->name);
         break;

@@ -4,13 +4,32 @@
  * Layer 2 (graph). Checks: op in range, sources strictly earlier (topological order), arity,
  * shape and dtype equal to what the op's shape function derives, inputs named, OUTPUT names
  * unique, kv_store chains rooted at a kv input, select_rows rows from an i32 input, every RESULT
- * right after its producer and its lower results.
+ * right after its producer and its lower results, ring caches read only by windowed attention
+ * of at most C - window + 1 tokens.
  * Failure: SB_ERR_INTERNAL naming the node index, op and reason (a pass or builder bug).
  * Non-goals: checking numerics or bound data (the executor validates data per run).
  */
 #include "graph/ir.h"
 
 #include <string.h>
+
+/* attention node i may read a ring cache only with a window, and one of >= window + T - 1 rows */
+static sb_status check_ring_reader(const ir_graph *g, int32_t i) {
+    const ir_node *n = &g->nodes[i];
+    const ir_ref rk = ir_kv_root(g, n->src[1]), rv = ir_kv_root(g, n->src[2]);
+    const bool ring_k = rk != IR_NONE && ir_kv_is_ring(&g->nodes[rk]), ring_v = rv != IR_NONE && ir_kv_is_ring(&g->nodes[rv]);
+    if ((ring_k || ring_v) && (ring_k != ring_v || g->nodes[rk].ne[1] != g->nodes[rv].ne[1]))
+        return sb_fail(SB_ERR_INTERNAL, "ir verify: attention %%%d reads K and V caches of different ring lengths", (int)i);
+    for (int j = 1; j <= 2; j++) {
+        ir_ref kv = ir_kv_root(g, n->src[j]);
+        if (kv == IR_NONE || !ir_kv_is_ring(&g->nodes[kv])) continue;
+        const int64_t C = g->nodes[kv].ne[1], W = ir_attn_of(n).window, T = g->nodes[n->src[0]].ne[2];
+        if (W <= 0 || C < W + T - 1)
+            return sb_fail(SB_ERR_INTERNAL, "ir verify: attention %%%d reads the ring cache \"%s\" of %lld rows with window %lld and %lld tokens "
+                           "(a ring needs a window and window + T - 1 rows)", (int)i, g->nodes[kv].name, (long long)C, (long long)W, (long long)T);
+    }
+    return SB_OK;
+}
 
 sb_status ir_verify(const ir_graph *g) {
     if (g->status != SB_OK) return sb_fail(g->status, "ir: the graph recorded an earlier failure");
@@ -43,6 +62,7 @@ sb_status ir_verify(const ir_graph *g) {
                 return sb_fail(SB_ERR_INTERNAL, "ir verify: result %%%d of %%%d is not right after its producer and its lower results",
                                (int)i, (int)n->src[0]);
         }
+        if (n->op == IR_OP_ATTENTION) SB_TRY(check_ring_reader(g, i));
         if (n->op == IR_OP_SELECT_ROWS && g->nodes[n->src[1]].op != IR_OP_OUT_ROWS)
             return sb_fail(SB_ERR_INTERNAL, "ir verify: select_rows %%%d rows must come from out_rows", (int)i);
     }

@@ -91,11 +91,14 @@ typedef struct op_attn_args {
     int ctype;              /* cache type: SB_TYPE_F32 | SB_TYPE_F16 */
     float scale, softcap;   /* softcap 0 = none */
     int32_t window;         /* 0 = none */
+    int64_t ring;           /* 0: position j at cache row j; else a ring of this many rows (row j mod ring) */
 } op_attn_args;
 /* the attention's softmax over scores[0, n) given their max mx, in place: e = expf(s - mx), summed in
  * double; returns 1/sum as a float (the probabilities are e * that). op_attention's rule, one copy for
  * every CPU attention that reproduces it. */
 float op_softmax_exp(float *scores, int64_t n, float mx);
+/* the cache row of position j */
+static inline int64_t op_kv_row(const op_attn_args *a, int64_t j) { return a->ring ? j % a->ring : j; }
 /* dst [D*Hq,T] for the (t,h) pairs i in [i0,i1) with i = t*Hq + h. scores = scratch of
  * max(pos)+1 floats. */
 void op_attention(float *dst, const float *q, const void *k, const void *v, const int32_t *pos,

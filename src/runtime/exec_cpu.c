@@ -130,6 +130,7 @@ typedef struct run {
     const void *s[IR_MAX_SRC];
     op_rope_args rope;
     op_attn_args attn;
+    int64_t ring;    /* the cache a store writes: its ring length, 0 = not a ring */
     const float *xf; /* matmul activation as f32 */
 } run;
 
@@ -325,7 +326,7 @@ static op_rope_args rope_args(const ir_node *n, const ir_node *x, const float *f
 }
 
 /* ROPE_STORE: token t's rotated row in this thread's scratch (op_rope's math), then into the
- * cache column pos[t] (op_kv_store's rounding) — the bits of ROPE followed by KV_STORE */
+ * cache column of pos[t] (op_kv_store's rounding) — the bits of ROPE followed by KV_STORE */
 static void k_rope_store(void *c, int64_t b, int64_t e, int tid) {
     const run *r = c;
     const int64_t DH = r->rope.D * r->rope.H;
@@ -333,7 +334,8 @@ static void k_rope_store(void *c, int64_t b, int64_t e, int tid) {
     const int32_t *pos = r->s[2];
     for (int64_t t = b; t < e; t++) {
         op_rope(row, (const float *)r->s[1] + t * DH, pos + t, &r->rope, 0, 1);
-        op_kv_store(r->dst, r->n->dtype, r->n->ne[0], row, pos + t, 1);
+        const int32_t at = r->ring ? (int32_t)(pos[t] % r->ring) : pos[t];
+        op_kv_store(r->dst, r->n->dtype, r->n->ne[0], row, &at, 1);
     }
 }
 
@@ -431,7 +433,7 @@ AVX2_ATTR static void att_block_avx2(const run *r, int64_t task, float *scr) {
     const int64_t nj = jhi - jlo + 1, njp = (nj + 7) & ~(int64_t)7;
     float *kt = scr, *vf = kt + D * njp, *sc = vf + D * njp;
     for (int64_t jj = 0; jj < nj; jj++) {
-        const int64_t base = (jlo + jj) * Dkv + kvh * D;
+        const int64_t base = op_kv_row(a, jlo + jj) * Dkv + kvh * D;
         for (int64_t d = 0; d < D; d++) {
             kt[d * njp + jj] = f16 ? qk_fp16_to_fp32(((const uint16_t *)r->s[1])[base + d]) : ((const float *)r->s[1])[base + d];
             vf[jj * D + d] = f16 ? qk_fp16_to_fp32(((const uint16_t *)r->s[2])[base + d]) : ((const float *)r->s[2])[base + d];
@@ -535,7 +537,7 @@ static void k_attention(void *c, int64_t b, int64_t e, int tid) {
         const int64_t lo = (a->window > 0 && p - a->window + 1 > 0) ? p - a->window + 1 : 0;
         float mx = -INFINITY;
         for (int64_t j = lo; j <= p; j++) {
-            const int64_t base = j * Dkv + kvh * D;
+            const int64_t base = op_kv_row(a, j) * Dkv + kvh * D;
             float sc = f16 ? fn.dot_f16(qv, (const uint16_t *)r->s[1] + base, D) : fn.dot_f32(qv, (const float *)r->s[1] + base, D);
             sc *= a->scale;
             if (a->softcap > 0.0f) sc = tanhf(sc / a->softcap) * a->softcap;
@@ -545,12 +547,33 @@ static void k_attention(void *c, int64_t b, int64_t e, int tid) {
         const float inv = op_softmax_exp(scores, p - lo + 1, mx);
         for (int64_t d = 0; d < D; d++) out[d] = 0.0f;
         for (int64_t j = lo; j <= p; j++) {
-            const int64_t base = j * Dkv + kvh * D;
+            const int64_t base = op_kv_row(a, j) * Dkv + kvh * D;
             if (f16)
                 fn.axpy_f16(out, scores[j - lo] * inv, (const uint16_t *)r->s[2] + base, D);
             else
                 fn.axpy_f32(out, scores[j - lo] * inv, (const float *)r->s[2] + base, D);
         }
+    }
+}
+
+/* the ring length of the cache value c writes into or is (0: not a ring) */
+static int64_t cache_ring(const ir_graph *g, ir_ref c) {
+    const ir_ref kv = ir_kv_root(g, c);
+    return kv != IR_NONE && ir_kv_is_ring(&g->nodes[kv]) ? g->nodes[kv].ne[1] : 0;
+}
+
+/* KV_STORE of T rows at their positions' cache rows */
+static void kv_store_rows(const run *r, int64_t T) {
+    const ir_node *n = r->n;
+    const int32_t *pos = r->s[2];
+    const int64_t ring = cache_ring(r->g, (ir_ref)(n - r->g->nodes));
+    if (!ring) {
+        op_kv_store(r->dst, n->dtype, n->ne[0], r->s[1], pos, T);
+        return;
+    }
+    for (int64_t t = 0; t < T; t++) {
+        const int32_t at = (int32_t)(pos[t] % ring);
+        op_kv_store(r->dst, n->dtype, n->ne[0], (const float *)r->s[1] + t * n->ne[0], &at, 1);
     }
 }
 
@@ -664,19 +687,21 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
         }
         case IR_OP_ROPE_STORE: {
             const ir_node *x = src(&r, 1);
+            r.ring = cache_ring(p->g, i);
             r.rope = rope_args(n, x, n->src[3] != IR_NONE ? r.s[3] : NULL);
             par(pool, nt, x->ne[2], ir_nelem(x), k_rope_store, &r);
             break;
         }
         case IR_OP_KV_STORE: {
             const ir_node *x = src(&r, 1);
-            op_kv_store(r.dst, n->dtype, n->ne[0], r.s[1], r.s[2], x->ne[1]);
+            kv_store_rows(&r, x->ne[1]);
             break;
         }
         case IR_OP_ATTENTION: {
             const ir_node *q = src(&r, 0), *k = src(&r, 1);
             r.attn = (op_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = ir_attn_of(n).n_head_kv, .ctype = k->dtype, .scale = ir_attn_of(n).scale,
-                                    .softcap = ir_attn_of(n).softcap, .window = ir_attn_of(n).window};
+                                    .softcap = ir_attn_of(n).softcap, .window = ir_attn_of(n).window,
+                                    .ring = cache_ring(p->g, n->src[1])};
             int64_t pairs = q->ne[1] * q->ne[2];
             if (q->ne[2] >= 2 && cpu_isa_active() >= CPU_ISA_AVX2) {
                 int64_t tasks = ir_attn_of(n).n_head_kv * ((q->ne[2] + ATT_TB - 1) / ATT_TB);

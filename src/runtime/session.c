@@ -34,7 +34,10 @@ typedef struct plan_entry {
 struct rt_session {
     const rt_model *m;
     rt_session_params prm;
-    void **kv;          /* [2*n_layer]: K of layer l at 2l, V at 2l+1, each [Dkv, n_ctx] of kv_type */
+    void **kv;          /* [2*n_layer]: K of layer l at 2l, V at 2l+1, each [Dkv, n_ctx] of kv_type (ring rows for a
+                         * sliding-window layer when swa_ring > 0) */
+    int64_t swa_ring;   /* rows of each sliding-window layer's ring cache; 0 = no rings */
+    uint64_t kv_bytes;  /* allocated for all layers */
     int32_t *cached;    /* [n_ctx] tokens whose K/V are in the cache */
     int64_t n_cached;
     plan_entry plans[RT_MAX_PLANS];
@@ -150,6 +153,7 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
     if (prm.cuda_graph < -1 || prm.cuda_graph > 1)
         return sb_fail(SB_ERR_INVALID_ARG, "session: cuda_graphs %d (0 default, 1 on, -1 off)", prm.cuda_graph);
     if (prm.codegen < -1 || prm.codegen > 1) return sb_fail(SB_ERR_INVALID_ARG, "session: codegen %d (0 default, 1 on, -1 off)", prm.codegen);
+    if (prm.swa_full < 0 || prm.swa_full > 1) return sb_fail(SB_ERR_INVALID_ARG, "session: swa_full %d (0 rings, 1 full)", prm.swa_full);
     if (prm.act_type != 0 && prm.act_type != SB_TYPE_Q8_K && prm.act_type != SB_TYPE_Q8_1)
         return sb_fail(SB_ERR_INVALID_ARG, "session: act_type %d (0 default, SB_TYPE_Q8_K or SB_TYPE_Q8_1)", prm.act_type);
     rt_session *s = (rt_session *)calloc(1, sizeof *s);
@@ -162,6 +166,9 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
     for (int64_t l = 0; l < hp->n_layer; l++) kv_total += 2 * (uint64_t)rt_hp_kv_dim(hp, l) * kv_elem;
     const bool automatic = prm.device == 2;
     if (automatic) s->prm.device = prm.device = auto_device(m, kv_total, prm.n_ctx);
+    /* rings where the CPU runs a sliding-window model and they are shorter than the context */
+    if (prm.device == 0 && hp->n_swa > 0 && !prm.swa_full && hp->n_swa + prm.n_batch < prm.n_ctx) s->swa_ring = hp->n_swa + prm.n_batch;
+    const uint64_t ring_elem = (uint64_t)s->swa_ring * (uint64_t)qk_get(prm.kv_type)->type_size;
     sb_status st = SB_OK;
     s->kv = (void **)calloc((size_t)(2 * hp->n_layer), sizeof *s->kv);
     s->cached = (int32_t *)malloc((size_t)prm.n_ctx * sizeof *s->cached);
@@ -170,8 +177,9 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
     s->logits = (float *)malloc((size_t)hp->n_vocab * sizeof *s->logits);
     if (!s->kv || !s->cached || !s->tok_buf || !s->pos_buf || !s->logits) st = sb_fail(SB_ERR_OOM, "session buffers");
     for (int64_t i = 0; st == SB_OK && i < 2 * hp->n_layer; i++) {
-        const uint64_t kv_bytes = (uint64_t)rt_hp_kv_dim(hp, i / 2) * kv_elem;
+        const uint64_t kv_bytes = (uint64_t)rt_hp_kv_dim(hp, i / 2) * (s->swa_ring && hp->is_swa[i / 2] ? ring_elem : kv_elem);
         if (!kv_bytes) continue; /* a layer reading another layer's cache (gemma4 shared KV) */
+        s->kv_bytes += kv_bytes;
         s->kv[i] = calloc(1, (size_t)kv_bytes);
         if (!s->kv[i])
             st = sb_fail(SB_ERR_OOM, "session: KV cache: %llu bytes for layer %lld (%llu for all %lld layers, n_ctx %lld)",
@@ -268,7 +276,7 @@ static sb_status get_plan(rt_session *s, int64_t T, int64_t n_out, plan_entry **
     drop_plan(s, victim);
     ir_graph *g;
     SB_TRY(ir_graph_create(&g));
-    rt_build b = {.g = g, .m = s->m, .T = T, .n_out = n_out, .n_ctx = s->prm.n_ctx, .kv_type = s->prm.kv_type};
+    rt_build b = {.g = g, .m = s->m, .T = T, .n_out = n_out, .n_ctx = s->prm.n_ctx, .n_swa_ring = s->swa_ring, .kv_type = s->prm.kv_type};
     sb_status st = rt_build_decoder(&b);
     if (st == SB_OK) {
         plan_target t;
@@ -361,11 +369,19 @@ sb_status rt_session_eval(rt_session *s, const int32_t *tokens, int64_t n, bool 
     return SB_OK;
 }
 
+/* Can evaluation resume at position n < n_cached? The sliding-window rings must still hold the
+ * window before n: positions [n - window + 1, n) must not be among the overwritten [0, n_cached - ring). */
+static bool rings_hold(const rt_session *s, int64_t n) {
+    if (!s->swa_ring || n == 0 || s->n_cached <= s->swa_ring) return true;
+    return n - s->m->hp.n_swa + 1 >= s->n_cached - s->swa_ring;
+}
+
 sb_status rt_session_prefill(rt_session *s, const int32_t *tokens, int64_t n, int64_t *n_reused) {
     if (n <= 0) return sb_fail(SB_ERR_INVALID_ARG, "session: empty prompt");
     int64_t common = 0;
     while (common < s->n_cached && common < n && s->cached[common] == tokens[common]) common++;
     if (common == n) common = n - 1; /* re-evaluate the last token: its logits are needed */
+    if (!rings_hold(s, common)) common = 0; /* the window before the cut was overwritten: recompute */
     if (n_reused) *n_reused = common;
     s->n_cached = common;
     sb_status st = rt_session_eval(s, tokens + common, n - common, false, NULL);
@@ -373,9 +389,23 @@ sb_status rt_session_prefill(rt_session *s, const int32_t *tokens, int64_t n, in
     return st;
 }
 
-void rt_session_truncate(rt_session *s, int64_t n) {
-    if (n >= 0 && n < s->n_cached) s->n_cached = n;
+sb_status rt_session_truncate(rt_session *s, int64_t n) {
+    if (n < 0 || n >= s->n_cached) return SB_OK;
+    if (rings_hold(s, n)) {
+        s->n_cached = n;
+        return SB_OK;
+    }
+    int32_t *tokens = (int32_t *)malloc((size_t)n * sizeof *tokens);
+    if (!tokens) return sb_fail(SB_ERR_OOM, "session: %lld tokens to re-evaluate", (long long)n);
+    memcpy(tokens, s->cached, (size_t)n * sizeof *tokens);
+    s->n_cached = 0;
+    sb_status st = rt_session_eval(s, tokens, n, false, NULL);
+    free(tokens);
+    if (st != SB_OK) s->n_cached = 0;
+    return st;
 }
+
+uint64_t rt_session_kv_bytes(const rt_session *s) { return s->kv_bytes; }
 
 const float *rt_session_logits(const rt_session *s) { return s->have_logits ? s->logits : NULL; }
 int64_t rt_session_n_cached(const rt_session *s) { return s->n_cached; }

@@ -3,11 +3,15 @@
  * runtime/session.h — one inference stream over a shared, read-only model: the KV cache, the plans
  * (one per shape: decode T=1, prefill per batch size), the arena, prefix reuse, logits.
  * Layer 2 (runtime).
- * Invariants: positions 0..n_cached-1 of the KV cache hold the K/V of tokens cached[0..n_cached);
- * evaluation appends at n_cached; nothing is allocated on the decode path once its plan exists.
+ * Invariants: positions 0..n_cached-1 of the KV cache hold the K/V of tokens cached[0..n_cached)
+ * — except that a CPU session of a sliding-window model keeps those layers in rings of window +
+ * n_batch rows (the last positions only; swa_full keeps them whole), so a prefix cut deeper than
+ * the ring still holds is recomputed from the tokens; evaluation appends at n_cached; nothing is
+ * allocated on the decode path once its plan exists.
  * Thread safety: a session is used by one thread at a time; any number of sessions may share a
  * model concurrently.
- * Non-goals: several sequences per session, paged KV, context shifting (overflow is an error).
+ * Non-goals: several sequences per session, paged KV (runtime/batch), context shifting (overflow is
+ * an error).
  */
 #ifndef SB_RUNTIME_SESSION_H
 #define SB_RUNTIME_SESSION_H
@@ -32,6 +36,8 @@ typedef struct rt_session_params {
     int act_type;       /* CUDA only: K-quant activations, 0 = default (q8_K), SB_TYPE_Q8_K or SB_TYPE_Q8_1 */
     int allow_ctx_extend; /* 1: n_ctx may exceed the model's trained context (a SB_LOG_WARN says so); 0: such an
                            * n_ctx is SB_ERR_INVALID_ARG naming both lengths */
+    int swa_full;       /* 1: sliding-window layers keep all n_ctx positions; 0: a CPU session keeps them in rings of
+                         * window + n_batch rows (CUDA sessions always keep them whole) */
 } rt_session_params;
 
 typedef struct rt_session_stats {
@@ -58,8 +64,12 @@ sb_status rt_session_eval(rt_session *s, const int32_t *tokens, int64_t n, bool 
  * logits are fresh). *n_reused (may be NULL) receives the tokens taken from the cache. */
 sb_status rt_session_prefill(rt_session *s, const int32_t *tokens, int64_t n, int64_t *n_reused);
 
-/* Drop cached positions >= n (n <= n_cached). */
-void rt_session_truncate(rt_session *s, int64_t n);
+/* Drop cached positions >= n (n <= n_cached; larger n changes nothing). When a sliding-window ring
+ * no longer holds the window before n, positions [0, n) are evaluated again from the cached tokens
+ * (errors as rt_session_eval; the cache is then empty). */
+sb_status rt_session_truncate(rt_session *s, int64_t n);
+/* Bytes of KV cache the session holds (host or device). */
+uint64_t rt_session_kv_bytes(const rt_session *s);
 
 /* The last evaluated position's logits (n_vocab floats), or NULL before any evaluation. */
 const float *rt_session_logits(const rt_session *s);

@@ -54,6 +54,8 @@ static void usage(FILE *f) {
             "      --log-disable       no speed summary and no -v details on stderr\n"
             "      --check-tensors     scan every weight for NaN/Inf at load (1-D weights always are)\n"
             "      --allow-long-context  allow -c above the model's trained context length (with a warning)\n"
+            "      --swa-full          sliding-window layers keep every position (default on the CPU: a ring of\n"
+            "                          window + batch positions, same output, less memory)\n"
             "      --no-mmap           read the model into memory instead of mapping it (survives the\n"
             "                          file being truncated or rewritten while running)\n"
             "  -v, --verbose           model, seed, device and plan details on stderr\n"
@@ -69,7 +71,7 @@ typedef struct run_opts {
     size_t n_stop;
     int64_t n_predict, n_ctx, n_batch, n_ubatch, threads, last_n, top_k;
     uint64_t seed;
-    int seed_random, device, chat, verbose, parse_special, check, escape, show_prompt, color, quiet, ignore_eos, long_ctx, no_mmap;
+    int seed_random, device, chat, verbose, parse_special, check, escape, show_prompt, color, quiet, ignore_eos, long_ctx, no_mmap, swa_full;
     int cuda_graphs, codegen, act_type; /* the CUDA settings of sb_session_params (0: the defaults) */
     sb_sampler_params sp;
 } run_opts;
@@ -165,6 +167,7 @@ static int parse_main_flag(run_opts *o, int argc, char **argv, int *i, int *rc) 
     else if (!strcmp(a, "--parse-special")) o->parse_special = 1;
     else if (!strcmp(a, "--check-tensors")) o->check = 1;
     else if (!strcmp(a, "--allow-long-context")) o->long_ctx = 1;
+    else if (!strcmp(a, "--swa-full")) o->swa_full = 1;
     else if (!strcmp(a, "--no-mmap")) o->no_mmap = 1;
     else if (!strcmp(a, "--cuda-graphs") || !strcmp(a, "--codegen") || !strcmp(a, "--act-type")) *rc = parse_cuda_setting(o, argc, argv, i);
     else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
@@ -295,6 +298,7 @@ static sb_status create_session(const run_opts *o, sb_model *m, sb_session **s) 
     ssp.kv_type = strcmp(o->kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
     ssp.device = o->device;
     ssp.allow_ctx_extend = o->long_ctx;
+    ssp.swa_full = o->swa_full;
     ssp.cuda_graphs = o->cuda_graphs;
     ssp.codegen = o->codegen;
     ssp.act_type = o->act_type;

@@ -15,11 +15,13 @@
 
 #include "runtime/model.h"
 
-/* Graph-building context for one shape (T tokens, n_out logit rows, KV length n_ctx). */
+/* Graph-building context for one shape (T tokens, n_out logit rows, KV length n_ctx; sliding-window
+ * layers' caches are rings of n_swa_ring rows when that is > 0). */
 typedef struct rt_build {
     ir_graph *g;
     const rt_model *m;
     int64_t T, n_out, n_ctx;
+    int64_t n_swa_ring;         /* 0: every cache holds n_ctx positions */
     int kv_type;                /* SB_TYPE_F32 or SB_TYPE_F16 */
     sb_status status;           /* first binding failure (message in sb_last_error at that time) */
     char error[512];
@@ -30,6 +32,10 @@ typedef struct rt_build {
  * unsupported type; returns IR_NONE silently when optional and absent. */
 ir_ref rt_weight(rt_build *b, bool required, int64_t ne0, int64_t ne1, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* Layer l's K (kind 'k') or V ('v') cache input, "cache_k.<l>" of [Dkv, n_ctx] — a ring of
+ * n_swa_ring rows for a sliding-window layer when the session keeps rings. */
+ir_ref rt_kv_cache(rt_build *b, int64_t l, char kind, int64_t Dkv);
 
 /* Build the forward graph of the model for b->T tokens into b->g: logits [n_vocab, n_out] as
  * output "logits". */

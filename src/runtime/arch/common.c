@@ -238,6 +238,14 @@ static ir_ref bias(rt_build *b, ir_ref x, ir_ref bias_w) {
     return bias_w == IR_NONE ? x : ir_add(b->g, x, bias_w);
 }
 
+ir_ref rt_kv_cache(rt_build *b, int64_t l, char kind, int64_t Dkv) {
+    char name[32];
+    snprintf(name, sizeof name, "cache_%c.%lld", kind, (long long)l);
+    if (b->n_swa_ring > 0 && b->m->hp.is_swa[l])
+        return ir_input_kv_ring(b->g, name, b->kv_type, (int64_t[4]){Dkv, b->n_swa_ring, 1, 1});
+    return ir_input_kv(b->g, name, b->kv_type, (int64_t[4]){Dkv, b->n_ctx, 1, 1});
+}
+
 sb_status rt_build_decoder(rt_build *b) {
     if (b->m->arch && b->m->arch->build) return b->m->arch->build(b);
     const rt_hparams *hp = &b->m->hp;
@@ -272,13 +280,8 @@ sb_status rt_build_decoder(rt_build *b) {
                              .freq_scale = swa ? hp->rope_freq_scale_swa : hp->rope_freq_scale};
         q = ir_rope(g, q, pos, freqs, &rp);
         k = ir_rope(g, k, pos, freqs, &rp);
-        char kname[32], vname[32];
-        snprintf(kname, sizeof kname, "cache_k.%lld", (long long)l);
-        snprintf(vname, sizeof vname, "cache_v.%lld", (long long)l);
-        ir_ref kc = ir_input_kv(g, kname, b->kv_type, (int64_t[4]){Dkv, b->n_ctx, 1, 1});
-        ir_ref vc = ir_input_kv(g, vname, b->kv_type, (int64_t[4]){Dkv, b->n_ctx, 1, 1});
-        kc = ir_kv_store(g, kc, ir_reshape(g, k, (int64_t[4]){Dkv, T, 1, 1}), pos);
-        vc = ir_kv_store(g, vc, v, pos);
+        ir_ref kc = ir_kv_store(g, rt_kv_cache(b, l, 'k', Dkv), ir_reshape(g, k, (int64_t[4]){Dkv, T, 1, 1}), pos);
+        ir_ref vc = ir_kv_store(g, rt_kv_cache(b, l, 'v', Dkv), v, pos);
         ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = hp->attn_scale,
                              .window = swa ? hp->n_swa : 0, .softcap = 0};
         ir_ref a = ir_attention(g, q, kc, vc, pos, &ap);

@@ -177,11 +177,7 @@ static ir_ref attention(g4 *c, int64_t l, ir_ref h) {
         ir_ref k = norm(c, ir_reshape(g, kr, (int64_t[4]){hd, nkv, T, 1}), rt_weight(c->b, true, hd, 0, "blk.%lld.attn_k_norm.weight", L));
         k = ir_rope(g, k, c->pos, ff, &rp);
         ir_ref v = ir_rms_norm(g, ir_reshape(g, vr, (int64_t[4]){hd, nkv, T, 1}), hp->eps);
-        char kname[32], vname[32];
-        snprintf(kname, sizeof kname, "cache_k.%lld", L);
-        snprintf(vname, sizeof vname, "cache_v.%lld", L);
-        ir_ref kc = ir_input_kv(g, kname, c->b->kv_type, (int64_t[4]){Dkv, c->b->n_ctx, 1, 1});
-        ir_ref vc = ir_input_kv(g, vname, c->b->kv_type, (int64_t[4]){Dkv, c->b->n_ctx, 1, 1});
+        ir_ref kc = rt_kv_cache(c->b, l, 'k', Dkv), vc = rt_kv_cache(c->b, l, 'v', Dkv);
         c->kc[l] = ir_kv_store(g, kc, ir_reshape(g, k, (int64_t[4]){Dkv, T, 1, 1}), c->pos);
         c->vc[l] = ir_kv_store(g, vc, ir_reshape(g, v, (int64_t[4]){Dkv, T, 1, 1}), c->pos);
     }
