@@ -305,8 +305,8 @@ static sb_status create_session(const run_opts *o, sb_model *m, sb_session **s) 
     sb_status st = sb_session_create(m, &ssp, s);
     if (st == SB_OK && o->verbose) fprintf(stderr, "device: %s\n", sb_session_device(*s) == SB_DEVICE_CUDA ? "cuda (GPU 0)" : "cpu");
     if (st == SB_OK && o->verbose)
-        fprintf(stderr, "kv cache: %llu bytes per token (%s)\n", (unsigned long long)sb_model_kv_bytes_per_token(m, ssp.kv_type),
-                ssp.kv_type == SB_TYPE_F16 ? "f16" : "f32");
+        fprintf(stderr, "kv cache: %llu bytes per token (%s), %.1f MiB held\n", (unsigned long long)sb_model_kv_bytes_per_token(m, ssp.kv_type),
+                ssp.kv_type == SB_TYPE_F16 ? "f16" : "f32", sb_session_kv_bytes(*s) / 1048576.0);
     return st;
 }
 
