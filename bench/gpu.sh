@@ -17,17 +17,24 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # a GPU machine whose image cannot configure the build (the device tool's has no libpcre2-dev)
 if [ "${1:-}" = "--pack" ]; then
     B=${2:?usage: bench/gpu.sh --pack BUILD_DIR}
-    S=$(mktemp -d) && rm -rf "$ROOT/.gpubin" && mkdir -p "$ROOT/.gpubin" &&
+    S=$(mktemp -d) && rm -rf "$ROOT/.gpubin/prebuilt.tar.xz" "$ROOT/.gpubin/pcre2" "$ROOT/.gpubin/cjson" "$ROOT/.gpubin/mhd" && mkdir -p "$ROOT/.gpubin" &&
     cp "$B/sb" "$B/tests/runtime_test_cuda_ops" "$B/tests/runtime_test_cuda_models" "$S/" && { [ ! -x "$B/tests/runtime_test_cuda_codegen" ] || cp "$B/tests/runtime_test_cuda_codegen" "$S/"; } &&
     cp -L "$B/libsonicboom.so.0" "$S/libsonicboom.so.0" &&
     cp -L "$(ldconfig -p | awk '/libpcre2-8.so.0 / {print $NF; exit}')" "$S/libpcre2-8.so.0" &&
     tar cf - -C "$S" . | xz -T2 -6 --lzma2=preset=6,dict=64MiB >"$ROOT/.gpubin/prebuilt.tar.xz" && cp "$S/libpcre2-8.so.0" "$ROOT/.gpubin/" && rm -rf "$S" || exit 1
-    # and what the image lacks to configure the build itself: pcre2.h, the .so link, a relocatable .pc
-    P=$ROOT/.gpubin/pcre2 && mkdir -p "$P/include" "$P/lib/pkgconfig" &&
-    cp "$(pkg-config --variable=includedir libpcre2-8)/pcre2.h" "$P/include/" &&
-    cp "$ROOT/.gpubin/libpcre2-8.so.0" "$P/lib/libpcre2-8.so" && cp "$ROOT/.gpubin/libpcre2-8.so.0" "$P/lib/" &&
-    printf 'prefix=${pcfiledir}/../..\nlibdir=${prefix}/lib\nincludedir=${prefix}/include\n\nName: libpcre2-8\nDescription: PCRE2 8-bit (carried)\nVersion: %s\nLibs: -L${libdir} -lpcre2-8\nCflags: -I${includedir}\n' \
-        "$(pkg-config --modversion libpcre2-8)" >"$P/lib/pkgconfig/libpcre2-8.pc" && du -sh "$ROOT/.gpubin"
+    # and what the image lacks to configure the build itself: each library's headers, its .so (and
+    # the link name), a relocatable .pc — carry DIR PKG LIBNAME SONAME HEADER...
+    carry() {
+        local P=$ROOT/.gpubin/$1 pkg=$2 lib=$3 so=$4; shift 4
+        mkdir -p "$P/include" "$P/lib/pkgconfig" || return 1
+        for h in "$@"; do mkdir -p "$P/include/$(dirname "$h")" && cp "/usr/include/$h" "$P/include/$h" || return 1; done
+        cp -L "$(ldconfig -p | awk -v s="$so " '$1" " == s {print $NF; exit}')" "$P/lib/$so" && cp "$P/lib/$so" "$P/lib/lib$lib.so" &&
+        printf 'prefix=${pcfiledir}/../..\nlibdir=${prefix}/lib\nincludedir=${prefix}/include\n\nName: %s\nDescription: %s (carried)\nVersion: %s\nLibs: -L${libdir} -l%s\nCflags: -I${includedir}%s\n' \
+            "$pkg" "$pkg" "$(pkg-config --modversion "$pkg")" "$lib" "$([ "$pkg" = libcjson ] && echo ' -I${includedir}/cjson')" >"$P/lib/pkgconfig/$pkg.pc"
+    }
+    carry pcre2 libpcre2-8 pcre2-8 libpcre2-8.so.0 pcre2.h &&
+    carry cjson libcjson cjson libcjson.so.1 cjson/cJSON.h &&
+    carry mhd libmicrohttpd microhttpd libmicrohttpd.so.12 microhttpd.h && du -sh "$ROOT/.gpubin"
     exit $?
 fi
 OUTD=${1:-${OUT:-$ROOT/gpu-out}}
@@ -42,11 +49,13 @@ NP=$(nproc 2>/dev/null || echo 4)
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUTD/gpu.txt"
 
 # ---- build (sm_90 only: the five-architecture default takes much longer) ----
-# an image without libpcre2-dev: use the headers and .pc carried in .gpubin/pcre2 (--pack)
-if ! pkg-config --exists libpcre2-8 2>/dev/null && [ -d "$ROOT/.gpubin/pcre2/lib/pkgconfig" ]; then
-    export PKG_CONFIG_PATH="$ROOT/.gpubin/pcre2/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-    export LD_LIBRARY_PATH="$ROOT/.gpubin/pcre2/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
+# an image without libpcre2-dev / libcjson-dev / libmicrohttpd-dev: the headers and .pc carried in .gpubin (--pack)
+for c in pcre2:libpcre2-8 cjson:libcjson mhd:libmicrohttpd; do
+    if ! pkg-config --exists "${c#*:}" 2>/dev/null && [ -d "$ROOT/.gpubin/${c%%:*}/lib/pkgconfig" ]; then
+        export PKG_CONFIG_PATH="$ROOT/.gpubin/${c%%:*}/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+        export LD_LIBRARY_PATH="$ROOT/.gpubin/${c%%:*}/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
+done
 t0=$(date +%s)
 # SB_GPU_PREBUILT=1: skip the build, use the carried binaries (saves device time)
 if [ "${SB_GPU_PREBUILT:-0}" != 1 ] && cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUTD/cmake.log" 2>&1 &&
