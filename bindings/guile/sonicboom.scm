@@ -181,7 +181,7 @@
                    (n_ff ,int64) (n_ctx_train ,int64) (n_params ,uint64) (weight_bytes ,uint64))
     (sb_session_params (n_ctx ,int64) (kv_type ,int) (n_threads ,int) (n_batch ,int64)
                        (device ,int) (allow_ctx_extend ,int) (cuda_graphs ,int) (codegen ,int)
-                       (act_type ,int) (reserved (,int 7)))
+                       (act_type ,int) (swa_full ,int) (reserved (,int 6)))
     (sb_session_stats (n_prefill_tokens ,int64) (n_decode_tokens ,int64) (n_reused_tokens ,int64)
                       (prefill_seconds ,double) (decode_seconds ,double) (prefill_tok_s ,double)
                       (decode_tok_s ,double) (decode_gb_s ,double) (n_plans_built ,int64))

@@ -23,7 +23,7 @@ run_chat() { # prompt token count and chat format line of sb run --chat -v "$@"
 }
 n=$(run_chat -p "Hello")
 grep -q '^chat format: gemma4' "$tmp/err" && ok || bad "chat format: $(grep 'chat format' "$tmp/err")"
-grep -qx 'kv cache: 5120 bytes per token (f32)' "$tmp/err" && ok || bad "sb run -v: $(grep 'kv cache' "$tmp/err")"
+grep -qx 'kv cache: 5120 bytes per token (f32), [0-9.]* MiB held' "$tmp/err" && ok || bad "sb run -v: $(grep 'kv cache' "$tmp/err")"
 want=$((1 + $(count "<|turn>user${nl}Hello<turn|>${nl}<|turn>model${nl}<|channel>thought${nl}<channel|>")))
 [ "$n" = "$want" ] && ok || bad "one-word chat prompt: '$n' tokens, want $want"
 n=$(run_chat --system "Be brief." -p "Hello")

@@ -41,7 +41,7 @@ static void print_layouts(void) {
     FIELD(sb_session_params, n_ctx); FIELD(sb_session_params, kv_type); FIELD(sb_session_params, n_threads);
     FIELD(sb_session_params, n_batch); FIELD(sb_session_params, device);
     FIELD(sb_session_params, allow_ctx_extend); FIELD(sb_session_params, cuda_graphs); FIELD(sb_session_params, codegen);
-    FIELD(sb_session_params, act_type); FIELD(sb_session_params, reserved);
+    FIELD(sb_session_params, act_type); FIELD(sb_session_params, swa_full); FIELD(sb_session_params, reserved);
 
     STRUCT(sb_session_stats);
     FIELD(sb_session_stats, n_prefill_tokens); FIELD(sb_session_stats, n_decode_tokens);
