@@ -474,6 +474,25 @@ SB_API sb_status sb_generate(sb_session *s, sb_sampler *smp, const char *prompt,
 SB_API sb_status sb_generate_tokens(sb_session *s, sb_sampler *smp, const int32_t *prompt, size_t n,
                                     const sb_generate_params *p, sb_text_fn fn, void *user, sb_generate_result *res);
 
+/* The text side of sb_generate, for callers that run the model themselves (an sb_engine step of
+ * many sequences, a loop of their own): feed each sampled token; text reaches fn in whole UTF-8
+ * characters, text that may be the start of a stop string is held back until it is decided, and a
+ * matched stop string is not emitted, nor anything after it. sb_generate's text for the same tokens
+ * is exactly what this gives. Use from one thread at a time. */
+typedef struct sb_text_stream sb_text_stream;
+
+/* The stop strings are copied (n_stop <= 64, each non-empty). Errors: SB_ERR_INVALID_ARG, SB_ERR_OOM. */
+SB_API sb_status sb_text_stream_create(const sb_vocab *v, const char *const *stop, size_t n_stop, sb_text_stream **out);
+SB_API void sb_text_stream_free(sb_text_stream *t);
+/* One sampled token. *stop receives SB_STOP_EOG (an end-of-generation token: it adds no text) or
+ * SB_STOP_STRING when the text ends with this token, else -1; no token may follow such an end
+ * (SB_ERR_INVALID_ARG). SB_ERR_RANGE for a token outside the vocabulary, SB_ERR_CANCELLED when fn
+ * returned nonzero. */
+SB_API sb_status sb_text_stream_push(sb_text_stream *t, int32_t token, sb_text_fn fn, void *user, int *stop);
+/* Generation ended otherwise (length, context, the caller): emit what is held back (token -1). After a
+ * stop string, nothing. SB_ERR_CANCELLED when fn returned nonzero. */
+SB_API sb_status sb_text_stream_flush(sb_text_stream *t, sb_text_fn fn, void *user);
+
 /* ---- vocabulary / tokenizer ---- */
 
 /* A tokenizer vocabulary: token texts, merges/scores, special tokens and the chat format, read from

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
- * runtime/generate.c — the generation loop of generate.h. Pending text (emitted by the detokenizer
- * but not yet given to the callback) is kept while its tail could still grow into a stop string.
+ * runtime/generate.c — the generation loop of generate.h over one session, its text through
+ * runtime/textgen.h.
  */
 #include "runtime/generate.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -15,35 +15,6 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Length of the longest suffix of text that is a proper prefix of some stop string. */
-static size_t held_suffix(const char *text, size_t n, const rt_generate_params *p) {
-    size_t best = 0;
-    for (size_t k = 0; k < p->n_stop; k++) {
-        size_t sl = strlen(p->stop[k]);
-        for (size_t l = sl > 1 ? sl - 1 : 0; l > best; l--)
-            if (l <= n && !memcmp(text + n - l, p->stop[k], l)) {
-                best = l;
-                break;
-            }
-    }
-    return best;
-}
-
-/* Position of the first complete stop string in text, or -1. */
-static long find_stop(const char *text, size_t n, const rt_generate_params *p) {
-    long first = -1;
-    for (size_t k = 0; k < p->n_stop; k++) {
-        size_t sl = strlen(p->stop[k]);
-        if (!sl || sl > n) continue;
-        for (size_t i = 0; i + sl <= n; i++)
-            if (!memcmp(text + i, p->stop[k], sl)) {
-                if (first < 0 || (long)i < first) first = (long)i;
-                break;
-            }
-    }
-    return first;
 }
 
 /* ignore_eos: a copy of the logits with every end-of-generation token at -inf (llama.cpp's
@@ -89,10 +60,8 @@ sb_status rt_generate(rt_session *s, rt_sampler *smp, const int32_t *prompt, int
     res->prefill_seconds = now_s() - t0;
     for (int64_t i = 0; i < n_prompt; i++) rt_sampler_accept(smp, prompt[i]);
 
-    tok_stream ts;
-    tok_stream_init(&ts, v, false);
-    ts.first = false; /* the text continues the prompt: keep the first piece's leading space */
-    tok_bytes pending = {0};
+    rt_textgen tg;
+    rt_textgen_init(&tg, v, p->stop, p->n_stop);
     eog_mask mask;
     sb_status st = eog_mask_init(&mask, v, rt_session_model(s)->hp.n_vocab, p->ignore_eos);
     res->stop = RT_STOP_LENGTH;
@@ -103,23 +72,11 @@ sb_status rt_generate(rt_session *s, rt_sampler *smp, const int32_t *prompt, int
         if (st != SB_OK) break;
         rt_sampler_accept(smp, tok);
         res->n_generated++;
-        if (tok_is_eog(v, tok)) {
-            res->stop = RT_STOP_EOG;
-            break;
-        }
-        st = tok_stream_push(&ts, tok, &pending);
+        int stop;
+        st = rt_textgen_push(&tg, tok, fn, user, &stop);
         if (st != SB_OK) break;
-        long at = find_stop(pending.p, pending.n, p);
-        size_t emit = at >= 0 ? (size_t)at : pending.n - held_suffix(pending.p, pending.n, p);
-        if (emit && fn && fn(user, pending.p, emit, tok)) {
-            st = SB_ERR_CANCELLED;
-            break;
-        }
-        memmove(pending.p, pending.p + emit, pending.n - emit);
-        pending.n -= emit;
-        if (at >= 0) {
-            pending.n = 0;
-            res->stop = RT_STOP_STRING;
+        if (stop >= 0) {
+            res->stop = (rt_stop_reason)stop;
             break;
         }
         if (rt_session_n_cached(s) >= rt_session_n_ctx(s)) {
@@ -130,11 +87,10 @@ sb_status rt_generate(rt_session *s, rt_sampler *smp, const int32_t *prompt, int
         st = rt_session_eval(s, &tok, 1, false, NULL);
         if (st != SB_OK) break;
     }
-    if (st == SB_OK) st = tok_stream_flush(&ts, &pending);
-    if (st == SB_OK && pending.n && fn && res->stop != RT_STOP_STRING && fn(user, pending.p, pending.n, -1)) st = SB_ERR_CANCELLED;
+    if (st == SB_OK) st = rt_textgen_flush(&tg, fn, user);
     if (st == SB_ERR_CANCELLED) sb_fail(st, "generation cancelled by the callback after %lld tokens", (long long)res->n_generated);
     res->decode_seconds = now_s() - t1;
-    tok_bytes_free(&pending);
+    rt_textgen_free(&tg);
     eog_mask_free(&mask);
     return st;
 }

@@ -3,23 +3,19 @@
  * runtime/generate.h — the generation loop: prefill the prompt (with prefix reuse), then sample,
  * stream and decode one token at a time until n_predict tokens, an end-of-generation token, a stop
  * string, a full context, or the callback asks to stop.
- * Layer 2 (runtime). Text is streamed through a UTF-8-safe detokenizer: the callback never sees
- * half a character. Text that may be the start of a stop string is held back until it is decided,
- * and a matched stop string is not emitted.
+ * Layer 2 (runtime). Text goes through runtime/textgen.h (UTF-8-safe, stop strings held back until
+ * decided and never emitted); the callback returning nonzero makes rt_generate return
+ * SB_ERR_CANCELLED.
  */
 #ifndef SB_RUNTIME_GENERATE_H
 #define SB_RUNTIME_GENERATE_H
 
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "runtime/textgen.h"
 
 #include <stdbool.h>
 #include <stddef.h>
-
-/* Return nonzero to stop (then rt_generate returns SB_ERR_CANCELLED). */
-typedef int (*rt_text_fn)(void *user, const char *text, size_t len, int32_t token);
-
-typedef enum rt_stop_reason { RT_STOP_LENGTH = 0, RT_STOP_EOG = 1, RT_STOP_STRING = 2, RT_STOP_CONTEXT = 3 } rt_stop_reason;
 
 typedef struct rt_generate_params {
     int64_t n_predict;          /* max new tokens; < 0 = until the context is full */
