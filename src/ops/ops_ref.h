@@ -91,7 +91,16 @@ typedef struct op_attn_args {
     int ctype;              /* cache type: SB_TYPE_F32 | SB_TYPE_F16 */
     float scale, softcap;   /* softcap 0 = none */
     int32_t window;         /* 0 = none */
+    /* paged caches (NULL table = contiguous: position j is row j): position j of token t is row
+     * table[t * n_tbl + j / bs] * bs + j % bs */
+    const int32_t *table;
+    int64_t n_tbl;
+    int32_t bs;
 } op_attn_args;
+/* The cache row holding position j of token t's sequence. */
+static inline int64_t op_attn_row(const op_attn_args *a, int64_t t, int64_t j) {
+    return a->table ? (int64_t)a->table[t * a->n_tbl + j / a->bs] * a->bs + j % a->bs : j;
+}
 /* the attention's softmax over scores[0, n) given their max mx, in place: e = expf(s - mx), summed in
  * double; returns 1/sum as a float (the probabilities are e * that). op_attention's rule, one copy for
  * every CPU attention that reproduces it. */
