@@ -45,10 +45,19 @@ static sb_status check_table(const plan *p, void *const *data, const ir_node *n)
 }
 
 sb_status plan_check_paged(const plan *p, void *const *data) {
+    ir_ref done_tbl = IR_NONE, done_pos = IR_NONE, done_slots = IR_NONE;
+    int64_t done_rows = 0, done_bs = 0, done_tbl_rows = 0;
     for (int32_t i = 0; i < p->g->n_nodes; i++) {
         const ir_node *n = &p->g->nodes[i];
-        if (n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE) SB_TRY(check_store(p, data, n));
-        if (n->op == IR_OP_ATTENTION && ir_attn_block_size(n)) SB_TRY(check_table(p, data, n));
+        if ((n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE) && !(n->src[2] == done_slots && n->ne[1] == done_rows)) {
+            SB_TRY(check_store(p, data, n)); /* every layer's store reads one slots input over caches of one length: once */
+            done_slots = n->src[2], done_rows = n->ne[1];
+        }
+        if (n->op == IR_OP_ATTENTION && ir_attn_block_size(n) &&
+            !(n->src[4] == done_tbl && n->src[3] == done_pos && ir_attn_block_size(n) == done_bs && p->g->nodes[n->src[1]].ne[1] == done_tbl_rows)) {
+            SB_TRY(check_table(p, data, n)); /* likewise one table, positions and cache length for every layer */
+            done_tbl = n->src[4], done_pos = n->src[3], done_bs = ir_attn_block_size(n), done_tbl_rows = p->g->nodes[n->src[1]].ne[1];
+        }
     }
     return SB_OK;
 }

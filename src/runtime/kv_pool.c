@@ -55,7 +55,8 @@ sb_status kv_pool_create(const rt_model *m, const kv_pool_params *p, kv_pool **o
     if (hp->n_layer_kv != hp->n_layer)
         return sb_fail(SB_ERR_UNSUPPORTED, "kv pool: %s shares KV caches between layers, which the paged cache does not support yet", hp->arch);
     if (p->n_blocks < 1 || p->n_blocks >= INT32_MAX / 2 || p->block_size < 1 || p->block_size > 1024 || p->n_seq_max < 1 ||
-        p->n_seq_max > 65536 || p->n_ctx < 1 || (p->kv_type != SB_TYPE_F32 && p->kv_type != SB_TYPE_F16))
+        p->n_seq_max > 65536 || p->n_ctx < 1 || (p->kv_type != SB_TYPE_F32 && p->kv_type != SB_TYPE_F16) ||
+        (p->n_blocks + 1) * p->block_size > INT32_MAX) /* rows are i32 slots */
         return sb_fail(SB_ERR_INVALID_ARG, "kv pool: n_blocks %lld, block_size %d, n_seq_max %d, n_ctx %lld, kv_type %d",
                        (long long)p->n_blocks, p->block_size, p->n_seq_max, (long long)p->n_ctx, p->kv_type);
     kv_pool *kp = (kv_pool *)calloc(1, sizeof *kp);

@@ -194,7 +194,7 @@ static void test_prefix(sb_model *m, int64_t V) {
     int32_t alone_tok[16];
 
     sb_engine *e = make_engine(m, 64, 16, 4, 256);
-    int32_t a, b;
+    int32_t a = -1, b = -1;
     CHECK(sb_seq_open(e, &a) == SB_OK && sb_seq_open(e, &b) == SB_OK);
     int64_t reused = -1;
     CHECK(sb_seq_attach_prefix(e, a, pa, 45, &reused) == SB_OK);
@@ -214,7 +214,7 @@ static void test_prefix(sb_model *m, int64_t V) {
     CHECK(sb_seq_length(e, b, &len) == SB_OK && len == 45);
     /* b equals a cold run of its prompt: in a fresh engine, and alone in a session */
     sb_engine *e2 = make_engine(m, 64, 16, 1, 256);
-    int32_t c;
+    int32_t c = -1;
     CHECK(sb_seq_open(e2, &c) == SB_OK && eval(e2, c, pb, 45, cold) == SB_OK);
     const double d_cold = nmse(lb, cold, V);
     CHECK(run_alone(m, pb, 45, 1, alone_tok, alone, V));
@@ -268,7 +268,7 @@ static void test_eviction(sb_model *m, int64_t V) {
     for (int k = 0; k < 80; k++) p2[k] = 1 + (k * 29 + 7) % (int32_t)(V - 1);
     float *l1 = malloc((size_t)V * 4), *l2 = malloc((size_t)V * 4);
     sb_engine *e = make_engine(m, 6, 16, 2, 256);
-    int32_t a, b;
+    int32_t a = -1, b = -1;
     int64_t reused;
     CHECK(sb_seq_open(e, &a) == SB_OK && eval(e, a, p1, 40, l1) == SB_OK); /* blocks 0, 1 full; 2 partial */
     CHECK(sb_seq_close(e, a) == SB_OK);
@@ -296,7 +296,7 @@ static void test_eviction(sb_model *m, int64_t V) {
 
 static void test_errors(sb_model *m, int64_t V) {
     sb_engine *e = make_engine(m, 4, 16, 2, 48);
-    int32_t a, b, c;
+    int32_t a = -1, b = -1, c = -1;
     float *l = malloc((size_t)(4 * V) * 4);
     int32_t toks[64];
     for (int k = 0; k < 64; k++) toks[k] = 1 + k;
