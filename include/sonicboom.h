@@ -764,6 +764,102 @@ SB_API sb_status sb_output_commit(sb_output *o);
 /* Drop o: the temporary file is removed, the destination untouched. NULL is a no-op. */
 SB_API void sb_output_abort(sb_output *o);
 
+/* ---- batched sequences: an engine over a paged, shared KV cache ---- */
+
+/* Many sequences of one model decoded together. An engine owns a pool of KV-cache blocks
+ * (block_size positions each) shared by all its sequences; each sequence maps its positions to
+ * blocks through its own table. One sb_engine_step evaluates tokens of any open sequences as one
+ * forward pass, so B sequences decoding together read the weights once (one T = B matrix product)
+ * instead of B times. Logits are the caller's to sample (an sb_sampler per sequence).
+ *
+ * Prefix cache: every full block is identified by the token ids of all positions up to its end;
+ * a sequence that starts with tokens some sequence computed before (open or closed) takes those
+ * blocks by reference with sb_seq_attach_prefix instead of computing them. A prefix that ends
+ * inside a block shares that block too; the first write into a block that is shared (or kept for
+ * the cache) copies it first (copy-on-write), so sequences never see each other's writes. Blocks
+ * no sequence holds stay cached and are reused, least recently released first, only when a step
+ * needs a block and none is free.
+ *
+ * The CPU runs engines; on SB_DEVICE_CUDA sb_engine_create fails with SB_ERR_UNSUPPORTED ("paged
+ * attention" has no CUDA kernel yet) and SB_DEVICE_AUTO takes the CPU. Gemma 4 files are refused
+ * with SB_ERR_UNSUPPORTED (their shared-KV layers are not paged yet). An engine is used by one
+ * thread at a time; any number of engines and sessions may share a model. */
+typedef struct sb_engine sb_engine;
+
+typedef struct sb_engine_params {
+    int64_t n_blocks;       /* KV blocks; 0 = room for every sequence at n_ctx: n_seq_max * ceil(n_ctx / block_size) */
+    int32_t block_size;     /* positions a block; 0 = 16 (1..1024) */
+    int32_t n_seq_max;      /* sequences open at once; 0 = 4 (sequence ids are 0..n_seq_max-1) */
+    int64_t n_ctx;          /* longest sequence; 0 = min(model context, 4096); above the model's trained context:
+                             * SB_ERR_INVALID_ARG */
+    int64_t n_batch;        /* most tokens one step evaluates; 0 = 512 */
+    int kv_type;            /* SB_TYPE_F32 (default) or SB_TYPE_F16 */
+    int n_threads;          /* 0 = all cores */
+    int device;             /* SB_DEVICE_CPU (default), SB_DEVICE_CUDA (refused for now), SB_DEVICE_AUTO (the CPU) */
+    int reserved[7];        /* zero */
+} sb_engine_params;
+
+/* One token of a step: appended to sequence seq at its next position. Items of one sequence are
+ * taken in item order (a prompt chunk is several items of one sequence). */
+typedef struct sb_batch_item {
+    int32_t seq;
+    int32_t token;
+    int32_t logits;         /* 1: this token's logits are wanted; 0: not */
+    int32_t reserved;       /* zero */
+} sb_batch_item;
+
+typedef struct sb_engine_stats {
+    int64_t n_blocks;       /* blocks in the pool */
+    int64_t n_blocks_used;  /* held by open sequences */
+    int64_t n_blocks_cached;/* held by none, kept for the prefix cache (evictable) */
+    int64_t n_blocks_free;
+    int64_t n_prefix_hit_tokens; /* positions sb_seq_attach_prefix took from the cache */
+    int64_t n_evictions;    /* cached blocks given up for new ones */
+    int64_t n_cow_copies;   /* blocks copied before a write (copy-on-write) */
+    int64_t n_steps, n_tokens;   /* successful steps, tokens they evaluated */
+    double step_seconds;    /* time inside successful steps */
+    int64_t n_plans_built;
+    int64_t reserved[6];
+} sb_engine_stats;
+
+SB_API void sb_engine_default_params(sb_engine_params *p);
+
+/* Create an engine (the KV pool is allocated here, the decode plan built and checked). Errors:
+ * SB_ERR_INVALID_ARG (a parameter out of range, named), SB_ERR_OOM (bytes named),
+ * SB_ERR_UNSUPPORTED (the architecture or device, named). */
+SB_API sb_status sb_engine_create(sb_model *m, const sb_engine_params *p, sb_engine **out);
+/* Free an engine and its sequences. NULL is a no-op. */
+SB_API void sb_engine_free(sb_engine *e);
+
+/* Open an empty sequence; *seq receives its id. SB_ERR_CONTEXT_FULL when n_seq_max are open. */
+SB_API sb_status sb_seq_open(sb_engine *e, int32_t *seq);
+/* Close a sequence: its blocks are released (full ones stay cached for later prefixes); the id may
+ * be handed out again. SB_ERR_INVALID_ARG for an id that is not open. */
+SB_API sb_status sb_seq_close(sb_engine *e, int32_t seq);
+
+/* For an empty sequence about to evaluate the prompt tokens[0, n): take the longest prefix of
+ * tokens[0, n-1) whose K/V the cache holds (never the last token: its logits must be computed).
+ * *n_reused (may be NULL) receives the positions taken; the caller then evaluates
+ * tokens[n_reused, n) with sb_engine_step. Nothing is computed. Errors: SB_ERR_INVALID_ARG (a
+ * sequence not open or not empty, n = 0), SB_ERR_RANGE (a token outside the vocabulary). */
+SB_API sb_status sb_seq_attach_prefix(sb_engine *e, int32_t seq, const int32_t *tokens, size_t n, int64_t *n_reused);
+
+/* Evaluate items[0, n) in one forward pass (n <= n_batch). logits receives one n_vocab row for each
+ * item with logits = 1, in item order (it may be NULL when none has). All or nothing: on any error
+ * no sequence changes. Errors: SB_ERR_INVALID_ARG (n, a sequence not open, a logits or reserved
+ * field out of range, logits NULL when needed), SB_ERR_RANGE (a token outside the vocabulary),
+ * SB_ERR_CONTEXT_FULL (a sequence would pass n_ctx, or the pool lacks free or evictable blocks:
+ * the counts named), SB_ERR_NUMERIC (a NaN or infinite logit: the item named), SB_ERR_OOM. */
+SB_API sb_status sb_engine_step(sb_engine *e, const sb_batch_item *items, size_t n, float *logits);
+
+/* Positions a sequence holds. SB_ERR_INVALID_ARG for an id that is not open. */
+SB_API sb_status sb_seq_length(const sb_engine *e, int32_t seq, int64_t *n);
+/* Forget positions >= n of a sequence (n <= its length; the next write into a shared block copies
+ * it). SB_ERR_INVALID_ARG for an id that is not open or n outside [0, length]. */
+SB_API sb_status sb_seq_truncate(sb_engine *e, int32_t seq, int64_t n);
+
+SB_API sb_status sb_engine_get_stats(const sb_engine *e, sb_engine_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -166,6 +166,18 @@ typedef struct ir_attn_params {
  * [lo, pos[t]] (causal; lo from the window), softmax in f32 with max subtraction.
  * ip[0]=n_head_kv ip[1]=head_dim ip[2]=window fp[0]=scale fp[1]=softcap. */
 ir_ref ir_attention(ir_graph *g, ir_ref q, ir_ref k, ir_ref v, ir_ref pos, const ir_attn_params *p);
+/* Paged KV (graph/builder_paged.c; runtime/kv_pool.h). i32 [T]: the cache row each token's K/V
+ * is written to (kv_store's pos source in place of the positions). */
+ir_ref ir_input_slots(ir_graph *g, int64_t T);
+/* i32 [n_blk, T]: column t holds the physical block of each logical block of token t's sequence. */
+ir_ref ir_input_block_table(ir_graph *g, int64_t n_blk, int64_t T);
+/* ir_attention over paged caches k/v [Dkv, n_blocks*bs]: position j of query t is cache row
+ * table[t][j / bs] * bs + j % bs; the causal mask and window stay on the logical positions pos.
+ * ip[3] = bs; src[4] = table. */
+ir_ref ir_attention_paged(ir_graph *g, ir_ref q, ir_ref k, ir_ref v, ir_ref pos, ir_ref table, int32_t block_size,
+                          const ir_attn_params *p);
+/* Shape check of attention's block table (n has ns = 5 sources), for graph/shape.c. */
+sb_status ir_shape_paged_attention(const ir_graph *g, const ir_node *n, int ns);
 /* (x [E,T], rows i32 [n]) -> [E,n]: rows rows[i] of x. */
 ir_ref ir_select_rows(ir_graph *g, ir_ref x, ir_ref rows);
 /* (x f32 [a,b,c,d]) -> [a,n,c,d]: x[:, start .. start+n, :, :] copied (e.g. one layer's slice of a
@@ -185,6 +197,8 @@ static inline float ir_rope_attn_factor(const ir_node *n) { return n->fp[2]; }
 static inline ir_attn_params ir_attn_of(const ir_node *n) {
     return (ir_attn_params){.n_head_kv = n->ip[0], .head_dim = n->ip[1], .scale = n->fp[0], .window = n->ip[2], .softcap = n->fp[1]};
 }
+/* ATTENTION: the block size of a paged one (src[4] = its block table), 0 for a contiguous cache */
+static inline int32_t ir_attn_block_size(const ir_node *n) { return n->src[4] != IR_NONE ? n->ip[3] : 0; }
 /* RMS_NORM, RMS_NORM_QUANT: epsilon; SCALE: the factor; SOFTCAP: the cap (the single float param) */
 static inline float ir_f0(const ir_node *n) { return n->fp[0]; }
 /* SLICE: the first index and the count taken along ne[1] */

@@ -223,7 +223,7 @@ static sb_status plan_index(plan *p) {
         const ir_node *n = &g->nodes[i];
         if (ir_ops[n->op].flags & OPF_INPUT) {
             p->inputs[p->n_inputs++] = (plan_input){i, n->op, n->name};
-            if (n->op == IR_OP_TOKENS || n->op == IR_OP_POS) p->n_tokens = n->ne[0];
+            if (n->op == IR_OP_TOKENS || n->op == IR_OP_POS || n->op == IR_OP_SLOTS) p->n_tokens = n->ne[0];
             if (n->op == IR_OP_KV && n->ne[1] > p->max_ctx) p->max_ctx = n->ne[1];
         }
         if (n->op == IR_OP_OUTPUT) p->outputs[p->n_outputs++] = (plan_output){i, n->name};
@@ -327,5 +327,5 @@ sb_status plan_check_bindings(const plan *p, void *const *data, int32_t n_data, 
                     return sb_fail(SB_ERR_RANGE, "plan: out_rows[%lld] = %d outside [0, %lld)", (long long)k, (*out_rows)[k], (long long)Tr);
         }
     }
-    return SB_OK;
+    return plan_check_paged(p, data);
 }

@@ -127,6 +127,9 @@ int32_t plan_find_output(const plan *p, const char *name);
  * inside [0, T). On success
  * *out_rows is the bound out_rows data or left NULL (the last rows). Nothing is written. */
 sb_status plan_check_bindings(const plan *p, void *const *data, int32_t n_data, const int32_t **out_rows);
+/* The paged part of that check (graph/plan_paged.c): slots inside their cache, block tables inside
+ * the cache for every block up to each token's position. plan_check_bindings calls it. */
+sb_status plan_check_paged(const plan *p, void *const *data);
 
 /* Peak bytes, reuse and the offset table, for humans. */
 void plan_print(const plan *p, FILE *f);

@@ -33,6 +33,7 @@ static void print_params(const ir_node *n, FILE *f) {
         fprintf(f, " n_head_kv=%d head_dim=%d scale=%.9g", n->ip[0], n->ip[1], n->fp[0]);
         if (n->ip[2]) fprintf(f, " window=%d", n->ip[2]);
         if (n->fp[1] != 0.0f) fprintf(f, " softcap=%.9g", n->fp[1]);
+        if (ir_attn_block_size(n)) fprintf(f, " block_size=%d", ir_attn_block_size(n));
         break;
     case IR_OP_SLICE: fprintf(f, " start=%d n=%d", n->ip[0], n->ip[1]); break;
     case IR_OP_RMS_NORM_QUANT:

@@ -76,8 +76,13 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
     case IR_OP_TOKENS:
     case IR_OP_POS:
     case IR_OP_OUT_ROWS:
+    case IR_OP_SLOTS:
         if (ne[0] < 1 || ne[1] != 1 || ne[2] != 1 || ne[3] != 1) FAIL("%s: shape must be [n>=1]", oi->name);
         set(&r, SB_TYPE_I32, ne[0], 1, 1, 1);
+        break;
+    case IR_OP_BLOCK_TABLE:
+        if (ne[0] < 1 || ne[1] < 1 || ne[2] != 1 || ne[3] != 1) FAIL("block_table: shape must be [n_blk>=1, T>=1]");
+        set(&r, SB_TYPE_I32, ne[0], ne[1], 1, 1);
         break;
     case IR_OP_WEIGHT:
     case IR_OP_KV:
@@ -174,6 +179,8 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         if (b->dtype != SB_TYPE_F32 && b->dtype != SB_TYPE_F16) FAIL("attention: cache must be f32/f16");
         if (!is_i32_vec(pos) || pos->ne[0] != a->ne[2]) FAIL("attention: pos must be i32 [T]");
         if (n->ip[2] < 0 || n->fp[1] < 0.0f) FAIL("attention: window/softcap must be >= 0");
+        if (ns > 4) SB_TRY(ir_shape_paged_attention(g, n, ns)); /* the block table (graph/builder_paged.c) */
+        else if (n->ip[3]) FAIL("attention: block_size %d without a block table", n->ip[3]);
         set(&r, SB_TYPE_F32, a->ne[0] * a->ne[1], a->ne[2], 1, 1);
         break;
     }

@@ -299,13 +299,13 @@ void op_attention(float *dst, const float *q, const void *k, const void *v, cons
         if (a->window > 0 && p - a->window + 1 > 0) lo = p - a->window + 1;
         float mx = -INFINITY;
         for (int64_t j = lo; j <= p; j++) {
-            float s = kv_dot(qv, k, a->ctype, op_kv_row(a, j) * Dkv + kvh * D, D) * a->scale;
+            float s = kv_dot(qv, k, a->ctype, op_attn_row(a, t, j) * Dkv + kvh * D, D) * a->scale;
             if (a->softcap > 0.0f) s = tanhf(s / a->softcap) * a->softcap;
             scores[j - lo] = s;
             if (s > mx) mx = s;
         }
         const float inv = op_softmax_exp(scores, p - lo + 1, mx);
         for (int64_t d = 0; d < D; d++) out[d] = 0.0f;
-        for (int64_t j = lo; j <= p; j++) kv_axpy(out, scores[j - lo] * inv, v, a->ctype, op_kv_row(a, j) * Dkv + kvh * D, D);
+        for (int64_t j = lo; j <= p; j++) kv_axpy(out, scores[j - lo] * inv, v, a->ctype, op_attn_row(a, t, j) * Dkv + kvh * D, D);
     }
 }

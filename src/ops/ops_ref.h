@@ -91,14 +91,22 @@ typedef struct op_attn_args {
     int ctype;              /* cache type: SB_TYPE_F32 | SB_TYPE_F16 */
     float scale, softcap;   /* softcap 0 = none */
     int32_t window;         /* 0 = none */
-    int64_t ring;           /* 0: position j at cache row j; else a ring of this many rows (row j mod ring) */
+    int64_t ring;           /* 0: position j at cache row j; else a ring of this many rows (row j mod ring); no table */
+    /* paged caches (NULL table = contiguous: position j is row j): position j of token t is row
+     * table[t * n_tbl + j / bs] * bs + j % bs */
+    const int32_t *table;
+    int64_t n_tbl;
+    int32_t bs;
 } op_attn_args;
+/* The cache row holding position j of token t's sequence. */
+static inline int64_t op_attn_row(const op_attn_args *a, int64_t t, int64_t j) {
+    if (a->table) return (int64_t)a->table[t * a->n_tbl + j / a->bs] * a->bs + j % a->bs;
+    return a->ring ? j % a->ring : j;
+}
 /* the attention's softmax over scores[0, n) given their max mx, in place: e = expf(s - mx), summed in
  * double; returns 1/sum as a float (the probabilities are e * that). op_attention's rule, one copy for
  * every CPU attention that reproduces it. */
 float op_softmax_exp(float *scores, int64_t n, float mx);
-/* the cache row of position j */
-static inline int64_t op_kv_row(const op_attn_args *a, int64_t j) { return a->ring ? j % a->ring : j; }
 /* dst [D*Hq,T] for the (t,h) pairs i in [i0,i1) with i = t*Hq + h. scores = scratch of
  * max(pos)+1 floats. */
 void op_attention(float *dst, const float *q, const void *k, const void *v, const int32_t *pos,

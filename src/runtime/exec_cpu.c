@@ -410,6 +410,47 @@ static attn_fns attn_pick(void) {
     return (attn_fns){dot_f32_base, dot_f16_base, axpy_f32_base, axpy_f16_base};
 }
 
+/* Query head h of token t over its visible keys (op_attention's math with the helpers above);
+ * scores: scratch of at least pos[t]+1 floats. */
+static void attn_pair(const run *r, int64_t t, int64_t h, float *scores, attn_fns fn) {
+    const op_attn_args *a = &r->attn;
+    const int64_t D = a->D, Hq = a->Hq, Dkv = a->D * a->Hkv, kvh = h / (a->Hq / a->Hkv);
+    const bool f16 = a->ctype == SB_TYPE_F16;
+    const float *qv = (const float *)r->s[0] + (t * Hq + h) * D;
+    float *out = (float *)r->dst + (t * Hq + h) * D;
+    const int64_t p = ((const int32_t *)r->s[3])[t];
+    const int64_t lo = (a->window > 0 && p - a->window + 1 > 0) ? p - a->window + 1 : 0;
+    float mx = -INFINITY;
+    for (int64_t j = lo; j <= p; j++) {
+        const int64_t base = op_attn_row(a, t, j) * Dkv + kvh * D;
+        float sc = f16 ? fn.dot_f16(qv, (const uint16_t *)r->s[1] + base, D) : fn.dot_f32(qv, (const float *)r->s[1] + base, D);
+        sc *= a->scale;
+        if (a->softcap > 0.0f) sc = tanhf(sc / a->softcap) * a->softcap;
+        scores[j - lo] = sc;
+        if (sc > mx) mx = sc;
+    }
+    const float inv = op_softmax_exp(scores, p - lo + 1, mx);
+    for (int64_t d = 0; d < D; d++) out[d] = 0.0f;
+    for (int64_t j = lo; j <= p; j++) {
+        const int64_t base = op_attn_row(a, t, j) * Dkv + kvh * D;
+        if (f16)
+            fn.axpy_f16(out, scores[j - lo] * inv, (const uint16_t *)r->s[2] + base, D);
+        else
+            fn.axpy_f32(out, scores[j - lo] * inv, (const float *)r->s[2] + base, D);
+    }
+}
+
+/* Do tokens [t0, t1) map positions [jlo, jhi] to the same cache rows (always, for a contiguous
+ * cache; for a paged one when their block tables agree over those blocks: one sequence)? */
+static bool same_blocks(const op_attn_args *a, int64_t t0, int64_t t1, int64_t jlo, int64_t jhi) {
+    if (!a->table) return true;
+    const int32_t *ref = a->table + t0 * a->n_tbl;
+    for (int64_t t = t0 + 1; t < t1; t++)
+        for (int64_t blk = jlo / a->bs; blk <= jhi / a->bs; blk++)
+            if (a->table[t * a->n_tbl + blk] != ref[blk]) return false;
+    return true;
+}
+
 /* Prefill attention, blocked (AVX2 machines, T >= 2): one task = one kv head x ATT_TB tokens, so
  * the K rows the block needs are converted once into K^T [D, nj] (scores for 8 keys per FMA, no
  * horizontal sums) and V into f32 [nj, D], shared by the block's ATT_TB x (Hq/Hkv) queries. Same
@@ -430,10 +471,15 @@ AVX2_ATTR static void att_block_avx2(const run *r, int64_t task, float *scr) {
         if (lo < jlo) jlo = lo;
         if (p > jhi) jhi = p;
     }
+    if (!same_blocks(a, t0, t1, jlo, jhi)) { /* tokens of several sequences: each (token, head) on its own */
+        for (int64_t t = t0; t < t1; t++)
+            for (int64_t g = 0; g < G; g++) attn_pair(r, t, kvh * G + g, scr, attn_pick());
+        return;
+    }
     const int64_t nj = jhi - jlo + 1, njp = (nj + 7) & ~(int64_t)7;
     float *kt = scr, *vf = kt + D * njp, *sc = vf + D * njp;
     for (int64_t jj = 0; jj < nj; jj++) {
-        const int64_t base = op_kv_row(a, jlo + jj) * Dkv + kvh * D;
+        const int64_t base = op_attn_row(a, t0, jlo + jj) * Dkv + kvh * D;
         for (int64_t d = 0; d < D; d++) {
             kt[d * njp + jj] = f16 ? qk_fp16_to_fp32(((const uint16_t *)r->s[1])[base + d]) : ((const float *)r->s[1])[base + d];
             vf[jj * D + d] = f16 ? qk_fp16_to_fp32(((const uint16_t *)r->s[2])[base + d]) : ((const float *)r->s[2])[base + d];
@@ -523,37 +569,9 @@ static void k_attention_blocked(void *c, int64_t b, int64_t e, int tid) {
 
 static void k_attention(void *c, int64_t b, int64_t e, int tid) {
     const run *r = c;
-    const op_attn_args *a = &r->attn;
-    const int64_t D = a->D, Hq = a->Hq, Dkv = a->D * a->Hkv, group = a->Hq / a->Hkv;
-    const int32_t *pos = r->s[3];
-    const bool f16 = a->ctype == SB_TYPE_F16;
     const attn_fns fn = attn_pick();
     float *scores = scratch(r, tid);
-    for (int64_t i = b; i < e; i++) {
-        const int64_t t = i / Hq, h = i % Hq, kvh = h / group;
-        const float *qv = (const float *)r->s[0] + (t * Hq + h) * D;
-        float *out = (float *)r->dst + (t * Hq + h) * D;
-        const int64_t p = pos[t];
-        const int64_t lo = (a->window > 0 && p - a->window + 1 > 0) ? p - a->window + 1 : 0;
-        float mx = -INFINITY;
-        for (int64_t j = lo; j <= p; j++) {
-            const int64_t base = op_kv_row(a, j) * Dkv + kvh * D;
-            float sc = f16 ? fn.dot_f16(qv, (const uint16_t *)r->s[1] + base, D) : fn.dot_f32(qv, (const float *)r->s[1] + base, D);
-            sc *= a->scale;
-            if (a->softcap > 0.0f) sc = tanhf(sc / a->softcap) * a->softcap;
-            scores[j - lo] = sc;
-            if (sc > mx) mx = sc;
-        }
-        const float inv = op_softmax_exp(scores, p - lo + 1, mx);
-        for (int64_t d = 0; d < D; d++) out[d] = 0.0f;
-        for (int64_t j = lo; j <= p; j++) {
-            const int64_t base = op_kv_row(a, j) * Dkv + kvh * D;
-            if (f16)
-                fn.axpy_f16(out, scores[j - lo] * inv, (const uint16_t *)r->s[2] + base, D);
-            else
-                fn.axpy_f32(out, scores[j - lo] * inv, (const float *)r->s[2] + base, D);
-        }
-    }
+    for (int64_t i = b; i < e; i++) attn_pair(r, i / r->attn.Hq, i % r->attn.Hq, scores, fn);
 }
 
 /* the ring length of the cache value c writes into or is (0: not a ring) */
@@ -702,6 +720,11 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
             r.attn = (op_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = ir_attn_of(n).n_head_kv, .ctype = k->dtype, .scale = ir_attn_of(n).scale,
                                     .softcap = ir_attn_of(n).softcap, .window = ir_attn_of(n).window,
                                     .ring = cache_ring(p->g, n->src[1])};
+            if (ir_attn_block_size(n)) { /* paged: src[4] is the block table [n_tbl, T] */
+                r.attn.table = r.s[4];
+                r.attn.n_tbl = src(&r, 4)->ne[0];
+                r.attn.bs = ir_attn_block_size(n);
+            }
             int64_t pairs = q->ne[1] * q->ne[2];
             if (q->ne[2] >= 2 && cpu_isa_active() >= CPU_ISA_AVX2) {
                 int64_t tasks = ir_attn_of(n).n_head_kv * ((q->ne[2] + ATT_TB - 1) / ATT_TB);

@@ -51,6 +51,9 @@ sb_status exec_cuda_check(const plan *p) {
             if (ir_kv_is_ring(n)) return sb_fail(SB_ERR_UNSUPPORTED, "cuda: KV cache \"%s\" is a sliding-window ring", n->name);
             break;
         case IR_OP_KV_STORE: break;
+        case IR_OP_SLOTS: case IR_OP_BLOCK_TABLE: /* the paged KV inputs (graph/builder_paged.c) */
+            return sb_fail(SB_ERR_UNSUPPORTED, "cuda: paged attention (a shared block-table KV cache, %s input %%%d) has no CUDA kernel yet; "
+                           "run batched sequences on the CPU", ir_ops[n->op].name, (int)i);
         case IR_OP_GET_ROWS:
             if (!cu_can_dequantize(s0->dtype))
                 return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: tensor \"%s\" of type %s cannot be read by get_rows (no CUDA dequantizer)",

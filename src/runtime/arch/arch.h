@@ -23,6 +23,11 @@ typedef struct rt_build {
     int64_t T, n_out, n_ctx;
     int64_t n_swa_ring;         /* 0: every cache holds n_ctx positions */
     int kv_type;                /* SB_TYPE_F32 or SB_TYPE_F16 */
+    /* paged KV (runtime/kv_pool.h): block_size > 0 makes n_ctx the pool's physical rows, K/V
+     * written at the slots input and attention read through a block_table input of n_blk_max
+     * blocks a token (graph/builder_paged.c); 0 = one contiguous cache */
+    int32_t block_size;
+    int64_t n_blk_max;
     sb_status status;           /* first binding failure (message in sb_last_error at that time) */
     char error[512];
 } rt_build;

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/batch.c — the batched engine (batch.h): parameter defaults, the plan cache per (T, n_out)
+ * class, binding plan inputs to the pool and staging buffers, and the all-or-nothing step
+ * (validate → reserve blocks → stage → run → check logits → commit, or undo the reservations).
+ * Layer 2 (runtime); composes kv_pool.h, graph/plan.h, runtime/backends.h, runtime/arch/arch.h.
+ */
+#include "runtime/batch.h"
+#include "runtime/arch/arch.h"
+#include "runtime/backends.h"
+#include "base/status.h"
+#include "graph/plan.h"
+#include "quant/types.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct eplan {
+    int64_t T, n_out;
+    plan *p;
+    void **data;        /* bound input slots */
+    uint64_t last_use;
+} eplan;
+
+struct rt_engine {
+    const rt_model *m;
+    rt_engine_params prm;
+    kv_pool *pool;
+    backend *be;
+    eplan plans[RT_ENGINE_PLANS];
+    uint64_t clock;
+    int64_t tbl_len;
+    /* staging, [n_batch] each (tbl: [n_batch * tbl_len]) */
+    int32_t *tok, *pos, *slots, *rows, *tbl;
+    /* per sequence, [n_seq_max]: tokens this step, positions handed out so far, first index in grouped */
+    int64_t *cnt, *next, *first;
+    int32_t *touched, *grouped; /* sequences in this step; [n_batch] tokens grouped by sequence */
+    kv_pool_undo *undo;         /* [n_seq_max] reservations of this step */
+    float *out;                 /* plan output rows */
+    int64_t out_rows_cap;
+    rt_engine_stats st;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// ---- plans ----
+
+static void drop_plan(rt_engine *e, eplan *x) {
+    if (x->p && e->be) e->be->ops->forget(e->be, x->p);
+    plan_free(x->p);
+    free(x->data);
+    memset(x, 0, sizeof *x);
+}
+
+static sb_status bind_plan(rt_engine *e, eplan *x) {
+    const plan *p = x->p;
+    x->data = (void **)calloc((size_t)(p->n_inputs ? p->n_inputs : 1), sizeof *x->data);
+    if (!x->data) return sb_fail(SB_ERR_OOM, "engine: plan bindings");
+    for (int32_t i = 0; i < p->n_inputs; i++) {
+        const plan_input *in = &p->inputs[i];
+        long long l;
+        char kind;
+        switch (in->kind) {
+        case IR_OP_TOKENS: x->data[i] = e->tok; break;
+        case IR_OP_POS: x->data[i] = e->pos; break;
+        case IR_OP_SLOTS: x->data[i] = e->slots; break;
+        case IR_OP_BLOCK_TABLE: x->data[i] = e->tbl; break;
+        case IR_OP_OUT_ROWS: x->data[i] = e->rows; break;
+        case IR_OP_WEIGHT: {
+            const gguf_tensor *t = gguf_find_tensor(&e->m->file, in->name);
+            if (!t) return sb_fail(SB_ERR_INTERNAL, "engine: plan input \"%s\" names no tensor", in->name);
+            x->data[i] = (void *)t->data; /* read-only */
+            break;
+        }
+        case IR_OP_KV:
+            if (sscanf(in->name, "cache_%c.%lld", &kind, &l) != 2 || l < 0 || l >= e->m->hp.n_layer || (kind != 'k' && kind != 'v'))
+                return sb_fail(SB_ERR_INTERNAL, "engine: plan input \"%s\" is no KV buffer", in->name);
+            x->data[i] = kv_pool_layer(e->pool, l, kind == 'v');
+            break;
+        default: return sb_fail(SB_ERR_INTERNAL, "engine: plan input %d has kind %d", i, in->kind);
+        }
+    }
+    return SB_OK;
+}
+
+static sb_status get_plan(rt_engine *e, int64_t T, int64_t n_out, eplan **out) {
+    eplan *victim = &e->plans[0];
+    for (int i = 0; i < RT_ENGINE_PLANS; i++) {
+        eplan *x = &e->plans[i];
+        if (x->p && x->T == T && x->n_out == n_out) {
+            x->last_use = ++e->clock;
+            *out = x;
+            return SB_OK;
+        }
+        if (!x->p || (victim->p && x->last_use < victim->last_use)) victim = x;
+    }
+    drop_plan(e, victim);
+    ir_graph *g;
+    SB_TRY(ir_graph_create(&g));
+    rt_build b = {.g = g, .m = e->m, .T = T, .n_out = n_out, .n_ctx = kv_pool_rows(e->pool), .kv_type = e->prm.kv_type,
+                  .block_size = kv_pool_block_size(e->pool), .n_blk_max = e->tbl_len};
+    sb_status st = rt_build_decoder(&b);
+    if (st == SB_OK) {
+        plan_target t;
+        e->be->ops->target(e->be, &t);
+        st = plan_build(g, &t, NULL, &victim->p);
+        if (st == SB_OK) st = e->be->ops->prepare(e->be, victim->p);
+    }
+    ir_graph_free(g);
+    if (st == SB_OK) st = bind_plan(e, victim);
+    if (st != SB_OK) {
+        drop_plan(e, victim);
+        return st;
+    }
+    victim->T = T;
+    victim->n_out = n_out;
+    victim->last_use = ++e->clock;
+    e->st.n_plans_built++;
+    *out = victim;
+    return SB_OK;
+}
+
+// ---- create / free ----
+
+static sb_status fill_defaults(const rt_model *m, rt_engine_params *p) {
+    if (p->block_size == 0) p->block_size = 16;
+    if (p->n_seq_max == 0) p->n_seq_max = 4;
+    if (p->n_ctx == 0) p->n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    if (p->n_batch == 0) p->n_batch = 512;
+    if (p->n_threads == 0) {
+        const long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        p->n_threads = nc > 0 ? (int)nc : 1;
+    }
+    if (p->block_size < 1 || p->block_size > 1024)
+        return sb_fail(SB_ERR_INVALID_ARG, "engine: block_size %d out of range (1..1024)", p->block_size);
+    if (p->n_seq_max < 1 || p->n_seq_max > 65536) return sb_fail(SB_ERR_INVALID_ARG, "engine: n_seq_max %d out of range (1..65536)", p->n_seq_max);
+    if (p->n_ctx < 1 || p->n_ctx > m->hp.n_ctx_train)
+        return sb_fail(SB_ERR_INVALID_ARG, "engine: n_ctx %lld out of range (1..%lld, the model's trained context)", (long long)p->n_ctx,
+                       (long long)m->hp.n_ctx_train);
+    if (p->n_blocks == 0) p->n_blocks = (int64_t)p->n_seq_max * ((p->n_ctx + p->block_size - 1) / p->block_size);
+    if (p->n_blocks < 1 || p->n_blocks > ((int64_t)1 << 24))
+        return sb_fail(SB_ERR_INVALID_ARG, "engine: n_blocks %lld out of range (1..16777216)", (long long)p->n_blocks);
+    if (p->n_batch < 1 || p->n_batch > 65536) return sb_fail(SB_ERR_INVALID_ARG, "engine: n_batch %lld out of range (1..65536)", (long long)p->n_batch);
+    if (p->kv_type != SB_TYPE_F32 && p->kv_type != SB_TYPE_F16)
+        return sb_fail(SB_ERR_INVALID_ARG, "engine: KV cache type %d must be F32 or F16", p->kv_type);
+    if (p->n_threads < 0 || p->n_threads > 256) return sb_fail(SB_ERR_INVALID_ARG, "engine: n_threads %d out of range (0 = all cores, ..256)", p->n_threads);
+    if (p->device < 0 || p->device > 2) return sb_fail(SB_ERR_INVALID_ARG, "engine: device %d (0 = CPU, 1 = CUDA, 2 = auto)", p->device);
+    return SB_OK;
+}
+
+static sb_status create_backend(rt_engine *e) {
+    if (e->prm.device == 2) {
+        sb_log(SB_LOG_INFO, "engine: device auto: the CPU (paged attention runs on the CPU only for now)");
+        e->prm.device = 0;
+    }
+    const char *name = e->prm.device == 1 ? "cuda" : "cpu";
+    const backend_kind *k = backend_kind_find(name);
+    char why[256] = "";
+    if (!k || !k->available(why, sizeof why)) /* with a usable device, the CUDA plan check refuses the paged graph */
+        return sb_fail(SB_ERR_UNSUPPORTED, "engine: device %s: paged attention runs on the CPU only for now (%s)", name,
+                       k ? why : "this build has no such backend");
+    const backend_params bp = {.n_threads = e->prm.n_threads, .max_tokens = e->prm.n_batch};
+    return k->create(&bp, &e->be);
+}
+
+static sb_status alloc_buffers(rt_engine *e) {
+    const int64_t nb = e->prm.n_batch, ns = e->prm.n_seq_max;
+    e->tok = (int32_t *)malloc((size_t)nb * sizeof(int32_t));
+    e->pos = (int32_t *)malloc((size_t)nb * sizeof(int32_t));
+    e->slots = (int32_t *)malloc((size_t)nb * sizeof(int32_t));
+    e->rows = (int32_t *)malloc((size_t)nb * sizeof(int32_t));
+    e->grouped = (int32_t *)malloc((size_t)nb * sizeof(int32_t));
+    e->tbl = (int32_t *)malloc((size_t)(nb * e->tbl_len) * sizeof(int32_t));
+    e->cnt = (int64_t *)calloc((size_t)ns, sizeof(int64_t));
+    e->next = (int64_t *)calloc((size_t)ns, sizeof(int64_t));
+    e->first = (int64_t *)calloc((size_t)ns, sizeof(int64_t));
+    e->touched = (int32_t *)malloc((size_t)ns * sizeof(int32_t));
+    e->undo = (kv_pool_undo *)malloc((size_t)ns * sizeof(kv_pool_undo));
+    if (!e->tok || !e->pos || !e->slots || !e->rows || !e->grouped || !e->tbl || !e->cnt || !e->next || !e->first || !e->touched || !e->undo)
+        return sb_fail(SB_ERR_OOM, "engine: staging buffers for %lld tokens", (long long)nb);
+    return SB_OK;
+}
+
+sb_status rt_engine_create(const rt_model *m, const rt_engine_params *p, rt_engine **out) {
+    *out = NULL;
+    SB_TRY(gguf_check_size(&m->file, m->path));
+    rt_engine_params prm = p ? *p : (rt_engine_params){0};
+    SB_TRY(fill_defaults(m, &prm));
+    rt_engine *e = (rt_engine *)calloc(1, sizeof *e);
+    if (!e) return sb_fail(SB_ERR_OOM, "engine");
+    e->m = m;
+    e->prm = prm;
+    const kv_pool_params kp = {.n_blocks = prm.n_blocks, .block_size = prm.block_size, .n_seq_max = prm.n_seq_max, .n_ctx = prm.n_ctx,
+                               .kv_type = prm.kv_type};
+    sb_status st = kv_pool_create(m, &kp, &e->pool);
+    if (st == SB_OK) {
+        e->tbl_len = kv_pool_table_len(e->pool);
+        st = alloc_buffers(e);
+    }
+    if (st == SB_OK) st = create_backend(e);
+    eplan *x;
+    if (st == SB_OK) st = get_plan(e, 1, 1, &x); /* the decode plan: an architecture or device that cannot run it fails here */
+    if (st != SB_OK) {
+        rt_engine_free(e);
+        return st;
+    }
+    *out = e;
+    return SB_OK;
+}
+
+void rt_engine_free(rt_engine *e) {
+    if (!e) return;
+    for (int i = 0; i < RT_ENGINE_PLANS; i++) drop_plan(e, &e->plans[i]);
+    if (e->be) e->be->ops->free(e->be);
+    kv_pool_free(e->pool);
+    free(e->tok), free(e->pos), free(e->slots), free(e->rows), free(e->grouped), free(e->tbl);
+    free(e->cnt), free(e->next), free(e->first), free(e->touched), free(e->undo), free(e->out);
+    free(e);
+}
+
+// ---- a step ----
+
+/* smallest power of two >= n, at most cap */
+static int64_t bucket(int64_t n, int64_t cap) {
+    int64_t b = 1;
+    while (b < n) b *= 2;
+    return b < cap ? b : cap;
+}
+
+/* check every item and count tokens per sequence (e->cnt, e->touched); nothing changes on failure */
+static sb_status validate(rt_engine *e, const rt_batch_item *items, int64_t n, int32_t *n_touched) {
+    const int64_t V = e->m->hp.n_vocab;
+    *n_touched = 0;
+    sb_status st = SB_OK;
+    for (int64_t i = 0; i < n && st == SB_OK; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "engine step: item %lld", (long long)i);
+        st = kv_pool_seq_valid(e->pool, items[i].seq, what);
+        if (st == SB_OK && (items[i].token < 0 || items[i].token >= V))
+            st = sb_fail(SB_ERR_RANGE, "engine step: item %lld: token %d is outside the vocabulary [0, %lld)", (long long)i, items[i].token,
+                         (long long)V);
+        if (st == SB_OK && e->cnt[items[i].seq]++ == 0) e->touched[(*n_touched)++] = items[i].seq;
+    }
+    int64_t need = 0;
+    for (int32_t k = 0; k < *n_touched && st == SB_OK; k++) {
+        const int32_t s = e->touched[k];
+        const int64_t len = kv_pool_seq_len(e->pool, s);
+        if (len + e->cnt[s] > e->prm.n_ctx)
+            st = sb_fail(SB_ERR_CONTEXT_FULL, "engine step: sequence %d: %lld cached + %lld new tokens exceed n_ctx %lld", s, (long long)len,
+                         (long long)e->cnt[s], (long long)e->prm.n_ctx);
+        need += kv_pool_blocks_needed(e->pool, s, e->cnt[s]);
+    }
+    if (st == SB_OK && need > kv_pool_blocks_available(e->pool)) {
+        const kv_pool_stats ps = kv_pool_get_stats(e->pool);
+        st = sb_fail(SB_ERR_CONTEXT_FULL, "engine step: the KV pool has no room: %lld tokens need %lld new blocks of %d; %lld of %lld are "
+                     "free or evictable (%lld held by open sequences)", (long long)n, (long long)need, kv_pool_block_size(e->pool),
+                     (long long)kv_pool_blocks_available(e->pool), (long long)ps.n_blocks, (long long)ps.n_used);
+    }
+    if (st != SB_OK)
+        for (int64_t i = 0; i < n; i++)
+            if (items[i].seq >= 0 && items[i].seq < e->prm.n_seq_max) e->cnt[items[i].seq] = 0;
+    return st;
+}
+
+/* the staging buffers for items (reserved) padded to T tokens; returns the logit rows wanted */
+static int64_t stage(rt_engine *e, const rt_batch_item *items, int64_t n, int64_t T) {
+    const int32_t bs = kv_pool_block_size(e->pool), scratch = kv_pool_scratch_block(e->pool);
+    int64_t n_out = 0;
+    for (int64_t i = 0; i < T; i++) {
+        int32_t *col = e->tbl + i * e->tbl_len;
+        int64_t nb = 0;
+        if (i < n) {
+            const int32_t s = items[i].seq;
+            const int64_t p = kv_pool_seq_len(e->pool, s) + e->next[s]++;
+            e->tok[i] = items[i].token;
+            e->pos[i] = (int32_t)p;
+            e->slots[i] = (int32_t)kv_pool_row(e->pool, s, p);
+            nb = (kv_pool_seq_len(e->pool, s) + e->cnt[s] + bs - 1) / bs;
+            memcpy(col, kv_pool_seq_blocks(e->pool, s), (size_t)nb * sizeof *col);
+            if (items[i].logits) e->rows[n_out++] = (int32_t)i;
+        } else { /* padding: position 0 of the scratch block */
+            e->tok[i] = 0;
+            e->pos[i] = 0;
+            e->slots[i] = scratch * bs;
+        }
+        for (int64_t k = nb; k < e->tbl_len; k++) col[k] = scratch;
+    }
+    return n_out;
+}
+
+/* SB_ERR_NUMERIC naming the first non-finite logit */
+static sb_status check_logits(const float *l, int64_t n_rows, int64_t V, const rt_batch_item *items, const int32_t *rows) {
+    for (int64_t r = 0; r < n_rows; r++)
+        for (int64_t i = 0; i < V; i++)
+            if (!isfinite(l[r * V + i]))
+                return sb_fail(SB_ERR_NUMERIC, "engine step: the forward pass produced %s logits (item %d, sequence %d, token %d, logit %lld): "
+                               "the model's weights or hyperparameters hold non-finite or extreme values", isnan(l[r * V + i]) ? "NaN" : "infinite",
+                               rows[r], items[rows[r]].seq, items[rows[r]].token, (long long)i);
+    return SB_OK;
+}
+
+static sb_status run_plan(rt_engine *e, int64_t T, int64_t n_out, const rt_batch_item *items, float *logits) {
+    const int64_t V = e->m->hp.n_vocab, n_out_b = n_out ? bucket(n_out, T) : 1;
+    for (int64_t k = n_out; k < n_out_b; k++) e->rows[k] = 0; /* padding rows: computed, dropped */
+    if (n_out_b == T)
+        for (int64_t k = 0; k < T; k++) e->rows[k] = (int32_t)k; /* no out_rows input: every row, in order */
+    eplan *x;
+    SB_TRY(get_plan(e, T, n_out_b, &x));
+    if (n_out_b > e->out_rows_cap) {
+        float *o = (float *)realloc(e->out, (size_t)(n_out_b * V) * sizeof *o);
+        if (!o) return sb_fail(SB_ERR_OOM, "engine: %lld logit rows", (long long)n_out_b);
+        e->out = o;
+        e->out_rows_cap = n_out_b;
+    }
+    const int32_t oi = plan_find_output(x->p, "logits");
+    if (oi < 0 || oi >= 4) return sb_fail(SB_ERR_INTERNAL, "engine: plan has no logits output");
+    float *dst[4] = {0};
+    dst[oi] = e->out;
+    SB_TRY(e->be->ops->run(e->be, x->p, x->data, x->p->n_inputs, dst));
+    if (n_out_b == T) { /* keep the wanted rows, in item order, at the front */
+        int64_t r = 0;
+        for (int64_t i = 0; i < T && r < n_out; i++)
+            if (items[i].logits) {
+                if (r != i) memmove(e->out + r * V, e->out + i * V, (size_t)V * sizeof *e->out);
+                e->rows[r++] = (int32_t)i;
+            }
+    }
+    SB_TRY(check_logits(e->out, n_out, V, items, e->rows));
+    if (logits && n_out) memcpy(logits, e->out, (size_t)(n_out * V) * sizeof *logits);
+    return SB_OK;
+}
+
+sb_status rt_engine_step(rt_engine *e, const rt_batch_item *items, int64_t n, float *logits) {
+    if (n < 1 || n > e->prm.n_batch)
+        return sb_fail(SB_ERR_INVALID_ARG, "engine step: %lld items (1..n_batch %lld)", (long long)n, (long long)e->prm.n_batch);
+    SB_TRY(gguf_check_size(&e->m->file, e->m->path));
+    int64_t n_logits = 0;
+    for (int64_t i = 0; i < n; i++) n_logits += items[i].logits;
+    if (n_logits && !logits) return sb_fail(SB_ERR_INVALID_ARG, "engine step: %lld items want logits and the logits buffer is NULL", (long long)n_logits);
+    const double t0 = now_s();
+    int32_t nt;
+    SB_TRY(validate(e, items, n, &nt));
+    sb_status st = SB_OK;
+    int32_t reserved = 0;
+    for (; reserved < nt && st == SB_OK; reserved++) {
+        const int32_t s = e->touched[reserved];
+        st = kv_pool_reserve(e->pool, s, e->cnt[s], &e->undo[reserved]);
+        if (st != SB_OK) break;
+    }
+    const int64_t T = bucket(n, e->prm.n_batch);
+    if (st == SB_OK) st = run_plan(e, T, stage(e, items, n, T), items, logits);
+    if (st == SB_OK) { /* commit: each sequence's tokens in item order */
+        int64_t off = 0;
+        for (int32_t k = 0; k < nt; k++) e->first[e->touched[k]] = off, off += e->cnt[e->touched[k]];
+        for (int64_t i = 0; i < n; i++) e->grouped[e->first[items[i].seq]++] = items[i].token;
+        off = 0;
+        for (int32_t k = 0; k < nt; k++) {
+            kv_pool_commit(e->pool, &e->undo[k], e->grouped + off, e->cnt[e->touched[k]]);
+            off += e->cnt[e->touched[k]];
+        }
+    } else {
+        for (int32_t k = reserved - 1; k >= 0; k--) kv_pool_unreserve(e->pool, &e->undo[k]);
+    }
+    for (int32_t k = 0; k < nt; k++) e->cnt[e->touched[k]] = e->next[e->touched[k]] = 0;
+    if (st != SB_OK) return st;
+    e->st.n_steps++;
+    e->st.n_tokens += n;
+    e->st.seconds += now_s() - t0;
+    return SB_OK;
+}
+
+kv_pool *rt_engine_pool(rt_engine *e) { return e->pool; }
+const rt_model *rt_engine_model(const rt_engine *e) { return e->m; }
+int64_t rt_engine_n_batch(const rt_engine *e) { return e->prm.n_batch; }
+
+rt_engine_stats rt_engine_get_stats(const rt_engine *e) {
+    rt_engine_stats s = e->st;
+    s.pool = kv_pool_get_stats(e->pool);
+    return s;
+}

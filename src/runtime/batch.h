@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/batch.h — the batched engine: many sequences of one model over one paged KV pool
+ * (runtime/kv_pool.h), evaluated together. A step takes tokens of any open sequences (each at its
+ * sequence's next position) and runs them as one forward pass of T tokens, so B decoding
+ * sequences read the weights once (one T = B matmul), not B times.
+ * Layer 2 (runtime). Plans: the dense decoder graph (rt_build_decoder) in its paged form, built
+ * per (T, n_out) class where T is the step's token count rounded up to a power of two (at most
+ * n_batch) and n_out its logit rows likewise; padding tokens write to the pool's scratch block and
+ * their logits are dropped. At most RT_ENGINE_PLANS plans are kept (least recently used replaced).
+ * Every step is all-or-nothing: a failure (bad sequence or token, context or pool exhausted,
+ * NaN logits) leaves every sequence and the cache as they were (evicted cache blocks aside).
+ * Thread safety: an engine is used by one thread at a time; several engines may share a model.
+ * Non-goals (now): CUDA (its check refuses the paged graph at creation: SB_ERR_UNSUPPORTED naming
+ * "paged attention"), Gemma 4 (shared-KV layers), sampling (the caller samples each row).
+ */
+#ifndef SB_RUNTIME_BATCH_H
+#define SB_RUNTIME_BATCH_H
+
+#include "runtime/kv_pool.h"
+#include "runtime/model.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define RT_ENGINE_PLANS 16
+
+typedef struct rt_engine_params {
+    int64_t n_blocks;   /* 0 = room for every sequence at n_ctx: n_seq_max * ceil(n_ctx / block_size) */
+    int32_t block_size; /* 0 = 16 */
+    int32_t n_seq_max;  /* 0 = 4 */
+    int64_t n_ctx;      /* longest sequence; 0 = min(the model's context, 4096); above it: SB_ERR_INVALID_ARG */
+    int64_t n_batch;    /* most tokens a step; 0 = 512 */
+    int kv_type;        /* SB_TYPE_F32 or SB_TYPE_F16 */
+    int n_threads;      /* 0 = all cores */
+    int device;         /* 0 = CPU, 1 = CUDA (refused: paged attention has no CUDA kernel yet), 2 = auto (the CPU) */
+} rt_engine_params;
+
+typedef struct rt_batch_item {
+    int32_t seq;
+    int32_t token;
+    bool logits;        /* this token's logits are wanted */
+} rt_batch_item;
+
+typedef struct rt_engine_stats {
+    kv_pool_stats pool;
+    int64_t n_steps, n_tokens, n_plans_built;
+    double seconds;     /* inside rt_engine_step */
+} rt_engine_stats;
+
+typedef struct rt_engine rt_engine;
+
+/* Errors: SB_ERR_INVALID_ARG (params named), SB_ERR_OOM (bytes), SB_ERR_UNSUPPORTED (an
+ * architecture or device the paged graph cannot run; the decode plan is built here to find out). */
+sb_status rt_engine_create(const rt_model *m, const rt_engine_params *p, rt_engine **out);
+void rt_engine_free(rt_engine *e);
+
+/* Evaluate items[0, n) in one pass (n <= n_batch): each token goes to its sequence's next position,
+ * in item order. logits (may be NULL when no item asks) receives one n_vocab row per item with
+ * logits set, in item order. Errors (nothing applied): SB_ERR_INVALID_ARG (n, a sequence not
+ * open), SB_ERR_RANGE (a token outside the vocabulary), SB_ERR_CONTEXT_FULL (a sequence past n_ctx,
+ * or the pool without enough free or evictable blocks: the numbers named), SB_ERR_NUMERIC (a NaN or
+ * infinite logit: item and sequence named). */
+sb_status rt_engine_step(rt_engine *e, const rt_batch_item *items, int64_t n, float *logits);
+
+kv_pool *rt_engine_pool(rt_engine *e);
+const rt_model *rt_engine_model(const rt_engine *e);
+rt_engine_stats rt_engine_get_stats(const rt_engine *e);
+int64_t rt_engine_n_batch(const rt_engine *e);
+
+#endif
