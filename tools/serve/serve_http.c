@@ -208,12 +208,13 @@ static serve_job *make_job(serve_request *req) {
              (unsigned long long)j->created, (unsigned long long)atomic_fetch_add(&counter, 1));
     j->text = calloc((size_t)j->req.n, sizeof *j->text);
     j->finish = calloc((size_t)j->req.n, sizeof *j->finish);
+    j->logprobs = calloc((size_t)j->req.n, sizeof *j->logprobs);
     for (int i = 0; j->text && i < j->req.n; i++)
         if (serve_buf_add(&j->text[i], "", 0)) {
             serve_job_release(j);
             return NULL;
         }
-    if (!j->text || !j->finish) {
+    if (!j->text || !j->finish || !j->logprobs) {
         serve_job_release(j);
         return NULL;
     }
