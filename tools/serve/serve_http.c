@@ -7,10 +7,13 @@
  * when the queue is full), then waited on: a non-stream reply is sent whole at the end, a stream
  * is sent as SSE events as the worker produces them. While waiting the connection thread polls
  * its socket: a client that hung up cancels its job (dropped from the queue, or stopped by the
- * generate callback at the next token).
+ * generate callback at the next token). The chat page's files (serve_web.h) are answered to GET
+ * without the API key (they hold no data; the page asks for the key) and with a
+ * Content-Security-Policy that lets the page load nothing from elsewhere.
  */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "serve.h"
+#include "serve_web.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -23,7 +26,7 @@
 #include <time.h>
 
 typedef enum route {
-    R_NONE, R_HEALTH, R_METRICS, R_MODELS, R_CHAT, R_COMPLETIONS, R_TOKENIZE, R_DETOKENIZE
+    R_NONE, R_HEALTH, R_METRICS, R_MODELS, R_CHAT, R_COMPLETIONS, R_TOKENIZE, R_DETOKENIZE, R_WEB
 } route;
 
 static const struct {
@@ -45,6 +48,7 @@ typedef struct conn_state {
     int too_large;
     int answered;   /* a response is queued already (an error found before the body) */
     int counted;    /* counted in e->inflight until the reply is sent (on_completed) */
+    const serve_web_file *web; /* R_WEB: the file */
 } conn_state;
 
 static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, char *text, const char *type) {
@@ -244,8 +248,21 @@ static enum MHD_Result handle_generate(serve_engine *e, struct MHD_Connection *c
     return j->req.stream ? start_stream(e, c, j) : finish_plain(e, c, j);
 }
 
+static enum MHD_Result send_web(struct MHD_Connection *c, const serve_web_file *f) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(f->size, (void *)f->data, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", f->type);
+    MHD_add_response_header(r, "Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    enum MHD_Result rc = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
 /* A request whose body is complete. */
 static enum MHD_Result dispatch(serve_engine *e, struct MHD_Connection *c, conn_state *cs) {
+    if (cs->r == R_WEB) return send_web(c, cs->web);
     if (!atomic_load(&e->ready))
         return fail(e, c, 503, "unavailable_error", "%s", atomic_load(&e->stopping) ? SERVE_SHUTDOWN_MSG : "Loading model");
     if (cs->r == R_HEALTH) return send_text(c, 200, strdup("{\"status\":\"ok\"}"), "application/json");
@@ -288,6 +305,11 @@ static enum MHD_Result admit(serve_engine *e, struct MHD_Connection *c, const ch
         if (!strcmp(method, routes[i].method)) cs->r = routes[i].r;
         else allow = routes[i].method;
     }
+    for (size_t i = 0; i < serve_web_n_files; i++) {
+        if (strcmp(url, serve_web_files[i].path)) continue;
+        if (!strcmp(method, "GET")) cs->r = R_WEB, cs->web = &serve_web_files[i];
+        else allow = "GET";
+    }
     if (cs->r == R_NONE && allow) {
         serve_error err = {0};
         serve_error_set(&err, 405, "invalid_request_error", NULL, "%s %s: method not allowed (use %s)", method, url, allow);
@@ -305,7 +327,7 @@ static enum MHD_Result admit(serve_engine *e, struct MHD_Connection *c, const ch
         cs->answered = 1;
         return rc;
     }
-    cs->answered = cs->r == R_NONE || (cs->r != R_HEALTH && !authorized(e, c));
+    cs->answered = cs->r == R_NONE || (cs->r != R_HEALTH && cs->r != R_WEB && !authorized(e, c));
     if (cs->r == R_NONE) return fail(e, c, 404, "not_found_error", "no such endpoint: %s", url);
     if (cs->answered)
         return fail(e, c, 401, "authentication_error", "%s", "invalid or missing API key (Authorization: Bearer KEY)");
