@@ -5,3 +5,12 @@ foreach(t api errors queue flags logprobs)
   add_test(NAME serve/${t} COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/serve/test_${t}.py $<TARGET_FILE:sb> ${SB_TESTDATA})
   set_tests_properties(serve/${t} PROPERTIES LABELS serve TIMEOUT 300)
 endforeach()
+# The Node tests (the official `openai` package as the client; the chat page in headless Chromium
+# through puppeteer-core): the fixture installs the packages pinned by tests/serve/node into
+# build/serve-node with `npm ci` (once per build directory).
+add_test(NAME serve/node_setup COMMAND sh ${CMAKE_SOURCE_DIR}/tests/serve/node_setup.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(serve/node_setup PROPERTIES LABELS serve TIMEOUT 300 FIXTURES_SETUP serve_node)
+foreach(t openai chat_page)
+  add_test(NAME serve/${t} COMMAND node ${CMAKE_SOURCE_DIR}/tests/serve/test_${t}.mjs $<TARGET_FILE:sb> ${CMAKE_BINARY_DIR})
+  set_tests_properties(serve/${t} PROPERTIES LABELS serve TIMEOUT 300 FIXTURES_REQUIRED serve_node)
+endforeach()
