@@ -15,6 +15,8 @@
 #include "serve.h"
 #include "serve_web.h"
 
+#include "llama_flags.h"
+
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
@@ -201,14 +203,22 @@ static enum MHD_Result finish_plain(serve_engine *e, struct MHD_Connection *c, s
     return rc;
 }
 
+/* A reply id: the kind, this process's random tag (ids stay unique across the servers behind one
+ * load balancer, which may start in the same second), the time and a counter. */
 static serve_job *make_job(serve_request *req) {
     static atomic_ullong counter;
+    static atomic_uint tag; /* 0 until the first job draws it */
+    unsigned t = atomic_load(&tag);
+    if (!t) {
+        unsigned fresh = (unsigned)random_seed() | 1u;
+        t = atomic_compare_exchange_strong(&tag, &t, fresh) ? fresh : t;
+    }
     serve_job *j = serve_job_new();
     if (!j) return NULL;
     j->req = *req;
     memset(req, 0, sizeof *req);
     j->created = (int64_t)time(NULL);
-    snprintf(j->id, sizeof j->id, "%s-%llx%llx", j->req.kind == SERVE_CHAT ? "chatcmpl" : "cmpl",
+    snprintf(j->id, sizeof j->id, "%s-%08x%llx%llx", j->req.kind == SERVE_CHAT ? "chatcmpl" : "cmpl", t,
              (unsigned long long)j->created, (unsigned long long)atomic_fetch_add(&counter, 1));
     j->text = calloc((size_t)j->req.n, sizeof *j->text);
     j->finish = calloc((size_t)j->req.n, sizeof *j->finish);
