@@ -6,7 +6,7 @@
 // the include_usage chunk), n > 1 (choice 0 = the n = 1 text), stop strings, usage with
 // prompt_tokens_details.cached_tokens (a repeated prompt reuses the slot's cache), logprobs, the
 // model list, and error objects surfacing as the package's APIError subclasses with the right
-// status, type, param and message.
+// status, type, param and message (400, 401, 404, and 429 from a server whose queue is full).
 import { check, finish, nodeRequire, postJson, startServer } from "./serve_lib.mjs";
 
 const [sb, buildDir] = process.argv.slice(2);
@@ -120,6 +120,30 @@ try {
   const wrongKey = new OpenAI({ baseURL: server.url + "/v1", apiKey: "wrong", maxRetries: 0 });
   await expectError(wrongKey.chat.completions.create(chatReq), OpenAI.AuthenticationError, 401, "invalid or missing API key", "wrong key");
   await expectError(client.get("/nowhere"), OpenAI.NotFoundError, 404, "no such endpoint", "unknown path");
+  // 429: a server with one slot and a queue of one, both taken by long requests
+  const busy = await startServer(sb, ["-t", "1", "--queue-size", "1"]);
+  try {
+    const long = { prompt: P, max_tokens: 480, temperature: 0, ignore_eos: true };
+    // one request at a time: the slot must have taken the first before the second can queue
+    const until = async (re) => {
+      for (let i = 0; i < 400; i++) {
+        if (re.test(await (await fetch(busy.url + "/metrics")).text())) return true;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      return false;
+    };
+    const blockers = [postJson(busy.url + "/v1/completions", long)];
+    check(await until(/^sonicboom_requests_processing 1$/m), "the slot of the second server did not fill");
+    blockers.push(postJson(busy.url + "/v1/completions", long));
+    check(await until(/^sonicboom_requests_deferred 1$/m), "the queue of the second server did not fill");
+    const busyClient = new OpenAI({ baseURL: busy.url + "/v1", apiKey: "none", maxRetries: 0 });
+    const e429 = await expectError(busyClient.completions.create({ prompt: P, max_tokens: 4 }), OpenAI.RateLimitError, 429,
+      "the server is busy", "full queue");
+    check(e429 && e429.type === "rate_limit_error", "429 type: " + JSON.stringify(e429 && e429.error));
+    check((await Promise.all(blockers)).every((r) => r.status === 200), "the requests that filled the queue completed");
+  } finally {
+    await busy.stop();
+  }
 } catch (err) {
   check(false, "unexpected exception: " + (err && err.stack));
 } finally {
