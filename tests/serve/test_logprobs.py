@@ -115,7 +115,7 @@ try:
     check(st == 200 and rz["choices"][0]["text"] == ch["text"], "an empty logit_bias changes nothing")
 
     # ---- presence / frequency penalties reach the sampler ----
-    long = dict(cb, max_tokens=40)
+    long = dict(cb, max_tokens=24)
     st, base = s.post(COMP, long)
     for name in ("presence_penalty", "frequency_penalty"):
         st, pen = s.post(COMP, dict(long, **{name: 2.0}))
