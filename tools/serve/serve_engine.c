@@ -5,7 +5,9 @@
  * threads and the workers. A worker runs one job at a time on its slot, its choices one after the
  * other (the session reuses the prompt's cached prefix for choices after the first), streaming text
  * through sb_generate_tokens' callback, which also stops at the next token once the job is
- * cancelled. There is no batching across slots: each slot decodes its own sequence (the library's
+ * cancelled. Each choice has its own sampler: the request's parameters with seed + choice, its
+ * logit_bias, and (logprobs asked) the sampler's log, whose entries go out with the text they made.
+ * There is no batching across slots: each slot decodes its own sequence (the library's
  * batched forward will come later).
  */
 #include "serve.h"
