@@ -435,8 +435,35 @@ SB_API void sb_sampler_free(sb_sampler *smp);
 SB_API sb_status sb_sampler_sample(sb_sampler *smp, const float *logits, int32_t *token);
 /* Add a token to the penalty history. */
 SB_API sb_status sb_sampler_accept(sb_sampler *smp, int32_t token);
-/* Clear the history and re-seed. */
+/* Clear the history and the logprob log, and re-seed (the logit bias and logprobs setting stay). */
 SB_API sb_status sb_sampler_reset(sb_sampler *smp);
+
+/* OpenAI's logit_bias: from the next draw on, bias[i] is added to the logit of tokens[i] before the
+ * chain (before penalties); -INFINITY bans the token. Replaces the previous set; n = 0 clears it.
+ * Errors (nothing changed): SB_ERR_INVALID_ARG for a token outside [0, n_vocab), a token given
+ * twice, a NaN or +Inf bias. A logit that the bias pushes to +Inf makes the draw SB_ERR_NUMERIC. */
+SB_API sb_status sb_sampler_set_logit_bias(sb_sampler *smp, const int32_t *tokens, const float *bias, size_t n);
+
+/* OpenAI's logprobs / top_logprobs. Once enabled, every successful sb_sampler_sample (also those
+ * inside sb_generate) appends one entry to the sampler's log: the drawn token's log-probability and
+ * the top_k most likely tokens with theirs (most likely first, ties by lower id; tokens at -inf
+ * are not listed, so fewer may come). The distribution is log-softmax(logits + logit bias),
+ * computed in double: the model's own, with the caller's bias, before penalties, top-k/top-p/min-p
+ * and temperature (so it does not depend on the sampling settings; ignore_eos counts as a bias).
+ * top_k in [0, SB_MAX_TOP_LOGPROBS]; -1 (the default) turns the log off. Clears the log. */
+#define SB_MAX_TOP_LOGPROBS 20
+typedef struct sb_token_logprob {
+    int32_t token;
+    float logprob;          /* natural log of the probability, <= 0 */
+} sb_token_logprob;
+SB_API sb_status sb_sampler_set_logprobs(sb_sampler *smp, int32_t top_k);
+/* Entries in the log (0 for NULL or when logging is off). */
+SB_API size_t sb_sampler_n_logprobs(const sb_sampler *smp);
+/* Entry i (0 = the first draw since the log was cleared): *chosen, then min(cap, available)
+ * alternatives into top[] and their count into *n_top (top may be NULL when cap is 0).
+ * SB_ERR_RANGE when i >= sb_sampler_n_logprobs (outputs untouched). */
+SB_API sb_status sb_sampler_get_logprob(const sb_sampler *smp, size_t i, sb_token_logprob *chosen, sb_token_logprob *top,
+                                        size_t cap, size_t *n_top);
 
 /* ---- generation ---- */
 

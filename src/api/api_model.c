@@ -245,6 +245,36 @@ SB_API sb_status sb_sampler_reset(sb_sampler *smp) {
     return SB_OK;
 }
 
+SB_API sb_status sb_sampler_set_logit_bias(sb_sampler *smp, const int32_t *tokens, const float *bias, size_t n) {
+    NEED(smp && (n == 0 || (tokens && bias)), "sb_sampler_set_logit_bias");
+    return rt_sampler_set_logit_bias(smp->s, tokens, bias, n);
+}
+
+_Static_assert(SB_MAX_TOP_LOGPROBS == RT_MAX_TOP_LOGPROBS, "the two logprob bounds");
+
+SB_API sb_status sb_sampler_set_logprobs(sb_sampler *smp, int32_t top_k) {
+    NEED(smp, "sb_sampler_set_logprobs");
+    return rt_sampler_set_logprobs(smp->s, top_k);
+}
+
+SB_API size_t sb_sampler_n_logprobs(const sb_sampler *smp) {
+    return smp ? rt_sampler_n_logprobs(smp->s) : 0;
+}
+
+SB_API sb_status sb_sampler_get_logprob(const sb_sampler *smp, size_t i, sb_token_logprob *chosen, sb_token_logprob *top,
+                                        size_t cap, size_t *n_top) {
+    NEED(smp && chosen && n_top && (cap == 0 || top), "sb_sampler_get_logprob");
+    size_t k = 0;
+    const rt_token_logprob *e = rt_sampler_logprob(smp->s, i, &k);
+    if (!e)
+        return sb_fail(SB_ERR_RANGE, "sb_sampler_get_logprob: entry %zu of %zu", i, rt_sampler_n_logprobs(smp->s));
+    *chosen = (sb_token_logprob){e[0].token, e[0].logprob};
+    if (k > cap) k = cap;
+    for (size_t j = 0; j < k; j++) top[j] = (sb_token_logprob){e[1 + j].token, e[1 + j].logprob};
+    *n_top = k;
+    return SB_OK;
+}
+
 // ---- generation ----
 
 SB_API void sb_generate_default_params(sb_generate_params *p) {

@@ -3,7 +3,9 @@
  * runtime/sampler.c — the sampler chain of sampler.h. Candidates are (id, logit) pairs; each stage
  * narrows or reweights them in llama.cpp's order. The RNG is xoshiro256** seeded by splitmix64,
  * and a draw is a uniform double in [0, 1) compared against the cumulative probabilities.
- * The history ring holds the last penalty_last_n accepted tokens.
+ * The history ring holds the last penalty_last_n accepted tokens. The logit bias is a dense
+ * [n_vocab] array (allocated by the first non-empty set); the logprob log is one growing array of
+ * entries of 1 + top_k (token, logprob) pairs, unused alternatives marked with token -1.
  */
 #include "runtime/sampler.h"
 
@@ -25,6 +27,10 @@ struct rt_sampler {
     int32_t hist_n, hist_pos;
     uint16_t *counts;   /* [n_vocab] occurrences in the history (scratch) */
     uint64_t rng[4];
+    float *bias;        /* [n_vocab] added to the logits; NULL: no bias */
+    int32_t lp_top;     /* alternatives per logged draw; -1: no log */
+    rt_token_logprob *lp; /* lp_n entries of 1 + lp_top pairs */
+    size_t lp_n, lp_cap;
 };
 
 void rt_sampler_defaults(rt_sampler_params *p) {
@@ -56,6 +62,7 @@ void rt_sampler_reset(rt_sampler *s) {
     uint64_t x = s->prm.seed;
     for (int i = 0; i < 4; i++) s->rng[i] = splitmix(&x);
     s->hist_n = s->hist_pos = 0;
+    s->lp_n = 0;
 }
 
 sb_status rt_sampler_create(const rt_sampler_params *p, int64_t n_vocab, rt_sampler **out) {
@@ -73,6 +80,7 @@ sb_status rt_sampler_create(const rt_sampler_params *p, int64_t n_vocab, rt_samp
     if (!s) return sb_fail(SB_ERR_OOM, "sampler");
     s->prm = *p;
     s->n_vocab = n_vocab;
+    s->lp_top = -1;
     s->c = (cand *)malloc((size_t)n_vocab * sizeof *s->c);
     s->counts = (uint16_t *)calloc((size_t)n_vocab, sizeof *s->counts);
     s->hist = (int32_t *)malloc((size_t)(p->penalty_last_n ? p->penalty_last_n : 1) * sizeof *s->hist);
@@ -90,6 +98,8 @@ void rt_sampler_free(rt_sampler *s) {
     free(s->c);
     free(s->counts);
     free(s->hist);
+    free(s->bias);
+    free(s->lp);
     free(s);
 }
 
@@ -113,14 +123,24 @@ static void softmax(cand *c, int64_t n) {
     for (int64_t i = 0; i < n; i++) c[i].p = (float)(c[i].p / sum);
 }
 
-sb_status rt_sampler_sample(rt_sampler *s, const float *logits, int32_t *token) {
+/* logit i with its bias (the one float sum both the draw and the logprob log use). */
+static float biased(const rt_sampler *s, const float *logits, int64_t i) {
+    return s->bias ? logits[i] + s->bias[i] : logits[i];
+}
+
+/* The chain: candidates, penalties, filters, the draw. */
+static sb_status draw(rt_sampler *s, const float *logits, int32_t *token) {
     const rt_sampler_params *p = &s->prm;
     int64_t n = 0;
     for (int64_t i = 0; i < s->n_vocab; i++) {
         if (logits[i] != logits[i] || logits[i] == INFINITY) /* a broken pass: never sample around it */
             return sb_fail(SB_ERR_NUMERIC, "sampler: logit %lld of %lld is %s: the model produced non-finite values", (long long)i,
                            (long long)s->n_vocab, logits[i] != logits[i] ? "NaN" : "+Inf");
-        if (logits[i] > -INFINITY) s->c[n++] = (cand){(int32_t)i, logits[i], 0};
+        float x = biased(s, logits, i);
+        if (x == INFINITY)
+            return sb_fail(SB_ERR_NUMERIC, "sampler: logit %lld (%g) plus its bias (%g) overflows to +Inf", (long long)i, logits[i],
+                           s->bias[i]);
+        if (x > -INFINITY) s->c[n++] = (cand){(int32_t)i, x, 0};
     }
     if (n == 0) return sb_fail(SB_ERR_RANGE, "sampler: every logit is -inf: no token can be drawn");
     /* penalties (llama.cpp: repeat divides positive logits, multiplies negative ones) */
@@ -179,4 +199,104 @@ sb_status rt_sampler_sample(rt_sampler *s, const float *logits, int32_t *token) 
     }
     *token = s->c[n - 1].id;
     return SB_OK;
+}
+
+/* Append the log entry of a draw of tok: ln p(tok) and the top lp_top tokens of
+ * log-softmax(logits + bias), computed in double. Capacity was reserved by the caller. */
+static void log_draw(rt_sampler *s, const float *logits, int32_t tok) {
+    size_t stride = (size_t)s->lp_top + 1;
+    rt_token_logprob *e = s->lp + s->lp_n * stride;
+    double mx = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < s->n_vocab; i++) {
+        double x = biased(s, logits, i);
+        if (x > mx) mx = x;
+    }
+    for (int64_t i = 0; i < s->n_vocab; i++) sum += exp((double)biased(s, logits, i) - mx);
+    double lse = mx + log(sum);
+    e[0] = (rt_token_logprob){tok, (float)((double)biased(s, logits, tok) - lse)};
+    int32_t k = 0; /* e[1 .. 1 + k) sorted: logit descending, then id ascending */
+    for (int64_t i = 0; i < s->n_vocab && s->lp_top > 0; i++) {
+        float x = biased(s, logits, i);
+        if (x == -INFINITY || (k == s->lp_top && !(x > biased(s, logits, e[k].token)))) continue;
+        int32_t at = k < s->lp_top ? ++k : k; /* the slot that falls off is the last one */
+        while (at > 1 && x > biased(s, logits, e[at - 1].token)) {
+            e[at] = e[at - 1];
+            at--;
+        }
+        e[at] = (rt_token_logprob){(int32_t)i, 0};
+    }
+    for (int32_t j = 1; j <= k; j++) e[j].logprob = (float)((double)biased(s, logits, e[j].token) - lse);
+    for (int32_t j = k + 1; j <= s->lp_top; j++) e[j] = (rt_token_logprob){-1, 0};
+    s->lp_n++;
+}
+
+sb_status rt_sampler_sample(rt_sampler *s, const float *logits, int32_t *token) {
+    size_t stride = (size_t)s->lp_top + 1;
+    if (s->lp_top >= 0 && s->lp_n == s->lp_cap) { /* reserve before drawing: an OOM draws nothing */
+        size_t cap = s->lp_cap ? 2 * s->lp_cap : 64;
+        rt_token_logprob *lp = (rt_token_logprob *)realloc(s->lp, cap * stride * sizeof *lp);
+        if (!lp) return sb_fail(SB_ERR_OOM, "sampler: logprob log of %zu draws", cap);
+        s->lp = lp;
+        s->lp_cap = cap;
+    }
+    int32_t tok = -1;
+    SB_TRY(draw(s, logits, &tok));
+    if (s->lp_top >= 0) log_draw(s, logits, tok);
+    *token = tok;
+    return SB_OK;
+}
+
+sb_status rt_sampler_set_logit_bias(rt_sampler *s, const int32_t *tokens, const float *bias, size_t n) {
+    if (n && (!tokens || !bias)) return sb_fail(SB_ERR_INVALID_ARG, "logit bias: %zu entries but no arrays", n);
+    if (n > (size_t)s->n_vocab)
+        return sb_fail(SB_ERR_INVALID_ARG, "logit bias: %zu entries for a vocabulary of %lld tokens", n, (long long)s->n_vocab);
+    float *b = NULL;
+    if (n && !(b = (float *)calloc((size_t)s->n_vocab, sizeof *b))) return sb_fail(SB_ERR_OOM, "logit bias of %lld tokens", (long long)s->n_vocab);
+    uint16_t *seen = s->counts; /* all zero between draws */
+    sb_status st = SB_OK;
+    size_t i = 0;
+    for (; i < n && st == SB_OK; i++) {
+        int32_t t = tokens[i];
+        if (t < 0 || t >= s->n_vocab)
+            st = sb_fail(SB_ERR_INVALID_ARG, "logit bias %zu: token %d is outside the vocabulary [0, %lld)", i, t, (long long)s->n_vocab);
+        else if (bias[i] != bias[i] || bias[i] == INFINITY)
+            st = sb_fail(SB_ERR_INVALID_ARG, "logit bias %zu (token %d): %s is not allowed (finite, or -inf to ban the token)", i, t,
+                         bias[i] != bias[i] ? "NaN" : "+Inf");
+        else if (seen[t])
+            st = sb_fail(SB_ERR_INVALID_ARG, "logit bias %zu: token %d is given twice", i, t);
+        else {
+            seen[t] = 1;
+            b[t] = bias[i];
+        }
+    }
+    for (size_t j = 0; j < i; j++)
+        if (tokens[j] >= 0 && tokens[j] < s->n_vocab) seen[tokens[j]] = 0;
+    if (st != SB_OK) {
+        free(b);
+        return st;
+    }
+    free(s->bias);
+    s->bias = b;
+    return SB_OK;
+}
+
+sb_status rt_sampler_set_logprobs(rt_sampler *s, int32_t top_k) {
+    if (top_k < -1 || top_k > RT_MAX_TOP_LOGPROBS)
+        return sb_fail(SB_ERR_INVALID_ARG, "logprobs: top_k %d is outside [-1, %d]", top_k, RT_MAX_TOP_LOGPROBS);
+    free(s->lp);
+    s->lp = NULL;
+    s->lp_n = s->lp_cap = 0;
+    s->lp_top = top_k;
+    return SB_OK;
+}
+
+size_t rt_sampler_n_logprobs(const rt_sampler *s) { return s->lp_n; }
+
+const rt_token_logprob *rt_sampler_logprob(const rt_sampler *s, size_t i, size_t *n_top) {
+    if (i >= s->lp_n) return NULL;
+    const rt_token_logprob *e = s->lp + i * ((size_t)s->lp_top + 1);
+    size_t k = 0;
+    while (k < (size_t)s->lp_top && e[1 + k].token >= 0) k++;
+    if (n_top) *n_top = k;
+    return e;
 }

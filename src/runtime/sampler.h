@@ -4,7 +4,12 @@
  * penalties (repeat/presence/frequency over the last penalty_last_n tokens) → top-k → top-p →
  * min-p → temperature → draw with a seeded RNG. temp <= 0 is greedy (argmax after penalties).
  * Layer 2 (runtime). Deterministic: the same seed, logits and history give the same tokens.
- * NaN logits are treated as -inf (never sampled); all-NaN/-inf logits return SB_ERR_RANGE.
+ * A NaN or +Inf logit is SB_ERR_NUMERIC; all -inf logits return SB_ERR_RANGE.
+ * Two per-request extras (OpenAI's logit_bias and logprobs): a bias added to chosen logits before
+ * the chain (-inf bans a token), and a log of each draw's log-probability with the top-k
+ * alternatives, taken from log-softmax(logits + bias) in double — the model's distribution with
+ * the caller's bias, before penalties, truncation and temperature (vLLM's default "raw" logprobs
+ * plus the bias; OpenAI's own docs do not say more).
  * Non-goals: grammars, mirostat, DRY, XTC (later samplers append to the chain).
  */
 #ifndef SB_RUNTIME_SAMPLER_H
@@ -36,6 +41,27 @@ void rt_sampler_free(rt_sampler *s);
 sb_status rt_sampler_sample(rt_sampler *s, const float *logits, int32_t *token);
 /* Record a token in the penalty history (prompt tokens and sampled ones). */
 void rt_sampler_accept(rt_sampler *s, int32_t token);
+/* Clear the history, the logprob log, and re-seed (the bias and the logprob setting stay). */
 void rt_sampler_reset(rt_sampler *s);
+
+/* Replace the bias set: logit[tokens[i]] += bias[i] before every later draw; n = 0 clears it.
+ * SB_ERR_INVALID_ARG (nothing changed) for a token outside [0, n_vocab), a repeated token, or a
+ * bias that is NaN or +Inf (-Inf bans the token). */
+sb_status rt_sampler_set_logit_bias(rt_sampler *s, const int32_t *tokens, const float *bias, size_t n);
+
+#define RT_MAX_TOP_LOGPROBS 20
+typedef struct rt_token_logprob {
+    int32_t token;
+    float logprob; /* ln p, <= 0 */
+} rt_token_logprob;
+
+/* Log every later draw: its token's log-probability and the top_k most likely tokens (most likely
+ * first, ties by lower id; tokens at -inf are never listed). top_k in [0, RT_MAX_TOP_LOGPROBS];
+ * -1 stops logging. Clears the log. */
+sb_status rt_sampler_set_logprobs(rt_sampler *s, int32_t top_k);
+/* Entries in the log (one per successful draw since it was cleared). */
+size_t rt_sampler_n_logprobs(const rt_sampler *s);
+/* Entry i: [0] the drawn token, [1 .. 1 + *n_top) its alternatives; NULL when i is out of range. */
+const rt_token_logprob *rt_sampler_logprob(const rt_sampler *s, size_t i, size_t *n_top);
 
 #endif

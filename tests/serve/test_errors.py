@@ -98,13 +98,23 @@ try:
         ("stop", 5, "'stop' must be a string or an array"), ("stop", [1], "'stop[0]' must be a string"),
         ("stop", ["a"] * 17, "at most 16"), ("stop", [""], "'stop[0]' must be 1 to 256 bytes"),
         ("stop", ["x" * 257], "'stop[0]' must be 1 to 256 bytes"), ("model", 5, "'model' must be a string"),
-        ("logprobs", True, "'logprobs' is not supported"), ("top_logprobs", 2, "'top_logprobs' is not supported"),
-        ("logit_bias", {"1": 5}, "'logit_bias' is not supported"),
+        ("logprobs", 2, "'logprobs' must be true or false"), ("top_logprobs", 2, "'top_logprobs' needs 'logprobs': true"),
+        ("logit_bias", [1, 5], "'logit_bias' must be an object"), ("logit_bias", {"x": 5}, "key 'x' must be a token id"),
+        ("logit_bias", {"-1": 5}, "key '-1' must be a token id"), ("logit_bias", {"99999": 5}, "key '99999' must be a token id"),
+        ("logit_bias", {"1.5": 5}, "key '1.5' must be a token id"), ("logit_bias", {"1": 101}, "'logit_bias[\"1\"]' must be a number"),
+        ("logit_bias", {"1": "5"}, "must be a number in [-100, 100]"),
+        ("logit_bias", {str(i): 1 for i in range(1025)}, "'logit_bias' has 1025 entries, at most 1024"),
         ("tools", [{"type": "function", "function": {"name": "f"}}], "'tools' is not supported"),
         ("response_format", {"type": "json_object"}, "'response_format' is not supported"),
     ]:
         expect(CHAT, {"messages": MSG, field: value}, want)
     expect(CHAT, {"messages": MSG, "stream": True, "stream_options": 3}, "'stream_options' must be an object")
+    expect(CHAT, {"messages": MSG, "logprobs": True, "top_logprobs": 21}, "'top_logprobs' must be in [0, 20]")
+    expect(CHAT, {"messages": MSG, "logprobs": True, "top_logprobs": 1.5}, "'top_logprobs' must be an integer")
+    expect(CHAT, {"messages": MSG, "logprobs": False, "top_logprobs": 0}, "'top_logprobs' needs 'logprobs': true")
+    expect(COMP, {"prompt": "x", "logprobs": True}, "'logprobs' must be an integer")
+    expect(COMP, {"prompt": "x", "logprobs": 21}, "'logprobs' must be in [0, 20]")
+    expect(COMP, {"prompt": "x", "logit_bias": {"5": 1, "05": 2}}, "gives token 5 twice")
     expect(CHAT, {"messages": MSG, "stream": True, "stream_options": {"include_usage": "y"}}, "'include_usage' must be true or false")
     # ---- completions' prompt ----
     expect(COMP, {}, "'prompt' must be a string")

@@ -27,6 +27,7 @@
 #define SERVE_MAX_N 8                   /* choices per request */
 #define SERVE_MAX_STOP 16               /* stop strings */
 #define SERVE_MAX_STOP_LEN 256          /* bytes of one stop string */
+#define SERVE_MAX_LOGIT_BIAS 1024       /* logit_bias entries */
 #define SERVE_MAX_PARALLEL 64           /* --parallel */
 #define SERVE_MAX_QUEUE 4096            /* --queue-size */
 
@@ -50,6 +51,11 @@ typedef struct serve_request {
     char *stops[SERVE_MAX_STOP];
     size_t n_stop;
     sb_sampler_params sp;        /* sp.seed: the seed of choice 0; choice i uses seed + i */
+    int32_t *bias_tok;           /* logit_bias: n_bias (token, bias) pairs, distinct tokens */
+    float *bias_val;
+    size_t n_bias;
+    int logprobs;                /* log-probabilities asked for (chat: logprobs true; completions: logprobs N) */
+    int top_logprobs;            /* alternatives per token, 0..SB_MAX_TOP_LOGPROBS */
 } serve_request;
 void serve_request_free(serve_request *r);
 
@@ -71,6 +77,7 @@ typedef struct serve_job {
     serve_buf sse;                /* stream: SSE bytes not yet sent */
     serve_buf *text;              /* non-stream: text of each choice (req.n of them) */
     const char **finish;          /* finish_reason of each choice */
+    struct cJSON **logprobs;      /* non-stream with req.logprobs: each choice's "logprobs" object */
     int64_t n_generated, n_cached;
     sb_status status;             /* SB_OK, or why it failed (error holds the detail) */
     char error[256];
@@ -149,13 +156,24 @@ char *serve_json_error(const serve_error *e);
 char *serve_json_result(const serve_engine *e, const serve_job *j);
 /* SSE events of a stream, appended to j->sse (under j->mu): a piece of choice i's text, the end of
  * choice i, the usage chunk, the terminator, an error event. 0, or -1 when out of memory. */
-int serve_sse_piece(const serve_engine *e, serve_job *j, int choice, const char *text, size_t len, int first);
+int serve_sse_piece(const serve_engine *e, serve_job *j, int choice, const char *text, size_t len, int first,
+                    struct cJSON *logprobs /* the chunk's "logprobs" (taken over), or NULL for null */);
 int serve_sse_finish(const serve_engine *e, serve_job *j, int choice, const char *reason);
 int serve_sse_usage(const serve_engine *e, serve_job *j);
 int serve_sse_done(serve_job *j);
 int serve_sse_error(serve_job *j, const char *message);
 char *serve_json_models(const serve_engine *e);
 const char *serve_model_id(const serve_engine *e);
+
+/* Log-probabilities in OpenAI's shapes (serve_logprobs.c). A chat's "logprobs" is {"content":
+ * [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}], "refusal": null}; a
+ * completion's is the legacy {tokens, token_logprobs, top_logprobs: [{piece: logprob}],
+ * text_offset}. serve_logprobs_new: an empty one (NULL when out of memory). serve_logprobs_take:
+ * append entries [*done, sb_sampler_n_logprobs) of smp's log to lp, skipping end-of-generation
+ * tokens; *done and *offset (bytes of the pieces so far, for text_offset) advance. 0, or -1 (OOM). */
+struct cJSON *serve_logprobs_new(serve_kind kind);
+int serve_logprobs_take(const serve_engine *e, serve_kind kind, const sb_sampler *smp, size_t *done, int64_t *offset,
+                        struct cJSON *lp);
 
 /* /tokenize and /detokenize (serve_tokens.c): response JSON or NULL with err set. */
 char *serve_tokenize(const serve_engine *e, const struct cJSON *body, serve_error *err);

@@ -5,13 +5,16 @@
  * threads and the workers. A worker runs one job at a time on its slot, its choices one after the
  * other (the session reuses the prompt's cached prefix for choices after the first), streaming text
  * through sb_generate_tokens' callback, which also stops at the next token once the job is
- * cancelled. There is no batching across slots: each slot decodes its own sequence (the library's
+ * cancelled. Each choice has its own sampler: the request's parameters with seed + choice, its
+ * logit_bias, and (logprobs asked) the sampler's log, whose entries go out with the text they made.
+ * There is no batching across slots: each slot decodes its own sequence (the library's
  * batched forward will come later).
  */
 #include "serve.h"
 
 #include "progress.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +38,8 @@ int serve_buf_add(serve_buf *b, const char *s, size_t n) {
 
 void serve_request_free(serve_request *r) {
     free(r->prompt);
+    free(r->bias_tok);
+    free(r->bias_val);
     for (size_t i = 0; i < r->n_stop; i++) free(r->stops[i]);
     memset(r, 0, sizeof *r);
 }
@@ -58,6 +63,9 @@ void serve_job_release(serve_job *j) {
     if (j->text)
         for (int i = 0; i < j->req.n; i++) free(j->text[i].data);
     free(j->text);
+    if (j->logprobs)
+        for (int i = 0; i < j->req.n; i++) cJSON_Delete(j->logprobs[i]);
+    free(j->logprobs);
     free(j->finish);
     free(j->sse.data);
     serve_request_free(&j->req);
@@ -144,7 +152,21 @@ typedef struct gen_ctx {
     serve_job *j;
     int choice;
     int oom;
+    const sb_sampler *smp;
+    size_t lp_done;   /* sampler log entries already in the reply */
+    int64_t lp_offset;
 } gen_ctx;
+
+/* The log entries since the last piece: the tokens of this piece of text (entries of tokens held
+ * back inside a matched stop string, or of the end-of-generation token, never reach a piece). A
+ * stream gets them in a new object for its chunk; a plain reply appends them to the choice's. */
+static int take_logprobs(gen_ctx *g, cJSON **chunk_lp) {
+    const serve_request *r = &g->j->req;
+    *chunk_lp = NULL;
+    if (!r->logprobs) return 0;
+    cJSON *lp = r->stream ? (*chunk_lp = serve_logprobs_new(r->kind)) : g->j->logprobs[g->choice];
+    return lp ? serve_logprobs_take(g->e, r->kind, g->smp, &g->lp_done, &g->lp_offset, lp) : -1;
+}
 
 /* sb_generate's text callback: stream or collect the piece; nonzero stops (cancelled or OOM). */
 static int on_text(void *user, const char *text, size_t len, int32_t token) {
@@ -153,8 +175,11 @@ static int on_text(void *user, const char *text, size_t len, int32_t token) {
     if (atomic_load(&g->j->cancel)) return 1;
     if (!len) return 0;
     pthread_mutex_lock(&g->j->mu);
-    int rc = g->j->req.stream ? serve_sse_piece(g->e, g->j, g->choice, text, len, 0)
-                              : serve_buf_add(&g->j->text[g->choice], text, len);
+    cJSON *lp = NULL;
+    int rc = take_logprobs(g, &lp);
+    if (!rc) rc = g->j->req.stream ? serve_sse_piece(g->e, g->j, g->choice, text, len, 0, lp)
+                                   : serve_buf_add(&g->j->text[g->choice], text, len);
+    else cJSON_Delete(lp);
     pthread_cond_broadcast(&g->j->cv);
     pthread_mutex_unlock(&g->j->mu);
     if (rc) g->oom = 1;
@@ -183,10 +208,20 @@ static sb_status run_choice(serve_engine *e, sb_session *s, serve_job *j, int i,
     sp.seed = r->sp.seed + (uint64_t)i;
     sb_sampler *smp = NULL;
     sb_status st = sb_sampler_create(&sp, e->info.n_vocab, &smp);
-    if (st != SB_OK) return st;
+    if (st == SB_OK && r->n_bias) st = sb_sampler_set_logit_bias(smp, r->bias_tok, r->bias_val, r->n_bias);
+    if (st == SB_OK && r->logprobs) st = sb_sampler_set_logprobs(smp, r->top_logprobs);
+    if (st != SB_OK) {
+        sb_sampler_free(smp);
+        return st;
+    }
+    if (r->logprobs && !r->stream) {
+        pthread_mutex_lock(&j->mu);
+        if (!(j->logprobs[i] = serve_logprobs_new(r->kind))) *oom = 1;
+        pthread_mutex_unlock(&j->mu);
+    }
     if (r->stream && r->kind == SERVE_CHAT) {
         pthread_mutex_lock(&j->mu);
-        if (serve_sse_piece(e, j, i, "", 0, 1)) *oom = 1;
+        if (serve_sse_piece(e, j, i, "", 0, 1, NULL)) *oom = 1;
         pthread_mutex_unlock(&j->mu);
     }
     sb_generate_params gp;
@@ -195,7 +230,7 @@ static sb_status run_choice(serve_engine *e, sb_session *s, serve_job *j, int i,
     gp.stop = (const char *const *)r->stops;
     gp.n_stop = r->n_stop;
     gp.ignore_eos = r->ignore_eos;
-    gen_ctx g = {e, j, i, 0};
+    gen_ctx g = {e, j, i, 0, smp, 0, 0};
     sb_generate_result res;
     st = *oom ? SB_ERR_OOM : sb_generate_tokens(s, smp, r->prompt, r->n_prompt, &gp, on_text, &g, &res);
     sb_sampler_free(smp);

@@ -7,10 +7,15 @@
  * when the queue is full), then waited on: a non-stream reply is sent whole at the end, a stream
  * is sent as SSE events as the worker produces them. While waiting the connection thread polls
  * its socket: a client that hung up cancels its job (dropped from the queue, or stopped by the
- * generate callback at the next token).
+ * generate callback at the next token). The chat page's files (serve_web.h) are answered to GET
+ * without the API key (they hold no data; the page asks for the key) and with a
+ * Content-Security-Policy that lets the page load nothing from elsewhere.
  */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "serve.h"
+#include "serve_web.h"
+
+#include "llama_flags.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -23,7 +28,7 @@
 #include <time.h>
 
 typedef enum route {
-    R_NONE, R_HEALTH, R_METRICS, R_MODELS, R_CHAT, R_COMPLETIONS, R_TOKENIZE, R_DETOKENIZE
+    R_NONE, R_HEALTH, R_METRICS, R_MODELS, R_CHAT, R_COMPLETIONS, R_TOKENIZE, R_DETOKENIZE, R_WEB
 } route;
 
 static const struct {
@@ -45,6 +50,7 @@ typedef struct conn_state {
     int too_large;
     int answered;   /* a response is queued already (an error found before the body) */
     int counted;    /* counted in e->inflight until the reply is sent (on_completed) */
+    const serve_web_file *web; /* R_WEB: the file */
 } conn_state;
 
 static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, char *text, const char *type) {
@@ -197,23 +203,32 @@ static enum MHD_Result finish_plain(serve_engine *e, struct MHD_Connection *c, s
     return rc;
 }
 
+/* A reply id: the kind, this process's random tag (ids stay unique across the servers behind one
+ * load balancer, which may start in the same second), the time and a counter. */
 static serve_job *make_job(serve_request *req) {
     static atomic_ullong counter;
+    static atomic_uint tag; /* 0 until the first job draws it */
+    unsigned t = atomic_load(&tag);
+    if (!t) {
+        unsigned fresh = (unsigned)random_seed() | 1u;
+        t = atomic_compare_exchange_strong(&tag, &t, fresh) ? fresh : t;
+    }
     serve_job *j = serve_job_new();
     if (!j) return NULL;
     j->req = *req;
     memset(req, 0, sizeof *req);
     j->created = (int64_t)time(NULL);
-    snprintf(j->id, sizeof j->id, "%s-%llx%llx", j->req.kind == SERVE_CHAT ? "chatcmpl" : "cmpl",
+    snprintf(j->id, sizeof j->id, "%s-%08x%llx%llx", j->req.kind == SERVE_CHAT ? "chatcmpl" : "cmpl", t,
              (unsigned long long)j->created, (unsigned long long)atomic_fetch_add(&counter, 1));
     j->text = calloc((size_t)j->req.n, sizeof *j->text);
     j->finish = calloc((size_t)j->req.n, sizeof *j->finish);
+    j->logprobs = calloc((size_t)j->req.n, sizeof *j->logprobs);
     for (int i = 0; j->text && i < j->req.n; i++)
         if (serve_buf_add(&j->text[i], "", 0)) {
             serve_job_release(j);
             return NULL;
         }
-    if (!j->text || !j->finish) {
+    if (!j->text || !j->finish || !j->logprobs) {
         serve_job_release(j);
         return NULL;
     }
@@ -243,8 +258,21 @@ static enum MHD_Result handle_generate(serve_engine *e, struct MHD_Connection *c
     return j->req.stream ? start_stream(e, c, j) : finish_plain(e, c, j);
 }
 
+static enum MHD_Result send_web(struct MHD_Connection *c, const serve_web_file *f) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(f->size, (void *)f->data, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", f->type);
+    MHD_add_response_header(r, "Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    enum MHD_Result rc = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
 /* A request whose body is complete. */
 static enum MHD_Result dispatch(serve_engine *e, struct MHD_Connection *c, conn_state *cs) {
+    if (cs->r == R_WEB) return send_web(c, cs->web);
     if (!atomic_load(&e->ready))
         return fail(e, c, 503, "unavailable_error", "%s", atomic_load(&e->stopping) ? SERVE_SHUTDOWN_MSG : "Loading model");
     if (cs->r == R_HEALTH) return send_text(c, 200, strdup("{\"status\":\"ok\"}"), "application/json");
@@ -287,6 +315,11 @@ static enum MHD_Result admit(serve_engine *e, struct MHD_Connection *c, const ch
         if (!strcmp(method, routes[i].method)) cs->r = routes[i].r;
         else allow = routes[i].method;
     }
+    for (size_t i = 0; i < serve_web_n_files; i++) {
+        if (strcmp(url, serve_web_files[i].path)) continue;
+        if (!strcmp(method, "GET")) cs->r = R_WEB, cs->web = &serve_web_files[i];
+        else allow = "GET";
+    }
     if (cs->r == R_NONE && allow) {
         serve_error err = {0};
         serve_error_set(&err, 405, "invalid_request_error", NULL, "%s %s: method not allowed (use %s)", method, url, allow);
@@ -304,7 +337,7 @@ static enum MHD_Result admit(serve_engine *e, struct MHD_Connection *c, const ch
         cs->answered = 1;
         return rc;
     }
-    cs->answered = cs->r == R_NONE || (cs->r != R_HEALTH && !authorized(e, c));
+    cs->answered = cs->r == R_NONE || (cs->r != R_HEALTH && cs->r != R_WEB && !authorized(e, c));
     if (cs->r == R_NONE) return fail(e, c, 404, "not_found_error", "no such endpoint: %s", url);
     if (cs->answered)
         return fail(e, c, 401, "authentication_error", "%s", "invalid or missing API key (Authorization: Bearer KEY)");

@@ -77,7 +77,8 @@ char *serve_json_result(const serve_engine *e, const serve_job *j) {
         } else {
             add_text(c, "text", j->text[i].data, j->text[i].len);
         }
-        cJSON_AddNullToObject(c, "logprobs");
+        if (j->logprobs[i]) cJSON_AddItemReferenceToObject(c, "logprobs", j->logprobs[i]);
+        else cJSON_AddNullToObject(c, "logprobs");
         cJSON_AddStringToObject(c, "finish_reason", j->finish[i] ? j->finish[i] : "stop");
     }
     add_usage(root, j);
@@ -103,7 +104,7 @@ static cJSON *chunk(const serve_engine *e, const serve_job *j, int i, cJSON **ro
     return c;
 }
 
-int serve_sse_piece(const serve_engine *e, serve_job *j, int choice, const char *text, size_t len, int first) {
+int serve_sse_piece(const serve_engine *e, serve_job *j, int choice, const char *text, size_t len, int first, cJSON *logprobs) {
     cJSON *root, *c = chunk(e, j, choice, &root);
     if (j->req.kind == SERVE_CHAT) {
         cJSON *d = cJSON_AddObjectToObject(c, "delta");
@@ -111,8 +112,9 @@ int serve_sse_piece(const serve_engine *e, serve_job *j, int choice, const char 
         add_text(d, "content", text, len);
     } else {
         add_text(c, "text", text, len);
-        cJSON_AddNullToObject(c, "logprobs");
     }
+    if (logprobs) cJSON_AddItemToObject(c, "logprobs", logprobs);
+    else cJSON_AddNullToObject(c, "logprobs");
     cJSON_AddNullToObject(c, "finish_reason");
     return add_event(j, root);
 }
@@ -120,10 +122,8 @@ int serve_sse_piece(const serve_engine *e, serve_job *j, int choice, const char 
 int serve_sse_finish(const serve_engine *e, serve_job *j, int choice, const char *reason) {
     cJSON *root, *c = chunk(e, j, choice, &root);
     if (j->req.kind == SERVE_CHAT) cJSON_AddObjectToObject(c, "delta");
-    else {
-        cJSON_AddStringToObject(c, "text", "");
-        cJSON_AddNullToObject(c, "logprobs");
-    }
+    else cJSON_AddStringToObject(c, "text", "");
+    cJSON_AddNullToObject(c, "logprobs");
     cJSON_AddStringToObject(c, "finish_reason", reason);
     return add_event(j, root);
 }

@@ -3,9 +3,11 @@
  * tools/serve/serve_parse.c — request bodies of /v1/chat/completions and /v1/completions into a
  * serve_request: every field type-checked and bounded (serve.h's limits), the prompt tokenized (a
  * chat through sb_chat_tokenize, so message text can never forge turn structure) and checked
- * against the slot's context before anything is queued. Fields this server cannot honour
- * (logprobs, logit_bias, tools, response_format other than text, echo, suffix) are refused with a
- * 400 naming them, never silently ignored. Unknown fields are ignored, as OpenAI clients send
+ * against the slot's context before anything is queued. logit_bias (at most SERVE_MAX_LOGIT_BIAS
+ * entries {"token id": -100..100}, added to the logits) and logprobs (chat: logprobs true +
+ * top_logprobs 0..20; completions: logprobs 0..20) are honoured. Fields this server cannot honour
+ * (tools, response_format other than text, echo, suffix, best_of) are refused with a 400 naming
+ * them, never silently ignored. Unknown fields are ignored, as OpenAI clients send
  * extras (user, metadata ...).
  */
 #include "serve.h"
@@ -119,12 +121,6 @@ static int unsupported(serve_error *err, const char *name, const char *what) {
 /* Fields that ask for something this server does not do: refused, never silently ignored. */
 static int refuse_unsupported(const cJSON *o, serve_error *err) {
     const cJSON *f;
-    if ((f = field(o, "logprobs")) && !cJSON_IsFalse(f) && !(cJSON_IsNumber(f) && f->valuedouble == 0))
-        return unsupported(err, "logprobs", "no log-probabilities yet");
-    if ((f = field(o, "top_logprobs")) && !(cJSON_IsNumber(f) && f->valuedouble == 0))
-        return unsupported(err, "top_logprobs", "no log-probabilities yet");
-    if ((f = field(o, "logit_bias")) && !(cJSON_IsObject(f) && !f->child))
-        return unsupported(err, "logit_bias", "no logit bias yet");
     if ((f = field(o, "tools")) && !(cJSON_IsArray(f) && !f->child)) return unsupported(err, "tools", "no tool calls");
     if ((f = field(o, "response_format"))) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(f, "type");
@@ -158,6 +154,58 @@ static int parse_stops(const cJSON *o, serve_request *r, serve_error *err) {
         r->n_stop++;
     }
     return 0;
+}
+
+/* logit_bias: {"token id": bias}, ids in [0, n_vocab) given once, bias in [-100, 100]. */
+static int parse_logit_bias(const serve_engine *e, const cJSON *o, serve_request *r, serve_error *err) {
+    const cJSON *f = field(o, "logit_bias");
+    if (!f) return 0;
+    if (!cJSON_IsObject(f))
+        return serve_error_set(err, 400, BAD_REQUEST, "logit_bias", "'logit_bias' must be an object {\"token id\": bias}");
+    int n = cJSON_GetArraySize(f);
+    if (n > SERVE_MAX_LOGIT_BIAS)
+        return serve_error_set(err, 400, BAD_REQUEST, "logit_bias", "'logit_bias' has %d entries, at most %d are allowed", n,
+                               SERVE_MAX_LOGIT_BIAS);
+    if (!n) return 0;
+    r->bias_tok = malloc((size_t)n * sizeof *r->bias_tok);
+    r->bias_val = malloc((size_t)n * sizeof *r->bias_val);
+    if (!r->bias_tok || !r->bias_val) return serve_error_set(err, 500, "server_error", NULL, "out of memory");
+    const cJSON *b;
+    cJSON_ArrayForEach(b, f) {
+        const char *k = b->string;
+        char *end = NULL;
+        long long id = k && *k >= '0' && *k <= '9' && strlen(k) <= 10 ? strtoll(k, &end, 10) : -1;
+        if (id < 0 || !end || *end || id >= e->info.n_vocab)
+            return serve_error_set(err, 400, BAD_REQUEST, "logit_bias", "'logit_bias' key '%.40s' must be a token id in [0, %lld)",
+                                   k ? k : "", (long long)e->info.n_vocab);
+        if (!cJSON_IsNumber(b) || !(b->valuedouble >= -100 && b->valuedouble <= 100))
+            return serve_error_set(err, 400, BAD_REQUEST, "logit_bias", "'logit_bias[\"%lld\"]' must be a number in [-100, 100]", id);
+        for (size_t i = 0; i < r->n_bias; i++)
+            if (r->bias_tok[i] == id)
+                return serve_error_set(err, 400, BAD_REQUEST, "logit_bias", "'logit_bias' gives token %lld twice", id);
+        r->bias_tok[r->n_bias] = (int32_t)id;
+        r->bias_val[r->n_bias++] = (float)b->valuedouble;
+    }
+    return 0;
+}
+
+/* Chat: logprobs true|false and top_logprobs 0..20 (only with logprobs true). Completions:
+ * logprobs 0..20, the number of alternatives (0: the chosen token's only). */
+static int parse_logprobs(const cJSON *o, serve_request *r, serve_error *err) {
+    int64_t top = 0;
+    if (r->kind == SERVE_COMPLETION) {
+        int64_t lp = -1;
+        int rc = get_int(o, "logprobs", 0, SB_MAX_TOP_LOGPROBS, &lp, err);
+        r->logprobs = lp >= 0;
+        r->top_logprobs = lp > 0 ? (int)lp : 0;
+        return rc;
+    }
+    int rc = get_bool(o, "logprobs", &r->logprobs, err);
+    if (!rc) rc = get_int(o, "top_logprobs", 0, SB_MAX_TOP_LOGPROBS, &top, err);
+    if (!rc && field(o, "top_logprobs") && !r->logprobs)
+        rc = serve_error_set(err, 400, BAD_REQUEST, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    r->top_logprobs = (int)top;
+    return rc;
 }
 
 static int parse_sampling(const cJSON *o, serve_request *r, serve_error *err) {
@@ -195,6 +243,7 @@ static int parse_common(const cJSON *o, serve_request *r, serve_error *err) {
         if ((rc = get_bool(so, "include_usage", &r->include_usage, err))) return rc;
     }
     rc = parse_stops(o, r, err);
+    if (!rc) rc = parse_logprobs(o, r, err);
     return rc ? rc : parse_sampling(o, r, err);
 }
 
@@ -326,6 +375,7 @@ int serve_parse_request(const serve_engine *e, const cJSON *o, serve_kind kind, 
     memset(r, 0, sizeof *r);
     r->kind = kind;
     int rc = parse_common(o, r, err);
+    if (!rc) rc = parse_logit_bias(e, o, r, err);
     if (!rc) rc = kind == SERVE_CHAT ? chat_prompt(e, o, r, err) : completion_prompt(e, o, r, err);
     if (!rc) rc = check_context(e, o, r, err);
     if (rc) serve_request_free(r);
