@@ -67,3 +67,21 @@ def reduce(status, raw, path):
     if usage is not None:
         usage = {k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
     return {"texts": texts, "finish": finish, "usage": usage}, ids.pop(), None
+
+
+def same_reply(summary, ref, body):
+    """Does a reply under load equal the request's reply alone? Continuous batching evaluates a
+    sequence together with whatever else runs (another matrix shape, so the last bits of the logits
+    may differ): greedy replies must be identical, sampled ones identical in shape (choices, finish
+    reasons, prompt tokens, no more tokens than asked) — their draws may fall otherwise."""
+    if summary is None or ref is None:
+        return False
+    if body.get("temperature", 1.0) == 0:
+        return summary == ref
+    n = body.get("n", 1)
+    if sorted(summary["texts"]) != list(range(n)) or any(f not in ("stop", "length") for f in summary["finish"].values()):
+        return False
+    u, r = summary["usage"], ref["usage"]
+    if (u is None) != (r is None):
+        return False
+    return u is None or (u["prompt_tokens"] == r["prompt_tokens"] and u["completion_tokens"] <= n * body["max_tokens"])

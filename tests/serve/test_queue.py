@@ -54,12 +54,15 @@ try:
     check(s.wait_metric("sonicboom_requests_processing", lambda v: v == 0), "the slot stayed busy after a stream hang-up")
     check(s.metrics()["sonicboom_tokens_predicted_total"] - before < TOTAL_LONG, "the cancelled stream generated all its tokens")
     # the slot serves again, and a repeated prompt reuses its cache
-    body = {"prompt": "And God said, Let there be light", "max_tokens": 4, "temperature": 0}
+    body = {"prompt": "And God said, Let there be light: and there was light. " * 4, "max_tokens": 4, "temperature": 0}
     st, r1 = s.post("/v1/completions", body)
     st2, r2 = s.post("/v1/completions", body)
     u = r2["usage"]
     check(st == 200 and st2 == 200 and r1["choices"][0]["text"] == r2["choices"][0]["text"], "repeat: %r / %r" % (r1, r2))
-    check(u["prompt_tokens_details"]["cached_tokens"] == u["prompt_tokens"] - 1, "cached_tokens of a repeated prompt: %r" % u)
+    # every whole KV block of the prompt (16 positions; a session per slot: all but the last token)
+    cached = u["prompt_tokens_details"]["cached_tokens"]
+    check(u["prompt_tokens"] > 32 and (u["prompt_tokens"] - 1) // 16 * 16 <= cached <= u["prompt_tokens"] - 1,
+          "cached_tokens of a repeated prompt: %r" % u)
     # stopping with a stream running: cancelled, the stream ends with an error event and [DONE], exit 0
     a = s.raw_socket("/v1/completions", dict(LONG, stream=True))
     got = b""

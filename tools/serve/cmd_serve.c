@@ -25,7 +25,9 @@ static void usage(FILE *f) {
             "      --host ADDR         address to listen on (default 127.0.0.1; another than loopback needs --api-key)\n"
             "      --port N            TCP port (default 8080; 0: any free port, printed on stderr)\n"
             "  -c, --ctx-size N        context tokens of each slot (default min(model, 4096))\n"
-            "  -np, --parallel N       slots: requests decoded at the same time, each in its own session (default 1, at most %d)\n"
+            "  -np, --parallel N       sequences decoded at the same time (default 1, at most %d): on the CPU one batched\n"
+            "                          step for all of them over a shared paged KV cache (continuous batching)\n"
+            "  -nocb, --no-cont-batching  a session per slot instead, each decoding alone (-cb: the default)\n"
             "      --queue-size N      requests that may wait for a slot; more get HTTP 429 (default 64, 1..%d)\n"
             "  -t, --threads N         CPU threads of each slot (default: the cores divided among the slots)\n"
             "      --api-key KEY       require 'Authorization: Bearer KEY' on every endpoint but /health\n"
@@ -66,6 +68,8 @@ static int parse_serve_args(int argc, char **argv, serve_config *c) {
         else if (!strcmp(a, "--api-key")) rc = arg_str("serve", argc, argv, &i, &c->api_key);
         else if (!strcmp(a, "-a") || !strcmp(a, "--alias")) rc = arg_str("serve", argc, argv, &i, &c->alias);
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) c->verbose = 1;
+        else if (!strcmp(a, "-nocb") || !strcmp(a, "--no-cont-batching")) c->no_batching = 1;
+        else if (!strcmp(a, "-cb") || !strcmp(a, "--cont-batching")) c->no_batching = 0;
         else rc = usage_error("serve", "unknown option '%s'", a);
     }
     if (rc) return rc;

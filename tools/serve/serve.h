@@ -96,8 +96,11 @@ typedef struct serve_metrics {
 typedef struct serve_config {
     const char *model_path, *host, *api_key, *alias;
     int port, parallel, queue_size, threads, device, verbose;
+    int no_batching;              /* --no-cont-batching: a session per slot even where the batched engine runs */
     int64_t n_ctx;
 } serve_config;
+
+typedef struct serve_batch serve_batch;
 
 typedef struct serve_engine {
     const serve_config *cfg;
@@ -106,6 +109,7 @@ typedef struct serve_engine {
     sb_model_info info;
     int64_t n_ctx;                /* per slot */
     atomic_int ready;             /* 1 once the model is loaded and every slot has its session */
+    serve_batch *batch;           /* continuous batching (serve_batch.c); NULL: sessions, one worker per slot */
     sb_session **sessions;
     pthread_t *workers;
     int n_workers;
@@ -135,6 +139,41 @@ int serve_engine_submit(serve_engine *e, serve_job *j);
 void serve_engine_cancel(serve_engine *e, serve_job *j);
 int serve_engine_queued(serve_engine *e);
 #define SERVE_SHUTDOWN_MSG "the server is shutting down"
+
+/* One choice's text on its way into the reply (serve_engine.c), for both ways of running jobs:
+ * serve_gen_text is the sb_text_fn given to the library; it stops (nonzero) once the job is
+ * cancelled, and sets oom when the reply cannot grow. */
+typedef struct serve_gen {
+    serve_engine *e;
+    serve_job *j;
+    int choice;
+    int oom;
+    const sb_sampler *smp;
+    size_t lp_done;               /* sampler log entries already in the reply */
+    int64_t lp_offset;
+} serve_gen;
+int serve_gen_text(void *user, const char *text, size_t len, int32_t token);
+/* Choice i's sampler (seed + i, logit_bias, the logprob log). */
+sb_status serve_choice_sampler(serve_engine *e, const serve_request *r, int i, sb_sampler **out);
+/* Before choice i's first token (its logprobs object, a chat stream's role chunk) and after its
+ * last (metrics, finish_reason, the stream's finish chunk); each returns 1 when out of memory. */
+int serve_choice_begin(serve_engine *e, serve_job *j, int i);
+int serve_choice_end(serve_engine *e, serve_job *j, int i, const sb_generate_result *res);
+/* A job taken from the queue, and its end with status st (oom: the reply could not grow; detail:
+ * the message, NULL for sb_last_error()): the outcome counted, a stream's usage / error / [DONE]
+ * events, the connection woken. */
+void serve_job_start(serve_engine *e, serve_job *j);
+void serve_job_end(serve_engine *e, serve_job *j, sb_status st, int oom, const char *detail);
+
+/* Continuous batching (serve_batch.c): the batched engine (--parallel sequences over one paged KV
+ * cache) and its scheduler thread, which takes jobs from e's queue. SB_ERR_UNSUPPORTED where the
+ * library has no batched engine for the model or device (the caller then runs sessions).
+ * serve_batch_join waits for the scheduler after serve_engine_halt set e->stopping; stats are the
+ * engine's as of the last step (for /metrics, from any thread). */
+sb_status serve_batch_create(serve_engine *e, serve_batch **out);
+void serve_batch_join(serve_batch *b);
+void serve_batch_free(serve_batch *b);
+void serve_batch_stats(serve_batch *b, sb_engine_stats *out);
 
 /* Request parsing (serve_parse.c). Fill r from a parsed body; 0, else an HTTP status (400) with
  * *err_type / err (a message naming the field) filled. */

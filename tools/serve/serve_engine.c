@@ -147,20 +147,10 @@ void serve_engine_cancel(serve_engine *e, serve_job *j) {
     serve_job_release(j); /* the engine's reference */
 }
 
-typedef struct gen_ctx {
-    serve_engine *e;
-    serve_job *j;
-    int choice;
-    int oom;
-    const sb_sampler *smp;
-    size_t lp_done;   /* sampler log entries already in the reply */
-    int64_t lp_offset;
-} gen_ctx;
-
 /* The log entries since the last piece: the tokens of this piece of text (entries of tokens held
  * back inside a matched stop string, or of the end-of-generation token, never reach a piece). A
  * stream gets them in a new object for its chunk; a plain reply appends them to the choice's. */
-static int take_logprobs(gen_ctx *g, cJSON **chunk_lp) {
+static int take_logprobs(serve_gen *g, cJSON **chunk_lp) {
     const serve_request *r = &g->j->req;
     *chunk_lp = NULL;
     if (!r->logprobs) return 0;
@@ -168,10 +158,9 @@ static int take_logprobs(gen_ctx *g, cJSON **chunk_lp) {
     return lp ? serve_logprobs_take(g->e, r->kind, g->smp, &g->lp_done, &g->lp_offset, lp) : -1;
 }
 
-/* sb_generate's text callback: stream or collect the piece; nonzero stops (cancelled or OOM). */
-static int on_text(void *user, const char *text, size_t len, int32_t token) {
+int serve_gen_text(void *user, const char *text, size_t len, int32_t token) {
     (void)token;
-    gen_ctx *g = user;
+    serve_gen *g = user;
     if (atomic_load(&g->j->cancel)) return 1;
     if (!len) return 0;
     pthread_mutex_lock(&g->j->mu);
@@ -190,22 +179,10 @@ static const char *finish_reason(sb_stop_reason r) {
     return r == SB_STOP_EOG || r == SB_STOP_STRING ? "stop" : "length";
 }
 
-static void count_choice(serve_engine *e, int choice, const sb_generate_result *res) {
-    serve_metrics *m = &e->metrics;
-    if (choice == 0) {
-        atomic_fetch_add(&m->prompt_tokens, res->n_prompt);
-        atomic_fetch_add(&m->cached_tokens, res->n_reused);
-    }
-    atomic_fetch_add(&m->predicted_tokens, res->n_generated);
-    atomic_fetch_add(&m->prompt_us, (long long)(res->prefill_seconds * 1e6));
-    atomic_fetch_add(&m->predicted_us, (long long)(res->decode_seconds * 1e6));
-}
-
-/* Generate choice i of j on session s. */
-static sb_status run_choice(serve_engine *e, sb_session *s, serve_job *j, int i, int *oom) {
-    const serve_request *r = &j->req;
+sb_status serve_choice_sampler(serve_engine *e, const serve_request *r, int i, sb_sampler **out) {
     sb_sampler_params sp = r->sp;
     sp.seed = r->sp.seed + (uint64_t)i;
+    *out = NULL;
     sb_sampler *smp = NULL;
     sb_status st = sb_sampler_create(&sp, e->info.n_vocab, &smp);
     if (st == SB_OK && r->n_bias) st = sb_sampler_set_logit_bias(smp, r->bias_tok, r->bias_val, r->n_bias);
@@ -214,49 +191,73 @@ static sb_status run_choice(serve_engine *e, sb_session *s, serve_job *j, int i,
         sb_sampler_free(smp);
         return st;
     }
-    if (r->logprobs && !r->stream) {
-        pthread_mutex_lock(&j->mu);
-        if (!(j->logprobs[i] = serve_logprobs_new(r->kind))) *oom = 1;
-        pthread_mutex_unlock(&j->mu);
+    *out = smp;
+    return SB_OK;
+}
+
+int serve_choice_begin(serve_engine *e, serve_job *j, int i) {
+    const serve_request *r = &j->req;
+    int oom = 0;
+    pthread_mutex_lock(&j->mu);
+    if (r->logprobs && !r->stream && !(j->logprobs[i] = serve_logprobs_new(r->kind))) oom = 1;
+    if (r->stream && r->kind == SERVE_CHAT && serve_sse_piece(e, j, i, "", 0, 1, NULL)) oom = 1;
+    pthread_mutex_unlock(&j->mu);
+    return oom;
+}
+
+int serve_choice_end(serve_engine *e, serve_job *j, int i, const sb_generate_result *res) {
+    serve_metrics *m = &e->metrics;
+    if (i == 0) {
+        atomic_fetch_add(&m->prompt_tokens, res->n_prompt);
+        atomic_fetch_add(&m->cached_tokens, res->n_reused);
     }
-    if (r->stream && r->kind == SERVE_CHAT) {
-        pthread_mutex_lock(&j->mu);
-        if (serve_sse_piece(e, j, i, "", 0, 1, NULL)) *oom = 1;
-        pthread_mutex_unlock(&j->mu);
-    }
+    atomic_fetch_add(&m->predicted_tokens, res->n_generated);
+    atomic_fetch_add(&m->prompt_us, (long long)(res->prefill_seconds * 1e6));
+    atomic_fetch_add(&m->predicted_us, (long long)(res->decode_seconds * 1e6));
+    int oom = 0;
+    pthread_mutex_lock(&j->mu);
+    j->finish[i] = finish_reason(res->stop);
+    j->n_generated += res->n_generated;
+    if (i == 0) j->n_cached = res->n_reused;
+    if (j->req.stream && serve_sse_finish(e, j, i, j->finish[i])) oom = 1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return oom;
+}
+
+/* Generate choice i of j on session s. */
+static sb_status run_choice(serve_engine *e, sb_session *s, serve_job *j, int i, int *oom) {
+    const serve_request *r = &j->req;
+    sb_sampler *smp = NULL;
+    sb_status st = serve_choice_sampler(e, r, i, &smp);
+    if (st != SB_OK) return st;
+    if (serve_choice_begin(e, j, i)) *oom = 1;
     sb_generate_params gp;
     sb_generate_default_params(&gp);
     gp.n_predict = r->max_tokens;
     gp.stop = (const char *const *)r->stops;
     gp.n_stop = r->n_stop;
     gp.ignore_eos = r->ignore_eos;
-    gen_ctx g = {e, j, i, 0, smp, 0, 0};
+    serve_gen g = {e, j, i, 0, smp, 0, 0};
     sb_generate_result res;
-    st = *oom ? SB_ERR_OOM : sb_generate_tokens(s, smp, r->prompt, r->n_prompt, &gp, on_text, &g, &res);
+    st = *oom ? SB_ERR_OOM : sb_generate_tokens(s, smp, r->prompt, r->n_prompt, &gp, serve_gen_text, &g, &res);
     sb_sampler_free(smp);
     if (g.oom) *oom = 1;
     if (st != SB_OK) return st;
-    count_choice(e, i, &res);
-    pthread_mutex_lock(&j->mu);
-    j->finish[i] = finish_reason(res.stop);
-    j->n_generated += res.n_generated;
-    if (i == 0) j->n_cached = res.n_reused;
-    if (r->stream && serve_sse_finish(e, j, i, j->finish[i])) *oom = 1;
-    pthread_cond_broadcast(&j->cv);
-    pthread_mutex_unlock(&j->mu);
+    if (serve_choice_end(e, j, i, &res)) *oom = 1;
     return *oom ? SB_ERR_OOM : SB_OK;
 }
 
-static void run_job(serve_engine *e, sb_session *s, serve_job *j) {
+void serve_job_start(serve_engine *e, serve_job *j) {
     pthread_mutex_lock(&j->mu);
     j->state = JOB_RUNNING;
     pthread_mutex_unlock(&j->mu);
     atomic_fetch_add(&e->metrics.processing, 1);
-    sb_status st = SB_OK;
-    int oom = 0;
-    for (int i = 0; i < j->req.n && st == SB_OK; i++) st = run_choice(e, s, j, i, &oom);
+}
+
+void serve_job_end(serve_engine *e, serve_job *j, sb_status st, int oom, const char *detail) {
     if (oom) st = SB_ERR_OOM;
-    const char *msg = st == SB_ERR_OOM && oom ? "out of memory building the response" : sb_last_error();
+    const char *msg = st == SB_ERR_OOM && oom ? "out of memory building the response" : detail ? detail : sb_last_error();
     if (st == SB_ERR_CANCELLED) msg = atomic_load(&e->stopping) ? SERVE_SHUTDOWN_MSG : "cancelled: the client went away";
     /* counted before the client can see the end of its reply: a /metrics read after it adds up */
     if (st == SB_OK) atomic_fetch_add(&e->metrics.requests_ok, 1);
@@ -273,6 +274,14 @@ static void run_job(serve_engine *e, sb_session *s, serve_job *j) {
     if (j->req.stream && st != SB_ERR_CANCELLED) serve_sse_done(j);
     job_finish_locked(j, st, msg);
     pthread_mutex_unlock(&j->mu);
+}
+
+static void run_job(serve_engine *e, sb_session *s, serve_job *j) {
+    serve_job_start(e, j);
+    sb_status st = SB_OK;
+    int oom = 0;
+    for (int i = 0; i < j->req.n && st == SB_OK; i++) st = run_choice(e, s, j, i, &oom);
+    serve_job_end(e, j, st, oom, NULL);
 }
 
 typedef struct worker_arg {
@@ -330,6 +339,17 @@ sb_status serve_engine_load(serve_engine *e) {
     if (st == SB_OK) st = sb_model_get_info(e->model, &e->info);
     if (st != SB_OK) return st;
     e->vocab = sb_model_get_vocab(e->model);
+    if (!e->cfg->no_batching) {
+        st = serve_batch_create(e, &e->batch);
+        if (st == SB_OK) {
+            fprintf(stderr, "sb serve: %s (%s), continuous batching of up to %d sequences of %lld tokens on the CPU\n",
+                    e->cfg->model_path, e->info.arch, e->cfg->parallel, (long long)e->n_ctx);
+            atomic_store(&e->ready, 1);
+            return SB_OK;
+        }
+        if (st != SB_ERR_UNSUPPORTED) return st;
+        fprintf(stderr, "sb serve: no batched engine here (%s): one session per slot\n", sb_last_error());
+    }
     st = create_sessions(e);
     if (st != SB_OK) return st;
     e->workers = calloc((size_t)e->cfg->parallel, sizeof *e->workers);
@@ -373,9 +393,12 @@ void serve_engine_halt(serve_engine *e) {
     pthread_mutex_unlock(&e->mu);
     for (int i = 0; i < e->n_workers; i++) pthread_join(e->workers[i], NULL);
     e->n_workers = 0;
+    serve_batch_join(e->batch);
 }
 
 void serve_engine_free(serve_engine *e) {
+    serve_batch_free(e->batch);
+    e->batch = NULL;
     free(e->workers);
     if (e->sessions)
         for (int i = 0; i < e->cfg->parallel; i++) sb_session_free(e->sessions[i]);

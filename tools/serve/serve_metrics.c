@@ -46,5 +46,14 @@ char *serve_metrics_text(serve_engine *e) {
     metric(&b, "queue_capacity", "gauge", "queue size (--queue-size)", (double)e->cfg->queue_size);
     metric(&b, "slots", "gauge", "slots (--parallel)", (double)e->cfg->parallel);
     metric(&b, "n_ctx", "gauge", "context tokens per slot", (double)e->n_ctx);
+    sb_engine_stats es;
+    serve_batch_stats(e->batch, &es); /* zeros without continuous batching */
+    metric(&b, "kv_blocks", "gauge", "KV cache blocks of the batched engine", (double)es.n_blocks);
+    metric(&b, "kv_blocks_used", "gauge", "KV blocks held by running sequences", (double)es.n_blocks_used);
+    metric(&b, "kv_blocks_cached", "gauge", "KV blocks kept for the prefix cache (evictable)", (double)es.n_blocks_cached);
+    metric(&b, "prefix_cache_hit_tokens_total", "counter", "prompt positions taken from the prefix cache", (double)es.n_prefix_hit_tokens);
+    metric(&b, "kv_evictions_total", "counter", "cached KV blocks given up for new ones", (double)es.n_evictions);
+    metric(&b, "batch_steps_total", "counter", "forward steps of the batched engine", (double)es.n_steps);
+    metric(&b, "batch_tokens_total", "counter", "tokens those steps evaluated", (double)es.n_tokens);
     return b.data;
 }
