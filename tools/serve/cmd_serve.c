@@ -29,7 +29,8 @@ static void usage(FILE *f) {
             "                          step for all of them over a shared paged KV cache (continuous batching)\n"
             "  -nocb, --no-cont-batching  a session per slot instead, each decoding alone (-cb: the default)\n"
             "      --queue-size N      requests that may wait for a slot; more get HTTP 429 (default 64, 1..%d)\n"
-            "  -t, --threads N         CPU threads of each slot (default: the cores divided among the slots)\n"
+            "  -t, --threads N         CPU threads (default: all cores for the batched step; without it the cores\n"
+            "                          divided among the slots)\n"
             "      --api-key KEY       require 'Authorization: Bearer KEY' on every endpoint but /health\n"
             "  -a, --alias NAME        model id in /v1/models and replies (default: the file name)\n"
             "      " ARG_DEVICE_HELP
@@ -80,8 +81,7 @@ static int parse_serve_args(int argc, char **argv, serve_config *c) {
     c->port = (int)port;
     c->parallel = (int)par;
     c->queue_size = (int)queue;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    c->threads = threads ? (int)threads : (int)(cores / par > 0 ? cores / par : 1);
+    c->threads = (int)threads; /* 0: all cores for the batched engine, the cores divided among the slots for sessions */
     if (!c->model_path) c->model_path = default_model_path();
     if (!c->model_path) {
         fprintf(stderr, "sb serve: no -m MODEL given and no embedded model found (set SB_MODEL)\n");

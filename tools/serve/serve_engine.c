@@ -319,7 +319,8 @@ static sb_status create_sessions(serve_engine *e) {
     sb_session_params sp;
     sb_session_default_params(&sp);
     sp.n_ctx = c->n_ctx;
-    sp.n_threads = c->threads;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    sp.n_threads = c->threads ? c->threads : (int)(cores / c->parallel > 0 ? cores / c->parallel : 1);
     sp.device = c->device;
     e->sessions = calloc((size_t)c->parallel, sizeof *e->sessions);
     if (!e->sessions) return SB_ERR_OOM;
