@@ -241,9 +241,11 @@ static sb_status validate(rt_engine *e, const rt_batch_item *items, int64_t n, i
     *n_touched = 0;
     sb_status st = SB_OK;
     for (int64_t i = 0; i < n && st == SB_OK; i++) {
-        char what[64];
-        snprintf(what, sizeof what, "engine step: item %lld", (long long)i);
-        st = kv_pool_seq_valid(e->pool, items[i].seq, what);
+        if (!kv_pool_seq_is_open(e->pool, items[i].seq)) {
+            char what[64];
+            snprintf(what, sizeof what, "engine step: item %lld", (long long)i);
+            st = kv_pool_seq_valid(e->pool, items[i].seq, what);
+        }
         if (st == SB_OK && (items[i].token < 0 || items[i].token >= V))
             st = sb_fail(SB_ERR_RANGE, "engine step: item %lld: token %d is outside the vocabulary [0, %lld)", (long long)i, items[i].token,
                          (long long)V);

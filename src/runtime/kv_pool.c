@@ -213,8 +213,10 @@ static int32_t alloc_block(kv_pool *kp) {
 
 // ---- sequences ----
 
+bool kv_pool_seq_is_open(const kv_pool *kp, int32_t seq) { return seq >= 0 && seq < kp->p.n_seq_max && kp->seq[seq].open; }
+
 sb_status kv_pool_seq_valid(const kv_pool *kp, int32_t seq, const char *what) {
-    if (seq < 0 || seq >= kp->p.n_seq_max || !kp->seq[seq].open)
+    if (!kv_pool_seq_is_open(kp, seq))
         return sb_fail(SB_ERR_INVALID_ARG, "%s: sequence %d is not open (ids 0..%d)", what, seq, kp->p.n_seq_max - 1);
     return SB_OK;
 }

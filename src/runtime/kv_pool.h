@@ -86,6 +86,7 @@ int32_t kv_pool_n_seq_max(const kv_pool *kp);
  * blocks (full ones stay cached). Bad or closed ids: SB_ERR_INVALID_ARG (kv_pool_seq_valid). */
 sb_status kv_pool_seq_open(kv_pool *kp, int32_t *seq);
 sb_status kv_pool_seq_valid(const kv_pool *kp, int32_t seq, const char *what);
+bool kv_pool_seq_is_open(const kv_pool *kp, int32_t seq);
 void kv_pool_seq_close(kv_pool *kp, int32_t seq);
 int64_t kv_pool_seq_len(const kv_pool *kp, int32_t seq);
 const int32_t *kv_pool_seq_tokens(const kv_pool *kp, int32_t seq);
