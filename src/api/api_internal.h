@@ -6,11 +6,18 @@
 #ifndef SB_API_INTERNAL_H
 #define SB_API_INTERNAL_H
 
+#include "runtime/model.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 struct sb_vocab {
     tok_vocab *v;
     int borrowed; /* 1 when owned by an sb_model: sb_vocab_free must not free it */
+};
+
+/* A loaded model (api_model.c); api_tensor.c reads its weights by name. */
+struct sb_model {
+    rt_model *m;
+    struct sb_vocab vocab; /* borrowed view of m->vocab */
 };
 
 #endif

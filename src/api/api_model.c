@@ -14,11 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct sb_model {
-    rt_model *m;
-    struct sb_vocab vocab; /* borrowed view of m->vocab */
-};
-
 struct sb_session {
     rt_session *s;
     const sb_model *model;
