@@ -3,8 +3,8 @@
  * api/api_tensor.c — public tensors (sonicboom.h, "tensors, graphs and programs"): CPU buffers
  * shared by views through a reference count, weights of a loaded model viewed zero-copy in their
  * file type, reading back as f32.
- * Layer 3 (api). Reference counts are plain ints: a tensor, with its views, is used by one thread
- * at a time (the header says so).
+ * Layer 3 (api). Reference counts are atomic, so views of one buffer may be freed from different
+ * threads (a garbage collector's finalizer thread); each handle is used by one thread at a time.
  */
 #include "api/api_tensor.h"
 #include "api/api_internal.h"
@@ -18,12 +18,12 @@
 SB_API int sb_abi_level(void) { return SB_ABI_LEVEL; }
 
 api_buf *api_buf_ref(api_buf *b) {
-    b->refs++;
+    atomic_fetch_add(&b->refs, 1);
     return b;
 }
 
 void api_buf_unref(api_buf *b) {
-    if (!b || --b->refs > 0) return;
+    if (!b || atomic_fetch_sub(&b->refs, 1) > 1) return;
     if (b->owned) free(b->data);
     free(b);
 }
@@ -86,7 +86,7 @@ SB_API sb_status sb_tensor_create(int device, int type, int n_dims, const int64_
     }
     if (data) memcpy(mem, data, (size_t)nb);
     else memset(mem, 0, (size_t)nb);
-    *b = (api_buf){.refs = 0, .data = mem, .bytes = nb, .owned = true};
+    b->data = mem, b->bytes = nb, b->owned = true; /* refs 0 until wrapped */
     const sb_status st = api_tensor_wrap(b, type, n_dims, d, false, NULL, out);
     if (st != SB_OK) api_buf_unref(api_buf_ref(b));
     return st;
@@ -102,7 +102,7 @@ SB_API sb_status sb_tensor_from_weight(const sb_model *m, const char *name, sb_t
         return sb_fail(SB_ERR_UNSUPPORTED, "sb_tensor_from_weight: \"%s\" has type %s, which this build cannot read", name, sb_type_name(gt->type));
     api_buf *b = (api_buf *)calloc(1, sizeof *b);
     if (!b) return sb_fail(SB_ERR_OOM, "sb_tensor_from_weight");
-    *b = (api_buf){.refs = 0, .data = (void *)gt->data, .bytes = gt->nbytes, .owned = false};
+    b->data = (void *)gt->data, b->bytes = gt->nbytes, b->owned = false;
     const sb_status st = api_tensor_wrap(b, gt->type, (int)(gt->n_dims ? gt->n_dims : 1), gt->ne, true, name, out);
     if (st != SB_OK) api_buf_unref(api_buf_ref(b));
     return st;

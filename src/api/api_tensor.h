@@ -14,11 +14,12 @@
 #include "sonicboom.h"
 #include "graph/ir.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 typedef struct api_buf {
-    int refs;               /* tensors, graphs and programs holding it */
+    atomic_int refs;        /* tensors, graphs and programs holding it (atomic: a binding may free from a finalizer thread) */
     void *data;
     uint64_t bytes;
     bool owned;             /* malloc'd here (else a model's weight: read-only) */
