@@ -771,7 +771,8 @@ SB_API sb_status sb_tensor_create(int device, int type, int n_dims, const int64_
 
 /* A view of a loaded model's weight named `name` (GGUF name, "blk.0.attn_q.weight"), zero-copy and
  * in the file's type (a Q4_K weight stays Q4_K). The model must outlive the tensor.
- * Errors: SB_ERR_INVALID_ARG (NULL), SB_ERR_NOT_FOUND (the name), SB_ERR_OOM. */
+ * Errors: SB_ERR_INVALID_ARG (NULL, a name of 64 bytes or more), SB_ERR_NOT_FOUND (the name),
+ * SB_ERR_UNSUPPORTED (a type this build cannot read), SB_ERR_OOM. */
 SB_API sb_status sb_tensor_from_weight(const sb_model *m, const char *name, sb_tensor **out);
 
 SB_API sb_status sb_tensor_get_info(const sb_tensor *t, sb_tensor_info *out);

@@ -6,7 +6,8 @@
 ;;;  - At load the module opens libsonicboom.so (the path in $GUILE_SONICBOOM_LIB, else
 ;;;    "libsonicboom" on the system's library path) and refuses a library whose
 ;;;    sb_version_number() has another major.minor than the header this file mirrors (0.1.x: before
-;;;    1.0 a minor release may change the ABI). The header has no separate ABI level yet.
+;;;    1.0 a minor release may change the ABI). (sonicboom tensor) checks sb_abi_level() >= 2 on
+;;;    top of this (tensors, graphs and programs).
 ;;;  - Every struct crossing the boundary is described once in %struct-layouts, in the header's
 ;;;    field order with the header's C types; make-c-struct / parse-c-struct lay them out with the
 ;;;    C rules (tests/guile checks every size and offset against the C compiler's).
