@@ -841,8 +841,8 @@ SB_API sb_status sb_graph_input(sb_graph *g, int kind, const char *name, int typ
                                 sb_value *out);
 
 /* A tensor bound into the graph for good (weights, KV caches: kind SB_INPUT_DATA or SB_INPUT_CACHE):
- * the graph and its programs keep its memory alive. Binding the same tensor memory with the same
- * type and shape twice gives the same value. Weight views are named by their GGUF name, others
+ * the graph and its programs keep its memory alive. Binding the same memory (two views of one
+ * weight included) with the same type and shape twice gives the same value. Weight views are named by their GGUF name, others
  * "t.N". Errors: SB_ERR_INVALID_ARG (kind, an I32 tensor, a cache that is not F32/F16 [Dkv, C]). */
 SB_API sb_status sb_graph_tensor(sb_graph *g, int kind, sb_tensor *t, sb_value *out);
 

@@ -146,6 +146,7 @@ SB_API sb_status sb_graph_input(sb_graph *g, int kind, const char *name, int typ
         if (ne[i] < 1) return sb_fail(SB_ERR_INVALID_ARG, "sb_graph_input: ne[%d] = %lld", i, (long long)ne[i]);
         d[i] = ne[i];
     }
+    if (!api_dims_ok(d)) return sb_fail(SB_ERR_INVALID_ARG, "sb_graph_input: more than 2^48 elements");
     SB_TRY(grow((void **)&g->decl, &g->cap_decl, g->n_decl, sizeof *g->decl));
     ir_ref r;
     SB_TRY(add_input(g, "sb_graph_input", kind, name, type, d, &r));
@@ -162,7 +163,7 @@ SB_API sb_status sb_graph_tensor(sb_graph *g, int kind, sb_tensor *t, sb_value *
     const ir_op op = kind == SB_INPUT_CACHE ? IR_OP_KV : IR_OP_WEIGHT;
     for (int i = 0; i < g->n_bnd; i++) { /* the same memory bound the same way: the same value */
         const ir_node *n = &g->g->nodes[g->bnd[i].node];
-        if (g->bnd[i].buf == t->buf && n->op == op && n->dtype == t->type && !memcmp(n->ne, t->ne, sizeof n->ne)) {
+        if (g->bnd[i].buf->data == t->buf->data && n->op == op && n->dtype == t->type && !memcmp(n->ne, t->ne, sizeof n->ne)) {
             *out = g->bnd[i].node;
             return SB_OK;
         }

@@ -125,6 +125,7 @@ static sb_status set_params(const ir_graph *g, const op_row *r, const ir_ref *sr
             if (i < na && !is_int(a[i], 1, 9.0e15)) return fail_op(g, r, src, n_src, "dims must be integers >= 1");
             n->ne[i] = i < na ? (int64_t)a[i] : 1;
         }
+        if (!api_dims_ok(n->ne)) return fail_op(g, r, src, n_src, "more than 2^48 elements");
         return SB_OK;
     case IR_OP_SLICE:
         if (!is_int(a[0], 0, INT32_MAX) || !is_int(a[1], 1, INT32_MAX)) return fail_op(g, r, src, n_src, "start >= 0 and n >= 1 must be integers");

@@ -41,6 +41,13 @@ sb_status api_tensor_wrap(api_buf *buf, int type, int n_dims, const int64_t ne[4
     return SB_OK;
 }
 
+bool api_dims_ok(const int64_t ne[4]) {
+    int64_t n = 1;
+    for (int i = 0; i < 4; i++)
+        if (ne[i] < 1 || __builtin_mul_overflow(n, ne[i], &n) || n > ((int64_t)1 << 48)) return false;
+    return true;
+}
+
 /* bytes of a tensor of type and shape (0: a bad type/ne[0]) */
 static uint64_t bytes_of(int type, const int64_t ne[4]) {
     ir_node n = ir_proto(IR_OP_WEIGHT);
@@ -66,14 +73,15 @@ SB_API sb_status sb_tensor_create(int device, int type, int n_dims, const int64_
                        type, sb_type_name(type) ? sb_type_name(type) : "unknown");
     int64_t d[4] = {1, 1, 1, 1};
     for (int i = 0; i < n_dims; i++) {
-        if (ne[i] < 1 || ne[i] > ((int64_t)1 << 40)) return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_create: ne[%d] = %lld", i, (long long)ne[i]);
+        if (ne[i] < 1) return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_create: ne[%d] = %lld", i, (long long)ne[i]);
         d[i] = ne[i];
     }
+    char sh[96];
+    if (!api_dims_ok(d)) return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_create: %s has more than 2^48 elements", api_shape_str(sh, sizeof sh, type, d));
     if (d[0] % qk_get(type)->blck)
         return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_create: ne[0] = %lld is not a multiple of %s's block of %lld", (long long)d[0],
                        qk_get(type)->name, (long long)qk_get(type)->blck);
     const uint64_t nb = bytes_of(type, d);
-    char sh[96];
     if (!nb) return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_create: %s is too large", api_shape_str(sh, sizeof sh, type, d));
     if (data && size != nb)
         return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_create: %s needs %llu bytes of data, %zu given", api_shape_str(sh, sizeof sh, type, d),

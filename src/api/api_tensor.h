@@ -40,6 +40,8 @@ void api_buf_unref(api_buf *b);
 /* A new handle on buf (a reference taken) with this type and shape. */
 sb_status api_tensor_wrap(api_buf *buf, int type, int n_dims, const int64_t ne[4], bool is_view, const char *name,
                           sb_tensor **out);
+/* Do 4 dims (each >= 1) hold at most 2^48 elements (no overflow anywhere downstream)? */
+bool api_dims_ok(const int64_t ne[4]);
 /* "f32[64,4,3]" into buf (for messages). */
 const char *api_shape_str(char *buf, size_t cap, int type, const int64_t ne[4]);
 

@@ -103,6 +103,8 @@ static void test_tensors(void) {
     CHECK(sb_tensor_create(SB_DEVICE_CPU, SB_TYPE_F32, 0, ne, NULL, 0, &o) == SB_ERR_INVALID_ARG && !o);
     CHECK(sb_tensor_create(SB_DEVICE_CPU, SB_TYPE_F32, 5, ne, NULL, 0, &o) == SB_ERR_INVALID_ARG);
     CHECK(sb_tensor_create(SB_DEVICE_CPU, SB_TYPE_F32, 2, bad, NULL, 0, &o) == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "ne[0] = 0"));
+    const int64_t huge[4] = {(int64_t)1 << 40, (int64_t)1 << 40, (int64_t)1 << 40, 1};
+    CHECK(sb_tensor_create(SB_DEVICE_CPU, SB_TYPE_F32, 3, huge, NULL, 0, &o) == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "2^48"));
     CHECK(sb_tensor_create(SB_DEVICE_CPU, 4, 2, ne, NULL, 0, &o) == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "type 4"));
     CHECK(sb_tensor_create(SB_DEVICE_CPU, SB_TYPE_Q8_0, 1, odd, NULL, 0, &o) == SB_ERR_INVALID_ARG &&
           strstr(sb_last_error(), "multiple of Q8_0's block of 32"));
@@ -439,6 +441,11 @@ static void test_weights(void) {
     CHECK(sb_graph_create(&g) == SB_OK);
     CHECK(sb_graph_tensor(g, SB_INPUT_CACHE, w, &v) == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "read-only"));
     CHECK(sb_graph_tensor(g, SB_INPUT_DATA, w, &v) == SB_OK);
+    sb_tensor *w2 = NULL;
+    sb_value v2 = -1;
+    CHECK(sb_tensor_from_weight(m, "blk.0.attn_q.weight", &w2) == SB_OK && sb_graph_tensor(g, SB_INPUT_DATA, w2, &v2) == SB_OK &&
+          v2 == v); /* two views of one weight: one value */
+    sb_tensor_free(w2);
     char text[4096];
     size_t tn;
     CHECK(sb_graph_print(g, text, sizeof text, &tn) == SB_OK && strstr(text, "blk.0.attn_q.weight") && strstr(text, "Q8_0[256,256]"));
