@@ -294,7 +294,7 @@ static void test_graph(void) {
     sb_graph *g = NULL;
     CHECK(sb_graph_create(&g) == SB_OK && g);
     const int64_t ne[2] = {E, T};
-    sb_value vx, vx2, vw, vW, h, y, dead, tmp;
+    sb_value vx = -1, vx2 = -1, vw = -1, vW = -1, h = -1, y = -1, dead = -1, tmp = -1;
     CHECK(sb_graph_input(g, SB_INPUT_DATA, "x", SB_TYPE_F32, 2, ne, &vx) == SB_OK);
     CHECK(sb_graph_input(g, SB_INPUT_DATA, "x2", SB_TYPE_F32, 2, ne, &vx2) == SB_OK);
     CHECK(sb_graph_tensor(g, SB_INPUT_DATA, w, &vw) == SB_OK && sb_graph_tensor(g, SB_INPUT_DATA, W, &vW) == SB_OK);
@@ -337,6 +337,7 @@ static void test_graph(void) {
     sb_tensor *ad[2] = {e3, x2};
     e4 = op("add", ad, 2, NULL, 0);
     size_t n1, n2;
+    sb_tensor *first = out[0];
     float *c = rd(out[0], &n1), *ev = rd(e4, &n2);
     CHECKF(n1 == n2 && maxrel(c, ev, n1) <= 1e-6, "compiled vs eager: %g", maxrel(c, ev, n1));
     /* in place, poisoned first */
@@ -401,7 +402,7 @@ static void test_graph(void) {
     sb_program_free(pr);
     sb_program_free(NULL);
     sb_graph_free(NULL);
-    sb_tensor *all[] = {ttok, tpos, w, W, x, x2, e1, e2, e3, e4, dst, o2[0], o2[1]};
+    sb_tensor *all[] = {first, ttok, tpos, w, W, x, x2, e1, e2, e3, e4, dst, o2[0], o2[1]};
     for (size_t k = 0; k < sizeof all / sizeof *all; k++) sb_tensor_free(all[k]);
     free(c), free(ev), free(nan), free(c2), free(c3), free(hv), free(he);
 }
