@@ -251,6 +251,25 @@ static void test_eager_model_ops(void) {
     sb_tensor *tfar = mk(SB_TYPE_I32, 1, T, 1, 1, far, sizeof far);
     sb_tensor *kf[3] = {kc, tk, tfar};
     CHECK(sb_tensor_op("kv_store", kf, 3, NULL, 0, &o) == SB_ERR_CONTEXT_FULL && !o && strstr(sb_last_error(), "position 12"));
+    /* an f16 cache: eagerly refused (outputs are f32), inside a graph written; its value is no output */
+    sb_tensor *hc = mk(SB_TYPE_F16, 2, D, C, 1, NULL, 0);
+    sb_tensor *hs[3] = {hc, tk, tp};
+    CHECK(sb_tensor_op("kv_store", hs, 3, NULL, 0, &o) == SB_ERR_UNSUPPORTED && !o && strstr(sb_last_error(), "f32"));
+    sb_graph *g;
+    sb_value vc16, vk, vpos, st16;
+    const int64_t nk2[2] = {D, T}, np[1] = {T};
+    CHECK(sb_graph_create(&g) == SB_OK && sb_graph_tensor(g, SB_INPUT_CACHE, hc, &vc16) == SB_OK);
+    CHECK(sb_graph_input(g, SB_INPUT_DATA, "k", SB_TYPE_F32, 2, nk2, &vk) == SB_OK &&
+          sb_graph_input(g, SB_INPUT_POS, "pos", SB_TYPE_I32, 1, np, &vpos) == SB_OK);
+    CHECK(sb_graph_op(g, "kv_store", (sb_value[3]){vc16, vk, vpos}, 3, NULL, 0, &st16) == SB_OK);
+    CHECK(sb_graph_output(g, st16, "cache") == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "f16[8,12]; outputs are f32"));
+    sb_compile_params bad = {.n_threads = -1};
+    sb_program *pr = NULL;
+    CHECK(sb_graph_compile(g, &bad, &pr) == SB_ERR_INVALID_ARG && !pr && strstr(sb_last_error(), "n_threads -1"));
+    sb_graph_free(g);
+    sb_tensor_free(hc);
+    CHECK(sb_tensor_from_weight(NULL, "x", &o) == SB_ERR_INVALID_ARG);
+    CHECK(sb_program_run(NULL, NULL, 0, &o, 0) == SB_ERR_INVALID_ARG);
     sb_tensor *all[] = {tx, tw, tb, ti, tbad, tq, tp, kc, vc, tk, tv, kc2, vc2, tfar};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) sb_tensor_free(all[i]);
     free(x), free(w), free(bias), free(q), free(k), free(v);

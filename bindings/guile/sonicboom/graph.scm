@@ -146,14 +146,17 @@
     (%check 'trace (sb-graph-compile graph params (bytevector->pointer out)))
     (make-pointer (pointer-address (cell-pointer out)) sb-program-free*)))
 
-(define (program-run prog inputs n-out)
-  "Run a compiled program on INPUTS (tensors); its N-OUT outputs as a list of tensors."
+(define* (program-run prog inputs n-out #:optional metas)
+  "Run a compiled program on INPUTS (tensors); its N-OUT outputs as a list of tensors (METAS: their
+(shape . type), when known)."
   (let* ((iv (%pointers (map %tensor-ptr inputs)))
          (ov (make-bytevector (* (sizeof '*) n-out) 0)))
     (%check 'program-run (sb-program-run prog (bytevector->pointer iv) (length inputs) (bytevector->pointer ov) n-out))
     (keep-alive inputs prog)
-    (map (lambda (k) (%tensor-free-wrap (make-pointer (bytevector-uint-ref ov (* k (sizeof '*)) (native-endianness) (sizeof '*)))))
-         (iota n-out))))
+    (map (lambda (k meta)
+           (let ((p (make-pointer (bytevector-uint-ref ov (* k (sizeof '*)) (native-endianness) (sizeof '*)))))
+             (if meta (%tensor-free-wrap p #:shape (car meta) #:type (cdr meta)) (%tensor-free-wrap p))))
+         (iota n-out) (or metas (make-list n-out #f)))))
 
 ;;; ---- data-dependent points ----
 
@@ -181,13 +184,14 @@
 ;; one specialised graph: the decisions of its path, its program, its output count, whether the
 ;; procedure returned a list, the guards' predicates
 (define-record-type <path>
-  (make-path decisions program n-results list? preds)
+  (make-path decisions program n-results list? preds metas)
   path?
   (decisions path-decisions)
   (program path-program)
   (n-results path-n-results)
   (list? path-list?)
-  (preds path-preds))
+  (preds path-preds)
+  (metas path-metas))     ; (shape . type) of every output, guards first
 
 ;; trace PROC on INPUTS with the decisions KNOWN in advance; the new <path>
 (define (trace-path proc inputs known)
@@ -202,13 +206,15 @@
            (outs (if (list? result) result (list result))))
       (for-each (lambda (x k) (mark-output tr x (format #f "out.~a" k))) outs (iota (length outs)))
       (make-path (tracer-taken tr) (compile-graph (tracer-graph tr)) (length outs) (list? result)
-                 (map cdr (tracer-guards tr))))))
+                 (map cdr (tracer-guards tr))
+                 (map (lambda (x) (if (sym? x) (cons (sym-shape x) (sym-type x)) #f))
+                      (append (map car (tracer-guards tr)) outs))))))
 
 ;; run path p on inputs: (values results #f) when every guard agrees, else (values #f decisions)
 ;; with the decisions the data took up to and including the first disagreeing guard
 (define (run-path p inputs)
   (let* ((n-guards (length (path-decisions p)))
-         (outs (program-run (path-program p) inputs (+ n-guards (path-n-results p))))
+         (outs (program-run (path-program p) inputs (+ n-guards (path-n-results p)) (path-metas p)))
          (guards (list-head outs n-guards))
          (results (list-tail outs n-guards)))
     (let loop ((gs guards) (preds (path-preds p)) (ds (path-decisions p)) (acc '()))

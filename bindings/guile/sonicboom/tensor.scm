@@ -102,13 +102,16 @@
     (%check 'tensor-info (sb-tensor-get-info ptr (bytevector->pointer buf)))
     (parse-c-struct (bytevector->pointer buf) types)))
 
-;; a <tensor> for a fresh sb_tensor pointer (the finalizer takes it over)
-(define* (wrap ptr #:key (role 'data) keep)
-  (let* ((info (info-of ptr))
-         (n-dims (list-ref info 2)))
-    (%make-tensor (make-pointer (pointer-address ptr) %tensor-free)
-                  (take (list-head (cdddr info) 4) n-dims)
-                  (%code-type (car info)) role keep)))
+;; a <tensor> for a fresh sb_tensor pointer (the finalizer takes it over); shape and type are
+;; asked of the library unless the caller knows them
+(define* (wrap ptr #:key (role 'data) keep shape type)
+  (if shape
+      (%make-tensor (make-pointer (pointer-address ptr) %tensor-free) shape type role keep)
+      (let* ((info (info-of ptr))
+             (n-dims (list-ref info 2)))
+        (%make-tensor (make-pointer (pointer-address ptr) %tensor-free)
+                      (take (list-head (cdddr info) 4) n-dims)
+                      (%code-type (car info)) role keep))))
 
 (define (tensor-view? t) (= 1 (list-ref (info-of (%tensor-ptr t)) 8)))
 
