@@ -145,6 +145,19 @@
      (session-free! s)))
  '("llama-f32" "qwen2-f32"))
 
+;; quantized weights stay quantized: the same plan as the C builder's (quantize-once, q8 activations)
+(for-each
+ (lambda (name)
+   (let* ((path (model-path name))
+          (m (model-load path))
+          (V (assq-ref (model-info m) 'n_vocab))
+          (s (session-create m #:n-ctx 64))
+          (ref (f32s (session-eval-all! s ids V)))
+          (lt (tensor->list ((trace (llama-decoder m path #:n-ctx 64)) (tokens ids) (positions (iota T))))))
+     (check (string-append name ": traced logits = the C builder's (NMSE <= 1e-6)") (<= (nmse lt ref) 1e-6) (nmse lt ref))
+     (session-free! s)))
+ '("llama-q4_k_m" "qwen2-q4_0" "qwen3-q8_0"))
+
 ;;; ---- 4. data-dependent control flow: early exit, two guarded graphs ----
 
 (let* ((path (model-path "llama-f32"))
