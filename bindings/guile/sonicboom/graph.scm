@@ -146,17 +146,19 @@
     (%check 'trace (sb-graph-compile graph params (bytevector->pointer out)))
     (make-pointer (pointer-address (cell-pointer out)) sb-program-free*)))
 
-(define* (program-run prog inputs n-out #:optional metas)
+(define* (program-run prog inputs n-out #:optional metas into)
   "Run a compiled program on INPUTS (tensors); its N-OUT outputs as a list of tensors (METAS: their
-(shape . type), when known)."
+(shape . type), when known; INTO: tensors written in place, #f where a new one is wanted)."
   (let* ((iv (%pointers (map %tensor-ptr inputs)))
-         (ov (make-bytevector (* (sizeof '*) n-out) 0)))
+         (ov (%pointers (map (lambda (t) (if t (%tensor-ptr t) %null-pointer)) (or into (make-list n-out #f))))))
     (%check 'program-run (sb-program-run prog (bytevector->pointer iv) (length inputs) (bytevector->pointer ov) n-out))
-    (keep-alive inputs prog)
-    (map (lambda (k meta)
+    (keep-alive inputs prog into)
+    (map (lambda (k meta old)
            (let ((p (make-pointer (bytevector-uint-ref ov (* k (sizeof '*)) (native-endianness) (sizeof '*)))))
-             (if meta (%tensor-free-wrap p #:shape (car meta) #:type (cdr meta)) (%tensor-free-wrap p))))
-         (iota n-out) (or metas (make-list n-out #f)))))
+             (cond (old old)
+                   (meta (%tensor-free-wrap p #:shape (car meta) #:type (cdr meta)))
+                   (else (%tensor-free-wrap p)))))
+         (iota n-out) (or metas (make-list n-out #f)) (or into (make-list n-out #f)))))
 
 ;;; ---- data-dependent points ----
 
@@ -184,14 +186,15 @@
 ;; one specialised graph: the decisions of its path, its program, its output count, whether the
 ;; procedure returned a list, the guards' predicates
 (define-record-type <path>
-  (make-path decisions program n-results list? preds metas)
+  (make-path decisions program n-results list? preds metas outs)
   path?
   (decisions path-decisions)
   (program path-program)
   (n-results path-n-results)
   (list? path-list?)
   (preds path-preds)
-  (metas path-metas))     ; (shape . type) of every output, guards first
+  (metas path-metas)      ; (shape . type) of every output, guards first
+  (outs path-outs set-path-outs!)) ; the last call's output tensors (reused with #:reuse-outputs?)
 
 ;; trace PROC on INPUTS with the decisions KNOWN in advance; the new <path>
 (define (trace-path proc inputs known)
@@ -208,15 +211,20 @@
       (make-path (tracer-taken tr) (compile-graph (tracer-graph tr)) (length outs) (list? result)
                  (map cdr (tracer-guards tr))
                  (map (lambda (x) (if (sym? x) (cons (sym-shape x) (sym-type x)) #f))
-                      (append (map car (tracer-guards tr)) outs))))))
+                      (append (map car (tracer-guards tr)) outs))
+                 #f))))
 
 ;; run path p on inputs: (values results #f) when every guard agrees, else (values #f decisions)
-;; with the decisions the data took up to and including the first disagreeing guard
-(define (run-path p inputs)
+;; with the decisions the data took up to and including the first disagreeing guard; reuse?: write
+;; into the tensors the last call returned
+(define (run-path p inputs reuse?)
   (let* ((n-guards (length (path-decisions p)))
-         (outs (program-run (path-program p) inputs (+ n-guards (path-n-results p)) (path-metas p)))
+         (old (path-outs p))
+         (into (and reuse? old (not (any (lambda (t) (memq t inputs)) old)) old)) ; never over an input
+         (outs (program-run (path-program p) inputs (+ n-guards (path-n-results p)) (path-metas p) into))
          (guards (list-head outs n-guards))
          (results (list-tail outs n-guards)))
+    (when reuse? (set-path-outs! p outs))
     (let loop ((gs guards) (preds (path-preds p)) (ds (path-decisions p)) (acc '()))
       (if (null? gs)
           (values (if (path-list? p) results (car results)) #f)
@@ -231,8 +239,11 @@
 
 (define (signature inputs) (map (lambda (t) (list (tensor-type t) (tensor-shape t) (tensor-role t))) inputs))
 
-(define (trace proc)
-  "PROC traced: a procedure of the same tensors that runs compiled, specialised graphs."
+(define* (trace proc #:key reuse-outputs?)
+  "PROC traced: a procedure of the same tensors that runs compiled, specialised graphs. Each call
+returns new tensors; with #:reuse-outputs? #t a call writes its results into the tensors the
+previous call of the same graph returned (no allocation: for loops that read each result before
+the next call; a result passed back as an argument is not written over, but a view of it is)."
   (let ((cache (make-hash-table)))   ; signature -> list of <path>, most recently used first
     (define (traced . inputs)
       (let ((sig (signature inputs)))
@@ -242,7 +253,7 @@
             (if (not p)
                 (begin (hash-set! cache sig (cons (trace-path proc inputs known) paths))
                        (loop known))
-                (call-with-values (lambda () (run-path p inputs))
+                (call-with-values (lambda () (run-path p inputs reuse-outputs?))
                   (lambda (results taken)
                     (hash-set! cache sig (cons p (delete p paths eq?)))
                     (if taken (loop taken) results))))))))
@@ -258,5 +269,7 @@
   "The compiled programs of a traced procedure (for program-text), one per specialised graph."
   (hash-fold (lambda (sig paths acc) (append (map path-program paths) acc)) '() (hash-ref %traced traced (make-hash-table))))
 
-(define-syntax-rule (define-model (name arg ...) body ...)
-  (define name (trace (lambda (arg ...) body ...))))
+(define-syntax define-model
+  (syntax-rules ()
+    ((_ (name arg ...) #:reuse-outputs? r body ...) (define name (trace (lambda (arg ...) body ...) #:reuse-outputs? r)))
+    ((_ (name arg ...) body ...) (define name (trace (lambda (arg ...) body ...))))))
