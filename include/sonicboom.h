@@ -887,6 +887,160 @@ SB_API sb_status sb_seq_truncate(sb_engine *e, int32_t seq, int64_t n);
 
 SB_API sb_status sb_engine_get_stats(const sb_engine *e, sb_engine_stats *out);
 
+/* ---- tensors, graphs and programs (ABI level 2) ---- */
+
+/* The ABI level: 1 = the declarations before this wave; 2 adds this section, sb_engine, sb_text_stream,
+ * the sampler's logit bias and logprob log, swa_full and sb_session_kv_bytes. Incremented whenever declarations are
+ * added (never reset within a major version), so a binding checks sb_abi_level() >= the level it
+ * was written for, besides sb_version_number(). */
+#define SB_ABI_LEVEL 2
+SB_API int sb_abi_level(void);
+
+/* A tensor: a type, a shape ne[0..3] (ne[0] innermost, contiguous, unused dims 1) and its data.
+ * Tensors live on the CPU (SB_DEVICE_CPU); SB_DEVICE_CUDA tensors and programs are refused with
+ * SB_ERR_UNSUPPORTED in this version (a CUDA backend keeps its own copies of weights and caches).
+ * Several tensors may share one buffer (views: sb_tensor_from_weight, reshape, kv_store); the
+ * buffer lives until the last tensor using it is freed. A weight view keeps a pointer into its
+ * model's mapping: the model must outlive it. Handles are not thread-safe (one thread at a time,
+ * views included). */
+typedef struct sb_tensor sb_tensor;
+
+typedef struct sb_tensor_info {
+    int type;               /* sb_type; quantized types stay quantized */
+    int device;             /* SB_DEVICE_CPU */
+    int n_dims;             /* 1..4, as created (trailing dims of 1 are kept) */
+    int64_t ne[4];          /* unused dims 1 */
+    uint64_t nbytes;        /* bytes of the data */
+    int is_view;            /* 1: shares another tensor's or a model's memory */
+    int reserved[5];
+} sb_tensor_info;
+
+/* A new tensor on device with type and shape; data (NULL: zeros) holds size bytes in the type's
+ * layout (row bytes × rows) and is copied. Types: F32, F16, BF16, I32 and every block type with a
+ * dequantizer (ne[0] a multiple of its block). Errors: SB_ERR_INVALID_ARG (n_dims outside 1..4, a
+ * dim < 1, a removed or unsupported type, ne[0] not a multiple of the block, size != the bytes the
+ * shape needs: all named), SB_ERR_UNSUPPORTED (a device other than the CPU), SB_ERR_OOM. */
+SB_API sb_status sb_tensor_create(int device, int type, int n_dims, const int64_t *ne, const void *data, size_t size,
+                                  sb_tensor **out);
+
+/* A view of a loaded model's weight named `name` (GGUF name, "blk.0.attn_q.weight"), zero-copy and
+ * in the file's type (a Q4_K weight stays Q4_K). The model must outlive the tensor.
+ * Errors: SB_ERR_INVALID_ARG (NULL, a name of 64 bytes or more), SB_ERR_NOT_FOUND (the name),
+ * SB_ERR_UNSUPPORTED (a type this build cannot read), SB_ERR_OOM. */
+SB_API sb_status sb_tensor_from_weight(const sb_model *m, const char *name, sb_tensor **out);
+
+SB_API sb_status sb_tensor_get_info(const sb_tensor *t, sb_tensor_info *out);
+
+/* The values as f32 (dequantized; I32 converted), ne[0] fastest: writes min(cap, n) floats and n
+ * (the element count) to *n_out. SB_ERR_BUFFER_TOO_SMALL when cap < n (the first cap are written). */
+SB_API sb_status sb_tensor_read_f32(const sb_tensor *t, float *buf, size_t cap, size_t *n_out);
+
+/* Release t (NULL: no-op); its memory goes when no other view uses it. */
+SB_API void sb_tensor_free(sb_tensor *t);
+
+/* Ops, by name (the op table of src/ops/ops.def; torch.nn.functional's name where an op has a
+ * twin). Sources are tensors (eager) or graph values; args are the op's numbers, in order, trailing
+ * ones optional (defaults in brackets). Results are f32 unless said.
+ *   name              sources                                 args
+ *   embedding         (idx i32 [T], w any [E,V]) -> [E,T]     -          (get_rows(w, idx): the same)
+ *   linear            (x [K,T], w any [K,N], b [N]?) -> [N,T] -          y = W x (+ b); w quantized or not
+ *   matmul            (w any [K,N], x [K,T]) -> [N,T]         -
+ *   add, mul          (a, b) b [ne0] broadcast or a's shape    -
+ *   scale             (x)                                     s
+ *   softcap           (x)                                     cap > 0    cap * tanh(x / cap)
+ *   silu, gelu_tanh   (x)                                     -          gelu_tanh = gelu(x, approximate="tanh")
+ *   swiglu, geglu     (gate, up) of one shape                 -          silu(gate) * up, gelu_tanh(gate) * up
+ *   rms_norm          (x, w [ne0]?)                           eps        x / sqrt(mean(x^2) + eps) (* w)
+ *   softmax           (x)                                     -          over ne[0], max subtracted
+ *   reshape, view     (x)                                     ne0 [ne1 ne2 ne3]: the same element count
+ *   slice             (x [a,b,...])                           start n    x[:, start:start+n]
+ *   rope              (x [D,H,T], pos [T], freq_factors?)     n_rot mode(0 normal, 2 neox) [base 10000] [freq_scale 1]
+ *   kv_store          (cache [Dkv,C], x [Dkv,T], pos [T])     -          writes column pos[t] of cache with x[:,t];
+ *                                                                        returns the cache after the write
+ *   attention         (q [D,Hq,T], k, v [Dkv,C], pos [T])     n_head_kv [scale 1/sqrt(D)] [window 0] [softcap 0]
+ *                     causal: query t sees cache positions <= pos[t]; -> [D*Hq,T]. k and v must be caches
+ *                     (or kv_store results); alias scaled_dot_product_attention
+ * i32 sources: idx is a tokens input, pos a pos input (sb_graph_input), or any I32 tensor eagerly;
+ * they are range-checked when a program runs (SB_ERR_RANGE, SB_ERR_CONTEXT_FULL past a cache).
+ * Shapes and types are checked when the op is applied: SB_ERR_INVALID_ARG with the op, the
+ * sources' types and shapes and the reason; SB_ERR_NOT_FOUND for an unknown op name. */
+
+/* Name of op i (0..; NULL past the end): the names above, aliases included. */
+SB_API const char *sb_op_name(int i);
+
+/* Eager: apply op to tensors now, through the same planner and CPU kernels as a compiled graph (a
+ * one-node graph planned and run at once). *out is a new tensor (reshape and kv_store return views
+ * of their source; kv_store needs an F32 cache). Runs use all cores and are serialised
+ * (a lock). Errors as above, plus the executor's (SB_ERR_RANGE, SB_ERR_CONTEXT_FULL, SB_ERR_OOM). */
+SB_API sb_status sb_tensor_op(const char *op, sb_tensor *const *src, int n_src, const double *args, int n_args,
+                              sb_tensor **out);
+
+/* A graph: values recorded by applying ops; nothing runs until it is compiled and run. */
+typedef struct sb_graph sb_graph;
+typedef int32_t sb_value;   /* a value of one graph */
+
+/* Kinds of graph inputs. DATA: any type but I32 (activations, weights given at run time); TOKENS:
+ * I32 [T] ids (at most one per graph); POS: I32 [T] positions (at most one); CACHE: an F32 or F16
+ * [Dkv, C] KV cache, written by kv_store (only as sb_graph_tensor, which keeps it bound). */
+enum { SB_INPUT_DATA = 0, SB_INPUT_TOKENS = 1, SB_INPUT_POS = 2, SB_INPUT_CACHE = 3 };
+
+SB_API sb_status sb_graph_create(sb_graph **out);
+/* Free g (NULL: no-op). Programs compiled from it stay valid. */
+SB_API void sb_graph_free(sb_graph *g);
+
+/* An input bound when a program runs: sb_program_run's in[i] is the i-th input declared here (only
+ * these, in this order). name: unique in the graph, 1..63 bytes. Errors: SB_ERR_INVALID_ARG (kind,
+ * type for the kind, shape, name taken: named). */
+SB_API sb_status sb_graph_input(sb_graph *g, int kind, const char *name, int type, int n_dims, const int64_t *ne,
+                                sb_value *out);
+
+/* A tensor bound into the graph for good (weights, KV caches: kind SB_INPUT_DATA or SB_INPUT_CACHE):
+ * the graph and its programs keep its memory alive. Binding the same memory (two views of one
+ * weight included) with the same type and shape twice gives the same value. Weight views are named by their GGUF name, others
+ * "t.N". Errors: SB_ERR_INVALID_ARG (kind, an I32 tensor, a cache that is not F32/F16 [Dkv, C]). */
+SB_API sb_status sb_graph_tensor(sb_graph *g, int kind, sb_tensor *t, sb_value *out);
+
+/* Apply op (see the table above) to values of g. */
+SB_API sb_status sb_graph_op(sb_graph *g, const char *op, const sb_value *src, int n_src, const double *args, int n_args,
+                             sb_value *out);
+
+/* The type and shape of value v (is_view and nbytes as a tensor of it would have). */
+SB_API sb_status sb_graph_value_info(const sb_graph *g, sb_value v, sb_tensor_info *out);
+
+/* Mark v (F32) as an output named name (unique, 1..63 bytes). Only what outputs depend on is
+ * computed: the planner drops every other value. */
+SB_API sb_status sb_graph_output(sb_graph *g, sb_value v, const char *name);
+
+/* The graph in the text IR (one node a line), buffer convention of sb_detokenize. */
+SB_API sb_status sb_graph_print(const sb_graph *g, char *buf, size_t cap, size_t *n_out);
+
+/* A compiled graph: the built-in models' pass pipeline (dead-compute elimination, quantize-once,
+ * fusions) and memory plan for the CPU backend, with its arena and thread pool. Run by one thread
+ * at a time. */
+typedef struct sb_program sb_program;
+
+typedef struct sb_compile_params {
+    int device;             /* SB_DEVICE_CPU (0); others SB_ERR_UNSUPPORTED in this version */
+    int n_threads;          /* 0 = all cores */
+    int reserved[6];
+} sb_compile_params;
+
+/* Compile g (p may be NULL: defaults). Errors: SB_ERR_INVALID_ARG (no outputs), SB_ERR_UNSUPPORTED
+ * (device), SB_ERR_MODEL_TENSOR_TYPE (a weight type the CPU cannot run in that op), SB_ERR_OOM. */
+SB_API sb_status sb_graph_compile(const sb_graph *g, const sb_compile_params *p, sb_program **out);
+SB_API void sb_program_free(sb_program *prog);
+
+/* The planned graph (after the passes) in the text IR, buffer convention of sb_detokenize. */
+SB_API sb_status sb_program_print(const sb_program *prog, char *buf, size_t cap, size_t *n_out);
+
+/* Run with in[0..n_in) bound to the graph's run-time inputs (sb_graph_input order; each of the
+ * declared type and shape). out[k] (k < n_out = the number of outputs, in sb_graph_output order):
+ * NULL on entry gets a new F32 tensor; an F32 tensor of the output's shape that owns its memory is
+ * written in place. Bound KV caches are updated. Errors: SB_ERR_INVALID_ARG (counts, an input's
+ * type or shape: named), SB_ERR_RANGE (a token id outside its embedding, a negative position),
+ * SB_ERR_CONTEXT_FULL (a position past a cache), SB_ERR_OOM; on failure no new tensor is left. */
+SB_API sb_status sb_program_run(sb_program *prog, sb_tensor *const *in, size_t n_in, sb_tensor **out, size_t n_out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,7 +6,8 @@
 ;;;  - At load the module opens libsonicboom.so (the path in $GUILE_SONICBOOM_LIB, else
 ;;;    "libsonicboom" on the system's library path) and refuses a library whose
 ;;;    sb_version_number() has another major.minor than the header this file mirrors (0.1.x: before
-;;;    1.0 a minor release may change the ABI). The header has no separate ABI level yet.
+;;;    1.0 a minor release may change the ABI). (sonicboom tensor) checks sb_abi_level() >= 2 on
+;;;    top of this (tensors, graphs and programs).
 ;;;  - Every struct crossing the boundary is described once in %struct-layouts, in the header's
 ;;;    field order with the header's C types; make-c-struct / parse-c-struct lay them out with the
 ;;;    C rules (tests/guile checks every size and offset against the C compiler's).
@@ -40,7 +41,7 @@
             vocab-chat-format token-eog? token-piece
             tokenize detokenize chat-render chat-tokenize
             session? session-create session-free! session-device session-state session-stats
-            session-prefill! session-decode! session-logits session-truncate!
+            session-prefill! session-eval-all! session-decode! session-logits session-truncate!
             sampler? make-sampler sampler-free! sampler-default-params sampler-sample sampler-accept!
             sampler-reset!
             generate
@@ -637,6 +638,18 @@ symbol or a string), in the vocabulary's chat format."
       (check 'session-prefill! (sb-session-prefill (sptr 'session-prefill! s) (bytevector->pointer idv)
                                                    (length ids) (bytevector->pointer reused)))
       (bytevector-s64-native-ref reused 0))))
+
+(define-c sb-session-eval-all int "sb_session_eval_all" ('* '* size_t '*))
+
+(define (session-eval-all! s ids n-vocab)
+  "Append the token ids and return every position's logits: an f32 bytevector of
+(length ids) × N-VOCAB floats, row i after token i."
+  (holding (s)
+    (let ((idv (ids->bytevector 'session-eval-all! ids))
+          (out (make-bytevector (* 4 n-vocab (length ids)) 0)))
+      (check 'session-eval-all! (sb-session-eval-all (sptr 'session-eval-all! s) (bytevector->pointer idv)
+                                                     (length ids) (bytevector->pointer out)))
+      out)))
 
 (define (session-decode! s token)
   (holding (s)

@@ -6,6 +6,7 @@
 #ifndef SB_API_INTERNAL_H
 #define SB_API_INTERNAL_H
 
+#include "runtime/model.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 struct sb_vocab {
@@ -13,9 +14,9 @@ struct sb_vocab {
     int borrowed; /* 1 when owned by an sb_model: sb_vocab_free must not free it */
 };
 
-struct rt_model;
-struct sb_model { /* api_model.c; api_batch.c reads m */
-    struct rt_model *m;
+/* A loaded model (api_model.c); api_batch.c runs it, api_tensor.c reads its weights by name. */
+struct sb_model {
+    rt_model *m;
     struct sb_vocab vocab; /* borrowed view of m->vocab */
 };
 

@@ -105,6 +105,7 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
     case IR_OP_SOFTCAP:
     case IR_OP_SILU:
     case IR_OP_GELU_TANH:
+    case IR_OP_SOFTMAX:
         if (!is_f32(a)) FAIL("%s: input must be f32", oi->name);
         if (n->op == IR_OP_SOFTCAP && !(n->fp[0] > 0.0f)) FAIL("softcap: cap must be > 0");
         set(&r, SB_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);

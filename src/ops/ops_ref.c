@@ -284,6 +284,17 @@ float op_softmax_exp(float *scores, int64_t n, float mx) {
     return (float)(1.0 / sum);
 }
 
+void op_softmax(float *dst, const float *x, int64_t E, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+        float *y = dst + r * E, mx = -INFINITY;
+        const float *xr = x + r * E;
+        for (int64_t i = 0; i < E; i++) mx = xr[i] > mx ? xr[i] : mx;
+        for (int64_t i = 0; i < E; i++) y[i] = xr[i];
+        const float inv = op_softmax_exp(y, E, mx);
+        for (int64_t i = 0; i < E; i++) y[i] *= inv;
+    }
+}
+
 /* For query (t, h) at position p: s_j = (q . k_j) * scale (then c*tanh(s/c) if softcap) for
  * j in [lo, p]; P = softmax(s) (max subtracted, sum in double); out = sum_j P_j v_j. */
 void op_attention(float *dst, const float *q, const void *k, const void *v, const int32_t *pos,

@@ -107,6 +107,8 @@ static inline int64_t op_attn_row(const op_attn_args *a, int64_t t, int64_t j) {
  * double; returns 1/sum as a float (the probabilities are e * that). op_attention's rule, one copy for
  * every CPU attention that reproduces it. */
 float op_softmax_exp(float *scores, int64_t n, float mx);
+/* rows [r0,r1) of x [E,*]: dst = exp(x - max) / sum (op_softmax_exp's rule). dst may be x. */
+void op_softmax(float *dst, const float *x, int64_t E, int64_t r0, int64_t r1);
 /* dst [D*Hq,T] for the (t,h) pairs i in [i0,i1) with i = t*Hq + h. scores = scratch of
  * max(pos)+1 floats. */
 void op_attention(float *dst, const float *q, const void *k, const void *v, const int32_t *pos,

@@ -159,6 +159,12 @@ static void k_rms_norm(void *c, int64_t b, int64_t e, int tid) {
     op_rms_norm(r->dst, r->s[0], r->n->ne[0], b, e, ir_f0(r->n));
 }
 
+static void k_softmax(void *c, int64_t b, int64_t e, int tid) {
+    (void)tid;
+    const run *r = c;
+    op_softmax(r->dst, r->s[0], r->n->ne[0], b, e);
+}
+
 /* one elementwise step over rows [b,e) of E; operand o is [E] (broadcast) or full */
 static void ew_step(int op, float *y, const float *x, const float *o, bool o_bcast, float f, int64_t E, int64_t b, int64_t e) {
     float *yr = y + b * E;
@@ -648,6 +654,7 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
         switch (n->op) {
         case IR_OP_GET_ROWS: par(pool, nt, n->ne[1], ir_nelem(n), k_get_rows, &r); break;
         case IR_OP_RMS_NORM: par(pool, nt, rows_n, ir_nelem(n), k_rms_norm, &r); break;
+        case IR_OP_SOFTMAX: par(pool, nt, rows_n, ir_nelem(n), k_softmax, &r); break;
         case IR_OP_ADD:
         case IR_OP_MUL:
         case IR_OP_SCALE:

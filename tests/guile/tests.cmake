@@ -24,3 +24,12 @@ add_test(NAME guile/binding COMMAND sh ${CMAKE_SOURCE_DIR}/tests/guile/run.sh ${
          $<TARGET_FILE:sb> $<TARGET_FILE:guile_abi_probe> $<TARGET_FILE:guile_fake_sonicboom>
          ${SB_TESTDATA} ${SB_EMBEDDED_MODEL})
 set_tests_properties(guile/binding PROPERTIES LABELS guile SKIP_RETURN_CODE 77 TIMEOUT 600)
+# (sonicboom tensor), (sonicboom graph), (sonicboom llama): eager ops, tracing, dead values, the
+# Scheme llama decoder against the C builder's logits and speed, two guarded graphs of an early exit
+add_test(NAME guile/tensor COMMAND sh ${CMAKE_SOURCE_DIR}/tests/guile/run.sh ${CMAKE_SOURCE_DIR}
+         $<TARGET_FILE:sonicboom> ${SB_GUILE_ASAN} tests/guile/test_tensor.scm ${SB_TESTDATA})
+set_tests_properties(guile/tensor PROPERTIES LABELS guile SKIP_RETURN_CODE 77 TIMEOUT 600)
+# examples/guile/chat.scm with input piped in, against `sb chat`
+add_test(NAME guile/chat COMMAND sh ${CMAKE_SOURCE_DIR}/tests/guile/chat.sh ${CMAKE_SOURCE_DIR} $<TARGET_FILE:sonicboom>
+         ${SB_GUILE_ASAN} $<TARGET_FILE:sb> ${SB_EMBEDDED_MODEL})
+set_tests_properties(guile/chat PROPERTIES LABELS guile SKIP_RETURN_CODE 77 TIMEOUT 300)

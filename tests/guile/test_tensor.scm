@@ -1,0 +1,226 @@
+;;; SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
+;;; tests/guile/test_tensor.scm — (sonicboom tensor), (sonicboom graph) and (sonicboom llama):
+;;;   guile -L bindings/guile tests/guile/test_tensor.scm DATA
+;;; (run through tests/guile/run.sh). Eager ops against Scheme references; errors naming the op
+;;; and the shapes; a traced procedure equal to the same procedure run eagerly, compiled once per
+;;; signature, with dead values gone from its plan; the llama decoder of (sonicboom llama) traced
+;;; and eager against the C builder's logits (sb_session_eval_all) on the llama and qwen2 F32 test
+;;; models, prefill and a decode step, with the speed of both; a data-dependent early exit traced
+;;; into two guarded graphs. Prints one FAIL line per failed check and "N passed, N failed".
+(use-modules (sonicboom)
+             (sonicboom tensor)
+             (sonicboom graph)
+             (sonicboom llama)
+             (rnrs bytevectors)
+             (ice-9 format)
+             (ice-9 exceptions)
+             (srfi srfi-1)
+             (srfi srfi-11))
+
+(define data (cadr (command-line)))
+(define (model-path name) (string-append data "/models/test-" name ".gguf"))
+
+(define n-pass 0)
+(define n-fail 0)
+(define (check label ok . detail)
+  (if ok
+      (set! n-pass (+ n-pass 1))
+      (begin (set! n-fail (+ n-fail 1))
+             (format #t "FAIL: ~a~{ ~s~}\n" label detail)))
+  ok)
+(define (raised thunk)
+  (with-exception-handler (lambda (e) e) (lambda () (thunk) #f) #:unwind? #t))
+(define (error-is? e status words)
+  (and (sonicboom-error? e) (eq? (sonicboom-error-status e) status)
+       (string-contains (sonicboom-error-detail e) words)))
+
+(define (f32s bv) (map (lambda (i) (bytevector-ieee-single-native-ref bv (* 4 i))) (iota (quotient (bytevector-length bv) 4))))
+(define (nmse a b)
+  (/ (fold + 0 (map (lambda (x y) (* (- x y) (- x y))) a b)) (max 1e-30 (fold + 0 (map (lambda (y) (* y y)) b)))))
+(define (close? a b tol) (and (= (length a) (length b)) (every (lambda (x y) (<= (abs (- x y)) (* tol (+ 1 (abs y))))) a b)))
+;; medians of ROUNDS interleaved timings of f and g (n calls each, order alternating): (values tf tg)
+(define (paired f g n rounds)
+  (define (median l) (list-ref (sort l <) (quotient (length l) 2)))
+  (let loop ((i 0) (fs '()) (gs '()))
+    (if (= i rounds)
+        (values (median fs) (median gs))
+        (let* ((first (if (even? i) f g)) (t1 (seconds first n)) (t2 (seconds (if (even? i) g f) n)))
+          (if (even? i) (loop (+ i 1) (cons t1 fs) (cons t2 gs)) (loop (+ i 1) (cons t2 fs) (cons t1 gs)))))))
+(define (seconds thunk n)
+  (let ((t0 (get-internal-real-time)))
+    (do ((i 0 (+ i 1))) ((= i n)) (thunk))
+    (/ (exact->inexact (- (get-internal-real-time) t0)) internal-time-units-per-second n)))
+
+;;; ---- 1. eager ops ----
+
+(define xs '(0.5 -1.25 2.0 0.0 3.5 -0.75))
+(define x (tensor xs #:shape '(3 2)))
+(check "tensor shape and type" (and (equal? (tensor-shape x) '(3 2)) (eq? (tensor-type x) 'f32)))
+(check "tensor round trip" (close? (tensor->list x) xs 0))
+(check "silu" (close? (tensor->list (silu x)) (map (lambda (v) (/ v (+ 1 (exp (- v))))) xs) 1e-6))
+(check "softmax per row"
+       (close? (tensor->list (softmax x))
+               (append-map (lambda (row) (let* ((m (apply max row)) (e (map (lambda (v) (exp (- v m))) row)) (s (apply + e)))
+                                           (map (lambda (v) (/ v s)) e)))
+                           (list (list-head xs 3) (list-tail xs 3)))
+               1e-6))
+(let* ((w (tensor '(1 2 3 4 5 6) #:shape '(3 2)))           ; W [K=3, N=2]: rows of 3
+       (y (linear x w (tensor '(10 20) #:shape '(2)))))
+  (check "linear = x W^T + b" (close? (tensor->list y)
+                                      (list (+ 10 (* 0.5 1) (* -1.25 2) (* 2 3)) (+ 20 (* 0.5 4) (* -1.25 5) (* 2 6))
+                                            (+ 10 (* 0 1) (* 3.5 2) (* -0.75 3)) (+ 20 (* 0 4) (* 3.5 5) (* -0.75 6)))
+                                      1e-6)
+         (tensor->list y)))
+(check "reshape is a view" (let ((r (reshape x '(6)))) (and (tensor-view? r) (equal? (tensor-shape r) '(6)))))
+(check "embedding picks rows" (close? (tensor->list (embedding (tokens '(1 0)) x)) (append (list-tail xs 3) (list-head xs 3)) 0))
+(check "op names include torch's" (and (member "linear" (op-names)) (member "softmax" (op-names))))
+(check "shape mismatch names the op and shapes"
+       (error-is? (raised (lambda () (add x (tensor '(1 2) #:shape '(2))))) 'SB_ERR_INVALID_ARG "add(f32[3,2], f32[2])"))
+(check "a token outside the embedding"
+       (error-is? (raised (lambda () (embedding (tokens '(2)) x))) 'SB_ERR_RANGE "token 2"))
+(check "tensor-test eager" (and (tensor-test (lambda (v) (> (apply max v) 3)) x)
+                                (not (tensor-test (lambda (v) (> (apply max v) 4)) x))))
+
+;;; ---- 2. tracing: the same procedure, compiled; dead values dropped ----
+
+(define w (tensor '(1.0 0.5 2.0) #:shape '(3)))
+(define dead-calls 0)
+(define (block x)
+  (let ((h (rms-norm x w 1e-6))
+        (unused (gelu-tanh (scale x 3.0))))      ; never reaches an output
+    (set! dead-calls (+ dead-calls 1))
+    (add (silu h) x)))
+(define-model (block/traced x) (block x))
+(let* ((eager (tensor->list (block x)))
+       (t1 (tensor->list (block/traced x)))
+       (t2 (tensor->list (block/traced x))))
+  (check "traced = eager" (close? t1 eager 1e-6) t1 eager)
+  (check "the trace ran once, later calls run the program" (and (close? t2 t1 0) (= dead-calls 2)) dead-calls)
+  (let ((text (program-text (car (traced-programs block/traced)))))
+    (check "the dead value is not in the plan" (not (string-contains text "gelu")) text)
+    (check "the plan fused the live chain" (string-contains text "fused") text)))
+(block/traced (tensor (iota 9) #:shape '(3 3)))
+(let* ((r (trace (lambda (x) (scale x 2.0)) #:reuse-outputs? #t))
+       (a (r x))
+       (a-vals (tensor->list a))
+       (b (r (tensor '(1 2 3 4 5 6) #:shape '(3 2))))
+       (c (r b)))                                          ; b is an input now: not written over
+  (check "reuse-outputs: the next call writes into the last result"
+         (and (eq? a b) (close? (tensor->list b) '(2 4 6 8 10 12) 0) (close? a-vals (map (lambda (v) (* 2 v)) xs) 0)))
+  (check "reuse-outputs: never over an input" (and (not (eq? c b)) (close? (tensor->list c) '(4 8 12 16 20 24) 0))))
+(check "a new signature is a new graph" (= 2 (length (traced-paths block/traced))) (traced-paths block/traced))
+(check "a traced op error names the op"
+       (error-is? (raised (lambda () ((trace (lambda (x) (add x (tensor '(1 2) #:shape '(2))))) (tensor (iota 6) #:shape '(3 2)))))
+                  'SB_ERR_INVALID_ARG "add(f32[3,2], f32[2])"))
+
+;;; ---- 3. the llama decoder in Scheme against the C builder ----
+
+(define ids '(1 15 300 22 7 99 4 250 31 2))
+(define T (length ids))
+(for-each
+ (lambda (name)
+   (let* ((path (model-path name))
+          (m (model-load path))
+          (V (assq-ref (model-info m) 'n_vocab))
+          (traced (trace (llama-decoder m path #:n-ctx 64)))
+          (eager (llama-decoder m path #:n-ctx 64))
+          (s (session-create m #:n-ctx 64))
+          (ref (f32s (session-eval-all! s ids V)))
+          (lt (tensor->list (traced (tokens ids) (positions (iota T)))))
+          (le (tensor->list (eager (tokens ids) (positions (iota T))))))
+     (check (string-append name ": reference logits are not trivial") (> (fold + 0 (map abs ref)) 1.0))
+     (check (string-append name ": traced logits = the C builder's (NMSE <= 1e-6)")
+            (and (= (length lt) (* V T)) (<= (nmse lt ref) 1e-6)) (nmse lt ref))
+     (check (string-append name ": eager logits = the C builder's (NMSE <= 1e-6)")
+            (and (= (length le) (* V T)) (<= (nmse le ref) 1e-6)) (nmse le ref))
+     (check (string-append name ": other tokens give other logits")
+            (> (nmse (tensor->list (eager (tokens (reverse ids)) (positions (iota T)))) ref) 1e-3))
+     ;; a decode step reads the caches the prefill wrote
+     (session-truncate! s T)
+     (traced (tokens ids) (positions (iota T)))
+     (session-decode! s 77)
+     (let ((d (tensor->list (traced (tokens '(77)) (positions (list T)))))
+           (r (f32s (session-logits s))))
+       (check (string-append name ": decode step = the C builder's") (<= (nmse d r) 1e-6) (nmse d r)))
+     (check (string-append name ": one graph per shape (prefill, decode)") (= 2 (length (traced-paths traced))))
+     ;; speed: the same plan, timed from Scheme (prefill of 64 tokens, decode steps)
+     ;; (interleaved rounds, medians; the same thread count; outputs reused as the session reuses its
+     ;; logits buffer)
+     (if (getenv "LD_PRELOAD")
+         (format #t "~a speed: not timed in a sanitizer build\n" name)
+     (let* ((ids64 (map (lambda (i) (modulo (* 37 (+ i 1)) V)) (iota 64)))
+            (tok64 (tokens ids64)) (pos64 (positions (iota 64)))
+            (tok1 (tokens '(5))) (pos1 (positions '(10)))
+            (s64 (session-create m #:n-ctx 128 #:n-batch 64 #:n-threads 2))
+            (n 10)
+            (traced64 (trace (llama-decoder m path #:n-ctx 128) #:reuse-outputs? #t)))
+       (traced64 tok64 pos64) (traced64 tok1 pos1)
+       (session-eval-all! s64 ids64 V)
+       (let-values (((tp cp) (paired (lambda () (traced64 tok64 pos64))
+                                     (lambda () (session-truncate! s64 0) (session-eval-all! s64 ids64 V)) n 5))
+                    ((td cd) (paired (lambda () (traced64 tok1 pos1))
+                                     (lambda () (session-truncate! s64 10) (session-decode! s64 5)) (* 10 n) 5)))
+         (format #t "~a speed: prefill 64: traced ~,3f ms, C builder ~,3f ms (ratio ~,3f); decode: traced ~,3f ms, C builder ~,3f ms (ratio ~,3f)\n"
+                 name (* 1000 tp) (* 1000 cp) (/ tp cp) (* 1000 td) (* 1000 cd) (/ td cd)))
+       (session-free! s64)))
+     (session-free! s)))
+ '("llama-f32" "qwen2-f32"))
+
+;; quantized weights stay quantized: the same plan as the C builder's (quantize-once, q8 activations)
+(for-each
+ (lambda (name)
+   (let* ((path (model-path name))
+          (m (model-load path))
+          (V (assq-ref (model-info m) 'n_vocab))
+          (s (session-create m #:n-ctx 64))
+          (ref (f32s (session-eval-all! s ids V)))
+          (lt (tensor->list ((trace (llama-decoder m path #:n-ctx 64)) (tokens ids) (positions (iota T))))))
+     (check (string-append name ": traced logits = the C builder's (NMSE <= 1e-6)") (<= (nmse lt ref) 1e-6) (nmse lt ref))
+     (session-free! s)))
+ '("llama-q4_k_m" "qwen2-q4_0" "qwen3-q8_0"))
+
+;;; ---- 4. data-dependent control flow: early exit, two guarded graphs ----
+
+(let* ((path (model-path "llama-f32"))
+       (m (model-load path))
+       (emb (weight m "token_embd.weight"))
+       (norm-w (weight m "output_norm.weight"))
+       (out-w (weight m "output.weight"))
+       (full (llama-decoder m path #:n-ctx 16))
+       (confident? #f)
+       (early-exit
+        (lambda (tok pos)
+          ;; a cheap head on the embedding: exit when its top probability passes the threshold
+          (let ((quick (linear (rms-norm (embedding tok emb) norm-w 1e-5) out-w)))
+            (if (tensor-test confident? (softmax quick))
+                quick
+                (full tok pos))))))
+  ;; a threshold between two tokens' top probabilities, so each takes one branch
+  (let* ((top (lambda (t) (apply max (tensor->list (softmax (linear (rms-norm (embedding (tokens (list t)) emb) norm-w 1e-5) out-w))))))
+         (pa (top 3)) (pb (top 200))
+         (hi (if (> pa pb) 3 200)) (lo (if (> pa pb) 200 3))
+         (thr (/ (+ pa pb) 2)))
+    (set! confident? (lambda (p) (> (apply max p) thr)))
+    (check "the two tokens' top probabilities differ" (not (= pa pb)) pa pb)
+    (let* ((traced (trace early-exit))
+           (eager-hi (tensor->list (early-exit (tokens (list hi)) (positions '(0)))))
+           (eager-lo (tensor->list (early-exit (tokens (list lo)) (positions '(0)))))
+           (got-hi (tensor->list (traced (tokens (list hi)) (positions '(0)))))
+           (got-lo (tensor->list (traced (tokens (list lo)) (positions '(0)))))
+           (again-hi (tensor->list (traced (tokens (list hi)) (positions '(0))))))
+      (check "early exit: the confident token exits, its logits as eager" (close? got-hi eager-hi 1e-6))
+      (check "the other token runs the whole model, as eager" (close? got-lo eager-lo 1e-6))
+      (check "switching back reuses the first graph" (close? again-hi eager-hi 1e-6))
+      (let ((paths (traced-paths traced)))
+        (check "two guarded graphs, one per branch" (and (= 2 (length paths))
+                                                           (lset= equal? (map cadr paths) '((#t) (#f))))
+               paths))
+      (let ((lines (map (lambda (p) (length (filter (lambda (l) (string-contains l "matmul"))
+                                                    (string-split (program-text p) #\newline))))
+                        (traced-programs traced))))
+        (check "the exit graph computes no decoder layer" (and (= 2 (length lines)) (= 1 (apply min lines))
+                                                                 (> (apply max lines) 10))
+               lines)))))
+
+(format #t "~a passed, ~a failed\n" n-pass n-fail)
+(exit (if (zero? n-fail) 0 1))
