@@ -281,7 +281,8 @@ typedef struct sb_model_info {
     char name[128];         /* general.name, "" if absent */
     int64_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx_train;
     uint64_t n_params;      /* parameters of the weights the forward pass reads */
-    uint64_t weight_bytes;  /* bytes of those weights: what one decode step must read */
+    uint64_t weight_bytes;  /* bytes of those weights: what one decode step must read (tables it only
+                               gathers rows of, like gemma4's per-layer embeddings, not counted) */
 } sb_model_info;
 
 /* Defaults: no tensor scan. */
