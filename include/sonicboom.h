@@ -712,6 +712,9 @@ SB_API sb_status sb_synth_model(const char *preset, const char *out, const sb_sy
 /* Name of preset i (0..), NULL past the end; sb_synth_preset_desc: a one-line description. */
 SB_API const char *sb_synth_preset_name(int i);
 SB_API const char *sb_synth_preset_desc(int i);
+/* The mix preset i is written in when sb_synth_params.type_name is NULL: "F32", or the preset's
+ * own (gemma4-e4b: "Q3_K_M"); NULL past the end. */
+SB_API const char *sb_synth_preset_type(int i);
 
 /* ---- output files ---- */
 

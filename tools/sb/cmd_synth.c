@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 static void usage(FILE *f) {
@@ -77,7 +78,10 @@ int cmd_synth(int argc, char **argv) {
     p.progress_user = &pr;
     sb_status s = sb_synth_model(preset, out, &p);
     char summary[512];
-    snprintf(summary, sizeof summary, "synth: wrote %s (%s, %s)", out, preset, p.type_name ? p.type_name : "the preset's default type");
+    const char *type = p.type_name;
+    for (int i = 0; !type && sb_synth_preset_name(i); i++)
+        if (!strcasecmp(sb_synth_preset_name(i), preset)) type = sb_synth_preset_type(i);
+    snprintf(summary, sizeof summary, "synth: wrote %s (%s, %s)", out, preset, type ? type : "F32");
     cli_progress_finish(&pr, s == SB_OK, summary);
     sb_log_set(NULL, NULL, SB_LOG_WARN);
     if (s != SB_OK) return sb_cli_fail(s);
