@@ -281,7 +281,8 @@ typedef struct sb_model_info {
     char name[128];         /* general.name, "" if absent */
     int64_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx_train;
     uint64_t n_params;      /* parameters of the weights the forward pass reads */
-    uint64_t weight_bytes;  /* bytes of those weights: what one decode step must read */
+    uint64_t weight_bytes;  /* bytes of those weights: what one decode step must read (tables it only
+                               gathers rows of, like gemma4's per-layer embeddings, not counted) */
 } sb_model_info;
 
 /* Defaults: no tensor scan. */
@@ -768,6 +769,9 @@ SB_API sb_status sb_synth_model(const char *preset, const char *out, const sb_sy
 /* Name of preset i (0..), NULL past the end; sb_synth_preset_desc: a one-line description. */
 SB_API const char *sb_synth_preset_name(int i);
 SB_API const char *sb_synth_preset_desc(int i);
+/* The mix preset i is written in when sb_synth_params.type_name is NULL: "F32", or the preset's
+ * own (gemma4-e4b: "Q3_K_M"); NULL past the end. */
+SB_API const char *sb_synth_preset_type(int i);
 
 /* ---- output files ---- */
 

@@ -79,7 +79,7 @@ SB_API sb_status sb_model_get_info(const sb_model *m, sb_model_info *out) {
     out->n_ff = hp->n_ff;
     out->n_ctx_train = hp->n_ctx_train;
     out->n_params = m->m->n_params;
-    out->weight_bytes = m->m->weight_bytes;
+    out->weight_bytes = rt_model_step_bytes(m->m);
     return SB_OK;
 }
 
@@ -176,7 +176,7 @@ SB_API sb_status sb_session_get_stats(const sb_session *s, sb_session_stats *out
     if (st.prefill_seconds > 0) out->prefill_tok_s = (double)st.n_prefill_tokens / st.prefill_seconds;
     if (st.decode_seconds > 0) {
         out->decode_tok_s = (double)st.n_decode_tokens / st.decode_seconds;
-        out->decode_gb_s = out->decode_tok_s * (double)rt_session_model(s->s)->weight_bytes / 1e9;
+        out->decode_gb_s = out->decode_tok_s * (double)rt_model_step_bytes(rt_session_model(s->s)) / 1e9;
     }
     return SB_OK;
 }

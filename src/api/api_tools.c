@@ -103,3 +103,8 @@ SB_API const char *sb_synth_preset_desc(int i) {
     const rt_synth_preset *p = rt_synth_preset_at(i);
     return p ? p->desc : NULL;
 }
+
+SB_API const char *sb_synth_preset_type(int i) {
+    const rt_synth_preset *p = rt_synth_preset_at(i);
+    return p ? rt_synth_default_type(p) : NULL;
+}

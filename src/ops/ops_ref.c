@@ -129,7 +129,7 @@ float op_silu1(float x) { return x / (1.0f + expf(-x)); }
 
 /* ggml's GELU: for -10 < x < 10, table[fp16(x)] where table[h] = fp16(gelu_f32(H(h))) — 65536
  * entries built once (pthread_once), 128 KiB. x <= -10 gives 0, x >= 10 gives x. */
-static uint16_t gelu_table[65536];
+static uint16_t gelu_table[65536 + 1]; /* + 1 pad: a 4-byte gather at the last index stays inside */
 static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
 
 static void gelu_init(void) {
@@ -144,6 +144,11 @@ static inline float gelu_lookup(float x) {
     if (x <= -10.0f) return 0.0f;
     if (x >= 10.0f) return x;
     return qk_fp16_to_fp32(gelu_table[qk_fp32_to_fp16(x)]);
+}
+
+const uint16_t *op_gelu_table(void) {
+    pthread_once(&gelu_once, gelu_init);
+    return gelu_table;
 }
 
 float op_gelu_tanh1(float x) {

@@ -56,6 +56,9 @@ void op_geglu(float *dst, const float *g, const float *u, int64_t n);
 /* scalar forms (shared with fused chains) */
 float op_silu1(float x);
 float op_gelu_tanh1(float x);
+/* The table behind the GELU above: 65536 fp16 values indexed by fp16(x), then one zero pad entry
+ * (vector gathers read 4 bytes). Built on first use; never freed. */
+const uint16_t *op_gelu_table(void);
 
 // ---- planner-made ops (fusions of the above; results are bit-identical to the unfused chain) ----
 

@@ -240,7 +240,7 @@ static void k_glu(void *c, int64_t b, int64_t e, int tid) {
     if (r->n->op == IR_OP_SWIGLU)
         swiglu((float *)r->dst + b * E, (const float *)r->s[0] + b * E, (const float *)r->s[1] + b * E, (e - b) * E);
     else
-        op_geglu((float *)r->dst + b * E, (const float *)r->s[0] + b * E, (const float *)r->s[1] + b * E, (e - b) * E);
+        cpu_geglu((float *)r->dst + b * E, (const float *)r->s[0] + b * E, (const float *)r->s[1] + b * E, (e - b) * E, op_gelu_table());
 }
 
 static void k_fused(void *c, int64_t b, int64_t e, int tid) {
@@ -308,7 +308,7 @@ static void k_glu_quant(void *c, int64_t b, int64_t e, int tid) {
         if (ir_glu_act(r->n) == IR_OP_SWIGLU)
             swiglu(row, g, u, E);
         else
-            op_geglu(row, g, u, E);
+            cpu_geglu(row, g, u, E, op_gelu_table()); /* op_geglu's bits, vectorised */
         quantize_rows(r->n->dtype, (uint8_t *)r->dst + rb * (uint64_t)t, row, E, 1);
     }
 }

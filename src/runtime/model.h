@@ -77,6 +77,10 @@ struct rt_model {
     rt_hparams hp;
     tok_vocab *vocab;
     uint64_t n_params, weight_bytes; /* over the weights the graph reads */
+    /* of weight_bytes: the tables the graph only gathers rows of (gemma4's per-layer embeddings, an
+     * untied token_embd): a step reads one row of each per token, never the whole table */
+    uint64_t gather_bytes;
+    uint8_t *gathered;          /* [file.n_tensors]: 1 = only gathered (rt_model_prefetch skips it) */
     char path[1024];
 };
 
@@ -92,7 +96,10 @@ typedef struct rt_model_params {
 /* Read every page of f's tensor data once, in file order, calling p->progress after each tensor
  * (model_prefetch.c). SB_OK when p->progress is NULL (nothing read); SB_ERR_CANCELLED when the
  * callback returns nonzero. */
-sb_status rt_model_prefetch(const gguf_file *f, const rt_model_params *p);
+sb_status rt_model_prefetch(const gguf_file *f, const rt_model_params *p, const uint8_t *skip);
+
+/* Bytes a decode step reads in full: the weights less the gathered tables. */
+static inline uint64_t rt_model_step_bytes(const rt_model *m) { return m->weight_bytes - m->gather_bytes; }
 
 sb_status rt_model_load(const char *path, const rt_model_params *p, rt_model **out);
 void rt_model_free(rt_model *m);

@@ -50,8 +50,16 @@ static const rt_synth_preset presets[] = {
      "gemma3", "Gemma 3 1B It (synthetic)", 26, 1152, 4, 1, 256, 6912, 262144, 32768, 1e6f, 1e4f, 1e-6f, 512,
      false, true, true, false, 0},
     {"gemma4-e4b", "Gemma-4-E4B(-it) shape (architectures.md 6.7): gemma4, 42 layers, 2560 wide, 8/2 heads of 256 (sliding) / 512 "
-     "(global, partial RoPE), per-layer embeddings 256, last 18 layers share KV, SWA 512, tied",
+     "(global, partial RoPE), per-layer embeddings 256, last 18 layers share KV, SWA 512, tied; default type Q3_K_M",
      "gemma4", "Gemma 4 E4B It (synthetic)", 42, 2560, 8, 2, 512, 10240, 262144, 131072, 1e6f, 1e4f, 1e-6f, 512,
+     false, true, true, false, 0},
+    {"gemma4-e2b", "Gemma-4-E2B(-it) shape [external]: gemma4, 35 layers, 1536 wide, 8/1 heads of 256 (sliding) / 512 (global), "
+     "4:1 pattern, per-layer embeddings 256, last 20 layers share KV with double-wide FFN (12288), SWA 512, tied",
+     "gemma4", "Gemma 4 E2B It (synthetic)", 35, 1536, 8, 1, 512, 6144, 262144, 131072, 1e6f, 1e4f, 1e-6f, 512,
+     false, true, true, false, 0},
+    {"gemma4-31b", "Gemma-4-31B(-it) shape [external]: gemma4, 60 layers, 5376 wide, 32 heads, 16 KV heads of 256 (sliding) / "
+     "4 of 512 (global, V = K), 5:1 pattern, no per-layer embeddings or shared KV, SWA 1024, tied",
+     "gemma4", "Gemma 4 31B It (synthetic)", 60, 5376, 32, 16, 512, 21504, 262144, 262144, 1e6f, 1e4f, 1e-6f, 1024,
      false, true, true, false, 0},
     {"tiny-qwen2", "test shape: qwen2, 2 layers, 256 wide, 4/2 heads, QKV bias, tied, 512-token vocab",
      "qwen2", "tiny-qwen2 (synthetic)", 2, 256, 4, 2, 0, 768, 512, 4096, 1e6f, 0, 1e-6f, 0,
@@ -71,18 +79,29 @@ static const rt_synth_preset presets[] = {
      false, true, true, false, 0},
 };
 
-/* What a gemma4 preset adds to rt_synth_preset (whose head_dim is the global layers'). */
+/* What a gemma4 preset adds to rt_synth_preset (whose head_dim is the global layers', n_head_kv the
+ * sliding layers' and n_ff the layers with their own KV). E4B: architectures.md 6.7. E2B and 31B are
+ * the published configs as third-party summaries give them [external, as 6.7 marks E4B's]:
+ * E2B 35 layers x 1536, 8 heads, 1 KV head, FFN 6144 (12288 on the 20 KV-shared layers,
+ * use_double_wide_mlp), 4 sliding : 1 global; 31B 60 layers x 5376, 32 heads, 16 KV heads on
+ * sliding and 4 on global layers, whose V is K (attention_k_eq_v: no attn_v), window 1024, no PLE. */
 typedef struct g4_shape {
     const char *preset;
     int head_dim_swa;
     int period;         /* layer l is global iff l % period == period - 1 (E4B: 5 sliding, 1 global) */
-    int per_layer;      /* PLE width P */
+    int per_layer;      /* PLE width P (0: none) */
     int shared_kv;      /* trailing layers that read layer K-2's / K-1's cache */
+    int n_head_kv_global; /* 0: the preset's n_head_kv on every layer */
+    int n_ff_shared;    /* FFN width of the KV-shared layers (0: the preset's n_ff) */
+    bool v_is_k_global; /* global layers have no attn_v (V := K) */
+    const char *default_type; /* mix when the caller names none (NULL: F32) */
 } g4_shape;
 
 static const g4_shape g4_shapes[] = {
-    {"gemma4-e4b", 256, 6, 256, 18},
-    {"tiny-gemma4", 64, 4, 32, 4},
+    {"gemma4-e4b", 256, 6, 256, 18, 0, 0, false, "Q3_K_M"}, /* issue 27: E4B is measured as Q3_K_M */
+    {"gemma4-e2b", 256, 5, 256, 20, 0, 12288, false, NULL},
+    {"gemma4-31b", 256, 6, 0, 0, 4, 0, true, NULL},
+    {"tiny-gemma4", 64, 4, 32, 4, 0, 0, false, NULL},
 };
 
 static const g4_shape *g4_of(const rt_synth_preset *p) {
@@ -92,6 +111,14 @@ static const g4_shape *g4_of(const rt_synth_preset *p) {
 }
 
 static bool g4_global(const g4_shape *x, int l) { return l % x->period == x->period - 1; }
+
+static int g4_n_head_kv(const rt_synth_preset *p, const g4_shape *x, int l) {
+    return g4_global(x, l) && x->n_head_kv_global ? x->n_head_kv_global : p->n_head_kv;
+}
+
+static int g4_n_ff(const rt_synth_preset *p, const g4_shape *x, int l) {
+    return l >= p->n_layer - x->shared_kv && x->n_ff_shared ? x->n_ff_shared : p->n_ff;
+}
 
 const rt_synth_preset *rt_synth_preset_at(int i) {
     return (i >= 0 && (size_t)i < sizeof presets / sizeof presets[0]) ? &presets[i] : NULL;
@@ -190,20 +217,24 @@ static sb_status add_blk(synth_ctx *c, int l, const char *suffix, int kind, int6
  * per-layer-embedding tensors, one rope_freqs for the global layers. */
 static sb_status build_gemma4(synth_ctx *c, const g4_shape *x, int64_t n_vocab) {
     const rt_synth_preset *p = c->p;
-    const int64_t E = p->n_embd, P = x->per_layer, L = p->n_layer, F = p->n_ff;
+    const int64_t E = p->n_embd, P = x->per_layer, L = p->n_layer;
     SB_TRY(add(c, "token_embd.weight", K_WEIGHT, E, n_vocab));
     SB_TRY(add(c, "rope_freqs.weight", K_G4_FREQS, p->head_dim / 2, 1));
-    SB_TRY(add(c, "per_layer_token_embd.weight", K_WEIGHT, P * L, n_vocab));
-    SB_TRY(add(c, "per_layer_model_proj.weight", K_WEIGHT, E, P * L));
-    SB_TRY(add(c, "per_layer_proj_norm.weight", K_NORM, P, 1));
+    if (P > 0) {
+        SB_TRY(add(c, "per_layer_token_embd.weight", K_WEIGHT, P * L, n_vocab));
+        SB_TRY(add(c, "per_layer_model_proj.weight", K_WEIGHT, E, P * L));
+        SB_TRY(add(c, "per_layer_proj_norm.weight", K_NORM, P, 1));
+    }
     for (int l = 0; l < p->n_layer; l++) {
-        const int64_t hd = g4_global(x, l) ? p->head_dim : x->head_dim_swa, Dq = p->n_head * hd, Dkv = p->n_head_kv * hd;
+        const bool global = g4_global(x, l);
+        const int64_t hd = global ? p->head_dim : x->head_dim_swa, Dq = p->n_head * hd, Dkv = g4_n_head_kv(p, x, l) * hd;
+        const int64_t F = g4_n_ff(p, x, l);
         SB_TRY(add_blk(c, l, "attn_norm.weight", K_NORM, E, 1));
         SB_TRY(add_blk(c, l, "attn_q.weight", K_WEIGHT, E, Dq));
         SB_TRY(add_blk(c, l, "attn_q_norm.weight", K_NORM, hd, 1));
         if (l < p->n_layer - x->shared_kv) {
             SB_TRY(add_blk(c, l, "attn_k.weight", K_WEIGHT, E, Dkv));
-            SB_TRY(add_blk(c, l, "attn_v.weight", K_WEIGHT, E, Dkv));
+            if (!(global && x->v_is_k_global)) SB_TRY(add_blk(c, l, "attn_v.weight", K_WEIGHT, E, Dkv));
             SB_TRY(add_blk(c, l, "attn_k_norm.weight", K_NORM, hd, 1));
         }
         SB_TRY(add_blk(c, l, "attn_output.weight", K_WEIGHT, Dq, E));
@@ -213,9 +244,11 @@ static sb_status build_gemma4(synth_ctx *c, const g4_shape *x, int64_t n_vocab) 
         SB_TRY(add_blk(c, l, "ffn_up.weight", K_WEIGHT, E, F));
         SB_TRY(add_blk(c, l, "ffn_down.weight", K_WEIGHT, F, E));
         SB_TRY(add_blk(c, l, "post_ffw_norm.weight", K_NORM, E, 1));
-        SB_TRY(add_blk(c, l, "inp_gate.weight", K_WEIGHT, E, P));
-        SB_TRY(add_blk(c, l, "proj.weight", K_WEIGHT, P, E));
-        SB_TRY(add_blk(c, l, "post_norm.weight", K_NORM, E, 1));
+        if (P > 0) {
+            SB_TRY(add_blk(c, l, "inp_gate.weight", K_WEIGHT, E, P));
+            SB_TRY(add_blk(c, l, "proj.weight", K_WEIGHT, P, E));
+            SB_TRY(add_blk(c, l, "post_norm.weight", K_NORM, E, 1));
+        }
     }
     SB_TRY(add(c, "output_norm.weight", K_NORM, E, 1));
     for (int64_t i = 0; i < c->n; i++) c->qt[i].name = c->st[i].name;
@@ -307,9 +340,10 @@ static sb_status meta(gguf_writer *w, const rt_synth_preset *p, int64_t n_vocab)
     SB_TRY(U32("block_count", p->n_layer));
     SB_TRY(U32("context_length", p->n_ctx));
     SB_TRY(U32("embedding_length", p->n_embd));
-    SB_TRY(U32("feed_forward_length", p->n_ff));
+    const g4_shape *g4 = g4_of(p);
+    if (!g4 || !g4->n_ff_shared) SB_TRY(U32("feed_forward_length", p->n_ff));
     SB_TRY(U32("attention.head_count", p->n_head));
-    SB_TRY(U32("attention.head_count_kv", p->n_head_kv));
+    if (!g4 || !g4->n_head_kv_global) SB_TRY(U32("attention.head_count_kv", p->n_head_kv));
     SB_TRY(F32("rope.freq_base", p->rope_base));
     SB_TRY(F32("attention.layer_norm_rms_epsilon", p->eps));
     if (p->head_dim) {
@@ -337,6 +371,17 @@ static sb_status meta(gguf_writer *w, const rt_synth_preset *p, int64_t n_vocab)
         SB_TRY(U32("embedding_length_per_layer_input", x->per_layer));
         SB_TRY(U32("attention.shared_kv_layers", x->shared_kv));
         SB_TRY(F32("final_logit_softcapping", 30.0f));
+        int32_t arr[RT_SYNTH_MAX_LAYERS];
+        if (x->n_head_kv_global) { /* per-layer KV head counts, as the converter writes them */
+            for (int l = 0; l < p->n_layer && l < RT_SYNTH_MAX_LAYERS; l++) arr[l] = g4_n_head_kv(p, x, l);
+            snprintf(k, sizeof k, "%s.attention.head_count_kv", a);
+            SB_TRY(gguf_writer_set_raw(w, k, SB_GGUF_ARRAY, SB_GGUF_INT32, (uint64_t)p->n_layer, arr));
+        }
+        if (x->n_ff_shared) { /* use_double_wide_mlp: per-layer FFN widths */
+            for (int l = 0; l < p->n_layer && l < RT_SYNTH_MAX_LAYERS; l++) arr[l] = g4_n_ff(p, x, l);
+            snprintf(k, sizeof k, "%s.feed_forward_length", a);
+            SB_TRY(gguf_writer_set_raw(w, k, SB_GGUF_ARRAY, SB_GGUF_INT32, (uint64_t)p->n_layer, arr));
+        }
     }
 #undef U32
 #undef F32
@@ -409,6 +454,36 @@ done:
 
 // ---- entry ----
 
+const char *rt_synth_default_type(const rt_synth_preset *p) {
+    const g4_shape *x = p ? g4_of(p) : NULL;
+    return x && x->default_type ? x->default_type : "F32";
+}
+
+sb_status rt_synth_layout(const char *preset, int64_t n_vocab, gguf_writer *w, rt_synth_tensors *out) {
+    const rt_synth_preset *p = rt_synth_preset_find(preset);
+    memset(out, 0, sizeof *out);
+    if (!p) return sb_fail(SB_ERR_INVALID_ARG, "synth: unknown preset \"%s\"", preset ? preset : "(null)");
+    synth_ctx c = {.p = p};
+    sb_status s = meta(w, p, n_vocab);
+    if (s == SB_OK) s = build_tensors(&c, n_vocab);
+    if (s != SB_OK) {
+        free(c.st);
+        free(c.qt);
+        return s;
+    }
+    out->t = c.qt;
+    out->n = c.n;
+    out->names = c.st;
+    return SB_OK;
+}
+
+void rt_synth_tensors_free(rt_synth_tensors *t) {
+    if (!t) return;
+    free(t->t);
+    free(t->names);
+    memset(t, 0, sizeof *t);
+}
+
 sb_status rt_synth_model(const char *preset, const char *out, const rt_synth_opts *o) {
     if (!preset || !out || !o) return sb_fail(SB_ERR_INVALID_ARG, "synth: NULL argument");
     const rt_synth_preset *p = rt_synth_preset_find(preset);
@@ -420,7 +495,7 @@ sb_status rt_synth_model(const char *preset, const char *out, const rt_synth_opt
         }
         return sb_fail(SB_ERR_INVALID_ARG, "synth: unknown preset \"%s\" (one of: %s)", preset, list);
     }
-    const char *tn = o->type_name ? o->type_name : "F32";
+    const char *tn = o->type_name ? o->type_name : rt_synth_default_type(p);
     const rt_qmix *mix = rt_qmix_find(tn);
     if (!mix) return sb_fail(SB_ERR_INVALID_ARG, "synth: unknown type \"%s\" (see sb quantize --help)", tn);
 

@@ -46,6 +46,21 @@ const rt_synth_preset *rt_synth_preset_find(const char *name);
 
 sb_status rt_synth_model(const char *preset, const char *out, const rt_synth_opts *o);
 
+/* The mix a preset is written in when the caller names none: "F32", or the preset's own
+ * (gemma4-e4b: "Q3_K_M", the type issue 27 measures E4B in). */
+const char *rt_synth_default_type(const rt_synth_preset *p);
+
+/* What rt_synth_model writes, without the weights: the preset's architecture metadata into w (no
+ * tokenizer keys) and its tensor list (names, shapes; type F32 before the mix) for an n_vocab-token
+ * vocabulary. Free the list with rt_synth_tensors_free. */
+typedef struct rt_synth_tensors {
+    rt_qtensor *t;
+    int64_t n;
+    void *names; /* storage of t[i].name */
+} rt_synth_tensors;
+sb_status rt_synth_layout(const char *preset, int64_t n_vocab, struct gguf_writer *w, rt_synth_tensors *out);
+void rt_synth_tensors_free(rt_synth_tensors *t);
+
 /* Fill n floats with N(mean, std^2) from the stream of (seed, key, row) (exposed for tests). */
 void rt_synth_normal_row(uint64_t seed, uint64_t key, int64_t row, float mean, float std, float *dst, int64_t n);
 

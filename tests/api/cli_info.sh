@@ -17,13 +17,14 @@ printf 'GGUX' > "$tmp/bad.gguf"
 expect_rc 2 "no args" "$sb" info
 expect_rc 2 "bad option" "$sb" info --bogus x
 expect_rc 2 "unknown command" "$sb" nosuchcommand
-# a file that loads as a model: one line with the weights a token reads and the KV cache per token
-# (test-gemma4: 3 sliding layers of K+V 2x64 wide, 1 global of 2x128, 4 shared-KV layers with none:
-# 1280 values); a vocabulary-only file gets no such line
+# a file that loads as a model: one line with the weights a token reads (resident), the tables it
+# only gathers a row of per token (test-gemma4: the [256, 512] F32 PLE table, 524288 bytes) and the
+# KV cache per token (3 sliding layers of K+V 2x64 wide, 1 global of 2x128, 4 shared-KV layers with
+# none: 1280 values); a vocabulary-only file gets no such line
 g4="$data/models/test-gemma4-f32.gguf"
 if [ -f "$g4" ]; then
     "$sb" info "$g4" > "$tmp/out" 2> "$tmp/err"
-    grep -qx 'model:       gemma4; 21017728 bytes of weights read per token; KV cache 2560 bytes per token (f16), 5120 (f32)' "$tmp/out" &&
+    grep -qx 'model:       gemma4; 20493440 bytes of weights read per token (resident), 524288 in tables gathered one row per token; KV cache 2560 bytes per token (f16), 5120 (f32)' "$tmp/out" &&
         [ ! -s "$tmp/err" ] && ok || bad "info gemma4: $(grep '^model:' "$tmp/out") $(cat "$tmp/err")"
     "$sb" info "$data/vocab/ggml-vocab-qwen2.gguf" 2>&1 | grep -q '^model:' && bad "info: a model line for a vocabulary-only file" || ok
 fi

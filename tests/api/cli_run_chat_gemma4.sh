@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
 # `sb run --chat` on a gemma4 model (issue 27): tiny-gemma4 synthesized with Gemma 4's real
 # vocabulary (its template ends the generation prompt with the empty thought channel) is run with
-# --chat: it reports the gemma4 format and (-v) its KV cache per token, and its prompt is exactly <bos> + the turn markup
+# --chat: it reports the gemma4 format and (-v) its KV cache per token and resident weight bytes (sb info's,
+# the PLE table left out), and its prompt is exactly <bos> + the turn markup
 # "<|turn>user\n{text}<turn|>\n<|turn>model\n<|channel>thought\n<channel|>" (and with --system a
 # "<|turn>system\n...<turn|>\n" turn first), counted by sb tokenize with --parse-special. A user
 # text holding "<turn|>" stays plain text.
@@ -24,6 +25,10 @@ run_chat() { # prompt token count and chat format line of sb run --chat -v "$@"
 n=$(run_chat -p "Hello")
 grep -q '^chat format: gemma4' "$tmp/err" && ok || bad "chat format: $(grep 'chat format' "$tmp/err")"
 grep -qx 'kv cache: 5120 bytes per token (f32), [0-9.]* MiB held' "$tmp/err" && ok || bad "sb run -v: $(grep 'kv cache' "$tmp/err")"
+# -v's resident weights are sb info's "read per token" bytes, without the PLE table (gathered by row)
+set -- $("$sb" info "$tmp/m.gguf" | sed -n 's/^model: *gemma4; \([0-9]*\) bytes of weights read per token (resident), \([0-9]*\) in tables gathered.*/\1 \2/p')
+[ "${2:-0}" -gt 0 ] && grep -q "$(awk -v b="${1:-0}" 'BEGIN { printf "%.1f", b / 1e6 }') MB of weights read per token (resident" "$tmp/err" &&
+    ok || bad "sb run -v / sb info resident weights: info '$*', run: $(grep '^model:' "$tmp/err")"
 want=$((1 + $(count "<|turn>user${nl}Hello<turn|>${nl}<|turn>model${nl}<|channel>thought${nl}<channel|>")))
 [ "$n" = "$want" ] && ok || bad "one-word chat prompt: '$n' tokens, want $want"
 n=$(run_chat --system "Be brief." -p "Hello")

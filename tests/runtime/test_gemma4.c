@@ -3,7 +3,8 @@
  * tests/runtime/test_gemma4.c — the gemma4 architecture beyond test_model_refs' logits: each case
  * rewrites shared/testdata/models/test-gemma4-f32.gguf with one change and checks the result.
  *  - refusals: inconsistent keys and tensors fail at load with their SB_ERR_MODEL_* status (or
- *    SB_ERR_UNSUPPORTED for MoE) and a message naming the key, layer or tensor;
+ *    SB_ERR_UNSUPPORTED naming "mixture-of-experts" for any one of 26B-A4B's MoE keys or expert
+ *    tensors) and a message naming the key, layer or tensor;
  *  - equivalences that prove the optional parts are wired: per-layer arrays for head counts and FFN
  *    widths holding the scalar values give the same logits bit for bit; a layer without attn_v
  *    (V := K) equals one whose attn_v holds attn_k's weights; layer_output_scale 1 changes nothing,
@@ -126,6 +127,15 @@ static void refusals(const char *src) {
     refused(src, &(g4edit){.key = "gemma4.attention.head_count", .kind = 'a', .num = 4, .n = 7}, SB_ERR_MODEL_HPARAM,
             "gemma4.attention.head_count", "7 values for 8 layers");
     refused(src, &(g4edit){.key = "gemma4.expert_count", .kind = 'u', .num = 4}, SB_ERR_UNSUPPORTED, "mixture-of-experts", NULL);
+    /* Gemma 4 26B-A4B (architectures.md 6.8): its keys and expert tensors, each alone, name the feature */
+    refused(src, &(g4edit){.key = "gemma4.expert_used_count", .kind = 'u', .num = 8}, SB_ERR_UNSUPPORTED, "expert_used_count = 8",
+            "mixture-of-experts");
+    refused(src, &(g4edit){.add = "blk.0.ffn_gate_inp.weight", .add_ne0 = 256, .add_val = 1}, SB_ERR_UNSUPPORTED,
+            "blk.0.ffn_gate_inp.weight", "mixture-of-experts");
+    refused(src, &(g4edit){.add = "blk.3.ffn_gate_up_exps.weight", .add_ne0 = 256, .add_val = 1}, SB_ERR_UNSUPPORTED,
+            "blk.3.ffn_gate_up_exps.weight", "mixture-of-experts");
+    refused(src, &(g4edit){.add = "blk.1.ffn_down_exps.scale", .add_ne0 = 4, .add_val = 1}, SB_ERR_UNSUPPORTED,
+            "blk.1.ffn_down_exps.scale", "mixture-of-experts");
     refused(src, &(g4edit){.drop = "rope_freqs.weight"}, SB_ERR_MODEL_TENSOR_MISSING, "rope_freqs.weight", NULL);
     refused(src, &(g4edit){.drop = "blk.3.attn_k_norm.weight"}, SB_ERR_MODEL_TENSOR_MISSING, "blk.3.attn_k_norm.weight", NULL);
     refused(src, &(g4edit){.drop = "per_layer_proj_norm.weight"}, SB_ERR_MODEL_TENSOR_MISSING, "per_layer_proj_norm.weight", NULL);

@@ -3,7 +3,7 @@
  * tests/runtime/test_model_refs.c — every model in shared/testdata/models against llama.cpp's
  * logits (.ref): the prompt as one batch with logits for every position, then each decode token
  * alone (teacher-forced with the reference's tokens). Thresholds from the testdata README:
- * F32/F16/BF16 NMSE <= 1e-5 (gemma3/gemma4 2e-5); quantized NMSE <= 1e-3 (gemma4: see G4_QUANT_LIMIT) and the same argmax wherever the
+ * F32/F16/BF16 NMSE <= 1e-5 (gemma3/gemma4 2e-5); quantized NMSE <= 1e-3 (gemma4 Q4_K_M: see g4_quant_limit) and the same argmax wherever the
  * reference's top-two margin exceeds 0.05. Also: token-by-token prefill gives the same logits as
  * the batch and prefix reuse the same as a fresh session (NMSE 1e-7 on F32 files, where only the
  * summation order differs; 1e-3 on quantized ones), and F16 KV
@@ -16,16 +16,26 @@
 #include "test.h"
 
 
-/* Gemma 4's quantized files: 2.5e-3, not the README's 1e-3 (issue 27, measured). This random model
- * is chaotic: a 1e-4 change of the attention scores moves its F32 logits by NMSE 1e-6, its F16 KV
- * cache by 1.5e-5 (gemma3: 3.6e-7), and in the quantized files one 8-bit activation that rounds to
- * the other neighbour costs ~2e-4 (our own batch vs token-by-token show one such flip). Row 0 (no
- * attention history) matches llama.cpp to 1e-14 (checked below); later rows differ by such flips:
- * on Q4_K_M, bumping layer 0's q by one ulp makes rows 2..12 match to 1e-14, so the pass is
- * llama.cpp's and the remainder is where ulp-level F32 differences (attention, F32 matmul order)
- * push a knife-edge rounding. Measured: Q8_0 9.97e-4, Q4_K_M 1.65e-3; argmax agrees on every row.
- * The same amplification sets the F32 self-consistency bound below to 1e-6 (measured 1.5e-7). */
-#define G4_QUANT_LIMIT 2.5e-3
+/* Gemma 4's quantized files: the README's 1e-3, or llama.cpp's own distance from its reference on
+ * that file where that is larger (issue 27, measured 2026-12-05 with llama.cpp de3ff81 built here,
+ * CPU, F32 KV, no flash attention, as the README says the references were made):
+ *                      llama.cpp default   --no-repack   -fa on     ours (avx512 / avx2 / scalar)
+ *   gemma4 Q4_K_M      2.47e-5             1.730e-3      2.40e-2    1.65e-3 / 1.65e-3 / 3.7e-5
+ *   gemma4 Q8_0        2.14e-4             2.14e-4       8.89e-3    9.97e-4 / 7.88e-4 / 1.18e-3
+ *   qwen2  Q4_K_M      3.3e-6              4.1e-14       1.0e-3     4.5e-14 (all three)
+ * The gap is one 8-bit rounding, not a wrong op: ours and llama.cpp's layer-0 intermediates agree to
+ * float rounding (embedding and attn_norm bit for bit; matmuls, q/k/v norms, attention to 1e-6
+ * absolute, the summation orders differing), and on Q4_K_M the first q8_K code that differs is one
+ * element of layer 0's attention output at position 2, which scales to 4.499994 here and 4.500013
+ * in llama.cpp. Attention with scale 1.0 over this random model's unit-norm q/k (scores up to
+ * +-17) is nearly one-hot, so that single code changes every later layer: any float order other
+ * than llama.cpp's default repacked kernels lands anywhere from 4e-5 to 2e-2, llama.cpp's own
+ * --no-repack included. The F32 file (no 8-bit knife edge) matches to 1e-7; row 0 (no attention
+ * history) of the quantized files to 1e-10 (checked below). */
+static double g4_quant_limit(const char *gguf) {
+    if (strstr(gguf, "q4_k_m")) return 1.730e-3; /* llama.cpp --no-repack on test-gemma4-q4_k_m */
+    return 1e-3;                                  /* Q8_0: llama.cpp is within the README bound; so must we be */
+}
 
 static int is_float_model(const char *name) {
     return strstr(name, "-f32.") || strstr(name, "-f16.") || strstr(name, "-bf16.");
@@ -55,7 +65,7 @@ static void run_model(const char *dir, const char *gguf) {
     }
     ref_cmp c = ref_compare(ours, r.logits, n, V);
     const bool g4 = strstr(gguf, "gemma4") != NULL;
-    double limit = is_float_model(gguf) ? (strstr(gguf, "gemma") ? 2e-5 : 1e-5) : (g4 ? G4_QUANT_LIMIT : 1e-3);
+    double limit = is_float_model(gguf) ? (strstr(gguf, "gemma") ? 2e-5 : 1e-5) : (g4 ? g4_quant_limit(gguf) : 1e-3);
     if (g4 && !is_float_model(gguf)) { /* before any attention history the quantized pass is llama.cpp's, bit for bit */
         ref_cmp c0 = ref_compare(ours, r.logits, 1, V);
         printf("%-28s row 0 NMSE %.3e (limit 1e-10)\n", gguf, c0.nmse);

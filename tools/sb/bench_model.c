@@ -66,6 +66,13 @@ static const char *size_class(const sb_model_info *mi) {
         case 48: return "12B";
         case 62: return "27B";
         }
+    } else if (!strcmp(mi->arch, "gemma4")) { /* llama_model_gemma4::load_arch_hparams */
+        switch (L) {
+        case 30: return "26B.A4B";
+        case 35: return "E2B";
+        case 42: return "E4B";
+        case 60: return "31B";
+        }
     }
     return NULL;
 }

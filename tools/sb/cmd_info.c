@@ -147,18 +147,22 @@ static void put_padded(const char *s, int width) {
 static void put_key(const char *key) { put_padded(key, 44); }
 
 /* A file that loads as a model (a supported architecture, every tensor in place): one line with
- * what running it costs per token — the weight bytes a decode step reads and the KV cache bytes
- * (per layer width; Gemma 4's shared-KV layers own none). Files that do not load print nothing
- * more (the header, metadata and tensors above are the report); loading logs nothing. */
-static void report_model(const char *path) {
+ * what running it costs per token — the weight bytes a decode step reads (the resident set), the
+ * bytes of tables it only gathers one row per token from (gemma4's per-layer embeddings, an untied
+ * token_embd: all the file's other tensor bytes, since a model reads every tensor it holds) and the
+ * KV cache bytes (per layer width; Gemma 4's shared-KV layers own none). Files that do not load
+ * print nothing more (the header, metadata and tensors above are the report); loading logs nothing. */
+static void report_model(const char *path, uint64_t tensor_bytes) {
     sb_model *m = NULL;
     sb_log_set(NULL, NULL, SB_LOG_ERROR);
     sb_status s = sb_model_load(path, NULL, &m);
     sb_log_set(sb_cli_log, NULL, SB_LOG_WARN);
     sb_model_info mi;
     if (s == SB_OK && sb_model_get_info(m, &mi) == SB_OK)
-        printf("model:       %s; %" PRIu64 " bytes of weights read per token; KV cache %" PRIu64 " bytes per token (f16), %" PRIu64
-               " (f32)\n", mi.arch, mi.weight_bytes, sb_model_kv_bytes_per_token(m, SB_TYPE_F16), sb_model_kv_bytes_per_token(m, SB_TYPE_F32));
+        printf("model:       %s; %" PRIu64 " bytes of weights read per token (resident), %" PRIu64 " in tables gathered one row per "
+               "token; KV cache %" PRIu64 " bytes per token (f16), %" PRIu64 " (f32)\n", mi.arch, mi.weight_bytes,
+               tensor_bytes > mi.weight_bytes ? tensor_bytes - mi.weight_bytes : 0, sb_model_kv_bytes_per_token(m, SB_TYPE_F16),
+               sb_model_kv_bytes_per_token(m, SB_TYPE_F32));
     sb_model_free(m);
 }
 
@@ -321,6 +325,6 @@ int cmd_info(int argc, char **argv) {
     if (rc == 0 && json) rc = report_json(path, g, &info, &tt);
     else if (rc == 0) report_text(path, g, &info, &tt);
     sb_gguf_free(g);
-    if (rc == 0 && !json) report_model(path);
+    if (rc == 0 && !json) report_model(path, tt.bytes);
     return rc;
 }

@@ -283,7 +283,7 @@ static sb_status load_model(const run_opts *o, const char *path, sb_model **m, s
     double load_s = now_seconds() - t0;
     if (st == SB_OK) st = sb_model_get_info(*m, mi);
     if (st == SB_OK && o->verbose)
-        fprintf(stderr, "model: %s (%s), %lld layers, %lld embd, vocab %lld, %.1f M params, %.1f MB of weights, loaded in %.0f ms\n",
+        fprintf(stderr, "model: %s (%s), %lld layers, %lld embd, vocab %lld, %.1f M params, %.1f MB of weights read per token (resident; gathered tables excluded), loaded in %.0f ms\n",
                 path, mi->arch, (long long)mi->n_layer, (long long)mi->n_embd, (long long)mi->n_vocab, mi->n_params / 1e6,
                 mi->weight_bytes / 1e6, load_s * 1e3);
     return st;

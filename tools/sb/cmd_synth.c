@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 static void usage(FILE *f) {
@@ -19,7 +20,8 @@ static void usage(FILE *f) {
                "       sb synth --list\n"
                "  --preset NAME   model shape (see --list)\n"
                "  -o OUT.gguf     output file (written to a temporary file, then renamed)\n"
-               "  --type TYPE     quantization mix as for 'sb quantize' (default F32)\n"
+               "  --type TYPE     quantization mix as for 'sb quantize' (default F32; a preset may name\n"
+               "                  its own, e.g. gemma4-e4b: Q3_K_M)\n"
                "  --vocab FILE    copy all tokenizer.* keys of this GGUF (default: a synthetic\n"
                "                  byte-fallback SentencePiece vocabulary of the preset's size)\n"
                "  --seed N        RNG seed (default 0); same seed, same file\n"
@@ -76,7 +78,10 @@ int cmd_synth(int argc, char **argv) {
     p.progress_user = &pr;
     sb_status s = sb_synth_model(preset, out, &p);
     char summary[512];
-    snprintf(summary, sizeof summary, "synth: wrote %s (%s, %s)", out, preset, p.type_name ? p.type_name : "F32");
+    const char *type = p.type_name;
+    for (int i = 0; !type && sb_synth_preset_name(i); i++)
+        if (!strcasecmp(sb_synth_preset_name(i), preset)) type = sb_synth_preset_type(i);
+    snprintf(summary, sizeof summary, "synth: wrote %s (%s, %s)", out, preset, type ? type : "F32");
     cli_progress_finish(&pr, s == SB_OK, summary);
     sb_log_set(NULL, NULL, SB_LOG_WARN);
     if (s != SB_OK) return sb_cli_fail(s);

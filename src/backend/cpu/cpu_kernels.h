@@ -58,6 +58,11 @@ sb_status cpu_act_row_bytes(int wtype, int64_t K, size_t *out);
 
 // ---- kernels ----
 
+/* y[i] = gelu(g[i]) * u[i] with ggml's CPU GELU: 0 for g <= -10, g for g >= 10, else
+ * table[fp16(g)] as fp16, table = 65536 fp16 entries + 1 pad (ops' op_gelu_table). Bits equal to
+ * op_geglu's for every finite g on every ISA (cpu_geglu.c). */
+void cpu_geglu(float *y, const float *g, const float *u, int64_t n, const uint16_t *table);
+
 /* Quantize n floats (a multiple of the format's block: 32 for Q8_0/Q8_1, 256 for Q8_K) into
  * act_type blocks. act_type F32 copies. Since blocks are independent, T rows of K are quantized by
  * one call with n = T*K when K is a multiple of the block. */
