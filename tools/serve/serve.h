@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * tools/serve/serve.h — what the parts of `sb serve` share: the limits every request field is
- * checked against, a parsed request, a job (one request on its way through the queue and a slot),
- * the engine (model, N slots each with its own sb_session, a bounded queue, one worker thread per
- * slot), the metrics counters and the JSON builders. Uses only the public header, libmicrohttpd
- * (serve_http.c) and cJSON.
+ * checked against, a parsed request, a job (one request on its way through the queue and the
+ * engine), the engine (model, a bounded queue, and either the batch scheduler — serve_batch.c — or
+ * N slots each with its own sb_session and worker thread), the metrics counters and the JSON
+ * builders. Uses only the public header, libmicrohttpd (serve_http.c) and cJSON.
  *
  * Threads: libmicrohttpd runs one thread per connection; it parses and tokenizes the request (the
- * vocabulary is immutable, so that is safe on any thread), enqueues a job and waits on it. Each
- * slot's worker owns its session and is the only thread that touches it; the model is shared
- * read-only. A job is shared by one connection thread and at most one worker, under its mutex.
+ * vocabulary is immutable, so that is safe on any thread), enqueues a job and waits on it. The
+ * batch scheduler is the only thread that touches its sb_engine; each slot's worker owns its
+ * session; the model is shared read-only. A job is shared by one connection thread and at most one
+ * scheduler or worker, under its mutex.
  */
 #ifndef SB_TOOLS_SERVE_H
 #define SB_TOOLS_SERVE_H

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
- * tools/serve/serve_engine.c — the engine of `sb serve`: one shared sb_model, N slots each with its
- * own sb_session and worker thread, and a bounded FIFO queue of jobs between the connection
- * threads and the workers. A worker runs one job at a time on its slot, its choices one after the
- * other (the session reuses the prompt's cached prefix for choices after the first), streaming text
- * through sb_generate_tokens' callback, which also stops at the next token once the job is
- * cancelled. Each choice has its own sampler: the request's parameters with seed + choice, its
- * logit_bias, and (logprobs asked) the sampler's log, whose entries go out with the text they made.
- * There is no batching across slots: each slot decodes its own sequence (the library's
- * batched forward will come later).
+ * tools/serve/serve_engine.c — the engine of `sb serve`: one shared sb_model, a bounded FIFO queue
+ * of jobs between the connection threads and whatever runs them, and what both ways of running
+ * share (a choice's sampler, its begin and end, the text callback, a job's end). Jobs run either
+ * batched (serve_batch.c: one scheduler over the library's sb_engine, where it runs) or on N slots,
+ * each with its own sb_session and worker thread: a worker runs one job at a time, its choices one
+ * after the other (the session reuses the prompt's cached prefix for choices after the first),
+ * streaming text through sb_generate_tokens' callback, which also stops at the next token once the
+ * job is cancelled. Each choice has its own sampler: the request's parameters with seed + choice,
+ * its logit_bias, and (logprobs asked) the sampler's log, whose entries go out with the text they
+ * made.
  */
 #include "serve.h"
 
