@@ -7,9 +7,12 @@
  * reuse keeps the KV cache of everything said before: only the new turn (and the answer, where its
  * re-tokenization differs from the sampled ids) is prefilled. Answers stream to stdout as whole
  * UTF-8 characters (the library's streaming detokenizer, via the text callback).
- * Signals: Ctrl-C (SIGINT, installed without SA_RESTART) stops the current answer, which stays in
- * the conversation as far as it got; at the prompt it clears the line, and a second Ctrl-C in a
- * row, Ctrl-D (EOF) or /exit ends the program with status 0.
+ * Signals: Ctrl-C (SIGINT) stops the current answer, which stays in the conversation as far as it
+ * got; at the prompt it clears the line, and a second Ctrl-C in a row, Ctrl-D (EOF) or /exit ends
+ * the program with status 0. The handler is installed with SA_RESTART, so a Ctrl-C that lands in a
+ * write to the terminal never fails it; the prompt waits in poll(), which a signal always
+ * interrupts. The flag is cleared where it is consumed (a prompt read, the start of an answer), so
+ * a Ctrl-C is never lost between them.
  * stdin need not be a terminal: then no prompt is printed and each line is one turn (scripting).
  * A conversation that no longer fits the context is reported in one line and left as it was.
  * Non-goals: line editing and history (no readline dependency), multi-line input, tools.
@@ -20,6 +23,7 @@
 #include "sb.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,11 +107,18 @@ static int read_line(line_reader *in, char **line, size_t *cap) {
     for (;;) {
         if (in->at == in->n) {
             if (in->eof) return len ? 1 : 0;
-            ssize_t k = read(0, in->buf, sizeof in->buf);
-            if (k < 0 && errno == EINTR) {
-                if (interrupted) return -1;
-                continue;
+            struct pollfd pfd = {.fd = 0, .events = POLLIN};
+            const int pr = poll(&pfd, 1, -1);
+            if (interrupted) {
+                interrupted = 0;
+                return -1;
             }
+            if (pr < 0) {
+                if (errno == EINTR) continue; /* another signal: wait again */
+                return -2;
+            }
+            ssize_t k = read(0, in->buf, sizeof in->buf); /* input or end of it is there: no wait */
+            if (k < 0 && errno == EINTR) continue;
             if (k < 0) return -2;
             if (k == 0) {
                 in->eof = 1;
@@ -264,7 +275,6 @@ static int converse(chat_state *c) {
             fputs("> ", stdout);
             fflush(stdout);
         }
-        interrupted = 0;
         int r = read_line(&in, &line, &cap);
         if (r == -1) {
             if (ctrl_c++) {
@@ -295,7 +305,9 @@ static int converse(chat_state *c) {
             rc = sb_cli_fail(SB_ERR_OOM);
             break;
         }
+        interrupted = 0; /* a Ctrl-C before the answer began was meant for the prompt */
         sb_status st = reply(c);
+        interrupted = 0; /* one that stopped the answer is used up */
         if (st != SB_OK) {
             rc = sb_cli_fail(st);
             break;
@@ -396,7 +408,7 @@ int cmd_chat(int argc, char **argv) {
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_sigint;
         sigemptyset(&sa.sa_mask);
-        sa.sa_flags = 0; /* no SA_RESTART: a read at the prompt returns EINTR */
+        sa.sa_flags = SA_RESTART; /* writes to the terminal resume; the prompt's poll() still returns EINTR */
         sigaction(SIGINT, &sa, &old);
         if (isatty(0))
             fprintf(stderr, "sb chat: %s — /help for commands, Ctrl-C stops an answer, Ctrl-D quits\n", o.model);
