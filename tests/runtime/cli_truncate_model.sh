@@ -23,6 +23,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 start_and_truncate() {
     n=$1; shift
     cp "$src" "$tmp/m.gguf"
+    : > "$tmp/out" # empty before the start: the wait below must not see a previous run's output
     prompt="In the beginning"
     # past the embedded model's 512-token trained context, so the run outlasts the truncation
     "$sb" run -m "$tmp/m.gguf" -p "$prompt" -n "$n" -c 4096 --allow-long-context -t 1 --temp 0 "$@" > "$tmp/out" 2> "$tmp/err" &
