@@ -255,8 +255,8 @@ static void test_eager_model_ops(void) {
     sb_tensor *hc = mk(SB_TYPE_F16, 2, D, C, 1, NULL, 0);
     sb_tensor *hs[3] = {hc, tk, tp};
     CHECK(sb_tensor_op("kv_store", hs, 3, NULL, 0, &o) == SB_ERR_UNSUPPORTED && !o && strstr(sb_last_error(), "f32"));
-    sb_graph *g;
-    sb_value vc16, vk, vpos, st16;
+    sb_graph *g = NULL;
+    sb_value vc16 = -1, vk = -1, vpos = -1, st16 = -1;
     const int64_t nk2[2] = {D, T}, np[1] = {T};
     CHECK(sb_graph_create(&g) == SB_OK && sb_graph_tensor(g, SB_INPUT_CACHE, hc, &vc16) == SB_OK);
     CHECK(sb_graph_input(g, SB_INPUT_DATA, "k", SB_TYPE_F32, 2, nk2, &vk) == SB_OK &&
