@@ -445,26 +445,40 @@ static ir_graph *stack_graph(int L, int64_t T, int64_t n_out) {
     ir_ref x = ir_get_rows(g, emb, tok);
     ir_rope_params rp = {.n_rot = D, .mode = IR_ROPE_NEOX, .freq_base = 1e6f, .freq_scale = 1.0f};
     ir_attn_params ap = {.n_head_kv = 2, .head_dim = D, .scale = 0.17f};
+    /* one node per statement: C leaves the order of a call's arguments open, and node numbers (the
+     * golden text) must not depend on the compiler */
     for (int l = 0; l < L; l++) {
         char nm[64];
 #define LW(s, ty, a, b) (snprintf(nm, sizeof nm, "blk.%d." s, l), W(g, nm, ty, a, b))
-        ir_ref h = ir_mul(g, ir_rms_norm(g, x, 1e-6f), LW("attn_norm.weight", SB_TYPE_F32, E, 1));
-        ir_ref q = ir_add(g, ir_matmul(g, LW("attn_q.weight", SB_TYPE_Q4_K, E, E), h), LW("attn_q.bias", SB_TYPE_F32, E, 1));
-        ir_ref k = ir_add(g, ir_matmul(g, LW("attn_k.weight", SB_TYPE_Q4_K, E, Dkv), h), LW("attn_k.bias", SB_TYPE_F32, Dkv, 1));
-        ir_ref v = ir_add(g, ir_matmul(g, LW("attn_v.weight", SB_TYPE_Q6_K, E, Dkv), h), LW("attn_v.bias", SB_TYPE_F32, Dkv, 1));
+        ir_ref h = ir_rms_norm(g, x, 1e-6f);
+        h = ir_mul(g, h, LW("attn_norm.weight", SB_TYPE_F32, E, 1));
+        ir_ref wq = LW("attn_q.weight", SB_TYPE_Q4_K, E, E), bq = LW("attn_q.bias", SB_TYPE_F32, E, 1);
+        ir_ref q = ir_add(g, ir_matmul(g, wq, h), bq);
+        ir_ref wk = LW("attn_k.weight", SB_TYPE_Q4_K, E, Dkv), bk = LW("attn_k.bias", SB_TYPE_F32, Dkv, 1);
+        ir_ref k = ir_add(g, ir_matmul(g, wk, h), bk);
+        ir_ref wv = LW("attn_v.weight", SB_TYPE_Q6_K, E, Dkv), bv = LW("attn_v.bias", SB_TYPE_F32, Dkv, 1);
+        ir_ref v = ir_add(g, ir_matmul(g, wv, h), bv);
         q = ir_rope(g, ir_reshape(g, q, (int64_t[4]){D, E / D, T, 1}), pos, IR_NONE, &rp);
         k = ir_rope(g, ir_reshape(g, k, (int64_t[4]){D, Dkv / D, T, 1}), pos, IR_NONE, &rp);
         snprintf(nm, sizeof nm, "cache_k_l%d", l);
-        ir_ref kc = ir_kv_store(g, ir_input_kv(g, nm, SB_TYPE_F16, (int64_t[4]){Dkv, C, 1, 1}), ir_reshape(g, k, (int64_t[4]){Dkv, T, 1, 1}), pos);
+        ir_ref kc = ir_input_kv(g, nm, SB_TYPE_F16, (int64_t[4]){Dkv, C, 1, 1});
+        kc = ir_kv_store(g, kc, ir_reshape(g, k, (int64_t[4]){Dkv, T, 1, 1}), pos);
         snprintf(nm, sizeof nm, "cache_v_l%d", l);
-        ir_ref vc = ir_kv_store(g, ir_input_kv(g, nm, SB_TYPE_F16, (int64_t[4]){Dkv, C, 1, 1}), v, pos);
-        x = ir_add(g, x, ir_matmul(g, LW("attn_output.weight", SB_TYPE_Q4_K, E, E), ir_attention(g, q, kc, vc, pos, &ap)));
-        h = ir_mul(g, ir_rms_norm(g, x, 1e-6f), LW("ffn_norm.weight", SB_TYPE_F32, E, 1));
-        ir_ref f = ir_swiglu(g, ir_matmul(g, LW("ffn_gate.weight", SB_TYPE_Q4_K, E, F), h), ir_matmul(g, LW("ffn_up.weight", SB_TYPE_Q4_K, E, F), h));
-        x = ir_set_name(g, ir_add(g, x, ir_matmul(g, LW("ffn_down.weight", SB_TYPE_Q6_K, F, E), f)), "blk.%d.out", l);
+        ir_ref vc = ir_input_kv(g, nm, SB_TYPE_F16, (int64_t[4]){Dkv, C, 1, 1});
+        vc = ir_kv_store(g, vc, v, pos);
+        ir_ref wo = LW("attn_output.weight", SB_TYPE_Q4_K, E, E);
+        x = ir_add(g, x, ir_matmul(g, wo, ir_attention(g, q, kc, vc, pos, &ap)));
+        h = ir_rms_norm(g, x, 1e-6f);
+        h = ir_mul(g, h, LW("ffn_norm.weight", SB_TYPE_F32, E, 1));
+        ir_ref wg = LW("ffn_gate.weight", SB_TYPE_Q4_K, E, F), wu = LW("ffn_up.weight", SB_TYPE_Q4_K, E, F);
+        ir_ref gate = ir_matmul(g, wg, h);
+        ir_ref f = ir_swiglu(g, gate, ir_matmul(g, wu, h));
+        ir_ref wd = LW("ffn_down.weight", SB_TYPE_Q6_K, F, E);
+        x = ir_set_name(g, ir_add(g, x, ir_matmul(g, wd, f)), "blk.%d.out", l);
 #undef LW
     }
-    x = ir_matmul(g, emb, ir_mul(g, ir_rms_norm(g, x, 1e-6f), W(g, "output_norm.weight", SB_TYPE_F32, E, 1)));
+    ir_ref on = W(g, "output_norm.weight", SB_TYPE_F32, E, 1);
+    x = ir_matmul(g, emb, ir_mul(g, ir_rms_norm(g, x, 1e-6f), on));
     ir_output(g, ir_select_rows(g, x, rows), "logits");
     CHECK(ir_graph_status(g) == SB_OK);
     return g;
