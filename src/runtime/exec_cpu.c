@@ -269,16 +269,18 @@ static void k_quantize(void *c, int64_t b, int64_t e, int tid) {
     quantize_rows(r->n->dtype, (uint8_t *)r->dst + rb * (uint64_t)b, (const float *)r->s[0] + b * E, E, e - b);
 }
 
+/* row t of an RMS_NORM_QUANT-style node: rms_norm(x) [* w] in this thread's scratch row, quantized
+ * into dst (x may be that scratch row: the norm reads it before writing) */
+static void norm_quant_row(const run *r, float *row, const float *x, const float *w, int64_t t) {
+    const int64_t E = r->n->ne[0];
+    op_rms_norm_row(row, x, E, ir_f0(r->n));
+    if (w) op_mul(row, row, w, E, E);
+    quantize_rows(r->n->dtype, (uint8_t *)r->dst + op_row_bytes(r->n->dtype, E) * (uint64_t)t, row, E, 1);
+}
+
 static void k_norm_quant(void *c, int64_t b, int64_t e, int tid) {
     const run *r = c;
-    int64_t E = r->n->ne[0];
-    uint64_t rb = op_row_bytes(r->n->dtype, E);
-    float *row = scratch(r, tid);
-    for (int64_t t = b; t < e; t++) {
-        op_rms_norm_row(row, (const float *)r->s[0] + t * E, E, ir_f0(r->n));
-        if (r->n->src[1] != IR_NONE) op_mul(row, row, r->s[1], E, E);
-        quantize_rows(r->n->dtype, (uint8_t *)r->dst + rb * (uint64_t)t, row, E, 1);
-    }
+    for (int64_t t = b; t < e; t++) norm_quant_row(r, scratch(r, tid), (const float *)r->s[0] + t * r->n->ne[0], r->s[1], t);
 }
 
 /* ADD_RMS_NORM_QUANT: per row, the sum a + b (into result 1's memory when the graph keeps it, else
@@ -286,15 +288,12 @@ static void k_norm_quant(void *c, int64_t b, int64_t e, int tid) {
  * followed by RMS_NORM_QUANT */
 static void k_add_norm_quant(void *c, int64_t b, int64_t e, int tid) {
     const run *r = c;
-    int64_t E = r->n->ne[0];
-    uint64_t rb = op_row_bytes(r->n->dtype, E);
+    const int64_t E = r->n->ne[0];
     float *row = scratch(r, tid);
     for (int64_t t = b; t < e; t++) {
         float *sum = r->dst1 ? (float *)r->dst1 + t * E : row;
         op_add(sum, (const float *)r->s[0] + t * E, (const float *)r->s[1] + t * E, E, E);
-        op_rms_norm_row(row, sum, E, ir_f0(r->n));
-        if (r->n->src[2] != IR_NONE) op_mul(row, row, r->s[2], E, E);
-        quantize_rows(r->n->dtype, (uint8_t *)r->dst + rb * (uint64_t)t, row, E, 1);
+        norm_quant_row(r, row, sum, r->s[2], t);
     }
 }
 
