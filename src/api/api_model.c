@@ -284,16 +284,6 @@ SB_API void sb_generate_default_params(sb_generate_params *p) {
     p->add_special = 1;
 }
 
-typedef struct text_cb {
-    sb_text_fn fn;
-    void *user;
-} text_cb;
-
-static int forward_text(void *user, const char *text, size_t len, int32_t token) {
-    const text_cb *c = (const text_cb *)user;
-    return c->fn ? c->fn(c->user, text, len, token) : 0;
-}
-
 SB_API sb_status sb_generate_tokens(sb_session *s, sb_sampler *smp, const int32_t *prompt, size_t n,
                                     const sb_generate_params *p, sb_text_fn fn, void *user, sb_generate_result *res) {
     NEED(s && smp && prompt && n > 0 && n <= INT32_MAX, "sb_generate_tokens");
@@ -305,7 +295,7 @@ SB_API sb_status sb_generate_tokens(sb_session *s, sb_sampler *smp, const int32_
     rt_generate_params gp = {.n_predict = p->n_predict, .stop = p->stop, .n_stop = p->n_stop, .ignore_eos = p->ignore_eos != 0};
     text_cb cb = {fn, user};
     rt_generate_result r;
-    sb_status st = rt_generate(s->s, smp->s, prompt, (int64_t)n, &gp, forward_text, &cb, &r);
+    sb_status st = rt_generate(s->s, smp->s, prompt, (int64_t)n, &gp, api_forward_text, &cb, &r);
     if (res)
         *res = (sb_generate_result){.n_prompt = r.n_prompt, .n_reused = r.n_reused, .n_generated = r.n_generated,
                                     .prefill_seconds = r.prefill_seconds, .decode_seconds = r.decode_seconds,

@@ -20,16 +20,6 @@ struct sb_text_stream {
     size_t n_stop;
 };
 
-typedef struct text_cb {
-    sb_text_fn fn;
-    void *user;
-} text_cb;
-
-static int forward(void *user, const char *text, size_t len, int32_t token) {
-    const text_cb *c = (const text_cb *)user;
-    return c->fn ? c->fn(c->user, text, len, token) : 0;
-}
-
 SB_API void sb_text_stream_free(sb_text_stream *t) {
     if (!t) return;
     rt_textgen_free(&t->tg);
@@ -62,11 +52,11 @@ SB_API sb_status sb_text_stream_push(sb_text_stream *t, int32_t token, sb_text_f
     if (token < 0 || token >= tok_n_tokens(t->tg.v))
         return sb_fail(SB_ERR_RANGE, "sb_text_stream_push: token %d outside the vocabulary [0, %d)", token, (int)tok_n_tokens(t->tg.v));
     text_cb cb = {fn, user};
-    return rt_textgen_push(&t->tg, token, forward, &cb, stop);
+    return rt_textgen_push(&t->tg, token, api_forward_text, &cb, stop);
 }
 
 SB_API sb_status sb_text_stream_flush(sb_text_stream *t, sb_text_fn fn, void *user) {
     if (!t) return sb_fail(SB_ERR_INVALID_ARG, "sb_text_stream_flush: NULL stream");
     text_cb cb = {fn, user};
-    return rt_textgen_flush(&t->tg, forward, &cb);
+    return rt_textgen_flush(&t->tg, api_forward_text, &cb);
 }
