@@ -21,19 +21,9 @@
 
 ;;; ---- the harness ----
 
-(define n-pass 0)
-(define n-fail 0)
-(define (check label ok . detail)
-  (if ok
-      (set! n-pass (+ n-pass 1))
-      (begin (set! n-fail (+ n-fail 1))
-             (format #t "FAIL: ~a~{ ~s~}\n" label detail)))
-  ok)
+(include "harness.scm")
 
-;; The exception THUNK raises, or #f when it returns.
 (define (status-is? e status) (and (sonicboom-error? e) (eq? (sonicboom-error-status e) status)))
-(define (raised thunk)
-  (with-exception-handler (lambda (e) e) (lambda () (thunk) #f) #:unwind? #t))
 
 ;; Run a program: (values status stdout-bytes stderr-text); stderr goes through a file. The
 ;; program runs without LD_PRELOAD: in a sanitizer build run.sh preloads the ASan runtime for guile,
@@ -421,5 +411,4 @@
 
 (check "backend info" (member (assq-ref (backend-info) 'cpu_isa) '("avx512" "avx2" "scalar")) (backend-info))
 
-(format #t "~a passed, ~a failed\n" n-pass n-fail)
-(exit (if (zero? n-fail) 0 1))
+(finish)

@@ -20,16 +20,7 @@
 (define data (cadr (command-line)))
 (define (model-path name) (string-append data "/models/test-" name ".gguf"))
 
-(define n-pass 0)
-(define n-fail 0)
-(define (check label ok . detail)
-  (if ok
-      (set! n-pass (+ n-pass 1))
-      (begin (set! n-fail (+ n-fail 1))
-             (format #t "FAIL: ~a~{ ~s~}\n" label detail)))
-  ok)
-(define (raised thunk)
-  (with-exception-handler (lambda (e) e) (lambda () (thunk) #f) #:unwind? #t))
+(include "harness.scm")
 (define (error-is? e status words)
   (and (sonicboom-error? e) (eq? (sonicboom-error-status e) status)
        (string-contains (sonicboom-error-detail e) words)))
@@ -222,5 +213,4 @@
                                                                  (> (apply max lines) 10))
                lines)))))
 
-(format #t "~a passed, ~a failed\n" n-pass n-fail)
-(exit (if (zero? n-fail) 0 1))
+(finish)
