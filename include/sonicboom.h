@@ -811,8 +811,8 @@ SB_API void sb_output_abort(sb_output *o);
  * no sequence holds stay cached and are reused, least recently released first, only when a step
  * needs a block and none is free.
  *
- * The CPU runs engines; on SB_DEVICE_CUDA sb_engine_create fails with SB_ERR_UNSUPPORTED ("paged
- * attention" has no CUDA kernel yet) and SB_DEVICE_AUTO takes the CPU. Gemma 4 files are refused
+ * Engines run on the CPU or on GPU 0 (SB_DEVICE_CUDA; its KV pool lives in device memory beside a
+ * host mirror of the same size). Gemma 4 files are refused
  * with SB_ERR_UNSUPPORTED (their shared-KV layers are not paged yet). An engine is used by one
  * thread at a time; any number of engines and sessions may share a model. */
 typedef struct sb_engine sb_engine;
@@ -826,7 +826,8 @@ typedef struct sb_engine_params {
     int64_t n_batch;        /* most tokens one step evaluates; 0 = 512 */
     int kv_type;            /* SB_TYPE_F32 (default) or SB_TYPE_F16 */
     int n_threads;          /* 0 = all cores */
-    int device;             /* SB_DEVICE_CPU (default), SB_DEVICE_CUDA (refused for now), SB_DEVICE_AUTO (the CPU) */
+    int device;             /* SB_DEVICE_CPU (default), SB_DEVICE_CUDA, SB_DEVICE_AUTO (CUDA where a device is usable
+                             * and runs the model's paged graph, else the CPU) */
     int reserved[7];        /* zero */
 } sb_engine_params;
 
@@ -890,6 +891,8 @@ SB_API sb_status sb_seq_length(const sb_engine *e, int32_t seq, int64_t *n);
 SB_API sb_status sb_seq_truncate(sb_engine *e, int32_t seq, int64_t n);
 
 SB_API sb_status sb_engine_get_stats(const sb_engine *e, sb_engine_stats *out);
+/* Where the engine runs: SB_DEVICE_CPU or SB_DEVICE_CUDA (what SB_DEVICE_AUTO chose); -1 for NULL. */
+SB_API int sb_engine_device(const sb_engine *e);
 
 /* ---- tensors, graphs and programs (ABI level 2) ---- */
 

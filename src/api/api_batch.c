@@ -121,6 +121,8 @@ SB_API sb_status sb_seq_truncate(sb_engine *e, int32_t seq, int64_t n) {
     return SB_OK;
 }
 
+SB_API int sb_engine_device(const sb_engine *e) { return e ? (rt_engine_device(e->e) == 1 ? SB_DEVICE_CUDA : SB_DEVICE_CPU) : -1; }
+
 SB_API sb_status sb_engine_get_stats(const sb_engine *e, sb_engine_stats *out) {
     NEED(e && out, "sb_engine_get_stats");
     const rt_engine_stats s = rt_engine_get_stats(e->e);

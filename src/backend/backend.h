@@ -42,6 +42,10 @@ typedef struct backend_ops {
     /* memory the backend's outputs land in fastest (page-locked on CUDA); NULL ops: plain malloc */
     sb_status (*host_alloc)(backend *be, size_t bytes, void **out);
     void (*host_free)(backend *be, void *p);
+    /* copy bytes within a buffer plans bind as a KV input (its host pointer; byte offsets, ranges
+     * apart), ordered before the next run: in the backend's own copy where it keeps one (CUDA);
+     * NULL ops: the host memory is the cache (the caller copies it) */
+    sb_status (*kv_copy)(backend *be, void *buf, uint64_t dst, uint64_t src, uint64_t bytes);
     void (*free)(backend *be);
 } backend_ops;
 

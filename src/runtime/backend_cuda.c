@@ -36,6 +36,9 @@ static backend_stats cuda_stats(const backend *be) {
 
 static sb_status cuda_host_alloc(backend *be, size_t bytes, void **out) { return exec_cuda_host_alloc(cx_of(be), bytes, out); }
 static void cuda_host_free(backend *be, void *p) { exec_cuda_host_free(cx_of(be), p); }
+static sb_status cuda_kv_copy(backend *be, void *buf, uint64_t dst, uint64_t src, uint64_t bytes) {
+    return exec_cuda_kv_copy(cx_of(be), buf, dst, src, bytes);
+}
 
 static void cuda_free(backend *be) {
     if (!be) return;
@@ -45,7 +48,7 @@ static void cuda_free(backend *be) {
 
 static const backend_ops cuda_ops = {
     .name = "cuda", .target = cuda_target, .prepare = cuda_prepare, .run = cuda_run, .forget = cuda_forget, .stats = cuda_stats,
-    .host_alloc = cuda_host_alloc, .host_free = cuda_host_free, .free = cuda_free,
+    .host_alloc = cuda_host_alloc, .host_free = cuda_host_free, .kv_copy = cuda_kv_copy, .free = cuda_free,
 };
 
 exec_cuda *backend_cuda_exec(backend *be) { return be && be->ops == &cuda_ops ? cx_of(be) : NULL; }

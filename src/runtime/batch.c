@@ -156,19 +156,46 @@ static sb_status fill_defaults(const rt_model *m, rt_engine_params *p) {
     return SB_OK;
 }
 
+static sb_status kv_copy(void *ctx, void *buf, uint64_t dst, uint64_t src, uint64_t bytes) {
+    backend *be = (backend *)ctx;
+    return be->ops->kv_copy(be, buf, dst, src, bytes);
+}
+
+/* the backend of device 0 (CPU) or 1 (CUDA), and the decode plan on it: an architecture or device
+ * that cannot run the paged graph fails here */
 static sb_status create_backend(rt_engine *e) {
-    if (e->prm.device == 2) {
-        sb_log(SB_LOG_INFO, "engine: device auto: the CPU (paged attention runs on the CPU only for now)");
-        e->prm.device = 0;
-    }
     const char *name = e->prm.device == 1 ? "cuda" : "cpu";
     const backend_kind *k = backend_kind_find(name);
     char why[256] = "";
-    if (!k || !k->available(why, sizeof why)) /* with a usable device, the CUDA plan check refuses the paged graph */
-        return sb_fail(SB_ERR_UNSUPPORTED, "engine: device %s: paged attention runs on the CPU only for now (%s)", name,
-                       k ? why : "this build has no such backend");
+    if (!k || !k->available(why, sizeof why))
+        return sb_fail(SB_ERR_UNSUPPORTED, "engine: device %s: %s", name, k ? why : "this build has no such backend");
     const backend_params bp = {.n_threads = e->prm.n_threads, .max_tokens = e->prm.n_batch};
-    return k->create(&bp, &e->be);
+    SB_TRY(k->create(&bp, &e->be));
+    if (e->be->ops->kv_copy) kv_pool_set_copy(e->pool, kv_copy, e->be); /* copy-on-write in the device's copy */
+    eplan *x;
+    return get_plan(e, 1, 1, &x);
+}
+
+static void drop_backend(rt_engine *e) {
+    for (int i = 0; i < RT_ENGINE_PLANS; i++) drop_plan(e, &e->plans[i]);
+    if (e->be) e->be->ops->free(e->be);
+    e->be = NULL;
+    kv_pool_set_copy(e->pool, NULL, NULL);
+}
+
+/* device auto: CUDA where a device is usable and runs the model's paged graph, else the CPU */
+static sb_status create_backend_auto(rt_engine *e) {
+    const backend_kind *k = backend_kind_find("cuda");
+    char why[256] = "no CUDA in this build";
+    if (k && k->available(why, sizeof why)) {
+        e->prm.device = 1;
+        if (create_backend(e) == SB_OK) return SB_OK;
+        snprintf(why, sizeof why, "%s", sb_last_error());
+        drop_backend(e);
+    }
+    sb_log(SB_LOG_INFO, "engine: device auto: the CPU (%s)", why);
+    e->prm.device = 0;
+    return create_backend(e);
 }
 
 static sb_status alloc_buffers(rt_engine *e) {
@@ -205,9 +232,7 @@ sb_status rt_engine_create(const rt_model *m, const rt_engine_params *p, rt_engi
         e->tbl_len = kv_pool_table_len(e->pool);
         st = alloc_buffers(e);
     }
-    if (st == SB_OK) st = create_backend(e);
-    eplan *x;
-    if (st == SB_OK) st = get_plan(e, 1, 1, &x); /* the decode plan: an architecture or device that cannot run it fails here */
+    if (st == SB_OK) st = e->prm.device == 2 ? create_backend_auto(e) : create_backend(e);
     if (st != SB_OK) {
         rt_engine_free(e);
         return st;
@@ -218,8 +243,7 @@ sb_status rt_engine_create(const rt_model *m, const rt_engine_params *p, rt_engi
 
 void rt_engine_free(rt_engine *e) {
     if (!e) return;
-    for (int i = 0; i < RT_ENGINE_PLANS; i++) drop_plan(e, &e->plans[i]);
-    if (e->be) e->be->ops->free(e->be);
+    if (e->pool) drop_backend(e);
     kv_pool_free(e->pool);
     free(e->tok), free(e->pos), free(e->slots), free(e->rows), free(e->grouped), free(e->tbl);
     free(e->cnt), free(e->next), free(e->first), free(e->touched), free(e->undo), free(e->out);
@@ -382,6 +406,8 @@ sb_status rt_engine_step(rt_engine *e, const rt_batch_item *items, int64_t n, fl
 kv_pool *rt_engine_pool(rt_engine *e) { return e->pool; }
 const rt_model *rt_engine_model(const rt_engine *e) { return e->m; }
 int64_t rt_engine_n_batch(const rt_engine *e) { return e->prm.n_batch; }
+
+int rt_engine_device(const rt_engine *e) { return e->prm.device; }
 
 rt_engine_stats rt_engine_get_stats(const rt_engine *e) {
     rt_engine_stats s = e->st;

@@ -11,8 +11,9 @@
  * Every step is all-or-nothing: a failure (bad sequence or token, context or pool exhausted,
  * NaN logits) leaves every sequence and the cache as they were (evicted cache blocks aside).
  * Thread safety: an engine is used by one thread at a time; several engines may share a model.
- * Non-goals (now): CUDA (its check refuses the paged graph at creation: SB_ERR_UNSUPPORTED naming
- * "paged attention"), Gemma 4 (shared-KV layers), sampling (the caller samples each row).
+ * On CUDA the pool's buffers have device copies (uploaded when first bound); copy-on-write copies
+ * blocks there (kv_pool_set_copy), and each plan's slots and block table are staged per run.
+ * Non-goals (now): Gemma 4 (shared-KV layers), sampling (the caller samples each row).
  */
 #ifndef SB_RUNTIME_BATCH_H
 #define SB_RUNTIME_BATCH_H
@@ -33,7 +34,7 @@ typedef struct rt_engine_params {
     int64_t n_batch;    /* most tokens a step; 0 = 512 */
     int kv_type;        /* SB_TYPE_F32 or SB_TYPE_F16 */
     int n_threads;      /* 0 = all cores */
-    int device;         /* 0 = CPU, 1 = CUDA (refused: paged attention has no CUDA kernel yet), 2 = auto (the CPU) */
+    int device;         /* 0 = CPU, 1 = CUDA, 2 = auto (CUDA where a device is usable and runs the model, else the CPU) */
 } rt_engine_params;
 
 typedef struct rt_batch_item {
@@ -66,6 +67,7 @@ sb_status rt_engine_step(rt_engine *e, const rt_batch_item *items, int64_t n, fl
 kv_pool *rt_engine_pool(rt_engine *e);
 const rt_model *rt_engine_model(const rt_engine *e);
 rt_engine_stats rt_engine_get_stats(const rt_engine *e);
+int rt_engine_device(const rt_engine *e); /* 0 = CPU, 1 = CUDA (after auto's choice) */
 int64_t rt_engine_n_batch(const rt_engine *e);
 
 #endif

@@ -218,7 +218,7 @@ static void plan_qrope(const plan *p, cuda_fusions *c, const int32_t *uses) {
         const int32_t a = next_node(g, r);
         if (a >= g->n_nodes) continue;
         const ir_node *an = &g->nodes[a];
-        if (an->op != IR_OP_ATTENTION || an->src[0] != r || an->src[3] != rn->src[1]) continue;
+        if (an->op != IR_OP_ATTENTION || an->src[0] != r || an->src[3] != rn->src[1] || ir_attn_block_size(an)) continue; /* paged: plain q */
         const ir_node *x = &g->nodes[rn->src[0]];
         if (x->ne[0] != rn->ne[0] || x->ne[1] != rn->ne[1] || x->ne[2] != rn->ne[2] || ir_rope_of(rn).n_rot > x->ne[0]) continue;
         if (overlap(p, c, a, rn->src[0])) continue;
@@ -235,7 +235,7 @@ static void plan_attn_quant(const plan *p, cuda_fusions *c) {
     const ir_graph *g = p->g;
     for (int32_t a = 0; a < g->n_nodes; a++) {
         const ir_node *an = &g->nodes[a];
-        if (an->op != IR_OP_ATTENTION || ir_attn_of(an).head_dim % 32) continue;
+        if (an->op != IR_OP_ATTENTION || ir_attn_of(an).head_dim % 32 || ir_attn_block_size(an)) continue; /* paged: no xq */
         const int32_t q = next_node(g, a);
         if (q >= g->n_nodes) continue;
         const ir_node *qn = &g->nodes[q];

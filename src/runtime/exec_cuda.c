@@ -172,6 +172,18 @@ sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, const c
     return SB_OK;
 }
 
+sb_status exec_cuda_kv_copy(exec_cuda *cx, void *host_kv, uint64_t dst, uint64_t src, uint64_t bytes) {
+    for (int32_t i = 0; i < cx->n_bufs; i++)
+        if (cx->bufs[i].host == host_kv) {
+            if (dst + bytes > cx->bufs[i].bytes || src + bytes > cx->bufs[i].bytes)
+                return sb_fail(SB_ERR_INTERNAL, "cuda: KV copy of %llu bytes past a buffer of %llu", (unsigned long long)bytes,
+                               (unsigned long long)cx->bufs[i].bytes);
+            return cu_memcpy_d2d((uint8_t *)cx->bufs[i].dev + dst, (const uint8_t *)cx->bufs[i].dev + src, (size_t)bytes, cx->s);
+        }
+    memcpy((uint8_t *)host_kv + dst, (const uint8_t *)host_kv + src, (size_t)bytes);
+    return SB_OK;
+}
+
 sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes) {
     for (int32_t i = 0; i < cx->n_bufs; i++)
         if (cx->bufs[i].host == host_kv) return cu_memcpy_d2h(host_kv, cx->bufs[i].dev, (size_t)(bytes < cx->bufs[i].bytes ? bytes : cx->bufs[i].bytes), cx->s);

@@ -77,6 +77,11 @@ void exec_cuda_forget(exec_cuda *cx, const plan *p);
 /* Copy a KV cache's device contents back to its host buffer (tests; bytes = the cache's size). */
 sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes);
 
+/* Copy bytes within a KV cache bound by host pointer host_kv, from byte offset src to dst (ranges
+ * apart): in its device copy, ordered before the next run, where the context keeps one; else in
+ * host memory (it is uploaded when first bound). */
+sb_status exec_cuda_kv_copy(exec_cuda *cx, void *host_kv, uint64_t dst, uint64_t src, uint64_t bytes);
+
 exec_cuda_stats exec_cuda_get_stats(const exec_cuda *cx);
 
 /* Page-locked host memory for buffers the device writes every step (the session's logits: a

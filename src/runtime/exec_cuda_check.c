@@ -51,9 +51,7 @@ sb_status exec_cuda_check(const plan *p) {
             if (ir_kv_is_ring(n)) return sb_fail(SB_ERR_UNSUPPORTED, "cuda: KV cache \"%s\" is a sliding-window ring", n->name);
             break;
         case IR_OP_KV_STORE: break;
-        case IR_OP_SLOTS: case IR_OP_BLOCK_TABLE: /* the paged KV inputs (graph/builder_paged.c) */
-            return sb_fail(SB_ERR_UNSUPPORTED, "cuda: paged attention (a shared block-table KV cache, %s input %%%d) has no CUDA kernel yet; "
-                           "run batched sequences on the CPU", ir_ops[n->op].name, (int)i);
+        case IR_OP_SLOTS: case IR_OP_BLOCK_TABLE: break; /* the paged KV inputs (graph/builder_paged.c) */
         case IR_OP_GET_ROWS:
             if (!cu_can_dequantize(s0->dtype))
                 return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: tensor \"%s\" of type %s cannot be read by get_rows (no CUDA dequantizer)",
@@ -73,6 +71,12 @@ sb_status exec_cuda_check(const plan *p) {
                                ir_dtype_name(n->dtype), (long long)n->ne[0], (int)i);
             break;
         case IR_OP_ATTENTION:
+            if (n->src[4] != IR_NONE) { /* paged: k_attn_paged.cu */
+                if (ir_attn_of(n).head_dim % 2 || ir_attn_of(n).head_dim > 512 || ir_attn_of(n).head_dim < 2)
+                    return sb_fail(SB_ERR_UNSUPPORTED, "cuda: paged attention %%%d with head_dim %d (even, 2..512)", (int)i,
+                                   ir_attn_of(n).head_dim);
+                break;
+            }
             if (ir_attn_of(n).head_dim > 256 || ir_attn_of(n).head_dim < 1)
                 return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention %%%d with head_dim %d (1..256)", (int)i, ir_attn_of(n).head_dim);
             break;

@@ -45,6 +45,10 @@ typedef struct cplan {
     int64_t runs;         /* runs of this plan so far */
     cuda_fusions fu;      /* executor-level fusion (cx->cfg.fuse; cuda_fusion.h): all NULL when off */
     struct cg_node *cg;   /* per node: its generated kernel (cx_cg_prepare; NULL table or fn: hand-written) */
+    /* a paged plan's slots and block-table inputs: their own device buffer (a plan's shapes are
+     * fixed, so captured graphs keep reading it) and page-locked staging, copied as one span a run */
+    int32_t *d_paged, *h_paged;
+    uint64_t paged_words;
 } cplan;
 
 struct exec_cuda {
@@ -120,6 +124,7 @@ void cx_drop_graphs(cplan *c);                  /* exec_cuda_plan.c: c's capture
 void cx_plan_clear(cplan *c);                   /* ... and everything else of c */
 sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cplan **out); /* found or built */
 cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n);
+uint64_t cx_paged_words(const plan *p);         /* exec_cuda_plan.c: int32s of p's slots and block-table inputs */
 sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, const char *name, void **dev); /* exec_cuda.c */
 sb_status cx_cg_prepare(exec_cuda *cx, const plan *p, cplan *c); /* exec_cuda_codegen.c: before any capture */
 bool cx_cg_try(crun *r, int32_t i, sb_status *st);

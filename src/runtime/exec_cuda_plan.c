@@ -26,6 +26,8 @@ void cx_plan_clear(cplan *c) {
     free(c->dptr);
     cuda_fusions_free(&c->fu);
     free(c->cg);
+    cu_free(c->d_paged);
+    cu_host_free(c->h_paged);
     memset(c, 0, sizeof *c);
 }
 
@@ -83,6 +85,21 @@ int32_t exec_cuda_count_fusions(const plan *p, const cu_config *c) { return coun
 int32_t exec_cuda_count_glu_pairs(const plan *p, const cu_config *c) { return count_planned(p, c, 1); }
 int32_t exec_cuda_count_norm_sums(const plan *p, const cu_config *c) { return count_planned(p, c, 2); }
 
+/* the words of p's slots and block-table inputs, in input order (run_bound stages them so) */
+uint64_t cx_paged_words(const plan *p) {
+    uint64_t w = 0;
+    for (int32_t i = 0; i < p->n_inputs; i++)
+        if (p->inputs[i].kind == IR_OP_SLOTS || p->inputs[i].kind == IR_OP_BLOCK_TABLE) w += (uint64_t)ir_nelem(&p->g->nodes[p->inputs[i].node]);
+    return w;
+}
+
+static sb_status paged_buffers(cplan *c, const plan *p) {
+    c->paged_words = cx_paged_words(p);
+    if (!c->paged_words) return SB_OK;
+    SB_TRY(cu_malloc((void **)&c->d_paged, (size_t)c->paged_words * 4, "paged KV slots and block tables"));
+    return cu_host_alloc((void **)&c->h_paged, (size_t)c->paged_words * 4, "paged KV slots and block tables (staging)");
+}
+
 sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cplan **out) {
     cplan *free_slot = NULL;
     for (int i = 0; i < CX_MAX_PLANS; i++) {
@@ -97,11 +114,16 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
     memset(c, 0, sizeof *c);
     c->dptr = (void **)calloc((size_t)(p->n_inputs ? p->n_inputs : 1), sizeof *c->dptr);
     if (!c->dptr) return sb_fail(SB_ERR_OOM, "cuda: plan bindings");
-    sb_status st = SB_OK;
+    sb_status st = paged_buffers(c, p);
+    uint64_t w = 0; /* into d_paged */
     for (int32_t i = 0; st == SB_OK && i < p->n_inputs; i++) {
         const plan_input *in = &p->inputs[i];
         const ir_node *n = &p->g->nodes[in->node];
         switch (in->kind) {
+        case IR_OP_SLOTS: case IR_OP_BLOCK_TABLE:
+            c->dptr[i] = c->d_paged + w;
+            w += (uint64_t)ir_nelem(n);
+            break;
         case IR_OP_TOKENS: c->dptr[i] = cx->d_tok; break;
         case IR_OP_POS: c->dptr[i] = cx->d_pos; break;
         case IR_OP_OUT_ROWS: c->dptr[i] = cx->d_rows; break;
@@ -112,7 +134,7 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
     }
     uint64_t scratch = 0;
     for (int32_t i = 0; i < p->g->n_nodes; i++)
-        if (p->g->nodes[i].op == IR_OP_ATTENTION) {
+        if (p->g->nodes[i].op == IR_OP_ATTENTION && p->g->nodes[i].src[4] == IR_NONE) { /* paged: no scratch */
             cu_attn_args a = cx_attn_args(cx, p, &p->g->nodes[i]);
             uint64_t f = cu_attention_scratch(&a);
             if (f > scratch) scratch = f;

@@ -26,6 +26,7 @@ static int64_t class_depth(const exec_cuda *cx, int c) { return c >= 1 ? (int64_
  * graph: the graph of a step is chosen by the host, which knows pos. */
 static int depth_class(const exec_cuda *cx, const plan *p, const exec_bindings *b) {
     if (p->n_tokens != 1 || cx->cfg.attn_variant != 4 || cx->cfg.attn_small <= 0 || !cx->cfg.attn_class) return 0;
+    if (cx_paged_words(p)) return 0; /* paged attention has one kernel for every depth */
     for (int32_t i = 0; i < p->n_inputs; i++) {
         if (p->inputs[i].kind != IR_OP_POS) continue;
         const int64_t need = (int64_t)((const int32_t *)b->data[i])[0] + 1;
@@ -91,6 +92,16 @@ static sb_status run_bound(exec_cuda *cx, const plan *p, const exec_bindings *b,
         else
             for (int64_t k = 0; k < n_rows; k++) h_rows[k] = (int32_t)(p->n_tokens - n_rows + k);
         in_bytes = (size_t)(2 * cx->max_tokens + n_rows) * 4;
+    }
+    if (c->paged_words) { /* slots and block tables, in input order (cx_plan_get's d_paged layout) */
+        uint64_t w = 0;
+        for (int32_t i = 0; i < p->n_inputs; i++) {
+            if (p->inputs[i].kind != IR_OP_SLOTS && p->inputs[i].kind != IR_OP_BLOCK_TABLE) continue;
+            const uint64_t nw = (uint64_t)ir_nelem(&p->g->nodes[p->inputs[i].node]);
+            memcpy(c->h_paged + w, b->data[i], (size_t)nw * 4);
+            w += nw;
+        }
+        SB_TRY(cu_memcpy_h2d(c->d_paged, c->h_paged, (size_t)w * 4, cx->s));
     }
     if (cx->cfg.poison) SB_TRY(cu_memset(cx->arena, 0xFF, (size_t)cx->arena_bytes, cx->s));
     const int dc = depth_class(cx, p, b);

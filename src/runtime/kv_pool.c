@@ -45,6 +45,8 @@ struct kv_pool {
     uint64_t bucket_mask;
     kv_seq *seq;         /* [n_seq_max] */
     int64_t hit_tokens, evictions, cow;
+    kv_pool_copy_fn copy; /* NULL: memcpy in buf */
+    void *copy_ctx;
 };
 
 // ---- create / free ----
@@ -316,18 +318,28 @@ int64_t kv_pool_blocks_needed(const kv_pool *kp, int32_t seq, int64_t n_new) {
 
 int64_t kv_pool_blocks_available(const kv_pool *kp) { return kp->n_free + kp->n_cached; }
 
-/* copy the first n rows of every layer's K and V from block src to block dst */
-static void copy_rows(kv_pool *kp, int32_t dst, int32_t src, int64_t n) {
+void kv_pool_set_copy(kv_pool *kp, kv_pool_copy_fn fn, void *ctx) {
+    kp->copy = fn;
+    kp->copy_ctx = ctx;
+}
+
+/* copy the first n rows of every layer's K and V from block src to block dst (through the copy
+ * hook where the cache lives elsewhere) */
+static sb_status copy_rows(kv_pool *kp, int32_t dst, int32_t src, int64_t n) {
     const int64_t bs = kp->p.block_size;
     for (int64_t l = 0; l < kp->n_layer; l++)
         for (int v = 0; v < 2; v++) {
             uint8_t *buf = (uint8_t *)kp->buf[2 * l + v];
-            const uint64_t rb = kp->row_bytes[l];
-            memcpy(buf + (uint64_t)(dst * bs) * rb, buf + (uint64_t)(src * bs) * rb, (size_t)((uint64_t)n * rb));
+            const uint64_t rb = kp->row_bytes[l], to = (uint64_t)dst * bs * rb, from = (uint64_t)src * bs * rb, nb = (uint64_t)n * rb;
+            if (kp->copy)
+                SB_TRY(kp->copy(kp->copy_ctx, buf, to, from, nb));
+            else
+                memcpy(buf + to, buf + from, (size_t)nb);
         }
     memcpy(tokens_of(kp, dst), tokens_of(kp, src), (size_t)n * sizeof(int32_t));
     kp->b[dst].n_filled = (int32_t)n;
     kp->b[dst].parent = kp->b[src].parent;
+    return SB_OK;
 }
 
 sb_status kv_pool_reserve(kv_pool *kp, int32_t seq, int64_t n_new, kv_pool_undo *u) {
@@ -342,7 +354,11 @@ sb_status kv_pool_reserve(kv_pool *kp, int32_t seq, int64_t n_new, kv_pool_undo 
                        (long long)kv_pool_blocks_needed(kp, seq, n_new), (long long)kv_pool_blocks_available(kp), (long long)kp->p.n_blocks);
     if (n_new > 0 && needs_cow(kp, s)) {
         const int32_t blk = alloc_block(kp), old = s->blocks[have - 1];
-        copy_rows(kp, blk, old, s->n % bs);
+        const sb_status st = copy_rows(kp, blk, old, s->n % bs);
+        if (st != SB_OK) {
+            release(kp, blk);
+            return st;
+        }
         s->blocks[have - 1] = blk;
         u->replaced = old; /* still held by seq until the commit (released) or the undo (restored) */
         kp->cow++;

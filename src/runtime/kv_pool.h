@@ -71,6 +71,11 @@ typedef struct kv_pool_undo {
 sb_status kv_pool_create(const rt_model *m, const kv_pool_params *p, kv_pool **out);
 void kv_pool_free(kv_pool *kp);
 
+/* Where the pool's buffers are mirrored (a device's copy of them), copies within them go through
+ * fn: bytes from offset src to dst of buf (a kv_pool_layer pointer), ranges apart. NULL: memcpy. */
+typedef sb_status (*kv_pool_copy_fn)(void *ctx, void *buf, uint64_t dst, uint64_t src, uint64_t bytes);
+void kv_pool_set_copy(kv_pool *kp, kv_pool_copy_fn fn, void *ctx);
+
 /* Layer l's K (v = 0) or V (v = 1) buffer: [Dkv, kv_pool_rows] of kv_type. */
 void *kv_pool_layer(const kv_pool *kp, int64_t l, int v);
 int64_t kv_pool_rows(const kv_pool *kp);
@@ -104,7 +109,8 @@ int64_t kv_pool_blocks_needed(const kv_pool *kp, int32_t seq, int64_t n_new);
 /* Blocks obtainable now: free plus cached (evictable). */
 int64_t kv_pool_blocks_available(const kv_pool *kp);
 /* Make rows for n_new more positions of seq writable (copy-on-write, new blocks; may evict).
- * SB_ERR_CONTEXT_FULL (numbers named, nothing taken) when the table or the pool has no room. */
+ * SB_ERR_CONTEXT_FULL (numbers named, nothing taken) when the table or the pool has no room; a
+ * failing copy hook's status (nothing taken). */
 sb_status kv_pool_reserve(kv_pool *kp, int32_t seq, int64_t n_new, kv_pool_undo *u);
 /* Undo a reservation (after a failed run): the new blocks are released, a replaced one restored. */
 void kv_pool_unreserve(kv_pool *kp, const kv_pool_undo *u);

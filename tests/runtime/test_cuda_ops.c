@@ -9,7 +9,8 @@
  * chains, RMSNorm+quantize, GLU(+quantize), elementwise (scale/softcap/silu/gelu), RoPE
  * NORMAL/NEOX with freq factors, kv_store + attention (F32/F16 cache, GQA, window, softcap,
  * prefill and split-K decode; both k_attention.cu variants; variant 4's decode kernel k_attn_decode.cu
- * at depths 0..4100 with several steps on one executor; the flash-attention prefill of k_fattn.cu
+ * at depths 0..4100 with several steps on one executor; paged attention (k_attn_paged.cu: tokens of
+ * three sequences with shuffled block tables in one step); the flash-attention prefill of k_fattn.cu
  * and, for F16 caches with head_dim 64 / 128, of k_fattn_mma.cu on tensor cores — then without it),
  * the int8 tensor-core prefill GEMM (k_mma.cu) on model shapes with ragged tiles, and its small-T
  * split-K path (cu_config.mma_small) over every type x T 9..64 x N 16..9000.
@@ -731,6 +732,60 @@ static void test_attention(void) {
         free(q), free(kn), free(vn), free(kf), free(vf), free(kc), free(vc);
     }
     attn_variant = 1;
+}
+
+/* Paged attention (k_attn_paged.cu): one step of T tokens from three sequences over a pool of
+ * n_blk blocks of bs rows — sequence s's table a shuffled set of blocks, its tokens at consecutive
+ * positions from start[s] — each token's K/V stored at its slot first, then attention through the
+ * tables. Rows of other sequences' blocks hold unrelated keys, so a wrong row mapping shows. */
+static void test_paged_attention(void) {
+    struct { int64_t D, Hq, Hkv; int ctype, window, bs; float softcap; int64_t start[3], len[3]; } cs[] = {
+        {64, 4, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 90}, {1, 5, 1}},      /* decode + a prefill chunk */
+        {128, 8, 2, SB_TYPE_F32, 0, 16, 0, {100, 15, 3}, {1, 1, 1}},    /* three decodes, one at a block edge */
+        {256, 2, 1, SB_TYPE_F16, 24, 8, 30.0f, {70, 5, 0}, {2, 3, 9}},  /* window, softcap, bs 8 */
+        {80, 6, 3, SB_TYPE_F32, 0, 5, 0, {41, 12, 1}, {1, 1, 4}},       /* head_dim 80, blocks of 5 */
+    };
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int64_t D = cs[k].D, Hq = cs[k].Hq, Hkv = cs[k].Hkv, Dkv = D * Hkv, bs = cs[k].bs, n_blk = 128, C = n_blk * bs;
+        const int64_t n_tbl = 160 / bs + 1; /* table entries a token carries: enough for position 159 */
+        int64_t T = 0;
+        for (int s = 0; s < 3; s++) T += cs[k].len[s];
+        int32_t blocks[128], pos[16], slots[16], *tbl = malloc((size_t)(n_tbl * T) * 4);
+        for (int i = 0; i < n_blk; i++) blocks[i] = i;
+        for (int i = n_blk - 1; i > 0; i--) { /* shuffled: sequence s owns blocks[s * n_tbl ..] */
+            const int j = (int)(test_rand_u64(&seed) % (uint64_t)(i + 1)), x = blocks[i];
+            blocks[i] = blocks[j], blocks[j] = x;
+        }
+        for (int s = 0, t = 0; s < 3; s++)
+            for (int64_t i = 0; i < cs[k].len[s]; i++, t++) {
+                pos[t] = (int32_t)(cs[k].start[s] + i);
+                for (int64_t e = 0; e < n_tbl; e++) tbl[t * n_tbl + e] = blocks[s * n_tbl + e];
+                slots[t] = (int32_t)(tbl[t * n_tbl + pos[t] / bs] * bs + pos[t] % bs);
+            }
+        float *q = rnd(D * Hq * T, 1.0f), *kn = rnd(Dkv * T, 1.0f), *vn = rnd(Dkv * T, 1.0f);
+        float *kf = rnd(Dkv * C, 1.0f), *vf = rnd(Dkv * C, 1.0f);
+        void *kc = quant_rows(cs[k].ctype, kf, Dkv, C), *vc = quant_rows(cs[k].ctype, vf, Dkv, C);
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref qr = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, Hq, T, 1});
+        ir_ref knr = ir_input_weight(g, "kn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1});
+        ir_ref vnr = ir_input_weight(g, "vn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1});
+        ir_ref kcr = ir_input_kv(g, "cache_k.0", cs[k].ctype, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref vcr = ir_input_kv(g, "cache_v.0", cs[k].ctype, (int64_t[4]){Dkv, C, 1, 1});
+        ir_ref pr = ir_input_pos(g, T), sr = ir_input_slots(g, T), tr = ir_input_block_table(g, n_tbl, T);
+        ir_ref k2 = ir_kv_store(g, kcr, knr, sr), v2 = ir_kv_store(g, vcr, vnr, sr);
+        ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 0.125f, .window = cs[k].window,
+                             .softcap = cs[k].softcap};
+        ir_output(g, ir_attention_paged(g, qr, k2, v2, pr, tr, (int32_t)bs, &ap), "y");
+        binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0", "slots", "block_table"},
+                   .data = {q, kn, vn, kc, vc, slots, tbl}, .n = 7, .pos = pos};
+        char label[96];
+        snprintf(label, sizeof label, "paged attention %s D=%lld Hq/Hkv=%lld/%lld T=%lld bs=%lld w=%d cap=%g", ir_dtype_name(cs[k].ctype),
+                 (long long)D, (long long)Hq, (long long)Hkv, (long long)T, (long long)bs, cs[k].window, cs[k].softcap);
+        expect(run_both(g, &b, label), 1e-9, label);
+        ir_graph_free(g);
+        free(q), free(kn), free(vn), free(kf), free(vf), free(kc), free(vc), free(tbl);
+    }
 }
 
 /* RoPE(q) then attention (kv_store of fresh k/v first): with the fusion on, the attention rotates q
@@ -1515,6 +1570,7 @@ int main(void) {
     test_norm_rows();
     test_rope();
     test_attention();
+    test_paged_attention();
     test_rope_attention();
     test_decode_attention_v4();
     test_qkv_rope_block();

@@ -175,6 +175,7 @@ sb_status serve_batch_create(serve_engine *e, serve_batch **out);
 void serve_batch_join(serve_batch *b);
 void serve_batch_free(serve_batch *b);
 void serve_batch_stats(serve_batch *b, sb_engine_stats *out);
+int serve_batch_device(const serve_batch *b); /* sb_engine_device of its engine */
 
 /* Request parsing (serve_parse.c). Fill r from a parsed body; 0, else an HTTP status (400) with
  * *err_type / err (a message naming the field) filled. */

@@ -332,6 +332,8 @@ static void *scheduler_main(void *p) {
     }
 }
 
+int serve_batch_device(const serve_batch *b) { return sb_engine_device(b->eng); }
+
 sb_status serve_batch_create(serve_engine *e, serve_batch **out) {
     *out = NULL;
     const serve_config *cfg = e->cfg;

@@ -344,8 +344,9 @@ sb_status serve_engine_load(serve_engine *e) {
     if (!e->cfg->no_batching) {
         st = serve_batch_create(e, &e->batch);
         if (st == SB_OK) {
-            fprintf(stderr, "sb serve: %s (%s), continuous batching of up to %d sequences of %lld tokens on the CPU\n",
-                    e->cfg->model_path, e->info.arch, e->cfg->parallel, (long long)e->n_ctx);
+            fprintf(stderr, "sb serve: %s (%s), continuous batching of up to %d sequences of %lld tokens on the %s\n",
+                    e->cfg->model_path, e->info.arch, e->cfg->parallel, (long long)e->n_ctx,
+                    serve_batch_device(e->batch) == SB_DEVICE_CUDA ? "GPU (CUDA)" : "CPU");
             atomic_store(&e->ready, 1);
             return SB_OK;
         }

@@ -71,6 +71,11 @@ extern "C" sb_status cu_memcpy_h2d(void *dst, const void *src, size_t bytes, cu_
     return SB_OK;
 }
 
+extern "C" sb_status cu_memcpy_d2d(void *dst, const void *src, size_t bytes, cu_stream s) {
+    CU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)s), "cudaMemcpyAsync device->device");
+    return SB_OK;
+}
+
 extern "C" sb_status cu_memcpy_d2h(void *dst, const void *src, size_t bytes, cu_stream s) {
     CU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)s), "cudaMemcpyAsync device->host");
     CU_CHECK(cudaStreamSynchronize((cudaStream_t)s), "cudaStreamSynchronize");

@@ -37,6 +37,7 @@ sb_status cu_host_alloc(void **p, size_t bytes, const char *what);
 void cu_host_free(void *p);
 sb_status cu_memcpy_h2d(void *dst, const void *src, size_t bytes, cu_stream s);   /* async on s */
 sb_status cu_memcpy_d2h(void *dst, const void *src, size_t bytes, cu_stream s);   /* waits for s */
+sb_status cu_memcpy_d2d(void *dst, const void *src, size_t bytes, cu_stream s);   /* async on s; ranges apart */
 sb_status cu_memcpy_d2h_async(void *dst, const void *src, size_t bytes, cu_stream s); /* async on s (dst page-locked) */
 /* Is p inside page-locked host memory (cu_host_alloc)? Such memory is also a device address
  * (unified addressing): kernels may write it directly, and copies from and to it may be captured. */
@@ -260,6 +261,20 @@ typedef struct cu_attn_args {
      * attention; D % 32 == 0: each 32-block lies in one head) — the same bits as cu_quantize_act */
     void *xq;
 } cu_attn_args;
+/* Attention over a paged KV cache (k_attn_paged.cu): token t's logical position j lives at cache row
+ * tbl[t * n_tbl + j / bs] * bs + j % bs. */
+typedef struct cu_attn_paged_args {
+    int64_t D, Hq, Hkv, T;
+    int ctype;            /* F32 | F16 */
+    float scale, softcap; /* softcap 0 = none */
+    int window;           /* 0 = none */
+    int bs;               /* rows per block */
+    int64_t n_tbl;        /* table entries per token */
+} cu_attn_paged_args;
+/* dst [D*Hq,T]; q [D,Hq,T]; k/v [D*Hkv, C]; pos [T], tbl [n_tbl, T] on the device; the table's
+ * entries checked on the host (plan_check_paged). SB_ERR_UNSUPPORTED: D odd or > 512, Hq % Hkv. */
+sb_status cu_attention_paged(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
+                             const int32_t *tbl, const cu_attn_paged_args *a);
 /* Split counters cu_attention's in-kernel split merge needs: zeroed device memory of this many
  * uint32 (T * Hq of them are used; the last split of each (t, h) resets its counter), shareable by
  * every attention of a stream (they run one after another). */
