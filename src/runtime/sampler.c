@@ -10,6 +10,7 @@
 #include "runtime/sampler.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,46 +129,108 @@ static float biased(const rt_sampler *s, const float *logits, int64_t i) {
     return s->bias ? logits[i] + s->bias[i] : logits[i];
 }
 
-/* The chain: candidates, penalties, filters, the draw. */
+/* is candidate a ahead of b in by_logit_desc's order? */
+static bool ahead(cand a, cand b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); }
+
+/* c[0, k) as a heap whose root is the candidate furthest behind: x replaces it when ahead of it */
+static void heap_offer(cand *c, int64_t k, cand x) {
+    if (!ahead(x, c[0])) return;
+    int64_t i = 0;
+    for (;;) { /* sift x down from the root past every child it is ahead of */
+        const int64_t l = 2 * i + 1, r = l + 1;
+        if (l >= k) break;
+        const int64_t m = r < k && ahead(c[l], c[r]) ? r : l; /* the child furthest behind */
+        if (!ahead(x, c[m])) break;
+        c[i] = c[m];
+        i = m;
+    }
+    c[i] = x;
+}
+
+static void heap_push(cand *c, int64_t n, cand x) { /* n: the heap's size before */
+    int64_t i = n;
+    while (i > 0 && ahead(c[(i - 1) / 2], x)) {
+        c[i] = c[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    c[i] = x;
+}
+
+/* logit i with its bias and the history penalties (llama.cpp: repeat divides positive logits,
+ * multiplies negative ones), for a candidate */
+static float penalized(const rt_sampler *s, float x, int64_t i, bool pen) {
+    const uint16_t k = pen ? s->counts[i] : 0;
+    if (!k) return x;
+    const rt_sampler_params *p = &s->prm;
+    x = x <= 0 ? x * p->repeat_penalty : x / p->repeat_penalty;
+    return x - (float)k * p->frequency_penalty - p->presence_penalty;
+}
+
+/* The candidates in by_logit_desc's order, at most keep of them (0: all) into s->c; their count.
+ * Greedy keeps 1 and top-k k: one pass over the vocabulary (a heap of k), no sort of it all. */
+static sb_status candidates(rt_sampler *s, const float *logits, int64_t keep, int64_t *n_out) {
+    const rt_sampler_params *p = &s->prm;
+    const bool pen = s->hist_n && (p->repeat_penalty != 1.0f || p->presence_penalty != 0 || p->frequency_penalty != 0);
+    if (pen)
+        for (int32_t i = 0; i < s->hist_n; i++)
+            if (s->hist[i] >= 0 && s->hist[i] < s->n_vocab && s->counts[s->hist[i]] < UINT16_MAX) s->counts[s->hist[i]]++;
+    int64_t n = 0;
+    sb_status st = SB_OK;
+    for (int64_t i = 0; i < s->n_vocab; i++) {
+        if (logits[i] != logits[i] || logits[i] == INFINITY) { /* a broken pass: never sample around it */
+            st = sb_fail(SB_ERR_NUMERIC, "sampler: logit %lld of %lld is %s: the model produced non-finite values", (long long)i,
+                         (long long)s->n_vocab, logits[i] != logits[i] ? "NaN" : "+Inf");
+            break;
+        }
+        const float x = biased(s, logits, i);
+        if (x == INFINITY) {
+            st = sb_fail(SB_ERR_NUMERIC, "sampler: logit %lld (%g) plus its bias (%g) overflows to +Inf", (long long)i, logits[i], s->bias[i]);
+            break;
+        }
+        if (x == -INFINITY) continue;
+        const cand c = {(int32_t)i, penalized(s, x, i, pen), 0};
+        if (!keep) s->c[n++] = c;
+        else if (n < keep) heap_push(s->c, n++, c);
+        else heap_offer(s->c, keep, c);
+    }
+    if (pen)
+        for (int32_t i = 0; i < s->hist_n; i++)
+            if (s->hist[i] >= 0 && s->hist[i] < s->n_vocab) s->counts[s->hist[i]] = 0;
+    if (st != SB_OK) return st;
+    if (n == 0) return sb_fail(SB_ERR_RANGE, "sampler: every logit is -inf: no token can be drawn");
+    qsort(s->c, (size_t)n, sizeof *s->c, by_logit_desc);
+    *n_out = n;
+    return SB_OK;
+}
+
+/* Greedy without bias or penalties: the first largest logit, in one pass of compares (the same
+ * choice and the same errors as candidates with keep 1). */
+static sb_status argmax_plain(const rt_sampler *s, const float *logits, int32_t *token) {
+    float mx = -INFINITY;
+    int64_t best = -1;
+    for (int64_t i = 0; i < s->n_vocab; i++) {
+        const float x = logits[i];
+        if (x != x || x == INFINITY)
+            return sb_fail(SB_ERR_NUMERIC, "sampler: logit %lld of %lld is %s: the model produced non-finite values", (long long)i,
+                           (long long)s->n_vocab, x != x ? "NaN" : "+Inf");
+        if (x > mx) mx = x, best = i;
+    }
+    if (best < 0) return sb_fail(SB_ERR_RANGE, "sampler: every logit is -inf: no token can be drawn");
+    *token = (int32_t)best;
+    return SB_OK;
+}
+
+/* The chain: candidates (bias, penalties, top-k), filters, the draw. */
 static sb_status draw(rt_sampler *s, const float *logits, int32_t *token) {
     const rt_sampler_params *p = &s->prm;
     int64_t n = 0;
-    for (int64_t i = 0; i < s->n_vocab; i++) {
-        if (logits[i] != logits[i] || logits[i] == INFINITY) /* a broken pass: never sample around it */
-            return sb_fail(SB_ERR_NUMERIC, "sampler: logit %lld of %lld is %s: the model produced non-finite values", (long long)i,
-                           (long long)s->n_vocab, logits[i] != logits[i] ? "NaN" : "+Inf");
-        float x = biased(s, logits, i);
-        if (x == INFINITY)
-            return sb_fail(SB_ERR_NUMERIC, "sampler: logit %lld (%g) plus its bias (%g) overflows to +Inf", (long long)i, logits[i],
-                           s->bias[i]);
-        if (x > -INFINITY) s->c[n++] = (cand){(int32_t)i, x, 0};
-    }
-    if (n == 0) return sb_fail(SB_ERR_RANGE, "sampler: every logit is -inf: no token can be drawn");
-    /* penalties (llama.cpp: repeat divides positive logits, multiplies negative ones) */
-    if (s->hist_n && (p->repeat_penalty != 1.0f || p->presence_penalty != 0 || p->frequency_penalty != 0)) {
-        for (int32_t i = 0; i < s->hist_n; i++)
-            if (s->hist[i] >= 0 && s->hist[i] < s->n_vocab && s->counts[s->hist[i]] < UINT16_MAX) s->counts[s->hist[i]]++;
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t k = s->counts[s->c[i].id];
-            if (!k) continue;
-            float l = s->c[i].logit;
-            l = l <= 0 ? l * p->repeat_penalty : l / p->repeat_penalty;
-            s->c[i].logit = l - (float)k * p->frequency_penalty - p->presence_penalty;
-        }
-        for (int32_t i = 0; i < s->hist_n; i++)
-            if (s->hist[i] >= 0 && s->hist[i] < s->n_vocab) s->counts[s->hist[i]] = 0;
-    }
+    const bool pen = s->hist_n && (p->repeat_penalty != 1.0f || p->presence_penalty != 0 || p->frequency_penalty != 0);
+    if (p->temp <= 0 && !s->bias && !pen) return argmax_plain(s, logits, token);
+    SB_TRY(candidates(s, logits, p->temp <= 0 ? 1 : p->top_k > 0 ? p->top_k : 0, &n));
     if (p->temp <= 0) { /* greedy */
-        int64_t best = 0;
-        for (int64_t i = 1; i < n; i++)
-            if (s->c[i].logit > s->c[best].logit) best = i;
-        *token = s->c[best].id;
+        *token = s->c[0].id;
         return SB_OK;
     }
-    /* top-k: partial order is enough, but n log n over the vocabulary is a few ms at most; keep
-     * it simple and exact */
-    qsort(s->c, (size_t)n, sizeof *s->c, by_logit_desc);
-    if (p->top_k > 0 && p->top_k < n) n = p->top_k;
     softmax(s->c, n);
     if (p->top_p < 1.0f) {
         double cum = 0;

@@ -3,7 +3,9 @@
  * tests/runtime/test_sampler.c — the sampler chain: greedy is argmax, a seed reproduces its
  * tokens and another seed does not, top-k/top-p/min-p only ever return tokens they keep, penalties
  * move the choice, a NaN/+Inf logit fails with SB_ERR_NUMERIC, all -inf with SB_ERR_RANGE, and the draw
- * frequencies follow softmax(logits / temp) (chi-square-style bound).
+ * frequencies follow softmax(logits / temp) (chi-square-style bound); top-k's one-pass selection
+ * draws exactly what the full sort draws over the k best (ties by id), greedy with and without
+ * bias or penalties is the first largest.
  */
 #include "runtime/sampler.h"
 #include "test.h"
@@ -31,7 +33,46 @@ static rt_sampler_params filters(float temp, int32_t top_k, float top_p, float m
     return p;
 }
 
+/* the k best of l (logit descending, then id ascending) kept, the rest -inf: what top-k keeps */
+static void keep_best(float *dst, const float *l, int k) {
+    int idx[V];
+    for (int i = 0; i < V; i++) idx[i] = i;
+    for (int i = 0; i < V; i++) /* selection sort by (logit desc, id asc) */
+        for (int j = i + 1; j < V; j++)
+            if (l[idx[j]] > l[idx[i]] || (l[idx[j]] == l[idx[i]] && idx[j] < idx[i])) { int x = idx[i]; idx[i] = idx[j]; idx[j] = x; }
+    for (int i = 0; i < V; i++) dst[i] = -INFINITY;
+    for (int i = 0; i < k && i < V; i++) dst[idx[i]] = l[idx[i]];
+}
+
+/* top-k through the sampler's selection against the full sort (top_k 0) of logits where only the
+ * k best are left: the same seed must draw the same tokens, including at ties on the boundary */
+static void test_topk_selection(void) {
+    const int ks[] = {1, 2, 5, 40, V - 1, V, V + 10};
+    uint64_t seed = 9;
+    for (size_t c = 0; c < sizeof ks / sizeof *ks; c++) {
+        rt_sampler_params p = filters(1.5f, ks[c], 0.9f, 0.01f), q = p;
+        q.top_k = 0;
+        rt_sampler *s, *r;
+        CHECK(rt_sampler_create(&p, V, &s) == SB_OK && rt_sampler_create(&q, V, &r) == SB_OK);
+        int same = 0;
+        for (int k = 0; k < 200; k++) {
+            float l[V], m[V];
+            make_logits(l, &seed);
+            for (int i = 0; i < V; i += 3) l[i] = roundf(l[i]); /* many equal logits */
+            if (k % 7 == 0) l[k % V] = -INFINITY;
+            keep_best(m, l, ks[c]);
+            int32_t a = -1, b = -2;
+            CHECK(rt_sampler_sample(s, l, &a) == SB_OK && rt_sampler_sample(r, m, &b) == SB_OK);
+            same += a == b;
+        }
+        CHECKF(same == 200, "top_k %d: %d of 200 draws equal the full sort's", ks[c], same);
+        rt_sampler_free(s);
+        rt_sampler_free(r);
+    }
+}
+
 int main(void) {
+    test_topk_selection();
     uint64_t seed = 42;
     float l[V];
     rt_sampler *s;
@@ -62,6 +103,12 @@ int main(void) {
     CHECK(rt_sampler_sample(s, l, &t) == SB_OK && t == 5);
     l[5] = -INFINITY;
     CHECK(rt_sampler_sample(s, l, &t) == SB_ERR_RANGE);
+    for (int i = 0; i < V; i++) l[i] = (float)(i % 5); /* ties: the first largest */
+    CHECK(rt_sampler_sample(s, l, &t) == SB_OK && t == 4);
+    const int32_t bt[1] = {4};
+    const float bv[1] = {-0.5f};
+    CHECK(rt_sampler_set_logit_bias(s, bt, bv, 1) == SB_OK); /* the biased path: 4 now trails 9 */
+    CHECK(rt_sampler_sample(s, l, &t) == SB_OK && t == 9);
     rt_sampler_free(s);
 
     /* same seed, same sequence; different seed, different sequence */
