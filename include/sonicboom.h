@@ -877,12 +877,17 @@ SB_API sb_status sb_seq_close(sb_engine *e, int32_t seq);
 SB_API sb_status sb_seq_attach_prefix(sb_engine *e, int32_t seq, const int32_t *tokens, size_t n, int64_t *n_reused);
 
 /* Evaluate items[0, n) in one forward pass (n <= n_batch). logits receives one n_vocab row for each
- * item with logits = 1, in item order (it may be NULL when none has). All or nothing: on any error
- * no sequence changes. Errors: SB_ERR_INVALID_ARG (n, a sequence not open, a logits or reserved
- * field out of range, logits NULL when needed), SB_ERR_RANGE (a token outside the vocabulary),
+ * item with logits = 1, in item order (NULL: no copy is made; sb_engine_logits shows the engine's
+ * own rows). All or nothing: on any error no sequence changes. Errors: SB_ERR_INVALID_ARG (n, a
+ * sequence not open, a logits or reserved field out of range), SB_ERR_RANGE (a token outside the vocabulary),
  * SB_ERR_CONTEXT_FULL (a sequence would pass n_ctx, or the pool lacks free or evictable blocks:
  * the counts named), SB_ERR_NUMERIC (a NaN or infinite logit: the item named), SB_ERR_OOM. */
 SB_API sb_status sb_engine_step(sb_engine *e, const sb_batch_item *items, size_t n, float *logits);
+/* The last successful step's logit rows, as sb_engine_step would have copied them (*n_rows rows of
+ * n_vocab, item order), in the engine's memory (page-locked on CUDA, where the device writes them
+ * directly): valid until the next step or sb_engine_free. NULL with *n_rows 0 when the last step
+ * failed or wanted none, or for a NULL engine. Saves a copy of B x n_vocab floats a step. */
+SB_API const float *sb_engine_logits(const sb_engine *e, size_t *n_rows);
 
 /* Positions a sequence holds. SB_ERR_INVALID_ARG for an id that is not open. */
 SB_API sb_status sb_seq_length(const sb_engine *e, int32_t seq, int64_t *n);

@@ -102,6 +102,13 @@ SB_API sb_status sb_engine_step(sb_engine *e, const sb_batch_item *items, size_t
     return rt_engine_step(e->e, e->items, (int64_t)n, logits);
 }
 
+SB_API const float *sb_engine_logits(const sb_engine *e, size_t *n_rows) {
+    int64_t n = 0;
+    const float *l = e ? rt_engine_logits(e->e, &n) : NULL;
+    if (n_rows) *n_rows = (size_t)n;
+    return l;
+}
+
 SB_API sb_status sb_seq_length(const sb_engine *e, int32_t seq, int64_t *n) {
     NEED(e && n, "sb_seq_length");
     kv_pool *kp = rt_engine_pool(e->e);

@@ -40,8 +40,9 @@ struct rt_engine {
     int64_t *cnt, *next, *first;
     int32_t *touched, *grouped; /* sequences in this step; [n_batch] tokens grouped by sequence */
     kv_pool_undo *undo;         /* [n_seq_max] reservations of this step */
-    float *out;                 /* plan output rows */
+    float *out;                 /* plan output rows (grow_out) */
     int64_t out_rows_cap;
+    int64_t n_out_last;         /* rows of the last successful step at the front of out, in item order */
     rt_engine_stats st;
 };
 
@@ -49,6 +50,30 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// ---- output rows ----
+
+/* the output rows: page-locked where the backend has such memory (CUDA writes logits there
+ * directly), else malloc */
+static void free_out(rt_engine *e) {
+    if (e->out && e->be && e->be->ops->host_free) e->be->ops->host_free(e->be, e->out);
+    else free(e->out);
+    e->out = NULL;
+    e->out_rows_cap = 0;
+}
+
+static sb_status grow_out(rt_engine *e, int64_t rows) {
+    if (rows <= e->out_rows_cap) return SB_OK;
+    free_out(e);
+    const size_t bytes = (size_t)(rows * e->m->hp.n_vocab) * sizeof *e->out;
+    void *o = NULL;
+    if (e->be->ops->host_alloc) SB_TRY(e->be->ops->host_alloc(e->be, bytes, &o));
+    else o = malloc(bytes);
+    if (!o) return sb_fail(SB_ERR_OOM, "engine: %lld logit rows", (long long)rows);
+    e->out = (float *)o;
+    e->out_rows_cap = rows;
+    return SB_OK;
 }
 
 // ---- plans ----
@@ -177,6 +202,7 @@ static sb_status create_backend(rt_engine *e) {
 }
 
 static void drop_backend(rt_engine *e) {
+    free_out(e);
     for (int i = 0; i < RT_ENGINE_PLANS; i++) drop_plan(e, &e->plans[i]);
     if (e->be) e->be->ops->free(e->be);
     e->be = NULL;
@@ -246,7 +272,7 @@ void rt_engine_free(rt_engine *e) {
     if (e->pool) drop_backend(e);
     kv_pool_free(e->pool);
     free(e->tok), free(e->pos), free(e->slots), free(e->rows), free(e->grouped), free(e->tbl);
-    free(e->cnt), free(e->next), free(e->first), free(e->touched), free(e->undo), free(e->out);
+    free(e->cnt), free(e->next), free(e->first), free(e->touched), free(e->undo);
     free(e);
 }
 
@@ -322,14 +348,24 @@ static int64_t stage(rt_engine *e, const rt_batch_item *items, int64_t n, int64_
     return n_out;
 }
 
-/* SB_ERR_NUMERIC naming the first non-finite logit */
+/* SB_ERR_NUMERIC naming the first non-finite logit. x - x is 0 for a finite x and NaN otherwise,
+ * so sums of it (8 independent lanes: no order to keep, the compiler may vectorize) find the rows
+ * to search. */
 static sb_status check_logits(const float *l, int64_t n_rows, int64_t V, const rt_batch_item *items, const int32_t *rows) {
-    for (int64_t r = 0; r < n_rows; r++)
+    for (int64_t r = 0; r < n_rows; r++) {
+        const float *x = l + r * V;
+        float z[8] = {0};
+        int64_t i = 0;
+        for (; i + 8 <= V; i += 8)
+            for (int k = 0; k < 8; k++) z[k] += x[i + k] - x[i + k];
+        for (; i < V; i++) z[0] += x[i] - x[i];
+        if (z[0] + z[1] + z[2] + z[3] + z[4] + z[5] + z[6] + z[7] == 0.0f) continue;
         for (int64_t i = 0; i < V; i++)
             if (!isfinite(l[r * V + i]))
                 return sb_fail(SB_ERR_NUMERIC, "engine step: the forward pass produced %s logits (item %d, sequence %d, token %d, logit %lld): "
                                "the model's weights or hyperparameters hold non-finite or extreme values", isnan(l[r * V + i]) ? "NaN" : "infinite",
                                rows[r], items[rows[r]].seq, items[rows[r]].token, (long long)i);
+    }
     return SB_OK;
 }
 
@@ -340,12 +376,7 @@ static sb_status run_plan(rt_engine *e, int64_t T, int64_t n_out, const rt_batch
         for (int64_t k = 0; k < T; k++) e->rows[k] = (int32_t)k; /* no out_rows input: every row, in order */
     eplan *x;
     SB_TRY(get_plan(e, T, n_out_b, &x));
-    if (n_out_b > e->out_rows_cap) {
-        float *o = (float *)realloc(e->out, (size_t)(n_out_b * V) * sizeof *o);
-        if (!o) return sb_fail(SB_ERR_OOM, "engine: %lld logit rows", (long long)n_out_b);
-        e->out = o;
-        e->out_rows_cap = n_out_b;
-    }
+    SB_TRY(grow_out(e, n_out_b));
     const int32_t oi = plan_find_output(x->p, "logits");
     if (oi < 0 || oi >= 4) return sb_fail(SB_ERR_INTERNAL, "engine: plan has no logits output");
     float *dst[4] = {0};
@@ -361,6 +392,7 @@ static sb_status run_plan(rt_engine *e, int64_t T, int64_t n_out, const rt_batch
     }
     SB_TRY(check_logits(e->out, n_out, V, items, e->rows));
     if (logits && n_out) memcpy(logits, e->out, (size_t)(n_out * V) * sizeof *logits);
+    e->n_out_last = n_out;
     return SB_OK;
 }
 
@@ -370,8 +402,8 @@ sb_status rt_engine_step(rt_engine *e, const rt_batch_item *items, int64_t n, fl
     SB_TRY(gguf_check_size(&e->m->file, e->m->path));
     int64_t n_logits = 0;
     for (int64_t i = 0; i < n; i++) n_logits += items[i].logits;
-    if (n_logits && !logits) return sb_fail(SB_ERR_INVALID_ARG, "engine step: %lld items want logits and the logits buffer is NULL", (long long)n_logits);
     const double t0 = now_s();
+    e->n_out_last = 0;
     int32_t nt;
     SB_TRY(validate(e, items, n, &nt));
     sb_status st = SB_OK;
@@ -408,6 +440,11 @@ const rt_model *rt_engine_model(const rt_engine *e) { return e->m; }
 int64_t rt_engine_n_batch(const rt_engine *e) { return e->prm.n_batch; }
 
 int rt_engine_device(const rt_engine *e) { return e->prm.device; }
+
+const float *rt_engine_logits(const rt_engine *e, int64_t *n_rows) {
+    *n_rows = e->n_out_last;
+    return e->n_out_last ? e->out : NULL;
+}
 
 rt_engine_stats rt_engine_get_stats(const rt_engine *e) {
     rt_engine_stats s = e->st;

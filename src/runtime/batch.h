@@ -57,8 +57,8 @@ sb_status rt_engine_create(const rt_model *m, const rt_engine_params *p, rt_engi
 void rt_engine_free(rt_engine *e);
 
 /* Evaluate items[0, n) in one pass (n <= n_batch): each token goes to its sequence's next position,
- * in item order. logits (may be NULL when no item asks) receives one n_vocab row per item with
- * logits set, in item order. Errors (nothing applied): SB_ERR_INVALID_ARG (n, a sequence not
+ * in item order. logits (NULL: not copied; rt_engine_logits has them) receives one n_vocab row per
+ * item with logits set, in item order. Errors (nothing applied): SB_ERR_INVALID_ARG (n, a sequence not
  * open), SB_ERR_RANGE (a token outside the vocabulary), SB_ERR_CONTEXT_FULL (a sequence past n_ctx,
  * or the pool without enough free or evictable blocks: the numbers named), SB_ERR_NUMERIC (a NaN or
  * infinite logit: item and sequence named). */
@@ -68,6 +68,9 @@ kv_pool *rt_engine_pool(rt_engine *e);
 const rt_model *rt_engine_model(const rt_engine *e);
 rt_engine_stats rt_engine_get_stats(const rt_engine *e);
 int rt_engine_device(const rt_engine *e); /* 0 = CPU, 1 = CUDA (after auto's choice) */
+/* The last successful step's logit rows (n_rows of n_vocab, item order), valid until the next
+ * step; NULL (*n_rows 0) when it wanted none or failed. */
+const float *rt_engine_logits(const rt_engine *e, int64_t *n_rows);
 int64_t rt_engine_n_batch(const rt_engine *e);
 
 #endif
