@@ -23,7 +23,8 @@ rc, out, err = run(["--help"])
 check(rc == 0 and out.startswith("usage: sb serve") and "--parallel" in out and "--api-key" in out, "--help: %s %r" % (rc, err))
 for args, want in [(["--bogus"], "unknown option '--bogus'"), (["-np", "0"], "-np"), (["--parallel", "65"], "--parallel"),
                    (["--port", "70000"], "--port"), (["--queue-size", "0"], "--queue-size"), (["-c", "x"], "-c"),
-                   (["--host", "0.0.0.0"], "--api-key"), (["--api-key", ""], "--api-key"), (["-m"], "-m")]:
+                   (["--host", "0.0.0.0"], "--api-key"), (["--api-key", ""], "--api-key"), (["-m"], "-m"),
+                   (["--kv-type", "q8_0"], "--kv-type 'q8_0'"), (["-ctk", "f16", "-ctv", "f32"], "share one cache type")]:
     rc, out, err = run(args)
     check(rc == 2 and err.count("\n") == 1 and want in err, "%r: want exit 2 naming %r, got %s %r" % (args, want, rc, err))
 rc, out, err = run(["-m", "/nonexistent/model.gguf"])

@@ -29,6 +29,7 @@ static void usage(FILE *f) {
             "                          for all of them over a shared paged KV cache (continuous batching)\n"
             "  -nocb, --no-cont-batching  a session per slot instead, each decoding alone (-cb: the default)\n"
             "      --queue-size N      requests that may wait for a slot; more get HTTP 429 (default 64, 1..%d)\n"
+            "      --kv-type f16|f32, -ctk, -ctv  the KV cache's type (default f16; K and V share it)\n"
             "  -t, --threads N         CPU threads (default: all cores for the batched step; without it the cores\n"
             "                          divided among the slots)\n"
             "      --api-key KEY       require 'Authorization: Bearer KEY' on every endpoint but /health\n"
@@ -51,6 +52,7 @@ static int parse_serve_args(int argc, char **argv, serve_config *c) {
     c->queue_size = 64;
     c->device = SB_DEVICE_AUTO;
     int64_t port = 8080, par = 1, queue = 64, threads = 0;
+    const char *kv = NULL;
     int rc = 0;
     for (int i = 1; i < argc && !rc; i++) {
         const char *a = argv[i];
@@ -69,7 +71,14 @@ static int parse_serve_args(int argc, char **argv, serve_config *c) {
         else if (!strcmp(a, "--api-key")) rc = arg_str("serve", argc, argv, &i, &c->api_key);
         else if (!strcmp(a, "-a") || !strcmp(a, "--alias")) rc = arg_str("serve", argc, argv, &i, &c->alias);
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) c->verbose = 1;
-        else if (!strcmp(a, "-nocb") || !strcmp(a, "--no-cont-batching")) c->no_batching = 1;
+        else if (!strcmp(a, "--kv-type") || !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k") || !strcmp(a, "-ctv") ||
+                 !strcmp(a, "--cache-type-v")) {
+            const char *t = NULL;
+            rc = arg_str("serve", argc, argv, &i, &t);
+            if (!rc && strcmp(t, "f16") && strcmp(t, "f32")) rc = usage_error("serve", "%s '%s': the KV cache here is f16 or f32", a, t);
+            if (!rc && kv && strcmp(kv, t)) rc = usage_error("serve", "%s %s and %s: K and V share one cache type here", a, t, kv);
+            kv = t;
+        } else if (!strcmp(a, "-nocb") || !strcmp(a, "--no-cont-batching")) c->no_batching = 1;
         else if (!strcmp(a, "-cb") || !strcmp(a, "--cont-batching")) c->no_batching = 0;
         else rc = usage_error("serve", "unknown option '%s'", a);
     }
@@ -82,6 +91,7 @@ static int parse_serve_args(int argc, char **argv, serve_config *c) {
     c->parallel = (int)par;
     c->queue_size = (int)queue;
     c->threads = (int)threads; /* 0: all cores for the batched engine, the cores divided among the slots for sessions */
+    c->kv_type = kv && !strcmp(kv, "f32") ? SB_TYPE_F32 : SB_TYPE_F16; /* llama-server's default: f16 */
     if (!c->model_path) c->model_path = default_model_path();
     if (!c->model_path) {
         fprintf(stderr, "sb serve: no -m MODEL given and no embedded model found (set SB_MODEL)\n");

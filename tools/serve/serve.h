@@ -97,6 +97,7 @@ typedef struct serve_metrics {
 typedef struct serve_config {
     const char *model_path, *host, *api_key, *alias;
     int port, parallel, queue_size, threads, device, verbose;
+    int kv_type;                  /* SB_TYPE_F16 (default) or SB_TYPE_F32 */
     int no_batching;              /* --no-cont-batching: a session per slot even where the batched engine runs */
     int64_t n_ctx;
 } serve_config;
@@ -176,6 +177,22 @@ void serve_batch_join(serve_batch *b);
 void serve_batch_free(serve_batch *b);
 void serve_batch_stats(serve_batch *b, sb_engine_stats *out);
 int serve_batch_device(const serve_batch *b); /* sb_engine_device of its engine */
+
+/* The draws of one step in parallel (serve_draw.c): each job samples its row with its own sampler
+ * and accepts the token (tok, or st with msg). n_threads pool threads (0..15) besides the caller;
+ * eog (kept by the caller) are masked in jobs with mask_eog. create: SB_ERR_OOM only. */
+typedef struct serve_draw_job {
+    sb_sampler *smp;
+    const float *logits;
+    int mask_eog;
+    int32_t tok;
+    sb_status st;
+    char msg[200];
+} serve_draw_job;
+typedef struct serve_drawers serve_drawers;
+sb_status serve_drawers_create(int n_threads, int64_t n_vocab, const int32_t *eog, int n_eog, serve_drawers **out);
+void serve_drawers_run(serve_drawers *d, serve_draw_job *jobs, size_t n);
+void serve_drawers_free(serve_drawers *d);
 
 /* Request parsing (serve_parse.c). Fill r from a parsed body; 0, else an HTTP status (400) with
  * *err_type / err (a message naming the field) filled. */

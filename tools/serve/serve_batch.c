@@ -9,7 +9,8 @@
  * KV blocks the engine's prefix cache holds (a request's later choices reuse its first choice's
  * prompt); sampling, logit_bias, logprobs and the text (sb_text_stream: stop strings, UTF-8) are
  * per sequence, so a request gets exactly what it would get alone.
- * Threads: only the scheduler touches the engine, the samplers and the text streams; jobs are
+ * Threads: only the scheduler touches the engine and the text streams, and the samplers but for the
+ * draws of a step (serve_draw.c: each sampler in one drawing thread, the scheduler waiting); jobs are
  * shared with their connections under their mutex, as in serve_engine.c.
  */
 #include "serve.h"
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SERVE_PREFILL_CHUNK 256 /* prompt tokens of one sequence in one step */
 
@@ -47,7 +49,8 @@ struct serve_batch {
     bchoice *head;             /* running choices in admission order */
     sb_batch_item *items;
     bchoice **owner;           /* the choice of each item */
-    float *logits, *row;       /* [n_batch x n_vocab], one row to mask */
+    serve_draw_job *jobs;      /* [n_batch] the draws of a step */
+    serve_drawers *draw;
     int32_t *eog;              /* end-of-generation tokens (ignore_eos masks them) */
     int n_eog;
     int64_t n_batch;
@@ -234,19 +237,8 @@ static size_t plan_step(serve_batch *b) {
     return n;
 }
 
-/* Sample choice c's next token from its logits row and pass it on; 1 when the choice ended. */
-static int take_token(serve_batch *b, bchoice *c, const float *logits, sb_status *st) {
-    const int64_t V = b->e->info.n_vocab;
-    const float *l = logits;
-    if (c->j->req.ignore_eos && b->n_eog) { /* as sb_generate: end-of-generation tokens never drawn */
-        memcpy(b->row, logits, (size_t)V * sizeof *b->row);
-        for (int k = 0; k < b->n_eog; k++) b->row[b->eog[k]] = -INFINITY;
-        l = b->row;
-    }
-    int32_t tok;
-    *st = sb_sampler_sample(c->smp, l, &tok);
-    if (*st == SB_OK) *st = sb_sampler_accept(c->smp, tok);
-    if (*st != SB_OK) return 1;
+/* Pass choice c's drawn token on (its sampler has accepted it); 1 when the choice ended. */
+static int pass_token(serve_batch *b, bchoice *c, int32_t tok, sb_status *st) {
     if (c->state == CH_PREFILL) {
         c->state = CH_DECODE;
         c->t1 = now_s();
@@ -277,7 +269,7 @@ static int step(serve_batch *b) {
         }
     size_t n = plan_step(b);
     if (!n) return 0;
-    sb_status st = sb_engine_step(b->eng, b->items, n, b->logits);
+    sb_status st = sb_engine_step(b->eng, b->items, n, NULL);
     if (st != SB_OK) { /* nothing applied: every job of the step fails with the library's reason */
         char msg[256];
         snprintf(msg, sizeof msg, "%s", sb_last_error());
@@ -285,19 +277,28 @@ static int step(serve_batch *b) {
         return 1;
     }
     const int64_t V = b->e->info.n_vocab;
-    size_t row = 0;
+    size_t n_rows, nj = 0;
+    const float *logits = sb_engine_logits(b->eng, &n_rows);
     for (size_t k = 0; k < n; k++) {
         bchoice *c = b->owner[k];
-        if (!b->items[k].logits) {
-            if (c->state == CH_PREFILL) c->fed++;
-            continue;
-        }
         if (c->state == CH_PREFILL) c->fed++;
-        sb_status cst = SB_OK;
-        if (take_token(b, c, b->logits + (size_t)V * row++, &cst)) {
+        if (b->items[k].logits)
+            b->jobs[nj] = (serve_draw_job){.smp = c->smp, .logits = logits + (size_t)V * nj, .mask_eog = c->j->req.ignore_eos}, nj++;
+    }
+    serve_drawers_run(b->draw, b->jobs, nj);
+    for (size_t k = 0, r = 0; k < n; k++) {
+        if (!b->items[k].logits) continue;
+        bchoice *c = b->owner[k];
+        const serve_draw_job *dj = &b->jobs[r++];
+        sb_status cst = dj->st;
+        if (cst != SB_OK) {
+            drop_job_msg(b, c->j, cst, dj->msg);
+            return 1; /* owners of later rows may be gone: their jobs' rows are lost with the failure */
+        }
+        if (pass_token(b, c, dj->tok, &cst)) {
             if (cst != SB_OK) {
                 drop_job(b, c->j, cst);
-                return 1; /* owners of later rows may be gone: their jobs' rows are lost with the failure */
+                return 1;
             }
             choice_end(b, c);
         }
@@ -343,6 +344,7 @@ sb_status serve_batch_create(serve_engine *e, serve_batch **out) {
     ep.n_ctx = cfg->n_ctx;
     ep.n_threads = cfg->threads;
     ep.device = cfg->device;
+    ep.kv_type = cfg->kv_type;
     serve_batch *b = calloc(1, sizeof *b);
     if (!b) return SB_ERR_OOM;
     b->e = e;
@@ -359,15 +361,20 @@ sb_status serve_batch_create(serve_engine *e, serve_batch **out) {
     const int32_t n_tok = sb_vocab_n_tokens(e->vocab);
     b->items = malloc((size_t)b->n_batch * sizeof *b->items);
     b->owner = malloc((size_t)b->n_batch * sizeof *b->owner);
-    b->logits = malloc((size_t)(b->n_batch * V) * sizeof *b->logits);
-    b->row = malloc((size_t)V * sizeof *b->row);
+    b->jobs = malloc((size_t)b->n_batch * sizeof *b->jobs);
     b->eog = malloc((size_t)(n_tok > 0 ? n_tok : 1) * sizeof *b->eog);
-    if (!b->items || !b->owner || !b->logits || !b->row || !b->eog) {
+    if (!b->items || !b->owner || !b->jobs || !b->eog) {
         serve_batch_free(b);
         return SB_ERR_OOM;
     }
     for (int32_t t = 0; t < n_tok && t < V; t++)
         if (sb_token_is_eog(e->vocab, t)) b->eog[b->n_eog++] = t;
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const long drawers = (cores < cfg->parallel ? cores : cfg->parallel) - 1; /* the scheduler draws too */
+    if (serve_drawers_create(drawers > 0 ? (int)drawers : 0, V, b->eog, b->n_eog, &b->draw) != SB_OK) {
+        serve_batch_free(b);
+        return SB_ERR_OOM;
+    }
     e->n_ctx = ep.n_ctx ? ep.n_ctx : (e->info.n_ctx_train < 4096 ? e->info.n_ctx_train : 4096);
     if (pthread_create(&b->thread, NULL, scheduler_main, b)) {
         serve_batch_free(b);
@@ -395,8 +402,8 @@ void serve_batch_free(serve_batch *b) {
     sb_engine_free(b->eng);
     free(b->items);
     free(b->owner);
-    free(b->logits);
-    free(b->row);
+    serve_drawers_free(b->draw);
+    free(b->jobs);
     free(b->eog);
     pthread_mutex_destroy(&b->stats_mu);
     free(b);

@@ -323,6 +323,7 @@ static sb_status create_sessions(serve_engine *e) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     sp.n_threads = c->threads ? c->threads : (int)(cores / c->parallel > 0 ? cores / c->parallel : 1);
     sp.device = c->device;
+    sp.kv_type = c->kv_type;
     e->sessions = calloc((size_t)c->parallel, sizeof *e->sessions);
     if (!e->sessions) return SB_ERR_OOM;
     for (int i = 0; i < c->parallel; i++) {
