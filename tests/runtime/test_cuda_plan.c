@@ -5,10 +5,13 @@
  * K-quants and IQ4_XS, f32 otherwise; quantize nodes of those types in the planned graph),
  * exec_cuda_check's refusals (a weight type without a CUDA kernel: SB_ERR_MODEL_TENSOR_TYPE naming
  * the tensor; head_dim > 256: SB_ERR_UNSUPPORTED), and a CUDA session on a machine without a
- * usable GPU failing with SB_ERR_DEVICE (never a crash) while a CPU session still works.
+ * usable GPU failing with SB_ERR_DEVICE (never a crash) while a CPU session still works; the
+ * paged decoder (the batched engine's) passes the check, and no executor fusion of it treats the
+ * slots as positions or takes the paged attention's q or output.
  * SKIPs (exit 0) in a build without the CUDA backend.
  */
 #include "runtime/exec_cuda.h"
+#include "runtime/cuda_fusion.h"
 #include "runtime/session.h"
 #include "runtime/arch/arch.h"
 #include "graph/ir.h"
@@ -92,6 +95,54 @@ static void test_tune(void) {
     }
 }
 
+/* The qwen2 test model's paged decoder (as runtime/batch.c builds it) for the CUDA target, at T
+ * tokens, planned as on an H200: it passes exec_cuda_check, and of the executor's fusions none
+ * writes a cache through a RoPE or a GEMV at the rope's positions when the store's rows are the
+ * slots, and no paged attention takes Q's rope or writes its output quantized. */
+static void test_paged_plan(int64_t T) {
+    rt_model *m;
+    if (rt_model_load(test_data_path("models/test-qwen2-q4_k_m.gguf"), NULL, &m) != SB_OK) {
+        printf("SKIP paged plan: %s\n", sb_last_error());
+        return;
+    }
+    exec_cuda_assume_device(9, 132);
+    ir_graph *g;
+    ir_graph_create(&g);
+    rt_build bld = {.g = g, .m = m, .T = T, .n_out = T, .n_ctx = 64 * 16, .kv_type = SB_TYPE_F16, .block_size = 16, .n_blk_max = 16};
+    CHECK(rt_build_decoder(&bld) == SB_OK);
+    plan_target t;
+    exec_cuda_target(NULL, &t);
+    plan *p = NULL;
+    CHECK(plan_build(g, &t, NULL, &p) == SB_OK);
+    cuda_fusions f = {0};
+    if (p) CHECKF(exec_cuda_check(p) == SB_OK, "paged plan T=%lld: %s", (long long)T, sb_last_error());
+    if (p && cuda_fusions_plan(p, &f, &cu_config_default) == SB_OK) {
+        const ir_graph *pg = p->g;
+        int32_t n_attn = 0, n_fused = 0;
+        for (int32_t i = 0; i < pg->n_nodes; i++) {
+            const ir_node *n = &pg->nodes[i];
+            n_fused += f.skip[i];
+            if (n->op == IR_OP_ATTENTION) {
+                n_attn++;
+                CHECKF(ir_attn_block_size(n) > 0 && f.qrope[i] < 0 && f.epi[i] < 0, "T=%lld: attention %%%d: paged %d, qrope %d, quantize %d",
+                       (long long)T, (int)i, (int)ir_attn_block_size(n), (int)f.qrope[i], (int)f.epi[i]);
+            }
+            const int32_t store = n->op == IR_OP_ROPE ? f.epi[i] : n->op == IR_OP_MATMUL ? f.vstore[i] : -1;
+            if (store >= 0)
+                CHECKF(pg->nodes[pg->nodes[store].src[2]].op == IR_OP_POS, "T=%lld: node %%%d writes kv_store %%%d at its positions, "
+                       "but the store's rows are %s", (long long)T, (int)i, (int)store, ir_ops[pg->nodes[pg->nodes[store].src[2]].op].name);
+        }
+        CHECK_EQ_INT(n_attn, m->hp.n_layer);
+        printf("qwen2 test model, paged, T=%lld: %d nodes fused away\n", (long long)T, (int)n_fused);
+        CHECK(n_fused > 0); /* the other fusions still apply (GEMV epilogues, groups) */
+    }
+    cuda_fusions_free(&f);
+    plan_free(p);
+    ir_graph_free(g);
+    exec_cuda_assume_device(0, 0);
+    rt_model_free(m);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) return fusions_of(argv[1]);
     test_tune();
@@ -104,6 +155,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     plan_free(probe);
+    test_paged_plan(1);
+    test_paged_plan(8);
 
     /* activation formats per weight type */
     const struct { int w; int act; } want[] = {
