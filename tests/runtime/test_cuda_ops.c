@@ -691,6 +691,38 @@ static void test_rope(void) {
     }
 }
 
+/* an attention test's random data: q [D,Hq,T], new k/v [Dkv,T], caches [Dkv,C] of ctype; and the
+ * graph inputs over it (names "q", "kn", "vn", "cache_k.0", "cache_v.0": attn_binds) */
+typedef struct attn_data {
+    float *q, *kn, *vn, *kf, *vf;
+    void *kc, *vc;
+} attn_data;
+typedef struct attn_refs {
+    ir_ref q, kn, vn, kc, vc;
+} attn_refs;
+
+static attn_data attn_data_new(int ctype, int64_t D, int64_t Hq, int64_t Dkv, int64_t T, int64_t C) {
+    attn_data a = {.q = rnd(D * Hq * T, 1.0f), .kn = rnd(Dkv * T, 1.0f), .vn = rnd(Dkv * T, 1.0f), .kf = rnd(Dkv * C, 1.0f),
+                   .vf = rnd(Dkv * C, 1.0f)};
+    a.kc = quant_rows(ctype, a.kf, Dkv, C), a.vc = quant_rows(ctype, a.vf, Dkv, C);
+    return a;
+}
+
+static void attn_data_free(attn_data *a) { free(a->q), free(a->kn), free(a->vn), free(a->kf), free(a->vf), free(a->kc), free(a->vc); }
+
+static attn_refs attn_inputs(ir_graph *g, int ctype, int64_t D, int64_t Hq, int64_t Dkv, int64_t T, int64_t C) {
+    return (attn_refs){.q = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, Hq, T, 1}),
+                       .kn = ir_input_weight(g, "kn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1}),
+                       .vn = ir_input_weight(g, "vn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1}),
+                       .kc = ir_input_kv(g, "cache_k.0", ctype, (int64_t[4]){Dkv, C, 1, 1}),
+                       .vc = ir_input_kv(g, "cache_v.0", ctype, (int64_t[4]){Dkv, C, 1, 1})};
+}
+
+/* the bindings of attn_inputs' five */
+static binds attn_binds(const attn_data *a, int32_t *pos) {
+    return (binds){.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0"}, .data = {a->q, a->kn, a->vn, a->kc, a->vc}, .n = 5, .pos = pos};
+}
+
 static void test_attention(void) {
     const int64_t Hq = 4, Hkv = 2, C = 300;
     struct { int64_t T, p0; int ctype, window; float softcap; int64_t D; } cs[] = {
@@ -704,32 +736,24 @@ static void test_attention(void) {
         const size_t k = kk % (sizeof cs / sizeof cs[0]);
         attn_variant = variants[kk / (sizeof cs / sizeof cs[0])];
         const int64_t T = cs[k].T, D = cs[k].D, Dkv = D * Hkv;
-        size_t es = cs[k].ctype == SB_TYPE_F16 ? 2 : 4;
-        float *q = rnd(D * Hq * T, 1.0f), *kn = rnd(Dkv * T, 1.0f), *vn = rnd(Dkv * T, 1.0f);
-        float *kf = rnd(Dkv * C, 1.0f), *vf = rnd(Dkv * C, 1.0f);
-        void *kc = quant_rows(cs[k].ctype, kf, Dkv, C), *vc = quant_rows(cs[k].ctype, vf, Dkv, C);
-        (void)es;
+        attn_data ad = attn_data_new(cs[k].ctype, D, Hq, Dkv, T, C);
         int32_t pos[16];
         for (int64_t t = 0; t < T; t++) pos[t] = (int32_t)(cs[k].p0 + t);
         ir_graph *g;
         ir_graph_create(&g);
-        ir_ref qr = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, Hq, T, 1});
-        ir_ref knr = ir_input_weight(g, "kn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1});
-        ir_ref vnr = ir_input_weight(g, "vn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1});
-        ir_ref kcr = ir_input_kv(g, "cache_k.0", cs[k].ctype, (int64_t[4]){Dkv, C, 1, 1});
-        ir_ref vcr = ir_input_kv(g, "cache_v.0", cs[k].ctype, (int64_t[4]){Dkv, C, 1, 1});
+        const attn_refs in = attn_inputs(g, cs[k].ctype, D, Hq, Dkv, T, C);
         ir_ref pr = ir_input_pos(g, T);
-        ir_ref k2 = ir_kv_store(g, kcr, knr, pr), v2 = ir_kv_store(g, vcr, vnr, pr);
+        ir_ref k2 = ir_kv_store(g, in.kc, in.kn, pr), v2 = ir_kv_store(g, in.vc, in.vn, pr);
         ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 0.125f, .window = cs[k].window,
                              .softcap = cs[k].softcap};
-        ir_output(g, ir_attention(g, qr, k2, v2, pr, &ap), "y");
-        binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0"}, .data = {q, kn, vn, kc, vc}, .n = 5, .pos = pos};
+        ir_output(g, ir_attention(g, in.q, k2, v2, pr, &ap), "y");
+        binds b = attn_binds(&ad, pos);
         char label[96];
         snprintf(label, sizeof label, "kv_store+attention v%d %s D=%lld T=%lld p0=%lld w=%d cap=%g", attn_variant,
                  ir_dtype_name(cs[k].ctype), (long long)D, (long long)T, (long long)cs[k].p0, cs[k].window, cs[k].softcap);
         expect(run_both(g, &b, label), attn_variant == 4 ? flash_limit(T, cs[k].ctype, D) : 1e-9, label);
         ir_graph_free(g);
-        free(q), free(kn), free(vn), free(kf), free(vf), free(kc), free(vc);
+        attn_data_free(&ad);
     }
     attn_variant = 1;
 }
@@ -762,29 +786,26 @@ static void test_paged_attention(void) {
                 for (int64_t e = 0; e < n_tbl; e++) tbl[t * n_tbl + e] = blocks[s * n_tbl + e];
                 slots[t] = (int32_t)(tbl[t * n_tbl + pos[t] / bs] * bs + pos[t] % bs);
             }
-        float *q = rnd(D * Hq * T, 1.0f), *kn = rnd(Dkv * T, 1.0f), *vn = rnd(Dkv * T, 1.0f);
-        float *kf = rnd(Dkv * C, 1.0f), *vf = rnd(Dkv * C, 1.0f);
-        void *kc = quant_rows(cs[k].ctype, kf, Dkv, C), *vc = quant_rows(cs[k].ctype, vf, Dkv, C);
+        attn_data ad = attn_data_new(cs[k].ctype, D, Hq, Dkv, T, C);
         ir_graph *g;
         ir_graph_create(&g);
-        ir_ref qr = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, Hq, T, 1});
-        ir_ref knr = ir_input_weight(g, "kn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1});
-        ir_ref vnr = ir_input_weight(g, "vn", SB_TYPE_F32, (int64_t[4]){Dkv, T, 1, 1});
-        ir_ref kcr = ir_input_kv(g, "cache_k.0", cs[k].ctype, (int64_t[4]){Dkv, C, 1, 1});
-        ir_ref vcr = ir_input_kv(g, "cache_v.0", cs[k].ctype, (int64_t[4]){Dkv, C, 1, 1});
+        const attn_refs in = attn_inputs(g, cs[k].ctype, D, Hq, Dkv, T, C);
         ir_ref pr = ir_input_pos(g, T), sr = ir_input_slots(g, T), tr = ir_input_block_table(g, n_tbl, T);
-        ir_ref k2 = ir_kv_store(g, kcr, knr, sr), v2 = ir_kv_store(g, vcr, vnr, sr);
+        ir_ref k2 = ir_kv_store(g, in.kc, in.kn, sr), v2 = ir_kv_store(g, in.vc, in.vn, sr);
         ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 0.125f, .window = cs[k].window,
                              .softcap = cs[k].softcap};
-        ir_output(g, ir_attention_paged(g, qr, k2, v2, pr, tr, (int32_t)bs, &ap), "y");
-        binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0", "slots", "block_table"},
-                   .data = {q, kn, vn, kc, vc, slots, tbl}, .n = 7, .pos = pos};
+        ir_output(g, ir_attention_paged(g, in.q, k2, v2, pr, tr, (int32_t)bs, &ap), "y");
+        binds b = attn_binds(&ad, pos);
+        b.name[5] = "slots", b.data[5] = slots;
+        b.name[6] = "block_table", b.data[6] = tbl;
+        b.n = 7;
         char label[96];
         snprintf(label, sizeof label, "paged attention %s D=%lld Hq/Hkv=%lld/%lld T=%lld bs=%lld w=%d cap=%g", ir_dtype_name(cs[k].ctype),
                  (long long)D, (long long)Hq, (long long)Hkv, (long long)T, (long long)bs, cs[k].window, cs[k].softcap);
         expect(run_both(g, &b, label), 1e-9, label);
         ir_graph_free(g);
-        free(q), free(kn), free(vn), free(kf), free(vf), free(kc), free(vc), free(tbl);
+        attn_data_free(&ad);
+        free(tbl);
     }
 }
 
