@@ -5,7 +5,10 @@
  * after another in sessions (B passes of one token a step), through the public header only.
  * Each sequence: a prompt of -p tokens (evaluated first, not timed), then -n greedy decode steps
  * (timed). Every measurement is repeated -r times; the table gives the best and the median.
- * Usage: bench_batch [-m MODEL] [-B 1,4,8,16] [-p 32] [-n 32] [-t THREADS] [-r 3]
+ * Each decode step reads the logit rows where the engine keeps them (sb_engine_logits) and takes
+ * each row's argmax on the host, as a server's greedy draws would.
+ * Usage: bench_batch [-m MODEL] [-B 1,4,8,16] [-p 32] [-n 32] [-t THREADS] [-r 3] [-d cpu|cuda|auto]
+ *        [-ctk f32|f16]
  */
 #include "sonicboom.h"
 
@@ -42,12 +45,16 @@ static void prompt_of(int i, int p, int64_t V, int32_t *out) {
 }
 
 /* seconds for B sequences decoding n steps together in one engine */
+static int device = SB_DEVICE_CPU, kv_type = SB_TYPE_F32; /* -d, -ctk: of engines and sessions alike */
+
 static double run_engine(sb_model *m, int B, int p, int n, int threads, int64_t V) {
     sb_engine_params ep;
     sb_engine_default_params(&ep);
     ep.n_seq_max = B;
     ep.n_ctx = p + n + 1;
     ep.n_threads = threads;
+    ep.device = device;
+    ep.kv_type = kv_type;
     sb_engine *e;
     sb_status st = sb_engine_create(m, &ep, &e);
     if (st != SB_OK) die("sb_engine_create", st);
@@ -63,9 +70,12 @@ static double run_engine(sb_model *m, int B, int p, int n, int threads, int64_t 
     for (int i = 0; i < B; i++) items[i] = (sb_batch_item){seq[i], argmax(logits + (int64_t)i * V, V), 1, 0};
     if ((st = sb_engine_step(e, items, (size_t)B, logits)) != SB_OK) die("warm-up step", st); /* builds the T = B plan */
     const double t0 = now_s();
+    const float *rows = logits;
     for (int s = 0; s < n; s++) {
-        for (int i = 0; i < B; i++) items[i].token = argmax(logits + (int64_t)i * V, V);
-        if ((st = sb_engine_step(e, items, (size_t)B, logits)) != SB_OK) die("decode step", st);
+        for (int i = 0; i < B; i++) items[i].token = argmax(rows + (int64_t)i * V, V);
+        if ((st = sb_engine_step(e, items, (size_t)B, NULL)) != SB_OK) die("decode step", st);
+        size_t nr;
+        rows = sb_engine_logits(e, &nr);
     }
     const double dt = now_s() - t0;
     sb_engine_free(e);
@@ -79,6 +89,8 @@ static double run_sessions(sb_model *m, int B, int p, int n, int threads, int64_
     sb_session_default_params(&sp);
     sp.n_ctx = p + n + 2;
     sp.n_threads = threads;
+    sp.device = device;
+    sp.kv_type = kv_type;
     int32_t *prompt = malloc((size_t)p * sizeof *prompt);
     double dt = 0;
     for (int i = 0; i < B; i++) {
@@ -117,6 +129,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-n")) n = atoi(v);
         else if (!strcmp(a, "-t")) threads = atoi(v);
         else if (!strcmp(a, "-r")) reps = atoi(v);
+        else if (!strcmp(a, "-d") && (!strcmp(v, "cpu") || !strcmp(v, "cuda") || !strcmp(v, "auto")))
+            device = !strcmp(v, "cpu") ? SB_DEVICE_CPU : !strcmp(v, "cuda") ? SB_DEVICE_CUDA : SB_DEVICE_AUTO;
+        else if (!strcmp(a, "-ctk") && (!strcmp(v, "f32") || !strcmp(v, "f16"))) kv_type = !strcmp(v, "f16") ? SB_TYPE_F16 : SB_TYPE_F32;
         else {
             fprintf(stderr, "bench_batch: unknown option %s\n", a);
             return 2;
@@ -132,7 +147,8 @@ int main(int argc, char **argv) {
     if (st != SB_OK) die(model, st);
     sb_model_info mi;
     sb_model_get_info(m, &mi);
-    printf("%s: prompt %d, %d decode steps a sequence, %d threads, best / median of %d\n\n", model, p, n, threads, reps);
+    printf("%s: prompt %d, %d decode steps a sequence, %d threads, device %s, %s KV, best / median of %d\n\n", model, p, n, threads,
+           device == SB_DEVICE_CUDA ? "cuda" : device == SB_DEVICE_AUTO ? "auto" : "cpu", kv_type == SB_TYPE_F16 ? "f16" : "f32", reps);
     printf("| B | engine tok/s (best / median) | sessions one after another tok/s | engine / sessions (median) |\n|---:|---:|---:|---:|\n");
     for (const char *c = blist; *c;) {
         const int B = atoi(c);
