@@ -812,8 +812,8 @@ SB_API void sb_output_abort(sb_output *o);
  * needs a block and none is free.
  *
  * Engines run on the CPU or on GPU 0 (SB_DEVICE_CUDA; its KV pool lives in device memory beside a
- * host mirror of the same size). Gemma 4 files are refused
- * with SB_ERR_UNSUPPORTED (their shared-KV layers are not paged yet). An engine is used by one
+ * host mirror of the same size). Every architecture runs (Gemma 4's shared-KV layers read their
+ * source layer's blocks). An engine is used by one
  * thread at a time; any number of engines and sessions may share a model. */
 typedef struct sb_engine sb_engine;
 

@@ -106,7 +106,7 @@ static sb_status bind_plan(rt_engine *e, eplan *x) {
             break;
         }
         case IR_OP_KV:
-            if (sscanf(in->name, "cache_%c.%lld", &kind, &l) != 2 || l < 0 || l >= e->m->hp.n_layer || (kind != 'k' && kind != 'v'))
+            if (sscanf(in->name, "cache_%c.%lld", &kind, &l) != 2 || l < 0 || l >= e->m->hp.n_layer_kv || (kind != 'k' && kind != 'v'))
                 return sb_fail(SB_ERR_INTERNAL, "engine: plan input \"%s\" is no KV buffer", in->name);
             x->data[i] = kv_pool_layer(e->pool, l, kind == 'v');
             break;

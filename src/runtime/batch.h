@@ -13,7 +13,8 @@
  * Thread safety: an engine is used by one thread at a time; several engines may share a model.
  * On CUDA the pool's buffers have device copies (uploaded when first bound); copy-on-write copies
  * blocks there (kv_pool_set_copy), and each plan's slots and block table are staged per run.
- * Non-goals (now): Gemma 4 (shared-KV layers), sampling (the caller samples each row).
+ * Non-goals (now): sliding-window rings (a windowed layer keeps every position's K/V in the pool),
+ * sampling (the caller samples each row).
  */
 #ifndef SB_RUNTIME_BATCH_H
 #define SB_RUNTIME_BATCH_H

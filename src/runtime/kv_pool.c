@@ -54,8 +54,6 @@ struct kv_pool {
 sb_status kv_pool_create(const rt_model *m, const kv_pool_params *p, kv_pool **out) {
     *out = NULL;
     const rt_hparams *hp = &m->hp;
-    if (hp->n_layer_kv != hp->n_layer)
-        return sb_fail(SB_ERR_UNSUPPORTED, "kv pool: %s shares KV caches between layers, which the paged cache does not support yet", hp->arch);
     if (p->n_blocks < 1 || p->n_blocks >= INT32_MAX / 2 || p->block_size < 1 || p->block_size > 1024 || p->n_seq_max < 1 ||
         p->n_seq_max > 65536 || p->n_ctx < 1 || (p->kv_type != SB_TYPE_F32 && p->kv_type != SB_TYPE_F16) ||
         (p->n_blocks + 1) * p->block_size > INT32_MAX) /* rows are i32 slots */
@@ -64,15 +62,15 @@ sb_status kv_pool_create(const rt_model *m, const kv_pool_params *p, kv_pool **o
     kv_pool *kp = (kv_pool *)calloc(1, sizeof *kp);
     if (!kp) return sb_fail(SB_ERR_OOM, "kv pool");
     kp->p = *p;
-    kp->n_layer = hp->n_layer;
+    kp->n_layer = hp->n_layer_kv; /* the trailing shared-KV layers (gemma4) own no cache: they read earlier ones' */
     kp->rows = (p->n_blocks + 1) * p->block_size;
     kp->table_len = (p->n_ctx + p->block_size - 1) / p->block_size;
     if (kp->table_len > p->n_blocks) kp->table_len = p->n_blocks;
     uint64_t n_bucket = 16;
     while (n_bucket < (uint64_t)p->n_blocks * 2) n_bucket *= 2;
     kp->bucket_mask = n_bucket - 1;
-    kp->row_bytes = (uint64_t *)calloc((size_t)hp->n_layer, sizeof *kp->row_bytes);
-    kp->buf = (void **)calloc((size_t)(2 * hp->n_layer), sizeof *kp->buf);
+    kp->row_bytes = (uint64_t *)calloc((size_t)kp->n_layer, sizeof *kp->row_bytes);
+    kp->buf = (void **)calloc((size_t)(2 * kp->n_layer), sizeof *kp->buf);
     kp->b = (kv_block *)calloc((size_t)p->n_blocks, sizeof *kp->b);
     kp->tok = (int32_t *)calloc((size_t)(p->n_blocks * p->block_size), sizeof *kp->tok);
     kp->free_stack = (int32_t *)malloc((size_t)p->n_blocks * sizeof *kp->free_stack);
@@ -87,13 +85,13 @@ sb_status kv_pool_create(const rt_model *m, const kv_pool_params *p, kv_pool **o
         if (!kp->seq[s].tokens || !kp->seq[s].blocks) st = sb_fail(SB_ERR_OOM, "kv pool: tables of %d sequences", p->n_seq_max);
     }
     uint64_t total = 0;
-    for (int64_t l = 0; st == SB_OK && l < hp->n_layer; l++) total += 2 * (uint64_t)rt_hp_kv_dim(hp, l) * qk_get(p->kv_type)->type_size * (uint64_t)kp->rows;
-    for (int64_t l = 0; st == SB_OK && l < hp->n_layer; l++) {
+    for (int64_t l = 0; st == SB_OK && l < kp->n_layer; l++) total += 2 * (uint64_t)rt_hp_kv_dim(hp, l) * qk_get(p->kv_type)->type_size * (uint64_t)kp->rows;
+    for (int64_t l = 0; st == SB_OK && l < kp->n_layer; l++) {
         kp->row_bytes[l] = (uint64_t)rt_hp_kv_dim(hp, l) * qk_get(p->kv_type)->type_size;
         for (int v = 0; v < 2 && st == SB_OK; v++)
             if (!(kp->buf[2 * l + v] = calloc(1, (size_t)(kp->row_bytes[l] * (uint64_t)kp->rows))))
                 st = sb_fail(SB_ERR_OOM, "kv pool: %llu bytes for %lld blocks of %d positions (%lld layers)", (unsigned long long)total,
-                             (long long)p->n_blocks, p->block_size, (long long)hp->n_layer);
+                             (long long)p->n_blocks, p->block_size, (long long)kp->n_layer);
     }
     if (st != SB_OK) {
         kv_pool_free(kp);

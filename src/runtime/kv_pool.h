@@ -66,8 +66,9 @@ typedef struct kv_pool_undo {
     int32_t replaced;       /* the block a copy-on-write replaced at index n_blk_before - 1, or -1 */
 } kv_pool_undo;
 
-/* Allocate the pool for m's layers (every layer must own its cache: SB_ERR_UNSUPPORTED for a
- * shared-KV model). SB_ERR_OOM names the bytes. */
+/* Allocate the pool for m's layers that own a cache (the first n_layer_kv; shared-KV layers read
+ * those), each at its own width; sliding-window layers keep every position (no ring here).
+ * SB_ERR_OOM names the bytes. */
 sb_status kv_pool_create(const rt_model *m, const kv_pool_params *p, kv_pool **out);
 void kv_pool_free(kv_pool *kp);
 

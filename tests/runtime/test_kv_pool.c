@@ -143,8 +143,17 @@ int main(void) {
     kv_pool_params bad_p = pp;
     bad_p.block_size = 0;
     CHECK(kv_pool_create(m, &bad_p, &x) == SB_ERR_INVALID_ARG);
-    m->hp.n_layer = 2;
-    CHECK(kv_pool_create(m, &pp, &x) == SB_ERR_UNSUPPORTED && strstr(sb_last_error(), "shares KV caches"));
+    /* a shared-KV model (gemma4: the trailing layers read earlier ones' caches): buffers for the
+     * layers that own a cache only, at their own widths */
+    m->hp.n_layer = 3;
+    m->hp.n_layer_kv = 2;
+    m->hp.layer_n_head_kv[1] = 3;
+    CHECK(kv_pool_create(m, &pp, &x) == SB_OK);
+    if (x) {
+        CHECK(kv_pool_layer(x, 0, 0) && kv_pool_layer(x, 1, 1) && kv_pool_layer(x, 1, 0) != kv_pool_layer(x, 0, 0));
+        memset(kv_pool_layer(x, 1, 1), 0x5A, (size_t)(3 * 2 * 4 * kv_pool_rows(x))); /* layer 1 is 3 heads of 2 wide (f32) */
+        kv_pool_free(x);
+    }
     kv_pool_free(kp);
     free(m);
     return test_summary();

@@ -247,12 +247,7 @@ ir_ref rt_kv_cache(rt_build *b, int64_t l, char kind, int64_t Dkv) {
 }
 
 sb_status rt_build_decoder(rt_build *b) {
-    if (b->m->arch && b->m->arch->build) {
-        if (b->block_size > 0) /* its shared-KV layers and per-layer widths are not paged yet */
-            return sb_fail(SB_ERR_UNSUPPORTED, "model: %s: the batched engine (paged KV cache) does not run this architecture yet",
-                           b->m->hp.arch);
-        return b->m->arch->build(b);
-    }
+    if (b->m->arch && b->m->arch->build) return b->m->arch->build(b); /* each builds its paged form too */
     const rt_hparams *hp = &b->m->hp;
     ir_graph *g = b->g;
     const int64_t E = hp->n_embd, V = hp->n_vocab, H = hp->n_head, Hkv = hp->n_head_kv, D = hp->head_dim, F = hp->n_ff, T = b->T;

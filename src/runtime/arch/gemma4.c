@@ -12,7 +12,9 @@
  *    factors: the 1e30 entries of partial RoPE turn their pairs into the identity);
  *  - shared KV (§6.3): layers >= n_layer_kv compute no K/V and attend over the cache of layer
  *    n_layer_kv-2 (sliding) or n_layer_kv-1 (global): the same kv_store value, so no cache of their
- *    own exists in the graph (and the session allocates none);
+ *    own exists in the graph (and the session, or the batched engine's pool, allocates none);
+ *  - paged (the batched engine, b->block_size > 0): K/V written at the slots input, attention read
+ *    through the block table, as the generic decoder does;
  *  - q/k norms with weights, a weightless v norm, attention scale 1.0, V := K when attn_v is absent,
  *    per-layer head counts and FFN widths, an optional scalar layer_output_scale (read once when the
  *    graph is recorded: weights are immutable), final logit softcap (default 30).
@@ -123,6 +125,7 @@ typedef struct g4 {
     ir_graph *g;
     const rt_hparams *hp;
     ir_ref tok, pos, freqs;
+    ir_ref slots, table;      /* paged: the rows K/V are written to, the block table; else pos, IR_NONE */
     ir_ref ple;               /* [P, L, T] per-layer inputs, or IR_NONE when P = 0 */
     ir_ref kc[RT_MAX_LAYERS], vc[RT_MAX_LAYERS]; /* each own-KV layer's cache after its write */
 } g4;
@@ -178,11 +181,12 @@ static ir_ref attention(g4 *c, int64_t l, ir_ref h) {
         k = ir_rope(g, k, c->pos, ff, &rp);
         ir_ref v = ir_rms_norm(g, ir_reshape(g, vr, (int64_t[4]){hd, nkv, T, 1}), hp->eps);
         ir_ref kc = rt_kv_cache(c->b, l, 'k', Dkv), vc = rt_kv_cache(c->b, l, 'v', Dkv);
-        c->kc[l] = ir_kv_store(g, kc, ir_reshape(g, k, (int64_t[4]){Dkv, T, 1, 1}), c->pos);
-        c->vc[l] = ir_kv_store(g, vc, ir_reshape(g, v, (int64_t[4]){Dkv, T, 1, 1}), c->pos);
+        c->kc[l] = ir_kv_store(g, kc, ir_reshape(g, k, (int64_t[4]){Dkv, T, 1, 1}), c->slots);
+        c->vc[l] = ir_kv_store(g, vc, ir_reshape(g, v, (int64_t[4]){Dkv, T, 1, 1}), c->slots);
     }
     ir_attn_params ap = {.n_head_kv = (int32_t)nkv, .head_dim = (int32_t)hd, .scale = hp->attn_scale,
                          .window = swa ? hp->n_swa : 0, .softcap = 0};
+    if (c->table != IR_NONE) return ir_attention_paged(g, q, c->kc[src], c->vc[src], c->pos, c->table, c->b->block_size, &ap);
     return ir_attention(g, q, c->kc[src], c->vc[src], c->pos, &ap);
 }
 
@@ -218,6 +222,9 @@ sb_status rt_build_gemma4(rt_build *b) {
     c.tok = ir_input_tokens(g, T);
     c.pos = ir_input_pos(g, T);
     ir_ref rows = b->n_out < T ? ir_input_out_rows(g, b->n_out) : IR_NONE;
+    const bool paged = b->block_size > 0;
+    c.slots = paged ? ir_input_slots(g, T) : c.pos;
+    c.table = paged ? ir_input_block_table(g, b->n_blk_max, T) : IR_NONE;
     ir_ref emb = rt_weight(b, true, E, V, "token_embd.weight");
     ir_ref x = ir_scale(g, ir_get_rows(g, emb, c.tok), hp->embd_scale);
     bool any_global = false;
