@@ -13,6 +13,7 @@ set_tests_properties(runtime/test_cuda_unpack_emu PROPERTIES SKIP_RETURN_CODE 77
 set_tests_properties(runtime/test_cuda_mmh_emu PROPERTIES SKIP_RETURN_CODE 77)
 set_tests_properties(runtime/test_cuda_mma_emu PROPERTIES SKIP_RETURN_CODE 77)
 set_tests_properties(runtime/test_cuda_gemv_emu PROPERTIES SKIP_RETURN_CODE 77)
+set_tests_properties(runtime/test_cuda_attn_paged_emu PROPERTIES SKIP_RETURN_CODE 77)
 set_tests_properties(runtime/test_model_validate PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME runtime/cli_model_validate COMMAND sh ${CMAKE_SOURCE_DIR}/tests/runtime/cli_model_validate.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
 add_test(NAME runtime/cli_synth_presets COMMAND sh ${CMAKE_SOURCE_DIR}/tests/runtime/cli_model_validate.sh $<TARGET_FILE:sb> ${SB_TESTDATA} presets)

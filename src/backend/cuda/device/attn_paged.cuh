@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * backend/cuda/device/attn_paged.cuh — the paged attention kernel (k_attn_paged.cu launches it;
+ * tests/runtime/test_cuda_attn_paged_emu runs it on the CPU under tests/codegen/emu/cuda_emu.h).
+ * Math and geometry: k_attn_paged.cu's header.
+ */
+#ifndef SB_CUDA_DEVICE_ATTN_PAGED_CUH
+#define SB_CUDA_DEVICE_ATTN_PAGED_CUH
+
+#include "backend/cuda/device/common.cuh"
+#include "backend/cuda/kernels.h"
+
+#include <math.h>
+
+#define PA_WARPS 4
+#define PA_PAIRS 8 /* pairs of dimensions a lane holds at most: D <= 2 * 32 * PA_PAIRS */
+
+/* elements e, e + 1 (e even) of a cache: one 4-byte load of two halves, or one float2 */
+template <bool F16> static __device__ __forceinline__ float2 pa_load(const void *c, int64_t e) {
+    if (F16) {
+        const uint32_t u = ((const uint32_t *)c)[e / 2];
+        return make_float2(cu_h2f((uint16_t)(u & 0xFFFF)), cu_h2f((uint16_t)(u >> 16)));
+    }
+    return ((const float2 *)c)[e / 2];
+}
+
+template <bool F16>
+__global__ void __launch_bounds__(32 * PA_WARPS)
+    k_attn_paged(float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const int32_t *tbl,
+                 cu_attn_paged_args a) {
+    CU_PDL_ENTRY();
+    __shared__ float s_acc[PA_WARPS][2 * 32 * PA_PAIRS];
+    __shared__ float s_m[PA_WARPS], s_l[PA_WARPS];
+    const int h = blockIdx.x, w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t t = blockIdx.y, P = a.D / 2, Dkv = a.D * a.Hkv, kvh = h / (a.Hq / a.Hkv);
+    const float *qv = q + (t * a.Hq + h) * a.D;
+    float2 qr[PA_PAIRS], acc[PA_PAIRS];
+#pragma unroll
+    for (int i = 0; i < PA_PAIRS; i++) {
+        const int64_t pi = lane + 32 * i;
+        qr[i] = pi < P ? make_float2(qv[2 * pi], qv[2 * pi + 1]) : make_float2(0.0f, 0.0f);
+        acc[i] = make_float2(0.0f, 0.0f);
+    }
+    const int64_t p = pos[t];
+    const int64_t lo = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+    const int32_t *row_tbl = tbl + t * a.n_tbl;
+    float m = -INFINITY, l = 0.0f;
+    for (int64_t j = lo + w; j <= p; j += PA_WARPS) {
+        const int64_t base = ((int64_t)row_tbl[j / a.bs] * a.bs + j % a.bs) * Dkv + kvh * a.D;
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < PA_PAIRS; i++) {
+            const int64_t pi = lane + 32 * i;
+            if (pi < P) {
+                const float2 kk = pa_load<F16>(k, base + 2 * pi);
+                s += qr[i].x * kk.x + qr[i].y * kk.y;
+            }
+        }
+        s = warp_sum(s) * a.scale;
+        if (a.softcap > 0.0f) s = tanhf(s / a.softcap) * a.softcap;
+        const float m_new = fmaxf(m, s), corr = expf(m - m_new), e = expf(s - m_new);
+        l = l * corr + e;
+        m = m_new;
+#pragma unroll
+        for (int i = 0; i < PA_PAIRS; i++) {
+            const int64_t pi = lane + 32 * i;
+            if (pi < P) {
+                const float2 vv = pa_load<F16>(v, base + 2 * pi);
+                acc[i].x = acc[i].x * corr + e * vv.x;
+                acc[i].y = acc[i].y * corr + e * vv.y;
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < PA_PAIRS; i++) {
+        const int64_t pi = lane + 32 * i;
+        if (pi < P) s_acc[w][2 * pi] = acc[i].x, s_acc[w][2 * pi + 1] = acc[i].y;
+    }
+    if (lane == 0) s_m[w] = m, s_l[w] = l;
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int x = 0; x < PA_WARPS; x++) mx = fmaxf(mx, s_m[x]);
+    float wt[PA_WARPS], sum = 0.0f;
+    for (int x = 0; x < PA_WARPS; x++) { /* a warp that saw no key (m = -inf) weighs 0 */
+        wt[x] = s_m[x] == -INFINITY ? 0.0f : expf(s_m[x] - mx);
+        sum += wt[x] * s_l[x];
+    }
+    float *out = dst + (t * a.Hq + h) * a.D;
+    for (int64_t d = threadIdx.x; d < a.D; d += 32 * PA_WARPS) {
+        float o = 0.0f;
+        for (int x = 0; x < PA_WARPS; x++) o += wt[x] * s_acc[x][d];
+        out[d] = o / sum;
+    }
+}
+
+#endif
