@@ -117,7 +117,7 @@ static double run_sessions(sb_model *m, int B, int p, int n, int threads, int64_
 int main(int argc, char **argv) {
     const char *model = "models/sonicboom-kjv-13m-q8_0.gguf", *blist = "1,4,8,16";
     int p = 32, n = 32, threads = 0, reps = 3;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) {
             fprintf(stderr, "bench_batch: %s needs a value\n", a);
@@ -133,10 +133,9 @@ int main(int argc, char **argv) {
             device = !strcmp(v, "cpu") ? SB_DEVICE_CPU : !strcmp(v, "cuda") ? SB_DEVICE_CUDA : SB_DEVICE_AUTO;
         else if (!strcmp(a, "-ctk") && (!strcmp(v, "f32") || !strcmp(v, "f16"))) kv_type = !strcmp(v, "f16") ? SB_TYPE_F16 : SB_TYPE_F32;
         else {
-            fprintf(stderr, "bench_batch: unknown option %s\n", a);
+            fprintf(stderr, "bench_batch: unknown option %s %s\n", a, v);
             return 2;
         }
-        i++;
     }
     if (p < 1 || n < 1 || reps < 1 || reps > 100) {
         fprintf(stderr, "bench_batch: -p, -n >= 1, -r 1..100\n");

@@ -400,8 +400,6 @@ sb_status rt_engine_step(rt_engine *e, const rt_batch_item *items, int64_t n, fl
     if (n < 1 || n > e->prm.n_batch)
         return sb_fail(SB_ERR_INVALID_ARG, "engine step: %lld items (1..n_batch %lld)", (long long)n, (long long)e->prm.n_batch);
     SB_TRY(gguf_check_size(&e->m->file, e->m->path));
-    int64_t n_logits = 0;
-    for (int64_t i = 0; i < n; i++) n_logits += items[i].logits;
     const double t0 = now_s();
     e->n_out_last = 0;
     int32_t nt;
