@@ -105,20 +105,28 @@ static sb_engine *make_engine(sb_model *m, int64_t n_blocks, int32_t bs, int32_t
 
 // ---- batched greedy decoding == each sequence alone ----
 
+/* the model at path and its vocabulary size, or NULL after a SKIP line (the file is absent) */
+static sb_model *load_or_skip(const char *path, int64_t *V) {
+    sb_model *m;
+    if (sb_model_load(path, NULL, &m) != SB_OK) {
+        printf("SKIP %s: %s\n", path, sb_last_error());
+        return NULL;
+    }
+    sb_model_info mi;
+    sb_model_get_info(m, &mi);
+    *V = mi.n_vocab;
+    return m;
+}
+
 /* path: a model; bs: block size; nmse_max: the bound on every compared row; tie_margin: a token
  * may differ only where the run alone's top logit leads the batched choice by less than this
  * (the quantized random test models are chaotic: the batched T = B matmul sums in another order
  * than T = 1, and 30 steps grow that to ~1e-4 NMSE; a near-tie may then fall the other way) —
  * 0 demands every token equal. */
 static void test_batched_greedy(const char *path, int32_t bs, double nmse_max, float tie_margin) {
-    sb_model *m;
-    if (sb_model_load(path, NULL, &m) != SB_OK) {
-        printf("SKIP %s: %s\n", path, sb_last_error());
-        return;
-    }
-    sb_model_info mi;
-    sb_model_get_info(m, &mi);
-    const int64_t V = mi.n_vocab;
+    int64_t V;
+    sb_model *m = load_or_skip(path, &V);
+    if (!m) return;
     int32_t prompt[NSEQ][64], n_prompt[NSEQ], alone_tok[NSEQ][STEPS];
     float *alone = (float *)malloc((size_t)(NSEQ * STEPS * V) * sizeof *alone), *got = (float *)malloc((size_t)(NSEQ * V) * sizeof *got);
     for (int i = 0; i < NSEQ; i++) {
@@ -406,14 +414,9 @@ static void test_errors(sb_model *m, int64_t V) {
  * steps; on the CPU an engine step of one sequence runs the session's kernels on the same shapes,
  * so every row must match bit for bit. */
 static void test_alone_exact(const char *path) {
-    sb_model *m;
-    if (sb_model_load(path, NULL, &m) != SB_OK) {
-        printf("SKIP %s: %s\n", path, sb_last_error());
-        return;
-    }
-    sb_model_info mi;
-    sb_model_get_info(m, &mi);
-    const int64_t V = mi.n_vocab;
+    int64_t V;
+    sb_model *m = load_or_skip(path, &V);
+    if (!m) return;
     int32_t prompt[64], alone_tok[STEPS];
     const int n = make_prompt(3, V, prompt);
     float *alone = (float *)malloc((size_t)(STEPS * V) * sizeof *alone);
