@@ -9,6 +9,7 @@
 #include "runtime/arch/arch.h"
 #include "runtime/backends.h"
 #include "base/status.h"
+#include "base/threadpool.h"
 #include "graph/plan.h"
 #include "quant/types.h"
 
@@ -43,6 +44,8 @@ struct rt_engine {
     float *out;                 /* plan output rows (grow_out) */
     int64_t out_rows_cap;
     int64_t n_out_last;         /* rows of the last successful step at the front of out, in item order */
+    uint8_t *row_bad;           /* [n_batch] check_logits' flags */
+    tp_pool *host_tp;           /* host work of a step (the logits check) on CUDA; NULL on the CPU: inline */
     rt_engine_stats st;
 };
 
@@ -197,6 +200,10 @@ static sb_status create_backend(rt_engine *e) {
     const backend_params bp = {.n_threads = e->prm.n_threads, .max_tokens = e->prm.n_batch};
     SB_TRY(k->create(&bp, &e->be));
     if (e->be->ops->kv_copy) kv_pool_set_copy(e->pool, kv_copy, e->be); /* copy-on-write in the device's copy */
+    if (e->prm.device == 1 && !e->host_tp) { /* the host's share of a CUDA step, on up to 8 threads */
+        const long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        SB_TRY(tp_create(nc < 1 ? 1 : nc > 8 ? 8 : (int)nc, &e->host_tp));
+    }
     eplan *x;
     return get_plan(e, 1, 1, &x);
 }
@@ -236,8 +243,9 @@ static sb_status alloc_buffers(rt_engine *e) {
     e->next = (int64_t *)calloc((size_t)ns, sizeof(int64_t));
     e->first = (int64_t *)calloc((size_t)ns, sizeof(int64_t));
     e->touched = (int32_t *)malloc((size_t)ns * sizeof(int32_t));
+    e->row_bad = (uint8_t *)malloc((size_t)nb);
     e->undo = (kv_pool_undo *)malloc((size_t)ns * sizeof(kv_pool_undo));
-    if (!e->tok || !e->pos || !e->slots || !e->rows || !e->grouped || !e->tbl || !e->cnt || !e->next || !e->first || !e->touched || !e->undo)
+    if (!e->tok || !e->pos || !e->slots || !e->rows || !e->grouped || !e->tbl || !e->cnt || !e->next || !e->first || !e->touched || !e->undo || !e->row_bad)
         return sb_fail(SB_ERR_OOM, "engine: staging buffers for %lld tokens", (long long)nb);
     return SB_OK;
 }
@@ -272,7 +280,8 @@ void rt_engine_free(rt_engine *e) {
     if (e->pool) drop_backend(e);
     kv_pool_free(e->pool);
     free(e->tok), free(e->pos), free(e->slots), free(e->rows), free(e->grouped), free(e->tbl);
-    free(e->cnt), free(e->next), free(e->first), free(e->touched), free(e->undo);
+    free(e->cnt), free(e->next), free(e->first), free(e->touched), free(e->undo), free(e->row_bad);
+    tp_free(e->host_tp);
     free(e);
 }
 
@@ -351,15 +360,34 @@ static int64_t stage(rt_engine *e, const rt_batch_item *items, int64_t n, int64_
 /* SB_ERR_NUMERIC naming the first non-finite logit. x - x is 0 for a finite x and NaN otherwise,
  * so sums of it (8 independent lanes: no order to keep, the compiler may vectorize) find the rows
  * to search. */
-static sb_status check_logits(const float *l, int64_t n_rows, int64_t V, const rt_batch_item *items, const int32_t *rows) {
-    for (int64_t r = 0; r < n_rows; r++) {
-        const float *x = l + r * V;
+typedef struct finite_job {
+    const float *l;
+    int64_t V;
+    uint8_t *bad; /* per row */
+} finite_job;
+
+static void rows_finite(void *ctx, int64_t r0, int64_t r1, int tid) {
+    (void)tid;
+    const finite_job *j = (const finite_job *)ctx;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = j->l + r * j->V;
         float z[8] = {0};
         int64_t i = 0;
-        for (; i + 8 <= V; i += 8)
+        for (; i + 8 <= j->V; i += 8)
             for (int k = 0; k < 8; k++) z[k] += x[i + k] - x[i + k];
-        for (; i < V; i++) z[0] += x[i] - x[i];
-        if (z[0] + z[1] + z[2] + z[3] + z[4] + z[5] + z[6] + z[7] == 0.0f) continue;
+        for (; i < j->V; i++) z[0] += x[i] - x[i];
+        j->bad[r] = z[0] + z[1] + z[2] + z[3] + z[4] + z[5] + z[6] + z[7] != 0.0f;
+    }
+}
+
+static sb_status check_logits(rt_engine *e, int64_t n_rows, const rt_batch_item *items) {
+    const int64_t V = e->m->hp.n_vocab;
+    const float *l = e->out;
+    const int32_t *rows = e->rows;
+    finite_job j = {.l = l, .V = V, .bad = e->row_bad};
+    tp_run(e->host_tp, n_rows, 1, rows_finite, &j); /* the rows in parallel on CUDA: B x n_vocab floats a step */
+    for (int64_t r = 0; r < n_rows; r++) {
+        if (!e->row_bad[r]) continue;
         for (int64_t i = 0; i < V; i++)
             if (!isfinite(l[r * V + i]))
                 return sb_fail(SB_ERR_NUMERIC, "engine step: the forward pass produced %s logits (item %d, sequence %d, token %d, logit %lld): "
@@ -390,7 +418,7 @@ static sb_status run_plan(rt_engine *e, int64_t T, int64_t n_out, const rt_batch
                 e->rows[r++] = (int32_t)i;
             }
     }
-    SB_TRY(check_logits(e->out, n_out, V, items, e->rows));
+    SB_TRY(check_logits(e, n_out, items));
     if (logits && n_out) memcpy(logits, e->out, (size_t)(n_out * V) * sizeof *logits);
     e->n_out_last = n_out;
     return SB_OK;

@@ -9,6 +9,7 @@
  * pre-tokenizer warning, NaN logits as SB_ERR_NUMERIC (session and generation), and n_ctx capped at
  * the trained context unless allowed (with a warning). Also: the unmodified files still load.
  */
+#include "runtime/batch.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
 #include "runtime/sampler.h"
@@ -215,6 +216,21 @@ static void values(const char *qwen2, const char *llama) {
            (long long)res.n_generated, sb_last_error());
     rt_sampler_free(smp);
     rt_session_free(s);
+    /* the batched engine: a step whose rows hold NaN fails naming the first bad item, and changes
+     * nothing (no sequence grows, no rows to read) */
+    rt_engine *e = NULL;
+    const rt_engine_params ep = {.n_seq_max = 2, .n_ctx = 64, .n_threads = 2, .kv_type = SB_TYPE_F32};
+    CHECK(rt_engine_create(m, &ep, &e) == SB_OK);
+    int32_t a = -1, b = -1;
+    if (e && kv_pool_seq_open(rt_engine_pool(e), &a) == SB_OK && kv_pool_seq_open(rt_engine_pool(e), &b) == SB_OK) {
+        const rt_batch_item items[5] = {{a, 1, false}, {a, 300, true}, {b, 301, false}, {b, 302, true}, {b, 303, true}};
+        st = rt_engine_step(e, items, 5, NULL);
+        CHECKF(st == SB_ERR_NUMERIC && strstr(sb_last_error(), "NaN logits (item 1, sequence 0, token 300"), "engine: %s: %s",
+               sb_status_str(st), sb_last_error());
+        int64_t nr = 7;
+        CHECK(kv_pool_seq_len(rt_engine_pool(e), a) == 0 && kv_pool_seq_len(rt_engine_pool(e), b) == 0 && !rt_engine_logits(e, &nr) && nr == 0);
+    }
+    rt_engine_free(e);
     rt_model_free(m);
     unlink(p);
 }
