@@ -6,7 +6,8 @@
 ;;; signature, with dead values gone from its plan; the llama decoder of (sonicboom llama) traced
 ;;; and eager against the C builder's logits (sb_session_eval_all) on the llama and qwen2 F32 test
 ;;; models, prefill and a decode step, with the speed of both; a data-dependent early exit traced
-;;; into two guarded graphs. Prints one FAIL line per failed check and "N passed, N failed".
+;;; into two guarded graphs; a loop whose trip count depends on data, one guarded graph per count.
+;;; Prints one FAIL line per failed check and "N passed, N failed".
 (use-modules (sonicboom)
              (sonicboom tensor)
              (sonicboom graph)
@@ -260,5 +261,30 @@
         (check "the exit graph computes no decoder layer" (and (= 2 (length lines)) (= 1 (apply min lines))
                                                                  (> (apply max lines) 10))
                lines)))))
+
+;;; ---- 5. a loop whose trip count depends on data: one guarded graph per count ----
+
+(let* ((iterations 0)
+       (halve-until-small                       ; halve x until every |value| <= 1
+        (lambda (x)
+          (let loop ((x x) (n 0))
+            (set! iterations n)
+            (if (tensor-test (lambda (v) (> (apply max (map abs v)) 1.0)) x)
+                (loop (scale x 0.5) (+ n 1))
+                x))))
+       (traced (trace halve-until-small))
+       (inputs (list (tensor '(3.5 -0.5) #:shape '(2))      ; 2 halvings
+                     (tensor '(0.5 0.25) #:shape '(2))      ; none
+                     (tensor '(-7.0 1.0) #:shape '(2))      ; 3: shares its first two decisions with the first
+                     (tensor '(3.0 0.0) #:shape '(2)))))    ; 2 again: the first graph, no new trace
+  (for-each (lambda (x)
+              (let* ((e (tensor->list (halve-until-small x))) (t (tensor->list (traced x))))
+                (check "data-dependent loop: traced = eager" (close? t e 0) t e)))
+            inputs)
+  (let ((paths (map cadr (traced-paths traced))))
+    (check "one graph per trip count, each with its guards"
+           (lset= equal? paths '((#t #t #f) (#f) (#t #t #t #f))) paths))
+  (check "the eager loop ran the count the data asked for" (begin (halve-until-small (tensor '(9.0) #:shape '(1))) (= iterations 4))
+         iterations))
 
 (finish)

@@ -163,8 +163,8 @@
 ;;; ---- data-dependent points ----
 
 ;; the value of guard g (a sym of tracer tr) on the call's inputs: the graph so far, compiled and run
-(define (evaluate-prefix tr)
-  (let* ((prog (compile-graph (tracer-graph tr)))
+(define (evaluate-prefix tr threads)
+  (let* ((prog (compile-graph (tracer-graph tr) #:threads threads))
          (outs (program-run prog (tracer-inputs tr) (length (tracer-guards tr)))))
     (last outs)))
 
@@ -196,19 +196,20 @@
   (metas path-metas)      ; (shape . type) of every output, guards first
   (outs path-outs set-path-outs!)) ; the last call's output tensors (reused with #:reuse-outputs?)
 
-;; trace PROC on INPUTS with the decisions KNOWN in advance; the new <path>
-(define (trace-path proc inputs known)
+;; trace PROC on INPUTS with the decisions KNOWN in advance; the new <path> (its programs use
+;; THREADS threads, 0 = all cores)
+(define (trace-path proc inputs known threads)
   (let* ((tag (make-prompt-tag "sonicboom-trace"))
          (tr (%make-tracer (graph-create) inputs known '() '() tag))
          (syms (map (lambda (t i) (declare-input tr t i)) inputs (iota (length inputs)))))
     (define (learn k tr* pred)
       (keep-alive tr*)         ; the continuation k waits for a decision nobody knows yet
-      (let ((b (and (pred (tensor->list (evaluate-prefix tr))) #t)))
+      (let ((b (and (pred (tensor->list (evaluate-prefix tr threads))) #t)))
         (call-with-prompt tag (lambda () (k b)) learn)))
     (let* ((result (call-with-prompt tag (lambda () (apply proc syms)) learn))
            (outs (if (list? result) result (list result))))
       (for-each (lambda (x k) (mark-output tr x (format #f "out.~a" k))) outs (iota (length outs)))
-      (make-path (tracer-taken tr) (compile-graph (tracer-graph tr)) (length outs) (list? result)
+      (make-path (tracer-taken tr) (compile-graph (tracer-graph tr) #:threads threads) (length outs) (list? result)
                  (map cdr (tracer-guards tr))
                  (map (lambda (x) (if (sym? x) (cons (sym-shape x) (sym-type x)) #f))
                       (append (map car (tracer-guards tr)) outs))
@@ -239,11 +240,12 @@
 
 (define (signature inputs) (map (lambda (t) (list (tensor-type t) (tensor-shape t) (tensor-role t))) inputs))
 
-(define* (trace proc #:key reuse-outputs?)
+(define* (trace proc #:key reuse-outputs? (threads 0))
   "PROC traced: a procedure of the same tensors that runs compiled, specialised graphs. Each call
 returns new tensors; with #:reuse-outputs? #t a call writes its results into the tensors the
 previous call of the same graph returned (no allocation: for loops that read each result before
-the next call; a result passed back as an argument is not written over, but a view of it is)."
+the next call; a result passed back as an argument is not written over, but a view of it is).
+#:threads: the programs' thread count (sb_compile_params.n_threads; 0 = all cores)."
   (let ((cache (make-hash-table)))   ; signature -> list of <path>, most recently used first
     (define (traced . inputs)
       (let ((sig (signature inputs)))
@@ -251,7 +253,7 @@ the next call; a result passed back as an argument is not written over, but a vi
           (let* ((paths (hash-ref cache sig '()))
                  (p (find (lambda (p) (prefix? known (path-decisions p))) paths)))
             (if (not p)
-                (begin (hash-set! cache sig (cons (trace-path proc inputs known) paths))
+                (begin (hash-set! cache sig (cons (trace-path proc inputs known threads) paths))
                        (loop known))
                 (call-with-values (lambda () (run-path p inputs reuse-outputs?))
                   (lambda (results taken)
