@@ -240,7 +240,7 @@ static void test_graph(void) {
     float *x;
     sb_tensor *tx = mkf(2, ne, &x), *tx2 = mkf(2, ne2, NULL), *tw = mkf(1, ne1, NULL), *tb = mkf(1, ne1, NULL);
     sb_graph *g = NULL;
-    sb_value vx, vx2, vw, vb, h, y, c, p, dead;
+    sb_value vx = -1, vx2 = -1, vw = -1, vb = -1, h = -1, y = -1, c = -1, p = -1, dead = -1;
     CHECK(sb_graph_create(&g) == SB_OK);
     CHECK(sb_graph_input(g, SB_INPUT_DATA, "x", SB_TYPE_F32, 2, ne, &vx) == SB_OK);
     CHECK(sb_graph_input(g, SB_INPUT_DATA, "x2", SB_TYPE_F32, 2, ne2, &vx2) == SB_OK);
@@ -333,7 +333,7 @@ static void test_errors(void) {
     BAD(sb_tensor_op("gelu", &a, 1, &d0, 1, &o), "gelu: 1 numbers, expected 0..0");
     /* in a graph: the same checks, and a failed op appends nothing */
     sb_graph *g = NULL;
-    sb_value va, vc, v = -1;
+    sb_value va = -1, vc = -1, v = -1;
     CHECK(sb_graph_create(&g) == SB_OK && sb_graph_input(g, SB_INPUT_DATA, "a", SB_TYPE_F32, 2, n83, &va) == SB_OK &&
           sb_graph_input(g, SB_INPUT_DATA, "c", SB_TYPE_F32, 2, n82, &vc) == SB_OK);
     char before[2048], after[2048];
