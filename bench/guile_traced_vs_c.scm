@@ -7,8 +7,9 @@
 ;;; traced model's [V, T] against sb_session_eval_all) and S decode steps at position T (one token,
 ;;; [V, 1] against sb_session_decode), traced and C alternating which goes first. Both sides write
 ;;; into buffers allocated once (#:reuse-outputs? / one logits bytevector), use N threads and an f32
-;;; KV cache of 2T positions. Prints the best and the median per call, their ratio traced / C, and
-;;; the load average before and after.
+;;; KV cache of 2T positions. Prints the best and the median per call, their ratio traced / C, by
+;;; the wall clock and by the process's CPU time (which, with --threads 1, leaves out the time other
+;;; processes held the core), and the load average before and after.
 ;;; --only traced|c --iters K: set both up, then run only that side K times (prefill then S decode
 ;;; steps each): for instruction counts under callgrind (bench/guile_traced_vs_c.sh), where the
 ;;; difference of two K gives the cost per call without the setup.
@@ -79,9 +80,13 @@
 (mark "traced decode") (traced-decode)
 (mark "end")
 
-(define (now) (get-internal-real-time))
-(define (secs t0 n) (/ (exact->inexact (- (now) t0)) internal-time-units-per-second n))
-(define (time-of thunk n) (let ((t0 (now))) (do ((i 0 (+ i 1))) ((= i n)) (thunk)) (secs t0 n)))
+;; (wall . cpu) seconds per call of n calls: wall clock, and the process's CPU time (all threads; with
+;; --threads 1 the time the work itself took, whatever else the machine ran meanwhile)
+(define (time-of thunk n)
+  (let ((w0 (get-internal-real-time)) (c0 (get-internal-run-time)))
+    (do ((i 0 (+ i 1))) ((= i n)) (thunk))
+    (cons (/ (exact->inexact (- (get-internal-real-time) w0)) internal-time-units-per-second n)
+          (/ (exact->inexact (- (get-internal-run-time) c0)) internal-time-units-per-second n))))
 (define (median l) (let ((v (sort l <)) (k (length l))) (if (odd? k) (list-ref v (quotient k 2)) (/ (+ (list-ref v (- (quotient k 2) 1)) (list-ref v (quotient k 2))) 2))))
 
 (cond
@@ -103,16 +108,19 @@
                (p2 (time-of (if first-traced c-prefill traced-prefill) 1))
                (d1 (time-of (if first-traced traced-decode c-decode) steps))
                (d2 (time-of (if first-traced c-decode traced-decode) steps)))
-          (format #t "round ~a: prefill traced ~,2f ms, C ~,2f ms; decode traced ~,3f ms, C ~,3f ms\n" r
-                  (* 1000 (if first-traced p1 p2)) (* 1000 (if first-traced p2 p1))
-                  (* 1000 (if first-traced d1 d2)) (* 1000 (if first-traced d2 d1)))
+          (format #t "round ~a: prefill traced ~,2f ms, C ~,2f ms; decode traced ~,3f ms, C ~,3f ms (wall)\n" r
+                  (* 1000 (car (if first-traced p1 p2))) (* 1000 (car (if first-traced p2 p1)))
+                  (* 1000 (car (if first-traced d1 d2))) (* 1000 (car (if first-traced d2 d1))))
           (if first-traced
               (loop (+ r 1) (cons p1 tp) (cons p2 cp) (cons d1 td) (cons d2 cd))
               (loop (+ r 1) (cons p2 tp) (cons p1 cp) (cons d2 td) (cons d1 cd))))
-        (let ((row (lambda (what t c)
-                     (format #t "~a: traced best ~,3f ms median ~,3f ms; C best ~,3f ms median ~,3f ms; traced/C best ~,3f median ~,3f\n"
-                             what (* 1000 (apply min t)) (* 1000 (median t)) (* 1000 (apply min c)) (* 1000 (median c))
-                             (/ (apply min t) (apply min c)) (/ (median t) (median c))))))
-          (row (format #f "prefill ~a" T) tp cp)
-          (row "decode" td cd)
+        (let ((row (lambda (what clock t c)
+                     (let ((t (map clock t)) (c (map clock c)))
+                       (format #t "~a (~a): traced best ~,3f ms median ~,3f ms; C best ~,3f ms median ~,3f ms; traced/C best ~,3f median ~,3f\n"
+                               what (if (eq? clock car) "wall" "cpu") (* 1000 (apply min t)) (* 1000 (median t))
+                               (* 1000 (apply min c)) (* 1000 (median c)) (/ (apply min t) (apply min c)) (/ (median t) (median c)))))))
+          (for-each (lambda (clock)
+                      (row (format #f "prefill ~a" T) clock tp cp)
+                      (row "decode" clock td cd))
+                    (list car cdr))
           (format #t "load average after: ~a\n" (loadavg)))))))
