@@ -972,6 +972,13 @@ SB_API void sb_tensor_free(sb_tensor *t);
  *   attention         (q [D,Hq,T], k, v [Dkv,C], pos [T])     n_head_kv [scale 1/sqrt(D)] [window 0] [softcap 0]
  *                     causal: query t sees cache positions <= pos[t]; -> [D*Hq,T]. k and v must be caches
  *                     (or kv_store results); alias scaled_dot_product_attention
+ *   layer_norm        (x, w [ne0]?, b [ne0]?)                 [eps 1e-5] (x - mean) / sqrt(var + eps) (* w) (+ b), over ne[0]
+ *   gelu              (x)                                     -          exact: 0.5x(1 + erf(x/sqrt(2))) (approximate="none")
+ *   concat, cat       (x0, x1, ... up to 8) f32, equal but    dim        joined along ne[dim] (a copy)
+ *                     along ne[dim]
+ *   permute           (x)                                     p0 [p1 p2 p3]: result ne[k] = x ne[pk] (dims not named stay);
+ *                                                                        a copy, or a view when the memory order is kept
+ *   transpose         (x)                                     d0 d1      permute swapping ne[d0] and ne[d1]
  * i32 sources: idx is a tokens input, pos a pos input (sb_graph_input), or any I32 tensor eagerly;
  * they are range-checked when a program runs (SB_ERR_RANGE, SB_ERR_CONTEXT_FULL past a cache).
  * Shapes and types are checked when the op is applied: SB_ERR_INVALID_ARG with the op, the

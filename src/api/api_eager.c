@@ -46,7 +46,7 @@ static sb_status run_eager(const ir_graph *g, sb_tensor *const *src, int n_src, 
     if (!eager_be) st = api_cpu_backend(0, &eager_be);
     plan *p = NULL;
     if (st == SB_OK) st = api_plan_prepare(eager_be, g, &p);
-    void *data[8] = {0};
+    void *data[IR_MAX_SRC] = {0};
     for (int i = 0; st == SB_OK && i < n_src; i++) {
         const ir_node *n = &g->nodes[i]; /* sources are nodes 0..n_src-1 */
         const int32_t slot = plan_find_input(p, n->name);
@@ -61,7 +61,7 @@ static sb_status run_eager(const ir_graph *g, sb_tensor *const *src, int n_src, 
 }
 
 static sb_status eager(const char *op, sb_tensor *const *src, int n_src, const double *args, int n_args, ir_graph *g, sb_tensor **out) {
-    ir_ref in[4];
+    ir_ref in[IR_MAX_SRC];
     for (int i = 0; i < n_src; i++) SB_TRY(add_src(g, op, i, src[i], &in[i]));
     ir_ref v;
     SB_TRY(api_graph_apply(g, op, in, n_src, args, n_args, &v));
@@ -93,7 +93,7 @@ SB_API sb_status sb_tensor_op(const char *op, sb_tensor *const *src, int n_src, 
         return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_op: NULL or negative argument");
     *out = NULL;
     if (api_op_src_kind(op, 0) < 0) return sb_fail(SB_ERR_NOT_FOUND, "sb_tensor_op: op \"%s\" is not in the op table (sb_op_name lists them)", op);
-    if (n_src > 4) return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_op: %s: %d sources (at most 4)", op, n_src);
+    if (n_src > IR_MAX_SRC) return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_op: %s: %d sources (at most %d)", op, n_src, IR_MAX_SRC);
     for (int i = 0; i < n_src; i++)
         if (!src[i]) return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_op: %s: source %d is NULL", op, i);
     ir_graph *g;

@@ -21,10 +21,12 @@ typedef struct op_row {
     const char *name;
     ir_op op;
     int min_src, max_src, min_args, max_args;
-    src_kind kind[4];
+    src_kind kind[IR_MAX_SRC];
 } op_row;
 
-/* "linear", "embedding", "rms_norm" with a weight reorder or extend the IR op; the rest are 1:1 */
+/* "linear", "embedding", "rms_norm" / "layer_norm" with a weight (and bias) reorder or extend the
+ * IR op; "transpose" is a two-dim permute; a permute that keeps the memory order is a reshape (a
+ * view); the rest are 1:1 */
 static const op_row rows[] = {
     {"embedding", IR_OP_GET_ROWS, 2, 2, 0, 0, {K_TOK, K_ANY}},
     {"get_rows", IR_OP_GET_ROWS, 2, 2, 0, 0, {K_ANY, K_TOK}},
@@ -47,6 +49,12 @@ static const op_row rows[] = {
     {"kv_store", IR_OP_KV_STORE, 3, 3, 0, 0, {K_CACHE, K_ANY, K_POS}},
     {"attention", IR_OP_ATTENTION, 4, 4, 1, 4, {K_ANY, K_CACHE, K_CACHE, K_POS}},
     {"scaled_dot_product_attention", IR_OP_ATTENTION, 4, 4, 1, 4, {K_ANY, K_CACHE, K_CACHE, K_POS}},
+    {"layer_norm", IR_OP_LAYER_NORM, 1, 3, 0, 1, {K_ANY}},
+    {"gelu", IR_OP_GELU, 1, 1, 0, 0, {K_ANY}},
+    {"concat", IR_OP_CONCAT, 2, IR_MAX_SRC, 1, 1, {K_ANY}},
+    {"cat", IR_OP_CONCAT, 2, IR_MAX_SRC, 1, 1, {K_ANY}},
+    {"permute", IR_OP_PERMUTE, 1, 1, 1, 4, {K_ANY}},
+    {"transpose", IR_OP_PERMUTE, 1, 1, 2, 2, {K_ANY}},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 
@@ -60,7 +68,7 @@ static const op_row *find_row(const char *name) {
 
 int api_op_src_kind(const char *op, int i) {
     const op_row *r = find_row(op);
-    if (!r || i < 0 || i >= 4) return -1;
+    if (!r || i < 0 || i >= IR_MAX_SRC) return -1;
     static const int map[] = {[K_ANY] = SB_INPUT_DATA, [K_TOK] = SB_INPUT_TOKENS, [K_POS] = SB_INPUT_POS, [K_CACHE] = SB_INPUT_CACHE};
     return map[r->kind[i]];
 }
@@ -87,7 +95,7 @@ static sb_status fail_op(const ir_graph *g, const op_row *r, const ir_ref *src, 
 
 /* the source kind rules of the public API (see the file comment) */
 static sb_status check_kinds(const ir_graph *g, const op_row *r, const ir_ref *src, int n_src) {
-    for (int i = 0; i < n_src && i < 4; i++) {
+    for (int i = 0; i < n_src && i < IR_MAX_SRC; i++) {
         const ir_node *n = &g->nodes[src[i]];
         char why[160];
         why[0] = 0;
@@ -127,6 +135,24 @@ static sb_status set_params(const ir_graph *g, const op_row *r, const ir_ref *sr
         }
         if (!api_dims_ok(n->ne)) return fail_op(g, r, src, n_src, "more than 2^48 elements");
         return SB_OK;
+    case IR_OP_LAYER_NORM:
+        n->fp[0] = na > 0 ? (float)a[0] : 1e-5f; /* torch's default eps */
+        if (!isfinite(n->fp[0]) || n->fp[0] < 0) return fail_op(g, r, src, n_src, "eps must be finite and >= 0");
+        return SB_OK;
+    case IR_OP_CONCAT:
+        if (!is_int(a[0], 0, 3)) return fail_op(g, r, src, n_src, "dim must be an integer 0..3 (ne[dim])");
+        n->ip[0] = (int32_t)a[0];
+        return SB_OK;
+    case IR_OP_PERMUTE:
+        for (int i = 0; i < na; i++)
+            if (!is_int(a[i], 0, 3)) return fail_op(g, r, src, n_src, "dims must be integers 0..3");
+        for (int i = 0; i < 4; i++) n->ip[i] = i; /* dims not named stay */
+        if (!strcmp(r->name, "transpose")) {
+            n->ip[(int)a[0]] = (int32_t)a[1], n->ip[(int)a[1]] = (int32_t)a[0];
+        } else {
+            for (int i = 0; i < na; i++) n->ip[i] = (int32_t)a[i];
+        }
+        return SB_OK;
     case IR_OP_SLICE:
         if (!is_int(a[0], 0, INT32_MAX) || !is_int(a[1], 1, INT32_MAX)) return fail_op(g, r, src, n_src, "start >= 0 and n >= 1 must be integers");
         n->ip[0] = (int32_t)a[0], n->ip[1] = (int32_t)a[1];
@@ -152,9 +178,11 @@ static sb_status set_params(const ir_graph *g, const op_row *r, const ir_ref *sr
     }
 }
 
-/* the second step of linear (bias) and rms_norm (weight): an add / mul of src[2] / src[1] */
+/* the later steps of linear (bias), rms_norm (weight) and layer_norm (weight, bias): an add / mul
+ * of that source, which must be f32 [ne0] or the result's shape */
 static sb_status check_second(const ir_graph *g, const op_row *r, const ir_ref *src, int n_src, const ir_node *first, ir_op op,
                               ir_ref operand) {
+    if (operand == IR_NONE) return SB_OK;
     const ir_node *b = &g->nodes[operand];
     const bool same = !memcmp(b->ne, first->ne, sizeof b->ne);
     const bool row = b->ne[0] == first->ne[0] && b->ne[1] == 1 && b->ne[2] == 1 && b->ne[3] == 1;
@@ -165,6 +193,17 @@ static sb_status check_second(const ir_graph *g, const op_row *r, const ir_ref *
         return fail_op(g, r, src, n_src, why);
     }
     return SB_OK;
+}
+
+/* Does permuting x by perm leave its elements in memory order (only dims of size 1 move)? */
+static bool keeps_order(const ir_node *x, const int32_t *perm) {
+    int last = -1;
+    for (int k = 0; k < 4; k++) {
+        if (x->ne[perm[k]] == 1) continue;
+        if (perm[k] < last) return false;
+        last = perm[k];
+    }
+    return true;
 }
 
 sb_status api_graph_apply(ir_graph *g, const char *op, const ir_ref *src_in, int n_src, const double *args, int n_args, ir_ref *out) {
@@ -178,28 +217,37 @@ sb_status api_graph_apply(ir_graph *g, const char *op, const ir_ref *src_in, int
     if (n_args < r->min_args || n_args > r->max_args || (n_args > 0 && !args))
         return sb_fail(SB_ERR_INVALID_ARG, "%s: %d numbers, expected %d..%d", r->name, n_args, r->min_args, r->max_args);
     SB_TRY(check_kinds(g, r, src_in, n_src));
-    ir_ref src[4] = {IR_NONE, IR_NONE, IR_NONE, IR_NONE};
-    for (int i = 0; i < n_src; i++) src[i] = src_in[i];
-    ir_ref extra = IR_NONE; /* linear's bias, rms_norm's weight */
+    ir_ref src[IR_MAX_SRC];
+    for (int i = 0; i < IR_MAX_SRC; i++) src[i] = i < n_src ? src_in[i] : IR_NONE;
+    ir_ref extra[2] = {IR_NONE, IR_NONE}; /* applied after the op: a mul (weight) then an add (bias) */
     ir_node n = ir_proto(r->op);
     if (!strcmp(r->name, "embedding") || !strcmp(r->name, "linear")) { /* torch order (x, w) -> the IR's (w, x) */
         n.src[0] = src[1], n.src[1] = src[0];
-        extra = n_src > 2 ? src[2] : IR_NONE;
-    } else if (r->op == IR_OP_RMS_NORM) {
+        extra[1] = src[2];
+    } else if (r->op == IR_OP_RMS_NORM || r->op == IR_OP_LAYER_NORM) {
         n.src[0] = src[0];
-        extra = n_src > 1 ? src[1] : IR_NONE;
+        extra[0] = src[1], extra[1] = src[2];
     } else {
         for (int i = 0; i < n_src; i++) n.src[i] = src[i];
     }
     SB_TRY(set_params(g, r, src_in, n_src, args, n_args, &n));
     SB_TRY(infer(g, r, src_in, n_src, &n));
-    if (extra != IR_NONE) SB_TRY(check_second(g, r, src_in, n_src, &n, r->op == IR_OP_RMS_NORM ? IR_OP_MUL : IR_OP_ADD, extra));
-    ir_ref v = ir_append(g, &n);
-    if (v != IR_NONE && extra != IR_NONE) {
-        ir_node m = ir_proto(r->op == IR_OP_RMS_NORM ? IR_OP_MUL : IR_OP_ADD);
-        m.src[0] = v, m.src[1] = extra;
-        v = ir_append(g, &m);
+    SB_TRY(check_second(g, r, src_in, n_src, &n, IR_OP_MUL, extra[0]));
+    SB_TRY(check_second(g, r, src_in, n_src, &n, IR_OP_ADD, extra[1]));
+    if (r->op == IR_OP_PERMUTE && keeps_order(&g->nodes[src[0]], ir_permute_perm(&n))) { /* the same memory order: a view */
+        const ir_node p = n;
+        n = ir_proto(IR_OP_RESHAPE);
+        n.src[0] = src[0];
+        memcpy(n.ne, p.ne, sizeof n.ne);
+        SB_TRY(infer(g, r, src_in, n_src, &n));
     }
+    ir_ref v = ir_append(g, &n);
+    for (int k = 0; k < 2; k++)
+        if (v != IR_NONE && extra[k] != IR_NONE) {
+            ir_node m = ir_proto(k == 0 ? IR_OP_MUL : IR_OP_ADD);
+            m.src[0] = v, m.src[1] = extra[k];
+            v = ir_append(g, &m);
+        }
     if (v == IR_NONE) {
         const sb_status st = ir_graph_status(g);
         return st == SB_ERR_OOM ? st : sb_fail(SB_ERR_INTERNAL, "%s: the builder refused what its shape function accepted", r->name);

@@ -178,6 +178,10 @@ ir_ref ir_attention_paged(ir_graph *g, ir_ref q, ir_ref k, ir_ref v, ir_ref pos,
                           const ir_attn_params *p);
 /* Shape check of attention's block table (n has ns = 5 sources), for graph/shape.c. */
 sb_status ir_shape_paged_attention(const ir_graph *g, const ir_node *n, int ns);
+/* Shape checks of concat (ns sources joined along ne[ip[0]]) and permute (ne[k] = x.ne[ip[k]]),
+ * for graph/shape.c: the result's ne into ne (graph/shape_copy.c). Built by api/api_ops.c. */
+sb_status ir_shape_concat(const ir_graph *g, const ir_node *n, int ns, int64_t ne[4]);
+sb_status ir_shape_permute(const ir_graph *g, const ir_node *n, int64_t ne[4]);
 /* (x [E,T], rows i32 [n]) -> [E,n]: rows rows[i] of x. */
 ir_ref ir_select_rows(ir_graph *g, ir_ref x, ir_ref rows);
 /* (x f32 [a,b,c,d]) -> [a,n,c,d]: x[:, start .. start+n, :, :] copied (e.g. one layer's slice of a
@@ -199,11 +203,14 @@ static inline ir_attn_params ir_attn_of(const ir_node *n) {
 }
 /* ATTENTION: the block size of a paged one (src[4] = its block table), 0 for a contiguous cache */
 static inline int32_t ir_attn_block_size(const ir_node *n) { return n->src[4] != IR_NONE ? n->ip[3] : 0; }
-/* RMS_NORM, RMS_NORM_QUANT: epsilon; SCALE: the factor; SOFTCAP: the cap (the single float param) */
+/* RMS_NORM, RMS_NORM_QUANT, LAYER_NORM: epsilon; SCALE: the factor; SOFTCAP: the cap (the single float param) */
 static inline float ir_f0(const ir_node *n) { return n->fp[0]; }
 /* SLICE: the first index and the count taken along ne[1] */
 static inline int ir_slice_start(const ir_node *n) { return n->ip[0]; }
 static inline int ir_slice_len(const ir_node *n) { return n->ip[1]; }
+/* CONCAT: the dimension joined along; PERMUTE: the permutation (result ne[k] = source ne[perm[k]]) */
+static inline int ir_concat_dim(const ir_node *n) { return n->ip[0]; }
+static inline const int32_t *ir_permute_perm(const ir_node *n) { return n->ip; }
 /* GLU_QUANT: the gated activation, IR_OP_SWIGLU or IR_OP_GEGLU */
 static inline ir_op ir_glu_act(const ir_node *n) { return (ir_op)n->ip[0]; }
 /* FUSED: the number of chain steps, and step k: its op, the src index of its second input (0: none)

@@ -36,6 +36,9 @@ static void print_params(const ir_node *n, FILE *f) {
         if (ir_attn_block_size(n)) fprintf(f, " block_size=%d", ir_attn_block_size(n));
         break;
     case IR_OP_SLICE: fprintf(f, " start=%d n=%d", n->ip[0], n->ip[1]); break;
+    case IR_OP_LAYER_NORM: fprintf(f, " eps=%.9g", n->fp[0]); break;
+    case IR_OP_CONCAT: fprintf(f, " dim=%d", n->ip[0]); break;
+    case IR_OP_PERMUTE: fprintf(f, " perm=%d,%d,%d,%d", n->ip[0], n->ip[1], n->ip[2], n->ip[3]); break;
     case IR_OP_RMS_NORM_QUANT:
     case IR_OP_ADD_RMS_NORM_QUANT: fprintf(f, " eps=%.9g", n->fp[0]); break;
     case IR_OP_RESULT: fprintf(f, " k=%d", n->ip[0]); break;

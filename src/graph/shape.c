@@ -110,6 +110,13 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         if (n->op == IR_OP_SOFTCAP && !(n->fp[0] > 0.0f)) FAIL("softcap: cap must be > 0");
         set(&r, SB_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
         break;
+    case IR_OP_LAYER_NORM:
+    case IR_OP_GELU:
+        if (!is_f32(a)) FAIL("%s: input must be f32", oi->name);
+        set(&r, SB_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
+        break;
+    case IR_OP_CONCAT: SB_TRY(ir_shape_concat(g, n, ns, r.ne)); r.dtype = SB_TYPE_F32; break;
+    case IR_OP_PERMUTE: SB_TRY(ir_shape_permute(g, n, r.ne)); r.dtype = SB_TYPE_F32; break;
     case IR_OP_ADD:
     case IR_OP_MUL:
         if (!is_f32(a)) FAIL("%s: input must be f32", oi->name);

@@ -97,6 +97,49 @@ void op_rms_norm(float *dst, const float *x, int64_t E, int64_t r0, int64_t r1, 
     for (int64_t r = r0; r < r1; r++) op_rms_norm_row(dst + r * E, x + r * E, E, eps);
 }
 
+void op_layer_norm_row(float *dst, const float *x, int64_t E, float eps) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < E; i++) sum += (double)x[i];
+    const float mean = (float)(sum / (double)E);
+    double sum2 = 0.0;
+    for (int64_t i = 0; i < E; i++) {
+        const float v = x[i] - mean;
+        dst[i] = v;
+        sum2 += (double)(v * v);
+    }
+    const float var = (float)(sum2 / (double)E);
+    const float scale = 1.0f / sqrtf(var + eps);
+    for (int64_t i = 0; i < E; i++) dst[i] *= scale;
+}
+
+void op_layer_norm(float *dst, const float *x, int64_t E, int64_t r0, int64_t r1, float eps) {
+    for (int64_t r = r0; r < r1; r++) op_layer_norm_row(dst + r * E, x + r * E, E, eps);
+}
+
+void op_gelu(float *dst, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dst[i] = (float)(0.5 * (double)x[i] * (1.0 + erf((double)x[i] * 0.70710678118654752440)));
+}
+
+void op_concat(float *dst, const float *const *src, const int64_t *chunk, int n, int64_t outer) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int i = 0; i < n; i++) {
+            memcpy(dst, src[i] + o * chunk[i], (size_t)chunk[i] * sizeof(float));
+            dst += chunk[i];
+        }
+}
+
+void op_permute(float *dst, const float *x, const int64_t ne[4], const int32_t perm[4], int64_t r0, int64_t r1) {
+    const int64_t st[4] = {1, ne[0], ne[0] * ne[1], ne[0] * ne[1] * ne[2]}; /* x's element strides */
+    const int64_t on[4] = {ne[perm[0]], ne[perm[1]], ne[perm[2]], ne[perm[3]]};
+    const int64_t s0 = st[perm[0]];
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t i1 = r % on[1], i2 = r / on[1] % on[2], i3 = r / (on[1] * on[2]);
+        const float *xr = x + i1 * st[perm[1]] + i2 * st[perm[2]] + i3 * st[perm[3]];
+        float *y = dst + r * on[0];
+        for (int64_t i0 = 0; i0 < on[0]; i0++) y[i0] = xr[i0 * s0];
+    }
+}
+
 void op_add(float *dst, const float *a, const float *b, int64_t n, int64_t nb) {
     if (nb == n) {
         for (int64_t i = 0; i < n; i++) dst[i] = a[i] + b[i];

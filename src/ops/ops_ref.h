@@ -60,6 +60,24 @@ float op_gelu_tanh1(float x);
  * (vector gathers read 4 bytes). Built on first use; never freed. */
 const uint16_t *op_gelu_table(void);
 
+/* One row: y = (x - mean) / sqrt(var + eps), var the biased variance (torch's layer_norm without
+ * weight; ggml_compute_forward_norm_f32: sums in double). dst may be x. */
+void op_layer_norm_row(float *dst, const float *x, int64_t E, float eps);
+/* rows [r0,r1) of x [E,*]. */
+void op_layer_norm(float *dst, const float *x, int64_t E, int64_t r0, int64_t r1, float eps);
+/* exact GELU: 0.5 x (1 + erf(x / sqrt 2)), in double, rounded to f32 (torch's approximate="none"). */
+void op_gelu(float *dst, const float *x, int64_t n);
+
+// ---- layout copies (the IR has no strides: these write a new contiguous value) ----
+
+/* dst = the n sources joined along dimension d: source i is chunk[i] = ne0*..*ne_d of its
+ * elements per step of the outer dimensions (outer = ne_{d+1}*..*ne3, equal for all); dst holds
+ * for each outer index the sources' chunks in order. */
+void op_concat(float *dst, const float *const *src, const int64_t *chunk, int n, int64_t outer);
+/* dst rows [r0,r1) (a row = ne0 of dst; rows counted over dst's ne1*ne2*ne3) of x [ne] permuted:
+ * dst.ne[k] = ne[perm[k]], dst[i0,i1,i2,i3] = x at index i_k along x's dimension perm[k]. */
+void op_permute(float *dst, const float *x, const int64_t ne[4], const int32_t perm[4], int64_t r0, int64_t r1);
+
 // ---- planner-made ops (fusions of the above; results are bit-identical to the unfused chain) ----
 
 /* One row: dst (row of `type`) = quantize(rms_norm(x) [* w]) (w may be NULL); tmp = E floats. */

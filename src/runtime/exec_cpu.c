@@ -165,6 +165,18 @@ static void k_softmax(void *c, int64_t b, int64_t e, int tid) {
     op_softmax(r->dst, r->s[0], r->n->ne[0], b, e);
 }
 
+static void k_layer_norm(void *c, int64_t b, int64_t e, int tid) {
+    (void)tid;
+    const run *r = c;
+    op_layer_norm(r->dst, r->s[0], r->n->ne[0], b, e, ir_f0(r->n));
+}
+
+static void k_permute(void *c, int64_t b, int64_t e, int tid) {
+    (void)tid;
+    const run *r = c;
+    op_permute(r->dst, r->s[0], src(r, 0)->ne, ir_permute_perm(r->n), b, e);
+}
+
 /* one elementwise step over rows [b,e) of E; operand o is [E] (broadcast) or full */
 static void ew_step(int op, float *y, const float *x, const float *o, bool o_bcast, float f, int64_t E, int64_t b, int64_t e) {
     float *yr = y + b * E;
@@ -177,6 +189,7 @@ static void ew_step(int op, float *y, const float *x, const float *o, bool o_bca
     case IR_OP_SOFTCAP: op_softcap(yr, xr, n, f); break;
     case IR_OP_SILU: op_silu(yr, xr, n); break;
     case IR_OP_GELU_TANH: op_gelu_tanh(yr, xr, n); break;
+    case IR_OP_GELU: op_gelu(yr, xr, n); break;
     case IR_OP_RMS_NORM: op_rms_norm(y, x, E, b, e, f); break;
     default: SB_ASSERT(!"not an elementwise step");
     }
@@ -610,6 +623,20 @@ static void k_dequant_x(void *c, int64_t b, int64_t e, int tid) {
 
 // ---- run ----
 
+/* concat: op_concat with each source's chunk (its elements up to and including the joined dim) */
+static void exec_cpu_concat(const ir_graph *g, const ir_node *n, void *dst, const float *const *s) {
+    const int d = ir_concat_dim(n);
+    int64_t chunk[IR_MAX_SRC], outer = 1;
+    int ns = 0;
+    for (; ns < IR_MAX_SRC && n->src[ns] != IR_NONE; ns++) {
+        const ir_node *x = &g->nodes[n->src[ns]];
+        chunk[ns] = 1;
+        for (int k = 0; k <= d; k++) chunk[ns] *= x->ne[k];
+    }
+    for (int k = d + 1; k < 4; k++) outer *= n->ne[k];
+    op_concat(dst, s, chunk, ns, outer);
+}
+
 static int64_t grain_for(int64_t rows, int threads) {
     int64_t g = rows / (threads * 4);
     return g < 1 ? 1 : g;
@@ -659,7 +686,11 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
         case IR_OP_SCALE:
         case IR_OP_SOFTCAP:
         case IR_OP_SILU:
-        case IR_OP_GELU_TANH: par(pool, nt, rows_n, ir_nelem(n), k_ew, &r); break;
+        case IR_OP_GELU_TANH:
+        case IR_OP_GELU: par(pool, nt, rows_n, ir_nelem(n), k_ew, &r); break;
+        case IR_OP_LAYER_NORM: par(pool, nt, rows_n, ir_nelem(n), k_layer_norm, &r); break;
+        case IR_OP_PERMUTE: par(pool, nt, rows_n, ir_nelem(n), k_permute, &r); break;
+        case IR_OP_CONCAT: exec_cpu_concat(r.g, n, r.dst, (const float *const *)r.s); break;
         case IR_OP_SWIGLU:
         case IR_OP_GEGLU: par(pool, nt, rows_n, ir_nelem(n), k_glu, &r); break;
         case IR_OP_FUSED: par(pool, nt, rows_n, ir_nelem(n), k_fused, &r); break;

@@ -6,7 +6,8 @@
 ;;; signature, with dead values gone from its plan; the llama decoder of (sonicboom llama) traced
 ;;; and eager against the C builder's logits (sb_session_eval_all) on the llama and qwen2 F32 test
 ;;; models, prefill and a decode step, with the speed of both; a data-dependent early exit traced
-;;; into two guarded graphs. Prints one FAIL line per failed check and "N passed, N failed".
+;;; into two guarded graphs; a loop whose trip count depends on data, one guarded graph per count.
+;;; Prints one FAIL line per failed check and "N passed, N failed".
 (use-modules (sonicboom)
              (sonicboom tensor)
              (sonicboom graph)
@@ -71,6 +72,54 @@
        (error-is? (raised (lambda () (embedding (tokens '(2)) x))) 'SB_ERR_RANGE "token 2"))
 (check "tensor-test eager" (and (tensor-test (lambda (v) (> (apply max v) 3)) x)
                                 (not (tensor-test (lambda (v) (> (apply max v) 4)) x))))
+
+;;; ---- 1b. layer-norm, gelu, concat, permute / transpose: eager against Scheme, then traced ----
+
+(define (erf z)                          ; Maclaurin series: enough terms for |z| < 4 in doubles
+  (let loop ((n 0) (term z) (sum 0))
+    (if (> n 80) (* sum (/ 2 (sqrt 3.141592653589793)))
+        (loop (+ n 1) (* term (- (* z z)) (/ 1 (+ n 1))) (+ sum (/ term (+ (* 2 n) 1)))))))
+(define (rows-of l n) (if (null? l) '() (cons (list-head l n) (rows-of (list-tail l n) n))))
+(define (layer-norm-ref l n w b eps)
+  (append-map (lambda (row)
+                (let* ((m (/ (apply + row) n)) (v (/ (apply + (map (lambda (x) (* (- x m) (- x m))) row)) n)))
+                  (map (lambda (x wi bi) (+ bi (* wi (/ (- x m) (sqrt (+ v eps)))))) row w b)))
+              (rows-of l n)))
+(define w3 (tensor '(1.5 -0.5 2.0) #:shape '(3)))
+(define b3 (tensor '(0.25 0.0 -1.0) #:shape '(3)))
+(check "layer-norm (weight, bias) = torch's" (close? (tensor->list (layer-norm x w3 b3))
+                                                     (layer-norm-ref xs 3 '(1.5 -0.5 2.0) '(0.25 0.0 -1.0) 1e-5) 1e-5)
+       (tensor->list (layer-norm x w3 b3)))
+(check "layer-norm (no weight, eps 0.5)" (close? (tensor->list (layer-norm x #:eps 0.5)) (layer-norm-ref xs 3 '(1 1 1) '(0 0 0) 0.5) 1e-5))
+(check "gelu is exact (erf)" (close? (tensor->list (gelu x)) (map (lambda (v) (* 0.5 v (+ 1 (erf (/ v (sqrt 2)))))) xs) 1e-6)
+       (tensor->list (gelu x)))
+(check "gelu #:approximate 'tanh is gelu-tanh" (close? (tensor->list (gelu x #:approximate 'tanh)) (tensor->list (gelu-tanh x)) 0))
+(let ((y (tensor '(7 8 9) #:shape '(3 1)))
+      (z (tensor '(-1 -2) #:shape '(1 2))))
+  (check "concat along ne[1]: rows appended" (equal? (tensor-shape (concat (list x y) 1)) '(3 3)))
+  (check "concat along ne[1]: values" (close? (tensor->list (concat (list x y) 1)) (append xs '(7 8 9)) 0))
+  (check "concat along ne[0]: each row extended"
+         (close? (tensor->list (concat (list x z x) 0))
+                 (append (list-head xs 3) '(-1) (list-head xs 3) (list-tail xs 3) '(-2) (list-tail xs 3)) 0)
+         (tensor->list (concat (list x z x) 0)))
+  (check "concat of mismatched shapes names the op and shapes"
+         (error-is? (raised (lambda () (concat (list x z) 1))) 'SB_ERR_INVALID_ARG "concat(f32[3,2], f32[1,2])")))
+(let ((xt (permute x '(1 0))))
+  (check "permute (1 0) transposes" (and (equal? (tensor-shape xt) '(2 3))
+                                         (close? (tensor->list xt) '(0.5 0.0 -1.25 3.5 2.0 -0.75) 0)
+                                         (not (tensor-view? xt)))
+         (tensor->list xt))
+  (check "transpose = permute" (close? (tensor->list (transpose x 0 1)) (tensor->list xt) 0))
+  (check "a permute keeping the memory order is a view" (tensor-view? (permute (tensor '(1 2 3) #:shape '(3 1)) '(1 0))))
+  (check "permute: not a permutation" (error-is? (raised (lambda () (permute x '(0 0)))) 'SB_ERR_INVALID_ARG "not a permutation")))
+(let* ((f (lambda (x y) (permute (concat (list (gelu (layer-norm x w3 b3)) y) 1) '(1 0))))
+       (y (tensor '(1 2 3 4 5 6 7 8 9) #:shape '(3 3)))
+       (traced (trace f))
+       (te (tensor->list (f x y)))
+       (tt (tensor->list (traced x y)))
+       (text (program-text (car (traced-programs traced)))))
+  (check "layer-norm, gelu, concat, permute traced = eager" (close? tt te 0) tt te)
+  (check "the traced plan holds them" (every (lambda (w) (string-contains text w)) '("layer_norm(" "gelu(" "concat(" "permute(")) text))
 
 ;;; ---- 2. tracing: the same procedure, compiled; dead values dropped ----
 
@@ -212,5 +261,30 @@
         (check "the exit graph computes no decoder layer" (and (= 2 (length lines)) (= 1 (apply min lines))
                                                                  (> (apply max lines) 10))
                lines)))))
+
+;;; ---- 5. a loop whose trip count depends on data: one guarded graph per count ----
+
+(let* ((iterations 0)
+       (halve-until-small                       ; halve x until every |value| <= 1
+        (lambda (x)
+          (let loop ((x x) (n 0))
+            (set! iterations n)
+            (if (tensor-test (lambda (v) (> (apply max (map abs v)) 1.0)) x)
+                (loop (scale x 0.5) (+ n 1))
+                x))))
+       (traced (trace halve-until-small))
+       (inputs (list (tensor '(3.5 -0.5) #:shape '(2))      ; 2 halvings
+                     (tensor '(0.5 0.25) #:shape '(2))      ; none
+                     (tensor '(-7.0 1.0) #:shape '(2))      ; 3: shares its first two decisions with the first
+                     (tensor '(3.0 0.0) #:shape '(2)))))    ; 2 again: the first graph, no new trace
+  (for-each (lambda (x)
+              (let* ((e (tensor->list (halve-until-small x))) (t (tensor->list (traced x))))
+                (check "data-dependent loop: traced = eager" (close? t e 0) t e)))
+            inputs)
+  (let ((paths (map cadr (traced-paths traced))))
+    (check "one graph per trip count, each with its guards"
+           (lset= equal? paths '((#t #t #f) (#f) (#t #t #t #f))) paths))
+  (check "the eager loop ran the count the data asked for" (begin (halve-until-small (tensor '(9.0) #:shape '(1))) (= iterations 4))
+         iterations))
 
 (finish)

@@ -33,3 +33,7 @@ set_tests_properties(guile/tensor PROPERTIES LABELS guile SKIP_RETURN_CODE 77 TI
 add_test(NAME guile/chat COMMAND sh ${CMAKE_SOURCE_DIR}/tests/guile/chat.sh ${CMAKE_SOURCE_DIR} $<TARGET_FILE:sonicboom>
          ${SB_GUILE_ASAN} $<TARGET_FILE:sb> ${SB_EMBEDDED_MODEL})
 set_tests_properties(guile/chat PROPERTIES LABELS guile SKIP_RETURN_CODE 77 TIMEOUT 300)
+# the traced Scheme decoder's prefill and decode plans against the C builder's (bench/plan_diff.py)
+add_test(NAME guile/same_plan COMMAND sh ${CMAKE_SOURCE_DIR}/tests/guile/same_plan.sh ${CMAKE_SOURCE_DIR}
+         $<TARGET_FILE:sonicboom> ${SB_GUILE_ASAN} ${SB_TESTDATA})
+set_tests_properties(guile/same_plan PROPERTIES LABELS guile SKIP_RETURN_CODE 77 TIMEOUT 300)

@@ -146,25 +146,33 @@
     (%check 'trace (sb-graph-compile graph params (bytevector->pointer out)))
     (make-pointer (pointer-address (cell-pointer out)) sb-program-free*)))
 
-(define* (program-run prog inputs n-out #:optional metas into)
+(define (tensor-pointers ts)
+  (let ((bv (%pointers (map (lambda (t) (if t (%tensor-ptr t) %null-pointer)) ts))))
+    (cons bv (bytevector->pointer bv))))
+
+(define* (program-run prog inputs n-out #:optional metas into in-ptrs out-ptrs)
   "Run a compiled program on INPUTS (tensors); its N-OUT outputs as a list of tensors (METAS: their
-(shape . type), when known; INTO: tensors written in place, #f where a new one is wanted)."
-  (let* ((iv (%pointers (map %tensor-ptr inputs)))
-         (ov (%pointers (map (lambda (t) (if t (%tensor-ptr t) %null-pointer)) (or into (make-list n-out #f))))))
-    (%check 'program-run (sb-program-run prog (bytevector->pointer iv) (length inputs) (bytevector->pointer ov) n-out))
-    (keep-alive inputs prog into)
-    (map (lambda (k meta old)
-           (let ((p (make-pointer (bytevector-uint-ref ov (* k (sizeof '*)) (native-endianness) (sizeof '*)))))
-             (cond (old old)
-                   (meta (%tensor-free-wrap p #:shape (car meta) #:type (cdr meta)))
-                   (else (%tensor-free-wrap p)))))
-         (iota n-out) (or metas (make-list n-out #f)) (or into (make-list n-out #f)))))
+(shape . type), when known; INTO: tensors written in place, #f where a new one is wanted).
+IN-PTRS, OUT-PTRS: (tensor-pointers INPUTS) and (tensor-pointers INTO) made earlier, when INTO has
+no #f (sb_program_run then writes nothing into that array)."
+  (let ((iv (or in-ptrs (tensor-pointers inputs)))
+        (ov (or out-ptrs (tensor-pointers (or into (make-list n-out #f))))))
+    (%check 'program-run (sb-program-run prog (cdr iv) (length inputs) (cdr ov) n-out))
+    (keep-alive inputs prog into iv ov)
+    (if (and into (not (memq #f into)))
+        into
+        (map (lambda (k meta old)
+               (let ((p (make-pointer (bytevector-uint-ref (car ov) (* k (sizeof '*)) (native-endianness) (sizeof '*)))))
+                 (cond (old old)
+                       (meta (%tensor-free-wrap p #:shape (car meta) #:type (cdr meta)))
+                       (else (%tensor-free-wrap p)))))
+             (iota n-out) (or metas (make-list n-out #f)) (or into (make-list n-out #f))))))
 
 ;;; ---- data-dependent points ----
 
 ;; the value of guard g (a sym of tracer tr) on the call's inputs: the graph so far, compiled and run
-(define (evaluate-prefix tr)
-  (let* ((prog (compile-graph (tracer-graph tr)))
+(define (evaluate-prefix tr threads)
+  (let* ((prog (compile-graph (tracer-graph tr) #:threads threads))
          (outs (program-run prog (tracer-inputs tr) (length (tracer-guards tr)))))
     (last outs)))
 
@@ -186,7 +194,7 @@
 ;; one specialised graph: the decisions of its path, its program, its output count, whether the
 ;; procedure returned a list, the guards' predicates
 (define-record-type <path>
-  (make-path decisions program n-results list? preds metas outs)
+  (make-path decisions program n-results list? preds metas outs args)
   path?
   (decisions path-decisions)
   (program path-program)
@@ -194,37 +202,57 @@
   (list? path-list?)
   (preds path-preds)
   (metas path-metas)      ; (shape . type) of every output, guards first
-  (outs path-outs set-path-outs!)) ; the last call's output tensors (reused with #:reuse-outputs?)
+  (outs path-outs set-path-outs!) ; the last call's output tensors (reused with #:reuse-outputs?)
+  (args path-args set-path-args!)) ; #f or #(inputs in-ptrs outs out-ptrs) of the last call, reused while the same tensors come
 
-;; trace PROC on INPUTS with the decisions KNOWN in advance; the new <path>
-(define (trace-path proc inputs known)
+;; trace PROC on INPUTS with the decisions KNOWN in advance; the new <path> (its programs use
+;; THREADS threads, 0 = all cores)
+(define (trace-path proc inputs known threads)
   (let* ((tag (make-prompt-tag "sonicboom-trace"))
          (tr (%make-tracer (graph-create) inputs known '() '() tag))
          (syms (map (lambda (t i) (declare-input tr t i)) inputs (iota (length inputs)))))
     (define (learn k tr* pred)
       (keep-alive tr*)         ; the continuation k waits for a decision nobody knows yet
-      (let ((b (and (pred (tensor->list (evaluate-prefix tr))) #t)))
+      (let ((b (and (pred (tensor->list (evaluate-prefix tr threads))) #t)))
         (call-with-prompt tag (lambda () (k b)) learn)))
     (let* ((result (call-with-prompt tag (lambda () (apply proc syms)) learn))
            (outs (if (list? result) result (list result))))
       (for-each (lambda (x k) (mark-output tr x (format #f "out.~a" k))) outs (iota (length outs)))
-      (make-path (tracer-taken tr) (compile-graph (tracer-graph tr)) (length outs) (list? result)
+      (make-path (tracer-taken tr) (compile-graph (tracer-graph tr) #:threads threads) (length outs) (list? result)
                  (map cdr (tracer-guards tr))
                  (map (lambda (x) (if (sym? x) (cons (sym-shape x) (sym-type x)) #f))
                       (append (map car (tracer-guards tr)) outs))
-                 #f))))
+                 #f #f))))
 
 ;; run path p on inputs: (values results #f) when every guard agrees, else (values #f decisions)
 ;; with the decisions the data took up to and including the first disagreeing guard; reuse?: write
 ;; into the tensors the last call returned
+(define (all-eq? a b)
+  (cond ((null? a) (null? b)) ((null? b) #f) ((eq? (car a) (car b)) (all-eq? (cdr a) (cdr b))) (else #f)))
+
+;; the pointer arrays for a call of p on inputs into into (#f: new outputs): the last call's when
+;; the same tensors come again (a loop calling with the same input and output tensors allocates
+;; nothing for them), else new ones, remembered
+(define (call-pointers p inputs into)
+  (let ((a (path-args p)))
+    (if (and a into (all-eq? (vector-ref a 0) inputs) (all-eq? (vector-ref a 2) into))
+        (values (vector-ref a 1) (vector-ref a 3))
+        (let ((in-ptrs (tensor-pointers inputs)))
+          (when into (set-path-args! p (vector inputs in-ptrs into (tensor-pointers into))))
+          (values in-ptrs (and into (vector-ref (path-args p) 3)))))))
+
+(define (overlaps? outs inputs) (and (pair? outs) (or (memq (car outs) inputs) (overlaps? (cdr outs) inputs))))
+
 (define (run-path p inputs reuse?)
   (let* ((n-guards (length (path-decisions p)))
          (old (path-outs p))
-         (into (and reuse? old (not (any (lambda (t) (memq t inputs)) old)) old)) ; never over an input
-         (outs (program-run (path-program p) inputs (+ n-guards (path-n-results p)) (path-metas p) into))
+         (into (and reuse? old (not (overlaps? old inputs)) old)) ; never over an input
+         (outs (call-with-values (lambda () (call-pointers p inputs into))
+                 (lambda (in-ptrs out-ptrs)
+                   (program-run (path-program p) inputs (+ n-guards (path-n-results p)) (path-metas p) into in-ptrs out-ptrs))))
          (guards (list-head outs n-guards))
          (results (list-tail outs n-guards)))
-    (when reuse? (set-path-outs! p outs))
+    (when (and reuse? (not (eq? outs old))) (set-path-outs! p outs))
     (let loop ((gs guards) (preds (path-preds p)) (ds (path-decisions p)) (acc '()))
       (if (null? gs)
           (values (if (path-list? p) results (car results)) #f)
@@ -238,24 +266,37 @@
 (define %traced (make-weak-key-hash-table))
 
 (define (signature inputs) (map (lambda (t) (list (tensor-type t) (tensor-shape t) (tensor-role t))) inputs))
+;; do inputs have signature sig? (without building it)
+(define (signature-of? sig inputs)
+  (cond ((null? sig) (null? inputs))
+        ((null? inputs) #f)
+        (else (let ((s (car sig)) (t (car inputs)))
+                (and (eq? (car s) (tensor-type t)) (equal? (cadr s) (tensor-shape t)) (eq? (caddr s) (tensor-role t))
+                     (signature-of? (cdr sig) (cdr inputs)))))))
 
-(define* (trace proc #:key reuse-outputs?)
+(define* (trace proc #:key reuse-outputs? (threads 0))
   "PROC traced: a procedure of the same tensors that runs compiled, specialised graphs. Each call
 returns new tensors; with #:reuse-outputs? #t a call writes its results into the tensors the
 previous call of the same graph returned (no allocation: for loops that read each result before
-the next call; a result passed back as an argument is not written over, but a view of it is)."
-  (let ((cache (make-hash-table)))   ; signature -> list of <path>, most recently used first
+the next call; a result passed back as an argument is not written over, but a view of it is).
+#:threads: the programs' thread count (sb_compile_params.n_threads; 0 = all cores)."
+  (let ((cache (make-hash-table))    ; signature -> list of <path>, most recently used first
+        (last #f))                   ; (signature . paths) of the last call, so a call of the same signature skips the lookup
+    (define (paths-of sig) (if (and last (eq? sig (car last))) (cdr last) (hash-ref cache sig '())))
+    (define (set-paths! sig paths) (hash-set! cache sig paths) (set! last (cons sig paths)))
     (define (traced . inputs)
-      (let ((sig (signature inputs)))
+      (let ((sig (if (and last (signature-of? (car last) inputs)) (car last) (signature inputs))))
         (let loop ((known '()))
-          (let* ((paths (hash-ref cache sig '()))
+          (let* ((paths (paths-of sig))
                  (p (find (lambda (p) (prefix? known (path-decisions p))) paths)))
             (if (not p)
-                (begin (hash-set! cache sig (cons (trace-path proc inputs known) paths))
+                (begin (set-paths! sig (cons (trace-path proc inputs known threads) paths))
                        (loop known))
                 (call-with-values (lambda () (run-path p inputs reuse-outputs?))
                   (lambda (results taken)
-                    (hash-set! cache sig (cons p (delete p paths eq?)))
+                    (if (eq? p (car paths))
+                        (unless (and last (eq? sig (car last))) (set! last (cons sig paths)))
+                        (set-paths! sig (cons p (delete p paths eq?))))
                     (if taken (loop taken) results))))))))
     (hash-set! %traced traced cache)
     traced))

@@ -16,8 +16,10 @@
 ;;;    (weights, caches). Failures raise &sonicboom-error with the status and the library's text,
 ;;;    which names the op and the shapes.
 ;;;  - Names follow torch.nn.functional: (linear x w [b]), (embedding idx w), (rms-norm x w eps),
-;;;    (softmax x), (silu x), (gelu-tanh x) = gelu(x, approximate="tanh"), (attention q k v pos
-;;;    n-head-kv ...) = scaled_dot_product_attention with a causal KV cache.
+;;;    (softmax x), (silu x), (gelu x [#:approximate 'tanh]), (gelu-tanh x) = gelu(x,
+;;;    approximate="tanh"), (layer-norm x [w [b]] [#:eps]), (concat xs dim) = torch.cat,
+;;;    (permute x dims), (transpose x d0 d1), (attention q k v pos n-head-kv ...) =
+;;;    scaled_dot_product_attention with a causal KV cache. Dims are ne indices (0 innermost).
 (define-module (sonicboom tensor)
   #:use-module (sonicboom)
   #:use-module (system foreign)
@@ -31,6 +33,7 @@
             shape dtype
             embedding linear matmul add mul scale softcap silu gelu-tanh swiglu geglu rms-norm
             softmax reshape slice rope kv-store! attention
+            layer-norm gelu concat permute transpose
             tensor-test op-names
             ;; for (sonicboom graph)
             <sym> make-sym sym? sym-tracer sym-value sym-shape sym-type
@@ -253,3 +256,23 @@ point: the tracer specialises the graph on the outcome and guards it."
   (apply op "attention" (list q k v pos) n-head-kv
          (if scale (list scale window softcap) (if (and (zero? window) (zero? softcap)) '()
                                                    (error "attention: give #:scale with #:window or #:softcap")))))
+
+(define* (layer-norm x #:optional w b #:key (eps 1e-5))
+  "torch.nn.functional.layer_norm over ne[0]: (x - mean) / sqrt(var + EPS), times W, plus B
+(each [ne0] or x's shape; a bias needs a weight)."
+  (when (and b (not w)) (error "layer-norm: a bias without a weight (give a weight of ones)"))
+  (op "layer_norm" (cond (b (list x w b)) (w (list x w)) (else (list x))) eps))
+(define* (gelu x #:key (approximate 'none))
+  "GELU: exact (erf) with #:approximate 'none (torch's default), the tanh form with 'tanh."
+  (case approximate
+    ((none) (op "gelu" (list x)))
+    ((tanh) (op "gelu_tanh" (list x)))
+    (else (error "gelu: #:approximate is 'none or 'tanh, not" approximate))))
+(define (concat xs dim)
+  "torch.cat: the tensors XS (2 to 8, f32, equal but along ne[DIM]) joined along ne[DIM] (a copy)."
+  (op "concat" xs dim))
+(define (permute x dims)
+  "X with its dims reordered: result ne[k] = x ne[(list-ref DIMS k)]; dims past DIMS stay. A copy,
+or a view when the memory order is kept (only dims of 1 move)."
+  (apply op "permute" (list x) dims))
+(define (transpose x d0 d1) "X with ne[D0] and ne[D1] swapped (a permute)." (op "transpose" (list x) d0 d1))

@@ -1,0 +1,126 @@
+;;; SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception
+;;; bench/guile_traced_vs_c.scm — the traced Scheme decoder ((sonicboom llama) through (sonicboom
+;;; graph)) against the built-in C builder on the same file, both driven from Scheme:
+;;;   GUILE_SONICBOOM_LIB=build/libsonicboom.so guile -L bindings/guile bench/guile_traced_vs_c.scm \
+;;;       MODEL.gguf [--threads N] [--prefill T] [--rounds R] [--decode-steps S] [--only traced|c] [--iters K]
+;;; Timing (default): R rounds, each timing one prefill of T tokens (logits for every token: the
+;;; traced model's [V, T] against sb_session_eval_all) and S decode steps at position T (one token,
+;;; [V, 1] against sb_session_decode), traced and C alternating which goes first. Both sides write
+;;; into buffers allocated once (#:reuse-outputs? / one logits bytevector), use N threads and an f32
+;;; KV cache of 2T positions. Prints the best and the median per call, their ratio traced / C, by
+;;; the wall clock and by the process's CPU time (which, with --threads 1, leaves out the time other
+;;; processes held the core), and the load average before and after.
+;;; --only traced|c --iters K: set both up, then run only that side K times (prefill then S decode
+;;; steps each): for instruction counts under callgrind (bench/guile_traced_vs_c.sh), where the
+;;; difference of two K gives the cost per call without the setup.
+;;; Plans: with SB_DUMP_IR=after:fuse_rope_store,memplan the library prints every plan it builds to
+;;; stderr; this script prints "=== plan: <side> <phase>" before each first call so that
+;;; bench/plan_diff.py can compare the traced plans with the C builder's.
+(use-modules (sonicboom)
+             (sonicboom tensor)
+             (sonicboom graph)
+             (sonicboom llama)
+             (system foreign)
+             (rnrs bytevectors)
+             (ice-9 format)
+             (srfi srfi-1))
+
+(define args (cdr (command-line)))
+(define (opt name default)
+  (let ((m (member name args))) (if (and m (pair? (cdr m))) (cadr m) default)))
+(define path (if (and (pair? args) (not (string-prefix? "--" (car args)))) (car args)
+                 (begin (display "usage: guile_traced_vs_c.scm MODEL.gguf [--threads N] [--prefill T] [--rounds R] [--decode-steps S] [--only traced|c] [--iters K]\n" (current-error-port))
+                        (exit 2))))
+(define threads (string->number (opt "--threads" "2")))
+(define T (string->number (opt "--prefill" "32")))
+(define rounds (string->number (opt "--rounds" "7")))
+(define steps (string->number (opt "--decode-steps" "8")))
+(define only (opt "--only" #f))
+(define iters (string->number (opt "--iters" "0")))
+
+(define (loadavg) (call-with-input-file "/proc/loadavg" (lambda (p) (read-line* p))))
+(define (read-line* p) (let loop ((acc '())) (let ((c (read-char p))) (if (or (eof-object? c) (char=? c #\newline)) (list->string (reverse acc)) (loop (cons c acc))))))
+(define (mark what) (format (current-error-port) "=== plan: ~a\n" what) (force-output (current-error-port)))
+
+;;; the C builder through the public API, with one logits buffer reused (as a session reuses its own)
+(define sb-session-eval-all (%lib-fn "sb_session_eval_all" int (list '* '* size_t '*)))
+(define sb-session-decode (%lib-fn "sb_session_decode" int (list '* int32)))
+(define sb-session-truncate (%lib-fn "sb_session_truncate" int (list '* int64)))
+(define session-ptr (@@ (sonicboom) session-ptr))
+
+(define m (model-load path))
+(define V (assq-ref (model-info m) 'n_vocab))
+(define ids (map (lambda (i) (modulo (* 37 (+ i 1)) V)) (iota T)))
+(define idv (let ((bv (make-bytevector (* 4 T)))) (for-each (lambda (x i) (bytevector-s32-native-set! bv (* 4 i) x)) ids (iota T)) bv))
+(define logits (make-bytevector (* 4 V T) 0))
+
+(define s (session-create m #:n-ctx (* 2 T) #:n-batch T #:n-threads threads))
+(define sp (session-ptr s))
+(define (c-prefill)
+  (%check 'truncate (sb-session-truncate sp 0))
+  (%check 'eval-all (sb-session-eval-all sp (bytevector->pointer idv) T (bytevector->pointer logits))))
+(define (c-decode)
+  (%check 'truncate (sb-session-truncate sp T))
+  (%check 'decode (sb-session-decode sp 5)))
+
+;;; the Scheme decoder, traced and compiled with the same thread count
+(define forward (llama-decoder m path #:n-ctx (* 2 T)))
+(define traced (trace forward #:reuse-outputs? #t #:threads threads))
+(define tok-T (tokens ids))
+(define pos-T (positions (iota T)))
+(define tok-1 (tokens '(5)))
+(define pos-1 (positions (list T)))
+(define (traced-prefill) (traced tok-T pos-T))
+(define (traced-decode) (traced tok-1 pos-1))
+
+;; first calls: plans built (and printed under SB_DUMP_IR), outputs allocated, caches warm
+(mark "c prefill") (c-prefill)
+(mark "traced prefill") (traced-prefill)
+(mark "c decode") (c-decode)
+(mark "traced decode") (traced-decode)
+(mark "end")
+
+;; (wall . cpu) seconds per call of n calls: wall clock, and the process's CPU time (all threads; with
+;; --threads 1 the time the work itself took, whatever else the machine ran meanwhile)
+(define (time-of thunk n)
+  (let ((w0 (get-internal-real-time)) (c0 (get-internal-run-time)))
+    (do ((i 0 (+ i 1))) ((= i n)) (thunk))
+    (cons (/ (exact->inexact (- (get-internal-real-time) w0)) internal-time-units-per-second n)
+          (/ (exact->inexact (- (get-internal-run-time) c0)) internal-time-units-per-second n))))
+(define (median l) (let ((v (sort l <)) (k (length l))) (if (odd? k) (list-ref v (quotient k 2)) (/ (+ (list-ref v (- (quotient k 2) 1)) (list-ref v (quotient k 2))) 2))))
+
+(cond
+ (only
+  (let ((prefill (if (string=? only "c") c-prefill traced-prefill))
+        (decode (if (string=? only "c") c-decode traced-decode)))
+    (do ((i 0 (+ i 1))) ((= i iters))
+      (prefill)
+      (do ((k 0 (+ k 1))) ((= k steps)) (decode)))
+    (format #t "ran ~a: ~a x (prefill ~a + ~a decode steps)\n" only iters T steps)))
+ (else
+  (format #t "model ~a: n_vocab ~a, ~a threads, prefill ~a tokens, ~a decode steps a round, ~a rounds\n"
+          path V threads T steps rounds)
+  (format #t "load average before: ~a\n" (loadavg))
+  (let loop ((r 0) (tp '()) (cp '()) (td '()) (cd '()))
+    (if (< r rounds)
+        (let* ((first-traced (even? r))
+               (p1 (time-of (if first-traced traced-prefill c-prefill) 1))
+               (p2 (time-of (if first-traced c-prefill traced-prefill) 1))
+               (d1 (time-of (if first-traced traced-decode c-decode) steps))
+               (d2 (time-of (if first-traced c-decode traced-decode) steps)))
+          (format #t "round ~a: prefill traced ~,2f ms, C ~,2f ms; decode traced ~,3f ms, C ~,3f ms (wall)\n" r
+                  (* 1000 (car (if first-traced p1 p2))) (* 1000 (car (if first-traced p2 p1)))
+                  (* 1000 (car (if first-traced d1 d2))) (* 1000 (car (if first-traced d2 d1))))
+          (if first-traced
+              (loop (+ r 1) (cons p1 tp) (cons p2 cp) (cons d1 td) (cons d2 cd))
+              (loop (+ r 1) (cons p2 tp) (cons p1 cp) (cons d2 td) (cons d1 cd))))
+        (let ((row (lambda (what clock t c)
+                     (let ((t (map clock t)) (c (map clock c)))
+                       (format #t "~a (~a): traced best ~,3f ms median ~,3f ms; C best ~,3f ms median ~,3f ms; traced/C best ~,3f median ~,3f\n"
+                               what (if (eq? clock car) "wall" "cpu") (* 1000 (apply min t)) (* 1000 (median t))
+                               (* 1000 (apply min c)) (* 1000 (median c)) (/ (apply min t) (apply min c)) (/ (median t) (median c)))))))
+          (for-each (lambda (clock)
+                      (row (format #f "prefill ~a" T) clock tp cp)
+                      (row "decode" clock td cd))
+                    (list car cdr))
+          (format #t "load average after: ~a\n" (loadavg)))))))
