@@ -10,7 +10,8 @@
  * Framed by one core's plain read bandwidth (a summing loop over the same arena, with and without
  * software prefetch 4 KiB ahead). Every time is the best of several passes, in wall-clock time
  * and (1 thread) in thread CPU time, which ignores time the core was taken by other processes.
- * Usage: bench_q4k [-t THREADS] [-r PASSES]. SB_CPU_ISA=scalar|avx2|avx512 caps the kernel ISA.
+ * Usage: bench_q4k [-t THREADS] [-r PASSES] [-k K] [-y TYPE] (-k, -y: only that K / type name, for
+ * quick A/B runs). SB_CPU_ISA=scalar|avx2|avx512 caps the kernel ISA.
  * Not a test: prints numbers only.
  */
 #include "backend/cpu/cpu_kernels.h"
@@ -102,11 +103,15 @@ static void time_gemv(tp_pool *pool, int wt, const unsigned char *W, size_t mbyt
 
 int main(int argc, char **argv) {
     int threads = 1, passes = 5;
+    long long only_k = 0;
+    const char *only_type = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) passes = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-k") && i + 1 < argc) only_k = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "-y") && i + 1 < argc) only_type = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [-t THREADS] [-r PASSES]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-t THREADS] [-r PASSES] [-k K] [-y TYPE]\n", argv[0]);
             return 2;
         }
     }
@@ -141,8 +146,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 8960; i++) x[i] = frand();
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         const int wt = types[ti];
+        if (only_type && strcmp(only_type, qk_get(wt)->name) != 0) continue;
         for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++) {
             const int64_t K = Ks[ki];
+            if (only_k && K != only_k) continue;
             uint64_t wrb;
             size_t arb;
             if (cpu_act_row_bytes(wt, K, &arb) != SB_OK || qk_row_bytes(wt, K, &wrb) != 0) continue;

@@ -168,9 +168,9 @@ static int run_case_w(int wt, int64_t K, int64_t N, int64_t T, tp_pool *pool, in
             }
             if (tol > 0 && err / tol > worst) worst = err / tol;
             /* the single-dot entry point agrees exactly with the T = 1 kernel path: the last row
-             * of an odd N (the 1-row kernel after the 2-row pairs), and every row of Q4_K on
-             * avx512, whose 4-row GEMV computes each row the same way in any lane and group */
-            const int every_row = wt == SB_TYPE_Q4_K && cpu_isa_active() == CPU_ISA_AVX512;
+             * of an odd N (the 1-row kernel after the 2-row pairs), and every row of Q4_K / Q6_K
+             * on avx512, whose GEMV kernels compute each row the same way wherever it falls */
+            const int every_row = (wt == SB_TYPE_Q4_K || wt == SB_TYPE_Q6_K) && cpu_isa_active() == CPU_ISA_AVX512;
             if (t == 0 && T == 1 && ((n == N - 1 && N % 2 == 1) || every_row)) {
                 float v = NAN;
                 CHECK(cpu_vec_dot(wt, K, &v, wq + n * wrb, aq) == SB_OK);
