@@ -11,7 +11,7 @@
  * (|s_b| + |d_b * sum q_b|), because their Q8_1 sum field s is fp16 (formats.md §3.3).
  * Weights also come as random bytes (fp16 scales made finite), covering bit patterns the quantizer
  * never emits. Outputs are NaN-poisoned and checked fully written; shapes include K = one block, N not a
- * multiple of the thread split or of the 8-row tile, T = 1..17 (4-token groups plus tails; T >= 8
+ * multiple of the thread split, of the 4-row GEMV group or of the 8-row tile, T = 1..17 (4-token groups plus tails; T >= 8
  * takes the decoded-tile GEMM on avx512). Seed printed; set
  * SB_TEST_SEED to replay.
  */
@@ -167,8 +167,11 @@ static int run_case_w(int wt, int64_t K, int64_t N, int64_t T, tp_pool *pool, in
                 fails++;
             }
             if (tol > 0 && err / tol > worst) worst = err / tol;
-            /* the single-dot entry point agrees exactly with the T = 1 kernel path */
-            if (t == 0 && n == N - 1 && T == 1) {
+            /* the single-dot entry point agrees exactly with the T = 1 kernel path: the last row
+             * of an odd N (the 1-row kernel after the 2-row pairs), and every row of Q4_K / Q6_K
+             * on avx512, whose GEMV kernels compute each row the same way wherever it falls */
+            const int every_row = (wt == SB_TYPE_Q4_K || wt == SB_TYPE_Q6_K) && cpu_isa_active() == CPU_ISA_AVX512;
+            if (t == 0 && T == 1 && ((n == N - 1 && N % 2 == 1) || every_row)) {
                 float v = NAN;
                 CHECK(cpu_vec_dot(wt, K, &v, wq + n * wrb, aq) == SB_OK);
                 CHECKF(v == got, "%s: cpu_vec_dot %.9g vs cpu_matmul %.9g", tr->name, v, got);
@@ -231,6 +234,10 @@ int main(void) {
                 {unit >= 256 ? 768 : 896, 19, 17, pool3}, /* prefill tile path: 8-row tiles + tail */
                 {unit, 8, 8, NULL},                 /* tile path, exact 8 x 8 */
                 {unit * 2, 11, 14, pool2},          /* tile path, token tail of 6 */
+                /* GEMV of 4-row groups (Q4_K avx512): the last row in each lane 0..3 and in a
+                 * second group, checked against cpu_vec_dot; K = 1536 (Gemma 4 E2B) */
+                {unit * 6, 1, 1, NULL}, {unit * 6, 2, 1, NULL}, {unit * 6, 3, 1, NULL},
+                {unit * 6, 4, 1, pool2}, {unit * 6, 6, 1, NULL}, {unit * 6, 42, 1, pool3},
             };
             int fails = 0;
             worst_ratio = 0.0;

@@ -24,9 +24,14 @@ typedef void (*cpu_quant_fn)(const float *x, void *dst, int64_t n);
 /* Two weight rows (w0, w1) x one activation row: out[0], out[1]. Optional (GEMV fast path). */
 typedef void (*cpu_dot2_fn)(int64_t n, const void *w0, const void *w1, const void *a, float *out);
 
+/* Rows 0..nr-1 of W (wrow bytes apart) x one activation row: out[r]. Optional (GEMV fast path);
+ * when present it serves every T = 1 call, single dots included (so both agree bit for bit). */
+typedef void (*cpu_gemv_fn)(int64_t n, const void *W, size_t wrow, int64_t nr, const void *a, float *out);
+
 typedef struct cpu_kernel_table {
     cpu_dot_fn dot[SB_TYPE_COUNT];     /* indexed by weight type */
     cpu_dot2_fn dot2[SB_TYPE_COUNT];   /* NULL: use dot row by row */
+    cpu_gemv_fn gemv[SB_TYPE_COUNT];   /* NULL: use dot2 / dot */
     cpu_quant_fn quant[SB_TYPE_COUNT]; /* indexed by activation type (Q8_0, Q8_1, Q8_K) */
 } cpu_kernel_table;
 

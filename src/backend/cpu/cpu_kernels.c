@@ -146,7 +146,9 @@ sb_status cpu_quantize_act(int act_type, const float *x, void *dst, int64_t n) {
 sb_status cpu_vec_dot(int wtype, int64_t n, float *out, const void *w_row, const void *act_row) {
     SB_TRY(row_sizes("cpu_vec_dot", wtype, n, NULL, NULL));
     if (!out || !w_row || !act_row) return sb_fail(SB_ERR_INVALID_ARG, "cpu_vec_dot: NULL pointer argument");
-    table()->dot[wtype](n, w_row, act_row, 0, 1, out, 0);
+    const cpu_kernel_table *t = table();
+    if (t->gemv[wtype]) t->gemv[wtype](n, w_row, 0, 1, act_row, out);
+    else t->dot[wtype](n, w_row, act_row, 0, 1, out, 0);
     return SB_OK;
 }
 
@@ -155,6 +157,7 @@ sb_status cpu_vec_dot(int wtype, int64_t n, float *out, const void *w_row, const
 typedef struct {
     cpu_dot_fn dot;
     cpu_dot2_fn dot2;
+    cpu_gemv_fn gemv;
     const char *W, *act;
     size_t wrow, arow;
     int64_t K, N, T;
@@ -163,6 +166,10 @@ typedef struct {
 
 static void mm_rows(void *vctx, int64_t r0, int64_t r1, int tid) {
     const mm_ctx *c = vctx;
+    if (c->T == 1 && c->gemv) {
+        c->gemv(c->K, c->W + r0 * c->wrow, c->wrow, r1 - r0, c->act, c->out + r0);
+        return;
+    }
     if (c->T == 1) {
         int64_t r = r0;
         if (c->dot2)
@@ -196,7 +203,7 @@ sb_status cpu_matmul(tp_pool *pool, int wtype, const void *W, int64_t K, int64_t
         if (isa >= CPU_ISA_AVX2 && cpu_tile_supported_avx2(wtype))
             return cpu_tile_matmul_avx2(pool, wtype, cpu_act_type(wtype), W, wrow, K, N, act, arow, T, out);
     }
-    mm_ctx c = {table()->dot[wtype], table()->dot2[wtype], W, act, wrow, arow, K, N, T, out};
+    mm_ctx c = {table()->dot[wtype], table()->dot2[wtype], table()->gemv[wtype], W, act, wrow, arow, K, N, T, out};
     tp_run(pool, N, 4, mm_rows, &c);
     return SB_OK;
 }
