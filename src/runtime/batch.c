@@ -8,6 +8,7 @@
 #include "runtime/batch.h"
 #include "runtime/arch/arch.h"
 #include "runtime/backends.h"
+#include "runtime/finite.h"
 #include "base/status.h"
 #include "base/threadpool.h"
 #include "graph/plan.h"
@@ -44,7 +45,7 @@ struct rt_engine {
     float *out;                 /* plan output rows (grow_out) */
     int64_t out_rows_cap;
     int64_t n_out_last;         /* rows of the last successful step at the front of out, in item order */
-    uint8_t *row_bad;           /* [n_batch] check_logits' flags */
+    int64_t *row_nonfinite;           /* [n_batch] check_logits': each row's first non-finite logit, or -1 */
     tp_pool *host_tp;           /* host work of a step (the logits check) on CUDA; NULL on the CPU: inline */
     rt_engine_stats st;
 };
@@ -200,7 +201,7 @@ static sb_status create_backend(rt_engine *e) {
     const backend_params bp = {.n_threads = e->prm.n_threads, .max_tokens = e->prm.n_batch};
     SB_TRY(k->create(&bp, &e->be));
     if (e->be->ops->kv_copy) kv_pool_set_copy(e->pool, kv_copy, e->be); /* copy-on-write in the device's copy */
-    if (e->prm.device == 1 && !e->host_tp) { /* the host's share of a CUDA step, on up to 8 threads */
+    if (e->prm.device == 1) { /* the host's share of a CUDA step, on up to 8 threads */
         const long nc = sysconf(_SC_NPROCESSORS_ONLN);
         SB_TRY(tp_create(nc < 1 ? 1 : nc > 8 ? 8 : (int)nc, &e->host_tp));
     }
@@ -214,6 +215,8 @@ static void drop_backend(rt_engine *e) {
     if (e->be) e->be->ops->free(e->be);
     e->be = NULL;
     kv_pool_set_copy(e->pool, NULL, NULL);
+    tp_free(e->host_tp);
+    e->host_tp = NULL;
 }
 
 /* device auto: CUDA where a device is usable and runs the model's paged graph, else the CPU */
@@ -243,9 +246,9 @@ static sb_status alloc_buffers(rt_engine *e) {
     e->next = (int64_t *)calloc((size_t)ns, sizeof(int64_t));
     e->first = (int64_t *)calloc((size_t)ns, sizeof(int64_t));
     e->touched = (int32_t *)malloc((size_t)ns * sizeof(int32_t));
-    e->row_bad = (uint8_t *)malloc((size_t)nb);
+    e->row_nonfinite = (int64_t *)malloc((size_t)nb * sizeof *e->row_nonfinite);
     e->undo = (kv_pool_undo *)malloc((size_t)ns * sizeof(kv_pool_undo));
-    if (!e->tok || !e->pos || !e->slots || !e->rows || !e->grouped || !e->tbl || !e->cnt || !e->next || !e->first || !e->touched || !e->undo || !e->row_bad)
+    if (!e->tok || !e->pos || !e->slots || !e->rows || !e->grouped || !e->tbl || !e->cnt || !e->next || !e->first || !e->touched || !e->undo || !e->row_nonfinite)
         return sb_fail(SB_ERR_OOM, "engine: staging buffers for %lld tokens", (long long)nb);
     return SB_OK;
 }
@@ -280,8 +283,7 @@ void rt_engine_free(rt_engine *e) {
     if (e->pool) drop_backend(e);
     kv_pool_free(e->pool);
     free(e->tok), free(e->pos), free(e->slots), free(e->rows), free(e->grouped), free(e->tbl);
-    free(e->cnt), free(e->next), free(e->first), free(e->touched), free(e->undo), free(e->row_bad);
-    tp_free(e->host_tp);
+    free(e->cnt), free(e->next), free(e->first), free(e->touched), free(e->undo), free(e->row_nonfinite);
     free(e);
 }
 
@@ -357,42 +359,30 @@ static int64_t stage(rt_engine *e, const rt_batch_item *items, int64_t n, int64_
     return n_out;
 }
 
-/* SB_ERR_NUMERIC naming the first non-finite logit. x - x is 0 for a finite x and NaN otherwise,
- * so sums of it (8 independent lanes: no order to keep, the compiler may vectorize) find the rows
- * to search. */
 typedef struct finite_job {
     const float *l;
     int64_t V;
-    uint8_t *bad; /* per row */
+    int64_t *at; /* per row: rt_nonfinite_at */
 } finite_job;
 
 static void rows_finite(void *ctx, int64_t r0, int64_t r1, int tid) {
     (void)tid;
     const finite_job *j = (const finite_job *)ctx;
-    for (int64_t r = r0; r < r1; r++) {
-        const float *x = j->l + r * j->V;
-        float z[8] = {0};
-        int64_t i = 0;
-        for (; i + 8 <= j->V; i += 8)
-            for (int k = 0; k < 8; k++) z[k] += x[i + k] - x[i + k];
-        for (; i < j->V; i++) z[0] += x[i] - x[i];
-        j->bad[r] = z[0] + z[1] + z[2] + z[3] + z[4] + z[5] + z[6] + z[7] != 0.0f;
-    }
+    for (int64_t r = r0; r < r1; r++) j->at[r] = rt_nonfinite_at(j->l + r * j->V, j->V);
 }
 
+/* SB_ERR_NUMERIC naming the first non-finite logit of the step's rows (scanned in parallel on
+ * CUDA: B x n_vocab floats a step) */
 static sb_status check_logits(rt_engine *e, int64_t n_rows, const rt_batch_item *items) {
     const int64_t V = e->m->hp.n_vocab;
-    const float *l = e->out;
-    const int32_t *rows = e->rows;
-    finite_job j = {.l = l, .V = V, .bad = e->row_bad};
-    tp_run(e->host_tp, n_rows, 1, rows_finite, &j); /* the rows in parallel on CUDA: B x n_vocab floats a step */
+    finite_job j = {.l = e->out, .V = V, .at = e->row_nonfinite};
+    tp_run(e->host_tp, n_rows, 1, rows_finite, &j);
     for (int64_t r = 0; r < n_rows; r++) {
-        if (!e->row_bad[r]) continue;
-        for (int64_t i = 0; i < V; i++)
-            if (!isfinite(l[r * V + i]))
-                return sb_fail(SB_ERR_NUMERIC, "engine step: the forward pass produced %s logits (item %d, sequence %d, token %d, logit %lld): "
-                               "the model's weights or hyperparameters hold non-finite or extreme values", isnan(l[r * V + i]) ? "NaN" : "infinite",
-                               rows[r], items[rows[r]].seq, items[rows[r]].token, (long long)i);
+        const int64_t i = e->row_nonfinite[r];
+        if (i < 0) continue;
+        return sb_fail(SB_ERR_NUMERIC, "engine step: the forward pass produced %s logits (item %d, sequence %d, token %d, logit %lld): "
+                       "the model's weights or hyperparameters hold non-finite or extreme values", isnan(e->out[r * V + i]) ? "NaN" : "infinite",
+                       e->rows[r], items[e->rows[r]].seq, items[e->rows[r]].token, (long long)i);
     }
     return SB_OK;
 }

@@ -124,7 +124,6 @@ void cx_drop_graphs(cplan *c);                  /* exec_cuda_plan.c: c's capture
 void cx_plan_clear(cplan *c);                   /* ... and everything else of c */
 sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cplan **out); /* found or built */
 cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n);
-uint64_t cx_paged_words(const plan *p);         /* exec_cuda_plan.c: int32s of p's slots and block-table inputs */
 sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, const char *name, void **dev); /* exec_cuda.c */
 sb_status cx_cg_prepare(exec_cuda *cx, const plan *p, cplan *c); /* exec_cuda_codegen.c: before any capture */
 bool cx_cg_try(crun *r, int32_t i, sb_status *st);

@@ -86,7 +86,7 @@ int32_t exec_cuda_count_glu_pairs(const plan *p, const cu_config *c) { return co
 int32_t exec_cuda_count_norm_sums(const plan *p, const cu_config *c) { return count_planned(p, c, 2); }
 
 /* the words of p's slots and block-table inputs, in input order (run_bound stages them so) */
-uint64_t cx_paged_words(const plan *p) {
+static uint64_t paged_words(const plan *p) {
     uint64_t w = 0;
     for (int32_t i = 0; i < p->n_inputs; i++)
         if (p->inputs[i].kind == IR_OP_SLOTS || p->inputs[i].kind == IR_OP_BLOCK_TABLE) w += (uint64_t)ir_nelem(&p->g->nodes[p->inputs[i].node]);
@@ -94,7 +94,7 @@ uint64_t cx_paged_words(const plan *p) {
 }
 
 static sb_status paged_buffers(cplan *c, const plan *p) {
-    c->paged_words = cx_paged_words(p);
+    c->paged_words = paged_words(p);
     if (!c->paged_words) return SB_OK;
     SB_TRY(cu_malloc((void **)&c->d_paged, (size_t)c->paged_words * 4, "paged KV slots and block tables"));
     return cu_host_alloc((void **)&c->h_paged, (size_t)c->paged_words * 4, "paged KV slots and block tables (staging)");

@@ -24,9 +24,9 @@ static int64_t class_depth(const exec_cuda *cx, int c) { return c >= 1 ? (int64_
  * it) — class 1 takes the small-depth layout's compact kernel, deeper classes k_attn_deep.cu sized
  * for their bound; 0 otherwise (any depth: the all-modes kernel). Each class has its own captured
  * graph: the graph of a step is chosen by the host, which knows pos. */
-static int depth_class(const exec_cuda *cx, const plan *p, const exec_bindings *b) {
+static int depth_class(const exec_cuda *cx, const plan *p, const cplan *c, const exec_bindings *b) {
     if (p->n_tokens != 1 || cx->cfg.attn_variant != 4 || cx->cfg.attn_small <= 0 || !cx->cfg.attn_class) return 0;
-    if (cx_paged_words(p)) return 0; /* paged attention has one kernel for every depth */
+    if (c->paged_words) return 0; /* paged attention has one kernel for every depth */
     for (int32_t i = 0; i < p->n_inputs; i++) {
         if (p->inputs[i].kind != IR_OP_POS) continue;
         const int64_t need = (int64_t)((const int32_t *)b->data[i])[0] + 1;
@@ -104,7 +104,7 @@ static sb_status run_bound(exec_cuda *cx, const plan *p, const exec_bindings *b,
         SB_TRY(cu_memcpy_h2d(c->d_paged, c->h_paged, (size_t)w * 4, cx->s));
     }
     if (cx->cfg.poison) SB_TRY(cu_memset(cx->arena, 0xFF, (size_t)cx->arena_bytes, cx->s));
-    const int dc = depth_class(cx, p, b);
+    const int dc = depth_class(cx, p, c, b);
     crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena, .depth_max = class_depth(cx, dc)};
     /* decode plans are captured on their first run; other shapes (prefill chunks, whose sizes vary
      * per request) on their second, so a one-off shape does not pay the capture */

@@ -166,6 +166,12 @@ static float penalized(const rt_sampler *s, float x, int64_t i, bool pen) {
     return x - (float)k * p->frequency_penalty - p->presence_penalty;
 }
 
+/* a NaN or +Inf logit i: a broken pass, never sampled around */
+static sb_status broken_logit(const rt_sampler *s, int64_t i, float x) {
+    return sb_fail(SB_ERR_NUMERIC, "sampler: logit %lld of %lld is %s: the model produced non-finite values", (long long)i,
+                   (long long)s->n_vocab, x != x ? "NaN" : "+Inf");
+}
+
 /* The candidates in by_logit_desc's order, at most keep of them (0: all) into s->c; their count.
  * Greedy keeps 1 and top-k k: one pass over the vocabulary (a heap of k), no sort of it all. */
 static sb_status candidates(rt_sampler *s, const float *logits, int64_t keep, int64_t *n_out) {
@@ -177,9 +183,8 @@ static sb_status candidates(rt_sampler *s, const float *logits, int64_t keep, in
     int64_t n = 0;
     sb_status st = SB_OK;
     for (int64_t i = 0; i < s->n_vocab; i++) {
-        if (logits[i] != logits[i] || logits[i] == INFINITY) { /* a broken pass: never sample around it */
-            st = sb_fail(SB_ERR_NUMERIC, "sampler: logit %lld of %lld is %s: the model produced non-finite values", (long long)i,
-                         (long long)s->n_vocab, logits[i] != logits[i] ? "NaN" : "+Inf");
+        if (logits[i] != logits[i] || logits[i] == INFINITY) {
+            st = broken_logit(s, i, logits[i]);
             break;
         }
         const float x = biased(s, logits, i);
@@ -210,9 +215,7 @@ static sb_status argmax_plain(const rt_sampler *s, const float *logits, int32_t 
     int64_t best = -1;
     for (int64_t i = 0; i < s->n_vocab; i++) {
         const float x = logits[i];
-        if (x != x || x == INFINITY)
-            return sb_fail(SB_ERR_NUMERIC, "sampler: logit %lld of %lld is %s: the model produced non-finite values", (long long)i,
-                           (long long)s->n_vocab, x != x ? "NaN" : "+Inf");
+        if (x != x || x == INFINITY) return broken_logit(s, i, x);
         if (x > mx) mx = x, best = i;
     }
     if (best < 0) return sb_fail(SB_ERR_RANGE, "sampler: every logit is -inf: no token can be drawn");

@@ -11,6 +11,7 @@
 #include "runtime/session.h"
 #include "runtime/arch/arch.h"
 #include "runtime/backends.h"
+#include "runtime/finite.h"
 #include "base/status.h"
 #include "graph/plan.h"
 #include "quant/types.h"
@@ -304,12 +305,13 @@ static sb_status get_plan(rt_session *s, int64_t T, int64_t n_out, plan_entry **
  * position pos0 + r, token tokens[r]): a NaN or Inf logit means the pass went wrong (corrupt weights,
  * extreme values), and sampling from the rest would hide it. */
 static sb_status check_logits(const float *l, int64_t n_rows, int64_t V, const int32_t *tokens, int64_t pos0) {
-    for (int64_t r = 0; r < n_rows; r++)
-        for (int64_t i = 0; i < V; i++)
-            if (!isfinite(l[r * V + i]))
-                return sb_fail(SB_ERR_NUMERIC, "session: the forward pass produced %s logits (position %lld, token %d, logit %lld): "
-                               "the model's weights or hyperparameters hold non-finite or extreme values (try --check-tensors)",
-                               isnan(l[r * V + i]) ? "NaN" : "infinite", (long long)(pos0 + r), tokens[r], (long long)i);
+    for (int64_t r = 0; r < n_rows; r++) {
+        const int64_t i = rt_nonfinite_at(l + r * V, V);
+        if (i >= 0)
+            return sb_fail(SB_ERR_NUMERIC, "session: the forward pass produced %s logits (position %lld, token %d, logit %lld): "
+                           "the model's weights or hyperparameters hold non-finite or extreme values (try --check-tensors)",
+                           isnan(l[r * V + i]) ? "NaN" : "infinite", (long long)(pos0 + r), tokens[r], (long long)i);
+    }
     return SB_OK;
 }
 

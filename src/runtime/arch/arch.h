@@ -41,6 +41,14 @@ ir_ref rt_weight(rt_build *b, bool required, int64_t ne0, int64_t ne1, const cha
 /* Layer l's K (kind 'k') or V ('v') cache input, "cache_k.<l>" of [Dkv, n_ctx] — a ring of
  * n_swa_ring rows for a sliding-window layer when the session keeps rings. */
 ir_ref rt_kv_cache(rt_build *b, int64_t l, char kind, int64_t Dkv);
+/* How a graph writes and reads its KV caches: contiguous (slots = pos, no table) or, when
+ * b->block_size > 0, paged (a slots input for kv_store's rows, a block-table input for attention;
+ * created here, after the caller's pos). rt_attention is ir_attention or ir_attention_paged. */
+typedef struct rt_kv_io {
+    ir_ref pos, slots, table;
+} rt_kv_io;
+rt_kv_io rt_kv_inputs(rt_build *b, ir_ref pos);
+ir_ref rt_attention(rt_build *b, const rt_kv_io *io, ir_ref q, ir_ref k, ir_ref v, const ir_attn_params *ap);
 
 /* Build the forward graph of the model for b->T tokens into b->g: logits [n_vocab, n_out] as
  * output "logits". */

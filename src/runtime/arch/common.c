@@ -246,6 +246,16 @@ ir_ref rt_kv_cache(rt_build *b, int64_t l, char kind, int64_t Dkv) {
     return ir_input_kv(b->g, name, b->kv_type, (int64_t[4]){Dkv, b->n_ctx, 1, 1});
 }
 
+rt_kv_io rt_kv_inputs(rt_build *b, ir_ref pos) {
+    if (b->block_size <= 0) return (rt_kv_io){.pos = pos, .slots = pos, .table = IR_NONE};
+    return (rt_kv_io){.pos = pos, .slots = ir_input_slots(b->g, b->T), .table = ir_input_block_table(b->g, b->n_blk_max, b->T)};
+}
+
+ir_ref rt_attention(rt_build *b, const rt_kv_io *io, ir_ref q, ir_ref k, ir_ref v, const ir_attn_params *ap) {
+    if (io->table == IR_NONE) return ir_attention(b->g, q, k, v, io->pos, ap);
+    return ir_attention_paged(b->g, q, k, v, io->pos, io->table, b->block_size, ap);
+}
+
 sb_status rt_build_decoder(rt_build *b) {
     if (b->m->arch && b->m->arch->build) return b->m->arch->build(b); /* each builds its paged form too */
     const rt_hparams *hp = &b->m->hp;
@@ -255,8 +265,7 @@ sb_status rt_build_decoder(rt_build *b) {
     /* every row's logits (a decode step, eval_all): no out_rows selection — it would be the identity,
      * and after dce's move up two copies a step (the residual and the attention output) */
     ir_ref tok = ir_input_tokens(g, T), pos = ir_input_pos(g, T), rows = b->n_out < T ? ir_input_out_rows(g, b->n_out) : IR_NONE;
-    const bool paged = b->block_size > 0;
-    ir_ref slots = paged ? ir_input_slots(g, T) : pos, table = paged ? ir_input_block_table(g, b->n_blk_max, T) : IR_NONE;
+    const rt_kv_io io = rt_kv_inputs(b, pos);
     ir_ref emb = rt_weight(b, true, E, V, "token_embd.weight");
     ir_ref x = ir_get_rows(g, emb, tok);
     if (hp->embd_scale != 1.0f) x = ir_scale(g, x, hp->embd_scale);
@@ -282,11 +291,11 @@ sb_status rt_build_decoder(rt_build *b) {
                              .freq_scale = swa ? hp->rope_freq_scale_swa : hp->rope_freq_scale};
         q = ir_rope(g, q, pos, freqs, &rp);
         k = ir_rope(g, k, pos, freqs, &rp);
-        ir_ref kc = ir_kv_store(g, rt_kv_cache(b, l, 'k', Dkv), ir_reshape(g, k, (int64_t[4]){Dkv, T, 1, 1}), slots);
-        ir_ref vc = ir_kv_store(g, rt_kv_cache(b, l, 'v', Dkv), v, slots);
+        ir_ref kc = ir_kv_store(g, rt_kv_cache(b, l, 'k', Dkv), ir_reshape(g, k, (int64_t[4]){Dkv, T, 1, 1}), io.slots);
+        ir_ref vc = ir_kv_store(g, rt_kv_cache(b, l, 'v', Dkv), v, io.slots);
         ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = hp->attn_scale,
                              .window = swa ? hp->n_swa : 0, .softcap = 0};
-        ir_ref a = paged ? ir_attention_paged(g, q, kc, vc, pos, table, b->block_size, &ap) : ir_attention(g, q, kc, vc, pos, &ap);
+        ir_ref a = rt_attention(b, &io, q, kc, vc, &ap);
         ir_ref o = bias(b, ir_matmul(g, rt_weight(b, true, Dq, E, "blk.%lld.attn_output.weight", (long long)l), a),
                         rt_weight(b, false, E, 0, "blk.%lld.attn_output.bias", (long long)l));
         if (hp->post_norms) o = norm(b, o, rt_weight(b, true, E, 0, "blk.%lld.post_attention_norm.weight", (long long)l));

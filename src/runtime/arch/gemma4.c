@@ -124,8 +124,8 @@ typedef struct g4 {
     rt_build *b;
     ir_graph *g;
     const rt_hparams *hp;
-    ir_ref tok, pos, freqs;
-    ir_ref slots, table;      /* paged: the rows K/V are written to, the block table; else pos, IR_NONE */
+    ir_ref tok, freqs;
+    rt_kv_io io;              /* positions, and where K/V are written and read (paged or not) */
     ir_ref ple;               /* [P, L, T] per-layer inputs, or IR_NONE when P = 0 */
     ir_ref kc[RT_MAX_LAYERS], vc[RT_MAX_LAYERS]; /* each own-KV layer's cache after its write */
 } g4;
@@ -172,22 +172,21 @@ static ir_ref attention(g4 *c, int64_t l, ir_ref h) {
     ir_ref ff = swa ? IR_NONE : c->freqs;
     ir_ref q = ir_matmul(g, rt_weight(c->b, true, E, nh * hd, "blk.%lld.attn_q.weight", L), h);
     q = norm(c, ir_reshape(g, q, (int64_t[4]){hd, nh, T, 1}), rt_weight(c->b, true, hd, 0, "blk.%lld.attn_q_norm.weight", L));
-    q = ir_rope(g, q, c->pos, ff, &rp);
+    q = ir_rope(g, q, c->io.pos, ff, &rp);
     if (src == l) {
         ir_ref kr = ir_matmul(g, rt_weight(c->b, true, E, Dkv, "blk.%lld.attn_k.weight", L), h);
         ir_ref vw = rt_weight(c->b, false, E, Dkv, "blk.%lld.attn_v.weight", L);
         ir_ref vr = vw != IR_NONE ? ir_matmul(g, vw, h) : kr; /* no attn_v: V := K's projection */
         ir_ref k = norm(c, ir_reshape(g, kr, (int64_t[4]){hd, nkv, T, 1}), rt_weight(c->b, true, hd, 0, "blk.%lld.attn_k_norm.weight", L));
-        k = ir_rope(g, k, c->pos, ff, &rp);
+        k = ir_rope(g, k, c->io.pos, ff, &rp);
         ir_ref v = ir_rms_norm(g, ir_reshape(g, vr, (int64_t[4]){hd, nkv, T, 1}), hp->eps);
         ir_ref kc = rt_kv_cache(c->b, l, 'k', Dkv), vc = rt_kv_cache(c->b, l, 'v', Dkv);
-        c->kc[l] = ir_kv_store(g, kc, ir_reshape(g, k, (int64_t[4]){Dkv, T, 1, 1}), c->slots);
-        c->vc[l] = ir_kv_store(g, vc, ir_reshape(g, v, (int64_t[4]){Dkv, T, 1, 1}), c->slots);
+        c->kc[l] = ir_kv_store(g, kc, ir_reshape(g, k, (int64_t[4]){Dkv, T, 1, 1}), c->io.slots);
+        c->vc[l] = ir_kv_store(g, vc, ir_reshape(g, v, (int64_t[4]){Dkv, T, 1, 1}), c->io.slots);
     }
     ir_attn_params ap = {.n_head_kv = (int32_t)nkv, .head_dim = (int32_t)hd, .scale = hp->attn_scale,
                          .window = swa ? hp->n_swa : 0, .softcap = 0};
-    if (c->table != IR_NONE) return ir_attention_paged(g, q, c->kc[src], c->vc[src], c->pos, c->table, c->b->block_size, &ap);
-    return ir_attention(g, q, c->kc[src], c->vc[src], c->pos, &ap);
+    return rt_attention(c->b, &c->io, q, c->kc[src], c->vc[src], &ap);
 }
 
 static ir_ref layer(g4 *c, int64_t l, ir_ref x) {
@@ -220,11 +219,9 @@ sb_status rt_build_gemma4(rt_build *b) {
     const int64_t E = hp->n_embd, V = hp->n_vocab, T = b->T;
     g4 c = {.b = b, .g = g, .hp = hp, .ple = IR_NONE};
     c.tok = ir_input_tokens(g, T);
-    c.pos = ir_input_pos(g, T);
+    ir_ref pos = ir_input_pos(g, T);
     ir_ref rows = b->n_out < T ? ir_input_out_rows(g, b->n_out) : IR_NONE;
-    const bool paged = b->block_size > 0;
-    c.slots = paged ? ir_input_slots(g, T) : c.pos;
-    c.table = paged ? ir_input_block_table(g, b->n_blk_max, T) : IR_NONE;
+    c.io = rt_kv_inputs(b, pos);
     ir_ref emb = rt_weight(b, true, E, V, "token_embd.weight");
     ir_ref x = ir_scale(g, ir_get_rows(g, emb, c.tok), hp->embd_scale);
     bool any_global = false;
