@@ -9,6 +9,7 @@
 #include "test.h"
 
 #include "sonicboom.h"
+#include "api/tensor_lib.h"
 
 #include <time.h>
 
@@ -34,31 +35,8 @@ static sb_tensor *mkf(int nd, int64_t a, int64_t b, int64_t c, float **vals) {
     return t;
 }
 
-static float *rd(const sb_tensor *t, size_t *n) {
-    size_t k = 0;
-    sb_tensor_read_f32(t, NULL, 0, &k);
-    float *v = (float *)malloc((k ? k : 1) * sizeof *v);
-    CHECK(sb_tensor_read_f32(t, v, k, &k) == SB_OK);
-    if (n) *n = k;
-    return v;
-}
 
-/* max |a-b| / (1 + |b|) over n values */
-static double maxrel(const float *a, const float *b, size_t n) {
-    double m = 0;
-    for (size_t i = 0; i < n; i++) {
-        const double d = fabs((double)a[i] - b[i]) / (1 + fabs((double)b[i]));
-        if (!(d <= m)) m = isnan(d) ? INFINITY : d;
-    }
-    return m;
-}
 
-static sb_tensor *op(const char *name, sb_tensor **src, int n, const double *args, int na) {
-    sb_tensor *t = NULL;
-    sb_status st = sb_tensor_op(name, src, n, args, na, &t);
-    CHECKF(st == SB_OK && t, "%s: %s", name, sb_last_error());
-    return t;
-}
 
 static void check_op(const char *name, sb_tensor *t, const float *ref, size_t n, double tol) {
     size_t k = 0;
