@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * tests/runtime/test_cuda_fusions.c — a golden test of what the CUDA executor launches for a plan:
+ * for each case (the test models at T = 1, 7 and 64, their paged decoders, three Qwen2.5-0.5B
+ * layers at T = 1, 64 and 512; all planned as on an H200, no GPU needed) one line per compute node
+ * in execution order with every executor-level fusion it takes part in (cuda_fusion.h's tables).
+ * The golden file is tests/runtime/cuda_fusions.golden (SB_UPDATE_GOLDEN=1 rewrites it).
+ *
+ * Nodes are named by what they compute, not by their index, so that moving a fusion from the
+ * executor into a graph pass leaves the text unchanged when the launches stay the same: a weight
+ * or cache by its name, a matmul as mm[weight] ("+" when it adds a residual or bias in its
+ * epilogue), a reshape as its source, any other node as op(sources) down to two levels. A node
+ * that another node's launch performs is not listed on its own.
+ * Built with the CUDA backend only. A case whose model file is absent is printed as absent (so
+ * the golden file records which data it saw).
+ */
+#include "runtime/cuda_fusion.h"
+#include "runtime/exec_cuda.h"
+#include "runtime/model.h"
+#include "runtime/arch/arch.h"
+#include "graph/ir.h"
+#include "graph/plan.h"
+#include "base/status.h"
+#include "test.h"
+#include "qwen_layers.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sbuf {
+    char *s;
+    size_t n, cap;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...) {
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        const int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) return;
+        if (b->s && b->n + (size_t)k < b->cap) {
+            b->n += (size_t)k;
+            return;
+        }
+        b->cap = (b->cap + (size_t)k + 1) * 2;
+        b->s = realloc(b->s, b->cap);
+        if (!b->s) abort();
+    }
+}
+
+/* the ADD a matmul's launch writes, or -1: its epilogue */
+static int32_t epi_add(const ir_graph *g, const cuda_fusions *f, int32_t i) {
+    return g->nodes[i].op == IR_OP_MATMUL && f->epi[i] >= 0 ? f->epi[i] : -1;
+}
+
+/* the matmul whose epilogue computes ADD node i, or -1 */
+static int32_t add_by_matmul(const ir_graph *g, const cuda_fusions *f, int32_t i) {
+    if (g->nodes[i].op != IR_OP_ADD) return -1;
+    for (int k = 0; k < 2; k++) {
+        const int32_t m = g->nodes[i].src[k];
+        if (epi_add(g, f, m) == i) return m;
+    }
+    return -1;
+}
+
+static void name_of(sbuf *b, const ir_graph *g, const cuda_fusions *f, int32_t i, int depth) {
+    const ir_node *n = &g->nodes[i];
+    if (ir_ops[n->op].flags & OPF_INPUT) {
+        put(b, "%s", n->name[0] ? n->name : ir_ops[n->op].name);
+        return;
+    }
+    if (n->op == IR_OP_RESHAPE) {
+        name_of(b, g, f, n->src[0], depth);
+        return;
+    }
+    const int32_t m = add_by_matmul(g, f, i);
+    if (m >= 0) {
+        name_of(b, g, f, m, depth);
+        return;
+    }
+    if (n->op == IR_OP_MATMUL) {
+        put(b, "mm[");
+        name_of(b, g, f, n->src[0], depth);
+        put(b, "]%s", epi_add(g, f, i) >= 0 ? "+" : "");
+        return;
+    }
+    put(b, "%s", ir_ops[n->op].name);
+    if (depth <= 0) return;
+    put(b, "(");
+    for (int k = 0; k < IR_MAX_SRC && n->src[k] != IR_NONE; k++) {
+        if (k) put(b, ", ");
+        name_of(b, g, f, n->src[k], depth - 1);
+    }
+    put(b, ")");
+}
+
+static void ref(sbuf *b, const char *what, const ir_graph *g, const cuda_fusions *f, int32_t j) {
+    if (j < 0) return;
+    put(b, " %s ", what);
+    name_of(b, g, f, j, 1);
+}
+
+/* the other input of the ADD matmul i's epilogue computes */
+static int32_t epi_operand(const ir_graph *g, const cuda_fusions *f, int32_t i) {
+    const int32_t a = epi_add(g, f, i);
+    if (a < 0) return -1;
+    return g->nodes[a].src[0] == i ? g->nodes[a].src[1] : g->nodes[a].src[0];
+}
+
+static void describe(sbuf *b, const plan *p, const cuda_fusions *f) {
+    const ir_graph *g = p->g;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if ((ir_ops[n->op].flags & OPF_INPUT) || n->op == IR_OP_RESHAPE || n->op == IR_OP_OUTPUT || add_by_matmul(g, f, i) >= 0) continue;
+        put(b, "  ");
+        name_of(b, g, f, i, 2);
+        if (f->skip[i]) put(b, " : by another launch");
+        const bool mm = n->op == IR_OP_MATMUL;
+        ref(b, "epilogue +", g, f, mm ? epi_operand(g, f, i) : -1);
+        ref(b, n->op == IR_OP_ROPE ? "writes" : n->op == IR_OP_RMS_NORM_QUANT ? "sums" : "quantizes into", g, f, mm ? -1 : f->epi[i]);
+        ref(b, "next in launch", g, f, f->gnext[i]);
+        ref(b, "stores V", g, f, f->vstore[i]);
+        ref(b, "next in MMA launch", g, f, f->mnext[i]);
+        ref(b, "next rope job", g, f, f->rnext[i]);
+        if (f->gjobs[i]) put(b, " partials to its rope jobs");
+        if (f->moved[i] != UINT64_MAX) put(b, " moved");
+        ref(b, "rotates q of", g, f, f->qrope[i]);
+        ref(b, "rotates k of", g, f, f->krope[i]);
+        ref(b, "writes GLU of", g, f, f->gpair[i]);
+        ref(b, "partials summed by", g, f, f->nsum[i]);
+        put(b, "\n");
+    }
+}
+
+static void add_case(sbuf *b, const char *title, ir_graph *g) {
+    put(b, "# %s\n", title);
+    plan_target t;
+    exec_cuda_target(NULL, &t);
+    plan *p = NULL;
+    sb_status st = plan_build(g, &t, NULL, &p);
+    CHECKF(st == SB_OK, "%s: plan_build: %s", title, sb_last_error());
+    cuda_fusions f = {0};
+    const cu_config *prev = cu_cfg_bind(&cu_config_default);
+    if (p && cuda_fusions_plan(p, &f, &cu_config_default) == SB_OK) {
+        describe(b, p, &f);
+    } else if (p) {
+        CHECKF(0, "%s: cuda_fusions_plan: %s", title, sb_last_error());
+    }
+    cu_cfg_bind(prev);
+    cuda_fusions_free(&f);
+    plan_free(p);
+    ir_graph_free(g);
+}
+
+static void model_cases(sbuf *b, const char *file) {
+    char path[256];
+    snprintf(path, sizeof path, "models/%s", file);
+    rt_model *m;
+    if (rt_model_load(test_data_path(path), NULL, &m) != SB_OK) {
+        put(b, "# %s: absent\n", file);
+        return;
+    }
+    static const struct {
+        int64_t T;
+        int32_t block_size;
+    } shapes[] = {{1, 0}, {7, 0}, {64, 0}, {1, 16}, {8, 16}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        ir_graph *g;
+        ir_graph_create(&g);
+        rt_build bld = {.g = g, .m = m, .T = shapes[k].T, .n_out = 1, .n_ctx = 1024, .kv_type = SB_TYPE_F16};
+        if (shapes[k].block_size) bld.block_size = shapes[k].block_size, bld.n_blk_max = 16, bld.n_out = shapes[k].T;
+        char title[160];
+        snprintf(title, sizeof title, "%s, T=%lld%s", file, (long long)shapes[k].T, shapes[k].block_size ? ", paged" : "");
+        if (rt_build_decoder(&bld) != SB_OK) {
+            put(b, "# %s: not built (%s)\n", title, sb_last_error());
+            ir_graph_free(g);
+            continue;
+        }
+        add_case(b, title, g);
+    }
+    rt_model_free(m);
+}
+
+int main(void) {
+    exec_cuda_assume_device(9, 132);
+    sbuf b = {0};
+    put(&b, "# the CUDA executor's launches per plan, as on an H200 (tests/runtime/test_cuda_fusions.c)\n");
+    static const char *models[] = {"test-qwen2-q4_k_m.gguf", "test-qwen2-f16.gguf", "test-llama-q4_k_m.gguf",
+                                   "test-qwen3-q8_0.gguf", "test-gemma3-q4_k_m.gguf"};
+    for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) model_cases(&b, models[k]);
+    static const int64_t qT[] = {1, 64, 512};
+    for (size_t k = 0; k < sizeof qT / sizeof qT[0]; k++) {
+        char title[96];
+        snprintf(title, sizeof title, "three Qwen2.5-0.5B layers, T=%lld", (long long)qT[k]);
+        add_case(&b, title, qwen_layers(3, qT[k], 1024));
+    }
+    exec_cuda_assume_device(0, 0);
+    const char *path = "tests/runtime/cuda_fusions.golden";
+    if (getenv("SB_UPDATE_GOLDEN")) {
+        FILE *f = fopen(path, "w");
+        if (f) fputs(b.s, f), fclose(f);
+    }
+    size_t n = 0;
+    char *want = (char *)test_read_file(path, &n);
+    CHECKF(want != NULL, "%s missing", path);
+    if (want) {
+        const bool same = n == b.n && !memcmp(want, b.s, n);
+        if (!same) {
+            char out[512];
+            snprintf(out, sizeof out, "%s/cuda_fusions.got", getenv("SB_BUILD_DIR") ? getenv("SB_BUILD_DIR") : ".");
+            FILE *f = fopen(out, "w");
+            if (f) fputs(b.s, f), fclose(f);
+            CHECKF(same, "%s differs: what this build plans is in %s (diff the two)", path, out);
+        } else {
+            CHECK(same);
+        }
+    }
+    free(want);
+    free(b.s);
+    return test_summary();
+}
