@@ -211,6 +211,8 @@ static inline int ir_slice_len(const ir_node *n) { return n->ip[1]; }
 /* CONCAT: the dimension joined along; PERMUTE: the permutation (result ne[k] = source ne[perm[k]]) */
 static inline int ir_concat_dim(const ir_node *n) { return n->ip[0]; }
 static inline const int32_t *ir_permute_perm(const ir_node *n) { return n->ip; }
+/* MATMUL: the value added to the product (a [N] bias or an [N,T] residual; pass fuse_matmul_add), or IR_NONE */
+static inline ir_ref ir_matmul_addend(const ir_node *n) { return n->op == IR_OP_MATMUL ? n->src[2] : IR_NONE; }
 /* GLU_QUANT: the gated activation, IR_OP_SWIGLU or IR_OP_GEGLU */
 static inline ir_op ir_glu_act(const ir_node *n) { return (ir_op)n->ip[0]; }
 /* FUSED: the number of chain steps, and step k: its op, the src index of its second input (0: none)

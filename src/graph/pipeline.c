@@ -7,7 +7,7 @@
  * Layer 2 (graph). Order matters: dce first (fewer rows for everything after), quantize_once
  * before the two quantize fusions, fuse_add_norm after fuse_norm_quant (it extends the node that
  * pass makes), the elementwise fusion last (the quantize fusions claim the norms that feed
- * matmuls first).
+ * matmuls first), fuse_matmul_add after it (an add an elementwise chain took stays in the chain).
  * Non-goals: pass options per run, pass timing.
  */
 #include "graph/plan.h"
@@ -22,6 +22,7 @@ static const pass_info pipeline[] = {
     {"fuse_act_quant", pass_fuse_act_quant},
     {"fuse_add_norm", pass_fuse_add_norm},
     {"fuse_elementwise", pass_fuse_elementwise},
+    {"fuse_matmul_add", pass_fuse_matmul_add},
     {"fuse_rope_store", pass_fuse_rope_store},
 };
 

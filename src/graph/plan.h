@@ -34,6 +34,7 @@ typedef struct plan_target {
     bool fuse_elementwise;           /* run pass fuse_elementwise */
     bool fuse_rope_store;            /* run pass fuse_rope_store (the executor runs ROPE_STORE) */
     bool fuse_add_norm;              /* run pass fuse_add_norm (the executor runs ADD_RMS_NORM_QUANT and RESULT) */
+    bool fuse_matmul_add;            /* run pass fuse_matmul_add (matmuls with a third source: the executor adds it) */
 } plan_target;
 
 /* The CPU target llama.cpp's CPU backend corresponds to: act_type[w] = qk_get(w)->vec_dot_type
@@ -62,6 +63,7 @@ sb_status pass_fuse_act_quant(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_elementwise(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_add_norm(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_matmul_add(ir_graph *g, const pass_ctx *cx);
 
 /* The pipeline table (graph/pipeline.c), in order; n_out receives the count. */
 const pass_info *pass_pipeline(int *n_out);

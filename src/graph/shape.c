@@ -134,6 +134,7 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         if (b->ne[2] != 1 || b->ne[3] != 1) FAIL("matmul: x must be 2-D");
         if (!qk_valid(b->dtype)) FAIL("matmul: bad x dtype");
         set(&r, SB_TYPE_F32, a->ne[1], b->ne[1], 1, 1);
+        if (ns > 2) SB_TRY(check_operand(n, &r, S(g, n, 2))); /* the added bias or residual */
         break;
     case IR_OP_RESHAPE:
         for (int i = 0; i < 4; i++)

@@ -2,8 +2,8 @@
 /*
  * runtime/cuda_fusion.c — the CUDA executor's fusion planning (contract: cuda_fusion.h). Each pass
  * below looks for one pattern in the plan's node order and memory plan and records it in the
- * tables; exec_cuda.c then launches accordingly. The passes, in cuda_fusions_plan's order: GEMV
- * epilogues (bias / residual), K's RoPE into its kv_store, residual add + rms_norm_quant, Q/K/V and
+ * tables; exec_cuda.c then launches accordingly. The passes, in cuda_fusions_plan's order: K's
+ * RoPE into its kv_store, residual add + rms_norm_quant, Q/K/V and
  * gate/up as one multi-GEMV launch (hoisted results in a private region after the plan) with V's
  * kv_store folded in, Q's RoPE and the output quantize into the attention, the GLU by its gate/up
  * launch, prefill GEMM groups (MMA), rope jobs, split-K partials summed by the rope jobs or by the
@@ -75,13 +75,6 @@ static void plan_add_norm(const plan *p, cuda_fusions *c) {
     }
 }
 
-ir_ref cf_mm_out(const cuda_fusions *c, ir_ref m) { return c->epi[m] >= 0 ? c->epi[m] : m; }
-
-ir_ref cf_epi_operand(const ir_graph *g, const cuda_fusions *c, ir_ref m) { /* the other input of matmul m's fused ADD (IR_NONE: none) */
-    if (c->epi[m] < 0) return IR_NONE;
-    const ir_node *a = &g->nodes[c->epi[m]];
-    return a->src[0] == m ? a->src[1] : a->src[0];
-}
 
 bool cf_multi_ok(const ir_graph *g, const ir_node *m) {
     if (m->op != IR_OP_MATMUL) return false;
@@ -107,7 +100,7 @@ bool cf_reg_single(const ir_graph *g, const ir_node *m) {
 
 /* T = 1 matmuls of one activation (Q/K/V, gate/up; the planner schedules them apart, e.g. K, rope,
  * V, Q) become one launch at the first one's place. Hoisting member j there is safe when what it
- * reads exists by then (the activation, weights, an epilogue operand computed before the leader)
+ * reads exists by then (the activation, weights, an addend computed before the leader)
  * and what it writes cannot clash with anything in between: its result (and the views of it) move
  * from the plan's memory, which the planner may reuse before j, to a private region after the
  * plan (c->moved, by alias root). A member whose result goes only to a KV cache (V) writes the
@@ -134,16 +127,16 @@ static void plan_groups(const plan *p, cuda_fusions *c, const int32_t *uses, uin
         for (int32_t j = i + 1; j < g->n_nodes && n < CU_MULTI_MAX; j++) {
             const ir_node *m = &g->nodes[j];
             if (c->skip[j] || !cf_multi_ok(g, m) || m->src[1] != g->nodes[i].src[1]) continue;
-            const ir_ref o = cf_epi_operand(g, c, j); /* its epilogue operand must exist at the leader */
+            const ir_ref o = ir_matmul_addend(&g->nodes[j]); /* its addend must exist at the leader */
             if (o != IR_NONE && p->vals[o].input < 0 && o >= i) continue;
-            const ir_ref out = cf_mm_out(c, j), root = p->vals[out].alias;
+            const ir_ref out = j, root = p->vals[out].alias;
             if (p->vals[root].input >= 0 || root != out) continue;
             mem[n++] = j;
         }
         if (n > 1) {
             for (int k = 0; k + 1 < n; k++) c->gnext[mem[k]] = mem[k + 1];
             for (int k = 1; k < n; k++) {
-                const ir_ref out = cf_mm_out(c, mem[k]);
+                const ir_ref out = mem[k];
                 c->skip[mem[k]] = 1;
                 if (c->moved[out] == UINT64_MAX) {
                     c->moved[out] = *at;
@@ -153,7 +146,7 @@ static void plan_groups(const plan *p, cuda_fusions *c, const int32_t *uses, uin
         }
         /* V: the member's value goes only to a kv_store (T = 1) */
         for (int k = 0; k < n; k++) {
-            const ir_ref v = cf_mm_out(c, mem[k]);
+            const ir_ref v = mem[k];
             if (uses[v] != 1) continue;
             int32_t s = -1;
             for (int32_t q = v + 1; q < g->n_nodes && s < 0; q++)
@@ -182,7 +175,7 @@ static void plan_groups(const plan *p, cuda_fusions *c, const int32_t *uses, uin
         /* ropek (default): K — the member's value goes through views to a ROPE that already writes
          * a KV cache (its kv_store fused): the launch rotates and writes the cache itself */
         for (int k = 0; ropek && k < n; k++) {
-            const ir_ref v = cf_mm_out(c, mem[k]);
+            const ir_ref v = mem[k];
             if (uses[v] != 1 || c->vstore[mem[k]] >= 0) continue;
             ir_ref cur = v;
             int32_t r = -1;
@@ -248,7 +241,7 @@ static void plan_attn_quant(const plan *p, cuda_fusions *c) {
 }
 
 /* GLU_QUANT f of one row whose gate and up are the two matmuls of one T = 1 launch (the gate
- * leading, the up its only member), each used only by f, written without a fused ADD, KV-cache
+ * leading, the up its only member), each used only by f, written without an addend, KV-cache
  * column or RoPE, and one k_gemv_reg takes as gate/up pairs: that
  * launch writes act(gate) * up into the gate's memory, and f only quantizes it (cu_quantize_act:
  * the same f32 values and quantizer as cu_glu_quant, so the same bits) — the GLU's loads of two rows
@@ -263,7 +256,7 @@ static void plan_glu_pairs(const plan *p, cuda_fusions *c, const int32_t *uses) 
         const ir_ref gs = fn->src[0], us = fn->src[1];
         if (gs < 0 || us < 0 || g->nodes[gs].op != IR_OP_MATMUL || g->nodes[us].op != IR_OP_MATMUL) continue;
         if (c->skip[gs] || c->gnext[gs] != us || c->gnext[us] >= 0 || uses[gs] != 1 || uses[us] != 1) continue;
-        if (c->epi[gs] >= 0 || c->epi[us] >= 0 || c->vstore[gs] >= 0 || c->vstore[us] >= 0 || c->krope[gs] >= 0 || c->krope[us] >= 0) continue;
+        if (ir_matmul_addend(&g->nodes[gs]) != IR_NONE || ir_matmul_addend(&g->nodes[us]) != IR_NONE || c->vstore[gs] >= 0 || c->vstore[us] >= 0 || c->krope[gs] >= 0 || c->krope[us] >= 0) continue;
         const ir_node *x = &g->nodes[g->nodes[gs].src[1]];
         const cu_gemv_seg sg[2] = {mm_seg(g, &g->nodes[gs]), mm_seg(g, &g->nodes[us])};
         if (!cu_gemv_reg_fits(sg, 2, x->ne[0], x->dtype, true)) continue;
@@ -358,11 +351,11 @@ static uint64_t slot_take(mma_slot *slot, int *ns, int max, uint64_t *at, uint64
  * a Q4_K_M file's V may be Q8_0 beside Q5_0 K and Q): one int8 MMA launch at the
  * first one's place (mnext chain; the members after it skipped), where cu_mma_multi_split at run
  * time — else they run one by one there. A member adjacent to the one before it (nothing between
- * but inputs and fused ADDs) keeps its memory, which then holds nothing live — checked: it overlaps
- * neither the activation nor an earlier member's output or epilogue operand. A member further on
+ * but inputs) keeps its memory, which then holds nothing live — checked: it overlaps
+ * neither the activation nor an earlier member's output or addend. A member further on
  * runs before its place in the plan, so its result gets memory of its own after the plan's region
  * (moved), in a slot no other live value uses: slots are reused once every use of the value they
- * held is past (a layer's Q slot serves every layer). Its epilogue operand must exist at the leader. */
+ * held is past (a layer's Q slot serves every layer). Its addend must exist at the leader. */
 static void plan_mma_groups(const plan *p, cuda_fusions *c, const int32_t *uses, uint64_t *at, bool hoist, bool pair) {
     const ir_graph *g = p->g;
     int32_t *last = last_readers(p, c);
@@ -380,14 +373,14 @@ static void plan_mma_groups(const plan *p, cuda_fusions *c, const int32_t *uses,
             const ir_node *m = &g->nodes[k];
             const int mt = g->nodes[m->src[0]].dtype;
             if (c->skip[k] || !cf_mma_ok(g, m) || m->src[1] != xi || (mt != wt && (wt2 != wt ? mt != wt2 : !pair || !cu_mma_pair(wt, mt, xt)))) continue;
-            const ir_ref ok = cf_epi_operand(g, c, k), out = cf_mm_out(c, k);
+            const ir_ref ok = ir_matmul_addend(&g->nodes[k]), out = k;
             if (ok != IR_NONE && p->vals[ok].input < 0 && ok >= i) continue;
-            bool adjacent = true; /* nothing between the member before and this one but inputs and that member's fused ADD */
-            for (int32_t q = prev + 1; q < k && adjacent; q++) adjacent = (ir_ops[g->nodes[q].op].flags & OPF_INPUT) || q == c->epi[prev];
+            bool adjacent = true; /* nothing between the member before and this one but inputs */
+            for (int32_t q = prev + 1; q < k && adjacent; q++) adjacent = ir_ops[g->nodes[q].op].flags & OPF_INPUT;
             bool clash = overlap(p, c, out, xi);
             for (int q = 0; q < n && !clash; q++) {
-                const ir_ref oq = cf_epi_operand(g, c, mem[q]);
-                clash = overlap(p, c, out, cf_mm_out(c, mem[q])) || (oq != IR_NONE && overlap(p, c, out, oq));
+                const ir_ref oq = ir_matmul_addend(&g->nodes[mem[q]]);
+                clash = overlap(p, c, out, mem[q]) || (oq != IR_NONE && overlap(p, c, out, oq));
             }
             if (!adjacent || clash) { /* hoisted: memory of its own */
                 if (!hoist || !last || p->vals[out].input >= 0 || p->vals[out].alias != out) continue;
@@ -399,7 +392,7 @@ static void plan_mma_groups(const plan *p, cuda_fusions *c, const int32_t *uses,
         for (int q = 1; q < n; q++) {
             c->mnext[mem[q - 1]] = mem[q];
             c->skip[mem[q]] = 1;
-            const ir_ref out = cf_mm_out(c, mem[q]);
+            const ir_ref out = mem[q];
             if (!move[q] || c->moved[out] != UINT64_MAX) continue;
             const uint64_t b = cf_align(p->vals[out].bytes);
             int32_t fa = last[out] > mem[q] ? last[out] : mem[q];
@@ -441,7 +434,7 @@ static void plan_mma_glu_pairs(const plan *p, cuda_fusions *c, const int32_t *us
         if (fn->op != IR_OP_GLU_QUANT || c->skip[f] || ir_nrows(fn) <= 8) continue;
         const ir_ref gs = fn->src[0], us = fn->src[1];
         if (gs < 0 || us < 0 || c->skip[gs] || c->mnext[gs] != us || c->mnext[us] >= 0 || uses[gs] != 1 || uses[us] != 1) continue;
-        if (c->epi[gs] >= 0 || c->epi[us] >= 0) continue;
+        if (ir_matmul_addend(&g->nodes[gs]) != IR_NONE || ir_matmul_addend(&g->nodes[us]) != IR_NONE) continue;
         const cu_gemv_seg sg[2] = {mm_seg(g, &g->nodes[gs]), mm_seg(g, &g->nodes[us])};
         if (sg[0].wtype != sg[1].wtype || !cu_mma_glu_pair_ok(sg[0].wtype) || sg[0].N != sg[1].N || group_split(p, c, gs) != 1) continue;
         c->gpair[gs] = f;
@@ -476,7 +469,7 @@ static bool group_of_splits(const plan *p, const cuda_fusions *c, ir_ref v) {
     for (int32_t l = 0; l < p->g->n_nodes; l++) {
         if (c->skip[l] || c->mnext[l] < 0) continue; /* leaders only */
         for (int32_t m = l; m >= 0; m = c->mnext[m])
-            if (cf_mm_out(c, m) == v) return group_split(p, c, l) > 1;
+            if (m == v) return group_split(p, c, l) > 1;
     }
     return false;
 }
@@ -538,15 +531,15 @@ static void plan_group_jobs(const plan *p, cuda_fusions *c) {
     const ir_graph *g = p->g;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         if (c->skip[i] || c->mnext[i] < 0) continue;
-        int32_t j = i + 1; /* the next node that launches work (the leader's fused ADD is skipped) */
+        int32_t j = i + 1; /* the next node that launches work */
         while (j < g->n_nodes && !runs_alone(g, c, j)) j++;
         if (j >= g->n_nodes || (g->nodes[j].op != IR_OP_ROPE && g->nodes[j].op != IR_OP_KV_STORE)) continue;
         bool ok = true;
         for (int32_t m = i; m >= 0 && ok; m = c->mnext[m]) {
-            const ir_ref root = p->vals[cf_mm_out(c, m)].alias;
+            const ir_ref root = p->vals[m].alias;
             for (int32_t q = 0; q < g->n_nodes && ok; q++) {
                 const ir_node *qn = &g->nodes[q];
-                if (q == m || q == c->epi[m] || (qn->op == IR_OP_RESHAPE && p->vals[q].alias == root)) continue;
+                if (q == m || (qn->op == IR_OP_RESHAPE && p->vals[q].alias == root)) continue;
                 for (int a = 0; a < IR_MAX_SRC && ok; a++) {
                     if (qn->src[a] == IR_NONE || p->vals[qn->src[a]].alias != root) continue;
                     /* a reader: only a job of the chain, through its x */
@@ -560,7 +553,7 @@ static void plan_group_jobs(const plan *p, cuda_fusions *c) {
 
 /* A lone MATMUL m on the int8 MMA path (T > 8; no group, no GLU) whose result v goes only into the
  * residual sum h = v + o that the RMS_NORM_QUANT n right after it normalizes (nothing runs between):
- * either m's fused ADD writes h and n reads it, or n has the ADD fused (plan_add_norm) and v is its
+ * either m adds o itself (its addend: h is m) and n reads it, or n has the ADD fused (plan_add_norm) and v is its
  * one operand. Where m splits K at run time, it leaves the partials unreduced and n sums them —
  * mma_split_sum with o as the epilogue: k_mma_reduce's order, and x + b == b + x in f32, so the
  * same h, which n writes to h's memory — and the reduce kernel leaves the chain (a prefill layer's
@@ -584,17 +577,17 @@ static void plan_norm_sums(const plan *p, cuda_fusions *c, const int32_t *uses, 
         const cu_gemv_seg sg = mm_seg(g, mn);
         const ir_node *x = &g->nodes[mn->src[1]];
         if (cu_mma_multi_split(&sg, 1, x->ne[0], x->dtype, x->ne[1], UINT64_MAX) < 2) continue; /* never splits */
-        const bool own = c->epi[m] >= 0; /* m's ADD fused into m; else into n */
+        const bool own = ir_matmul_addend(mn) != IR_NONE; /* m adds o itself; else n's fused ADD does */
         if (!own && (uses[m] != 1 || p->vals[m].alias != m)) continue;
-        int32_t n = (own ? c->epi[m] : m) + 1;
+        int32_t n = m + 1;
         while (n < g->n_nodes && !runs_alone(g, c, n)) n++;
         if (n >= g->n_nodes) continue;
         const ir_node *nn = &g->nodes[n];
         if (nn->op != IR_OP_RMS_NORM_QUANT || ir_nelem(nn) != ir_nelem(mn) || cu_norm_rows_fit(nn->dtype, nn->ne[0], ir_nrows(nn))) continue;
         ir_ref h, o;
         if (own) {
-            if (nn->src[0] != c->epi[m] || c->epi[n] >= 0) continue;
-            h = c->epi[m], o = cf_epi_operand(g, c, m);
+            if (nn->src[0] != m || c->epi[n] >= 0) continue;
+            h = m, o = ir_matmul_addend(mn);
         } else {
             const ir_node *a = c->epi[n] >= 0 ? &g->nodes[c->epi[n]] : NULL;
             if (!a || a->op != IR_OP_ADD || nn->src[0] != c->epi[n] || (a->src[0] != m && a->src[1] != m)) continue;
@@ -613,11 +606,6 @@ static void plan_norm_sums(const plan *p, cuda_fusions *c, const int32_t *uses, 
     free(last);
 }
 
-/* MATMUL m immediately followed by ADD(m, o) (either order), m used only there, o a [N] bias or a
- * value of the output's shape: the GEMV writes the ADD's value through its epilogue and the ADD
- * is skipped. Safe only if the ADD's memory does not overlap the GEMV's activation and overlaps
- * o only exactly (each element is read, then written, by one thread). Bit-identical: the same
- * f32 (W x) + o. */
 sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg) {
     const ir_graph *g = p->g;
     int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
@@ -643,20 +631,6 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
         c->moved[i] = UINT64_MAX;
     const uint64_t base = cf_align(p->arena_bytes);
     uint64_t at = base;
-    for (int32_t i = 0; i + 1 < g->n_nodes; i++) {
-        const ir_node *m = &g->nodes[i], *a = &g->nodes[i + 1];
-        if (m->op != IR_OP_MATMUL || a->op != IR_OP_ADD || uses[i] != 1) continue;
-        const int slot = a->src[0] == i ? 1 : a->src[1] == i ? 0 : -1;
-        if (slot < 0) continue;
-        const ir_ref o = a->src[slot];
-        const ir_node *on = &g->nodes[o];
-        const bool bc = ir_nelem(on) == m->ne[0] && ir_nrows(m) != 1;
-        if (!bc && ir_nelem(on) != ir_nelem(m)) continue;
-        if (overlap(p, c, i + 1, m->src[1])) continue;
-        if (overlap(p, c, i + 1, o) && !(same_mem(p, c, i + 1, o) && !bc)) continue;
-        c->epi[i] = i + 1;
-        c->skip[i + 1] = 1;
-    }
     /* ROPE r, then only views of it, then KV_STORE(cache, view of r, pos): rope writes the cache */
     for (int32_t i = 0; i < g->n_nodes; i++) {
         if (g->nodes[i].op != IR_OP_ROPE || uses[i] != 1) continue;

@@ -21,8 +21,8 @@
 #include <stdlib.h>
 
 typedef struct cuda_fusions {
-    /* epi[i] = the ADD node a matmul i writes through its epilogue (also: the kv_store a ROPE writes,
-     * the residual ADD an RMS_NORM_QUANT computes, the QUANTIZE an attention writes; -1 none);
+    /* epi[i] = the kv_store a ROPE writes, the residual ADD an RMS_NORM_QUANT computes, the QUANTIZE
+     * an attention writes (-1 none; a matmul's added bias or residual is its third source);
      * skip[j] = node j is done by another node's launch */
     int32_t *epi;
     uint8_t *skip;
@@ -55,8 +55,6 @@ void cuda_fusions_free(cuda_fusions *f);
 bool cf_multi_ok(const ir_graph *g, const ir_node *m);   /* a T = 1 matmul a multi-GEMV launch takes */
 bool cf_reg_single(const ir_graph *g, const ir_node *m); /* a lone T = 1 GEMV the registers-before-the-wait kernel takes */
 bool cf_mma_ok(const ir_graph *g, const ir_node *m);     /* a T > 8 matmul the int8 MMA GEMM takes */
-ir_ref cf_mm_out(const cuda_fusions *f, ir_ref m);       /* the value matmul m's launch writes: its epilogue ADD's, or its own */
-ir_ref cf_epi_operand(const ir_graph *g, const cuda_fusions *f, ir_ref m); /* the other input of m's fused ADD (IR_NONE: none) */
 
 static inline uint64_t cf_align(uint64_t x) { return (x + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1); }
 

@@ -204,6 +204,13 @@ static void k_ew(void *c, int64_t b, int64_t e, int tid) {
     ew_step(n->op, r->dst, r->s[0], o, o && bcast(src(r, 1), n), ir_f0(n), n->ne[0], b, e);
 }
 
+/* a matmul's third source added to its product in place (x + y == y + x: an ADD node's bits) */
+static void k_matmul_add(void *c, int64_t b, int64_t e, int tid) {
+    const run *r = c;
+    (void)tid;
+    ew_step(IR_OP_ADD, r->dst, r->dst, r->s[2], bcast(src(r, 2), r->n), 0.0f, r->n->ne[0], b, e);
+}
+
 /* Functions compiled for AVX2+FMA+F16C, called only when cpu_isa_active() >= CPU_ISA_AVX2. */
 #define AVX2_ATTR __attribute__((target("avx2,fma,f16c")))
 
@@ -652,6 +659,36 @@ static void par(tp_pool *pool, int nt, int64_t rows, int64_t elems, tp_range_fn 
         tp_run(pool, rows, grain_for(rows, nt), fn, ctx);
 }
 
+/* matmul node i into r->dst: the activation-type kernel, f16/bf16 activations widened for the f32
+ * kernel, or the dequantizing reference */
+static sb_status run_matmul(run *r, tp_pool *pool, int nt, int32_t i) {
+    const ir_node *n = r->n;
+    const ir_node *w = src(r, 0), *x = src(r, 1);
+    int act = cpu_act_type(w->dtype);
+    if (act >= 0 && act == x->dtype) {
+        sb_status s = cpu_matmul(pool, w->dtype, r->s[0], w->ne[0], w->ne[1], r->s[1], x->ne[1], r->dst);
+        return s != SB_OK ? sb_fail_context(s, "exec: matmul %%%d \"%s\"", (int)i, n->name) : SB_OK;
+    }
+    if (act == SB_TYPE_F32 && (x->dtype == SB_TYPE_F16 || x->dtype == SB_TYPE_BF16)) {
+        /* half-rounded activations, widened back for the f32-activation kernel */
+        r->xf = (const float *)(r->arena + r->lay.shared);
+        tp_run(pool, x->ne[1], grain_for(x->ne[1], nt), k_dequant_x, r);
+        sb_status s = cpu_matmul(pool, w->dtype, r->s[0], w->ne[0], w->ne[1], r->xf, x->ne[1], r->dst);
+        return s != SB_OK ? sb_fail_context(s, "exec: matmul %%%d \"%s\"", (int)i, n->name) : SB_OK;
+    }
+    if (!op_can_dequantize(w->dtype) || !op_can_dequantize(x->dtype))
+        return sb_fail(SB_ERR_UNSUPPORTED, "exec: matmul %%%d: weight \"%s\" type %s x activation %s not supported on CPU",
+                       (int)i, w->name, ir_dtype_name(w->dtype), ir_dtype_name(x->dtype));
+    if (x->dtype == SB_TYPE_F32) {
+        r->xf = r->s[1];
+    } else {
+        r->xf = (const float *)(r->arena + r->lay.shared);
+        tp_run(pool, x->ne[1], grain_for(x->ne[1], nt), k_dequant_x, r);
+    }
+    tp_run(pool, w->ne[1], grain_for(w->ne[1], nt), k_matmul_ref, r);
+    return SB_OK;
+}
+
 sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, const float **out) {
     if (!p || !b) return sb_fail(SB_ERR_INVALID_ARG, "exec: NULL plan or bindings");
     int nt = tp_threads(pool);
@@ -704,34 +741,10 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
             break;
         }
         case IR_OP_RESULT: break; /* written by its producer */
-        case IR_OP_MATMUL: {
-            const ir_node *w = src(&r, 0), *x = src(&r, 1);
-            int act = cpu_act_type(w->dtype);
-            if (act >= 0 && act == x->dtype) {
-                sb_status s = cpu_matmul(pool, w->dtype, r.s[0], w->ne[0], w->ne[1], r.s[1], x->ne[1], r.dst);
-                if (s != SB_OK) return sb_fail_context(s, "exec: matmul %%%d \"%s\"", (int)i, n->name);
-                break;
-            }
-            if (act == SB_TYPE_F32 && (x->dtype == SB_TYPE_F16 || x->dtype == SB_TYPE_BF16)) {
-                /* half-rounded activations, widened back for the f32-activation kernel */
-                r.xf = (const float *)(r.arena + r.lay.shared);
-                tp_run(pool, x->ne[1], grain_for(x->ne[1], nt), k_dequant_x, &r);
-                sb_status s = cpu_matmul(pool, w->dtype, r.s[0], w->ne[0], w->ne[1], r.xf, x->ne[1], r.dst);
-                if (s != SB_OK) return sb_fail_context(s, "exec: matmul %%%d \"%s\"", (int)i, n->name);
-                break;
-            }
-            if (!op_can_dequantize(w->dtype) || !op_can_dequantize(x->dtype))
-                return sb_fail(SB_ERR_UNSUPPORTED, "exec: matmul %%%d: weight \"%s\" type %s x activation %s not supported on CPU",
-                               (int)i, w->name, ir_dtype_name(w->dtype), ir_dtype_name(x->dtype));
-            if (x->dtype == SB_TYPE_F32) {
-                r.xf = r.s[1];
-            } else {
-                r.xf = (const float *)(r.arena + r.lay.shared);
-                tp_run(pool, x->ne[1], grain_for(x->ne[1], nt), k_dequant_x, &r);
-            }
-            tp_run(pool, w->ne[1], grain_for(w->ne[1], nt), k_matmul_ref, &r);
+        case IR_OP_MATMUL:
+            SB_TRY(run_matmul(&r, pool, nt, i));
+            if (n->src[2] != IR_NONE) par(pool, nt, rows_n, ir_nelem(n), k_matmul_add, &r); /* + bias or residual */
             break;
-        }
         case IR_OP_RESHAPE:
         case IR_OP_OUTPUT: break; /* views */
         case IR_OP_ROPE: {

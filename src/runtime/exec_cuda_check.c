@@ -28,6 +28,7 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
         for (int w = 0; w < SB_TYPE_COUNT; w++)
             if (cu_has_mmvq_q8k(w)) t->act_type[w] = SB_TYPE_Q8_K; /* Q2_K..Q6_K, IQ4_XS */
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
+    t->fuse_matmul_add = (c ? c : &cu_config_default)->fuse; /* every matmul kernel has the add epilogue */
 }
 
 sb_status exec_cuda_check(const plan *p) {

@@ -32,11 +32,10 @@ static int ew_code(int op) {
 static float *matmul_out(crun *r, int32_t m, cu_epilogue *ep) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[m];
-    const ir_ref o = r->c->fu.epi ? cf_epi_operand(g, &r->c->fu, m) : IR_NONE;
+    const ir_ref o = ir_matmul_addend(n);
     *ep = (cu_epilogue){0};
-    if (o == IR_NONE) return (float *)dptr(r, m);
-    *ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = ir_nelem(&g->nodes[o]) == n->ne[0] && ir_nrows(n) != 1};
-    return (float *)dptr(r, r->c->fu.epi[m]);
+    if (o != IR_NONE) *ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = bcast(&g->nodes[o], n)};
+    return (float *)dptr(r, m);
 }
 
 /* matmul i alone (its epilogue ADD fused): the int8 MMA GEMM for T > 8, else the dp4a or f32
@@ -100,7 +99,7 @@ static sb_status run_matmul_group(crun *r, int32_t i) {
         if (jobs && srcs[0].part) {
             int q = 0;
             for (int32_t m = i; m >= 0 && q < ns; m = r->c->fu.mnext[m], q++) {
-                r->gsrc_root[q] = r->p->vals[cf_mm_out(&r->c->fu, m)].alias;
+                r->gsrc_root[q] = r->p->vals[m].alias;
                 r->gsrc[q] = srcs[q];
             }
             r->gsrc_n = ns;

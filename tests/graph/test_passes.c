@@ -249,6 +249,59 @@ static void case_fuse_rope_store(void) {
     ir_graph_free(g);
 }
 
+/* Q's bias and the attention's residual add become matmul addends; the FFN's residual add, which
+ * the elementwise chain after it took, stays there; a product read twice stays a plain matmul; a
+ * target without the flag is left alone */
+static void case_fuse_matmul_add(void) {
+    plan_target t;
+    test_target(&t);
+    t.fuse_matmul_add = true;
+    ir_graph *g = attn_ffn_graph(false);
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise};
+    golden("fuse_matmul_add", g, pre, 4, pass_fuse_matmul_add, &t);
+    int with = 0, adds = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        with += ir_matmul_addend(&g->nodes[i]) != IR_NONE;
+        adds += g->nodes[i].op == IR_OP_ADD;
+    }
+    CHECK_EQ_INT(with, 2);
+    CHECK_EQ_INT(adds, 0);
+    ir_graph_free(g);
+    /* read twice, and a reference target */
+    g = new_graph();
+    ir_ref x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){64, 2, 1, 1});
+    ir_ref m = ir_matmul(g, W(g, "w", SB_TYPE_F32, 64, 32), x);
+    ir_output(g, ir_add(g, m, W(g, "b", SB_TYPE_F32, 32, 1)), "y");
+    ir_output(g, m, "m");
+    ir_output(g, ir_add(g, ir_matmul(g, W(g, "w2", SB_TYPE_F32, 64, 32), x), W(g, "b2", SB_TYPE_F32, 32, 1)), "z");
+    plan_target r;
+    plan_target_reference(&r);
+    pass_ctx cx = {.target = &r};
+    char *before = ir_print_str(g);
+    CHECK(pass_fuse_matmul_add(g, &cx) == SB_OK);
+    char *after = ir_print_str(g);
+    CHECK(!strcmp(before, after));
+    free(after);
+    cx.target = &t;
+    CHECK(pass_fuse_matmul_add(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+    with = adds = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        with += ir_matmul_addend(&g->nodes[i]) != IR_NONE;
+        adds += g->nodes[i].op == IR_OP_ADD;
+    }
+    CHECK_EQ_INT(with, 1); /* z's */
+    CHECK_EQ_INT(adds, 1); /* y's: its product is an output too */
+    free(before);
+    ir_graph_free(g);
+    /* the shape rule: an addend is [N] or the product's shape */
+    g = new_graph();
+    x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){64, 2, 1, 1});
+    ir_node bad = ir_proto(IR_OP_MATMUL);
+    bad.src[0] = W(g, "w", SB_TYPE_F32, 64, 32), bad.src[1] = x, bad.src[2] = W(g, "b", SB_TYPE_F32, 16, 1);
+    CHECK(ir_infer_shape(g, &bad) != SB_OK && strstr(sb_last_error(), "matmul: operand"));
+    ir_graph_free(g);
+}
+
 static void case_fuse_elementwise(void) {
     plan_target t;
     test_target(&t);
@@ -403,7 +456,7 @@ static void test_pipeline_dump(void) {
     fclose(f);
     int np = 0;
     const pass_info *pl = pass_pipeline(&np);
-    CHECK(np == 7 && !strcmp(pl[0].name, "dce") && !strcmp(pl[6].name, "fuse_rope_store"));
+    CHECK(np == 8 && !strcmp(pl[0].name, "dce") && !strcmp(pl[7].name, "fuse_rope_store"));
     for (int i = 0; i < np; i++) {
         char key[80];
         snprintf(key, sizeof key, "IR after %s", pl[i].name);
@@ -619,6 +672,7 @@ int main(void) {
     case_fuse_act_quant();
     case_fuse_elementwise();
     case_fuse_rope_store();
+    case_fuse_matmul_add();
     test_verifier();
     test_memplan();
     test_pipeline_dump();

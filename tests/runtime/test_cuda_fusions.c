@@ -51,23 +51,64 @@ static void put(sbuf *b, const char *fmt, ...) {
     }
 }
 
-/* the ADD a matmul's launch writes, or -1: its epilogue */
-static int32_t epi_add(const ir_graph *g, const cuda_fusions *f, int32_t i) {
-    return g->nodes[i].op == IR_OP_MATMUL && f->epi[i] >= 0 ? f->epi[i] : -1;
+static void name_of(sbuf *b, const ir_graph *g, const cuda_fusions *f, int32_t i, int depth);
+
+/* the node whose executor fusion (epi) performs node j (a kv_store a ROPE writes, an ADD a norm
+ * sums), or -1 */
+static int32_t fused_into(const ir_graph *g, const cuda_fusions *f, int32_t j, ir_op op) {
+    for (int32_t i = 0; i < g->n_nodes; i++)
+        if (f->epi[i] == j && g->nodes[i].op == op) return i;
+    return -1;
 }
 
-/* the matmul whose epilogue computes ADD node i, or -1 */
-static int32_t add_by_matmul(const ir_graph *g, const cuda_fusions *f, int32_t i) {
-    if (g->nodes[i].op != IR_OP_ADD) return -1;
-    for (int k = 0; k < 2; k++) {
-        const int32_t m = g->nodes[i].src[k];
-        if (epi_add(g, f, m) == i) return m;
+static void name_list(sbuf *b, const ir_graph *g, const cuda_fusions *f, const char *op, const ir_ref *src, int n, int depth) {
+    put(b, "%s", op);
+    if (depth <= 0) return;
+    put(b, "(");
+    for (int k = 0; k < n; k++) {
+        if (k) put(b, ", ");
+        name_of(b, g, f, src[k], depth - 1);
     }
-    return -1;
+    put(b, ")");
+}
+
+/* a RoPE writing its cache, as rope_store(cache, x, pos, ff?) whichever way it is planned */
+static void name_rope_store(sbuf *b, const ir_graph *g, const cuda_fusions *f, int32_t r, int32_t s, int depth) {
+    const ir_node *rn = &g->nodes[r];
+    const ir_ref src[4] = {g->nodes[s].src[0], rn->src[0], rn->src[1], rn->src[2]};
+    name_list(b, g, f, "rope_store", src, src[3] != IR_NONE ? 4 : 3, depth);
+}
+
+/* a residual add normalized in one launch, as rms_norm_quant(add(a, b), w?); its sum as add(a, b) */
+static void name_add_norm(sbuf *b, const ir_graph *g, const cuda_fusions *f, ir_ref a, ir_ref c, ir_ref w, int depth) {
+    put(b, "rms_norm_quant");
+    if (depth <= 0) return;
+    put(b, "(");
+    const ir_ref s[2] = {a, c};
+    name_list(b, g, f, "add", s, 2, depth - 1);
+    if (w != IR_NONE) put(b, ", "), name_of(b, g, f, w, depth - 1);
+    put(b, ")");
+}
+
+/* nodes one launch performs in either form (an executor fusion's, or the planner's fused node) get
+ * one name: a rope writing a cache, an add summed by the norm after it */
+static bool canonical_name(sbuf *b, const ir_graph *g, const cuda_fusions *f, int32_t i, int depth) {
+    const ir_node *n = &g->nodes[i];
+    int32_t r;
+    if (n->op == IR_OP_ROPE && f->epi[i] >= 0) name_rope_store(b, g, f, i, f->epi[i], depth);
+    else if (n->op == IR_OP_KV_STORE && (r = fused_into(g, f, i, IR_OP_ROPE)) >= 0) name_rope_store(b, g, f, r, i, depth);
+    else if (n->op == IR_OP_RMS_NORM_QUANT && f->epi[i] >= 0) {
+        const ir_node *a = &g->nodes[f->epi[i]];
+        name_add_norm(b, g, f, a->src[0], a->src[1], n->src[1], depth);
+    } else if (n->op == IR_OP_ADD_RMS_NORM_QUANT) name_add_norm(b, g, f, n->src[0], n->src[1], n->src[2], depth);
+    else if (n->op == IR_OP_RESULT) name_list(b, g, f, "add", g->nodes[n->src[0]].src, 2, depth);
+    else return false;
+    return true;
 }
 
 static void name_of(sbuf *b, const ir_graph *g, const cuda_fusions *f, int32_t i, int depth) {
     const ir_node *n = &g->nodes[i];
+    if (canonical_name(b, g, f, i, depth)) return;
     if (ir_ops[n->op].flags & OPF_INPUT) {
         put(b, "%s", n->name[0] ? n->name : ir_ops[n->op].name);
         return;
@@ -76,15 +117,10 @@ static void name_of(sbuf *b, const ir_graph *g, const cuda_fusions *f, int32_t i
         name_of(b, g, f, n->src[0], depth);
         return;
     }
-    const int32_t m = add_by_matmul(g, f, i);
-    if (m >= 0) {
-        name_of(b, g, f, m, depth);
-        return;
-    }
     if (n->op == IR_OP_MATMUL) {
         put(b, "mm[");
         name_of(b, g, f, n->src[0], depth);
-        put(b, "]%s", epi_add(g, f, i) >= 0 ? "+" : "");
+        put(b, "]%s", ir_matmul_addend(n) != IR_NONE ? "+" : "");
         return;
     }
     put(b, "%s", ir_ops[n->op].name);
@@ -103,24 +139,18 @@ static void ref(sbuf *b, const char *what, const ir_graph *g, const cuda_fusions
     name_of(b, g, f, j, 1);
 }
 
-/* the other input of the ADD matmul i's epilogue computes */
-static int32_t epi_operand(const ir_graph *g, const cuda_fusions *f, int32_t i) {
-    const int32_t a = epi_add(g, f, i);
-    if (a < 0) return -1;
-    return g->nodes[a].src[0] == i ? g->nodes[a].src[1] : g->nodes[a].src[0];
-}
-
 static void describe(sbuf *b, const plan *p, const cuda_fusions *f) {
     const ir_graph *g = p->g;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
-        if ((ir_ops[n->op].flags & OPF_INPUT) || n->op == IR_OP_RESHAPE || n->op == IR_OP_OUTPUT || add_by_matmul(g, f, i) >= 0) continue;
+        if ((ir_ops[n->op].flags & OPF_INPUT) || n->op == IR_OP_RESHAPE || n->op == IR_OP_OUTPUT || n->op == IR_OP_RESULT) continue;
+        if ((n->op == IR_OP_KV_STORE && fused_into(g, f, i, IR_OP_ROPE) >= 0) || (n->op == IR_OP_ADD && fused_into(g, f, i, IR_OP_RMS_NORM_QUANT) >= 0))
+            continue; /* named with the node that performs it */
         put(b, "  ");
         name_of(b, g, f, i, 2);
         if (f->skip[i]) put(b, " : by another launch");
-        const bool mm = n->op == IR_OP_MATMUL;
-        ref(b, "epilogue +", g, f, mm ? epi_operand(g, f, i) : -1);
-        ref(b, n->op == IR_OP_ROPE ? "writes" : n->op == IR_OP_RMS_NORM_QUANT ? "sums" : "quantizes into", g, f, mm ? -1 : f->epi[i]);
+        ref(b, "epilogue +", g, f, ir_matmul_addend(n));
+        ref(b, "quantizes into", g, f, n->op == IR_OP_ATTENTION ? f->epi[i] : -1);
         ref(b, "next in launch", g, f, f->gnext[i]);
         ref(b, "stores V", g, f, f->vstore[i]);
         ref(b, "next in MMA launch", g, f, f->mnext[i]);
@@ -184,8 +214,29 @@ static void model_cases(sbuf *b, const char *file) {
     rt_model_free(m);
 }
 
-int main(void) {
+/* test_cuda_fusions MODEL T: MODEL's plan of T tokens, described (a tool, for any model file) */
+static int describe_model(const char *path, int64_t T) {
+    rt_model *m;
+    if (rt_model_load(path, NULL, &m) != SB_OK) {
+        fprintf(stderr, "%s\n", sb_last_error());
+        return 1;
+    }
+    ir_graph *g;
+    ir_graph_create(&g);
+    rt_build bld = {.g = g, .m = m, .T = T, .n_out = 1, .n_ctx = 4096, .kv_type = SB_TYPE_F16};
+    sbuf b = {0};
+    put(&b, "%s", "");
+    if (rt_build_decoder(&bld) == SB_OK) add_case(&b, path, g);
+    else ir_graph_free(g);
+    fputs(b.s, stdout);
+    free(b.s);
+    rt_model_free(m);
+    return 0;
+}
+
+int main(int argc, char **argv) {
     exec_cuda_assume_device(9, 132);
+    if (argc == 3) return describe_model(argv[1], atoll(argv[2]));
     sbuf b = {0};
     put(&b, "# the CUDA executor's launches per plan, as on an H200 (tests/runtime/test_cuda_fusions.c)\n");
     static const char *models[] = {"test-qwen2-q4_k_m.gguf", "test-qwen2-f16.gguf", "test-llama-q4_k_m.gguf",

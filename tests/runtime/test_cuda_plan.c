@@ -39,6 +39,14 @@ static plan *matmul_plan(int wt, int64_t K, int64_t N, const char *wname) {
     return p;
 }
 
+/* nodes fused away: the executor's (exec_cuda_count_fusions) and the adds the planner made matmul
+ * addends (pass fuse_matmul_add) */
+static int32_t fused_away(const plan *p, const cu_config *c) {
+    int32_t n = exec_cuda_count_fusions(p, c);
+    for (int32_t i = 0; n >= 0 && i < p->g->n_nodes; i++) n += ir_matmul_addend(&p->g->nodes[i]) != IR_NONE;
+    return n;
+}
+
 static int quant_dtype(const plan *p) {
     for (int32_t i = 0; i < p->g->n_nodes; i++)
         if (p->g->nodes[i].op == IR_OP_QUANTIZE) return p->g->nodes[i].dtype;
@@ -65,7 +73,7 @@ static int fusions_of(const char *path) {
         int32_t nk = 0;
         for (int32_t i = 0; i < pd->g->n_nodes; i++) nk += !(ir_ops[pd->g->nodes[i].op].flags & OPF_INPUT);
         printf("%s: %d compute nodes, %d fused away, %d GLU pairs, %d norms summing split partials\n", path, (int)nk,
-               (int)exec_cuda_count_fusions(pd, NULL), (int)exec_cuda_count_glu_pairs(pd, NULL), (int)exec_cuda_count_norm_sums(pd, NULL));
+               (int)fused_away(pd, NULL), (int)exec_cuda_count_glu_pairs(pd, NULL), (int)exec_cuda_count_norm_sums(pd, NULL));
         if (getenv("SB_PRINT_PLAN")) ir_print(pd->g, stdout); /* the planned decode graph, for reading fusions */
         plan_free(pd);
     }
@@ -121,7 +129,7 @@ static void test_paged_plan(int64_t T) {
         int32_t n_attn = 0, n_fused = 0;
         for (int32_t i = 0; i < pg->n_nodes; i++) {
             const ir_node *n = &pg->nodes[i];
-            n_fused += f.skip[i];
+            n_fused += f.skip[i] + (ir_matmul_addend(n) != IR_NONE);
             if (n->op == IR_OP_ATTENTION) {
                 n_attn++;
                 CHECKF(ir_attn_block_size(n) > 0 && f.qrope[i] < 0 && f.epi[i] < 0, "T=%lld: attention %%%d: paged %d, qrope %d, quantize %d",
@@ -207,9 +215,8 @@ int main(int argc, char **argv) {
     }
 
     /* executor-level fusion decisions on the decode and prefill plans of the qwen2 test model:
-     * q/k/v biases and the residual adds of each layer fold into GEMV epilogues (up to 5 a layer,
-     * fewer where the memory plan puts an add's result over the GEMV's activation), and the K
-     * kv_store into its RoPE (1 a layer) */
+     * q/k/v biases and the residual adds of each layer become matmul addends (5 a layer: the
+     * planner's), and the K kv_store into its RoPE (1 a layer) */
     {
         rt_model *m;
         if (rt_model_load(test_data_path("models/test-qwen2-q4_k_m.gguf"), NULL, &m) == SB_OK) {
@@ -223,7 +230,7 @@ int main(int argc, char **argv) {
                 plan *pd = NULL;
                 CHECK(plan_build(g, &t, NULL, &pd) == SB_OK);
                 if (pd) {
-                    int32_t nf = exec_cuda_count_fusions(pd, NULL);
+                    int32_t nf = fused_away(pd, NULL);
                     printf("qwen2 test model, T=%lld: %d nodes fused away (%lld layers)\n", (long long)T, nf,
                            (long long)m->hp.n_layer);
                     /* T = 1 also: K/V (or Q) and up into one launch with Q (or K) and gate, V's kv_store
@@ -261,7 +268,7 @@ int main(int argc, char **argv) {
             exec_cuda_target(NULL, &t);
             plan *pa = NULL;
             CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
-            if (pa) nf[on] = exec_cuda_count_fusions(pa, &cfg), ns[on] = exec_cuda_count_norm_sums(pa, &cfg);
+            if (pa) nf[on] = fused_away(pa, &cfg), ns[on] = exec_cuda_count_norm_sums(pa, &cfg);
             plan_free(pa);
             ir_graph_free(g);
         }
@@ -303,8 +310,8 @@ int main(int argc, char **argv) {
         CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
         if (pa) {
             /* + the two kv_stores side by side in one launch (plan_rope_jobs) */
-            CHECKF(exec_cuda_count_fusions(pa, NULL) == 2 + gemv, "rope(q)+attention%s T=%d: %d fusions (%d expected)", gemv ? "+gemv" : "", T,
-                   (int)exec_cuda_count_fusions(pa, NULL), 2 + gemv);
+            CHECKF(fused_away(pa, NULL) == 2 + gemv, "rope(q)+attention%s T=%d: %d fusions (%d expected)", gemv ? "+gemv" : "", T,
+                   (int)fused_away(pa, NULL), 2 + gemv);
             plan_free(pa);
         }
         ir_graph_free(g);
@@ -342,7 +349,7 @@ int main(int argc, char **argv) {
         if (pa) {
             cu_config cfg = cu_config_default;
             cfg.fuse_ropek = ropek;
-            const int32_t nf = exec_cuda_count_fusions(pa, &cfg);
+            const int32_t nf = fused_away(pa, &cfg);
             printf("decode attention block (rope(K) %d): %d nodes fused away\n", ropek, (int)nf);
             CHECKF(nf == 8 + ropek, "attention block (rope(K) %d): %d fusions (%d expected)", ropek, (int)nf, 8 + ropek);
             plan_free(pa);

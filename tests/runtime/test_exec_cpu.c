@@ -6,6 +6,7 @@
  *  - one transformer block (GQA attention with RoPE and a KV cache, SwiGLU FFN, residuals):
  *    planned with the reference target and with the CPU target (quantize-once + fusions) gives the
  *    same logits; prefill of T tokens == prefill of T-1 then a decode step; 1 thread == 2 threads;
+ *    the adds as matmul addends (fuse_matmul_add) give the same bits;
  *  - quantized weights (Q8_0, Q4_K) through quantize-once and the CPU kernels stay within NMSE 1e-3
  *    of the f32-activation reference;
  *  - bad bindings: unbound input, small arena, token out of range, position past the cache,
@@ -205,6 +206,16 @@ static void test_block(int type, double tol_vs_ref) {
     memset(kc, 0, sizeof kc), memset(vc, 0, sizeof vc);
     CHECK(eval(&w, &cpu, 6, toks, 0, kc, vc, NULL, c, 6, all) == SB_OK);
     CHECK(!memcmp(b, c, sizeof b));
+    /* the bias and residual adds as matmul addends (pass fuse_matmul_add; with and without the add+norm
+     * fusion taking the residuals first): bit-identical */
+    for (int an = 0; an < 2; an++) {
+        plan_target mt = cpu;
+        mt.fuse_matmul_add = true;
+        mt.fuse_add_norm = an;
+        memset(kc, 0, sizeof kc), memset(vc, 0, sizeof vc), memset(c, 0x7f, sizeof c);
+        CHECKF(eval(&w, &mt, 6, toks, 0, kc, vc, pool, c, 6, all) == SB_OK, "%s", sb_last_error());
+        CHECKF(!memcmp(b, c, sizeof b), "type %s: matmul addends (add+norm %d) change the logits", ir_dtype_name(type), an);
+    }
     /* prefill 5 (logits of the last row only, default rows) then decode 1 == row 5 of the batch */
     memset(kc, 0, sizeof kc), memset(vc, 0, sizeof vc);
     CHECK(eval(&w, &cpu, 5, toks, 0, kc, vc, pool, c, 1, NULL) == SB_OK);
