@@ -71,7 +71,7 @@ sb_status cg_group_from_node(const ir_graph *g, ir_ref i, ir_ref add_src, cg_gro
     if (out->E < 1 || out->rows < 1) return sb_fail(SB_ERR_UNSUPPORTED, "codegen: empty node %%%d", (int)i);
     if (out->rows > (int64_t)1 << 30) return sb_fail(SB_ERR_UNSUPPORTED, "codegen: node %%%d has %lld rows", (int)i, (long long)out->rows);
     out->ref[0] = i;
-    if (add_src != IR_NONE && n->op != IR_OP_RMS_NORM_QUANT)
+    if (add_src != IR_NONE && n->op != IR_OP_RMS_NORM_QUANT && n->op != IR_OP_ADD_RMS_NORM_QUANT)
         return sb_fail(SB_ERR_INVALID_ARG, "codegen: add fusion on %s (RMS_NORM_QUANT only)", ir_ops[n->op].name);
     switch (n->op) {
     case IR_OP_FUSED: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU: case IR_OP_GELU_TANH:
@@ -123,6 +123,18 @@ sb_status cg_group_from_node(const ir_graph *g, ir_ref i, ir_ref add_src, cg_gro
         out->ref[2] = n->src[1];
         out->n_params = 3;
         return quant_ok(n, n->dtype, out->E);
+    case IR_OP_ADD_RMS_NORM_QUANT: { /* (a, b, w?), the sum its result 1 */
+        const ir_ref sum = ir_result_of(g, i, 1);
+        if (add_src != IR_NONE || sum == IR_NONE)
+            return sb_fail(SB_ERR_UNSUPPORTED, "codegen: add_rms_norm_quant %%%d without its sum's result", (int)i);
+        out->xq = n->dtype;
+        out->eps = ir_f0(n);
+        out->has_w = n->src[2] != IR_NONE;
+        out->kind = CG_ADD_RMS_NORM_QUANT;
+        out->ref[1] = n->src[0], out->ref[2] = n->src[2], out->ref[3] = n->src[1], out->ref[4] = sum;
+        out->n_params = 5;
+        return quant_ok(n, n->dtype, out->E);
+    }
     case IR_OP_RMS_NORM_QUANT:
         out->xq = n->dtype;
         out->eps = ir_f0(n);

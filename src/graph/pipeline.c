@@ -5,9 +5,10 @@
  * after the named ones, "before" also prints the input graph. Output goes to the FILE* of the
  * plan_dump (stderr by default) — the library prints only when a developer asked for it.
  * Layer 2 (graph). Order matters: dce first (fewer rows for everything after), quantize_once
- * before the two quantize fusions, fuse_add_norm after fuse_norm_quant (it extends the node that
- * pass makes), the elementwise fusion last (the quantize fusions claim the norms that feed
- * matmuls first), fuse_matmul_add after it (an add an elementwise chain took stays in the chain).
+ * before the two quantize fusions, the elementwise fusion after them (they claim the norms that
+ * feed matmuls first), then the two add fusions: fuse_matmul_add before fuse_add_norm (a residual
+ * the matmul adds as it writes costs no launch, and the norm then reads one input), fuse_add_norm
+ * after fuse_norm_quant (it extends the node that pass makes). An add a chain took stays there.
  * Non-goals: pass options per run, pass timing.
  */
 #include "graph/plan.h"
@@ -20,9 +21,9 @@ static const pass_info pipeline[] = {
     {"quantize_once", pass_quantize_once},
     {"fuse_norm_quant", pass_fuse_norm_quant},
     {"fuse_act_quant", pass_fuse_act_quant},
-    {"fuse_add_norm", pass_fuse_add_norm},
     {"fuse_elementwise", pass_fuse_elementwise},
     {"fuse_matmul_add", pass_fuse_matmul_add},
+    {"fuse_add_norm", pass_fuse_add_norm},
     {"fuse_rope_store", pass_fuse_rope_store},
 };
 

@@ -34,6 +34,8 @@ typedef struct plan_target {
     bool fuse_elementwise;           /* run pass fuse_elementwise */
     bool fuse_rope_store;            /* run pass fuse_rope_store (the executor runs ROPE_STORE) */
     bool fuse_add_norm;              /* run pass fuse_add_norm (the executor runs ADD_RMS_NORM_QUANT and RESULT) */
+    bool add_norm_writes_sum;        /* its ADD_RMS_NORM_QUANT always writes the sum: fuse only adds whose sum is read
+                                      * elsewhere too (then result 1 has memory); false: the sum may go unwritten */
     bool fuse_matmul_add;            /* run pass fuse_matmul_add (matmuls with a third source: the executor adds it) */
 } plan_target;
 

@@ -2,13 +2,14 @@
 /*
  * runtime/cuda_fusion.c — the CUDA executor's fusion planning (contract: cuda_fusion.h). Each pass
  * below looks for one pattern in the plan's node order and memory plan and records it in the
- * tables; exec_cuda.c then launches accordingly. The passes, in cuda_fusions_plan's order: K's
- * RoPE into its kv_store, residual add + rms_norm_quant, Q/K/V and
- * gate/up as one multi-GEMV launch (hoisted results in a private region after the plan) with V's
- * kv_store folded in, Q's RoPE and the output quantize into the attention, the GLU by its gate/up
- * launch, prefill GEMM groups (MMA), rope jobs, split-K partials summed by the rope jobs or by the
- * norm after them. Safety is always the same two questions: does what a moved or fused kernel reads
- * exist (unchanged) at its new place, and can what it writes clash with anything in between.
+ * tables; exec_cuda.c then launches accordingly. The passes, in cuda_fusions_plan's order: Q/K/V
+ * and gate/up as one multi-GEMV launch (hoisted results in a private region after the plan) with
+ * V's kv_store and K's rope_store folded in, Q's RoPE and the output quantize into the attention,
+ * the GLU by its gate/up launch, prefill GEMM groups (MMA), rope jobs, split-K partials summed by
+ * the rope jobs or by the norm after them. (Matmul addends, add + norm and rope + store are the
+ * planner's passes: graph/passes/.) Safety is always the same two questions: does what a moved
+ * or fused kernel reads exist (unchanged) at its new place, and can what it writes clash with
+ * anything in between.
  * Layer 2 (runtime), CUDA builds only.
  */
 #ifdef SB_HAVE_CUDA
@@ -42,39 +43,10 @@ static bool overlap(const plan *p, const cuda_fusions *c, ir_ref a, ir_ref b) {
     return a0 < b1 && b0 < a1;
 }
 
-static bool same_mem(const plan *p, const cuda_fusions *c, ir_ref a, ir_ref b) {
-    const ir_ref ra = p->vals[a].alias, rb = p->vals[b].alias;
-    if (c->moved && (c->moved[ra] != UINT64_MAX || c->moved[rb] != UINT64_MAX)) return ra == rb;
-    uint64_t a0, a1, b0, b1;
-    if (!arena_range(p, a, &a0, &a1) || !arena_range(p, b, &b0, &b1)) return false;
-    return a0 == b0 && a1 == b1;
-}
-
 static int32_t next_node(const ir_graph *g, int32_t i) { /* the next non-input node after i (n_nodes if none) */
     for (i++; i < g->n_nodes && (ir_ops[g->nodes[i].op].flags & OPF_INPUT); i++) {}
     return i;
 }
-
-/* ADD(x, b) (not absorbed by a GEMV, no broadcast), the next node RMS_NORM_QUANT of it: one kernel
- * computes the sum (written to the ADD's memory), the norm and the quantization, and the ADD is
- * skipped. The norm's output must not overlap x or b (read by other blocks while it is written);
- * the ADD's memory may be x or b exactly (element-wise read then write by one thread). */
-static void plan_add_norm(const plan *p, cuda_fusions *c) {
-    const ir_graph *g = p->g;
-    for (int32_t a = 0; a < g->n_nodes; a++) {
-        const ir_node *an = &g->nodes[a];
-        if (an->op != IR_OP_ADD || c->skip[a]) continue;
-        const int32_t r = next_node(g, a);
-        if (r >= g->n_nodes || g->nodes[r].op != IR_OP_RMS_NORM_QUANT || g->nodes[r].src[0] != a) continue;
-        const ir_ref x = an->src[0], b = an->src[1];
-        if (ir_nelem(&g->nodes[x]) != ir_nelem(an) || ir_nelem(&g->nodes[b]) != ir_nelem(an)) continue;
-        if (overlap(p, c, r, x) || overlap(p, c, r, b) || overlap(p, c, r, a)) continue;
-        if ((overlap(p, c, a, x) && !same_mem(p, c, a, x)) || (overlap(p, c, a, b) && !same_mem(p, c, a, b))) continue;
-        c->epi[r] = a;
-        c->skip[a] = 1;
-    }
-}
-
 
 bool cf_multi_ok(const ir_graph *g, const ir_node *m) {
     if (m->op != IR_OP_MATMUL) return false;
@@ -105,14 +77,17 @@ bool cf_reg_single(const ir_graph *g, const ir_node *m) {
  * from the plan's memory, which the planner may reuse before j, to a private region after the
  * plan (c->moved, by alias root). A member whose result goes only to a KV cache (V) writes the
  * cache column too, when no node between the leader and that kv_store touches the cache. */
-/* does any node in (from, to) read or write the KV cache input cin (directly or through a kv_store of it)? */
+static bool stores_into(const ir_node *n, ir_ref cin) { /* a kv_store or rope_store writing cache input cin */
+    return (n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE) && n->src[0] == cin;
+}
+/* does any node in (from, to) read or write the KV cache input cin (directly or through a store into it)? */
 static bool cache_touched(const ir_graph *g, ir_ref cin, int32_t from, int32_t to) {
     for (int32_t q = from + 1; q < to; q++) {
         const ir_node *qn = &g->nodes[q];
-        if (qn->op == IR_OP_KV_STORE && qn->src[0] == cin) return true;
+        if (stores_into(qn, cin)) return true;
         for (int a = 0; a < IR_MAX_SRC; a++) {
             const ir_ref sr = qn->src[a];
-            if (sr != IR_NONE && (sr == cin || (g->nodes[sr].op == IR_OP_KV_STORE && g->nodes[sr].src[0] == cin))) return true;
+            if (sr != IR_NONE && (sr == cin || stores_into(&g->nodes[sr], cin))) return true;
         }
     }
     return false;
@@ -157,23 +132,12 @@ static void plan_groups(const plan *p, cuda_fusions *c, const int32_t *uses, uin
             if (kv->op != IR_OP_KV_STORE || kv->src[1] != v || kv->ne[0] != g->nodes[mem[k]].ne[0] || c->skip[s] ||
                 g->nodes[kv->src[2]].op != IR_OP_POS)
                 continue;
-            const ir_ref cin = kv->src[0];
-            bool touched = false;
-            for (int32_t q = i + 1; q < s && !touched; q++) {
-                const ir_node *qn = &g->nodes[q];
-                if (qn->op == IR_OP_KV_STORE && qn->src[0] == cin) touched = true;
-                for (int a = 0; a < IR_MAX_SRC; a++) {
-                    const ir_ref sr = qn->src[a];
-                    if (sr == IR_NONE) continue;
-                    if (sr == cin || (g->nodes[sr].op == IR_OP_KV_STORE && g->nodes[sr].src[0] == cin)) touched = true;
-                }
-            }
-            if (touched) continue;
+            if (cache_touched(g, kv->src[0], i, s)) continue;
             c->vstore[mem[k]] = s;
             c->skip[s] = 1;
         }
-        /* ropek (default): K — the member's value goes through views to a ROPE that already writes
-         * a KV cache (its kv_store fused): the launch rotates and writes the cache itself */
+        /* ropek (default): K — the member's value goes through views to a ROPE_STORE (the planner's
+         * rope written into its KV cache): the launch rotates and writes the cache itself */
         for (int k = 0; ropek && k < n; k++) {
             const ir_ref v = mem[k];
             if (uses[v] != 1 || c->vstore[mem[k]] >= 0) continue;
@@ -181,19 +145,18 @@ static void plan_groups(const plan *p, cuda_fusions *c, const int32_t *uses, uin
             int32_t r = -1;
             for (int32_t q = v + 1; q < g->n_nodes && r < 0; q++) {
                 const ir_node *qn = &g->nodes[q];
-                if (qn->src[0] != cur) continue;
+                if (qn->src[qn->op == IR_OP_ROPE_STORE ? 1 : 0] != cur) continue;
                 if (qn->op == IR_OP_RESHAPE && uses[q] == 1 && p->vals[q].alias == p->vals[v].alias) cur = q;
-                else if (qn->op == IR_OP_ROPE) r = q;
+                else if (qn->op == IR_OP_ROPE_STORE) r = q;
                 else break;
             }
-            if (r < 0 || c->skip[r] || c->epi[r] < 0) continue;
-            const ir_node *rn = &g->nodes[r], *x = &g->nodes[rn->src[0]];
+            if (r < 0 || c->skip[r]) continue;
+            const ir_node *rn = &g->nodes[r], *x = &g->nodes[rn->src[1]]; /* (cache, x, pos, ff?) */
             if (x->ne[2] != 1 || x->ne[0] * x->ne[1] != g->nodes[mem[k]].ne[0] || ir_rope_of(rn).n_rot > x->ne[0] || ir_rope_of(rn).n_rot % 2 ||
-                (ir_rope_of(rn).mode != IR_ROPE_NORMAL && ir_rope_of(rn).mode != IR_ROPE_NEOX) || g->nodes[rn->src[1]].op != IR_OP_POS)
+                (ir_rope_of(rn).mode != IR_ROPE_NORMAL && ir_rope_of(rn).mode != IR_ROPE_NEOX) || g->nodes[rn->src[2]].op != IR_OP_POS)
                 continue;
-            if (rn->src[2] != IR_NONE && p->vals[rn->src[2]].input < 0) continue; /* freq factors: a weight */
-            const int32_t s = c->epi[r];
-            if (cache_touched(g, g->nodes[s].src[0], i, s)) continue;
+            if (rn->src[3] != IR_NONE && p->vals[rn->src[3]].input < 0) continue; /* freq factors: a weight */
+            if (cache_touched(g, rn->src[0], i, r)) continue;
             c->krope[mem[k]] = r;
             c->skip[r] = 1;
         }
@@ -207,7 +170,7 @@ static void plan_qrope(const plan *p, cuda_fusions *c, const int32_t *uses) {
     const ir_graph *g = p->g;
     for (int32_t r = 0; r < g->n_nodes; r++) {
         const ir_node *rn = &g->nodes[r];
-        if (rn->op != IR_OP_ROPE || c->skip[r] || c->epi[r] >= 0 || uses[r] != 1) continue;
+        if (rn->op != IR_OP_ROPE || c->skip[r] || uses[r] != 1) continue;
         const int32_t a = next_node(g, r);
         if (a >= g->n_nodes) continue;
         const ir_node *an = &g->nodes[a];
@@ -223,7 +186,7 @@ static void plan_qrope(const plan *p, cuda_fusions *c, const int32_t *uses) {
 /* ATTENTION a, then right away QUANTIZE(a) to q8_1 (the O projection's activation), head_dim a
  * multiple of 32: the attention writes the q8_1 blocks of its output too (each 32-block lies in one
  * head, one warp) and the QUANTIZE is skipped. Its output must stay apart from what the attention
- * reads (q, or Q's unrotated input when the RoPE is fused). epi[a] = the QUANTIZE. */
+ * reads (q, or Q's unrotated input when the RoPE is fused). attn_quant[a] = the QUANTIZE. */
 static void plan_attn_quant(const plan *p, cuda_fusions *c) {
     const ir_graph *g = p->g;
     for (int32_t a = 0; a < g->n_nodes; a++) {
@@ -235,7 +198,7 @@ static void plan_attn_quant(const plan *p, cuda_fusions *c) {
         if (qn->op != IR_OP_QUANTIZE || qn->src[0] != a || qn->dtype != SB_TYPE_Q8_1 || c->skip[q]) continue;
         const ir_ref qin = c->qrope[a] >= 0 ? g->nodes[c->qrope[a]].src[0] : an->src[0];
         if (overlap(p, c, q, qin) || overlap(p, c, q, a)) continue;
-        c->epi[a] = q;
+        c->attn_quant[a] = q;
         c->skip[q] = 1;
     }
 }
@@ -441,7 +404,7 @@ static void plan_mma_glu_pairs(const plan *p, cuda_fusions *c, const int32_t *us
     }
 }
 
-/* ROPE / KV_STORE nodes that run one after another (nothing executed between them: the nodes
+/* ROPE / ROPE_STORE / KV_STORE nodes that run one after another (nothing executed between them: the nodes
  * between are skipped — done by a launch before, e.g. a prefill layer's K, V, Q GEMMs in one MMA
  * launch — views or inputs): up to CU_ROPE_JOBS_MAX in one cu_rope_jobs launch at the first one's
  * place (rnext chain; the others skipped) — a prefill layer's K rope + cache write, V cache write
@@ -452,17 +415,19 @@ static void plan_mma_glu_pairs(const plan *p, cuda_fusions *c, const int32_t *us
  * then Q's rope joins the launch and the jobs sum the group's partials (plan_group_jobs) — no reduce
  * kernel, no rope kernel (H200, Qwen2.5-0.5B: pp64 +2%, first token -2%). Where the group does not
  * split (T = 512), Q's rope joining alone measured slower (pp512 -1%, at depth 4096 -2.5%). */
-static ir_ref rope_out(const cuda_fusions *c, int32_t i) { return c->epi[i] >= 0 ? c->epi[i] : i; } /* a ROPE fused with its kv_store: the cache */
-/* does node j launch work at its own place? (not skipped — done by another launch —, nor a view or an input) */
+/* a rope job's input x and its positions: (x, pos, ff?) for a ROPE, (cache, x, pos[, ff]) for a store */
+static ir_ref job_x(const ir_node *n) { return n->src[n->op == IR_OP_ROPE ? 0 : 1]; }
+static ir_ref job_pos(const ir_node *n) { return n->src[n->op == IR_OP_ROPE ? 1 : 2]; }
+/* does node j launch work at its own place? (not skipped — done by another launch —, nor a view, a result or an input) */
 static bool runs_alone(const ir_graph *g, const cuda_fusions *c, int32_t j) {
-    return !c->skip[j] && g->nodes[j].op != IR_OP_RESHAPE && !(ir_ops[g->nodes[j].op].flags & OPF_INPUT);
+    return !c->skip[j] && g->nodes[j].op != IR_OP_RESHAPE && g->nodes[j].op != IR_OP_RESULT && !(ir_ops[g->nodes[j].op].flags & OPF_INPUT);
 }
 static bool rope_job_ok(const ir_graph *g, const cuda_fusions *c, int32_t i) {
     const ir_node *n = &g->nodes[i];
     if (c->skip[i]) return false;
     if (n->op == IR_OP_KV_STORE)
         return g->nodes[n->src[1]].dtype == SB_TYPE_F32 && (n->dtype == SB_TYPE_F32 || n->dtype == SB_TYPE_F16);
-    return n->op == IR_OP_ROPE && g->nodes[n->src[0]].ne[3] == 1;
+    return (n->op == IR_OP_ROPE || n->op == IR_OP_ROPE_STORE) && g->nodes[job_x(n)].ne[3] == 1;
 }
 /* does the MMA group (plan_mma_groups) whose results include v split K at the plan's T (group_split)? */
 static bool group_of_splits(const plan *p, const cuda_fusions *c, ir_ref v) {
@@ -478,8 +443,8 @@ static bool group_of_splits(const plan *p, const cuda_fusions *c, ir_ref v) {
 static bool job_clash(const plan *p, const cuda_fusions *c, const ir_graph *g, const int32_t *mem, int n, int32_t j, ir_ref in_j) {
     for (int q = 0; q < n; q++) {
         const ir_node *mq = &g->nodes[mem[q]];
-        const ir_ref in_q = mq->src[mq->op == IR_OP_KV_STORE ? 1 : 0];
-        if (overlap(p, c, rope_out(c, j), in_q) || overlap(p, c, rope_out(c, mem[q]), in_j) || overlap(p, c, rope_out(c, j), rope_out(c, mem[q])))
+        const ir_ref in_q = job_x(mq);
+        if (overlap(p, c, j, in_q) || overlap(p, c, mem[q], in_j) || overlap(p, c, j, mem[q]))
             return true;
     }
     return false;
@@ -495,14 +460,14 @@ static void plan_rope_jobs(const plan *p, cuda_fusions *c, const int32_t *uses, 
             if (!runs_alone(g, c, j)) continue;
             if (!rope_job_ok(g, c, j)) break;
             const ir_node *mi = &g->nodes[i];
-            if (m->src[m->op == IR_OP_KV_STORE ? 2 : 1] != mi->src[mi->op == IR_OP_KV_STORE ? 2 : 1]) break; /* one pos for the launch */
-            const ir_ref in_j = m->src[m->op == IR_OP_KV_STORE ? 1 : 0];
+            if (job_pos(m) != job_pos(mi)) break; /* one pos for the launch */
+            const ir_ref in_j = job_x(m);
             bool clash = job_clash(p, c, g, mem, n, j, in_j); /* no job's output over another's input */
             /* a ROPE whose input has memory of its own (a hoisted MMA group member's, e.g. a prefill layer's
              * Q) and which is its only reader: its output over that input instead (in place), where the
              * plan had put it over an earlier job's input (K's, freed in the plan's order) */
             const ir_ref rin = p->vals[in_j].alias;
-            if (clash && inplace && m->op == IR_OP_ROPE && c->epi[j] < 0 && c->moved[j] == UINT64_MAX && c->moved[rin] != UINT64_MAX &&
+            if (clash && inplace && m->op == IR_OP_ROPE && c->moved[j] == UINT64_MAX && c->moved[rin] != UINT64_MAX &&
                 inplace_rope_of(p, uses, rin) == j && group_of_splits(p, c, rin)) {
                 c->moved[j] = c->moved[rin];
                 clash = job_clash(p, c, g, mem, n, j, in_j);
@@ -533,7 +498,7 @@ static void plan_group_jobs(const plan *p, cuda_fusions *c) {
         if (c->skip[i] || c->mnext[i] < 0) continue;
         int32_t j = i + 1; /* the next node that launches work */
         while (j < g->n_nodes && !runs_alone(g, c, j)) j++;
-        if (j >= g->n_nodes || (g->nodes[j].op != IR_OP_ROPE && g->nodes[j].op != IR_OP_KV_STORE)) continue;
+        if (j >= g->n_nodes || (g->nodes[j].op != IR_OP_ROPE && g->nodes[j].op != IR_OP_ROPE_STORE && g->nodes[j].op != IR_OP_KV_STORE)) continue;
         bool ok = true;
         for (int32_t m = i; m >= 0 && ok; m = c->mnext[m]) {
             const ir_ref root = p->vals[m].alias;
@@ -543,7 +508,7 @@ static void plan_group_jobs(const plan *p, cuda_fusions *c) {
                 for (int a = 0; a < IR_MAX_SRC && ok; a++) {
                     if (qn->src[a] == IR_NONE || p->vals[qn->src[a]].alias != root) continue;
                     /* a reader: only a job of the chain, through its x */
-                    ok = job_reads(c, j, q) && a == (qn->op == IR_OP_KV_STORE ? 1 : 0);
+                    ok = job_reads(c, j, q) && a == (qn->op == IR_OP_ROPE ? 0 : 1);
                 }
             }
         }
@@ -553,7 +518,7 @@ static void plan_group_jobs(const plan *p, cuda_fusions *c) {
 
 /* A lone MATMUL m on the int8 MMA path (T > 8; no group, no GLU) whose result v goes only into the
  * residual sum h = v + o that the RMS_NORM_QUANT n right after it normalizes (nothing runs between):
- * either m adds o itself (its addend: h is m) and n reads it, or n has the ADD fused (plan_add_norm) and v is its
+ * either m adds o itself (its addend: h is m) and n reads it, or n is the planner's add_rms_norm_quant and v is its
  * one operand. Where m splits K at run time, it leaves the partials unreduced and n sums them —
  * mma_split_sum with o as the epilogue: k_mma_reduce's order, and x + b == b + x in f32, so the
  * same h, which n writes to h's memory — and the reduce kernel leaves the chain (a prefill layer's
@@ -583,16 +548,17 @@ static void plan_norm_sums(const plan *p, cuda_fusions *c, const int32_t *uses, 
         while (n < g->n_nodes && !runs_alone(g, c, n)) n++;
         if (n >= g->n_nodes) continue;
         const ir_node *nn = &g->nodes[n];
-        if (nn->op != IR_OP_RMS_NORM_QUANT || ir_nelem(nn) != ir_nelem(mn) || cu_norm_rows_fit(nn->dtype, nn->ne[0], ir_nrows(nn))) continue;
+        if (nn->op != (own ? IR_OP_RMS_NORM_QUANT : IR_OP_ADD_RMS_NORM_QUANT) || ir_nelem(nn) != ir_nelem(mn) ||
+            cu_norm_rows_fit(nn->dtype, nn->ne[0], ir_nrows(nn)))
+            continue;
         ir_ref h, o;
         if (own) {
-            if (nn->src[0] != m || c->epi[n] >= 0) continue;
+            if (nn->src[0] != m) continue;
             h = m, o = ir_matmul_addend(mn);
-        } else {
-            const ir_node *a = c->epi[n] >= 0 ? &g->nodes[c->epi[n]] : NULL;
-            if (!a || a->op != IR_OP_ADD || nn->src[0] != c->epi[n] || (a->src[0] != m && a->src[1] != m)) continue;
-            h = c->epi[n], o = a->src[0] == m ? a->src[1] : a->src[0];
-            if (ir_nelem(&g->nodes[o]) != ir_nelem(mn)) continue;
+        } else { /* n = add_rms_norm_quant(v, o) or (o, v), the sum its result 1 */
+            if (nn->src[0] != m && nn->src[1] != m) continue;
+            h = ir_result_of(g, n, 1), o = nn->src[0] == m ? nn->src[1] : nn->src[0];
+            if (h == IR_NONE || ir_nelem(&g->nodes[o]) != ir_nelem(mn)) continue;
         }
         if (overlap(p, c, n, h)) continue;
         if (overlap(p, c, n, o)) { /* n's output to a slot of its own */
@@ -609,7 +575,7 @@ static void plan_norm_sums(const plan *p, cuda_fusions *c, const int32_t *uses, 
 sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg) {
     const ir_graph *g = p->g;
     int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
-    c->epi = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->epi);
+    c->attn_quant = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->attn_quant);
     c->skip = (uint8_t *)calloc((size_t)g->n_nodes, 1);
     c->gnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gnext);
     c->mnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->mnext);
@@ -621,32 +587,16 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
     c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
     c->gpair = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gpair);
     c->nsum = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->nsum);
-    if (!uses || !c->epi || !c->skip || !c->gnext || !c->mnext || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->gpair ||
+    if (!uses || !c->attn_quant || !c->skip || !c->gnext || !c->mnext || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->gpair ||
         !c->nsum) {
         free(uses);
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
     }
     ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->epi[i] = c->gnext[i] = c->mnext[i] = c->rnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->gpair[i] = c->nsum[i] = -1,
+    for (int32_t i = 0; i < g->n_nodes; i++) c->attn_quant[i] = c->gnext[i] = c->mnext[i] = c->rnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->gpair[i] = c->nsum[i] = -1,
         c->moved[i] = UINT64_MAX;
     const uint64_t base = cf_align(p->arena_bytes);
     uint64_t at = base;
-    /* ROPE r, then only views of it, then KV_STORE(cache, view of r, pos): rope writes the cache */
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (g->nodes[i].op != IR_OP_ROPE || uses[i] != 1) continue;
-        int32_t j = i + 1;
-        bool ok = true;
-        while (j < g->n_nodes && g->nodes[j].op == IR_OP_RESHAPE) {
-            if (p->vals[j].alias != i || uses[j] != 1) ok = false;
-            j++;
-        }
-        if (!ok || j >= g->n_nodes) continue;
-        const ir_node *k = &g->nodes[j];
-        if (k->op != IR_OP_KV_STORE || p->vals[k->src[1]].alias != i || k->src[2] != g->nodes[i].src[1]) continue;
-        c->epi[i] = j;
-        c->skip[j] = 1;
-    }
-    plan_add_norm(p, c);
     plan_groups(p, c, uses, &at, cfg->fuse_ropek);
     plan_qrope(p, c, uses);
     plan_attn_quant(p, c);
@@ -667,7 +617,7 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
 }
 
 void cuda_fusions_free(cuda_fusions *f) {
-    free(f->epi);
+    free(f->attn_quant);
     free(f->skip);
     free(f->gnext);
     free(f->mnext);

@@ -21,10 +21,10 @@
 #include <stdlib.h>
 
 typedef struct cuda_fusions {
-    /* epi[i] = the kv_store a ROPE writes, the residual ADD an RMS_NORM_QUANT computes, the QUANTIZE
-     * an attention writes (-1 none; a matmul's added bias or residual is its third source);
-     * skip[j] = node j is done by another node's launch */
-    int32_t *epi;
+    /* attn_quant[i] = the QUANTIZE (q8_1) attention i writes beside its f32 output (-1 none; a
+     * matmul's bias or residual is its third source, a residual add + norm, a rope + cache store
+     * are the planner's nodes); skip[j] = node j is done by another node's launch */
+    int32_t *attn_quant;
     uint8_t *skip;
     /* gnext[i] = the next matmul of the multi-GEMV launch led by matmul i (-1 none; members after
      * the leader are skipped); vstore[i] = the V kv_store matmul i's result also writes (-1 none) */

@@ -28,7 +28,8 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
         for (int w = 0; w < SB_TYPE_COUNT; w++)
             if (cu_has_mmvq_q8k(w)) t->act_type[w] = SB_TYPE_Q8_K; /* Q2_K..Q6_K, IQ4_XS */
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
-    t->fuse_matmul_add = (c ? c : &cu_config_default)->fuse; /* every matmul kernel has the add epilogue */
+    t->fuse_matmul_add = t->fuse_add_norm = t->fuse_rope_store = (c ? c : &cu_config_default)->fuse;
+    t->add_norm_writes_sum = true;                                                /* cu_add_rms_norm_quant reads the sum back */
 }
 
 sb_status exec_cuda_check(const plan *p) {
@@ -40,10 +41,10 @@ sb_status exec_cuda_check(const plan *p) {
         switch (n->op) {
         case IR_OP_TOKENS: case IR_OP_POS: case IR_OP_OUT_ROWS: case IR_OP_WEIGHT: case IR_OP_RESHAPE: case IR_OP_OUTPUT:
         case IR_OP_RMS_NORM: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU:
-        case IR_OP_GELU_TANH: case IR_OP_SWIGLU: case IR_OP_GEGLU: case IR_OP_FUSED: case IR_OP_ROPE: case IR_OP_SELECT_ROWS:
+        case IR_OP_GELU_TANH: case IR_OP_SWIGLU: case IR_OP_GEGLU: case IR_OP_FUSED: case IR_OP_ROPE: case IR_OP_ROPE_STORE: case IR_OP_SELECT_ROWS:
             if (n->op == IR_OP_FUSED && ir_fused_steps(n) > 7)
                 return sb_fail(SB_ERR_UNSUPPORTED, "cuda: fused chain %%%d of %d steps (at most 7)", (int)i, ir_fused_steps(n));
-            if (n->op == IR_OP_ROPE && ir_rope_of(n).n_rot / 2 > 512)
+            if ((n->op == IR_OP_ROPE || n->op == IR_OP_ROPE_STORE) && ir_rope_of(n).n_rot / 2 > 512)
                 return sb_fail(SB_ERR_UNSUPPORTED, "cuda: rope %%%d rotates %d dims (at most 1024)", (int)i, ir_rope_of(n).n_rot);
             break;
         case IR_OP_KV:
@@ -66,7 +67,10 @@ sb_status exec_cuda_check(const plan *p) {
                                ir_dtype_name(s0->dtype), ir_dtype_name(s1->dtype));
             break;
         }
-        case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_GLU_QUANT:
+        case IR_OP_RESULT: break; /* written by its producer */
+        case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_GLU_QUANT: case IR_OP_ADD_RMS_NORM_QUANT:
+            if (n->op == IR_OP_ADD_RMS_NORM_QUANT && ir_result_of(g, i, 1) == IR_NONE) /* the kernel writes the sum */
+                return sb_fail(SB_ERR_INTERNAL, "cuda: add_rms_norm_quant %%%d has no sum result (plan_target.add_norm_writes_sum)", (int)i);
             if ((n->dtype != SB_TYPE_Q8_1 || n->ne[0] % 32) && (n->dtype != SB_TYPE_Q8_K || n->ne[0] % 256))
                 return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: no quantizer for activation type %s of %lld values (node %%%d)",
                                ir_dtype_name(n->dtype), (long long)n->ne[0], (int)i);

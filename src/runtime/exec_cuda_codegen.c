@@ -153,12 +153,11 @@ sb_status cx_cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
         if (n->op == IR_OP_GLU_QUANT && c->fu.gpair && c->fu.gpair[n->src[0]] == i) continue; /* only quantizes (plan_glu_pairs) */
         switch (n->op) {
         case IR_OP_FUSED: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU: case IR_OP_GELU_TANH:
-        case IR_OP_RMS_NORM: case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_GLU_QUANT: break;
+        case IR_OP_RMS_NORM: case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_ADD_RMS_NORM_QUANT: case IR_OP_GLU_QUANT: break;
         default: continue;
         }
         cg_pnode *q = &pn[npn];
-        const ir_ref add = n->op == IR_OP_RMS_NORM_QUANT && c->fu.epi && c->fu.epi[i] >= 0 ? c->fu.epi[i] : IR_NONE;
-        sb_status gs = cg_group_from_node(g, i, add, &q->grp);
+        sb_status gs = cg_group_from_node(g, i, IR_NONE, &q->grp);
         if (gs != SB_OK) {
             st = cg_refuse(mode, n, i, gs);
             continue;

@@ -119,8 +119,8 @@ static void rope_job_src(const crun *r, ir_ref x, cu_rope_job *jb) {
         if (r->gsrc_root[q] == r->p->vals[x].alias) jb->src = r->gsrc[q];
 }
 
-/* ROPE or KV_STORE node i as a cu_rope_job (a ROPE fused with its kv_store writes the cache; x from
- * the partials of the group before it where those were left unreduced) */
+/* ROPE, ROPE_STORE (writes the cache, not an f32 result) or KV_STORE node i as a cu_rope_job (x
+ * from the partials of the group before it where those were left unreduced) */
 static cu_rope_job rope_job(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[i];
@@ -131,16 +131,15 @@ static cu_rope_job rope_job(crun *r, int32_t i) {
         rope_job_src(r, n->src[1], &jb);
         return jb;
     }
-    const ir_node *x = &g->nodes[n->src[0]];
-    cu_rope_job jb = {.dst = (float *)dptr(r, i), .x = (const float *)dptr(r, n->src[0]),
+    const bool store = n->op == IR_OP_ROPE_STORE; /* (cache, x, pos, ff?), else (x, pos, ff?) */
+    const ir_ref xs = n->src[store], ffs = n->src[store + 2];
+    const ir_node *x = &g->nodes[xs];
+    cu_rope_job jb = {.dst = store ? NULL : (float *)dptr(r, i), .x = (const float *)dptr(r, xs),
                       .a = {.D = x->ne[0], .H = x->ne[1], .T = x->ne[2], .n_rot = ir_rope_of(n).n_rot, .mode = ir_rope_of(n).mode,
                             .theta_scale = powf(ir_rope_of(n).freq_base, -2.0f / (float)ir_rope_of(n).n_rot), .freq_scale = ir_rope_of(n).freq_scale, .attn_factor = ir_rope_attn_factor(n),
-                            .ff = n->src[2] != IR_NONE ? (const float *)dptr(r, n->src[2]) : NULL}};
-    if (r->c->fu.epi && r->c->fu.epi[i] >= 0) { /* fused with the kv_store that follows: write the cache */
-        jb.a.cache = dptr(r, r->c->fu.epi[i]);
-        jb.a.ctype = g->nodes[r->c->fu.epi[i]].dtype;
-    }
-    rope_job_src(r, n->src[0], &jb);
+                            .ff = ffs != IR_NONE ? (const float *)dptr(r, ffs) : NULL,
+                            .cache = store ? dptr(r, i) : NULL, .ctype = store ? n->dtype : 0}};
+    rope_job_src(r, xs, &jb);
     return jb;
 }
 
@@ -153,7 +152,7 @@ static sb_status run_rope_jobs(crun *r, int32_t i) {
     const ir_node *f = &r->p->g->nodes[i];
     r->n_kernels++;
     r->gsrc_n = 0; /* consumed */
-    return cu_rope_jobs(r->cx->s, jobs, n, (const int32_t *)dptr(r, f->src[f->op == IR_OP_KV_STORE ? 2 : 1]));
+    return cu_rope_jobs(r->cx->s, jobs, n, (const int32_t *)dptr(r, f->src[f->op == IR_OP_ROPE ? 1 : 2]));
 }
 
 sb_status cx_run_node(crun *r, int32_t i) {
@@ -206,25 +205,25 @@ sb_status cx_run_node(crun *r, int32_t i) {
         CG_TRY(r, i);
         return cu_quantize_act(s, n->dtype, dst, SP(0), n->ne[0], ir_nrows(n));
     case IR_OP_RMS_NORM_QUANT:
+    case IR_OP_ADD_RMS_NORM_QUANT: {
+        const bool add = n->op == IR_OP_ADD_RMS_NORM_QUANT; /* (a, b, w?): the sum is its result 1 */
+        const float *w = n->src[add ? 2 : 1] != IR_NONE ? SP(add ? 2 : 1) : NULL;
+        float *sum = add ? (float *)dptr(r, ir_result_of(g, i, 1)) : NULL;
         r->n_kernels++;
         if (r->nsum_for == i) { /* the GEMM before it left its split partials: h = their sum + o (plan_norm_sums) */
             cu_split_src src = r->nsum_src;
             r->nsum_for = 0;
-            if (r->c->fu.epi && r->c->fu.epi[i] >= 0) { /* h = ADD(v, o) fused here: o as the partials' epilogue */
-                const ir_node *a = &g->nodes[r->c->fu.epi[i]];
-                const ir_ref o = a->src[0] == r->nsum_mm ? a->src[1] : a->src[0];
+            if (add) { /* h = v + o summed here: o as the partials' epilogue */
+                const ir_ref o = n->src[0] == r->nsum_mm ? n->src[1] : n->src[0];
                 src.ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = 0};
             }
-            return cu_rms_norm_quant_split(s, n->dtype, dst, (float *)dptr(r, n->src[0]), &src, n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0],
-                                           ir_nrows(n), ir_f0(n));
+            return cu_rms_norm_quant_split(s, n->dtype, dst, add ? sum : (float *)SP(0), &src, w, n->ne[0], ir_nrows(n), ir_f0(n));
         }
-        CG_TRY(r, i); /* with the fused residual ADD when c->fu.epi[i] >= 0 (cx_cg_prepare chose the group) */
-        if (r->c->fu.epi && r->c->fu.epi[i] >= 0) { /* the residual ADD before it, fused */
-            const ir_node *a = &g->nodes[r->c->fu.epi[i]];
-            return cu_add_rms_norm_quant(s, n->dtype, dst, (float *)dptr(r, r->c->fu.epi[i]), dptr(r, a->src[0]), dptr(r, a->src[1]),
-                                         n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), ir_f0(n));
-        }
-        return cu_rms_norm_quant(s, n->dtype, dst, SP(0), n->src[1] != IR_NONE ? SP(1) : NULL, n->ne[0], ir_nrows(n), ir_f0(n));
+        CG_TRY(r, i);
+        if (add) return cu_add_rms_norm_quant(s, n->dtype, dst, sum, SP(0), SP(1), w, n->ne[0], ir_nrows(n), ir_f0(n));
+        return cu_rms_norm_quant(s, n->dtype, dst, SP(0), w, n->ne[0], ir_nrows(n), ir_f0(n));
+    }
+    case IR_OP_RESULT: return SB_OK; /* written by its producer */
     case IR_OP_GLU_QUANT:
         r->n_kernels++;
         if (r->c->fu.gpair && r->c->fu.gpair[n->src[0]] == i) /* its gate/up launch wrote act(gate) * up into the gate's memory */
@@ -248,18 +247,18 @@ sb_status cx_run_node(crun *r, int32_t i) {
                     q->cache = dptr(r, r->c->fu.vstore[m]);
                     q->ctype = g->nodes[r->c->fu.vstore[m]].dtype;
                 }
-                if (r->c->fu.krope[m] >= 0) { /* K: rotate, then write the cache of the rope's kv_store */
-                    const ir_node *rn = &g->nodes[r->c->fu.krope[m]], *rx = &g->nodes[rn->src[0]];
-                    const int32_t kvs = r->c->fu.epi[r->c->fu.krope[m]];
+                if (r->c->fu.krope[m] >= 0) { /* K: rotate, then write the cache of the rope_store */
+                    const int32_t kvs = r->c->fu.krope[m];
+                    const ir_node *rn = &g->nodes[kvs], *rx = &g->nodes[rn->src[1]];
                     q->cache = dptr(r, kvs);
-                    q->ctype = g->nodes[kvs].dtype;
+                    q->ctype = rn->dtype;
                     q->rot = ir_rope_of(rn).n_rot;
                     q->rmode = ir_rope_of(rn).mode;
                     q->D = (int)rx->ne[0];
                     q->theta_scale = powf(ir_rope_of(rn).freq_base, -2.0f / (float)ir_rope_of(rn).n_rot);
                     q->freq_scale = ir_rope_of(rn).freq_scale;
                     q->attn_factor = ir_rope_attn_factor(rn);
-                    q->ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
+                    q->ff = rn->src[3] != IR_NONE ? (const float *)dptr(r, rn->src[3]) : NULL;
                 }
             }
             const int pair_glu = r->c->fu.gpair[i] >= 0 ? (ir_glu_act(&g->nodes[r->c->fu.gpair[i]]) == IR_OP_GEGLU ? 2 : 1) : 0; /* gate/up writing the GLU */
@@ -268,11 +267,12 @@ sb_status cx_run_node(crun *r, int32_t i) {
         return run_matmul_one(r, i);
     }
     case IR_OP_RESHAPE: case IR_OP_OUTPUT: return SB_OK;
-    case IR_OP_ROPE: {
+    case IR_OP_ROPE:
+    case IR_OP_ROPE_STORE: {
         if ((r->c->fu.rnext && r->c->fu.rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
         cu_rope_job jb = rope_job(r, i);
         r->n_kernels++;
-        return cu_rope(s, jb.dst, jb.x, SP(1), &jb.a);
+        return cu_rope(s, jb.dst, jb.x, SP(n->op == IR_OP_ROPE ? 1 : 2), &jb.a);
     }
     case IR_OP_KV_STORE:
         if ((r->c->fu.rnext && r->c->fu.rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
@@ -302,7 +302,7 @@ sb_status cx_run_node(crun *r, int32_t i) {
             a.q_attn_factor = ir_rope_attn_factor(rn);
             a.q_ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
         }
-        if (r->c->fu.epi && r->c->fu.epi[i] >= 0) a.xq = dptr(r, r->c->fu.epi[i]); /* the QUANTIZE after it, fused */
+        if (r->c->fu.attn_quant && r->c->fu.attn_quant[i] >= 0) a.xq = dptr(r, r->c->fu.attn_quant[i]); /* the QUANTIZE after it, fused */
         if ((r->cx->cfg.attn_variant == 3 || r->cx->cfg.attn_variant == 4) && cu_fattn_supported(&a)) { /* prefill: flash attention (k_fattn.cu) */
             r->n_kernels++;
             return cu_attention_prefill(s, dst, q, SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off),

@@ -517,7 +517,7 @@ static void bits_run(void) {
 static bool coverable(const ir_node *n) {
     switch (n->op) {
     case IR_OP_FUSED: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU: case IR_OP_GELU_TANH:
-    case IR_OP_RMS_NORM: case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_GLU_QUANT: return true;
+    case IR_OP_RMS_NORM: case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_ADD_RMS_NORM_QUANT: case IR_OP_GLU_QUANT: return true;
     default: return false;
     }
 }

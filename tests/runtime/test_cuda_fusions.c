@@ -53,14 +53,6 @@ static void put(sbuf *b, const char *fmt, ...) {
 
 static void name_of(sbuf *b, const ir_graph *g, const cuda_fusions *f, int32_t i, int depth);
 
-/* the node whose executor fusion (epi) performs node j (a kv_store a ROPE writes, an ADD a norm
- * sums), or -1 */
-static int32_t fused_into(const ir_graph *g, const cuda_fusions *f, int32_t j, ir_op op) {
-    for (int32_t i = 0; i < g->n_nodes; i++)
-        if (f->epi[i] == j && g->nodes[i].op == op) return i;
-    return -1;
-}
-
 static void name_list(sbuf *b, const ir_graph *g, const cuda_fusions *f, const char *op, const ir_ref *src, int n, int depth) {
     put(b, "%s", op);
     if (depth <= 0) return;
@@ -70,13 +62,6 @@ static void name_list(sbuf *b, const ir_graph *g, const cuda_fusions *f, const c
         name_of(b, g, f, src[k], depth - 1);
     }
     put(b, ")");
-}
-
-/* a RoPE writing its cache, as rope_store(cache, x, pos, ff?) whichever way it is planned */
-static void name_rope_store(sbuf *b, const ir_graph *g, const cuda_fusions *f, int32_t r, int32_t s, int depth) {
-    const ir_node *rn = &g->nodes[r];
-    const ir_ref src[4] = {g->nodes[s].src[0], rn->src[0], rn->src[1], rn->src[2]};
-    name_list(b, g, f, "rope_store", src, src[3] != IR_NONE ? 4 : 3, depth);
 }
 
 /* a residual add normalized in one launch, as rms_norm_quant(add(a, b), w?); its sum as add(a, b) */
@@ -90,17 +75,11 @@ static void name_add_norm(sbuf *b, const ir_graph *g, const cuda_fusions *f, ir_
     put(b, ")");
 }
 
-/* nodes one launch performs in either form (an executor fusion's, or the planner's fused node) get
- * one name: a rope writing a cache, an add summed by the norm after it */
+/* the planner's residual add + norm keeps the names of the two nodes it replaced (so the golden text
+ * shows what changed when that fusion moved from the executor into a pass) */
 static bool canonical_name(sbuf *b, const ir_graph *g, const cuda_fusions *f, int32_t i, int depth) {
     const ir_node *n = &g->nodes[i];
-    int32_t r;
-    if (n->op == IR_OP_ROPE && f->epi[i] >= 0) name_rope_store(b, g, f, i, f->epi[i], depth);
-    else if (n->op == IR_OP_KV_STORE && (r = fused_into(g, f, i, IR_OP_ROPE)) >= 0) name_rope_store(b, g, f, r, i, depth);
-    else if (n->op == IR_OP_RMS_NORM_QUANT && f->epi[i] >= 0) {
-        const ir_node *a = &g->nodes[f->epi[i]];
-        name_add_norm(b, g, f, a->src[0], a->src[1], n->src[1], depth);
-    } else if (n->op == IR_OP_ADD_RMS_NORM_QUANT) name_add_norm(b, g, f, n->src[0], n->src[1], n->src[2], depth);
+    if (n->op == IR_OP_ADD_RMS_NORM_QUANT) name_add_norm(b, g, f, n->src[0], n->src[1], n->src[2], depth);
     else if (n->op == IR_OP_RESULT) name_list(b, g, f, "add", g->nodes[n->src[0]].src, 2, depth);
     else return false;
     return true;
@@ -144,13 +123,11 @@ static void describe(sbuf *b, const plan *p, const cuda_fusions *f) {
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         if ((ir_ops[n->op].flags & OPF_INPUT) || n->op == IR_OP_RESHAPE || n->op == IR_OP_OUTPUT || n->op == IR_OP_RESULT) continue;
-        if ((n->op == IR_OP_KV_STORE && fused_into(g, f, i, IR_OP_ROPE) >= 0) || (n->op == IR_OP_ADD && fused_into(g, f, i, IR_OP_RMS_NORM_QUANT) >= 0))
-            continue; /* named with the node that performs it */
         put(b, "  ");
         name_of(b, g, f, i, 2);
         if (f->skip[i]) put(b, " : by another launch");
         ref(b, "epilogue +", g, f, ir_matmul_addend(n));
-        ref(b, "quantizes into", g, f, n->op == IR_OP_ATTENTION ? f->epi[i] : -1);
+        ref(b, "quantizes into", g, f, f->attn_quant[i]);
         ref(b, "next in launch", g, f, f->gnext[i]);
         ref(b, "stores V", g, f, f->vstore[i]);
         ref(b, "next in MMA launch", g, f, f->mnext[i]);

@@ -121,7 +121,8 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
         exec_cpu_target(&tr);
     else
         plan_target_reference(&tr);
-    exec_cuda_target(&tc_cfg, &tc);
+    const cu_config tcfg = run_config(); /* its fuse flag: the planner's fusions too */
+    exec_cuda_target(&tcfg, &tc);
     double res = 1e30;
     void *dr[64], *dc[64];
     float *yr = NULL, *yc = NULL;
@@ -301,7 +302,7 @@ static void test_matmul(void) {
         binds b = {.name = {"w", "x", "b"}, .data = {w, x, bias}, .n = 3};
         char label[96];
         snprintf(label, sizeof label, "matmul %s K=%lld T=1 + bias (4 warps/row)", ir_dtype_name(t), (long long)KL);
-        expect_fused(g, &b, label, 5e-4, 0); /* the memory plan puts the add over the activation: no epilogue here */
+        expect_fused(g, &b, label, 5e-4, 1); /* the bias as the matmul's addend (pass fuse_matmul_add) */
         if (q8k_type(t)) {
             snprintf(label, sizeof label, "matmul %s K=%lld T=1 vs CPU q8_K", ir_dtype_name(t), (long long)KL);
             expect(run_cmp(g, &b, label, true), 1e-10, label);
@@ -625,7 +626,7 @@ static void test_add_norm(void) {
             binds b = {.name = {"x", "r", "wn", "w"}, .data = {x, r, wn, wq}, .n = 4};
             char label[96];
             snprintf(label, sizeof label, "add+rms_norm_quant -> %s + sum T=%lld", ir_dtype_name(types[k]), (long long)T);
-            expect_fused(g, &b, label, 5e-4, 1); /* the add before the norm (and the residual after the GEMV where the memory plan allows) */
+            expect_fused(g, &b, label, 5e-4, 2); /* the add before the norm (fuse_add_norm), the residual after the GEMV (an addend) */
             ir_graph_free(g);
             free(x), free(r), free(wn), free(wf), free(wq);
         }
@@ -1079,7 +1080,8 @@ static void expect_steps(ir_graph *g, binds *b, const int32_t *ps, int nsteps, d
     plan *pr = NULL, *pc = NULL;
     plan_target tr, tc;
     plan_target_reference(&tr);
-    exec_cuda_target(&tc_cfg, &tc);
+    const cu_config tcfg = run_config(); /* its fuse flag: the planner's fusions too */
+    exec_cuda_target(&tcfg, &tc);
     void *dr[64], *dc[64];
     exec_cuda *cx = NULL;
     void *arena = NULL;

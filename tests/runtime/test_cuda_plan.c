@@ -39,11 +39,14 @@ static plan *matmul_plan(int wt, int64_t K, int64_t N, const char *wname) {
     return p;
 }
 
-/* nodes fused away: the executor's (exec_cuda_count_fusions) and the adds the planner made matmul
- * addends (pass fuse_matmul_add) */
+/* nodes fused away: the executor's (exec_cuda_count_fusions) and the planner's (an add a matmul
+ * adds, an add a norm sums, a kv_store a rope writes: one node each) */
 static int32_t fused_away(const plan *p, const cu_config *c) {
     int32_t n = exec_cuda_count_fusions(p, c);
-    for (int32_t i = 0; n >= 0 && i < p->g->n_nodes; i++) n += ir_matmul_addend(&p->g->nodes[i]) != IR_NONE;
+    for (int32_t i = 0; n >= 0 && i < p->g->n_nodes; i++) {
+        const ir_node *x = &p->g->nodes[i];
+        n += ir_matmul_addend(x) != IR_NONE || x->op == IR_OP_ADD_RMS_NORM_QUANT || x->op == IR_OP_ROPE_STORE;
+    }
     return n;
 }
 
@@ -129,13 +132,13 @@ static void test_paged_plan(int64_t T) {
         int32_t n_attn = 0, n_fused = 0;
         for (int32_t i = 0; i < pg->n_nodes; i++) {
             const ir_node *n = &pg->nodes[i];
-            n_fused += f.skip[i] + (ir_matmul_addend(n) != IR_NONE);
+            n_fused += f.skip[i] + (ir_matmul_addend(n) != IR_NONE || n->op == IR_OP_ADD_RMS_NORM_QUANT || n->op == IR_OP_ROPE_STORE);
             if (n->op == IR_OP_ATTENTION) {
                 n_attn++;
-                CHECKF(ir_attn_block_size(n) > 0 && f.qrope[i] < 0 && f.epi[i] < 0, "T=%lld: attention %%%d: paged %d, qrope %d, quantize %d",
-                       (long long)T, (int)i, (int)ir_attn_block_size(n), (int)f.qrope[i], (int)f.epi[i]);
+                CHECKF(ir_attn_block_size(n) > 0 && f.qrope[i] < 0 && f.attn_quant[i] < 0, "T=%lld: attention %%%d: paged %d, qrope %d, quantize %d",
+                       (long long)T, (int)i, (int)ir_attn_block_size(n), (int)f.qrope[i], (int)f.attn_quant[i]);
             }
-            const int32_t store = n->op == IR_OP_ROPE ? f.epi[i] : n->op == IR_OP_MATMUL ? f.vstore[i] : -1;
+            const int32_t store = n->op == IR_OP_ROPE_STORE ? i : n->op == IR_OP_MATMUL ? f.vstore[i] : -1;
             if (store >= 0)
                 CHECKF(pg->nodes[pg->nodes[store].src[2]].op == IR_OP_POS, "T=%lld: node %%%d writes kv_store %%%d at its positions, "
                        "but the store's rows are %s", (long long)T, (int)i, (int)store, ir_ops[pg->nodes[pg->nodes[store].src[2]].op].name);

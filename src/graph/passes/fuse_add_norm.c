@@ -6,7 +6,7 @@
  * dispatch and one barrier replace two, and the norm reads the sum while it is still in cache.
  * Numerics are unchanged: the same f32 a + b, then the same norm, weight and rounding.
  * Targets that run ADD_RMS_NORM_QUANT ask for it (plan_target.fuse_add_norm).
- * Layer 2 (graph). Pre: fuse_norm_quant ran. Post: verified; the add is dropped.
+ * Layer 2 (graph). Pre: fuse_norm_quant and fuse_matmul_add ran (a residual a matmul adds is not an add here). Post: verified; the add is dropped.
  *
  * before:
  *   %20 = add(%18, %19) : f32[256,2]
@@ -19,7 +19,8 @@
  *   ...
  *   %30 = add(%21, %29) : f32[256,2]
  * When nothing else reads the sum (the last layer's add before the output norm) no result node is
- * made and the executor never writes the sum.
+ * made and the executor never writes the sum; a target whose kernel always writes it
+ * (plan_target.add_norm_writes_sum) leaves that add alone.
  */
 #include "graph/plan.h"
 
@@ -45,6 +46,7 @@ sb_status pass_fuse_add_norm(ir_graph *g, const pass_ctx *cx) {
         ir_node *q = &g->nodes[i];
         if (q->op != IR_OP_RMS_NORM_QUANT || !fusable(g, q)) continue;
         const ir_ref add = q->src[0];
+        if (cx->target && cx->target->add_norm_writes_sum && uses[add] < 2) continue; /* no result to write the sum to */
         const ir_node *a = &g->nodes[add];
         /* in place: the add's sources precede it, so they precede q; q depends on nothing else
          * but its weight, so the add's other readers may all read the result after q */

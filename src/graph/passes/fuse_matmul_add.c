@@ -6,7 +6,8 @@
  * product never reaches memory on its own, and one launch replaces two. Numerics are unchanged:
  * the same f32 product, then the same f32 add (x + y == y + x exactly).
  * Targets whose matmul kernels have that epilogue ask for it (plan_target.fuse_matmul_add).
- * Layer 2 (graph). Pre: verified; after fuse_elementwise (an add that a chain took stays there).
+ * Layer 2 (graph). Pre: verified; after fuse_elementwise (an add a chain took stays there), before
+ * fuse_add_norm (an add a matmul can write is taken here first).
  * Post: verified; the fused node takes the add's place (every source precedes it), the bare
  * matmul is dropped.
  *
