@@ -202,7 +202,18 @@ static inline ir_attn_params ir_attn_of(const ir_node *n) {
     return (ir_attn_params){.n_head_kv = n->ip[0], .head_dim = n->ip[1], .scale = n->fp[0], .window = n->ip[2], .softcap = n->fp[1]};
 }
 /* ATTENTION: the block size of a paged one (src[4] = its block table), 0 for a contiguous cache */
-static inline int32_t ir_attn_block_size(const ir_node *n) { return n->src[4] != IR_NONE ? n->ip[3] : 0; }
+static inline int32_t ir_attn_block_size(const ir_node *n) { return n->ip[3]; }
+/* ATTENTION with Q's RoPE (pass fuse_attn_rope): q (src[0]) is unrotated and the attention rotates
+ * it as it loads it, with these parameters (n_rot 0: none); ip[5]=n_rot ip[6]=mode fp[2]=freq_base
+ * fp[3]=freq_scale fp[4]=attn_factor, src[4] = the freq factors (contiguous caches only) or IR_NONE */
+static inline ir_rope_params ir_attn_q_rope(const ir_node *n) {
+    return (ir_rope_params){.n_rot = n->ip[5], .mode = n->ip[6], .freq_base = n->fp[2], .freq_scale = n->fp[3]};
+}
+static inline float ir_attn_q_rope_attn_factor(const ir_node *n) { return n->fp[4]; }
+static inline ir_ref ir_attn_q_rope_ff(const ir_node *n) { return n->ip[5] && !n->ip[3] ? n->src[4] : IR_NONE; }
+/* ATTENTION writing its output quantized too (pass fuse_attn_quant): that activation type as its
+ * result 1 (a RESULT node; ip[4] = type + 1), or -1 */
+static inline int32_t ir_attn_quant_type(const ir_node *n) { return n->ip[4] ? n->ip[4] - 1 : -1; }
 /* RMS_NORM, RMS_NORM_QUANT, LAYER_NORM: epsilon; SCALE: the factor; SOFTCAP: the cap (the single float param) */
 static inline float ir_f0(const ir_node *n) { return n->fp[0]; }
 /* SLICE: the first index and the count taken along ne[1] */
@@ -237,7 +248,7 @@ static inline ir_fused_step ir_fused_step_of(const ir_node *n, int k) {
  * the producer's step (graph/plan.c). A result nobody reads is dropped like any dead value, and
  * the producer then does not write it. Passes create them; builders never do.
  *   ADD_RMS_NORM_QUANT: result 1 = a + b (f32, a's shape). */
-static inline int ir_result_count(ir_op op) { return op == IR_OP_ADD_RMS_NORM_QUANT ? 2 : 1; }
+static inline int ir_result_count(ir_op op) { return op == IR_OP_ADD_RMS_NORM_QUANT || op == IR_OP_ATTENTION ? 2 : 1; }
 /* The RESULT node holding result k (>= 1) of producer p, or IR_NONE when the graph has none. */
 ir_ref ir_result_of(const ir_graph *g, ir_ref p, int k);
 /* RESULT: which result of its producer it is */

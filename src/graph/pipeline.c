@@ -9,6 +9,7 @@
  * feed matmuls first), then the two add fusions: fuse_matmul_add before fuse_add_norm (a residual
  * the matmul adds as it writes costs no launch, and the norm then reads one input), fuse_add_norm
  * after fuse_norm_quant (it extends the node that pass makes). An add a chain took stays there.
+ * fuse_attn_quant after quantize_once (it takes the quantize nodes that pass made).
  * Non-goals: pass options per run, pass timing.
  */
 #include "graph/plan.h"
@@ -25,6 +26,8 @@ static const pass_info pipeline[] = {
     {"fuse_matmul_add", pass_fuse_matmul_add},
     {"fuse_add_norm", pass_fuse_add_norm},
     {"fuse_rope_store", pass_fuse_rope_store},
+    {"fuse_attn_rope", pass_fuse_attn_rope},
+    {"fuse_attn_quant", pass_fuse_attn_quant},
 };
 
 const pass_info *pass_pipeline(int *n_out) {

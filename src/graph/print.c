@@ -34,6 +34,12 @@ static void print_params(const ir_node *n, FILE *f) {
         if (n->ip[2]) fprintf(f, " window=%d", n->ip[2]);
         if (n->fp[1] != 0.0f) fprintf(f, " softcap=%.9g", n->fp[1]);
         if (ir_attn_block_size(n)) fprintf(f, " block_size=%d", ir_attn_block_size(n));
+        if (ir_attn_q_rope(n).n_rot) {
+            const ir_rope_params rp = ir_attn_q_rope(n);
+            fprintf(f, " q_rope=%d mode=%s base=%.9g fscale=%.9g", rp.n_rot, rp.mode == IR_ROPE_NEOX ? "neox" : "normal", rp.freq_base, rp.freq_scale);
+            if (ir_attn_q_rope_attn_factor(n) != 1.0f) fprintf(f, " attn_factor=%.9g", ir_attn_q_rope_attn_factor(n));
+        }
+        if (ir_attn_quant_type(n) >= 0) fprintf(f, " out=%s", ir_dtype_name(ir_attn_quant_type(n)));
         break;
     case IR_OP_SLICE: fprintf(f, " start=%d n=%d", n->ip[0], n->ip[1]); break;
     case IR_OP_LAYER_NORM: fprintf(f, " eps=%.9g", n->fp[0]); break;

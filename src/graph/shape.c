@@ -54,6 +54,20 @@ static bool is_i32_vec(const ir_node *x) {
     return x && x->dtype == SB_TYPE_I32 && x->ne[1] == 1 && x->ne[2] == 1 && x->ne[3] == 1;
 }
 
+/* ATTENTION's fused Q rope (ir_attn_q_rope): a rotation of the head, freq factors f32 [>= n_rot/2] */
+static sb_status attn_q_rope_check(const ir_graph *g, const ir_node *n, const ir_node *q) {
+    const ir_rope_params rp = ir_attn_q_rope(n);
+    const ir_ref ffr = ir_attn_q_rope_ff(n);
+    const ir_node *ff = ffr != IR_NONE ? &g->nodes[ffr] : NULL;
+    if (!rp.n_rot) return SB_OK; /* a fifth source is then the block table (checked with block_size) */
+    if (n->ip[3]) FAIL("attention: q rope on a paged attention");
+    if (rp.n_rot < 2 || rp.n_rot % 2 || rp.n_rot > q->ne[0] || rp.n_rot > 1024) FAIL("attention: q rope n_rot %d vs D %lld", rp.n_rot, (long long)q->ne[0]);
+    if (rp.mode != IR_ROPE_NORMAL && rp.mode != IR_ROPE_NEOX) FAIL("attention: q rope mode %d", rp.mode);
+    if (!(rp.freq_base > 0.0f) || !(rp.freq_scale > 0.0f)) FAIL("attention: q rope freq_base and freq_scale must be > 0");
+    if (ff && (!is_f32(ff) || ff->ne[0] < rp.n_rot / 2)) FAIL("attention: q rope freq factors must be f32 [>= n_rot/2]");
+    return SB_OK;
+}
+
 // ---- shape of each op ----
 
 sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
@@ -188,8 +202,10 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         if (b->dtype != SB_TYPE_F32 && b->dtype != SB_TYPE_F16) FAIL("attention: cache must be f32/f16");
         if (!is_i32_vec(pos) || pos->ne[0] != a->ne[2]) FAIL("attention: pos must be i32 [T]");
         if (n->ip[2] < 0 || n->fp[1] < 0.0f) FAIL("attention: window/softcap must be >= 0");
-        if (ns > 4) SB_TRY(ir_shape_paged_attention(g, n, ns)); /* the block table (graph/builder_paged.c) */
-        else if (n->ip[3]) FAIL("attention: block_size %d without a block table", n->ip[3]);
+        if (n->ip[3] || (ns > 4 && !n->ip[5])) SB_TRY(ir_shape_paged_attention(g, n, ns)); /* the block table (graph/builder_paged.c) */
+        SB_TRY(attn_q_rope_check(g, n, a));
+        if (n->ip[4] && (!qk_valid(n->ip[4] - 1) || n->ip[4] - 1 == SB_TYPE_F32 || D % qk_get(n->ip[4] - 1)->blck))
+            FAIL("attention: quantized output type %d for head_dim %d", n->ip[4] - 1, D);
         set(&r, SB_TYPE_F32, a->ne[0] * a->ne[1], a->ne[2], 1, 1);
         break;
     }
@@ -215,6 +231,11 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
     case IR_OP_RESULT: {
         const int k = n->ip[0];
         if (k < 1 || k >= ir_result_count(a->op)) FAIL("result: %s has no result %d", ir_ops[a->op].name, k);
+        if (a->op == IR_OP_ATTENTION) { /* its output quantized */
+            if (!a->ip[4]) FAIL("result: this attention writes no quantized output");
+            set(&r, a->ip[4] - 1, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
+            break;
+        }
         const ir_node *a0 = S(g, a, 0); /* ADD_RMS_NORM_QUANT's result 1: a + b */
         set(&r, SB_TYPE_F32, a0->ne[0], a0->ne[1], a0->ne[2], a0->ne[3]);
         break;

@@ -43,11 +43,6 @@ static bool overlap(const plan *p, const cuda_fusions *c, ir_ref a, ir_ref b) {
     return a0 < b1 && b0 < a1;
 }
 
-static int32_t next_node(const ir_graph *g, int32_t i) { /* the next non-input node after i (n_nodes if none) */
-    for (i++; i < g->n_nodes && (ir_ops[g->nodes[i].op].flags & OPF_INPUT); i++) {}
-    return i;
-}
-
 bool cf_multi_ok(const ir_graph *g, const ir_node *m) {
     if (m->op != IR_OP_MATMUL) return false;
     const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
@@ -160,46 +155,6 @@ static void plan_groups(const plan *p, cuda_fusions *c, const int32_t *uses, uin
             c->krope[mem[k]] = r;
             c->skip[r] = 1;
         }
-    }
-}
-
-/* ROPE r of Q, used only by the ATTENTION right after it (same positions), not already writing a
- * cache: the attention rotates q as it loads it and the ROPE is skipped. Needs the unrotated q
- * intact at the attention (nothing runs in between) and apart from the attention's output. */
-static void plan_qrope(const plan *p, cuda_fusions *c, const int32_t *uses) {
-    const ir_graph *g = p->g;
-    for (int32_t r = 0; r < g->n_nodes; r++) {
-        const ir_node *rn = &g->nodes[r];
-        if (rn->op != IR_OP_ROPE || c->skip[r] || uses[r] != 1) continue;
-        const int32_t a = next_node(g, r);
-        if (a >= g->n_nodes) continue;
-        const ir_node *an = &g->nodes[a];
-        if (an->op != IR_OP_ATTENTION || an->src[0] != r || an->src[3] != rn->src[1] || ir_attn_block_size(an)) continue; /* paged: plain q */
-        const ir_node *x = &g->nodes[rn->src[0]];
-        if (x->ne[0] != rn->ne[0] || x->ne[1] != rn->ne[1] || x->ne[2] != rn->ne[2] || ir_rope_of(rn).n_rot > x->ne[0]) continue;
-        if (overlap(p, c, a, rn->src[0])) continue;
-        c->qrope[a] = r;
-        c->skip[r] = 1;
-    }
-}
-
-/* ATTENTION a, then right away QUANTIZE(a) to q8_1 (the O projection's activation), head_dim a
- * multiple of 32: the attention writes the q8_1 blocks of its output too (each 32-block lies in one
- * head, one warp) and the QUANTIZE is skipped. Its output must stay apart from what the attention
- * reads (q, or Q's unrotated input when the RoPE is fused). attn_quant[a] = the QUANTIZE. */
-static void plan_attn_quant(const plan *p, cuda_fusions *c) {
-    const ir_graph *g = p->g;
-    for (int32_t a = 0; a < g->n_nodes; a++) {
-        const ir_node *an = &g->nodes[a];
-        if (an->op != IR_OP_ATTENTION || ir_attn_of(an).head_dim % 32 || ir_attn_block_size(an)) continue; /* paged: no xq */
-        const int32_t q = next_node(g, a);
-        if (q >= g->n_nodes) continue;
-        const ir_node *qn = &g->nodes[q];
-        if (qn->op != IR_OP_QUANTIZE || qn->src[0] != a || qn->dtype != SB_TYPE_Q8_1 || c->skip[q]) continue;
-        const ir_ref qin = c->qrope[a] >= 0 ? g->nodes[c->qrope[a]].src[0] : an->src[0];
-        if (overlap(p, c, q, qin) || overlap(p, c, q, a)) continue;
-        c->attn_quant[a] = q;
-        c->skip[q] = 1;
     }
 }
 
@@ -575,7 +530,6 @@ static void plan_norm_sums(const plan *p, cuda_fusions *c, const int32_t *uses, 
 sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg) {
     const ir_graph *g = p->g;
     int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
-    c->attn_quant = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->attn_quant);
     c->skip = (uint8_t *)calloc((size_t)g->n_nodes, 1);
     c->gnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gnext);
     c->mnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->mnext);
@@ -583,23 +537,20 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
     c->gjobs = (uint8_t *)calloc((size_t)g->n_nodes, 1);
     c->vstore = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->vstore);
     c->moved = (uint64_t *)malloc((size_t)g->n_nodes * sizeof *c->moved);
-    c->qrope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->qrope);
     c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
     c->gpair = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gpair);
     c->nsum = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->nsum);
-    if (!uses || !c->attn_quant || !c->skip || !c->gnext || !c->mnext || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->qrope || !c->krope || !c->gpair ||
+    if (!uses || !c->skip || !c->gnext || !c->mnext || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->krope || !c->gpair ||
         !c->nsum) {
         free(uses);
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
     }
     ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->attn_quant[i] = c->gnext[i] = c->mnext[i] = c->rnext[i] = c->vstore[i] = c->qrope[i] = c->krope[i] = c->gpair[i] = c->nsum[i] = -1,
+    for (int32_t i = 0; i < g->n_nodes; i++) c->gnext[i] = c->mnext[i] = c->rnext[i] = c->vstore[i] = c->krope[i] = c->gpair[i] = c->nsum[i] = -1,
         c->moved[i] = UINT64_MAX;
     const uint64_t base = cf_align(p->arena_bytes);
     uint64_t at = base;
     plan_groups(p, c, uses, &at, cfg->fuse_ropek);
-    plan_qrope(p, c, uses);
-    plan_attn_quant(p, c);
     if (cfg->fuse_glu_pair) plan_glu_pairs(p, c, uses);
     /* prefill GEMMs of one activation in one launch (mma_group 2: adjacent ones only; mma_pair 0: one
      * weight type a group, no Q8_0 V beside Q5_0 K and Q) */
@@ -607,9 +558,6 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
     if (cfg->fuse_glu_pair && cfg->mma_glu_pair) plan_mma_glu_pairs(p, c, uses);
     if (cfg->rope_jobs) plan_rope_jobs(p, c, uses, cfg->rope_inplace);
     if (cfg->group_jobs) plan_group_jobs(p, c);
-    /* again, now that Q's RoPE may write its own (moved) memory: the plan had put the QUANTIZE's
-     * output over the RoPE's first place (a prefill layer's, 22 of 24 at T = 64) */
-    if (cfg->attn_quant2) plan_attn_quant(p, c);
     if (cfg->norm_sums) plan_norm_sums(p, c, uses, &at);
     c->moved_bytes = at - base;
     free(uses);
@@ -617,7 +565,6 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
 }
 
 void cuda_fusions_free(cuda_fusions *f) {
-    free(f->attn_quant);
     free(f->skip);
     free(f->gnext);
     free(f->mnext);
@@ -625,7 +572,6 @@ void cuda_fusions_free(cuda_fusions *f) {
     free(f->gjobs);
     free(f->vstore);
     free(f->moved);
-    free(f->qrope);
     free(f->krope);
     free(f->gpair);
     free(f->nsum);

@@ -21,10 +21,9 @@
 #include <stdlib.h>
 
 typedef struct cuda_fusions {
-    /* attn_quant[i] = the QUANTIZE (q8_1) attention i writes beside its f32 output (-1 none; a
-     * matmul's bias or residual is its third source, a residual add + norm, a rope + cache store
-     * are the planner's nodes); skip[j] = node j is done by another node's launch */
-    int32_t *attn_quant;
+    /* skip[j] = node j is done by another node's launch (a matmul's bias or residual, a residual add
+     * + norm, a rope + cache store, Q's rope and the output quantize in the attention are the
+     * planner's nodes) */
     uint8_t *skip;
     /* gnext[i] = the next matmul of the multi-GEMV launch led by matmul i (-1 none; members after
      * the leader are skipped); vstore[i] = the V kv_store matmul i's result also writes (-1 none) */
@@ -34,7 +33,6 @@ typedef struct cuda_fusions {
     uint8_t *gjobs;       /* per MMA group leader: its results go only to the rope jobs launched right after it, which then
                            * sum a split's partials themselves — no reduce kernel (plan_group_jobs) */
     uint64_t *moved;      /* per alias root: arena offset of its private copy (UINT64_MAX: the plan's) */
-    int32_t *qrope;       /* per ATTENTION node: the ROPE of Q it applies as it loads q (-1 none) */
     int32_t *krope;       /* per matmul: the ROPE (+ its kv_store) its multi-GEMV launch does (-1 none) */
     int32_t *gpair;       /* per matmul (a gate/up launch's leader): the GLU_QUANT whose act(gate) * up it writes into the
                            * gate's memory, rows taken as gate/up pairs — that node then only quantizes (plan_glu_pairs; -1 none) */

@@ -28,8 +28,11 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
         for (int w = 0; w < SB_TYPE_COUNT; w++)
             if (cu_has_mmvq_q8k(w)) t->act_type[w] = SB_TYPE_Q8_K; /* Q2_K..Q6_K, IQ4_XS */
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
-    t->fuse_matmul_add = t->fuse_add_norm = t->fuse_rope_store = (c ? c : &cu_config_default)->fuse;
-    t->add_norm_writes_sum = true;                                                /* cu_add_rms_norm_quant reads the sum back */
+    if (!(c ? c : &cu_config_default)->fuse) return; /* cu_config.fuse 0: the planner's fusions off too */
+    t->fuse_matmul_add = t->fuse_add_norm = t->fuse_rope_store = true;
+    t->add_norm_writes_sum = true;     /* cu_add_rms_norm_quant reads the sum back */
+    t->attn_rope_max_t = 1;            /* decode: prefill plans keep Q's rope in their rope-jobs launch (docs/cuda.md) */
+    t->attn_quant_type = SB_TYPE_Q8_1; /* cu_attn_args.xq: the O projection's q8_1 blocks beside the f32 output */
 }
 
 sb_status exec_cuda_check(const plan *p) {
@@ -76,7 +79,12 @@ sb_status exec_cuda_check(const plan *p) {
                                ir_dtype_name(n->dtype), (long long)n->ne[0], (int)i);
             break;
         case IR_OP_ATTENTION:
-            if (n->src[4] != IR_NONE) { /* paged: k_attn_paged.cu */
+            if (ir_attn_quant_type(n) >= 0 && ir_result_of(g, i, 1) == IR_NONE)
+                return sb_fail(SB_ERR_INTERNAL, "cuda: attention %%%d writes a quantized output that has no result node", (int)i);
+            if (ir_attn_quant_type(n) >= 0 && (ir_attn_quant_type(n) != SB_TYPE_Q8_1 || ir_attn_of(n).head_dim % 32))
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention %%%d writing %s (q8_1 only, head_dim a multiple of 32)", (int)i,
+                               ir_dtype_name(ir_attn_quant_type(n)));
+            if (ir_attn_block_size(n)) { /* paged: k_attn_paged.cu */
                 if (ir_attn_of(n).head_dim % 2 || ir_attn_of(n).head_dim > 512 || ir_attn_of(n).head_dim < 2)
                     return sb_fail(SB_ERR_UNSUPPORTED, "cuda: paged attention %%%d with head_dim %d (even, 2..512)", (int)i,
                                    ir_attn_of(n).head_dim);

@@ -291,18 +291,16 @@ sb_status cx_run_node(crun *r, int32_t i) {
         cu_attn_args a = cx_attn_args(r->cx, r->p, n);
         a.depth_max = r->depth_max;
         const void *q = SP(0);
-        if (r->c->fu.qrope && r->c->fu.qrope[i] >= 0) { /* Q's RoPE fused: the unrotated q, and the rope's parameters */
-            const ir_node *rn = &g->nodes[r->c->fu.qrope[i]];
-            q = dptr(r, rn->src[0]);
-            const ir_rope_params rp = ir_rope_of(rn);
+        const ir_rope_params rp = ir_attn_q_rope(n);
+        if (rp.n_rot) { /* Q's RoPE fused (pass fuse_attn_rope): q is unrotated */
             a.q_rot = rp.n_rot;
             a.q_mode = rp.mode;
             a.q_theta_scale = powf(rp.freq_base, -2.0f / (float)rp.n_rot);
             a.q_freq_scale = rp.freq_scale;
-            a.q_attn_factor = ir_rope_attn_factor(rn);
-            a.q_ff = rn->src[2] != IR_NONE ? (const float *)dptr(r, rn->src[2]) : NULL;
+            a.q_attn_factor = ir_attn_q_rope_attn_factor(n);
+            a.q_ff = ir_attn_q_rope_ff(n) != IR_NONE ? (const float *)dptr(r, ir_attn_q_rope_ff(n)) : NULL;
         }
-        if (r->c->fu.attn_quant && r->c->fu.attn_quant[i] >= 0) a.xq = dptr(r, r->c->fu.attn_quant[i]); /* the QUANTIZE after it, fused */
+        if (ir_attn_quant_type(n) >= 0) a.xq = dptr(r, ir_result_of(g, i, 1)); /* the q8_1 output too (pass fuse_attn_quant) */
         if ((r->cx->cfg.attn_variant == 3 || r->cx->cfg.attn_variant == 4) && cu_fattn_supported(&a)) { /* prefill: flash attention (k_fattn.cu) */
             r->n_kernels++;
             return cu_attention_prefill(s, dst, q, SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off),

@@ -114,9 +114,9 @@ static void case_dce(void) {
 }
 
 /* q/k/v share one quantize, gate/up share one, a q8_0 weight gets its own, f32 weights none */
-static ir_graph *attn_ffn_graph(bool gemma) {
+static ir_graph *attn_ffn_graph_t(bool gemma, int64_t T) {
     ir_graph *g = new_graph();
-    const int64_t E = 256, Dkv = 128, F = 512, T = 2, C = 16, D = 64;
+    const int64_t E = 256, Dkv = 128, F = 512, C = 16, D = 64;
     ir_ref x0 = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, T, 1, 1}); /* stands for the residual stream */
     ir_ref pos = ir_input_pos(g, T);
     ir_ref an = W(g, "blk.0.attn_norm.weight", SB_TYPE_F32, E, 1);
@@ -151,6 +151,7 @@ static ir_graph *attn_ffn_graph(bool gemma) {
     CHECK(ir_graph_status(g) == SB_OK);
     return g;
 }
+static ir_graph *attn_ffn_graph(bool gemma) { return attn_ffn_graph_t(gemma, 2); }
 
 static void case_quantize_once(void) {
     plan_target t;
@@ -299,6 +300,59 @@ static void case_fuse_matmul_add(void) {
     ir_node bad = ir_proto(IR_OP_MATMUL);
     bad.src[0] = W(g, "w", SB_TYPE_F32, 64, 32), bad.src[1] = x, bad.src[2] = W(g, "b", SB_TYPE_F32, 16, 1);
     CHECK(ir_infer_shape(g, &bad) != SB_OK && strstr(sb_last_error(), "matmul: operand"));
+    ir_graph_free(g);
+}
+
+/* decode (T = 1): Q's rope into the attention, the attention's q8_1 output as its result 1; a
+ * 2-token plan with attn_rope_max_t 1 keeps the rope; a reference target changes nothing */
+static void case_fuse_attn(void) {
+    plan_target t;
+    test_target(&t);
+    t.act_type[SB_TYPE_Q8_0] = SB_TYPE_Q8_1; /* the O projection's activation: the type the attention writes */
+    t.attn_rope_max_t = 1;
+    t.attn_quant_type = SB_TYPE_Q8_1;
+    t.fuse_rope_store = true;
+    ir_graph *g = attn_ffn_graph_t(false, 1);
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise, pass_fuse_rope_store};
+    golden("fuse_attn_rope", g, pre, 5, pass_fuse_attn_rope, &t);
+    pass_ctx cx = {.target = &t};
+    char *before = ir_print_str(g);
+    CHECK(pass_fuse_attn_quant(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+    char *after = ir_print_str(g);
+    size_t len = strlen(before) + strlen(after) + 32;
+    char *got = malloc(len);
+    snprintf(got, len, "# before\n%s# after\n%s", before, after);
+    check_golden("tests/graph/fuse_attn_quant.ir", got);
+    free(got), free(before), free(after);
+    int ropes = 0, results = 0, q_rope = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        ropes += n->op == IR_OP_ROPE;
+        results += n->op == IR_OP_RESULT && g->nodes[n->src[0]].op == IR_OP_ATTENTION;
+        q_rope += n->op == IR_OP_ATTENTION && ir_attn_q_rope(n).n_rot == 64;
+    }
+    CHECK_EQ_INT(ropes, 0);
+    CHECK_EQ_INT(results, 1);
+    CHECK_EQ_INT(q_rope, 1);
+    ir_graph_free(g);
+    /* two tokens: past attn_rope_max_t */
+    g = attn_ffn_graph_t(false, 2);
+    CHECK(pass_fuse_attn_rope(g, &cx) == SB_OK);
+    int r2 = 0;
+    for (int i = 0; i < g->n_nodes; i++) r2 += g->nodes[i].op == IR_OP_ROPE;
+    CHECK_EQ_INT(r2, 2);
+    ir_graph_free(g);
+    /* a reference target */
+    plan_target r;
+    plan_target_reference(&r);
+    cx.target = &r;
+    g = attn_ffn_graph_t(false, 1);
+    CHECK(pass_quantize_once(g, &cx) == SB_OK);
+    before = ir_print_str(g);
+    CHECK(pass_fuse_attn_rope(g, &cx) == SB_OK && pass_fuse_attn_quant(g, &cx) == SB_OK);
+    after = ir_print_str(g);
+    CHECK(!strcmp(before, after));
+    free(before), free(after);
     ir_graph_free(g);
 }
 
@@ -456,7 +510,7 @@ static void test_pipeline_dump(void) {
     fclose(f);
     int np = 0;
     const pass_info *pl = pass_pipeline(&np);
-    CHECK(np == 8 && !strcmp(pl[0].name, "dce") && !strcmp(pl[7].name, "fuse_rope_store"));
+    CHECK(np == 10 && !strcmp(pl[0].name, "dce") && !strcmp(pl[9].name, "fuse_attn_quant"));
     for (int i = 0; i < np; i++) {
         char key[80];
         snprintf(key, sizeof key, "IR after %s", pl[i].name);
@@ -673,6 +727,7 @@ int main(void) {
     case_fuse_elementwise();
     case_fuse_rope_store();
     case_fuse_matmul_add();
+    case_fuse_attn();
     test_verifier();
     test_memplan();
     test_pipeline_dump();

@@ -75,12 +75,33 @@ static void name_add_norm(sbuf *b, const ir_graph *g, const cuda_fusions *f, ir_
     put(b, ")");
 }
 
-/* the planner's residual add + norm keeps the names of the two nodes it replaced (so the golden text
- * shows what changed when that fusion moved from the executor into a pass) */
+/* the rope an attention applies to q as it loads it, as the node it replaced: rope(x, pos, ff?) */
+static void name_q_rope(sbuf *b, const ir_graph *g, const cuda_fusions *f, const ir_node *a, int depth) {
+    const ir_ref src[3] = {a->src[0], a->src[3], ir_attn_q_rope_ff(a)};
+    name_list(b, g, f, "rope", src, src[2] != IR_NONE ? 3 : 2, depth);
+}
+
+/* an attention that rotates q: attention(rope(x, pos), k, v, pos) */
+static void name_attention(sbuf *b, const ir_graph *g, const cuda_fusions *f, const ir_node *a, int depth) {
+    put(b, "attention");
+    if (depth <= 0) return;
+    put(b, "(");
+    name_q_rope(b, g, f, a, depth - 1);
+    for (int k = 1; k < 4; k++) put(b, ", "), name_of(b, g, f, a->src[k], depth - 1);
+    put(b, ")");
+}
+
+/* the planner's fused nodes keep the names of the nodes they replaced (so the golden text shows
+ * what changed when a fusion moved from the executor into a pass): a residual add + norm, its sum,
+ * an attention rotating q, its quantized output */
 static bool canonical_name(sbuf *b, const ir_graph *g, const cuda_fusions *f, int32_t i, int depth) {
     const ir_node *n = &g->nodes[i];
     if (n->op == IR_OP_ADD_RMS_NORM_QUANT) name_add_norm(b, g, f, n->src[0], n->src[1], n->src[2], depth);
-    else if (n->op == IR_OP_RESULT) name_list(b, g, f, "add", g->nodes[n->src[0]].src, 2, depth);
+    else if (n->op == IR_OP_ATTENTION && ir_attn_q_rope(n).n_rot) name_attention(b, g, f, n, depth);
+    else if (n->op == IR_OP_RESULT && g->nodes[n->src[0]].op == IR_OP_ATTENTION) {
+        const ir_ref a = n->src[0];
+        name_list(b, g, f, "quantize", &a, 1, depth);
+    } else if (n->op == IR_OP_RESULT) name_list(b, g, f, "add", g->nodes[n->src[0]].src, 2, depth);
     else return false;
     return true;
 }
@@ -122,19 +143,25 @@ static void describe(sbuf *b, const plan *p, const cuda_fusions *f) {
     const ir_graph *g = p->g;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
-        if ((ir_ops[n->op].flags & OPF_INPUT) || n->op == IR_OP_RESHAPE || n->op == IR_OP_OUTPUT || n->op == IR_OP_RESULT) continue;
+        const bool attn_out = n->op == IR_OP_RESULT && g->nodes[n->src[0]].op == IR_OP_ATTENTION;
+        if ((ir_ops[n->op].flags & OPF_INPUT) || n->op == IR_OP_RESHAPE || n->op == IR_OP_OUTPUT || (n->op == IR_OP_RESULT && !attn_out)) continue;
+        if (n->op == IR_OP_ATTENTION && ir_attn_q_rope(n).n_rot) { /* the rope it performs */
+            put(b, "  ");
+            name_q_rope(b, g, f, n, 2);
+            put(b, " : by another launch\n");
+        }
         put(b, "  ");
         name_of(b, g, f, i, 2);
-        if (f->skip[i]) put(b, " : by another launch");
+        if (f->skip[i] || attn_out) put(b, " : by another launch");
         ref(b, "epilogue +", g, f, ir_matmul_addend(n));
-        ref(b, "quantizes into", g, f, f->attn_quant[i]);
+        ref(b, "quantizes into", g, f, n->op == IR_OP_ATTENTION ? ir_result_of(g, i, 1) : -1);
         ref(b, "next in launch", g, f, f->gnext[i]);
         ref(b, "stores V", g, f, f->vstore[i]);
         ref(b, "next in MMA launch", g, f, f->mnext[i]);
         ref(b, "next rope job", g, f, f->rnext[i]);
         if (f->gjobs[i]) put(b, " partials to its rope jobs");
         if (f->moved[i] != UINT64_MAX) put(b, " moved");
-        ref(b, "rotates q of", g, f, f->qrope[i]);
+        if (n->op == IR_OP_ATTENTION && ir_attn_q_rope(n).n_rot) put(b, " rotates q of "), name_q_rope(b, g, f, n, 1);
         ref(b, "rotates k of", g, f, f->krope[i]);
         ref(b, "writes GLU of", g, f, f->gpair[i]);
         ref(b, "partials summed by", g, f, f->nsum[i]);

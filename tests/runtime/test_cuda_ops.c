@@ -946,13 +946,12 @@ static void test_qkv_rope_block(void) {
 }
 
 /* Three Qwen2.5-0.5B layers at 64 new tokens after 512 (qwen_layers.h), fused: the K, V, Q group
- * splits K, and in layers 2 and 3 the plan put Q's rope over K's result — the rope writes over Q's
- * own memory instead (cuda_fusion.c inplace_rope_of) and joins the K/V jobs, which sum the group's
- * partials; then the third layer's attention writes its q8_1 output too (the second
- * plan_attn_quant), and the norms after the O and down GEMMs sum their split-K partials
- * (plan_norm_sums: 5 reduces).
- * Vs the f64 reference, and bit for bit the plan without any of these (cu_config rope_inplace,
- * attn_quant2 and norm_sums 0), with fewer kernels at each step. */
+ * splits K, and where the plan put Q's rope over K's result the rope writes over Q's own memory
+ * instead (cuda_fusion.c inplace_rope_of) and joins the K/V jobs, which sum the group's partials;
+ * the norms after the O and down GEMMs sum their split-K partials (plan_norm_sums: 5 reduces).
+ * Vs the f64 reference, and bit for bit the plan without these (cu_config rope_inplace and
+ * norm_sums 0), with as many kernels fewer at each step as the host-side plan counts
+ * (exec_cuda_count_fusions, exec_cuda_count_norm_sums). */
 static void test_qwen_layers(void) {
     const int NL = 3;
     const int64_t E = QL_E, D = QL_D, Hkv = QL_HKV, F = QL_F, T = 64, C = 640, P0 = 512;
@@ -990,7 +989,20 @@ static void test_qwen_layers(void) {
      * where a layer's plan put it over the rope's first place (3..), a reduce of every O and down GEMM
      * but the last down */
     static const char *what[3] = {"(fused)", "(in-place rope)", "(+ norm sums)"};
-    const int fewer[3] = {0, NL - 1, NL - 2 + 2 * NL - 1};
+    int fewer[3] = {0, 0, 0}, was = 0;
+    for (int k = 0; k < 3; k++) { /* each step's kernels fewer: its nodes fused away and reduces left to norms */
+        cu_config c = run_config();
+        c.rope_inplace = k != 0, c.norm_sums = k == 2;
+        plan_target t;
+        exec_cuda_target(&c, &t);
+        plan *pq = NULL;
+        CHECK(plan_build(g, &t, NULL, &pq) == SB_OK);
+        const int now = pq ? exec_cuda_count_fusions(pq, &c) + exec_cuda_count_norm_sums(pq, &c) : 0;
+        if (k) fewer[k] = now - was;
+        was = now;
+        plan_free(pq);
+    }
+    CHECKF(fewer[1] >= 1 && fewer[2] >= 2 * NL - 1, "qwen layers: %d and %d kernels fewer planned (>= 1 and %d expected)", fewer[1], fewer[2], 2 * NL - 1);
     float *y0 = NULL;
     int64_t n0 = 0;
     int32_t kp = 0;
@@ -998,7 +1010,6 @@ static void test_qwen_layers(void) {
         char label[64];
         snprintf(label, sizeof label, "%d Qwen2.5-0.5B layers T=%d %s", NL, (int)T, what[k]);
         tc_cfg.rope_inplace = k != 0;
-        tc_cfg.attn_quant2 = k == 2;
         tc_cfg.norm_sums = k == 2;
         const double e = run_both(g, &b, label);
         /* 8-bit activations through 7 GEMMs a layer, and attention over random keys (peaked softmax):
@@ -1014,7 +1025,7 @@ static void test_qwen_layers(void) {
         }
         kp = last_kernels;
     }
-    tc_cfg.rope_inplace = tc_cfg.attn_quant2 = tc_cfg.norm_sums = 1;
+    tc_cfg.rope_inplace = tc_cfg.norm_sums = 1;
     fuse_on = false;
     tc_cfg.mmq = 1;
     free(y0);

@@ -42,7 +42,6 @@ typedef struct cu_config {
     int mma_glu_pair;    /* the prefill GLU written by its gate/up group */
     int rope_jobs;       /* RoPE and kv_store nodes as jobs of one launch */
     int group_jobs;      /* rope jobs summing an MMA group's split partials (no reduce kernel) */
-    int attn_quant2;     /* the attention writes its output's quantized form */
     int norm_sums;       /* RMSNorm summing the split partials of the GEMM before it */
     /* attention */
     int attn_variant;    /* 1, 2 (k_attention.cu), 3 (2 + flash prefill), 4 (k_attn_decode.cu + flash prefill) */

@@ -7,7 +7,7 @@
  * large p); (x0, x1) -> (x0 cos - x1 sin, x0 sin + x1 cos), both times attn_factor; pairs are
  * (2i, 2i+1) in NORMAL mode and (i, i + n_rot/2) in NEOX mode; dims >= n_rot are copied.
  * Positions come from device memory (pos[t]), so a captured CUDA graph serves every step.
- * k_rope_store (executor fusion, SB_CUDA_FUSE): the same math written into the KV cache column
+ * k_rope_store (a ROPE_STORE node: the planner's fuse_rope_store): the same math written into the KV cache column
  * pos[t] (F32 or F16) instead of dst — rope + kv_store of K in one kernel.
  * Geometry: rope: grid (T, H / hpb), block (n_rot/2 threads, one pair each, <= 512; hpb heads, so a
  * block has >= 256 threads) plus the tail copy.

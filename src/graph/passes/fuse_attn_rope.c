@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * graph/passes/fuse_attn_rope.c — Q's RoPE, read only by the attention at the same positions,
+ * moves into the attention: it reads the unrotated q and rotates each head as it loads it (the
+ * same f32 rotation). The rotated q never reaches memory and one launch goes. Liveness keeps the
+ * unrotated q intact until the attention reads it, so nothing here depends on the memory plan.
+ * Targets whose attention kernels rotate q ask for it, for at most attn_rope_max_t tokens (CUDA:
+ * a decode step; prefill plans keep Q's rope in their rope-jobs launch).
+ * Layer 2 (graph). Pre: verified. Post: verified; the rope is dropped.
+ *
+ * before (T = 1):
+ *   %23 = rope(%22, %1) n_rot=64 mode=neox base=1000000 fscale=1 : f32[64,4]
+ *   %24 = attention(%23, %17, %19, %1) n_head_kv=2 head_dim=64 scale=0.125 : f32[256]
+ * after:
+ *   %23 = attention(%22, %17, %19, %1) n_head_kv=2 head_dim=64 scale=0.125 q_rope=64 mode=neox
+ *         base=1000000 fscale=1 : f32[256]
+ */
+#include "graph/plan.h"
+
+#include <stdlib.h>
+
+sb_status pass_fuse_attn_rope(ir_graph *g, const pass_ctx *cx) {
+    if (cx->target && cx->target->attn_rope_max_t <= 0) return SB_OK;
+    const int32_t n = g->n_nodes;
+    int32_t *uses = malloc((size_t)(n ? n : 1) * sizeof *uses);
+    if (!uses) return sb_fail(SB_ERR_OOM, "fuse_attn_rope: use counts");
+    sb_status st = ir_use_counts(g, uses);
+    bool changed = false;
+    for (int32_t i = 0; st == SB_OK && i < n; i++) {
+        ir_node *a = &g->nodes[i];
+        if (a->op != IR_OP_ATTENTION || ir_attn_block_size(a) || ir_attn_q_rope(a).n_rot) continue;
+        const ir_node *r = &g->nodes[a->src[0]];
+        if (r->op != IR_OP_ROPE || uses[a->src[0]] != 1 || r->src[1] != a->src[3]) continue;
+        if (cx->target && r->ne[2] > cx->target->attn_rope_max_t) continue;
+        a->ip[5] = ir_rope_of(r).n_rot, a->ip[6] = ir_rope_of(r).mode;
+        a->fp[2] = ir_rope_of(r).freq_base, a->fp[3] = ir_rope_of(r).freq_scale, a->fp[4] = ir_rope_attn_factor(r);
+        a->src[4] = r->src[2]; /* freq factors or IR_NONE */
+        a->src[0] = r->src[0];
+        changed = true;
+    }
+    free(uses);
+    SB_TRY(st);
+    return changed ? ir_compact(g) : SB_OK;
+}
