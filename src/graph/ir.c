@@ -127,6 +127,16 @@ sb_status ir_use_counts(const ir_graph *g, int32_t *uses) {
     return SB_OK;
 }
 
+int32_t *ir_use_counts_new(const ir_graph *g) {
+    int32_t *uses = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *uses);
+    if (!uses) {
+        sb_fail(SB_ERR_OOM, "use counts of %d nodes", (int)g->n_nodes);
+        return NULL;
+    }
+    ir_use_counts(g, uses);
+    return uses;
+}
+
 void ir_replace_uses(ir_graph *g, ir_ref from, ir_ref to) {
     for (int32_t i = 0; i < g->n_nodes; i++) {
         if (i == to) continue; /* the replacement may read `from` itself */

@@ -268,6 +268,8 @@ ir_node ir_proto(ir_op op);
 
 /* Use counts: uses[i] = number of source slots referring to node i (OUTPUT counts once). */
 sb_status ir_use_counts(const ir_graph *g, int32_t *uses /* [n_nodes] */);
+/* The use counts in a new array (the caller frees it), or NULL (SB_ERR_OOM recorded). */
+int32_t *ir_use_counts_new(const ir_graph *g);
 /* Replace every source reference to `from` by `to`. */
 void ir_replace_uses(ir_graph *g, ir_ref from, ir_ref to);
 /* Drop nodes that no OUTPUT reaches and re-sort topologically (stable: inputs first in their

@@ -70,9 +70,8 @@ sb_status pass_dce(ir_graph *g, const pass_ctx *cx) {
     (void)cx;
     SB_TRY(ir_compact(g));
     for (;;) {
-        int32_t *uses = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *uses);
-        if (!uses) return sb_fail(SB_ERR_OOM, "dce: use counts");
-        ir_use_counts(g, uses);
+        int32_t *uses = ir_use_counts_new(g);
+        if (!uses) return SB_ERR_OOM;
         bool changed = false;
         int32_t n = g->n_nodes;
         for (int32_t i = 0; i < n && !changed; i++)

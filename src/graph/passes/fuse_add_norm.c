@@ -38,9 +38,9 @@ static bool fusable(const ir_graph *g, const ir_node *q) {
 sb_status pass_fuse_add_norm(ir_graph *g, const pass_ctx *cx) {
     if (cx->target && !cx->target->fuse_add_norm) return SB_OK;
     const int32_t n = g->n_nodes;
-    int32_t *uses = malloc((size_t)(n ? n : 1) * sizeof *uses);
-    if (!uses) return sb_fail(SB_ERR_OOM, "fuse_add_norm: use counts");
-    sb_status st = ir_use_counts(g, uses);
+    int32_t *uses = ir_use_counts_new(g);
+    if (!uses) return SB_ERR_OOM;
+    sb_status st = SB_OK;
     bool changed = false;
     for (int32_t i = 0; st == SB_OK && i < n; i++) {
         ir_node *q = &g->nodes[i];

@@ -22,11 +22,10 @@
 sb_status pass_fuse_attn_rope(ir_graph *g, const pass_ctx *cx) {
     if (cx->target && cx->target->attn_rope_max_t <= 0) return SB_OK;
     const int32_t n = g->n_nodes;
-    int32_t *uses = malloc((size_t)(n ? n : 1) * sizeof *uses);
-    if (!uses) return sb_fail(SB_ERR_OOM, "fuse_attn_rope: use counts");
-    sb_status st = ir_use_counts(g, uses);
+    int32_t *uses = ir_use_counts_new(g);
+    if (!uses) return SB_ERR_OOM;
     bool changed = false;
-    for (int32_t i = 0; st == SB_OK && i < n; i++) {
+    for (int32_t i = 0; i < n; i++) {
         ir_node *a = &g->nodes[i];
         if (a->op != IR_OP_ATTENTION || ir_attn_block_size(a) || ir_attn_q_rope(a).n_rot) continue;
         const ir_node *r = &g->nodes[a->src[0]];
@@ -39,6 +38,5 @@ sb_status pass_fuse_attn_rope(ir_graph *g, const pass_ctx *cx) {
         changed = true;
     }
     free(uses);
-    SB_TRY(st);
     return changed ? ir_compact(g) : SB_OK;
 }

@@ -40,11 +40,10 @@ static bool fusable(const ir_graph *g, const int32_t *uses, const ir_node *a, in
 sb_status pass_fuse_matmul_add(ir_graph *g, const pass_ctx *cx) {
     if (cx->target && !cx->target->fuse_matmul_add) return SB_OK;
     const int32_t n = g->n_nodes;
-    int32_t *uses = malloc((size_t)(n ? n : 1) * sizeof *uses);
-    if (!uses) return sb_fail(SB_ERR_OOM, "fuse_matmul_add: use counts");
-    sb_status st = ir_use_counts(g, uses);
+    int32_t *uses = ir_use_counts_new(g);
+    if (!uses) return SB_ERR_OOM;
     bool changed = false;
-    for (int32_t i = 0; st == SB_OK && i < n; i++) {
+    for (int32_t i = 0; i < n; i++) {
         ir_node *a = &g->nodes[i];
         if (a->op != IR_OP_ADD) continue;
         const int k = fusable(g, uses, a, 0) ? 0 : fusable(g, uses, a, 1) ? 1 : -1;
@@ -58,6 +57,5 @@ sb_status pass_fuse_matmul_add(ir_graph *g, const pass_ctx *cx) {
         changed = true;
     }
     free(uses);
-    SB_TRY(st);
     return changed ? ir_compact(g) : SB_OK;
 }

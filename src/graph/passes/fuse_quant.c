@@ -9,9 +9,8 @@
 
 sb_status fuse_into_quantize(ir_graph *g, const char *pass, quant_fuse_fn fuse) {
     int32_t n = g->n_nodes;
-    int32_t *uses = malloc((size_t)(n ? n : 1) * sizeof *uses);
-    if (!uses) return sb_fail(SB_ERR_OOM, "%s: use counts", pass);
-    ir_use_counts(g, uses);
+    int32_t *uses = ir_use_counts_new(g);
+    if (!uses) return sb_fail_context(SB_ERR_OOM, "%s", pass);
     for (int32_t i = 0; i < n; i++) {
         const ir_node q = g->nodes[i];   /* a copy: ir_append may move g->nodes */
         if (q.op != IR_OP_QUANTIZE) continue;

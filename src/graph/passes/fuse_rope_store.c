@@ -31,11 +31,10 @@ static ir_ref rope_of_store(const ir_graph *g, const int32_t *uses, const ir_nod
 sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx) {
     if (cx->target && !cx->target->fuse_rope_store) return SB_OK;
     const int32_t n = g->n_nodes;
-    int32_t *uses = malloc((size_t)(n ? n : 1) * sizeof *uses);
-    if (!uses) return sb_fail(SB_ERR_OOM, "fuse_rope_store: use counts");
-    sb_status st = ir_use_counts(g, uses);
+    int32_t *uses = ir_use_counts_new(g);
+    if (!uses) return SB_ERR_OOM;
     bool changed = false;
-    for (int32_t i = 0; st == SB_OK && i < n; i++) {
+    for (int32_t i = 0; i < n; i++) {
         ir_node *s = &g->nodes[i];
         if (s->op != IR_OP_KV_STORE) continue;
         const ir_ref r = rope_of_store(g, uses, s);
@@ -52,6 +51,5 @@ sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx) {
         changed = true;
     }
     free(uses);
-    SB_TRY(st);
     return changed ? ir_compact(g) : SB_OK;
 }
