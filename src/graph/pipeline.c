@@ -37,12 +37,12 @@ const pass_info *pass_pipeline(int *n_out) {
 
 // ---- dump ----
 
-/* Does spec ask for a dump after pass `name`? ("after-all", or "after:a,b" naming it) */
+/* Does spec ask for a dump after pass `name`? ("after-all", or "after:a,b" naming it; a bare
+ * "a,b" names sections too: "memplan", "launches") */
 static bool wants_dump(const char *spec, const char *name) {
     if (!spec || !*spec) return false;
     if (!strcmp(spec, "after-all")) return true;
-    if (strncmp(spec, "after:", 6)) return false;
-    const char *p = spec + 6;
+    const char *p = strncmp(spec, "after:", 6) ? spec : spec + 6;
     size_t nl = strlen(name);
     while (*p) {
         const char *e = strchr(p, ',');
@@ -52,6 +52,10 @@ static bool wants_dump(const char *spec, const char *name) {
         p = e + 1;
     }
     return false;
+}
+
+bool plan_dump_wants(const plan_dump *d, const char *name) {
+    return wants_dump(d && d->spec ? d->spec : getenv("SB_DUMP_IR"), name);
 }
 
 static void dump(const plan_dump *d, const char *spec, const char *when, const ir_graph *g) {

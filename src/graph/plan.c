@@ -254,8 +254,7 @@ sb_status plan_build(const ir_graph *g, const plan_target *target, const plan_du
         plan_free(p);
         return st;
     }
-    const char *spec = dump && dump->spec ? dump->spec : getenv("SB_DUMP_IR");
-    if (spec && (!strcmp(spec, "after-all") || strstr(spec, "memplan"))) plan_print(p, dump && dump->f ? dump->f : stderr);
+    if (plan_dump_wants(dump, "memplan")) plan_print(p, dump && dump->f ? dump->f : stderr);
     *out = p;
     return SB_OK;
 }

@@ -76,11 +76,16 @@ sb_status pass_fuse_attn_quant(ir_graph *g, const pass_ctx *cx);
 const pass_info *pass_pipeline(int *n_out);
 
 /* Where SB_DUMP_IR output goes (default: stderr when the variable is set; tests pass a FILE*).
- * spec: NULL = read getenv("SB_DUMP_IR"); "after-all"; "after:<pass>" (several comma-separated). */
+ * spec: NULL = read getenv("SB_DUMP_IR"); "after-all"; "after:<pass>" (several comma-separated; also
+ * "memplan" and "launches"). */
 typedef struct plan_dump {
     const char *spec;
     FILE *f;
 } plan_dump;
+
+/* Does the dump spec (d's, or SB_DUMP_IR when d or its spec is NULL) ask for the section `name`: a
+ * pass, "memplan", or "launches" (a backend's own fusions over a plan)? "after-all" asks for all. */
+bool plan_dump_wants(const plan_dump *d, const char *name);
 
 /* Run the pipeline on g in place (verifier after every pass). dump may be NULL. */
 sb_status pass_run_pipeline(ir_graph *g, const plan_target *t, const plan_dump *dump);

@@ -17,6 +17,7 @@
 #include "graph/plan.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -46,6 +47,9 @@ typedef struct cuda_fusions {
  * caller binds cfg too, cu_cfg_bind, for the kernel-choice predicates). SB_ERR_OOM only. */
 sb_status cuda_fusions_plan(const plan *p, cuda_fusions *f, const cu_config *cfg);
 void cuda_fusions_free(cuda_fusions *f);
+/* f as text after p's IR dump: one line per node taking part in an executor fusion (SB_DUMP_IR
+ * "launches"; cuda_fusion_print.c) */
+void cuda_fusions_print(const plan *p, const cuda_fusions *f, FILE *out);
 
 #define GF_ROWS_MAX 65536 /* output rows of a fused-GEMV launch (cu_matmul_q8_multi) at most */
 

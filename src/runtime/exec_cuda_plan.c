@@ -150,6 +150,7 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
             }
         }
     if (st == SB_OK && cx->cfg.fuse) st = cuda_fusions_plan(p, &c->fu, &cx->cfg);
+    if (st == SB_OK && c->fu.skip && plan_dump_wants(NULL, "launches")) cuda_fusions_print(p, &c->fu, stderr); /* asked by a developer */
     for (int32_t i = 0; st == SB_OK && c->fu.mnext && i < p->g->n_nodes; i++) { /* a split MMA group's partials: its members' together */
         if (c->fu.mnext[i] < 0 || c->fu.skip[i]) continue;
         uint64_t f = 0;

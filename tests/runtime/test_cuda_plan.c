@@ -254,6 +254,39 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* the executor's fusions as text (SB_DUMP_IR "launches"): one decode layer of the bench model — its
+     * summary line counts exactly the nodes exec_cuda_count_fusions counts, and the Q/K/V launch and
+     * the gate/up launch read as such */
+    {
+        exec_cuda_assume_device(9, 132);
+        ir_graph *g = qwen_layers(1, 1, 64);
+        plan_target t;
+        exec_cuda_target(NULL, &t);
+        plan *pa = NULL;
+        CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
+        cuda_fusions f = {0};
+        const cu_config *prev = cu_cfg_bind(&cu_config_default);
+        if (pa && cuda_fusions_plan(pa, &f, &cu_config_default) == SB_OK) {
+            char *buf = NULL;
+            size_t len = 0;
+            FILE *mf = open_memstream(&buf, &len);
+            cuda_fusions_print(pa, &f, mf);
+            fclose(mf);
+            char want[64];
+            snprintf(want, sizeof want, "// %d nodes run inside other launches", (int)exec_cuda_count_fusions(pa, NULL));
+            CHECKF(buf && strstr(buf, want) && strstr(buf, "one launch with") && strstr(buf, "also stores V into") && strstr(buf, "'s launch;"),
+                   "launches text:\n%s", buf ? buf : "(none)");
+            free(buf);
+        }
+        cu_cfg_bind(prev);
+        cuda_fusions_free(&f);
+        plan_free(pa);
+        ir_graph_free(g);
+        CHECK(plan_dump_wants(&(plan_dump){.spec = "after-all"}, "launches") && plan_dump_wants(&(plan_dump){.spec = "memplan,launches"}, "launches"));
+        CHECK(!plan_dump_wants(&(plan_dump){.spec = "after:dce"}, "launches"));
+        exec_cuda_assume_device(0, 0);
+    }
+
     /* Three Qwen2.5-0.5B layers (E 896, 14 / 2 heads of 64, FFN 4864; Q5_0 with a Q8_0 V, Q6_K down)
      * at 64 new tokens, planned as on an H200 (sm_90, 132 SMs; no GPU needed): the K, V, Q GEMMs are
      * one MMA group that splits K, and the memory plan puts Q's rope over K's result, so the rope goes

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * runtime/cuda_fusion_print.c — the executor's own fusions of a plan as text, after the planner's
+ * IR dump (SB_DUMP_IR=after-all, or a spec naming "launches"): one line per node that takes part in
+ * one, in the IR's %numbers, so the two read together show every fusion that runs. Example:
+ *   %31 matmul: one launch with %35 %40; %35 also stores V into %36
+ *   %35 matmul: in %31's launch
+ * Layer 2 (runtime), CUDA builds only. Prints only when asked (the caller checks the spec).
+ */
+#ifdef SB_HAVE_CUDA
+
+#include "runtime/cuda_fusion.h"
+
+static void chain(FILE *f, const char *what, const int32_t *next, int32_t i) {
+    if (!next || next[i] < 0) return;
+    fprintf(f, " %s", what);
+    for (int32_t m = next[i]; m >= 0; m = next[m]) fprintf(f, " %%%d", (int)m);
+    fprintf(f, ";");
+}
+
+/* the node whose launch performs skipped node j (its chain of gnext, mnext or rnext; its V store or
+ * K rope), or -1 */
+static int32_t leader_of(const ir_graph *g, const cuda_fusions *c, int32_t j) {
+    for (int32_t i = 0; i < g->n_nodes; i++)
+        if (c->vstore[i] == j || c->krope[i] == j) return c->skip[i] ? leader_of(g, c, i) : i;
+    const int32_t *tabs[3] = {c->gnext, c->mnext, c->rnext};
+    for (int t = 0; t < 3; t++)
+        for (int32_t i = 0; tabs[t] && i < g->n_nodes; i++) {
+            if (c->skip[i]) continue;
+            for (int32_t m = tabs[t][i]; m >= 0; m = tabs[t][m])
+                if (m == j) return i;
+        }
+    return -1;
+}
+
+static bool annotated(const cuda_fusions *c, int32_t i) {
+    return c->skip[i] || c->gnext[i] >= 0 || c->vstore[i] >= 0 || c->mnext[i] >= 0 || c->rnext[i] >= 0 || c->gjobs[i] ||
+           c->moved[i] != UINT64_MAX || c->krope[i] >= 0 || c->gpair[i] >= 0 || c->nsum[i] >= 0;
+}
+
+void cuda_fusions_print(const plan *p, const cuda_fusions *c, FILE *f) {
+    const ir_graph *g = p->g;
+    int32_t skipped = 0;
+    fprintf(f, "// ---- CUDA executor fusions (nodes of the plan above) ----\n");
+    for (int32_t i = 0; c->skip && i < g->n_nodes; i++) {
+        if (!annotated(c, i)) continue;
+        skipped += c->skip[i];
+        fprintf(f, "%%%d %s:", (int)i, ir_ops[g->nodes[i].op].name);
+        if (c->skip[i]) {
+            const int32_t l = leader_of(g, c, i);
+            if (l >= 0) fprintf(f, " in %%%d's launch;", (int)l);
+            else fprintf(f, " done by another node's launch;");
+        }
+        if (!c->skip[i]) chain(f, "one launch with", c->gnext, i);
+        if (!c->skip[i]) chain(f, "one int8 MMA launch with", c->mnext, i);
+        if (!c->skip[i]) chain(f, "one rope-jobs launch with", c->rnext, i);
+        if (c->vstore[i] >= 0) fprintf(f, " also stores V into %%%d;", (int)c->vstore[i]);
+        if (c->krope[i] >= 0) fprintf(f, " also rotates K into %%%d;", (int)c->krope[i]);
+        if (c->gpair[i] >= 0) fprintf(f, " writes %%%d's act(gate) * up;", (int)c->gpair[i]);
+        if (c->nsum[i] >= 0) fprintf(f, " leaves its split-K partials to %%%d;", (int)c->nsum[i]);
+        if (c->gjobs[i]) fprintf(f, " its rope jobs sum its partials;");
+        if (c->moved[i] != UINT64_MAX) fprintf(f, " its result moved to arena offset %llu;", (unsigned long long)c->moved[i]);
+        fputc('\n', f);
+    }
+    fprintf(f, "// %d nodes run inside other launches; private region %llu bytes\n", (int)skipped, (unsigned long long)c->moved_bytes);
+}
+
+#endif /* SB_HAVE_CUDA */
