@@ -167,7 +167,7 @@ static bool is_root(const ir_node *n) { return n->op == IR_OP_OUTPUT || n->op ==
 /* Append the reached RESULT nodes of producer v right after it, in increasing result index (a
  * RESULT depends on its producer only, so this keeps the order topological). Returns the new count. */
 static int32_t place_results(const ir_graph *g, const uint8_t *state, int32_t v, int32_t *remap, ir_node *nodes, int32_t m) {
-    for (int k = 1; k < ir_result_count(g->nodes[v].op); k++)
+    for (int k = 1; k < ir_result_count(&g->nodes[v]); k++)
         for (int32_t r = 0; r < g->n_nodes; r++) {
             const ir_node *n = &g->nodes[r];
             if (state[r] != 2 || n->op != IR_OP_RESULT || n->src[0] != v || ir_result_index(n) != k) continue;
@@ -233,7 +233,7 @@ sb_status ir_compact(ir_graph *g) {
         if (ir_ops[g->nodes[v].op].flags & OPF_INPUT || g->nodes[v].op == IR_OP_RESULT) continue;
         remap[v] = m;
         nodes[m++] = g->nodes[v];
-        if (ir_result_count(g->nodes[v].op) > 1) m = place_results(g, state, v, remap, nodes, m);
+        if (ir_result_count(&g->nodes[v]) > 1) m = place_results(g, state, v, remap, nodes, m);
     }
     for (int32_t i = 0; i < m; i++)
         for (int j = 0; j < IR_MAX_SRC && nodes[i].src[j] != IR_NONE; j++) nodes[i].src[j] = remap[nodes[i].src[j]];

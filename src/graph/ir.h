@@ -224,6 +224,15 @@ static inline int ir_concat_dim(const ir_node *n) { return n->ip[0]; }
 static inline const int32_t *ir_permute_perm(const ir_node *n) { return n->ip; }
 /* MATMUL: the value added to the product (a [N] bias or an [N,T] residual; pass fuse_matmul_add), or IR_NONE */
 static inline ir_ref ir_matmul_addend(const ir_node *n) { return n->op == IR_OP_MATMUL ? n->src[2] : IR_NONE; }
+/* MATMUL_GROUP (pass fuse_matmul_group): n = ip[0] members over the activation src[0]; member j's
+ * weight is src[1 + j], its addend (ip[1] bit j set) the next of the sources after the weights in
+ * member order, else IR_NONE; member j's result is the node itself (j = 0) or its RESULT j */
+static inline int ir_group_n(const ir_node *n) { return n->ip[0]; }
+static inline ir_ref ir_group_weight(const ir_node *n, int j) { return n->src[1 + j]; }
+static inline ir_ref ir_group_addend(const ir_node *n, int j) {
+    if (!((n->ip[1] >> j) & 1)) return IR_NONE;
+    return n->src[1 + n->ip[0] + __builtin_popcount((unsigned)n->ip[1] & ((1u << j) - 1))];
+}
 /* GLU_QUANT: the gated activation, IR_OP_SWIGLU or IR_OP_GEGLU */
 static inline ir_op ir_glu_act(const ir_node *n) { return (ir_op)n->ip[0]; }
 /* FUSED: the number of chain steps, and step k: its op, the src index of its second input (0: none)
@@ -248,7 +257,9 @@ static inline ir_fused_step ir_fused_step_of(const ir_node *n, int k) {
  * the producer's step (graph/plan.c). A result nobody reads is dropped like any dead value, and
  * the producer then does not write it. Passes create them; builders never do.
  *   ADD_RMS_NORM_QUANT: result 1 = a + b (f32, a's shape). */
-static inline int ir_result_count(ir_op op) { return op == IR_OP_ADD_RMS_NORM_QUANT || op == IR_OP_ATTENTION ? 2 : 1; }
+static inline int ir_result_count(const ir_node *n) {
+    return n->op == IR_OP_ADD_RMS_NORM_QUANT || n->op == IR_OP_ATTENTION ? 2 : n->op == IR_OP_MATMUL_GROUP ? n->ip[0] : 1;
+}
 /* The RESULT node holding result k (>= 1) of producer p, or IR_NONE when the graph has none. */
 ir_ref ir_result_of(const ir_graph *g, ir_ref p, int k);
 /* RESULT: which result of its producer it is */

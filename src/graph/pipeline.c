@@ -9,7 +9,8 @@
  * feed matmuls first), then the two add fusions: fuse_matmul_add before fuse_add_norm (a residual
  * the matmul adds as it writes costs no launch, and the norm then reads one input), fuse_add_norm
  * after fuse_norm_quant (it extends the node that pass makes). An add a chain took stays there.
- * fuse_attn_quant after quantize_once (it takes the quantize nodes that pass made).
+ * fuse_attn_quant after quantize_once (it takes the quantize nodes that pass made);
+ * fuse_matmul_group last (its members carry the addends fuse_matmul_add gave them).
  * Non-goals: pass options per run, pass timing.
  */
 #include "graph/plan.h"
@@ -28,6 +29,7 @@ static const pass_info pipeline[] = {
     {"fuse_rope_store", pass_fuse_rope_store},
     {"fuse_attn_rope", pass_fuse_attn_rope},
     {"fuse_attn_quant", pass_fuse_attn_quant},
+    {"fuse_matmul_group", pass_fuse_matmul_group},
 };
 
 const pass_info *pass_pipeline(int *n_out) {

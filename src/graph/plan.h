@@ -37,6 +37,12 @@ typedef struct plan_target {
     bool add_norm_writes_sum;        /* its ADD_RMS_NORM_QUANT always writes the sum: fuse only adds whose sum is read
                                       * elsewhere too (then result 1 has memory); false: the sum may go unwritten */
     bool fuse_matmul_add;            /* run pass fuse_matmul_add (matmuls with a third source: the executor adds it) */
+    /* pass fuse_matmul_group: matmuls of one activation of at most this many tokens (0: never) run as
+     * one launch of at most matmul_group_max members, each one group_member_fits accepts (shape and
+     * types only; NULL: all) */
+    int64_t matmul_group_max_t;
+    int matmul_group_max;
+    bool (*group_member_fits)(const ir_graph *g, const ir_node *matmul);
     int64_t attn_rope_max_t;         /* pass fuse_attn_rope: the attention rotates q itself at most this many tokens (0: never) */
     int32_t attn_quant_type;         /* pass fuse_attn_quant: the activation type an attention also writes its output in
                                       * (its result 1; head_dim a multiple of the block), -1 or 0 (F32): none */
@@ -70,6 +76,7 @@ sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_add_norm(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_matmul_add(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_attn_rope(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_matmul_group(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_attn_quant(ir_graph *g, const pass_ctx *cx);
 
 /* The pipeline table (graph/pipeline.c), in order; n_out receives the count. */

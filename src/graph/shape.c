@@ -68,6 +68,27 @@ static sb_status attn_q_rope_check(const ir_graph *g, const ir_node *n, const ir
     return SB_OK;
 }
 
+/* MATMUL_GROUP: n in 2..IR_MAX_SRC-1 members of one activation x [K,T] (each weight [K,N_j]), the
+ * addends its mask names after the weights, each [N_j] or [N_j,T] f32 */
+static sb_status group_check(const ir_graph *g, const ir_node *n, int ns) {
+    const int m = ir_group_n(n);
+    const ir_node *x = S(g, n, 0);
+    if (m < 2 || 1 + m > ns || n->ip[1] < 0 || n->ip[1] >= (1 << m) || 1 + m + __builtin_popcount((unsigned)n->ip[1]) != ns)
+        FAIL("matmul_group: %d members with addend mask %d over %d sources", m, n->ip[1], ns);
+    if (x->ne[2] != 1 || x->ne[3] != 1 || !qk_valid(x->dtype)) FAIL("matmul_group: x must be 2-D");
+    for (int j = 0; j < m; j++) {
+        const ir_node *w = S(g, n, 1 + j);
+        if (w->ne[0] != x->ne[0] || w->ne[2] != 1 || w->ne[3] != 1) FAIL("matmul_group: member %d: w [%lld,..] vs x ne0 %lld", j, (long long)w->ne[0], (long long)x->ne[0]);
+        const ir_ref ar = ir_group_addend(n, j);
+        if (ar == IR_NONE) continue;
+        const ir_node *o = &g->nodes[ar];
+        const bool row = o->ne[0] == w->ne[1] && o->ne[1] == 1 && o->ne[2] == 1 && o->ne[3] == 1;
+        if (o->dtype != SB_TYPE_F32 || !(row || (o->ne[0] == w->ne[1] && o->ne[1] == x->ne[1] && o->ne[2] == 1 && o->ne[3] == 1)))
+            FAIL("matmul_group: member %d's addend is neither [%lld] nor [%lld,%lld] f32", j, (long long)w->ne[1], (long long)w->ne[1], (long long)x->ne[1]);
+    }
+    return SB_OK;
+}
+
 // ---- shape of each op ----
 
 sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
@@ -150,6 +171,7 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         set(&r, SB_TYPE_F32, a->ne[1], b->ne[1], 1, 1);
         if (ns > 2) SB_TRY(check_operand(n, &r, S(g, n, 2))); /* the added bias or residual */
         break;
+    case IR_OP_MATMUL_GROUP: SB_TRY(group_check(g, n, ns)); set(&r, SB_TYPE_F32, b->ne[1], a->ne[1], 1, 1); break;
     case IR_OP_RESHAPE:
         for (int i = 0; i < 4; i++)
             if (ne[i] < 1) FAIL("reshape: ne[%d] = %lld", i, (long long)ne[i]);
@@ -230,7 +252,11 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
     }
     case IR_OP_RESULT: {
         const int k = n->ip[0];
-        if (k < 1 || k >= ir_result_count(a->op)) FAIL("result: %s has no result %d", ir_ops[a->op].name, k);
+        if (k < 1 || k >= ir_result_count(a)) FAIL("result: %s has no result %d", ir_ops[a->op].name, k);
+        if (a->op == IR_OP_MATMUL_GROUP) { /* member k's product */
+            set(&r, SB_TYPE_F32, S(g, a, 1 + k)->ne[1], S(g, a, 0)->ne[1], 1, 1);
+            break;
+        }
         if (a->op == IR_OP_ATTENTION) { /* its output quantized */
             if (!a->ip[4]) FAIL("result: this attention writes no quantized output");
             set(&r, a->ip[4] - 1, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);

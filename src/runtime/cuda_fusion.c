@@ -65,13 +65,12 @@ bool cf_reg_single(const ir_graph *g, const ir_node *m) {
     return cu_gemv_reg_fits(&q, 1, w->ne[0], x->dtype, false);
 }
 
-/* T = 1 matmuls of one activation (Q/K/V, gate/up; the planner schedules them apart, e.g. K, rope,
- * V, Q) become one launch at the first one's place. Hoisting member j there is safe when what it
- * reads exists by then (the activation, weights, an addend computed before the leader)
- * and what it writes cannot clash with anything in between: its result (and the views of it) move
- * from the plan's memory, which the planner may reuse before j, to a private region after the
- * plan (c->moved, by alias root). A member whose result goes only to a KV cache (V) writes the
- * cache column too, when no node between the leader and that kv_store touches the cache. */
+/* The T = 1 launches of the dp4a GEMVs — a lone matmul cf_multi_ok takes, or a planner group of them
+ * (MATMUL_GROUP, one launch) — also write the KV cache a member's result goes to: V's kv_store at
+ * the positions (the result read by nothing else), K's rope_store (through views of it; the launch
+ * rotates too, cu_config.fuse_ropek). The launch runs before the store's place, so nothing in
+ * between may read or write that cache. vstore / krope are indexed by the member's value: the
+ * matmul, the group (member 0) or its RESULT j. */
 static bool stores_into(const ir_node *n, ir_ref cin) { /* a kv_store or rope_store writing cache input cin */
     return (n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE) && n->src[0] == cin;
 }
@@ -88,95 +87,97 @@ static bool cache_touched(const ir_graph *g, ir_ref cin, int32_t from, int32_t t
     return false;
 }
 
-static void plan_groups(const plan *p, cuda_fusions *c, const int32_t *uses, uint64_t *at, bool ropek) {
+/* readers of value v: its use count less the RESULT nodes of v (a multi-result producer's results
+ * name it as their source, but do not read its own value) */
+static int32_t value_uses(const ir_graph *g, const int32_t *uses, ir_ref v) {
+    int32_t n = uses[v];
+    for (ir_ref r = v + 1; r < g->n_nodes && g->nodes[r].op == IR_OP_RESULT && g->nodes[r].src[0] == v; r++) n--;
+    return n;
+}
+
+/* the value member j of launch node i writes (a lone matmul's own, or the group's result j), its rows */
+static ir_ref member_value(const ir_graph *g, int32_t i, int j) { return j ? ir_result_of(g, i, j) : i; }
+static int64_t member_rows(const ir_graph *g, int32_t i, int j) {
+    const ir_node *n = &g->nodes[i];
+    return g->nodes[n->op == IR_OP_MATMUL_GROUP ? ir_group_weight(n, j) : n->src[0]].ne[1];
+}
+
+/* V: v goes only to a kv_store of its rows at the positions, the cache untouched between i and it */
+static void fold_vstore(const plan *p, cuda_fusions *c, const int32_t *uses, int32_t i, ir_ref v, int64_t rows) {
+    const ir_graph *g = p->g;
+    if (value_uses(g, uses, v) != 1) return;
+    int32_t s = -1;
+    for (int32_t q = v + 1; q < g->n_nodes && s < 0; q++)
+        for (int a = 0; a < IR_MAX_SRC && g->nodes[q].op != IR_OP_RESULT; a++) /* v's results do not read it */
+            if (g->nodes[q].src[a] == v) s = q;
+    if (s < 0) return;
+    const ir_node *kv = &g->nodes[s];
+    if (kv->op != IR_OP_KV_STORE || kv->src[1] != v || kv->ne[0] != rows || c->skip[s] || g->nodes[kv->src[2]].op != IR_OP_POS) return;
+    if (cache_touched(g, kv->src[0], i, s)) return;
+    c->vstore[v] = s;
+    c->skip[s] = 1;
+}
+
+/* K: v goes through views of it to a ROPE_STORE at the positions (heads of its rows, plain or neox,
+ * freq factors a weight), the cache untouched between i and it */
+static void fold_krope(const plan *p, cuda_fusions *c, const int32_t *uses, int32_t i, ir_ref v, int64_t rows) {
+    const ir_graph *g = p->g;
+    if (value_uses(g, uses, v) != 1 || c->vstore[v] >= 0) return;
+    ir_ref cur = v;
+    int32_t r = -1;
+    for (int32_t q = v + 1; q < g->n_nodes && r < 0; q++) {
+        const ir_node *qn = &g->nodes[q];
+        if (qn->op == IR_OP_RESULT || qn->src[qn->op == IR_OP_ROPE_STORE ? 1 : 0] != cur) continue; /* v's results do not read it */
+        if (qn->op == IR_OP_RESHAPE && uses[q] == 1 && p->vals[q].alias == p->vals[v].alias) cur = q;
+        else if (qn->op == IR_OP_ROPE_STORE) r = q;
+        else break;
+    }
+    if (r < 0 || c->skip[r]) return;
+    const ir_node *rn = &g->nodes[r], *x = &g->nodes[rn->src[1]]; /* (cache, x, pos, ff?) */
+    if (x->ne[2] != 1 || x->ne[0] * x->ne[1] != rows || ir_rope_of(rn).n_rot > x->ne[0] || ir_rope_of(rn).n_rot % 2 ||
+        (ir_rope_of(rn).mode != IR_ROPE_NORMAL && ir_rope_of(rn).mode != IR_ROPE_NEOX) || g->nodes[rn->src[2]].op != IR_OP_POS)
+        return;
+    if (rn->src[3] != IR_NONE && p->vals[rn->src[3]].input < 0) return; /* freq factors: a weight */
+    if (cache_touched(g, rn->src[0], i, r)) return;
+    c->krope[v] = r;
+    c->skip[r] = 1;
+}
+
+static void plan_launch_stores(const plan *p, cuda_fusions *c, const int32_t *uses, bool ropek) {
     const ir_graph *g = p->g;
     for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (c->skip[i] || !cf_multi_ok(g, &g->nodes[i])) continue;
-        int32_t mem[CU_MULTI_MAX] = {i};
-        int n = 1;
-        for (int32_t j = i + 1; j < g->n_nodes && n < CU_MULTI_MAX; j++) {
-            const ir_node *m = &g->nodes[j];
-            if (c->skip[j] || !cf_multi_ok(g, m) || m->src[1] != g->nodes[i].src[1]) continue;
-            const ir_ref o = ir_matmul_addend(&g->nodes[j]); /* its addend must exist at the leader */
-            if (o != IR_NONE && p->vals[o].input < 0 && o >= i) continue;
-            const ir_ref out = j, root = p->vals[out].alias;
-            if (p->vals[root].input >= 0 || root != out) continue;
-            mem[n++] = j;
-        }
-        if (n > 1) {
-            for (int k = 0; k + 1 < n; k++) c->gnext[mem[k]] = mem[k + 1];
-            for (int k = 1; k < n; k++) {
-                const ir_ref out = mem[k];
-                c->skip[mem[k]] = 1;
-                if (c->moved[out] == UINT64_MAX) {
-                    c->moved[out] = *at;
-                    *at += cf_align(p->vals[out].bytes);
-                }
-            }
-        }
-        /* V: the member's value goes only to a kv_store (T = 1) */
-        for (int k = 0; k < n; k++) {
-            const ir_ref v = mem[k];
-            if (uses[v] != 1) continue;
-            int32_t s = -1;
-            for (int32_t q = v + 1; q < g->n_nodes && s < 0; q++)
-                for (int a = 0; a < IR_MAX_SRC; a++)
-                    if (g->nodes[q].src[a] == v) s = q;
-            if (s < 0) continue;
-            const ir_node *kv = &g->nodes[s];
-            if (kv->op != IR_OP_KV_STORE || kv->src[1] != v || kv->ne[0] != g->nodes[mem[k]].ne[0] || c->skip[s] ||
-                g->nodes[kv->src[2]].op != IR_OP_POS)
-                continue;
-            if (cache_touched(g, kv->src[0], i, s)) continue;
-            c->vstore[mem[k]] = s;
-            c->skip[s] = 1;
-        }
-        /* ropek (default): K — the member's value goes through views to a ROPE_STORE (the planner's
-         * rope written into its KV cache): the launch rotates and writes the cache itself */
-        for (int k = 0; ropek && k < n; k++) {
-            const ir_ref v = mem[k];
-            if (uses[v] != 1 || c->vstore[mem[k]] >= 0) continue;
-            ir_ref cur = v;
-            int32_t r = -1;
-            for (int32_t q = v + 1; q < g->n_nodes && r < 0; q++) {
-                const ir_node *qn = &g->nodes[q];
-                if (qn->src[qn->op == IR_OP_ROPE_STORE ? 1 : 0] != cur) continue;
-                if (qn->op == IR_OP_RESHAPE && uses[q] == 1 && p->vals[q].alias == p->vals[v].alias) cur = q;
-                else if (qn->op == IR_OP_ROPE_STORE) r = q;
-                else break;
-            }
-            if (r < 0 || c->skip[r]) continue;
-            const ir_node *rn = &g->nodes[r], *x = &g->nodes[rn->src[1]]; /* (cache, x, pos, ff?) */
-            if (x->ne[2] != 1 || x->ne[0] * x->ne[1] != g->nodes[mem[k]].ne[0] || ir_rope_of(rn).n_rot > x->ne[0] || ir_rope_of(rn).n_rot % 2 ||
-                (ir_rope_of(rn).mode != IR_ROPE_NORMAL && ir_rope_of(rn).mode != IR_ROPE_NEOX) || g->nodes[rn->src[2]].op != IR_OP_POS)
-                continue;
-            if (rn->src[3] != IR_NONE && p->vals[rn->src[3]].input < 0) continue; /* freq factors: a weight */
-            if (cache_touched(g, rn->src[0], i, r)) continue;
-            c->krope[mem[k]] = r;
-            c->skip[r] = 1;
-        }
+        const ir_node *n = &g->nodes[i];
+        const bool group = n->op == IR_OP_MATMUL_GROUP && g->nodes[n->src[0]].ne[1] == 1;
+        if (!group && !cf_multi_ok(g, n)) continue;
+        const int m = group ? ir_group_n(n) : 1;
+        for (int j = 0; j < m; j++) fold_vstore(p, c, uses, i, member_value(g, i, j), member_rows(g, i, j));
+        for (int j = 0; ropek && j < m; j++) fold_krope(p, c, uses, i, member_value(g, i, j), member_rows(g, i, j));
     }
 }
 
-/* GLU_QUANT f of one row whose gate and up are the two matmuls of one T = 1 launch (the gate
- * leading, the up its only member), each used only by f, written without an addend, KV-cache
- * column or RoPE, and one k_gemv_reg takes as gate/up pairs: that
- * launch writes act(gate) * up into the gate's memory, and f only quantizes it (cu_quantize_act:
- * the same f32 values and quantizer as cu_glu_quant, so the same bits) — the GLU's loads of two rows
- * and its activation function leave the chain's one-block kernel for the GEMV's epilogue. Safe: f
- * runs right where it did and reads only the gate's memory, which holds f's input until f (its one
- * use); the up's memory is no longer written, and only f read it. */
+/* GLU_QUANT f of one row whose gate and up are the two members of one T = 1 group (MATMUL_GROUP
+ * of two: the gate member 0, the up member 1), each used only by f, written without an addend,
+ * KV-cache column or RoPE, and one k_gemv_reg takes as gate/up pairs: that launch writes
+ * act(gate) * up into the gate's memory, and f only quantizes it (cu_quantize_act: the same f32
+ * values and quantizer as cu_glu_quant, so the same bits) — the GLU's loads of two rows and its
+ * activation function leave the chain's one-block kernel for the GEMV's epilogue. Safe: f runs
+ * right where it did and reads only the gate's memory, which holds f's input until f (its one use);
+ * the up's memory is no longer written, and only f read it. gpair[group] = f. */
 static void plan_glu_pairs(const plan *p, cuda_fusions *c, const int32_t *uses) {
     const ir_graph *g = p->g;
     for (int32_t f = 0; f < g->n_nodes; f++) {
         const ir_node *fn = &g->nodes[f];
         if (fn->op != IR_OP_GLU_QUANT || c->skip[f] || ir_nrows(fn) != 1) continue;
         const ir_ref gs = fn->src[0], us = fn->src[1];
-        if (gs < 0 || us < 0 || g->nodes[gs].op != IR_OP_MATMUL || g->nodes[us].op != IR_OP_MATMUL) continue;
-        if (c->skip[gs] || c->gnext[gs] != us || c->gnext[us] >= 0 || uses[gs] != 1 || uses[us] != 1) continue;
-        if (ir_matmul_addend(&g->nodes[gs]) != IR_NONE || ir_matmul_addend(&g->nodes[us]) != IR_NONE || c->vstore[gs] >= 0 || c->vstore[us] >= 0 || c->krope[gs] >= 0 || c->krope[us] >= 0) continue;
-        const ir_node *x = &g->nodes[g->nodes[gs].src[1]];
-        const cu_gemv_seg sg[2] = {mm_seg(g, &g->nodes[gs]), mm_seg(g, &g->nodes[us])};
+        const ir_node *gn = &g->nodes[gs];
+        if (gn->op != IR_OP_MATMUL_GROUP || ir_group_n(gn) != 2 || ir_result_of(g, gs, 1) != us || value_uses(g, uses, gs) != 1 || uses[us] != 1)
+            continue;
+        if (ir_group_addend(gn, 0) != IR_NONE || ir_group_addend(gn, 1) != IR_NONE || c->vstore[gs] >= 0 || c->vstore[us] >= 0 ||
+            c->krope[gs] >= 0 || c->krope[us] >= 0)
+            continue;
+        const ir_node *x = &g->nodes[gn->src[0]];
+        const cu_gemv_seg sg[2] = {{.wtype = g->nodes[ir_group_weight(gn, 0)].dtype, .N = member_rows(g, gs, 0)},
+                                   {.wtype = g->nodes[ir_group_weight(gn, 1)].dtype, .N = member_rows(g, gs, 1)}};
         if (!cu_gemv_reg_fits(sg, 2, x->ne[0], x->dtype, true)) continue;
         c->gpair[gs] = f;
     }
@@ -531,7 +532,6 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
     const ir_graph *g = p->g;
     int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
     c->skip = (uint8_t *)calloc((size_t)g->n_nodes, 1);
-    c->gnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gnext);
     c->mnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->mnext);
     c->rnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->rnext);
     c->gjobs = (uint8_t *)calloc((size_t)g->n_nodes, 1);
@@ -540,17 +540,17 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
     c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
     c->gpair = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gpair);
     c->nsum = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->nsum);
-    if (!uses || !c->skip || !c->gnext || !c->mnext || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->krope || !c->gpair ||
+    if (!uses || !c->skip || !c->mnext || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->krope || !c->gpair ||
         !c->nsum) {
         free(uses);
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
     }
     ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->gnext[i] = c->mnext[i] = c->rnext[i] = c->vstore[i] = c->krope[i] = c->gpair[i] = c->nsum[i] = -1,
+    for (int32_t i = 0; i < g->n_nodes; i++) c->mnext[i] = c->rnext[i] = c->vstore[i] = c->krope[i] = c->gpair[i] = c->nsum[i] = -1,
         c->moved[i] = UINT64_MAX;
     const uint64_t base = cf_align(p->arena_bytes);
     uint64_t at = base;
-    plan_groups(p, c, uses, &at, cfg->fuse_ropek);
+    plan_launch_stores(p, c, uses, cfg->fuse_ropek);
     if (cfg->fuse_glu_pair) plan_glu_pairs(p, c, uses);
     /* prefill GEMMs of one activation in one launch (mma_group 2: adjacent ones only; mma_pair 0: one
      * weight type a group, no Q8_0 V beside Q5_0 K and Q) */
@@ -566,7 +566,6 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
 
 void cuda_fusions_free(cuda_fusions *f) {
     free(f->skip);
-    free(f->gnext);
     free(f->mnext);
     free(f->rnext);
     free(f->gjobs);

@@ -26,17 +26,18 @@ typedef struct cuda_fusions {
      * + norm, a rope + cache store, Q's rope and the output quantize in the attention are the
      * planner's nodes) */
     uint8_t *skip;
-    /* gnext[i] = the next matmul of the multi-GEMV launch led by matmul i (-1 none; members after
-     * the leader are skipped); vstore[i] = the V kv_store matmul i's result also writes (-1 none) */
-    int32_t *gnext, *vstore;
+    /* vstore[v] = the V kv_store that the T = 1 launch computing value v (a lone matmul, a matmul
+     * group or one of its results) also writes (-1 none); krope[v] likewise the rope_store */
+    int32_t *vstore;
     int32_t *mnext;       /* per matmul: the next member of its T > 8 int8 MMA launch (plan_mma_groups; -1 none) */
     int32_t *rnext;       /* per ROPE / KV_STORE: the next job of its cu_rope_jobs launch (plan_rope_jobs; -1 none) */
     uint8_t *gjobs;       /* per MMA group leader: its results go only to the rope jobs launched right after it, which then
                            * sum a split's partials themselves — no reduce kernel (plan_group_jobs) */
     uint64_t *moved;      /* per alias root: arena offset of its private copy (UINT64_MAX: the plan's) */
-    int32_t *krope;       /* per matmul: the ROPE (+ its kv_store) its multi-GEMV launch does (-1 none) */
-    int32_t *gpair;       /* per matmul (a gate/up launch's leader): the GLU_QUANT whose act(gate) * up it writes into the
-                           * gate's memory, rows taken as gate/up pairs — that node then only quantizes (plan_glu_pairs; -1 none) */
+    int32_t *krope;
+    int32_t *gpair;       /* per gate/up launch (a MATMUL_GROUP of two at T = 1, or an MMA group's leader): the GLU_QUANT whose
+                           * act(gate) * up it writes into the gate's memory, rows taken as gate/up pairs — that node then only
+                           * quantizes (plan_glu_pairs; -1 none) */
     int32_t *nsum;        /* per matmul: the RMS_NORM_QUANT right after it that sums its split-K partials, so the split leaves
                            * them unreduced (plan_norm_sums; -1 none) */
     uint64_t moved_bytes; /* the private region's size; it starts at cf_align(p->arena_bytes) */

@@ -3,8 +3,8 @@
  * runtime/cuda_fusion_print.c — the executor's own fusions of a plan as text, after the planner's
  * IR dump (SB_DUMP_IR=after-all, or a spec naming "launches"): one line per node that takes part in
  * one, in the IR's %numbers, so the two read together show every fusion that runs. Example:
- *   %31 matmul: one launch with %35 %40; %35 also stores V into %36
- *   %35 matmul: in %31's launch
+ *   %20 result: also stores V into %21;
+ *   %21 kv_store: in %17's launch;
  * Layer 2 (runtime), CUDA builds only. Prints only when asked (the caller checks the spec).
  */
 #ifdef SB_HAVE_CUDA
@@ -18,13 +18,13 @@ static void chain(FILE *f, const char *what, const int32_t *next, int32_t i) {
     fprintf(f, ";");
 }
 
-/* the node whose launch performs skipped node j (its chain of gnext, mnext or rnext; its V store or
- * K rope), or -1 */
+/* the node whose launch performs skipped node j (its chain of mnext or rnext; its V store or K rope:
+ * a matmul, a matmul group or one of its results, which its group launches), or -1 */
 static int32_t leader_of(const ir_graph *g, const cuda_fusions *c, int32_t j) {
     for (int32_t i = 0; i < g->n_nodes; i++)
-        if (c->vstore[i] == j || c->krope[i] == j) return c->skip[i] ? leader_of(g, c, i) : i;
-    const int32_t *tabs[3] = {c->gnext, c->mnext, c->rnext};
-    for (int t = 0; t < 3; t++)
+        if (c->vstore[i] == j || c->krope[i] == j) return g->nodes[i].op == IR_OP_RESULT ? g->nodes[i].src[0] : c->skip[i] ? leader_of(g, c, i) : i;
+    const int32_t *tabs[2] = {c->mnext, c->rnext};
+    for (int t = 0; t < 2; t++)
         for (int32_t i = 0; tabs[t] && i < g->n_nodes; i++) {
             if (c->skip[i]) continue;
             for (int32_t m = tabs[t][i]; m >= 0; m = tabs[t][m])
@@ -34,7 +34,7 @@ static int32_t leader_of(const ir_graph *g, const cuda_fusions *c, int32_t j) {
 }
 
 static bool annotated(const cuda_fusions *c, int32_t i) {
-    return c->skip[i] || c->gnext[i] >= 0 || c->vstore[i] >= 0 || c->mnext[i] >= 0 || c->rnext[i] >= 0 || c->gjobs[i] ||
+    return c->skip[i] || c->vstore[i] >= 0 || c->mnext[i] >= 0 || c->rnext[i] >= 0 || c->gjobs[i] ||
            c->moved[i] != UINT64_MAX || c->krope[i] >= 0 || c->gpair[i] >= 0 || c->nsum[i] >= 0;
 }
 
@@ -51,7 +51,6 @@ void cuda_fusions_print(const plan *p, const cuda_fusions *c, FILE *f) {
             if (l >= 0) fprintf(f, " in %%%d's launch;", (int)l);
             else fprintf(f, " done by another node's launch;");
         }
-        if (!c->skip[i]) chain(f, "one launch with", c->gnext, i);
         if (!c->skip[i]) chain(f, "one int8 MMA launch with", c->mnext, i);
         if (!c->skip[i]) chain(f, "one rope-jobs launch with", c->rnext, i);
         if (c->vstore[i] >= 0) fprintf(f, " also stores V into %%%d;", (int)c->vstore[i]);

@@ -61,6 +61,8 @@ sb_status exec_cpu_check(const plan *p) {
                                s0->name, ir_dtype_name(s0->dtype), ir_dtype_name(s1->dtype));
             break;
         }
+        case IR_OP_MATMUL_GROUP: /* the CPU target does not ask for it (plan_target.matmul_group_max_t) */
+            return sb_fail(SB_ERR_UNSUPPORTED, "cpu: matmul group %%%d", (int)i);
         case IR_OP_ATTENTION: /* the CPU target asks for neither (plan_target.attn_rope_max_t, attn_quant_type) */
             if (ir_attn_q_rope(n).n_rot || ir_attn_quant_type(n) >= 0)
                 return sb_fail(SB_ERR_UNSUPPORTED, "cpu: attention %%%d with a fused q rope or quantized output", (int)i);

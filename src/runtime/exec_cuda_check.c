@@ -33,6 +33,9 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     t->add_norm_writes_sum = true;     /* cu_add_rms_norm_quant reads the sum back */
     t->attn_rope_max_t = 1;            /* decode: prefill plans keep Q's rope in their rope-jobs launch (docs/cuda.md) */
     t->attn_quant_type = SB_TYPE_Q8_1; /* cu_attn_args.xq: the O projection's q8_1 blocks beside the f32 output */
+    t->matmul_group_max_t = 1;         /* decode: one multi-GEMV launch (prefill's int8 MMA groups: cuda_fusion.c) */
+    t->matmul_group_max = CU_MULTI_MAX;
+    t->group_member_fits = cf_multi_ok;
 }
 
 sb_status exec_cuda_check(const plan *p) {
@@ -71,6 +74,17 @@ sb_status exec_cuda_check(const plan *p) {
             break;
         }
         case IR_OP_RESULT: break; /* written by its producer */
+        case IR_OP_MATMUL_GROUP: /* the planner's T = 1 groups of cf_multi_ok members (cu_matmul_q8_multi) */
+            if (ir_group_n(n) > CU_MULTI_MAX || s0->ne[1] != 1)
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: matmul group %%%d of %d members at T = %lld (at most %d, T = 1)", (int)i, ir_group_n(n),
+                               (long long)s0->ne[1], CU_MULTI_MAX);
+            for (int j = 0; j < ir_group_n(n); j++) {
+                const int wt = g->nodes[ir_group_weight(n, j)].dtype;
+                if (!(s0->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(wt)) && !(s0->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(wt)))
+                    return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: matmul group %%%d: weight %s x activation %s", (int)i, ir_dtype_name(wt),
+                                   ir_dtype_name(s0->dtype));
+            }
+            break;
         case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_GLU_QUANT: case IR_OP_ADD_RMS_NORM_QUANT:
             if (n->op == IR_OP_ADD_RMS_NORM_QUANT && ir_result_of(g, i, 1) == IR_NONE) /* the kernel writes the sum */
                 return sb_fail(SB_ERR_INTERNAL, "cuda: add_rms_norm_quant %%%d has no sum result (plan_target.add_norm_writes_sum)", (int)i);

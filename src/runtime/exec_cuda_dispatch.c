@@ -155,6 +155,53 @@ static sb_status run_rope_jobs(crun *r, int32_t i) {
     return cu_rope_jobs(r->cx->s, jobs, n, (const int32_t *)dptr(r, f->src[f->op == IR_OP_ROPE ? 1 : 2]));
 }
 
+/* member j of T = 1 launch node i (a lone matmul, or a MATMUL_GROUP) as a segment: weight, result
+ * and addend, and the V kv_store or K rope_store the launch also writes (cuda_fusion.c) */
+static cu_gemv_seg launch_seg(crun *r, int32_t i, int j) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i];
+    const bool group = n->op == IR_OP_MATMUL_GROUP;
+    const ir_ref wr = group ? ir_group_weight(n, j) : n->src[0], o = group ? ir_group_addend(n, j) : ir_matmul_addend(n);
+    const ir_ref v = j ? ir_result_of(g, i, j) : i;
+    const ir_node *w = &g->nodes[wr], *vn = &g->nodes[v];
+    cu_gemv_seg q = {.w = dptr(r, wr), .wtype = w->dtype, .N = w->ne[1], .dst = (float *)dptr(r, v)};
+    if (o != IR_NONE) q.ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = bcast(&g->nodes[o], vn)};
+    if (r->c->fu.vstore && r->c->fu.vstore[v] >= 0) {
+        q.cache = dptr(r, r->c->fu.vstore[v]);
+        q.ctype = g->nodes[r->c->fu.vstore[v]].dtype;
+    }
+    if (r->c->fu.krope && r->c->fu.krope[v] >= 0) { /* K: rotate, then write the cache of the rope_store */
+        const int32_t kvs = r->c->fu.krope[v];
+        const ir_node *rn = &g->nodes[kvs], *rx = &g->nodes[rn->src[1]];
+        q.cache = dptr(r, kvs);
+        q.ctype = rn->dtype;
+        q.rot = ir_rope_of(rn).n_rot;
+        q.rmode = ir_rope_of(rn).mode;
+        q.D = (int)rx->ne[0];
+        q.theta_scale = powf(ir_rope_of(rn).freq_base, -2.0f / (float)ir_rope_of(rn).n_rot);
+        q.freq_scale = ir_rope_of(rn).freq_scale;
+        q.attn_factor = ir_rope_attn_factor(rn);
+        q.ff = rn->src[3] != IR_NONE ? (const float *)dptr(r, rn->src[3]) : NULL;
+    }
+    return q;
+}
+
+/* a T = 1 launch of the dp4a GEMVs (cu_matmul_q8_multi): a lone matmul, or every member of a
+ * MATMUL_GROUP (the gate/up pair writing its GLU where plan_glu_pairs chose it); the caller counted it */
+static sb_status run_gemv_launch(crun *r, int32_t i) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i];
+    const bool group = n->op == IR_OP_MATMUL_GROUP;
+    const ir_node *x = &g->nodes[n->src[group ? 0 : 1]];
+    const int m = group ? ir_group_n(n) : 1;
+    if (x->ne[1] != 1 || m > CU_MULTI_MAX) return sb_fail(SB_ERR_INTERNAL, "cuda: launch %%%d of %d GEMVs at T = %lld", (int)i, m, (long long)x->ne[1]);
+    cu_gemv_seg seg[CU_MULTI_MAX];
+    for (int j = 0; j < m; j++) seg[j] = launch_seg(r, i, j);
+    const int32_t f = r->c->fu.gpair ? r->c->fu.gpair[i] : -1;
+    const int pair_glu = f >= 0 ? (ir_glu_act(&g->nodes[f]) == IR_OP_GEGLU ? 2 : 1) : 0; /* gate/up writing the GLU */
+    return cu_matmul_q8_multi(r->cx->s, seg, m, x->ne[0], dptr(r, n->src[group ? 0 : 1]), x->dtype, r->cx->d_pos, pair_glu);
+}
+
 sb_status cx_run_node(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[i];
@@ -231,41 +278,16 @@ sb_status cx_run_node(crun *r, int32_t i) {
         CG_TRY(r, i);
         return cu_glu_quant(s, n->dtype, dst, SP(0), SP(1), n->ne[0], ir_nrows(n), ir_glu_act(n) == IR_OP_GEGLU);
     case IR_OP_MATMUL: {
-        const ir_node *w = SRC(0), *x = SRC(1);
         if (r->c->fu.mnext && r->c->fu.mnext[i] >= 0) return run_matmul_group(r, i);
         r->n_kernels++;
-        if (r->c->fu.gnext && (r->c->fu.gnext[i] >= 0 || r->c->fu.vstore[i] >= 0 || r->c->fu.krope[i] >= 0 ||
-                            (cf_multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX && (r->cx->cfg.gemv_single || cf_reg_single(g, n))))) { /* one launch for the group (Q/K/V, gate/up), or a T = 1 GEMV */
-            cu_gemv_seg seg[CU_MULTI_MAX];
-            int ns = 0;
-            for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->fu.gnext[m]) {
-                const ir_node *mn = &g->nodes[m], *mw = &g->nodes[mn->src[0]];
-                cu_gemv_seg *q = &seg[ns++];
-                *q = (cu_gemv_seg){.w = dptr(r, mn->src[0]), .wtype = mw->dtype, .N = mw->ne[1]};
-                q->dst = matmul_out(r, m, &q->ep);
-                if (r->c->fu.vstore[m] >= 0) {
-                    q->cache = dptr(r, r->c->fu.vstore[m]);
-                    q->ctype = g->nodes[r->c->fu.vstore[m]].dtype;
-                }
-                if (r->c->fu.krope[m] >= 0) { /* K: rotate, then write the cache of the rope_store */
-                    const int32_t kvs = r->c->fu.krope[m];
-                    const ir_node *rn = &g->nodes[kvs], *rx = &g->nodes[rn->src[1]];
-                    q->cache = dptr(r, kvs);
-                    q->ctype = rn->dtype;
-                    q->rot = ir_rope_of(rn).n_rot;
-                    q->rmode = ir_rope_of(rn).mode;
-                    q->D = (int)rx->ne[0];
-                    q->theta_scale = powf(ir_rope_of(rn).freq_base, -2.0f / (float)ir_rope_of(rn).n_rot);
-                    q->freq_scale = ir_rope_of(rn).freq_scale;
-                    q->attn_factor = ir_rope_attn_factor(rn);
-                    q->ff = rn->src[3] != IR_NONE ? (const float *)dptr(r, rn->src[3]) : NULL;
-                }
-            }
-            const int pair_glu = r->c->fu.gpair[i] >= 0 ? (ir_glu_act(&g->nodes[r->c->fu.gpair[i]]) == IR_OP_GEGLU ? 2 : 1) : 0; /* gate/up writing the GLU */
-            return cu_matmul_q8_multi(s, seg, ns, w->ne[0], SP(1), x->dtype, r->cx->d_pos, pair_glu);
-        }
+        if (r->c->fu.skip && (r->c->fu.vstore[i] >= 0 || r->c->fu.krope[i] >= 0 ||
+                              (cf_multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX && (r->cx->cfg.gemv_single || cf_reg_single(g, n)))))
+            return run_gemv_launch(r, i); /* a T = 1 GEMV through the multi entry, with its cache write if any */
         return run_matmul_one(r, i);
     }
+    case IR_OP_MATMUL_GROUP:
+        r->n_kernels++;
+        return run_gemv_launch(r, i);
     case IR_OP_RESHAPE: case IR_OP_OUTPUT: return SB_OK;
     case IR_OP_ROPE:
     case IR_OP_ROPE_STORE: {

@@ -356,6 +356,52 @@ static void case_fuse_attn(void) {
     ir_graph_free(g);
 }
 
+/* decode (T = 1): Q, K and V (one activation; Q's bias an addend) as one group of three, gate and up
+ * as one of two, each member one the target's fits() accepts; the O and down projections (other
+ * activations) stay; a target whose fits() refuses Q6_K groups K and Q only; 2 tokens past the
+ * target's limit group nothing */
+static bool not_q6k(const ir_graph *g, const ir_node *m) { return g->nodes[m->src[0]].dtype != SB_TYPE_Q6_K; }
+static void case_fuse_matmul_group(void) {
+    plan_target t;
+    test_target(&t);
+    t.fuse_matmul_add = true;
+    t.matmul_group_max_t = 1;
+    t.matmul_group_max = 3;
+    ir_graph *g = attn_ffn_graph_t(false, 1);
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise, pass_fuse_matmul_add};
+    golden("fuse_matmul_group", g, pre, 5, pass_fuse_matmul_group, &t);
+    int groups = 0, members = 0, results = 0, matmuls = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (n->op == IR_OP_MATMUL_GROUP) groups++, members += ir_group_n(n);
+        results += n->op == IR_OP_RESULT;
+        matmuls += n->op == IR_OP_MATMUL;
+    }
+    CHECK_EQ_INT(groups, 2);
+    CHECK_EQ_INT(members, 5);
+    CHECK_EQ_INT(results, 3);
+    CHECK_EQ_INT(matmuls, 2);
+    ir_graph_free(g);
+    t.group_member_fits = not_q6k; /* V (Q6_K) and down stay alone */
+    g = attn_ffn_graph_t(false, 1);
+    pass_ctx cx = {.target = &t};
+    for (int k = 0; k < 5; k++) CHECK(pre[k](g, &cx) == SB_OK);
+    CHECK(pass_fuse_matmul_group(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+    int sizes = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == IR_OP_MATMUL_GROUP) sizes = sizes * 10 + ir_group_n(&g->nodes[i]);
+    CHECK_EQ_INT(sizes, 22); /* K + Q, gate + up */
+    ir_graph_free(g);
+    g = attn_ffn_graph_t(false, 2);
+    for (int k = 0; k < 5; k++) CHECK(pre[k](g, &cx) == SB_OK);
+    char *before = ir_print_str(g);
+    CHECK(pass_fuse_matmul_group(g, &cx) == SB_OK);
+    char *after = ir_print_str(g);
+    CHECK(!strcmp(before, after));
+    free(before), free(after);
+    ir_graph_free(g);
+}
+
 static void case_fuse_elementwise(void) {
     plan_target t;
     test_target(&t);
@@ -510,7 +556,7 @@ static void test_pipeline_dump(void) {
     fclose(f);
     int np = 0;
     const pass_info *pl = pass_pipeline(&np);
-    CHECK(np == 10 && !strcmp(pl[0].name, "dce") && !strcmp(pl[9].name, "fuse_attn_quant"));
+    CHECK(np == 11 && !strcmp(pl[0].name, "dce") && !strcmp(pl[10].name, "fuse_matmul_group"));
     for (int i = 0; i < np; i++) {
         char key[80];
         snprintf(key, sizeof key, "IR after %s", pl[i].name);
@@ -728,6 +774,7 @@ int main(void) {
     case_fuse_rope_store();
     case_fuse_matmul_add();
     case_fuse_attn();
+    case_fuse_matmul_group();
     test_verifier();
     test_memplan();
     test_pipeline_dump();

@@ -91,6 +91,14 @@ static void name_attention(sbuf *b, const ir_graph *g, const cuda_fusions *f, co
     put(b, ")");
 }
 
+/* member j of a matmul group, as the matmul it was: mm[weight], "+" with an addend */
+static void name_member(sbuf *b, const ir_graph *g, const cuda_fusions *f, ir_ref grp, int j, int depth) {
+    const ir_node *n = &g->nodes[grp];
+    put(b, "mm[");
+    name_of(b, g, f, ir_group_weight(n, j), depth);
+    put(b, "]%s", ir_group_addend(n, j) != IR_NONE ? "+" : "");
+}
+
 /* the planner's fused nodes keep the names of the nodes they replaced (so the golden text shows
  * what changed when a fusion moved from the executor into a pass): a residual add + norm, its sum,
  * an attention rotating q, its quantized output */
@@ -101,7 +109,10 @@ static bool canonical_name(sbuf *b, const ir_graph *g, const cuda_fusions *f, in
     else if (n->op == IR_OP_RESULT && g->nodes[n->src[0]].op == IR_OP_ATTENTION) {
         const ir_ref a = n->src[0];
         name_list(b, g, f, "quantize", &a, 1, depth);
+    } else if (n->op == IR_OP_RESULT && g->nodes[n->src[0]].op == IR_OP_MATMUL_GROUP) {
+        name_member(b, g, f, n->src[0], ir_result_index(n), depth);
     } else if (n->op == IR_OP_RESULT) name_list(b, g, f, "add", g->nodes[n->src[0]].src, 2, depth);
+    else if (n->op == IR_OP_MATMUL_GROUP) name_member(b, g, f, i, 0, depth);
     else return false;
     return true;
 }
@@ -139,12 +150,22 @@ static void ref(sbuf *b, const char *what, const ir_graph *g, const cuda_fusions
     name_of(b, g, f, j, 1);
 }
 
+/* a matmul group's member j (its value v): the addend and, as the executor's multi-GEMV chain was
+ * printed, the next member of the launch */
+static void member_notes(sbuf *b, const ir_graph *g, const cuda_fusions *f, ir_ref grp, int j) {
+    const ir_node *n = &g->nodes[grp];
+    ref(b, "epilogue +", g, f, ir_group_addend(n, j));
+    if (j + 1 < ir_group_n(n)) ref(b, "next in launch", g, f, ir_result_of(g, grp, j + 1));
+}
+
 static void describe(sbuf *b, const plan *p, const cuda_fusions *f) {
     const ir_graph *g = p->g;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         const bool attn_out = n->op == IR_OP_RESULT && g->nodes[n->src[0]].op == IR_OP_ATTENTION;
-        if ((ir_ops[n->op].flags & OPF_INPUT) || n->op == IR_OP_RESHAPE || n->op == IR_OP_OUTPUT || (n->op == IR_OP_RESULT && !attn_out)) continue;
+        const bool member = n->op == IR_OP_MATMUL_GROUP || (n->op == IR_OP_RESULT && g->nodes[n->src[0]].op == IR_OP_MATMUL_GROUP);
+        if ((ir_ops[n->op].flags & OPF_INPUT) || n->op == IR_OP_RESHAPE || n->op == IR_OP_OUTPUT || (n->op == IR_OP_RESULT && !attn_out && !member))
+            continue;
         if (n->op == IR_OP_ATTENTION && ir_attn_q_rope(n).n_rot) { /* the rope it performs */
             put(b, "  ");
             name_q_rope(b, g, f, n, 2);
@@ -152,10 +173,10 @@ static void describe(sbuf *b, const plan *p, const cuda_fusions *f) {
         }
         put(b, "  ");
         name_of(b, g, f, i, 2);
-        if (f->skip[i] || attn_out) put(b, " : by another launch");
+        if (f->skip[i] || attn_out || (member && n->op == IR_OP_RESULT)) put(b, " : by another launch");
         ref(b, "epilogue +", g, f, ir_matmul_addend(n));
+        if (member) member_notes(b, g, f, n->op == IR_OP_RESULT ? n->src[0] : i, n->op == IR_OP_RESULT ? ir_result_index(n) : 0);
         ref(b, "quantizes into", g, f, n->op == IR_OP_ATTENTION ? ir_result_of(g, i, 1) : -1);
-        ref(b, "next in launch", g, f, f->gnext[i]);
         ref(b, "stores V", g, f, f->vstore[i]);
         ref(b, "next in MMA launch", g, f, f->mnext[i]);
         ref(b, "next rope job", g, f, f->rnext[i]);
