@@ -17,26 +17,14 @@
 #include "base/threadpool.h"
 #include "quant/quant.h"
 #include "quant/types.h"
+#include "bench_util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define ARENA_BYTES (1ull << 30)
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double cpu_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 // ---- read bandwidth ----
 
@@ -118,12 +106,6 @@ static const struct { int64_t K, N; const char *what; } shapes[] = {
     {4864, 896, "4864->896 (ffn_down)"},
     {896, 151936, "896->151936 (output)"},
 };
-
-static uint64_t rng = 88172645463325252ull;
-static float frand(void) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (float)((rng >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
-}
 
 int main(int argc, char **argv) {
     int threads = 2, T = 64, quick = 0;

@@ -18,32 +18,14 @@
 #include "base/threadpool.h"
 #include "quant/quant.h"
 #include "quant/types.h"
+#include "bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define ARENA_BYTES (1ull << 30)
 #define L2_BYTES (256u << 10)
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double cpu_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static uint64_t rng = 88172645463325252ull;
-static float frand(void) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (float)((rng >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
-}
 
 /* One core's read bandwidth: 8 independent u64 sums over the arena, optionally prefetching 4 KiB
  * ahead as the kernels do. Returns GB/s (best of passes) in wall time and in thread CPU time. */
