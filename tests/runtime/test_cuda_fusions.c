@@ -190,7 +190,9 @@ static void describe(sbuf *b, const plan *p, const cuda_fusions *f) {
     }
 }
 
-static void add_case(sbuf *b, const char *title, ir_graph *g) {
+/* title's case: g planned as on an H200 and described; with counts, a closing line of its compute
+ * nodes, launches and the executor's fusion counts (the tool's) */
+static void add_case(sbuf *b, const char *title, ir_graph *g, bool counts) {
     put(b, "# %s\n", title);
     plan_target t;
     exec_cuda_target(NULL, &t);
@@ -201,6 +203,15 @@ static void add_case(sbuf *b, const char *title, ir_graph *g) {
     const cu_config *prev = cu_cfg_bind(&cu_config_default);
     if (p && cuda_fusions_plan(p, &f, &cu_config_default) == SB_OK) {
         describe(b, p, &f);
+        int32_t nodes = 0, fused = 0, launches = 0;
+        for (int32_t i = 0; counts && i < p->g->n_nodes; i++) {
+            const ir_node *n = &p->g->nodes[i];
+            const bool compute = !(ir_ops[n->op].flags & OPF_INPUT) && n->op != IR_OP_RESHAPE && n->op != IR_OP_OUTPUT && n->op != IR_OP_RESULT;
+            nodes += compute, fused += f.skip[i], launches += compute && !f.skip[i];
+        }
+        if (counts)
+            put(b, "# %d compute nodes, %d launches; the executor's: %d nodes in other launches, %d GLU pairs, %d norms summing split partials\n",
+                (int)nodes, (int)launches, (int)fused, (int)exec_cuda_count_glu_pairs(p, NULL), (int)exec_cuda_count_norm_sums(p, NULL));
     } else if (p) {
         CHECKF(0, "%s: cuda_fusions_plan: %s", title, sb_last_error());
     }
@@ -234,12 +245,13 @@ static void model_cases(sbuf *b, const char *file) {
             ir_graph_free(g);
             continue;
         }
-        add_case(b, title, g);
+        add_case(b, title, g, false);
     }
     rt_model_free(m);
 }
 
-/* test_cuda_fusions MODEL T: MODEL's plan of T tokens, described (a tool, for any model file) */
+/* test_cuda_fusions MODEL T: MODEL's plan of T tokens as on an H200, described and counted (a tool,
+ * for any model file; SB_DUMP_IR=after:memplan prints the planned graph beside it) */
 static int describe_model(const char *path, int64_t T) {
     rt_model *m;
     if (rt_model_load(path, NULL, &m) != SB_OK) {
@@ -251,7 +263,7 @@ static int describe_model(const char *path, int64_t T) {
     rt_build bld = {.g = g, .m = m, .T = T, .n_out = 1, .n_ctx = 4096, .kv_type = SB_TYPE_F16};
     sbuf b = {0};
     put(&b, "%s", "");
-    if (rt_build_decoder(&bld) == SB_OK) add_case(&b, path, g);
+    if (rt_build_decoder(&bld) == SB_OK) add_case(&b, path, g, true);
     else ir_graph_free(g);
     fputs(b.s, stdout);
     free(b.s);
@@ -271,7 +283,7 @@ int main(int argc, char **argv) {
     for (size_t k = 0; k < sizeof qT / sizeof qT[0]; k++) {
         char title[96];
         snprintf(title, sizeof title, "three Qwen2.5-0.5B layers, T=%lld", (long long)qT[k]);
-        add_case(&b, title, qwen_layers(3, qT[k], 1024));
+        add_case(&b, title, qwen_layers(3, qT[k], 1024), false);
     }
     exec_cuda_assume_device(0, 0);
     const char *path = "tests/runtime/cuda_fusions.golden";

@@ -62,35 +62,6 @@ static int quant_dtype(const plan *p) {
     return SB_TYPE_F32;
 }
 
-/* test_cuda_plan MODEL: the fusion count of MODEL's decode plan (a tool; SB_PLAN_T=n: a prefill
- * plan of n tokens; SB_PLAN_H200=1: as on an H200; SB_PRINT_PLAN=1: print the planned graph) */
-static int fusions_of(const char *path) {
-    rt_model *m;
-    if (rt_model_load(path, NULL, &m) != SB_OK) {
-        fprintf(stderr, "%s\n", sb_last_error());
-        return 1;
-    }
-    ir_graph *g;
-    ir_graph_create(&g);
-    const char *te = getenv("SB_PLAN_T"); /* a prefill chunk's plan instead (T tokens) */
-    if (getenv("SB_PLAN_H200")) exec_cuda_assume_device(9, 132); /* plan as on an H200 (MMA groups form) */
-    rt_build bld = {.g = g, .m = m, .T = te ? atoi(te) : 1, .n_out = 1, .n_ctx = 4096, .kv_type = SB_TYPE_F16};
-    plan *pd = NULL;
-    plan_target t;
-    exec_cuda_target(NULL, &t);
-    if (rt_build_decoder(&bld) == SB_OK && plan_build(g, &t, NULL, &pd) == SB_OK) {
-        int32_t nk = 0;
-        for (int32_t i = 0; i < pd->g->n_nodes; i++) nk += !(ir_ops[pd->g->nodes[i].op].flags & OPF_INPUT);
-        printf("%s: %d compute nodes, %d fused away, %d GLU pairs, %d norms summing split partials\n", path, (int)nk,
-               (int)fused_away(pd, NULL), (int)exec_cuda_count_glu_pairs(pd, NULL), (int)exec_cuda_count_norm_sums(pd, NULL));
-        if (getenv("SB_PRINT_PLAN")) ir_print(pd->g, stdout); /* the planned decode graph, for reading fusions */
-        plan_free(pd);
-    }
-    ir_graph_free(g);
-    rt_model_free(m);
-    return 0;
-}
-
 /* SB_TUNE's one parser (cu_config_tune): every key sets its field, a bad string names the key and
  * leaves the config unchanged */
 static void test_tune(void) {
@@ -161,8 +132,7 @@ static void test_paged_plan(int64_t T) {
     rt_model_free(m);
 }
 
-int main(int argc, char **argv) {
-    if (argc > 1) return fusions_of(argv[1]);
+int main(void) {
     test_tune();
     /* a build without the backend: the check refuses everything, nothing else to test */
     plan *probe = matmul_plan(SB_TYPE_F32, 64, 4, "probe");
