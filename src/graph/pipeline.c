@@ -60,7 +60,7 @@ bool plan_dump_wants(const plan_dump *d, const char *name) {
     return wants_dump(d && d->spec ? d->spec : getenv("SB_DUMP_IR"), name);
 }
 
-static void dump(const plan_dump *d, const char *spec, const char *when, const ir_graph *g) {
+static void dump(const plan_dump *d, const char *when, const ir_graph *g) {
     FILE *f = d && d->f ? d->f : stderr;
     fprintf(f, "// ---- IR %s (%d nodes) ----\n", when, (int)g->n_nodes);
     ir_print(g, f);
@@ -69,19 +69,18 @@ static void dump(const plan_dump *d, const char *spec, const char *when, const i
 // ---- run ----
 
 sb_status pass_run_pipeline(ir_graph *g, const plan_target *t, const plan_dump *d) {
-    const char *spec = d && d->spec ? d->spec : getenv("SB_DUMP_IR");
     pass_ctx cx = {.target = t};
     SB_TRY(ir_verify(g));
-    if (wants_dump(spec, "before") || (spec && !strcmp(spec, "after-all"))) dump(d, spec, "before passes", g);
+    if (plan_dump_wants(d, "before")) dump(d, "before passes", g); /* "after-all" too */
     for (size_t i = 0; i < sizeof pipeline / sizeof pipeline[0]; i++) {
         sb_status s = pipeline[i].fn(g, &cx);
         if (s != SB_OK) return sb_fail_context(s, "pass %s", pipeline[i].name);
         s = ir_verify(g);
         if (s != SB_OK) return sb_fail_context(s, "after pass %s", pipeline[i].name);
-        if (wants_dump(spec, pipeline[i].name)) {
+        if (plan_dump_wants(d, pipeline[i].name)) {
             char when[64];
             snprintf(when, sizeof when, "after %s", pipeline[i].name);
-            dump(d, spec, when, g);
+            dump(d, when, g);
         }
     }
     return SB_OK;
