@@ -2,12 +2,12 @@
 /*
  * runtime/cuda_fusion.c — the CUDA executor's fusion planning (contract: cuda_fusion.h). Each pass
  * below looks for one pattern in the plan's node order and memory plan and records it in the
- * tables; exec_cuda.c then launches accordingly. The passes, in cuda_fusions_plan's order: Q/K/V
- * and gate/up as one multi-GEMV launch (hoisted results in a private region after the plan) with
- * V's kv_store and K's rope_store folded in, Q's RoPE and the output quantize into the attention,
- * the GLU by its gate/up launch, prefill GEMM groups (MMA), rope jobs, split-K partials summed by
- * the rope jobs or by the norm after them. (Matmul addends, add + norm and rope + store are the
- * planner's passes: graph/passes/.) Safety is always the same two questions: does what a moved
+ * tables; exec_cuda.c then launches accordingly. The passes, in cuda_fusions_plan's order: V's
+ * kv_store and K's rope_store folded into a decode GEMV launch (a lone matmul or the planner's
+ * matmul_group), the GLU by its gate/up launch, prefill GEMM groups (MMA; hoisted results in a
+ * private region after the plan), rope jobs, split-K partials summed by the rope jobs or by the
+ * norm after them. (Matmul addends, add + norm, rope + store, Q's rope and the output quantize in
+ * the attention, and decode's matmul groups are the planner's passes: graph/passes/.) Safety is always the same two questions: does what a moved
  * or fused kernel reads exist (unchanged) at its new place, and can what it writes clash with
  * anything in between.
  * Layer 2 (runtime), CUDA builds only.

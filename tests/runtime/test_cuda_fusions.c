@@ -91,12 +91,17 @@ static void name_attention(sbuf *b, const ir_graph *g, const cuda_fusions *f, co
     put(b, ")");
 }
 
-/* member j of a matmul group, as the matmul it was: mm[weight], "+" with an addend */
+/* a matmul by its weight: mm[weight], "+" when it adds an addend */
+static void name_mm(sbuf *b, const ir_graph *g, const cuda_fusions *f, ir_ref w, bool addend, int depth) {
+    put(b, "mm[");
+    name_of(b, g, f, w, depth);
+    put(b, "]%s", addend ? "+" : "");
+}
+
+/* member j of a matmul group, as the matmul it was */
 static void name_member(sbuf *b, const ir_graph *g, const cuda_fusions *f, ir_ref grp, int j, int depth) {
     const ir_node *n = &g->nodes[grp];
-    put(b, "mm[");
-    name_of(b, g, f, ir_group_weight(n, j), depth);
-    put(b, "]%s", ir_group_addend(n, j) != IR_NONE ? "+" : "");
+    name_mm(b, g, f, ir_group_weight(n, j), ir_group_addend(n, j) != IR_NONE, depth);
 }
 
 /* the planner's fused nodes keep the names of the nodes they replaced (so the golden text shows
@@ -129,9 +134,7 @@ static void name_of(sbuf *b, const ir_graph *g, const cuda_fusions *f, int32_t i
         return;
     }
     if (n->op == IR_OP_MATMUL) {
-        put(b, "mm[");
-        name_of(b, g, f, n->src[0], depth);
-        put(b, "]%s", ir_matmul_addend(n) != IR_NONE ? "+" : "");
+        name_mm(b, g, f, n->src[0], ir_matmul_addend(n) != IR_NONE, depth);
         return;
     }
     put(b, "%s", ir_ops[n->op].name);
