@@ -29,12 +29,15 @@ static int ew_code(int op) {
     }
 }
 
-static float *matmul_out(crun *r, int32_t m, cu_epilogue *ep) {
+/* the epilogue adding addend o (IR_NONE: none) to the product whose value is node v */
+static cu_epilogue addend_ep(crun *r, ir_ref o, ir_ref v) {
     const ir_graph *g = r->p->g;
-    const ir_node *n = &g->nodes[m];
-    const ir_ref o = ir_matmul_addend(n);
-    *ep = (cu_epilogue){0};
-    if (o != IR_NONE) *ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = bcast(&g->nodes[o], n)};
+    if (o == IR_NONE) return (cu_epilogue){0};
+    return (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = bcast(&g->nodes[o], &g->nodes[v])};
+}
+
+static float *matmul_out(crun *r, int32_t m, cu_epilogue *ep) {
+    *ep = addend_ep(r, ir_matmul_addend(&r->p->g->nodes[m]), m);
     return (float *)dptr(r, m);
 }
 
@@ -163,9 +166,8 @@ static cu_gemv_seg launch_seg(crun *r, int32_t i, int j) {
     const bool group = n->op == IR_OP_MATMUL_GROUP;
     const ir_ref wr = group ? ir_group_weight(n, j) : n->src[0], o = group ? ir_group_addend(n, j) : ir_matmul_addend(n);
     const ir_ref v = j ? ir_result_of(g, i, j) : i;
-    const ir_node *w = &g->nodes[wr], *vn = &g->nodes[v];
-    cu_gemv_seg q = {.w = dptr(r, wr), .wtype = w->dtype, .N = w->ne[1], .dst = (float *)dptr(r, v)};
-    if (o != IR_NONE) q.ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = bcast(&g->nodes[o], vn)};
+    const ir_node *w = &g->nodes[wr];
+    cu_gemv_seg q = {.w = dptr(r, wr), .wtype = w->dtype, .N = w->ne[1], .dst = (float *)dptr(r, v), .ep = addend_ep(r, o, v)};
     if (r->c->fu.vstore && r->c->fu.vstore[v] >= 0) {
         q.cache = dptr(r, r->c->fu.vstore[v]);
         q.ctype = g->nodes[r->c->fu.vstore[v]].dtype;

@@ -55,16 +55,15 @@ static sb_status make_group(ir_graph *g, const ir_ref *mem, int n) {
     grp.ip[0] = n;
     memcpy(grp.name, lead->name, sizeof grp.name);
     SB_TRY(ir_infer_shape(g, &grp));
+    g->nodes[mem[0]] = grp; /* before the results: their shapes are read from it */
     for (int j = 1; j < n; j++) { /* member j's readers read result j */
         ir_node r = ir_proto(IR_OP_RESULT);
         r.src[0] = mem[0];
         r.ip[0] = j;
-        g->nodes[mem[0]] = grp; /* the result's shape is read from the group */
         const ir_ref res = ir_append(g, &r);
         if (res == IR_NONE) return ir_graph_status(g);
         ir_replace_uses(g, mem[j], res);
     }
-    g->nodes[mem[0]] = grp;
     return SB_OK;
 }
 
