@@ -226,8 +226,11 @@ static inline const int32_t *ir_permute_perm(const ir_node *n) { return n->ip; }
 static inline ir_ref ir_matmul_addend(const ir_node *n) { return n->op == IR_OP_MATMUL ? n->src[2] : IR_NONE; }
 /* MATMUL_GROUP (pass fuse_matmul_group): n = ip[0] members over the activation src[0]; member j's
  * weight is src[1 + j], its addend (ip[1] bit j set) the next of the sources after the weights in
- * member order, else IR_NONE; member j's result is the node itself (j = 0) or its RESULT j */
+ * member order, else IR_NONE; member j's result is the node itself (j = 0) or its RESULT j.
+ * A gated group (pass fuse_group_glu; ip[2] = IR_OP_SWIGLU or IR_OP_GEGLU, 0: none) has two
+ * members, gate and up, no addends, and one result: act(gate) * up, the gate's shape. */
 static inline int ir_group_n(const ir_node *n) { return n->ip[0]; }
+static inline ir_op ir_group_glu(const ir_node *n) { return n->op == IR_OP_MATMUL_GROUP ? (ir_op)n->ip[2] : (ir_op)0; }
 static inline ir_ref ir_group_weight(const ir_node *n, int j) { return n->src[1 + j]; }
 static inline ir_ref ir_group_addend(const ir_node *n, int j) {
     if (!((n->ip[1] >> j) & 1)) return IR_NONE;
@@ -258,7 +261,8 @@ static inline ir_fused_step ir_fused_step_of(const ir_node *n, int k) {
  * the producer then does not write it. Passes create them; builders never do.
  *   ADD_RMS_NORM_QUANT: result 1 = a + b (f32, a's shape). */
 static inline int ir_result_count(const ir_node *n) {
-    return n->op == IR_OP_ADD_RMS_NORM_QUANT || n->op == IR_OP_ATTENTION ? 2 : n->op == IR_OP_MATMUL_GROUP ? n->ip[0] : 1;
+    if (n->op == IR_OP_MATMUL_GROUP) return n->ip[2] ? 1 : n->ip[0]; /* a gated group: act(gate) * up alone */
+    return n->op == IR_OP_ADD_RMS_NORM_QUANT || n->op == IR_OP_ATTENTION ? 2 : 1;
 }
 /* The RESULT node holding result k (>= 1) of producer p, or IR_NONE when the graph has none. */
 ir_ref ir_result_of(const ir_graph *g, ir_ref p, int k);

@@ -10,7 +10,8 @@
  * the matmul adds as it writes costs no launch, and the norm then reads one input), fuse_add_norm
  * after fuse_norm_quant (it extends the node that pass makes). An add a chain took stays there.
  * fuse_attn_quant after quantize_once (it takes the quantize nodes that pass made);
- * fuse_matmul_group last (its members carry the addends fuse_matmul_add gave them).
+ * fuse_matmul_group after them (its members carry the addends fuse_matmul_add gave them), and
+ * fuse_group_glu after it (it gates the groups that pass made).
  * Non-goals: pass options per run, pass timing.
  */
 #include "graph/plan.h"
@@ -30,6 +31,7 @@ static const pass_info pipeline[] = {
     {"fuse_attn_rope", pass_fuse_attn_rope},
     {"fuse_attn_quant", pass_fuse_attn_quant},
     {"fuse_matmul_group", pass_fuse_matmul_group},
+    {"fuse_group_glu", pass_fuse_group_glu},
 };
 
 const pass_info *pass_pipeline(int *n_out) {

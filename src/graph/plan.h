@@ -43,6 +43,8 @@ typedef struct plan_target {
     int64_t matmul_group_max_t;
     int matmul_group_max;
     bool (*group_member_fits)(const ir_graph *g, const ir_node *matmul);
+    /* pass fuse_group_glu: may this gate/up group write act(gate) * up itself (NULL: never) */
+    bool (*group_glu_fits)(const ir_graph *g, const ir_node *group);
     int64_t attn_rope_max_t;         /* pass fuse_attn_rope: the attention rotates q itself at most this many tokens (0: never) */
     int32_t attn_quant_type;         /* pass fuse_attn_quant: the activation type an attention also writes its output in
                                       * (its result 1; head_dim a multiple of the block), -1 or 0 (F32): none */
@@ -77,6 +79,7 @@ sb_status pass_fuse_add_norm(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_matmul_add(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_attn_rope(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_matmul_group(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_group_glu(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_attn_quant(ir_graph *g, const pass_ctx *cx);
 
 /* The pipeline table (graph/pipeline.c), in order; n_out receives the count. */

@@ -48,7 +48,10 @@ static void print_params(const ir_node *n, FILE *f) {
     case IR_OP_RMS_NORM_QUANT:
     case IR_OP_ADD_RMS_NORM_QUANT: fprintf(f, " eps=%.9g", n->fp[0]); break;
     case IR_OP_RESULT: fprintf(f, " k=%d", n->ip[0]); break;
-    case IR_OP_MATMUL_GROUP: fprintf(f, " n=%d addends=%#x", n->ip[0], (unsigned)n->ip[1]); break;
+    case IR_OP_MATMUL_GROUP:
+        fprintf(f, " n=%d addends=%#x", n->ip[0], (unsigned)n->ip[1]);
+        if (n->ip[2]) fprintf(f, " glu=%s", ir_ops[n->ip[2]].name);
+        break;
     case IR_OP_GLU_QUANT: fprintf(f, " act=%s", (unsigned)n->ip[0] < IR_OP_COUNT ? ir_ops[n->ip[0]].name : "?"); break;
     case IR_OP_FUSED:
         fputs(" [", f);

@@ -69,7 +69,7 @@ static sb_status attn_q_rope_check(const ir_graph *g, const ir_node *n, const ir
 }
 
 /* MATMUL_GROUP: n in 2..IR_MAX_SRC-1 members of one activation x [K,T] (each weight [K,N_j]), the
- * addends its mask names after the weights, each [N_j] or [N_j,T] f32 */
+ * addends its mask names after the weights, each [N_j] or [N_j,T] f32; gated: gate and up alone */
 static sb_status group_check(const ir_graph *g, const ir_node *n, int ns) {
     const int m = ir_group_n(n);
     const ir_node *x = S(g, n, 0);
@@ -86,6 +86,10 @@ static sb_status group_check(const ir_graph *g, const ir_node *n, int ns) {
         if (o->dtype != SB_TYPE_F32 || !(row || (o->ne[0] == w->ne[1] && o->ne[1] == x->ne[1] && o->ne[2] == 1 && o->ne[3] == 1)))
             FAIL("matmul_group: member %d's addend is neither [%lld] nor [%lld,%lld] f32", j, (long long)w->ne[1], (long long)w->ne[1], (long long)x->ne[1]);
     }
+    if (n->ip[2] && (n->ip[2] != IR_OP_SWIGLU && n->ip[2] != IR_OP_GEGLU))
+        FAIL("matmul_group: glu %d (swiglu or geglu)", n->ip[2]);
+    if (n->ip[2] && (m != 2 || n->ip[1] || S(g, n, 1)->ne[1] != S(g, n, 2)->ne[1]))
+        FAIL("matmul_group: a gated group is gate and up of one width, without addends");
     return SB_OK;
 }
 

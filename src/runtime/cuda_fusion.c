@@ -4,12 +4,12 @@
  * below looks for one pattern in the plan's node order and memory plan and records it in the
  * tables; exec_cuda.c then launches accordingly. The passes, in cuda_fusions_plan's order: V's
  * kv_store and K's rope_store folded into a decode GEMV launch (a lone matmul or the planner's
- * matmul_group), the GLU by its gate/up launch, prefill GEMM groups (MMA; hoisted results in a
- * private region after the plan), rope jobs, split-K partials summed by the rope jobs or by the
+ * matmul_group), prefill GEMM groups (MMA; hoisted results in a private region after the plan) and
+ * their GLU, rope jobs, split-K partials summed by the rope jobs or by the
  * norm after them. (Matmul addends, add + norm, rope + store, Q's rope and the output quantize in
- * the attention, and decode's matmul groups are the planner's passes: graph/passes/.) Safety is always the same two questions: does what a moved
- * or fused kernel reads exist (unchanged) at its new place, and can what it writes clash with
- * anything in between.
+ * the attention, decode's matmul groups and their GLU are the planner's passes: graph/passes/.)
+ * Safety is always the same two questions: does what a moved or fused kernel reads exist
+ * (unchanged) at its new place, and can what it writes clash with anything in between.
  * Layer 2 (runtime), CUDA builds only.
  */
 #ifdef SB_HAVE_CUDA
@@ -149,38 +149,22 @@ static void plan_launch_stores(const plan *p, cuda_fusions *c, const int32_t *us
         const ir_node *n = &g->nodes[i];
         const bool group = n->op == IR_OP_MATMUL_GROUP && g->nodes[n->src[0]].ne[1] == 1;
         if (!group && !cf_multi_ok(g, n)) continue;
-        const int m = group ? ir_group_n(n) : 1;
+        const int m = group ? ir_result_count(n) : 1; /* a gated group: its one result */
         for (int j = 0; j < m; j++) fold_vstore(p, c, uses, i, member_value(g, i, j), member_rows(g, i, j));
         for (int j = 0; ropek && j < m; j++) fold_krope(p, c, uses, i, member_value(g, i, j), member_rows(g, i, j));
     }
 }
 
-/* GLU_QUANT f of one row whose gate and up are the two members of one T = 1 group (MATMUL_GROUP
- * of two: the gate member 0, the up member 1), each used only by f, written without an addend,
- * KV-cache column or RoPE, and one k_gemv_reg takes as gate/up pairs: that launch writes
- * act(gate) * up into the gate's memory, and f only quantizes it (cu_quantize_act: the same f32
- * values and quantizer as cu_glu_quant, so the same bits) — the GLU's loads of two rows and its
- * activation function leave the chain's one-block kernel for the GEMV's epilogue. Safe: f runs
- * right where it did and reads only the gate's memory, which holds f's input until f (its one use);
- * the up's memory is no longer written, and only f read it. gpair[group] = f. */
-static void plan_glu_pairs(const plan *p, cuda_fusions *c, const int32_t *uses) {
-    const ir_graph *g = p->g;
-    for (int32_t f = 0; f < g->n_nodes; f++) {
-        const ir_node *fn = &g->nodes[f];
-        if (fn->op != IR_OP_GLU_QUANT || c->skip[f] || ir_nrows(fn) != 1) continue;
-        const ir_ref gs = fn->src[0], us = fn->src[1];
-        const ir_node *gn = &g->nodes[gs];
-        if (gn->op != IR_OP_MATMUL_GROUP || ir_group_n(gn) != 2 || ir_result_of(g, gs, 1) != us || value_uses(g, uses, gs) != 1 || uses[us] != 1)
-            continue;
-        if (ir_group_addend(gn, 0) != IR_NONE || ir_group_addend(gn, 1) != IR_NONE || c->vstore[gs] >= 0 || c->vstore[us] >= 0 ||
-            c->krope[gs] >= 0 || c->krope[us] >= 0)
-            continue;
-        const ir_node *x = &g->nodes[gn->src[0]];
-        const cu_gemv_seg sg[2] = {{.wtype = g->nodes[ir_group_weight(gn, 0)].dtype, .N = member_rows(g, gs, 0)},
-                                   {.wtype = g->nodes[ir_group_weight(gn, 1)].dtype, .N = member_rows(g, gs, 1)}};
-        if (!cu_gemv_reg_fits(sg, 2, x->ne[0], x->dtype, true)) continue;
-        c->gpair[gs] = f;
-    }
+/* May T = 1 group grp (gate and up, MATMUL_GROUP of two: pass fuse_group_glu) write act(gate) *
+ * up itself? Where one k_gemv_reg launch takes the two as gate/up row pairs: it multiplies them in
+ * its epilogue (src_glu's f32 math, so the quantize after it sees the values cu_glu_quant would). */
+bool cf_glu_pair_ok(const ir_graph *g, const ir_node *grp) {
+    if (grp->op != IR_OP_MATMUL_GROUP || ir_group_n(grp) != 2 || grp->ip[1]) return false;
+    const ir_node *x = &g->nodes[grp->src[0]];
+    if (x->ne[1] != 1) return false;
+    const cu_gemv_seg sg[2] = {{.wtype = g->nodes[ir_group_weight(grp, 0)].dtype, .N = g->nodes[ir_group_weight(grp, 0)].ne[1]},
+                               {.wtype = g->nodes[ir_group_weight(grp, 1)].dtype, .N = g->nodes[ir_group_weight(grp, 1)].ne[1]}};
+    return cu_gemv_reg_fits(sg, 2, x->ne[0], x->dtype, true);
 }
 
 bool cf_mma_ok(const ir_graph *g, const ir_node *m) { /* a T > 8 matmul the int8 MMA GEMM takes */
@@ -551,7 +535,6 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
     const uint64_t base = cf_align(p->arena_bytes);
     uint64_t at = base;
     plan_launch_stores(p, c, uses, cfg->fuse_ropek);
-    if (cfg->fuse_glu_pair) plan_glu_pairs(p, c, uses);
     /* prefill GEMMs of one activation in one launch (mma_group 2: adjacent ones only; mma_pair 0: one
      * weight type a group, no Q8_0 V beside Q5_0 K and Q) */
     if (cfg->mma_group) plan_mma_groups(p, c, uses, &at, cfg->mma_group != 2, cfg->mma_pair);

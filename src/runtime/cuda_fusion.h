@@ -35,9 +35,9 @@ typedef struct cuda_fusions {
                            * sum a split's partials themselves — no reduce kernel (plan_group_jobs) */
     uint64_t *moved;      /* per alias root: arena offset of its private copy (UINT64_MAX: the plan's) */
     int32_t *krope;
-    int32_t *gpair;       /* per gate/up launch (a MATMUL_GROUP of two at T = 1, or an MMA group's leader): the GLU_QUANT whose
-                           * act(gate) * up it writes into the gate's memory, rows taken as gate/up pairs — that node then only
-                           * quantizes (plan_glu_pairs; -1 none) */
+    int32_t *gpair;       /* per MMA group leader (T > 8) of gate and up: the GLU_QUANT whose act(gate) * up it writes into the
+                           * gate's memory, rows taken as gate/up pairs — that node then only quantizes (plan_mma_glu_pairs;
+                           * -1 none; decode's gated groups are the IR's: pass fuse_group_glu) */
     int32_t *nsum;        /* per matmul: the RMS_NORM_QUANT right after it that sums its split-K partials, so the split leaves
                            * them unreduced (plan_norm_sums; -1 none) */
     uint64_t moved_bytes; /* the private region's size; it starts at cf_align(p->arena_bytes) */
@@ -57,6 +57,7 @@ void cuda_fusions_print(const plan *p, const cuda_fusions *f, FILE *out);
 /* the kernel-choice predicates the planner and the executor share */
 bool cf_multi_ok(const ir_graph *g, const ir_node *m);   /* a T = 1 matmul a multi-GEMV launch takes */
 bool cf_reg_single(const ir_graph *g, const ir_node *m); /* a lone T = 1 GEMV the registers-before-the-wait kernel takes */
+bool cf_glu_pair_ok(const ir_graph *g, const ir_node *grp); /* a T = 1 gate/up group one launch gates (pass fuse_group_glu) */
 bool cf_mma_ok(const ir_graph *g, const ir_node *m);     /* a T > 8 matmul the int8 MMA GEMM takes */
 
 static inline uint64_t cf_align(uint64_t x) { return (x + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1); }

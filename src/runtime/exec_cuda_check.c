@@ -36,6 +36,7 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     t->matmul_group_max_t = 1;         /* decode: one multi-GEMV launch (prefill's int8 MMA groups: cuda_fusion.c) */
     t->matmul_group_max = CU_MULTI_MAX;
     t->group_member_fits = cf_multi_ok;
+    if ((c ? c : &cu_config_default)->fuse_glu_pair) t->group_glu_fits = cf_glu_pair_ok; /* k_gemv_reg's gate/up row pairs */
 }
 
 sb_status exec_cuda_check(const plan *p) {
@@ -84,6 +85,8 @@ sb_status exec_cuda_check(const plan *p) {
                     return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: matmul group %%%d: weight %s x activation %s", (int)i, ir_dtype_name(wt),
                                    ir_dtype_name(s0->dtype));
             }
+            if (ir_group_glu(n) && !cf_glu_pair_ok(g, n))
+                return sb_fail(SB_ERR_INTERNAL, "cuda: gated group %%%d that no gate/up launch takes (plan_target.group_glu_fits)", (int)i);
             break;
         case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_GLU_QUANT: case IR_OP_ADD_RMS_NORM_QUANT:
             if (n->op == IR_OP_ADD_RMS_NORM_QUANT && ir_result_of(g, i, 1) == IR_NONE) /* the kernel writes the sum */

@@ -167,6 +167,8 @@ static cu_gemv_seg launch_seg(crun *r, int32_t i, int j) {
     const ir_ref wr = group ? ir_group_weight(n, j) : n->src[0], o = group ? ir_group_addend(n, j) : ir_matmul_addend(n);
     const ir_ref v = j ? ir_result_of(g, i, j) : i;
     const ir_node *w = &g->nodes[wr];
+    if (v == IR_NONE) /* a gated group's up: multiplied into the gate's result, written nowhere */
+        return (cu_gemv_seg){.w = dptr(r, wr), .wtype = w->dtype, .N = w->ne[1]};
     cu_gemv_seg q = {.w = dptr(r, wr), .wtype = w->dtype, .N = w->ne[1], .dst = (float *)dptr(r, v), .ep = addend_ep(r, o, v)};
     if (r->c->fu.vstore && r->c->fu.vstore[v] >= 0) {
         q.cache = dptr(r, r->c->fu.vstore[v]);
@@ -189,7 +191,7 @@ static cu_gemv_seg launch_seg(crun *r, int32_t i, int j) {
 }
 
 /* a T = 1 launch of the dp4a GEMVs (cu_matmul_q8_multi): a lone matmul, or every member of a
- * MATMUL_GROUP (the gate/up pair writing its GLU where plan_glu_pairs chose it); the caller counted it */
+ * MATMUL_GROUP (a gated one writing act(gate) * up); the caller counted it */
 static sb_status run_gemv_launch(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[i];
@@ -199,8 +201,8 @@ static sb_status run_gemv_launch(crun *r, int32_t i) {
     if (x->ne[1] != 1 || m > CU_MULTI_MAX) return sb_fail(SB_ERR_INTERNAL, "cuda: launch %%%d of %d GEMVs at T = %lld", (int)i, m, (long long)x->ne[1]);
     cu_gemv_seg seg[CU_MULTI_MAX];
     for (int j = 0; j < m; j++) seg[j] = launch_seg(r, i, j);
-    const int32_t f = r->c->fu.gpair ? r->c->fu.gpair[i] : -1;
-    const int pair_glu = f >= 0 ? (ir_glu_act(&g->nodes[f]) == IR_OP_GEGLU ? 2 : 1) : 0; /* gate/up writing the GLU */
+    const ir_op glu = ir_group_glu(n);
+    const int pair_glu = glu ? (glu == IR_OP_GEGLU ? 2 : 1) : 0; /* a gated group (pass fuse_group_glu): gate/up writing the GLU */
     return cu_matmul_q8_multi(r->cx->s, seg, m, x->ne[0], dptr(r, n->src[group ? 0 : 1]), x->dtype, r->cx->d_pos, pair_glu);
 }
 

@@ -67,7 +67,8 @@ cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) 
 void exec_cuda_assume_device(int cc_major, int sms) { cu_assume_device(cc_major, sms); }
 
 /* as a new context would plan p: nodes fused away (skips, what 0), gate/up launches that write their
- * GLU (1), or matmuls whose norm sums their split partials (2) */
+ * GLU (1: the executor's MMA pairs and the planner's gated groups), or matmuls whose norm sums their
+ * split partials (2) */
 static int32_t count_planned(const plan *p, const cu_config *cfg, int what) {
     cuda_fusions c = {0};
     int32_t n = -1;
@@ -75,7 +76,8 @@ static int32_t count_planned(const plan *p, const cu_config *cfg, int what) {
     const cu_config *prev = cu_cfg_bind(cfg);
     if (cuda_fusions_plan(p, &c, cfg) == SB_OK) {
         n = 0;
-        for (int32_t i = 0; i < p->g->n_nodes; i++) n += what == 0 ? c.skip[i] : what == 1 ? c.gpair[i] >= 0 : c.nsum[i] >= 0;
+        for (int32_t i = 0; i < p->g->n_nodes; i++) /* gate/up launches: the planner's gated groups too */
+            n += what == 0 ? c.skip[i] : what == 1 ? c.gpair[i] >= 0 || ir_group_glu(&p->g->nodes[i]) : c.nsum[i] >= 0;
     }
     cuda_fusions_free(&c); /* every table (cuda_fusions_plan allocates them all) */
     cu_cfg_bind(prev);

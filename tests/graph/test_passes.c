@@ -402,6 +402,47 @@ static void case_fuse_matmul_group(void) {
     ir_graph_free(g);
 }
 
+/* decode: the gate/up group gated (its up's result and the GLU go, a quantize of the gated product
+ * stays); Q/K/V untouched; a target without group_glu_fits, or one refusing, gates nothing */
+static bool glu_yes(const ir_graph *g, const ir_node *grp) { return g && grp; }
+static bool glu_no(const ir_graph *g, const ir_node *grp) { return !g || !grp; }
+static void case_fuse_group_glu(void) {
+    plan_target t;
+    test_target(&t);
+    t.fuse_matmul_add = true;
+    t.matmul_group_max_t = 1;
+    t.matmul_group_max = 3;
+    t.group_glu_fits = glu_yes;
+    ir_graph *g = attn_ffn_graph_t(false, 1);
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise, pass_fuse_matmul_add,
+                     pass_fuse_matmul_group};
+    golden("fuse_group_glu", g, pre, 6, pass_fuse_group_glu, &t);
+    int gated = 0, glus = 0, results = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        gated += n->op == IR_OP_MATMUL_GROUP && ir_group_glu(n) == IR_OP_SWIGLU;
+        glus += n->op == IR_OP_GLU_QUANT;
+        results += n->op == IR_OP_RESULT;
+    }
+    CHECK_EQ_INT(gated, 1);
+    CHECK_EQ_INT(glus, 0);
+    CHECK_EQ_INT(results, 2); /* K's and V's */
+    ir_graph_free(g);
+    bool (*const refuse[2])(const ir_graph *, const ir_node *) = {NULL, glu_no};
+    for (int k = 0; k < 2; k++) {
+        t.group_glu_fits = refuse[k];
+        g = attn_ffn_graph_t(false, 1);
+        pass_ctx cx = {.target = &t};
+        for (int q = 0; q < 6; q++) CHECK(pre[q](g, &cx) == SB_OK);
+        char *before = ir_print_str(g);
+        CHECK(pass_fuse_group_glu(g, &cx) == SB_OK);
+        char *after = ir_print_str(g);
+        CHECK(!strcmp(before, after));
+        free(before), free(after);
+        ir_graph_free(g);
+    }
+}
+
 static void case_fuse_elementwise(void) {
     plan_target t;
     test_target(&t);
@@ -556,7 +597,7 @@ static void test_pipeline_dump(void) {
     fclose(f);
     int np = 0;
     const pass_info *pl = pass_pipeline(&np);
-    CHECK(np == 11 && !strcmp(pl[0].name, "dce") && !strcmp(pl[10].name, "fuse_matmul_group"));
+    CHECK(np == 12 && !strcmp(pl[0].name, "dce") && !strcmp(pl[11].name, "fuse_group_glu"));
     for (int i = 0; i < np; i++) {
         char key[80];
         snprintf(key, sizeof key, "IR after %s", pl[i].name);
@@ -775,6 +816,7 @@ int main(void) {
     case_fuse_matmul_add();
     case_fuse_attn();
     case_fuse_matmul_group();
+    case_fuse_group_glu();
     test_verifier();
     test_memplan();
     test_pipeline_dump();

@@ -104,12 +104,32 @@ static void name_member(sbuf *b, const ir_graph *g, const cuda_fusions *f, ir_re
     name_mm(b, g, f, ir_group_weight(n, j), ir_group_addend(n, j) != IR_NONE, depth);
 }
 
+/* a gated group's quantize, as the GLU_QUANT of gate and up it was */
+static void name_gated(sbuf *b, const ir_graph *g, const cuda_fusions *f, ir_ref grp, int depth) {
+    put(b, "glu_quant");
+    if (depth <= 0) return;
+    put(b, "(");
+    name_member(b, g, f, grp, 0, depth - 1);
+    put(b, ", ");
+    name_member(b, g, f, grp, 1, depth - 1);
+    put(b, ")");
+}
+
+/* the quantize reading gated group grp (pass fuse_group_glu), or -1 */
+static int32_t gated_quantize(const ir_graph *g, ir_ref grp) {
+    if (!ir_group_glu(&g->nodes[grp])) return -1;
+    for (int32_t q = grp + 1; q < g->n_nodes; q++)
+        if (g->nodes[q].op == IR_OP_QUANTIZE && g->nodes[q].src[0] == grp) return q;
+    return -1;
+}
+
 /* the planner's fused nodes keep the names of the nodes they replaced (so the golden text shows
  * what changed when a fusion moved from the executor into a pass): a residual add + norm, its sum,
- * an attention rotating q, its quantized output */
+ * an attention rotating q, its quantized output, a gated group's quantize */
 static bool canonical_name(sbuf *b, const ir_graph *g, const cuda_fusions *f, int32_t i, int depth) {
     const ir_node *n = &g->nodes[i];
     if (n->op == IR_OP_ADD_RMS_NORM_QUANT) name_add_norm(b, g, f, n->src[0], n->src[1], n->src[2], depth);
+    else if (n->op == IR_OP_QUANTIZE && ir_group_glu(&g->nodes[n->src[0]])) name_gated(b, g, f, n->src[0], depth);
     else if (n->op == IR_OP_ATTENTION && ir_attn_q_rope(n).n_rot) name_attention(b, g, f, n, depth);
     else if (n->op == IR_OP_RESULT && g->nodes[n->src[0]].op == IR_OP_ATTENTION) {
         const ir_ref a = n->src[0];
@@ -158,7 +178,11 @@ static void ref(sbuf *b, const char *what, const ir_graph *g, const cuda_fusions
 static void member_notes(sbuf *b, const ir_graph *g, const cuda_fusions *f, ir_ref grp, int j) {
     const ir_node *n = &g->nodes[grp];
     ref(b, "epilogue +", g, f, ir_group_addend(n, j));
-    if (j + 1 < ir_group_n(n)) ref(b, "next in launch", g, f, ir_result_of(g, grp, j + 1));
+    if (j + 1 < ir_group_n(n) && ir_group_glu(n)) { /* a gated group's up: no result of its own */
+        put(b, " next in launch ");
+        name_member(b, g, f, grp, j + 1, 1);
+    } else if (j + 1 < ir_group_n(n)) ref(b, "next in launch", g, f, ir_result_of(g, grp, j + 1));
+    ref(b, "writes GLU of", g, f, gated_quantize(g, grp));
 }
 
 static void describe(sbuf *b, const plan *p, const cuda_fusions *f) {
@@ -190,6 +214,11 @@ static void describe(sbuf *b, const plan *p, const cuda_fusions *f) {
         ref(b, "writes GLU of", g, f, f->gpair[i]);
         ref(b, "partials summed by", g, f, f->nsum[i]);
         put(b, "\n");
+        if (n->op == IR_OP_MATMUL_GROUP && ir_group_glu(n)) { /* its up, multiplied in */
+            put(b, "  ");
+            name_member(b, g, f, i, 1, 2);
+            put(b, " : by another launch\n");
+        }
     }
 }
 
