@@ -212,9 +212,12 @@ static void add_case(sbuf *b, const char *title, ir_graph *g, bool counts) {
             const bool compute = !(ir_ops[n->op].flags & OPF_INPUT) && n->op != IR_OP_RESHAPE && n->op != IR_OP_OUTPUT && n->op != IR_OP_RESULT;
             nodes += compute, fused += f.skip[i], launches += compute && !f.skip[i];
         }
-        if (counts)
+        if (counts) {
             put(b, "# %d compute nodes, %d launches; the executor's: %d nodes in other launches, %d GLU pairs, %d norms summing split partials\n",
                 (int)nodes, (int)launches, (int)fused, (int)exec_cuda_count_glu_pairs(p, NULL), (int)exec_cuda_count_norm_sums(p, NULL));
+            const sb_status ck = exec_cuda_check(p);
+            put(b, "# exec_cuda_check: %s\n", ck == SB_OK ? "runs" : sb_last_error());
+        }
     } else if (p) {
         CHECKF(0, "%s: cuda_fusions_plan: %s", title, sb_last_error());
     }
@@ -253,8 +256,9 @@ static void model_cases(sbuf *b, const char *file) {
     rt_model_free(m);
 }
 
-/* test_cuda_fusions MODEL T: MODEL's plan of T tokens as on an H200, described and counted (a tool,
- * for any model file; SB_DUMP_IR=after:memplan prints the planned graph beside it) */
+/* test_cuda_fusions MODEL T: MODEL's plan of T tokens as on an H200, described and counted, and
+ * whether the executor's check (exec_cuda_check) takes it (a tool, for any model file;
+ * SB_DUMP_IR=after:memplan prints the planned graph beside it) */
 static int describe_model(const char *path, int64_t T) {
     rt_model *m;
     if (rt_model_load(path, NULL, &m) != SB_OK) {
