@@ -337,6 +337,11 @@ sb_status cx_run_node(crun *r, int32_t i) {
     case IR_OP_SELECT_ROWS:
         r->n_kernels++;
         return cu_select_rows(s, dst, SP(0), n->ne[0], SP(1), n->ne[1]);
+    case IR_OP_SLICE: { /* x [a,b,c,d] -> [a,n,c,d] */
+        const ir_node *x = SRC(0);
+        r->n_kernels++;
+        return cu_slice_rows(s, dst, SP(0), x->ne[0], x->ne[1], ir_slice_start(n), ir_slice_len(n), x->ne[2] * x->ne[3]);
+    }
     default: return sb_fail(SB_ERR_INTERNAL, "cuda: op %s has no CUDA implementation", ir_ops[n->op].name);
     }
 #undef SRC

@@ -82,11 +82,14 @@ bool cu_has_mmvq_q8k(int type);
 
 // ---- rows / elementwise (k_rows.cu) ----
 
-/* dst [E,T] = rows tok[t] of w [E,V] (type wtype, row_bytes per row), dequantized. */
+/* dst [E,T] = rows tok[t] of w [E,V] (type wtype, row_bytes per row), dequantized; tok NULL: rows
+ * 0..T-1 of w (rows the host gathered in token order). */
 sb_status cu_get_rows(cu_stream s, float *dst, const void *w, int wtype, int64_t E, uint64_t row_bytes,
                       const int32_t *tok, int64_t T);
 /* dst [E,n] = x rows idx[i]. */
 sb_status cu_select_rows(cu_stream s, float *dst, const float *x, int64_t E, const int32_t *idx, int64_t n);
+/* dst [E,n,outer] = x [E,b,outer] rows start..start+n-1 of each of the outer groups (op_slice). */
+sb_status cu_slice_rows(cu_stream s, float *dst, const float *x, int64_t E, int64_t b, int64_t start, int64_t n, int64_t outer);
 
 /* One step of a row-wise chain (the FUSED node, and every single elementwise op as a chain of 1). */
 enum { CU_EW_ADD = 1, CU_EW_MUL, CU_EW_SCALE, CU_EW_SOFTCAP, CU_EW_SILU, CU_EW_GELU, CU_EW_RMS_NORM };
