@@ -214,9 +214,12 @@ sb_status cx_run_node(crun *r, int32_t i) {
     switch (n->op) {
     case IR_OP_GET_ROWS: {
         const ir_node *w = SRC(0);
+        const cgather *gt = cx_gather_of(r->c, i);
         uint64_t rb = 0;
         qk_row_bytes(w->dtype, w->ne[0], &rb);
         r->n_kernels++;
+        if (gt) /* the table stays in host memory: this run's rows are in the stage, in token order */
+            return cu_get_rows(s, dst, r->c->d_stage + gt->off, w->dtype, n->ne[0], rb, NULL, n->ne[1]);
         return cu_get_rows(s, dst, SP(0), w->dtype, n->ne[0], rb, SP(1), n->ne[1]);
     }
     case IR_OP_RMS_NORM: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU:
