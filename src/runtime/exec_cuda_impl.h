@@ -76,6 +76,7 @@ struct exec_cuda {
     int32_t *d_in;        /* device inputs [3 * max_tokens], h_in's layout: one copy a run */
     int32_t *d_tok, *d_pos, *d_rows; /* into d_in */
     unsigned *d_cnt;      /* CU_ATT_COUNTERS zeroed split counters (attention's in-kernel merge) */
+    int32_t *d_zero;      /* [max_tokens] zeros: the block table of a contiguous cache read by the paged kernel */
     int32_t *h_in;        /* page-locked staging [3 * max_tokens]: tokens, positions, out_rows */
     int64_t max_tokens;
     cu_config cfg;        /* every setting (cu_config.h); bound to the thread for each call into the backend */

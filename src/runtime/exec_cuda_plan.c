@@ -196,7 +196,8 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
     free(gat);
     uint64_t scratch = 0;
     for (int32_t i = 0; i < p->g->n_nodes; i++)
-        if (p->g->nodes[i].op == IR_OP_ATTENTION && !ir_attn_block_size(&p->g->nodes[i])) { /* paged: no scratch */
+        if (p->g->nodes[i].op == IR_OP_ATTENTION && !ir_attn_block_size(&p->g->nodes[i]) &&
+            ir_attn_of(&p->g->nodes[i]).head_dim <= CU_ATT_MAX_D) { /* paged, or past cu_attention's heads (the paged kernel): no scratch */
             cu_attn_args a = cx_attn_args(cx, p, &p->g->nodes[i]);
             uint64_t f = cu_attention_scratch(&a);
             if (f > scratch) scratch = f;

@@ -288,6 +288,10 @@ uint64_t cu_attention_scratch(const cu_attn_args *a);
  * attention (no partials, no merge); at depth 4096 it gives 64 splits of 64 keys (H200, F16 cache,
  * tg64 at depth 4096: kmin 64 713 tok/s, 128 678, 256 550). */
 #define CU_ATT_DEC_KMIN 64
+/* The largest head_dim cu_attention (and cu_attention_prefill) take; cu_attention_paged takes up to
+ * CU_ATT_PAGED_MAX_D, and over a contiguous cache too (one block of all C rows, a table of zeros). */
+#define CU_ATT_MAX_D 256
+#define CU_ATT_PAGED_MAX_D 512
 /* dst [D*Hq,T]; q [D,Hq,T]; k/v [D*Hkv, C]; pos [T] on the device; scratch per cu_attention_scratch.
  * counters (CU_ATT_COUNTERS zeroed uint32, or NULL): with nsplit > 1 the last split block of each
  * (t, h) merges the partials itself (one kernel); NULL (or T*Hq over the count) launches
