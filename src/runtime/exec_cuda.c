@@ -11,7 +11,9 @@
  * pointers); split partials (attention's, the small-T GEMM's: one region, the larger of the two
  * needs, used by one kernel at a time) follow the plan region; tokens/pos/out_rows sit in fixed
  * device buffers refreshed before each run (outside the graph). Weights and KV caches are device
- * copies keyed by the host pointer the session binds (uploaded on first sight, never again).
+ * copies keyed by the host pointer the session binds (uploaded on first sight, never again), but
+ * for a table read only by get_rows of the tokens: it stays in host memory and each run stages the
+ * rows it needs (exec_cuda_plan.c), beside a paged plan's slots and block tables.
  * Invariants: a graph is replayed only with the arena it was captured with; validation happens on
  * the host before anything is enqueued, so a bad token/position changes no device state.
  * Executor-level fusions (default on, cu_config.fuse 0 off): planned per plan by cuda_fusion.c (the
