@@ -120,6 +120,19 @@ static uint8_t *host_gathered(const plan *p) {
     return gat;
 }
 
+int32_t exec_cuda_host_gathers(const plan *p, ir_ref *out, int32_t cap) {
+    uint8_t *gat = host_gathered(p);
+    if (!gat) return -1;
+    int32_t n = 0;
+    for (int32_t i = 0; i < p->g->n_nodes; i++)
+        if (gat[i]) {
+            if (n < cap) out[n] = i;
+            n++;
+        }
+    free(gat);
+    return n;
+}
+
 #define STAGE_ALIGN 256 /* each gather's rows start aligned (cu_malloc's own alignment) */
 
 /* c's stage: the paged words, then the rows of each get_rows of a host-gathered table (gat); its

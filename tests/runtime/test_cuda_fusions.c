@@ -217,6 +217,11 @@ static void add_case(sbuf *b, const char *title, ir_graph *g, bool counts) {
                 (int)nodes, (int)launches, (int)fused, (int)exec_cuda_count_glu_pairs(p, NULL), (int)exec_cuda_count_norm_sums(p, NULL));
             const sb_status ck = exec_cuda_check(p);
             put(b, "# exec_cuda_check: %s\n", ck == SB_OK ? "runs" : sb_last_error());
+            ir_ref gw[8];
+            const int32_t ng = exec_cuda_host_gathers(p, gw, 8);
+            put(b, "# tables kept in host memory (rows staged per run): %d", (int)ng);
+            for (int32_t k = 0; k < ng && k < 8; k++) put(b, "%s %s", k ? "," : "", p->g->nodes[gw[k]].name);
+            put(b, "\n");
         }
     } else if (p) {
         CHECKF(0, "%s: cuda_fusions_plan: %s", title, sb_last_error());
@@ -256,9 +261,9 @@ static void model_cases(sbuf *b, const char *file) {
     rt_model_free(m);
 }
 
-/* test_cuda_fusions MODEL T: MODEL's plan of T tokens as on an H200, described and counted, and
- * whether the executor's check (exec_cuda_check) takes it (a tool, for any model file;
- * SB_DUMP_IR=after:memplan prints the planned graph beside it) */
+/* test_cuda_fusions MODEL T: MODEL's plan of T tokens as on an H200, described and counted, whether
+ * the executor's check (exec_cuda_check) takes it and which tables stay in host memory (a tool, for
+ * any model file; SB_DUMP_IR=after:memplan prints the planned graph beside it) */
 static int describe_model(const char *path, int64_t T) {
     rt_model *m;
     if (rt_model_load(path, NULL, &m) != SB_OK) {
