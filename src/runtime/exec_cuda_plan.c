@@ -148,8 +148,9 @@ static sb_status stage_buffers(cplan *c, const plan *p, const uint8_t *gat) {
         if (!c->gathers) return sb_fail(SB_ERR_OOM, "cuda: %d host gathers", (int)ng);
     }
     for (int32_t i = 0; i < g->n_nodes; i++) {
-        const ir_node *n = &g->nodes[i], *w = &g->nodes[n->src[0]];
+        const ir_node *n = &g->nodes[i];
         if (n->op != IR_OP_GET_ROWS || !gat[n->src[0]]) continue;
+        const ir_node *w = &g->nodes[n->src[0]];
         cgather *gt = &c->gathers[c->n_gathers++];
         off = (off + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
         *gt = (cgather){.node = i, .w_in = p->vals[n->src[0]].input, .tok_in = p->vals[n->src[1]].input, .off = off, .T = n->ne[1]};
