@@ -4,10 +4,12 @@
  * fresh random inputs, through small graphs: the same graph is planned for the CUDA target (run by
  * exec_cuda with the device arena poisoned with NaN before each run) and for the reference target
  * (run by exec_cpu: unfused ops_ref.c, f32 activations, f64 matmul sums), and the outputs are
- * compared by NMSE. Families: get_rows (every readable type), matmul (q8_1 dp4a GEMV per type and
+ * compared by NMSE. Families: get_rows (every readable type; the table kept in host memory, also
+ * across graph replays, or uploaded), slice, matmul (q8_1 dp4a GEMV per type and
  * T = 1..13 including 8-token tiles; f32-activation GEMV for float and other types), fused RMSNorm
  * chains, RMSNorm+quantize, GLU(+quantize), elementwise (scale/softcap/silu/gelu), RoPE
- * NORMAL/NEOX with freq factors, kv_store + attention (F32/F16 cache, GQA, window, softcap,
+ * NORMAL/NEOX with freq factors (also 512-dim heads), kv_store + attention (F32/F16 cache, GQA,
+ * window, softcap, heads of 320 and 512 on the paged kernel,
  * prefill and split-K decode; both k_attention.cu variants; variant 4's decode kernel k_attn_decode.cu
  * at depths 0..4100 with several steps on one executor; paged attention (k_attn_paged.cu: tokens of
  * three sequences with shuffled block tables in one step); the flash-attention prefill of k_fattn.cu
