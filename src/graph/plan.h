@@ -48,6 +48,8 @@ typedef struct plan_target {
     int64_t attn_rope_max_t;         /* pass fuse_attn_rope: the attention rotates q itself at most this many tokens (0: never) */
     int32_t attn_quant_type;         /* pass fuse_attn_quant: the activation type an attention also writes its output in
                                       * (its result 1; head_dim a multiple of the block), -1 or 0 (F32): none */
+    int32_t attn_fuse_max_head_dim;  /* passes fuse_attn_rope and fuse_attn_quant: only attentions of head_dim up to
+                                      * this (the kernels that do those fusions; 0: any) */
 } plan_target;
 
 /* The CPU target llama.cpp's CPU backend corresponds to: act_type[w] = qk_get(w)->vec_dot_type

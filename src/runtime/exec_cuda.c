@@ -11,7 +11,9 @@
  * pointers); split partials (attention's, the small-T GEMM's: one region, the larger of the two
  * needs, used by one kernel at a time) follow the plan region; tokens/pos/out_rows sit in fixed
  * device buffers refreshed before each run (outside the graph). Weights and KV caches are device
- * copies keyed by the host pointer the session binds (uploaded on first sight, never again).
+ * copies keyed by the host pointer the session binds (uploaded on first sight, never again), but
+ * for a table read only by get_rows of the tokens: it stays in host memory and each run stages the
+ * rows it needs (exec_cuda_plan.c), beside a paged plan's slots and block tables.
  * Invariants: a graph is replayed only with the arena it was captured with; validation happens on
  * the host before anything is enqueued, so a bad token/position changes no device state.
  * Executor-level fusions (default on, cu_config.fuse 0 off): planned per plan by cuda_fusion.c (the
@@ -74,12 +76,14 @@ sb_status exec_cuda_create(int64_t max_tokens, const cu_config *cfg, exec_cuda *
     if (st == SB_OK) st = cu_host_alloc((void **)&cx->h_in, 3 * ib, "input staging");
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_cnt, CU_ATT_COUNTERS * sizeof(unsigned), "attention split counters");
     if (st == SB_OK) st = cu_memset(cx->d_cnt, 0, CU_ATT_COUNTERS * sizeof(unsigned), cx->s);
+    if (st == SB_OK) st = cu_malloc((void **)&cx->d_zero, ib, "a block table of zeros");
+    if (st == SB_OK) st = cu_memset(cx->d_zero, 0, ib, cx->s);
     if (st == SB_OK) st = cu_stream_sync(cx->s);
     if (st != SB_OK) {
         exec_cuda_free(cx);
         return st;
     }
-    cx->st.device_bytes = 3 * ib;
+    cx->st.device_bytes = 4 * ib;
     cx->sms = cu_sm_count();
     *out = cx;
     return SB_OK;
@@ -101,6 +105,7 @@ void exec_cuda_free(exec_cuda *cx) {
     cu_free(cx->arena);
     cu_free(cx->d_in);
     cu_free(cx->d_cnt);
+    cu_free(cx->d_zero);
     cu_host_free(cx->h_in);
     cu_stream_destroy(cx->s);
     free(cx);

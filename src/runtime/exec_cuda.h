@@ -63,7 +63,7 @@ void exec_cuda_set_config(exec_cuda *cx, const cu_config *c);
 void exec_cuda_target(const cu_config *c, plan_target *t);
 
 /* Can this build run every node of p on CUDA? SB_ERR_MODEL_TENSOR_TYPE naming the tensor, its
- * type and the op otherwise (SB_ERR_UNSUPPORTED for shapes, e.g. head_dim > 256). */
+ * type and the op otherwise (SB_ERR_UNSUPPORTED for shapes, e.g. head_dim > 512). */
 sb_status exec_cuda_check(const plan *p);
 
 /* Run p (which passed exec_cuda_check). b->data as for exec_cpu_run (host pointers; b->arena is
@@ -92,6 +92,10 @@ void exec_cuda_host_free(exec_cuda *cx, void *p);
 /* How many nodes of p the executor-level fusions (cuda_fusion.h) fold away as a context with
  * settings c (NULL: the defaults) would plan them (host only; -1 on error). */
 int32_t exec_cuda_count_fusions(const plan *p, const cu_config *c);
+/* The weights of p a context keeps in host memory — each read only as the table of get_rows by
+ * the tokens input, whose rows a run stages — how many, and the first cap of their nodes into out
+ * (host only; -1 on error). */
+int32_t exec_cuda_host_gathers(const plan *p, ir_ref *out, int32_t cap);
 /* Plan as on a device of compute capability cc_major with sms multiprocessors (no GPU needed; a
  * test of planning decisions: cu_assume_device); 0, 0 restores the real device. */
 void exec_cuda_assume_device(int cc_major, int sms);

@@ -33,6 +33,7 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     t->add_norm_writes_sum = true;     /* cu_add_rms_norm_quant reads the sum back */
     t->attn_rope_max_t = 1;            /* decode: prefill plans keep Q's rope in their rope-jobs launch (docs/cuda.md) */
     t->attn_quant_type = SB_TYPE_Q8_1; /* cu_attn_args.xq: the O projection's q8_1 blocks beside the f32 output */
+    t->attn_fuse_max_head_dim = CU_ATT_MAX_D; /* cu_attention's; wider heads go to the paged kernel, which does neither */
     t->matmul_group_max_t = 1;         /* decode: one multi-GEMV launch (prefill's int8 MMA groups: cuda_fusion.c) */
     t->matmul_group_max = CU_MULTI_MAX;
     t->group_member_fits = cf_multi_ok;
@@ -49,6 +50,7 @@ sb_status exec_cuda_check(const plan *p) {
         case IR_OP_TOKENS: case IR_OP_POS: case IR_OP_OUT_ROWS: case IR_OP_WEIGHT: case IR_OP_RESHAPE: case IR_OP_OUTPUT:
         case IR_OP_RMS_NORM: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU:
         case IR_OP_GELU_TANH: case IR_OP_SWIGLU: case IR_OP_GEGLU: case IR_OP_FUSED: case IR_OP_ROPE: case IR_OP_ROPE_STORE: case IR_OP_SELECT_ROWS:
+        case IR_OP_SLICE:
             if (n->op == IR_OP_FUSED && ir_fused_steps(n) > 7)
                 return sb_fail(SB_ERR_UNSUPPORTED, "cuda: fused chain %%%d of %d steps (at most 7)", (int)i, ir_fused_steps(n));
             if ((n->op == IR_OP_ROPE || n->op == IR_OP_ROPE_STORE) && ir_rope_of(n).n_rot / 2 > 512)
@@ -107,8 +109,15 @@ sb_status exec_cuda_check(const plan *p) {
                                    ir_attn_of(n).head_dim);
                 break;
             }
-            if (ir_attn_of(n).head_dim > 256 || ir_attn_of(n).head_dim < 1)
-                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention %%%d with head_dim %d (1..256)", (int)i, ir_attn_of(n).head_dim);
+            { /* contiguous: cu_attention up to CU_ATT_MAX_D; wider heads k_attn_paged.cu over the cache as one block */
+                const int hd = ir_attn_of(n).head_dim;
+                if (hd < 1 || hd > CU_ATT_PAGED_MAX_D || (hd > CU_ATT_MAX_D && hd % 2))
+                    return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention %%%d with head_dim %d (1..%d, or even up to %d)", (int)i, hd, CU_ATT_MAX_D,
+                                   CU_ATT_PAGED_MAX_D);
+                if (hd > CU_ATT_MAX_D && (ir_attn_q_rope(n).n_rot || ir_attn_quant_type(n) >= 0))
+                    return sb_fail(SB_ERR_INTERNAL, "cuda: attention %%%d of head_dim %d rotates q or writes a quantized output "
+                                   "(past plan_target.attn_fuse_max_head_dim %d)", (int)i, hd, CU_ATT_MAX_D);
+            }
             break;
         default:
             return sb_fail(SB_ERR_UNSUPPORTED, "cuda: op %s (node %%%d) has no CUDA kernel",

@@ -216,9 +216,12 @@ sb_status cx_run_node(crun *r, int32_t i) {
     switch (n->op) {
     case IR_OP_GET_ROWS: {
         const ir_node *w = SRC(0);
+        const cgather *gt = cx_gather_of(r->c, i);
         uint64_t rb = 0;
         qk_row_bytes(w->dtype, w->ne[0], &rb);
         r->n_kernels++;
+        if (gt) /* the table stays in host memory: this run's rows are in the stage, in token order */
+            return cu_get_rows(s, dst, r->c->d_stage + gt->off, w->dtype, n->ne[0], rb, NULL, n->ne[1]);
         return cu_get_rows(s, dst, SP(0), w->dtype, n->ne[0], rb, SP(1), n->ne[1]);
     }
     case IR_OP_RMS_NORM: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU:
@@ -305,14 +308,15 @@ sb_status cx_run_node(crun *r, int32_t i) {
         r->n_kernels++;
         return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
     case IR_OP_ATTENTION: {
-        if (ir_attn_block_size(n)) { /* paged (k_attn_paged.cu) */
+        const bool paged = ir_attn_block_size(n) > 0;
+        if (paged || ir_attn_of(n).head_dim > CU_ATT_MAX_D) { /* k_attn_paged.cu; a contiguous cache as one block of its C rows */
             const ir_attn_params ap = ir_attn_of(n);
-            const ir_node *q = SRC(0), *tbl = SRC(4);
+            const ir_node *q = SRC(0);
             const cu_attn_paged_args pa = {.D = q->ne[0], .Hq = q->ne[1], .Hkv = ap.n_head_kv, .T = q->ne[2], .ctype = SRC(1)->dtype,
                                            .scale = ap.scale, .softcap = ap.softcap, .window = ap.window,
-                                           .bs = ir_attn_block_size(n), .n_tbl = tbl->ne[0]};
+                                           .bs = paged ? ir_attn_block_size(n) : (int)SRC(1)->ne[1], .n_tbl = paged ? SRC(4)->ne[0] : 1};
             r->n_kernels++;
-            return cu_attention_paged(s, dst, SP(0), SP(1), SP(2), SP(3), SP(4), &pa);
+            return cu_attention_paged(s, dst, SP(0), SP(1), SP(2), SP(3), paged ? (const int32_t *)SP(4) : r->cx->d_zero, &pa);
         }
         cu_attn_args a = cx_attn_args(r->cx, r->p, n);
         a.depth_max = r->depth_max;
@@ -339,6 +343,11 @@ sb_status cx_run_node(crun *r, int32_t i) {
     case IR_OP_SELECT_ROWS:
         r->n_kernels++;
         return cu_select_rows(s, dst, SP(0), n->ne[0], SP(1), n->ne[1]);
+    case IR_OP_SLICE: { /* x [a,b,c,d] -> [a,n,c,d] */
+        const ir_node *x = SRC(0);
+        r->n_kernels++;
+        return cu_slice_rows(s, dst, SP(0), x->ne[0], x->ne[1], ir_slice_start(n), ir_slice_len(n), x->ne[2] * x->ne[3]);
+    }
     default: return sb_fail(SB_ERR_INTERNAL, "cuda: op %s has no CUDA implementation", ir_ops[n->op].name);
     }
 #undef SRC

@@ -27,6 +27,17 @@ typedef struct devbuf {
     uint64_t bytes;
 } devbuf;
 
+/* a get_rows whose table stays in host memory (cx_plan_get: every reader of the weight is a get_rows
+ * by the tokens input; an embedding table such as gemma4's per-layer one is never uploaded whole):
+ * each run copies its T rows, still in the table's format, into the plan's stage, in token order */
+typedef struct cgather {
+    int32_t node;         /* the GET_ROWS node */
+    int32_t w_in, tok_in; /* the input slots of its table and of its tokens */
+    uint64_t off;         /* its rows' bytes into the stage */
+    uint64_t row_bytes;
+    int64_t T;            /* rows: the node's ne[1] */
+} cgather;
+
 #define CX_MAX_OUT 4 /* outputs a graph run may have written directly (direct_root; a plan with more copies them) */
 #define CX_DEPTH_CLASSES 12 /* 0: any depth; c >= 1: every attention sees at most attn_small << (c - 1) keys (depth_class) */
 
@@ -45,10 +56,14 @@ typedef struct cplan {
     int64_t runs;         /* runs of this plan so far */
     cuda_fusions fu;      /* executor-level fusion (cx->cfg.fuse; cuda_fusion.h): all NULL when off */
     struct cg_node *cg;   /* per node: its generated kernel (cx_cg_prepare; NULL table or fn: hand-written) */
-    /* a paged plan's slots and block-table inputs: their own device buffer (a plan's shapes are
-     * fixed, so captured graphs keep reading it) and page-locked staging, copied as one span a run */
-    int32_t *d_paged, *h_paged;
-    uint64_t paged_words;
+    /* the per-run host data of a plan: a paged plan's slots and block-table inputs (paged_words int32
+     * from the start, in input order), then each host-gathered get_rows' rows (gathers[k].off); a
+     * device buffer of the plan's own (its shapes are fixed, so captured graphs keep reading it) and
+     * page-locked staging of the same layout, copied as one span a run before the launch */
+    uint8_t *d_stage, *h_stage;
+    uint64_t stage_bytes, paged_words;
+    cgather *gathers;
+    int32_t n_gathers;
 } cplan;
 
 struct exec_cuda {
@@ -61,6 +76,7 @@ struct exec_cuda {
     int32_t *d_in;        /* device inputs [3 * max_tokens], h_in's layout: one copy a run */
     int32_t *d_tok, *d_pos, *d_rows; /* into d_in */
     unsigned *d_cnt;      /* CU_ATT_COUNTERS zeroed split counters (attention's in-kernel merge) */
+    int32_t *d_zero;      /* [max_tokens] zeros: the block table of a contiguous cache read by the paged kernel */
     int32_t *h_in;        /* page-locked staging [3 * max_tokens]: tokens, positions, out_rows */
     int64_t max_tokens;
     cu_config cfg;        /* every setting (cu_config.h); bound to the thread for each call into the backend */
@@ -123,6 +139,7 @@ static inline void *dptr(const crun *r, ir_ref i) {
 void cx_drop_graphs(cplan *c);                  /* exec_cuda_plan.c: c's captured graphs */
 void cx_plan_clear(cplan *c);                   /* ... and everything else of c */
 sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cplan **out); /* found or built */
+const cgather *cx_gather_of(const cplan *c, int32_t node); /* node's host gather, or NULL: its table is on the GPU */
 cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n);
 sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, const char *name, void **dev); /* exec_cuda.c */
 sb_status cx_cg_prepare(exec_cuda *cx, const plan *p, cplan *c); /* exec_cuda_codegen.c: before any capture */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
- * runtime/exec_cuda_plan.c — per-plan device state (cplan): input bindings to device memory,
- * attention split counts, the executor-level fusion tables (cuda_fusion.h), the arena size with
- * split scratch, generated kernels; found by plan pointer or built on a plan's first run.
+ * runtime/exec_cuda_plan.c — per-plan device state (cplan): input bindings to device memory (a
+ * weight read only as a get_rows table by the tokens stays in host memory: its rows go through the
+ * plan's per-run stage), attention split counts, the executor-level fusion tables (cuda_fusion.h),
+ * the arena size with split scratch, generated kernels; found by plan pointer or built on a plan's
+ * first run.
  * Layer 2 (runtime), CUDA builds only.
  */
 #ifdef SB_HAVE_CUDA /* the whole file: a build without CUDA has no "cuda" backend kind */
@@ -26,8 +28,9 @@ void cx_plan_clear(cplan *c) {
     free(c->dptr);
     cuda_fusions_free(&c->fu);
     free(c->cg);
-    cu_free(c->d_paged);
-    cu_host_free(c->h_paged);
+    cu_free(c->d_stage);
+    cu_host_free(c->h_stage);
+    free(c->gathers);
     memset(c, 0, sizeof *c);
 }
 
@@ -95,11 +98,79 @@ static uint64_t paged_words(const plan *p) {
     return w;
 }
 
-static sb_status paged_buffers(cplan *c, const plan *p) {
+/* per node of p: 1 for a weight read only as the table of get_rows by the tokens input (at least
+ * once), which then stays in host memory; decided from the plan's shape alone */
+static uint8_t *host_gathered(const plan *p) {
+    const ir_graph *g = p->g;
+    uint8_t *gat = (uint8_t *)calloc((size_t)g->n_nodes, 1), *full = (uint8_t *)calloc((size_t)g->n_nodes, 1);
+    if (!gat || !full) {
+        free(full);
+        free(gat);
+        return NULL;
+    }
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        for (int k = 0; k < IR_MAX_SRC; k++) {
+            const ir_ref w = n->src[k];
+            if (w == IR_NONE || g->nodes[w].op != IR_OP_WEIGHT) continue;
+            const bool gather = n->op == IR_OP_GET_ROWS && k == 0 && g->nodes[n->src[1]].op == IR_OP_TOKENS;
+            (gather ? gat : full)[w] = 1;
+        }
+    }
+    for (int32_t i = 0; i < g->n_nodes; i++) gat[i] = gat[i] && !full[i];
+    free(full);
+    return gat;
+}
+
+int32_t exec_cuda_host_gathers(const plan *p, ir_ref *out, int32_t cap) {
+    uint8_t *gat = host_gathered(p);
+    if (!gat) return -1;
+    int32_t n = 0;
+    for (int32_t i = 0; i < p->g->n_nodes; i++)
+        if (gat[i]) {
+            if (n < cap) out[n] = i;
+            n++;
+        }
+    free(gat);
+    return n;
+}
+
+#define STAGE_ALIGN 256 /* each gather's rows start aligned (cu_malloc's own alignment) */
+
+/* c's stage: the paged words, then the rows of each get_rows of a host-gathered table (gat); its
+ * device buffer and page-locked staging (none when empty) */
+static sb_status stage_buffers(cplan *c, const plan *p, const uint8_t *gat) {
+    const ir_graph *g = p->g;
     c->paged_words = paged_words(p);
-    if (!c->paged_words) return SB_OK;
-    SB_TRY(cu_malloc((void **)&c->d_paged, (size_t)c->paged_words * 4, "paged KV slots and block tables"));
-    return cu_host_alloc((void **)&c->h_paged, (size_t)c->paged_words * 4, "paged KV slots and block tables (staging)");
+    uint64_t off = c->paged_words * 4;
+    int32_t ng = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++) ng += g->nodes[i].op == IR_OP_GET_ROWS && gat[g->nodes[i].src[0]];
+    if (ng) {
+        c->gathers = (cgather *)calloc((size_t)ng, sizeof *c->gathers);
+        if (!c->gathers) return sb_fail(SB_ERR_OOM, "cuda: %d host gathers", (int)ng);
+    }
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (n->op != IR_OP_GET_ROWS || !gat[n->src[0]]) continue;
+        const ir_node *w = &g->nodes[n->src[0]];
+        cgather *gt = &c->gathers[c->n_gathers++];
+        off = (off + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+        *gt = (cgather){.node = i, .w_in = p->vals[n->src[0]].input, .tok_in = p->vals[n->src[1]].input, .off = off, .T = n->ne[1]};
+        if (qk_row_bytes(w->dtype, w->ne[0], &gt->row_bytes) || gt->w_in < 0 || gt->tok_in < 0)
+            return sb_fail(SB_ERR_INTERNAL, "cuda: get_rows %%%d of \"%s\" (type %s) cannot be gathered on the host", (int)i, w->name,
+                           ir_dtype_name(w->dtype));
+        off += (uint64_t)n->ne[1] * gt->row_bytes;
+    }
+    c->stage_bytes = off;
+    if (!off) return SB_OK;
+    SB_TRY(cu_malloc((void **)&c->d_stage, (size_t)off, "per-run inputs: paged KV slots and block tables, gathered rows"));
+    return cu_host_alloc((void **)&c->h_stage, (size_t)off, "per-run inputs (staging)");
+}
+
+const cgather *cx_gather_of(const cplan *c, int32_t node) {
+    for (int32_t k = 0; k < c->n_gathers; k++)
+        if (c->gathers[k].node == node) return &c->gathers[k];
+    return NULL;
 }
 
 sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cplan **out) {
@@ -116,27 +187,33 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
     memset(c, 0, sizeof *c);
     c->dptr = (void **)calloc((size_t)(p->n_inputs ? p->n_inputs : 1), sizeof *c->dptr);
     if (!c->dptr) return sb_fail(SB_ERR_OOM, "cuda: plan bindings");
-    sb_status st = paged_buffers(c, p);
-    uint64_t w = 0; /* into d_paged */
+    uint8_t *gat = host_gathered(p);
+    sb_status st = gat ? stage_buffers(c, p, gat) : sb_fail(SB_ERR_OOM, "cuda: plan weight flags");
+    uint64_t w = 0; /* int32 words into d_stage */
     for (int32_t i = 0; st == SB_OK && i < p->n_inputs; i++) {
         const plan_input *in = &p->inputs[i];
         const ir_node *n = &p->g->nodes[in->node];
         switch (in->kind) {
         case IR_OP_SLOTS: case IR_OP_BLOCK_TABLE:
-            c->dptr[i] = c->d_paged + w;
+            c->dptr[i] = (int32_t *)c->d_stage + w;
             w += (uint64_t)ir_nelem(n);
             break;
         case IR_OP_TOKENS: c->dptr[i] = cx->d_tok; break;
         case IR_OP_POS: c->dptr[i] = cx->d_pos; break;
         case IR_OP_OUT_ROWS: c->dptr[i] = cx->d_rows; break;
         case IR_OP_WEIGHT:
+            if (gat[in->node]) break; /* stays in host memory: its rows go through the stage (dptr NULL) */
+            st = cx_devbuf_get(cx, b->data[i], ir_nbytes(n), in->name, &c->dptr[i]);
+            break;
         case IR_OP_KV: st = cx_devbuf_get(cx, b->data[i], ir_nbytes(n), in->name, &c->dptr[i]); break;
         default: st = sb_fail(SB_ERR_INTERNAL, "cuda: plan input %d has kind %d", (int)i, in->kind);
         }
     }
+    free(gat);
     uint64_t scratch = 0;
     for (int32_t i = 0; i < p->g->n_nodes; i++)
-        if (p->g->nodes[i].op == IR_OP_ATTENTION && !ir_attn_block_size(&p->g->nodes[i])) { /* paged: no scratch */
+        if (p->g->nodes[i].op == IR_OP_ATTENTION && !ir_attn_block_size(&p->g->nodes[i]) &&
+            ir_attn_of(&p->g->nodes[i]).head_dim <= CU_ATT_MAX_D) { /* paged, or past cu_attention's heads (the paged kernel): no scratch */
             cu_attn_args a = cx_attn_args(cx, p, &p->g->nodes[i]);
             uint64_t f = cu_attention_scratch(&a);
             if (f > scratch) scratch = f;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
- * runtime/exec_cuda_run.c — a run: inputs validated on the host and staged, the depth class of a
- * decode step, outputs written straight to page-locked destinations, CUDA Graph capture and
- * replay, the settings bound to the thread for the run; and the profile report.
+ * runtime/exec_cuda_run.c — a run: inputs validated on the host and staged (with the rows of the
+ * tables gathered on the host), the depth class of a decode step, outputs written straight to
+ * page-locked destinations, CUDA Graph capture and replay, the settings bound to the thread for the
+ * run; and the profile report.
  * Layer 2 (runtime), CUDA builds only.
  */
 #ifdef SB_HAVE_CUDA /* the whole file: a build without CUDA has no "cuda" backend kind */
@@ -55,6 +56,27 @@ static ir_ref direct_root(const plan *p, ir_ref o) {
     return root;
 }
 
+/* c's page-locked stage filled for this run (cx_plan_get's layout): the slots and block tables in
+ * input order, then each host gather's rows tok[t] of its table, bytes as stored (the tokens were
+ * range-checked against the table by plan_check_bindings); the previous run has finished with it */
+static const uint8_t *stage(cplan *c, const plan *p, const exec_bindings *b) {
+    int32_t *words = (int32_t *)c->h_stage;
+    for (int32_t i = 0; i < p->n_inputs; i++) {
+        if (p->inputs[i].kind != IR_OP_SLOTS && p->inputs[i].kind != IR_OP_BLOCK_TABLE) continue;
+        const uint64_t nw = (uint64_t)ir_nelem(&p->g->nodes[p->inputs[i].node]);
+        memcpy(words, b->data[i], (size_t)nw * 4);
+        words += nw;
+    }
+    for (int32_t k = 0; k < c->n_gathers; k++) {
+        const cgather *gt = &c->gathers[k];
+        const int32_t *tok = (const int32_t *)b->data[gt->tok_in];
+        const uint8_t *tab = (const uint8_t *)b->data[gt->w_in];
+        uint8_t *dst = c->h_stage + gt->off;
+        for (int64_t t = 0; t < gt->T; t++, dst += gt->row_bytes) memcpy(dst, tab + (uint64_t)tok[t] * gt->row_bytes, (size_t)gt->row_bytes);
+    }
+    return c->h_stage;
+}
+
 static sb_status run_bound(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
     const int32_t *rows = NULL;
     SB_TRY(plan_check_bindings(p, b->data, b->n_data, &rows));
@@ -93,16 +115,7 @@ static sb_status run_bound(exec_cuda *cx, const plan *p, const exec_bindings *b,
             for (int64_t k = 0; k < n_rows; k++) h_rows[k] = (int32_t)(p->n_tokens - n_rows + k);
         in_bytes = (size_t)(2 * cx->max_tokens + n_rows) * 4;
     }
-    if (c->paged_words) { /* slots and block tables, in input order (cx_plan_get's d_paged layout) */
-        uint64_t w = 0;
-        for (int32_t i = 0; i < p->n_inputs; i++) {
-            if (p->inputs[i].kind != IR_OP_SLOTS && p->inputs[i].kind != IR_OP_BLOCK_TABLE) continue;
-            const uint64_t nw = (uint64_t)ir_nelem(&p->g->nodes[p->inputs[i].node]);
-            memcpy(c->h_paged + w, b->data[i], (size_t)nw * 4);
-            w += nw;
-        }
-        SB_TRY(cu_memcpy_h2d(c->d_paged, c->h_paged, (size_t)w * 4, cx->s));
-    }
+    if (c->stage_bytes) SB_TRY(cu_memcpy_h2d(c->d_stage, stage(c, p, b), (size_t)c->stage_bytes, cx->s));
     if (cx->cfg.poison) SB_TRY(cu_memset(cx->arena, 0xFF, (size_t)cx->arena_bytes, cx->s));
     const int dc = depth_class(cx, p, c, b);
     crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena, .depth_max = class_depth(cx, dc)};

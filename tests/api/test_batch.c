@@ -459,15 +459,17 @@ static void run_models(const char *emb) {
     }
     /* 5-position blocks: gemma3's 8-position sliding window spans block boundaries */
     test_batched_greedy(test_data_path("models/test-gemma3-f32.gguf"), 5, 1e-7, 0.0f);
-    if (device != SB_DEVICE_CPU) return; /* gemma4 has no CUDA session to compare with */
     /* gemma4: per-layer embeddings, two head sizes, shared-KV layers reading their source layer's
-     * blocks (the sessions keep sliding-window rings: the same logits as full caches). Attention
+     * blocks (the CPU sessions keep sliding-window rings: the same logits as full caches). Attention
      * scale 1.0 over unit-RMS q/k gives near one-hot softmaxes that amplify summation order: F32
-     * measured 5.1e-7 here (limit 2e-6). The quantized files are chaotic under any other order
+     * measured 5.1e-7 on the CPU (limit 2e-6). On CUDA the engine's paged kernel meets the
+     * sessions' contiguous ones, and each step stages the block tables and the per-layer table's
+     * rows (kept in host memory) in one copy. The quantized files are chaotic under any other order
      * (bench/NOTES.md, the gemma4 conformance section: one 8-bit rounding flip moves the logits by
      * ~1e-3 and grows through the cache), so Q8_0 runs one sequence, whose engine steps take the
-     * session's own kernels: bit for bit. */
+     * CPU session's own kernels: bit for bit. */
     test_batched_greedy(test_data_path("models/test-gemma4-f32.gguf"), 5, 2e-6, 0.0f);
+    if (device != SB_DEVICE_CPU) return; /* one sequence bit for bit: the CPU's kernels */
     test_alone_exact(test_data_path("models/test-gemma4-q8_0.gguf"));
     test_alone_exact(test_data_path("models/test-qwen2-q8_0.gguf"));
 }

@@ -304,7 +304,8 @@ static void case_fuse_matmul_add(void) {
 }
 
 /* decode (T = 1): Q's rope into the attention, the attention's q8_1 output as its result 1; a
- * 2-token plan with attn_rope_max_t 1 keeps the rope; a reference target changes nothing */
+ * 2-token plan with attn_rope_max_t 1 keeps the rope, heads past attn_fuse_max_head_dim keep both;
+ * a reference target changes nothing */
 static void case_fuse_attn(void) {
     plan_target t;
     test_target(&t);
@@ -341,6 +342,18 @@ static void case_fuse_attn(void) {
     int r2 = 0;
     for (int i = 0; i < g->n_nodes; i++) r2 += g->nodes[i].op == IR_OP_ROPE;
     CHECK_EQ_INT(r2, 2);
+    ir_graph_free(g);
+    /* heads of 64 dims past a target's attn_fuse_max_head_dim of 32: the rope and the quantize stay */
+    plan_target narrow = t;
+    narrow.attn_fuse_max_head_dim = 32;
+    cx.target = &narrow;
+    g = attn_ffn_graph_t(false, 1);
+    CHECK(pass_quantize_once(g, &cx) == SB_OK);
+    before = ir_print_str(g);
+    CHECK(pass_fuse_attn_rope(g, &cx) == SB_OK && pass_fuse_attn_quant(g, &cx) == SB_OK);
+    after = ir_print_str(g);
+    CHECK(!strcmp(before, after));
+    free(before), free(after);
     ir_graph_free(g);
     /* a reference target */
     plan_target r;

@@ -7,8 +7,10 @@
  * table, on fresh random inputs into NaN-poisoned outputs: tokens of three sequences with shuffled
  * block tables in one step (decodes, prefill chunks, a block edge), F16 and F32 caches, head_dim
  * 64 / 80 / 128 / 256 / 512, GQA, a window, a softcap, block sizes 5 / 8 / 16. Unrelated rows fill
- * every other block, so a wrong row mapping shows. Limit NMSE 1e-10 (f32 sums in another order:
- * the kernel's softmax is online).
+ * every other block, so a wrong row mapping shows. Then a contiguous cache read as the executor
+ * reads one of heads past cu_attention's 256 (one block of all C rows, a table of zeros) against
+ * op_attention without a table. Limit NMSE 1e-10 (f32 sums in another order: the kernel's softmax
+ * is online).
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler.
  */
 #include "ops/ops_ref.h"
@@ -94,6 +96,38 @@ static void run_case(const pcase *c) {
     free(q), free(kf), free(vf), free(kc), free(vc), free(ref), free(got), free(scores), free(tbl);
 }
 
+/* a contiguous cache of C rows as one block (bs C, one zero entry per token: exec_cuda_dispatch.c's
+ * attention of head_dim > CU_ATT_MAX_D): T tokens at positions p0.. against op_attention without a
+ * table (position j at row j); the rows past the last position hold unrelated keys */
+static void run_contig(int64_t D, int64_t Hq, int64_t Hkv, int ctype, int window, float softcap, int64_t C, int64_t T, int32_t p0) {
+    const int64_t Dkv = D * Hkv;
+    int32_t pos[16], zeros[16] = {0};
+    for (int64_t t = 0; t < T; t++) pos[t] = p0 + (int32_t)t;
+    float *q = rnd(D * Hq * T), *kf = rnd(Dkv * C), *vf = rnd(Dkv * C);
+    void *kc = as_cache(ctype, kf, Dkv * C), *vc = as_cache(ctype, vf, Dkv * C);
+    float *ref = malloc((size_t)(D * Hq * T) * 4), *got = malloc((size_t)(D * Hq * T) * 4), *scores = malloc(4096 * 4);
+    for (int64_t i = 0; i < D * Hq * T; i++) got[i] = NAN;
+    const op_attn_args oa = {.D = D, .Hq = Hq, .Hkv = Hkv, .ctype = ctype, .scale = 1.0f / sqrtf((float)D), .softcap = softcap, .window = window};
+    op_attention(ref, q, kc, vc, pos, &oa, 0, T * Hq, scores);
+    const long long dims[5] = {D, Hq, Hkv, T, 1};
+    const float f[2] = {oa.scale, softcap};
+    const int iv[3] = {ctype, window, (int)C};
+    const int rc = emu_paged(got, q, kc, vc, pos, zeros, dims, f, iv);
+    double num = 0, den = 0;
+    int64_t nan = 0;
+    for (int64_t i = 0; i < D * Hq * T; i++) {
+        if (got[i] != got[i]) nan++;
+        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
+        den += (double)ref[i] * ref[i];
+    }
+    const double e = nan ? 1e30 : num / den;
+    printf("contiguous as one block %s D=%lld Hq/Hkv=%lld/%lld T=%lld C=%lld p0=%d w=%d cap=%g: NMSE %.3e%s\n", ctype == SB_TYPE_F16 ? "f16" : "f32",
+           (long long)D, (long long)Hq, (long long)Hkv, (long long)T, (long long)C, (int)p0, window, softcap, e, nan ? " (unwritten outputs)" : "");
+    CHECKF(rc == 0, "emulation rc %d (a deadlock)", rc);
+    CHECKF(e <= 1e-10, "contiguous D=%lld C=%lld: NMSE %.3e (%lld NaN)", (long long)D, (long long)C, e, (long long)nan);
+    free(q), free(kf), free(vf), free(kc), free(vc), free(ref), free(got), free(scores);
+}
+
 int main(void) {
     void *h = emu_build("tests/runtime/cuda_attn_paged_emu.cc");
     if (!h) return test_summary();
@@ -108,6 +142,9 @@ int main(void) {
             {512, 2, 1, SB_TYPE_F16, 0, 16, 0, {3, 130, 0}, {1, 1, 2}},    /* gemma4's global head_dim */
         };
         for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) run_case(&cs[k]);
+        run_contig(512, 4, 1, SB_TYPE_F16, 0, 0, 300, 1, 250);   /* a decode step deep in the cache */
+        run_contig(512, 2, 2, SB_TYPE_F32, 24, 30.0f, 64, 3, 0); /* prefill from 0, window, softcap */
+        run_contig(320, 2, 1, SB_TYPE_F16, 0, 0, 40, 2, 38);    /* 320 dims, the last rows */
     }
     emu_build_done(h);
     return test_summary();

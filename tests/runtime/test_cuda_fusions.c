@@ -241,9 +241,17 @@ static void add_case(sbuf *b, const char *title, ir_graph *g, bool counts) {
             const bool compute = !(ir_ops[n->op].flags & OPF_INPUT) && n->op != IR_OP_RESHAPE && n->op != IR_OP_OUTPUT && n->op != IR_OP_RESULT;
             nodes += compute, fused += f.skip[i], launches += compute && !f.skip[i];
         }
-        if (counts)
+        if (counts) {
             put(b, "# %d compute nodes, %d launches; the executor's: %d nodes in other launches, %d GLU pairs, %d norms summing split partials\n",
                 (int)nodes, (int)launches, (int)fused, (int)exec_cuda_count_glu_pairs(p, NULL), (int)exec_cuda_count_norm_sums(p, NULL));
+            const sb_status ck = exec_cuda_check(p);
+            put(b, "# exec_cuda_check: %s\n", ck == SB_OK ? "runs" : sb_last_error());
+            ir_ref gw[8];
+            const int32_t ng = exec_cuda_host_gathers(p, gw, 8);
+            put(b, "# tables kept in host memory (rows staged per run): %d", (int)ng);
+            for (int32_t k = 0; k < ng && k < 8; k++) put(b, "%s %s", k ? "," : "", p->g->nodes[gw[k]].name);
+            put(b, "\n");
+        }
     } else if (p) {
         CHECKF(0, "%s: cuda_fusions_plan: %s", title, sb_last_error());
     }
@@ -282,9 +290,11 @@ static void model_cases(sbuf *b, const char *file) {
     rt_model_free(m);
 }
 
-/* test_cuda_fusions MODEL T: MODEL's plan of T tokens as on an H200, described and counted (a tool,
- * for any model file; SB_DUMP_IR=after:memplan prints the planned graph beside it) */
-static int describe_model(const char *path, int64_t T) {
+/* test_cuda_fusions MODEL T [paged]: MODEL's plan of T tokens (paged: the batched engine's decoder,
+ * blocks of 16) as on an H200, described and counted, whether the executor's check
+ * (exec_cuda_check) takes it and which tables stay in host memory (a tool, for any model file;
+ * SB_DUMP_IR=after:memplan prints the planned graph beside it) */
+static int describe_model(const char *path, int64_t T, bool paged) {
     rt_model *m;
     if (rt_model_load(path, NULL, &m) != SB_OK) {
         fprintf(stderr, "%s\n", sb_last_error());
@@ -293,6 +303,7 @@ static int describe_model(const char *path, int64_t T) {
     ir_graph *g;
     ir_graph_create(&g);
     rt_build bld = {.g = g, .m = m, .T = T, .n_out = 1, .n_ctx = 4096, .kv_type = SB_TYPE_F16};
+    if (paged) bld.block_size = 16, bld.n_blk_max = 256, bld.n_out = T; /* the batched engine's decoder */
     sbuf b = {0};
     put(&b, "%s", "");
     if (rt_build_decoder(&bld) == SB_OK) add_case(&b, path, g, true);
@@ -305,7 +316,7 @@ static int describe_model(const char *path, int64_t T) {
 
 int main(int argc, char **argv) {
     exec_cuda_assume_device(9, 132);
-    if (argc == 3) return describe_model(argv[1], atoll(argv[2]));
+    if (argc == 3 || (argc == 4 && !strcmp(argv[3], "paged"))) return describe_model(argv[1], atoll(argv[2]), argc == 4);
     sbuf b = {0};
     put(&b, "# the CUDA executor's launches per plan, as on an H200 (tests/runtime/test_cuda_fusions.c)\n");
     static const char *models[] = {"test-qwen2-q4_k_m.gguf", "test-qwen2-f16.gguf", "test-llama-q4_k_m.gguf",

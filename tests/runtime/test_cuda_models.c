@@ -2,8 +2,8 @@
 /*
  * tests/runtime/test_cuda_models.c — every model in shared/testdata/models run on CUDA:
  *  1. against llama.cpp's logits (.ref), prompt as one batch then teacher-forced decode, with
- *     test_model_refs' thresholds: F32/F16/BF16 NMSE <= 1e-5 (gemma 2e-5), quantized <= 1e-3 and
- *     the same argmax wherever the reference's top-two margin exceeds 0.05;
+ *     test_model_refs' thresholds: F32/F16/BF16 NMSE <= 1e-5 (gemma 2e-5), quantized <= 1e-3 (gemma4
+ *     Q4_K_M 1.73e-3) and the same argmax wherever the reference's top-two margin exceeds 0.05;
  *  2. CUDA vs the CPU executor on the same file and tokens (same bounds);
  *  3. CUDA-graph replay vs eager execution: bit-identical logits (decode steps, and the prompt
  *     evaluated twice: its plan runs eagerly first, then from the graph captured on second use);
@@ -143,21 +143,15 @@ static void run_model(const char *dir, const char *gguf) {
     float *cpu = malloc((size_t)(n * V) * sizeof *cpu);
     int32_t kernels = 0;
     s = eval_all(m, &r, 1, 1, false, cu, &kernels);
-    if (strstr(gguf, "gemma4") && s != SB_OK) { /* no CUDA kernel for its ops yet (issue 27): a clear refusal, never wrong logits */
-        CHECKF(s == SB_ERR_UNSUPPORTED && strstr(sb_last_error(), "cuda"), "%s: CUDA: %s %s", gguf, sb_status_str(s), sb_last_error());
-        printf("%-28s refused on CUDA: %s\n", gguf, sb_last_error());
-        free(cu), free(eager), free(cpu);
-        ref_free(&r);
-        rt_model_free(m);
-        return;
-    }
     CHECKF(s == SB_OK, "%s: CUDA: %s %s", gguf, sb_status_str(s), sb_last_error());
     /* the decode steps' logits written by the LM head into the session's page-locked buffer */
     CHECKF(s != SB_OK || direct_replays >= (int64_t)r.n_decode, "%s: %lld of %u decode replays wrote their logits directly", gguf,
            (long long)direct_replays, r.n_decode);
     if (s == SB_OK) {
         ref_cmp c = ref_compare(cu, r.logits, n, V);
-        double limit = is_float_model(gguf) ? (strstr(gguf, "gemma") ? 2e-5 : 1e-5) : 1e-3;
+        /* gemma4 Q4_K_M: llama.cpp's own distance from its reference (test_model_refs' g4_quant_limit:
+         * its near one-hot attention turns one 8-bit rounding into every later layer's) */
+        double limit = is_float_model(gguf) ? (strstr(gguf, "gemma") ? 2e-5 : 1e-5) : strstr(gguf, "gemma4-q4_k_m") ? 1.730e-3 : 1e-3;
         int argmax_ok = is_float_model(gguf) || c.argmax_bad == 0;
         /* 2. CPU executor on the same tokens; 3. eager decode (graphs off) */
         sb_status s2 = eval_all(m, &r, 0, 0, false, cpu, NULL);
@@ -166,12 +160,12 @@ static void run_model(const char *dir, const char *gguf) {
         double vs_cpu = s2 == SB_OK ? nmse(cu, cpu, n * V) : 1e30;
         int64_t graph_diff = 0;
         for (int64_t i = 0; s3 == SB_OK && i < n * V; i++) graph_diff += memcmp(&cu[i], &eager[i], sizeof(float)) != 0;
-        printf("%-28s NMSE %.3e (limit %.0e)  argmax %d/%d  vs CPU %.3e  graph!=eager %lld  kernels/step %d%s\n", gguf, c.nmse, limit,
+        printf("%-28s NMSE %.3e (limit %.1e)  argmax %d/%d  vs CPU %.3e  graph!=eager %lld  kernels/step %d%s\n", gguf, c.nmse, limit,
                c.argmax_checked - c.argmax_bad, c.argmax_checked, vs_cpu, (long long)graph_diff, kernels,
                c.nmse <= limit && argmax_ok && vs_cpu <= limit && graph_diff == 0 ? "" : "  FAIL");
-        CHECKF(c.nmse <= limit, "%s: NMSE %.3e > %.0e", gguf, c.nmse, limit);
+        CHECKF(c.nmse <= limit, "%s: NMSE %.3e > %.1e", gguf, c.nmse, limit);
         CHECKF(argmax_ok, "%s: argmax differs on %d rows (first %d)", gguf, c.argmax_bad, c.first_bad_row);
-        CHECKF(vs_cpu <= limit, "%s: CUDA vs CPU NMSE %.3e > %.0e", gguf, vs_cpu, limit);
+        CHECKF(vs_cpu <= limit, "%s: CUDA vs CPU NMSE %.3e > %.1e", gguf, vs_cpu, limit);
         CHECKF(graph_diff == 0, "%s: %lld decode logits differ between graph replay and eager", gguf, (long long)graph_diff);
         /* 3c. executor-level fusion (GEMV epilogues) gives the very same logits, with fewer kernels */
         {

@@ -4,10 +4,12 @@
  * fresh random inputs, through small graphs: the same graph is planned for the CUDA target (run by
  * exec_cuda with the device arena poisoned with NaN before each run) and for the reference target
  * (run by exec_cpu: unfused ops_ref.c, f32 activations, f64 matmul sums), and the outputs are
- * compared by NMSE. Families: get_rows (every readable type), matmul (q8_1 dp4a GEMV per type and
+ * compared by NMSE. Families: get_rows (every readable type; the table kept in host memory, also
+ * across graph replays, or uploaded), slice, matmul (q8_1 dp4a GEMV per type and
  * T = 1..13 including 8-token tiles; f32-activation GEMV for float and other types), fused RMSNorm
  * chains, RMSNorm+quantize, GLU(+quantize), elementwise (scale/softcap/silu/gelu), RoPE
- * NORMAL/NEOX with freq factors, kv_store + attention (F32/F16 cache, GQA, window, softcap,
+ * NORMAL/NEOX with freq factors (also 512-dim heads), kv_store + attention (F32/F16 cache, GQA,
+ * window, softcap, heads of 320 and 512 on the paged kernel,
  * prefill and split-K decode; both k_attention.cu variants; variant 4's decode kernel k_attn_decode.cu
  * at depths 0..4100 with several steps on one executor; paged attention (k_attn_paged.cu: tokens of
  * three sequences with shuffled block tables in one step); the flash-attention prefill of k_fattn.cu
@@ -46,6 +48,7 @@ static int attn_small = 0;   /* variant 4's small-depth layout up to this depth 
 #define AD_TEST_GMAX 8       /* forced heads per block of 8 = G for every G variant 4 takes (min(n, G)) */
 static bool fuse_on = false;  /* executor-level fusions (the default is on; tests opt in) */
 static int32_t last_kernels;  /* kernels the last CUDA run launched */
+static uint64_t last_device_bytes; /* device memory the last CUDA run's context held (exec_cuda_stats) */
 static float *last_y;         /* a copy of the last CUDA run's first output (last_n values) */
 static int64_t last_n;
 static bool ropek_on = false; /* cu_config.fuse_ropek (with fuse_on) */
@@ -152,6 +155,7 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
     for (int32_t k = 1; k < 4; k++) free(outs[k]);
     if (s != SB_OK) goto out;
     last_kernels = exec_cuda_get_stats(cx).kernels_last_run;
+    last_device_bytes = exec_cuda_get_stats(cx).device_bytes;
     free(last_y);
     last_y = malloc((size_t)n * 4), last_n = last_y ? n : 0; /* no copy: a comparison that needs it fails */
     if (last_y) memcpy(last_y, yc, (size_t)n * 4);
@@ -185,6 +189,7 @@ out:
 
 static double run_both(ir_graph *g, const binds *b, const char *label) { return run_cmp(g, b, label, false); }
 static void expect_fused(ir_graph *g, const binds *b, const char *label, double limit, int fewer);
+static void expect_steps(ir_graph *g, binds *b, int32_t *slot, const int32_t *vals, int nsteps, double limit, const char *label);
 
 static void expect(double nmse, double limit, const char *label) {
     printf("%-44s NMSE %.3e (limit %.0e)%s\n", label, nmse, limit, nmse <= limit ? "" : "  FAIL");
@@ -216,24 +221,72 @@ static const char *path_name(int t) {
     return mmvq_type(t) ? "q8_1 dp4a" : "f32";
 }
 
+/* get_rows of every readable type, twice: the table read by nothing else (it stays in host memory:
+ * the executor stages the rows a run needs, so the context holds less than the table), then also
+ * multiplied (so uploaded whole: the device gather, and the context holds at least the table) */
 static void test_get_rows(void) {
-    const int64_t E = 512, V = 40, T = 7;
-    for (int k = 0; k < N_TYPES; k++) {
-        int t = all_types[k];
-        float *wf = rnd(E * V, 0.5f);
-        void *w = quant_rows(t, wf, E, V);
-        int32_t tok[7] = {0, 39, 5, 5, 17, 1, 38};
+    const int64_t E = 512, V = 1000, T = 7;
+    for (int k = 0; k < N_TYPES; k++)
+        for (int on_gpu = 0; on_gpu < 2; on_gpu++) {
+            int t = all_types[k];
+            float *wf = rnd(E * V, 0.5f), *x = rnd(E, 1.0f);
+            void *w = quant_rows(t, wf, E, V);
+            const uint64_t wb = op_row_bytes(t, E) * (uint64_t)V;
+            int32_t tok[7] = {0, 999, 5, 5, 17, 1, 998};
+            ir_graph *g;
+            ir_graph_create(&g);
+            ir_ref wr = ir_input_weight(g, "w", t, (int64_t[4]){E, V, 1, 1});
+            ir_output(g, ir_get_rows(g, wr, ir_input_tokens(g, T)), "y");
+            if (on_gpu) ir_output(g, ir_matmul(g, wr, ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1})), "z");
+            binds b = {.name = {"w", "x"}, .data = {w, x}, .n = 2, .tok = tok};
+            char label[96];
+            snprintf(label, sizeof label, "get_rows %s, table %s", ir_dtype_name(t), on_gpu ? "on the GPU" : "gathered on the host");
+            expect(run_both(g, &b, label), 1e-12, label);
+            CHECKF(on_gpu ? last_device_bytes >= wb : last_device_bytes < wb, "%s: the context holds %llu bytes, the table is %llu", label,
+                   (unsigned long long)last_device_bytes, (unsigned long long)wb);
+            ir_graph_free(g);
+            free(wf), free(x), free(w);
+        }
+}
+
+/* tables gathered on the host across runs of one executor (the captured graph replayed: each run's
+ * rows staged before the launch): two tables (two gathers in the stage) summed, a token a step */
+static void test_gathered_steps(void) {
+    const int64_t E = 256, V = 50;
+    float *af = rnd(E * V, 0.5f), *bf = rnd(E * V, 0.5f);
+    void *a = quant_rows(SB_TYPE_Q8_0, af, E, V), *bq = quant_rows(SB_TYPE_Q4_K, bf, E, V);
+    int32_t tok[1] = {0};
+    const int32_t toks[5] = {3, 49, 0, 3, 17};
+    ir_graph *g;
+    ir_graph_create(&g);
+    ir_ref tr = ir_input_tokens(g, 1);
+    ir_ref ar = ir_input_weight(g, "a", SB_TYPE_Q8_0, (int64_t[4]){E, V, 1, 1}), br = ir_input_weight(g, "b", SB_TYPE_Q4_K, (int64_t[4]){E, V, 1, 1});
+    ir_output(g, ir_add(g, ir_scale(g, ir_get_rows(g, ar, tr), 2.0f), ir_get_rows(g, br, tr)), "y");
+    binds b = {.name = {"a", "b"}, .data = {a, bq}, .n = 2, .tok = tok};
+    expect_steps(g, &b, tok, toks, 5, 1e-12, "get_rows q8_0 + q4_K gathered on the host, token");
+    ir_graph_free(g);
+    free(af), free(bf), free(a), free(bq);
+}
+
+/* slice (k_slice_rows): a layer's rows of a [P, L, T] value (gemma4's per-layer inputs), a span of
+ * a 4-D value, and more rows than one grid's y (65535) */
+static void test_slice(void) {
+    struct { int64_t ne[4]; int32_t start, n; } cs[] = {
+        {{256, 8, 7, 1}, 5, 1}, {{96, 6, 5, 3}, 2, 3}, {{64, 4, 1, 1}, 0, 4}, {{4, 3, 70000, 1}, 2, 1},
+    };
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        float *x = rnd(cs[k].ne[0] * cs[k].ne[1] * cs[k].ne[2] * cs[k].ne[3], 1.0f);
         ir_graph *g;
         ir_graph_create(&g);
-        ir_ref wr = ir_input_weight(g, "w", t, (int64_t[4]){E, V, 1, 1});
-        ir_output(g, ir_get_rows(g, wr, ir_input_tokens(g, T)), "y");
-        binds b = {.name = {"w"}, .data = {w}, .n = 1, .tok = tok};
+        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, cs[k].ne);
+        ir_output(g, ir_slice(g, xr, cs[k].start, cs[k].n), "y");
+        binds b = {.name = {"x"}, .data = {x}, .n = 1};
         char label[96];
-        snprintf(label, sizeof label, "get_rows %s", ir_dtype_name(t));
-        expect(run_both(g, &b, label), 1e-12, label);
+        snprintf(label, sizeof label, "slice [%lld,%lld,%lld,%lld] rows %d..%d", (long long)cs[k].ne[0], (long long)cs[k].ne[1],
+                 (long long)cs[k].ne[2], (long long)cs[k].ne[3], cs[k].start, cs[k].start + cs[k].n - 1);
+        expect(run_both(g, &b, label), 0, label);
         ir_graph_free(g);
-        free(wf);
-        free(w);
+        free(x);
     }
 }
 
@@ -692,6 +745,32 @@ static void test_rope(void) {
     }
 }
 
+/* RoPE of gemma4's global heads (D 512): every dim rotated with 256 freq factors, and a partial rope
+ * (128 of 512 dims; the rest copied), NEOX, at positions up to 8191 */
+static void test_rope_wide(void) {
+    const int64_t D = 512, H = 2, T = 3;
+    int32_t pos[3] = {0, 77, 8191};
+    const int rots[2] = {512, 128};
+    for (int k = 0; k < 2; k++) {
+        const int n_rot = rots[k];
+        float *x = rnd(D * H * T, 1.0f), *ff = malloc((size_t)(n_rot / 2) * sizeof *ff);
+        for (int i = 0; i < n_rot / 2; i++) ff[i] = i < n_rot / 8 ? 1.0f : 1e10f; /* proportional rope: most pairs barely turn */
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){D, H, T, 1});
+        ir_ref fr = ir_input_weight(g, "ff", SB_TYPE_F32, (int64_t[4]){n_rot / 2, 1, 1, 1});
+        ir_rope_params rp = {.n_rot = n_rot, .mode = IR_ROPE_NEOX, .freq_base = 1000000.0f, .freq_scale = 1.0f};
+        ir_output(g, ir_rope(g, xr, ir_input_pos(g, T), fr, &rp), "y");
+        binds b = {.name = {"x", "ff"}, .data = {x, ff}, .n = 2, .pos = pos};
+        char label[96];
+        snprintf(label, sizeof label, "rope neox D=%lld n_rot %d freq factors", (long long)D, n_rot);
+        expect(run_both(g, &b, label), 1e-10, label);
+        ir_graph_free(g);
+        free(x);
+        free(ff);
+    }
+}
+
 /* an attention test's random data: q [D,Hq,T], new k/v [Dkv,T], caches [Dkv,C] of ctype; and the
  * graph inputs over it (names "q", "kn", "vn", "cache_k.0", "cache_v.0": attn_binds) */
 typedef struct attn_data {
@@ -731,6 +810,8 @@ static void test_attention(void) {
         {5, 100, SB_TYPE_F16, 8, 0, 64}, {1, 299, SB_TYPE_F32, 8, 30.0f, 64}, {13, 0, SB_TYPE_F32, 0, 50.0f, 64},
         {1, 120, SB_TYPE_F16, 0, 20.0f, 64}, {7, 60, SB_TYPE_F32, 0, 0, 37}, {1, 200, SB_TYPE_F16, 0, 0, 37},
         {3, 140, SB_TYPE_F16, 0, 0, 256}, {1, 290, SB_TYPE_F32, 0, 0, 256},
+        /* heads past cu_attention's 256: the paged kernel over the contiguous cache (gemma4's 512) */
+        {1, 250, SB_TYPE_F16, 0, 0, 512}, {5, 100, SB_TYPE_F32, 8, 30.0f, 512}, {2, 280, SB_TYPE_F16, 0, 0, 320}, {1, 0, SB_TYPE_F32, 0, 0, 512},
     };
     const int variants[3] = {1, 2, 4}; /* 4: k_attn_decode.cu for T == 1, flash attention (or 2) for T > 1 */
     for (size_t kk = 0; kk < 3 * sizeof cs / sizeof cs[0]; kk++) {
@@ -876,6 +957,49 @@ static void test_rope_attention(void) {
         ir_graph_free(g);
         free(q), free(kn), free(vn), free(kc), free(vc);
     }
+}
+
+/* RoPE(q) -> attention -> a Q8_0 GEMV at head_dim 512 with the fusions on (decode, as gemma4's global
+ * layers): the planner keeps Q's rope and the quantize apart (plan_target.attn_fuse_max_head_dim),
+ * the paged kernel reads the contiguous cache; each variant, T 1 and 4, F16 and F32 caches */
+static void test_wide_attention(void) {
+    const int64_t D = 512, Hq = 4, Hkv = 1, Dkv = D * Hkv, C = 160, NO = 48;
+    struct { int64_t T, p0; int ctype, variant, window; } cs[] = {
+        {1, 150, SB_TYPE_F16, 4, 0}, {1, 0, SB_TYPE_F32, 2, 0}, {4, 60, SB_TYPE_F16, 4, 0}, {1, 159, SB_TYPE_F32, 1, 32},
+    };
+    fuse_on = true;
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int64_t T = cs[k].T;
+        attn_data ad = attn_data_new(cs[k].ctype, D, Hq, Dkv, T, C);
+        float *ff = malloc(256 * sizeof *ff), *wo = rnd(D * Hq * NO, 0.1f);
+        for (int i = 0; i < 256; i++) ff[i] = i < 64 ? 1.0f : 1e10f;
+        void *woq = quant_rows(SB_TYPE_Q8_0, wo, D * Hq, NO);
+        int32_t pos[4];
+        for (int64_t t = 0; t < T; t++) pos[t] = (int32_t)(cs[k].p0 + t);
+        ir_graph *g;
+        ir_graph_create(&g);
+        const attn_refs in = attn_inputs(g, cs[k].ctype, D, Hq, Dkv, T, C);
+        ir_ref pr = ir_input_pos(g, T), fr = ir_input_weight(g, "ff", SB_TYPE_F32, (int64_t[4]){256, 1, 1, 1});
+        ir_rope_params rp = {.n_rot = 512, .mode = IR_ROPE_NEOX, .freq_base = 1000000.0f, .freq_scale = 1.0f};
+        ir_ref k2 = ir_kv_store(g, in.kc, in.kn, pr), v2 = ir_kv_store(g, in.vc, in.vn, pr);
+        ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 1.0f / sqrtf((float)D), .window = cs[k].window};
+        ir_ref att = ir_attention(g, ir_rope(g, in.q, pr, fr, &rp), k2, v2, pr, &ap);
+        ir_output(g, ir_matmul(g, ir_input_weight(g, "wo", SB_TYPE_Q8_0, (int64_t[4]){D * Hq, NO, 1, 1}), att), "y");
+        binds b = attn_binds(&ad, pos);
+        b.name[5] = "ff", b.data[5] = ff;
+        b.name[6] = "wo", b.data[6] = woq;
+        b.n = 7;
+        attn_variant = cs[k].variant;
+        char label[128];
+        snprintf(label, sizeof label, "rope(q)+attention+q8_0 fused v%d %s D=512 T=%lld p0=%lld w=%d", attn_variant, ir_dtype_name(cs[k].ctype),
+                 (long long)T, (long long)cs[k].p0, cs[k].window);
+        expect(run_both(g, &b, label), 5e-4, label);
+        attn_variant = 1;
+        ir_graph_free(g);
+        attn_data_free(&ad);
+        free(ff), free(wo), free(woq);
+    }
+    fuse_on = false;
 }
 
 /* a decode attention block: norm -> Q/K/V with biases -> RoPE(Q), RoPE(K) -> kv_store -> attention;
@@ -1083,11 +1207,12 @@ static void test_mma_prefill(void) {
     tc_cfg.mmq = 1;
 }
 
-/* Run g (output 0) on ONE CUDA executor at each position of ps in turn — b->pos[0] changes between
- * runs, so later runs replay the captured graph with the position read from device memory and find
- * the split counters the previous run left — and on the reference target after each run (both
- * kv_store into their own cache, so the caches agree); expect NMSE <= limit at every step. */
-static void expect_steps(ir_graph *g, binds *b, const int32_t *ps, int nsteps, double limit, const char *label) {
+/* Run g (output 0) on ONE CUDA executor with each value of vals in turn in *slot (an input of b:
+ * the position b->pos[0], or a token) — so later runs replay the captured graph with the position
+ * read from device memory (and find the split counters the previous run left), or the rows a run
+ * staged — and on the reference target after each run (both kv_store into their own cache, so the
+ * caches agree); expect NMSE <= limit at every step. */
+static void expect_steps(ir_graph *g, binds *b, int32_t *slot, const int32_t *vals, int nsteps, double limit, const char *label) {
     plan *pr = NULL, *pc = NULL;
     plan_target tr, tc;
     plan_target_reference(&tr);
@@ -1113,7 +1238,7 @@ static void expect_steps(ir_graph *g, binds *b, const int32_t *ps, int nsteps, d
         arena = aligned_alloc(PLAN_ALIGN, (ab + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN);
     }
     for (int k = 0; k < nsteps && s == SB_OK; k++) {
-        b->pos[0] = ps[k];
+        *slot = vals[k];
         for (int64_t i = 0; i < n; i++) yc[i] = NAN;
         exec_bindings ebc = {.data = dc, .n_data = pc->n_inputs};
         float *outs[1] = {yc};
@@ -1131,7 +1256,7 @@ static void expect_steps(ir_graph *g, binds *b, const int32_t *ps, int nsteps, d
             den += (double)ro[0][i] * ro[0][i];
         }
         char l2[192];
-        snprintf(l2, sizeof l2, "%s, step %d p=%d", label, k + 1, (int)ps[k]);
+        snprintf(l2, sizeof l2, "%s, step %d: %d", label, k + 1, (int)vals[k]);
         if (nan) fprintf(stderr, "%s: %lld of %lld outputs NaN (unwritten)\n", l2, (long long)nan, (long long)n);
         expect(nan ? 1e30 : den > 0 ? num / den : num, limit, l2);
     }
@@ -1207,10 +1332,10 @@ static void test_decode_attention_v4(void) {
             attn_warp = warps[hi];
             attn_small = smalls[hi];
             char label[160];
-            snprintf(label, sizeof label, "decode attention v4 hpb %d warp %d small %d %s D=%lld %lld/%lld C=%lld w=%d cap=%g", attn_hpb,
+            snprintf(label, sizeof label, "decode attention v4 hpb %d warp %d small %d %s D=%lld %lld/%lld C=%lld w=%d cap=%g, p", attn_hpb,
                      attn_warp, attn_small, ir_dtype_name(cs[k].ctype), (long long)D, (long long)Hq, (long long)Hkv, (long long)C, cs[k].window,
                      cs[k].softcap);
-            expect_steps(g, &b, cs[k].ps, cs[k].nps, 1e-9, label);
+            expect_steps(g, &b, b.pos, cs[k].ps, cs[k].nps, 1e-9, label);
         }
         attn_warp = 0;
         attn_small = 0;
@@ -1584,6 +1709,8 @@ int main(void) {
     }
     printf("seed %#llx\n", (unsigned long long)seed);
     test_get_rows();
+    test_gathered_steps();
+    test_slice();
     test_matmul();
     test_norm_glu_ew();
     printf("-- the same with the one-row-in-registers quantizers (cu_config.act_fast)\n");
@@ -1603,9 +1730,11 @@ int main(void) {
     test_add_norm();
     test_norm_rows();
     test_rope();
+    test_rope_wide();
     test_attention();
     test_paged_attention();
     test_rope_attention();
+    test_wide_attention();
     test_decode_attention_v4();
     test_qkv_rope_block();
     test_mma_prefill();

@@ -172,26 +172,46 @@ int main(void) {
         plan_free(p);
     }
 
-    /* head_dim 512 attention: refused as unsupported */
+    /* attention heads past cu_attention's 256: even ones up to 512 run (the paged kernel over the
+     * contiguous cache), Q's rope and the output's q8_1 then stay apart (plan_target
+     * .attn_fuse_max_head_dim); odd ones past 256 and any past 512 are refused as unsupported */
     {
-        ir_graph *g;
-        ir_graph_create(&g);
-        const int64_t D = 512, C = 16;
-        ir_ref q = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, 2, 1, 1});
-        ir_ref k = ir_input_kv(g, "cache_k.0", SB_TYPE_F32, (int64_t[4]){D, C, 1, 1});
-        ir_ref v = ir_input_kv(g, "cache_v.0", SB_TYPE_F32, (int64_t[4]){D, C, 1, 1});
-        ir_attn_params ap = {.n_head_kv = 1, .head_dim = (int32_t)D, .scale = 0.05f};
-        ir_output(g, ir_attention(g, q, k, v, ir_input_pos(g, 1), &ap), "y");
-        plan_target t;
-        exec_cuda_target(NULL, &t);
-        plan *pa = NULL;
-        CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
-        if (pa) {
-            CHECK_EQ_INT(exec_cuda_check(pa), SB_ERR_UNSUPPORTED);
-            CHECKF(strstr(sb_last_error(), "head_dim 512") != NULL, "message: %s", sb_last_error());
-            plan_free(pa);
+        const int64_t Ds[] = {512, 320, 301, 640};
+        for (size_t k = 0; k < sizeof Ds / sizeof Ds[0]; k++) {
+            ir_graph *g;
+            ir_graph_create(&g);
+            const int64_t D = Ds[k], C = 16;
+            ir_ref q = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, 2, 1, 1});
+            ir_ref k2 = ir_input_kv(g, "cache_k.0", SB_TYPE_F32, (int64_t[4]){D, C, 1, 1});
+            ir_ref v = ir_input_kv(g, "cache_v.0", SB_TYPE_F32, (int64_t[4]){D, C, 1, 1});
+            ir_ref pos = ir_input_pos(g, 1);
+            ir_rope_params rp = {.n_rot = (int32_t)(D % 2 ? D - 1 : D), .mode = IR_ROPE_NEOX, .freq_base = 10000.0f, .freq_scale = 1.0f};
+            ir_attn_params ap = {.n_head_kv = 1, .head_dim = (int32_t)D, .scale = 0.05f};
+            ir_ref a = ir_attention(g, ir_rope(g, q, pos, IR_NONE, &rp), k2, v, pos, &ap);
+            const int wt = D % 16 ? SB_TYPE_F32 : SB_TYPE_Q8_0; /* rows of 2D: whole q8_0 blocks */
+            ir_output(g, ir_matmul(g, ir_input_weight(g, "wo", wt, (int64_t[4]){2 * D, 64, 1, 1}), a), "y");
+            plan_target t;
+            exec_cuda_target(NULL, &t);
+            plan *pa = NULL;
+            CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
+            if (pa) {
+                const bool runs = D <= 512 && D % 2 == 0;
+                int fused = 0;
+                for (int32_t i = 0; i < pa->g->n_nodes; i++) {
+                    const ir_node *n = &pa->g->nodes[i];
+                    fused += n->op == IR_OP_ATTENTION && (ir_attn_q_rope(n).n_rot || ir_attn_quant_type(n) >= 0);
+                }
+                CHECKF(fused == 0, "head_dim %lld: %d attentions with Q's rope or the q8_1 output fused", (long long)D, fused);
+                const sb_status st = exec_cuda_check(pa);
+                CHECKF(runs ? st == SB_OK : st == SB_ERR_UNSUPPORTED, "head_dim %lld: exec_cuda_check %s: %s", (long long)D, sb_status_str(st),
+                       sb_last_error());
+                char want[32];
+                snprintf(want, sizeof want, "head_dim %lld", (long long)D);
+                CHECKF(runs || strstr(sb_last_error(), want) != NULL, "message: %s", sb_last_error());
+                plan_free(pa);
+            }
+            ir_graph_free(g);
         }
-        ir_graph_free(g);
     }
 
     /* executor-level fusion decisions on the decode and prefill plans of the qwen2 test model:

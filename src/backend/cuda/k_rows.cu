@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * backend/cuda/k_rows.cu — row gathers and row-wise elementwise chains.
- * Math: get_rows y[:,t] = dequant(w[:, tok[t]]); select_rows y[:,i] = x[:, idx[i]];
+ * Math: get_rows y[:,t] = dequant(w[:, tok[t]]) (tok NULL: w[:, t], rows gathered on the host);
+ * select_rows y[:,i] = x[:, idx[i]]; slice y[:, j, k] = x[:, start + j, k] (ne[1] cut to n);
  * ew chain: the FUSED node's steps (add/mul with a broadcast or full operand, scale, softcap,
  * silu, gelu (ggml's fp16-table GELU emulated: fp16(gelu(fp16(x))), identity above 10, 0 below
  * -10), rms_norm with the sum of squares in double as the CPU reference); glu: act(g) * u.
- * Geometry: get/select: grid (E/256, rows), one thread per element. ew chain: one 256-thread block
+ * Geometry: get/select/slice: grid (E/256, rows), one thread per element (slice: the y blocks walk
+ * its n * outer rows, at most 65535 of them a pass). ew chain: one 256-thread block
  * per row; thread i owns elements i, i+256, ... through every step, so only the rms_norm step
  * needs a block reduction (warp shuffles + 8 partials in shared memory).
- * Traffic: get_rows reads T rows of the table (T*E*bytes/elem) and writes 4*T*E; a chain reads
- * x once, each operand once and writes dst once (later steps hit L1): 8*E*T + 4*E*T per operand,
+ * Traffic: get_rows reads T rows of the table (T*E*bytes/elem) and writes 4*T*E; slice reads and
+ * writes 4*E*n*outer each; a chain reads x once, each operand once and writes dst once (later steps
+ * hit L1): 8*E*T + 4*E*T per operand,
  * intensity < 1 FLOP/B, bandwidth-bound; at decode sizes (E ~ 1e3) launch latency dominates.
- * Tested against: ops_ref.c op_get_rows/op_select_rows/op_add/.../op_rms_norm/op_geglu through
+ * Tested against: ops_ref.c op_get_rows/op_select_rows/op_slice/op_add/.../op_rms_norm/op_geglu through
  * tests/runtime/test_cuda_ops.c and the whole-model tests.
  */
 #include "backend/cuda/cu_launch.cuh"
@@ -23,7 +26,7 @@ __global__ void k_get_rows(float *dst, const uint8_t *w, int wtype, int64_t E, u
     CU_PDL_ENTRY();
     const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
     if (e >= E) return;
-    dst[t * E + e] = cu_deq1(wtype, w + (uint64_t)tok[t] * rb, e);
+    dst[t * E + e] = cu_deq1(wtype, w + (uint64_t)(tok ? tok[t] : t) * rb, e);
 }
 
 extern "C" sb_status cu_get_rows(cu_stream s, float *dst, const void *w, int wtype, int64_t E, uint64_t row_bytes,
@@ -43,6 +46,23 @@ extern "C" sb_status cu_select_rows(cu_stream s, float *dst, const float *x, int
     if (n <= 0) return SB_OK;
     cu_launch(k_select_rows, dim3(cu_div_up(E, 256), (unsigned)n), 256, (cudaStream_t)s, dst, x, E, idx);
     return cu_after_launch("k_select_rows");
+}
+
+__global__ void k_slice_rows(float *dst, const float *x, int64_t E, int64_t b, int64_t start, int64_t n, int64_t rows) {
+    CU_PDL_ENTRY();
+    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= E) return;
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) { /* y row r = (k, j): x row k * b + start + j */
+        const int64_t k = r / n, j = r % n;
+        dst[r * E + e] = x[(k * b + start + j) * E + e];
+    }
+}
+
+extern "C" sb_status cu_slice_rows(cu_stream s, float *dst, const float *x, int64_t E, int64_t b, int64_t start, int64_t n, int64_t outer) {
+    const int64_t rows = n * outer;
+    if (rows <= 0 || E <= 0) return SB_OK;
+    cu_launch(k_slice_rows, dim3(cu_div_up(E, 256), (unsigned)(rows < 65535 ? rows : 65535)), 256, (cudaStream_t)s, dst, x, E, b, start, n, rows);
+    return cu_after_launch("k_slice_rows");
 }
 
 // ---- elementwise chains ----

@@ -82,11 +82,14 @@ bool cu_has_mmvq_q8k(int type);
 
 // ---- rows / elementwise (k_rows.cu) ----
 
-/* dst [E,T] = rows tok[t] of w [E,V] (type wtype, row_bytes per row), dequantized. */
+/* dst [E,T] = rows tok[t] of w [E,V] (type wtype, row_bytes per row), dequantized; tok NULL: rows
+ * 0..T-1 of w (rows the host gathered in token order). */
 sb_status cu_get_rows(cu_stream s, float *dst, const void *w, int wtype, int64_t E, uint64_t row_bytes,
                       const int32_t *tok, int64_t T);
 /* dst [E,n] = x rows idx[i]. */
 sb_status cu_select_rows(cu_stream s, float *dst, const float *x, int64_t E, const int32_t *idx, int64_t n);
+/* dst [E,n,outer] = x [E,b,outer] rows start..start+n-1 of each of the outer groups (op_slice). */
+sb_status cu_slice_rows(cu_stream s, float *dst, const float *x, int64_t E, int64_t b, int64_t start, int64_t n, int64_t outer);
 
 /* One step of a row-wise chain (the FUSED node, and every single elementwise op as a chain of 1). */
 enum { CU_EW_ADD = 1, CU_EW_MUL, CU_EW_SCALE, CU_EW_SOFTCAP, CU_EW_SILU, CU_EW_GELU, CU_EW_RMS_NORM };
@@ -285,6 +288,10 @@ uint64_t cu_attention_scratch(const cu_attn_args *a);
  * attention (no partials, no merge); at depth 4096 it gives 64 splits of 64 keys (H200, F16 cache,
  * tg64 at depth 4096: kmin 64 713 tok/s, 128 678, 256 550). */
 #define CU_ATT_DEC_KMIN 64
+/* The largest head_dim cu_attention (and cu_attention_prefill) take; cu_attention_paged takes up to
+ * CU_ATT_PAGED_MAX_D, and over a contiguous cache too (one block of all C rows, a table of zeros). */
+#define CU_ATT_MAX_D 256
+#define CU_ATT_PAGED_MAX_D 512
 /* dst [D*Hq,T]; q [D,Hq,T]; k/v [D*Hkv, C]; pos [T] on the device; scratch per cu_attention_scratch.
  * counters (CU_ATT_COUNTERS zeroed uint32, or NULL): with nsplit > 1 the last split block of each
  * (t, h) merges the partials itself (one kernel); NULL (or T*Hq over the count) launches

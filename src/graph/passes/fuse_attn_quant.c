@@ -5,7 +5,8 @@
  * output (each block lies in one head), as its result 1, which replaces the quantize node. The
  * same values and rounding; one launch and one read of the output go. The memory plan gives the
  * result its place at the attention's step, apart from everything the attention reads.
- * Targets ask for it with the type their attention writes (attn_quant_type; CUDA: q8_1).
+ * Targets ask for it with the type their attention writes (attn_quant_type; CUDA: q8_1), for heads
+ * of at most attn_fuse_max_head_dim dims (0: any).
  * Layer 2 (graph). Pre: verified, after quantize_once. Post: verified; the quantize is dropped.
  *
  * before:
@@ -21,19 +22,20 @@
 
 #include <stdlib.h>
 
-static bool wanted(const ir_graph *g, const ir_node *q, int32_t type) {
+static bool wanted(const ir_graph *g, const ir_node *q, int32_t type, int32_t max_hd) {
     if (q->op != IR_OP_QUANTIZE || q->dtype != type) return false;
     const ir_node *a = &g->nodes[q->src[0]];
-    return a->op == IR_OP_ATTENTION && !ir_attn_block_size(a) && ir_attn_quant_type(a) < 0 && ir_attn_of(a).head_dim % qk_get(type)->blck == 0;
+    return a->op == IR_OP_ATTENTION && !ir_attn_block_size(a) && ir_attn_quant_type(a) < 0 && ir_attn_of(a).head_dim % qk_get(type)->blck == 0 &&
+           (max_hd <= 0 || ir_attn_of(a).head_dim <= max_hd);
 }
 
 sb_status pass_fuse_attn_quant(ir_graph *g, const pass_ctx *cx) {
-    const int32_t type = cx->target ? cx->target->attn_quant_type : SB_TYPE_Q8_1;
+    const int32_t type = cx->target ? cx->target->attn_quant_type : SB_TYPE_Q8_1, max_hd = cx->target ? cx->target->attn_fuse_max_head_dim : 0;
     if (type <= SB_TYPE_F32 || !qk_valid(type)) return SB_OK;
     const int32_t n = g->n_nodes;
     bool changed = false;
     for (int32_t i = 0; i < n; i++) {
-        if (!wanted(g, &g->nodes[i], type)) continue;
+        if (!wanted(g, &g->nodes[i], type, max_hd)) continue;
         const ir_ref a = g->nodes[i].src[0];
         g->nodes[a].ip[4] = type + 1;
         ir_node r = ir_proto(IR_OP_RESULT);

@@ -5,7 +5,8 @@
  * same f32 rotation). The rotated q never reaches memory and one launch goes. Liveness keeps the
  * unrotated q intact until the attention reads it, so nothing here depends on the memory plan.
  * Targets whose attention kernels rotate q ask for it, for at most attn_rope_max_t tokens (CUDA:
- * a decode step; prefill plans keep Q's rope in their rope-jobs launch).
+ * a decode step; prefill plans keep Q's rope in their rope-jobs launch) and heads of at most
+ * attn_fuse_max_head_dim dims (0: any).
  * Layer 2 (graph). Pre: verified. Post: verified; the rope is dropped.
  *
  * before (T = 1):
@@ -31,6 +32,7 @@ sb_status pass_fuse_attn_rope(ir_graph *g, const pass_ctx *cx) {
         const ir_node *r = &g->nodes[a->src[0]];
         if (r->op != IR_OP_ROPE || uses[a->src[0]] != 1 || r->src[1] != a->src[3]) continue;
         if (cx->target && r->ne[2] > cx->target->attn_rope_max_t) continue;
+        if (cx->target && cx->target->attn_fuse_max_head_dim > 0 && ir_attn_of(a).head_dim > cx->target->attn_fuse_max_head_dim) continue;
         a->ip[5] = ir_rope_of(r).n_rot, a->ip[6] = ir_rope_of(r).mode;
         a->fp[2] = ir_rope_of(r).freq_base, a->fp[3] = ir_rope_of(r).freq_scale, a->fp[4] = ir_rope_attn_factor(r);
         a->src[4] = r->src[2]; /* freq factors or IR_NONE */

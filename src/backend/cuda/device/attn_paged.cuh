@@ -14,6 +14,7 @@
 
 #define PA_WARPS 4
 #define PA_PAIRS 8 /* pairs of dimensions a lane holds at most: D <= 2 * 32 * PA_PAIRS */
+static_assert(2 * 32 * PA_PAIRS == CU_ATT_PAGED_MAX_D, "kernels.h's paged head_dim bound is this kernel's");
 
 /* elements e, e + 1 (e even) of a cache: one 4-byte load of two halves, or one float2 */
 template <bool F16> static __device__ __forceinline__ float2 pa_load(const void *c, int64_t e) {
