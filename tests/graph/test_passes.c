@@ -60,6 +60,15 @@ static void golden(const char *name, ir_graph *g, const pass_fn *pre, int n_pre,
     free(after);
 }
 
+/* passes a then b (b may be NULL) leave g as it was */
+static void check_unchanged(ir_graph *g, const pass_ctx *cx, pass_fn a, pass_fn b) {
+    char *before = ir_print_str(g);
+    CHECK(a(g, cx) == SB_OK && (!b || b(g, cx) == SB_OK));
+    char *after = ir_print_str(g);
+    CHECK(before && after && !strcmp(before, after));
+    free(before), free(after);
+}
+
 static ir_graph *new_graph(void) {
     ir_graph *g = NULL;
     CHECK(ir_graph_create(&g) == SB_OK);
@@ -349,11 +358,7 @@ static void case_fuse_attn(void) {
     cx.target = &narrow;
     g = attn_ffn_graph_t(false, 1);
     CHECK(pass_quantize_once(g, &cx) == SB_OK);
-    before = ir_print_str(g);
-    CHECK(pass_fuse_attn_rope(g, &cx) == SB_OK && pass_fuse_attn_quant(g, &cx) == SB_OK);
-    after = ir_print_str(g);
-    CHECK(!strcmp(before, after));
-    free(before), free(after);
+    check_unchanged(g, &cx, pass_fuse_attn_rope, pass_fuse_attn_quant);
     ir_graph_free(g);
     /* a reference target */
     plan_target r;
@@ -361,11 +366,7 @@ static void case_fuse_attn(void) {
     cx.target = &r;
     g = attn_ffn_graph_t(false, 1);
     CHECK(pass_quantize_once(g, &cx) == SB_OK);
-    before = ir_print_str(g);
-    CHECK(pass_fuse_attn_rope(g, &cx) == SB_OK && pass_fuse_attn_quant(g, &cx) == SB_OK);
-    after = ir_print_str(g);
-    CHECK(!strcmp(before, after));
-    free(before), free(after);
+    check_unchanged(g, &cx, pass_fuse_attn_rope, pass_fuse_attn_quant);
     ir_graph_free(g);
 }
 
@@ -447,11 +448,7 @@ static void case_fuse_group_glu(void) {
         g = attn_ffn_graph_t(false, 1);
         pass_ctx cx = {.target = &t};
         for (int q = 0; q < 6; q++) CHECK(pre[q](g, &cx) == SB_OK);
-        char *before = ir_print_str(g);
-        CHECK(pass_fuse_group_glu(g, &cx) == SB_OK);
-        char *after = ir_print_str(g);
-        CHECK(!strcmp(before, after));
-        free(before), free(after);
+        check_unchanged(g, &cx, pass_fuse_group_glu, NULL);
         ir_graph_free(g);
     }
 }

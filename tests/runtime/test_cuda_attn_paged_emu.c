@@ -53,6 +53,18 @@ static void *as_cache(int ctype, const float *x, int64_t n) {
     return h;
 }
 
+/* NMSE of got against ref over n values; 1e30 when got has NaN (unwritten outputs: *nan of them) */
+static double nmse(const float *got, const float *ref, int64_t n, int64_t *nan) {
+    double num = 0, den = 0;
+    *nan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (got[i] != got[i]) ++*nan;
+        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
+        den += (double)ref[i] * ref[i];
+    }
+    return *nan ? 1e30 : num / den;
+}
+
 static void run_case(const pcase *c) {
     const int64_t D = c->D, Hq = c->Hq, Hkv = c->Hkv, Dkv = D * Hkv, bs = c->bs, n_blk = 128, C = n_blk * bs;
     const int64_t n_tbl = 160 / bs + 1; /* enough entries for position 159 */
@@ -81,14 +93,8 @@ static void run_case(const pcase *c) {
     const float f[2] = {oa.scale, c->softcap};
     const int iv[3] = {c->ctype, c->window, (int)bs};
     const int rc = emu_paged(got, q, kc, vc, pos, tbl, dims, f, iv);
-    double num = 0, den = 0;
     int64_t nan = 0;
-    for (int64_t i = 0; i < D * Hq * T; i++) {
-        if (got[i] != got[i]) nan++;
-        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
-        den += (double)ref[i] * ref[i];
-    }
-    const double e = nan ? 1e30 : num / den;
+    const double e = nmse(got, ref, D * Hq * T, &nan);
     printf("paged attention %s D=%lld Hq/Hkv=%lld/%lld T=%lld bs=%lld w=%d cap=%g: NMSE %.3e%s\n", c->ctype == SB_TYPE_F16 ? "f16" : "f32",
            (long long)D, (long long)Hq, (long long)Hkv, (long long)T, (long long)bs, c->window, c->softcap, e, nan ? " (unwritten outputs)" : "");
     CHECKF(rc == 0, "emulation rc %d (a deadlock)", rc);
@@ -113,14 +119,8 @@ static void run_contig(int64_t D, int64_t Hq, int64_t Hkv, int ctype, int window
     const float f[2] = {oa.scale, softcap};
     const int iv[3] = {ctype, window, (int)C};
     const int rc = emu_paged(got, q, kc, vc, pos, zeros, dims, f, iv);
-    double num = 0, den = 0;
     int64_t nan = 0;
-    for (int64_t i = 0; i < D * Hq * T; i++) {
-        if (got[i] != got[i]) nan++;
-        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
-        den += (double)ref[i] * ref[i];
-    }
-    const double e = nan ? 1e30 : num / den;
+    const double e = nmse(got, ref, D * Hq * T, &nan);
     printf("contiguous as one block %s D=%lld Hq/Hkv=%lld/%lld T=%lld C=%lld p0=%d w=%d cap=%g: NMSE %.3e%s\n", ctype == SB_TYPE_F16 ? "f16" : "f32",
            (long long)D, (long long)Hq, (long long)Hkv, (long long)T, (long long)C, (int)p0, window, softcap, e, nan ? " (unwritten outputs)" : "");
     CHECKF(rc == 0, "emulation rc %d (a deadlock)", rc);
