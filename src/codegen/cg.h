@@ -68,7 +68,7 @@ typedef struct cg_group {
     bool has_w;        /* norm kinds: multiply by a weight row */
     bool gelu;         /* GLU: GELU (ggml's fp16 table emulation), else SiLU */
     bool hand_reg;     /* norm quant kinds: the hand-written kernel this group replaces holds the row in
-                        * registers (act_build, 256 threads: k_quantize.cu with SB_CUDA_AQ=1 where the
+                        * registers (act_build, 256 threads: k_quantize.cu with SB_TUNE=act_fast=1 where the
                         * row fits); false: its 1024-thread quant_row loop. Set by the executor after
                         * cg_group_from_node (which leaves it false); it picks the one reduction order
                         * every variant must reproduce (cg_variants) */

@@ -8,7 +8,7 @@
  * Positions (and so the KV length) are read from device memory: one captured graph serves
  * every decode step; the split count is fixed per plan and each split takes ceil(n/nsplit) keys.
  * Geometry: k_attn: grid (Hq, T, nsplit), 4 warps; lane l holds acc dims l, l+32, ... (D <= 256,
- * 8 registers). Variant 1 (SB_CUDA_ATTN=1): warp w takes keys w, w+4, ... of its split, scores by
+ * 8 registers). Variant 1 (SB_TUNE=attn_variant=1): warp w takes keys w, w+4, ... of its split, scores by
  * warp shuffle sums — ~2 dependent memory latencies per key. Variant 2 (default): warp w takes
  * 32-key tiles w, w+4, ..., lane = key for the score (q from shared memory), then a V pass with 4
  * keys' loads in flight. H200, Qwen2.5-0.5B: v2 1.9x faster at depth 4096, ~6% slower at depth 0.

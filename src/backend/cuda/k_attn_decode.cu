@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
- * backend/cuda/k_attn_decode.cu — decode attention (T == 1), variant 4 (SB_CUDA_ATTN=4; reached
+ * backend/cuda/k_attn_decode.cu — decode attention (T == 1), variant 4 (SB_TUNE=attn_variant=4; reached
  * through cu_attention): blocks of hpb query heads of one kv head and one key split; the number of
  * ACTIVE splits and the heads per block follow the position, which is read from device memory (one
  * captured graph serves every step).
@@ -14,7 +14,7 @@
  * exit at once. Two modes, chosen per launch from n: lo (hpb_lo heads a block, default 1: the work
  * of a kv head spread over G blocks, its K/V read G times, from L2) while its active blocks Hkv *
  * ceil(G/hpb_lo) * na fit one per SM (lo_blocks: Qwen2.5-0.5B on 132 SMs up to na 9, depth 576);
- * hi (hpb_hi = G: each K/V byte read once) deeper. SB_CUDA_ATTN_HPB=n (cu_attn_args.hpb) forces n
+ * hi (hpb_hi = G: each K/V byte read once) deeper. SB_TUNE=attn_hpb=n (cu_attn_args.hpb) forces n
  * in both. The grid holds both modes' blocks.
  * A block walks its keys in tiles of TK (<= 128, sized on the host so everything fits 48 KB of
  * shared memory): the K tile and the V tile are issued at once as two cp.async groups (16-byte
@@ -49,7 +49,7 @@
  * -> atomic -> m, l -> acc (5 batches of 8 loads for 33 splits a thread: Rm 2) -> out = ~7 round
  * trips, 5 of them L2. Predicted ~2-2.5 µs a call at depth <= 64 (v3 9.9 µs measured) and ~4-5 µs at
  * depth 4096.
- * Warp path (SB_CUDA_ATTN_WARP=n, cu_attn_args.warp; off by default; only with hpb_lo 1): at depths
+ * Warp path (SB_TUNE=attn_warp=n, cu_attn_args.warp; off by default; only with hpb_lo 1): at depths
  * n <= warp (checked on the device after pos is read, so one captured graph still serves every step)
  * the blocks of lo mode's split 0 (one query head each) skip the tiles: q to shared memory and
  * rotated, one barrier (the speculative rows landed too), then warp w < nw = min(8, ceil(n/32))
@@ -70,7 +70,7 @@
  * keys) -> 2 x 8 shared loads + 64 FMAs (score) -> 10 shuffles, 1 expf -> 32 x (shuffle + 2
  * shared loads + 2 FMAs) (P.V) -> store (+ 2 shuffle reductions for q8_1); vs the tiled path's ~8
  * barriers, scores through shared memory, a softmax warp, 4 key groups summed through shared memory.
- * Small-depth layout (SB_CUDA_ATTN_SMALL=1: up to 64 keys, 2: up to 128; cu_attn_args.small; off by
+ * Small-depth layout (SB_TUNE=attn_small=1: up to 64 keys, 2: up to 128; cu_attn_args.small; off by
  * default; only with hpb_lo 1; checked on the device before the warp path, so one captured graph
  * still serves every step): lo mode's split-0 blocks (one query head each) as the warp path up to
  * the barrier after q (RoPE: rope_rot, one pair a thread, as before), then the keys' work spread

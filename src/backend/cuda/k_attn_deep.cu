@@ -28,10 +28,10 @@
  * 4096 (HBM, issued before the wait); partials Hkv*S*(2G + G*D)*4 bytes written once and read once
  * from L2 (S 64: 236 KB). Chain after the wait: q + row p (L2) -> RoPE -> scores -> softmax -> P.V
  * -> partial; merge: acc, m, l (one round trip) -> out.
- * H200 (Qwen2.5-0.5B Q4_K_M, F16 cache, sb bench tg64; SB_CUDA_ATTN_DEEP=0 is the all-modes kernel of
+ * H200 (Qwen2.5-0.5B Q4_K_M, F16 cache, sb bench tg64; SB_TUNE=attn_deep=0 is the all-modes kernel of
  * k_attn_decode.cu): d512 1,195 vs 960, d4096 1,132-1,137 vs 914, d16384 951-954 vs 446. ncu at depth
  * ~3.9k (serialized, no PDL overlap): split kernel 8.1 us, merge 3.9 us. Fewest keys a split
- * (SB_CUDA_ATTN_DEEP_KMIN) 32 (default) / 64 / 128: d512 1,195 / 1,174 / 1,123, d4096 1,135 / 1,136 / 1,066.
+ * (SB_TUNE=attn_deep_kmin) 32 (default) / 64 / 128: d512 1,195 / 1,174 / 1,123, d4096 1,135 / 1,136 / 1,066.
  * Requires: G <= 8, D <= 128 with rows of whole 16-byte chunks, F32 or F16 cache, fused q RoPE any,
  * q8_1 output with D % 32 == 0; cu_attn_deep_fits says; cu_attn_decode falls back to its own
  * kernel otherwise. Tested against: op_attention (tests/runtime/test_cuda_ops.c, the depth-class

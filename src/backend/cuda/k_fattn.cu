@@ -22,7 +22,7 @@
  * pair, no tensor cores yet. H200, Qwen2.5-0.5B shape, T = 512: 61 µs a layer at depth 0 (k_attn
  * 335), 633 at depth 4096 (k_attn 4,517; one group: 571) — latency-bound by the serial key tiles.
  * F16 caches with head_dim 64 or 128 on sm_80+ go to the tensor-core kernel of k_fattn_mma.cu
- * instead (cu_fattn_set_mma, default on; env SB_CUDA_FATTN_MMA=0 keeps them here).
+ * instead (cu_config.fattn_mma, default on; SB_TUNE=fattn_mma=0 keeps them here).
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c) and every test model.
  */
 #include "backend/cuda/cu_launch.cuh"
@@ -293,7 +293,7 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
     }
 }
 
-/* cu_fattn_set_split (env SB_CUDA_FATTN_SPLIT=0 turns it off): on by default since the H200 run of
+/* cu_config.fattn_split (SB_TUNE=fattn_split=0 turns it off): on by default since the H200 run of
  * session 5 — every ops and model test passed with it, first token after a cached 512 + 64 new 2.73
  * vs 3.34 ms, pp64 @ d4096 13.8k vs 6.2k, pp64 and pp512 at depth 0 unchanged (27.6k, 55.6k) */
 

@@ -5,7 +5,7 @@
  * cu_attention_prefill (causal by pos[t], GQA kv head h / (Hq/Hkv), sliding window, score softcap,
  * scale, Q's fused RoPE with rope_pair's math, the fused q8_1 output, dst [D*Hq, T]) for F16 KV
  * caches and head_dim 64 or 128 on sm_80+; cu_attention_prefill sends those here while
- * cu_fattn_set_mma is on (default; env SB_CUDA_FATTN_MMA=0 keeps k_fattn.cu).
+ * cu_config.fattn_mma is on (default; SB_TUNE=fattn_mma=0 keeps k_fattn.cu).
  * Math: for query (t, h) at p = pos[t], keys j in [lo, p] (lo = p - window + 1 clamped to 0, or 0)
  * of kv head h / (Hq/Hkv): s_j = (q . k_j) * scale, softcap c*tanh(s/c), out = softmax(s) . v.
  * Q is rotated in f32 (rope_pair, from global memory) then rounded to f16 once; K and V are the
@@ -592,7 +592,7 @@ extern "C" bool cu_fattn_mma_takes(const cu_attn_args *a) {
     return fm_cc >= 8;
 }
 
-/* k_fattn_ws for at most FW_TMAX queries (cu_fattn_set_ws; env SB_CUDA_FATTN_WS=0 off) */
+/* k_fattn_ws for at most FW_TMAX queries (cu_config.fattn_ws; SB_TUNE=fattn_ws=0 off) */
 #define FW_TMAX 64
 static bool fw_takes(const cu_attn_args *a) { return cu_cfg()->fattn_ws && a->T <= FW_TMAX; }
 

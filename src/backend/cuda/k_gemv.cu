@@ -138,7 +138,7 @@ static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool p
                  seg[1].cache || seg[0].rot > 0 || seg[1].rot > 0))
         return false;
     const bool kq = mmvq_k_type(seg[0].wtype);
-    if (xtype == CU_T_Q8_K ? !kq : kq) return false; /* k-quants on q8_1 (SB_CUDA_ACT=q8_1) take k_gemv_fused */
+    if (xtype == CU_T_Q8_K ? !kq : kq) return false; /* k-quants on q8_1 (SB_TUNE=act_q8_1=1) take k_gemv_fused */
     for (int k = 0; k < n; k++) /* one type, or the first one's reg_type2 */
         if ((seg[k].wtype != seg[0].wtype && seg[k].wtype != reg_type2(seg[0].wtype)) || !mmvq_row_bytes(seg[k].wtype, K))
             return false;

@@ -26,7 +26,7 @@
  * bound by instruction issue (~31 warp-instructions an MMA, half of them the per-sub-block f32
  * scaling, 4 an int32 result — 2 in the 32-row tile of Q4_0 / Q5_0 / Q8_0, MA_BIAS) with ~2 blocks per SM (bench/NOTES.md, session 6: staging the loads
  * in shared memory did not help).
- * Small T (cu_matmul_mma_small, SB_CUDA_MMA_SMALL=1|2, default 2; the rule above
+ * Small T (cu_matmul_mma_small, SB_TUNE=mma_small=1|2, default 2; the rule above
  * launch_mma_small): for 8 < T <= 512 the same kernel as a 32 x 64 tile (8 warps along tokens, one
  * 32-row pair of m16 tiles each; only threads < 128 stage weights) with K split across gridDim.z
  * so that ~3 blocks per SM have work; each split writes raw f32 sums to scratch [split][T][N] and
@@ -84,7 +84,7 @@ static sb_status launch_mma(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, 
     return mma_go<TYPE, XQ, 64, 32, false, TYPE2>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
 }
 
-/* ---- the small-T path (cu_matmul_mma_small; default mode 2 for T <= 512, SB_CUDA_MMA_SMALL) ----
+/* ---- the small-T path (cu_matmul_mma_small; default mode 2 for T <= 512, SB_TUNE=mma_small) ----
  * For T <= mma_small_tmax (default 512; with 256: H200, Qwen2.5-0.5B Q4_K_M, mode 2 against the tiles
  * above: pp64 27.7k vs 13.7k tok/s, pp128 44.8k vs 23.9k, pp256 56.7k vs 40.2k; first token
  * after a cached 512 + 64 new 3.14 vs 5.48 ms; mode 1's last-block reduction measured slower
@@ -223,7 +223,7 @@ extern "C" bool cu_mma_pair(int a, int b, int xtype) {
 }
 
 /* every dp4a weight type but Q2_K (two scales and two mins a sub-block); the K-quants Q3_K / IQ4_XS
- * only on their q8_K activations (q8_1 there is SB_CUDA_ACT's diagnostic: k_mmq takes it) */
+ * only on their q8_K activations (q8_1 there is cu_config.act_q8_1's diagnostic: k_mmq takes it) */
 extern "C" bool cu_has_mma(int wtype, int xtype) {
     if (mma_cc < 0) mma_cc = cu_cc_major();
     if (mma_cc < 8) return false;

@@ -2,7 +2,7 @@
 /*
  * backend/cuda/k_mmf.cu — matrix x f32 activations for weights without a dp4a path: F32, F16 and
  * BF16 (the float models). F16 / BF16 take device/mmh.cuh's kernels where their shapes allow
- * (k_mmh1: T <= 8, 16-byte weight loads; k_mmh: T > 8, tensor-core tiles; SB_CUDA_MMH=0: k_mmf). It also reads every quantized type by per-element dequantization
+ * (k_mmh1: T <= 8, 16-byte weight loads; k_mmh: T > 8, tensor-core tiles; SB_TUNE=mmh=0: k_mmf). It also reads every quantized type by per-element dequantization
  * (correct, not fast: each element re-derives its block's scale), which the plans no longer ask
  * for: every quantized type has a dp4a GEMV (k_mmvq.cu) since 2026-12-01.
  * Math: y[n,t] = sum_k deq(W)[k,n] * x[k,t], f32 accumulation per lane, then a warp sum (x first

@@ -17,7 +17,7 @@
  * grid.y = ceil(T/8) token tiles. Warp reduction by shuffles, lane 0 writes NC outputs.
  * Variant 3 (default for T > 8): a shared-memory tiled GEMM, 64 rows x 32 tokens a block (k_mmq):
  * weight bytes read once per 32 tokens instead of per 8, activations once per 64 rows (H200
- * pp512 13.0k -> 23-25k tok/s); 1 (SB_CUDA_MMQ=1) the token tiles above; 2 four rows per warp
+ * pp512 13.0k -> 23-25k tok/s); 1 (SB_TUNE=mmq=1) the token tiles above; 2 four rows per warp
  * sharing each activation load (k_mmvq_rows). T = 1 extras: k_mmvq_long (K > CU_MMVQ_LONG_K: 4
  * warps per row, partial sums in shared memory); several matrices over one activation in one
  * launch are k_gemv.cu's (the same row dots: device/gemv_dot.cuh).

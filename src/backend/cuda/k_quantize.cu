@@ -21,7 +21,7 @@
  * Geometry: one 1024-thread block a row; RMSNorm rows past one wave of those (more than 2 an SM)
  * that fit (q8_1, E <= 1024): one 256-thread block a row holding 4 values a thread with the
  * 1024-thread kernel's summation order (k_rms_norm_q8_1_rows, bit-identical). With
- * cu_act_set_fast (SB_CUDA_AQ=1, slower on the H200) rows of up to 8192 values (aq_fits) take one
+ * cu_config.act_fast (SB_TUNE=act_fast=1, slower on the H200) rows of up to 8192 values (aq_fits) take one
  * 256-thread block with every value in a register (act_build: all loads in flight at once).
  * q8_1: a warp's lane = element of its 32-block.
  * q8_K: warp w takes 256-blocks w, w+32, ...; lane l holds elements 32k + l (k < 8), so a warp load
@@ -167,7 +167,7 @@ static sb_status act_rows(cudaStream_t st, int xq, void *dst, int64_t E, int64_t
 
 static sb_status bad_type(int xq) { return sb_fail(SB_ERR_UNSUPPORTED, "cuda: activation type %d (Q8_1 or Q8_K only)", xq); }
 
-/* the 1024-thread plain / GLU quantizer (k_quant_rows) for xq, or the register kernels (cu_act_set_fast)
+/* the 1024-thread plain / GLU quantizer (k_quant_rows) for xq, or the register kernels (cu_config.act_fast)
  * where a row fits them */
 template <int KIND>
 static sb_status quant_rows_launch(cudaStream_t st, int xq, void *dst, const float *x, const float *g, const float *u, int64_t E, int64_t rows,

@@ -13,7 +13,7 @@
 #include "backend/cuda/kernels.h"
 
 /* T = 1 GEMVs over one activation in one launch (cu_matmul_q8_multi): Q/K/V, gate/up, or a single
- * matrix. Blocks of 4 (or 8: cu_gemv_set_tuning) warps; a row group of WPR warps (1, or 4 for K above
+ * matrix. Blocks of 4 (or 8: cu_config.gf_warps) warps; a row group of WPR warps (1, or 4 for K above
  * CU_MMVQ_LONG_K: warp w of the group takes sub-blocks w*32 + lane stepping 128, partials meet in
  * shared memory in warp order — k_mmvq_long's arithmetic) owns one item at a time; a block owns
  * R items per group (interleaved: item0 + g + r*G), grid.x covers every segment's blocks in order.
@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_fused(mseg_set m, const uint8_
  * and the activation sub-blocks are loaded together, then cu_decode + the dp4a sums (mmvq_part's
  * order, so results are k_gemv_fused's bits), warp and group sums, one store. Grids are sized for
  * one wave (RW = 2 when one row a group would need more blocks than the GPU holds). A RoPE
- * segment (K's rotation + cache store, SB_CUDA_ROPEK) takes two rows a group: a rotation pair.
+ * segment (K's rotation + cache store, cu_config.fuse_ropek) takes two rows a group: a rotation pair.
  * Segments are of weight type TYPE, or (TYPE2 != TYPE) of TYPE2: a Q/K/V launch whose V has its own
  * type (Q4_K_M files: Q4_K with a Q6_K V, or Q5_0 with Q8_0 where rows are not 256-multiples); the
  * type is uniform within a block (blocks do not straddle segments), so the branch does not diverge.
