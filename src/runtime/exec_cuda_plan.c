@@ -183,7 +183,9 @@ static sb_status stage_buffers(cplan *c, const plan *p, const uint8_t *gat) {
     }
     c->stage_bytes = off;
     if (!off) return SB_OK;
-    SB_TRY(cu_malloc((void **)&c->d_stage, (size_t)off, "per-run inputs: paged KV slots and block tables, run-time data, gathered rows"));
+    /* whole units, as cx_devbuf_get's: a run-time matrix last in the stage is read up to 2 bytes past its end by the GEMVs */
+    const uint64_t dev_bytes = (off + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+    SB_TRY(cu_malloc((void **)&c->d_stage, (size_t)dev_bytes, "per-run inputs: paged KV slots and block tables, run-time data, gathered rows"));
     return cu_host_alloc((void **)&c->h_stage, (size_t)off, "per-run inputs (staging)");
 }
 
