@@ -909,17 +909,27 @@ SB_API int sb_engine_device(const sb_engine *e);
 SB_API int sb_abi_level(void);
 
 /* A tensor: a type, a shape ne[0..3] (ne[0] innermost, contiguous, unused dims 1) and its data.
- * Tensors live on the CPU (SB_DEVICE_CPU); SB_DEVICE_CUDA tensors and programs are refused with
- * SB_ERR_UNSUPPORTED in this version (a CUDA backend keeps its own copies of weights and caches).
  * Several tensors may share one buffer (views: sb_tensor_from_weight, reshape, kv_store); the
  * buffer lives until the last tensor using it is freed. A weight view keeps a pointer into its
  * model's mapping: the model must outlive it. Handles are not thread-safe (one thread at a time,
- * views included). */
+ * views included).
+ * Devices. Every tensor has host memory. A tensor on SB_DEVICE_CPU is computed on by the CPU; one on
+ * SB_DEVICE_CUDA (GPU 0) keeps that host memory as a mirror and is computed on by the one CUDA
+ * backend the library shares among all programs and eager ops (opened on first use; its calls are
+ * serialised by a process-wide lock). That backend keeps a device copy of each weight and cache
+ * bound into its runs — one copy per buffer, shared by every program binding it — uploaded on first
+ * use. The library keeps the copies coherent: a cache a GPU run wrote is newer on the device until
+ * the host reads it (sb_tensor_read_f32, a CPU op or program using it), which downloads it first; a
+ * host write (a CPU op or program writing a cache, an output written in place) is sent on to the
+ * device copy at once; freeing the memory frees the device copy. Results of eager ops on the GPU
+ * and programs' outputs are copied back to the host with each run, so reading them costs nothing
+ * more. sb_tensor_from_weight views are on the CPU (zero-copy) and are uploaded once where a GPU
+ * program or op uses them. */
 typedef struct sb_tensor sb_tensor;
 
 typedef struct sb_tensor_info {
     int type;               /* sb_type; quantized types stay quantized */
-    int device;             /* SB_DEVICE_CPU */
+    int device;             /* SB_DEVICE_CPU or SB_DEVICE_CUDA (where it was created or computed); a graph value's: the CPU */
     int n_dims;             /* 1..4, as created (trailing dims of 1 are kept) */
     int64_t ne[4];          /* unused dims 1 */
     uint64_t nbytes;        /* bytes of the data */
@@ -928,10 +938,14 @@ typedef struct sb_tensor_info {
 } sb_tensor_info;
 
 /* A new tensor on device with type and shape; data (NULL: zeros) holds size bytes in the type's
- * layout (row bytes × rows) and is copied. Types: F32, F16, BF16, I32 and every block type with a
- * dequantizer (ne[0] a multiple of its block). Errors: SB_ERR_INVALID_ARG (n_dims outside 1..4, a
- * dim < 1, a removed or unsupported type, ne[0] not a multiple of the block, size != the bytes the
- * shape needs: all named), SB_ERR_UNSUPPORTED (a device other than the CPU), SB_ERR_OOM. */
+ * layout (row bytes × rows) and is copied. device: SB_DEVICE_CPU, SB_DEVICE_CUDA (opens the shared
+ * CUDA backend on first use; the data reaches the GPU when a GPU op or program first uses it) or
+ * SB_DEVICE_AUTO (CUDA where a GPU is usable, else the CPU). Types: F32, F16, BF16, I32 and every
+ * block type with a dequantizer (ne[0] a multiple of its block). Errors: SB_ERR_INVALID_ARG (n_dims
+ * outside 1..4, a dim < 1, a removed or unsupported type, ne[0] not a multiple of the block, size !=
+ * the bytes the shape needs, an unknown device: all named), SB_ERR_DEVICE (SB_DEVICE_CUDA without a
+ * usable GPU: the reason after "SB_DEVICE_CUDA: "), SB_ERR_UNSUPPORTED (SB_DEVICE_CUDA in a build
+ * without CUDA), SB_ERR_OOM. */
 SB_API sb_status sb_tensor_create(int device, int type, int n_dims, const int64_t *ne, const void *data, size_t size,
                                   sb_tensor **out);
 
@@ -944,7 +958,8 @@ SB_API sb_status sb_tensor_from_weight(const sb_model *m, const char *name, sb_t
 SB_API sb_status sb_tensor_get_info(const sb_tensor *t, sb_tensor_info *out);
 
 /* The values as f32 (dequantized; I32 converted), ne[0] fastest: writes min(cap, n) floats and n
- * (the element count) to *n_out. SB_ERR_BUFFER_TOO_SMALL when cap < n (the first cap are written). */
+ * (the element count) to *n_out. SB_ERR_BUFFER_TOO_SMALL when cap < n (the first cap are written).
+ * A cache a GPU run wrote is downloaded first (SB_ERR_DEVICE if that fails). */
 SB_API sb_status sb_tensor_read_f32(const sb_tensor *t, float *buf, size_t cap, size_t *n_out);
 
 /* Release t (NULL: no-op); its memory goes when no other view uses it. */
@@ -987,10 +1002,15 @@ SB_API void sb_tensor_free(sb_tensor *t);
 /* Name of op i (0..; NULL past the end): the names above, aliases included. */
 SB_API const char *sb_op_name(int i);
 
-/* Eager: apply op to tensors now, through the same planner and CPU kernels as a compiled graph (a
- * one-node graph planned and run at once). *out is a new tensor (reshape and kv_store return views
- * of their source; kv_store needs an F32 cache). Runs use all cores and are serialised
- * (a lock). Errors as above, plus the executor's (SB_ERR_RANGE, SB_ERR_CONTEXT_FULL, SB_ERR_OOM). */
+/* Eager: apply op to tensors now, through the same planner and kernels as a compiled graph (a
+ * one-node graph planned and run at once) on the sources' device: CPU tensors on the CPU (all
+ * cores), CUDA tensors on the shared CUDA backend; *out is on that device. A model's weight view
+ * (on the CPU) may join sources of either device; other sources on different devices are refused
+ * (SB_ERR_INVALID_ARG naming the op and the devices). *out is a new tensor (reshape and kv_store
+ * return views of their source; kv_store needs an F32 cache, written where the op runs). Runs on
+ * one device are serialised (a lock). Errors as above, plus the executor's (SB_ERR_RANGE,
+ * SB_ERR_CONTEXT_FULL, SB_ERR_OOM, SB_ERR_DEVICE, SB_ERR_MODEL_TENSOR_TYPE: an op or type the GPU
+ * cannot run). */
 SB_API sb_status sb_tensor_op(const char *op, sb_tensor *const *src, int n_src, const double *args, int n_args,
                               sb_tensor **out);
 
@@ -1034,18 +1054,25 @@ SB_API sb_status sb_graph_output(sb_graph *g, sb_value v, const char *name);
 SB_API sb_status sb_graph_print(const sb_graph *g, char *buf, size_t cap, size_t *n_out);
 
 /* A compiled graph: the built-in models' pass pipeline (dead-compute elimination, quantize-once,
- * fusions) and memory plan for the CPU backend, with its arena and thread pool. Run by one thread
+ * fusions) and memory plan for its device: on the CPU with its own arena and thread pool; on CUDA
+ * on the shared CUDA backend (its plan captured as a CUDA Graph as a session's are; runs of all
+ * CUDA programs and eager ops are serialised by one lock). A program takes tensors of any device as
+ * inputs and bound tensors: what the GPU needs is copied there (run-time inputs with every run;
+ * bound weights and caches once, then kept coherent as described at sb_tensor). Run by one thread
  * at a time. */
 typedef struct sb_program sb_program;
 
 typedef struct sb_compile_params {
-    int device;             /* SB_DEVICE_CPU (0); others SB_ERR_UNSUPPORTED in this version */
-    int n_threads;          /* 0 = all cores */
+    int device;             /* SB_DEVICE_CPU (0), SB_DEVICE_CUDA (GPU 0) or SB_DEVICE_AUTO (CUDA where a GPU is
+                             * usable and runs every node of the graph, else the CPU) */
+    int n_threads;          /* CPU: 0 = all cores */
     int reserved[6];
 } sb_compile_params;
 
-/* Compile g (p may be NULL: defaults). Errors: SB_ERR_INVALID_ARG (no outputs), SB_ERR_UNSUPPORTED
- * (device), SB_ERR_MODEL_TENSOR_TYPE (a weight type the CPU cannot run in that op), SB_ERR_OOM. */
+/* Compile g (p may be NULL: defaults). Errors: SB_ERR_INVALID_ARG (no outputs, an unknown device),
+ * SB_ERR_DEVICE (SB_DEVICE_CUDA without a usable GPU, the reason named), SB_ERR_UNSUPPORTED
+ * (SB_DEVICE_CUDA in a build without CUDA; a shape the GPU cannot run), SB_ERR_MODEL_TENSOR_TYPE (a
+ * weight type the device cannot run in that op), SB_ERR_OOM. */
 SB_API sb_status sb_graph_compile(const sb_graph *g, const sb_compile_params *p, sb_program **out);
 SB_API void sb_program_free(sb_program *prog);
 
@@ -1054,10 +1081,12 @@ SB_API sb_status sb_program_print(const sb_program *prog, char *buf, size_t cap,
 
 /* Run with in[0..n_in) bound to the graph's run-time inputs (sb_graph_input order; each of the
  * declared type and shape). out[k] (k < n_out = the number of outputs, in sb_graph_output order):
- * NULL on entry gets a new F32 tensor; an F32 tensor of the output's shape that owns its memory is
- * written in place. Bound KV caches are updated. Errors: SB_ERR_INVALID_ARG (counts, an input's
- * type or shape: named), SB_ERR_RANGE (a token id outside its embedding, a negative position),
- * SB_ERR_CONTEXT_FULL (a position past a cache), SB_ERR_OOM; on failure no new tensor is left. */
+ * NULL on entry gets a new F32 tensor on the program's device; an F32 tensor of the output's shape
+ * that owns its memory is written in place (its host memory; a device copy follows). Bound KV
+ * caches are updated (on a CUDA program: in the GPU's copy, read back on demand). Errors:
+ * SB_ERR_INVALID_ARG (counts, an input's type or shape: named), SB_ERR_RANGE (a token id outside
+ * its embedding, a negative position), SB_ERR_CONTEXT_FULL (a position past a cache), SB_ERR_OOM,
+ * SB_ERR_DEVICE; on failure no new tensor is left. */
 SB_API sb_status sb_program_run(sb_program *prog, sb_tensor *const *in, size_t n_in, sb_tensor **out, size_t n_out);
 
 #ifdef __cplusplus

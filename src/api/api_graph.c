@@ -5,7 +5,10 @@
  * a built-in model (plan_build with the backend's target: the pass pipeline and memory plan, then
  * the backend's prepare), and run with tensors bound to its inputs.
  * Layer 3 (api). A graph owns references on the buffers bound into it; a program takes its own, so
- * either may be freed first. Values are IR node indices of the recorded graph.
+ * either may be freed first. Values are IR node indices of the recorded graph. A program compiled
+ * for CUDA is planned on the shared CUDA backend (api_device.c) and runs under its lock; its
+ * run-time inputs are sent with every run (plan_input.per_run), its bound weights and caches live
+ * as the backend's device copies, kept coherent with their host memory around every run.
  */
 #include "api/api_tensor.h"
 #include "base/status.h"
@@ -36,9 +39,11 @@ struct sb_graph {
 
 struct sb_program {
     plan *p;
-    backend *be;
+    backend *be;         /* its own CPU backend, or the shared CUDA one (not owned) */
+    int device;          /* SB_DEVICE_CPU or SB_DEVICE_CUDA */
     void **data;         /* [p->n_inputs] */
     api_buf **bufs;      /* references on bound buffers */
+    bool *buf_kv;        /* bufs[i] is bound as a KV cache (runs write it) */
     int n_bufs;
     int n_decl;
     int32_t *decl_slot;  /* plan input slot of declared input i, -1 when the planner dropped it */
@@ -244,13 +249,18 @@ SB_API sb_status sb_program_print(const sb_program *prog, char *buf, size_t cap,
 
 SB_API void sb_program_free(sb_program *prog) {
     if (!prog) return;
-    if (prog->be) {
+    if (prog->device == SB_DEVICE_CUDA) {
+        api_dev_lock();
+        if (prog->p) prog->be->ops->forget(prog->be, prog->p);
+        api_dev_unlock();
+    } else if (prog->be) {
         if (prog->p) prog->be->ops->forget(prog->be, prog->p);
         prog->be->ops->free(prog->be);
     }
     plan_free(prog->p);
     for (int i = 0; i < prog->n_bufs; i++) api_buf_unref(prog->bufs[i]);
     free(prog->bufs);
+    free(prog->buf_kv);
     free(prog->data);
     free(prog->decl_slot);
     free(prog->decl_node);
@@ -262,10 +272,12 @@ static sb_status bind(sb_program *pr, const sb_graph *g) {
     const plan *p = pr->p;
     pr->data = (void **)calloc((size_t)(p->n_inputs ? p->n_inputs : 1), sizeof *pr->data);
     pr->bufs = (api_buf **)calloc((size_t)(g->n_bnd ? g->n_bnd : 1), sizeof *pr->bufs);
+    pr->buf_kv = (bool *)calloc((size_t)(g->n_bnd ? g->n_bnd : 1), sizeof *pr->buf_kv);
     pr->decl_slot = (int32_t *)calloc((size_t)(g->n_decl ? g->n_decl : 1), sizeof *pr->decl_slot);
     pr->decl_node = (ir_node *)calloc((size_t)(g->n_decl ? g->n_decl : 1), sizeof *pr->decl_node);
-    if (!pr->data || !pr->bufs || !pr->decl_slot || !pr->decl_node) return sb_fail(SB_ERR_OOM, "sb_graph_compile: bindings");
+    if (!pr->data || !pr->bufs || !pr->buf_kv || !pr->decl_slot || !pr->decl_node) return sb_fail(SB_ERR_OOM, "sb_graph_compile: bindings");
     for (int i = 0; i < g->n_bnd; i++) {
+        pr->buf_kv[pr->n_bufs] = g->g->nodes[g->bnd[i].node].op == IR_OP_KV;
         pr->bufs[pr->n_bufs++] = api_buf_ref(g->bnd[i].buf);
         const int32_t slot = plan_find_input(p, g->g->nodes[g->bnd[i].node].name);
         if (slot >= 0) pr->data[slot] = g->bnd[i].buf->data;
@@ -291,10 +303,14 @@ sb_status api_cpu_backend(int n_threads, backend **out) {
     return backend_kind_cpu.create(&bp, out);
 }
 
-sb_status api_plan_prepare(backend *be, const ir_graph *g, plan **out) {
+sb_status api_plan_prepare(backend *be, const ir_graph *g, const ir_ref *per_run, int n_per_run, plan **out) {
     plan_target t;
     be->ops->target(be, &t);
     SB_TRY(plan_build(g, &t, NULL, out));
+    for (int i = 0; i < n_per_run; i++) { /* by name: the planned graph is a rewritten copy */
+        const int32_t slot = plan_find_input(*out, g->nodes[per_run[i]].name);
+        if (slot >= 0) (*out)->inputs[slot].per_run = true;
+    }
     const sb_status st = be->ops->prepare(be, *out);
     if (st != SB_OK) {
         plan_free(*out);
@@ -308,16 +324,30 @@ SB_API sb_status sb_graph_compile(const sb_graph *g, const sb_compile_params *p,
     *out = NULL;
     const sb_compile_params d = {0};
     if (!p) p = &d;
-    if (p->device != SB_DEVICE_CPU)
-        return sb_fail(p->device == SB_DEVICE_CUDA || p->device == SB_DEVICE_AUTO ? SB_ERR_UNSUPPORTED : SB_ERR_INVALID_ARG,
-                       "sb_graph_compile: device %d: programs run on the CPU (SB_DEVICE_CPU) in this version", p->device);
     if (p->n_threads < 0 || p->n_threads > 256) return sb_fail(SB_ERR_INVALID_ARG, "sb_graph_compile: n_threads %d (0 = all cores, at most 256)", p->n_threads);
     if (g->n_out == 0) return sb_fail(SB_ERR_INVALID_ARG, "sb_graph_compile: the graph has no outputs (sb_graph_output)");
     SB_TRY(ir_graph_status(g->g));
+    int dev;
+    SB_TRY(api_dev_resolve("sb_graph_compile", p->device, &dev));
     sb_program *pr = (sb_program *)calloc(1, sizeof *pr);
     if (!pr) return sb_fail(SB_ERR_OOM, "sb_program handle");
-    sb_status st = api_cpu_backend(p->n_threads, &pr->be);
-    if (st == SB_OK) st = api_plan_prepare(pr->be, g->g, &pr->p);
+    sb_status st = SB_OK;
+    if (dev == SB_DEVICE_CUDA) {
+        api_dev_lock();
+        pr->be = api_dev_backend();
+        pr->device = SB_DEVICE_CUDA;
+        st = api_plan_prepare(pr->be, g->g, g->decl, g->n_decl, &pr->p);
+        api_dev_unlock();
+        if (p->device == SB_DEVICE_AUTO && (st == SB_ERR_MODEL_TENSOR_TYPE || st == SB_ERR_UNSUPPORTED)) { /* a node CUDA cannot run */
+            sb_log(SB_LOG_INFO, "sb_graph_compile: device auto: the CPU (%s)", sb_last_error());
+            sb_error_clear();
+            pr->be = NULL, pr->device = SB_DEVICE_CPU, dev = SB_DEVICE_CPU, st = SB_OK;
+        }
+    }
+    if (dev == SB_DEVICE_CPU) {
+        st = api_cpu_backend(p->n_threads, &pr->be);
+        if (st == SB_OK) st = api_plan_prepare(pr->be, g->g, g->decl, g->n_decl, &pr->p);
+    }
     if (st == SB_OK) st = bind(pr, g);
     if (st != SB_OK) {
         sb_program_free(pr);
@@ -338,6 +368,44 @@ static sb_status check_in(const sb_program *pr, int i, const sb_tensor *t) {
     return SB_OK;
 }
 
+/* first error of a and b */
+static sb_status first(sb_status a, sb_status b) { return a != SB_OK ? a : b; }
+
+/* on the CPU: the host memory it reads (bound buffers, inputs) made current first; what it wrote
+ * (bound caches, outputs written in place: inplace[k]) sent on to device copies after */
+static sb_status run_cpu(sb_program *pr, sb_tensor *const *in, sb_tensor *const *inplace, float *const *dst) {
+    sb_status st = SB_OK;
+    for (int i = 0; st == SB_OK && i < pr->n_bufs; i++) st = api_buf_host_read(pr->bufs[i]);
+    for (int i = 0; st == SB_OK && i < pr->n_decl; i++) st = api_buf_host_read(in[i]->buf);
+    if (st != SB_OK) return st;
+    st = pr->be->ops->run(pr->be, pr->p, pr->data, pr->p->n_inputs, dst);
+    for (int i = 0; i < pr->n_bufs; i++)
+        if (pr->buf_kv[i]) st = first(st, api_buf_host_wrote(pr->bufs[i]));
+    for (int k = 0; k < pr->n_out; k++)
+        if (inplace[k]) st = first(st, api_buf_host_wrote(inplace[k]->buf));
+    return st;
+}
+
+/* on the shared CUDA backend, under its lock: what it reads from the host (run-time inputs; a bound
+ * weight it only gathers rows of) made current first; after, the bound buffers have device copies,
+ * the caches' newer (the run wrote them there), and outputs written in place on the host are sent
+ * on to device copies of theirs */
+static sb_status run_cuda(sb_program *pr, sb_tensor *const *in, sb_tensor *const *inplace, float *const *dst) {
+    sb_status st = SB_OK;
+    api_dev_lock();
+    for (int i = 0; st == SB_OK && i < pr->n_decl; i++) st = api_buf_host_read(in[i]->buf);
+    for (int i = 0; st == SB_OK && i < pr->n_bufs; i++)
+        if (!pr->buf_kv[i]) st = api_buf_host_read(pr->bufs[i]);
+    if (st == SB_OK) {
+        st = pr->be->ops->run(pr->be, pr->p, pr->data, pr->p->n_inputs, dst);
+        for (int i = 0; i < pr->n_bufs; i++) api_buf_dev_bound(pr->bufs[i], pr->buf_kv[i]);
+        for (int k = 0; k < pr->n_out; k++)
+            if (inplace[k]) st = first(st, api_buf_host_wrote(inplace[k]->buf));
+    }
+    api_dev_unlock();
+    return st;
+}
+
 SB_API sb_status sb_program_run(sb_program *pr, sb_tensor *const *in, size_t n_in, sb_tensor **out, size_t n_out) {
     NEED(pr && (in || !n_in) && out, "sb_program_run");
     if (n_in != (size_t)pr->n_decl) return sb_fail(SB_ERR_INVALID_ARG, "sb_program_run: %zu inputs given, the graph declared %d", n_in, pr->n_decl);
@@ -348,7 +416,7 @@ SB_API sb_status sb_program_run(sb_program *pr, sb_tensor *const *in, size_t n_i
     }
     const plan *p = pr->p;
     float *dst[MAX_OUT] = {0};
-    sb_tensor *fresh[MAX_OUT] = {0};
+    sb_tensor *fresh[MAX_OUT] = {0}, *inplace[MAX_OUT] = {0};
     sb_status st = SB_OK;
     for (int k = 0; k < pr->n_out && st == SB_OK; k++) {
         const ir_node *n = &p->g->nodes[p->outputs[pr->out_idx[k]].node];
@@ -358,13 +426,13 @@ SB_API sb_status sb_program_run(sb_program *pr, sb_tensor *const *in, size_t n_i
                 st = sb_fail(SB_ERR_INVALID_ARG, "sb_program_run: out[%d] is %s%s; output \"%s\" is %s", k,
                              api_shape_str(a, sizeof a, out[k]->type, out[k]->ne), out[k]->buf->owned ? "" : " (a weight)",
                              p->outputs[pr->out_idx[k]].name, api_shape_str(b, sizeof b, n->dtype, n->ne));
-            else dst[pr->out_idx[k]] = (float *)out[k]->buf->data;
+            else dst[pr->out_idx[k]] = (float *)(inplace[k] = out[k])->buf->data;
             continue;
         }
-        st = sb_tensor_create(SB_DEVICE_CPU, SB_TYPE_F32, 4, n->ne, NULL, 0, &fresh[k]);
+        st = api_tensor_new(pr->device, SB_TYPE_F32, 4, n->ne, NULL, &fresh[k]);
         if (st == SB_OK) dst[pr->out_idx[k]] = (float *)fresh[k]->buf->data;
     }
-    if (st == SB_OK) st = pr->be->ops->run(pr->be, p, pr->data, p->n_inputs, dst);
+    if (st == SB_OK) st = pr->device == SB_DEVICE_CUDA ? run_cuda(pr, in, inplace, dst) : run_cpu(pr, in, inplace, dst);
     for (int k = 0; k < pr->n_out; k++) {
         if (st != SB_OK) sb_tensor_free(fresh[k]);
         else if (fresh[k]) {

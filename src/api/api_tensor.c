@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
- * api/api_tensor.c — public tensors (sonicboom.h, "tensors, graphs and programs"): CPU buffers
+ * api/api_tensor.c — public tensors (sonicboom.h, "tensors, graphs and programs"): host buffers
  * shared by views through a reference count, weights of a loaded model viewed zero-copy in their
- * file type, reading back as f32.
+ * file type, reading back as f32. A CUDA tensor is a host buffer tagged for the shared CUDA backend
+ * (api_device.c), which keeps its device copy coherent with it: a read downloads a newer device
+ * copy first, freeing the memory drops the device copy.
  * Layer 3 (api). Reference counts are atomic, so views of one buffer may be freed from different
  * threads (a garbage collector's finalizer thread); each handle is used by one thread at a time.
  */
@@ -24,6 +26,7 @@ api_buf *api_buf_ref(api_buf *b) {
 
 void api_buf_unref(api_buf *b) {
     if (!b || atomic_fetch_sub(&b->refs, 1) > 1) return;
+    api_buf_dev_drop(b); /* before the address can be reused */
     if (b->owned) free(b->data);
     free(b);
 }
@@ -61,12 +64,28 @@ static bool type_ok(int type) {
     return qk_valid(type) && (type == SB_TYPE_I32 || op_can_dequantize(type));
 }
 
+sb_status api_tensor_new(int device, int type, int n_dims, const int64_t ne[4], const void *data, sb_tensor **out) {
+    const uint64_t nb = bytes_of(type, ne);
+    api_buf *b = (api_buf *)calloc(1, sizeof *b);
+    void *mem = b ? aligned_alloc(64, (size_t)((nb + 63) / 64 * 64)) : NULL;
+    if (!mem) {
+        free(b);
+        return sb_fail(SB_ERR_OOM, "tensor of %llu bytes", (unsigned long long)nb);
+    }
+    if (data) memcpy(mem, data, (size_t)nb);
+    else memset(mem, 0, (size_t)nb);
+    b->data = mem, b->bytes = nb, b->owned = true; /* refs 0 until wrapped; no device copy yet */
+    const sb_status st = api_tensor_wrap(b, type, n_dims, ne, false, NULL, out);
+    if (st != SB_OK) api_buf_unref(api_buf_ref(b));
+    else (*out)->device = device;
+    return st;
+}
+
 SB_API sb_status sb_tensor_create(int device, int type, int n_dims, const int64_t *ne, const void *data, size_t size, sb_tensor **out) {
     if (!out || !ne) return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_create: NULL %s", out ? "ne" : "out");
     *out = NULL;
-    if (device != SB_DEVICE_CPU)
-        return sb_fail(device == SB_DEVICE_CUDA ? SB_ERR_UNSUPPORTED : SB_ERR_INVALID_ARG,
-                       "sb_tensor_create: device %d: tensors live on the CPU (SB_DEVICE_CPU) in this version", device);
+    if (device != SB_DEVICE_CPU && device != SB_DEVICE_CUDA && device != SB_DEVICE_AUTO)
+        return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_create: device %d (SB_DEVICE_CPU, SB_DEVICE_CUDA or SB_DEVICE_AUTO)", device);
     if (n_dims < 1 || n_dims > 4) return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_create: n_dims %d (1..4)", n_dims);
     if (!type_ok(type))
         return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_create: type %d (%s) cannot be a tensor (F32, F16, BF16, I32 or a block type with a dequantizer)",
@@ -86,18 +105,10 @@ SB_API sb_status sb_tensor_create(int device, int type, int n_dims, const int64_
     if (data && size != nb)
         return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_create: %s needs %llu bytes of data, %zu given", api_shape_str(sh, sizeof sh, type, d),
                        (unsigned long long)nb, size);
-    api_buf *b = (api_buf *)calloc(1, sizeof *b);
-    void *mem = b ? aligned_alloc(64, (size_t)((nb + 63) / 64 * 64)) : NULL;
-    if (!mem) {
-        free(b);
-        return sb_fail(SB_ERR_OOM, "sb_tensor_create: %llu bytes", (unsigned long long)nb);
-    }
-    if (data) memcpy(mem, data, (size_t)nb);
-    else memset(mem, 0, (size_t)nb);
-    b->data = mem, b->bytes = nb, b->owned = true; /* refs 0 until wrapped */
-    const sb_status st = api_tensor_wrap(b, type, n_dims, d, false, NULL, out);
-    if (st != SB_OK) api_buf_unref(api_buf_ref(b));
-    return st;
+    int dev;
+    SB_TRY(api_dev_resolve("sb_tensor_create", device, &dev));
+    const sb_status st = api_tensor_new(dev, type, n_dims, d, data, out);
+    return st == SB_OK ? st : sb_fail_context(st, "sb_tensor_create");
 }
 
 SB_API sb_status sb_tensor_from_weight(const sb_model *m, const char *name, sb_tensor **out) {
@@ -120,7 +131,7 @@ SB_API sb_status sb_tensor_get_info(const sb_tensor *t, sb_tensor_info *out) {
     if (!t || !out) return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_get_info: NULL argument");
     memset(out, 0, sizeof *out);
     out->type = t->type;
-    out->device = SB_DEVICE_CPU;
+    out->device = t->device;
     out->n_dims = t->n_dims;
     memcpy(out->ne, t->ne, sizeof out->ne);
     out->nbytes = bytes_of(t->type, t->ne);
@@ -133,6 +144,7 @@ SB_API sb_status sb_tensor_read_f32(const sb_tensor *t, float *buf, size_t cap, 
     const int64_t E = t->ne[0], rows = t->ne[1] * t->ne[2] * t->ne[3];
     const size_t n = (size_t)(E * rows);
     *n_out = n;
+    SB_TRY(api_buf_host_read(t->buf)); /* a cache a device run wrote: its device copy is the newer */
     const uint64_t rb = op_row_bytes(t->type, E);
     for (int64_t r = 0; r < rows && (size_t)(r * E) < cap; r++) {
         const uint8_t *src = (const uint8_t *)t->buf->data + (uint64_t)r * rb;

@@ -6,7 +6,9 @@
  * Layer 3 (api); never included outside src/api.
  * Invariants: a tensor's data holds exactly ir_nbytes of its type and shape; a buffer is freed when
  * its last tensor (or graph/program binding) drops it; a weight buffer points into a model's
- * mapping and is never written.
+ * mapping and is never written. Host and device copies (api_device.c): a buffer's host memory is
+ * current unless dev_newer; a device copy exists only where on_dev, and then it follows every host
+ * write (api_buf_host_wrote) and goes with the memory.
  */
 #ifndef SB_API_TENSOR_H
 #define SB_API_TENSOR_H
@@ -23,10 +25,16 @@ typedef struct api_buf {
     void *data;
     uint64_t bytes;
     bool owned;             /* malloc'd here (else a model's weight: read-only) */
+    /* the shared device backend may hold a copy of data (it was bound into a device run): host writes
+     * are sent on to it, and it is dropped when the memory is freed. Both flags change only under the
+     * device lock (api_dev_lock); atomic so a host-only path can test them without it */
+    atomic_bool on_dev;
+    atomic_bool dev_newer;  /* the device copy is newer than data (a device run wrote it: a KV cache) */
 } api_buf;
 
 struct sb_tensor {
     api_buf *buf;
+    int device;             /* SB_DEVICE_CPU or SB_DEVICE_CUDA: where eager ops on it run */
     int type;
     int n_dims;
     int64_t ne[4];
@@ -37,9 +45,12 @@ struct sb_tensor {
 api_buf *api_buf_ref(api_buf *b);
 void api_buf_unref(api_buf *b);
 
-/* A new handle on buf (a reference taken) with this type and shape. */
+/* A new handle on buf (a reference taken) with this type and shape, on the CPU (set ->device after). */
 sb_status api_tensor_wrap(api_buf *buf, int type, int n_dims, const int64_t ne[4], bool is_view, const char *name,
                           sb_tensor **out);
+/* A new tensor of a checked type and shape on a resolved device (SB_DEVICE_CPU or _CUDA), its own
+ * zeroed buffer (data NULL) or a copy of data's ir_nbytes. */
+sb_status api_tensor_new(int device, int type, int n_dims, const int64_t ne[4], const void *data, sb_tensor **out);
 /* Do 4 dims (each >= 1) hold at most 2^48 elements (no overflow anywhere downstream)? */
 bool api_dims_ok(const int64_t ne[4]);
 /* "f32[64,4,3]" into buf (for messages). */
@@ -58,7 +69,34 @@ struct backend;
 struct plan;
 /* A CPU backend of n_threads threads (0 = all cores). */
 sb_status api_cpu_backend(int n_threads, struct backend **out);
-/* Plan g for be's target (the built-in models' passes and memory plan) and prepare be for it. */
-sb_status api_plan_prepare(struct backend *be, const ir_graph *g, struct plan **out);
+/* Plan g for be's target (the built-in models' passes and memory plan) and prepare be for it; the
+ * inputs per_run[0..n_per_run) (nodes of g) are bound afresh each run (plan_input.per_run). */
+sb_status api_plan_prepare(struct backend *be, const ir_graph *g, const ir_ref *per_run, int n_per_run, struct plan **out);
+
+// ---- the shared device backend and host/device coherence (api_device.c) ----
+
+/* The device lock: held around every call into the shared device backend (recursive: a buffer freed
+ * while it is held drops its device copy under it). Take it after api_eager.c's CPU lock, never before. */
+void api_dev_lock(void);
+void api_dev_unlock(void);
+/* device (SB_DEVICE_CPU, _CUDA or _AUTO) resolved for fn into SB_DEVICE_CPU or SB_DEVICE_CUDA: CUDA
+ * opens the shared backend on first use (SB_ERR_UNSUPPORTED: a build without CUDA; SB_ERR_DEVICE: no
+ * usable GPU, with the reason); AUTO is CUDA where that works, else the CPU (the reason logged). */
+sb_status api_dev_resolve(const char *fn, int device, int *out);
+/* The shared device backend (once api_dev_resolve gave SB_DEVICE_CUDA); the lock held. */
+struct backend *api_dev_backend(void);
+/* Tests: be (not owned) becomes the shared device backend, a stand-in for CUDA on a machine
+ * without one (NULL: none again; a backend opened before is leaked, as at exit). */
+void api_dev_install(struct backend *be);
+
+/* Before the host reads b: a newer device copy is downloaded first. */
+sb_status api_buf_host_read(api_buf *b);
+/* After the host wrote b: its device copy, if any, takes the new bytes (and is no longer newer). */
+sb_status api_buf_host_wrote(api_buf *b);
+/* b was bound into a run of the shared device backend (the lock held): it may have a device copy
+ * now; written (a KV cache): that copy is newer than the host's. */
+void api_buf_dev_bound(api_buf *b, bool written);
+/* b's memory is about to be freed: its device copy goes (api_buf_unref calls it). */
+void api_buf_dev_drop(api_buf *b);
 
 #endif

@@ -46,6 +46,15 @@ typedef struct backend_ops {
      * apart), ordered before the next run: in the backend's own copy where it keeps one (CUDA);
      * NULL ops: the host memory is the cache (the caller copies it) */
     sb_status (*kv_copy)(backend *be, void *buf, uint64_t dst, uint64_t src, uint64_t bytes);
+    /* the backend's own copy of a buffer plans bind as a weight or KV input (by its host pointer;
+     * bytes: its size), for callers whose host buffers outlive plans (the public tensor API):
+     * download copies it into host (a run wrote it there); refresh replaces it with host's bytes
+     * (the host was written; ordered before the next run); drop forgets it (host is about to be
+     * freed, and a later buffer at that address must not find it). Each is a no-op where the
+     * backend holds no copy of host; NULL ops: plans run on the host memory itself (CPU) */
+    sb_status (*download)(backend *be, void *host, uint64_t bytes);
+    sb_status (*refresh)(backend *be, const void *host, uint64_t bytes);
+    void (*drop)(backend *be, const void *host);
     void (*free)(backend *be);
 } backend_ops;
 

@@ -222,7 +222,7 @@ static sb_status plan_index(plan *p) {
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         if (ir_ops[n->op].flags & OPF_INPUT) {
-            p->inputs[p->n_inputs++] = (plan_input){i, n->op, n->name};
+            p->inputs[p->n_inputs++] = (plan_input){.node = i, .kind = n->op, .name = n->name};
             if (n->op == IR_OP_TOKENS || n->op == IR_OP_POS || n->op == IR_OP_SLOTS) p->n_tokens = n->ne[0];
             if (n->op == IR_OP_KV && n->ne[1] > p->max_ctx) p->max_ctx = n->ne[1];
         }

@@ -115,6 +115,9 @@ typedef struct plan_input {
     ir_ref node;
     ir_op kind;          /* IR_OP_TOKENS/POS/OUT_ROWS/WEIGHT/KV */
     const char *name;    /* node name ("tokens", "pos", "out_rows", the weight/kv name) */
+    bool per_run;        /* a WEIGHT whose memory and contents may change every run (a program's run-time data):
+                          * an executor that keeps copies of weights re-reads it each run. plan_build leaves it
+                          * false; the caller sets it before the backend's prepare */
 } plan_input;
 
 typedef struct plan_output {

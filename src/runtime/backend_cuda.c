@@ -40,6 +40,10 @@ static sb_status cuda_kv_copy(backend *be, void *buf, uint64_t dst, uint64_t src
     return exec_cuda_kv_copy(cx_of(be), buf, dst, src, bytes);
 }
 
+static sb_status cuda_download(backend *be, void *host, uint64_t bytes) { return exec_cuda_buf_download(cx_of(be), host, bytes); }
+static sb_status cuda_refresh(backend *be, const void *host, uint64_t bytes) { return exec_cuda_buf_refresh(cx_of(be), host, bytes); }
+static void cuda_drop(backend *be, const void *host) { exec_cuda_buf_drop(cx_of(be), host); }
+
 static void cuda_free(backend *be) {
     if (!be) return;
     exec_cuda_free(cx_of(be));
@@ -48,7 +52,8 @@ static void cuda_free(backend *be) {
 
 static const backend_ops cuda_ops = {
     .name = "cuda", .target = cuda_target, .prepare = cuda_prepare, .run = cuda_run, .forget = cuda_forget, .stats = cuda_stats,
-    .host_alloc = cuda_host_alloc, .host_free = cuda_host_free, .kv_copy = cuda_kv_copy, .free = cuda_free,
+    .host_alloc = cuda_host_alloc, .host_free = cuda_host_free, .kv_copy = cuda_kv_copy, .download = cuda_download,
+    .refresh = cuda_refresh, .drop = cuda_drop, .free = cuda_free,
 };
 
 exec_cuda *backend_cuda_exec(backend *be) { return be && be->ops == &cuda_ops ? cx_of(be) : NULL; }

@@ -189,6 +189,44 @@ sb_status exec_cuda_kv_copy(exec_cuda *cx, void *host_kv, uint64_t dst, uint64_t
     return SB_OK;
 }
 
+/* the entry of host's device copy, or -1 */
+static int32_t buf_find(const exec_cuda *cx, const void *host) {
+    for (int32_t i = 0; i < cx->n_bufs; i++)
+        if (cx->bufs[i].host == host) return i;
+    return -1;
+}
+
+sb_status exec_cuda_buf_download(exec_cuda *cx, void *host, uint64_t bytes) {
+    const int32_t i = buf_find(cx, host);
+    if (i < 0) return SB_OK;
+    return cu_memcpy_d2h(host, cx->bufs[i].dev, (size_t)(bytes < cx->bufs[i].bytes ? bytes : cx->bufs[i].bytes), cx->s);
+}
+
+sb_status exec_cuda_buf_refresh(exec_cuda *cx, const void *host, uint64_t bytes) {
+    const int32_t i = buf_find(cx, host);
+    if (i < 0) return SB_OK;
+    SB_TRY(cu_memcpy_h2d(cx->bufs[i].dev, host, (size_t)(bytes < cx->bufs[i].bytes ? bytes : cx->bufs[i].bytes), cx->s));
+    return cu_stream_sync(cx->s); /* the host memory may change again as soon as this returns */
+}
+
+void exec_cuda_buf_drop(exec_cuda *cx, const void *host) {
+    const int32_t i = buf_find(cx, host);
+    if (i < 0) return;
+    cu_stream_sync(cx->s);
+    void *dev = cx->bufs[i].dev;
+    for (int k = 0; k < CX_MAX_PLANS; k++) { /* a plan still bound to it (another buffer at the same host address): rebuilt on its next run */
+        cplan *c = &cx->plans[k];
+        for (int32_t j = 0; c->p && j < c->p->n_inputs; j++)
+            if (c->dptr[j] == dev) {
+                cx_plan_clear(c);
+                break;
+            }
+    }
+    cu_free(dev);
+    cx->st.device_bytes -= cx->bufs[i].bytes;
+    cx->bufs[i] = cx->bufs[--cx->n_bufs];
+}
+
 sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes) {
     for (int32_t i = 0; i < cx->n_bufs; i++)
         if (cx->bufs[i].host == host_kv) return cu_memcpy_d2h(host_kv, cx->bufs[i].dev, (size_t)(bytes < cx->bufs[i].bytes ? bytes : cx->bufs[i].bytes), cx->s);

@@ -4,10 +4,12 @@
  * enqueues one hand-written kernel (backend/cuda/kernels.h) per node on one stream; a decode plan
  * (T = 1) is captured once as a CUDA Graph on its first run and replayed for every step; other
  * plans (prefill chunks) are captured on their second run.
- * Layer 2 (runtime). Device state lives in an exec_cuda context (one per session): the stream,
- * a cache of device copies of the bound weights and KV caches keyed by their host pointer
- * (weights uploaded once; a KV cache's host buffer is uploaded on first sight and from then on the
- * device copy is the cache), one device arena (the largest plan's memory plan + attention split
+ * Layer 2 (runtime). Device state lives in an exec_cuda context (one per session, and one the
+ * public tensor API shares among its programs): the stream, a cache of device copies of the bound
+ * weights and KV caches keyed by their host pointer (weights uploaded once; a KV cache's host
+ * buffer is uploaded on first sight and from then on the device copy is the cache, unless the
+ * caller refreshes, downloads or drops it: exec_cuda_buf_*), per-run weights (a program's run-time
+ * data) staged with each run, one device arena (the largest plan's memory plan + attention split
  * scratch), fixed device buffers for tokens / positions / out_rows (copied in before each run, so
  * a captured graph reads each step's position from device memory).
  * Inputs are validated on the host per run exactly as exec_cpu_run does. The first run of a plan
@@ -67,7 +69,8 @@ void exec_cuda_target(const cu_config *c, plan_target *t);
 sb_status exec_cuda_check(const plan *p);
 
 /* Run p (which passed exec_cuda_check). b->data as for exec_cpu_run (host pointers; b->arena is
- * not used). out[k] (may be NULL, or out itself NULL) receives output k's f32 values (its
+ * not used): weights and KV caches are read from their device copies (uploaded on a plan's first
+ * run), per-run weights (plan_input.per_run) from the host memory bound this run. out[k] (may be NULL, or out itself NULL) receives output k's f32 values (its
  * element count) on the host. Returns after the results are on the host. */
 sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out);
 
@@ -76,6 +79,16 @@ void exec_cuda_forget(exec_cuda *cx, const plan *p);
 
 /* Copy a KV cache's device contents back to its host buffer (tests; bytes = the cache's size). */
 sb_status exec_cuda_kv_download(exec_cuda *cx, void *host_kv, uint64_t bytes);
+
+/* The device copy of a weight or KV cache bound by host pointer host (bytes: its size), for a
+ * caller that shares host buffers with the context (the public tensor API): download copies it into
+ * host; refresh replaces it with host's bytes (the host copy was written; done when it returns);
+ * drop frees it — call before host's memory is freed, so a later buffer at that address is
+ * uploaded afresh (a plan still bound to it, through another buffer at the same address, is
+ * rebuilt on its next run). Each does nothing where the context keeps no copy of host. */
+sb_status exec_cuda_buf_download(exec_cuda *cx, void *host, uint64_t bytes);
+sb_status exec_cuda_buf_refresh(exec_cuda *cx, const void *host, uint64_t bytes);
+void exec_cuda_buf_drop(exec_cuda *cx, const void *host);
 
 /* Copy bytes within a KV cache bound by host pointer host_kv, from byte offset src to dst (ranges
  * apart): in its device copy, ordered before the next run, where the context keeps one; else in

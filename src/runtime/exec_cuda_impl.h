@@ -18,7 +18,7 @@
 #include "base/status.h"
 #include "quant/types.h"
 
-#define CX_MAX_PLANS 16
+#define CX_MAX_PLANS 256 /* live plans per context: a session's few, or every program compiled for CUDA through the API */
 #define PROF_FAMILIES (IR_OP_COUNT + SB_TYPE_COUNT) /* ops, then matmul per weight type */
 
 typedef struct devbuf {
@@ -37,6 +37,13 @@ typedef struct cgather {
     uint64_t row_bytes;
     int64_t T;            /* rows: the node's ne[1] */
 } cgather;
+
+/* a weight input bound afresh each run (plan_input.per_run: a program's run-time data): each run
+ * copies its bytes from the bound host memory into the plan's stage, where its kernels read it */
+typedef struct cruntime {
+    int32_t in;           /* its input slot */
+    uint64_t off, bytes;  /* into the stage */
+} cruntime;
 
 #define CX_MAX_OUT 4 /* outputs a graph run may have written directly (direct_root; a plan with more copies them) */
 #define CX_DEPTH_CLASSES 12 /* 0: any depth; c >= 1: every attention sees at most attn_small << (c - 1) keys (depth_class) */
@@ -57,11 +64,14 @@ typedef struct cplan {
     cuda_fusions fu;      /* executor-level fusion (cx->cfg.fuse; cuda_fusion.h): all NULL when off */
     struct cg_node *cg;   /* per node: its generated kernel (cx_cg_prepare; NULL table or fn: hand-written) */
     /* the per-run host data of a plan: a paged plan's slots and block-table inputs (paged_words int32
-     * from the start, in input order), then each host-gathered get_rows' rows (gathers[k].off); a
-     * device buffer of the plan's own (its shapes are fixed, so captured graphs keep reading it) and
-     * page-locked staging of the same layout, copied as one span a run before the launch */
+     * from the start, in input order), then each per-run weight input (runtime[k].off), then each
+     * host-gathered get_rows' rows (gathers[k].off); a device buffer of the plan's own (its shapes
+     * are fixed, so captured graphs keep reading it) and page-locked staging of the same layout,
+     * copied as one span a run before the launch */
     uint8_t *d_stage, *h_stage;
     uint64_t stage_bytes, paged_words;
+    cruntime *runtime;
+    int32_t n_runtime;
     cgather *gathers;
     int32_t n_gathers;
 } cplan;

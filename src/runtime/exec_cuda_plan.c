@@ -31,6 +31,7 @@ void cx_plan_clear(cplan *c) {
     cu_free(c->d_stage);
     cu_host_free(c->h_stage);
     free(c->gathers);
+    free(c->runtime);
     memset(c, 0, sizeof *c);
 }
 
@@ -137,12 +138,31 @@ int32_t exec_cuda_host_gathers(const plan *p, ir_ref *out, int32_t cap) {
 
 #define STAGE_ALIGN 256 /* each gather's rows start aligned (cu_malloc's own alignment) */
 
-/* c's stage: the paged words, then the rows of each get_rows of a host-gathered table (gat); its
- * device buffer and page-locked staging (none when empty) */
+/* c's per-run weight inputs (plan_input.per_run; a host-gathered table is not one: its rows are
+ * staged instead), placed in the stage from off on; returns the end */
+static sb_status stage_runtime(cplan *c, const plan *p, const uint8_t *gat, uint64_t *off) {
+    int32_t nr = 0;
+    for (int32_t i = 0; i < p->n_inputs; i++) nr += p->inputs[i].per_run && p->inputs[i].kind == IR_OP_WEIGHT && !gat[p->inputs[i].node];
+    if (!nr) return SB_OK;
+    c->runtime = (cruntime *)calloc((size_t)nr, sizeof *c->runtime);
+    if (!c->runtime) return sb_fail(SB_ERR_OOM, "cuda: %d per-run inputs", (int)nr);
+    for (int32_t i = 0; i < p->n_inputs; i++) {
+        if (!p->inputs[i].per_run || p->inputs[i].kind != IR_OP_WEIGHT || gat[p->inputs[i].node]) continue;
+        *off = (*off + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+        const uint64_t nb = ir_nbytes(&p->g->nodes[p->inputs[i].node]);
+        c->runtime[c->n_runtime++] = (cruntime){.in = i, .off = *off, .bytes = nb};
+        *off += nb;
+    }
+    return SB_OK;
+}
+
+/* c's stage: the paged words, then the per-run weight inputs, then the rows of each get_rows of a
+ * host-gathered table (gat); its device buffer and page-locked staging (none when empty) */
 static sb_status stage_buffers(cplan *c, const plan *p, const uint8_t *gat) {
     const ir_graph *g = p->g;
     c->paged_words = paged_words(p);
     uint64_t off = c->paged_words * 4;
+    SB_TRY(stage_runtime(c, p, gat, &off));
     int32_t ng = 0;
     for (int32_t i = 0; i < g->n_nodes; i++) ng += g->nodes[i].op == IR_OP_GET_ROWS && gat[g->nodes[i].src[0]];
     if (ng) {
@@ -163,7 +183,9 @@ static sb_status stage_buffers(cplan *c, const plan *p, const uint8_t *gat) {
     }
     c->stage_bytes = off;
     if (!off) return SB_OK;
-    SB_TRY(cu_malloc((void **)&c->d_stage, (size_t)off, "per-run inputs: paged KV slots and block tables, gathered rows"));
+    /* whole units, as cx_devbuf_get's: a run-time matrix last in the stage is read up to 2 bytes past its end by the GEMVs */
+    const uint64_t dev_bytes = (off + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+    SB_TRY(cu_malloc((void **)&c->d_stage, (size_t)dev_bytes, "per-run inputs: paged KV slots and block tables, run-time data, gathered rows"));
     return cu_host_alloc((void **)&c->h_stage, (size_t)off, "per-run inputs (staging)");
 }
 
@@ -182,7 +204,9 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
         }
         if (!cx->plans[i].p && !free_slot) free_slot = &cx->plans[i];
     }
-    if (!free_slot) return sb_fail(SB_ERR_INTERNAL, "cuda: more than %d live plans (exec_cuda_forget missing?)", CX_MAX_PLANS);
+    if (!free_slot)
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: %d plans are live on this device context already (its limit; free programs compiled for CUDA "
+                       "that are no longer used)", CX_MAX_PLANS);
     cplan *c = free_slot;
     memset(c, 0, sizeof *c);
     c->dptr = (void **)calloc((size_t)(p->n_inputs ? p->n_inputs : 1), sizeof *c->dptr);
@@ -203,6 +227,11 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
         case IR_OP_OUT_ROWS: c->dptr[i] = cx->d_rows; break;
         case IR_OP_WEIGHT:
             if (gat[in->node]) break; /* stays in host memory: its rows go through the stage (dptr NULL) */
+            if (in->per_run) { /* read from the stage, where each run copies it */
+                for (int32_t k = 0; k < c->n_runtime; k++)
+                    if (c->runtime[k].in == i) c->dptr[i] = c->d_stage + c->runtime[k].off;
+                break;
+            }
             st = cx_devbuf_get(cx, b->data[i], ir_nbytes(n), in->name, &c->dptr[i]);
             break;
         case IR_OP_KV: st = cx_devbuf_get(cx, b->data[i], ir_nbytes(n), in->name, &c->dptr[i]); break;

@@ -57,8 +57,9 @@ static ir_ref direct_root(const plan *p, ir_ref o) {
 }
 
 /* c's page-locked stage filled for this run (cx_plan_get's layout): the slots and block tables in
- * input order, then each host gather's rows tok[t] of its table, bytes as stored (the tokens were
- * range-checked against the table by plan_check_bindings); the previous run has finished with it */
+ * input order, then each per-run weight input's bytes, then each host gather's rows tok[t] of its
+ * table, bytes as stored (the tokens were range-checked against the table by plan_check_bindings);
+ * the previous run has finished with it */
 static const uint8_t *stage(cplan *c, const plan *p, const exec_bindings *b) {
     int32_t *words = (int32_t *)c->h_stage;
     for (int32_t i = 0; i < p->n_inputs; i++) {
@@ -67,6 +68,7 @@ static const uint8_t *stage(cplan *c, const plan *p, const exec_bindings *b) {
         memcpy(words, b->data[i], (size_t)nw * 4);
         words += nw;
     }
+    for (int32_t k = 0; k < c->n_runtime; k++) memcpy(c->h_stage + c->runtime[k].off, b->data[c->runtime[k].in], (size_t)c->runtime[k].bytes);
     for (int32_t k = 0; k < c->n_gathers; k++) {
         const cgather *gt = &c->gathers[k];
         const int32_t *tok = (const int32_t *)b->data[gt->tok_in];

@@ -49,6 +49,14 @@ static void check_op(const char *name, sb_tensor *t, const float *ref, size_t n,
     sb_tensor_free(t);
 }
 
+/* what SB_DEVICE_CUDA gives on this machine: SB_OK with a GPU; else SB_ERR_UNSUPPORTED (a build
+ * without CUDA) or SB_ERR_DEVICE (no usable GPU), the reason named after "SB_DEVICE_CUDA: " */
+static sb_status cuda_expect(void) {
+    sb_backend_info bi;
+    CHECK(sb_backend_get_info(&bi) == SB_OK);
+    return !bi.cuda_compiled ? SB_ERR_UNSUPPORTED : bi.cuda_devices > 0 ? SB_OK : SB_ERR_DEVICE;
+}
+
 static void test_tensors(void) {
     CHECK_EQ_INT(sb_abi_level(), SB_ABI_LEVEL);
     CHECK(SB_ABI_LEVEL >= 2);
@@ -88,8 +96,17 @@ static void test_tensors(void) {
           strstr(sb_last_error(), "multiple of Q8_0's block of 32"));
     CHECK(sb_tensor_create(SB_DEVICE_CPU, SB_TYPE_F32, 2, ne, buf, 31, &o) == SB_ERR_INVALID_ARG &&
           strstr(sb_last_error(), "needs 32 bytes of data, 31 given"));
-    CHECK(sb_tensor_create(SB_DEVICE_CUDA, SB_TYPE_F32, 2, ne, NULL, 0, &o) == SB_ERR_UNSUPPORTED && strstr(sb_last_error(), "CPU"));
-    CHECK(sb_tensor_create(7, SB_TYPE_F32, 2, ne, NULL, 0, &o) == SB_ERR_INVALID_ARG);
+    /* devices: CUDA where this machine has one, else refused with the reason; AUTO falls back to the CPU */
+    const sb_status cu = cuda_expect();
+    sb_status st = sb_tensor_create(SB_DEVICE_CUDA, SB_TYPE_F32, 2, ne, NULL, 0, &o);
+    CHECKF(st == cu && (cu == SB_OK ? o != NULL : !o && strstr(sb_last_error(), "sb_tensor_create: SB_DEVICE_CUDA: ") != NULL), "cuda tensor: %d %s",
+           st, sb_last_error());
+    CHECK(!o || (sb_tensor_get_info(o, &info) == SB_OK && info.device == SB_DEVICE_CUDA));
+    sb_tensor_free(o);
+    CHECK(sb_tensor_create(SB_DEVICE_AUTO, SB_TYPE_F32, 2, ne, NULL, 0, &o) == SB_OK && o);
+    CHECK(sb_tensor_get_info(o, &info) == SB_OK && info.device == (cu == SB_OK ? SB_DEVICE_CUDA : SB_DEVICE_CPU));
+    sb_tensor_free(o);
+    CHECK(sb_tensor_create(7, SB_TYPE_F32, 2, ne, NULL, 0, &o) == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "device 7"));
     CHECK(sb_tensor_create(SB_DEVICE_CPU, SB_TYPE_F32, 2, NULL, NULL, 0, &o) == SB_ERR_INVALID_ARG);
     CHECK(sb_tensor_get_info(NULL, &info) == SB_ERR_INVALID_ARG);
     CHECK(sb_tensor_read_f32(NULL, buf, 1, &n) == SB_ERR_INVALID_ARG);
@@ -317,7 +334,12 @@ static void test_graph(void) {
     CHECK(sb_graph_print(g, text, sizeof text, &tn) == SB_OK && strstr(text, "gelu_tanh") && strstr(text, "rms_norm"));
     CHECK(sb_graph_print(g, text, 4, &tn) == SB_ERR_BUFFER_TOO_SMALL && tn > 4 && strlen(text) == 3);
     sb_compile_params cp = {.device = SB_DEVICE_CUDA};
-    CHECK(sb_graph_compile(g, &cp, &pr) == SB_ERR_UNSUPPORTED && strstr(sb_last_error(), "CPU"));
+    const sb_status cu = cuda_expect();
+    CHECK(sb_graph_compile(g, &cp, &pr) == cu && (cu == SB_OK ? pr != NULL : !pr && strstr(sb_last_error(), "sb_graph_compile: SB_DEVICE_CUDA: ") != NULL));
+    sb_program_free(pr);
+    pr = NULL;
+    cp = (sb_compile_params){.device = 5};
+    CHECK(sb_graph_compile(g, &cp, &pr) == SB_ERR_INVALID_ARG && !pr && strstr(sb_last_error(), "device 5"));
     cp = (sb_compile_params){.n_threads = 2};
     CHECK(sb_graph_compile(g, &cp, &pr) == SB_OK && pr);
     /* the planner dropped the dead branch */
@@ -337,6 +359,20 @@ static void test_graph(void) {
     sb_tensor *first = out[0];
     float *c = rd(out[0], &n1), *ev = rd(e4, &n2);
     CHECKF(n1 == n2 && maxrel(c, ev, n1) <= 1e-6, "compiled vs eager: %g", maxrel(c, ev, n1));
+    /* device auto: CUDA where usable, else the CPU; the same values, outputs on that device */
+    sb_program *pa = NULL;
+    cp = (sb_compile_params){.device = SB_DEVICE_AUTO};
+    CHECKF(sb_graph_compile(g, &cp, &pa) == SB_OK && pa, "auto: %s", sb_last_error());
+    sb_tensor *oa[1] = {NULL};
+    CHECKF(pa && sb_program_run(pa, in, 2, oa, 1) == SB_OK && oa[0], "auto run: %s", sb_last_error());
+    if (oa[0]) {
+        float *ca = rd(oa[0], NULL);
+        CHECK(sb_tensor_get_info(oa[0], &vi) == SB_OK && vi.device == (cu == SB_OK ? SB_DEVICE_CUDA : SB_DEVICE_CPU));
+        CHECKF(maxrel(ca, c, n1) <= (cu == SB_OK ? 1e-4 : 1e-6), "auto vs cpu: %g", maxrel(ca, c, n1));
+        free(ca);
+    }
+    sb_tensor_free(oa[0]);
+    sb_program_free(pa);
     /* in place, poisoned first */
     const int64_t one[2] = {N, T};
     float *nan = (float *)malloc((size_t)(N * T) * sizeof *nan);

@@ -153,6 +153,21 @@
        (error-is? (raised (lambda () ((trace (lambda (x) (add x (tensor '(1 2) #:shape '(2))))) (tensor (iota 6) #:shape '(3 2)))))
                   'SB_ERR_INVALID_ARG "add(f32[3,2], f32[2])"))
 
+;;; ---- 2b. devices: 'auto is GPU 0 where usable, else the CPU; the same values either way ----
+
+(let* ((xa (tensor xs #:shape '(3 2) #:device 'auto))
+       (dev (tensor-device xa))
+       (r (trace (lambda (x) (silu (scale x 2.0))) #:device 'auto)))
+  (check "tensor-device" (and (eq? (tensor-device x) 'cpu) (memq dev '(cpu cuda))) dev)
+  (check "an eager op stays on its tensors' device" (eq? (tensor-device (silu xa)) dev))
+  (check "traced on device auto = eager on the CPU" (close? (tensor->list (r xa)) (tensor->list (silu (scale x 2.0))) 1e-5))
+  (check "an unknown device" (raised (lambda () (tensor xs #:shape '(3 2) #:device 'tpu))))
+  (when (eq? dev 'cpu)
+    (check "device 'cuda without a GPU is refused with the reason"
+           (let ((e (raised (lambda () (tensor xs #:shape '(3 2) #:device 'cuda)))))
+             (and (sonicboom-error? e) (memq (sonicboom-error-status e) '(SB_ERR_DEVICE SB_ERR_UNSUPPORTED))
+                  (string-contains (sonicboom-error-detail e) "SB_DEVICE_CUDA"))))))
+
 ;;; ---- 3. the llama decoder in Scheme against the C builder ----
 
 (define ids '(1 15 300 22 7 99 4 250 31 2))

@@ -140,9 +140,9 @@
 
 ;;; ---- programs ----
 
-(define* (compile-graph graph #:key (threads 0))
+(define* (compile-graph graph #:key (threads 0) (device 'cpu))
   (let ((out (out-cell))
-        (params (make-c-struct (list int int int int int int int int) (list 0 threads 0 0 0 0 0 0))))
+        (params (make-c-struct (list int int int int int int int int) (list (%device-code device) threads 0 0 0 0 0 0))))
     (%check 'trace (sb-graph-compile graph params (bytevector->pointer out)))
     (make-pointer (pointer-address (cell-pointer out)) sb-program-free*)))
 
@@ -171,8 +171,8 @@ no #f (sb_program_run then writes nothing into that array)."
 ;;; ---- data-dependent points ----
 
 ;; the value of guard g (a sym of tracer tr) on the call's inputs: the graph so far, compiled and run
-(define (evaluate-prefix tr threads)
-  (let* ((prog (compile-graph (tracer-graph tr) #:threads threads))
+(define (evaluate-prefix tr threads device)
+  (let* ((prog (compile-graph (tracer-graph tr) #:threads threads #:device device))
          (outs (program-run prog (tracer-inputs tr) (length (tracer-guards tr)))))
     (last outs)))
 
@@ -206,19 +206,19 @@ no #f (sb_program_run then writes nothing into that array)."
   (args path-args set-path-args!)) ; #f or #(inputs in-ptrs outs out-ptrs) of the last call, reused while the same tensors come
 
 ;; trace PROC on INPUTS with the decisions KNOWN in advance; the new <path> (its programs use
-;; THREADS threads, 0 = all cores)
-(define (trace-path proc inputs known threads)
+;; THREADS threads, 0 = all cores, on DEVICE)
+(define (trace-path proc inputs known threads device)
   (let* ((tag (make-prompt-tag "sonicboom-trace"))
          (tr (%make-tracer (graph-create) inputs known '() '() tag))
          (syms (map (lambda (t i) (declare-input tr t i)) inputs (iota (length inputs)))))
     (define (learn k tr* pred)
       (keep-alive tr*)         ; the continuation k waits for a decision nobody knows yet
-      (let ((b (and (pred (tensor->list (evaluate-prefix tr threads))) #t)))
+      (let ((b (and (pred (tensor->list (evaluate-prefix tr threads device))) #t)))
         (call-with-prompt tag (lambda () (k b)) learn)))
     (let* ((result (call-with-prompt tag (lambda () (apply proc syms)) learn))
            (outs (if (list? result) result (list result))))
       (for-each (lambda (x k) (mark-output tr x (format #f "out.~a" k))) outs (iota (length outs)))
-      (make-path (tracer-taken tr) (compile-graph (tracer-graph tr) #:threads threads) (length outs) (list? result)
+      (make-path (tracer-taken tr) (compile-graph (tracer-graph tr) #:threads threads #:device device) (length outs) (list? result)
                  (map cdr (tracer-guards tr))
                  (map (lambda (x) (if (sym? x) (cons (sym-shape x) (sym-type x)) #f))
                       (append (map car (tracer-guards tr)) outs))
@@ -274,12 +274,13 @@ no #f (sb_program_run then writes nothing into that array)."
                 (and (eq? (car s) (tensor-type t)) (equal? (cadr s) (tensor-shape t)) (eq? (caddr s) (tensor-role t))
                      (signature-of? (cdr sig) (cdr inputs)))))))
 
-(define* (trace proc #:key reuse-outputs? (threads 0))
+(define* (trace proc #:key reuse-outputs? (threads 0) (device 'cpu))
   "PROC traced: a procedure of the same tensors that runs compiled, specialised graphs. Each call
 returns new tensors; with #:reuse-outputs? #t a call writes its results into the tensors the
 previous call of the same graph returned (no allocation: for loops that read each result before
 the next call; a result passed back as an argument is not written over, but a view of it is).
-#:threads: the programs' thread count (sb_compile_params.n_threads; 0 = all cores)."
+#:threads: the programs' thread count (sb_compile_params.n_threads; 0 = all cores).
+#:device: where the programs run, 'cpu, 'cuda (GPU 0) or 'auto (sb_compile_params.device)."
   (let ((cache (make-hash-table))    ; signature -> list of <path>, most recently used first
         (last #f))                   ; (signature . paths) of the last call, so a call of the same signature skips the lookup
     (define (paths-of sig) (if (and last (eq? sig (car last))) (cdr last) (hash-ref cache sig '())))
@@ -290,7 +291,7 @@ the next call; a result passed back as an argument is not written over, but a vi
           (let* ((paths (paths-of sig))
                  (p (find (lambda (p) (prefix? known (path-decisions p))) paths)))
             (if (not p)
-                (begin (set-paths! sig (cons (trace-path proc inputs known threads) paths))
+                (begin (set-paths! sig (cons (trace-path proc inputs known threads device) paths))
                        (loop known))
                 (call-with-values (lambda () (run-path p inputs reuse-outputs?))
                   (lambda (results taken)

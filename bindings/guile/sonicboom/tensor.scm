@@ -10,8 +10,10 @@
 ;;;    sb_tensor_free; the library's buffers are reference-counted, so a view may outlive its
 ;;;    source). A weight tensor keeps its <model> reachable; model-free! on a model whose weights
 ;;;    are still in use is the caller's error, as in C.
+;;;  - Tensors are made on a #:device: 'cpu (the default), 'cuda (GPU 0; the library keeps the
+;;;    host and GPU copies coherent) or 'auto (CUDA where a GPU is usable, else the CPU).
 ;;;  - Every op procedure takes tensors (it runs at once: an eager one-node graph through the
-;;;    planner and the CPU kernels) or symbolic values recorded by (sonicboom graph)'s tracer (it
+;;;    planner and the kernels of its sources' device) or symbolic values recorded by (sonicboom graph)'s tracer (it
 ;;;    records into that graph). Concrete tensors given to a traced op are bound into the graph
 ;;;    (weights, caches). Failures raise &sonicboom-error with the status and the library's text,
 ;;;    which names the op and the shapes.
@@ -29,7 +31,7 @@
   #:use-module (srfi srfi-1)
   #:use-module (srfi srfi-9)
   #:export (tensor? tensor tensor-zeros tokens positions weight weight-or-false
-            tensor-shape tensor-type tensor-role tensor->list tensor->f32vector tensor-view?
+            tensor-shape tensor-type tensor-role tensor->list tensor->f32vector tensor-view? tensor-device
             shape dtype
             embedding linear matmul add mul scale softcap silu gelu-tanh swiglu geglu rms-norm
             softmax reshape slice rope kv-store! attention
@@ -37,7 +39,7 @@
             tensor-test op-names
             ;; for (sonicboom graph)
             <sym> make-sym sym? sym-tracer sym-value sym-shape sym-type
-            set-trace-hooks! %tensor-ptr %type-code %code-type %lib-fn %check %->doubles %pointers))
+            set-trace-hooks! %tensor-ptr %type-code %code-type %device-code %lib-fn %check %->doubles %pointers))
 
 ;;; ---- the library ----
 
@@ -117,6 +119,11 @@
                       (%code-type (car info)) role keep))))
 
 (define (tensor-view? t) (= 1 (list-ref (info-of (%tensor-ptr t)) 8)))
+(define (tensor-device t) "Where T is computed on: 'cpu or 'cuda." (if (= 1 (list-ref (info-of (%tensor-ptr t)) 1)) 'cuda 'cpu))
+
+;; SB_DEVICE_* of 'cpu, 'cuda, 'auto
+(define (%device-code d)
+  (case d ((cpu) 0) ((cuda) 1) ((auto) 2) (else (error (format #f "device ~s: 'cpu, 'cuda or 'auto" d)))))
 
 (define (ne-pointer dims)
   (let ((bv (make-bytevector 32 0)))
@@ -137,21 +144,21 @@
     bv))
 
 (define* (tensor data #:key (shape (list (if (bytevector? data) (quotient (bytevector-length data) 4) (length data))))
-                 (type 'f32) (role 'data))
-  "A CPU tensor of TYPE (f32 or i32) and SHAPE (ne[0] first) holding DATA (a list of numbers, or a
-bytevector in the type's layout)."
+                 (type 'f32) (role 'data) (device 'cpu))
+  "A tensor of TYPE (f32 or i32) and SHAPE (ne[0] first) on DEVICE ('cpu, 'cuda or 'auto) holding
+DATA (a list of numbers, or a bytevector in the type's layout)."
   (let* ((n (apply * shape))
          (bv (fill-bytevector type n data))
          (out (out-cell))
          (ne (ne-pointer shape)))
-    (%check 'tensor (sb-tensor-create 0 (%type-code type) (length shape) (bytevector->pointer ne)
+    (%check 'tensor (sb-tensor-create (%device-code device) (%type-code type) (length shape) (bytevector->pointer ne)
                                       (bytevector->pointer bv) (bytevector-length bv) (bytevector->pointer out)))
     (wrap (cell-pointer out) #:role role)))
 
-(define* (tensor-zeros shape #:key (type 'f32))
-  "A zero-filled CPU tensor (a KV cache: f32 or f16 [Dkv C])."
+(define* (tensor-zeros shape #:key (type 'f32) (device 'cpu))
+  "A zero-filled tensor on DEVICE (a KV cache: f32 or f16 [Dkv C])."
   (let ((out (out-cell)) (ne (ne-pointer shape)))
-    (%check 'tensor-zeros (sb-tensor-create 0 (%type-code type) (length shape) (bytevector->pointer ne)
+    (%check 'tensor-zeros (sb-tensor-create (%device-code device) (%type-code type) (length shape) (bytevector->pointer ne)
                                             %null-pointer 0 (bytevector->pointer out)))
     (wrap (cell-pointer out))))
 
