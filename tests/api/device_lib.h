@@ -233,7 +233,7 @@ static void dl_check_weight_views(const dl_block *b, int dev, double tol) {
     sb_tensor *w1 = NULL, *w2 = NULL;
     CHECK(sb_tensor_from_weight(b->m, "blk.0.ffn_up.weight", &w1) == SB_OK && sb_tensor_from_weight(b->m, "blk.0.ffn_up.weight", &w2) == SB_OK);
     sb_graph *g = NULL;
-    sb_value vx, vw, y;
+    sb_value vx = -1, vw = -1, y;
     const int64_t nx[2] = {b->E, 2};
     CHECK(sb_graph_create(&g) == SB_OK && sb_graph_input(g, SB_INPUT_DATA, "x", SB_TYPE_F32, 2, nx, &vx) == SB_OK &&
           sb_graph_tensor(g, SB_INPUT_DATA, w1, &vw) == SB_OK);
@@ -285,7 +285,7 @@ static sb_program *dl_echo_program(sb_tensor *c, int dev) {
 /* a program that stores x [D,1] at pos into cache c and returns the cache (scaled by 1) */
 static sb_program *dl_store_program(sb_tensor *c, int64_t D, int dev) {
     sb_graph *g = NULL;
-    sb_value vc, vx, vp, y;
+    sb_value vc = -1, vx = -1, vp = -1, y;
     const int64_t nx[2] = {D, 1}, np[1] = {1};
     CHECK(sb_graph_create(&g) == SB_OK && sb_graph_tensor(g, SB_INPUT_CACHE, c, &vc) == SB_OK);
     CHECK(sb_graph_input(g, SB_INPUT_DATA, "x", SB_TYPE_F32, 2, nx, &vx) == SB_OK && sb_graph_input(g, SB_INPUT_POS, "pos", SB_TYPE_I32, 1, np, &vp) == SB_OK);
