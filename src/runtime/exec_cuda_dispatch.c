@@ -316,7 +316,8 @@ sb_status cx_run_node(crun *r, int32_t i) {
                                            .scale = ap.scale, .softcap = ap.softcap, .window = ap.window,
                                            .bs = paged ? ir_attn_block_size(n) : (int)SRC(1)->ne[1], .n_tbl = paged ? SRC(4)->ne[0] : 1};
             r->n_kernels++;
-            return cu_attention_paged(s, dst, SP(0), SP(1), SP(2), SP(3), paged ? (const int32_t *)SP(4) : r->cx->d_zero, &pa);
+            return cu_attention_paged(s, dst, SP(0), SP(1), SP(2), SP(3), paged ? (const int32_t *)SP(4) : r->cx->d_zero, &pa,
+                                      NULL); /* unsplit (nsplit 0) */
         }
         cu_attn_args a = cx_attn_args(r->cx, r->p, n);
         a.depth_max = r->depth_max;
