@@ -310,13 +310,14 @@ sb_status cx_run_node(crun *r, int32_t i) {
     case IR_OP_ATTENTION: {
         const bool paged = ir_attn_block_size(n) > 0;
         if (paged || ir_attn_of(n).head_dim > CU_ATT_MAX_D) { /* k_attn_paged.cu; a contiguous cache as one block of its C rows */
-            const ir_attn_params ap = ir_attn_of(n);
-            const ir_node *q = SRC(0);
-            const cu_attn_paged_args pa = {.D = q->ne[0], .Hq = q->ne[1], .Hkv = ap.n_head_kv, .T = q->ne[2], .ctype = SRC(1)->dtype,
-                                           .scale = ap.scale, .softcap = ap.softcap, .window = ap.window,
-                                           .bs = paged ? ir_attn_block_size(n) : (int)SRC(1)->ne[1], .n_tbl = paged ? SRC(4)->ne[0] : 1};
-            r->n_kernels++;
-            return cu_attention_paged(s, dst, SP(0), SP(1), SP(2), SP(3), paged ? (const int32_t *)SP(4) : r->cx->d_zero, &pa);
+            const cu_attn_paged_args pa = cx_attn_paged_args(r->cx, r->p, n);
+            const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_attention_paged_scratch(&pa);
+            if (need > cap) /* cx_plan_get sized the scratch region for it */
+                return sb_fail(SB_ERR_INTERNAL, "cuda: paged attention of %d splits needs %llu floats of scratch, %llu planned", pa.nsplit,
+                               (unsigned long long)need, (unsigned long long)cap);
+            r->n_kernels += pa.nsplit > 1 ? 2 : 1; /* a split: k_attn_paged_merge after it */
+            return cu_attention_paged(s, dst, SP(0), SP(1), SP(2), SP(3), paged ? (const int32_t *)SP(4) : r->cx->d_zero, &pa,
+                                      need ? (float *)(r->arena + r->c->scratch_off) : NULL);
         }
         cu_attn_args a = cx_attn_args(r->cx, r->p, n);
         a.depth_max = r->depth_max;

@@ -151,6 +151,8 @@ void cx_plan_clear(cplan *c);                   /* ... and everything else of c 
 sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cplan **out); /* found or built */
 const cgather *cx_gather_of(const cplan *c, int32_t node); /* node's host gather, or NULL: its table is on the GPU */
 cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n);
+/* exec_cuda_plan.c: the paged kernel's args of an attention it runs (paged, or head_dim > CU_ATT_MAX_D) */
+cu_attn_paged_args cx_attn_paged_args(const exec_cuda *cx, const plan *p, const ir_node *n);
 sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, const char *name, void **dev); /* exec_cuda.c */
 sb_status cx_cg_prepare(exec_cuda *cx, const plan *p, cplan *c); /* exec_cuda_codegen.c: before any capture */
 bool cx_cg_try(crun *r, int32_t i, sb_status *st);

@@ -68,6 +68,35 @@ cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) 
                           .hpb = cx->cfg.attn_hpb, .ctx = k->ne[1], .warp = cx->cfg.attn_warp, .small = cx->cfg.attn_small};
 }
 
+/* Key splits S of the paged kernel (k_attn_paged.cu): its T * Hq blocks each walk their keys
+ * serially, so a decode of few tokens deep in the cache leaves most SMs idle (gemma4's 8 global
+ * heads at depth 4096: 8 blocks on 132 SMs; unsplit, H100: 21 tok/s against 304 at depth 0). S gives
+ * ~attn_splits (2) blocks per SM at the deepest context a token can see (keys: the table's reach,
+ * the cache rows, the window), in splits of at least kmin keys (shallower: fewer of them active,
+ * the kernel decides from pos), at most CU_ATT_PAGED_MAX_SPLITS; S = 1 (the unsplit kernel, no
+ * scratch) where T * Hq blocks already fill that (prefill, large batches) or keys <= kmin. */
+static int attn_nsplit_paged(const exec_cuda *cx, int64_t T, int64_t Hq, int64_t keys) {
+    const int64_t blocks = T * Hq, want = (int64_t)cx->cfg.attn_splits * cx->sms, kmin = cx->cfg.attn_kmin;
+    if (blocks <= 0 || blocks >= want) return 1;
+    int64_t ns = (want + blocks - 1) / blocks;
+    const int64_t most = (keys + kmin - 1) / kmin;
+    if (ns > most) ns = most;
+    if (ns > CU_ATT_PAGED_MAX_SPLITS) ns = CU_ATT_PAGED_MAX_SPLITS;
+    return ns < 1 ? 1 : (int)ns;
+}
+
+cu_attn_paged_args cx_attn_paged_args(const exec_cuda *cx, const plan *p, const ir_node *n) {
+    const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
+    const ir_attn_params ap = ir_attn_of(n);
+    const int bs = ir_attn_block_size(n); /* 0: a contiguous cache, one block of its C rows */
+    const int64_t C = k->ne[1], n_tbl = bs > 0 ? p->g->nodes[n->src[4]].ne[0] : 1;
+    int64_t keys = bs > 0 && n_tbl * bs < C ? n_tbl * bs : C;
+    if (ap.window > 0 && ap.window < keys) keys = ap.window;
+    return (cu_attn_paged_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = ap.n_head_kv, .T = q->ne[2], .ctype = k->dtype, .scale = ap.scale,
+                                .softcap = ap.softcap, .window = ap.window, .bs = bs > 0 ? bs : (int)C, .n_tbl = n_tbl,
+                                .nsplit = attn_nsplit_paged(cx, q->ne[2], q->ne[1], keys), .kmin = cx->cfg.attn_kmin};
+}
+
 void exec_cuda_assume_device(int cc_major, int sms) { cu_assume_device(cc_major, sms); }
 
 /* as a new context would plan p: nodes fused away (skips, what 0), gate/up launches that write their
@@ -241,8 +270,11 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
     free(gat);
     uint64_t scratch = 0;
     for (int32_t i = 0; i < p->g->n_nodes; i++)
-        if (p->g->nodes[i].op == IR_OP_ATTENTION && !ir_attn_block_size(&p->g->nodes[i]) &&
-            ir_attn_of(&p->g->nodes[i]).head_dim <= CU_ATT_MAX_D) { /* paged, or past cu_attention's heads (the paged kernel): no scratch */
+        if (p->g->nodes[i].op == IR_OP_ATTENTION && (ir_attn_block_size(&p->g->nodes[i]) || ir_attn_of(&p->g->nodes[i]).head_dim > CU_ATT_MAX_D)) {
+            const cu_attn_paged_args a = cx_attn_paged_args(cx, p, &p->g->nodes[i]); /* the paged kernel's key-split partials */
+            const uint64_t f = cu_attention_paged_scratch(&a);
+            if (f > scratch) scratch = f;
+        } else if (p->g->nodes[i].op == IR_OP_ATTENTION) {
             cu_attn_args a = cx_attn_args(cx, p, &p->g->nodes[i]);
             uint64_t f = cu_attention_scratch(&a);
             if (f > scratch) scratch = f;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
- * tests/runtime/test_cuda_attn_paged_emu.c — the CUDA paged attention kernel (backend/cuda/device/
- * attn_paged.cuh) without a GPU: its device code runs under the host emulation
+ * tests/runtime/test_cuda_attn_paged_emu.c — the CUDA paged attention kernels (backend/cuda/device/
+ * attn_paged.cuh) without a GPU: their device code runs under the host emulation
  * (tests/runtime/cuda_attn_paged_emu.cc, tests/codegen/emu: fibers for threads, real warp shuffles
  * and barriers, warps held back at random) against ops_ref.c's op_attention with the same block
  * table, on fresh random inputs into NaN-poisoned outputs: tokens of three sequences with shuffled
@@ -9,8 +9,11 @@
  * 64 / 80 / 128 / 256 / 512, GQA, a window, a softcap, block sizes 5 / 8 / 16. Unrelated rows fill
  * every other block, so a wrong row mapping shows. Then a contiguous cache read as the executor
  * reads one of heads past cu_attention's 256 (one block of all C rows, a table of zeros) against
- * op_attention without a table. Limit NMSE 1e-10 (f32 sums in another order: the kernel's softmax
- * is online).
+ * op_attention without a table. Both unsplit (S = 1) and with key splits S 2 / 5 / 32 (the split
+ * kernel into NaN-poisoned scratch, then the merge): depths where fewer than S splits are active,
+ * exactly S, one (below kmin), kmin 1 (splits of one key: warps without keys), windows, softcaps;
+ * where one split is active the output must equal the unsplit kernel's bit for bit. Limit NMSE
+ * 1e-10 (f32 sums in another order: the kernel's softmax is online, the splits merge).
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler.
  */
 #include "ops/ops_ref.h"
@@ -24,16 +27,28 @@
 #include <string.h>
 
 typedef int (*paged_fn)(float *, const float *, const void *, const void *, const int32_t *, const int32_t *, const long long *, const float *,
-                        const int *);
+                        const int *, float *);
 static paged_fn emu_paged;
 static uint64_t seed = 0xA77E2ull;
 
+#define KMIN_DEFAULT 64 /* kernels.h's CU_ATT_DEC_KMIN: the kernel's fewest keys a split for kmin 0 */
+
+/* one launch's shapes: S key splits (0 / 1: none) of at least kmin keys (0: the default) */
 typedef struct pcase {
     int64_t D, Hq, Hkv;
     int ctype, window, bs;
     float softcap;
     int64_t start[3], len[3];
+    int S, kmin;
 } pcase;
+
+/* the inputs and the reference of one launch */
+typedef struct pdata {
+    int64_t D, Hq, T, n_tbl;
+    float *q, *ref;
+    void *kc, *vc;
+    const int32_t *pos, *tbl;
+} pdata;
 
 static float *rnd(int64_t n) {
     float *x = malloc((size_t)n * sizeof *x);
@@ -65,11 +80,64 @@ static double nmse(const float *got, const float *ref, int64_t n, int64_t *nan) 
     return *nan ? 1e30 : num / den;
 }
 
+/* the splits active for a token at position p (attn_paged.cuh's pa_active) */
+static int active(int64_t p, int window, int S, int kmin) {
+    const int64_t lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0, n = p - lo + 1, km = kmin > 0 ? kmin : KMIN_DEFAULT;
+    if (S <= 1) return 1;
+    int64_t kps = (n + S - 1) / S;
+    if (kps < km) kps = km;
+    return (int)((n + kps - 1) / kps);
+}
+
+/* the emulated launch of c over d into a fresh NaN-poisoned output (split scratch NaN-poisoned too:
+ * a partial read but never written shows); NULL after a deadlock */
+static float *launch(const pcase *c, const pdata *d, int S) {
+    const int64_t n = d->D * d->Hq * d->T, ns = S > 1 ? d->T * d->Hq * S * (d->D + 2) : 0;
+    float *got = malloc((size_t)n * 4), *scratch = ns ? malloc((size_t)ns * 4) : NULL;
+    for (int64_t i = 0; i < n; i++) got[i] = NAN;
+    for (int64_t i = 0; i < ns; i++) scratch[i] = NAN;
+    const long long dims[5] = {d->D, d->Hq, c->Hkv, d->T, d->n_tbl};
+    const float f[2] = {1.0f / sqrtf((float)d->D), c->softcap};
+    const int iv[5] = {c->ctype, c->window, c->bs, S, c->kmin};
+    const int rc = emu_paged(got, d->q, d->kc, d->vc, d->pos, d->tbl, dims, f, iv, scratch);
+    CHECKF(rc == 0, "emulation rc %d (a deadlock)", rc);
+    free(scratch);
+    if (rc) free(got);
+    return rc ? NULL : got;
+}
+
+/* c's launch against the reference; with S > 1 also unsplit, and every token with one active split
+ * bit-identical to it */
+static void check(const char *label, const pcase *c, const pdata *d) {
+    const int64_t n = d->D * d->Hq * d->T, row = d->D * d->Hq;
+    float *got = launch(c, d, c->S);
+    if (!got) return;
+    int64_t nan = 0;
+    const double e = nmse(got, d->ref, n, &nan);
+    char na[64] = "";
+    for (int64_t t = 0, o = 0; t < d->T && o < (int64_t)sizeof na - 8; t++)
+        o += snprintf(na + o, sizeof na - (size_t)o, "%s%d", t ? "," : "", active(d->pos[t], c->window, c->S, c->kmin));
+    printf("%s S=%d kmin=%d (active %s): NMSE %.3e%s\n", label, c->S, c->kmin, na, e, nan ? " (unwritten outputs)" : "");
+    CHECKF(e <= 1e-10, "%s S=%d: NMSE %.3e (%lld NaN)", label, c->S, e, (long long)nan);
+    float *one = c->S > 1 ? launch(c, d, 1) : NULL;
+    for (int64_t t = 0; one && t < d->T; t++)
+        if (active(d->pos[t], c->window, c->S, c->kmin) == 1)
+            CHECKF(!memcmp(got + t * row, one + t * row, (size_t)row * 4), "%s S=%d: token %lld (one split active) differs from S=1", label,
+                   c->S, (long long)t);
+    free(one);
+    free(got);
+}
+
 static void run_case(const pcase *c) {
     const int64_t D = c->D, Hq = c->Hq, Hkv = c->Hkv, Dkv = D * Hkv, bs = c->bs, n_blk = 128, C = n_blk * bs;
-    const int64_t n_tbl = 160 / bs + 1; /* enough entries for position 159 */
-    int64_t T = 0;
-    for (int s = 0; s < 3; s++) T += c->len[s];
+    int64_t T = 0, last = 159; /* n_tbl: enough entries for position 159, or the deepest token */
+    for (int s = 0; s < 3; s++) {
+        T += c->len[s];
+        if (c->len[s] && c->start[s] + c->len[s] - 1 > last) last = c->start[s] + c->len[s] - 1;
+    }
+    const int64_t n_tbl = last / bs + 1;
+    CHECKF(3 * n_tbl <= n_blk && T <= 16, "case of %lld tokens, %lld table entries: too large", (long long)T, (long long)n_tbl);
+    if (3 * n_tbl > n_blk || T > 16) return;
     int32_t blocks[128], pos[16];
     int32_t *tbl = malloc((size_t)(n_tbl * T) * 4);
     for (int i = 0; i < n_blk; i++) blocks[i] = i;
@@ -82,50 +150,43 @@ static void run_case(const pcase *c) {
             pos[t] = (int32_t)(c->start[s] + i);
             for (int64_t e = 0; e < n_tbl; e++) tbl[t * n_tbl + e] = blocks[s * n_tbl + e];
         }
-    float *q = rnd(D * Hq * T), *kf = rnd(Dkv * C), *vf = rnd(Dkv * C);
-    void *kc = as_cache(c->ctype, kf, Dkv * C), *vc = as_cache(c->ctype, vf, Dkv * C);
-    float *ref = malloc((size_t)(D * Hq * T) * 4), *got = malloc((size_t)(D * Hq * T) * 4), *scores = malloc(4096 * 4);
-    for (int64_t i = 0; i < D * Hq * T; i++) got[i] = NAN;
+    float *kf = rnd(Dkv * C), *vf = rnd(Dkv * C), *scores = malloc(4096 * 4);
+    pdata d = {.D = D, .Hq = Hq, .T = T, .n_tbl = n_tbl, .q = rnd(D * Hq * T), .ref = malloc((size_t)(D * Hq * T) * 4),
+               .kc = as_cache(c->ctype, kf, Dkv * C), .vc = as_cache(c->ctype, vf, Dkv * C), .pos = pos, .tbl = tbl};
     const op_attn_args oa = {.D = D, .Hq = Hq, .Hkv = Hkv, .ctype = c->ctype, .scale = 1.0f / sqrtf((float)D), .softcap = c->softcap,
                              .window = c->window, .table = tbl, .n_tbl = n_tbl, .bs = (int32_t)bs};
-    op_attention(ref, q, kc, vc, pos, &oa, 0, T * Hq, scores);
-    const long long dims[5] = {D, Hq, Hkv, T, n_tbl};
-    const float f[2] = {oa.scale, c->softcap};
-    const int iv[3] = {c->ctype, c->window, (int)bs};
-    const int rc = emu_paged(got, q, kc, vc, pos, tbl, dims, f, iv);
-    int64_t nan = 0;
-    const double e = nmse(got, ref, D * Hq * T, &nan);
-    printf("paged attention %s D=%lld Hq/Hkv=%lld/%lld T=%lld bs=%lld w=%d cap=%g: NMSE %.3e%s\n", c->ctype == SB_TYPE_F16 ? "f16" : "f32",
-           (long long)D, (long long)Hq, (long long)Hkv, (long long)T, (long long)bs, c->window, c->softcap, e, nan ? " (unwritten outputs)" : "");
-    CHECKF(rc == 0, "emulation rc %d (a deadlock)", rc);
-    CHECKF(e <= 1e-10, "D=%lld bs=%lld: NMSE %.3e (%lld NaN)", (long long)D, (long long)bs, e, (long long)nan);
-    free(q), free(kf), free(vf), free(kc), free(vc), free(ref), free(got), free(scores), free(tbl);
+    op_attention(d.ref, d.q, d.kc, d.vc, pos, &oa, 0, T * Hq, scores);
+    char label[128];
+    snprintf(label, sizeof label, "paged attention %s D=%lld Hq/Hkv=%lld/%lld T=%lld bs=%lld w=%d cap=%g", c->ctype == SB_TYPE_F16 ? "f16" : "f32",
+             (long long)D, (long long)Hq, (long long)Hkv, (long long)T, (long long)bs, c->window, c->softcap);
+    check(label, c, &d);
+    free(d.q), free(kf), free(vf), free(d.kc), free(d.vc), free(d.ref), free(scores), free(tbl);
 }
 
 /* a contiguous cache of C rows as one block (bs C, one zero entry per token: exec_cuda_dispatch.c's
  * attention of head_dim > CU_ATT_MAX_D): T tokens at positions p0.. against op_attention without a
- * table (position j at row j); the rows past the last position hold unrelated keys */
-static void run_contig(int64_t D, int64_t Hq, int64_t Hkv, int ctype, int window, float softcap, int64_t C, int64_t T, int32_t p0) {
-    const int64_t Dkv = D * Hkv;
+ * table (position j at row j); the rows past the last position hold unrelated keys. c: D, Hq, Hkv,
+ * ctype, window, softcap, S, kmin; bs = C */
+static void run_contig(const pcase *c, int64_t C, int64_t T, int32_t p0) {
+    const int64_t D = c->D, Hq = c->Hq, Dkv = D * c->Hkv;
     int32_t pos[16], zeros[16] = {0};
+    CHECKF(T <= 16, "%lld tokens: too many", (long long)T);
+    if (T > 16) return;
     for (int64_t t = 0; t < T; t++) pos[t] = p0 + (int32_t)t;
-    float *q = rnd(D * Hq * T), *kf = rnd(Dkv * C), *vf = rnd(Dkv * C);
-    void *kc = as_cache(ctype, kf, Dkv * C), *vc = as_cache(ctype, vf, Dkv * C);
-    float *ref = malloc((size_t)(D * Hq * T) * 4), *got = malloc((size_t)(D * Hq * T) * 4), *scores = malloc(4096 * 4);
-    for (int64_t i = 0; i < D * Hq * T; i++) got[i] = NAN;
-    const op_attn_args oa = {.D = D, .Hq = Hq, .Hkv = Hkv, .ctype = ctype, .scale = 1.0f / sqrtf((float)D), .softcap = softcap, .window = window};
-    op_attention(ref, q, kc, vc, pos, &oa, 0, T * Hq, scores);
-    const long long dims[5] = {D, Hq, Hkv, T, 1};
-    const float f[2] = {oa.scale, softcap};
-    const int iv[3] = {ctype, window, (int)C};
-    const int rc = emu_paged(got, q, kc, vc, pos, zeros, dims, f, iv);
-    int64_t nan = 0;
-    const double e = nmse(got, ref, D * Hq * T, &nan);
-    printf("contiguous as one block %s D=%lld Hq/Hkv=%lld/%lld T=%lld C=%lld p0=%d w=%d cap=%g: NMSE %.3e%s\n", ctype == SB_TYPE_F16 ? "f16" : "f32",
-           (long long)D, (long long)Hq, (long long)Hkv, (long long)T, (long long)C, (int)p0, window, softcap, e, nan ? " (unwritten outputs)" : "");
-    CHECKF(rc == 0, "emulation rc %d (a deadlock)", rc);
-    CHECKF(e <= 1e-10, "contiguous D=%lld C=%lld: NMSE %.3e (%lld NaN)", (long long)D, (long long)C, e, (long long)nan);
-    free(q), free(kf), free(vf), free(kc), free(vc), free(ref), free(got), free(scores);
+    float *kf = rnd(Dkv * C), *vf = rnd(Dkv * C), *scores = malloc((size_t)C * 4);
+    pdata d = {.D = D, .Hq = Hq, .T = T, .n_tbl = 1, .q = rnd(D * Hq * T), .ref = malloc((size_t)(D * Hq * T) * 4),
+               .kc = as_cache(c->ctype, kf, Dkv * C), .vc = as_cache(c->ctype, vf, Dkv * C), .pos = pos, .tbl = zeros};
+    const op_attn_args oa = {.D = D, .Hq = Hq, .Hkv = c->Hkv, .ctype = c->ctype, .scale = 1.0f / sqrtf((float)D), .softcap = c->softcap,
+                             .window = c->window};
+    op_attention(d.ref, d.q, d.kc, d.vc, pos, &oa, 0, T * Hq, scores);
+    pcase cc = *c;
+    cc.bs = (int)C;
+    char label[128];
+    snprintf(label, sizeof label, "contiguous as one block %s D=%lld Hq/Hkv=%lld/%lld T=%lld C=%lld p0=%d w=%d cap=%g",
+             c->ctype == SB_TYPE_F16 ? "f16" : "f32", (long long)D, (long long)Hq, (long long)c->Hkv, (long long)T, (long long)C, (int)p0,
+             c->window, c->softcap);
+    check(label, &cc, &d);
+    free(d.q), free(kf), free(vf), free(d.kc), free(d.vc), free(d.ref), free(scores);
 }
 
 int main(void) {
@@ -135,16 +196,31 @@ int main(void) {
     CHECKF(emu_paged != NULL, "dlsym: %s", dlerror());
     if (emu_paged) {
         const pcase cs[] = {
-            {64, 4, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 90}, {1, 5, 1}},     /* decode + a prefill chunk */
-            {128, 8, 2, SB_TYPE_F32, 0, 16, 0, {100, 15, 3}, {1, 1, 1}},   /* three decodes, one at a block edge */
-            {256, 2, 1, SB_TYPE_F16, 24, 8, 30.0f, {70, 5, 0}, {2, 3, 9}}, /* window, softcap, bs 8 */
-            {80, 6, 3, SB_TYPE_F32, 0, 5, 0, {41, 12, 1}, {1, 1, 4}},      /* head_dim 80, blocks of 5 */
-            {512, 2, 1, SB_TYPE_F16, 0, 16, 0, {3, 130, 0}, {1, 1, 2}},    /* gemma4's global head_dim */
+            /* unsplit */
+            {64, 4, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 90}, {1, 5, 1}, 1, 0},     /* decode + a prefill chunk */
+            {128, 8, 2, SB_TYPE_F32, 0, 16, 0, {100, 15, 3}, {1, 1, 1}, 1, 0},   /* three decodes, one at a block edge */
+            {256, 2, 1, SB_TYPE_F16, 24, 8, 30.0f, {70, 5, 0}, {2, 3, 9}, 1, 0}, /* window, softcap, bs 8 */
+            {80, 6, 3, SB_TYPE_F32, 0, 5, 0, {41, 12, 1}, {1, 1, 4}, 1, 0},      /* head_dim 80, blocks of 5 */
+            {512, 2, 1, SB_TYPE_F16, 0, 16, 0, {3, 130, 0}, {1, 1, 2}, 1, 0},    /* gemma4's global head_dim */
+            /* key splits */
+            {64, 4, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 60}, {1, 3, 1}, 2, 0},     /* every depth below kmin: one split active */
+            {128, 8, 2, SB_TYPE_F32, 0, 16, 0, {300, 15, 130}, {1, 1, 1}, 5, 0}, /* 5 of 5 active, 1, 3 of 5 */
+            {512, 2, 1, SB_TYPE_F16, 0, 16, 0, {200, 0, 127}, {1, 3, 1}, 32, 4}, /* 29 of 32, 1, 32 of 32 (kps 4) */
+            {256, 2, 1, SB_TYPE_F16, 24, 8, 30.0f, {70, 5, 100}, {2, 3, 1}, 5, 4}, /* window: 5 of 5 at any depth past it */
+            {80, 6, 3, SB_TYPE_F32, 0, 5, 0, {41, 12, 1}, {1, 1, 4}, 32, 1},     /* splits of 1-2 keys: warps without keys */
+            {64, 4, 4, SB_TYPE_F32, 200, 16, 50.0f, {500, 33, 256}, {1, 3, 1}, 2, 0}, /* window 200 of depth 500, softcap */
         };
         for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) run_case(&cs[k]);
-        run_contig(512, 4, 1, SB_TYPE_F16, 0, 0, 300, 1, 250);   /* a decode step deep in the cache */
-        run_contig(512, 2, 2, SB_TYPE_F32, 24, 30.0f, 64, 3, 0); /* prefill from 0, window, softcap */
-        run_contig(320, 2, 1, SB_TYPE_F16, 0, 0, 40, 2, 38);    /* 320 dims, the last rows */
+        const struct { pcase c; int64_t C, T; int32_t p0; } ct[] = {
+            {{512, 4, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 1, 0}, 300, 1, 250},      /* a decode step deep in the cache */
+            {{512, 2, 2, SB_TYPE_F32, 24, 0, 30.0f, {0}, {0}, 1, 0}, 64, 3, 0},    /* prefill from 0, window, softcap */
+            {{320, 2, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 1, 0}, 40, 2, 38},        /* 320 dims, the last rows */
+            {{512, 4, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 5, 0}, 300, 1, 250},      /* 4 of 5 active */
+            {{512, 2, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 32, 0}, 2100, 1, 2047},   /* gemma4's global layer: 32 of 32 of 64 keys */
+            {{512, 2, 2, SB_TYPE_F32, 24, 0, 30.0f, {0}, {0}, 2, 4}, 64, 3, 40},   /* window, softcap: 2 of 2 */
+            {{320, 2, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 5, 8}, 40, 2, 38},        /* 5 of 5 in the last rows */
+        };
+        for (size_t k = 0; k < sizeof ct / sizeof ct[0]; k++) run_contig(&ct[k].c, ct[k].C, ct[k].T, ct[k].p0);
     }
     emu_build_done(h);
     return test_summary();

@@ -9,7 +9,7 @@
  * T = 1..13 including 8-token tiles; f32-activation GEMV for float and other types), fused RMSNorm
  * chains, RMSNorm+quantize, GLU(+quantize), elementwise (scale/softcap/silu/gelu), RoPE
  * NORMAL/NEOX with freq factors (also 512-dim heads), kv_store + attention (F32/F16 cache, GQA,
- * window, softcap, heads of 320 and 512 on the paged kernel,
+ * window, softcap, heads of 320 and 512 on the paged kernel (with key splits),
  * prefill and split-K decode; both k_attention.cu variants; variant 4's decode kernel k_attn_decode.cu
  * at depths 0..4100 with several steps on one executor; paged attention (k_attn_paged.cu: tokens of
  * three sequences with shuffled block tables in one step); the flash-attention prefill of k_fattn.cu
@@ -810,7 +810,8 @@ static void test_attention(void) {
         {5, 100, SB_TYPE_F16, 8, 0, 64}, {1, 299, SB_TYPE_F32, 8, 30.0f, 64}, {13, 0, SB_TYPE_F32, 0, 50.0f, 64},
         {1, 120, SB_TYPE_F16, 0, 20.0f, 64}, {7, 60, SB_TYPE_F32, 0, 0, 37}, {1, 200, SB_TYPE_F16, 0, 0, 37},
         {3, 140, SB_TYPE_F16, 0, 0, 256}, {1, 290, SB_TYPE_F32, 0, 0, 256},
-        /* heads past cu_attention's 256: the paged kernel over the contiguous cache (gemma4's 512) */
+        /* heads past cu_attention's 256: the paged kernel over the contiguous cache (gemma4's 512); its key
+         * splits at 132 SMs: S 5 at T <= 2 (4 of 5 active at 250, 5 at 280, 1 at 0), 1 under the window */
         {1, 250, SB_TYPE_F16, 0, 0, 512}, {5, 100, SB_TYPE_F32, 8, 30.0f, 512}, {2, 280, SB_TYPE_F16, 0, 0, 320}, {1, 0, SB_TYPE_F32, 0, 0, 512},
     };
     const int variants[3] = {1, 2, 4}; /* 4: k_attn_decode.cu for T == 1, flash attention (or 2) for T > 1 */
@@ -843,20 +844,28 @@ static void test_attention(void) {
 /* Paged attention (k_attn_paged.cu): one step of T tokens from three sequences over a pool of
  * n_blk blocks of bs rows — sequence s's table a shuffled set of blocks, its tokens at consecutive
  * positions from start[s] — each token's K/V stored at its slot first, then attention through the
- * tables. Rows of other sequences' blocks hold unrelated keys, so a wrong row mapping shows. */
+ * tables. Rows of other sequences' blocks hold unrelated keys, so a wrong row mapping shows. The
+ * executor splits the keys (exec_cuda_plan.c attn_nsplit_paged: S from the table's reach and the
+ * SM count; 132 SMs: S 3 in the shallow cases (1 under the window of 24), 11 and 4 in the deep
+ * ones, where every split, some or one is active by depth). */
 static void test_paged_attention(void) {
     struct { int64_t D, Hq, Hkv; int ctype, window, bs; float softcap; int64_t start[3], len[3]; } cs[] = {
         {64, 4, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 90}, {1, 5, 1}},      /* decode + a prefill chunk */
         {128, 8, 2, SB_TYPE_F32, 0, 16, 0, {100, 15, 3}, {1, 1, 1}},    /* three decodes, one at a block edge */
         {256, 2, 1, SB_TYPE_F16, 24, 8, 30.0f, {70, 5, 0}, {2, 3, 9}},  /* window, softcap, bs 8 */
         {80, 6, 3, SB_TYPE_F32, 0, 5, 0, {41, 12, 1}, {1, 1, 4}},       /* head_dim 80, blocks of 5 */
+        {128, 8, 2, SB_TYPE_F16, 0, 16, 0, {1000, 300, 3}, {1, 1, 1}},  /* deep decodes: all, 5, 1 splits active */
+        {64, 4, 1, SB_TYPE_F32, 256, 16, 30.0f, {700, 2, 129}, {1, 2, 1}}, /* window 256 deep, softcap */
     };
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
-        const int64_t D = cs[k].D, Hq = cs[k].Hq, Hkv = cs[k].Hkv, Dkv = D * Hkv, bs = cs[k].bs, n_blk = 128, C = n_blk * bs;
-        const int64_t n_tbl = 160 / bs + 1; /* table entries a token carries: enough for position 159 */
-        int64_t T = 0;
-        for (int s = 0; s < 3; s++) T += cs[k].len[s];
-        int32_t blocks[128], pos[16], slots[16], *tbl = malloc((size_t)(n_tbl * T) * 4);
+        int64_t T = 0, last = 159; /* table entries a token carries: enough for position 159, or the deepest */
+        for (int s = 0; s < 3; s++) {
+            T += cs[k].len[s];
+            if (cs[k].len[s] && cs[k].start[s] + cs[k].len[s] - 1 > last) last = cs[k].start[s] + cs[k].len[s] - 1;
+        }
+        const int64_t D = cs[k].D, Hq = cs[k].Hq, Hkv = cs[k].Hkv, Dkv = D * Hkv, bs = cs[k].bs, n_tbl = last / bs + 1;
+        const int64_t n_blk = 3 * n_tbl > 128 ? 3 * n_tbl : 128, C = n_blk * bs;
+        int32_t *blocks = malloc((size_t)n_blk * 4), pos[16], slots[16], *tbl = malloc((size_t)(n_tbl * T) * 4);
         for (int i = 0; i < n_blk; i++) blocks[i] = i;
         for (int i = n_blk - 1; i > 0; i--) { /* shuffled: sequence s owns blocks[s * n_tbl ..] */
             const int j = (int)(test_rand_u64(&seed) % (uint64_t)(i + 1)), x = blocks[i];
@@ -887,7 +896,7 @@ static void test_paged_attention(void) {
         expect(run_both(g, &b, label), 1e-9, label);
         ir_graph_free(g);
         attn_data_free(&ad);
-        free(tbl);
+        free(tbl), free(blocks);
     }
 }
 

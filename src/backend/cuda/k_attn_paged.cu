@@ -1,37 +1,60 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * backend/cuda/k_attn_paged.cu — attention over a paged KV cache (a block table per token: many
- * sequences in one step, runtime/batch.h).
+ * sequences in one step, runtime/batch.h; and a contiguous cache of heads past cu_attention's 256 as
+ * one block of its C rows).
  * Math (op_attention with a table, ops_ref.c): for token t at position p = pos[t] and query head h,
- * over the visible keys j in [max(0, p - window + 1), p] (window 0: from 0), each stored at cache
- * row tbl[t][j / bs] * bs + j % bs: s_j = q.k_j * scale, softcapped (cap * tanh(s / cap)) when
+ * over the visible keys j in [lo, p], lo = max(0, p - window + 1) (window 0: lo = 0), each stored at
+ * cache row tbl[t][j / bs] * bs + j % bs: s_j = q.k_j * scale, softcapped (cap * tanh(s / cap)) when
  * softcap > 0; out = sum_j softmax(s)_j v_j. Kv head h / (Hq / Hkv).
- * Geometry: one 128-thread block per (query head, token); its 4 warps take keys j = lo + w, lo + w +
- * 4, ...; lanes hold pairs of head dimensions (pair i = lane + 32 k, D/2 pairs, D <= 512), so each
+ * Geometry: 128-thread blocks, grid (Hq, T, S); its 4 warps take keys j = j0 + w, j0 + w + 4, ...
+ * < j1; lanes hold pairs of head dimensions (pair i = lane + 32 k, D/2 pairs, D <= 512), so each
  * key's row is read coalesced (half2 / float2) and its score is a warp sum. Each warp keeps an online
  * softmax (max, sum, acc); the 4 are merged in shared memory at the end.
+ * Key split (flash-decoding; S = a->nsplit, chosen by the caller from shapes): with n = p - lo + 1
+ * read on the device (one captured graph serves every depth), kps = max(kmin, ceil(n / S)) and
+ * na = ceil(n / kps); split z < na takes [lo + z kps, min(lo + (z + 1) kps, p + 1)) and writes its
+ * partial (m, l, acc[D]) to scratch[((t Hq + h) S + z) (D + 2)]; splits z >= na return at once.
+ * k_attn_paged_merge (grid (Hq, T)) then reads the na partials: M = max m_z, f_z = exp(m_z - M),
+ * out = sum f_z acc_z / sum f_z l_z. Where na == 1 split 0 writes out itself, exactly as S = 1 does,
+ * and the merge does nothing. S = 1: one launch of the unsplit kernel, no scratch.
  * Traffic: per (token, head) the visible keys' K and V rows (2 * D * bytes each), read once per query
  * head (kv heads shared by G query heads are re-read from L2); ~4 FLOP per byte of K/V: bandwidth
- * and latency bound. Same results as the contiguous kernels up to f32 summation order (the softmax
- * is online here).
- * The kernel is device/attn_paged.cuh. Tested against: ops_ref.c op_attention (paged) through
- * tests/runtime/test_cuda_ops.c on a GPU and test_cuda_attn_paged_emu on the CPU, and the batched
- * engine against CUDA sessions through tests/api/test_batch.c.
+ * and latency bound — the split is for latency: T * Hq blocks of one serial key walk each leave most
+ * SMs idle at decode (gemma4's 8 global heads: 8 blocks). Partials: T Hq na (D + 2) floats written
+ * and read once through L2. Same results as the contiguous kernels up to f32 summation order (the
+ * softmax is online here).
+ * The kernels are device/attn_paged.cuh. Tested against: ops_ref.c op_attention (paged) through
+ * tests/runtime/test_cuda_ops.c on a GPU and test_cuda_attn_paged_emu on the CPU (S 1..32), and the
+ * batched engine against CUDA sessions through tests/api/test_batch.c.
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/attn_paged.cuh"
 
+extern "C" uint64_t cu_attention_paged_scratch(const cu_attn_paged_args *a) {
+    return a->nsplit > 1 ? (uint64_t)a->T * (uint64_t)a->Hq * (uint64_t)a->nsplit * (uint64_t)(a->D + 2) : 0;
+}
+
 extern "C" sb_status cu_attention_paged(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
-                                        const int32_t *tbl, const cu_attn_paged_args *a) {
+                                        const int32_t *tbl, const cu_attn_paged_args *a, float *scratch) {
     if (a->T <= 0) return SB_OK;
     if (a->D % 2 || a->D > 2 * 32 * PA_PAIRS || a->Hkv <= 0 || a->Hq % a->Hkv || a->bs <= 0 || a->n_tbl <= 0 ||
-        (a->ctype != CU_T_F16 && a->ctype != CU_T_F32))
-        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: paged attention of head_dim %lld (even, <= %d), heads %lld/%lld, block size %d, cache type %d",
-                       (long long)a->D, 2 * 32 * PA_PAIRS, (long long)a->Hq, (long long)a->Hkv, a->bs, a->ctype);
-    const dim3 grid((unsigned)a->Hq, (unsigned)a->T);
-    if (a->ctype == CU_T_F16)
-        cu_launch(k_attn_paged<true>, grid, 32 * PA_WARPS, (cudaStream_t)s, dst, q, k, v, pos, tbl, *a);
-    else
-        cu_launch(k_attn_paged<false>, grid, 32 * PA_WARPS, (cudaStream_t)s, dst, q, k, v, pos, tbl, *a);
-    return cu_after_launch("k_attn_paged");
+        (a->ctype != CU_T_F16 && a->ctype != CU_T_F32) || a->nsplit > CU_ATT_PAGED_MAX_SPLITS)
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: paged attention of head_dim %lld (even, <= %d), heads %lld/%lld, block size %d, cache type %d, "
+                       "%d splits (<= %d)", (long long)a->D, 2 * 32 * PA_PAIRS, (long long)a->Hq, (long long)a->Hkv, a->bs, a->ctype, a->nsplit,
+                       CU_ATT_PAGED_MAX_SPLITS);
+    const bool f16 = a->ctype == CU_T_F16;
+    const cudaStream_t st = (cudaStream_t)s;
+    if (a->nsplit <= 1) {
+        const dim3 grid((unsigned)a->Hq, (unsigned)a->T);
+        cu_launch(f16 ? k_attn_paged<true, false> : k_attn_paged<false, false>, grid, 32 * PA_WARPS, st, dst, q, k, v, pos, tbl, *a,
+                  (float *)NULL);
+        return cu_after_launch("k_attn_paged");
+    }
+    if (!scratch) return sb_fail(SB_ERR_INTERNAL, "cuda: paged attention of %d splits without scratch", a->nsplit);
+    const dim3 grid((unsigned)a->Hq, (unsigned)a->T, (unsigned)a->nsplit);
+    cu_launch(f16 ? k_attn_paged<true, true> : k_attn_paged<false, true>, grid, 32 * PA_WARPS, st, dst, q, k, v, pos, tbl, *a, scratch);
+    SB_TRY(cu_after_launch("k_attn_paged (split)"));
+    cu_launch(k_attn_paged_merge, dim3((unsigned)a->Hq, (unsigned)a->T), 32 * PA_WARPS, st, dst, (const float *)scratch, pos, *a);
+    return cu_after_launch("k_attn_paged_merge");
 }

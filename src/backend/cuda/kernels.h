@@ -273,11 +273,22 @@ typedef struct cu_attn_paged_args {
     int window;           /* 0 = none */
     int bs;               /* rows per block */
     int64_t n_tbl;        /* table entries per token */
+    int nsplit;           /* key splits S (flash-decoding, grid Hq x T x S); 0 or 1 = none, at most
+                           * CU_ATT_PAGED_MAX_SPLITS */
+    int kmin;             /* fewest keys a split (0 = CU_ATT_DEC_KMIN): na = ceil(n / max(kmin, ceil(n / S)))
+                           * of the S splits are active at n visible keys */
 } cu_attn_paged_args;
+#define CU_ATT_PAGED_MAX_SPLITS 32
+/* Floats of scratch cu_attention_paged needs for these args: T * Hq * S * (D + 2) partials with
+ * S > 1, else 0. */
+uint64_t cu_attention_paged_scratch(const cu_attn_paged_args *a);
 /* dst [D*Hq,T]; q [D,Hq,T]; k/v [D*Hkv, C]; pos [T], tbl [n_tbl, T] on the device; the table's
- * entries checked on the host (plan_check_paged). SB_ERR_UNSUPPORTED: D odd or > 512, Hq % Hkv. */
+ * entries checked on the host (plan_check_paged); scratch (cu_attention_paged_scratch floats, NULL
+ * when that is 0) for the splits' partials. S > 1 launches k_attn_paged_merge after the split
+ * kernel (two launches); S <= 1 one launch, no scratch. SB_ERR_UNSUPPORTED: D odd or > 512,
+ * Hq % Hkv, S > CU_ATT_PAGED_MAX_SPLITS. */
 sb_status cu_attention_paged(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
-                             const int32_t *tbl, const cu_attn_paged_args *a);
+                             const int32_t *tbl, const cu_attn_paged_args *a, float *scratch);
 /* Split counters cu_attention's in-kernel split merge needs: zeroed device memory of this many
  * uint32 (T * Hq of them are used; the last split of each (t, h) resets its counter), shareable by
  * every attention of a stream (they run one after another). */

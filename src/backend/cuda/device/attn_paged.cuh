@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
- * backend/cuda/device/attn_paged.cuh — the paged attention kernel (k_attn_paged.cu launches it;
- * tests/runtime/test_cuda_attn_paged_emu runs it on the CPU under tests/codegen/emu/cuda_emu.h).
- * Math and geometry: k_attn_paged.cu's header.
+ * backend/cuda/device/attn_paged.cuh — the paged attention kernels (k_attn_paged.cu launches them;
+ * tests/runtime/test_cuda_attn_paged_emu runs them on the CPU under tests/codegen/emu/cuda_emu.h):
+ * k_attn_paged<F16, false> (one block per (query head, token): all its visible keys, out directly),
+ * k_attn_paged<F16, true> (a key split per blockIdx.z: a partial (m, l, acc[D]) per active split,
+ * or out directly where only split 0 is active) and k_attn_paged_merge (the partials to out).
+ * Math, geometry and the split: k_attn_paged.cu's header.
  */
 #ifndef SB_CUDA_DEVICE_ATTN_PAGED_CUH
 #define SB_CUDA_DEVICE_ATTN_PAGED_CUH
@@ -25,15 +28,38 @@ template <bool F16> static __device__ __forceinline__ float2 pa_load(const void 
     return ((const float2 *)c)[e / 2];
 }
 
-template <bool F16>
+/* the first visible key of a token at position p (its last is p) */
+static __device__ __forceinline__ int64_t pa_lo(int64_t p, int window) { return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0; }
+
+/* the split of n visible keys over S splits: *kps = max(kmin, ceil(n / S)) keys a split (kmin 0:
+ * CU_ATT_DEC_KMIN); returns the active splits ceil(n / kps) (1..S). The split kernel and the merge
+ * both compute it from pos, so one captured launch serves every depth. */
+static __device__ __forceinline__ int pa_active(int64_t n, int S, int kmin, int64_t *kps) {
+    const int64_t km = kmin > 0 ? kmin : CU_ATT_DEC_KMIN;
+    *kps = (n + S - 1) / S;
+    if (*kps < km) *kps = km;
+    return (int)((n + *kps - 1) / *kps);
+}
+
+template <bool F16, bool SPLIT>
 __global__ void __launch_bounds__(32 * PA_WARPS)
     k_attn_paged(float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const int32_t *tbl,
-                 cu_attn_paged_args a) {
+                 cu_attn_paged_args a, float *part) {
     CU_PDL_ENTRY();
     __shared__ float s_acc[PA_WARPS][2 * 32 * PA_PAIRS];
     __shared__ float s_m[PA_WARPS], s_l[PA_WARPS];
     const int h = blockIdx.x, w = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t t = blockIdx.y, P = a.D / 2, Dkv = a.D * a.Hkv, kvh = h / (a.Hq / a.Hkv);
+    const int64_t p = pos[t], lo = pa_lo(p, a.window);
+    int64_t j0 = lo, j1 = p + 1; /* this block's keys [j0, j1) */
+    int na = 1;
+    if (SPLIT) {
+        int64_t kps;
+        na = pa_active(p - lo + 1, a.nsplit, a.kmin, &kps);
+        if ((int)blockIdx.z >= na) return; /* no keys at this depth: its partial is never read */
+        j0 = lo + (int64_t)blockIdx.z * kps;
+        j1 = j0 + kps < p + 1 ? j0 + kps : p + 1;
+    }
     const float *qv = q + (t * a.Hq + h) * a.D;
     float2 qr[PA_PAIRS], acc[PA_PAIRS];
 #pragma unroll
@@ -42,11 +68,9 @@ __global__ void __launch_bounds__(32 * PA_WARPS)
         qr[i] = pi < P ? make_float2(qv[2 * pi], qv[2 * pi + 1]) : make_float2(0.0f, 0.0f);
         acc[i] = make_float2(0.0f, 0.0f);
     }
-    const int64_t p = pos[t];
-    const int64_t lo = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
     const int32_t *row_tbl = tbl + t * a.n_tbl;
     float m = -INFINITY, l = 0.0f;
-    for (int64_t j = lo + w; j <= p; j += PA_WARPS) {
+    for (int64_t j = j0 + w; j < j1; j += PA_WARPS) {
         const int64_t base = ((int64_t)row_tbl[j / a.bs] * a.bs + j % a.bs) * Dkv + kvh * a.D;
         float s = 0.0f;
 #pragma unroll
@@ -86,11 +110,47 @@ __global__ void __launch_bounds__(32 * PA_WARPS)
         wt[x] = s_m[x] == -INFINITY ? 0.0f : expf(s_m[x] - mx);
         sum += wt[x] * s_l[x];
     }
-    float *out = dst + (t * a.Hq + h) * a.D;
+    if (SPLIT && na > 1) { /* the partial of split z: (m, l, acc[D]) unnormalized, for k_attn_paged_merge */
+        float *pp = part + ((t * a.Hq + h) * a.nsplit + blockIdx.z) * (a.D + 2);
+        if (threadIdx.x == 0) pp[0] = mx, pp[1] = sum;
+        for (int64_t d = threadIdx.x; d < a.D; d += 32 * PA_WARPS) {
+            float o = 0.0f;
+            for (int x = 0; x < PA_WARPS; x++) o += wt[x] * s_acc[x][d];
+            pp[2 + d] = o;
+        }
+        return;
+    }
+    float *out = dst + (t * a.Hq + h) * a.D; /* all the keys in this block: as the unsplit kernel, bit for bit */
     for (int64_t d = threadIdx.x; d < a.D; d += 32 * PA_WARPS) {
         float o = 0.0f;
         for (int x = 0; x < PA_WARPS; x++) o += wt[x] * s_acc[x][d];
         out[d] = o / sum;
+    }
+}
+
+/* grid (Hq, T), 32 * PA_WARPS threads: out = sum_z f_z acc_z / sum_z f_z l_z over the na active
+ * partials of (h, t) (na from pos, as the split kernel), f_z = exp(m_z - max m) (0 for m_z = -inf);
+ * nothing where na == 1 (split 0 wrote out) */
+__global__ void __launch_bounds__(32 * PA_WARPS) k_attn_paged_merge(float *dst, const float *part, const int32_t *pos, cu_attn_paged_args a) {
+    CU_PDL_ENTRY();
+    __shared__ float s_f[CU_ATT_PAGED_MAX_SPLITS];
+    const int h = blockIdx.x;
+    const int64_t t = blockIdx.y, p = pos[t], lo = pa_lo(p, a.window), R = a.D + 2;
+    int64_t kps;
+    const int na = pa_active(p - lo + 1, a.nsplit, a.kmin, &kps);
+    if (na == 1) return;
+    const float *pp = part + (t * a.Hq + h) * a.nsplit * R;
+    float M = -INFINITY;
+    for (int z = 0; z < na; z++) M = fmaxf(M, pp[z * R]);
+    for (int z = threadIdx.x; z < na; z += 32 * PA_WARPS) s_f[z] = pp[z * R] == -INFINITY ? 0.0f : expf(pp[z * R] - M);
+    __syncthreads();
+    float L = 0.0f;
+    for (int z = 0; z < na; z++) L += s_f[z] * pp[z * R + 1];
+    float *out = dst + (t * a.Hq + h) * a.D;
+    for (int64_t d = threadIdx.x; d < a.D; d += 32 * PA_WARPS) {
+        float o = 0.0f;
+        for (int z = 0; z < na; z++) o += s_f[z] * pp[z * R + 2 + d];
+        out[d] = o / L;
     }
 }
 
