@@ -6,8 +6,8 @@
  * GPU. Scenarios: a llama decoder block traced into a prefill and a decode program sharing their
  * caches; eager ops; a cache written eagerly on the CPU between device runs; outputs written in
  * place and read back by device programs; two views of one weight; the mixed-device refusal.
- * Include after test.h, sonicboom.h and tensor_lib.h; define dev_tol (allowed max relative
- * difference from the CPU) before including.
+ * Include after test.h, sonicboom.h and tensor_lib.h; tolerances (allowed max relative difference
+ * from the CPU) are the scenarios' arguments: dl_check_all runs every one.
  */
 #ifndef SB_TESTS_DEVICE_LIB_H
 #define SB_TESTS_DEVICE_LIB_H
@@ -73,6 +73,16 @@ static sb_value dl_op(sb_graph *g, const char *op, const sb_value *s, int n, con
     return v;
 }
 
+/* g with y as its one output "y", compiled for dev and freed; the program (NULL on failure) */
+static sb_program *dl_compile(sb_graph *g, sb_value y, int dev, const char *what) {
+    CHECK(sb_graph_output(g, y, "y") == SB_OK);
+    sb_program *pr = NULL;
+    const sb_compile_params cp = {.device = dev};
+    CHECKF(sb_graph_compile(g, &cp, &pr) == SB_OK, "compile %s (device %d): %s", what, dev, sb_last_error());
+    sb_graph_free(g);
+    return pr;
+}
+
 /* y = block(x) for T tokens at positions pos (run-time inputs x [E,T], pos [T]), writing the caches
  * kc, vc ([Hkv*D, C]); compiled for device dev */
 static sb_program *dl_block_program(const dl_block *b, int64_t T, sb_tensor *kc, sb_tensor *vc, int dev) {
@@ -108,11 +118,9 @@ static sb_program *dl_block_program(const dl_block *b, int64_t T, sb_tensor *kc,
                         (sb_value[2]){dl_op(g, "linear", (sb_value[2]){h2, wv[6]}, 2, NULL, 0), dl_op(g, "linear", (sb_value[2]){h2, wv[7]}, 2, NULL, 0)},
                         2, NULL, 0);
     sb_value y = dl_op(g, "add", (sb_value[2]){x2, dl_op(g, "linear", (sb_value[2]){gu, wv[8]}, 2, NULL, 0)}, 2, NULL, 0);
-    CHECK(sb_graph_output(g, y, "y") == SB_OK);
-    sb_program *pr = NULL;
-    const sb_compile_params cp = {.device = dev};
-    CHECKF(sb_graph_compile(g, &cp, &pr) == SB_OK, "compile the block (T %lld, device %d): %s", (long long)T, dev, sb_last_error());
-    sb_graph_free(g);
+    char what[48];
+    snprintf(what, sizeof what, "the block (T %lld)", (long long)T);
+    sb_program *pr = dl_compile(g, y, dev, what);
     for (int i = 0; i < 9; i++) sb_tensor_free(w[i]); /* the program keeps its own references */
     return pr;
 }
@@ -238,11 +246,7 @@ static void dl_check_weight_views(const dl_block *b, int dev, double tol) {
     CHECK(sb_graph_create(&g) == SB_OK && sb_graph_input(g, SB_INPUT_DATA, "x", SB_TYPE_F32, 2, nx, &vx) == SB_OK &&
           sb_graph_tensor(g, SB_INPUT_DATA, w1, &vw) == SB_OK);
     y = dl_op(g, "linear", (sb_value[2]){vx, vw}, 2, NULL, 0);
-    CHECK(sb_graph_output(g, y, "y") == SB_OK);
-    sb_program *pr = NULL;
-    const sb_compile_params cp = {.device = dev};
-    CHECKF(sb_graph_compile(g, &cp, &pr) == SB_OK, "%s", sb_last_error());
-    sb_graph_free(g);
+    sb_program *pr = dl_compile(g, y, dev, "x * a weight view");
     sb_tensor_free(w1);
     sb_tensor *x = dl_f32(dev, b->E, 2, NULL), *xc = NULL;
     float *xv = rd(x, NULL);
@@ -274,12 +278,7 @@ static sb_program *dl_echo_program(sb_tensor *c, int dev) {
     sb_value vc, y;
     CHECK(sb_graph_create(&g) == SB_OK && sb_graph_tensor(g, SB_INPUT_DATA, c, &vc) == SB_OK);
     y = dl_op(g, "scale", &vc, 1, (const double[1]){1}, 1);
-    CHECK(sb_graph_output(g, y, "y") == SB_OK);
-    sb_program *pr = NULL;
-    const sb_compile_params cp = {.device = dev};
-    CHECKF(sb_graph_compile(g, &cp, &pr) == SB_OK, "echo program: %s", sb_last_error());
-    sb_graph_free(g);
-    return pr;
+    return dl_compile(g, y, dev, "the echo program");
 }
 
 /* a program that stores x [D,1] at pos into cache c and returns the cache (scaled by 1) */
@@ -291,12 +290,7 @@ static sb_program *dl_store_program(sb_tensor *c, int64_t D, int dev) {
     CHECK(sb_graph_input(g, SB_INPUT_DATA, "x", SB_TYPE_F32, 2, nx, &vx) == SB_OK && sb_graph_input(g, SB_INPUT_POS, "pos", SB_TYPE_I32, 1, np, &vp) == SB_OK);
     y = dl_op(g, "kv_store", (sb_value[3]){vc, vx, vp}, 3, NULL, 0);
     y = dl_op(g, "scale", &y, 1, (const double[1]){1}, 1);
-    CHECK(sb_graph_output(g, y, "y") == SB_OK);
-    sb_program *pr = NULL;
-    const sb_compile_params cp = {.device = dev};
-    CHECKF(sb_graph_compile(g, &cp, &pr) == SB_OK, "store program: %s", sb_last_error());
-    sb_graph_free(g);
-    return pr;
+    return dl_compile(g, y, dev, "the store program");
 }
 
 static void dl_store(sb_program *pr, sb_tensor *x, int32_t pos, sb_tensor **out) {
@@ -387,6 +381,31 @@ static void dl_check_inplace(int dev) {
     }
     sb_program_free(echo), sb_program_free(twice), sb_program_free(twice_cpu);
     sb_tensor_free(buf);
+}
+
+// ---- every scenario ----
+
+/* every scenario on dev: eager ops and weight views within tol_eager, the traced block within
+ * tol_block (the model's scenarios skip when the shared test data is absent) */
+static void dl_check_all(int dev, double tol_eager, double tol_block) {
+    dl_check_mixed(dev);
+    dl_check_cache_handoff(dev);
+    dl_check_inplace(dev);
+    dl_block b = {.C = 16};
+    const sb_status st = sb_model_load(test_data_path("models/test-llama-f32.gguf"), NULL, &b.m);
+    if (st == SB_ERR_IO) {
+        printf("SKIP block and eager weights: shared test data absent\n");
+        return;
+    }
+    CHECKF(st == SB_OK, "load: %s", sb_last_error());
+    if (st != SB_OK) return;
+    sb_model_info mi;
+    CHECK(sb_model_get_info(b.m, &mi) == SB_OK);
+    b.E = mi.n_embd, b.Hq = mi.n_head, b.Hkv = mi.n_head_kv, b.D = mi.head_dim;
+    dl_check_eager(&b, dev, tol_eager);
+    dl_check_block(&b, dev, tol_block);
+    dl_check_weight_views(&b, dev, tol_eager);
+    sb_model_free(b.m);
 }
 
 #endif

@@ -47,22 +47,6 @@ int main(void) {
         return test_summary();
     }
     printf("GPU: %s (cc %d)\n", bi.cuda_device_name, bi.cuda_cc);
-    dl_check_mixed(SB_DEVICE_CUDA);
-    dl_check_cache_handoff(SB_DEVICE_CUDA);
-    dl_check_inplace(SB_DEVICE_CUDA);
-    dl_block b = {.C = 16};
-    sb_status st = sb_model_load(test_data_path("models/test-llama-f32.gguf"), NULL, &b.m);
-    if (st == SB_ERR_IO) {
-        printf("SKIP block and eager weights: shared test data absent\n");
-        return test_summary();
-    }
-    CHECKF(st == SB_OK, "load: %s", sb_last_error());
-    sb_model_info mi;
-    CHECK(sb_model_get_info(b.m, &mi) == SB_OK);
-    b.E = mi.n_embd, b.Hq = mi.n_head, b.Hkv = mi.n_head_kv, b.D = mi.head_dim;
-    dl_check_eager(&b, SB_DEVICE_CUDA, 1e-4);
-    dl_check_block(&b, SB_DEVICE_CUDA, 1e-3);
-    dl_check_weight_views(&b, SB_DEVICE_CUDA, 1e-4);
-    sb_model_free(b.m);
+    dl_check_all(SB_DEVICE_CUDA, 1e-4, 1e-3);
     return test_summary();
 }

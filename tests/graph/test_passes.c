@@ -375,12 +375,17 @@ static void case_fuse_attn(void) {
  * activations) stay; a target whose fits() refuses Q6_K groups K and Q only; 2 tokens past the
  * target's limit group nothing */
 static bool not_q6k(const ir_graph *g, const ir_node *m) { return g->nodes[m->src[0]].dtype != SB_TYPE_Q6_K; }
+/* the test target grouping decode matmuls (with their addends), up to three a group */
+static void decode_group_target(plan_target *t) {
+    test_target(t);
+    t->fuse_matmul_add = true;
+    t->matmul_group_max_t = 1;
+    t->matmul_group_max = 3;
+}
+
 static void case_fuse_matmul_group(void) {
     plan_target t;
-    test_target(&t);
-    t.fuse_matmul_add = true;
-    t.matmul_group_max_t = 1;
-    t.matmul_group_max = 3;
+    decode_group_target(&t);
     ir_graph *g = attn_ffn_graph_t(false, 1);
     pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise, pass_fuse_matmul_add};
     golden("fuse_matmul_group", g, pre, 5, pass_fuse_matmul_group, &t);
@@ -422,10 +427,7 @@ static bool glu_yes(const ir_graph *g, const ir_node *grp) { return g && grp; }
 static bool glu_no(const ir_graph *g, const ir_node *grp) { return !g || !grp; }
 static void case_fuse_group_glu(void) {
     plan_target t;
-    test_target(&t);
-    t.fuse_matmul_add = true;
-    t.matmul_group_max_t = 1;
-    t.matmul_group_max = 3;
+    decode_group_target(&t);
     t.group_glu_fits = glu_yes;
     ir_graph *g = attn_ffn_graph_t(false, 1);
     pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise, pass_fuse_matmul_add,
