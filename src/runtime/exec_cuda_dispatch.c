@@ -308,8 +308,8 @@ sb_status cx_run_node(crun *r, int32_t i) {
         r->n_kernels++;
         return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
     case IR_OP_ATTENTION: {
-        const bool paged = ir_attn_block_size(n) > 0;
-        if (paged || ir_attn_of(n).head_dim > CU_ATT_MAX_D) { /* k_attn_paged.cu; a contiguous cache as one block of its C rows */
+        if (cx_attn_on_paged_kernel(n)) { /* k_attn_paged.cu; a contiguous cache as one block of its C rows */
+            const bool paged = ir_attn_block_size(n) > 0;
             const cu_attn_paged_args pa = cx_attn_paged_args(r->cx, r->p, n);
             const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_attention_paged_scratch(&pa);
             if (need > cap) /* cx_plan_get sized the scratch region for it */

@@ -153,6 +153,9 @@ const cgather *cx_gather_of(const cplan *c, int32_t node); /* node's host gather
 cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n);
 /* exec_cuda_plan.c: the paged kernel's args of an attention it runs (paged, or head_dim > CU_ATT_MAX_D) */
 cu_attn_paged_args cx_attn_paged_args(const exec_cuda *cx, const plan *p, const ir_node *n);
+/* does ATTENTION n run the paged kernel: a paged cache, or heads past cu_attention's (a contiguous
+ * cache as one block of its rows) */
+static inline bool cx_attn_on_paged_kernel(const ir_node *n) { return ir_attn_block_size(n) > 0 || ir_attn_of(n).head_dim > CU_ATT_MAX_D; }
 sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, const char *name, void **dev); /* exec_cuda.c */
 sb_status cx_cg_prepare(exec_cuda *cx, const plan *p, cplan *c); /* exec_cuda_codegen.c: before any capture */
 bool cx_cg_try(crun *r, int32_t i, sb_status *st);

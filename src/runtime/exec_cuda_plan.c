@@ -270,7 +270,7 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
     free(gat);
     uint64_t scratch = 0;
     for (int32_t i = 0; i < p->g->n_nodes; i++)
-        if (p->g->nodes[i].op == IR_OP_ATTENTION && (ir_attn_block_size(&p->g->nodes[i]) || ir_attn_of(&p->g->nodes[i]).head_dim > CU_ATT_MAX_D)) {
+        if (p->g->nodes[i].op == IR_OP_ATTENTION && cx_attn_on_paged_kernel(&p->g->nodes[i])) {
             const cu_attn_paged_args a = cx_attn_paged_args(cx, p, &p->g->nodes[i]); /* the paged kernel's key-split partials */
             const uint64_t f = cu_attention_paged_scratch(&a);
             if (f > scratch) scratch = f;
