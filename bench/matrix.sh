@@ -87,19 +87,24 @@ path, preset, typ, wbytes, welems, bw, ts, tb = sys.argv[1:9]
 wbytes, welems, bw = float(wbytes), float(welems), float(bw)
 res = {}
 for line in open(path):
-    m = re.match(r"\|\s*((?:pp|tg)\d+(?: @ d\d+)?)\s*\|\s*([\d,.]+)\s*\|\s*([\d,.]+)\s*\|", line)
-    if m: res[m.group(1)] = (float(m.group(2).replace(",", "")), float(m.group(3).replace(",", "")))
+    # a test row: ours, llama.cpp's (each "best" or "run1/run2"; "-" where that side failed)
+    m = re.match(r"\|\s*((?:pp|tg)\d+(?: @ d\d+)?)\s*\|\s*([\d,./-]+)\s*\|\s*([\d,./-]+)\s*\|", line)
+    best = lambda v: max((float(x.replace(",", "")) for x in v.split("/") if x not in ("", "-")), default=0.0)
+    if m: res[m.group(1)] = (best(m.group(2)), best(m.group(3)))
 def cell(k):
     if k not in res: return "-"
     o, l = res[k]
-    return f"{o:,.0f} vs {l:,.0f} = **{o / l:.2f}x**" if l else f"{o:,.0f}"
+    if not o: return f"- vs {l:,.0f}" if l else "-"
+    return f"{o:,.0f} vs {l:,.0f} = **{o / l:.2f}x**" if l else f"{o:,.0f} vs -"
 deep = [k for k in res if k.startswith("tg") and "@" in k]
 tg = res.get("tg64", (0, 0))[0]
 pp = res.get("pp512", (0, 0))[0]
 gbs = tg * wbytes / 1e9
 dec = f"{gbs:,.0f} GB/s" + (f" ({100 * gbs / bw:.0f}%)" if bw else "")
 tf = f"{2 * welems * pp / 1e12:.1f}"
-note = "" if res else open(path).read().strip().splitlines()[-1][:80]
+fails = [l.strip() for l in open(path) if l.startswith(("sb bench failed", "llama-bench failed"))]
+note = ("(" + "; ".join(sorted(set(fails))) + ") ") if fails else ""
+if not res: note = (open(path).read().strip().splitlines() or ["no output"])[-1][:80].replace("|", "/") + " "
 print(f"| {preset} {typ} | {wbytes / 1e9:.2f} | {cell('pp512')} | {cell('tg64')} | {cell(deep[0]) if deep else '-'} | {dec} | {tf} | {ts}+{tb} s {note}|")
 PY
     [ "${KEEP:-0}" = 1 ] || rm -f "$f"

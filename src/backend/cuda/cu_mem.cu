@@ -211,6 +211,7 @@ extern "C" sb_status cu_event_record(void *ev, cu_stream s) {
 }
 
 extern "C" sb_status cu_event_ms(void *a, void *b, float *ms) {
+    CU_CHECK(cudaEventSynchronize((cudaEvent_t)b), "cudaEventSynchronize"); /* b recorded, maybe not reached yet */
     CU_CHECK(cudaEventElapsedTime(ms, (cudaEvent_t)a, (cudaEvent_t)b), "cudaEventElapsedTime");
     return SB_OK;
 }

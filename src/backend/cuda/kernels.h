@@ -52,7 +52,8 @@ sb_status cu_graph_end(cu_stream s, cu_graph *g);
 sb_status cu_graph_launch(cu_graph g, cu_stream s);
 void cu_graph_destroy(cu_graph g);
 sb_status cu_mem_info(size_t *free_b, size_t *total_b);
-/* Timing events (profiling only): create n, record event i on s, milliseconds between i and j. */
+/* Timing events (profiling only): create n, record event i on s, milliseconds between a and b
+ * (waits for b to complete). */
 sb_status cu_events_create(void **ev, int n);
 void cu_events_destroy(void **ev, int n);
 sb_status cu_event_record(void *ev, cu_stream s);
