@@ -58,13 +58,14 @@ run_row() {
         return
     fi
     local t1=$SECONDS
-    # bytes a decode step reads (every weight; token_embd only where it is also the output matrix)
-    # and weight elements (prefill FLOPs), from the file's tensor table
+    # bytes a decode step reads (sb info's count: tables gathered one row a token excluded — an untied
+    # token_embd, gemma4's per-layer embeddings) and weight elements (prefill FLOPs), from the file's tensor table
     "$SB" info --json "$f" > "$log.info.json" 2> /dev/null
     read -r wbytes welems < <(python3 - "$log.info.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); ts = d["tensors"]
 names = {t["name"] for t in ts}
+step = d.get("model", {}).get("weight_bytes_per_token")  # sb's own count: gathered tables (gemma4's PLE) excluded
 tied = "output.weight" not in names
 b = e = 0
 for t in ts:
@@ -73,7 +74,7 @@ for t in ts:
     if t["name"] == "token_embd.weight" and not tied: continue
     b += t["bytes"]
     if len(t["shape"]) >= 2: e += n
-print(b, e)
+print(step or b, e)
 PY
 )
     local tflags=""

@@ -27,5 +27,10 @@ if [ -f "$g4" ]; then
     grep -qx 'model:       gemma4; 20493440 bytes of weights read per token (resident), 524288 in tables gathered one row per token; KV cache 2560 bytes per token (f16), 5120 (f32)' "$tmp/out" &&
         [ ! -s "$tmp/err" ] && ok || bad "info gemma4: $(grep '^model:' "$tmp/out") $(cat "$tmp/err")"
     "$sb" info "$data/vocab/ggml-vocab-qwen2.gguf" 2>&1 | grep -q '^model:' && bad "info: a model line for a vocabulary-only file" || ok
+    # the same numbers as --json's "model" object (bench/matrix.sh reads it); none for a vocabulary
+    "$sb" info --json "$g4" > "$tmp/out.json" 2> /dev/null
+    python3 -c 'import json,sys; m = json.load(open(sys.argv[1]))["model"]; sys.exit(0 if (m["arch"], m["weight_bytes_per_token"], m["gathered_table_bytes"], m["kv_bytes_per_token_f16"], m["kv_bytes_per_token_f32"]) == ("gemma4", 20493440, 524288, 2560, 5120) else 1)' "$tmp/out.json" &&
+        ok || bad "info --json gemma4: model object $(grep -A6 '"model"' "$tmp/out.json")"
+    "$sb" info --json "$data/vocab/ggml-vocab-qwen2.gguf" 2> /dev/null | grep -q '"model"' && bad "info --json: a model object for a vocabulary" || ok
 fi
 finish

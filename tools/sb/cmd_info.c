@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,17 +153,47 @@ static void put_key(const char *key) { put_padded(key, 44); }
  * token_embd: all the file's other tensor bytes, since a model reads every tensor it holds) and the
  * KV cache bytes (per layer width; Gemma 4's shared-KV layers own none). Files that do not load
  * print nothing more (the header, metadata and tensors above are the report); loading logs nothing. */
-static void report_model(const char *path, uint64_t tensor_bytes) {
-    sb_model *m = NULL;
+typedef struct model_cost {
+    bool loaded;
+    const char *arch;
+    uint64_t step_bytes, gathered_bytes, kv_f16, kv_f32;
+} model_cost;
+
+static model_cost model_cost_of(const char *path, uint64_t tensor_bytes, sb_model **m) {
+    model_cost c = {0};
     sb_log_set(NULL, NULL, SB_LOG_ERROR);
-    sb_status s = sb_model_load(path, NULL, &m);
+    sb_status s = sb_model_load(path, NULL, m);
     sb_log_set(sb_cli_log, NULL, SB_LOG_WARN);
     sb_model_info mi;
-    if (s == SB_OK && sb_model_get_info(m, &mi) == SB_OK)
+    if (s != SB_OK || sb_model_get_info(*m, &mi) != SB_OK) return c;
+    c = (model_cost){true, mi.arch, mi.weight_bytes, tensor_bytes > mi.weight_bytes ? tensor_bytes - mi.weight_bytes : 0,
+                     sb_model_kv_bytes_per_token(*m, SB_TYPE_F16), sb_model_kv_bytes_per_token(*m, SB_TYPE_F32)};
+    return c;
+}
+
+static void report_model(const char *path, uint64_t tensor_bytes) {
+    sb_model *m = NULL;
+    const model_cost c = model_cost_of(path, tensor_bytes, &m);
+    if (c.loaded)
         printf("model:       %s; %" PRIu64 " bytes of weights read per token (resident), %" PRIu64 " in tables gathered one row per "
-               "token; KV cache %" PRIu64 " bytes per token (f16), %" PRIu64 " (f32)\n", mi.arch, mi.weight_bytes,
-               tensor_bytes > mi.weight_bytes ? tensor_bytes - mi.weight_bytes : 0, sb_model_kv_bytes_per_token(m, SB_TYPE_F16),
-               sb_model_kv_bytes_per_token(m, SB_TYPE_F32));
+               "token; KV cache %" PRIu64 " bytes per token (f16), %" PRIu64 " (f32)\n", c.arch, c.step_bytes, c.gathered_bytes, c.kv_f16,
+               c.kv_f32);
+    sb_model_free(m);
+}
+
+/* the same as a "model" object of the JSON document (nothing when the file does not load) */
+static void json_model(cJSON *root, const char *path, uint64_t tensor_bytes) {
+    sb_model *m = NULL;
+    const model_cost c = model_cost_of(path, tensor_bytes, &m);
+    cJSON *o = c.loaded && root ? cJSON_AddObjectToObject(root, "model") : NULL;
+    if (o) {
+        int lossy = 0;
+        cJSON_AddItemToObject(o, "arch", json_str(c.arch, strlen(c.arch), &lossy));
+        cJSON_AddItemToObject(o, "weight_bytes_per_token", json_raw("%" PRIu64, c.step_bytes));
+        cJSON_AddItemToObject(o, "gathered_table_bytes", json_raw("%" PRIu64, c.gathered_bytes));
+        cJSON_AddItemToObject(o, "kv_bytes_per_token_f16", json_raw("%" PRIu64, c.kv_f16));
+        cJSON_AddItemToObject(o, "kv_bytes_per_token_f32", json_raw("%" PRIu64, c.kv_f32));
+    }
     sb_model_free(m);
 }
 
@@ -287,6 +318,7 @@ static int report_json(const char *path, const sb_gguf *g, const sb_gguf_info *i
     cJSON *types = cJSON_AddObjectToObject(tot, "types");
     for (int t = 0; types && t < SB_TYPE_COUNT; t++)
         if (tt->per_type[t]) cJSON_AddItemToObject(types, sb_type_name(t), json_raw("%" PRId64, tt->per_type[t]));
+    json_model(root, path, tt->bytes);
     char *text = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!text) {
