@@ -32,6 +32,7 @@ void plan_target_cpu(plan_target *t) {
         t->act_type[i] = (q && !q->removed && i != SB_TYPE_F32) ? q->vec_dot_type : SB_TYPE_F32;
     }
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = t->fuse_rope_store = t->fuse_add_norm = true;
+    t->slice_view = true;
 }
 
 void plan_target_reference(plan_target *t) {
@@ -166,8 +167,11 @@ sb_status plan_memory(plan *p) {
                 alloc_value(p, &fl, i);
                 for (int32_t r = i + 1; r < n && g->nodes[r].op == IR_OP_RESULT && g->nodes[r].src[0] == i; r++) alloc_value(p, &fl, r);
             }
-        } else if (v->input < 0) {
-            v->offset = p->vals[v->alias].offset;
+        } else if (v->input < 0) { /* a view: where its source is (a VIEW: that many elements on) */
+            v->offset = p->vals[g->nodes[i].src[0]].offset + (g->nodes[i].op == IR_OP_VIEW ? 4 * (uint64_t)g->nodes[i].ip[0] : 0);
+        } else if (g->nodes[i].op == IR_OP_VIEW) { /* of an input: pass slice_view never makes one */
+            st = sb_fail(SB_ERR_INTERNAL, "plan: view %%%d of an input", (int)i);
+            goto cleanup;
         }
         /* free every root whose last reader is node i */
         for (int j = 0; j < IR_MAX_SRC && g->nodes[i].src[j] != IR_NONE; j++) {

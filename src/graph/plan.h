@@ -50,6 +50,7 @@ typedef struct plan_target {
                                       * (its result 1; head_dim a multiple of the block), -1 or 0 (F32): none */
     int32_t attn_fuse_max_head_dim;  /* passes fuse_attn_rope and fuse_attn_quant: only attentions of head_dim up to
                                       * this (the kernels that do those fusions; 0: any) */
+    bool slice_view;                 /* run pass slice_view (the executor takes VIEW as a view at an offset) */
 } plan_target;
 
 /* The CPU target llama.cpp's CPU backend corresponds to: act_type[w] = qk_get(w)->vec_dot_type
@@ -83,6 +84,7 @@ sb_status pass_fuse_attn_rope(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_matmul_group(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_group_glu(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_attn_quant(ir_graph *g, const pass_ctx *cx);
+sb_status pass_slice_view(ir_graph *g, const pass_ctx *cx);
 
 /* The pipeline table (graph/pipeline.c), in order; n_out receives the count. */
 const pass_info *pass_pipeline(int *n_out);

@@ -42,6 +42,7 @@ static void print_params(const ir_node *n, FILE *f) {
         if (ir_attn_quant_type(n) >= 0) fprintf(f, " out=%s", ir_dtype_name(ir_attn_quant_type(n)));
         break;
     case IR_OP_SLICE: fprintf(f, " start=%d n=%d", n->ip[0], n->ip[1]); break;
+    case IR_OP_VIEW: fprintf(f, " offset=%d", n->ip[0]); break;
     case IR_OP_LAYER_NORM: fprintf(f, " eps=%.9g", n->fp[0]); break;
     case IR_OP_CONCAT: fprintf(f, " dim=%d", n->ip[0]); break;
     case IR_OP_PERMUTE: fprintf(f, " perm=%d,%d,%d,%d", n->ip[0], n->ip[1], n->ip[2], n->ip[3]); break;

@@ -176,6 +176,13 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         if (ns > 2) SB_TRY(check_operand(n, &r, S(g, n, 2))); /* the added bias or residual */
         break;
     case IR_OP_MATMUL_GROUP: SB_TRY(group_check(g, n, ns)); set(&r, SB_TYPE_F32, b->ne[1], a->ne[1], 1, 1); break;
+    case IR_OP_VIEW:
+        if (!is_f32(a) || n->ip[0] < 0 || ne[0] < 1 || ne[1] < 1 || ne[2] < 1 || ne[3] < 1 ||
+            n->ip[0] + ne[0] * ne[1] * ne[2] * ne[3] > ir_nelem(a))
+            FAIL("view: elements [%d, +%lld) of an f32 value of %lld", n->ip[0], (long long)(ne[0] * ne[1] * ne[2] * ne[3]),
+                 (long long)ir_nelem(a));
+        set(&r, SB_TYPE_F32, ne[0], ne[1], ne[2], ne[3]);
+        break;
     case IR_OP_RESHAPE:
         for (int i = 0; i < 4; i++)
             if (ne[i] < 1) FAIL("reshape: ne[%d] = %lld", i, (long long)ne[i]);

@@ -360,7 +360,8 @@ static ir_ref job_x(const ir_node *n) { return n->src[n->op == IR_OP_ROPE ? 0 : 
 static ir_ref job_pos(const ir_node *n) { return n->src[n->op == IR_OP_ROPE ? 1 : 2]; }
 /* does node j launch work at its own place? (not skipped — done by another launch —, nor a view, a result or an input) */
 static bool runs_alone(const ir_graph *g, const cuda_fusions *c, int32_t j) {
-    return !c->skip[j] && g->nodes[j].op != IR_OP_RESHAPE && g->nodes[j].op != IR_OP_RESULT && !(ir_ops[g->nodes[j].op].flags & OPF_INPUT);
+    const ir_op op = g->nodes[j].op;
+    return !c->skip[j] && op != IR_OP_RESHAPE && op != IR_OP_VIEW && op != IR_OP_RESULT && !(ir_ops[op].flags & OPF_INPUT);
 }
 static bool rope_job_ok(const ir_graph *g, const cuda_fusions *c, int32_t i) {
     const ir_node *n = &g->nodes[i];

@@ -752,6 +752,7 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
             if (n->src[2] != IR_NONE) par(pool, nt, rows_n, ir_nelem(n), k_matmul_add, &r); /* + bias or residual */
             break;
         case IR_OP_RESHAPE:
+        case IR_OP_VIEW:
         case IR_OP_OUTPUT: break; /* views */
         case IR_OP_ROPE: {
             const ir_node *x = src(&r, 0);

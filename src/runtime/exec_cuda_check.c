@@ -30,6 +30,7 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
     if (!(c ? c : &cu_config_default)->fuse) return; /* cu_config.fuse 0: the planner's fusions off too */
     t->fuse_matmul_add = t->fuse_add_norm = t->fuse_rope_store = true;
+    t->slice_view = true;             /* VIEW: a pointer at an offset (dptr) */
     t->add_norm_writes_sum = true;     /* cu_add_rms_norm_quant reads the sum back */
     t->attn_rope_max_t = 1;            /* decode: prefill plans keep Q's rope in their rope-jobs launch (docs/cuda.md) */
     t->attn_quant_type = SB_TYPE_Q8_1; /* cu_attn_args.xq: the O projection's q8_1 blocks beside the f32 output */
@@ -47,7 +48,7 @@ sb_status exec_cuda_check(const plan *p) {
         const ir_node *s0 = n->src[0] != IR_NONE ? &g->nodes[n->src[0]] : NULL;
         const ir_node *s1 = n->src[1] != IR_NONE ? &g->nodes[n->src[1]] : NULL;
         switch (n->op) {
-        case IR_OP_TOKENS: case IR_OP_POS: case IR_OP_OUT_ROWS: case IR_OP_WEIGHT: case IR_OP_RESHAPE: case IR_OP_OUTPUT:
+        case IR_OP_TOKENS: case IR_OP_POS: case IR_OP_OUT_ROWS: case IR_OP_WEIGHT: case IR_OP_RESHAPE: case IR_OP_VIEW: case IR_OP_OUTPUT:
         case IR_OP_RMS_NORM: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU:
         case IR_OP_GELU_TANH: case IR_OP_SWIGLU: case IR_OP_GEGLU: case IR_OP_FUSED: case IR_OP_ROPE: case IR_OP_ROPE_STORE: case IR_OP_SELECT_ROWS:
         case IR_OP_SLICE:

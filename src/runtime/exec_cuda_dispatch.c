@@ -295,7 +295,7 @@ sb_status cx_run_node(crun *r, int32_t i) {
     case IR_OP_MATMUL_GROUP:
         r->n_kernels++;
         return run_gemv_launch(r, i);
-    case IR_OP_RESHAPE: case IR_OP_OUTPUT: return SB_OK;
+    case IR_OP_RESHAPE: case IR_OP_VIEW: case IR_OP_OUTPUT: return SB_OK; /* views */
     case IR_OP_ROPE:
     case IR_OP_ROPE_STORE: {
         if ((r->c->fu.rnext && r->c->fu.rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);

@@ -48,7 +48,7 @@ static ir_ref direct_root(const plan *p, ir_ref o) {
     if (rv->input >= 0 || p->vals[o].offset != rv->offset || p->vals[o].bytes != rv->bytes) return IR_NONE;
     for (int32_t i = 0; i < p->g->n_nodes; i++) {
         const ir_node *n = &p->g->nodes[i];
-        const bool view = n->op == IR_OP_OUTPUT || n->op == IR_OP_RESHAPE;
+        const bool view = n->op == IR_OP_OUTPUT || n->op == IR_OP_RESHAPE || n->op == IR_OP_VIEW;
         if (i != root && p->vals[i].alias == root && !view) return IR_NONE;
         for (int k = 0; k < IR_MAX_SRC && !view; k++)
             if (n->src[k] == root) return IR_NONE;

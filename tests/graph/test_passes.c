@@ -609,7 +609,7 @@ static void test_pipeline_dump(void) {
     fclose(f);
     int np = 0;
     const pass_info *pl = pass_pipeline(&np);
-    CHECK(np == 12 && !strcmp(pl[0].name, "dce") && !strcmp(pl[11].name, "fuse_group_glu"));
+    CHECK(np == 13 && !strcmp(pl[0].name, "dce") && !strcmp(pl[12].name, "slice_view"));
     for (int i = 0; i < np; i++) {
         char key[80];
         snprintf(key, sizeof key, "IR after %s", pl[i].name);
@@ -815,6 +815,59 @@ static void test_verify_results(void) {
     ir_graph_free(g);
 }
 
+/* slice_view: a computed [16, 4] row's slice 1 (64 bytes on: aligned) becomes a view the memory
+ * plan puts 64 bytes into the row's memory; slices that are not contiguous (a second token),
+ * not aligned (4-wide rows: 16 and 32 bytes on) or of a plan input stay copies; a target without
+ * slice_view converts nothing */
+static ir_graph *slice_graph(int64_t a, int64_t tokens, bool of_input) {
+    ir_graph *g = new_graph();
+    const ir_ref x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){a, 4, tokens, 1});
+    const ir_ref h = of_input ? x : ir_scale(g, x, 2.0f);
+    ir_output(g, ir_add(g, ir_slice(g, h, 1, 1), ir_slice(g, h, 2, 1)), "y");
+    return g;
+}
+static int count_op(const ir_graph *g, ir_op op) {
+    int k = 0;
+    for (int i = 0; i < g->n_nodes; i++) k += g->nodes[i].op == op;
+    return k;
+}
+static void case_slice_view(void) {
+    plan_target t;
+    test_target(&t);
+    t.slice_view = true;
+    golden("slice_view", slice_graph(16, 1, false), NULL, 0, pass_slice_view, &t);
+    ir_graph *g = slice_graph(16, 1, false);
+    plan *p = NULL;
+    CHECK(plan_build(g, &t, NULL, &p) == SB_OK);
+    if (p) {
+        int views = 0;
+        for (int i = 0; i < p->g->n_nodes; i++) {
+            const ir_node *n = &p->g->nodes[i];
+            if (n->op != IR_OP_VIEW) continue;
+            const plan_value *v = &p->vals[i], *root = &p->vals[v->alias];
+            CHECKF(v->offset == root->offset + 4 * (uint64_t)n->ip[0] && v->alias == n->src[0], "view %%%d at %llu, root at %llu, ip %d", i,
+                   (unsigned long long)v->offset, (unsigned long long)root->offset, n->ip[0]);
+            views++;
+        }
+        CHECK_EQ_INT(views, 2);
+        plan_free(p);
+    }
+    ir_graph_free(g);
+    const int64_t no[3][2] = {{16, 2}, {4, 1}, {16, 1}}; /* a second token; 16- and 32-byte offsets; (of an input) */
+    for (int k = 0; k < 3; k++) {
+        g = slice_graph(no[k][0], no[k][1], k == 2);
+        pass_ctx cx = {.target = &t};
+        check_unchanged(g, &cx, pass_slice_view, NULL);
+        CHECK_EQ_INT(count_op(g, IR_OP_SLICE), 2);
+        ir_graph_free(g);
+    }
+    t.slice_view = false;
+    g = slice_graph(16, 1, false);
+    pass_ctx cx = {.target = &t};
+    check_unchanged(g, &cx, pass_slice_view, NULL);
+    ir_graph_free(g);
+}
+
 int main(void) {
     test_stack();
     case_fuse_add_norm();
@@ -829,6 +882,7 @@ int main(void) {
     case_fuse_attn();
     case_fuse_matmul_group();
     case_fuse_group_glu();
+    case_slice_view();
     test_verifier();
     test_memplan();
     test_pipeline_dump();
