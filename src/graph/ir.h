@@ -236,6 +236,12 @@ static inline ir_ref ir_group_addend(const ir_node *n, int j) {
     if (!((n->ip[1] >> j) & 1)) return IR_NONE;
     return n->src[1 + n->ip[0] + __builtin_popcount((unsigned)n->ip[1] & ((1u << j) - 1))];
 }
+/* KV_STORE / ROPE_STORE that the T = 1 launch computing its x also performs (pass
+ * fuse_launch_store): ip[IR_STORE_BY_LAUNCH] = 1; nothing runs at the store's own place */
+#define IR_STORE_BY_LAUNCH 11
+static inline bool ir_store_by_launch(const ir_node *n) {
+    return (n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE) && n->ip[IR_STORE_BY_LAUNCH];
+}
 /* GLU_QUANT: the gated activation, IR_OP_SWIGLU or IR_OP_GEGLU */
 static inline ir_op ir_glu_act(const ir_node *n) { return (ir_op)n->ip[0]; }
 /* FUSED: the number of chain steps, and step k: its op, the src index of its second input (0: none)

@@ -32,6 +32,7 @@ static const pass_info pipeline[] = {
     {"fuse_attn_quant", pass_fuse_attn_quant},
     {"fuse_matmul_group", pass_fuse_matmul_group},
     {"fuse_group_glu", pass_fuse_group_glu},
+    {"fuse_launch_store", pass_fuse_launch_store},
     {"slice_view", pass_slice_view},
 };
 

@@ -51,6 +51,10 @@ typedef struct plan_target {
     int32_t attn_fuse_max_head_dim;  /* passes fuse_attn_rope and fuse_attn_quant: only attentions of head_dim up to
                                       * this (the kernels that do those fusions; 0: any) */
     bool slice_view;                 /* run pass slice_view (the executor takes VIEW as a view at an offset) */
+    /* pass fuse_launch_store: may the T = 1 launch of node launch (a matmul, or a matmul group) also
+     * perform store (the kv_store of one of its results, or the rope_store of one through views)?
+     * Shape and types only (NULL: never) */
+    bool (*launch_store_fits)(const ir_graph *g, const ir_node *launch, const ir_node *store);
 } plan_target;
 
 /* The CPU target llama.cpp's CPU backend corresponds to: act_type[w] = qk_get(w)->vec_dot_type
@@ -84,6 +88,7 @@ sb_status pass_fuse_attn_rope(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_matmul_group(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_group_glu(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_attn_quant(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_launch_store(ir_graph *g, const pass_ctx *cx);
 sb_status pass_slice_view(ir_graph *g, const pass_ctx *cx);
 
 /* The pipeline table (graph/pipeline.c), in order; n_out receives the count. */

@@ -68,6 +68,7 @@ static void print_params(const ir_node *n, FILE *f) {
         break;
     default: break;
     }
+    if (ir_store_by_launch(n)) fputs(" by_launch", f);
 }
 
 // ---- graph ----

@@ -65,93 +65,36 @@ bool cf_reg_single(const ir_graph *g, const ir_node *m) {
     return cu_gemv_reg_fits(&q, 1, w->ne[0], x->dtype, false);
 }
 
-/* The T = 1 launches of the dp4a GEMVs — a lone matmul cf_multi_ok takes, or a planner group of them
- * (MATMUL_GROUP, one launch) — also write the KV cache a member's result goes to: V's kv_store at
- * the positions (the result read by nothing else), K's rope_store (through views of it; the launch
- * rotates too, cu_config.fuse_ropek). The launch runs before the store's place, so nothing in
- * between may read or write that cache. vstore / krope are indexed by the member's value: the
- * matmul, the group (member 0) or its RESULT j. */
-static bool stores_into(const ir_node *n, ir_ref cin) { /* a kv_store or rope_store writing cache input cin */
-    return (n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE) && n->src[0] == cin;
+/* May the T = 1 launch of launch — a lone matmul the multi-GEMV entry takes, or a planner group of
+ * them (MATMUL_GROUP, one launch) — also perform store (pass fuse_launch_store)? V's kv_store: the
+ * launch writes the member's rows into the cache at the positions as well. K's rope_store
+ * (cf_launch_store_ok only, cu_config.fuse_ropek): the launch rotates them first — heads of its
+ * rows, plain or neox. */
+static bool store_launch(const ir_graph *g, const ir_node *launch) {
+    return launch->op == IR_OP_MATMUL_GROUP ? g->nodes[launch->src[0]].ne[1] == 1 : cf_multi_ok(g, launch);
 }
-/* does any node in (from, to) read or write the KV cache input cin (directly or through a store into it)? */
-static bool cache_touched(const ir_graph *g, ir_ref cin, int32_t from, int32_t to) {
-    for (int32_t q = from + 1; q < to; q++) {
-        const ir_node *qn = &g->nodes[q];
-        if (stores_into(qn, cin)) return true;
-        for (int a = 0; a < IR_MAX_SRC; a++) {
-            const ir_ref sr = qn->src[a];
-            if (sr != IR_NONE && (sr == cin || stores_into(&g->nodes[sr], cin))) return true;
-        }
-    }
-    return false;
+bool cf_launch_vstore_ok(const ir_graph *g, const ir_node *launch, const ir_node *store) {
+    return store_launch(g, launch) && store->op == IR_OP_KV_STORE;
+}
+bool cf_launch_store_ok(const ir_graph *g, const ir_node *launch, const ir_node *store) {
+    if (cf_launch_vstore_ok(g, launch, store)) return true;
+    if (!store_launch(g, launch) || store->op != IR_OP_ROPE_STORE) return false;
+    const ir_node *x = &g->nodes[store->src[1]]; /* (cache, x, pos, ff?) */
+    const ir_rope_params rp = ir_rope_of(store);
+    return x->ne[2] == 1 && rp.n_rot <= x->ne[0] && rp.n_rot % 2 == 0 && (rp.mode == IR_ROPE_NORMAL || rp.mode == IR_ROPE_NEOX);
 }
 
-/* readers of value v: its use count less the RESULT nodes of v (a multi-result producer's results
- * name it as their source, but do not read its own value) */
-static int32_t value_uses(const ir_graph *g, const int32_t *uses, ir_ref v) {
-    int32_t n = uses[v];
-    for (ir_ref r = v + 1; r < g->n_nodes && g->nodes[r].op == IR_OP_RESULT && g->nodes[r].src[0] == v; r++) n--;
-    return n;
-}
-
-/* the value member j of launch node i writes (a lone matmul's own, or the group's result j), its rows */
-static ir_ref member_value(const ir_graph *g, int32_t i, int j) { return j ? ir_result_of(g, i, j) : i; }
-static int64_t member_rows(const ir_graph *g, int32_t i, int j) {
-    const ir_node *n = &g->nodes[i];
-    return g->nodes[n->op == IR_OP_MATMUL_GROUP ? ir_group_weight(n, j) : n->src[0]].ne[1];
-}
-
-/* V: v goes only to a kv_store of its rows at the positions, the cache untouched between i and it */
-static void fold_vstore(const plan *p, cuda_fusions *c, const int32_t *uses, int32_t i, ir_ref v, int64_t rows) {
-    const ir_graph *g = p->g;
-    if (value_uses(g, uses, v) != 1) return;
-    int32_t s = -1;
-    for (int32_t q = v + 1; q < g->n_nodes && s < 0; q++)
-        for (int a = 0; a < IR_MAX_SRC && g->nodes[q].op != IR_OP_RESULT; a++) /* v's results do not read it */
-            if (g->nodes[q].src[a] == v) s = q;
-    if (s < 0) return;
-    const ir_node *kv = &g->nodes[s];
-    if (kv->op != IR_OP_KV_STORE || kv->src[1] != v || kv->ne[0] != rows || c->skip[s] || g->nodes[kv->src[2]].op != IR_OP_POS) return;
-    if (cache_touched(g, kv->src[0], i, s)) return;
-    c->vstore[v] = s;
-    c->skip[s] = 1;
-}
-
-/* K: v goes through views of it to a ROPE_STORE at the positions (heads of its rows, plain or neox,
- * freq factors a weight), the cache untouched between i and it */
-static void fold_krope(const plan *p, cuda_fusions *c, const int32_t *uses, int32_t i, ir_ref v, int64_t rows) {
-    const ir_graph *g = p->g;
-    if (value_uses(g, uses, v) != 1 || c->vstore[v] >= 0) return;
-    ir_ref cur = v;
-    int32_t r = -1;
-    for (int32_t q = v + 1; q < g->n_nodes && r < 0; q++) {
-        const ir_node *qn = &g->nodes[q];
-        if (qn->op == IR_OP_RESULT || qn->src[qn->op == IR_OP_ROPE_STORE ? 1 : 0] != cur) continue; /* v's results do not read it */
-        if (qn->op == IR_OP_RESHAPE && uses[q] == 1 && p->vals[q].alias == p->vals[v].alias) cur = q;
-        else if (qn->op == IR_OP_ROPE_STORE) r = q;
-        else break;
-    }
-    if (r < 0 || c->skip[r]) return;
-    const ir_node *rn = &g->nodes[r], *x = &g->nodes[rn->src[1]]; /* (cache, x, pos, ff?) */
-    if (x->ne[2] != 1 || x->ne[0] * x->ne[1] != rows || ir_rope_of(rn).n_rot > x->ne[0] || ir_rope_of(rn).n_rot % 2 ||
-        (ir_rope_of(rn).mode != IR_ROPE_NORMAL && ir_rope_of(rn).mode != IR_ROPE_NEOX) || g->nodes[rn->src[2]].op != IR_OP_POS)
-        return;
-    if (rn->src[3] != IR_NONE && p->vals[rn->src[3]].input < 0) return; /* freq factors: a weight */
-    if (cache_touched(g, rn->src[0], i, r)) return;
-    c->krope[v] = r;
-    c->skip[r] = 1;
-}
-
-static void plan_launch_stores(const plan *p, cuda_fusions *c, const int32_t *uses, bool ropek) {
-    const ir_graph *g = p->g;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        const ir_node *n = &g->nodes[i];
-        const bool group = n->op == IR_OP_MATMUL_GROUP && g->nodes[n->src[0]].ne[1] == 1;
-        if (!group && !cf_multi_ok(g, n)) continue;
-        const int m = group ? ir_result_count(n) : 1; /* a gated group: its one result */
-        for (int j = 0; j < m; j++) fold_vstore(p, c, uses, i, member_value(g, i, j), member_rows(g, i, j));
-        for (int j = 0; ropek && j < m; j++) fold_krope(p, c, uses, i, member_value(g, i, j), member_rows(g, i, j));
+/* The executor's index of the planner's by_launch stores: vstore[v] / krope[v] = the kv_store /
+ * rope_store that the launch computing value v (a matmul, a group, or its RESULT; the store's x
+ * through views) performs; the store itself is skipped. */
+static void index_launch_stores(const ir_graph *g, cuda_fusions *c) {
+    for (int32_t s = 0; s < g->n_nodes; s++) {
+        if (!ir_store_by_launch(&g->nodes[s])) continue;
+        ir_ref v = g->nodes[s].src[1];
+        while (g->nodes[v].op == IR_OP_RESHAPE) v = g->nodes[v].src[0];
+        if (g->nodes[s].op == IR_OP_KV_STORE) c->vstore[v] = s;
+        else c->krope[v] = s;
+        c->skip[s] = 1;
     }
 }
 
@@ -535,7 +478,7 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
         c->moved[i] = UINT64_MAX;
     const uint64_t base = cf_align(p->arena_bytes);
     uint64_t at = base;
-    plan_launch_stores(p, c, uses, cfg->fuse_ropek);
+    index_launch_stores(g, c);
     /* prefill GEMMs of one activation in one launch (mma_group 2: adjacent ones only; mma_pair 0: one
      * weight type a group, no Q8_0 V beside Q5_0 K and Q) */
     if (cfg->mma_group) plan_mma_groups(p, c, uses, &at, cfg->mma_group != 2, cfg->mma_pair);

@@ -27,7 +27,8 @@ typedef struct cuda_fusions {
      * planner's nodes) */
     uint8_t *skip;
     /* vstore[v] = the V kv_store that the T = 1 launch computing value v (a lone matmul, a matmul
-     * group or one of its results) also writes (-1 none); krope[v] likewise the rope_store */
+     * group or one of its results) also performs (-1 none); krope[v] likewise the rope_store: an
+     * index of the planner's by_launch stores (pass fuse_launch_store) */
     int32_t *vstore;
     int32_t *mnext;       /* per matmul: the next member of its T > 8 int8 MMA launch (plan_mma_groups; -1 none) */
     int32_t *rnext;       /* per ROPE / KV_STORE: the next job of its cu_rope_jobs launch (plan_rope_jobs; -1 none) */
@@ -58,6 +59,9 @@ void cuda_fusions_print(const plan *p, const cuda_fusions *f, FILE *out);
 bool cf_multi_ok(const ir_graph *g, const ir_node *m);   /* a T = 1 matmul a multi-GEMV launch takes */
 bool cf_reg_single(const ir_graph *g, const ir_node *m); /* a lone T = 1 GEMV the registers-before-the-wait kernel takes */
 bool cf_glu_pair_ok(const ir_graph *g, const ir_node *grp); /* a T = 1 gate/up group one launch gates (pass fuse_group_glu) */
+/* a T = 1 launch that also performs V's kv_store (cf_launch_vstore_ok) or K's too (pass fuse_launch_store) */
+bool cf_launch_vstore_ok(const ir_graph *g, const ir_node *launch, const ir_node *store);
+bool cf_launch_store_ok(const ir_graph *g, const ir_node *launch, const ir_node *store);
 bool cf_mma_ok(const ir_graph *g, const ir_node *m);     /* a T > 8 matmul the int8 MMA GEMM takes */
 
 static inline uint64_t cf_align(uint64_t x) { return (x + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1); }

@@ -61,6 +61,10 @@ sb_status exec_cpu_check(const plan *p) {
                                s0->name, ir_dtype_name(s0->dtype), ir_dtype_name(s1->dtype));
             break;
         }
+        case IR_OP_KV_STORE:
+        case IR_OP_ROPE_STORE: /* the CPU target does not ask for stores by launch (plan_target.launch_store_fits) */
+            if (ir_store_by_launch(n)) return sb_fail(SB_ERR_UNSUPPORTED, "cpu: store %%%d performed by a matmul's launch", (int)i);
+            break;
         case IR_OP_MATMUL_GROUP: /* the CPU target does not ask for it (plan_target.matmul_group_max_t) */
             return sb_fail(SB_ERR_UNSUPPORTED, "cpu: matmul group %%%d", (int)i);
         case IR_OP_ATTENTION: /* the CPU target asks for neither (plan_target.attn_rope_max_t, attn_quant_type) */

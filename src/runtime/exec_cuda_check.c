@@ -39,6 +39,7 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     t->matmul_group_max = CU_MULTI_MAX;
     t->group_member_fits = cf_multi_ok;
     if ((c ? c : &cu_config_default)->fuse_glu_pair) t->group_glu_fits = cf_glu_pair_ok; /* k_gemv_reg's gate/up row pairs */
+    t->launch_store_fits = (c ? c : &cu_config_default)->fuse_ropek ? cf_launch_store_ok : cf_launch_vstore_ok; /* the GEMVs' cache segment */
 }
 
 sb_status exec_cuda_check(const plan *p) {

@@ -609,7 +609,7 @@ static void test_pipeline_dump(void) {
     fclose(f);
     int np = 0;
     const pass_info *pl = pass_pipeline(&np);
-    CHECK(np == 13 && !strcmp(pl[0].name, "dce") && !strcmp(pl[12].name, "slice_view"));
+    CHECK(np == 14 && !strcmp(pl[0].name, "dce") && !strcmp(pl[12].name, "fuse_launch_store") && !strcmp(pl[13].name, "slice_view"));
     for (int i = 0; i < np; i++) {
         char key[80];
         snprintf(key, sizeof key, "IR after %s", pl[i].name);
@@ -868,6 +868,61 @@ static void case_slice_view(void) {
     ir_graph_free(g);
 }
 
+/* fuse_launch_store, decode: the Q/K/V group's K rope_store and V kv_store are marked by_launch
+ * (the stores stay, marked); a target refusing rope_stores marks V's only; at 2 tokens, or without
+ * launch_store_fits, nothing; a node between the launch and the store that reads the cache keeps
+ * that store (the gemma-style graph's k norm does not: it reads K, not the cache) */
+static bool store_any(const ir_graph *g, const ir_node *l, const ir_node *s) { return g && l && s; }
+static bool store_kv_only(const ir_graph *g, const ir_node *l, const ir_node *s) { return g && l && s->op == IR_OP_KV_STORE; }
+static int count_by_launch(const ir_graph *g) {
+    int k = 0;
+    for (int i = 0; i < g->n_nodes; i++) k += ir_store_by_launch(&g->nodes[i]);
+    return k;
+}
+static void case_fuse_launch_store(void) {
+    plan_target t;
+    decode_group_target(&t);
+    t.fuse_rope_store = true;
+    t.launch_store_fits = store_any;
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise, pass_fuse_matmul_add,
+                     pass_fuse_rope_store, pass_fuse_matmul_group};
+    ir_graph *g = attn_ffn_graph_t(false, 1);
+    golden("fuse_launch_store", g, pre, 7, pass_fuse_launch_store, &t);
+    int ks = 0;
+    for (int i = 0; i < g->n_nodes; i++) ks += g->nodes[i].op == IR_OP_ROPE_STORE && ir_store_by_launch(&g->nodes[i]);
+    CHECK_EQ_INT(count_by_launch(g), 2);
+    CHECK_EQ_INT(ks, 1);
+    ir_graph_free(g);
+    bool (*const fits[2])(const ir_graph *, const ir_node *, const ir_node *) = {store_kv_only, NULL};
+    for (int k = 0; k < 2; k++) {
+        t.launch_store_fits = fits[k];
+        g = attn_ffn_graph_t(false, 1);
+        pass_ctx cx = {.target = &t};
+        for (int q = 0; q < 7; q++) CHECK(pre[q](g, &cx) == SB_OK);
+        CHECK(pass_fuse_launch_store(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+        CHECK_EQ_INT(count_by_launch(g), 1 - k);
+        ir_graph_free(g);
+    }
+    t.launch_store_fits = store_any;
+    g = attn_ffn_graph_t(false, 2);
+    pass_ctx cx = {.target = &t};
+    for (int q = 0; q < 7; q++) CHECK(pre[q](g, &cx) == SB_OK);
+    check_unchanged(g, &cx, pass_fuse_launch_store, NULL);
+    ir_graph_free(g);
+    /* a store into V's cache between the launch and V's store keeps V's store the executor's (the
+     * launch would write first); z's, right after its matmul, is marked */
+    g = new_graph();
+    const int64_t E = 256, Dkv = 128, C = 16;
+    ir_ref pos = ir_input_pos(g, 1), x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
+    ir_ref vc = ir_input_kv(g, "cache_v_l0", SB_TYPE_F16, (int64_t[4]){Dkv, C, 1, 1});
+    ir_ref v = ir_matmul(g, W(g, "wv", SB_TYPE_Q4_K, E, Dkv), x), z = ir_matmul(g, W(g, "wz", SB_TYPE_Q4_K, E, Dkv), x);
+    ir_ref zs = ir_kv_store(g, vc, z, pos), vs = ir_kv_store(g, vc, v, pos);
+    CHECK(ir_graph_status(g) == SB_OK);
+    CHECK(pass_fuse_launch_store(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+    CHECK(ir_store_by_launch(&g->nodes[zs]) && !ir_store_by_launch(&g->nodes[vs]));
+    ir_graph_free(g);
+}
+
 int main(void) {
     test_stack();
     case_fuse_add_norm();
@@ -882,6 +937,7 @@ int main(void) {
     case_fuse_attn();
     case_fuse_matmul_group();
     case_fuse_group_glu();
+    case_fuse_launch_store();
     case_slice_view();
     test_verifier();
     test_memplan();

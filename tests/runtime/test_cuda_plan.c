@@ -351,7 +351,8 @@ int main(void) {
 
     /* a decode attention block (norm, Q/K/V + biases, ropes, kv_stores, attention; test_cuda_ops'
      * test_qkv_rope_block): 3 biases, 2 GEMVs, V's kv_store, K's kv_store, Q's rope fuse away (8);
-     * K's rope into the Q/K/V launch (SB_CUDA_ROPEK, default on) +1 */
+     * K's rope into the Q/K/V launch (cu_config.fuse_ropek, default on: the target's
+     * launch_store_fits then takes rope_stores, pass fuse_launch_store) +1 */
     for (int ropek = 0; ropek < 2; ropek++) {
         const int64_t E = 256, D = 64, Hq = 4, Hkv = 2, C = 96;
         ir_graph *g;
@@ -374,13 +375,13 @@ int main(void) {
         ir_ref vcr = ir_kv_store(g, ir_input_kv(g, "cache_v.0", SB_TYPE_F16, (int64_t[4]){D * Hkv, C, 1, 1}), v, pr);
         ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 0.125f};
         ir_output(g, ir_attention(g, q, kcr, vcr, pr, &ap), "y");
+        cu_config cfg = cu_config_default;
+        cfg.fuse_ropek = ropek;
         plan_target t;
-        exec_cuda_target(NULL, &t);
+        exec_cuda_target(&cfg, &t);
         plan *pa = NULL;
         CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
         if (pa) {
-            cu_config cfg = cu_config_default;
-            cfg.fuse_ropek = ropek;
             const int32_t nf = fused_away(pa, &cfg);
             printf("decode attention block (rope(K) %d): %d nodes fused away\n", ropek, (int)nf);
             CHECKF(nf == 8 + ropek, "attention block (rope(K) %d): %d fusions (%d expected)", ropek, (int)nf, 8 + ropek);
