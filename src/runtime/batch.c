@@ -492,9 +492,9 @@ static int class_values(int64_t limit, int64_t cap, int64_t v[WARM_VALUES]) {
     }
 }
 
-/* room for n kept entries besides RT_ENGINE_PLANS replaceable ones */
-static sb_status grow_plans(rt_engine *e, int n_kept) {
-    const int want = n_kept + RT_ENGINE_PLANS;
+/* room for n_new more kept entries (some may be kept already) besides RT_ENGINE_PLANS replaceable ones */
+static sb_status grow_plans(rt_engine *e, int n_new) {
+    const int want = (int)e->st.n_plans_warm + n_new + RT_ENGINE_PLANS;
     if (want <= e->n_plans) return SB_OK;
     eplan *p = (eplan *)realloc(e->plans, (size_t)want * sizeof *p);
     if (!p) return sb_fail(SB_ERR_OOM, "engine: %d plan entries", want);

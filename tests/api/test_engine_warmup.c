@@ -173,6 +173,8 @@ static void test_errors(sb_model *m) {
     CHECK(sb_engine_warmup(e, 4, 5) == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "max_tokens 4"));
     CHECK(sb_engine_warmup(e, 2, 0) == SB_OK); /* rows 0: min(n_seq_max, max_tokens) = 2 */
     CHECK_EQ_INT(stats(e).n_plans_warm, count_classes(NB, 2, 2));
+    CHECK(sb_engine_warmup(e, 0, 1) == SB_OK); /* a second call adds its classes: T up to 16, 1 row */
+    CHECK_EQ_INT(stats(e).n_plans_warm, count_classes(NB, 2, 2) + 3); /* (4, 1), (8, 1), (16, 1) */
     sb_engine_free(e);
 }
 
