@@ -850,8 +850,10 @@ typedef struct sb_engine_stats {
     int64_t n_cow_copies;   /* blocks copied before a write (copy-on-write) */
     int64_t n_steps, n_tokens;   /* successful steps, tokens they evaluated */
     double step_seconds;    /* time inside successful steps */
-    int64_t n_plans_built;
-    int64_t reserved[6];
+    int64_t n_plans_built;  /* plans built since creation (the decode plan at creation, sb_engine_warmup's, steps') */
+    int64_t n_plans_warm;   /* step classes sb_engine_warmup readied (ABI level 3) */
+    int64_t n_graph_captures; /* CUDA Graphs captured (CUDA; 0 on the CPU) (ABI level 3) */
+    int64_t reserved[4];
 } sb_engine_stats;
 
 SB_API void sb_engine_default_params(sb_engine_params *p);
@@ -883,6 +885,20 @@ SB_API sb_status sb_seq_attach_prefix(sb_engine *e, int32_t seq, const int32_t *
  * SB_ERR_CONTEXT_FULL (a sequence would pass n_ctx, or the pool lacks free or evictable blocks:
  * the counts named), SB_ERR_NUMERIC (a NaN or infinite logit: the item named), SB_ERR_OOM. */
 SB_API sb_status sb_engine_step(sb_engine *e, const sb_batch_item *items, size_t n, float *logits);
+
+/* Ready, before the first step needs them, every step class a step of at most max_tokens items
+ * with at most max_rows logit rows uses, so that its first step costs what later ones do (a
+ * server calls it before it reports ready). A step runs on a plan per class (T, rows): its item
+ * count and its logit rows (1 when none), each rounded up to a power of two (T at most n_batch,
+ * rows at most T); a class's plan is otherwise built, and on CUDA its kernels generated and tuned
+ * and its CUDA Graph captured, on the first steps of that class. Here every such plan is built
+ * (about log2(max_tokens) x log2(max_rows) of them) and kept for the engine's life; on CUDA each is
+ * also run on padding only (it writes a scratch block of the pool, no sequence). Afterwards no step
+ * within the limits builds a plan or captures a graph (sb_engine_stats n_plans_built,
+ * n_graph_captures). max_tokens 0 = n_batch; max_rows 0 = min(n_seq_max, max_tokens) (each decoding
+ * sequence wants one row). Sequences and the cache are untouched. Errors: SB_ERR_INVALID_ARG
+ * (max_tokens above n_batch, max_rows above max_tokens), SB_ERR_OOM, a device's. ABI level 3. */
+SB_API sb_status sb_engine_warmup(sb_engine *e, size_t max_tokens, size_t max_rows);
 /* The last successful step's logit rows, as sb_engine_step would have copied them (*n_rows rows of
  * n_vocab, item order), in the engine's memory (page-locked on CUDA, where the device writes them
  * directly): valid until the next step or sb_engine_free. NULL with *n_rows 0 when the last step
@@ -902,10 +918,11 @@ SB_API int sb_engine_device(const sb_engine *e);
 /* ---- tensors, graphs and programs (ABI level 2) ---- */
 
 /* The ABI level: 1 = the declarations before this wave; 2 adds this section, sb_engine, sb_text_stream,
- * the sampler's logit bias and logprob log, swa_full and sb_session_kv_bytes. Incremented whenever declarations are
+ * the sampler's logit bias and logprob log, swa_full and sb_session_kv_bytes; 3 adds sb_engine_warmup
+ * and sb_engine_stats' n_plans_warm and n_graph_captures (taken from its reserved fields). Incremented whenever declarations are
  * added (never reset within a major version), so a binding checks sb_abi_level() >= the level it
  * was written for, besides sb_version_number(). */
-#define SB_ABI_LEVEL 2
+#define SB_ABI_LEVEL 3
 SB_API int sb_abi_level(void);
 
 /* A tensor: a type, a shape ne[0..3] (ne[0] innermost, contiguous, unused dims 1) and its data.

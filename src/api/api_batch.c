@@ -102,6 +102,17 @@ SB_API sb_status sb_engine_step(sb_engine *e, const sb_batch_item *items, size_t
     return rt_engine_step(e->e, e->items, (int64_t)n, logits);
 }
 
+SB_API sb_status sb_engine_warmup(sb_engine *e, size_t max_tokens, size_t max_rows) {
+    NEED(e, "sb_engine_warmup");
+    const int64_t nb = rt_engine_n_batch(e->e);
+    if (max_tokens > (size_t)nb)
+        return sb_fail(SB_ERR_INVALID_ARG, "sb_engine_warmup: max_tokens %zu above n_batch %lld", max_tokens, (long long)nb);
+    const int64_t mt = max_tokens ? (int64_t)max_tokens : nb;
+    const int64_t ns = kv_pool_n_seq_max(rt_engine_pool(e->e));
+    if (max_rows > (size_t)mt) return sb_fail(SB_ERR_INVALID_ARG, "sb_engine_warmup: max_rows %zu above max_tokens %lld", max_rows, (long long)mt);
+    return rt_engine_warmup(e->e, mt, max_rows ? (int64_t)max_rows : ns < mt ? ns : mt);
+}
+
 SB_API const float *sb_engine_logits(const sb_engine *e, size_t *n_rows) {
     int64_t n = 0;
     const float *l = e ? rt_engine_logits(e->e, &n) : NULL;
@@ -145,5 +156,7 @@ SB_API sb_status sb_engine_get_stats(const sb_engine *e, sb_engine_stats *out) {
     out->n_tokens = s.n_tokens;
     out->step_seconds = s.seconds;
     out->n_plans_built = s.n_plans_built;
+    out->n_plans_warm = s.n_plans_warm;
+    out->n_graph_captures = s.n_graph_captures;
     return SB_OK;
 }

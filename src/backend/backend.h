@@ -38,6 +38,11 @@ typedef struct backend_ops {
     sb_status (*prepare)(backend *be, const struct plan *p);
     sb_status (*run)(backend *be, const struct plan *p, void *const *data, int32_t n_data, float *const *out);
     void (*forget)(backend *be, const struct plan *p);
+    /* ready a prepared plan by one run on data (as run: inputs a run accepts, outputs into out) so
+     * that its next run costs what every later one does — CUDA: its device state, generated kernels
+     * and CUDA Graph, which run would make on its first or second run; NULL op: prepare readied it
+     * all (CPU), nothing is run */
+    sb_status (*warm)(backend *be, const struct plan *p, void *const *data, int32_t n_data, float *const *out);
     backend_stats (*stats)(const backend *be);
     /* memory the backend's outputs land in fastest (page-locked on CUDA); NULL ops: plain malloc */
     sb_status (*host_alloc)(backend *be, size_t bytes, void **out);

@@ -26,6 +26,11 @@ static sb_status cuda_run(backend *be, const plan *p, void *const *data, int32_t
     return exec_cuda_run(cx_of(be), p, &eb, out);
 }
 
+static sb_status cuda_warm(backend *be, const plan *p, void *const *data, int32_t n_data, float *const *out) {
+    const exec_bindings eb = {.data = data, .n_data = n_data};
+    return exec_cuda_warm(cx_of(be), p, &eb, out);
+}
+
 static void cuda_forget(backend *be, const plan *p) { exec_cuda_forget(cx_of(be), p); }
 
 static backend_stats cuda_stats(const backend *be) {
@@ -51,7 +56,7 @@ static void cuda_free(backend *be) {
 }
 
 static const backend_ops cuda_ops = {
-    .name = "cuda", .target = cuda_target, .prepare = cuda_prepare, .run = cuda_run, .forget = cuda_forget, .stats = cuda_stats,
+    .name = "cuda", .target = cuda_target, .prepare = cuda_prepare, .run = cuda_run, .warm = cuda_warm, .forget = cuda_forget, .stats = cuda_stats,
     .host_alloc = cuda_host_alloc, .host_free = cuda_host_free, .kv_copy = cuda_kv_copy, .download = cuda_download,
     .refresh = cuda_refresh, .drop = cuda_drop, .free = cuda_free,
 };

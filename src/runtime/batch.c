@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * runtime/batch.c — the batched engine (batch.h): parameter defaults, the plan cache per (T, n_out)
- * class, binding plan inputs to the pool and staging buffers, and the all-or-nothing step
- * (validate → reserve blocks → stage → run → check logits → commit, or undo the reservations).
+ * class (classes readied by rt_engine_warmup kept, RT_ENGINE_PLANS more replaced least recently
+ * used first), binding plan inputs to the pool and staging buffers, the all-or-nothing step
+ * (validate → reserve blocks → stage → run → check logits → commit, or undo the reservations), and
+ * the warm-up (every class of a step's limits built and run once on padding where the backend asks).
  * Layer 2 (runtime); composes kv_pool.h, graph/plan.h, runtime/backends.h, runtime/arch/arch.h.
  */
 #include "runtime/batch.h"
@@ -26,6 +28,7 @@ typedef struct eplan {
     plan *p;
     void **data;        /* bound input slots */
     uint64_t last_use;
+    bool kept;          /* readied by rt_engine_warmup: never replaced */
 } eplan;
 
 struct rt_engine {
@@ -33,7 +36,8 @@ struct rt_engine {
     rt_engine_params prm;
     kv_pool *pool;
     backend *be;
-    eplan plans[RT_ENGINE_PLANS];
+    eplan *plans;       /* [n_plans]: the kept ones and RT_ENGINE_PLANS more */
+    int n_plans;
     uint64_t clock;
     int64_t tbl_len;
     /* staging, [n_batch] each (tbl: [n_batch * tbl_len]) */
@@ -121,16 +125,17 @@ static sb_status bind_plan(rt_engine *e, eplan *x) {
 }
 
 static sb_status get_plan(rt_engine *e, int64_t T, int64_t n_out, eplan **out) {
-    eplan *victim = &e->plans[0];
-    for (int i = 0; i < RT_ENGINE_PLANS; i++) {
+    eplan *victim = NULL; /* an empty entry, else the least recently used one not kept */
+    for (int i = 0; i < e->n_plans; i++) {
         eplan *x = &e->plans[i];
         if (x->p && x->T == T && x->n_out == n_out) {
             x->last_use = ++e->clock;
             *out = x;
             return SB_OK;
         }
-        if (!x->p || (victim->p && x->last_use < victim->last_use)) victim = x;
+        if (!x->kept && (!victim || (victim->p && (!x->p || x->last_use < victim->last_use)))) victim = x;
     }
+    if (!victim) return sb_fail(SB_ERR_INTERNAL, "engine: every plan entry is kept");
     drop_plan(e, victim);
     ir_graph *g;
     SB_TRY(ir_graph_create(&g));
@@ -211,7 +216,8 @@ static sb_status create_backend(rt_engine *e) {
 
 static void drop_backend(rt_engine *e) {
     free_out(e);
-    for (int i = 0; i < RT_ENGINE_PLANS; i++) drop_plan(e, &e->plans[i]);
+    for (int i = 0; i < e->n_plans; i++) drop_plan(e, &e->plans[i]);
+    e->st.n_plans_warm = 0;
     if (e->be) e->be->ops->free(e->be);
     e->be = NULL;
     kv_pool_set_copy(e->pool, NULL, NULL);
@@ -248,7 +254,9 @@ static sb_status alloc_buffers(rt_engine *e) {
     e->touched = (int32_t *)malloc((size_t)ns * sizeof(int32_t));
     e->row_nonfinite = (int64_t *)malloc((size_t)nb * sizeof *e->row_nonfinite);
     e->undo = (kv_pool_undo *)malloc((size_t)ns * sizeof(kv_pool_undo));
-    if (!e->tok || !e->pos || !e->slots || !e->rows || !e->grouped || !e->tbl || !e->cnt || !e->next || !e->first || !e->touched || !e->undo || !e->row_nonfinite)
+    e->plans = (eplan *)calloc(RT_ENGINE_PLANS, sizeof *e->plans);
+    e->n_plans = e->plans ? RT_ENGINE_PLANS : 0;
+    if (!e->plans || !e->tok || !e->pos || !e->slots || !e->rows || !e->grouped || !e->tbl || !e->cnt || !e->next || !e->first || !e->touched || !e->undo || !e->row_nonfinite)
         return sb_fail(SB_ERR_OOM, "engine: staging buffers for %lld tokens", (long long)nb);
     return SB_OK;
 }
@@ -284,6 +292,7 @@ void rt_engine_free(rt_engine *e) {
     kv_pool_free(e->pool);
     free(e->tok), free(e->pos), free(e->slots), free(e->rows), free(e->grouped), free(e->tbl);
     free(e->cnt), free(e->next), free(e->first), free(e->touched), free(e->undo), free(e->row_nonfinite);
+    free(e->plans);
     free(e);
 }
 
@@ -465,5 +474,74 @@ const float *rt_engine_logits(const rt_engine *e, int64_t *n_rows) {
 rt_engine_stats rt_engine_get_stats(const rt_engine *e) {
     rt_engine_stats s = e->st;
     s.pool = kv_pool_get_stats(e->pool);
+    s.n_graph_captures = e->be->ops->stats(e->be).graph_captures;
     return s;
+}
+
+// ---- warm-up ----
+
+#define WARM_VALUES 20 /* bucket values of one limit: 17 at most (n_batch <= 65536) */
+
+/* the values bucket(n, cap) takes for n in [1, limit], ascending, into v; their count */
+static int class_values(int64_t limit, int64_t cap, int64_t v[WARM_VALUES]) {
+    int k = 0;
+    for (int64_t n = 1;; n *= 2) {
+        const int64_t b = bucket(n < limit ? n : limit, cap);
+        if (k == 0 || v[k - 1] != b) v[k++] = b;
+        if (n >= limit) return k;
+    }
+}
+
+/* room for n_new more kept entries (some may be kept already) besides RT_ENGINE_PLANS replaceable ones */
+static sb_status grow_plans(rt_engine *e, int n_new) {
+    const int want = (int)e->st.n_plans_warm + n_new + RT_ENGINE_PLANS;
+    if (want <= e->n_plans) return SB_OK;
+    eplan *p = (eplan *)realloc(e->plans, (size_t)want * sizeof *p);
+    if (!p) return sb_fail(SB_ERR_OOM, "engine: %d plan entries", want);
+    memset(p + e->n_plans, 0, (size_t)(want - e->n_plans) * sizeof *p);
+    e->plans = p;
+    e->n_plans = want;
+    return SB_OK;
+}
+
+/* class (T, n_out): its plan built and kept; with run, one run of padding only on the backend's
+ * warm op into the engine's output rows (the memory later steps write, so a graph captured now is
+ * the one they replay) */
+static sb_status warm_class(rt_engine *e, int64_t T, int64_t n_out, bool run) {
+    eplan *x;
+    SB_TRY(get_plan(e, T, n_out, &x));
+    if (!x->kept) x->kept = true, e->st.n_plans_warm++;
+    if (!run) return SB_OK;
+    stage(e, NULL, 0, T);
+    for (int64_t k = 0; k < n_out; k++) e->rows[k] = n_out == T ? (int32_t)k : 0;
+    const int32_t oi = plan_find_output(x->p, "logits");
+    if (oi < 0 || oi >= 4) return sb_fail(SB_ERR_INTERNAL, "engine: plan has no logits output");
+    float *dst[4] = {0};
+    dst[oi] = e->out;
+    return e->be->ops->warm(e->be, x->p, x->data, x->p->n_inputs, dst);
+}
+
+sb_status rt_engine_warmup(rt_engine *e, int64_t max_tokens, int64_t max_rows) {
+    if (max_tokens < 1 || max_tokens > e->prm.n_batch)
+        return sb_fail(SB_ERR_INVALID_ARG, "engine warm-up: max_tokens %lld (1..n_batch %lld)", (long long)max_tokens, (long long)e->prm.n_batch);
+    if (max_rows < 1 || max_rows > max_tokens)
+        return sb_fail(SB_ERR_INVALID_ARG, "engine warm-up: max_rows %lld (1..max_tokens %lld)", (long long)max_rows, (long long)max_tokens);
+    SB_TRY(gguf_check_size(&e->m->file, e->m->path));
+    int64_t Ts[WARM_VALUES], rows[WARM_VALUES][WARM_VALUES];
+    int nT = class_values(max_tokens, e->prm.n_batch, Ts), nr[WARM_VALUES], n = 0;
+    int64_t most_rows = 1;
+    for (int i = 0; i < nT; i++) {
+        nr[i] = class_values(max_rows < Ts[i] ? max_rows : Ts[i], Ts[i], rows[i]);
+        n += nr[i];
+        most_rows = rows[i][nr[i] - 1] > most_rows ? rows[i][nr[i] - 1] : most_rows;
+    }
+    SB_TRY(grow_plans(e, n));
+    SB_TRY(grow_out(e, most_rows)); /* before any run: the rows' memory stays where graphs write it */
+    /* the largest classes first (the device arena grows to its size once, at the first); a second
+     * pass recaptures what a later growth dropped and replays the rest */
+    const bool run = e->be->ops->warm != NULL;
+    for (int pass = 0; pass < (run ? 2 : 1); pass++)
+        for (int i = nT - 1; i >= 0; i--)
+            for (int j = nr[i] - 1; j >= 0; j--) SB_TRY(warm_class(e, Ts[i], rows[i][j], run));
+    return SB_OK;
 }

@@ -7,7 +7,8 @@
  * Layer 2 (runtime). Plans: the dense decoder graph (rt_build_decoder) in its paged form, built
  * per (T, n_out) class where T is the step's token count rounded up to a power of two (at most
  * n_batch) and n_out its logit rows likewise; padding tokens write to the pool's scratch block and
- * their logits are dropped. At most RT_ENGINE_PLANS plans are kept (least recently used replaced).
+ * their logits are dropped. Classes readied by rt_engine_warmup keep their plans for the engine's
+ * life; RT_ENGINE_PLANS more are kept for other classes (least recently used replaced).
  * Every step is all-or-nothing: a failure (bad sequence or token, context or pool exhausted,
  * NaN logits) leaves every sequence and the cache as they were (evicted cache blocks aside).
  * Thread safety: an engine is used by one thread at a time; several engines may share a model.
@@ -47,6 +48,8 @@ typedef struct rt_batch_item {
 typedef struct rt_engine_stats {
     kv_pool_stats pool;
     int64_t n_steps, n_tokens, n_plans_built;
+    int64_t n_plans_warm;     /* classes rt_engine_warmup readied (their plans stay) */
+    int64_t n_graph_captures; /* the backend's (CUDA Graphs captured; 0 on the CPU) */
     double seconds;     /* inside rt_engine_step */
 } rt_engine_stats;
 
@@ -64,6 +67,17 @@ void rt_engine_free(rt_engine *e);
  * or the pool without enough free or evictable blocks: the numbers named), SB_ERR_NUMERIC (a NaN or
  * infinite logit: item and sequence named). */
 sb_status rt_engine_step(rt_engine *e, const rt_batch_item *items, int64_t n, float *logits);
+
+/* Ready every class a step of at most max_tokens items (1..n_batch) with at most max_rows logit
+ * rows (1..max_tokens) runs on: T each value bucket(n, n_batch) takes for n in [1, max_tokens],
+ * n_out each value bucket(r, T) takes for r in [1, min(max_rows, T)] (a step wanting no logits
+ * runs on n_out 1). Each class's plan is built (unless it is) and kept for the engine's life; where
+ * the backend has a warm op (CUDA) each is run on padding only (writing the pool's scratch block,
+ * no sequence), twice over all classes, so that graphs dropped when a later class grew the device
+ * arena are captured again. Afterwards a step of such a class builds no plan and captures no graph.
+ * Sequences and the cache are untouched. Errors: SB_ERR_INVALID_ARG (a limit named), SB_ERR_OOM,
+ * the backend's (the classes readied so far stay). */
+sb_status rt_engine_warmup(rt_engine *e, int64_t max_tokens, int64_t max_rows);
 
 kv_pool *rt_engine_pool(rt_engine *e);
 const rt_model *rt_engine_model(const rt_engine *e);

@@ -74,6 +74,11 @@ sb_status exec_cuda_check(const plan *p);
  * element count) on the host. Returns after the results are on the host. */
 sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out);
 
+/* exec_cuda_run, capturing p's CUDA Graph in this run where it has none that a later run with the
+ * same outputs would replay (exec_cuda_run captures a plan of T > 1 only on its second run), so
+ * that p's next run builds and captures nothing. An engine readies its step classes with it. */
+sb_status exec_cuda_warm(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out);
+
 /* Drop the per-plan device state of p (its captured graph); call before plan_free(p). */
 void exec_cuda_forget(exec_cuda *cx, const plan *p);
 

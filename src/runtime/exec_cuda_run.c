@@ -79,7 +79,8 @@ static const uint8_t *stage(cplan *c, const plan *p, const exec_bindings *b) {
     return c->h_stage;
 }
 
-static sb_status run_bound(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
+/* warm: capture the graph in this run, whatever the plan's run count (exec_cuda_warm) */
+static sb_status run_bound(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out, bool warm) {
     const int32_t *rows = NULL;
     SB_TRY(plan_check_bindings(p, b->data, b->n_data, &rows));
     int64_t n_rows = 0;
@@ -122,8 +123,9 @@ static sb_status run_bound(exec_cuda *cx, const plan *p, const exec_bindings *b,
     const int dc = depth_class(cx, p, c, b);
     crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena, .depth_max = class_depth(cx, dc)};
     /* decode plans are captured on their first run; other shapes (prefill chunks, whose sizes vary
-     * per request) on their second, so a one-off shape does not pay the capture */
-    const bool use_graph = cx->cfg.graphs && !cx->cfg.profile && (p->n_tokens == 1 || c->runs >= 1);
+     * per request) on their second, so a one-off shape does not pay the capture; a warm run
+     * captures any shape (its caller will run it again) */
+    const bool use_graph = cx->cfg.graphs && !cx->cfg.profile && (p->n_tokens == 1 || c->runs >= 1 || warm);
     c->runs++;
     /* outputs written straight into page-locked destinations by the kernels that compute them
      * (direct_root; graph runs only: a destination is checked once, when its graph is captured) */
@@ -182,7 +184,15 @@ static sb_status run_bound(exec_cuda *cx, const plan *p, const exec_bindings *b,
 sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
     if (!cx || !p || !b) return sb_fail(SB_ERR_INVALID_ARG, "exec_cuda: NULL context, plan or bindings");
     const cu_config *prev = cu_cfg_bind(&cx->cfg);
-    const sb_status st = run_bound(cx, p, b, out);
+    const sb_status st = run_bound(cx, p, b, out, false);
+    cu_cfg_bind(prev);
+    return st;
+}
+
+sb_status exec_cuda_warm(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
+    if (!cx || !p || !b) return sb_fail(SB_ERR_INVALID_ARG, "exec_cuda: NULL context, plan or bindings");
+    const cu_config *prev = cu_cfg_bind(&cx->cfg);
+    const sb_status st = run_bound(cx, p, b, out, true);
     cu_cfg_bind(prev);
     return st;
 }

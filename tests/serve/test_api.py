@@ -4,7 +4,7 @@
 chunk with stream_options.include_usage), greedy text equal to `sb run`'s (raw and --chat),
 streamed text equal to the plain text, seed determinism, n > 1 (choice 0 = the n = 1 text),
 stop strings, /tokenize and /detokenize round trip, 8 concurrent requests on 2 slots each equal to the same request alone, /metrics
-counters moving."""
+counters moving, and every step plan built before /health said ok (none while serving)."""
 import json
 import os
 import sys
@@ -26,6 +26,9 @@ try:
     check(st == 200 and models["object"] == "list" and models["data"][0]["object"] == "model"
           and models["data"][0]["id"] == "sonicboom-kjv-13m-q8_0.gguf", "/v1/models: %r" % b)
     m0 = s.metrics()
+    # ready means warmed: every step class of 2 sequences (T 1..512, logit rows 1..2: 19) built before /health said ok
+    check(m0["sonicboom_batch_plans_built_total"] == 19 and m0["sonicboom_batch_graph_captures_total"] == 0,
+          "plans built before ready: %r" % m0["sonicboom_batch_plans_built_total"])
 
     # ---- completions: greedy equals sb run ----
     ref = sb_run(sb, ["-p", P, "-n", "16", "--temp", "0", "--ignore-eos", "--no-display-prompt", "--log-disable", "-t", "1"])
@@ -161,6 +164,9 @@ try:
           "tokens_predicted_total moved too little")
     check(m1["sonicboom_prompt_tokens_total"] > m0["sonicboom_prompt_tokens_total"], "prompt_tokens_total did not move")
     check(m1["sonicboom_predicted_tokens_seconds"] > 0 and m1["sonicboom_slots"] == 2, "tok/s gauge, slots: %r" % m1)
+    check(m1["sonicboom_batch_plans_built_total"] == m0["sonicboom_batch_plans_built_total"],
+          "serving built %r plans (the warm-up should have built every one)" %
+          (m1["sonicboom_batch_plans_built_total"] - m0["sonicboom_batch_plans_built_total"]))
     check(m1["sonicboom_requests_deferred"] == 0 and m1["sonicboom_requests_processing"] == 0, "idle gauges")
     st, h, b = s.request("GET", "/metrics")
     check(h["content-type"].startswith("text/plain") and b"# TYPE sonicboom_requests_total counter" in b, "metrics format")

@@ -8,7 +8,9 @@
  * its prefill delays the decoding ones by one bounded step at a time. Prompts reuse whatever full
  * KV blocks the engine's prefix cache holds (a request's later choices reuse its first choice's
  * prompt); sampling, logit_bias, logprobs and the text (sb_text_stream: stop strings, UTF-8) are
- * per sequence, so a request gets exactly what it would get alone.
+ * per sequence, so a request gets exactly what it would get alone. Before the server reports ready,
+ * sb_engine_warmup readies every step class the scheduler can form (up to n_batch items, up to
+ * --parallel logit rows: one per sequence), so the first request's steps build and capture nothing.
  * Threads: only the scheduler touches the engine and the text streams, and the samplers but for the
  * draws of a step (serve_draw.c: each sampler in one drawing thread, the scheduler waiting); jobs are
  * shared with their connections under their mutex, as in serve_engine.c.
@@ -355,8 +357,18 @@ sb_status serve_batch_create(serve_engine *e, serve_batch **out) {
         free(b);
         return st;
     }
-    sb_engine_get_stats(b->eng, &b->stats);
     b->n_batch = 512; /* sb_engine_params' default */
+    const double t0 = now_s();
+    st = sb_engine_warmup(b->eng, (size_t)b->n_batch, (size_t)cfg->parallel);
+    if (st != SB_OK) {
+        sb_engine_free(b->eng);
+        pthread_mutex_destroy(&b->stats_mu);
+        free(b);
+        return st;
+    }
+    sb_engine_get_stats(b->eng, &b->stats);
+    fprintf(stderr, "sb serve: %lld step classes ready in %.2f s (%lld plans built, %lld CUDA Graphs captured)\n",
+            (long long)b->stats.n_plans_warm, now_s() - t0, (long long)b->stats.n_plans_built, (long long)b->stats.n_graph_captures);
     const int64_t V = e->info.n_vocab;
     const int32_t n_tok = sb_vocab_n_tokens(e->vocab);
     b->items = malloc((size_t)b->n_batch * sizeof *b->items);

@@ -55,5 +55,8 @@ char *serve_metrics_text(serve_engine *e) {
     metric(&b, "kv_evictions_total", "counter", "cached KV blocks given up for new ones", (double)es.n_evictions);
     metric(&b, "batch_steps_total", "counter", "forward steps of the batched engine", (double)es.n_steps);
     metric(&b, "batch_tokens_total", "counter", "tokens those steps evaluated", (double)es.n_tokens);
+    metric(&b, "batch_plans_built_total", "counter", "step plans the batched engine built (at start-up: every step class)",
+           (double)es.n_plans_built);
+    metric(&b, "batch_graph_captures_total", "counter", "CUDA Graphs the batched engine captured (0 on the CPU)", (double)es.n_graph_captures);
     return b.data;
 }
