@@ -2,7 +2,8 @@
 /*
  * backend/cuda/k_mmf.cu — matrix x f32 activations for weights without a dp4a path: F32, F16 and
  * BF16 (the float models). F16 / BF16 take device/mmh.cuh's kernels where their shapes allow
- * (k_mmh1: T <= 8, 16-byte weight loads; k_mmh: T > 8, tensor-core tiles; SB_TUNE=mmh=0: k_mmf).
+ * (k_mmh1: T <= 8, 16-byte weight loads; k_mmh: T > 8, tensor-core tiles of 64 x 64, or of 128 x 128
+ * with SB_TUNE=mmh_big=1 (k_mmh_big: device/mmh_big.cuh); SB_TUNE=mmh=0: k_mmf).
  * F32 weights with f32 activations and T > 8 take device/mmf_tile.cuh's tiled GEMM (k_mmft;
  * SB_TUNE=mmf_tile=0: k_mmf). It also reads every quantized type by per-element dequantization
  * (correct, not fast: each element re-derives its block's scale), which the plans no longer ask
@@ -20,6 +21,7 @@
 #include "backend/cuda/device/gemv_dot.cuh"
 #include "backend/cuda/device/mmf_tile.cuh"
 #include "backend/cuda/device/mmh.cuh"
+#include "backend/cuda/device/mmh_big.cuh"
 
 #include <cuda_bf16.h>
 
@@ -92,10 +94,22 @@ static sb_status launch_mmft(cudaStream_t st, float *dst, const float *w, int64_
     return cu_after_launch("k_mmft");
 }
 
+/* ... or, with cu_config.mmh_big, in 128 x 128 tiles of 8 warps (device/mmh_big.cuh); two blocks an
+ * SM (<= 128 registers: ptxas fits them without spills) */
+template <int HT>
+__global__ void __launch_bounds__(256, 2) k_mmh_big(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
+                                                 cu_epilogue ep) {
+    mmh_big_tile<HT>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x, blockIdx.y);
+}
+
 static int mmh_cc = -1;
 
 template <int HT>
 static sb_status launch_mmh(cudaStream_t st, float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
+    if (T > MMF_NC && cu_cfg()->mmh_big) {
+        cu_launch(k_mmh_big<HT>, dim3(cu_div_up(N, MMHB_BN), cu_div_up(T, MMHB_BT)), 256, st, dst, w, K, N, x, T, ep);
+        return cu_after_launch("k_mmh_big");
+    }
     if (T > MMF_NC) {
         cu_launch(k_mmh<HT>, dim3(cu_div_up(N, MMH_BN), cu_div_up(T, MMH_BT)), 128, st, dst, w, K, N, x, T, ep);
         return cu_after_launch("k_mmh");
