@@ -478,7 +478,8 @@ static void test_fused_epilogue(void) {
 
 /* F32 weights at T > 8: the tiled f32 GEMM (k_mmft, cu_config.mmf_tile) on ragged 128-row x 64-token
  * tiles, K % 4 == 0 (float4 loads, a partial last K step) and K % 4 != 0 (scalar loads), with the
- * bias / residual fused as its epilogue; then the same through k_mmf (mmf_tile 0). Exact f32
+ * bias / residual fused as its epilogue (cu_config.mmf_tile 1: every T > 8); then the same through
+ * k_mmf (mmf_tile 0). Exact f32
  * products, f32 sums: 1e-10 against the f64 reference. */
 static void test_f32_gemm(void) {
     const struct { int64_t K, N, T; int ep; } cs[] = {
@@ -510,7 +511,7 @@ static void test_f32_gemm(void) {
     tc_cfg.mmf_tile = saved;
 }
 
-/* F16 / BF16 weights at T > 8 through the 128 x 128 tile (k_mmh_big, cu_config.mmh_big 1; default 0):
+/* F16 / BF16 weights at T > 8 through the 128 x 128 tile (k_mmh_big, cu_config.mmh_big 1: every T > 8):
  * ragged row and token tiles, a bias and a residual as its epilogue; against the f32 reference
  * (1e-4, the half types' limit in test_matmul) and the CPU executor, which rounds x to the weight
  * type too (1e-10: only summation order differs). */
