@@ -6,7 +6,8 @@
  * (run by exec_cpu: unfused ops_ref.c, f32 activations, f64 matmul sums), and the outputs are
  * compared by NMSE. Families: get_rows (every readable type; the table kept in host memory, also
  * across graph replays, or uploaded), slice, matmul (q8_1 dp4a GEMV per type and
- * T = 1..13 including 8-token tiles; f32-activation GEMV for float and other types), fused RMSNorm
+ * T = 1..13 including 8-token tiles; f32-activation GEMV for float and other types; the tiled F32
+ * GEMM at T > 8 with ragged tiles and K % 4 != 0; F16/BF16 through the 128 x 128 tile), fused RMSNorm
  * chains, RMSNorm+quantize, GLU(+quantize), elementwise (scale/softcap/silu/gelu), RoPE
  * NORMAL/NEOX with freq factors (also 512-dim heads), kv_store + attention (F32/F16 cache, GQA,
  * window, softcap, heads of 320 and 512 on the paged kernel (with key splits),
@@ -473,6 +474,76 @@ static void test_fused_epilogue(void) {
                 free(wf), free(x), free(o), free(w);
             }
     fuse_on = false;
+}
+
+/* F32 weights at T > 8: the tiled f32 GEMM (k_mmft, cu_config.mmf_tile) on ragged 128-row x 64-token
+ * tiles, K % 4 == 0 (float4 loads, a partial last K step) and K % 4 != 0 (scalar loads), with the
+ * bias / residual fused as its epilogue (cu_config.mmf_tile 1: every T > 8); then the same through
+ * k_mmf (mmf_tile 0). Exact f32
+ * products, f32 sums: 1e-10 against the f64 reference. */
+static void test_f32_gemm(void) {
+    const struct { int64_t K, N, T; int ep; } cs[] = {
+        {512, 67, 77, 0}, {520, 200, 130, 1}, {517, 131, 9, 2}, {2560, 300, 70, 1}, {78, 129, 64, 0},
+    };
+    const int saved = tc_cfg.mmf_tile;
+    fuse_on = true;
+    for (int tile = 1; tile >= 0; tile--)
+        for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+            const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
+            tc_cfg.mmf_tile = tile;
+            float *w = rnd(K * N, 0.1f), *x = rnd(K * T, 1.0f), *o = rnd(cs[k].ep == 2 ? N * T : N, 1.0f);
+            ir_graph *g;
+            ir_graph_create(&g);
+            ir_ref wr = ir_input_weight(g, "w", SB_TYPE_F32, (int64_t[4]){K, N, 1, 1});
+            ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, T, 1, 1});
+            ir_ref orr = ir_input_weight(g, "o", SB_TYPE_F32, (int64_t[4]){N, cs[k].ep == 2 ? T : 1, 1, 1});
+            ir_ref mm = ir_matmul(g, wr, xr);
+            ir_output(g, cs[k].ep == 0 ? mm : cs[k].ep == 1 ? ir_add(g, mm, orr) : ir_add(g, orr, mm), "y");
+            binds b = {.name = {"w", "x", "o"}, .data = {w, x, o}, .n = 3};
+            char label[96];
+            snprintf(label, sizeof label, "matmul F32 K=%lld N=%lld T=%lld%s (%s)", (long long)K, (long long)N, (long long)T,
+                     cs[k].ep == 1 ? " + bias" : cs[k].ep == 2 ? " + residual" : "", tile ? "k_mmft" : "k_mmf");
+            expect(run_both(g, &b, label), 1e-10, label);
+            ir_graph_free(g);
+            free(w), free(x), free(o);
+        }
+    fuse_on = false;
+    tc_cfg.mmf_tile = saved;
+}
+
+/* F16 / BF16 weights at T > 8 through the 128 x 128 tile (k_mmh_big, cu_config.mmh_big 1: every T > 8):
+ * ragged row and token tiles, a bias and a residual as its epilogue; against the f32 reference
+ * (1e-4, the half types' limit in test_matmul) and the CPU executor, which rounds x to the weight
+ * type too (1e-10: only summation order differs). */
+static void test_mmh_big(void) {
+    const struct { int64_t K, N, T; int ep; } cs[] = {{512, 67, 77, 0}, {1024, 300, 200, 1}, {96, 129, 13, 2}};
+    const int saved = tc_cfg.mmh_big;
+    tc_cfg.mmh_big = 1;
+    fuse_on = true;
+    for (int bf = 0; bf < 2; bf++)
+        for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+            const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
+            const int t = bf ? SB_TYPE_BF16 : SB_TYPE_F16;
+            float *wf = rnd(K * N, 0.1f), *x = rnd(K * T, 1.0f), *o = rnd(cs[k].ep == 2 ? N * T : N, 1.0f);
+            void *w = quant_rows(t, wf, K, N);
+            ir_graph *g;
+            ir_graph_create(&g);
+            ir_ref wr = ir_input_weight(g, "w", t, (int64_t[4]){K, N, 1, 1});
+            ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, T, 1, 1});
+            ir_ref orr = ir_input_weight(g, "o", SB_TYPE_F32, (int64_t[4]){N, cs[k].ep == 2 ? T : 1, 1, 1});
+            ir_ref mm = ir_matmul(g, wr, xr);
+            ir_output(g, cs[k].ep == 0 ? mm : cs[k].ep == 1 ? ir_add(g, mm, orr) : ir_add(g, orr, mm), "y");
+            binds b = {.name = {"w", "x", "o"}, .data = {w, x, o}, .n = 3};
+            char label[96];
+            snprintf(label, sizeof label, "matmul %s K=%lld N=%lld T=%lld%s (k_mmh_big)", ir_dtype_name(t), (long long)K, (long long)N,
+                     (long long)T, cs[k].ep == 1 ? " + bias" : cs[k].ep == 2 ? " + residual" : "");
+            expect(run_both(g, &b, label), 1e-4, label);
+            expect(run_cmp(g, &b, label, true), 1e-10, "... same vs CPU (x rounded)");
+            ir_graph_free(g);
+            free(wf), free(x), free(o), free(w);
+        }
+    fuse_on = false;
+    tc_cfg.mmh_big = saved;
 }
 
 /* Run g with the setting *flag off, then on (label " (what)"), against the reference (limit each);
@@ -1727,6 +1798,8 @@ int main(void) {
     test_norm_glu_ew();
     tc_cfg.act_fast = false;
     test_fused_epilogue();
+    test_f32_gemm();
+    test_mmh_big();
     test_multi_gemv();
     test_reg_gemv();
     test_wide_gemv();

@@ -2,10 +2,13 @@
 /*
  * backend/cuda/k_mmf.cu — matrix x f32 activations for weights without a dp4a path: F32, F16 and
  * BF16 (the float models). F16 / BF16 take device/mmh.cuh's kernels where their shapes allow
- * (k_mmh1: T <= 8, 16-byte weight loads; k_mmh: T > 8, tensor-core tiles; SB_TUNE=mmh=0: k_mmf). It also reads every quantized type by per-element dequantization
- * (correct, not fast: each element re-derives its block's scale), which the plans no longer ask
- * for: every quantized type has a dp4a GEMV (k_mmvq.cu) since 2026-12-01.
- * Math: y[n,t] = sum_k deq(W)[k,n] * x[k,t], f32 accumulation per lane, then a warp sum (x first
+ * (k_mmh1: T <= 8, 16-byte weight loads; k_mmh: T > 8, tensor-core tiles of 64 x 64, or of 128 x 128
+ * from T = cu_config.mmh_big on (k_mmh_big: device/mmh_big.cuh); SB_TUNE=mmh=0: k_mmf). F32 weights
+ * with f32 activations and T > 8 take device/mmf_tile.cuh's tiled GEMM (k_mmft) from T =
+ * cu_config.mmf_tile on (SB_TUNE=mmf_tile=0: k_mmf always). It also reads every quantized type by
+ * per-element dequantization (correct, not fast: each element re-derives its block's scale), which
+ * the plans no longer ask for: every quantized type has a dp4a GEMV (k_mmvq.cu) since 2026-12-01.
+ * k_mmf itself — Math: y[n,t] = sum_k deq(W)[k,n] * x[k,t], f32 accumulation per lane, then a warp sum (x first
  * rounded to F16/BF16 for F16/BF16 weights, round to nearest even, as llama.cpp's CPU does); x is f32
  * or q8_K blocks (dequantized q*d on the fly: the CPU pairs Q2_K/Q3_K/IQ4_XS with Q8_K).
  * Geometry: 128-thread blocks, one warp per output row (grid.x = N/4); lane l takes k = l, l+32,
@@ -16,7 +19,9 @@
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/gemv_dot.cuh"
+#include "backend/cuda/device/mmf_tile.cuh"
 #include "backend/cuda/device/mmh.cuh"
+#include "backend/cuda/device/mmh_big.cuh"
 
 #include <cuda_bf16.h>
 
@@ -76,10 +81,35 @@ __global__ void __launch_bounds__(128) k_mmh(float *dst, const uint8_t *w, int64
     mmh_tile<HT>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x, blockIdx.y);
 }
 
+/* F32 weights, T > 8: 128 x 64 tiles of exact f32 FFMAs (device/mmf_tile.cuh) */
+template <bool V4>
+__global__ void __launch_bounds__(128) k_mmft(float *dst, const float *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
+    mmft_tile<V4>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x, blockIdx.y);
+}
+
+static sb_status launch_mmft(cudaStream_t st, float *dst, const float *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
+    const dim3 grid(cu_div_up(N, MMFT_BN), cu_div_up(T, MMFT_BT));
+    if (K % 4 == 0 && (uintptr_t)w % 16 == 0 && (uintptr_t)x % 16 == 0) cu_launch(k_mmft<true>, grid, 128, st, dst, w, K, N, x, T, ep);
+    else cu_launch(k_mmft<false>, grid, 128, st, dst, w, K, N, x, T, ep);
+    return cu_after_launch("k_mmft");
+}
+
+/* ... or, from T = cu_config.mmh_big on, in 128 x 128 tiles of 8 warps (device/mmh_big.cuh); two
+ * blocks an SM (<= 128 registers: ptxas fits them without spills) */
+template <int HT>
+__global__ void __launch_bounds__(256, 2) k_mmh_big(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
+                                                 cu_epilogue ep) {
+    mmh_big_tile<HT>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x, blockIdx.y);
+}
+
 static int mmh_cc = -1;
 
 template <int HT>
 static sb_status launch_mmh(cudaStream_t st, float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
+    if (T > MMF_NC && cu_cfg()->mmh_big && T >= cu_cfg()->mmh_big) {
+        cu_launch(k_mmh_big<HT>, dim3(cu_div_up(N, MMHB_BN), cu_div_up(T, MMHB_BT)), 256, st, dst, w, K, N, x, T, ep);
+        return cu_after_launch("k_mmh_big");
+    }
     if (T > MMF_NC) {
         cu_launch(k_mmh<HT>, dim3(cu_div_up(N, MMH_BN), cu_div_up(T, MMH_BT)), 128, st, dst, w, K, N, x, T, ep);
         return cu_after_launch("k_mmh");
@@ -117,6 +147,8 @@ extern "C" sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int w
         if (wtype == CU_T_F16) return launch_mmh<CU_T_F16>(st, dst, wb, K, N, (const float *)x, T, ep);
         return launch_mmh<CU_T_BF16>(st, dst, wb, K, N, (const float *)x, T, ep);
     }
+    if (cu_cfg()->mmf_tile && T >= cu_cfg()->mmf_tile && wtype == CU_T_F32 && xtype == CU_T_F32 && T > MMF_NC)
+        return launch_mmft(st, dst, (const float *)w, K, N, (const float *)x, T, ep);
     const int nc = T <= 4 ? (int)T : MMF_NC; /* 1..4 exact; larger T in tiles of 8 */
     const dim3 grid(cu_div_up(N, MMF_WARPS), cu_div_up(T, nc));
     const int th = MMF_WARPS * 32;

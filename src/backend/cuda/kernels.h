@@ -201,7 +201,8 @@ bool cu_act_fast(void);
  * activation loads, 3 (and 4 outside the int8 MMA) the shared-memory tiled GEMM (k_mmvq.cu). Rows a warp
  * of a T = 1 GEMV over at least 65536 rows (an LM head): cu_config.head_rows, the same bits every way. */
 /* dst [N,T] = W x: w [K,N] of any cu_can_dequantize type, x [K,T] f32 or (xtype Q8_K) q8_K blocks. */
-/* F16 / BF16 weights take the half-weight kernels (k_mmh1 / k_mmh: device/mmh.cuh) when cu_config.mmh, else k_mmf. */
+/* F16 / BF16 weights take the half-weight kernels (k_mmh1 / k_mmh: device/mmh.cuh) when cu_config.mmh, else k_mmf;
+ * F32 weights with f32 activations and T > 8 the tiled f32 GEMM (k_mmft: device/mmf_tile.cuh) from T = cu_config.mmf_tile. */
 sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype, int64_t T,
                         const cu_epilogue *ep);
 
