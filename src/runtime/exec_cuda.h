@@ -117,6 +117,11 @@ int32_t exec_cuda_host_gathers(const plan *p, ir_ref *out, int32_t cap);
 /* Plan as on a device of compute capability cc_major with sms multiprocessors (no GPU needed; a
  * test of planning decisions: cu_assume_device); 0, 0 restores the real device. */
 void exec_cuda_assume_device(int cc_major, int sms);
+/* The attentions of p as a context with settings c (NULL: the defaults) on this (or the assumed)
+ * device plans them, a line each: which kernel, its grid and key splits, and how many of those are
+ * active at depth (the last position a token sees). Writes up to cap bytes of text into buf (NUL-
+ * terminated where it fits); returns the length of the whole text (0 without the backend). */
+size_t exec_cuda_describe_attention(const plan *p, const cu_config *c, int64_t depth, char *buf, size_t cap);
 /* Gate/up launches of p that write their GLU (the GLU_QUANT then only quantizes: T = 1 GEMVs and
  * T > 8 int8 MMA groups of Q4_0 / Q5_0 / Q8_0), as a new context would plan them; -1 without the backend. */
 int32_t exec_cuda_count_glu_pairs(const plan *p, const cu_config *c);

@@ -68,21 +68,31 @@ cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) 
                           .hpb = cx->cfg.attn_hpb, .ctx = k->ne[1], .warp = cx->cfg.attn_warp, .small = cx->cfg.attn_small};
 }
 
-/* Key splits S of the paged kernel (k_attn_paged.cu): its T * Hq blocks each walk their keys
+/* Key splits S of the paged kernel (k_attn_paged.cu): its T * Hq blocks (grouped, hb > 0: T * Hq / hb,
+ * at most CU_ATT_PAGED_GQA_MAX_SPLITS) each walk their keys
  * serially, so a decode of few tokens deep in the cache leaves most SMs idle (gemma4's 8 global
  * heads at depth 4096: 8 blocks on 132 SMs; unsplit, H100: 21 tok/s against 304 at depth 0). S gives
  * ~attn_splits (2) blocks per SM at the deepest context a token can see (keys: the table's reach,
  * the cache rows, the window), in splits of at least kmin keys (shallower: fewer of them active,
  * the kernel decides from pos), at most CU_ATT_PAGED_MAX_SPLITS; S = 1 (the unsplit kernel, no
  * scratch) where T * Hq blocks already fill that (prefill, large batches) or keys <= kmin. */
-static int attn_nsplit_paged(const exec_cuda *cx, int64_t T, int64_t Hq, int64_t keys) {
-    const int64_t blocks = T * Hq, want = (int64_t)cx->cfg.attn_splits * cx->sms, kmin = cx->cfg.attn_kmin;
+static int attn_nsplit_paged(const exec_cuda *cx, int64_t T, int64_t Hq, int hb, int64_t keys) {
+    const int64_t blocks = T * (hb > 0 ? Hq / hb : Hq), want = (int64_t)cx->cfg.attn_splits * cx->sms, kmin = cx->cfg.attn_kmin;
     if (blocks <= 0 || blocks >= want) return 1;
     int64_t ns = (want + blocks - 1) / blocks;
     const int64_t most = (keys + kmin - 1) / kmin;
     if (ns > most) ns = most;
-    if (ns > CU_ATT_PAGED_MAX_SPLITS) ns = CU_ATT_PAGED_MAX_SPLITS;
+    if (ns > (hb > 0 ? CU_ATT_PAGED_GQA_MAX_SPLITS : CU_ATT_PAGED_MAX_SPLITS)) ns = hb > 0 ? CU_ATT_PAGED_GQA_MAX_SPLITS : CU_ATT_PAGED_MAX_SPLITS;
     return ns < 1 ? 1 : (int)ns;
+}
+
+/* the grouped kernel's heads a block (cu_attn_paged_args.hb) under cu_config.attn_gqa: the largest
+ * power of two <= it the kernel takes for a's shape (G = Hq / Hkv of one kv head, each K/V row read
+ * once for them), 0 where none does (F32 caches, other head dims: the per-head kernel) */
+static int attn_paged_hb(const exec_cuda *cx, const cu_attn_paged_args *a) {
+    for (int hb = 8; hb >= 1; hb /= 2)
+        if (hb <= cx->cfg.attn_gqa && cu_attention_paged_gqa_ok(a, hb)) return hb;
+    return 0;
 }
 
 cu_attn_paged_args cx_attn_paged_args(const exec_cuda *cx, const plan *p, const ir_node *n) {
@@ -92,12 +102,61 @@ cu_attn_paged_args cx_attn_paged_args(const exec_cuda *cx, const plan *p, const 
     const int64_t C = k->ne[1], n_tbl = bs > 0 ? p->g->nodes[n->src[4]].ne[0] : 1;
     int64_t keys = bs > 0 && n_tbl * bs < C ? n_tbl * bs : C;
     if (ap.window > 0 && ap.window < keys) keys = ap.window;
-    return (cu_attn_paged_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = ap.n_head_kv, .T = q->ne[2], .ctype = k->dtype, .scale = ap.scale,
-                                .softcap = ap.softcap, .window = ap.window, .bs = bs > 0 ? bs : (int)C, .n_tbl = n_tbl,
-                                .nsplit = attn_nsplit_paged(cx, q->ne[2], q->ne[1], keys), .kmin = cx->cfg.attn_kmin};
+    cu_attn_paged_args a = {.D = q->ne[0], .Hq = q->ne[1], .Hkv = ap.n_head_kv, .T = q->ne[2], .ctype = k->dtype, .scale = ap.scale,
+                            .softcap = ap.softcap, .window = ap.window, .bs = bs > 0 ? bs : (int)C, .n_tbl = n_tbl, .kmin = cx->cfg.attn_kmin};
+    a.hb = attn_paged_hb(cx, &a);
+    a.nsplit = attn_nsplit_paged(cx, a.T, a.Hq, a.hb, keys);
+    return a;
 }
 
 void exec_cuda_assume_device(int cc_major, int sms) { cu_assume_device(cc_major, sms); }
+
+/* the splits active at n visible keys of S of at least kmin (attn_paged.cuh's pa_active) */
+static int64_t paged_active(int64_t n, int S, int kmin, int64_t *kps) {
+    const int64_t km = kmin > 0 ? kmin : CU_ATT_DEC_KMIN;
+    *kps = S > 1 ? (n + S - 1) / S : n;
+    if (S > 1 && *kps < km) *kps = km;
+    return S > 1 ? (n + *kps - 1) / *kps : 1;
+}
+
+/* one line about attention node n at depth (its last position): the kernel, grid and splits */
+static int describe_one(const exec_cuda *cx, const plan *p, int32_t i, int64_t depth, char *buf, size_t cap) {
+    const ir_node *n = &p->g->nodes[i];
+    const ir_attn_params ap = ir_attn_of(n);
+    const int64_t keys = ap.window > 0 && ap.window < depth + 1 ? ap.window : depth + 1;
+    const int o = snprintf(buf, cap, "%%%d head_dim %d heads %lld/%d window %d, %lld keys: ", (int)i, (int)ap.head_dim, (long long)p->g->nodes[n->src[0]].ne[1],
+                           (int)ap.n_head_kv, (int)ap.window, (long long)keys);
+    const size_t rest = (size_t)o < cap ? cap - (size_t)o : 0;
+    if (cx_attn_on_paged_kernel(n)) {
+        const cu_attn_paged_args a = cx_attn_paged_args(cx, p, n);
+        int64_t kps;
+        const int64_t na = paged_active(keys, a.nsplit, a.kmin, &kps), bx = a.hb > 0 ? a.Hq / a.hb : a.Hq;
+        return o + snprintf(buf + o, rest, "%s hb %d grid (%lld, %lld, %d), %d splits: %lld active of %lld keys%s\n",
+                            a.hb > 0 ? "k_attn_paged_gqa" : "k_attn_paged", a.hb, (long long)bx, (long long)a.T, a.nsplit > 1 ? a.nsplit : 1,
+                            a.nsplit, (long long)na, (long long)kps, a.nsplit > 1 ? " + merge" : "");
+    }
+    const cu_attn_args a = cx_attn_args(cx, p, n);
+    int64_t kps;
+    const int64_t na = paged_active(keys, a.nsplit, a.kmin, &kps);
+    return o + snprintf(buf + o, rest, "cu_attention variant %d (T %lld, ctype %d), %d splits of >= %d keys (%lld active), warp path to %d, "
+                        "small to %d, deep %d\n", a.variant, (long long)a.T, a.ctype, a.nsplit, a.kmin, (long long)na, a.warp, a.small,
+                        cx->cfg.attn_deep);
+}
+
+size_t exec_cuda_describe_attention(const plan *p, const cu_config *c, int64_t depth, char *buf, size_t cap) {
+    exec_cuda *cx = (exec_cuda *)calloc(1, sizeof *cx);
+    if (!cx) return 0;
+    cx->cfg = c ? *c : cu_config_default;
+    cx->sms = cu_sm_count();
+    size_t o = 0;
+    for (int32_t i = 0; i < p->g->n_nodes; i++)
+        if (p->g->nodes[i].op == IR_OP_ATTENTION) {
+            const int k = describe_one(cx, p, i, depth, buf + (o < cap ? o : cap), o < cap ? cap - o : 0);
+            o += k > 0 ? (size_t)k : 0;
+        }
+    free(cx);
+    return o;
+}
 
 /* as a new context would plan p: nodes fused away (skips, what 0), gate/up launches that write their
  * GLU (1: the executor's MMA pairs and the planner's gated groups), or matmuls whose norm sums their

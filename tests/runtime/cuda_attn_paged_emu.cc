@@ -5,9 +5,38 @@
  * compiler against tests/codegen/emu/cuda_emu.h and runs their grids as k_attn_paged.cu's launcher
  * sizes them: S <= 1 the unsplit kernel (a block of 4 warps per (query head, token)); S > 1 the
  * split kernel over (query head, token, split) into scratch, then k_attn_paged_merge over (query
- * head, token).
+ * head, token); with hb > 0 the grouped kernels (device/attn_paged_gqa.cuh) as launch_gqa sizes them.
  */
-#include "backend/cuda/device/attn_paged.cuh"
+#include "backend/cuda/device/attn_paged_gqa.cuh"
+
+/* the grouped kernel of a.hb heads a block: grid (Hq / hb, T, S), then the merge over (Hq, T, D / 128) */
+template <int NC, int HB> static int run_gqa(float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const int32_t *tbl,
+                                             const cu_attn_paged_args &a, float *scratch) {
+    const unsigned nb = (unsigned)(a.Hq / HB);
+    if (a.nsplit <= 1) return emu_run3(dim3{nb, (unsigned)a.T, 1}, 32 * PG_WARPS, [&] { k_attn_paged_gqa<NC, HB, false>(dst, q, k, v, pos, tbl, a, nullptr); });
+    if (emu_run3(dim3{nb, (unsigned)a.T, (unsigned)a.nsplit}, 32 * PG_WARPS, [&] { k_attn_paged_gqa<NC, HB, true>(dst, q, k, v, pos, tbl, a, scratch); }))
+        return -1;
+    return emu_run3(dim3{(unsigned)a.Hq, (unsigned)a.T, (unsigned)(a.D / 128)}, 32 * PG_WARPS, [&] { k_attn_paged_gqa_merge(dst, scratch, pos, a); });
+}
+
+static int gqa(float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const int32_t *tbl, const cu_attn_paged_args &a,
+               float *scratch) {
+    if (a.ctype != CU_T_F16) return -2;
+    if (a.D == 256)
+        switch (a.hb) {
+        case 1: return run_gqa<1, 1>(dst, q, k, v, pos, tbl, a, scratch);
+        case 2: return run_gqa<1, 2>(dst, q, k, v, pos, tbl, a, scratch);
+        case 4: return run_gqa<1, 4>(dst, q, k, v, pos, tbl, a, scratch);
+        case 8: return run_gqa<1, 8>(dst, q, k, v, pos, tbl, a, scratch);
+        }
+    if (a.D == 512)
+        switch (a.hb) {
+        case 1: return run_gqa<2, 1>(dst, q, k, v, pos, tbl, a, scratch);
+        case 2: return run_gqa<2, 2>(dst, q, k, v, pos, tbl, a, scratch);
+        case 4: return run_gqa<2, 4>(dst, q, k, v, pos, tbl, a, scratch);
+        }
+    return -2;
+}
 
 template <bool F16> static int run(float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const int32_t *tbl,
                                    const cu_attn_paged_args &a, float *scratch) {
@@ -18,13 +47,14 @@ template <bool F16> static int run(float *dst, const float *q, const void *k, co
     return emu_run3(grid, 32 * PA_WARPS, [&] { k_attn_paged_merge(dst, scratch, pos, a); });
 }
 
-/* dims = {D, Hq, Hkv, T, n_tbl}, f = {scale, softcap}, i = {ctype, window, bs, nsplit, kmin}
+/* dims = {D, Hq, Hkv, T, n_tbl}, f = {scale, softcap}, i = {ctype, window, bs, nsplit, kmin, hb}
  * (cu_attn_paged_args' fields: the C test sees no backend header); scratch: T Hq S (D + 2) floats
- * with S > 1; -1: a deadlock in the emulation */
+ * (hb > 0: D + 4) with S > 1; -1: a deadlock in the emulation, -2: a grouped shape not built here */
 extern "C" int sb_emu_attn_paged(float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const int32_t *tbl,
                                  const long long *dims, const float *f, const int *i, float *scratch) {
     const cu_attn_paged_args a = {.D = dims[0], .Hq = dims[1], .Hkv = dims[2], .T = dims[3], .ctype = i[0], .scale = f[0],
-                                  .softcap = f[1], .window = i[1], .bs = i[2], .n_tbl = dims[4], .nsplit = i[3], .kmin = i[4]};
+                                  .softcap = f[1], .window = i[1], .bs = i[2], .n_tbl = dims[4], .nsplit = i[3], .kmin = i[4], .hb = i[5]};
+    if (a.hb > 0) return gqa(dst, q, k, v, pos, tbl, a, scratch);
     if (a.ctype == CU_T_F16) return run<true>(dst, q, k, v, pos, tbl, a, scratch);
     return run<false>(dst, q, k, v, pos, tbl, a, scratch);
 }

@@ -12,7 +12,10 @@
  * op_attention without a table. Both unsplit (S = 1) and with key splits S 2 / 5 / 32 (the split
  * kernel into NaN-poisoned scratch, then the merge): depths where fewer than S splits are active,
  * exactly S, one (below kmin), kmin 1 (splits of one key: warps without keys), windows, softcaps;
- * where one split is active the output must equal the unsplit kernel's bit for bit. Limit NMSE
+ * where one split is active the output must equal the unsplit kernel's bit for bit. Then the grouped
+ * kernel (device/attn_paged_gqa.cuh: hb query heads of a kv head a block, F16, head_dim 256 / 512)
+ * the same ways: G 1 / 2 / 4 / 8 in one or two blocks, splits up to 128 (its float4 merge), gemma4's
+ * global layer at depth 2048, a window of 512 at depth 5000, 8 tokens at depths 1..8. Limit NMSE
  * 1e-10 (f32 sums in another order: the kernel's softmax is online, the splits merge).
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler.
  */
@@ -40,6 +43,7 @@ typedef struct pcase {
     float softcap;
     int64_t start[3], len[3];
     int S, kmin;
+    int hb; /* 0: the per-head kernel; > 0: the grouped kernel, hb query heads a block */
 } pcase;
 
 /* the inputs and the reference of one launch */
@@ -92,13 +96,13 @@ static int active(int64_t p, int window, int S, int kmin) {
 /* the emulated launch of c over d into a fresh NaN-poisoned output (split scratch NaN-poisoned too:
  * a partial read but never written shows); NULL after a deadlock */
 static float *launch(const pcase *c, const pdata *d, int S) {
-    const int64_t n = d->D * d->Hq * d->T, ns = S > 1 ? d->T * d->Hq * S * (d->D + 2) : 0;
+    const int64_t n = d->D * d->Hq * d->T, ns = S > 1 ? d->T * d->Hq * S * (d->D + (c->hb > 0 ? 4 : 2)) : 0;
     float *got = malloc((size_t)n * 4), *scratch = ns ? malloc((size_t)ns * 4) : NULL;
     for (int64_t i = 0; i < n; i++) got[i] = NAN;
     for (int64_t i = 0; i < ns; i++) scratch[i] = NAN;
     const long long dims[5] = {d->D, d->Hq, c->Hkv, d->T, d->n_tbl};
     const float f[2] = {1.0f / sqrtf((float)d->D), c->softcap};
-    const int iv[5] = {c->ctype, c->window, c->bs, S, c->kmin};
+    const int iv[6] = {c->ctype, c->window, c->bs, S, c->kmin, c->hb};
     const int rc = emu_paged(got, d->q, d->kc, d->vc, d->pos, d->tbl, dims, f, iv, scratch);
     CHECKF(rc == 0, "emulation rc %d (a deadlock)", rc);
     free(scratch);
@@ -117,7 +121,7 @@ static void check(const char *label, const pcase *c, const pdata *d) {
     char na[64] = "";
     for (int64_t t = 0, o = 0; t < d->T && o < (int64_t)sizeof na - 8; t++)
         o += snprintf(na + o, sizeof na - (size_t)o, "%s%d", t ? "," : "", active(d->pos[t], c->window, c->S, c->kmin));
-    printf("%s S=%d kmin=%d (active %s): NMSE %.3e%s\n", label, c->S, c->kmin, na, e, nan ? " (unwritten outputs)" : "");
+    printf("%s%s S=%d kmin=%d (active %s): NMSE %.3e%s\n", label, c->hb ? " grouped" : "", c->S, c->kmin, na, e, nan ? " (unwritten outputs)" : "");
     CHECKF(e <= 1e-10, "%s S=%d: NMSE %.3e (%lld NaN)", label, c->S, e, (long long)nan);
     float *one = c->S > 1 ? launch(c, d, 1) : NULL;
     for (int64_t t = 0; one && t < d->T; t++)
@@ -197,30 +201,50 @@ int main(void) {
     if (emu_paged) {
         const pcase cs[] = {
             /* unsplit */
-            {64, 4, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 90}, {1, 5, 1}, 1, 0},     /* decode + a prefill chunk */
-            {128, 8, 2, SB_TYPE_F32, 0, 16, 0, {100, 15, 3}, {1, 1, 1}, 1, 0},   /* three decodes, one at a block edge */
-            {256, 2, 1, SB_TYPE_F16, 24, 8, 30.0f, {70, 5, 0}, {2, 3, 9}, 1, 0}, /* window, softcap, bs 8 */
-            {80, 6, 3, SB_TYPE_F32, 0, 5, 0, {41, 12, 1}, {1, 1, 4}, 1, 0},      /* head_dim 80, blocks of 5 */
-            {512, 2, 1, SB_TYPE_F16, 0, 16, 0, {3, 130, 0}, {1, 1, 2}, 1, 0},    /* gemma4's global head_dim */
+            {64, 4, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 90}, {1, 5, 1}, 1, 0, 0},     /* decode + a prefill chunk */
+            {128, 8, 2, SB_TYPE_F32, 0, 16, 0, {100, 15, 3}, {1, 1, 1}, 1, 0, 0},   /* three decodes, one at a block edge */
+            {256, 2, 1, SB_TYPE_F16, 24, 8, 30.0f, {70, 5, 0}, {2, 3, 9}, 1, 0, 0}, /* window, softcap, bs 8 */
+            {80, 6, 3, SB_TYPE_F32, 0, 5, 0, {41, 12, 1}, {1, 1, 4}, 1, 0, 0},      /* head_dim 80, blocks of 5 */
+            {512, 2, 1, SB_TYPE_F16, 0, 16, 0, {3, 130, 0}, {1, 1, 2}, 1, 0, 0},    /* gemma4's global head_dim */
             /* key splits */
-            {64, 4, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 60}, {1, 3, 1}, 2, 0},     /* every depth below kmin: one split active */
-            {128, 8, 2, SB_TYPE_F32, 0, 16, 0, {300, 15, 130}, {1, 1, 1}, 5, 0}, /* 5 of 5 active, 1, 3 of 5 */
-            {512, 2, 1, SB_TYPE_F16, 0, 16, 0, {200, 0, 127}, {1, 3, 1}, 32, 4}, /* 29 of 32, 1, 32 of 32 (kps 4) */
-            {256, 2, 1, SB_TYPE_F16, 24, 8, 30.0f, {70, 5, 100}, {2, 3, 1}, 5, 4}, /* window: 5 of 5 at any depth past it */
-            {80, 6, 3, SB_TYPE_F32, 0, 5, 0, {41, 12, 1}, {1, 1, 4}, 32, 1},     /* splits of 1-2 keys: warps without keys */
-            {64, 4, 4, SB_TYPE_F32, 200, 16, 50.0f, {500, 33, 256}, {1, 3, 1}, 2, 0}, /* window 200 of depth 500, softcap */
+            {64, 4, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 60}, {1, 3, 1}, 2, 0, 0},     /* every depth below kmin: one split active */
+            {128, 8, 2, SB_TYPE_F32, 0, 16, 0, {300, 15, 130}, {1, 1, 1}, 5, 0, 0}, /* 5 of 5 active, 1, 3 of 5 */
+            {512, 2, 1, SB_TYPE_F16, 0, 16, 0, {200, 0, 127}, {1, 3, 1}, 32, 4, 0}, /* 29 of 32, 1, 32 of 32 (kps 4) */
+            {256, 2, 1, SB_TYPE_F16, 24, 8, 30.0f, {70, 5, 100}, {2, 3, 1}, 5, 4, 0}, /* window: 5 of 5 at any depth past it */
+            {80, 6, 3, SB_TYPE_F32, 0, 5, 0, {41, 12, 1}, {1, 1, 4}, 32, 1, 0},     /* splits of 1-2 keys: warps without keys */
+            {64, 4, 4, SB_TYPE_F32, 200, 16, 50.0f, {500, 33, 256}, {1, 3, 1}, 2, 0, 0}, /* window 200 of depth 500, softcap */
         };
         for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) run_case(&cs[k]);
         const struct { pcase c; int64_t C, T; int32_t p0; } ct[] = {
-            {{512, 4, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 1, 0}, 300, 1, 250},      /* a decode step deep in the cache */
-            {{512, 2, 2, SB_TYPE_F32, 24, 0, 30.0f, {0}, {0}, 1, 0}, 64, 3, 0},    /* prefill from 0, window, softcap */
-            {{320, 2, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 1, 0}, 40, 2, 38},        /* 320 dims, the last rows */
-            {{512, 4, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 5, 0}, 300, 1, 250},      /* 4 of 5 active */
-            {{512, 2, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 32, 0}, 2100, 1, 2047},   /* gemma4's global layer: 32 of 32 of 64 keys */
-            {{512, 2, 2, SB_TYPE_F32, 24, 0, 30.0f, {0}, {0}, 2, 4}, 64, 3, 40},   /* window, softcap: 2 of 2 */
-            {{320, 2, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 5, 8}, 40, 2, 38},        /* 5 of 5 in the last rows */
+            {{512, 4, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 1, 0, 0}, 300, 1, 250},      /* a decode step deep in the cache */
+            {{512, 2, 2, SB_TYPE_F32, 24, 0, 30.0f, {0}, {0}, 1, 0, 0}, 64, 3, 0},    /* prefill from 0, window, softcap */
+            {{320, 2, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 1, 0, 0}, 40, 2, 38},        /* 320 dims, the last rows */
+            {{512, 4, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 5, 0, 0}, 300, 1, 250},      /* 4 of 5 active */
+            {{512, 2, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 32, 0, 0}, 2100, 1, 2047},   /* gemma4's global layer: 32 of 32 of 64 keys */
+            {{512, 2, 2, SB_TYPE_F32, 24, 0, 30.0f, {0}, {0}, 2, 4, 0}, 64, 3, 40},   /* window, softcap: 2 of 2 */
+            {{320, 2, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 5, 8, 0}, 40, 2, 38},        /* 5 of 5 in the last rows */
         };
         for (size_t k = 0; k < sizeof ct / sizeof ct[0]; k++) run_contig(&ct[k].c, ct[k].C, ct[k].T, ct[k].p0);
+        /* the grouped kernel (hb heads of a kv head a block, F16, D 256 / 512): G 1 / 2 / 4 / 8, one
+         * or two blocks a kv head, unsplit and split (the float4 merge), windows, softcaps */
+        const pcase gs[] = {
+            {256, 8, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 90}, {1, 5, 1}, 1, 0, 4},          /* G 4, decode + a prefill chunk */
+            {512, 8, 2, SB_TYPE_F16, 0, 16, 0, {200, 0, 127}, {1, 3, 1}, 32, 4, 4},       /* gemma4 global's heads: 29 of 32, 1, 32 */
+            {256, 8, 1, SB_TYPE_F16, 24, 8, 30.0f, {70, 5, 100}, {2, 3, 1}, 5, 4, 8},     /* G 8 a block, window, softcap */
+            {512, 8, 1, SB_TYPE_F16, 0, 5, 0, {41, 12, 1}, {1, 1, 4}, 32, 1, 4},         /* G 8 as 2 blocks, splits of 1-2 keys */
+            {256, 2, 2, SB_TYPE_F16, 0, 16, 50.0f, {300, 15, 130}, {1, 1, 1}, 5, 0, 1},  /* G 1, softcap */
+            {512, 4, 2, SB_TYPE_F16, 0, 64, 0, {2500, 1000, 0}, {1, 2, 3}, 128, 0, 2},   /* 40 of 128 (kmin 64), 16, 1 */
+            {512, 4, 1, SB_TYPE_F16, 0, 16, 0, {3, 130, 0}, {1, 1, 2}, 1, 0, 4},         /* unsplit, shallow */
+        };
+        for (size_t k = 0; k < sizeof gs / sizeof gs[0]; k++) run_case(&gs[k]);
+        const struct { pcase c; int64_t C, T; int32_t p0; } gt[] = {
+            {{512, 8, 2, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 65, 0, 4}, 2100, 1, 2047},       /* gemma4-e4b's global layer: 32 of 65 of 64 keys */
+            {{256, 8, 2, SB_TYPE_F16, 512, 0, 0, {0}, {0}, 64, 0, 4}, 5100, 1, 4999},     /* its sliding layer past the window: 8 of 64 */
+            {{256, 4, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 128, 0, 4}, 1700, 1, 1599},      /* gemma3-1b's heads, 128 splits: 25 active */
+            {{512, 8, 1, SB_TYPE_F16, 0, 0, 30.0f, {0}, {0}, 3, 1, 4}, 10, 8, 0},         /* 8 tokens at depth 1..8, softcap */
+            {{256, 8, 8, SB_TYPE_F16, 100, 0, 0, {0}, {0}, 7, 16, 1}, 400, 3, 300},      /* G 1, window 100: 7 of 7 */
+        };
+        for (size_t k = 0; k < sizeof gt / sizeof gt[0]; k++) run_contig(&gt[k].c, gt[k].C, gt[k].T, gt[k].p0);
     }
     emu_build_done(h);
     return test_summary();

@@ -918,7 +918,10 @@ static void test_attention(void) {
  * tables. Rows of other sequences' blocks hold unrelated keys, so a wrong row mapping shows. The
  * executor splits the keys (exec_cuda_plan.c attn_nsplit_paged: S from the table's reach and the
  * SM count; 132 SMs: S 3 in the shallow cases (1 under the window of 24), 11 and 4 in the deep
- * ones, where every split, some or one is active by depth). */
+ * ones, where every split, some or one is active by depth). Each case runs a block per query head
+ * (cu_config.attn_gqa 0) and grouped (attn_gqa 8: F16 caches of head_dim 256 / 512 take
+ * k_attn_paged_gqa, hb query heads of a kv head a block, up to 128 splits): the gemma shapes below
+ * are for it (G 4 / 8, deep tokens of 2,000-5,000 keys with 64-key splits, a window of 512). */
 static void test_paged_attention(void) {
     struct { int64_t D, Hq, Hkv; int ctype, window, bs; float softcap; int64_t start[3], len[3]; } cs[] = {
         {64, 4, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 90}, {1, 5, 1}},      /* decode + a prefill chunk */
@@ -927,8 +930,15 @@ static void test_paged_attention(void) {
         {80, 6, 3, SB_TYPE_F32, 0, 5, 0, {41, 12, 1}, {1, 1, 4}},       /* head_dim 80, blocks of 5 */
         {128, 8, 2, SB_TYPE_F16, 0, 16, 0, {1000, 300, 3}, {1, 1, 1}},  /* deep decodes: all, 5, 1 splits active */
         {64, 4, 1, SB_TYPE_F32, 256, 16, 30.0f, {700, 2, 129}, {1, 2, 1}}, /* window 256 deep, softcap */
+        {512, 8, 2, SB_TYPE_F16, 0, 16, 0, {4095, 2000, 7}, {1, 1, 1}},    /* gemma4-e4b's global layer: 3 decodes */
+        {256, 8, 2, SB_TYPE_F16, 512, 16, 0, {4999, 600, 3}, {1, 2, 5}},   /* its sliding layers: window 512 */
+        {256, 4, 1, SB_TYPE_F16, 0, 32, 30.0f, {4500, 64, 0}, {1, 1, 4}},  /* gemma3-1b's heads (G 4), softcap */
+        {512, 8, 1, SB_TYPE_F16, 0, 16, 0, {1500, 33, 1}, {1, 1, 6}},      /* G 8 at head_dim 512: two blocks a kv head */
+        {256, 8, 1, SB_TYPE_F16, 0, 16, 0, {2047, 0, 100}, {1, 3, 1}},     /* G 8 in one block */
     };
-    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+    for (size_t kk = 0; kk < 2 * sizeof cs / sizeof cs[0]; kk++) {
+        const size_t k = kk % (sizeof cs / sizeof cs[0]);
+        const int gqa = kk < sizeof cs / sizeof cs[0] ? 0 : 8;
         int64_t T = 0, last = 159; /* table entries a token carries: enough for position 159, or the deepest */
         for (int s = 0; s < 3; s++) {
             T += cs[k].len[s];
@@ -961,10 +971,14 @@ static void test_paged_attention(void) {
         b.name[5] = "slots", b.data[5] = slots;
         b.name[6] = "block_table", b.data[6] = tbl;
         b.n = 7;
-        char label[96];
-        snprintf(label, sizeof label, "paged attention %s D=%lld Hq/Hkv=%lld/%lld T=%lld bs=%lld w=%d cap=%g", ir_dtype_name(cs[k].ctype),
-                 (long long)D, (long long)Hq, (long long)Hkv, (long long)T, (long long)bs, cs[k].window, cs[k].softcap);
+        char label[128];
+        snprintf(label, sizeof label, "paged attention%s %s D=%lld Hq/Hkv=%lld/%lld T=%lld bs=%lld w=%d cap=%g", gqa ? " (attn_gqa 8)" : "",
+                 ir_dtype_name(cs[k].ctype), (long long)D, (long long)Hq, (long long)Hkv, (long long)T, (long long)bs, cs[k].window,
+                 cs[k].softcap);
+        const int gqa_was = tc_cfg.attn_gqa;
+        tc_cfg.attn_gqa = gqa;
         expect(run_both(g, &b, label), 1e-9, label);
+        tc_cfg.attn_gqa = gqa_was;
         ir_graph_free(g);
         attn_data_free(&ad);
         free(tbl), free(blocks);

@@ -172,6 +172,53 @@ int main(void) {
         plan_free(p);
     }
 
+    /* gemma4-e4b's decode attentions at depth 4096 as on an H100 (132 SMs; no GPU needed), described
+     * by exec_cuda_describe_attention: the global layer (head_dim 512, 8 / 2 heads, F16 cache of 4160
+     * rows) on the paged kernel, a block per query head, 32 splits (CU_ATT_PAGED_MAX_SPLITS) of 128 keys;
+     * with cu_config.attn_gqa 8 the grouped kernel, 4 heads of a kv head a block: grid (2, 1, 65), 64
+     * of its 65 splits active (64 keys each); a sliding layer (head_dim 256, window 512) stays on cu_attention and sees
+     * 512 keys */
+    {
+        exec_cuda_assume_device(9, 132);
+        ir_graph *g;
+        ir_graph_create(&g);
+        const int64_t C = 4160;
+        ir_ref pos = ir_input_pos(g, 1), out = IR_NONE;
+        for (int l = 0; l < 2; l++) {
+            const int64_t D = l ? 256 : 512;
+            char kn[32], vn[32];
+            snprintf(kn, sizeof kn, "cache_k.%d", l), snprintf(vn, sizeof vn, "cache_v.%d", l);
+            ir_ref q = ir_input_weight(g, l ? "q1" : "q0", SB_TYPE_F32, (int64_t[4]){D, 8, 1, 1});
+            ir_ref k2 = ir_input_kv(g, kn, SB_TYPE_F16, (int64_t[4]){2 * D, C, 1, 1});
+            ir_ref v = ir_input_kv(g, vn, SB_TYPE_F16, (int64_t[4]){2 * D, C, 1, 1});
+            ir_attn_params ap = {.n_head_kv = 2, .head_dim = (int32_t)D, .scale = 0.05f, .window = l ? 512 : 0};
+            ir_ref a = ir_attention(g, q, k2, v, pos, &ap);
+            ir_ref y = ir_matmul(g, ir_input_weight(g, l ? "wo1" : "wo0", SB_TYPE_Q8_0, (int64_t[4]){8 * D, 64, 1, 1}), a);
+            out = out == IR_NONE ? y : ir_add(g, out, y);
+        }
+        ir_output(g, out, "y");
+        plan_target t;
+        exec_cuda_target(NULL, &t);
+        plan *pa = NULL;
+        CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
+        if (pa) {
+            char d0[512] = "", d1[512] = "";
+            cu_config cg = cu_config_default;
+            cg.attn_gqa = 0;
+            exec_cuda_describe_attention(pa, &cg, 4095, d0, sizeof d0);
+            cg.attn_gqa = 8;
+            exec_cuda_describe_attention(pa, &cg, 4095, d1, sizeof d1);
+            printf("gemma4-e4b's attentions at depth 4096, H100:\n%sgrouped:\n%s", d0, d1);
+            CHECKF(strstr(d0, "k_attn_paged hb 0 grid (8, 1, 32), 32 splits: 32 active of 128 keys + merge") != NULL, "per head:\n%s", d0);
+            CHECKF(strstr(d1, "k_attn_paged_gqa hb 4 grid (2, 1, 65), 65 splits: 64 active of 64 keys + merge") != NULL, "grouped:\n%s", d1);
+            CHECKF(strstr(d0, "head_dim 256 heads 8/2 window 512, 512 keys: cu_attention") != NULL && strstr(d1, "512 keys: cu_attention") != NULL,
+                   "sliding layer:\n%s%s", d0, d1);
+            plan_free(pa);
+        }
+        ir_graph_free(g);
+        exec_cuda_assume_device(0, 0);
+    }
+
     /* attention heads past cu_attention's 256: even ones up to 512 run (the paged kernel over the
      * contiguous cache), Q's rope and the output's q8_1 then stay apart (plan_target
      * .attn_fuse_max_head_dim); odd ones past 256 and any past 512 are refused as unsupported */

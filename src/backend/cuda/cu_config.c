@@ -48,7 +48,7 @@ static const tune_key keys[] = {
     K(norm_sums, 0, 1),
     K(attn_variant, 1, 4), K(attn_splits, 1, 64), K(attn_kmin, 1, 1 << 20), K(attn_hpb, 0, 64),
     K(attn_warp, 0, 1 << 30), K(attn_small, 0, 128), K(attn_class, 0, 1), K(attn_deep, 0, 1),
-    K(attn_deep_kmin, 32, 128), K(attn_pre, 0, 1),
+    K(attn_deep_kmin, 32, 128), K(attn_pre, 0, 1), K(attn_gqa, 0, 8),
     K(fattn_groups, 1, 2), K(fattn_split, 0, 1), K(fattn_mma, 0, 1), K(fattn_mma_tmin, 1, 1 << 20), K(fattn_ws, 0, 1),
     K(fattn_ws_warps, 4, 8),
     K(mmq, 1, 4), K(mma_tile, 0, 3), K(mma_small, 0, 2), K(mma_small_tmax, 9, 1 << 20),

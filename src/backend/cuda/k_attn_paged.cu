@@ -24,20 +24,61 @@
  * SMs idle at decode (gemma4's 8 global heads: 8 blocks). Partials: T Hq na (D + 2) floats written
  * and read once through L2. Same results as the contiguous kernels up to f32 summation order (the
  * softmax is online here).
+ * Grouped variant (a->hb > 0, cu_config.attn_gqa; F16, D 256 / 512): a block serves hb query heads of
+ * one kv head, so each K/V row is read once for them, with 16-byte loads — device/attn_paged_gqa.cuh
+ * (its geometry, traffic and the gemma estimates); same split rule (pa_active), up to
+ * CU_ATT_PAGED_GQA_MAX_SPLITS, partials of D + 4 floats, its own merge.
  * The kernels are device/attn_paged.cuh. Tested against: ops_ref.c op_attention (paged) through
  * tests/runtime/test_cuda_ops.c on a GPU and test_cuda_attn_paged_emu on the CPU (S 1..32), and the
  * batched engine against CUDA sessions through tests/api/test_batch.c.
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/attn_paged.cuh"
+#include "backend/cuda/device/attn_paged_gqa.cuh"
 
 extern "C" uint64_t cu_attention_paged_scratch(const cu_attn_paged_args *a) {
-    return a->nsplit > 1 ? (uint64_t)a->T * (uint64_t)a->Hq * (uint64_t)a->nsplit * (uint64_t)(a->D + 2) : 0;
+    return a->nsplit > 1 ? (uint64_t)a->T * (uint64_t)a->Hq * (uint64_t)a->nsplit * (uint64_t)(a->D + (a->hb > 0 ? 4 : 2)) : 0;
+}
+
+extern "C" bool cu_attention_paged_gqa_ok(const cu_attn_paged_args *a, int hb) {
+    return a->ctype == CU_T_F16 && (a->D == 256 || a->D == 512) && (hb == 1 || hb == 2 || hb == 4 || hb == 8) && hb * a->D <= 2048 &&
+           a->Hkv > 0 && a->Hq % a->Hkv == 0 && (a->Hq / a->Hkv) % hb == 0;
+}
+
+/* the grouped kernel's instance for D = 256 NC and hb heads a block (cu_attention_paged_gqa_ok) */
+template <bool SPLIT> static auto *gqa_kernel(int64_t D, int hb) {
+    auto *kf = k_attn_paged_gqa<1, 1, SPLIT>;
+    if (D == 256) kf = hb == 8 ? k_attn_paged_gqa<1, 8, SPLIT> : hb == 4 ? k_attn_paged_gqa<1, 4, SPLIT> : hb == 2 ? k_attn_paged_gqa<1, 2, SPLIT> : kf;
+    else kf = hb == 4 ? k_attn_paged_gqa<2, 4, SPLIT> : hb == 2 ? k_attn_paged_gqa<2, 2, SPLIT> : k_attn_paged_gqa<2, 1, SPLIT>;
+    return kf;
+}
+
+/* k_attn_paged_gqa (device/attn_paged_gqa.cuh): grid (Hkv Hq / (Hkv hb), T, S), then with S > 1
+ * k_attn_paged_gqa_merge over (Hq, T, D / 128) */
+static sb_status launch_gqa(cudaStream_t st, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const int32_t *tbl,
+                            const cu_attn_paged_args *a, float *scratch) {
+    if (!cu_attention_paged_gqa_ok(a, a->hb) || a->nsplit > CU_ATT_PAGED_GQA_MAX_SPLITS)
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: grouped paged attention of head_dim %lld (256 or 512), heads %lld/%lld, %d a block, cache type "
+                       "%d (F16), %d splits (<= %d)", (long long)a->D, (long long)a->Hq, (long long)a->Hkv, a->hb, a->ctype, a->nsplit,
+                       CU_ATT_PAGED_GQA_MAX_SPLITS);
+    const unsigned nb = (unsigned)(a->Hq / a->hb);
+    if (a->nsplit <= 1) {
+        cu_launch(gqa_kernel<false>(a->D, a->hb), dim3(nb, (unsigned)a->T), 32 * PG_WARPS, st, dst, q, k, v, pos, tbl, *a, (float *)NULL);
+        return cu_after_launch("k_attn_paged_gqa");
+    }
+    if (!scratch) return sb_fail(SB_ERR_INTERNAL, "cuda: paged attention of %d splits without scratch", a->nsplit);
+    cu_launch(gqa_kernel<true>(a->D, a->hb), dim3(nb, (unsigned)a->T, (unsigned)a->nsplit), 32 * PG_WARPS, st, dst, q, k, v, pos, tbl, *a,
+              scratch);
+    SB_TRY(cu_after_launch("k_attn_paged_gqa (split)"));
+    cu_launch(k_attn_paged_gqa_merge, dim3((unsigned)a->Hq, (unsigned)a->T, (unsigned)(a->D / 128)), 32 * PG_WARPS, st, dst,
+              (const float *)scratch, pos, *a);
+    return cu_after_launch("k_attn_paged_gqa_merge");
 }
 
 extern "C" sb_status cu_attention_paged(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                                         const int32_t *tbl, const cu_attn_paged_args *a, float *scratch) {
     if (a->T <= 0) return SB_OK;
+    if (a->hb > 0) return launch_gqa((cudaStream_t)s, dst, q, k, v, pos, tbl, a, scratch);
     if (a->D % 2 || a->D > 2 * 32 * PA_PAIRS || a->Hkv <= 0 || a->Hq % a->Hkv || a->bs <= 0 || a->n_tbl <= 0 ||
         (a->ctype != CU_T_F16 && a->ctype != CU_T_F32) || a->nsplit > CU_ATT_PAGED_MAX_SPLITS)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: paged attention of head_dim %lld (even, <= %d), heads %lld/%lld, block size %d, cache type %d, "

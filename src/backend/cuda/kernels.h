@@ -279,18 +279,26 @@ typedef struct cu_attn_paged_args {
                            * CU_ATT_PAGED_MAX_SPLITS */
     int kmin;             /* fewest keys a split (0 = CU_ATT_DEC_KMIN): na = ceil(n / max(kmin, ceil(n / S)))
                            * of the S splits are active at n visible keys */
+    int hb;               /* 0: a block per query head (k_attn_paged); 1..8: the grouped kernel, hb query heads
+                           * of one kv head a block, each K/V row read once for them (k_attn_paged_gqa: F16,
+                           * D 256 or 512, hb D <= 2048, hb | Hq / Hkv, S <= CU_ATT_PAGED_GQA_MAX_SPLITS) */
 } cu_attn_paged_args;
 #define CU_ATT_PAGED_MAX_SPLITS 32
-/* Floats of scratch cu_attention_paged needs for these args: T * Hq * S * (D + 2) partials with
- * S > 1, else 0. */
+#define CU_ATT_PAGED_GQA_MAX_SPLITS 128
+/* Floats of scratch cu_attention_paged needs for these args: T * Hq * S * (D + 2) partials (hb > 0:
+ * D + 4, 16-byte rows) with S > 1, else 0. */
 uint64_t cu_attention_paged_scratch(const cu_attn_paged_args *a);
 /* dst [D*Hq,T]; q [D,Hq,T]; k/v [D*Hkv, C]; pos [T], tbl [n_tbl, T] on the device; the table's
  * entries checked on the host (plan_check_paged); scratch (cu_attention_paged_scratch floats, NULL
  * when that is 0) for the splits' partials. S > 1 launches k_attn_paged_merge after the split
  * kernel (two launches); S <= 1 one launch, no scratch. SB_ERR_UNSUPPORTED: D odd or > 512,
- * Hq % Hkv, S > CU_ATT_PAGED_MAX_SPLITS. */
+ * Hq % Hkv, S > CU_ATT_PAGED_MAX_SPLITS; with hb > 0 a shape the grouped kernel does not take
+ * (cu_attention_paged_gqa_ok). */
 sb_status cu_attention_paged(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                              const int32_t *tbl, const cu_attn_paged_args *a, float *scratch);
+/* Does the grouped kernel take these args with hb heads a block (F16 cache, D 256 or 512, hb in
+ * {1, 2, 4, 8} dividing Hq / Hkv, hb * D <= 2048)? The caller then sets a->hb = hb. */
+bool cu_attention_paged_gqa_ok(const cu_attn_paged_args *a, int hb);
 /* Split counters cu_attention's in-kernel split merge needs: zeroed device memory of this many
  * uint32 (T * Hq of them are used; the last split of each (t, h) resets its counter), shareable by
  * every attention of a stream (they run one after another). */
