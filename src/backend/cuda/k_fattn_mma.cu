@@ -58,20 +58,33 @@
 #include "backend/cuda/device/fattn_mma.cuh"
 
 static int fm_cc = -1, fm_sms = 0;
+static int fw_optin(void);
+
+/* shared memory of k_fattn_mma<D, BK>: Q and 2 x (K, V) tiles of f16, or after the loop Q, the f32
+ * output staging and the merge factors */
+static size_t fm_smem_bytes(int D, int BK) {
+    const size_t bq = FM_BQ(D), q = bq * (D + 8) * 2, kv = q + (size_t)4 * BK * (D + 8) * 2;
+    const size_t stage = q + (bq * (D + 4) + bq * FM_SMAX) * 4;
+    return kv > stage ? kv : stage;
+}
+/* keys a tile: 64, or 32 at head_dim 256 / 512 (256 with 64 keys: 255 registers and spills; with 32: 102 KB, two blocks an SM) */
+static int fm_bk(int D) { return D <= 128 ? 64 : 32; }
 
 /* more than fm_tmin queries (default 1: every prefill). At 64 new tokens over a cached 512 the f32
  * kernel (k_fattn.cu) took 26.7 µs a layer and this one 14.4 (H200, with its Q staging and merge
  * loads batched): first token 2.28-2.30 vs 2.54 ms with 64, pp64 @ d4096 24.8k vs 14.3k, pp64
  * equal (bench/NOTES.md, session 7); before that batching it lost at T = 64 (session 5). */
 extern "C" bool cu_fattn_mma_takes(const cu_attn_args *a) {
-    if (!cu_cfg()->fattn_mma || !cu_fattn_supported(a) || a->T <= cu_cfg()->fattn_mma_tmin || a->ctype != CU_T_F16 || (a->D != 64 && a->D != 128)) return false;
+    if (!cu_cfg()->fattn_mma || !cu_fattn_args_ok(a) || a->T <= cu_cfg()->fattn_mma_tmin || a->ctype != CU_T_F16) return false;
+    if (a->D != 64 && a->D != 128 && a->D != 256 && a->D != 512) return false;
     if (fm_cc < 0) fm_cc = cu_cc_major();
-    return fm_cc >= 8;
+    /* head_dim 256: 102 KB of shared memory a block, 512: 163 KB (sm_90: 227; sm_80: 163, 256 only; sm_86: 99, neither) */
+    return fm_cc >= 8 && (a->D <= 128 || fm_smem_bytes((int)a->D, fm_bk((int)a->D)) <= (size_t)fw_optin());
 }
 
 /* k_fattn_ws for at most FW_TMAX queries (cu_config.fattn_ws; SB_TUNE=fattn_ws=0 off) */
 #define FW_TMAX 64
-static bool fw_takes(const cu_attn_args *a) { return cu_cfg()->fattn_ws && a->T <= FW_TMAX; }
+static bool fw_takes(const cu_attn_args *a) { return cu_cfg()->fattn_ws && a->T <= FW_TMAX && a->D <= 128; }
 
 /* the key split S over blocks of bq queries: enough (tile, head, split) blocks for ~per_sm a
  * multiprocessor (k_fattn_mma: 4 of 4 warps; k_fattn_ws: 1, its rings fill the shared memory), at
@@ -84,7 +97,7 @@ static int fa_splits(const cu_attn_args *a, int split_on, int bq, int per_sm) {
     if (!split_on || blocks > CU_ATT_COUNTERS) s = 1;
     return s;
 }
-static int fm_splits(const cu_attn_args *a, int split_on) { return fa_splits(a, split_on, FM_BQ, 4); }
+static int fm_splits(const cu_attn_args *a, int split_on) { return fa_splits(a, split_on, FM_BQ(a->D), a->D <= 128 ? 4 : 2); }
 static int fw_splits(const cu_attn_args *a, int split_on) { return fa_splits(a, split_on, FW_BQ, 1); }
 
 /* floats of partials for S splits of blocks of bq queries (0: no split) */
@@ -94,14 +107,8 @@ static uint64_t fa_split_floats(const cu_attn_args *a, int bq, int S) {
 
 extern "C" uint64_t cu_fattn_mma_scratch(const cu_attn_args *a, int split_on) {
     if (!cu_fattn_mma_takes(a)) return 0;
-    const uint64_t fm = fa_split_floats(a, FM_BQ, fm_splits(a, split_on)), fw = fa_split_floats(a, FW_BQ, fw_splits(a, split_on));
+    const uint64_t fm = fa_split_floats(a, FM_BQ(a->D), fm_splits(a, split_on)), fw = fa_split_floats(a, FW_BQ, fw_splits(a, split_on));
     return fm > fw ? fm : fw;
-}
-
-template <int D> static size_t fm_smem_bytes() {
-    const size_t kv = (size_t)5 * FM_BQ * (D + 8) * 2; /* Q + 2 x (K, V) tiles of f16 */
-    const size_t stage = ((size_t)FM_BQ * (D + 4) + (size_t)FM_BQ * FM_SMAX) * 4 + (size_t)FM_BQ * (D + 8) * 2;
-    return kv > stage ? kv : stage;
 }
 
 /* both kernels' launch: the shared-memory opt-in above 48 KB once per kernel (*attr), then the grid */
@@ -120,11 +127,12 @@ static sb_status fa_launch(fa_kernel kern, const char *name, int *attr, size_t s
     return cu_after_launch(name);
 }
 
-template <int D>
+template <int D, int BK>
 static sb_status fm_launch(cudaStream_t st, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
                            dim3 grid, fm_rope rp, float *scratch, unsigned *counters) {
     static int attr;
-    return fa_launch(k_fattn_mma<D>, "k_fattn_mma", &attr, fm_smem_bytes<D>(), FM_WARPS * 32, st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
+    return fa_launch(k_fattn_mma<D, BK>, "k_fattn_mma", &attr, fm_smem_bytes(D, BK), FM_WARPS * 32, st, dst, q, k, v, pos, a, grid, rp, scratch,
+                     counters);
 }
 
 /* k_fattn_ws<D, NW, NB> with the deepest ring (NB <= 3) the device's per-block shared memory holds;
@@ -159,14 +167,14 @@ static sb_status fw_launch(cudaStream_t st, float *dst, const float *q, const vo
 extern "C" sb_status cu_fattn_mma(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
                                   int split_on, float *scratch, uint64_t scratch_floats, unsigned *counters) {
     if (!cu_fattn_mma_takes(a) || ((uintptr_t)k | (uintptr_t)v) % 16)
-        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: tensor-core flash attention with cache type %d, head_dim %lld, caches at %p / %p (F16, 64 or 128, "
-                       "16-byte aligned, sm_80+ only)", a->ctype, (long long)a->D, k, v);
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: tensor-core flash attention with cache type %d, head_dim %lld, caches at %p / %p (F16, 64 / 128 / "
+                       "256 / 512, 16-byte aligned, sm_80+ only)", a->ctype, (long long)a->D, k, v);
     if (a->T <= 0) return SB_OK;
     const fm_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
     const bool ws = fw_takes(a);
     int S = ws ? fw_splits(a, split_on) : fm_splits(a, split_on);
     if (S > 1 && (!scratch || !counters || scratch_floats < cu_fattn_mma_scratch(a, split_on) || (uintptr_t)scratch % 16)) S = 1;
-    const dim3 grid(cu_div_up(a->T, ws ? FW_BQ : FM_BQ), (unsigned)a->Hq, (unsigned)S);
+    const dim3 grid(cu_div_up(a->T, ws ? FW_BQ : FM_BQ(a->D)), (unsigned)a->Hq, (unsigned)S);
     const cudaStream_t st = (cudaStream_t)s;
     /* 8 warps (one ring slot each: 147 KB) where the device holds them — H200 first token 1.51 vs 1.65 ms
      * with 4 warps and 3 slots, pp64 +7% (session 14); sm_86's 99 KB: 4 */
@@ -175,6 +183,10 @@ extern "C" sb_status cu_fattn_mma(cu_stream s, float *dst, const float *q, const
     if (ws)
         return a->D == 64 ? fw_launch<64, 4>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters)
                           : fw_launch<128, 2>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
-    return a->D == 64 ? fm_launch<64>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters)
-                      : fm_launch<128>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
+    switch (a->D) {
+    case 64: return fm_launch<64, 64>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
+    case 128: return fm_launch<128, 64>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
+    case 256: return fm_launch<256, 32>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
+    default: return fm_launch<512, 32>(st, dst, q, k, v, pos, a, grid, rp, scratch, counters);
+    }
 }

@@ -19,10 +19,22 @@
 #include <stdint.h>
 
 #define FM_WARPS 4
-#define FM_BQ 64 /* queries a block: 16 a warp */
-#define FM_BK 64 /* keys a tile */
+#define FM_BK 64 /* keys a tile (k_fattn_ws; k_fattn_mma: its BK) */
 #define FM_SMAX 16
+/* k_fattn_mma's geometry per head_dim D (4 warps always): queries a block (16 rows a warp group),
+ * the dims of O a warp holds (D / FM_DW(D) warps share a row group: 2 at 512), and Q's A fragments
+ * in registers for the whole block (D <= 128) or loaded per k-step from shared memory (ldmatrix) */
+#define FM_BQ(D) ((D) <= 256 ? 64 : 32)
+#define FM_DW(D) ((D) <= 256 ? (D) : 256)
+#define FM_QREG(D) ((D) <= 128)
 #define FM_PS(D) ((D) + 4) /* floats a query's partial (m, l, 2 pad, O): 16-byte aligned rows */
+
+/* the kernels' dynamic shared memory (the host emulation's is emu_dsmem) */
+#ifdef SB_CUDA_EMU_H
+#define FM_DYN_SMEM(name) unsigned char *name = emu_dsmem
+#else
+#define FM_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
 
 typedef struct fm_rope {
     const float *ff;
@@ -38,6 +50,9 @@ static __device__ __forceinline__ void fm_mma(float c[4], const uint32_t a[4], u
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#elif defined(SB_CUDA_EMU_H) /* host emulation (tests/codegen/emu) */
+    const uint32_t b[2] = {b0, b1};
+    emu_mma_m16n8k16(c, a, b, false);
 #endif
 }
 static __device__ __forceinline__ void fm_ldsm_x4_trans(uint32_t r[4], const void *s) {
@@ -46,6 +61,8 @@ static __device__ __forceinline__ void fm_ldsm_x4_trans(uint32_t r[4], const voi
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(sa));
+#elif defined(SB_CUDA_EMU_H)
+    emu_ldsm_trans(r, s, 4);
 #else
     r[0] = r[1] = r[2] = r[3] = 0;
 #endif
@@ -67,17 +84,20 @@ static __device__ __forceinline__ void fm_stage_q(uint16_t *sq, const float *q, 
     constexpr int SR = D + 8;
     const int tid = threadIdx.x;
     if (rp.n_rot == 0 && ((uintptr_t)q & 15) == 0) {
-        constexpr int V4 = BQ * D / 4 / NTH; /* float4s a thread */
-        float4 qv[V4];
+        constexpr int V4 = BQ * D / 4 / NTH, C4 = V4 < 16 ? V4 : 16; /* float4s a thread, in flight at once */
+#pragma unroll 1
+        for (int u0 = 0; u0 < V4; u0 += C4) {
+            float4 qv[C4];
 #pragma unroll
-        for (int u = 0; u < V4; u++) {
-            const int i = tid + u * NTH, r = i / (D / 4), t = t0 + r;
-            qv[u] = t < T ? *((const float4 *)(q + ((int64_t)t * Hq + h) * D) + i % (D / 4)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        }
+            for (int u = 0; u < C4; u++) {
+                const int i = tid + (u0 + u) * NTH, r = i / (D / 4), t = t0 + r;
+                qv[u] = t < T ? *((const float4 *)(q + ((int64_t)t * Hq + h) * D) + i % (D / 4)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
 #pragma unroll
-        for (int u = 0; u < V4; u++) {
-            const int i = tid + u * NTH, r = i / (D / 4);
-            *(uint2 *)&sq[r * SR + 4 * (i % (D / 4))] = make_uint2(fm_pack(qv[u].x, qv[u].y), fm_pack(qv[u].z, qv[u].w));
+            for (int u = 0; u < C4; u++) {
+                const int i = tid + (u0 + u) * NTH, r = i / (D / 4);
+                *(uint2 *)&sq[r * SR + 4 * (i % (D / 4))] = make_uint2(fm_pack(qv[u].x, qv[u].y), fm_pack(qv[u].z, qv[u].w));
+            }
         }
     } else {
         for (int i = tid; i < BQ * D; i += NTH) {
@@ -112,37 +132,56 @@ template <int D> static __device__ __forceinline__ void fm_q_frags(uint32_t (&qa
     }
 }
 
-/* one key tile (FM_BK keys from kb: K at sk, V at sv, f16 [key][dim] rows of stride D + 8 in shared
- * memory) for a warp's 16 query rows: S = Q K^T, scale, softcap, the mask (keys past a row's
- * position qp or before its qlo, or past kmax: -inf), the online softmax's running (m, l) and
- * O += P V. [wlo, wp]: the keys every row of the warp sees (the mask is skipped for a tile inside). */
-template <int D>
-static __device__ __forceinline__ void fm_tile(const uint16_t *sk, const uint16_t *sv, const uint32_t (&qa)[D / 16][4], int kb, int kmax, int wlo,
-                                               int wp, const int qp[2], const int qlo[2], float scale, float softcap, float m[2], float l[2],
-                                               float (&o)[D / 8][4]) {
-    constexpr int SR = D + 8, KS = D / 16, NT = D / 8;
+/* Q's A fragments for fm_tile: qf(k, a) gives k-step k's (dims 16k..16k+15) — from registers
+ * (fm_q_frags, D <= 128), or from Q's shared rows by ldmatrix.x4 per k-step (D 256 / 512: O's
+ * 16 x DW f32 accumulators leave no room for all of Q). The smem form: lane l gives the address of
+ * row (l & 15) of the warp's 16, dims 8 (l >> 4) of the k-step: matrices (rows 0-7, dims 0-7),
+ * (rows 8-15, dims 0-7), (rows 0-7, dims 8-15), (rows 8-15, dims 8-15) = A's registers 0..3. */
+template <int D> struct fm_qreg {
+    const uint32_t (&qa)[D / 16][4];
+    __device__ __forceinline__ void operator()(int k, uint32_t a[4]) const { a[0] = qa[k][0], a[1] = qa[k][1], a[2] = qa[k][2], a[3] = qa[k][3]; }
+};
+struct fm_qsmem {
+    const uint16_t *row; /* sq + (first row of the warp + (lane & 15)) * SR + 8 * (lane >> 4) */
+    __device__ __forceinline__ void operator()(int k, uint32_t a[4]) const { cu_ldsm_x4((int *)a, row + 16 * k); }
+};
+
+/* one key tile (BK keys from kb: K at sk, V at sv, f16 [key][dim] rows of stride D + 8 in shared
+ * memory) for a warp's 16 query rows: S = Q K^T over all D dims (qf: Q's A fragments), scale,
+ * softcap, the mask (keys past a row's position qp or before its qlo, or past kmax: -inf), the
+ * online softmax's running (m, l) and O += P V for the DW dims d0 .. d0 + DW - 1 of O that the warp
+ * holds. [wlo, wp]: the keys every row of the warp sees (the mask is skipped for a tile inside).
+ * Warps that share rows (DW < D) compute the same S, m and l. */
+template <int D, int BK, int DW, class QF>
+static __device__ __forceinline__ void fm_tile(const uint16_t *sk, const uint16_t *sv, const QF &qf, int kb, int kmax, int wlo, int wp,
+                                               const int qp[2], const int qlo[2], float scale, float softcap, float m[2], float l[2],
+                                               float (&o)[DW / 8][4], int d0) {
+    constexpr int SR = D + 8, KS = D / 16, NT = DW / 8, NJ = BK / 8;
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-    float s[8][4];
+    float s[NJ][4];
 #pragma unroll
-    for (int j = 0; j < 8; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+    for (int j = 0; j < NJ; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
 #pragma unroll
-    for (int k = 0; k < KS; k++)
+    for (int k = 0; k < KS; k++) {
+        uint32_t qa[4];
+        qf(k, qa);
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
+        for (int j = 0; j < NJ; j++) {
             const uint16_t *kr = sk + (8 * j + g) * SR + 16 * k + 2 * c;
-            fm_mma(s[j], qa[k], *(const uint32_t *)kr, *(const uint32_t *)(kr + 8));
+            fm_mma(s[j], qa, *(const uint32_t *)kr, *(const uint32_t *)(kr + 8));
         }
+    }
 #pragma unroll
-    for (int j = 0; j < 8; j++)
+    for (int j = 0; j < NJ; j++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             float v = s[j][e] * scale;
             if (softcap > 0.0f) v = tanhf(v / softcap) * softcap;
             s[j][e] = v;
         }
-    if (kb < wlo || kb + FM_BK - 1 > wp || kb + FM_BK - 1 > kmax) /* some row does not see every key of the tile */
+    if (kb < wlo || kb + BK - 1 > wp || kb + BK - 1 > kmax) /* some row does not see every key of the tile */
 #pragma unroll
-        for (int j = 0; j < 8; j++)
+        for (int j = 0; j < NJ; j++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int key = kb + 8 * j + 2 * c + (e & 1), ri = e >> 1;
@@ -150,7 +189,7 @@ static __device__ __forceinline__ void fm_tile(const uint16_t *sk, const uint16_
             }
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-    for (int j = 0; j < 8; j++)
+    for (int j = 0; j < NJ; j++)
 #pragma unroll
         for (int e = 0; e < 4; e++) mx[e >> 1] = fmaxf(mx[e >> 1], s[j][e]);
     float ms[2];
@@ -167,7 +206,7 @@ static __device__ __forceinline__ void fm_tile(const uint16_t *sk, const uint16_
         for (int n = 0; n < NT; n++) o[n][2 * ri] *= corr, o[n][2 * ri + 1] *= corr;
     }
 #pragma unroll
-    for (int k = 0; k < 4; k++) { /* keys 16k..16k+15: P's A fragment from S's n-tiles 2k, 2k+1 */
+    for (int k = 0; k < BK / 16; k++) { /* keys 16k..16k+15: P's A fragment from S's n-tiles 2k, 2k+1 */
         float p[2][4];
 #pragma unroll
         for (int jj = 0; jj < 2; jj++)
@@ -177,9 +216,9 @@ static __device__ __forceinline__ void fm_tile(const uint16_t *sk, const uint16_
                 l[e >> 1] += p[jj][e];
             }
         const uint32_t pa[4] = {fm_pack(p[0][0], p[0][1]), fm_pack(p[0][2], p[0][3]), fm_pack(p[1][0], p[1][1]), fm_pack(p[1][2], p[1][3])};
-        const uint16_t *vr = sv + (16 * k + (lane & 15)) * SR + 8 * (lane >> 4);
+        const uint16_t *vr = sv + (16 * k + (lane & 15)) * SR + d0 + 8 * (lane >> 4);
 #pragma unroll
-        for (int dn = 0; dn < D / 16; dn++) {
+        for (int dn = 0; dn < DW / 16; dn++) {
             uint32_t vb[4];
             fm_ldsm_x4_trans(vb, vr + 16 * dn);
             fm_mma(o[2 * dn], pa, vb[0], vb[1]);
@@ -188,14 +227,14 @@ static __device__ __forceinline__ void fm_tile(const uint16_t *sk, const uint16_
     }
 }
 
-/* K/V tile of keys kb.. (rows past kmax zero) into sk / sv, by NTH threads from thread index i0: 2 * BK * D/8
- * chunks of 16 bytes */
-template <int D, int NTH>
+/* K/V tile of BK keys kb.. (rows past kmax zero) into sk / sv, by NTH threads from thread index i0:
+ * 2 * BK * D/8 chunks of 16 bytes */
+template <int D, int BK, int NTH>
 static __device__ __forceinline__ void fm_issue_tile(uint16_t *sk, uint16_t *sv, const uint16_t *kc, const uint16_t *vc, int kb, int kmax, int64_t Dkv,
                                                      int kvh, int i0) {
     constexpr int SR = D + 8, CH = D / 8;
-    for (int i = i0; i < 2 * FM_BK * CH; i += NTH) {
-        const int isv = i >= FM_BK * CH, rem = isv ? i - FM_BK * CH : i;
+    for (int i = i0; i < 2 * BK * CH; i += NTH) {
+        const int isv = i >= BK * CH, rem = isv ? i - BK * CH : i;
         const int r = rem / CH, ch = rem % CH, j = kb + r;
         const bool ok = j <= kmax;
         const uint16_t *src = isv ? vc : kc;
@@ -320,31 +359,36 @@ static __device__ __forceinline__ void fm_finish(float *dst, blk_q8_1 *xq, float
     fm_write_out<D, BQ, NW>(dst, xq, so, s_l, t0, T, Hq, h);
 }
 
-// ---- 64 queries a block, 16 a warp ----
+// ---- 64 queries a block (32 at head_dim 512), 16 rows a warp group ----
 
-template <int D>
+/* BK: keys a tile (k_fattn_mma.cu fm_bk: 64 up to head_dim 128, 32 at 256 / 512) */
+template <int D, int BK>
 __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     k_fattn_mma(float *dst, const float *q, const uint16_t *kc, const uint16_t *vc, const int32_t *pos, int T, int Hq, int Hkv, float scale,
                 float softcap, int window, fm_rope rp, blk_q8_1 *xq, float *part, unsigned *cnt) {
     CU_PDL_ENTRY();
+    constexpr int BQ = FM_BQ(D);        /* queries a block */
+    constexpr int DW = FM_DW(D);        /* dims of O a warp holds */
+    constexpr int DS = D / DW;          /* warps a row group (sharing its rows, splitting O's dims) */
     constexpr int SR = D + 8;           /* shared row stride (halves) */
-    constexpr int TILE = FM_BK * SR;    /* halves of one K (or V) tile */
+    constexpr int TILE = BK * SR;       /* halves of one K (or V) tile */
     constexpr int SO = D + 4;           /* the f32 output staging's row stride */
-    constexpr int NT = D / 8;           /* O's n-tiles (8 dims) */
+    constexpr int NT = DW / 8;          /* the warp's O n-tiles (8 dims) */
     constexpr int KS = D / 16;          /* S's k-steps */
     constexpr int NTH = FM_WARPS * 32;
-    extern __shared__ __align__(16) unsigned char fm_smem[];
+    static_assert(BQ / 16 * DS == FM_WARPS, "a warp per (row group, dim slice)");
+    FM_DYN_SMEM(fm_smem);
     uint16_t *sq = (uint16_t *)fm_smem;                 /* [BQ][SR] f16 Q */
-    uint16_t *skv = sq + FM_BQ * SR;                    /* K0, V0, K1, V1 tiles */
+    uint16_t *skv = sq + BQ * SR;                       /* K0, V0, K1, V1 tiles */
     float *so = (float *)skv;                           /* [BQ][SO] f32 output staging after the loop */
-    float *sf = so + FM_BQ * SO;                        /* [BQ][FM_SMAX] merge factors */
-    __shared__ int s_p[FM_BQ], s_lo[FM_BQ], s_last;
-    __shared__ float s_m[FM_BQ], s_l[FM_BQ];
+    float *sf = so + BQ * SO;                           /* [BQ][FM_SMAX] merge factors */
+    __shared__ int s_p[BQ], s_lo[BQ], s_last;
+    __shared__ float s_m[BQ], s_l[BQ];
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, g = lane >> 2, c = lane & 3;
     const int h = blockIdx.y, kvh = h / (Hq / Hkv);
-    const int t0 = (gridDim.x - 1 - blockIdx.x) * FM_BQ; /* the longest key ranges first */
+    const int t0 = (gridDim.x - 1 - blockIdx.x) * BQ; /* the longest key ranges first */
     const int64_t Dkv = (int64_t)D * Hkv;
-    if (tid < FM_BQ) {
+    if (tid < BQ) {
         int p, lo;
         attn_span(pos, t0 + tid, T, window, &p, &lo);
         s_p[tid] = p, s_lo[tid] = lo;
@@ -352,7 +396,7 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     __syncthreads();
     /* the block's key range, by every warp (no second barrier) */
     int kmin = 0x7fffffff, kmax = -1;
-    for (int r = lane; r < FM_BQ; r += 32)
+    for (int r = lane; r < BQ; r += 32)
         if (s_p[r] >= 0) kmin = min(kmin, s_lo[r]), kmax = max(kmax, s_p[r]);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
@@ -362,38 +406,46 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     /* key split z of S (gridDim.z), as k_fattn.cu: whole BK tiles of [kmin, kmax]; Se is the same
      * in every block of the tile; a split with no keys still writes its (empty) partials */
     const int S = gridDim.z, z = blockIdx.z;
-    const int Se = attn_split_keys(S, z, FM_BK, &kmin, &kmax); /* kmin > kmax: no keys here */
+    const int Se = attn_split_keys(S, z, BK, &kmin, &kmax); /* kmin > kmax: no keys here */
     if (z >= Se) return; /* the whole block */
-    if (kmin <= kmax) fm_issue_tile<D, NTH>(skv, skv + TILE, kc, vc, kmin, kmax, Dkv, kvh, tid); /* overlaps Q's staging */
-    fm_stage_q<D, FM_BQ, NTH>(sq, q, t0, T, Hq, h, rp, s_p);
+    if (kmin <= kmax) fm_issue_tile<D, BK, NTH>(skv, skv + TILE, kc, vc, kmin, kmax, Dkv, kvh, tid); /* overlaps Q's staging */
+    fm_stage_q<D, BQ, NTH>(sq, q, t0, T, Hq, h, rp, s_p);
     __syncthreads();
-    const int r0 = 16 * w + g; /* this lane's rows: r0 and r0 + 8 */
-    uint32_t qa[KS][4];
-    fm_q_frags<D>(qa, sq, r0, c);
+    const int rg = w / DS, d0 = (w % DS) * DW; /* the warp's rows 16 rg .. + 15 and O's dims d0 .. + DW - 1 */
+    const int r0 = 16 * rg + g;                 /* this lane's rows: r0 and r0 + 8 */
     const int qp[2] = {s_p[r0], s_p[r0 + 8]}, qlo[2] = {s_lo[r0], s_lo[r0 + 8]};
     /* the warp's key range [wmin, wmax], and the keys every one of its rows sees [wlo, wp] (empty
      * when a row lies past T) */
     int wmin = 0x7fffffff, wmax = -1, wlo = 0, wp = 0x7fffffff;
-    for (int r = 16 * w; r < 16 * w + 16; r++) {
+    for (int r = 16 * rg; r < 16 * rg + 16; r++) {
         if (s_p[r] >= 0) wmin = min(wmin, s_lo[r]), wmax = max(wmax, s_p[r]);
         wlo = max(wlo, s_lo[r]), wp = min(wp, s_p[r]);
     }
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, o[NT][4];
 #pragma unroll
     for (int n = 0; n < NT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-    int it = 0;
-    for (int kb = kmin; kb <= kmax; kb += FM_BK, it++) {
-        const int b = it & 1;
-        if (kb + FM_BK <= kmax) { /* the next tile into the other buffer (its readers passed the last barrier) */
-            fm_issue_tile<D, NTH>(skv + 2 * (b ^ 1) * TILE, skv + 2 * (b ^ 1) * TILE + TILE, kc, vc, kb + FM_BK, kmax, Dkv, kvh, tid);
-            cu_cp_wait<1>();
-        } else {
-            cu_cp_wait<0>();
+    auto loop = [&](const auto &qf) {
+        int it = 0;
+        for (int kb = kmin; kb <= kmax; kb += BK, it++) {
+            const int b = it & 1;
+            if (kb + BK <= kmax) { /* the next tile into the other buffer (its readers passed the last barrier) */
+                fm_issue_tile<D, BK, NTH>(skv + 2 * (b ^ 1) * TILE, skv + 2 * (b ^ 1) * TILE + TILE, kc, vc, kb + BK, kmax, Dkv, kvh, tid);
+                cu_cp_wait<1>();
+            } else {
+                cu_cp_wait<0>();
+            }
+            __syncthreads(); /* tile kb visible to every warp */
+            if (wmax >= kb && wmin <= kb + BK - 1) /* warp-uniform */
+                fm_tile<D, BK, DW>(skv + 2 * b * TILE, skv + 2 * b * TILE + TILE, qf, kb, kmax, wlo, wp, qp, qlo, scale, softcap, m, l, o, d0);
+            __syncthreads(); /* every warp is done with buffer b before it is refilled */
         }
-        __syncthreads(); /* tile kb visible to every warp */
-        if (wmax >= kb && wmin <= kb + FM_BK - 1) /* warp-uniform */
-            fm_tile<D>(skv + 2 * b * TILE, skv + 2 * b * TILE + TILE, qa, kb, kmax, wlo, wp, qp, qlo, scale, softcap, m, l, o);
-        __syncthreads(); /* every warp is done with buffer b before it is refilled */
+    };
+    if constexpr (FM_QREG(D)) {
+        uint32_t qa[KS][4];
+        fm_q_frags<D>(qa, sq, r0, c);
+        loop(fm_qreg<D>{qa});
+    } else {
+        loop(fm_qsmem{sq + (16 * rg + (lane & 15)) * SR + 8 * (lane >> 4)});
     }
     /* l: the 4 lanes of a row hold parts of its sum */
 #pragma unroll
@@ -402,15 +454,15 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
         l[ri] += __shfl_xor_sync(0xffffffffu, l[ri], 2);
     }
     /* stage (m, l, O) per row in shared memory over the K/V buffers (the loop's last barrier
-     * passed: nobody reads them any more; no cp.async is in flight) */
+     * passed: nobody reads them any more; no cp.async is in flight); Q's rows stay untouched */
 #pragma unroll
     for (int n = 0; n < NT; n++) {
-        *(float2 *)&so[r0 * SO + 8 * n + 2 * c] = make_float2(o[n][0], o[n][1]);
-        *(float2 *)&so[(r0 + 8) * SO + 8 * n + 2 * c] = make_float2(o[n][2], o[n][3]);
+        *(float2 *)&so[r0 * SO + d0 + 8 * n + 2 * c] = make_float2(o[n][0], o[n][1]);
+        *(float2 *)&so[(r0 + 8) * SO + d0 + 8 * n + 2 * c] = make_float2(o[n][2], o[n][3]);
     }
-    if (c == 0) s_m[r0] = m[0], s_l[r0] = l[0], s_m[r0 + 8] = m[1], s_l[r0 + 8] = l[1];
+    if (c == 0 && d0 == 0) s_m[r0] = m[0], s_l[r0] = l[0], s_m[r0 + 8] = m[1], s_l[r0 + 8] = l[1];
     __syncthreads();
-    fm_finish<D, FM_BQ, FM_WARPS>(dst, xq, part, cnt, S, z, Se, so, sf, s_m, s_l, &s_last, t0, T, Hq, h);
+    fm_finish<D, BQ, FM_WARPS>(dst, xq, part, cnt, S, z, Se, so, sf, s_m, s_l, &s_last, t0, T, Hq, h);
 }
 
 // ---- 16 queries a block, its warps splitting the keys (few queries over a cached prefix) ----
@@ -435,7 +487,7 @@ __global__ void __launch_bounds__(NW * 32)
                float softcap, int window, fm_rope rp, blk_q8_1 *xq, float *part, unsigned *cnt) {
     CU_PDL_LAUNCH();
     constexpr int SR = D + 8, TILE = FM_BK * SR, SO = D + 4, NT = D / 8, KS = D / 16, NTH = NW * 32;
-    extern __shared__ __align__(16) unsigned char fm_smem[];
+    FM_DYN_SMEM(fm_smem);
     uint16_t *sq = (uint16_t *)fm_smem;  /* [16][SR] f16 Q */
     uint16_t *skv = sq + FW_BQ * SR;     /* warp w's ring: NB x (K, V) tiles */
     float *so = (float *)skv;            /* after the loop: [NW][16][SO] the warps' O (warp 0's: the merged O) */
@@ -476,7 +528,7 @@ __global__ void __launch_bounds__(NW * 32)
     auto issue = [&](int i) {
         if (i < nwt) {
             uint16_t *sk = ring + (i % NB) * 2 * TILE;
-            fm_issue_tile<D, 32>(sk, sk + TILE, kc, vc, kmin + (w + i * NW) * FM_BK, kmax, Dkv, kvh, lane);
+            fm_issue_tile<D, FM_BK, 32>(sk, sk + TILE, kc, vc, kmin + (w + i * NW) * FM_BK, kmax, Dkv, kvh, lane);
         } else {
             cu_cp_commit();
         }
@@ -496,7 +548,7 @@ __global__ void __launch_bounds__(NW * 32)
         cu_cp_wait<NB - 1>();
         __syncwarp(); /* every lane's copies of tile i landed */
         const uint16_t *sk = ring + (i % NB) * 2 * TILE;
-        fm_tile<D>(sk, sk + TILE, qa, kmin + (w + i * NW) * FM_BK, kmax, wlo, wp, qp, qlo, scale, softcap, m, l, o);
+        fm_tile<D, FM_BK, D>(sk, sk + TILE, fm_qreg<D>{qa}, kmin + (w + i * NW) * FM_BK, kmax, wlo, wp, qp, qlo, scale, softcap, m, l, o, 0);
         __syncwarp(); /* every lane is done with slot i % NB */
         issue(i + NB);
     }
