@@ -68,6 +68,12 @@ cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) 
                           .hpb = cx->cfg.attn_hpb, .ctx = k->ne[1], .warp = cx->cfg.attn_warp, .small = cx->cfg.attn_small};
 }
 
+bool cx_attn_on_flash(const exec_cuda *cx, const plan *p, const ir_node *n) {
+    if (ir_attn_block_size(n) > 0 || (cx->cfg.attn_variant != 3 && cx->cfg.attn_variant != 4)) return false;
+    const cu_attn_args a = cx_attn_args(cx, p, n);
+    return cu_fattn_supported(&a);
+}
+
 /* Key splits S of the paged kernel (k_attn_paged.cu): its T * Hq blocks each walk their keys
  * serially, so a decode of few tokens deep in the cache leaves most SMs idle (gemma4's 8 global
  * heads at depth 4096: 8 blocks on 132 SMs; unsplit, H100: 21 tok/s against 304 at depth 0). S gives
@@ -270,7 +276,7 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
     free(gat);
     uint64_t scratch = 0;
     for (int32_t i = 0; i < p->g->n_nodes; i++)
-        if (p->g->nodes[i].op == IR_OP_ATTENTION && cx_attn_on_paged_kernel(&p->g->nodes[i])) {
+        if (p->g->nodes[i].op == IR_OP_ATTENTION && cx_attn_on_paged_kernel(cx, p, &p->g->nodes[i])) {
             const cu_attn_paged_args a = cx_attn_paged_args(cx, p, &p->g->nodes[i]); /* the paged kernel's key-split partials */
             const uint64_t f = cu_attention_paged_scratch(&a);
             if (f > scratch) scratch = f;
