@@ -4,8 +4,11 @@
  * (mma.sync.m16n8k16 f16 x f16 -> f32), FlashAttention-2 style: the contract of k_fattn.cu's
  * cu_attention_prefill (causal by pos[t], GQA kv head h / (Hq/Hkv), sliding window, score softcap,
  * scale, Q's fused RoPE with rope_pair's math, the fused q8_1 output, dst [D*Hq, T]) for F16 KV
- * caches and head_dim 64 or 128 on sm_80+; cu_attention_prefill sends those here while
- * cu_config.fattn_mma is on (default; SB_TUNE=fattn_mma=0 keeps k_fattn.cu).
+ * caches and head_dim 64, 128, 256 or 512 on sm_80+ (256 / 512 where their shared memory fits:
+ * sm_90; 512 not on sm_80); cu_attention_prefill sends those here while cu_config.fattn_mma is on
+ * (default; SB_TUNE=fattn_mma=0 keeps k_fattn.cu up to 128, cu_attention at 256 and the paged
+ * kernel at 512 — exec_cuda_impl.h cx_attn_on_paged_kernel / cx_attn_on_flash). The device code is
+ * device/fattn_mma.cuh (host-emulated by tests/runtime/test_cuda_fattn_mma_emu).
  * Math: for query (t, h) at p = pos[t], keys j in [lo, p] (lo = p - window + 1 clamped to 0, or 0)
  * of kv head h / (Hq/Hkv): s_j = (q . k_j) * scale, softcap c*tanh(s/c), out = softmax(s) . v.
  * Q is rotated in f32 (rope_pair, from global memory) then rounded to f16 once; K and V are the
@@ -13,18 +16,30 @@
  * row) is f32; P = exp(s - m) is rounded to f16 for P V (f32 accumulation) and l sums the ROUNDED
  * p, so the weights the output uses sum to exactly l. Expected error: relative ~1e-3 per output
  * (f16 Q and P, 11-bit mantissas), NMSE ~1e-7..1e-6 against the f32 reference.
- * Geometry: a block = 4 warps = 64 queries (BQ) of one q head, warp w rows 16w..16w+15; grid
- * (query tiles, Hq, key splits), the longest key ranges first. Key tiles of 64 (BK) over the
- * block's [min lo, max p] staged in shared memory as f16 [key][dim] rows padded by 8 halves
- * (stride D + 8: conflict-free 32-bit fragment loads and ldmatrix rows), K and V double-buffered
- * with cp.async (16-byte chunks, rows past the range zero-filled) so that tile i+1 loads while tile
- * i is computed. Q's A fragments stay in registers for the whole block. Per tile and warp:
- * S (16 x 64) = D/16 k-steps x 8 n-tiles of m16n8k16 (B = K rows, 32-bit shared loads); scale,
+ * Geometry: a block = 4 warps of one q head; grid (query tiles, Hq, key splits), the longest key
+ * ranges first. Per head_dim (FM_BQ / FM_DW / FM_QREG in the header, fm_bk here):
+ *   D 64, 128: 64 queries (BQ), warp w rows 16w..16w+15 with all of O; key tiles of 64 (BK); Q's
+ *     A fragments in registers for the whole block. Shared: Q + 4 tiles = 5 x 64 x (D + 8) halves
+ *     (45 / 85 KB); registers (sm_90, ptxas) 164 / 228, no spills.
+ *   D 256: 64 queries, a warp's O 16 x 256 f32 = 128 registers a thread, so Q's A fragments come
+ *     per k-step from Q's shared rows (ldmatrix.x4) and BK = 32 (64 needed 255 registers and
+ *     spilled): Q 33 KB + 4 tiles 66 KB (102 KB with the output staging: two blocks an sm_90 SM);
+ *     244 registers, no spills.
+ *   D 512: 32 queries, two warps a row group (warps 2g, 2g+1: rows 16g..16g+15), each holding
+ *     O's dims 256 h .. 256 h + 255 and computing the whole S (16 x 32 over 512 dims: S's MMAs
+ *     twice, 1.5x the block's MMA work; their m and l are the same bits); BK 32; Q 33 KB + 4 tiles
+ *     130 KB = 163 KB (one block an SM); 245 registers, no spills.
+ * Key tiles over the block's [min lo, max p] (with a window only the tiles its queries see: a block
+ * at depth 4096 under window 512 loads ~(512 + BQ) / BK tiles, not the prefix) staged in shared
+ * memory as f16 [key][dim] rows padded by 8 halves (stride D + 8: conflict-free 32-bit fragment
+ * loads and ldmatrix rows), K and V double-buffered with cp.async (16-byte chunks, rows past the
+ * range zero-filled) so that tile i+1 loads while tile i is computed. Per tile and warp:
+ * S (16 x BK) = D/16 k-steps x BK/8 n-tiles of m16n8k16 (B = K rows, 32-bit shared loads); scale,
  * softcap, mask (-inf) in f32; row max over a lane's 16 values then shfl_xor 1, 2 (the 4 lanes of
  * a row); P to f16 A fragments straight from the S accumulators; O (16 x D) += P V with V's B
  * fragments from ldmatrix.x4.trans on the [key][dim] tile. A warp none of whose rows sees a key of
  * the tile skips its math (causal diagonal, window); it still joins the loads and barriers; one
- * whose rows all see the whole tile skips the mask.
+ * whose rows all see the whole tile skips the mask. O's n-tiles: the warp's DW dims (D, or 256).
  * Output: the O fragments and (m, l) go through shared memory (over the K/V buffers) to a
  * lane-per-dim writer: dst = O / l and, with xq, q8_1_store (whole warps, D % 32 == 0).
  * Key split (few query tiles, e.g. 64 new tokens over a cached prefix): as k_fattn.cu — split z
@@ -50,9 +65,10 @@
  * bodies, Qwen2.5-0.5B shape, 14/2 heads, D 64; bench/NOTES.md session 7): T = 512 at depth 0
  * 17.7 µs a layer (predicted 8-12; 40.8 before the batched loads), 64 new over 512 cached 14.4 µs
  * (9 splits of one key tile each, then the merge; k_fattn.cu 26.7).
+ * Head_dim 256 / 512 (and the shared tile code at 64 / 128) are unmeasured on a GPU.
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c test_flash_attention, MMA on and
- * off), every test model; the fragment and split logic against a double-precision attention in a
- * CPU emulation of the warp math during development.
+ * off, head_dim 64..512), every test model; the device code under the host emulation
+ * (tests/runtime/test_cuda_fattn_mma_emu: head_dim 64..512, windows, softcap, GQA, key splits, q8_1).
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/fattn_mma.cuh"
