@@ -123,7 +123,8 @@ static uint64_t fa_split_floats(const cu_attn_args *a, int bq, int S) {
 
 extern "C" uint64_t cu_fattn_mma_scratch(const cu_attn_args *a, int split_on) {
     if (!cu_fattn_mma_takes(a)) return 0;
-    const uint64_t fm = fa_split_floats(a, FM_BQ(a->D), fm_splits(a, split_on)), fw = fa_split_floats(a, FW_BQ, fw_splits(a, split_on));
+    const uint64_t fm = fa_split_floats(a, FM_BQ(a->D), fm_splits(a, split_on));
+    const uint64_t fw = a->D <= 128 ? fa_split_floats(a, FW_BQ, fw_splits(a, split_on)) : 0; /* k_fattn_ws: head_dim 64 / 128 */
     return fm > fw ? fm : fw;
 }
 
