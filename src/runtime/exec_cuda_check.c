@@ -34,7 +34,9 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     t->add_norm_writes_sum = true;     /* cu_add_rms_norm_quant reads the sum back */
     t->attn_rope_max_t = 1;            /* decode: prefill plans keep Q's rope in their rope-jobs launch (docs/cuda.md) */
     t->attn_quant_type = SB_TYPE_Q8_1; /* cu_attn_args.xq: the O projection's q8_1 blocks beside the f32 output */
-    t->attn_fuse_max_head_dim = CU_ATT_MAX_D; /* cu_attention's; wider heads go to the paged kernel, which does neither */
+    /* cu_attention's; wider heads go to the paged kernel, which does neither (their prefill maybe to
+     * the tensor-core kernel: unfused too) */
+    t->attn_fuse_max_head_dim = CU_ATT_MAX_D;
     t->matmul_group_max_t = 1;         /* decode: one multi-GEMV launch (prefill's int8 MMA groups: cuda_fusion.c) */
     t->matmul_group_max = CU_MULTI_MAX;
     t->group_member_fits = cf_multi_ok;
@@ -111,7 +113,8 @@ sb_status exec_cuda_check(const plan *p) {
                                    ir_attn_of(n).head_dim);
                 break;
             }
-            { /* contiguous: cu_attention up to CU_ATT_MAX_D; wider heads k_attn_paged.cu over the cache as one block */
+            { /* contiguous: cu_attention up to CU_ATT_MAX_D; wider heads k_attn_paged.cu over the cache as one
+               * block, or (prefills) k_fattn_mma.cu */
                 const int hd = ir_attn_of(n).head_dim;
                 if (hd < 1 || hd > CU_ATT_PAGED_MAX_D || (hd > CU_ATT_MAX_D && hd % 2))
                     return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention %%%d with head_dim %d (1..%d, or even up to %d)", (int)i, hd, CU_ATT_MAX_D,

@@ -308,7 +308,7 @@ sb_status cx_run_node(crun *r, int32_t i) {
         r->n_kernels++;
         return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
     case IR_OP_ATTENTION: {
-        if (cx_attn_on_paged_kernel(n)) { /* k_attn_paged.cu; a contiguous cache as one block of its C rows */
+        if (cx_attn_on_paged_kernel(r->cx, r->p, n)) { /* k_attn_paged.cu; a contiguous cache as one block of its C rows */
             const bool paged = ir_attn_block_size(n) > 0;
             const cu_attn_paged_args pa = cx_attn_paged_args(r->cx, r->p, n);
             const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_attention_paged_scratch(&pa);
@@ -332,7 +332,7 @@ sb_status cx_run_node(crun *r, int32_t i) {
             a.q_ff = ir_attn_q_rope_ff(n) != IR_NONE ? (const float *)dptr(r, ir_attn_q_rope_ff(n)) : NULL;
         }
         if (ir_attn_quant_type(n) >= 0) a.xq = dptr(r, ir_result_of(g, i, 1)); /* the q8_1 output too (pass fuse_attn_quant) */
-        if ((r->cx->cfg.attn_variant == 3 || r->cx->cfg.attn_variant == 4) && cu_fattn_supported(&a)) { /* prefill: flash attention (k_fattn.cu) */
+        if (cx_attn_on_flash(r->cx, r->p, n)) { /* prefill: flash attention (k_fattn.cu, k_fattn_mma.cu) */
             r->n_kernels++;
             return cu_attention_prefill(s, dst, q, SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off),
                                         (r->c->arena_need - r->c->scratch_off) / 4, r->cx->d_cnt);

@@ -151,11 +151,18 @@ void cx_plan_clear(cplan *c);                   /* ... and everything else of c 
 sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cplan **out); /* found or built */
 const cgather *cx_gather_of(const cplan *c, int32_t node); /* node's host gather, or NULL: its table is on the GPU */
 cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n);
-/* exec_cuda_plan.c: the paged kernel's args of an attention it runs (paged, or head_dim > CU_ATT_MAX_D) */
+/* exec_cuda_plan.c: the paged kernel's args of an attention it runs (cx_attn_on_paged_kernel) */
 cu_attn_paged_args cx_attn_paged_args(const exec_cuda *cx, const plan *p, const ir_node *n);
-/* does ATTENTION n run the paged kernel: a paged cache, or heads past cu_attention's (a contiguous
- * cache as one block of its rows) */
-static inline bool cx_attn_on_paged_kernel(const ir_node *n) { return ir_attn_block_size(n) > 0 || ir_attn_of(n).head_dim > CU_ATT_MAX_D; }
+/* exec_cuda_plan.c: does ATTENTION n run the flash prefill (cu_attention_prefill): a contiguous
+ * cache, attention variant 3 or 4, args cu_fattn_supported takes (T > 1; head_dim up to 128, or what
+ * the tensor-core kernel takes: also 256 / 512)? */
+bool cx_attn_on_flash(const exec_cuda *cx, const plan *p, const ir_node *n);
+/* does ATTENTION n run the paged kernel: a paged cache, or heads past cu_attention's
+ * (CU_ATT_MAX_D) that the flash prefill does not take — decodes, and prefills where the tensor-core
+ * kernel is off or absent (a contiguous cache as one block of its rows) */
+static inline bool cx_attn_on_paged_kernel(const exec_cuda *cx, const plan *p, const ir_node *n) {
+    return ir_attn_block_size(n) > 0 || (ir_attn_of(n).head_dim > CU_ATT_MAX_D && !cx_attn_on_flash(cx, p, n));
+}
 sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, const char *name, void **dev); /* exec_cuda.c */
 sb_status cx_cg_prepare(exec_cuda *cx, const plan *p, cplan *c); /* exec_cuda_codegen.c: before any capture */
 bool cx_cg_try(crun *r, int32_t i, sb_status *st);

@@ -68,6 +68,12 @@ cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) 
                           .hpb = cx->cfg.attn_hpb, .ctx = k->ne[1], .warp = cx->cfg.attn_warp, .small = cx->cfg.attn_small};
 }
 
+bool cx_attn_on_flash(const exec_cuda *cx, const plan *p, const ir_node *n) {
+    if (ir_attn_block_size(n) > 0 || (cx->cfg.attn_variant != 3 && cx->cfg.attn_variant != 4)) return false;
+    const cu_attn_args a = cx_attn_args(cx, p, n);
+    return cu_fattn_supported(&a);
+}
+
 /* Key splits S of the paged kernel (k_attn_paged.cu): its T * Hq blocks (grouped, hb > 0: T * Hq / hb,
  * at most CU_ATT_PAGED_GQA_MAX_SPLITS) each walk their keys
  * serially, so a decode of few tokens deep in the cache leaves most SMs idle (gemma4's 8 global
@@ -127,7 +133,7 @@ static int describe_one(const exec_cuda *cx, const plan *p, int32_t i, int64_t d
     const int o = snprintf(buf, cap, "%%%d head_dim %d heads %lld/%d window %d, %lld keys: ", (int)i, (int)ap.head_dim, (long long)p->g->nodes[n->src[0]].ne[1],
                            (int)ap.n_head_kv, (int)ap.window, (long long)keys);
     const size_t rest = (size_t)o < cap ? cap - (size_t)o : 0;
-    if (cx_attn_on_paged_kernel(n)) {
+    if (cx_attn_on_paged_kernel(cx, p, n)) {
         const cu_attn_paged_args a = cx_attn_paged_args(cx, p, n);
         int64_t kps;
         const int64_t na = paged_active(keys, a.nsplit, a.kmin, &kps), bx = a.hb > 0 ? a.Hq / a.hb : a.Hq;
@@ -329,7 +335,7 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
     free(gat);
     uint64_t scratch = 0;
     for (int32_t i = 0; i < p->g->n_nodes; i++)
-        if (p->g->nodes[i].op == IR_OP_ATTENTION && cx_attn_on_paged_kernel(&p->g->nodes[i])) {
+        if (p->g->nodes[i].op == IR_OP_ATTENTION && cx_attn_on_paged_kernel(cx, p, &p->g->nodes[i])) {
             const cu_attn_paged_args a = cx_attn_paged_args(cx, p, &p->g->nodes[i]); /* the paged kernel's key-split partials */
             const uint64_t f = cu_attention_paged_scratch(&a);
             if (f > scratch) scratch = f;

@@ -72,13 +72,13 @@ static cu_config run_config(void) {
     return c;
 }
 /* The NMSE limit of an attention with T > 1 on the flash path (variants 3 and 4): F16 caches with
- * head_dim 64 or 128 take k_fattn_mma.cu while fattn_mma is on — f16 Q and P (f32 accumulation)
+ * head_dim 64, 128, 256 or 512 take k_fattn_mma.cu while fattn_mma is on — f16 Q and P (f32 accumulation)
  * give NMSE ~1e-8..1e-7 against op_attention (a CPU emulation of its warp math over these shapes:
- * at most 8e-8), while a mask off by one key, a wrong fragment layout or a dropped split measured
+ * at most 8e-8; tests/runtime/test_cuda_fattn_mma_emu, head_dim 64..512: 3e-8..7e-8), while a mask off by one key, a wrong fragment layout or a dropped split measured
  * 1e-4 .. 2 there — 2e-6 lies between; every other case is f32 math: 1e-9. */
 /* the tensor-core path takes every T > 1 (k_fattn_mma.cu fm_tmin); T = 1 and other caches stay on the exact kernels */
 static double flash_limit(int64_t T, int ctype, int64_t D) {
-    return T > 1 && fattn_mma && ctype == SB_TYPE_F16 && (D == 64 || D == 128) ? 2e-6 : 1e-9;
+    return T > 1 && fattn_mma && ctype == SB_TYPE_F16 && (D == 64 || D == 128 || D == 256 || D == 512) ? 2e-6 : 1e-9;
 }
 
 static float *rnd(int64_t n, float scale) {
@@ -1055,7 +1055,8 @@ static void test_rope_attention(void) {
 
 /* RoPE(q) -> attention -> a Q8_0 GEMV at head_dim 512 with the fusions on (decode, as gemma4's global
  * layers): the planner keeps Q's rope and the quantize apart (plan_target.attn_fuse_max_head_dim),
- * the paged kernel reads the contiguous cache; each variant, T 1 and 4, F16 and F32 caches */
+ * the paged kernel reads the contiguous cache (T 4 over F16 with variant 4: k_fattn_mma.cu's 512 path,
+ * unfused); each variant, T 1 and 4, F16 and F32 caches */
 static void test_wide_attention(void) {
     const int64_t D = 512, Hq = 4, Hkv = 1, Dkv = D * Hkv, C = 160, NO = 48;
     struct { int64_t T, p0; int ctype, variant, window; } cs[] = {
@@ -1719,6 +1720,14 @@ static void test_flash_attention(void) {
          * softcap, warps with no tiles, a range split over blocks at head_dim 128 */
         {16, 512, 14, 2, 64, SB_TYPE_F16, 0, 0},   {17, 130, 4, 1, 64, SB_TYPE_F16, 0, 0},  {48, 600, 14, 2, 64, SB_TYPE_F16, 100, 0},
         {64, 2000, 8, 8, 128, SB_TYPE_F16, 0, 0},  {5, 70, 4, 2, 128, SB_TYPE_F16, 0, 25.0f}, {64, 512, 14, 2, 64, SB_TYPE_F16, 0, 0},
+        /* head_dim 256 (gemma3; gemma4's sliding layers) and 512 (gemma4's global layers) on the tensor-core
+         * kernel (32-key tiles; at 512 32-query blocks) — GQA 4 and 8, depth 0 / 700 / 4096 with window
+         * 512, softcap, tiles cut short, few queries over a deep prefix (the key split); fattn_mma off:
+         * cu_attention (256) and the paged kernel (512) */
+        {512, 0, 8, 1, 256, SB_TYPE_F16, 512, 0},  {100, 700, 8, 2, 256, SB_TYPE_F16, 512, 30.0f}, {130, 4096, 4, 1, 256, SB_TYPE_F16, 512, 0},
+        {9, 700, 4, 1, 256, SB_TYPE_F16, 0, 0},    {3, 4096, 8, 1, 256, SB_TYPE_F16, 512, 50.0f}, {64, 300, 8, 2, 256, SB_TYPE_F16, 0, 0},
+        {512, 0, 8, 2, 512, SB_TYPE_F16, 0, 0},    {70, 700, 8, 1, 512, SB_TYPE_F16, 0, 30.0f}, {5, 4096, 4, 1, 512, SB_TYPE_F16, 0, 0},
+        {33, 300, 8, 2, 512, SB_TYPE_F16, 100, 0}, {64, 4096, 8, 2, 512, SB_TYPE_F16, 512, 0},
     };
     attn_variant = 3;
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
@@ -1749,14 +1758,16 @@ static void test_flash_attention(void) {
         free(q), free(kn), free(vn), free(kf), free(vf), free(kc), free(vc), free(pos);
     }
     /* RoPE(q) on load, and the q8_1 output for a Q8_0 GEMV (odd cases) */
-    struct { int64_t T, p0; int mode, n_rot, ctype; } rc[] = {
-        {9, 40, IR_ROPE_NEOX, 32, SB_TYPE_F32},   {64, 0, IR_ROPE_NEOX, 64, SB_TYPE_F32},   {100, 7, IR_ROPE_NORMAL, 64, SB_TYPE_F32},
-        {512, 0, IR_ROPE_NEOX, 64, SB_TYPE_F32},  {9, 40, IR_ROPE_NEOX, 32, SB_TYPE_F16},   {64, 0, IR_ROPE_NEOX, 64, SB_TYPE_F16},
-        {100, 7, IR_ROPE_NORMAL, 48, SB_TYPE_F16}, {512, 0, IR_ROPE_NEOX, 64, SB_TYPE_F16}, {70, 600, IR_ROPE_NORMAL, 64, SB_TYPE_F16},
-        {3, 900, IR_ROPE_NEOX, 64, SB_TYPE_F16}};
-    const int64_t Hq = 14, Hkv = 2, D = 64, Dkv = D * Hkv, NO = 48;
+    struct { int64_t T, p0; int mode, n_rot, ctype; int64_t D; } rc[] = {
+        {9, 40, IR_ROPE_NEOX, 32, SB_TYPE_F32, 64},    {64, 0, IR_ROPE_NEOX, 64, SB_TYPE_F32, 64},    {100, 7, IR_ROPE_NORMAL, 64, SB_TYPE_F32, 64},
+        {512, 0, IR_ROPE_NEOX, 64, SB_TYPE_F32, 64},   {9, 40, IR_ROPE_NEOX, 32, SB_TYPE_F16, 64},    {64, 0, IR_ROPE_NEOX, 64, SB_TYPE_F16, 64},
+        {100, 7, IR_ROPE_NORMAL, 48, SB_TYPE_F16, 64}, {512, 0, IR_ROPE_NEOX, 64, SB_TYPE_F16, 64},   {70, 600, IR_ROPE_NORMAL, 64, SB_TYPE_F16, 64},
+        {3, 900, IR_ROPE_NEOX, 64, SB_TYPE_F16, 64},
+        /* head_dim 256 on the tensor-core kernel: RoPE of all 256 dims fused, then the q8_1 output too */
+        {100, 700, IR_ROPE_NEOX, 256, SB_TYPE_F16, 256}, {70, 0, IR_ROPE_NEOX, 256, SB_TYPE_F16, 256}};
+    const int64_t Hq = 14, Hkv = 2, NO = 48;
     for (size_t k = 0; k < sizeof rc / sizeof rc[0]; k++) {
-        const int64_t T = rc[k].T, C = rc[k].p0 + T;
+        const int64_t T = rc[k].T, C = rc[k].p0 + T, D = rc[k].D, Dkv = D * Hkv;
         float *q = rnd(D * Hq * T, 1.0f), *kn = rnd(Dkv * T, 1.0f), *vn = rnd(Dkv * T, 1.0f);
         float *kf = rnd(Dkv * C, 1.0f), *vf = rnd(Dkv * C, 1.0f), *wo = rnd(D * Hq * NO, 0.1f);
         void *kc = quant_rows(rc[k].ctype, kf, Dkv, C), *vc = quant_rows(rc[k].ctype, vf, Dkv, C);
@@ -1781,7 +1792,7 @@ static void test_flash_attention(void) {
         ir_output(g, att, "y");
         binds b = {.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0", "wo"}, .data = {q, kn, vn, kc, vc, woq}, .n = 6, .pos = pos};
         char label[128];
-        snprintf(label, sizeof label, "rope(q)+flash attention %s %s n_rot %d T=%lld p0=%lld%s", ir_dtype_name(rc[k].ctype),
+        snprintf(label, sizeof label, "rope(q)+flash attention %s D=%lld %s n_rot %d T=%lld p0=%lld%s", ir_dtype_name(rc[k].ctype), (long long)D,
                  rc[k].mode == IR_ROPE_NEOX ? "neox" : "normal", rc[k].n_rot, (long long)T, (long long)rc[k].p0, gemv ? " -> q8_0" : "");
         expect_fused(g, &b, label, gemv ? 5e-4 : flash_limit(T, rc[k].ctype, D), gemv ? 2 : 1);
         ir_graph_free(g);

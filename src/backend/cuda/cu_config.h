@@ -58,7 +58,7 @@ typedef struct cu_config {
                           * of a kv head a block (the largest power of two <= it that fits); 0: a block a head */
     int fattn_groups;    /* flash prefill at head_dim <= 64: 1 or 2 query groups a block */
     int fattn_split;     /* flash prefill: keys split over blocks when query tiles leave SMs idle */
-    int fattn_mma;       /* flash prefill on f16 tensor cores (F16 caches, head_dim 64 / 128, sm_80+) */
+    int fattn_mma;       /* flash prefill on f16 tensor cores (F16 caches, head_dim 64 / 128 / 256 / 512, sm_80+) */
     int fattn_mma_tmin;  /* ... for more than this many queries */
     int fattn_ws;        /* its warp-split blocks for at most 64 queries */
     int fattn_ws_warps;  /* ... warps a block at head_dim 64 (8 or 4) */

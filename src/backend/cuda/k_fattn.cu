@@ -313,10 +313,13 @@ static void fattn_shape(const cu_attn_args *a, int *bq, int *dm, int *S) {
     *S = s;
 }
 
+/* does k_fattn (this file's f32 kernel) take a: the flash prefill's contract, head_dim <= 128 */
+static bool fattn_simt(const cu_attn_args *a) { return cu_fattn_args_ok(a) && a->D <= 128; }
+
 /* floats of split partials k_fattn takes (cu_fattn_scratch: the larger of this and the tensor-core
  * kernel's, which falls back to k_fattn for caches that are not 16-byte aligned) */
 static uint64_t fattn_scratch_scalar(const cu_attn_args *a) {
-    if (!cu_fattn_supported(a)) return 0;
+    if (!fattn_simt(a)) return 0;
     int bq, dm, S;
     fattn_shape(a, &bq, &dm, &S);
     return S > 1 ? (uint64_t)((a->T + bq - 1) / bq) * (uint64_t)a->Hq * (uint64_t)S * (uint64_t)bq * (uint64_t)(dm + 2) : 0;
@@ -327,10 +330,12 @@ extern "C" uint64_t cu_fattn_scratch(const cu_attn_args *a) {
     return f > fm ? f : fm;
 }
 
-extern "C" bool cu_fattn_supported(const cu_attn_args *a) {
-    return a->T > 1 && a->nsplit == 1 && a->D > 0 && a->D <= 128 && a->Hkv > 0 && a->Hq % a->Hkv == 0 &&
-           (a->ctype == CU_T_F32 || a->ctype == CU_T_F16) && a->T <= 0x7fffffff;
+extern "C" bool cu_fattn_args_ok(const cu_attn_args *a) {
+    return a->T > 1 && a->nsplit == 1 && a->D > 0 && a->Hkv > 0 && a->Hq % a->Hkv == 0 && (a->ctype == CU_T_F32 || a->ctype == CU_T_F16) &&
+           a->T <= 0x7fffffff;
 }
+
+extern "C" bool cu_fattn_supported(const cu_attn_args *a) { return fattn_simt(a) || cu_fattn_mma_takes(a); }
 
 extern "C" sb_status cu_attention_prefill(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                                           const cu_attn_args *a, float *scratch, uint64_t scratch_floats, unsigned *counters) {
@@ -342,7 +347,9 @@ extern "C" sb_status cu_attention_prefill(cu_stream s, float *dst, const float *
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with a fused RoPE of %d dims (head_dim %lld)", a->q_rot, (long long)a->D);
     if (a->xq && a->D % 32)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention writing q8_1 blocks with head_dim %lld (a multiple of 32 only)", (long long)a->D);
-    if (cu_fattn_mma_takes(a) && ((uintptr_t)k | (uintptr_t)v) % 16 == 0) /* F16 cache, head_dim 64/128, sm_80+: tensor cores */
+    /* F16 cache, head_dim 64 / 128 / 256 / 512, sm_80+: tensor cores; past 128 only there (unaligned
+     * caches: cu_fattn_mma's error) */
+    if (cu_fattn_mma_takes(a) && (((uintptr_t)k | (uintptr_t)v) % 16 == 0 || !fattn_simt(a)))
         return cu_fattn_mma(s, dst, q, k, v, pos, a, cu_cfg()->fattn_split, scratch, scratch_floats, counters);
     const cudaStream_t st = (cudaStream_t)s;
     const fa_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};

@@ -387,7 +387,10 @@ sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_
                               uint64_t scratch_floats, cu_split_src *srcs, int pair_glu);
 /* the weight types a paired gate/up launch takes (Q4_0, Q5_0, Q8_0) */
 bool cu_mma_glu_pair_ok(int wtype);
-/* Can cu_attention_prefill run these args (T > 1, nsplit 1, head_dim <= 128)? */
+/* The flash prefills' common contract: T > 1, nsplit 1, Hq a multiple of Hkv > 0, an F32 or F16 cache. */
+bool cu_fattn_args_ok(const cu_attn_args *a);
+/* Can cu_attention_prefill run these args: that contract with head_dim <= 128 (k_fattn.cu), or what
+ * the tensor-core kernel takes (cu_fattn_mma_takes: also head_dim 256 / 512, which only it runs)? */
 bool cu_fattn_supported(const cu_attn_args *a);
 /* Flash-attention prefill for head_dim <= 64 (cu_config.fattn_groups): 2 key groups of 4 warps over
  * 16-query tiles, or 1 group of 8 warps over 32 queries. */
@@ -403,13 +406,15 @@ sb_status cu_attention_prefill(cu_stream s, float *dst, const float *q, const vo
 uint64_t cu_fattn_scratch(const cu_attn_args *a);
 /* the key split of the flash-attention prefill: cu_config.fattn_split */
 /* The tensor-core flash-attention prefill (k_fattn_mma.cu; cu_config.fattn_mma, for more than
- * fattn_mma_tmin queries): F16 caches with head_dim 64 or 128 on sm_80+ with f16 mma.sync (f16 Q and P,
+ * fattn_mma_tmin queries): F16 caches with head_dim 64, 128, 256 or 512 on sm_80+ (256 / 512 where
+ * the per-block shared memory holds ~165 KB: sm_90) with f16 mma.sync (f16 Q and P,
  * f32 accumulation: ~1e-3 relative error); off: k_fattn.cu's f32 kernel. */
 /* its 16-query blocks whose warps split the keys (k_fattn_ws) for at most 64 queries: cu_config.fattn_ws;
  * their warps a block at head_dim 64: cu_config.fattn_ws_warps (8 where the shared memory holds a ring
  * slot each, or 4) */
-/* Does cu_attention_prefill take the tensor-core kernel for a (knob on, F16 cache, head_dim 64/128,
- * sm_80+; it also needs 16-byte aligned caches, else k_fattn.cu runs)? */
+/* Does cu_attention_prefill take the tensor-core kernel for a (knob on, F16 cache, head_dim 64 / 128
+ * / 256 / 512, sm_80+; it also needs 16-byte aligned caches, else k_fattn.cu runs up to 128 and
+ * wider heads fail)? */
 bool cu_fattn_mma_takes(const cu_attn_args *a);
 /* floats of split partials the tensor-core kernel uses for a with the key split on/off (0: none) */
 uint64_t cu_fattn_mma_scratch(const cu_attn_args *a, int split_on);

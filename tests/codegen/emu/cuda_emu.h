@@ -9,6 +9,8 @@
  * Force-included (-include) before the generated source; the test appends sb_emu_launch.
  * Integer intrinsics (__dp4a, __funnelshift_rc, __byte_perm) and CUDA's aligned vector types serve
  * the hand-written kernels' device headers (tests/runtime/test_cuda_unpack_emu).
+ * Dynamic shared memory (extern __shared__) is emu_dsmem, refilled with 0xFF (f16 / f32 NaN) before
+ * every block: the device code names it through a macro (backend/cuda/device/fattn_mma.cuh).
  * Non-goals: speed, atomics, PDL (CU_PDL_ENTRY is a no-op without __CUDA_ARCH__).
  */
 #ifndef SB_CUDA_EMU_H
@@ -118,6 +120,19 @@ static inline void emu_yield(int st) {
     swapcontext(&emu_f[emu_cur].ctx, &emu_main);
 }
 static inline void __syncthreads() { emu_yield(EMU_BLOCK); }
+alignas(16) static unsigned char emu_dsmem[227 << 10]; /* a block's dynamic shared memory (sm_90's opt-in) */
+static inline void __syncwarp(unsigned = 0xffffffffu) { emu_yield(EMU_WARP); }
+/* lane src's v (every lane of the warp calls it) */
+template <class T> static inline T __shfl_sync(unsigned, T v, int src) {
+    static_assert(sizeof(T) <= 8, "shuffle width");
+    const unsigned t = threadIdx.x;
+    memcpy(&emu_slot[t], &v, sizeof v);
+    emu_yield(EMU_WARP);
+    T r;
+    memcpy(&r, &emu_slot[(t & ~31u) | ((unsigned)src & 31u)], sizeof r);
+    emu_yield(EMU_WARP);
+    return r;
+}
 template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) {
     static_assert(sizeof(T) <= 8, "shuffle width");
     const unsigned t = threadIdx.x;
@@ -176,6 +191,25 @@ static inline void emu_ldsm(int *r, const void *s, int nmat) {
     }
     emu_yield(EMU_WARP);
 }
+/* ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 (nmat matrices): lane l gives the address of row l % 8
+ * of matrix l / 8; every lane receives, of each matrix i, the transposed pair: the halves at column
+ * l / 4 of rows 2 (l % 4) (low half) and 2 (l % 4) + 1 (high) in r[i] */
+static inline void emu_ldsm_trans(uint32_t *r, const void *s, int nmat) {
+    const unsigned th = threadIdx.x, base = th & ~31u;
+    memcpy(&emu_slot[th], &s, sizeof s);
+    emu_yield(EMU_WARP);
+    const unsigned l = th & 31;
+    for (int i = 0; i < nmat; i++) {
+        const unsigned char *r0, *r1;
+        memcpy(&r0, &emu_slot[base + 8 * i + 2 * (l % 4)], sizeof r0);
+        memcpy(&r1, &emu_slot[base + 8 * i + 2 * (l % 4) + 1], sizeof r1);
+        uint16_t lo, hi;
+        memcpy(&lo, r0 + 2 * (l / 4), 2);
+        memcpy(&hi, r1 + 2 * (l / 4), 2);
+        r[i] = (uint32_t)lo | (uint32_t)hi << 16;
+    }
+    emu_yield(EMU_WARP);
+}
 /* mma.sync.aligned.m16n8k{32,16}.row.col.s32.s8.s8.s32 with every accumulator input cin (PTX's layout:
  * a[0] A row g, k 4t..4t+3; a[1] row g+8; k32 also a[2], a[3] the same at k+16; b[0] B k 4t..4t+3 of
  * column g, k32 also b[1] at k+16; c[0..1] row g, columns 2t..2t+1, c[2..3] row g+8) */
@@ -225,6 +259,7 @@ static int emu_run3(dim3 grid, unsigned block, const std::function<void()> &body
     blockDim = dim3{block, 1, 1};
     for (unsigned b = 0; b < grid.x * grid.y * grid.z; b++) {
         blockIdx = dim3{b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y)};
+        memset(emu_dsmem, 0xFF, sizeof emu_dsmem);
         for (unsigned t = 0; t < block; t++) {
             getcontext(&emu_f[t].ctx);
             emu_f[t].ctx.uc_stack.ss_sp = &emu_stacks[stack * t];
