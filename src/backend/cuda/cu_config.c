@@ -16,7 +16,7 @@ const cu_config cu_config_default = {
     .fuse = 1, .fuse_ropek = 1, .fuse_glu_pair = 1, .rope_inplace = 1, .mma_group = 1, .mma_pair = 1,
     .mma_glu_pair = 1, .rope_jobs = 1, .group_jobs = 1, .norm_sums = 1,
     .attn_variant = 4, .attn_splits = 2, .attn_kmin = 64, .attn_warp = 1 << 30, .attn_small = 128,
-    .attn_class = 1, .attn_deep = 1, .attn_deep_kmin = 32, .attn_pre = 1,
+    .attn_class = 1, .attn_deep = 1, .attn_deep_kmin = 32, .attn_pre = 1, .attn_gqa = 8,
     .fattn_groups = 2, .fattn_split = 1, .fattn_mma = 1, .fattn_mma_tmin = 1, .fattn_ws = 1, .fattn_ws_warps = 8,
     .mmq = 4, .mma_small = 2, .mma_small_tmax = 512, .mma_split_waves = 1, .mma_group_split = 1, .mmh = 1, .mmf_tile = 9,
     .gemv_reg = 1, .gemv_reg_mix = 1, .gemv_reg_one = 1, .gf_rows = 1, .gf_prefetch = 1, .gf_warps = 4,
