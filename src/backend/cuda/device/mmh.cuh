@@ -122,6 +122,26 @@ static __device__ __forceinline__ void mmh_gemv_block(float *dst, const uint8_t 
 #define MMH_KS 32
 #define MMH_LD 40 /* halves a staged row: 80 bytes, 20 words (g * 20 + t distinct mod 32) */
 
+/* A warp's M x 4 accumulator tiles (m16n8 C fragments, g = lane >> 2, t = lane & 3) into dst [T, N]:
+ * tile (m, n) holds rows row0 + 16m .. +15 and tokens tok0 + 8n .. +7; rows past N and tokens past
+ * T are not written; add (bias [N] where bcast, else [T, N]) is added as each value is stored. */
+template <int M>
+static __device__ __forceinline__ void mmh_store_acc(float *dst, const float (&acc)[M][4][4], int64_t N, int64_t T, int64_t row0, int64_t tok0,
+                                                     int g, int t, const float *add, bool bcast) {
+#pragma unroll
+    for (int m = 0; m < M; m++)
+#pragma unroll
+        for (int n = 0; n < 4; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int64_t row = row0 + 16 * m + g + 8 * (i >> 1), tok = tok0 + 8 * n + 2 * t + (i & 1);
+                if (row < N && tok < T) {
+                    const int64_t o = tok * N + row;
+                    dst[o] = add ? acc[m][n][i] + add[bcast ? row : o] : acc[m][n][i];
+                }
+            }
+}
+
 /* the block (bx, by) of the grid (ceil(N / 64), ceil(T / 64)), 128 threads; w rows are 2K bytes
  * (16-byte aligned: K % 32 == 0), x token rows K floats; dst [T,N] = W x + (add: [N] bias when
  * bcast, else [T,N]) */
@@ -204,18 +224,7 @@ static __device__ __forceinline__ void mmh_tile(float *dst, const uint8_t *w, in
             __syncthreads();
         }
     }
-#pragma unroll
-    for (int m = 0; m < 2; m++)
-#pragma unroll
-        for (int n = 0; n < 4; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int64_t row = n0 + 32 * wr + 16 * m + g + 8 * (i >> 1), tok = t0 + 32 * wt + 8 * n + 2 * t + (i & 1);
-                if (row < N && tok < T) {
-                    const int64_t o = tok * N + row;
-                    dst[o] = add ? acc[m][n][i] + add[bcast ? row : o] : acc[m][n][i];
-                }
-            }
+    mmh_store_acc<2>(dst, acc, N, T, n0 + 32 * wr, t0 + 32 * wt, g, t, add, bcast);
 }
 
 #endif

@@ -122,18 +122,7 @@ static __device__ __forceinline__ void mmh_big_tile(float *dst, const uint8_t *w
                 for (int n = 0; n < 4; n++) MMH_MMA(HT, acc[m][n], a[m], b[n]);
         }
     }
-#pragma unroll
-    for (int m = 0; m < 4; m++)
-#pragma unroll
-        for (int n = 0; n < 4; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int64_t row = n0 + 64 * wr + 16 * m + g + 8 * (i >> 1), tok = t0 + 32 * wt + 8 * n + 2 * t + (i & 1);
-                if (row < N && tok < T) {
-                    const int64_t o = tok * N + row;
-                    dst[o] = add ? acc[m][n][i] + add[bcast ? row : o] : acc[m][n][i];
-                }
-            }
+    mmh_store_acc<4>(dst, acc, N, T, n0 + 64 * wr, t0 + 32 * wt, g, t, add, bcast);
 }
 
 #endif
