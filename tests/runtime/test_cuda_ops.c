@@ -476,6 +476,19 @@ static void test_fused_epilogue(void) {
     fuse_on = false;
 }
 
+/* y = W x (ep 0), + a bias o [N] (ep 1) or o + W x with a residual o [N, T] (ep 2), for weights w of
+ * type wt; inputs "w", "x", "o" */
+static ir_graph *matmul_ep_graph(int wt, int64_t K, int64_t N, int64_t T, int ep) {
+    ir_graph *g;
+    ir_graph_create(&g);
+    ir_ref wr = ir_input_weight(g, "w", wt, (int64_t[4]){K, N, 1, 1});
+    ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, T, 1, 1});
+    ir_ref orr = ir_input_weight(g, "o", SB_TYPE_F32, (int64_t[4]){N, ep == 2 ? T : 1, 1, 1});
+    ir_ref mm = ir_matmul(g, wr, xr);
+    ir_output(g, ep == 0 ? mm : ep == 1 ? ir_add(g, mm, orr) : ir_add(g, orr, mm), "y");
+    return g;
+}
+
 /* F32 weights at T > 8: the tiled f32 GEMM (k_mmft, cu_config.mmf_tile) on ragged 128-row x 64-token
  * tiles, K % 4 == 0 (float4 loads, a partial last K step) and K % 4 != 0 (scalar loads), with the
  * bias / residual fused as its epilogue (cu_config.mmf_tile 1: every T > 8); then the same through
@@ -492,13 +505,7 @@ static void test_f32_gemm(void) {
             const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
             tc_cfg.mmf_tile = tile;
             float *w = rnd(K * N, 0.1f), *x = rnd(K * T, 1.0f), *o = rnd(cs[k].ep == 2 ? N * T : N, 1.0f);
-            ir_graph *g;
-            ir_graph_create(&g);
-            ir_ref wr = ir_input_weight(g, "w", SB_TYPE_F32, (int64_t[4]){K, N, 1, 1});
-            ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, T, 1, 1});
-            ir_ref orr = ir_input_weight(g, "o", SB_TYPE_F32, (int64_t[4]){N, cs[k].ep == 2 ? T : 1, 1, 1});
-            ir_ref mm = ir_matmul(g, wr, xr);
-            ir_output(g, cs[k].ep == 0 ? mm : cs[k].ep == 1 ? ir_add(g, mm, orr) : ir_add(g, orr, mm), "y");
+            ir_graph *g = matmul_ep_graph(SB_TYPE_F32, K, N, T, cs[k].ep);
             binds b = {.name = {"w", "x", "o"}, .data = {w, x, o}, .n = 3};
             char label[96];
             snprintf(label, sizeof label, "matmul F32 K=%lld N=%lld T=%lld%s (%s)", (long long)K, (long long)N, (long long)T,
@@ -526,13 +533,7 @@ static void test_mmh_big(void) {
             const int t = bf ? SB_TYPE_BF16 : SB_TYPE_F16;
             float *wf = rnd(K * N, 0.1f), *x = rnd(K * T, 1.0f), *o = rnd(cs[k].ep == 2 ? N * T : N, 1.0f);
             void *w = quant_rows(t, wf, K, N);
-            ir_graph *g;
-            ir_graph_create(&g);
-            ir_ref wr = ir_input_weight(g, "w", t, (int64_t[4]){K, N, 1, 1});
-            ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, T, 1, 1});
-            ir_ref orr = ir_input_weight(g, "o", SB_TYPE_F32, (int64_t[4]){N, cs[k].ep == 2 ? T : 1, 1, 1});
-            ir_ref mm = ir_matmul(g, wr, xr);
-            ir_output(g, cs[k].ep == 0 ? mm : cs[k].ep == 1 ? ir_add(g, mm, orr) : ir_add(g, orr, mm), "y");
+            ir_graph *g = matmul_ep_graph(t, K, N, T, cs[k].ep);
             binds b = {.name = {"w", "x", "o"}, .data = {w, x, o}, .n = 3};
             char label[96];
             snprintf(label, sizeof label, "matmul %s K=%lld N=%lld T=%lld%s (k_mmh_big)", ir_dtype_name(t), (long long)K, (long long)N,
