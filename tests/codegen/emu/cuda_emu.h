@@ -122,26 +122,22 @@ static inline void emu_yield(int st) {
 static inline void __syncthreads() { emu_yield(EMU_BLOCK); }
 alignas(16) static unsigned char emu_dsmem[227 << 10]; /* a block's dynamic shared memory (sm_90's opt-in) */
 static inline void __syncwarp(unsigned = 0xffffffffu) { emu_yield(EMU_WARP); }
-/* lane src's v (every lane of the warp calls it) */
-template <class T> static inline T __shfl_sync(unsigned, T v, int src) {
+/* v of the warp's lane that lane_of(this lane) names (every lane of the warp calls it) */
+template <class T, class F> static inline T emu_shfl(T v, F lane_of) {
     static_assert(sizeof(T) <= 8, "shuffle width");
     const unsigned t = threadIdx.x;
     memcpy(&emu_slot[t], &v, sizeof v);
     emu_yield(EMU_WARP);
     T r;
-    memcpy(&r, &emu_slot[(t & ~31u) | ((unsigned)src & 31u)], sizeof r);
+    memcpy(&r, &emu_slot[(t & ~31u) | (lane_of(t & 31u) & 31u)], sizeof r);
     emu_yield(EMU_WARP);
     return r;
 }
+template <class T> static inline T __shfl_sync(unsigned, T v, int src) {
+    return emu_shfl(v, [src](unsigned) { return (unsigned)src; });
+}
 template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) {
-    static_assert(sizeof(T) <= 8, "shuffle width");
-    const unsigned t = threadIdx.x;
-    memcpy(&emu_slot[t], &v, sizeof v);
-    emu_yield(EMU_WARP);
-    T r;
-    memcpy(&r, &emu_slot[(t & ~31u) | ((t & 31u) ^ (unsigned)o)], sizeof r);
-    emu_yield(EMU_WARP);
-    return r;
+    return emu_shfl(v, [o](unsigned lane) { return lane ^ (unsigned)o; });
 }
 /* mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.f32 for the calling warp (PTX's fragment layout:
  * a[0] A rows g, k 2t..2t+1; a[1] rows g+8; a[2], a[3] the same at k+8; b[0] B k 2t..2t+1 of column
