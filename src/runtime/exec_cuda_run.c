@@ -41,14 +41,15 @@ static int depth_class(const exec_cuda *cx, const plan *p, const cplan *c, const
 /* the memory output o may be written straight into its destination through (its root value), or
  * IR_NONE: only where the root is a computed value exactly the output's size whose memory nothing
  * but views of it (the OUTPUT node, reshapes) shares and nothing but those reads — so its producing
- * kernel is the only one that touches the destination */
+ * kernel is the only one that touches the destination (a VIEW at an offset shares it too, but
+ * direct_at would hand its readers the destination's start: such a root stays in the arena) */
 static ir_ref direct_root(const plan *p, ir_ref o) {
     const ir_ref root = p->vals[o].alias >= 0 ? p->vals[o].alias : o;
     const plan_value *rv = &p->vals[root];
     if (rv->input >= 0 || p->vals[o].offset != rv->offset || p->vals[o].bytes != rv->bytes) return IR_NONE;
     for (int32_t i = 0; i < p->g->n_nodes; i++) {
         const ir_node *n = &p->g->nodes[i];
-        const bool view = n->op == IR_OP_OUTPUT || n->op == IR_OP_RESHAPE || n->op == IR_OP_VIEW;
+        const bool view = n->op == IR_OP_OUTPUT || n->op == IR_OP_RESHAPE;
         if (i != root && p->vals[i].alias == root && !view) return IR_NONE;
         for (int k = 0; k < IR_MAX_SRC && !view; k++)
             if (n->src[k] == root) return IR_NONE;
