@@ -75,9 +75,8 @@ static ir_ref store_of(const ir_graph *g, const int32_t *uses, ir_ref v) {
 
 sb_status pass_fuse_launch_store(ir_graph *g, const pass_ctx *cx) {
     if (!cx->target || !cx->target->launch_store_fits) return SB_OK;
-    int32_t *uses = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *uses);
-    if (!uses) return sb_fail(SB_ERR_OOM, "fuse_launch_store: %d nodes", (int)g->n_nodes);
-    ir_use_counts(g, uses);
+    int32_t *uses = ir_use_counts_new(g);
+    if (!uses) return ir_graph_status(g);
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         if ((n->op != IR_OP_MATMUL && n->op != IR_OP_MATMUL_GROUP) || g->nodes[n->src[n->op == IR_OP_MATMUL]].ne[1] != 1) continue;
