@@ -153,13 +153,7 @@ static __device__ __forceinline__ void mmh_tile(float *dst, const uint8_t *w, in
     const int tid = threadIdx.x, lane = tid & 31, wp = tid >> 5, g = lane >> 2, t = lane & 3;
     const int wr = wp & 1, wt = wp >> 1; /* warp: rows 32 wr .., tokens 32 wt .. */
     const int64_t n0 = (int64_t)bx * MMH_BN, t0 = (int64_t)by * MMH_BT;
-    float acc[2][4][4];
-#pragma unroll
-    for (int m = 0; m < 2; m++)
-#pragma unroll
-        for (int n = 0; n < 4; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) acc[m][n][i] = 0.0f;
+    float acc[2][4][4] = {};
     uint4 wreg[2];  /* this thread's next weights: rows u / 4, 8 halves at 8 (u % 4), u = tid + 128 i */
     float4 xreg[4]; /* and activations: tokens u / 8, 4 floats at 4 (u % 8) */
     auto fetch_w = [&](int64_t k0) {

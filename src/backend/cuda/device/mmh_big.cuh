@@ -49,13 +49,7 @@ static __device__ __forceinline__ void mmh_big_tile(float *dst, const uint8_t *w
     const int wr = wp & 1, wt = wp >> 1;
     const int64_t n0 = (int64_t)bx * MMHB_BN, t0 = (int64_t)by * MMHB_BT;
     const int64_t steps = K / MMHB_KS;
-    float acc[4][4][4];
-#pragma unroll
-    for (int m = 0; m < 4; m++)
-#pragma unroll
-        for (int n = 0; n < 4; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) acc[m][n][i] = 0.0f;
+    float acc[4][4][4] = {};
     /* W step s into stage s % 3: chunk u = tid + 256 i is row u / 4, halves 8 (u % 4) .. + 7; one
      * commit group a call (empty past the last step, so the wait counts stay uniform) */
     auto issue_w = [&](int64_t s) {
