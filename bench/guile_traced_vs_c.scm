@@ -2,7 +2,8 @@
 ;;; bench/guile_traced_vs_c.scm — the traced Scheme decoder ((sonicboom llama) through (sonicboom
 ;;; graph)) against the built-in C builder on the same file, both driven from Scheme:
 ;;;   GUILE_SONICBOOM_LIB=build/libsonicboom.so guile -L bindings/guile bench/guile_traced_vs_c.scm \
-;;;       MODEL.gguf [--threads N] [--prefill T] [--rounds R] [--decode-steps S] [--only traced|c] [--iters K]
+;;;       MODEL.gguf [--device cpu|cuda] [--threads N] [--prefill T] [--rounds R] [--decode-steps S]
+;;;       [--c-logits session|buffer] [--only traced|c] [--iters K]
 ;;; Timing (default): R rounds, each timing one prefill of T tokens (logits for every token: the
 ;;; traced model's [V, T] against sb_session_eval_all) and S decode steps at position T (one token,
 ;;; [V, 1] against sb_session_decode), traced and C alternating which goes first. Both sides write
@@ -10,12 +11,36 @@
 ;;; KV cache of 2T positions. Prints the best and the median per call, their ratio traced / C, by
 ;;; the wall clock and by the process's CPU time (which, with --threads 1, leaves out the time other
 ;;; processes held the core), and the load average before and after.
+;;; --device cuda: the C session (session-create #:device 'cuda), the traced programs (trace
+;;; #:device 'cuda) and the Scheme decoder's KV caches (llama-decoder #:device 'cuda) all on GPU 0;
+;;; without a usable GPU the script stops at once with the reason (exit 1). Each side's first
+;;; prefill and decode run twice before timing: a CUDA prefill plan is captured as a CUDA Graph on
+;;; its second run, a decode plan on its first.
+;;; What a timed CUDA call waits for, on both sides: the library's CUDA executor (exec_cuda_run)
+;;; launches the plan, copies the logits output into host memory and synchronises its stream
+;;; before the call returns, for a session (sb_session_eval_all, sb_session_decode) and for a
+;;; program (sb_program_run: "programs' outputs are copied back to the host with each run") alike.
+;;; So every timed call ends with the GPU work done and the logits in host memory, readable with no
+;;; further copy: the C prefill's in the eval_all bytevector, the C decode's in the session's own
+;;; buffer (sb_session_get_logits borrows it), the traced calls' in their output tensors' host
+;;; memory (tensor->f32vector would only copy them again, on the host, so neither side reads them).
+;;; What still differs, by design of the two APIs (both at the C builder's cost, not the trace's):
+;;;  - the C session scans every logit it returns for NaN/Inf (session.c check_logits); a program
+;;;    does not;
+;;;  - the session's decode buffer is page-locked, so the vocabulary matmul writes it directly
+;;;    (CUDA direct outputs) where a program's output tensor (ordinary host memory) gets a
+;;;    device-to-host copy. --c-logits buffer makes the C decode step sb_session_eval_all of one
+;;;    token into a bytevector instead (the traced side's kind of destination, plus the session's
+;;;    copy of the last row into its own buffer): the two C rows bracket that difference.
+;;; On CUDA a prefill with every token's logits moves T x V floats to the host on both sides (and the
+;;; C side scans them): keep T small there (e.g. 16..64) for the GPU work to dominate.
 ;;; --only traced|c --iters K: set both up, then run only that side K times (prefill then S decode
 ;;; steps each): for instruction counts under callgrind (bench/guile_traced_vs_c.sh), where the
 ;;; difference of two K gives the cost per call without the setup.
 ;;; Plans: with SB_DUMP_IR=after:fuse_rope_store,memplan the library prints every plan it builds to
-;;; stderr; this script prints "=== plan: <side> <phase>" before each first call so that
-;;; bench/plan_diff.py can compare the traced plans with the C builder's.
+;;; stderr (on either device: the CUDA target's plans with --device cuda); this script prints
+;;; "=== plan: <side> <phase>" before each first call so that bench/plan_diff.py can compare the
+;;; traced plans with the C builder's.
 (use-modules (sonicboom)
              (sonicboom tensor)
              (sonicboom graph)
@@ -28,19 +53,50 @@
 (define args (cdr (command-line)))
 (define (opt name default)
   (let ((m (member name args))) (if (and m (pair? (cdr m))) (cadr m) default)))
-(define path (if (and (pair? args) (not (string-prefix? "--" (car args)))) (car args)
-                 (begin (display "usage: guile_traced_vs_c.scm MODEL.gguf [--threads N] [--prefill T] [--rounds R] [--decode-steps S] [--only traced|c] [--iters K]\n" (current-error-port))
-                        (exit 2))))
-(define threads (string->number (opt "--threads" "2")))
-(define T (string->number (opt "--prefill" "32")))
-(define rounds (string->number (opt "--rounds" "7")))
-(define steps (string->number (opt "--decode-steps" "8")))
+(define (usage-error fmt . xs)
+  (apply format (current-error-port) fmt xs)
+  (display "usage: guile_traced_vs_c.scm MODEL.gguf [--device cpu|cuda] [--threads N] [--prefill T] [--rounds R] [--decode-steps S] [--c-logits session|buffer] [--only traced|c] [--iters K]\n" (current-error-port))
+  (exit 2))
+(define path (if (and (pair? args) (not (string-prefix? "--" (car args)))) (car args) (usage-error "")))
+(define (number-opt name default)
+  (let ((n (string->number (opt name default))))
+    (if (and n (exact-integer? n) (>= n 0)) n (usage-error "error: ~a ~a: expected a count\n" name (opt name default)))))
+(define (choice-opt name choices)
+  (let ((x (string->symbol (opt name (symbol->string (car choices))))))
+    (if (memq x choices) x (usage-error "error: ~a ~a: expected one of ~a\n" name x choices))))
+(define device (choice-opt "--device" '(cpu cuda)))
+(define threads (number-opt "--threads" "2"))
+(define T (number-opt "--prefill" "32"))
+(define rounds (number-opt "--rounds" "7"))
+(define steps (number-opt "--decode-steps" "8"))
+(define c-logits (choice-opt "--c-logits" '(session buffer)))
 (define only (opt "--only" #f))
-(define iters (string->number (opt "--iters" "0")))
+(define iters (number-opt "--iters" "0"))
+(when (< T 1) (usage-error "error: --prefill ~a: at least one token\n" T))
+
+;; --device cuda needs a usable GPU: say why not before loading anything
+(when (eq? device 'cuda)
+  (let ((info (backend-info)))
+    (cond ((zero? (assq-ref info 'cuda_compiled))
+           (format (current-error-port) "error: --device cuda: ~a was built without CUDA\n" sonicboom-library-path)
+           (exit 1))
+          ((zero? (assq-ref info 'cuda_devices))
+           (format (current-error-port) "error: --device cuda: no usable GPU (~a)\n" (assq-ref info 'cuda_error))
+           (exit 1)))))
 
 (define (loadavg) (call-with-input-file "/proc/loadavg" (lambda (p) (read-line* p))))
 (define (read-line* p) (let loop ((acc '())) (let ((c (read-char p))) (if (or (eof-object? c) (char=? c #\newline)) (list->string (reverse acc)) (loop (cons c acc))))))
 (define (mark what) (format (current-error-port) "=== plan: ~a\n" what) (force-output (current-error-port)))
+
+;; a library error ends the run with its status and text on one line (exit 1), not a backtrace
+(define (or-stop thunk)
+  (with-exception-handler
+    (lambda (e)
+      (format (current-error-port) "error: ~a: ~a\n" (sonicboom-error-status e) (sonicboom-error-detail e))
+      (exit 1))
+    thunk
+    #:unwind? #t
+    #:unwind-for-type &sonicboom-error))
 
 ;;; the C builder through the public API, with one logits buffer reused (as a session reuses its own)
 (define sb-session-eval-all (%lib-fn "sb_session_eval_all" int (list '* '* size_t '*)))
@@ -48,24 +104,32 @@
 (define sb-session-truncate (%lib-fn "sb_session_truncate" int (list '* int64)))
 (define session-ptr (@@ (sonicboom) session-ptr))
 
-(define m (model-load path))
+(define m (or-stop (lambda () (model-load path))))
 (define V (assq-ref (model-info m) 'n_vocab))
 (define ids (map (lambda (i) (modulo (* 37 (+ i 1)) V)) (iota T)))
 (define idv (let ((bv (make-bytevector (* 4 T)))) (for-each (lambda (x i) (bytevector-s32-native-set! bv (* 4 i) x)) ids (iota T)) bv))
 (define logits (make-bytevector (* 4 V T) 0))
+(define tok5 (let ((bv (make-bytevector 4))) (bytevector-s32-native-set! bv 0 5) bv))
 
-(define s (session-create m #:n-ctx (* 2 T) #:n-batch T #:n-threads threads))
+(define s (or-stop (lambda () (session-create m #:n-ctx (* 2 T) #:n-batch T #:n-threads threads #:kv-type 'f32 #:device device))))
 (define sp (session-ptr s))
 (define (c-prefill)
   (%check 'truncate (sb-session-truncate sp 0))
   (%check 'eval-all (sb-session-eval-all sp (bytevector->pointer idv) T (bytevector->pointer logits))))
-(define (c-decode)
-  (%check 'truncate (sb-session-truncate sp T))
-  (%check 'decode (sb-session-decode sp 5)))
+;; the decode step: into the session's own logits buffer, or (--c-logits buffer) into the first
+;; row of the bytevector, as a program writes its output tensor
+(define c-decode
+  (if (eq? c-logits 'session)
+      (lambda ()
+        (%check 'truncate (sb-session-truncate sp T))
+        (%check 'decode (sb-session-decode sp 5)))
+      (lambda ()
+        (%check 'truncate (sb-session-truncate sp T))
+        (%check 'eval-all (sb-session-eval-all sp (bytevector->pointer tok5) 1 (bytevector->pointer logits))))))
 
-;;; the Scheme decoder, traced and compiled with the same thread count
-(define forward (llama-decoder m path #:n-ctx (* 2 T)))
-(define traced (trace forward #:reuse-outputs? #t #:threads threads))
+;;; the Scheme decoder, traced and compiled with the same thread count, for the same device
+(define forward (or-stop (lambda () (llama-decoder m path #:n-ctx (* 2 T) #:device device))))
+(define traced (trace forward #:reuse-outputs? #t #:threads threads #:device device))
 (define tok-T (tokens ids))
 (define pos-T (positions (iota T)))
 (define tok-1 (tokens '(5)))
@@ -73,12 +137,17 @@
 (define (traced-prefill) (traced tok-T pos-T))
 (define (traced-decode) (traced tok-1 pos-1))
 
-;; first calls: plans built (and printed under SB_DUMP_IR), outputs allocated, caches warm
-(mark "c prefill") (c-prefill)
-(mark "traced prefill") (traced-prefill)
-(mark "c decode") (c-decode)
-(mark "traced decode") (traced-decode)
-(mark "end")
+;; first calls: plans built (and printed under SB_DUMP_IR), outputs allocated, caches warm; on
+;; CUDA a second prefill and decode each, so that both sides' CUDA Graphs are captured before timing
+(or-stop
+ (lambda ()
+   (mark "c prefill") (c-prefill)
+   (mark "traced prefill") (traced-prefill)
+   (mark "c decode") (c-decode)
+   (mark "traced decode") (traced-decode)
+   (mark "end")
+   (when (eq? device 'cuda)
+     (c-prefill) (traced-prefill) (c-decode) (traced-decode))))
 
 ;; (wall . cpu) seconds per call of n calls: wall clock, and the process's CPU time (all threads; with
 ;; --threads 1 the time the work itself took, whatever else the machine ran meanwhile)
@@ -98,8 +167,9 @@
       (do ((k 0 (+ k 1))) ((= k steps)) (decode)))
     (format #t "ran ~a: ~a x (prefill ~a + ~a decode steps)\n" only iters T steps)))
  (else
-  (format #t "model ~a: n_vocab ~a, ~a threads, prefill ~a tokens, ~a decode steps a round, ~a rounds\n"
-          path V threads T steps rounds)
+  (format #t "model ~a: n_vocab ~a, device ~a~a, ~a threads, prefill ~a tokens, ~a decode steps a round, ~a rounds, C decode logits into ~a\n"
+          path V device (if (eq? device 'cuda) (format #f " (~a)" (assq-ref (backend-info) 'cuda_device_name)) "")
+          threads T steps rounds (if (eq? c-logits 'session) "the session's buffer" "a bytevector (eval_all)"))
   (format #t "load average before: ~a\n" (loadavg))
   (let loop ((r 0) (tp '()) (cp '()) (td '()) (cd '()))
     (if (< r rounds)

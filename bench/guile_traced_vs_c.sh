@@ -6,9 +6,11 @@
 #   sh bench/guile_traced_vs_c.sh BUILD MODEL.gguf plans          the planned graphs and memory plans compared
 #   sh bench/guile_traced_vs_c.sh BUILD MODEL.gguf instructions [PREFILL] [STEPS] [K]
 #                                                                instructions per call (callgrind, 1 thread)
-# time: bench/guile_traced_vs_c.scm's rounds (ARGS: --threads N --prefill T --rounds R
-#   --decode-steps S). plans: that script under SB_DUMP_IR=after:fuse_rope_store,memplan, then
-#   bench/plan_diff.py (exit 1 when the plans differ beyond their input order). instructions:
+# time: bench/guile_traced_vs_c.scm's rounds (ARGS: --device cpu|cuda --threads N --prefill T
+#   --rounds R --decode-steps S --c-logits session|buffer). plans [ARGS]: that script under
+#   SB_DUMP_IR=after:fuse_rope_store,memplan, then bench/plan_diff.py (exit 1 when the plans differ
+#   beyond their input order; with --device cuda, the CUDA target's plans). A run that fails (no
+#   GPU for --device cuda) prints its error and exits with its status. instructions:
 #   valgrind --tool=callgrind counts every instruction of three runs per side — setup only, K
 #   prefills of PREFILL tokens (default 8), K prefills plus K*STEPS decode steps (default 5 steps,
 #   K 2) — and prints the differences per call: load-independent (the timing is not, on a shared
@@ -30,7 +32,12 @@ time) $scm "$@" ;;
 plans)
     out=$(mktemp)
     trap 'rm -f "$out"' EXIT
-    SB_DUMP_IR=after:fuse_rope_store,memplan $scm --rounds 1 --decode-steps 1 "$@" 2>"$out" >/dev/null
+    # the plans go to stderr with any error: on failure show the script's own lines, not the IR
+    SB_DUMP_IR=after:fuse_rope_store,memplan $scm --rounds 1 --decode-steps 1 "$@" 2>"$out" >/dev/null || {
+        rc=$?
+        grep -E '^(error|usage|ERROR|Backtrace|In |[A-Za-z/].*:[0-9]+:[0-9]+:)' "$out" >&2 || tail -n 5 "$out" >&2
+        exit $rc
+    }
     python3 "$root/bench/plan_diff.py" "$out" ;;
 instructions)
     prefill=${1:-8} steps=${2:-5} k=${3:-2}

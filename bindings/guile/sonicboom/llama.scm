@@ -6,7 +6,8 @@
 ;;; them; the rope mode follows the architecture (normal for llama, neox for qwen).
 ;;; (llama-decoder model path) returns (forward tokens pos) -> logits f32 [n_vocab, T]: run it on
 ;;; tensors (eager) or trace it ((sonicboom graph)); either writes its K/V into the decoder's own
-;;; f32 caches of n-ctx positions (llama-caches).
+;;; f32 caches of n-ctx positions, made on #:device ('cpu, the default, 'cuda or 'auto: see
+;;; (sonicboom tensor)'s tensor-zeros; a program of either device binds them wherever they live).
 (define-module (sonicboom llama)
   #:use-module (sonicboom)
   #:use-module (sonicboom tensor)
@@ -32,7 +33,7 @@
       (%check 'gguf-number st)
       (and found (bytevector-ieee-double-native-ref val 0)))))
 
-(define* (llama-decoder model path #:key (n-ctx 256))
+(define* (llama-decoder model path #:key (n-ctx 256) (device 'cpu))
   (let* ((info (model-info model))
          (hp (lambda (k) (assq-ref info k)))
          (arch (hp 'arch)) (E (hp 'n_embd)) (H (hp 'n_head)) (Hkv (hp 'n_head_kv)) (D (hp 'head_dim))
@@ -44,7 +45,8 @@
          (emb (w "token_embd.weight"))
          (freqs (w "rope_freqs.weight"))
          (out-w (or (w "output.weight") emb))                       ; tied embeddings
-         (caches (map (lambda (l) (cons (tensor-zeros (list (* Hkv D) n-ctx)) (tensor-zeros (list (* Hkv D) n-ctx))))
+         (cache (lambda () (tensor-zeros (list (* Hkv D) n-ctx) #:device device)))
+         (caches (map (lambda (l) (cons (cache) (cache)))
                       (iota (hp 'n_layer)))))
     (define (bias x b) (if b (add x b) x))
     (define (norm x wt) (if wt (rms-norm x wt eps) x))
