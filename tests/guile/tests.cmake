@@ -37,3 +37,10 @@ set_tests_properties(guile/chat PROPERTIES LABELS guile SKIP_RETURN_CODE 77 TIME
 add_test(NAME guile/same_plan COMMAND sh ${CMAKE_SOURCE_DIR}/tests/guile/same_plan.sh ${CMAKE_SOURCE_DIR}
          $<TARGET_FILE:sonicboom> ${SB_GUILE_ASAN} ${SB_TESTDATA})
 set_tests_properties(guile/same_plan PROPERTIES LABELS guile SKIP_RETURN_CODE 77 TIMEOUT 300)
+# the Scheme llama decoder traced for CUDA against the C builder's CUDA session (CUDA builds; SKIP
+# where no GPU is usable)
+if(SB_HAVE_CUDA)
+  add_test(NAME guile/cuda COMMAND sh ${CMAKE_SOURCE_DIR}/tests/guile/run.sh ${CMAKE_SOURCE_DIR}
+           $<TARGET_FILE:sonicboom> ${SB_GUILE_ASAN} tests/guile/test_cuda.scm ${SB_TESTDATA})
+  set_tests_properties(guile/cuda PROPERTIES LABELS "guile;cuda" SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()
