@@ -22,8 +22,11 @@ build=$1 model=$2 what=$3
 shift 3
 root=$(cd "$(dirname "$0")/.." && pwd)
 guile=$(command -v guile-3.0 || command -v guile) || { echo "error: guile 3.0 is not installed (apt-get install guile-3.0)" >&2; exit 1; }
-export GUILE_SONICBOOM_LIB="$(cd "$build" && pwd)/libsonicboom.so"
-[ -f "$GUILE_SONICBOOM_LIB" ] || { echo "error: $GUILE_SONICBOOM_LIB not found (cmake --build $build --target sonicboom)" >&2; exit 1; }
+# BUILD: a build folder, or a folder of prebuilt binaries (bench/gpu.sh --pack: libsonicboom.so.0)
+lib="$(cd "$build" && pwd)/libsonicboom.so"
+[ -f "$lib" ] || [ ! -f "$lib.0" ] || lib="$lib.0"
+[ -f "$lib" ] || { echo "error: $lib not found (cmake --build $build --target sonicboom)" >&2; exit 1; }
+export GUILE_SONICBOOM_LIB="$lib"
 export XDG_CACHE_HOME="$(cd "$build" && pwd)/guile-cache"
 scm="$guile -L $root/bindings/guile $root/bench/guile_traced_vs_c.scm $model"
 
