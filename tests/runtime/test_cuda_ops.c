@@ -882,6 +882,8 @@ static void test_attention(void) {
         {5, 100, SB_TYPE_F16, 8, 0, 64}, {1, 299, SB_TYPE_F32, 8, 30.0f, 64}, {13, 0, SB_TYPE_F32, 0, 50.0f, 64},
         {1, 120, SB_TYPE_F16, 0, 20.0f, 64}, {7, 60, SB_TYPE_F32, 0, 0, 37}, {1, 200, SB_TYPE_F16, 0, 0, 37},
         {3, 140, SB_TYPE_F16, 0, 0, 256}, {1, 290, SB_TYPE_F32, 0, 0, 256},
+        /* gemma's 256 past the small layout: k_attn_deep.cu (depth class 512; a window of 200) */
+        {1, 260, SB_TYPE_F16, 0, 20.0f, 256}, {1, 299, SB_TYPE_F16, 200, 0, 256}, {1, 135, SB_TYPE_F32, 0, 0, 256},
         /* heads past cu_attention's 256: the paged kernel over the contiguous cache (gemma4's 512); its key
          * splits at 132 SMs: S 5 at T <= 2 (4 of 5 active at 250, 5 at 280, 1 at 0), 1 under the window */
         {1, 250, SB_TYPE_F16, 0, 0, 512}, {5, 100, SB_TYPE_F32, 8, 30.0f, 512}, {2, 280, SB_TYPE_F16, 0, 0, 320}, {1, 0, SB_TYPE_F32, 0, 0, 512},

@@ -11,6 +11,7 @@
  * SKIPs (exit 0) in a build without the CUDA backend.
  */
 #include "runtime/exec_cuda.h"
+#include "backend/cuda/kernels.h"
 #include "runtime/cuda_fusion.h"
 #include "runtime/session.h"
 #include "runtime/arch/arch.h"
@@ -145,6 +146,19 @@ int main(void) {
     plan_free(probe);
     test_paged_plan(1);
     test_paged_plan(8);
+
+    /* k_attn_deep's scratch serves every depth class it takes: past ~131k keys it refuses the
+     * caches' whole depth (more than its 1,024 splits a kv head) while the 131,072-key class still
+     * runs it (Qwen2.5's 2 kv heads of 64, G 7, 132 SMs), and gemma's 256-wide heads get theirs */
+    exec_cuda_assume_device(9, 132);
+    const cu_attn_args deep[] = {
+        {.D = 64, .Hq = 14, .Hkv = 2, .T = 1, .ctype = SB_TYPE_F16, .nsplit = 64, .variant = 4, .ctx = 140000, .small = 128},
+        {.D = 256, .Hq = 4, .Hkv = 1, .T = 1, .ctype = SB_TYPE_F16, .nsplit = 64, .variant = 4, .ctx = 4160, .small = 128},
+    };
+    for (size_t i = 0; i < sizeof deep / sizeof deep[0]; i++)
+        CHECKF(cu_attn_deep_scratch(&deep[i]) > 0, "deep attention scratch for head_dim %lld at %lld keys: 0", (long long)deep[i].D,
+               (long long)deep[i].ctx);
+    exec_cuda_assume_device(0, 0);
 
     /* activation formats per weight type */
     const struct { int w; int act; } want[] = {

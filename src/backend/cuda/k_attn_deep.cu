@@ -32,7 +32,8 @@
  * k_attn_decode.cu): d512 1,195 vs 960, d4096 1,132-1,137 vs 914, d16384 951-954 vs 446. ncu at depth
  * ~3.9k (serialized, no PDL overlap): split kernel 8.1 us, merge 3.9 us. Fewest keys a split
  * (SB_TUNE=attn_deep_kmin) 32 (default) / 64 / 128: d512 1,195 / 1,174 / 1,123, d4096 1,135 / 1,136 / 1,066.
- * Requires: G <= 8, D <= 128 with rows of whole 16-byte chunks, F32 or F16 cache, fused q RoPE any,
+ * Requires: G <= 8, D <= 256 (gemma's 256: two key groups in P.V, at most 64 keys a split in the 96 KB)
+ * with rows of whole 16-byte chunks, F32 or F16 cache, fused q RoPE any,
  * q8_1 output with D % 32 == 0; cu_attn_deep_fits says; cu_attn_decode falls back to its own
  * kernel otherwise. Tested against: op_attention (tests/runtime/test_cuda_ops.c, the depth-class
  * cases) and every test model through the graphs of each depth class.
@@ -45,7 +46,7 @@
 
 #define DP_THREADS 256
 #define DP_GMAX 8
-#define DP_DMAX 128
+#define DP_DMAX 256
 #define DP_KMAX 128                 /* keys a split */
 #define DP_SMEM_CAP (96 * 1024)     /* dynamic shared memory a block may take */
 #define DP_SMAX 1024                /* splits a kv head (the merge's shared arrays) */
@@ -328,15 +329,24 @@ extern "C" bool cu_attn_deep_fits(const cu_attn_args *a) {
     return dp_takes(a, &kps, &S);
 }
 
-/* scratch floats for the deepest class the caches allow (depth ctx), so one plan's scratch serves
- * every class; 0 when the kernel does not apply */
+/* scratch floats for every depth class the kernel may take, so one plan's scratch serves them all:
+ * the largest over the class bounds (powers of two) up to the caches' depth ctx and ctx itself —
+ * not ctx alone, which the kernel may refuse (too many splits) while a shallower class takes it;
+ * 0 when it takes none */
 extern "C" uint64_t cu_attn_deep_scratch(const cu_attn_args *a) {
-    cu_attn_args b = *a;
-    b.depth_max = a->ctx > 0 ? a->ctx : 0;
-    int kps, S;
-    if (!dp_takes(&b, &kps, &S)) return 0;
-    const int64_t G = a->Hq / a->Hkv;
-    return (uint64_t)a->Hkv * (uint64_t)S * (uint64_t)dp_partial((int)G, (int)a->D);
+    const int64_t ctx = a->ctx > 0 ? a->ctx : 0, G = a->Hq > 0 && a->Hkv > 0 ? a->Hq / a->Hkv : 0;
+    uint64_t most = 0;
+    for (int64_t d = 32;; d = d * 2 < ctx ? d * 2 : ctx) {
+        cu_attn_args b = *a;
+        b.depth_max = d;
+        int kps, S;
+        if (dp_takes(&b, &kps, &S)) {
+            const uint64_t f = (uint64_t)a->Hkv * (uint64_t)S * (uint64_t)dp_partial((int)G, (int)a->D);
+            if (f > most) most = f;
+        }
+        if (d >= ctx) break;
+    }
+    return most;
 }
 
 /* the split kernel for one cache type; past the default 48 KB of dynamic shared memory it opts in

@@ -333,7 +333,7 @@ uint64_t cu_attn_decode_scratch(const cu_attn_args *a);
  * K/V loads of earlier steps' rows are issued before its PDL wait, then a merge kernel. The executor
  * sets depth_max only in its depth classes (cu_config.attn_deep 0: none past the small one). */
 bool cu_attn_deep_fits(const cu_attn_args *a);
-uint64_t cu_attn_deep_scratch(const cu_attn_args *a); /* floats, at the deepest class (a->ctx) */
+uint64_t cu_attn_deep_scratch(const cu_attn_args *a); /* floats, the most of any class it takes up to a->ctx */
 sb_status cu_attn_deep(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const cu_attn_args *a,
                        float *scratch);
 /* the small-depth kernel copies K/V before its PDL wait when cu_config.attn_pre */
