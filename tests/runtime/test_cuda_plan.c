@@ -72,6 +72,9 @@ static void test_blas_rule(void) {
         {1, 16, 1, 16, true}, {1, 16, 1, 512, true}, {1, 16, 1, 15, false}, {0, 16, 1, 64, false}, {1, 16, 0, 64, false}, {1, 0, 1, 64, false},
     };
     const int wts[] = {SB_TYPE_Q4_K, SB_TYPE_Q8_0, SB_TYPE_Q6_K};
+    cu_config tuned = cu_config_default; /* sb bench's A/B: SB_TUNE=blas_min_t=N */
+    CHECK(cu_config_tune(&tuned, "blas_min_t=128,blas_quant=0") == SB_OK && tuned.blas_min_t == 128 && tuned.blas_quant == 0);
+    CHECK(cu_config_default.blas_min_t == 0 && cu_config_default.blas_quant == 1);
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++)
         for (size_t j = 0; j < sizeof wts / sizeof wts[0]; j++) {
             exec_cuda_assume_blaslt(cs[k].have);
