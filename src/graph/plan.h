@@ -29,6 +29,10 @@ typedef struct plan_target {
      * -1) = no quantize node (f32 activations). Used only when wants_quantized_act. */
     bool wants_quantized_act;
     int32_t act_type[SB_TYPE_COUNT];
+    /* matmuls whose activation has at least this many rows keep f32 activations, whatever act_type
+     * says (a backend whose large-T GEMMs dequantize the weight instead: CUDA's cuBLASLt path); 0:
+     * never */
+    int64_t act_f32_min_rows;
     bool fuse_norm_quant;            /* run pass fuse_norm_quant */
     bool fuse_act_quant;             /* run pass fuse_act_quant */
     bool fuse_elementwise;           /* run pass fuse_elementwise */

@@ -116,6 +116,12 @@ bool cf_mma_ok(const ir_graph *g, const ir_node *m) { /* a T > 8 matmul the int8
     return x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype);
 }
 
+bool cf_blas_ok(const ir_graph *g, const ir_node *m) { /* runs alone: no executor fusion takes f32 activations */
+    if (m->op != IR_OP_MATMUL) return false;
+    const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
+    return x->dtype == SB_TYPE_F32 && ir_nrows(x) == x->ne[1] && cu_blas_on(w->dtype, x->ne[1]);
+}
+
 /* The ROPE that is v's only reader (through views of v that nothing else reads), taking v's shape
  * into a value of its own that is not a plan input or output: that ROPE may write its result over
  * v (in place: k_rope_jobs reads a pair before it writes it) when v has memory of its own

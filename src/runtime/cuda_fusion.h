@@ -63,6 +63,7 @@ bool cf_glu_pair_ok(const ir_graph *g, const ir_node *grp); /* a T = 1 gate/up g
 bool cf_launch_vstore_ok(const ir_graph *g, const ir_node *launch, const ir_node *store);
 bool cf_launch_store_ok(const ir_graph *g, const ir_node *launch, const ir_node *store);
 bool cf_mma_ok(const ir_graph *g, const ir_node *m);     /* a T > 8 matmul the int8 MMA GEMM takes */
+bool cf_blas_ok(const ir_graph *g, const ir_node *m);    /* a matmul of f32 activations cuBLASLt takes (cu_blas_on) */
 
 static inline uint64_t cf_align(uint64_t x) { return (x + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1); }
 

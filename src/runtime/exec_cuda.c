@@ -106,6 +106,7 @@ void exec_cuda_free(exec_cuda *cx) {
     cu_free(cx->d_in);
     cu_free(cx->d_cnt);
     cu_free(cx->d_zero);
+    cu_free(cx->d_blas_ws);
     cu_host_free(cx->h_in);
     cu_stream_destroy(cx->s);
     free(cx);

@@ -61,7 +61,9 @@ void exec_cuda_set_config(exec_cuda *cx, const cu_config *c);
 /* The CUDA plan target: q8_1 activations for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/IQ4_NL, q8_K for the
  * K-quants and IQ4_XS (as llama.cpp's CPU rounds them: the references), every one a dp4a GEMV; f32
  * for F32/F16/BF16; all fusions on. c->act_q8_1: q8_1 for the K-quants too (llama.cpp's CUDA); c NULL:
- * the defaults. */
+ * the defaults. With c->blas_min_t and c->blas_quant on and cuBLASLt available, matmuls of at least
+ * blas_min_t rows keep f32 activations (plan_target.act_f32_min_rows): their weights are
+ * dequantized to F16 for cuBLASLt instead (cu_matmul_blas). */
 void exec_cuda_target(const cu_config *c, plan_target *t);
 
 /* Can this build run every node of p on CUDA? SB_ERR_MODEL_TENSOR_TYPE naming the tensor, its
@@ -117,6 +119,11 @@ int32_t exec_cuda_host_gathers(const plan *p, ir_ref *out, int32_t cap);
 /* Plan as on a device of compute capability cc_major with sms multiprocessors (no GPU needed; a
  * test of planning decisions: cu_assume_device); 0, 0 restores the real device. */
 void exec_cuda_assume_device(int cc_major, int sms);
+/* Is cuBLASLt loaded (the large-T GEMM path, cu_config.blas_min_t; backend/cuda/cu_blaslt.h)?
+ * Otherwise why. exec_cuda_assume_blaslt: plan as if it were (1) or were not (0) there, -1 the
+ * library again (planning tests without a GPU; nothing may run then). */
+bool exec_cuda_blaslt_available(char *why, size_t cap);
+void exec_cuda_assume_blaslt(int on);
 /* The attentions of p as a context with settings c (NULL: the defaults) on this (or the assumed)
  * device plans them, a line each: which kernel, its grid and key splits, and how many of those are
  * active at depth (the last position a token sees). Writes up to cap bytes of text into buf (NUL-

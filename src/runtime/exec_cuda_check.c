@@ -27,6 +27,10 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     if (!(c ? c : &cu_config_default)->act_q8_1)
         for (int w = 0; w < SB_TYPE_COUNT; w++)
             if (cu_has_mmvq_q8k(w)) t->act_type[w] = SB_TYPE_Q8_K; /* Q2_K..Q6_K, IQ4_XS */
+    /* large-T prefill: quantized weights dequantized to F16 for cuBLASLt read the f32 activation
+     * (every weight type that has a quantized activation here is one cu_blas_takes) */
+    const cu_config *cc = c ? c : &cu_config_default;
+    if (cc->blas_min_t > 0 && cc->blas_quant && cu_blaslt_available(NULL, 0)) t->act_f32_min_rows = cc->blas_min_t;
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
     if (!(c ? c : &cu_config_default)->fuse) return; /* cu_config.fuse 0: the planner's fusions off too */
     t->fuse_matmul_add = t->fuse_add_norm = t->fuse_rope_store = true;

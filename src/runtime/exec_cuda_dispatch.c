@@ -41,8 +41,9 @@ static float *matmul_out(crun *r, int32_t m, cu_epilogue *ep) {
     return (float *)dptr(r, m);
 }
 
-/* matmul i alone (its epilogue ADD fused): the int8 MMA GEMM for T > 8, else the dp4a or f32
- * GEMVs; the caller has counted the launch (a split-K reduce counts itself) */
+/* matmul i alone (its epilogue ADD fused): cuBLASLt for f32 activations of cu_config.blas_min_t
+ * tokens or more, the int8 MMA GEMM for T > 8, else the dp4a or f32 GEMVs; the caller has counted
+ * the launch (a split-K reduce, cuBLASLt's extra launches count themselves) */
 static sb_status run_matmul_one(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[i], *w = &g->nodes[n->src[0]], *x = &g->nodes[n->src[1]];
@@ -50,6 +51,15 @@ static sb_status run_matmul_one(crun *r, int32_t i) {
     cu_epilogue epb;
     float *dst = matmul_out(r, i, &epb);
     const cu_epilogue *ep = epb.add ? &epb : NULL;
+    if (r->cx->d_blas_ws && cf_blas_ok(g, n)) { /* large T: cuBLASLt, the weight as F16 / BF16 (scratch: cx_plan_get) */
+        const sb_status st = cu_matmul_blas(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], (const float *)dptr(r, n->src[1]),
+                                            x->ne[1], ep, r->arena + r->c->scratch_off, r->c->arena_need - r->c->scratch_off,
+                                            r->cx->d_blas_ws);
+        if (st != SB_ERR_UNSUPPORTED) { /* no cuBLASLt algorithm for the shape: the kernels below (x still f32) */
+            r->n_kernels += cu_blas_launches(w->dtype, w->ne[0], w->ne[1], ep) - 1;
+            return st;
+        }
+    }
     if (cf_mma_ok(g, n)) { /* prefill: int8 tensor cores */
         if (cu_mma_small_mode()) { /* small T: K split over blocks, partials in the scratch region (shared with attention's) */
             const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_mma_small_scratch(w->ne[0], w->ne[1], x->ne[1]);

@@ -11,6 +11,7 @@
 
 #include "runtime/exec_cuda.h"
 #include "runtime/cuda_fusion.h"
+#include "backend/cuda/cu_blaslt.h"
 #include "backend/cuda/cu_config.h"
 #include "backend/cuda/cu_device.h"
 #include "backend/cuda/kernels.h"
@@ -88,6 +89,7 @@ struct exec_cuda {
     unsigned *d_cnt;      /* CU_ATT_COUNTERS zeroed split counters (attention's in-kernel merge) */
     int32_t *d_zero;      /* [max_tokens] zeros: the block table of a contiguous cache read by the paged kernel */
     int32_t *h_in;        /* page-locked staging [3 * max_tokens]: tokens, positions, out_rows */
+    void *d_blas_ws;      /* cuBLASLt's workspace (CU_BLASLT_WORKSPACE bytes), allocated by the first plan with a cf_blas_ok matmul */
     int64_t max_tokens;
     cu_config cfg;        /* every setting (cu_config.h); bound to the thread for each call into the backend */
     int sms;

@@ -116,6 +116,8 @@ cu_attn_paged_args cx_attn_paged_args(const exec_cuda *cx, const plan *p, const 
 }
 
 void exec_cuda_assume_device(int cc_major, int sms) { cu_assume_device(cc_major, sms); }
+bool exec_cuda_blaslt_available(char *why, size_t cap) { return cu_blaslt_available(why, cap); }
+void exec_cuda_assume_blaslt(int on) { cu_blaslt_assume(on); }
 
 /* the splits active at n visible keys of S of at least kmin (attn_paged.cuh's pa_active) */
 static int64_t paged_active(int64_t n, int S, int kmin, int64_t *kps) {
@@ -334,6 +336,7 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
     }
     free(gat);
     uint64_t scratch = 0;
+    bool blas = false; /* a matmul of the plan runs on cuBLASLt: its workspace */
     for (int32_t i = 0; i < p->g->n_nodes; i++)
         if (p->g->nodes[i].op == IR_OP_ATTENTION && cx_attn_on_paged_kernel(cx, p, &p->g->nodes[i])) {
             const cu_attn_paged_args a = cx_attn_paged_args(cx, p, &p->g->nodes[i]); /* the paged kernel's key-split partials */
@@ -347,6 +350,11 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
                 f = cu_fattn_scratch(&a);
                 if (f > scratch) scratch = f;
             }
+        } else if (cf_blas_ok(p->g, &p->g->nodes[i])) { /* cuBLASLt: x as halves (+ a chunk of F16 weight rows) */
+            const ir_node *mw = &p->g->nodes[p->g->nodes[i].src[0]], *mx = &p->g->nodes[p->g->nodes[i].src[1]];
+            const uint64_t f = (cu_blas_scratch_bytes(mw->dtype, mw->ne[0], mw->ne[1], mx->ne[1]) + 3) / 4;
+            if (f > scratch) scratch = f;
+            blas = true;
         } else if (p->g->nodes[i].op == IR_OP_MATMUL && cu_mma_small_mode()) { /* split-K partials of the small-T GEMM */
             const ir_node *mw = &p->g->nodes[p->g->nodes[i].src[0]], *mx = &p->g->nodes[p->g->nodes[i].src[1]];
             if (mx->ne[1] > 8 && cu_has_mma(mw->dtype, mx->dtype)) {
@@ -364,6 +372,10 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
             f += cu_mma_small_scratch(mw->ne[0], mw->ne[1], mx->ne[1]);
         }
         if (f > scratch) scratch = f;
+    }
+    if (st == SB_OK && blas && !cx->d_blas_ws) {
+        st = cu_malloc(&cx->d_blas_ws, CU_BLASLT_WORKSPACE, "cuBLASLt workspace");
+        if (st == SB_OK) cx->st.device_bytes += CU_BLASLT_WORKSPACE;
     }
     c->scratch_off = cf_align(p->arena_bytes) + cf_align(c->fu.moved_bytes);
     c->arena_need = c->scratch_off + cf_align(scratch * 4);

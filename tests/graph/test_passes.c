@@ -184,6 +184,41 @@ static void case_quantize_once(void) {
     ir_graph_free(g);
 }
 
+/* plan_target.act_f32_min_rows: matmuls whose activation has that many rows keep it f32 (no
+ * quantize node), fewer rows still quantize, 0 never keeps; the whole pipeline over such a graph
+ * verifies and leaves no quantizing node (norm / GLU quantize fusions have nothing to fuse) */
+static int count_quantizing(const ir_graph *g) {
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_op op = g->nodes[i].op;
+        n += op == IR_OP_QUANTIZE || op == IR_OP_RMS_NORM_QUANT || op == IR_OP_GLU_QUANT || op == IR_OP_ADD_RMS_NORM_QUANT;
+    }
+    return n;
+}
+static void case_act_f32_rows(void) {
+    const struct { int64_t T, min_rows; int quantize; } cs[] = {{3, 4, 4}, {4, 4, 0}, {9, 4, 0}, {4, 0, 4}, {4, 5, 4}};
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        plan_target t;
+        test_target(&t);
+        t.act_f32_min_rows = cs[k].min_rows;
+        ir_graph *g = attn_ffn_graph_t(false, cs[k].T);
+        pass_ctx cx = {.target = &t};
+        CHECK(pass_quantize_once(g, &cx) == SB_OK);
+        CHECK(ir_verify(g) == SB_OK);
+        CHECKF(count_quantizing(g) == cs[k].quantize, "T %lld, act_f32_min_rows %lld: %d quantize nodes, want %d", (long long)cs[k].T,
+               (long long)cs[k].min_rows, count_quantizing(g), cs[k].quantize);
+        for (int i = 0; i < g->n_nodes; i++) /* a matmul reads f32 exactly where the rule keeps it */
+            if (g->nodes[i].op == IR_OP_MATMUL && g->nodes[g->nodes[i].src[0]].dtype != SB_TYPE_F32)
+                CHECK((g->nodes[g->nodes[i].src[1]].dtype == SB_TYPE_F32) == (cs[k].quantize == 0));
+        ir_graph_free(g);
+        g = attn_ffn_graph_t(false, cs[k].T);
+        t.fuse_add_norm = t.fuse_matmul_add = t.fuse_rope_store = true;
+        CHECK(pass_run_pipeline(g, &t, &(plan_dump){.spec = "", .f = NULL}) == SB_OK);
+        CHECK((count_quantizing(g) == 0) == (cs[k].quantize == 0));
+        ir_graph_free(g);
+    }
+}
+
 static void case_fuse_norm_quant(void) {
     plan_target t;
     test_target(&t);
@@ -932,6 +967,7 @@ int main(void) {
     test_verify_results();
     case_dce();
     case_quantize_once();
+    case_act_f32_rows();
     case_fuse_norm_quant();
     case_fuse_act_quant();
     case_fuse_elementwise();

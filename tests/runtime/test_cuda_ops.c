@@ -16,7 +16,8 @@
  * three sequences with shuffled block tables in one step); the flash-attention prefill of k_fattn.cu
  * and, for F16 caches with head_dim 64 / 128, of k_fattn_mma.cu on tensor cores — then without it),
  * the int8 tensor-core prefill GEMM (k_mma.cu) on model shapes with ragged tiles, and its small-T
- * split-K path (cu_config.mma_small) over every type x T 9..64 x N 16..9000.
+ * split-K path (cu_config.mma_small) over every type x T 9..64 x N 16..9000; large-T GEMMs through
+ * cuBLASLt (k_blas.cu) for F16 / BF16 and dequantized Q4_K / Q6_K / Q8_0 / Q4_0 / Q5_K weights.
  * Limits: exact paths 1e-10 (attention 1e-9; 2e-6 on f16 tensor cores: flash_limit); 8-bit-activation paths 5e-4 against the f32 reference (~5e-5
  * expected), and 1e-10 (1e-6 after a GLU) against the CPU executor where both round activations
  * to q8_K (K-quant weights), which checks the q8_K quantizer bit for bit.
@@ -24,6 +25,7 @@
  */
 #include "runtime/exec_cuda.h"
 #include "runtime/exec_cpu.h"
+#include "backend/cuda/kernels.h"
 #include "graph/ir.h"
 #include "graph/plan.h"
 #include "ops/ops_ref.h"
@@ -545,6 +547,54 @@ static void test_mmh_big(void) {
         }
     fuse_on = false;
     tc_cfg.mmh_big = saved;
+}
+
+/* Large-T GEMMs through cuBLASLt (k_blas.cu; cu_config.blas_min_t 1: every T, blas_quant 1): F16 /
+ * BF16 weights as stored, Q4_K / Q6_K / Q8_0 (and Q4_0, Q5_K) dequantized to F16 in row chunks (K =
+ * 8192 x N = 4224 rows is two chunks of CU_BLAS_CHUNK_BYTES), x rounded to F16 / BF16; no
+ * epilogue, a bias, a residual. Against the f64 reference: NMSE <= 1e-5 (the rounding of x and of
+ * the dequantized weights to halves: ~1e-7 for F16, ~5e-6 for BF16's 8-bit mantissa; a wrong scale,
+ * sub-block or chunk offset measures >= 1e-3); half weights also against the CPU executor, which
+ * rounds x to the weight type the same way: 1e-9 (summation order only). The launch count proves
+ * the path was taken (cu_blas_launches; the half-weight tiles are one launch). SKIP without cuBLASLt. */
+static void test_blas_gemm(void) {
+    char why[300];
+    if (!exec_cuda_blaslt_available(why, sizeof why)) {
+        printf("SKIP cuBLASLt GEMMs: %s\n", why);
+        return;
+    }
+    const struct { int wt; int64_t K, N, T; int ep; } cs[] = {
+        {SB_TYPE_F16, 1024, 1000, 64, 0}, {SB_TYPE_F16, 4096, 4224, 200, 1}, {SB_TYPE_F16, 512, 1000, 512, 2},
+        {SB_TYPE_BF16, 1024, 1000, 64, 2}, {SB_TYPE_BF16, 2048, 4224, 512, 0}, {SB_TYPE_BF16, 512, 1000, 200, 1},
+        {SB_TYPE_Q4_K, 1024, 1000, 64, 0}, {SB_TYPE_Q4_K, 8192, 4224, 200, 2}, {SB_TYPE_Q4_K, 4096, 1000, 512, 1},
+        {SB_TYPE_Q6_K, 1024, 1000, 200, 1}, {SB_TYPE_Q6_K, 8192, 4224, 64, 0}, {SB_TYPE_Q6_K, 2048, 1000, 512, 2},
+        {SB_TYPE_Q8_0, 1024, 1000, 512, 2}, {SB_TYPE_Q8_0, 8192, 4224, 64, 1}, {SB_TYPE_Q8_0, 512, 1000, 200, 0},
+        {SB_TYPE_Q4_0, 1024, 1000, 200, 2}, {SB_TYPE_Q5_K, 2048, 1000, 64, 1},
+    };
+    const cu_config saved = tc_cfg;
+    tc_cfg.blas_min_t = 1;
+    tc_cfg.blas_quant = 1;
+    fuse_on = true;
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int t = cs[k].wt;
+        const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
+        float *wf = rnd(K * N, 0.1f), *x = rnd(K * T, 1.0f), *o = rnd(cs[k].ep == 2 ? N * T : N, 1.0f);
+        void *w = quant_rows(t, wf, K, N);
+        ir_graph *g = matmul_ep_graph(t, K, N, T, cs[k].ep);
+        binds b = {.name = {"w", "x", "o"}, .data = {w, x, o}, .n = 3};
+        char label[96];
+        snprintf(label, sizeof label, "matmul %s K=%lld N=%lld T=%lld%s (cuBLASLt)", ir_dtype_name(t), (long long)K, (long long)N,
+                 (long long)T, cs[k].ep == 1 ? " + bias" : cs[k].ep == 2 ? " + residual" : "");
+        expect(run_both(g, &b, label), 1e-5, label);
+        const cu_epilogue ep = {.add = cs[k].ep ? o : NULL, .bcast = cs[k].ep == 1};
+        CHECKF(last_kernels == cu_blas_launches(t, K, N, &ep), "%s: %d launches, cuBLASLt's path makes %d", label, (int)last_kernels,
+               cu_blas_launches(t, K, N, &ep));
+        if (half_type(t)) expect(run_cmp(g, &b, label, true), 1e-9, "... same vs CPU (x rounded)");
+        ir_graph_free(g);
+        free(wf), free(x), free(o), free(w);
+    }
+    fuse_on = false;
+    tc_cfg = saved;
 }
 
 /* Run g with the setting *flag off, then on (label " (what)"), against the reference (limit each);
@@ -1828,6 +1878,7 @@ int main(void) {
     test_fused_epilogue();
     test_f32_gemm();
     test_mmh_big();
+    test_blas_gemm();
     test_multi_gemv();
     test_reg_gemv();
     test_wide_gemv();

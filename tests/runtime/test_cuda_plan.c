@@ -63,6 +63,73 @@ static int quant_dtype(const plan *p) {
     return SB_TYPE_F32;
 }
 
+/* The cuBLASLt prefill rule (cu_config.blas_min_t, blas_quant): with cuBLASLt (assumed present: no
+ * GPU needed) matmuls of at least blas_min_t tokens keep f32 activations (no quantize node), fewer
+ * tokens quantize as before; cuBLASLt absent, blas_quant 0 or blas_min_t 0: always quantized. The
+ * plans pass the check. Two Qwen layers at T = 64 as on an H100: with the rule no quantizing node is
+ * left and the executor plans no int8 MMA group (fewer fusions than without it). */
+static void test_blas_rule(void) {
+    const struct { int have, min_t, quant; int64_t T; bool f32; } cs[] = {
+        {1, 16, 1, 16, true}, {1, 16, 1, 512, true}, {1, 16, 1, 15, false}, {0, 16, 1, 64, false}, {1, 16, 0, 64, false}, {1, 0, 1, 64, false},
+    };
+    const int wts[] = {SB_TYPE_Q4_K, SB_TYPE_Q8_0, SB_TYPE_Q6_K};
+    cu_config tuned = cu_config_default; /* sb bench's A/B: SB_TUNE=blas_min_t=N */
+    CHECK(cu_config_tune(&tuned, "blas_min_t=128,blas_quant=0") == SB_OK && tuned.blas_min_t == 128 && tuned.blas_quant == 0);
+    CHECK(cu_config_default.blas_min_t == 0 && cu_config_default.blas_quant == 1);
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++)
+        for (size_t j = 0; j < sizeof wts / sizeof wts[0]; j++) {
+            exec_cuda_assume_blaslt(cs[k].have);
+            cu_config cfg = cu_config_default;
+            cfg.blas_min_t = cs[k].min_t;
+            cfg.blas_quant = cs[k].quant;
+            plan_target t;
+            exec_cuda_target(&cfg, &t);
+            CHECK(t.act_f32_min_rows == (cs[k].have && cs[k].quant ? cs[k].min_t : 0));
+            ir_graph *g;
+            ir_graph_create(&g);
+            ir_ref w = ir_input_weight(g, "w", wts[j], (int64_t[4]){512, 64, 1, 1});
+            ir_ref x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){512, cs[k].T, 1, 1});
+            ir_output(g, ir_matmul(g, w, x), "y");
+            plan *p = NULL;
+            CHECK(plan_build(g, &t, NULL, &p) == SB_OK);
+            if (p) {
+                CHECKF((quant_dtype(p) == SB_TYPE_F32) == cs[k].f32, "%s at T %lld (cuBLASLt %d, blas_min_t %d, blas_quant %d): activation %s",
+                       ir_dtype_name(wts[j]), (long long)cs[k].T, cs[k].have, cs[k].min_t, cs[k].quant, ir_dtype_name(quant_dtype(p)));
+                CHECK(exec_cuda_check(p) == SB_OK);
+                plan_free(p);
+            }
+            ir_graph_free(g);
+        }
+    exec_cuda_assume_device(9, 132);
+    int32_t nf[2] = {-1, -1};
+    for (int on = 0; on < 2; on++) {
+        exec_cuda_assume_blaslt(on);
+        cu_config cfg = cu_config_default;
+        cfg.blas_min_t = 32;
+        plan_target t;
+        exec_cuda_target(&cfg, &t);
+        ir_graph *g = qwen_layers(2, 64, 128);
+        plan *p = NULL;
+        CHECK(plan_build(g, &t, NULL, &p) == SB_OK);
+        if (p) {
+            int nq = 0;
+            for (int32_t i = 0; i < p->g->n_nodes; i++) {
+                const ir_op op = p->g->nodes[i].op;
+                nq += op == IR_OP_QUANTIZE || op == IR_OP_RMS_NORM_QUANT || op == IR_OP_GLU_QUANT || op == IR_OP_ADD_RMS_NORM_QUANT;
+            }
+            CHECKF((nq == 0) == (on == 1), "two Qwen layers at T = 64, cuBLASLt %d: %d quantizing nodes", on, nq);
+            CHECK(exec_cuda_check(p) == SB_OK);
+            nf[on] = exec_cuda_count_fusions(p, &cfg);
+            plan_free(p);
+        }
+        ir_graph_free(g);
+    }
+    printf("two Qwen layers at T = 64: %d executor fusions, %d with the cuBLASLt rule\n", (int)nf[0], (int)nf[1]);
+    CHECKF(nf[1] >= 0 && nf[1] < nf[0], "executor fusions %d with cuBLASLt, %d without", (int)nf[1], (int)nf[0]);
+    exec_cuda_assume_blaslt(-1);
+    exec_cuda_assume_device(0, 0);
+}
+
 /* SB_TUNE's one parser (cu_config_tune): every key sets its field, a bad string names the key and
  * leaves the config unchanged */
 static void test_tune(void) {
@@ -146,6 +213,7 @@ int main(void) {
     plan_free(probe);
     test_paged_plan(1);
     test_paged_plan(8);
+    test_blas_rule();
 
     /* k_attn_deep's scratch serves every depth class it takes: past ~131k keys it refuses the
      * caches' whole depth (more than its 1,024 splits a kv head) while the 131,072-key class still

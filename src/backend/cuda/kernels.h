@@ -206,6 +206,28 @@ bool cu_act_fast(void);
 sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype, int64_t T,
                         const cu_epilogue *ep);
 
+// ---- large-T GEMMs through cuBLASLt (k_blas.cu, cu_blaslt.h) ----
+
+/* Weight rows one chunk of a quantized cu_matmul_blas dequantizes at most (their F16 copy's bytes). */
+#define CU_BLAS_CHUNK_BYTES ((uint64_t)64 << 20)
+/* Does cu_matmul_blas take weights of wtype (F16, BF16, or a dp4a type: dequantized to F16)? */
+bool cu_blas_takes(int wtype);
+/* Does the executor take cu_matmul_blas for weights of wtype at T tokens with f32 activations:
+ * cu_config.blas_min_t on and <= T, F16 / BF16 or (cu_config.blas_quant) a quantized
+ * cu_blas_takes type, and cuBLASLt available (cu_blaslt_available)? */
+bool cu_blas_on(int wtype, int64_t T);
+/* Bytes of scratch cu_matmul_blas needs: x as halves, then (quantized) one chunk of F16 rows. */
+uint64_t cu_blas_scratch_bytes(int wtype, int64_t K, int64_t N, int64_t T);
+/* Launches of our own it enqueues (cuBLASLt's kernels counted as one a GEMM). */
+int cu_blas_launches(int wtype, int64_t K, int64_t N, const cu_epilogue *ep);
+/* dst [N,T] = W x (+ epilogue, as cu_matmul_f32's): w [K,N] of wtype (cu_blas_takes; quantized: K %
+ * 32 == 0), x [K,T] f32 rounded to F16 (BF16 for BF16 weights), F32 accumulation on cuBLASLt;
+ * scratch of cu_blas_scratch_bytes (16-byte aligned), workspace of CU_BLASLT_WORKSPACE bytes.
+ * Legal inside stream capture. Error: SB_ERR_UNSUPPORTED (type, no cuBLASLt or no algorithm: dst
+ * untouched, the caller may take another kernel), SB_ERR_INTERNAL (scratch short), SB_ERR_DEVICE. */
+sb_status cu_matmul_blas(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const float *x, int64_t T,
+                         const cu_epilogue *ep, void *scratch, uint64_t scratch_bytes, void *workspace);
+
 // ---- rope, kv, attention (k_rope.cu, k_attention.cu) ----
 
 typedef struct cu_rope_args {

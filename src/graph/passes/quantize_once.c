@@ -3,7 +3,8 @@
  * graph/passes/quantize_once.c — give every matmul whose target multiplies in a low-precision
  * activation type (plan_target.act_type[weight type]: Q8_K for K-quants, Q8_0 for 32-blocks, F16
  * for F16 weights on CPU, as llama.cpp's vec_dot_type) a QUANTIZE input, and create exactly ONE
- * quantize node per (activation, act type): Q, K and V read one; gate and up read one.
+ * quantize node per (activation, act type): Q, K and V read one; gate and up read one. Matmuls
+ * whose activation has plan_target.act_f32_min_rows rows or more (when set) keep it f32.
  * Layer 2 (graph). Pre: verified. Post: verified; no matmul with a quantizing weight type reads an
  * f32 activation. No-op when the target does not want quantized activations.
  *
@@ -30,6 +31,7 @@ sb_status pass_quantize_once(ir_graph *g, const pass_ctx *cx) {
         if (x->dtype != SB_TYPE_F32 || (unsigned)w->dtype >= SB_TYPE_COUNT) continue;
         int32_t a = t->act_type[w->dtype];
         if (a < 0 || a == SB_TYPE_F32) continue;
+        if (t->act_f32_min_rows > 0 && ir_nrows(x) >= t->act_f32_min_rows) continue; /* the target multiplies these in f32 */
         ir_node q = ir_proto(IR_OP_QUANTIZE);
         q.src[0] = m->src[1];
         q.dtype = a;
