@@ -41,7 +41,7 @@ ir_ref ir_attention_paged(ir_graph *g, ir_ref q, ir_ref k, ir_ref v, ir_ref pos,
 sb_status ir_shape_paged_attention(const ir_graph *g, const ir_node *n, int ns) {
     const ir_node *q = &g->nodes[n->src[0]], *k = &g->nodes[n->src[1]], *tbl = &g->nodes[n->src[4]];
     const int32_t bs = n->ip[3];
-    if (ns != 5) return sb_fail(SB_ERR_INTERNAL, "attention: %d sources", ns);
+    if (ns != 5 + (n->ip[5] && n->src[5] != IR_NONE)) return sb_fail(SB_ERR_INTERNAL, "attention: %d sources", ns);
     if (tbl->op != IR_OP_BLOCK_TABLE || tbl->dtype != SB_TYPE_I32 || tbl->ne[1] != q->ne[2] || tbl->ne[2] != 1 || tbl->ne[3] != 1)
         return sb_fail(SB_ERR_INTERNAL, "attention: the block table must be a block_table input i32 [n_blk, T=%lld]", (long long)q->ne[2]);
     if (bs < 1 || k->ne[1] % bs)

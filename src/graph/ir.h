@@ -173,10 +173,11 @@ ir_ref ir_input_slots(ir_graph *g, int64_t T);
 ir_ref ir_input_block_table(ir_graph *g, int64_t n_blk, int64_t T);
 /* ir_attention over paged caches k/v [Dkv, n_blocks*bs]: position j of query t is cache row
  * table[t][j / bs] * bs + j % bs; the causal mask and window stay on the logical positions pos.
- * ip[3] = bs; src[4] = table. */
+ * ip[3] = bs; src[4] = table (src[5]: a fused Q rope's freq factors, ir_attn_q_rope_ff). */
 ir_ref ir_attention_paged(ir_graph *g, ir_ref q, ir_ref k, ir_ref v, ir_ref pos, ir_ref table, int32_t block_size,
                           const ir_attn_params *p);
-/* Shape check of attention's block table (n has ns = 5 sources), for graph/shape.c. */
+/* Shape check of attention's block table (n has 5 sources, 6 with a fused Q rope's freq factors),
+ * for graph/shape.c. */
 sb_status ir_shape_paged_attention(const ir_graph *g, const ir_node *n, int ns);
 /* Shape checks of concat (ns sources joined along ne[ip[0]]) and permute (ne[k] = x.ne[ip[k]]),
  * for graph/shape.c: the result's ne into ne (graph/shape_copy.c). Built by api/api_ops.c. */
@@ -205,12 +206,14 @@ static inline ir_attn_params ir_attn_of(const ir_node *n) {
 static inline int32_t ir_attn_block_size(const ir_node *n) { return n->ip[3]; }
 /* ATTENTION with Q's RoPE (pass fuse_attn_rope): q (src[0]) is unrotated and the attention rotates
  * it as it loads it, with these parameters (n_rot 0: none); ip[5]=n_rot ip[6]=mode fp[2]=freq_base
- * fp[3]=freq_scale fp[4]=attn_factor, src[4] = the freq factors (contiguous caches only) or IR_NONE */
+ * fp[3]=freq_scale fp[4]=attn_factor; the freq factors (or IR_NONE) are the source after the others:
+ * src[4] of a contiguous attention, src[5] of a paged one (src[4] is its block table) */
 static inline ir_rope_params ir_attn_q_rope(const ir_node *n) {
     return (ir_rope_params){.n_rot = n->ip[5], .mode = n->ip[6], .freq_base = n->fp[2], .freq_scale = n->fp[3]};
 }
 static inline float ir_attn_q_rope_attn_factor(const ir_node *n) { return n->fp[4]; }
-static inline ir_ref ir_attn_q_rope_ff(const ir_node *n) { return n->ip[5] && !n->ip[3] ? n->src[4] : IR_NONE; }
+static inline int ir_attn_q_rope_ff_slot(const ir_node *n) { return n->ip[3] ? 5 : 4; }
+static inline ir_ref ir_attn_q_rope_ff(const ir_node *n) { return n->ip[5] ? n->src[ir_attn_q_rope_ff_slot(n)] : IR_NONE; }
 /* ATTENTION writing its output quantized too (pass fuse_attn_quant): that activation type as its
  * result 1 (a RESULT node; ip[4] = type + 1), or -1 */
 static inline int32_t ir_attn_quant_type(const ir_node *n) { return n->ip[4] ? n->ip[4] - 1 : -1; }

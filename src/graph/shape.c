@@ -60,7 +60,6 @@ static sb_status attn_q_rope_check(const ir_graph *g, const ir_node *n, const ir
     const ir_ref ffr = ir_attn_q_rope_ff(n);
     const ir_node *ff = ffr != IR_NONE ? &g->nodes[ffr] : NULL;
     if (!rp.n_rot) return SB_OK; /* a fifth source is then the block table (checked with block_size) */
-    if (n->ip[3]) FAIL("attention: q rope on a paged attention");
     if (rp.n_rot < 2 || rp.n_rot % 2 || rp.n_rot > q->ne[0] || rp.n_rot > 1024) FAIL("attention: q rope n_rot %d vs D %lld", rp.n_rot, (long long)q->ne[0]);
     if (rp.mode != IR_ROPE_NORMAL && rp.mode != IR_ROPE_NEOX) FAIL("attention: q rope mode %d", rp.mode);
     if (!(rp.freq_base > 0.0f) || !(rp.freq_scale > 0.0f)) FAIL("attention: q rope freq_base and freq_scale must be > 0");
@@ -236,6 +235,7 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         if (!is_i32_vec(pos) || pos->ne[0] != a->ne[2]) FAIL("attention: pos must be i32 [T]");
         if (n->ip[2] < 0 || n->fp[1] < 0.0f) FAIL("attention: window/softcap must be >= 0");
         if (n->ip[3] || (ns > 4 && !n->ip[5])) SB_TRY(ir_shape_paged_attention(g, n, ns)); /* the block table (graph/builder_paged.c) */
+        else if (ns > 5) FAIL("attention: %d sources on a contiguous cache (q, k, v, pos, freq factors)", ns);
         SB_TRY(attn_q_rope_check(g, n, a));
         if (n->ip[4] && (!qk_valid(n->ip[4] - 1) || n->ip[4] - 1 == SB_TYPE_F32 || D % qk_get(n->ip[4] - 1)->blck))
             FAIL("attention: quantized output type %d for head_dim %d", n->ip[4] - 1, D);

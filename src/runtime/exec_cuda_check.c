@@ -111,10 +111,12 @@ sb_status exec_cuda_check(const plan *p) {
             if (ir_attn_quant_type(n) >= 0 && (ir_attn_quant_type(n) != SB_TYPE_Q8_1 || ir_attn_of(n).head_dim % 32))
                 return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention %%%d writing %s (q8_1 only, head_dim a multiple of 32)", (int)i,
                                ir_dtype_name(ir_attn_quant_type(n)));
-            if (ir_attn_block_size(n)) { /* paged: k_attn_paged.cu */
+            if (ir_attn_block_size(n)) { /* paged: k_attn_paged.cu (Q's RoPE on load too) */
                 if (ir_attn_of(n).head_dim % 2 || ir_attn_of(n).head_dim > 512 || ir_attn_of(n).head_dim < 2)
                     return sb_fail(SB_ERR_UNSUPPORTED, "cuda: paged attention %%%d with head_dim %d (even, 2..512)", (int)i,
                                    ir_attn_of(n).head_dim);
+                if (ir_attn_quant_type(n) >= 0) /* pass fuse_attn_quant leaves paged attentions alone */
+                    return sb_fail(SB_ERR_INTERNAL, "cuda: paged attention %%%d writes a quantized output (the paged kernels do not)", (int)i);
                 break;
             }
             { /* contiguous: cu_attention up to CU_ATT_MAX_D; wider heads k_attn_paged.cu over the cache as one

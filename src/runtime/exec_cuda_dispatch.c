@@ -318,9 +318,15 @@ sb_status cx_run_node(crun *r, int32_t i) {
         r->n_kernels++;
         return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
     case IR_OP_ATTENTION: {
+        const ir_rope_params rp = ir_attn_q_rope(n);
+        const float *q_ff = rp.n_rot && ir_attn_q_rope_ff(n) != IR_NONE ? (const float *)dptr(r, ir_attn_q_rope_ff(n)) : NULL;
         if (cx_attn_on_paged_kernel(r->cx, r->p, n)) { /* k_attn_paged.cu; a contiguous cache as one block of its C rows */
             const bool paged = ir_attn_block_size(n) > 0;
-            const cu_attn_paged_args pa = cx_attn_paged_args(r->cx, r->p, n);
+            cu_attn_paged_args pa = cx_attn_paged_args(r->cx, r->p, n);
+            if (rp.n_rot) { /* Q's RoPE fused (pass fuse_attn_rope): q is unrotated */
+                pa.q_rot = rp.n_rot, pa.q_mode = rp.mode, pa.q_theta_scale = powf(rp.freq_base, -2.0f / (float)rp.n_rot);
+                pa.q_freq_scale = rp.freq_scale, pa.q_attn_factor = ir_attn_q_rope_attn_factor(n), pa.q_ff = q_ff;
+            }
             const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_attention_paged_scratch(&pa);
             if (need > cap) /* cx_plan_get sized the scratch region for it */
                 return sb_fail(SB_ERR_INTERNAL, "cuda: paged attention of %d splits needs %llu floats of scratch, %llu planned", pa.nsplit,
@@ -332,14 +338,13 @@ sb_status cx_run_node(crun *r, int32_t i) {
         cu_attn_args a = cx_attn_args(r->cx, r->p, n);
         a.depth_max = r->depth_max;
         const void *q = SP(0);
-        const ir_rope_params rp = ir_attn_q_rope(n);
         if (rp.n_rot) { /* Q's RoPE fused (pass fuse_attn_rope): q is unrotated */
             a.q_rot = rp.n_rot;
             a.q_mode = rp.mode;
             a.q_theta_scale = powf(rp.freq_base, -2.0f / (float)rp.n_rot);
             a.q_freq_scale = rp.freq_scale;
             a.q_attn_factor = ir_attn_q_rope_attn_factor(n);
-            a.q_ff = ir_attn_q_rope_ff(n) != IR_NONE ? (const float *)dptr(r, ir_attn_q_rope_ff(n)) : NULL;
+            a.q_ff = q_ff;
         }
         if (ir_attn_quant_type(n) >= 0) a.xq = dptr(r, ir_result_of(g, i, 1)); /* the q8_1 output too (pass fuse_attn_quant) */
         if (cx_attn_on_flash(r->cx, r->p, n)) { /* prefill: flash attention (k_fattn.cu, k_fattn_mma.cu) */

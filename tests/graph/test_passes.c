@@ -347,6 +347,45 @@ static void case_fuse_matmul_add(void) {
     ir_graph_free(g);
 }
 
+/* a paged decode (T = 1): Q's rope (with freq factors) into the paged attention, whose block table
+ * stays src[4] and freq factors go to src[5]; the text form shows both; 2 tokens keep the rope;
+ * the shape rule refuses a sixth source on a contiguous attention */
+static void case_fuse_attn_rope_paged(void) {
+    plan_target t;
+    test_target(&t);
+    t.attn_rope_max_t = 1;
+    pass_ctx cx = {.target = &t};
+    for (int64_t T = 1; T <= 2; T++) {
+        ir_graph *g = new_graph();
+        ir_ref q = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){64, 4, T, 1});
+        ir_ref kc = ir_input_kv(g, "k", SB_TYPE_F16, (int64_t[4]){128, 64, 1, 1}), vc = ir_input_kv(g, "v", SB_TYPE_F16, (int64_t[4]){128, 64, 1, 1});
+        ir_ref pos = ir_input_pos(g, T), tbl = ir_input_block_table(g, 4, T), ff = W(g, "ff", SB_TYPE_F32, 32, 1);
+        const ir_rope_params rp = {.n_rot = 64, .mode = IR_ROPE_NEOX, .freq_base = 1e6f, .freq_scale = 1.0f};
+        const ir_attn_params ap = {.n_head_kv = 2, .head_dim = 64, .scale = 0.125f};
+        ir_output(g, ir_attention_paged(g, ir_rope(g, q, pos, ff, &rp), kc, vc, pos, tbl, 16, &ap), "y");
+        CHECK(ir_graph_status(g) == SB_OK && ir_verify(g) == SB_OK);
+        CHECK(pass_fuse_attn_rope(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+        int ropes = 0, fused = 0;
+        for (int32_t i = 0; i < g->n_nodes; i++) {
+            const ir_node *n = &g->nodes[i];
+            ropes += n->op == IR_OP_ROPE;
+            if (n->op != IR_OP_ATTENTION || !ir_attn_q_rope(n).n_rot) continue;
+            fused++;
+            CHECK(ir_attn_block_size(n) == 16 && g->nodes[n->src[4]].op == IR_OP_BLOCK_TABLE && ir_attn_q_rope_ff(n) == n->src[5] &&
+                  !strcmp(g->nodes[n->src[5]].name, "ff") && g->nodes[n->src[0]].op == IR_OP_WEIGHT);
+            char *txt = ir_print_str(g);
+            CHECKF(txt && strstr(txt, "block_size=16 q_rope=64 mode=neox"), "paged attention with q rope prints as: %s", txt ? txt : "(null)");
+            free(txt);
+            ir_node bad = *n; /* the same sources on a contiguous attention: one too many */
+            bad.ip[3] = 0;
+            CHECK(ir_infer_shape(g, &bad) != SB_OK && strstr(sb_last_error(), "6 sources"));
+        }
+        CHECK_EQ_INT(fused, T == 1);
+        CHECK_EQ_INT(ropes, T == 1 ? 0 : 1);
+        ir_graph_free(g);
+    }
+}
+
 /* decode (T = 1): Q's rope into the attention, the attention's q8_1 output as its result 1; a
  * 2-token plan with attn_rope_max_t 1 keeps the rope, heads past attn_fuse_max_head_dim keep both;
  * a reference target changes nothing */
@@ -974,6 +1013,7 @@ int main(void) {
     case_fuse_rope_store();
     case_fuse_matmul_add();
     case_fuse_attn();
+    case_fuse_attn_rope_paged();
     case_fuse_matmul_group();
     case_fuse_group_glu();
     case_fuse_launch_store();

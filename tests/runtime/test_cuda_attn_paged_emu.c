@@ -30,7 +30,7 @@
 #include <string.h>
 
 typedef int (*paged_fn)(float *, const float *, const void *, const void *, const int32_t *, const int32_t *, const long long *, const float *,
-                        const int *, float *);
+                        const int *, const float *, float *);
 static paged_fn emu_paged;
 static uint64_t seed = 0xA77E2ull;
 
@@ -46,12 +46,20 @@ typedef struct pcase {
     int hb; /* 0: the per-head kernel; > 0: the grouped kernel, hb query heads a block */
 } pcase;
 
-/* the inputs and the reference of one launch */
+/* Q's RoPE on load: n_rot (0: none), mode (0 normal, 2 neox), with freq factors (ff 1) */
+typedef struct qrope {
+    int n_rot, mode, ff;
+} qrope;
+static const qrope no_rope = {0, 0, 0};
+
+/* the inputs and the reference of one launch; with Q's RoPE (rope.n_rot > 0) q is unrotated, qr =
+ * op_rope(q) (what the reference read) */
 typedef struct pdata {
     int64_t D, Hq, T, n_tbl;
-    float *q, *ref;
+    float *q, *qr, *ref;
     void *kc, *vc;
     const int32_t *pos, *tbl;
+    op_rope_args rope;
 } pdata;
 
 static float *rnd(int64_t n) {
@@ -94,20 +102,40 @@ static int active(int64_t p, int window, int S, int kmin) {
 }
 
 /* the emulated launch of c over d into a fresh NaN-poisoned output (split scratch NaN-poisoned too:
- * a partial read but never written shows); NULL after a deadlock */
-static float *launch(const pcase *c, const pdata *d, int S) {
+ * a partial read but never written shows); NULL after a deadlock. on_load: the kernel rotates d->q
+ * (d->rope); else it reads d->qr (rotated beforehand; d->q where there is no rope) */
+static float *launch_q(const pcase *c, const pdata *d, int S, bool on_load) {
     const int64_t n = d->D * d->Hq * d->T, ns = S > 1 ? d->T * d->Hq * S * (d->D + (c->hb > 0 ? 4 : 2)) : 0;
     float *got = malloc((size_t)n * 4), *scratch = ns ? malloc((size_t)ns * 4) : NULL;
     for (int64_t i = 0; i < n; i++) got[i] = NAN;
     for (int64_t i = 0; i < ns; i++) scratch[i] = NAN;
     const long long dims[5] = {d->D, d->Hq, c->Hkv, d->T, d->n_tbl};
-    const float f[2] = {1.0f / sqrtf((float)d->D), c->softcap};
-    const int iv[6] = {c->ctype, c->window, c->bs, S, c->kmin, c->hb};
-    const int rc = emu_paged(got, d->q, d->kc, d->vc, d->pos, d->tbl, dims, f, iv, scratch);
+    const op_rope_args *ra = &d->rope;
+    const bool rot = on_load && ra->n_rot > 0;
+    const float f[5] = {1.0f / sqrtf((float)d->D), c->softcap, rot ? powf(ra->freq_base, -2.0f / (float)ra->n_rot) : 0.0f,
+                        rot ? ra->freq_scale : 0.0f, rot ? ra->attn_factor : 0.0f};
+    const int iv[8] = {c->ctype, c->window, c->bs, S, c->kmin, c->hb, rot ? ra->n_rot : 0, rot ? ra->mode : 0};
+    const float *q = rot || !d->qr ? d->q : d->qr;
+    const int rc = emu_paged(got, q, d->kc, d->vc, d->pos, d->tbl, dims, f, iv, rot ? ra->ff : NULL, scratch);
     CHECKF(rc == 0, "emulation rc %d (a deadlock)", rc);
     free(scratch);
     if (rc) free(got);
     return rc ? NULL : got;
+}
+static float *launch(const pcase *c, const pdata *d, int S) { return launch_q(c, d, S, true); }
+
+/* Q's RoPE on load against the same launch over q rotated by op_rope beforehand: bit for bit (the
+ * kernel's rope_rot is k_rope's math, and op_rope's) */
+static void check_rope_bits(const char *label, const pcase *c, const pdata *d, const float *got) {
+    float *pre = launch_q(c, d, c->S, false);
+    if (!pre) return;
+    const int64_t n = d->D * d->Hq * d->T;
+    int64_t diff = 0;
+    for (int64_t i = 0; i < n; i++) diff += memcmp(&got[i], &pre[i], 4) != 0;
+    printf("%s q_rope=%d %s%s: %lld of %lld outputs differ from the pre-rotated launch\n", label, d->rope.n_rot,
+           d->rope.mode == 2 ? "neox" : "normal", d->rope.ff ? " ff" : "", (long long)diff, (long long)n);
+    CHECKF(diff == 0, "%s S=%d: rope on load differs from op_rope then the kernel in %lld outputs", label, c->S, (long long)diff);
+    free(pre);
 }
 
 /* c's launch against the reference; with S > 1 also unsplit, and every token with one active split
@@ -123,6 +151,7 @@ static void check(const char *label, const pcase *c, const pdata *d) {
         o += snprintf(na + o, sizeof na - (size_t)o, "%s%d", t ? "," : "", active(d->pos[t], c->window, c->S, c->kmin));
     printf("%s%s S=%d kmin=%d (active %s): NMSE %.3e%s\n", label, c->hb ? " grouped" : "", c->S, c->kmin, na, e, nan ? " (unwritten outputs)" : "");
     CHECKF(e <= 1e-10, "%s S=%d: NMSE %.3e (%lld NaN)", label, c->S, e, (long long)nan);
+    if (d->rope.n_rot) check_rope_bits(label, c, d, got);
     float *one = c->S > 1 ? launch(c, d, 1) : NULL;
     for (int64_t t = 0; one && t < d->T; t++)
         if (active(d->pos[t], c->window, c->S, c->kmin) == 1)
@@ -132,7 +161,27 @@ static void check(const char *label, const pcase *c, const pdata *d) {
     free(got);
 }
 
-static void run_case(const pcase *c) {
+/* c's Q rope (if any) into d: normal mode base 1e4 and freq scale 0.5, neox base 1e6; with freq
+ * factors (random in [1, 4)) an attention factor 1.25; d->qr = op_rope(d->q) for the reference */
+static void rope_setup(const qrope *c, pdata *d) {
+    if (!c->n_rot) return;
+    float *ff = NULL;
+    if (c->ff) {
+        ff = malloc((size_t)(c->n_rot / 2) * 4);
+        for (int i = 0; i < c->n_rot / 2; i++) ff[i] = 1.0f + 3.0f * (float)(test_rand_u64(&seed) % 1000) / 1000.0f;
+    }
+    d->rope = (op_rope_args){.D = d->D, .H = d->Hq, .n_rot = c->n_rot, .mode = c->mode, .freq_base = c->mode == 2 ? 1e6f : 1e4f,
+                             .freq_scale = c->mode == 2 ? 1.0f : 0.5f, .attn_factor = c->ff ? 1.25f : 1.0f, .ff = ff};
+    d->qr = malloc((size_t)(d->D * d->Hq * d->T) * 4);
+    op_rope(d->qr, d->q, d->pos, &d->rope, 0, d->T);
+}
+
+static void rope_free(pdata *d) {
+    free(d->qr);
+    free((void *)d->rope.ff);
+}
+
+static void run_case(const pcase *c, const qrope *qr) {
     const int64_t D = c->D, Hq = c->Hq, Hkv = c->Hkv, Dkv = D * Hkv, bs = c->bs, n_blk = 128, C = n_blk * bs;
     int64_t T = 0, last = 159; /* n_tbl: enough entries for position 159, or the deepest token */
     for (int s = 0; s < 3; s++) {
@@ -159,11 +208,13 @@ static void run_case(const pcase *c) {
                .kc = as_cache(c->ctype, kf, Dkv * C), .vc = as_cache(c->ctype, vf, Dkv * C), .pos = pos, .tbl = tbl};
     const op_attn_args oa = {.D = D, .Hq = Hq, .Hkv = Hkv, .ctype = c->ctype, .scale = 1.0f / sqrtf((float)D), .softcap = c->softcap,
                              .window = c->window, .table = tbl, .n_tbl = n_tbl, .bs = (int32_t)bs};
-    op_attention(d.ref, d.q, d.kc, d.vc, pos, &oa, 0, T * Hq, scores);
+    rope_setup(qr, &d);
+    op_attention(d.ref, d.qr ? d.qr : d.q, d.kc, d.vc, pos, &oa, 0, T * Hq, scores);
     char label[128];
     snprintf(label, sizeof label, "paged attention %s D=%lld Hq/Hkv=%lld/%lld T=%lld bs=%lld w=%d cap=%g", c->ctype == SB_TYPE_F16 ? "f16" : "f32",
              (long long)D, (long long)Hq, (long long)Hkv, (long long)T, (long long)bs, c->window, c->softcap);
     check(label, c, &d);
+    rope_free(&d);
     free(d.q), free(kf), free(vf), free(d.kc), free(d.vc), free(d.ref), free(scores), free(tbl);
 }
 
@@ -171,7 +222,7 @@ static void run_case(const pcase *c) {
  * attention of head_dim > CU_ATT_MAX_D): T tokens at positions p0.. against op_attention without a
  * table (position j at row j); the rows past the last position hold unrelated keys. c: D, Hq, Hkv,
  * ctype, window, softcap, S, kmin; bs = C */
-static void run_contig(const pcase *c, int64_t C, int64_t T, int32_t p0) {
+static void run_contig(const pcase *c, int64_t C, int64_t T, int32_t p0, const qrope *qr) {
     const int64_t D = c->D, Hq = c->Hq, Dkv = D * c->Hkv;
     int32_t pos[16], zeros[16] = {0};
     CHECKF(T <= 16, "%lld tokens: too many", (long long)T);
@@ -182,7 +233,8 @@ static void run_contig(const pcase *c, int64_t C, int64_t T, int32_t p0) {
                .kc = as_cache(c->ctype, kf, Dkv * C), .vc = as_cache(c->ctype, vf, Dkv * C), .pos = pos, .tbl = zeros};
     const op_attn_args oa = {.D = D, .Hq = Hq, .Hkv = c->Hkv, .ctype = c->ctype, .scale = 1.0f / sqrtf((float)D), .softcap = c->softcap,
                              .window = c->window};
-    op_attention(d.ref, d.q, d.kc, d.vc, pos, &oa, 0, T * Hq, scores);
+    rope_setup(qr, &d);
+    op_attention(d.ref, d.qr ? d.qr : d.q, d.kc, d.vc, pos, &oa, 0, T * Hq, scores);
     pcase cc = *c;
     cc.bs = (int)C;
     char label[128];
@@ -190,6 +242,7 @@ static void run_contig(const pcase *c, int64_t C, int64_t T, int32_t p0) {
              c->ctype == SB_TYPE_F16 ? "f16" : "f32", (long long)D, (long long)Hq, (long long)c->Hkv, (long long)T, (long long)C, (int)p0,
              c->window, c->softcap);
     check(label, &cc, &d);
+    rope_free(&d);
     free(d.q), free(kf), free(vf), free(d.kc), free(d.vc), free(d.ref), free(scores);
 }
 
@@ -214,7 +267,7 @@ int main(void) {
             {80, 6, 3, SB_TYPE_F32, 0, 5, 0, {41, 12, 1}, {1, 1, 4}, 32, 1, 0},     /* splits of 1-2 keys: warps without keys */
             {64, 4, 4, SB_TYPE_F32, 200, 16, 50.0f, {500, 33, 256}, {1, 3, 1}, 2, 0, 0}, /* window 200 of depth 500, softcap */
         };
-        for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) run_case(&cs[k]);
+        for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) run_case(&cs[k], &no_rope);
         const struct { pcase c; int64_t C, T; int32_t p0; } ct[] = {
             {{512, 4, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 1, 0, 0}, 300, 1, 250},      /* a decode step deep in the cache */
             {{512, 2, 2, SB_TYPE_F32, 24, 0, 30.0f, {0}, {0}, 1, 0, 0}, 64, 3, 0},    /* prefill from 0, window, softcap */
@@ -224,7 +277,7 @@ int main(void) {
             {{512, 2, 2, SB_TYPE_F32, 24, 0, 30.0f, {0}, {0}, 2, 4, 0}, 64, 3, 40},   /* window, softcap: 2 of 2 */
             {{320, 2, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 5, 8, 0}, 40, 2, 38},        /* 5 of 5 in the last rows */
         };
-        for (size_t k = 0; k < sizeof ct / sizeof ct[0]; k++) run_contig(&ct[k].c, ct[k].C, ct[k].T, ct[k].p0);
+        for (size_t k = 0; k < sizeof ct / sizeof ct[0]; k++) run_contig(&ct[k].c, ct[k].C, ct[k].T, ct[k].p0, &no_rope);
         /* the grouped kernel (hb heads of a kv head a block, F16, D 256 / 512): G 1 / 2 / 4 / 8, one
          * or two blocks a kv head, unsplit and split (the float4 merge), windows, softcaps */
         const pcase gs[] = {
@@ -236,7 +289,7 @@ int main(void) {
             {512, 4, 2, SB_TYPE_F16, 0, 64, 0, {2500, 1000, 0}, {1, 2, 3}, 128, 0, 2},   /* 40 of 128 (kmin 64), 16, 1 */
             {512, 4, 1, SB_TYPE_F16, 0, 16, 0, {3, 130, 0}, {1, 1, 2}, 1, 0, 4},         /* unsplit, shallow */
         };
-        for (size_t k = 0; k < sizeof gs / sizeof gs[0]; k++) run_case(&gs[k]);
+        for (size_t k = 0; k < sizeof gs / sizeof gs[0]; k++) run_case(&gs[k], &no_rope);
         const struct { pcase c; int64_t C, T; int32_t p0; } gt[] = {
             {{512, 8, 2, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 65, 0, 4}, 2100, 1, 2047},       /* gemma4-e4b's global layer: 32 of 65 of 64 keys */
             {{256, 8, 2, SB_TYPE_F16, 512, 0, 0, {0}, {0}, 64, 0, 4}, 5100, 1, 4999},     /* its sliding layer past the window: 8 of 64 */
@@ -244,7 +297,24 @@ int main(void) {
             {{512, 8, 1, SB_TYPE_F16, 0, 0, 30.0f, {0}, {0}, 3, 1, 4}, 10, 8, 0},         /* 8 tokens at depth 1..8, softcap */
             {{256, 8, 8, SB_TYPE_F16, 100, 0, 0, {0}, {0}, 7, 16, 1}, 400, 3, 300},      /* G 1, window 100: 7 of 7 */
         };
-        for (size_t k = 0; k < sizeof gt / sizeof gt[0]; k++) run_contig(&gt[k].c, gt[k].C, gt[k].T, gt[k].p0);
+        for (size_t k = 0; k < sizeof gt / sizeof gt[0]; k++) run_contig(&gt[k].c, gt[k].C, gt[k].T, gt[k].p0, &no_rope);
+        /* Q's RoPE on load (pass fuse_attn_rope): normal / neox, all or part of the dims, freq factors,
+         * deep positions; unsplit and split, the per-head and the grouped kernel */
+        const struct { pcase c; qrope r; } rs[] = {
+            {{64, 14, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 90}, {1, 5, 1}, 1, 0, 0}, {64, 2, 0}},      /* qwen2's heads, neox, a prefill chunk */
+            {{128, 8, 2, SB_TYPE_F32, 0, 16, 0, {300, 15, 600}, {1, 1, 1}, 5, 0, 0}, {128, 0, 1}},  /* normal, freq factors, split */
+            {{80, 6, 3, SB_TYPE_F16, 0, 5, 0, {41, 12, 1}, {1, 1, 4}, 32, 1, 0}, {32, 2, 0}},       /* part of the dims, splits of 1-2 keys */
+            {{256, 2, 1, SB_TYPE_F16, 24, 8, 30.0f, {70, 5, 100}, {2, 3, 1}, 5, 4, 0}, {256, 2, 1}}, /* window, softcap, ff */
+            {{256, 8, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 90}, {1, 5, 1}, 1, 0, 4}, {256, 2, 0}},     /* grouped, G 4 */
+            {{256, 8, 1, SB_TYPE_F16, 24, 8, 30.0f, {70, 5, 100}, {2, 3, 1}, 5, 4, 8}, {128, 0, 1}}, /* grouped G 8, split, part, ff */
+            {{512, 8, 2, SB_TYPE_F16, 0, 16, 0, {200, 0, 127}, {1, 3, 1}, 32, 4, 4}, {512, 2, 1}},  /* grouped D 512, 29 of 32 */
+        };
+        for (size_t k = 0; k < sizeof rs / sizeof rs[0]; k++) run_case(&rs[k].c, &rs[k].r);
+        const struct { pcase c; int64_t C, T; int32_t p0; qrope r; } rt[] = {
+            {{512, 4, 1, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 5, 0, 0}, 300, 1, 250, {512, 2, 0}}, /* a contiguous cache as one block */
+            {{320, 2, 1, SB_TYPE_F32, 0, 0, 0, {0}, {0}, 1, 0, 0}, 40, 2, 38, {64, 0, 1}},
+        };
+        for (size_t k = 0; k < sizeof rt / sizeof rt[0]; k++) run_contig(&rt[k].c, rt[k].C, rt[k].T, rt[k].p0, &rt[k].r);
     }
     emu_build_done(h);
     return test_summary();

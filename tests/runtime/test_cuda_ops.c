@@ -13,7 +13,7 @@
  * window, softcap, heads of 320 and 512 on the paged kernel (with key splits),
  * prefill and split-K decode; both k_attention.cu variants; variant 4's decode kernel k_attn_decode.cu
  * at depths 0..4100 with several steps on one executor; paged attention (k_attn_paged.cu: tokens of
- * three sequences with shuffled block tables in one step); the flash-attention prefill of k_fattn.cu
+ * three sequences with shuffled block tables in one step; at decode with Q's RoPE on load); the flash-attention prefill of k_fattn.cu
  * and, for F16 caches with head_dim 64 / 128, of k_fattn_mma.cu on tensor cores — then without it),
  * the int8 tensor-core prefill GEMM (k_mma.cu) on model shapes with ragged tiles, and its small-T
  * split-K path (cu_config.mma_small) over every type x T 9..64 x N 16..9000; large-T GEMMs through
@@ -1038,6 +1038,69 @@ static void test_paged_attention(void) {
     }
 }
 
+/* RoPE(q) then paged attention, a decode (T = 1) of one sequence through a shuffled block table (its
+ * K/V stored at its slot first; the other blocks hold unrelated keys): with the fusions on, the paged
+ * kernel rotates q as it loads it (pass fuse_attn_rope; device/attn_paged.cuh pa_q_rope) and the ROPE
+ * launch goes — one kernel fewer, the output bit for bit the unfused run's (rope_rot is k_rope's math).
+ * Normal / neox, part of the dims, freq factors, a window and softcap, the key split (deep tokens),
+ * and the grouped kernel (attn_gqa 8: F16 at head_dim 256, G 4). */
+static void test_paged_rope_attention(void) {
+    struct { int64_t D, Hq, Hkv; int ctype, window, bs; float softcap; int32_t p; int mode, n_rot, gqa, ff; } cs[] = {
+        {64, 14, 2, SB_TYPE_F16, 0, 16, 0, 37, IR_ROPE_NEOX, 64, 0, 0},       /* qwen2.5-0.5b's heads */
+        {128, 8, 2, SB_TYPE_F32, 0, 16, 0, 1000, IR_ROPE_NORMAL, 128, 0, 1},  /* deep: key splits; freq factors */
+        {80, 6, 3, SB_TYPE_F16, 24, 5, 30.0f, 300, IR_ROPE_NEOX, 32, 0, 0},   /* part of the dims, window, softcap, bs 5 */
+        {128, 16, 8, SB_TYPE_F16, 0, 32, 0, 4000, IR_ROPE_NEOX, 128, 0, 1},   /* llama-like, deep */
+        {256, 8, 2, SB_TYPE_F16, 0, 16, 0, 2047, IR_ROPE_NEOX, 256, 8, 0},    /* grouped kernel, split */
+        {256, 4, 1, SB_TYPE_F16, 0, 16, 30.0f, 5, IR_ROPE_NORMAL, 128, 8, 1}, /* grouped, shallow, softcap, ff */
+    };
+    const bool bits_was = fused_bits;
+    fused_bits = true;
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int64_t D = cs[k].D, Hq = cs[k].Hq, Hkv = cs[k].Hkv, Dkv = D * Hkv, bs = cs[k].bs, n_tbl = cs[k].p / bs + 1;
+        const int64_t n_blk = 2 * n_tbl > 64 ? 2 * n_tbl : 64, C = n_blk * bs;
+        int32_t *blocks = malloc((size_t)n_blk * 4), *tbl = malloc((size_t)n_tbl * 4), pos[1] = {cs[k].p}, slots[1];
+        for (int i = 0; i < n_blk; i++) blocks[i] = i;
+        for (int i = n_blk - 1; i > 0; i--) {
+            const int j = (int)(test_rand_u64(&seed) % (uint64_t)(i + 1)), x = blocks[i];
+            blocks[i] = blocks[j], blocks[j] = x;
+        }
+        for (int64_t e = 0; e < n_tbl; e++) tbl[e] = blocks[e];
+        slots[0] = (int32_t)(tbl[pos[0] / bs] * bs + pos[0] % bs);
+        float *ff = malloc((size_t)(cs[k].n_rot / 2) * 4);
+        for (int i = 0; i < cs[k].n_rot / 2; i++) ff[i] = 1.0f + 3.0f * (float)(test_rand_u64(&seed) % 1000) / 1000.0f;
+        attn_data ad = attn_data_new(cs[k].ctype, D, Hq, Dkv, 1, C);
+        ir_graph *g;
+        ir_graph_create(&g);
+        const attn_refs in = attn_inputs(g, cs[k].ctype, D, Hq, Dkv, 1, C);
+        ir_ref pr = ir_input_pos(g, 1), sr = ir_input_slots(g, 1), tr = ir_input_block_table(g, n_tbl, 1);
+        ir_ref ffr = cs[k].ff ? ir_input_weight(g, "ff", SB_TYPE_F32, (int64_t[4]){cs[k].n_rot / 2, 1, 1, 1}) : IR_NONE;
+        ir_rope_params rp = {.n_rot = cs[k].n_rot, .mode = cs[k].mode, .freq_base = cs[k].mode == IR_ROPE_NEOX ? 1e6f : 1e4f,
+                             .freq_scale = cs[k].ff ? 1.0f : 0.5f};
+        ir_ref qrot = ir_rope(g, in.q, pr, ffr, &rp);
+        ir_ref k2 = ir_kv_store(g, in.kc, in.kn, sr), v2 = ir_kv_store(g, in.vc, in.vn, sr);
+        ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 1.0f / sqrtf((float)D), .window = cs[k].window,
+                             .softcap = cs[k].softcap};
+        ir_output(g, ir_attention_paged(g, qrot, k2, v2, pr, tr, (int32_t)bs, &ap), "y");
+        binds b = attn_binds(&ad, pos);
+        b.name[5] = "slots", b.data[5] = slots;
+        b.name[6] = "block_table", b.data[6] = tbl;
+        b.name[7] = "ff", b.data[7] = ff;
+        b.n = 8;
+        char label[128];
+        snprintf(label, sizeof label, "rope(q)+paged attention%s %s D=%lld Hq/Hkv=%lld/%lld p=%d %s n_rot %d%s w=%d cap=%g",
+                 cs[k].gqa ? " (attn_gqa 8)" : "", ir_dtype_name(cs[k].ctype), (long long)D, (long long)Hq, (long long)Hkv, (int)cs[k].p,
+                 cs[k].mode == IR_ROPE_NEOX ? "neox" : "normal", cs[k].n_rot, cs[k].ff ? " ff" : "", cs[k].window, cs[k].softcap);
+        const int gqa_was = tc_cfg.attn_gqa;
+        tc_cfg.attn_gqa = cs[k].gqa;
+        expect_fused(g, &b, label, 1e-9, 1);
+        tc_cfg.attn_gqa = gqa_was;
+        ir_graph_free(g);
+        attn_data_free(&ad);
+        free(tbl), free(blocks), free(ff);
+    }
+    fused_bits = bits_was;
+}
+
 /* RoPE(q) then attention (kv_store of fresh k/v first): with the fusion on, the attention rotates q
  * as it loads it (k_attn's rope_pair) and the ROPE kernel is skipped */
 static void test_rope_attention(void) {
@@ -1894,6 +1957,7 @@ int main(void) {
     test_rope_wide();
     test_attention();
     test_paged_attention();
+    test_paged_rope_attention();
     test_rope_attention();
     test_wide_attention();
     test_decode_attention_v4();

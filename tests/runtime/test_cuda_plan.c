@@ -6,8 +6,8 @@
  * exec_cuda_check's refusals (a weight type without a CUDA kernel: SB_ERR_MODEL_TENSOR_TYPE naming
  * the tensor; head_dim > 256: SB_ERR_UNSUPPORTED), and a CUDA session on a machine without a
  * usable GPU failing with SB_ERR_DEVICE (never a crash) while a CPU session still works; the
- * paged decoder (the batched engine's) passes the check, and no executor fusion of it treats the
- * slots as positions or takes the paged attention's q or output.
+ * paged decoder (the batched engine's) passes the check, no executor fusion of it treats the slots
+ * as positions or takes the paged attention's output, and its decode (T = 1) attentions rotate q.
  * SKIPs (exit 0) in a build without the CUDA backend.
  */
 #include "runtime/exec_cuda.h"
@@ -154,7 +154,8 @@ static void test_tune(void) {
 /* The qwen2 test model's paged decoder (as runtime/batch.c builds it) for the CUDA target, at T
  * tokens, planned as on an H200: it passes exec_cuda_check, and of the executor's fusions none
  * writes a cache through a RoPE or a GEMV at the rope's positions when the store's rows are the
- * slots, and no paged attention takes Q's rope or writes its output quantized. */
+ * slots; each paged attention takes Q's rope (at its logical positions, no ROPE node left before
+ * it) exactly where the target asks (T <= attn_rope_max_t), and none writes its output quantized. */
 static void test_paged_plan(int64_t T) {
     rt_model *m;
     if (rt_model_load(test_data_path("models/test-qwen2-q4_k_m.gguf"), NULL, &m) != SB_OK) {
@@ -174,15 +175,21 @@ static void test_paged_plan(int64_t T) {
     if (p) CHECKF(exec_cuda_check(p) == SB_OK, "paged plan T=%lld: %s", (long long)T, sb_last_error());
     if (p && cuda_fusions_plan(p, &f, &cu_config_default) == SB_OK) {
         const ir_graph *pg = p->g;
-        int32_t n_attn = 0, n_fused = 0;
+        int32_t n_attn = 0, n_fused = 0, n_rope = 0;
         for (int32_t i = 0; i < pg->n_nodes; i++) {
             const ir_node *n = &pg->nodes[i];
             n_fused += f.skip[i] + planner_fused(n);
             if (n->op == IR_OP_ATTENTION) {
+                const bool want_rope = T <= t.attn_rope_max_t;
                 n_attn++;
-                CHECKF(ir_attn_block_size(n) > 0 && !ir_attn_q_rope(n).n_rot && ir_attn_quant_type(n) < 0,
-                       "T=%lld: attention %%%d: paged %d, q rope %d, quantized output %d", (long long)T, (int)i, (int)ir_attn_block_size(n),
-                       (int)ir_attn_q_rope(n).n_rot, (int)ir_attn_quant_type(n));
+                n_rope += ir_attn_q_rope(n).n_rot > 0;
+                CHECKF(ir_attn_block_size(n) > 0 && (ir_attn_q_rope(n).n_rot > 0) == want_rope && ir_attn_quant_type(n) < 0,
+                       "T=%lld: attention %%%d: paged %d, q rope %d (wanted %d), quantized output %d", (long long)T, (int)i,
+                       (int)ir_attn_block_size(n), (int)ir_attn_q_rope(n).n_rot, (int)want_rope, (int)ir_attn_quant_type(n));
+                CHECKF(pg->nodes[n->src[3]].op == IR_OP_POS && pg->nodes[n->src[4]].op == IR_OP_BLOCK_TABLE &&
+                       (pg->nodes[n->src[0]].op == IR_OP_ROPE) == !want_rope,
+                       "T=%lld: attention %%%d reads q from %s, positions from %s, its table from %s", (long long)T, (int)i,
+                       ir_ops[pg->nodes[n->src[0]].op].name, ir_ops[pg->nodes[n->src[3]].op].name, ir_ops[pg->nodes[n->src[4]].op].name);
             }
             const int32_t store = n->op == IR_OP_ROPE_STORE ? i : n->op == IR_OP_MATMUL ? f.vstore[i] : -1;
             if (store >= 0)
@@ -190,7 +197,8 @@ static void test_paged_plan(int64_t T) {
                        "but the store's rows are %s", (long long)T, (int)i, (int)store, ir_ops[pg->nodes[pg->nodes[store].src[2]].op].name);
         }
         CHECK_EQ_INT(n_attn, m->hp.n_layer);
-        printf("qwen2 test model, paged, T=%lld: %d nodes fused away\n", (long long)T, (int)n_fused);
+        printf("qwen2 test model, paged, T=%lld: %d nodes fused away (%d paged attentions rotate q)\n", (long long)T, (int)n_fused,
+               (int)n_rope);
         CHECK(n_fused > 0); /* the other fusions still apply (GEMV epilogues, groups) */
     }
     cuda_fusions_free(&f);

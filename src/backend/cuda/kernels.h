@@ -304,6 +304,11 @@ typedef struct cu_attn_paged_args {
     int hb;               /* 0: a block per query head (k_attn_paged); 1..8: the grouped kernel, hb query heads
                            * of one kv head a block, each K/V row read once for them (k_attn_paged_gqa: F16,
                            * D 256 or 512, hb D <= 2048, hb | Hq / Hkv, S <= CU_ATT_PAGED_GQA_MAX_SPLITS) */
+    /* Q's RoPE applied as q is loaded (pass fuse_attn_rope; cu_attn_args' fields, the same math as
+     * cu_rope bit for bit, at each token's pos[t]): q_rot = 0 none, else q is the unrotated [D,Hq,T] */
+    int q_rot, q_mode;
+    float q_theta_scale, q_freq_scale, q_attn_factor;
+    const float *q_ff;
 } cu_attn_paged_args;
 #define CU_ATT_PAGED_MAX_SPLITS 32
 #define CU_ATT_PAGED_GQA_MAX_SPLITS 128

@@ -6,7 +6,9 @@
  * unrotated q intact until the attention reads it, so nothing here depends on the memory plan.
  * Targets whose attention kernels rotate q ask for it, for at most attn_rope_max_t tokens (CUDA:
  * a decode step; prefill plans keep Q's rope in their rope-jobs launch) and heads of at most
- * attn_fuse_max_head_dim dims (0: any).
+ * attn_fuse_max_head_dim dims (0: any). Paged attentions (a block table) take it the same way: their
+ * rope and attention both read the logical positions (pos), so only the freq factors' slot differs
+ * (src[5] after the table, ir_attn_q_rope_ff_slot).
  * Layer 2 (graph). Pre: verified. Post: verified; the rope is dropped.
  *
  * before (T = 1):
@@ -28,14 +30,14 @@ sb_status pass_fuse_attn_rope(ir_graph *g, const pass_ctx *cx) {
     bool changed = false;
     for (int32_t i = 0; i < n; i++) {
         ir_node *a = &g->nodes[i];
-        if (a->op != IR_OP_ATTENTION || ir_attn_block_size(a) || ir_attn_q_rope(a).n_rot) continue;
+        if (a->op != IR_OP_ATTENTION || ir_attn_q_rope(a).n_rot) continue;
         const ir_node *r = &g->nodes[a->src[0]];
         if (r->op != IR_OP_ROPE || uses[a->src[0]] != 1 || r->src[1] != a->src[3]) continue;
         if (cx->target && r->ne[2] > cx->target->attn_rope_max_t) continue;
         if (cx->target && cx->target->attn_fuse_max_head_dim > 0 && ir_attn_of(a).head_dim > cx->target->attn_fuse_max_head_dim) continue;
         a->ip[5] = ir_rope_of(r).n_rot, a->ip[6] = ir_rope_of(r).mode;
         a->fp[2] = ir_rope_of(r).freq_base, a->fp[3] = ir_rope_of(r).freq_scale, a->fp[4] = ir_rope_attn_factor(r);
-        a->src[4] = r->src[2]; /* freq factors or IR_NONE */
+        a->src[ir_attn_q_rope_ff_slot(a)] = r->src[2]; /* freq factors or IR_NONE */
         a->src[0] = r->src[0];
         changed = true;
     }
