@@ -6,10 +6,16 @@
  * ew chain: the FUSED node's steps (add/mul with a broadcast or full operand, scale, softcap,
  * silu, gelu (ggml's fp16-table GELU emulated: fp16(gelu(fp16(x))), identity above 10, 0 below
  * -10), rms_norm with the sum of squares in double as the CPU reference); glu: act(g) * u.
+ * ew chain with a quantize tail (pass fuse_chain_quant): the chain's row, then that row quantized
+ * (device/act_quant.cuh's quant_row) as it is or rms-normalised [* w] first, its sum of squares in
+ * the order of the kernel the unfused RMS_NORM_QUANT takes — the bits of cu_ew_rows followed by
+ * cu_quantize_act / cu_rms_norm_quant.
  * Geometry: get/select/slice: grid (E/256, rows), one thread per element (slice: the y blocks walk
  * its n * outer rows, at most 65535 of them a pass). ew chain: one 256-thread block
  * per row; thread i owns elements i, i+256, ... through every step, so only the rms_norm step
- * needs a block reduction (warp shuffles + 8 partials in shared memory).
+ * needs a block reduction (warp shuffles + 8 partials in shared memory). With a quantize tail: one
+ * 1024-thread block per row (the chain's sums by its first 256 threads, as k_ew_rows's), a barrier,
+ * then the quantizer's layout (warp w: quantization blocks w, w + 32, ...).
  * Traffic: get_rows reads T rows of the table (T*E*bytes/elem) and writes 4*T*E; slice reads and
  * writes 4*E*n*outer each; a chain reads x once, each operand once and writes dst once (later steps
  * hit L1): 8*E*T + 4*E*T per operand,
@@ -18,7 +24,7 @@
  * tests/runtime/test_cuda_ops.c and the whole-model tests.
  */
 #include "backend/cuda/cu_launch.cuh"
-#include "backend/cuda/device/common.cuh"
+#include "backend/cuda/device/act_quant.cuh"
 
 // ---- get_rows / select_rows ----
 
@@ -69,22 +75,25 @@ extern "C" sb_status cu_slice_rows(cu_stream s, float *dst, const float *x, int6
 
 #define EW_THREADS 256
 
-__global__ void __launch_bounds__(EW_THREADS) k_ew_rows(float *dst, const float *x, int64_t E, cu_ew_chain c) {
-    CU_PDL_ENTRY();
-    __shared__ double part[EW_THREADS / 32];
-    const int64_t r = blockIdx.x;
-    float *y = dst + r * E;
-    const float *in = x + r * E;
+/* the chain's steps over one row (y: its dst row, in: its x row) by a block of NT threads, thread t
+ * owning elements t, t + NT, ...; an rms_norm step sums its squares as k_ew_rows's EW_THREADS do
+ * (thread t of them: elements t, t + EW_THREADS, ... in double, then the warp butterflies and the
+ * warp partials in order; threads past them wait), so every NT gives k_ew_rows's bits. part:
+ * EW_THREADS / 32 doubles of shared memory, free again when this returns. */
+template <int NT>
+static __device__ __forceinline__ void ew_chain_row(float *y, const float *in, int64_t r, int64_t E, const cu_ew_chain &c, double *part) {
     for (int k = 0; k < c.n; k++) {
         const cu_ew_step st = c.st[k];
         if (st.op == CU_EW_RMS_NORM) {
+            if (NT != EW_THREADS) __syncthreads(); /* the summing threads read values other threads wrote */
             double acc = 0.0;
-            for (int64_t i = threadIdx.x; i < E; i += EW_THREADS) {
-                const float v = in[i];
-                acc += (double)(v * v);
-            }
+            if (threadIdx.x < EW_THREADS)
+                for (int64_t i = threadIdx.x; i < E; i += EW_THREADS) {
+                    const float v = in[i];
+                    acc += (double)(v * v);
+                }
             acc = warp_sum_d(acc);
-            if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = acc;
+            if ((threadIdx.x & 31) == 0 && threadIdx.x < EW_THREADS) part[threadIdx.x / 32] = acc;
             __syncthreads();
             double sum = 0.0;
 #pragma unroll
@@ -92,10 +101,10 @@ __global__ void __launch_bounds__(EW_THREADS) k_ew_rows(float *dst, const float 
             __syncthreads(); /* part is reused by a later rms step */
             const float mean = (float)(sum / (double)E);
             const float sc = 1.0f / sqrtf(mean + st.f);
-            for (int64_t i = threadIdx.x; i < E; i += EW_THREADS) y[i] = in[i] * sc;
+            for (int64_t i = threadIdx.x; i < E; i += NT) y[i] = in[i] * sc;
         } else {
             const float *o = st.opd ? (st.bcast ? st.opd : st.opd + r * E) : NULL;
-            for (int64_t i = threadIdx.x; i < E; i += EW_THREADS) {
+            for (int64_t i = threadIdx.x; i < E; i += NT) {
                 const float v = in[i];
                 float out;
                 switch (st.op) {
@@ -114,10 +123,88 @@ __global__ void __launch_bounds__(EW_THREADS) k_ew_rows(float *dst, const float 
     }
 }
 
+__global__ void __launch_bounds__(EW_THREADS) k_ew_rows(float *dst, const float *x, int64_t E, cu_ew_chain c) {
+    CU_PDL_ENTRY();
+    __shared__ double part[EW_THREADS / 32];
+    const int64_t r = blockIdx.x;
+    ew_chain_row<EW_THREADS>(dst + r * E, x + r * E, r, E, c, part);
+}
+
 extern "C" sb_status cu_ew_rows(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows, const cu_ew_chain *c) {
     if (rows <= 0) return SB_OK;
     cu_launch(k_ew_rows, (unsigned)rows, EW_THREADS, (cudaStream_t)s, dst, x, E, *c);
     return cu_after_launch("k_ew_rows");
+}
+
+// ---- elementwise chains with a quantize tail ----
+
+/* The RMSNorm scale of row y as act_build<XQ, 256> (k_act_rows, cu_config.act_fast) sums it: thread
+ * (warp w < 8, lane l) takes values 32k + l of quantization blocks w, w + 8, ... in that order, in
+ * double, then the warp butterflies and the 8 warp partials in order; every thread returns it. */
+template <int XQ>
+static __device__ __forceinline__ float act_layout_rms_scale(const float *y, int64_t E, float eps, double *part) {
+    constexpr int BS = XQ == CU_T_Q8_1 ? 32 : 256, PER = BS / 32, NW = 256 / 32;
+    const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+    double acc = 0.0;
+    if (wp < NW)
+        for (int64_t bk = wp; bk < E / BS; bk += NW)
+#pragma unroll
+            for (int k = 0; k < PER; k++) {
+                const float v = y[bk * BS + 32 * k + lane];
+                acc += (double)(v * v);
+            }
+    acc = warp_sum_d(acc);
+    if (lane == 0 && wp < NW) part[wp] = acc;
+    __syncthreads();
+    double sum = 0.0;
+#pragma unroll
+    for (int k = 0; k < NW; k++) sum += part[k];
+    const float mean = (float)(sum / (double)E);
+    return 1.0f / sqrtf(mean + eps);
+}
+
+/* tail kinds: the row as it is (cu_quantize_act), rms-normalised [* w] with the 1024-thread norm
+ * kernel's sum (k_rms_norm_quant, and the generated norm quantizers), or with act_build's */
+enum { EWQ_PLAIN = 0, EWQ_NORM = 1, EWQ_NORM_ACT = 2 };
+#define EWQ_THREADS 1024
+
+template <int XQ, int TAIL>
+__global__ void __launch_bounds__(EWQ_THREADS) k_ew_quant_rows(float *dst, const float *x, int64_t E, cu_ew_chain c, uint8_t *q, const float *qw,
+                                                              float eps) {
+    CU_PDL_ENTRY();
+    __shared__ double part[EWQ_THREADS / 32];
+    const int64_t r = blockIdx.x;
+    float *y = dst + r * E;
+    ew_chain_row<EWQ_THREADS>(y, x + r * E, r, E, c, part);
+    __syncthreads(); /* the tail reads values other threads wrote */
+    uint8_t *qr = q + act_row_bytes(XQ, E) * (uint64_t)r;
+    if (TAIL == EWQ_PLAIN) {
+        quant_row<XQ, EWQ_THREADS>(qr, E, src_plain{y});
+        return;
+    }
+    const float sc = TAIL == EWQ_NORM ? block_rms_scale<EWQ_THREADS>(y, NULL, NULL, E, eps, part) : act_layout_rms_scale<XQ>(y, E, eps, part);
+    quant_row<XQ, EWQ_THREADS>(qr, E, src_norm{y, qw, sc});
+}
+
+template <int XQ>
+static void ew_quant_launch(cudaStream_t st, int tail, float *dst, const float *x, int64_t E, int64_t rows, const cu_ew_chain *c, void *q,
+                            const float *qw, float eps) {
+    if (tail == EWQ_PLAIN) cu_launch(k_ew_quant_rows<XQ, EWQ_PLAIN>, (unsigned)rows, EWQ_THREADS, st, dst, x, E, *c, (uint8_t *)q, qw, eps);
+    else if (tail == EWQ_NORM) cu_launch(k_ew_quant_rows<XQ, EWQ_NORM>, (unsigned)rows, EWQ_THREADS, st, dst, x, E, *c, (uint8_t *)q, qw, eps);
+    else cu_launch(k_ew_quant_rows<XQ, EWQ_NORM_ACT>, (unsigned)rows, EWQ_THREADS, st, dst, x, E, *c, (uint8_t *)q, qw, eps);
+}
+
+extern "C" sb_status cu_ew_quant_rows(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows, const cu_ew_chain *c, int xq, void *q,
+                                      bool norm, const float *qw, float eps) {
+    if (rows <= 0) return SB_OK;
+    if ((xq != CU_T_Q8_1 && xq != CU_T_Q8_K) || E % (xq == CU_T_Q8_1 ? 32 : 256))
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: chain quantize tail to type %d over rows of %lld (Q8_1 or Q8_K, whole blocks)", xq, (long long)E);
+    /* the norm sums as the kernel the unfused RMS_NORM_QUANT would take (cu_add_rms_norm_quant; the
+     * generated ones follow it) */
+    const int tail = !norm ? EWQ_PLAIN : cu_cfg()->act_fast && aq_fits(xq, E, 256) ? EWQ_NORM_ACT : EWQ_NORM;
+    if (xq == CU_T_Q8_1) ew_quant_launch<CU_T_Q8_1>((cudaStream_t)s, tail, dst, x, E, rows, c, q, qw, eps);
+    else ew_quant_launch<CU_T_Q8_K>((cudaStream_t)s, tail, dst, x, E, rows, c, q, qw, eps);
+    return cu_after_launch(norm ? "k_ew_quant_rows (norm)" : "k_ew_quant_rows");
 }
 
 __global__ void k_glu(float *dst, const float *g, const float *u, int64_t n, int gelu) {
