@@ -32,8 +32,8 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     t->fuse_matmul_add = t->fuse_add_norm = t->fuse_rope_store = true;
     t->slice_view = true;             /* VIEW: a pointer at an offset (dptr) */
     /* cu_ew_quant_rows (1024 threads a row) in place of the chain's and the quantizer's kernels: decode
-     * and small batches, where launches dominate (not measured past one row yet) */
-    t->chain_quant_max_t = 8;
+     * and small batches, where launches dominate (default 8 rows; not measured past one row yet) */
+    t->chain_quant_max_t = (c ? c : &cu_config_default)->chain_quant;
     t->add_norm_writes_sum = true;     /* cu_add_rms_norm_quant reads the sum back */
     t->attn_rope_max_t = 1;            /* decode: prefill plans keep Q's rope in their rope-jobs launch (docs/cuda.md) */
     t->attn_quant_type = SB_TYPE_Q8_1; /* cu_attn_args.xq: the O projection's q8_1 blocks beside the f32 output */

@@ -977,6 +977,23 @@ static void case_fuse_chain_quant(void) {
     ir_graph *g = sandwich_graph(2);
     golden("fuse_chain_quant", g, pre, 4, pass_fuse_chain_quant, &t);
     CHECK_EQ_INT(count_tails(g), 6);
+    /* the verifier refuses a broken tail: an f32 type, a weight slot past the sources, an eps on a
+     * plain quantize, tail params without a tail */
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        ir_node *f = &g->nodes[i];
+        if (ir_fused_tail_of(f).op != IR_OP_RMS_NORM_QUANT) continue;
+        const ir_node keep = *f;
+        for (int k = 0; k < 4; k++) {
+            if (k == 0) f->ip[IR_FUSED_TAIL + 1] = SB_TYPE_F32;
+            if (k == 1) f->ip[IR_FUSED_TAIL + 2] = 6;
+            if (k == 2) f->ip[IR_FUSED_TAIL] = IR_OP_QUANTIZE, f->ip[IR_FUSED_TAIL + 2] = 0;
+            if (k == 3) f->ip[IR_FUSED_TAIL] = 0;
+            CHECKF(ir_verify(g) == SB_ERR_INTERNAL, "broken tail %d of %%%d verified", k, (int)i);
+            *f = keep;
+        }
+        CHECK(ir_verify(g) == SB_OK);
+        break;
+    }
     ir_graph_free(g);
     /* more rows than the target allows, or a target that never asks: unchanged */
     for (int k = 0; k < 2; k++) {

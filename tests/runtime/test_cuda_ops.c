@@ -55,7 +55,7 @@ static int64_t last_n;
 static bool ropek_on = false; /* cu_config.fuse_ropek (with fuse_on) */
 static bool glu_pair_on = true; /* the GLU in the gate/up launch (with fuse_on; cu_config.fuse_glu_pair, default on) */
 static bool fattn_mma = true;  /* the tensor-core flash prefill (cu_config.fattn_mma; default on) */
-static bool chain_quant_on = true; /* the planner's chain quantize tails (plan_target.chain_quant_max_t; with fuse_on) */
+static bool chain_quant_on = true; /* the planner's chain quantize tails (cu_config.chain_quant at its default; with fuse_on) */
 /* the settings every CUDA context of these tests starts from (main: the defaults); run_config adds
  * the per-run ones above */
 static cu_config tc_cfg;
@@ -70,6 +70,7 @@ static cu_config run_config(void) {
     c.fuse_ropek = fuse_on && ropek_on;
     c.fuse_glu_pair = glu_pair_on;
     c.fattn_mma = fattn_mma;
+    if (!chain_quant_on) c.chain_quant = 0;
     return c;
 }
 /* The NMSE limit of an attention with T > 1 on the flash path (variants 3 and 4): F16 caches with
@@ -128,7 +129,6 @@ static double run_cmp(ir_graph *g, const binds *b, const char *label, bool cpu_t
         plan_target_reference(&tr);
     const cu_config tcfg = run_config(); /* its fuse flag: the planner's fusions too */
     exec_cuda_target(&tcfg, &tc);
-    if (!chain_quant_on) tc.chain_quant_max_t = 0;
     double res = 1e30;
     void *dr[64], *dc[64];
     float *yr = NULL, *yc = NULL;

@@ -170,9 +170,10 @@ static void test_gemma4_launches(void) {
     CHECK(rt_build_decoder(&bld) == SB_OK);
     int32_t n[2] = {-1, -1}, tails = 0;
     for (int on = 0; on < 2; on++) {
+        cu_config c = cu_config_default;
+        c.chain_quant = on ? c.chain_quant : 0; /* SB_TUNE=chain_quant=0 */
         plan_target t;
-        exec_cuda_target(NULL, &t);
-        if (!on) t.chain_quant_max_t = 0;
+        exec_cuda_target(&c, &t);
         plan *p = NULL;
         CHECKF(plan_build(g, &t, NULL, &p) == SB_OK, "%s", sb_last_error());
         if (!p) continue;
