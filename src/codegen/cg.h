@@ -80,7 +80,8 @@ typedef struct cg_group {
 
 /* Group of node i of g, or SB_ERR_UNSUPPORTED (with the reason) when codegen does not cover it:
  * ops other than FUSED/ADD/MUL/SCALE/SOFTCAP/SILU/GELU_TANH/RMS_NORM/QUANTIZE/RMS_NORM_QUANT/
- * ADD_RMS_NORM_QUANT (with its sum's RESULT: the planner's add+norm, CG_ADD_RMS_NORM_QUANT)/GLU_QUANT, more than one rms_norm step, a quant type other than Q8_1/Q8_K, E not a multiple of
+ * ADD_RMS_NORM_QUANT (with its sum's RESULT: the planner's add+norm, CG_ADD_RMS_NORM_QUANT)/GLU_QUANT, a FUSED with a
+ * quantize tail (pass fuse_chain_quant; the executor runs it hand-written), more than one rms_norm step, a quant type other than Q8_1/Q8_K, E not a multiple of
  * the quant block, more than 65535*rows-per-block rows. add_src != IR_NONE: node i is an
  * RMS_NORM_QUANT whose input is the ADD add_src, fused (CG_ADD_RMS_NORM_QUANT; the ADD's memory
  * receives the sum). */

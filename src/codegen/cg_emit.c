@@ -77,6 +77,8 @@ sb_status cg_group_from_node(const ir_graph *g, ir_ref i, ir_ref add_src, cg_gro
     case IR_OP_FUSED: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU: case IR_OP_GELU_TANH:
     case IR_OP_RMS_NORM: {
         if (n->dtype != SB_TYPE_F32) return sb_fail(SB_ERR_UNSUPPORTED, "codegen: %s of %s", ir_ops[n->op].name, ir_dtype_name(n->dtype));
+        if (ir_fused_tail_of(n).op) /* its second result would go unwritten */
+            return sb_fail(SB_ERR_UNSUPPORTED, "codegen: fused chain %%%d with a %s tail", (int)i, ir_ops[ir_fused_tail_of(n).op].name);
         out->kind = CG_EW;
         out->ref[1] = n->src[0];
         out->n_params = 2;

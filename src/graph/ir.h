@@ -258,6 +258,23 @@ typedef struct ir_fused_step {
 static inline ir_fused_step ir_fused_step_of(const ir_node *n, int k) {
     return (ir_fused_step){.op = (ir_op)(n->ip[1 + k] & 0xff), .operand = n->ip[1 + k] >> 8, .f = n->fp[k]};
 }
+/* FUSED with a quantize tail (pass fuse_chain_quant): the chain's f32 result (result 0) is also
+ * written quantized, as it is (IR_OP_QUANTIZE) or RMS-normalised first [* a weight]
+ * (IR_OP_RMS_NORM_QUANT), as its result 1 (a RESULT node of that type). ip[8] = the tail's op (0:
+ * none), ip[9] = its type, ip[10] = the src index of the norm's weight (0: none), fp[7] = the
+ * norm's eps */
+#define IR_FUSED_TAIL 8
+typedef struct ir_fused_tail {
+    ir_op op;       /* 0: no tail */
+    int32_t type;   /* result 1's activation type */
+    int weight;     /* src index of the norm's weight, 0: none */
+    float eps;
+} ir_fused_tail;
+static inline ir_fused_tail ir_fused_tail_of(const ir_node *n) {
+    if (n->op != IR_OP_FUSED) return (ir_fused_tail){(ir_op)0, 0, 0, 0.0f};
+    return (ir_fused_tail){.op = (ir_op)n->ip[IR_FUSED_TAIL], .type = n->ip[IR_FUSED_TAIL + 1], .weight = n->ip[IR_FUSED_TAIL + 2],
+                           .eps = n->fp[IR_MAX_FUSE]};
+}
 
 // ---- multi-result nodes ----
 
@@ -268,9 +285,11 @@ static inline ir_fused_step ir_fused_step_of(const ir_node *n, int k) {
  * step; a RESULT node runs nothing. The memory plan gives each result its own memory, live from
  * the producer's step (graph/plan.c). A result nobody reads is dropped like any dead value, and
  * the producer then does not write it. Passes create them; builders never do.
- *   ADD_RMS_NORM_QUANT: result 1 = a + b (f32, a's shape). */
+ *   ADD_RMS_NORM_QUANT: result 1 = a + b (f32, a's shape).
+ *   FUSED with a tail: result 1 = the chain's result quantized (ir_fused_tail_of). */
 static inline int ir_result_count(const ir_node *n) {
     if (n->op == IR_OP_MATMUL_GROUP) return n->ip[2] ? 1 : n->ip[0]; /* a gated group: act(gate) * up alone */
+    if (n->op == IR_OP_FUSED) return n->ip[IR_FUSED_TAIL] ? 2 : 1; /* its quantize tail */
     return n->op == IR_OP_ADD_RMS_NORM_QUANT || n->op == IR_OP_ATTENTION ? 2 : 1;
 }
 /* The RESULT node holding result k (>= 1) of producer p, or IR_NONE when the graph has none. */

@@ -9,6 +9,8 @@
  * feed matmuls first), then the two add fusions: fuse_matmul_add before fuse_add_norm (a residual
  * the matmul adds as it writes costs no launch, and the norm then reads one input), fuse_add_norm
  * after fuse_norm_quant (it extends the node that pass makes). An add a chain took stays there.
+ * fuse_chain_quant after both (the chains and norm quantizers are final, and an add fuse_add_norm
+ * took is no chain's).
  * fuse_attn_quant after quantize_once (it takes the quantize nodes that pass made);
  * fuse_matmul_group after them (its members carry the addends fuse_matmul_add gave them), and
  * fuse_group_glu after it (it gates the groups that pass made).
@@ -27,6 +29,7 @@ static const pass_info pipeline[] = {
     {"fuse_elementwise", pass_fuse_elementwise},
     {"fuse_matmul_add", pass_fuse_matmul_add},
     {"fuse_add_norm", pass_fuse_add_norm},
+    {"fuse_chain_quant", pass_fuse_chain_quant},
     {"fuse_rope_store", pass_fuse_rope_store},
     {"fuse_attn_rope", pass_fuse_attn_rope},
     {"fuse_attn_quant", pass_fuse_attn_quant},

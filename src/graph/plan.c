@@ -33,6 +33,7 @@ void plan_target_cpu(plan_target *t) {
     }
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = t->fuse_rope_store = t->fuse_add_norm = true;
     t->slice_view = true;
+    t->chain_quant_max_t = INT64_MAX;
 }
 
 void plan_target_reference(plan_target *t) {

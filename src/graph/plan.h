@@ -41,6 +41,8 @@ typedef struct plan_target {
     bool add_norm_writes_sum;        /* its ADD_RMS_NORM_QUANT always writes the sum: fuse only adds whose sum is read
                                       * elsewhere too (then result 1 has memory); false: the sum may go unwritten */
     bool fuse_matmul_add;            /* run pass fuse_matmul_add (matmuls with a third source: the executor adds it) */
+    int64_t chain_quant_max_t;       /* pass fuse_chain_quant: a FUSED chain of at most this many rows also writes the
+                                      * quantized row a QUANTIZE / RMS_NORM_QUANT of its result wants (0: never) */
     /* pass fuse_matmul_group: matmuls of one activation of at most this many tokens (0: never) run as
      * one launch of at most matmul_group_max members, each one group_member_fits accepts (shape and
      * types only; NULL: all) */
@@ -87,6 +89,7 @@ sb_status pass_fuse_act_quant(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_elementwise(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_add_norm(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_chain_quant(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_matmul_add(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_attn_rope(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_matmul_group(ir_graph *g, const pass_ctx *cx);

@@ -5,7 +5,7 @@
  * e.g. `%7 = rope(%6, %1) n_rot=64 mode=neox base=1000000 fscale=1 : f32[64,8,4] "blk.0.q_rope"`.
  * Layer 2 (graph). Stable: params in a fixed order per op, floats as %.9g (round-trip exact),
  * shape with trailing 1s dropped, name quoted (omitted when empty). FUSED steps print as
- * [op args; ...] with operands as @<src index>.
+ * [op args; ...] with operands as @<src index>, a quantize tail after a bar: [...; add @2 | rms_norm_quant @3 eps=1e-06 Q8_K].
  * Non-goals: a parser (golden tests build their input graphs with the builder API).
  */
 #include "graph/ir.h"
@@ -63,6 +63,13 @@ static void print_params(const ir_node *n, FILE *f) {
             if (op == IR_OP_RMS_NORM) fprintf(f, " eps=%.9g", n->fp[i]);
             if (op == IR_OP_SCALE) fprintf(f, " s=%.9g", n->fp[i]);
             if (op == IR_OP_SOFTCAP) fprintf(f, " cap=%.9g", n->fp[i]);
+        }
+        if (ir_fused_tail_of(n).op) { /* its quantize tail: result 1 */
+            const ir_fused_tail t = ir_fused_tail_of(n);
+            fprintf(f, " | %s", (unsigned)t.op < IR_OP_COUNT ? ir_ops[t.op].name : "?");
+            if (t.weight) fprintf(f, " @%d", t.weight);
+            if (t.op == IR_OP_RMS_NORM_QUANT) fprintf(f, " eps=%.9g", t.eps);
+            fprintf(f, " %s", ir_dtype_name(t.type));
         }
         fputc(']', f);
         break;

@@ -54,6 +54,23 @@ static bool is_i32_vec(const ir_node *x) {
     return x && x->dtype == SB_TYPE_I32 && x->ne[1] == 1 && x->ne[2] == 1 && x->ne[3] == 1;
 }
 
+/* FUSED's quantize tail (ir_fused_tail_of): none, or a quantize / norm-quantize of the chain's
+ * [ne0] rows into a block type that divides ne0, the norm's weight f32 [ne0] among the sources */
+static sb_status check_fused_tail(const ir_graph *g, const ir_node *n, const ir_node *a, int ns) {
+    const ir_fused_tail t = ir_fused_tail_of(n);
+    if (!t.op) {
+        if (t.type || t.weight || n->fp[IR_MAX_FUSE] != 0.0f) FAIL("fused: tail params without a tail");
+        return SB_OK;
+    }
+    if (t.op != IR_OP_QUANTIZE && t.op != IR_OP_RMS_NORM_QUANT) FAIL("fused: tail op %d (quantize or rms_norm_quant)", (int)t.op);
+    if (!qk_valid(t.type) || t.type == SB_TYPE_F32) FAIL("fused: tail type %d is not a quantized type", t.type);
+    if (a->ne[0] % qk_get(t.type)->blck) FAIL("fused: tail: ne0 %lld not a multiple of the block", (long long)a->ne[0]);
+    if (t.weight < 0 || t.weight >= ns || (t.weight && t.op != IR_OP_RMS_NORM_QUANT)) FAIL("fused: tail weight src %d", t.weight);
+    if (t.weight && !(is_f32(S(g, n, t.weight)) && is_row_vec(S(g, n, t.weight), a))) FAIL("fused: tail weight must be f32 [ne0]");
+    if (t.op == IR_OP_QUANTIZE && n->fp[IR_MAX_FUSE] != 0.0f) FAIL("fused: quantize tail with an eps");
+    return SB_OK;
+}
+
 /* ATTENTION's fused Q rope (ir_attn_q_rope): a rotation of the head, freq factors f32 [>= n_rot/2] */
 static sb_status attn_q_rope_check(const ir_graph *g, const ir_node *n, const ir_node *q) {
     const ir_rope_params rp = ir_attn_q_rope(n);
@@ -273,6 +290,10 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
             set(&r, a->ip[4] - 1, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
             break;
         }
+        if (a->op == IR_OP_FUSED) { /* its chain's result quantized */
+            set(&r, ir_fused_tail_of(a).type, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
+            break;
+        }
         const ir_node *a0 = S(g, a, 0); /* ADD_RMS_NORM_QUANT's result 1: a + b */
         set(&r, SB_TYPE_F32, a0->ne[0], a0->ne[1], a0->ne[2], a0->ne[3]);
         break;
@@ -318,6 +339,7 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
             if (op == IR_OP_SOFTCAP && !(n->fp[i] > 0.0f)) FAIL("fused: softcap cap must be > 0");
         }
         if (reductions > 1) FAIL("fused: %d row reductions (at most 1)", reductions);
+        SB_TRY(check_fused_tail(g, n, a, ns));
         set(&r, SB_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], a->ne[3]);
         break;
     }

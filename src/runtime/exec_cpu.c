@@ -37,6 +37,7 @@ void exec_cpu_target(plan_target *t) {
     t->act_type[SB_TYPE_F16] = SB_TYPE_F16;
     t->act_type[SB_TYPE_BF16] = SB_TYPE_BF16;
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = t->fuse_rope_store = t->fuse_add_norm = true;
+    t->chain_quant_max_t = INT64_MAX; /* k_fused quantizes each row it finished, at any T */
 }
 
 // ---- capability check ----
@@ -71,16 +72,19 @@ sb_status exec_cpu_check(const plan *p) {
             if (ir_attn_q_rope(n).n_rot || ir_attn_quant_type(n) >= 0)
                 return sb_fail(SB_ERR_UNSUPPORTED, "cpu: attention %%%d with a fused q rope or quantized output", (int)i);
             break;
+        case IR_OP_FUSED: /* its quantize tail's type (pass fuse_chain_quant) */
         case IR_OP_QUANTIZE:
         case IR_OP_RMS_NORM_QUANT:
         case IR_OP_ADD_RMS_NORM_QUANT:
         case IR_OP_GLU_QUANT:
         {
-            bool ok = op_can_quantize(n->dtype); /* else cpu_quantize_act, for the formats it pairs with */
-            for (int w = 0; w < SB_TYPE_COUNT && !ok; w++) ok = cpu_act_type(w) == n->dtype;
+            const int32_t type = n->op == IR_OP_FUSED ? ir_fused_tail_of(n).type : n->dtype;
+            if (n->op == IR_OP_FUSED && !ir_fused_tail_of(n).op) break;
+            bool ok = op_can_quantize(type); /* else cpu_quantize_act, for the formats it pairs with */
+            for (int w = 0; w < SB_TYPE_COUNT && !ok; w++) ok = cpu_act_type(w) == type;
             if (!ok)
                 return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cpu: no quantizer for activation type %s (node %%%d)",
-                               ir_dtype_name(n->dtype), (int)i);
+                               ir_dtype_name(type), (int)i);
             break;
         }
         default: break;
@@ -273,6 +277,35 @@ static void k_glu(void *c, int64_t b, int64_t e, int tid) {
         cpu_geglu((float *)r->dst + b * E, (const float *)r->s[0] + b * E, (const float *)r->s[1] + b * E, (e - b) * E, op_gelu_table());
 }
 
+static void quantize_rows(int type, void *dst, const float *x, int64_t E, int64_t nrows) {
+    if (cpu_quantize_act(type, x, dst, E * nrows) == SB_OK) return;
+    uint64_t rb = op_row_bytes(type, E);
+    for (int64_t i = 0; i < nrows; i++) op_quantize_row((uint8_t *)dst + rb * (uint64_t)i, type, x + i * E, E);
+}
+
+/* rms_norm(x) [* w] of one row of E in row (this thread's scratch; x may be row: the norm reads it
+ * before writing), quantized to type into dst: the one norm-quantize of every node that has one */
+static void norm_quant_to(int type, void *dst, float *row, const float *x, const float *w, int64_t E, float eps) {
+    op_rms_norm_row(row, x, E, eps);
+    if (w) op_mul(row, row, w, E, E);
+    quantize_rows(type, dst, row, E, 1);
+}
+
+/* a FUSED chain's quantize tail (pass fuse_chain_quant): its finished rows [b,e) into result 1, as
+ * they are (k_quantize's call) or through norm_quant_to — the bits of the node it replaced */
+static void fused_tail(const run *r, int64_t b, int64_t e, int tid) {
+    const ir_fused_tail t = ir_fused_tail_of(r->n);
+    const int64_t E = r->n->ne[0];
+    const uint64_t rb = op_row_bytes(t.type, E);
+    const float *y = r->dst;
+    if (t.op == IR_OP_QUANTIZE) {
+        quantize_rows(t.type, (uint8_t *)r->dst1 + rb * (uint64_t)b, y + b * E, E, e - b);
+        return;
+    }
+    const float *w = t.weight ? r->s[t.weight] : NULL;
+    for (int64_t k = b; k < e; k++) norm_quant_to(t.type, (uint8_t *)r->dst1 + rb * (uint64_t)k, scratch(r, tid), y + k * E, w, E, t.eps);
+}
+
 static void k_fused(void *c, int64_t b, int64_t e, int tid) {
     const run *r = c;
     const ir_node *n = r->n;
@@ -284,12 +317,7 @@ static void k_fused(void *c, int64_t b, int64_t e, int tid) {
         ew_step(st.op, r->dst, in, o, o && bcast(src(r, st.operand), n), st.f, E, b, e);
         in = r->dst; /* later steps run in place */
     }
-}
-
-static void quantize_rows(int type, void *dst, const float *x, int64_t E, int64_t nrows) {
-    if (cpu_quantize_act(type, x, dst, E * nrows) == SB_OK) return;
-    uint64_t rb = op_row_bytes(type, E);
-    for (int64_t i = 0; i < nrows; i++) op_quantize_row((uint8_t *)dst + rb * (uint64_t)i, type, x + i * E, E);
+    if (r->dst1) fused_tail(r, b, e, tid);
 }
 
 static void k_quantize(void *c, int64_t b, int64_t e, int tid) {
@@ -303,9 +331,7 @@ static void k_quantize(void *c, int64_t b, int64_t e, int tid) {
  * into dst (x may be that scratch row: the norm reads it before writing) */
 static void norm_quant_row(const run *r, float *row, const float *x, const float *w, int64_t t) {
     const int64_t E = r->n->ne[0];
-    op_rms_norm_row(row, x, E, ir_f0(r->n));
-    if (w) op_mul(row, row, w, E, E);
-    quantize_rows(r->n->dtype, (uint8_t *)r->dst + op_row_bytes(r->n->dtype, E) * (uint64_t)t, row, E, 1);
+    norm_quant_to(r->n->dtype, (uint8_t *)r->dst + op_row_bytes(r->n->dtype, E) * (uint64_t)t, row, x, w, E, ir_f0(r->n));
 }
 
 static void k_norm_quant(void *c, int64_t b, int64_t e, int tid) {
@@ -740,7 +766,12 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
         case IR_OP_CONCAT: exec_cpu_concat(r.g, n, r.dst, (const float *const *)r.s); break;
         case IR_OP_SWIGLU:
         case IR_OP_GEGLU: par(pool, nt, rows_n, ir_nelem(n), k_glu, &r); break;
-        case IR_OP_FUSED: par(pool, nt, rows_n, ir_nelem(n), k_fused, &r); break;
+        case IR_OP_FUSED: {
+            const ir_ref res = ir_fused_tail_of(n).op ? ir_result_of(p->g, i, 1) : IR_NONE; /* its quantize tail's rows */
+            r.dst1 = res != IR_NONE ? ptr(&r, res) : NULL;
+            par(pool, nt, rows_n, ir_nelem(n), k_fused, &r);
+            break;
+        }
         case IR_OP_QUANTIZE: par(pool, nt, rows_n, ir_nelem(n), k_quantize, &r); break;
         case IR_OP_RMS_NORM_QUANT: par(pool, nt, rows_n, ir_nelem(n), k_norm_quant, &r); break;
         case IR_OP_GLU_QUANT: par(pool, nt, rows_n, ir_nelem(n), k_glu_quant, &r); break;

@@ -35,6 +35,9 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     if (!(c ? c : &cu_config_default)->fuse) return; /* cu_config.fuse 0: the planner's fusions off too */
     t->fuse_matmul_add = t->fuse_add_norm = t->fuse_rope_store = true;
     t->slice_view = true;             /* VIEW: a pointer at an offset (dptr) */
+    /* cu_ew_quant_rows (1024 threads a row) in place of the chain's and the quantizer's kernels: decode
+     * and small batches, where launches dominate (default 8 rows; not measured past one row yet) */
+    t->chain_quant_max_t = (c ? c : &cu_config_default)->chain_quant;
     t->add_norm_writes_sum = true;     /* cu_add_rms_norm_quant reads the sum back */
     t->attn_rope_max_t = 1;            /* decode: prefill plans keep Q's rope in their rope-jobs launch (docs/cuda.md) */
     t->attn_quant_type = SB_TYPE_Q8_1; /* cu_attn_args.xq: the O projection's q8_1 blocks beside the f32 output */
@@ -61,6 +64,9 @@ sb_status exec_cuda_check(const plan *p) {
         case IR_OP_SLICE:
             if (n->op == IR_OP_FUSED && ir_fused_steps(n) > 7)
                 return sb_fail(SB_ERR_UNSUPPORTED, "cuda: fused chain %%%d of %d steps (at most 7)", (int)i, ir_fused_steps(n));
+            if (n->op == IR_OP_FUSED && ir_fused_tail_of(n).op && ir_fused_tail_of(n).type != SB_TYPE_Q8_1 && ir_fused_tail_of(n).type != SB_TYPE_Q8_K)
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: fused chain %%%d quantizes to %s (Q8_1 or Q8_K only)", (int)i,
+                               ir_dtype_name(ir_fused_tail_of(n).type));
             if ((n->op == IR_OP_ROPE || n->op == IR_OP_ROPE_STORE) && ir_rope_of(n).n_rot / 2 > 512)
                 return sb_fail(SB_ERR_UNSUPPORTED, "cuda: rope %%%d rotates %d dims (at most 1024)", (int)i, ir_rope_of(n).n_rot);
             break;

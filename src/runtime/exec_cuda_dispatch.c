@@ -258,6 +258,11 @@ sb_status cx_run_node(crun *r, int32_t i) {
             }
         }
         r->n_kernels++;
+        const ir_fused_tail t = ir_fused_tail_of(n);
+        const ir_ref q = t.op ? ir_result_of(g, i, 1) : IR_NONE;
+        if (q != IR_NONE) /* its quantize tail (pass fuse_chain_quant): hand-written only (cx_cg_prepare leaves it) */
+            return cu_ew_quant_rows(s, dst, SP(0), n->ne[0], ir_nrows(n), &c, t.type, dptr(r, q), t.op == IR_OP_RMS_NORM_QUANT,
+                                    t.weight ? (const float *)SP(t.weight) : NULL, t.eps);
         CG_TRY(r, i);
         return cu_ew_rows(s, dst, SP(0), n->ne[0], ir_nrows(n), &c);
     }

@@ -683,7 +683,7 @@ static void test_pipeline_dump(void) {
     fclose(f);
     int np = 0;
     const pass_info *pl = pass_pipeline(&np);
-    CHECK(np == 14 && !strcmp(pl[0].name, "dce") && !strcmp(pl[12].name, "fuse_launch_store") && !strcmp(pl[13].name, "slice_view"));
+    CHECK(np == 15 && !strcmp(pl[0].name, "dce") && !strcmp(pl[13].name, "fuse_launch_store") && !strcmp(pl[14].name, "slice_view"));
     for (int i = 0; i < np; i++) {
         char key[80];
         snprintf(key, sizeof key, "IR after %s", pl[i].name);
@@ -1000,9 +1000,111 @@ static void case_fuse_launch_store(void) {
     ir_graph_free(g);
 }
 
+// ---- chains with a quantize tail ----
+
+/* gemma-shaped sandwich norms (no attention), T tokens, two layers: each layer's post-norm + residual
+ * chains, the first read by the FFN's pre-norm (an rms_norm_quant tail), the second by a matmul (a
+ * quantize tail), the third by the next pre-norm */
+static ir_graph *sandwich_graph(int64_t T) {
+    ir_graph *g = new_graph();
+    const int64_t E = 256, V = 512;
+    ir_ref x = W(g, "x", SB_TYPE_F32, E, T);
+    for (int l = 0; l < 2; l++) {
+        char nm[64];
+#define LW(s, ty, a, b) (snprintf(nm, sizeof nm, "blk.%d." s, l), W(g, nm, ty, a, b))
+        ir_ref h = ir_rms_norm(g, x, 1e-6f);
+        h = ir_mul(g, h, LW("attn_norm.weight", SB_TYPE_F32, E, 1));
+        ir_ref a = ir_matmul(g, LW("attn_q.weight", SB_TYPE_Q4_K, E, E), h);
+        a = ir_rms_norm(g, a, 1e-6f);
+        a = ir_mul(g, a, LW("post_attention_norm.weight", SB_TYPE_F32, E, 1));
+        x = ir_add(g, a, x);
+        h = ir_rms_norm(g, x, 1e-6f);
+        h = ir_mul(g, h, LW("ffn_norm.weight", SB_TYPE_F32, E, 1));
+        ir_ref f = ir_matmul(g, LW("ffn_up.weight", SB_TYPE_Q4_K, E, E), h);
+        f = ir_rms_norm(g, f, 1e-6f);
+        f = ir_mul(g, f, LW("post_ffw_norm.weight", SB_TYPE_F32, E, 1));
+        x = ir_add(g, f, x);
+        ir_ref p = ir_matmul(g, LW("inp_gate.weight", SB_TYPE_Q4_K, E, E), x);
+        p = ir_rms_norm(g, p, 1e-6f);
+        p = ir_mul(g, p, LW("post_norm.weight", SB_TYPE_F32, E, 1));
+        x = ir_set_name(g, ir_add(g, p, x), "blk.%d.out", l);
+#undef LW
+    }
+    ir_ref h = ir_rms_norm(g, x, 1e-6f);
+    h = ir_mul(g, h, W(g, "output_norm.weight", SB_TYPE_F32, E, 1));
+    ir_output(g, ir_matmul(g, W(g, "output.weight", SB_TYPE_Q4_K, E, V), h), "logits");
+    CHECK(ir_graph_status(g) == SB_OK);
+    return g;
+}
+
+static int count_tails(const ir_graph *g) {
+    int n = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++) n += ir_fused_tail_of(&g->nodes[i]).op != 0;
+    return n;
+}
+
+static void case_fuse_chain_quant(void) {
+    plan_target t;
+    test_target(&t);
+    t.chain_quant_max_t = 2;
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise};
+    ir_graph *g = sandwich_graph(2);
+    golden("fuse_chain_quant", g, pre, 4, pass_fuse_chain_quant, &t);
+    CHECK_EQ_INT(count_tails(g), 6);
+    /* the verifier refuses a broken tail: an f32 type, a weight slot past the sources, an eps on a
+     * plain quantize, tail params without a tail */
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        ir_node *f = &g->nodes[i];
+        if (ir_fused_tail_of(f).op != IR_OP_RMS_NORM_QUANT) continue;
+        const ir_node keep = *f;
+        for (int k = 0; k < 4; k++) {
+            if (k == 0) f->ip[IR_FUSED_TAIL + 1] = SB_TYPE_F32;
+            if (k == 1) f->ip[IR_FUSED_TAIL + 2] = 6;
+            if (k == 2) f->ip[IR_FUSED_TAIL] = IR_OP_QUANTIZE, f->ip[IR_FUSED_TAIL + 2] = 0;
+            if (k == 3) f->ip[IR_FUSED_TAIL] = 0;
+            CHECKF(ir_verify(g) == SB_ERR_INTERNAL, "broken tail %d of %%%d verified", k, (int)i);
+            *f = keep;
+        }
+        CHECK(ir_verify(g) == SB_OK);
+        break;
+    }
+    ir_graph_free(g);
+    /* more rows than the target allows, or a target that never asks: unchanged */
+    for (int k = 0; k < 2; k++) {
+        t.chain_quant_max_t = k ? 0 : 2;
+        g = sandwich_graph(k ? 2 : 3);
+        pass_ctx cx = {.target = &t};
+        for (int q = 0; q < 4; q++) CHECK(pre[q](g, &cx) == SB_OK);
+        check_unchanged(g, &cx, pass_fuse_chain_quant, NULL);
+        ir_graph_free(g);
+    }
+    /* a chain whose eight sources are taken keeps its norm quantizer apart (no slot for the weight);
+     * the same chain with the weight among its operands takes it */
+    t.chain_quant_max_t = 1;
+    for (int shared = 0; shared < 2; shared++) {
+        g = new_graph();
+        const int64_t E = 256;
+        ir_ref x = W(g, "x", SB_TYPE_F32, E, 1), nw = W(g, "nw", SB_TYPE_F32, E, 1);
+        for (int k = 0; k < 7; k++) {
+            char nm[16];
+            snprintf(nm, sizeof nm, "b%d", k);
+            x = ir_add(g, x, shared && k == 6 ? nw : W(g, nm, SB_TYPE_F32, E, 1));
+        }
+        ir_ref h = ir_mul(g, ir_rms_norm(g, x, 1e-6f), nw);
+        ir_output(g, ir_matmul(g, W(g, "w", SB_TYPE_Q4_K, E, 64), h), "y");
+        ir_output(g, x, "x_out");
+        pass_ctx cx = {.target = &t};
+        for (int q = 0; q < 4; q++) CHECK(pre[q](g, &cx) == SB_OK);
+        CHECK(pass_fuse_chain_quant(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+        CHECK_EQ_INT(count_tails(g), shared);
+        ir_graph_free(g);
+    }
+}
+
 int main(void) {
     test_stack();
     case_fuse_add_norm();
+    case_fuse_chain_quant();
     test_verify_results();
     case_dce();
     case_quantize_once();

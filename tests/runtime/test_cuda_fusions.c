@@ -123,12 +123,36 @@ static int32_t gated_quantize(const ir_graph *g, ir_ref grp) {
     return -1;
 }
 
+/* a chain with a quantize tail (pass fuse_chain_quant) as the chain it was: its sources but a norm
+ * weight only the tail reads */
+static void name_chain(sbuf *b, const ir_graph *g, const cuda_fusions *f, const ir_node *n, int depth) {
+    const int tw = ir_fused_tail_of(n).weight;
+    bool step_reads = false;
+    for (int k = 0; k < ir_fused_steps(n); k++) step_reads |= ir_fused_step_of(n, k).operand == tw;
+    ir_ref src[IR_MAX_SRC];
+    int ns = 0;
+    for (int k = 0; k < IR_MAX_SRC && n->src[k] != IR_NONE; k++)
+        if (!tw || k != tw || step_reads) src[ns++] = n->src[k];
+    name_list(b, g, f, "fused", src, ns, depth);
+}
+
+/* a chain's quantized row (its tail's result) as the quantizer it was */
+static void name_chain_tail(sbuf *b, const ir_graph *g, const cuda_fusions *f, ir_ref chain, int depth) {
+    const ir_node *n = &g->nodes[chain];
+    const ir_fused_tail t = ir_fused_tail_of(n);
+    const ir_ref src[2] = {chain, t.weight ? n->src[t.weight] : IR_NONE};
+    name_list(b, g, f, ir_ops[t.op].name, src, t.weight ? 2 : 1, depth);
+}
+
 /* the planner's fused nodes keep the names of the nodes they replaced (so the golden text shows
  * what changed when a fusion moved from the executor into a pass): a residual add + norm, its sum,
- * an attention rotating q, its quantized output, a gated group's quantize */
+ * an attention rotating q, its quantized output, a gated group's quantize, a chain with a quantize
+ * tail and that tail's result */
 static bool canonical_name(sbuf *b, const ir_graph *g, const cuda_fusions *f, int32_t i, int depth) {
     const ir_node *n = &g->nodes[i];
-    if (n->op == IR_OP_ADD_RMS_NORM_QUANT) name_add_norm(b, g, f, n->src[0], n->src[1], n->src[2], depth);
+    if (ir_fused_tail_of(n).op) name_chain(b, g, f, n, depth);
+    else if (n->op == IR_OP_RESULT && ir_fused_tail_of(&g->nodes[n->src[0]]).op) name_chain_tail(b, g, f, n->src[0], depth);
+    else if (n->op == IR_OP_ADD_RMS_NORM_QUANT) name_add_norm(b, g, f, n->src[0], n->src[1], n->src[2], depth);
     else if (n->op == IR_OP_QUANTIZE && ir_group_glu(&g->nodes[n->src[0]])) name_gated(b, g, f, n->src[0], depth);
     else if (n->op == IR_OP_ATTENTION && ir_attn_q_rope(n).n_rot) name_attention(b, g, f, n, depth);
     else if (n->op == IR_OP_RESULT && g->nodes[n->src[0]].op == IR_OP_ATTENTION) {
@@ -189,7 +213,7 @@ static void describe(sbuf *b, const plan *p, const cuda_fusions *f) {
     const ir_graph *g = p->g;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
-        const bool attn_out = n->op == IR_OP_RESULT && g->nodes[n->src[0]].op == IR_OP_ATTENTION;
+        const bool attn_out = n->op == IR_OP_RESULT && (g->nodes[n->src[0]].op == IR_OP_ATTENTION || g->nodes[n->src[0]].op == IR_OP_FUSED);
         const bool member = n->op == IR_OP_MATMUL_GROUP || (n->op == IR_OP_RESULT && g->nodes[n->src[0]].op == IR_OP_MATMUL_GROUP);
         if ((ir_ops[n->op].flags & OPF_INPUT) || n->op == IR_OP_RESHAPE || n->op == IR_OP_OUTPUT || (n->op == IR_OP_RESULT && !attn_out && !member))
             continue;

@@ -8,7 +8,7 @@
  * across graph replays, or uploaded), slice, matmul (q8_1 dp4a GEMV per type and
  * T = 1..13 including 8-token tiles; f32-activation GEMV for float and other types; the tiled F32
  * GEMM at T > 8 with ragged tiles and K % 4 != 0; F16/BF16 through the 128 x 128 tile), fused RMSNorm
- * chains, RMSNorm+quantize, GLU(+quantize), elementwise (scale/softcap/silu/gelu), RoPE
+ * chains, fused chains with a quantize tail (bit-identical to the kernels apart), RMSNorm+quantize, GLU(+quantize), elementwise (scale/softcap/silu/gelu), RoPE
  * NORMAL/NEOX with freq factors (also 512-dim heads), kv_store + attention (F32/F16 cache, GQA,
  * window, softcap, heads of 320 and 512 on the paged kernel (with key splits),
  * prefill and split-K decode; both k_attention.cu variants; variant 4's decode kernel k_attn_decode.cu
@@ -57,6 +57,7 @@ static int64_t last_n;
 static bool ropek_on = false; /* cu_config.fuse_ropek (with fuse_on) */
 static bool glu_pair_on = true; /* the GLU in the gate/up launch (with fuse_on; cu_config.fuse_glu_pair, default on) */
 static bool fattn_mma = true;  /* the tensor-core flash prefill (cu_config.fattn_mma; default on) */
+static bool chain_quant_on = true; /* the planner's chain quantize tails (cu_config.chain_quant at its default; with fuse_on) */
 /* the settings every CUDA context of these tests starts from (main: the defaults); run_config adds
  * the per-run ones above */
 static cu_config tc_cfg;
@@ -71,6 +72,7 @@ static cu_config run_config(void) {
     c.fuse_ropek = fuse_on && ropek_on;
     c.fuse_glu_pair = glu_pair_on;
     c.fattn_mma = fattn_mma;
+    if (!chain_quant_on) c.chain_quant = 0;
     return c;
 }
 /* The NMSE limit of an attention with T > 1 on the flash path (variants 3 and 4): F16 caches with
@@ -805,6 +807,47 @@ static void test_add_norm(void) {
             ir_graph_free(g);
             free(x), free(r), free(wn), free(wf), free(wq);
         }
+}
+
+/* gemma's sandwich norms: post-norm + residual chains whose result the next pre-norm quantizes (an
+ * rms_norm_quant tail) or a GEMV reads as it is (a quantize tail), Q8_0 (q8_1) and Q4_K (q8_K)
+ * weights, 1 and 5 rows, the norm sums in the 1024-thread and (act_fast) the register layouts: vs the
+ * reference, two kernels fewer with the tails (cu_ew_quant_rows) and byte-identical to the chain
+ * and quantizer kernels apart */
+static void test_chain_quant(void) {
+    const int64_t E = 512;
+    const int types[] = {SB_TYPE_Q8_0, SB_TYPE_Q4_K};
+    fuse_on = true;
+    for (int k = 0; k < 8; k++) {
+        const int type = types[k & 1];
+        const int64_t T = k & 2 ? 5 : 1;
+        tc_cfg.act_fast = k >= 4;
+        float *x = rnd(E * T, 2.0f), *r = rnd(E * T, 1.0f), *wn[3] = {rnd(E, 1.0f), rnd(E, 1.0f), rnd(E, 1.0f)};
+        float *wf[2] = {rnd(E * E, 0.05f), rnd(E * E, 0.05f)};
+        void *wq[2] = {quant_rows(type, wf[0], E, E), quant_rows(type, wf[1], E, E)};
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, T, 1, 1});
+        ir_ref rr = ir_input_weight(g, "r", SB_TYPE_F32, (int64_t[4]){E, T, 1, 1});
+        ir_ref n0 = ir_input_weight(g, "n0", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
+        ir_ref n1 = ir_input_weight(g, "n1", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
+        ir_ref n2 = ir_input_weight(g, "n2", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1});
+        ir_ref w0 = ir_input_weight(g, "w0", type, (int64_t[4]){E, E, 1, 1});
+        ir_ref w1 = ir_input_weight(g, "w1", type, (int64_t[4]){E, E, 1, 1});
+        ir_ref c1 = ir_add(g, ir_mul(g, ir_rms_norm(g, xr, 1e-6f), n0), rr);
+        ir_ref y1 = ir_matmul(g, w0, ir_mul(g, ir_rms_norm(g, c1, 1e-6f), n1));
+        ir_ref c2 = ir_add(g, ir_mul(g, ir_rms_norm(g, y1, 1e-6f), n2), c1);
+        ir_output(g, ir_add(g, ir_matmul(g, w1, c2), c2), "y");
+        binds b = {.name = {"x", "r", "n0", "n1", "n2", "w0", "w1"}, .data = {x, r, wn[0], wn[1], wn[2], wq[0], wq[1]}, .n = 7};
+        char label[112];
+        snprintf(label, sizeof label, "chain + quantize tails -> %s T=%lld%s", ir_dtype_name(type), (long long)T, k >= 4 ? " act_fast" : "");
+        expect_flip(g, &b, label, "tails", &chain_quant_on, 5e-4, 2, true);
+        chain_quant_on = true;
+        ir_graph_free(g);
+        free(x), free(r), free(wn[0]), free(wn[1]), free(wn[2]), free(wf[0]), free(wf[1]), free(wq[0]), free(wq[1]);
+    }
+    tc_cfg.act_fast = cu_config_default.act_fast;
+    fuse_on = false;
 }
 
 /* RMSNorm -> q8_1 rows past one wave (k_rms_norm_q8_1_rows: 600 rows, more than 2 an SM on any GPU
@@ -1952,6 +1995,7 @@ int main(void) {
     tc_cfg.gemv_reg = true;
     test_glu_pairs();
     test_add_norm();
+    test_chain_quant();
     test_norm_rows();
     test_rope();
     test_rope_wide();

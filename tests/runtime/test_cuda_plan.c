@@ -208,6 +208,65 @@ static void test_paged_plan(int64_t T) {
     rt_model_free(m);
 }
 
+/* the kernels one run of p launches, counted on the host as the executor walks it: every node that
+ * runs at its own place (no input, view, result or output; not done inside another node's launch,
+ * cuda_fusions.skip), one launch each (an attention's split merge and a GEMM's split reduce, which
+ * add one where they happen, are not counted) */
+static int32_t launches(const plan *p) {
+    cuda_fusions f = {0};
+    const cu_config *prev = cu_cfg_bind(&cu_config_default);
+    int32_t n = -1;
+    if (cuda_fusions_plan(p, &f, &cu_config_default) == SB_OK) {
+        n = 0;
+        for (int32_t i = 0; i < p->g->n_nodes; i++) {
+            const ir_op op = p->g->nodes[i].op;
+            n += !f.skip[i] && op != IR_OP_RESHAPE && op != IR_OP_VIEW && op != IR_OP_RESULT && op != IR_OP_OUTPUT &&
+                 !(ir_ops[op].flags & OPF_INPUT);
+        }
+    }
+    cu_cfg_bind(prev);
+    cuda_fusions_free(&f);
+    return n;
+}
+
+/* the gemma4 test model's decode step planned as on an H100 (132 SMs; no GPU needed), with and
+ * without the chains' quantize tails (pass fuse_chain_quant): 3 launches a layer fewer — the
+ * post-attention and post-FFN norm + residual chains and the post-norm chain take the next
+ * quantizer */
+static void test_gemma4_launches(void) {
+    rt_model *m;
+    if (rt_model_load(test_data_path("models/test-gemma4-q4_k_m.gguf"), NULL, &m) != SB_OK) {
+        printf("SKIP gemma4 launches: no test model (%s)\n", sb_last_error());
+        return;
+    }
+    exec_cuda_assume_device(9, 132);
+    ir_graph *g;
+    ir_graph_create(&g);
+    rt_build bld = {.g = g, .m = m, .T = 1, .n_out = 1, .n_ctx = 256, .kv_type = SB_TYPE_F16};
+    CHECK(rt_build_decoder(&bld) == SB_OK);
+    int32_t n[2] = {-1, -1}, tails = 0;
+    for (int on = 0; on < 2; on++) {
+        cu_config c = cu_config_default;
+        c.chain_quant = on ? c.chain_quant : 0; /* SB_TUNE=chain_quant=0 */
+        plan_target t;
+        exec_cuda_target(&c, &t);
+        plan *p = NULL;
+        CHECKF(plan_build(g, &t, NULL, &p) == SB_OK, "%s", sb_last_error());
+        if (!p) continue;
+        CHECKF(exec_cuda_check(p) == SB_OK, "%s", sb_last_error());
+        n[on] = launches(p);
+        for (int32_t i = 0; on && i < p->g->n_nodes; i++) tails += ir_fused_tail_of(&p->g->nodes[i]).op != 0;
+        plan_free(p);
+    }
+    const int64_t L = m->hp.n_layer;
+    printf("gemma4 test model decode (%lld layers), H100 plan: %d launches without the chain tails, %d with (%d tails)\n", (long long)L,
+           (int)n[0], (int)n[1], (int)tails);
+    CHECKF(tails == 3 * L && n[1] == n[0] - 3 * L, "%d tails, %d -> %d launches for %lld layers", (int)tails, (int)n[0], (int)n[1], (long long)L);
+    ir_graph_free(g);
+    exec_cuda_assume_device(0, 0);
+    rt_model_free(m);
+}
+
 int main(void) {
     test_tune();
     /* a build without the backend: the check refuses everything, nothing else to test */
@@ -221,6 +280,7 @@ int main(void) {
     plan_free(probe);
     test_paged_plan(1);
     test_paged_plan(8);
+    test_gemma4_launches();
     test_blas_rule();
 
     /* k_attn_deep's scratch serves every depth class it takes: past ~131k keys it refuses the

@@ -14,7 +14,7 @@
 const cu_config cu_config_default = {
     .graphs = 1, .direct_out = 1, .pdl = 1, .codegen = 1,
     .fuse = 1, .fuse_ropek = 1, .fuse_glu_pair = 1, .rope_inplace = 1, .mma_group = 1, .mma_pair = 1,
-    .mma_glu_pair = 1, .rope_jobs = 1, .group_jobs = 1, .norm_sums = 1,
+    .mma_glu_pair = 1, .rope_jobs = 1, .group_jobs = 1, .norm_sums = 1, .chain_quant = 8,
     .attn_variant = 4, .attn_splits = 2, .attn_kmin = 64, .attn_warp = 1 << 30, .attn_small = 128,
     .attn_class = 1, .attn_deep = 1, .attn_deep_kmin = 32, .attn_pre = 1, .attn_gqa = 8,
     .fattn_groups = 2, .fattn_split = 1, .fattn_mma = 1, .fattn_mma_tmin = 1, .fattn_ws = 1, .fattn_ws_warps = 8,
@@ -45,7 +45,7 @@ static const tune_key keys[] = {
     K(codegen, 0, 2), K(codegen_hand1, 0, 1),
     K(fuse, 0, 1), K(fuse_ropek, 0, 1), K(fuse_glu_pair, 0, 1), K(rope_inplace, 0, 1), K(mma_group, 0, 2),
     K(mma_pair, 0, 1), K(mma_glu_pair, 0, 1), K(rope_jobs, 0, 1), K(group_jobs, 0, 1),
-    K(norm_sums, 0, 1),
+    K(norm_sums, 0, 1), K(chain_quant, 0, 1 << 20),
     K(attn_variant, 1, 4), K(attn_splits, 1, 64), K(attn_kmin, 1, 1 << 20), K(attn_hpb, 0, 64),
     K(attn_warp, 0, 1 << 30), K(attn_small, 0, 128), K(attn_class, 0, 1), K(attn_deep, 0, 1),
     K(attn_deep_kmin, 32, 128), K(attn_pre, 0, 1), K(attn_gqa, 0, 8),

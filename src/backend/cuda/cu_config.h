@@ -43,6 +43,8 @@ typedef struct cu_config {
     int rope_jobs;       /* RoPE and kv_store nodes as jobs of one launch */
     int group_jobs;      /* rope jobs summing an MMA group's split partials (no reduce kernel) */
     int norm_sums;       /* RMSNorm summing the split partials of the GEMM before it */
+    int chain_quant;     /* the planner's chain quantize tails (pass fuse_chain_quant, cu_ew_quant_rows): chains of
+                          * up to this many rows (0: off; with fuse) */
     /* attention */
     int attn_variant;    /* 1, 2 (k_attention.cu), 3 (2 + flash prefill), 4 (k_attn_decode.cu + flash prefill) */
     int attn_splits;     /* decode: at most attn_splits * SMs / heads splits per head (the paged kernel: blocks per SM) */

@@ -6,19 +6,27 @@
  * ew chain: the FUSED node's steps (add/mul with a broadcast or full operand, scale, softcap,
  * silu, gelu (ggml's fp16-table GELU emulated: fp16(gelu(fp16(x))), identity above 10, 0 below
  * -10), rms_norm with the sum of squares in double as the CPU reference); glu: act(g) * u.
+ * ew chain with a quantize tail (pass fuse_chain_quant): the chain's row, then that row quantized
+ * (device/act_quant.cuh's quant_row) as it is or rms-normalised [* w] first, its sum of squares in
+ * the order of the kernel the unfused RMS_NORM_QUANT takes — the bits of cu_ew_rows followed by
+ * cu_quantize_act / cu_rms_norm_quant. The chains' device code is device/ew_rows.cuh (the host
+ * emulation runs it: tests/runtime/test_cuda_ew_quant_emu).
  * Geometry: get/select/slice: grid (E/256, rows), one thread per element (slice: the y blocks walk
  * its n * outer rows, at most 65535 of them a pass). ew chain: one 256-thread block
  * per row; thread i owns elements i, i+256, ... through every step, so only the rms_norm step
- * needs a block reduction (warp shuffles + 8 partials in shared memory).
+ * needs a block reduction (warp shuffles + 8 partials in shared memory). With a quantize tail: one
+ * 1024-thread block per row (the chain's sums by its first 256 threads, as k_ew_rows's), a barrier,
+ * then the quantizer's layout (warp w: quantization blocks w, w + 32, ...).
  * Traffic: get_rows reads T rows of the table (T*E*bytes/elem) and writes 4*T*E; slice reads and
  * writes 4*E*n*outer each; a chain reads x once, each operand once and writes dst once (later steps
  * hit L1): 8*E*T + 4*E*T per operand,
  * intensity < 1 FLOP/B, bandwidth-bound; at decode sizes (E ~ 1e3) launch latency dominates.
  * Tested against: ops_ref.c op_get_rows/op_select_rows/op_slice/op_add/.../op_rms_norm/op_geglu through
- * tests/runtime/test_cuda_ops.c and the whole-model tests.
+ * tests/runtime/test_cuda_ops.c and the whole-model tests; the chain with a quantize tail against the
+ * chain and quantizer kernels apart, byte for byte (test_cuda_ew_quant_emu on the host, test_cuda_ops).
  */
 #include "backend/cuda/cu_launch.cuh"
-#include "backend/cuda/device/common.cuh"
+#include "backend/cuda/device/ew_rows.cuh"
 
 // ---- get_rows / select_rows ----
 
@@ -67,57 +75,48 @@ extern "C" sb_status cu_slice_rows(cu_stream s, float *dst, const float *x, int6
 
 // ---- elementwise chains ----
 
-#define EW_THREADS 256
-
 __global__ void __launch_bounds__(EW_THREADS) k_ew_rows(float *dst, const float *x, int64_t E, cu_ew_chain c) {
     CU_PDL_ENTRY();
     __shared__ double part[EW_THREADS / 32];
     const int64_t r = blockIdx.x;
-    float *y = dst + r * E;
-    const float *in = x + r * E;
-    for (int k = 0; k < c.n; k++) {
-        const cu_ew_step st = c.st[k];
-        if (st.op == CU_EW_RMS_NORM) {
-            double acc = 0.0;
-            for (int64_t i = threadIdx.x; i < E; i += EW_THREADS) {
-                const float v = in[i];
-                acc += (double)(v * v);
-            }
-            acc = warp_sum_d(acc);
-            if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = acc;
-            __syncthreads();
-            double sum = 0.0;
-#pragma unroll
-            for (int w = 0; w < EW_THREADS / 32; w++) sum += part[w];
-            __syncthreads(); /* part is reused by a later rms step */
-            const float mean = (float)(sum / (double)E);
-            const float sc = 1.0f / sqrtf(mean + st.f);
-            for (int64_t i = threadIdx.x; i < E; i += EW_THREADS) y[i] = in[i] * sc;
-        } else {
-            const float *o = st.opd ? (st.bcast ? st.opd : st.opd + r * E) : NULL;
-            for (int64_t i = threadIdx.x; i < E; i += EW_THREADS) {
-                const float v = in[i];
-                float out;
-                switch (st.op) {
-                case CU_EW_ADD: out = v + o[i]; break;
-                case CU_EW_MUL: out = v * o[i]; break;
-                case CU_EW_SCALE: out = v * st.f; break;
-                case CU_EW_SOFTCAP: out = tanhf(v * (1.0f / st.f)) * st.f; break;
-                case CU_EW_SILU: out = cu_silu(v); break;
-                case CU_EW_GELU: out = cu_gelu(v); break;
-                default: out = __int_as_float(0x7fc00000); break;
-                }
-                y[i] = out;
-            }
-        }
-        in = y;
-    }
+    ew_chain_row<EW_THREADS>(dst + r * E, x + r * E, r, E, c, part);
 }
 
 extern "C" sb_status cu_ew_rows(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows, const cu_ew_chain *c) {
     if (rows <= 0) return SB_OK;
     cu_launch(k_ew_rows, (unsigned)rows, EW_THREADS, (cudaStream_t)s, dst, x, E, *c);
     return cu_after_launch("k_ew_rows");
+}
+
+// ---- elementwise chains with a quantize tail ----
+
+template <int XQ, int TAIL>
+__global__ void __launch_bounds__(EWQ_THREADS) k_ew_quant_rows(float *dst, const float *x, int64_t E, cu_ew_chain c, uint8_t *q, const float *qw,
+                                                              float eps) {
+    CU_PDL_ENTRY();
+    __shared__ double part[EWQ_THREADS / 32];
+    ew_quant_row<XQ, TAIL>(dst, x, blockIdx.x, E, c, q, qw, eps, part);
+}
+
+template <int XQ>
+static void ew_quant_launch(cudaStream_t st, int tail, float *dst, const float *x, int64_t E, int64_t rows, const cu_ew_chain *c, void *q,
+                            const float *qw, float eps) {
+    if (tail == EWQ_PLAIN) cu_launch(k_ew_quant_rows<XQ, EWQ_PLAIN>, (unsigned)rows, EWQ_THREADS, st, dst, x, E, *c, (uint8_t *)q, qw, eps);
+    else if (tail == EWQ_NORM) cu_launch(k_ew_quant_rows<XQ, EWQ_NORM>, (unsigned)rows, EWQ_THREADS, st, dst, x, E, *c, (uint8_t *)q, qw, eps);
+    else cu_launch(k_ew_quant_rows<XQ, EWQ_NORM_ACT>, (unsigned)rows, EWQ_THREADS, st, dst, x, E, *c, (uint8_t *)q, qw, eps);
+}
+
+extern "C" sb_status cu_ew_quant_rows(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows, const cu_ew_chain *c, int xq, void *q,
+                                      bool norm, const float *qw, float eps) {
+    if (rows <= 0) return SB_OK;
+    if ((xq != CU_T_Q8_1 && xq != CU_T_Q8_K) || E % (xq == CU_T_Q8_1 ? 32 : 256))
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: chain quantize tail to type %d over rows of %lld (Q8_1 or Q8_K, whole blocks)", xq, (long long)E);
+    /* the norm sums as the kernel the unfused RMS_NORM_QUANT would take (cu_add_rms_norm_quant; the
+     * generated ones follow it) */
+    const int tail = !norm ? EWQ_PLAIN : cu_cfg()->act_fast && aq_fits(xq, E, 256) ? EWQ_NORM_ACT : EWQ_NORM;
+    if (xq == CU_T_Q8_1) ew_quant_launch<CU_T_Q8_1>((cudaStream_t)s, tail, dst, x, E, rows, c, q, qw, eps);
+    else ew_quant_launch<CU_T_Q8_K>((cudaStream_t)s, tail, dst, x, E, rows, c, q, qw, eps);
+    return cu_after_launch(norm ? "k_ew_quant_rows (norm)" : "k_ew_quant_rows");
 }
 
 __global__ void k_glu(float *dst, const float *g, const float *u, int64_t n, int gelu) {

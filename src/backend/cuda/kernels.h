@@ -107,6 +107,12 @@ typedef struct cu_ew_chain {
 } cu_ew_chain;
 /* dst [E,rows] = chain(x); dst may be x. */
 sb_status cu_ew_rows(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows, const cu_ew_chain *c);
+/* cu_ew_rows, then each row of dst quantized to xq (SB_TYPE_Q8_1 or SB_TYPE_Q8_K, E whole blocks)
+ * into q: as it is (norm false) or rms_norm(row) [* qw] with eps — the FUSED node's quantize tail
+ * (pass fuse_chain_quant), bit-identical to cu_ew_rows followed by cu_quantize_act /
+ * cu_rms_norm_quant (k_rows.cu). q must not overlap dst, x or the operands. */
+sb_status cu_ew_quant_rows(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows, const cu_ew_chain *c, int xq, void *q, bool norm,
+                           const float *qw, float eps);
 /* dst = act(g) * u over n values (gelu: ggml's fp16-table GELU, else SiLU). */
 sb_status cu_glu(cu_stream s, float *dst, const float *g, const float *u, int64_t n, bool gelu);
 
