@@ -81,13 +81,13 @@ static void name_q_rope(sbuf *b, const ir_graph *g, const cuda_fusions *f, const
     name_list(b, g, f, "rope", src, src[2] != IR_NONE ? 3 : 2, depth);
 }
 
-/* an attention that rotates q: attention(rope(x, pos), k, v, pos) */
+/* an attention that rotates q: attention(rope(x, pos), k, v, pos), and a paged one's block table */
 static void name_attention(sbuf *b, const ir_graph *g, const cuda_fusions *f, const ir_node *a, int depth) {
     put(b, "attention");
     if (depth <= 0) return;
     put(b, "(");
     name_q_rope(b, g, f, a, depth - 1);
-    for (int k = 1; k < 4; k++) put(b, ", "), name_of(b, g, f, a->src[k], depth - 1);
+    for (int k = 1; k < (ir_attn_block_size(a) > 0 ? 5 : 4); k++) put(b, ", "), name_of(b, g, f, a->src[k], depth - 1);
     put(b, ")");
 }
 
