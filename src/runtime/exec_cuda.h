@@ -61,9 +61,9 @@ void exec_cuda_set_config(exec_cuda *cx, const cu_config *c);
 /* The CUDA plan target: q8_1 activations for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/IQ4_NL, q8_K for the
  * K-quants and IQ4_XS (as llama.cpp's CPU rounds them: the references), every one a dp4a GEMV; f32
  * for F32/F16/BF16; all fusions on. c->act_q8_1: q8_1 for the K-quants too (llama.cpp's CUDA); c NULL:
- * the defaults. With c->blas_min_t and c->blas_quant on and cuBLASLt available, matmuls of at least
- * blas_min_t rows keep f32 activations (plan_target.act_f32_min_rows): their weights are
- * dequantized to F16 for cuBLASLt instead (cu_matmul_blas). */
+ * the defaults. With c->blas_quant on and cuBLASLt available, matmuls of at least blas_quant rows
+ * keep f32 activations (plan_target.act_f32_min_rows): their weights are dequantized to F16 for
+ * cuBLASLt instead (cu_matmul_blas). */
 void exec_cuda_target(const cu_config *c, plan_target *t);
 
 /* Can this build run every node of p on CUDA? SB_ERR_MODEL_TENSOR_TYPE naming the tensor, its

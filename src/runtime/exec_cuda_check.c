@@ -30,7 +30,7 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     /* large-T prefill: quantized weights dequantized to F16 for cuBLASLt read the f32 activation
      * (every weight type that has a quantized activation here is one cu_blas_takes) */
     const cu_config *cc = c ? c : &cu_config_default;
-    if (cc->blas_min_t > 0 && cc->blas_quant && cu_blaslt_available(NULL, 0)) t->act_f32_min_rows = cc->blas_min_t;
+    if (cc->blas_quant > 0 && cu_blaslt_available(NULL, 0)) t->act_f32_min_rows = cc->blas_quant;
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
     if (!(c ? c : &cu_config_default)->fuse) return; /* cu_config.fuse 0: the planner's fusions off too */
     t->fuse_matmul_add = t->fuse_add_norm = t->fuse_rope_store = true;

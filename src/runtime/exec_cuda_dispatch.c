@@ -41,8 +41,8 @@ static float *matmul_out(crun *r, int32_t m, cu_epilogue *ep) {
     return (float *)dptr(r, m);
 }
 
-/* matmul i alone (its epilogue ADD fused): cuBLASLt for f32 activations of cu_config.blas_min_t
- * tokens or more, the int8 MMA GEMM for T > 8, else the dp4a or f32 GEMVs; the caller has counted
+/* matmul i alone (its epilogue ADD fused): cuBLASLt for f32 activations where cu_blas_on says
+ * (cu_config.blas_min_t / blas_quant tokens or more), the int8 MMA GEMM for T > 8, else the dp4a or f32 GEMVs; the caller has counted
  * the launch (a split-K reduce, cuBLASLt's extra launches count themselves) */
 static sb_status run_matmul_one(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;

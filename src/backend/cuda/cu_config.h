@@ -74,7 +74,8 @@ typedef struct cu_config {
     int mmh;             /* F16 / BF16 weights: vectorized GEMV and f16 tensor-core tiles (0: k_mmf) */
     int mmh_big;         /* ... their T > 8 tiles: 128 x 128 (device/mmh_big.cuh) for T >= this, else 64 x 64 (0: never) */
     int blas_min_t;      /* T >= this: F16 / BF16 weights through cuBLASLt (cu_blaslt.h, k_blas.cu) where it loads (0: never) */
-    int blas_quant;      /* ... and quantized weights too, dequantized to F16 in row chunks (their activations stay f32 there) */
+    int blas_quant;      /* T >= this: quantized weights too, dequantized to F16 in row chunks (their activations stay f32
+                          * there; 0: never). H100: 256 (below it the int8 MMA tiles win on the 0.5B shape) */
     int mmf_tile;        /* F32 weights: the tiled f32 GEMM (k_mmft, device/mmf_tile.cuh) for T > 8 and >= this (0: k_mmf) */
     int gemv_reg;        /* T = 1 GEMV fetching weights into registers before the PDL wait */
     int gemv_reg_mix;    /* ... for Q/K/V launches of two weight types */

@@ -65,8 +65,8 @@ extern "C" bool cu_blas_takes(int wtype) { return half_type(wtype) || cu_dp4a_ty
 
 extern "C" bool cu_blas_on(int wtype, int64_t T) {
     const cu_config *c = cu_cfg();
-    if (c->blas_min_t <= 0 || T < c->blas_min_t || !cu_blas_takes(wtype)) return false;
-    if (!half_type(wtype) && !c->blas_quant) return false;
+    const int min_t = half_type(wtype) ? c->blas_min_t : c->blas_quant; /* 0: never */
+    if (min_t <= 0 || T < min_t || !cu_blas_takes(wtype)) return false;
     return cu_blaslt_available(NULL, 0);
 }
 

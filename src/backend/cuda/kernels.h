@@ -219,8 +219,8 @@ sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64
 /* Does cu_matmul_blas take weights of wtype (F16, BF16, or a dp4a type: dequantized to F16)? */
 bool cu_blas_takes(int wtype);
 /* Does the executor take cu_matmul_blas for weights of wtype at T tokens with f32 activations:
- * cu_config.blas_min_t on and <= T, F16 / BF16 or (cu_config.blas_quant) a quantized
- * cu_blas_takes type, and cuBLASLt available (cu_blaslt_available)? */
+ * F16 / BF16 from T = cu_config.blas_min_t, a quantized cu_blas_takes type from T =
+ * cu_config.blas_quant (0: never), and cuBLASLt available (cu_blaslt_available)? */
 bool cu_blas_on(int wtype, int64_t T);
 /* Bytes of scratch cu_matmul_blas needs: x as halves, then (quantized) one chunk of F16 rows. */
 uint64_t cu_blas_scratch_bytes(int wtype, int64_t K, int64_t N, int64_t T);
