@@ -83,5 +83,11 @@ static inline float test_rand_normal(uint64_t *s) {
     float u1 = test_rand_uniform(s) + 1e-7f, u2 = test_rand_uniform(s);
     return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
 }
+/* n normal values times scale in a new malloc'ed array (the caller frees it) */
+static inline float *test_rand_normals(uint64_t *s, int64_t n, float scale) {
+    float *x = (float *)malloc((size_t)n * sizeof *x);
+    for (int64_t i = 0; x && i < n; i++) x[i] = test_rand_normal(s) * scale;
+    return x;
+}
 
 #endif

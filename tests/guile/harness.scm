@@ -2,7 +2,8 @@
 ;;; tests/guile/harness.scm — the check harness the Guile tests share, taken in with (include
 ;;; "harness.scm"): (check LABEL OK DETAIL...) counts and prints "FAIL: ..." lines, (raised THUNK)
 ;;; is the exception THUNK raises or #f, (finish) prints "N passed, N failed" and exits 1 if any
-;;; check failed.
+;;; check failed; (f32s BV) is a bytevector of f32 as a list, (nmse A B) the error of list A against
+;;; list B. The including file imports (rnrs bytevectors) and (srfi srfi-1).
 
 (define n-pass 0)
 (define n-fail 0)
@@ -17,3 +18,6 @@
 (define (finish)
   (format #t "~a passed, ~a failed\n" n-pass n-fail)
   (exit (if (zero? n-fail) 0 1)))
+(define (f32s bv) (map (lambda (i) (bytevector-ieee-single-native-ref bv (* 4 i))) (iota (quotient (bytevector-length bv) 4))))
+(define (nmse a b)
+  (/ (fold + 0 (map (lambda (x y) (* (- x y) (- x y))) a b)) (max 1e-30 (fold + 0 (map (lambda (y) (* y y)) b)))))

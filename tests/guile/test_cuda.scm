@@ -26,9 +26,6 @@
 
 (include "harness.scm")
 
-(define (f32s bv) (map (lambda (i) (bytevector-ieee-single-native-ref bv (* 4 i))) (iota (quotient (bytevector-length bv) 4))))
-(define (nmse a b)
-  (/ (fold + 0 (map (lambda (x y) (* (- x y) (- x y))) a b)) (max 1e-30 (fold + 0 (map (lambda (y) (* y y)) b)))))
 
 (define ids '(1 15 300 22 7 99 4 250 31 2))
 (define T (length ids))

@@ -26,9 +26,6 @@
   (and (sonicboom-error? e) (eq? (sonicboom-error-status e) status)
        (string-contains (sonicboom-error-detail e) words)))
 
-(define (f32s bv) (map (lambda (i) (bytevector-ieee-single-native-ref bv (* 4 i))) (iota (quotient (bytevector-length bv) 4))))
-(define (nmse a b)
-  (/ (fold + 0 (map (lambda (x y) (* (- x y) (- x y))) a b)) (max 1e-30 (fold + 0 (map (lambda (y) (* y y)) b)))))
 (define (close? a b tol) (and (= (length a) (length b)) (every (lambda (x y) (<= (abs (- x y)) (* tol (+ 1 (abs y))))) a b)))
 ;; medians of ROUNDS interleaved timings of f and g (n calls each, order alternating): (values tf tg)
 (define (paired f g n rounds)

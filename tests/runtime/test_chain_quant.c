@@ -18,11 +18,7 @@ enum { E = 512, NOUT = 4, TMAX = 3 };
 
 static uint64_t rng = 0x5eed0c4a1ull;
 
-static float *rnd(int64_t n, float s) {
-    float *x = malloc((size_t)n * sizeof *x);
-    for (int64_t i = 0; i < n; i++) x[i] = test_rand_normal(&rng) * s;
-    return x;
-}
+static float *rnd(int64_t n, float s) { return test_rand_normals(&rng, n, s); }
 
 typedef struct weights {
     int type;

@@ -21,11 +21,7 @@
 
 static uint64_t rng = 0x1234feedull;
 
-static float *rnd(int64_t n, float s) {
-    float *x = malloc((size_t)n * sizeof *x);
-    for (int64_t i = 0; i < n; i++) x[i] = test_rand_normal(&rng) * s;
-    return x;
-}
+static float *rnd(int64_t n, float s) { return test_rand_normals(&rng, n, s); }
 
 typedef struct bind {
     const char *name;
