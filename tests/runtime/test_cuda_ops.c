@@ -493,6 +493,33 @@ static ir_graph *matmul_ep_graph(int wt, int64_t K, int64_t N, int64_t T, int ep
     return g;
 }
 
+/* one matmul_ep_graph case: weights of type t from normal values times 0.1, x, the epilogue's
+ * addend o (a bias [N] for ep 1, a residual [N, T] for ep 2), their bindings, and a label naming
+ * the kernel under test */
+typedef struct ep_case {
+    float *wf, *x, *o;
+    void *w; /* wf as type t */
+    ir_graph *g;
+    binds b;
+    char label[96];
+} ep_case;
+
+static void ep_case_make(ep_case *c, int t, int64_t K, int64_t N, int64_t T, int ep, const char *kernel) {
+    c->wf = rnd(K * N, 0.1f);
+    c->x = rnd(K * T, 1.0f);
+    c->o = rnd(ep == 2 ? N * T : N, 1.0f);
+    c->w = quant_rows(t, c->wf, K, N);
+    c->g = matmul_ep_graph(t, K, N, T, ep);
+    c->b = (binds){.name = {"w", "x", "o"}, .data = {c->w, c->x, c->o}, .n = 3};
+    snprintf(c->label, sizeof c->label, "matmul %s K=%lld N=%lld T=%lld%s (%s)", ir_dtype_name(t), (long long)K, (long long)N, (long long)T,
+             ep == 1 ? " + bias" : ep == 2 ? " + residual" : "", kernel);
+}
+
+static void ep_case_free(ep_case *c) {
+    ir_graph_free(c->g);
+    free(c->wf), free(c->x), free(c->o), free(c->w);
+}
+
 /* F32 weights at T > 8: the tiled f32 GEMM (k_mmft, cu_config.mmf_tile) on ragged 128-row x 64-token
  * tiles, K % 4 == 0 (float4 loads, a partial last K step) and K % 4 != 0 (scalar loads), with the
  * bias / residual fused as its epilogue (cu_config.mmf_tile 1: every T > 8); then the same through
@@ -508,15 +535,10 @@ static void test_f32_gemm(void) {
         for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
             const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
             tc_cfg.mmf_tile = tile;
-            float *w = rnd(K * N, 0.1f), *x = rnd(K * T, 1.0f), *o = rnd(cs[k].ep == 2 ? N * T : N, 1.0f);
-            ir_graph *g = matmul_ep_graph(SB_TYPE_F32, K, N, T, cs[k].ep);
-            binds b = {.name = {"w", "x", "o"}, .data = {w, x, o}, .n = 3};
-            char label[96];
-            snprintf(label, sizeof label, "matmul F32 K=%lld N=%lld T=%lld%s (%s)", (long long)K, (long long)N, (long long)T,
-                     cs[k].ep == 1 ? " + bias" : cs[k].ep == 2 ? " + residual" : "", tile ? "k_mmft" : "k_mmf");
-            expect(run_both(g, &b, label), 1e-10, label);
-            ir_graph_free(g);
-            free(w), free(x), free(o);
+            ep_case c;
+            ep_case_make(&c, SB_TYPE_F32, K, N, T, cs[k].ep, tile ? "k_mmft" : "k_mmf");
+            expect(run_both(c.g, &c.b, c.label), 1e-10, c.label);
+            ep_case_free(&c);
         }
     fuse_on = false;
     tc_cfg.mmf_tile = saved;
@@ -534,18 +556,11 @@ static void test_mmh_big(void) {
     for (int bf = 0; bf < 2; bf++)
         for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
             const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
-            const int t = bf ? SB_TYPE_BF16 : SB_TYPE_F16;
-            float *wf = rnd(K * N, 0.1f), *x = rnd(K * T, 1.0f), *o = rnd(cs[k].ep == 2 ? N * T : N, 1.0f);
-            void *w = quant_rows(t, wf, K, N);
-            ir_graph *g = matmul_ep_graph(t, K, N, T, cs[k].ep);
-            binds b = {.name = {"w", "x", "o"}, .data = {w, x, o}, .n = 3};
-            char label[96];
-            snprintf(label, sizeof label, "matmul %s K=%lld N=%lld T=%lld%s (k_mmh_big)", ir_dtype_name(t), (long long)K, (long long)N,
-                     (long long)T, cs[k].ep == 1 ? " + bias" : cs[k].ep == 2 ? " + residual" : "");
-            expect(run_both(g, &b, label), 1e-4, label);
-            expect(run_cmp(g, &b, label, true), 1e-10, "... same vs CPU (x rounded)");
-            ir_graph_free(g);
-            free(wf), free(x), free(o), free(w);
+            ep_case c;
+            ep_case_make(&c, bf ? SB_TYPE_BF16 : SB_TYPE_F16, K, N, T, cs[k].ep, "k_mmh_big");
+            expect(run_both(c.g, &c.b, c.label), 1e-4, c.label);
+            expect(run_cmp(c.g, &c.b, c.label, true), 1e-10, "... same vs CPU (x rounded)");
+            ep_case_free(&c);
         }
     fuse_on = false;
     tc_cfg.mmh_big = saved;
@@ -580,20 +595,14 @@ static void test_blas_gemm(void) {
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int t = cs[k].wt;
         const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
-        float *wf = rnd(K * N, 0.1f), *x = rnd(K * T, 1.0f), *o = rnd(cs[k].ep == 2 ? N * T : N, 1.0f);
-        void *w = quant_rows(t, wf, K, N);
-        ir_graph *g = matmul_ep_graph(t, K, N, T, cs[k].ep);
-        binds b = {.name = {"w", "x", "o"}, .data = {w, x, o}, .n = 3};
-        char label[96];
-        snprintf(label, sizeof label, "matmul %s K=%lld N=%lld T=%lld%s (cuBLASLt)", ir_dtype_name(t), (long long)K, (long long)N,
-                 (long long)T, cs[k].ep == 1 ? " + bias" : cs[k].ep == 2 ? " + residual" : "");
-        expect(run_both(g, &b, label), 1e-5, label);
-        const cu_epilogue ep = {.add = cs[k].ep ? o : NULL, .bcast = cs[k].ep == 1};
-        CHECKF(last_kernels == cu_blas_launches(t, K, N, &ep), "%s: %d launches, cuBLASLt's path makes %d", label, (int)last_kernels,
+        ep_case c;
+        ep_case_make(&c, t, K, N, T, cs[k].ep, "cuBLASLt");
+        expect(run_both(c.g, &c.b, c.label), 1e-5, c.label);
+        const cu_epilogue ep = {.add = cs[k].ep ? c.o : NULL, .bcast = cs[k].ep == 1};
+        CHECKF(last_kernels == cu_blas_launches(t, K, N, &ep), "%s: %d launches, cuBLASLt's path makes %d", c.label, (int)last_kernels,
                cu_blas_launches(t, K, N, &ep));
-        if (half_type(t)) expect(run_cmp(g, &b, label, true), 1e-9, "... same vs CPU (x rounded)");
-        ir_graph_free(g);
-        free(wf), free(x), free(o), free(w);
+        if (half_type(t)) expect(run_cmp(c.g, &c.b, c.label, true), 1e-9, "... same vs CPU (x rounded)");
+        ep_case_free(&c);
     }
     fuse_on = false;
     tc_cfg = saved;
