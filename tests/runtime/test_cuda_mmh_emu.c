@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * tests/runtime/test_cuda_mmh_emu.c — the CUDA half-weight (F16 / BF16) matrix products without a
- * GPU: device/mmh.cuh's decode GEMV (k_mmh1) and tensor-core tile GEMM (k_mmh), and device/mmh_big.cuh's
+ * GPU: device/mmh.cuh's decode GEMVs (k_mmh1, and k_mmh1t on tensor cores) and tensor-core tile GEMM (k_mmh), and device/mmh_big.cuh's
  * 128 x 128 tile (k_mmh_big: ldmatrix fragments, a 3-stage W ring) run under the host
  * emulation (tests/runtime/cuda_mmh_emu.cc, tests/codegen/emu) on random weights and activations,
  * into NaN-poisoned outputs, against the reference's math in f64: every activation rounded to the
@@ -26,11 +26,11 @@ static uint64_t seed = 0xF16B16ull;
 static float half_val(int bf16, uint16_t b) { return bf16 ? qk_bf16_to_fp32(b) : qk_fp16_to_fp32(b); }
 static uint16_t half_bits(int bf16, float f) { return bf16 ? qk_fp32_to_bf16(f) : qk_fp32_to_fp16(f); }
 
-/* big: T > 8 through k_mmh_big's 128 x 128 tiles (cu_config.mmh_big) */
+/* big: T > 8 through k_mmh_big's 128 x 128 tiles, T <= 8 through k_mmh1t's tensor-core GEMV */
 static void check_case(int bf16, int big, int64_t K, int64_t N, int64_t T, int ep) {
     char label[96];
     snprintf(label, sizeof label, "%s K=%lld N=%lld T=%lld%s%s", bf16 ? "BF16" : "F16", (long long)K, (long long)N, (long long)T,
-             ep == 1 ? " + bias" : ep == 2 ? " + residual" : "", big ? " (big tile)" : "");
+             ep == 1 ? " + bias" : ep == 2 ? " + residual" : "", big ? (T <= 8 ? " (tensor-core GEMV)" : " (big tile)") : "");
     uint16_t *w = aligned_alloc(256, (size_t)((N * K * 2 + 255) & ~(int64_t)255));
     float *x = aligned_alloc(64, (size_t)((T * K * 4 + 63) & ~(int64_t)63));
     float *add = malloc((size_t)(T * N) * sizeof *add), *dst = malloc((size_t)(T * N) * sizeof *dst);
@@ -74,6 +74,12 @@ int main(void) {
         for (int bf16 = 0; bf16 < 2; bf16++) {
             static const int64_t Tg[] = {1, 2, 3, 5, 8};
             for (int i = 0; i < 5; i++) check_case(bf16, 0, 264, 37, Tg[i], i % 3);
+            /* the tensor-core GEMV: K 264 (a partial last step), 520 (17 steps: a warp's second batch
+             * and a partial one), 64 (two warps idle); N 37 (a ragged block), 16, 300 */
+            for (int i = 0; i < 5; i++) check_case(bf16, 1, 264, 37, Tg[i], i % 3);
+            check_case(bf16, 1, 520, 300, 1, 1);
+            check_case(bf16, 1, 520, 16, 8, 2);
+            check_case(bf16, 1, 64, 40, 3, 0);
             for (int big = 0; big < 2; big++) {
                 check_case(bf16, big, 320, 100, 9, 0);
                 check_case(bf16, big, 320, 100, 64, 1);

@@ -2,7 +2,8 @@
 /*
  * backend/cuda/k_mmf.cu — matrix x f32 activations for weights without a dp4a path: F32, F16 and
  * BF16 (the float models). F16 / BF16 take device/mmh.cuh's kernels where their shapes allow
- * (k_mmh1: T <= 8, 16-byte weight loads; k_mmh: T > 8, tensor-core tiles of 64 x 64, or of 128 x 128
+ * (T <= 8: k_mmh1t, 16 rows a block on tensor cores, sm_80+ and cu_config.mmh_gemv, else k_mmh1, a
+ * warp a row; k_mmh: T > 8, tensor-core tiles of 64 x 64, or of 128 x 128
  * from T = cu_config.mmh_big on (k_mmh_big: device/mmh_big.cuh); SB_TUNE=mmh=0: k_mmf). F32 weights
  * with f32 activations and T > 8 take device/mmf_tile.cuh's tiled GEMM (k_mmft) from T =
  * cu_config.mmf_tile on (SB_TUNE=mmf_tile=0: k_mmf always). It also reads every quantized type by
@@ -75,6 +76,11 @@ __global__ void __launch_bounds__(MMF_WARPS * 32) k_mmh1(float *dst, const uint8
     static_assert(MMF_WARPS == 4, "mmh_gemv_block: 4 warps a block");
     mmh_gemv_block<HT, NC>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
 }
+/* ... or, on sm_80+, T <= 8 as the columns of tensor-core MMAs over 16 rows a block ... */
+template <int HT>
+__global__ void __launch_bounds__(128) k_mmh1t(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
+    mmh_gemv_mma_block<HT>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
+}
 /* ... and T > 8 in 64 x 64 tiles on tensor cores (sm_80+) */
 template <int HT>
 __global__ void __launch_bounds__(128) k_mmh(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
@@ -113,6 +119,10 @@ static sb_status launch_mmh(cudaStream_t st, float *dst, const uint8_t *w, int64
     if (T > MMF_NC) {
         cu_launch(k_mmh<HT>, dim3(cu_div_up(N, MMH_BN), cu_div_up(T, MMH_BT)), 128, st, dst, w, K, N, x, T, ep);
         return cu_after_launch("k_mmh");
+    }
+    if (cu_cfg()->mmh_gemv && mmh_cc >= 8) {
+        cu_launch(k_mmh1t<HT>, dim3(cu_div_up(N, MMHV_ROWS)), 128, st, dst, w, K, N, x, T, ep);
+        return cu_after_launch("k_mmh1t");
     }
     const dim3 grid(cu_div_up(N, MMF_WARPS), 1);
     switch (T) {

@@ -5,8 +5,11 @@
  * Math: the reference's (llama.cpp's CPU): every activation rounded to the weight's type first
  * (round to nearest even), products of two 16-bit floats (exact in f32), f32 sums; only the order
  * of the sums differs from op_matmul.
- * - mmh_gemv_row (T <= 8, decode): a warp a row, each lane 8 weights (one 16-byte load) a step,
- *   every token of the tile from the same load; traffic: the weights once (2 bytes a value), x from L1.
+ * - mmh_gemv_mma_block (T <= 8, decode, sm_80+): 16 rows a block, the tokens as an MMA's 8 columns,
+ *   fragments straight from 16-byte weight loads; no conversion of a weight. Traffic: the weights once
+ *   (2 bytes a value), x from L1.
+ * - mmh_gemv_row (T <= 8, decode, cu_config.mmh_gemv 0 or before sm_80): a warp a row, each lane 8
+ *   weights (one 16-byte load) a step, converted to f32; every token of the tile from the same load.
  * - mmh_tile (T > 8, prefill): 128 threads own 64 rows x 64 tokens; per K step of 32 the block
  *   stages W (64 x 32 halves) and x rounded to halves (64 x 32) in shared memory (row stride 40
  *   halves: the 8 rows a fragment load touches fall in distinct banks), each warp 32 rows x 32
@@ -113,6 +116,76 @@ static __device__ __forceinline__ void mmh_gemv_block(float *dst, const uint8_t 
     __syncthreads();
     const int c = threadIdx.x / 4, i = threadIdx.x % 4;
     if (c < nt && r0 + i < r1) dst[c * N + r0 + i] = res[c][i];
+}
+
+/* ---- T <= 8 on tensor cores: 16 rows a block (k_mmh1t, sm_80+) ---- */
+
+#define MMHV_ROWS 16 /* rows a block */
+#define MMHV_U 4     /* K steps of 32 a warp has in flight: 4 KB of weights */
+
+/* The block bx of the grid ceil(N / 16), 4 warps: rows 16 bx .. +15, every token of x (T <= 8) as
+ * the 8 columns of m16n8k16 MMAs. Warp wp takes the K steps wp, wp + 4, ... (32 values a step); in a
+ * step, lane (g, t) loads 16 bytes of rows g and g + 8 at k = 32 s + 8 t and feeds them to two MMAs
+ * as their k slots {2t, 2t+1, 2t+8, 2t+9}: a dot does not depend on which slot a k value takes as
+ * long as x's value takes the same one, so the fragments come straight from coalesced loads. Lane
+ * (c, t) for c < T rounds token c's 8 values to HT (the reference's math). The 4 warps' sums meet in
+ * shared memory in warp order; a token's 16 results leave as consecutive floats (an LM head may write
+ * into page-locked host memory: k_mmh1's reason). K % 8 == 0, rows 16-byte aligned. Traffic: the
+ * weights once; next step's weights in flight during this one's MMAs, the first before the PDL wait. */
+template <int HT>
+static __device__ __forceinline__ void mmh_gemv_mma_block(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
+                                                          const float *add, int bcast, unsigned bx) {
+    __shared__ float part[4][MMHV_ROWS][8];
+    const int tid = threadIdx.x, lane = tid & 31, wp = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int64_t r0 = (int64_t)bx * MMHV_ROWS, nc16 = K / 8, nsteps = (K + 31) / 32;
+    const int nt = (int)(T < 8 ? T : 8);
+    const bool live_a = r0 + g < N, live_b = r0 + g + 8 < N, xlive = g < nt;
+    const uint4 *pa = (const uint4 *)(w + (uint64_t)(live_a ? r0 + g : 0) * (uint64_t)(2 * K));
+    const uint4 *pb = (const uint4 *)(w + (uint64_t)(live_b ? r0 + g + 8 : 0) * (uint64_t)(2 * K));
+    const float4 *xc = (const float4 *)(x + (int64_t)(xlive ? g : 0) * K);
+    uint4 wa[MMHV_U], wb[MMHV_U];
+    auto fetch = [&](int64_t s0) {
+#pragma unroll
+        for (int u = 0; u < MMHV_U; u++) {
+            const int64_t c = 4 * (s0 + 4 * u) + t;
+            const bool in = s0 + 4 * u < nsteps && c < nc16;
+            wa[u] = in && live_a ? pa[c] : make_uint4(0, 0, 0, 0);
+            wb[u] = in && live_b ? pb[c] : make_uint4(0, 0, 0, 0);
+        }
+    };
+    const int64_t r1 = r0 + MMHV_ROWS < N ? r0 + MMHV_ROWS : N;
+    prefetch_rows(w + (uint64_t)r0 * (uint64_t)(2 * K), (uint64_t)(r1 - r0) * (uint64_t)(2 * K), tid, 128);
+    fetch(wp); /* weights: never written by a kernel, so before the wait */
+    CU_PDL_ENTRY();
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t s0 = wp; s0 < nsteps; s0 += 4 * MMHV_U) {
+        uint4 ca[MMHV_U], cb[MMHV_U];
+#pragma unroll
+        for (int u = 0; u < MMHV_U; u++) ca[u] = wa[u], cb[u] = wb[u];
+        if (s0 + 4 * MMHV_U < nsteps) fetch(s0 + 4 * MMHV_U);
+#pragma unroll
+        for (int u = 0; u < MMHV_U; u++) {
+            const int64_t s = s0 + 4 * u, c = 4 * s + t;
+            if (s >= nsteps) break; /* warp-uniform: the MMAs stay aligned */
+            float4 x0 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), x1 = x0;
+            if (xlive && c < nc16) x0 = xc[2 * c], x1 = xc[2 * c + 1];
+            const uint32_t b0[2] = {mmh_pack<HT>(x0.x, x0.y), mmh_pack<HT>(x0.z, x0.w)};
+            const uint32_t b1[2] = {mmh_pack<HT>(x1.x, x1.y), mmh_pack<HT>(x1.z, x1.w)};
+            const uint32_t a0[4] = {ca[u].x, cb[u].x, ca[u].y, cb[u].y}, a1[4] = {ca[u].z, cb[u].z, ca[u].w, cb[u].w};
+            MMH_MMA(HT, acc, a0, b0);
+            MMH_MMA(HT, acc, a1, b1);
+        }
+    }
+    /* C fragment: acc[0..1] row g, tokens 2t, 2t + 1; acc[2..3] row g + 8 */
+    part[wp][g][2 * t] = acc[0], part[wp][g][2 * t + 1] = acc[1];
+    part[wp][g + 8][2 * t] = acc[2], part[wp][g + 8][2 * t + 1] = acc[3];
+    __syncthreads();
+    const int c = tid / MMHV_ROWS, r = tid % MMHV_ROWS;
+    const int64_t n = r0 + r;
+    if (c < nt && n < N) {
+        const float v = part[0][r][c] + part[1][r][c] + part[2][r][c] + part[3][r][c];
+        dst[c * N + n] = add ? v + add[bcast ? n : c * N + n] : v;
+    }
 }
 
 /* ---- T > 8: 64 x 64 tiles on tensor cores ---- */
