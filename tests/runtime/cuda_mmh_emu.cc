@@ -21,7 +21,8 @@ static int gemv(float *dst, const uint8_t *w, long long K, long long N, const fl
 template <int HT>
 static int gemv_mma(float *dst, const uint8_t *w, long long K, long long N, const float *x, long long T, const float *add, int bcast) {
     const unsigned grid = (unsigned)((N + MMHV_ROWS - 1) / MMHV_ROWS);
-    return emu_run(grid, 128, [&] { mmh_gemv_mma_block<HT>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
+    if (K % 64) return emu_run(grid, 128, [&] { mmh_gemv_mma_block<HT, 4, 4>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
+    return emu_run(grid, 256, [&] { mmh_gemv_mma_block<HT, 2, 8>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
 }
 
 template <int HT>

@@ -74,12 +74,15 @@ int main(void) {
         for (int bf16 = 0; bf16 < 2; bf16++) {
             static const int64_t Tg[] = {1, 2, 3, 5, 8};
             for (int i = 0; i < 5; i++) check_case(bf16, 0, 264, 37, Tg[i], i % 3);
-            /* the tensor-core GEMV: K 264 (a partial last step), 520 (17 steps: a warp's second batch
-             * and a partial one), 64 (two warps idle); N 37 (a ragged block), 16, 300 */
+            /* the tensor-core GEMV (cuda_mmh_emu.cc: 4 warps of 4 steps in flight where K % 64, else 8
+             * warps of 2): K 264 (a partial last step), 520 (17 steps: a warp's second batch and a
+             * partial one), 64 (six warps idle), 1088 (34 steps: three batches of 8 x 2); N 37 (a
+             * ragged block), 16, 300 */
             for (int i = 0; i < 5; i++) check_case(bf16, 1, 264, 37, Tg[i], i % 3);
             check_case(bf16, 1, 520, 300, 1, 1);
             check_case(bf16, 1, 520, 16, 8, 2);
             check_case(bf16, 1, 64, 40, 3, 0);
+            check_case(bf16, 1, 1088, 50, 2, 1);
             for (int big = 0; big < 2; big++) {
                 check_case(bf16, big, 320, 100, 9, 0);
                 check_case(bf16, big, 320, 100, 64, 1);

@@ -52,7 +52,7 @@ static const tune_key keys[] = {
     K(fattn_groups, 1, 2), K(fattn_split, 0, 1), K(fattn_mma, 0, 1), K(fattn_mma_tmin, 1, 1 << 20), K(fattn_ws, 0, 1),
     K(fattn_ws_warps, 4, 8),
     K(mmq, 1, 4), K(mma_tile, 0, 3), K(mma_small, 0, 2), K(mma_small_tmax, 9, 1 << 20),
-    K(mma_split_waves, 0, 1), K(mma_group_split, 0, 1), K(mmh, 0, 1), K(mmh_gemv, 0, 1), K(mmh_big, 0, 1 << 20), K(blas_min_t, 0, 1 << 20), K(blas_quant, 0, 1 << 20),
+    K(mma_split_waves, 0, 1), K(mma_group_split, 0, 1), K(mmh, 0, 1), K(mmh_gemv, 0, 4), K(mmh_big, 0, 1 << 20), K(blas_min_t, 0, 1 << 20), K(blas_quant, 0, 1 << 20),
     K(mmf_tile, 0, 1 << 20),
     K(gemv_reg, 0, 1), K(gemv_reg_mix, 0, 1), K(gemv_reg_one, 0, 1), K(gemv_single, 0, 1),
     K(gf_rows, 1, 64), K(gf_prefetch, 0, 1), K(gf_warps, 4, 8), K(head_rows, 1, 4),

@@ -77,9 +77,10 @@ __global__ void __launch_bounds__(MMF_WARPS * 32) k_mmh1(float *dst, const uint8
     mmh_gemv_block<HT, NC>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
 }
 /* ... or, on sm_80+, T <= 8 as the columns of tensor-core MMAs over 16 rows a block ... */
-template <int HT>
-__global__ void __launch_bounds__(128) k_mmh1t(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
-    mmh_gemv_mma_block<HT>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
+template <int HT, int U, int NW>
+__global__ void __launch_bounds__(NW * 32) k_mmh1t(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
+                                                  cu_epilogue ep) {
+    mmh_gemv_mma_block<HT, U, NW>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
 }
 /* ... and T > 8 in 64 x 64 tiles on tensor cores (sm_80+) */
 template <int HT>
@@ -120,8 +121,14 @@ static sb_status launch_mmh(cudaStream_t st, float *dst, const uint8_t *w, int64
         cu_launch(k_mmh<HT>, dim3(cu_div_up(N, MMH_BN), cu_div_up(T, MMH_BT)), 128, st, dst, w, K, N, x, T, ep);
         return cu_after_launch("k_mmh");
     }
-    if (cu_cfg()->mmh_gemv && mmh_cc >= 8) {
-        cu_launch(k_mmh1t<HT>, dim3(cu_div_up(N, MMHV_ROWS)), 128, st, dst, w, K, N, x, T, ep);
+    if (cu_cfg()->mmh_gemv && mmh_cc >= 8) { /* 1: 4 K steps in flight a warp, 4 warps; 2: 8, 4; 3: 2, 4; 4: 4, 8 */
+        const dim3 grid(cu_div_up(N, MMHV_ROWS));
+        switch (cu_cfg()->mmh_gemv) {
+        case 2: cu_launch(k_mmh1t<HT, 8, 4>, grid, 128, st, dst, w, K, N, x, T, ep); break;
+        case 3: cu_launch(k_mmh1t<HT, 2, 4>, grid, 128, st, dst, w, K, N, x, T, ep); break;
+        case 4: cu_launch(k_mmh1t<HT, 4, 8>, grid, 256, st, dst, w, K, N, x, T, ep); break;
+        default: cu_launch(k_mmh1t<HT, 4, 4>, grid, 128, st, dst, w, K, N, x, T, ep); break;
+        }
         return cu_after_launch("k_mmh1t");
     }
     const dim3 grid(cu_div_up(N, MMF_WARPS), 1);

@@ -121,21 +121,21 @@ static __device__ __forceinline__ void mmh_gemv_block(float *dst, const uint8_t 
 /* ---- T <= 8 on tensor cores: 16 rows a block (k_mmh1t, sm_80+) ---- */
 
 #define MMHV_ROWS 16 /* rows a block */
-#define MMHV_U 4     /* K steps of 32 a warp has in flight: 4 KB of weights */
 
-/* The block bx of the grid ceil(N / 16), 4 warps: rows 16 bx .. +15, every token of x (T <= 8) as
- * the 8 columns of m16n8k16 MMAs. Warp wp takes the K steps wp, wp + 4, ... (32 values a step); in a
+/* The block bx of the grid ceil(N / 16), NW warps: rows 16 bx .. +15, every token of x (T <= 8) as
+ * the 8 columns of m16n8k16 MMAs. Warp wp takes the K steps wp, wp + NW, ... (32 values a step); in a
  * step, lane (g, t) loads 16 bytes of rows g and g + 8 at k = 32 s + 8 t and feeds them to two MMAs
  * as their k slots {2t, 2t+1, 2t+8, 2t+9}: a dot does not depend on which slot a k value takes as
  * long as x's value takes the same one, so the fragments come straight from coalesced loads. Lane
- * (c, t) for c < T rounds token c's 8 values to HT (the reference's math). The 4 warps' sums meet in
+ * (c, t) for c < T rounds token c's 8 values to HT (the reference's math). The warps' sums meet in
  * shared memory in warp order; a token's 16 results leave as consecutive floats (an LM head may write
  * into page-locked host memory: k_mmh1's reason). K % 8 == 0, rows 16-byte aligned. Traffic: the
- * weights once; next step's weights in flight during this one's MMAs, the first before the PDL wait. */
-template <int HT>
+ * weights once; a warp's next U steps' weights (U KB) in flight during this U's MMAs, the first
+ * before the PDL wait. */
+template <int HT, int U, int NW>
 static __device__ __forceinline__ void mmh_gemv_mma_block(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
                                                           const float *add, int bcast, unsigned bx) {
-    __shared__ float part[4][MMHV_ROWS][8];
+    __shared__ float part[NW][MMHV_ROWS][8];
     const int tid = threadIdx.x, lane = tid & 31, wp = tid >> 5, g = lane >> 2, t = lane & 3;
     const int64_t r0 = (int64_t)bx * MMHV_ROWS, nc16 = K / 8, nsteps = (K + 31) / 32;
     const int nt = (int)(T < 8 ? T : 8);
@@ -143,29 +143,29 @@ static __device__ __forceinline__ void mmh_gemv_mma_block(float *dst, const uint
     const uint4 *pa = (const uint4 *)(w + (uint64_t)(live_a ? r0 + g : 0) * (uint64_t)(2 * K));
     const uint4 *pb = (const uint4 *)(w + (uint64_t)(live_b ? r0 + g + 8 : 0) * (uint64_t)(2 * K));
     const float4 *xc = (const float4 *)(x + (int64_t)(xlive ? g : 0) * K);
-    uint4 wa[MMHV_U], wb[MMHV_U];
+    uint4 wa[U], wb[U];
     auto fetch = [&](int64_t s0) {
 #pragma unroll
-        for (int u = 0; u < MMHV_U; u++) {
-            const int64_t c = 4 * (s0 + 4 * u) + t;
-            const bool in = s0 + 4 * u < nsteps && c < nc16;
+        for (int u = 0; u < U; u++) {
+            const int64_t c = 4 * (s0 + NW * u) + t;
+            const bool in = s0 + NW * u < nsteps && c < nc16;
             wa[u] = in && live_a ? pa[c] : make_uint4(0, 0, 0, 0);
             wb[u] = in && live_b ? pb[c] : make_uint4(0, 0, 0, 0);
         }
     };
     const int64_t r1 = r0 + MMHV_ROWS < N ? r0 + MMHV_ROWS : N;
-    prefetch_rows(w + (uint64_t)r0 * (uint64_t)(2 * K), (uint64_t)(r1 - r0) * (uint64_t)(2 * K), tid, 128);
+    prefetch_rows(w + (uint64_t)r0 * (uint64_t)(2 * K), (uint64_t)(r1 - r0) * (uint64_t)(2 * K), tid, 32 * NW);
     fetch(wp); /* weights: never written by a kernel, so before the wait */
     CU_PDL_ENTRY();
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int64_t s0 = wp; s0 < nsteps; s0 += 4 * MMHV_U) {
-        uint4 ca[MMHV_U], cb[MMHV_U];
+    for (int64_t s0 = wp; s0 < nsteps; s0 += NW * U) {
+        uint4 ca[U], cb[U];
 #pragma unroll
-        for (int u = 0; u < MMHV_U; u++) ca[u] = wa[u], cb[u] = wb[u];
-        if (s0 + 4 * MMHV_U < nsteps) fetch(s0 + 4 * MMHV_U);
+        for (int u = 0; u < U; u++) ca[u] = wa[u], cb[u] = wb[u];
+        if (s0 + NW * U < nsteps) fetch(s0 + NW * U);
 #pragma unroll
-        for (int u = 0; u < MMHV_U; u++) {
-            const int64_t s = s0 + 4 * u, c = 4 * s + t;
+        for (int u = 0; u < U; u++) {
+            const int64_t s = s0 + NW * u, c = 4 * s + t;
             if (s >= nsteps) break; /* warp-uniform: the MMAs stay aligned */
             float4 x0 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), x1 = x0;
             if (xlive && c < nc16) x0 = xc[2 * c], x1 = xc[2 * c + 1];
@@ -183,7 +183,9 @@ static __device__ __forceinline__ void mmh_gemv_mma_block(float *dst, const uint
     const int c = tid / MMHV_ROWS, r = tid % MMHV_ROWS;
     const int64_t n = r0 + r;
     if (c < nt && n < N) {
-        const float v = part[0][r][c] + part[1][r][c] + part[2][r][c] + part[3][r][c];
+        float v = part[0][r][c];
+#pragma unroll
+        for (int k = 1; k < NW; k++) v += part[k][r][c];
         dst[c * N + n] = add ? v + add[bcast ? n : c * N + n] : v;
     }
 }
