@@ -51,3 +51,19 @@ extern "C" int sb_emu_mmh(int bf16, int bigt, float *dst, const uint8_t *w, long
 }
 
 extern "C" unsigned sb_emu_f2bf(float f) { return cu_f2bf(f); }
+
+/* k_mmh1t_multi's blocks (4 warps of 4 steps) over n segments (w[k], dst[k], add[k] with bcast[k],
+ * N[k] rows), or a gate / up pair (glu 1 SwiGLU, 2 GeGLU) writing into dst[0]; 0, or -1 on a deadlock */
+extern "C" int sb_emu_mmh_multi(int bf16, int n, const uint8_t *const *w, float *const *dst, const float *const *add, const int *bcast,
+                                const long long *N, long long K, const float *x, long long T, int glu) {
+    mmhv_set m = {};
+    m.n = n, m.glu = glu;
+    unsigned blocks = 0;
+    for (int k = 0; k < n; k++) {
+        m.s[k] = mmhv_seg{w[k], dst[k], add[k], N[k], bcast[k], 0};
+        m.s[k].nb = glu ? (k ? 0u : (unsigned)((N[0] + 7) / 8)) : (unsigned)((N[k] + MMHV_ROWS - 1) / MMHV_ROWS);
+        blocks += m.s[k].nb;
+    }
+    if (bf16) return emu_run(blocks, 128, [&] { mmh_gemv_mma_multi<CU_T_BF16, 4, 4>(m, x, K, T, blockIdx.x); });
+    return emu_run(blocks, 128, [&] { mmh_gemv_mma_multi<CU_T_F16, 4, 4>(m, x, K, T, blockIdx.x); });
+}

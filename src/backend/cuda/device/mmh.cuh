@@ -118,30 +118,28 @@ static __device__ __forceinline__ void mmh_gemv_block(float *dst, const uint8_t 
     if (c < nt && r0 + i < r1) dst[c * N + r0 + i] = res[c][i];
 }
 
-/* ---- T <= 8 on tensor cores: 16 rows a block (k_mmh1t, sm_80+) ---- */
+/* ---- T <= 8 on tensor cores: 16 rows a block (k_mmh1t, k_mmh1t_multi; sm_80+) ---- */
 
 #define MMHV_ROWS 16 /* rows a block */
 
-/* The block bx of the grid ceil(N / 16), NW warps: rows 16 bx .. +15, every token of x (T <= 8) as
- * the 8 columns of m16n8k16 MMAs. Warp wp takes the K steps wp, wp + NW, ... (32 values a step); in a
- * step, lane (g, t) loads 16 bytes of rows g and g + 8 at k = 32 s + 8 t and feeds them to two MMAs
- * as their k slots {2t, 2t+1, 2t+8, 2t+9}: a dot does not depend on which slot a k value takes as
- * long as x's value takes the same one, so the fragments come straight from coalesced loads. Lane
- * (c, t) for c < T rounds token c's 8 values to HT (the reference's math). The warps' sums meet in
- * shared memory in warp order; a token's 16 results leave as consecutive floats (an LM head may write
- * into page-locked host memory: k_mmh1's reason). K % 8 == 0, rows 16-byte aligned. Traffic: the
- * weights once; a warp's next U steps' weights (U KB) in flight during this U's MMAs, the first
- * before the PDL wait. */
+/* The 16 x 8 product tile of rows A (fragment rows g: row_a, NULL where past the matrix) and rows B
+ * (rows g + 8: row_b) with every token of x (T <= 8) as the 8 columns of m16n8k16 MMAs, into part[0]
+ * (the block's NW warps' sums added in warp order; part[k][r][c]: row r, token c). Warp wp takes the
+ * K steps wp, wp + NW, ... (32 values a step); in a step, lane (g, t) loads 16 bytes of its two rows
+ * at k = 32 s + 8 t and feeds them to two MMAs as their k slots {2t, 2t+1, 2t+8, 2t+9}: a dot does
+ * not depend on which slot a k value takes as long as x's value takes the same one, so the fragments
+ * come straight from coalesced loads. Lane (c, t) for c < T rounds token c's 8 values to HT (the
+ * reference's math). K % 8 == 0, rows 16-byte aligned. Traffic: the weights once; a warp's next U
+ * steps' weights (U KB) in flight during this U's MMAs, the first before the PDL wait (weights are
+ * never written by a kernel), x from L1. Every thread of the block calls it. */
 template <int HT, int U, int NW>
-static __device__ __forceinline__ void mmh_gemv_mma_block(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
-                                                          const float *add, int bcast, unsigned bx) {
-    __shared__ float part[NW][MMHV_ROWS][8];
+static __device__ __forceinline__ void mmh_mma_tile(float (&part)[NW][MMHV_ROWS][8], const uint8_t *row_a, const uint8_t *row_b,
+                                                    const float *x, int64_t K, int64_t T) {
     const int tid = threadIdx.x, lane = tid & 31, wp = tid >> 5, g = lane >> 2, t = lane & 3;
-    const int64_t r0 = (int64_t)bx * MMHV_ROWS, nc16 = K / 8, nsteps = (K + 31) / 32;
+    const int64_t nc16 = K / 8, nsteps = (K + 31) / 32;
     const int nt = (int)(T < 8 ? T : 8);
-    const bool live_a = r0 + g < N, live_b = r0 + g + 8 < N, xlive = g < nt;
-    const uint4 *pa = (const uint4 *)(w + (uint64_t)(live_a ? r0 + g : 0) * (uint64_t)(2 * K));
-    const uint4 *pb = (const uint4 *)(w + (uint64_t)(live_b ? r0 + g + 8 : 0) * (uint64_t)(2 * K));
+    const bool xlive = g < nt;
+    const uint4 *pa = (const uint4 *)row_a, *pb = (const uint4 *)row_b;
     const float4 *xc = (const float4 *)(x + (int64_t)(xlive ? g : 0) * K);
     uint4 wa[U], wb[U];
     auto fetch = [&](int64_t s0) {
@@ -149,13 +147,11 @@ static __device__ __forceinline__ void mmh_gemv_mma_block(float *dst, const uint
         for (int u = 0; u < U; u++) {
             const int64_t c = 4 * (s0 + NW * u) + t;
             const bool in = s0 + NW * u < nsteps && c < nc16;
-            wa[u] = in && live_a ? pa[c] : make_uint4(0, 0, 0, 0);
-            wb[u] = in && live_b ? pb[c] : make_uint4(0, 0, 0, 0);
+            wa[u] = in && pa ? pa[c] : make_uint4(0, 0, 0, 0);
+            wb[u] = in && pb ? pb[c] : make_uint4(0, 0, 0, 0);
         }
     };
-    const int64_t r1 = r0 + MMHV_ROWS < N ? r0 + MMHV_ROWS : N;
-    prefetch_rows(w + (uint64_t)r0 * (uint64_t)(2 * K), (uint64_t)(r1 - r0) * (uint64_t)(2 * K), tid, 32 * NW);
-    fetch(wp); /* weights: never written by a kernel, so before the wait */
+    fetch(wp);
     CU_PDL_ENTRY();
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int64_t s0 = wp; s0 < nsteps; s0 += NW * U) {
@@ -180,14 +176,74 @@ static __device__ __forceinline__ void mmh_gemv_mma_block(float *dst, const uint
     part[wp][g][2 * t] = acc[0], part[wp][g][2 * t + 1] = acc[1];
     part[wp][g + 8][2 * t] = acc[2], part[wp][g + 8][2 * t + 1] = acc[3];
     __syncthreads();
-    const int c = tid / MMHV_ROWS, r = tid % MMHV_ROWS;
-    const int64_t n = r0 + r;
-    if (c < nt && n < N) {
+    for (int i = tid; i < MMHV_ROWS * 8; i += NW * 32) {
+        const int r = i / 8, c = i % 8;
         float v = part[0][r][c];
 #pragma unroll
         for (int k = 1; k < NW; k++) v += part[k][r][c];
-        dst[c * N + n] = add ? v + add[bcast ? n : c * N + n] : v;
+        part[0][r][c] = v;
     }
+    __syncthreads();
+}
+
+/* The block bx of the grid ceil(N / 16): rows 16 bx .. +15 of w, dst [T,N] = W x + (add: [N] bias
+ * when bcast, else [T,N]). A token's 16 results leave as consecutive floats (an LM head may write
+ * into page-locked host memory: k_mmh1's reason). */
+template <int HT, int U, int NW>
+static __device__ __forceinline__ void mmh_gemv_mma_block(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
+                                                          const float *add, int bcast, unsigned bx) {
+    __shared__ float part[NW][MMHV_ROWS][8];
+    const int64_t r0 = (int64_t)bx * MMHV_ROWS, r1 = r0 + MMHV_ROWS < N ? r0 + MMHV_ROWS : N, rb = 2 * K;
+    const int g = (threadIdx.x & 31) >> 2;
+    prefetch_rows(w + (uint64_t)(r0 * rb), (uint64_t)((r1 - r0) * rb), threadIdx.x, 32 * NW);
+    mmh_mma_tile<HT, U, NW>(part, r0 + g < N ? w + (r0 + g) * rb : NULL, r0 + g + 8 < N ? w + (r0 + g + 8) * rb : NULL, x, K, T);
+    const int c = threadIdx.x / MMHV_ROWS, r = threadIdx.x % MMHV_ROWS;
+    const int64_t n = r0 + r;
+    if (c < (T < 8 ? T : 8) && n < N) dst[c * N + n] = add ? part[0][r][c] + add[bcast ? n : c * N + n] : part[0][r][c];
+}
+
+/* Several matrices over one x in one launch (a layer's Q, K, V): segment k's rows take nb[k]
+ * blocks of 16 in order. Or (glu 1 SwiGLU, 2 GeGLU) a gate / up pair of one shape: a block takes 8
+ * rows of each — gate rows as the fragment's rows g, up's as rows g + 8 — and writes
+ * act(gate) * up (cu_glu's f32 math, as the GLU kernel) into segment 0's dst; segment 1 has none. */
+#define MMHV_SEGS 3
+struct mmhv_seg {
+    const uint8_t *w;
+    float *dst;
+    const float *add;
+    int64_t N;
+    int bcast;
+    unsigned nb; /* blocks */
+};
+struct mmhv_set {
+    mmhv_seg s[MMHV_SEGS];
+    int n, glu;
+};
+
+template <int HT, int U, int NW>
+static __device__ __forceinline__ void mmh_gemv_mma_multi(const mmhv_set &m, const float *x, int64_t K, int64_t T, unsigned bx) {
+    __shared__ float part[NW][MMHV_ROWS][8];
+    int k = 0;
+    while (k + 1 < m.n && bx >= m.s[k].nb) bx -= m.s[k].nb, k++;
+    const mmhv_seg &sg = m.s[k];
+    const int g = (threadIdx.x & 31) >> 2, nt = (int)(T < 8 ? T : 8);
+    const int64_t rb = 2 * K;
+    if (m.glu) { /* rows 8 bx .. +7 of gate (segment 0) and up (segment 1) */
+        const int64_t r0 = (int64_t)bx * 8, N = m.s[0].N, n = r0 + g;
+        const int64_t r1 = r0 + 8 < N ? r0 + 8 : N;
+        prefetch_rows(m.s[0].w + (uint64_t)(r0 * rb), (uint64_t)((r1 - r0) * rb), threadIdx.x, 32 * NW);
+        prefetch_rows(m.s[1].w + (uint64_t)(r0 * rb), (uint64_t)((r1 - r0) * rb), threadIdx.x, 32 * NW);
+        mmh_mma_tile<HT, U, NW>(part, n < N ? m.s[0].w + n * rb : NULL, n < N ? m.s[1].w + n * rb : NULL, x, K, T);
+        const int c = threadIdx.x / 8, r = threadIdx.x % 8;
+        if (c < nt && r0 + r < N) m.s[0].dst[c * N + r0 + r] = cu_glu(part[0][r][c], part[0][r + 8][c], m.glu == 2);
+        return;
+    }
+    const int64_t r0 = (int64_t)bx * MMHV_ROWS, N = sg.N, r1 = r0 + MMHV_ROWS < N ? r0 + MMHV_ROWS : N;
+    prefetch_rows(sg.w + (uint64_t)(r0 * rb), (uint64_t)((r1 - r0) * rb), threadIdx.x, 32 * NW);
+    mmh_mma_tile<HT, U, NW>(part, r0 + g < N ? sg.w + (r0 + g) * rb : NULL, r0 + g + 8 < N ? sg.w + (r0 + g + 8) * rb : NULL, x, K, T);
+    const int c = threadIdx.x / MMHV_ROWS, r = threadIdx.x % MMHV_ROWS;
+    const int64_t n = r0 + r;
+    if (c < nt && n < N) sg.dst[c * N + n] = sg.add ? part[0][r][c] + sg.add[sg.bcast ? n : c * N + n] : part[0][r][c];
 }
 
 /* ---- T > 8: 64 x 64 tiles on tensor cores ---- */
