@@ -218,6 +218,17 @@ static sb_status run_gemv_launch(crun *r, int32_t i) {
     return cu_matmul_q8_multi(r->cx->s, seg, m, x->ne[0], dptr(r, n->src[group ? 0 : 1]), x->dtype, r->cx->d_pos, pair_glu);
 }
 
+/* the Q RoPE attention n applies as it loads q (pass fuse_attn_rope; n_rot 0: none, q is rotated
+ * already), for either argument struct (cu_attn_args, cu_attn_paged_args) */
+static cu_attn_rope attn_q_rope(crun *r, const ir_node *n) {
+    const ir_rope_params rp = ir_attn_q_rope(n);
+    if (!rp.n_rot) return (cu_attn_rope){0};
+    const ir_ref ff = ir_attn_q_rope_ff(n);
+    return (cu_attn_rope){.n_rot = rp.n_rot, .mode = rp.mode, .theta_scale = powf(rp.freq_base, -2.0f / (float)rp.n_rot),
+                          .freq_scale = rp.freq_scale, .attn_factor = ir_attn_q_rope_attn_factor(n),
+                          .ff = ff != IR_NONE ? (const float *)dptr(r, ff) : NULL};
+}
+
 sb_status cx_run_node(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[i];
@@ -325,15 +336,10 @@ sb_status cx_run_node(crun *r, int32_t i) {
         r->n_kernels++;
         return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
     case IR_OP_ATTENTION: {
-        const ir_rope_params rp = ir_attn_q_rope(n);
-        const float *q_ff = rp.n_rot && ir_attn_q_rope_ff(n) != IR_NONE ? (const float *)dptr(r, ir_attn_q_rope_ff(n)) : NULL;
         if (cx_attn_on_paged_kernel(r->cx, r->p, n)) { /* k_attn_paged.cu; a contiguous cache as one block of its C rows */
             const bool paged = ir_attn_block_size(n) > 0;
             cu_attn_paged_args pa = cx_attn_paged_args(r->cx, r->p, n);
-            if (rp.n_rot) { /* Q's RoPE fused (pass fuse_attn_rope): q is unrotated */
-                pa.q_rot = rp.n_rot, pa.q_mode = rp.mode, pa.q_theta_scale = powf(rp.freq_base, -2.0f / (float)rp.n_rot);
-                pa.q_freq_scale = rp.freq_scale, pa.q_attn_factor = ir_attn_q_rope_attn_factor(n), pa.q_ff = q_ff;
-            }
+            pa.q_rope = attn_q_rope(r, n);
             const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_attention_paged_scratch(&pa);
             if (need > cap) /* cx_plan_get sized the scratch region for it */
                 return sb_fail(SB_ERR_INTERNAL, "cuda: paged attention of %d splits needs %llu floats of scratch, %llu planned", pa.nsplit,
@@ -345,14 +351,7 @@ sb_status cx_run_node(crun *r, int32_t i) {
         cu_attn_args a = cx_attn_args(r->cx, r->p, n);
         a.depth_max = r->depth_max;
         const void *q = SP(0);
-        if (rp.n_rot) { /* Q's RoPE fused (pass fuse_attn_rope): q is unrotated */
-            a.q_rot = rp.n_rot;
-            a.q_mode = rp.mode;
-            a.q_theta_scale = powf(rp.freq_base, -2.0f / (float)rp.n_rot);
-            a.q_freq_scale = rp.freq_scale;
-            a.q_attn_factor = ir_attn_q_rope_attn_factor(n);
-            a.q_ff = q_ff;
-        }
+        a.q_rope = attn_q_rope(r, n);
         if (ir_attn_quant_type(n) >= 0) a.xq = dptr(r, ir_result_of(g, i, 1)); /* the q8_1 output too (pass fuse_attn_quant) */
         if (cx_attn_on_flash(r->cx, r->p, n)) { /* prefill: flash attention (k_fattn.cu, k_fattn_mma.cu) */
             r->n_kernels++;

@@ -4,6 +4,10 @@
  * for each case (the test models at T = 1, 7 and 64, their paged decoders, three Qwen2.5-0.5B
  * layers at T = 1, 64 and 512; all planned as on an H200, no GPU needed) one line per compute node
  * in execution order with every executor-level fusion it takes part in (cuda_fusion.h's tables).
+ * The config: cu_config_default, planned as if cuBLASLt did not load (exec_cuda_assume_blaslt(0)),
+ * so the T = 512 case shows the int8 MMA groups (cu_config.blas_quant 0 plans the same); then that
+ * case once more with cuBLASLt present, the default on the GPUs: its quantized matmuls keep f32
+ * activations for cuBLASLt (T >= blas_quant 256), no MMA group.
  * The golden file is tests/runtime/cuda_fusions.golden (SB_UPDATE_GOLDEN=1 rewrites it).
  *
  * Nodes are named by what they compute, not by their index, so that moving a fusion from the
@@ -341,6 +345,7 @@ static int describe_model(const char *path, int64_t T, bool paged) {
 int main(int argc, char **argv) {
     exec_cuda_assume_device(9, 132);
     if (argc == 3 || (argc == 4 && !strcmp(argv[3], "paged"))) return describe_model(argv[1], atoll(argv[2]), argc == 4);
+    exec_cuda_assume_blaslt(0); /* the int8 MMA side of cu_config.blas_quant; one case below with cuBLASLt */
     sbuf b = {0};
     put(&b, "# the CUDA executor's launches per plan, as on an H200 (tests/runtime/test_cuda_fusions.c)\n");
     static const char *models[] = {"test-qwen2-q4_k_m.gguf", "test-qwen2-f16.gguf", "test-llama-q4_k_m.gguf",
@@ -352,6 +357,9 @@ int main(int argc, char **argv) {
         snprintf(title, sizeof title, "three Qwen2.5-0.5B layers, T=%lld", (long long)qT[k]);
         add_case(&b, title, qwen_layers(3, qT[k], 1024), false);
     }
+    exec_cuda_assume_blaslt(1);
+    add_case(&b, "three Qwen2.5-0.5B layers, T=512, cuBLASLt present (quantized GEMMs from T 256 on it)", qwen_layers(3, 512, 1024), false);
+    exec_cuda_assume_blaslt(-1);
     exec_cuda_assume_device(0, 0);
     const char *path = "tests/runtime/cuda_fusions.golden";
     if (getenv("SB_UPDATE_GOLDEN")) {

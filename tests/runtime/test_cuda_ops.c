@@ -17,7 +17,10 @@
  * and, for F16 caches with head_dim 64 / 128, of k_fattn_mma.cu on tensor cores — then without it),
  * the int8 tensor-core prefill GEMM (k_mma.cu) on model shapes with ragged tiles, and its small-T
  * split-K path (cu_config.mma_small) over every type x T 9..64 x N 16..9000; large-T GEMMs through
- * cuBLASLt (k_blas.cu) for F16 / BF16 and dequantized Q4_K / Q6_K / Q8_0 / Q4_0 / Q5_K weights.
+ * cuBLASLt (k_blas.cu) for F16 / BF16 and dequantized Q4_K / Q6_K / Q8_0 / Q4_0 / Q5_K weights, and
+ * the default route there (quantized from T 256: cu_config.blas_quant). Each kernel's test pins the
+ * settings that route its shapes to it (the int8 MMA tests: blas_quant 0, mma_config_pin; the half
+ * types' tiles: blas_min_t 0).
  * Limits: exact paths 1e-10 (attention 1e-9; 2e-6 on f16 tensor cores: flash_limit); 8-bit-activation paths 5e-4 against the f32 reference (~5e-5
  * expected), and 1e-10 (1e-6 after a GLU) against the CPU executor where both round activations
  * to q8_K (K-quant weights), which checks the q8_K quantizer bit for bit.
@@ -298,6 +301,8 @@ static void test_slice(void) {
 static void test_matmul(void) {
     const int64_t K = 512, N = 67;
     const int64_t Ts[] = {1, 2, 5, 8, 13, 77};
+    const int blas_saved = tc_cfg.blas_min_t;
+    tc_cfg.blas_min_t = 0; /* F16 / BF16 at T 77 on k_mmh's tiles, not cuBLASLt (test_blas_gemm) */
     for (int k = 0; k < N_TYPES; k++) {
         int t = all_types[k];
         for (int j = 0; j < 6; j++) {
@@ -378,6 +383,7 @@ static void test_matmul(void) {
         ir_graph_free(g);
         free(wf), free(x), free(bias), free(w);
     }
+    tc_cfg.blas_min_t = blas_saved;
 }
 
 static void test_norm_glu_ew(void) {
@@ -554,14 +560,15 @@ static void test_f32_gemm(void) {
     tc_cfg.mmf_tile = saved;
 }
 
-/* F16 / BF16 weights at T > 8 through the 128 x 128 tile (k_mmh_big, cu_config.mmh_big 1: every T > 8):
- * ragged row and token tiles, a bias and a residual as its epilogue; against the f32 reference
+/* F16 / BF16 weights at T > 8 through the 128 x 128 tile (k_mmh_big, cu_config.mmh_big 1: every T > 8;
+ * blas_min_t 0, else T >= 64 would take cuBLASLt): ragged row and token tiles, a bias and a residual as its epilogue; against the f32 reference
  * (1e-4, the half types' limit in test_matmul) and the CPU executor, which rounds x to the weight
  * type too (1e-10: only summation order differs). */
 static void test_mmh_big(void) {
     const struct { int64_t K, N, T; int ep; } cs[] = {{512, 67, 77, 0}, {1024, 300, 200, 1}, {96, 129, 13, 2}};
-    const int saved = tc_cfg.mmh_big;
+    const cu_config saved = tc_cfg;
     tc_cfg.mmh_big = 1;
+    tc_cfg.blas_min_t = 0;
     fuse_on = true;
     for (int bf = 0; bf < 2; bf++)
         for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
@@ -573,7 +580,7 @@ static void test_mmh_big(void) {
             ep_case_free(&c);
         }
     fuse_on = false;
-    tc_cfg.mmh_big = saved;
+    tc_cfg = saved;
 }
 
 /* Large-T GEMMs through cuBLASLt (k_blas.cu; cu_config.blas_min_t 1: every T, blas_quant 1): F16 /
@@ -615,6 +622,59 @@ static void test_blas_gemm(void) {
         ep_case_free(&c);
     }
     fuse_on = false;
+    tc_cfg = saved;
+}
+
+/* The default route of quantized prefill GEMMs (cu_config_default: blas_quant 256): at T >= 256 they
+ * take cuBLASLt where it loads — the int8 MMA tests' large-T shapes (test_mma_prefill's K 256 x N
+ * 4900 / 4160, test_mma_small's down projection, the gate projection of test_mma_groups, Q8_0 with a
+ * bias), two at T = 256 itself: the launch count is cuBLASLt's (cu_blas_launches), the NMSE within
+ * test_blas_gemm's 1e-5 of the f64 reference (x and the dequantized weights rounded to F16). And a
+ * gate/up -> down FFN at T 512 plans no gate/up pair (exec_cuda_count_glu_pairs 0: f32 activations,
+ * no int8 MMA group; test_mma_glu_pair pairs it with blas_quant 0). SKIP without cuBLASLt. */
+static void test_blas_default(void) {
+    char why[300];
+    if (!exec_cuda_blaslt_available(why, sizeof why)) {
+        printf("SKIP quantized GEMMs on the default cuBLASLt route: %s\n", why);
+        return;
+    }
+    const struct { int wt; int64_t K, N, T; int ep; } cs[] = {
+        {SB_TYPE_Q6_K, 256, 4900, 520, 0}, {SB_TYPE_Q4_K, 256, 4160, 512, 2}, {SB_TYPE_Q6_K, 4864, 896, 512, 1},
+        {SB_TYPE_Q4_K, 4864, 896, 256, 2}, {SB_TYPE_Q5_0, 896, 4864, 512, 0}, {SB_TYPE_Q8_0, 896, 896, 256, 1},
+    };
+    const cu_config saved = tc_cfg;
+    tc_cfg.blas_quant = cu_config_default.blas_quant;
+    CHECKF(tc_cfg.blas_quant == 256, "cu_config_default.blas_quant %d: these shapes assume 256", tc_cfg.blas_quant);
+    fuse_on = true;
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int t = cs[k].wt;
+        const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
+        ep_case c;
+        ep_case_make(&c, t, K, N, T, cs[k].ep, "default: cuBLASLt");
+        expect(run_both(c.g, &c.b, c.label), 1e-5, c.label);
+        const cu_epilogue ep = {.add = cs[k].ep ? c.o : NULL, .bcast = cs[k].ep == 1};
+        CHECKF(last_kernels == cu_blas_launches(t, K, N, &ep), "%s: %d launches, cuBLASLt's path makes %d", c.label, (int)last_kernels,
+               cu_blas_launches(t, K, N, &ep));
+        ep_case_free(&c);
+    }
+    fuse_on = false;
+    /* the FFN of test_mma_glu_pair at T 512: planned with the default threshold, nothing to pair */
+    const int64_t K = 896, N = 3232, ND = 64, T = 512;
+    ir_graph *g;
+    ir_graph_create(&g);
+    ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, T, 1, 1});
+    ir_ref mg = ir_matmul(g, ir_input_weight(g, "wg", SB_TYPE_Q4_0, (int64_t[4]){K, N, 1, 1}), xr);
+    ir_ref mu = ir_matmul(g, ir_input_weight(g, "wu", SB_TYPE_Q4_0, (int64_t[4]){K, N, 1, 1}), xr);
+    ir_output(g, ir_matmul(g, ir_input_weight(g, "wd", SB_TYPE_Q5_0, (int64_t[4]){N, ND, 1, 1}), ir_swiglu(g, mg, mu)), "y");
+    plan_target tc;
+    exec_cuda_target(&tc_cfg, &tc);
+    plan *pc = NULL;
+    CHECK(plan_build(g, &tc, NULL, &pc) == SB_OK);
+    if (pc)
+        CHECKF(exec_cuda_count_glu_pairs(pc, &tc_cfg) == 0, "gate/up Q4_0 T=512 at the default blas_quant: %d GLU pairs (0 expected: cuBLASLt)",
+               (int)exec_cuda_count_glu_pairs(pc, &tc_cfg));
+    plan_free(pc);
+    ir_graph_free(g);
     tc_cfg = saved;
 }
 
@@ -1430,6 +1490,17 @@ static void test_qwen_layers(void) {
     ir_graph_free(g);
 }
 
+/* The int8 MMA kernels' tests (k_mma.cu; test_mma_prefill, test_mma_small, test_mma_groups,
+ * test_mma_glu_pair) take them at every T: the tensor-core GEMM on (cu_config.mmq 4) and quantized
+ * weights kept off cuBLASLt (blas_quant 0 — by default T >= 256 goes there, its activations f32,
+ * no MMA group: test_blas_default). Returns the config to restore (tc_cfg = it). */
+static cu_config mma_config_pin(void) {
+    const cu_config saved = tc_cfg;
+    tc_cfg.mmq = 4;
+    tc_cfg.blas_quant = 0;
+    return saved;
+}
+
 /* The int8 tensor-core prefill GEMM (k_mma.cu, cu_config.mmq 4) on model shapes with ragged edges:
  * K 896 (Q4_0/Q5_0/Q8_0) and 4864 (K-quants, q8_K activations: also vs the CPU executor, bit
  * for bit up to summation order), rows and tokens not multiples of the 64/128 x 64 tiles, T 9 / 64
@@ -1443,8 +1514,8 @@ static void test_mma_prefill(void) {
         {SB_TYPE_Q5_K, 4864, 45, 130, 2},  {SB_TYPE_Q6_K, 256, 4900, 520, 0}, {SB_TYPE_Q5_0, 256, 4100, 512, 1},
         {SB_TYPE_Q4_K, 256, 4160, 512, 2}, {SB_TYPE_Q5_0, 896, 600, 512, 0},
     };
+    const cu_config saved = mma_config_pin();
     tc_cfg.mma_small = 0; /* the 128/64 x 64 tiles themselves (T <= 512 takes the small-T path by default) */
-    tc_cfg.mmq = 4;
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int t = cs[k].t;
         const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
@@ -1476,8 +1547,7 @@ static void test_mma_prefill(void) {
         ir_graph_free(g);
         free(wf), free(x), free(o), free(w);
     }
-    tc_cfg.mma_small = 2;
-    tc_cfg.mmq = 1;
+    tc_cfg = saved;
 }
 
 /* Run g (output 0) on ONE CUDA executor with each value of vals in turn in *slot (an input of b:
@@ -1708,7 +1778,7 @@ static void test_prefill_block(void) {
  * launch, each block decoding its own). */
 static void test_mma_groups(void) {
     static const int64_t Ts[] = {64, 100, 512};
-    tc_cfg.mmq = 4;
+    const cu_config saved = mma_config_pin();
     for (int c = 0; c < 5; c++)
         for (int ti = 0; ti < 3; ti++) {
             const int64_t K = 896, T = Ts[ti], N1 = c == 0 ? 4864 : c >= 3 ? 128 : 896, N2 = c == 0 ? 4864 : c >= 3 ? 896 : 128;
@@ -1738,7 +1808,7 @@ static void test_mma_groups(void) {
             ir_graph_free(g);
             free(w1f), free(w2f), free(x), free(b1), free(b2), free(w1), free(w2);
         }
-    tc_cfg.mmq = 1;
+    tc_cfg = saved;
 }
 
 /* A prefill FFN (T > 8): the gate/up MMA group whose launch writes the GLU itself (cuda_fusion.c
@@ -1753,7 +1823,7 @@ static void test_mma_glu_pair(void) {
     typedef struct { int t; int64_t T; bool gelu; } pair_case;
     static const pair_case cs[] = {{SB_TYPE_Q5_0, 64, false}, {SB_TYPE_Q8_0, 17, true}, {SB_TYPE_Q4_0, 512, false}};
     const int64_t K = 896, N = 3232, ND = 64;
-    tc_cfg.mmq = 4;
+    const cu_config saved = mma_config_pin();
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int t = cs[k].t;
         const int64_t T = cs[k].T;
@@ -1781,7 +1851,7 @@ static void test_mma_glu_pair(void) {
         ir_graph_free(g);
         free(wgf), free(wuf), free(wdf), free(x), free(wg), free(wu), free(wd);
     }
-    tc_cfg.mmq = 1;
+    tc_cfg = saved;
 }
 
 /* The small-T path of the int8 tensor-core GEMM (k_mma.cu cu_matmul_mma_small, cu_config.mma_small):
@@ -1829,7 +1899,7 @@ static void test_mma_small(void) {
     /* the down projection's shape at T 512: split 5 ways by the waves rule (mma_small_split), 8 token tiles */
     cs[n++] = (small_case){SB_TYPE_Q6_K, 4864, 896, 512, 1, false, 0};
     cs[n++] = (small_case){SB_TYPE_Q4_K, 4864, 896, 512, 2, false, 0};
-    tc_cfg.mmq = 4;
+    const cu_config saved = mma_config_pin();
     for (int k = 0; k < n; k++) {
         const int t = cs[k].t, ep = cs[k].ep;
         const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
@@ -1860,10 +1930,10 @@ static void test_mma_small(void) {
                 expect(run_cmp(g, &b, label, true), 1e-10, label);
             }
         }
-        tc_cfg.mma_small = 2; /* the default */
-        tc_cfg.mma_small_tmax = 512;
+        tc_cfg.mma_small = saved.mma_small; /* the default */
+        tc_cfg.mma_small_tmax = saved.mma_small_tmax;
         fuse_on = false;
-        tc_cfg.act_q8_1 = 0;
+        tc_cfg.act_q8_1 = saved.act_q8_1;
         /* N <= 136: 1..15 tiles of 32 rows, K split on any GPU of >= 16 SMs, so mode 2 adds k_mma_reduce
          * (T above the limit: the same kernels) */
         const int split_reduce = T <= (cs[k].tmax ? cs[k].tmax : 512);
@@ -1873,7 +1943,7 @@ static void test_mma_small(void) {
         ir_graph_free(g);
         free(wf), free(x), free(o), free(w);
     }
-    tc_cfg.mmq = 1;
+    tc_cfg = saved;
 }
 
 /* Flash-attention prefill (k_fattn.cu, attention variant 3 for T > 1) vs op_attention: T 9 / 64 /
@@ -2004,6 +2074,7 @@ int main(void) {
     test_f32_gemm();
     test_mmh_big();
     test_blas_gemm();
+    test_blas_default();
     test_multi_gemv();
     test_reg_gemv();
     test_wide_gemv();

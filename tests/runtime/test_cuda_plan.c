@@ -8,6 +8,10 @@
  * usable GPU failing with SB_ERR_DEVICE (never a crash) while a CPU session still works; the
  * paged decoder (the batched engine's) passes the check, no executor fusion of it treats the slots
  * as positions or takes the paged attention's output, and its decode (T = 1) attentions rotate q.
+ * The config every plan here assumes: cu_config_default (or the fields a case names) on a GPU where
+ * cuBLASLt loads (gpu_target), so CI without one plans as the H100 / H200 do; every launch and fusion
+ * count is at T <= 64, below the default blas_quant (256: test_blas_rule, which also plans the
+ * threshold itself), so quantized matmuls keep their q8 activations, MMA groups and GEMV launches.
  * SKIPs (exit 0) in a build without the CUDA backend.
  */
 #include "runtime/exec_cuda.h"
@@ -24,6 +28,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The CUDA plan target for config c (NULL: cu_config_default) as on the GPUs the counts below were
+ * measured on: cuBLASLt present (exec_cuda_assume_blaslt(1); main restores the real answer before
+ * its session part). */
+static void gpu_target(const cu_config *c, plan_target *t) {
+    exec_cuda_assume_blaslt(1);
+    exec_cuda_target(c, t);
+}
+
 /* y = W x with W of type wt [K,N]; returns the plan for the CUDA target (or NULL) */
 static plan *matmul_plan(int wt, int64_t K, int64_t N, const char *wname) {
     ir_graph *g;
@@ -32,7 +44,7 @@ static plan *matmul_plan(int wt, int64_t K, int64_t N, const char *wname) {
     ir_ref x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){K, 3, 1, 1});
     ir_output(g, ir_matmul(g, w, x), "y");
     plan_target t;
-    exec_cuda_target(NULL, &t);
+    gpu_target(NULL, &t);
     plan *p = NULL;
     sb_status s = plan_build(g, &t, NULL, &p);
     CHECKF(s == SB_OK, "plan_build for %s: %s", ir_dtype_name(wt), sb_last_error());
@@ -128,6 +140,30 @@ static void test_blas_rule(void) {
     }
     printf("two Qwen layers at T = 64: %d executor fusions, %d with the cuBLASLt rule\n", (int)nf[0], (int)nf[1]);
     CHECKF(nf[1] >= 0 && nf[1] < nf[0], "executor fusions %d with cuBLASLt, %d without", (int)nf[1], (int)nf[0]);
+    /* the default threshold itself (what test_cuda_ops' int8 MMA tests pin off, blas_quant 0): a Qwen
+     * layer at T = 255 quantizes and keeps its MMA groups, at T = 256 it quantizes nothing and has fewer fusions */
+    int32_t nd[2] = {-1, -1}, nq[2] = {-1, -1};
+    for (int k = 0; k < 2; k++) {
+        plan_target t;
+        gpu_target(NULL, &t);
+        ir_graph *g = qwen_layers(1, 255 + k, 512);
+        plan *p = NULL;
+        CHECK(plan_build(g, &t, NULL, &p) == SB_OK);
+        if (p) {
+            nq[k] = 0;
+            for (int32_t i = 0; i < p->g->n_nodes; i++) {
+                const ir_op op = p->g->nodes[i].op;
+                nq[k] += op == IR_OP_QUANTIZE || op == IR_OP_RMS_NORM_QUANT || op == IR_OP_GLU_QUANT || op == IR_OP_ADD_RMS_NORM_QUANT;
+            }
+            nd[k] = exec_cuda_count_fusions(p, NULL);
+            plan_free(p);
+        }
+        ir_graph_free(g);
+    }
+    printf("a Qwen layer at the default blas_quant: T = 255 %d quantizing nodes, %d executor fusions; T = 256 %d, %d\n", (int)nq[0],
+           (int)nd[0], (int)nq[1], (int)nd[1]);
+    CHECKF(nq[0] > 0 && nq[1] == 0 && nd[1] >= 0 && nd[1] < nd[0], "T 255 / 256: %d / %d quantizing nodes, %d / %d fusions", (int)nq[0],
+           (int)nq[1], (int)nd[0], (int)nd[1]);
     exec_cuda_assume_blaslt(-1);
     exec_cuda_assume_device(0, 0);
 }
@@ -170,7 +206,7 @@ static void test_paged_plan(int64_t T) {
     rt_build bld = {.g = g, .m = m, .T = T, .n_out = T, .n_ctx = 64 * 16, .kv_type = SB_TYPE_F16, .block_size = 16, .n_blk_max = 16};
     CHECK(rt_build_decoder(&bld) == SB_OK);
     plan_target t;
-    exec_cuda_target(NULL, &t);
+    gpu_target(NULL, &t);
     plan *p = NULL;
     CHECK(plan_build(g, &t, NULL, &p) == SB_OK);
     cuda_fusions f = {0};
@@ -251,7 +287,7 @@ static void test_gemma4_launches(void) {
         cu_config c = cu_config_default;
         c.chain_quant = on ? c.chain_quant : 0; /* SB_TUNE=chain_quant=0 */
         plan_target t;
-        exec_cuda_target(&c, &t);
+        gpu_target(&c, &t);
         plan *p = NULL;
         CHECKF(plan_build(g, &t, NULL, &p) == SB_OK, "%s", sb_last_error());
         if (!p) continue;
@@ -350,7 +386,7 @@ int main(void) {
         }
         ir_output(g, out, "y");
         plan_target t;
-        exec_cuda_target(NULL, &t);
+        gpu_target(NULL, &t);
         plan *pa = NULL;
         CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
         if (pa) {
@@ -390,7 +426,7 @@ int main(void) {
             const int wt = D % 16 ? SB_TYPE_F32 : SB_TYPE_Q8_0; /* rows of 2D: whole q8_0 blocks */
             ir_output(g, ir_matmul(g, ir_input_weight(g, "wo", wt, (int64_t[4]){2 * D, 64, 1, 1}), a), "y");
             plan_target t;
-            exec_cuda_target(NULL, &t);
+            gpu_target(NULL, &t);
             plan *pa = NULL;
             CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
             if (pa) {
@@ -425,7 +461,7 @@ int main(void) {
                 rt_build bld = {.g = g, .m = m, .T = T, .n_out = 1, .n_ctx = 64, .kv_type = SB_TYPE_F32};
                 CHECK(rt_build_decoder(&bld) == SB_OK);
                 plan_target t;
-                exec_cuda_target(NULL, &t);
+                gpu_target(NULL, &t);
                 plan *pd = NULL;
                 CHECK(plan_build(g, &t, NULL, &pd) == SB_OK);
                 if (pd) {
@@ -452,7 +488,7 @@ int main(void) {
         exec_cuda_assume_device(9, 132);
         ir_graph *g = qwen_layers(1, 1, 64);
         plan_target t;
-        exec_cuda_target(NULL, &t);
+        gpu_target(NULL, &t);
         plan *pa = NULL;
         CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
         cuda_fusions f = {0};
@@ -497,7 +533,7 @@ int main(void) {
             cfg.rope_inplace = on != 0;
             cfg.norm_sums = on == 2;
             plan_target t;
-            exec_cuda_target(NULL, &t);
+            gpu_target(NULL, &t);
             plan *pa = NULL;
             CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
             if (pa) nf[on] = fused_away(pa, &cfg), ns[on] = exec_cuda_count_norm_sums(pa, &cfg);
@@ -536,7 +572,7 @@ int main(void) {
         if (gemv) att = ir_matmul(g, ir_input_weight(g, "wo", SB_TYPE_Q8_0, (int64_t[4]){D * Hq, 32, 1, 1}), att);
         ir_output(g, att, "y");
         plan_target t;
-        exec_cuda_target(NULL, &t);
+        gpu_target(NULL, &t);
         plan *pa = NULL;
         CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
         if (pa) {
@@ -577,7 +613,7 @@ int main(void) {
         cu_config cfg = cu_config_default;
         cfg.fuse_ropek = ropek;
         plan_target t;
-        exec_cuda_target(&cfg, &t);
+        gpu_target(&cfg, &t);
         plan *pa = NULL;
         CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
         if (pa) {
@@ -589,6 +625,7 @@ int main(void) {
         ir_graph_free(g);
     }
 
+    exec_cuda_assume_blaslt(-1); /* the sessions below: the real answer */
     /* sessions: without a usable GPU a CUDA session fails cleanly with SB_ERR_DEVICE */
     char why[512];
     if (!exec_cuda_available(why, sizeof why)) {

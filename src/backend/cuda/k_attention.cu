@@ -270,11 +270,12 @@ extern "C" sb_status cu_attention(cu_stream s, float *dst, const float *q, const
     if (a->D > ATT_DL * 32 || a->D <= 0 || a->Hkv <= 0 || a->Hq % a->Hkv || a->nsplit < 1)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with head_dim %lld, %lld/%lld heads, %d splits (head_dim <= %d)",
                        (long long)a->D, (long long)a->Hq, (long long)a->Hkv, a->nsplit, ATT_DL * 32);
-    if (a->q_rot < 0 || a->q_rot > a->D || a->q_rot % 2)
-        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with a fused RoPE of %d dims (head_dim %lld)", a->q_rot, (long long)a->D);
+    if (a->q_rope.n_rot < 0 || a->q_rope.n_rot > a->D || a->q_rope.n_rot % 2)
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with a fused RoPE of %d dims (head_dim %lld)", a->q_rope.n_rot, (long long)a->D);
     const cudaStream_t st = (cudaStream_t)s;
     const dim3 grid((unsigned)a->Hq, (unsigned)a->T, (unsigned)a->nsplit);
-    const attn_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
+    const cu_attn_rope *qr = &a->q_rope;
+    const attn_rope rp = {qr->ff, qr->n_rot, qr->mode, qr->theta_scale, qr->freq_scale, qr->attn_factor};
     unsigned *cnt = counters && a->T * a->Hq <= CU_ATT_COUNTERS ? counters : NULL;
     if (a->xq && a->D % 32)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention writing q8_1 blocks with head_dim %lld (a multiple of 32 only)", (long long)a->D);

@@ -826,8 +826,8 @@ extern "C" uint64_t cu_attn_decode_scratch(const cu_attn_args *a) {
  * (e.g. more than AD_GMAX query heads per kv head) to variant 2 */
 extern "C" bool cu_attn_decode_fits(const cu_attn_args *a, const unsigned *counters, const float *scratch) {
     if (a->T != 1 || a->D <= 0 || a->D > AD_DMAX || a->Hkv <= 0 || a->Hq % a->Hkv || a->Hq / a->Hkv > AD_GMAX || a->nsplit < 1 ||
-        a->nsplit > AD_SMAX || a->Hkv > 65535 || (a->ctype != CU_T_F32 && a->ctype != CU_T_F16) || a->q_rot < 0 || a->q_rot > a->D ||
-        a->q_rot % 2 || (a->xq && a->D % 32))
+        a->nsplit > AD_SMAX || a->Hkv > 65535 || (a->ctype != CU_T_F32 && a->ctype != CU_T_F16) || a->q_rope.n_rot < 0 || a->q_rope.n_rot > a->D ||
+        a->q_rope.n_rot % 2 || (a->xq && a->D % 32))
         return false;
     if (a->nsplit == 1) return true;
     int lo, hi;
@@ -846,8 +846,8 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
                        (long long)a->T, (long long)a->D, (long long)a->Hq, (long long)a->Hkv, a->nsplit, AD_DMAX, AD_GMAX, AD_SMAX);
     if (a->ctype != CU_T_F32 && a->ctype != CU_T_F16)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: decode attention (variant 4) with cache type %d (F32 or F16 only)", a->ctype);
-    if (a->q_rot < 0 || a->q_rot > a->D || a->q_rot % 2)
-        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with a fused RoPE of %d dims (head_dim %lld)", a->q_rot, (long long)a->D);
+    if (a->q_rope.n_rot < 0 || a->q_rope.n_rot > a->D || a->q_rope.n_rot % 2)
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with a fused RoPE of %d dims (head_dim %lld)", a->q_rope.n_rot, (long long)a->D);
     if (a->xq && a->D % 32)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention writing q8_1 blocks with head_dim %lld (a multiple of 32 only)", (long long)a->D);
     if (scratch && cu_attn_deep_fits(a)) /* a bounded depth past the small layout */
@@ -931,7 +931,8 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
     /* the warp path's splits: ceil(min(warp, capacity) / AD_WKEYS) blocks a head (<= S) */
     const int64_t wdeep = a->ctx > 0 && a->ctx < g.warp ? a->ctx : g.warp, grid_w = (int64_t)nbx_lo * ((wdeep + AD_WKEYS - 1) / AD_WKEYS);
     const int64_t grid = grid_t > grid_w ? grid_t : grid_w;
-    const ad_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
+    const cu_attn_rope *qr = &a->q_rope;
+    const ad_rope rp = {qr->ff, qr->n_rot, qr->mode, qr->theta_scale, qr->freq_scale, qr->attn_factor};
     if (a->depth_max > 0 && g.small > 0 && a->depth_max <= g.small) /* every depth takes the small layout: its own kernel, its blocks */
         cu_launch_smem(k_attn_dec<true>, dim3((unsigned)nbx_lo), AD_THREADS, (size_t)smem, (cudaStream_t)s, dst, q, k, v, pos, g, rp, scratch,
                        counters, (blk_q8_1 *)a->xq);

@@ -318,8 +318,8 @@ static int64_t dp_depth_bound(const cu_attn_args *a, int64_t depth_max) {
  * splits and a shape they support — and then their geometry */
 static bool dp_takes(const cu_attn_args *a, int *kps, int *S) {
     if (a->T != 1 || a->depth_max <= a->small || a->nsplit <= 1 || a->D <= 0 || a->D > DP_DMAX || a->D % 16 || a->Hkv <= 0 ||
-        a->Hkv > 65535 || a->Hq % a->Hkv || a->Hq / a->Hkv > DP_GMAX || (a->ctype != CU_T_F32 && a->ctype != CU_T_F16) || a->q_rot < 0 ||
-        a->q_rot > a->D || a->q_rot % 2 || (a->xq && a->D % 32))
+        a->Hkv > 65535 || a->Hq % a->Hkv || a->Hq / a->Hkv > DP_GMAX || (a->ctype != CU_T_F32 && a->ctype != CU_T_F16) || a->q_rope.n_rot < 0 ||
+        a->q_rope.n_rot > a->D || a->q_rope.n_rot % 2 || (a->xq && a->D % 32))
         return false;
     return dp_geometry(a, dp_depth_bound(a, a->depth_max), kps, S);
 }
@@ -379,7 +379,8 @@ extern "C" sb_status cu_attn_deep(cu_stream s, float *dst, const float *q, const
     dp_args g = {};
     g.D = (int)a->D, g.G = (int)(a->Hq / a->Hkv), g.Hkv = (int)a->Hkv, g.window = a->window, g.kps = kps, g.S = S;
     g.ks = (int)a->D * es + 16, g.Dkv = a->D * a->Hkv, g.scale = a->scale, g.softcap = a->softcap;
-    g.ff = a->q_ff, g.n_rot = a->q_rot, g.mode = a->q_mode, g.ts = a->q_theta_scale, g.fs = a->q_freq_scale, g.af = a->q_attn_factor;
+    const cu_attn_rope *qr = &a->q_rope;
+    g.ff = qr->ff, g.n_rot = qr->n_rot, g.mode = qr->mode, g.ts = qr->theta_scale, g.fs = qr->freq_scale, g.af = qr->attn_factor;
     const int smem = dp_smem(kps, g.D, g.G, es);
     const cudaStream_t st = (cudaStream_t)s;
     if (a->ctype == CU_T_F16)

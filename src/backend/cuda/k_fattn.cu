@@ -343,8 +343,8 @@ extern "C" sb_status cu_attention_prefill(cu_stream s, float *dst, const float *
     if (!cu_fattn_supported(a))
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: flash-attention prefill with T %lld, head_dim %lld, %lld/%lld heads, %d splits, cache type %d",
                        (long long)a->T, (long long)a->D, (long long)a->Hq, (long long)a->Hkv, a->nsplit, a->ctype);
-    if (a->q_rot < 0 || a->q_rot > a->D || a->q_rot % 2)
-        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with a fused RoPE of %d dims (head_dim %lld)", a->q_rot, (long long)a->D);
+    if (a->q_rope.n_rot < 0 || a->q_rope.n_rot > a->D || a->q_rope.n_rot % 2)
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with a fused RoPE of %d dims (head_dim %lld)", a->q_rope.n_rot, (long long)a->D);
     if (a->xq && a->D % 32)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention writing q8_1 blocks with head_dim %lld (a multiple of 32 only)", (long long)a->D);
     /* F16 cache, head_dim 64 / 128 / 256 / 512, sm_80+: tensor cores; past 128 only there (unaligned
@@ -352,7 +352,8 @@ extern "C" sb_status cu_attention_prefill(cu_stream s, float *dst, const float *
     if (cu_fattn_mma_takes(a) && (((uintptr_t)k | (uintptr_t)v) % 16 == 0 || !fattn_simt(a)))
         return cu_fattn_mma(s, dst, q, k, v, pos, a, cu_cfg()->fattn_split, scratch, scratch_floats, counters);
     const cudaStream_t st = (cudaStream_t)s;
-    const fa_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
+    const cu_attn_rope *qr = &a->q_rope;
+    const fa_rope rp = {qr->ff, qr->n_rot, qr->mode, qr->theta_scale, qr->freq_scale, qr->attn_factor};
     blk_q8_1 *xq = (blk_q8_1 *)a->xq;
     const int f16 = a->ctype == CU_T_F16, T = (int)a->T;
     int bq, dm, S;

@@ -187,7 +187,8 @@ extern "C" sb_status cu_fattn_mma(cu_stream s, float *dst, const float *q, const
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: tensor-core flash attention with cache type %d, head_dim %lld, caches at %p / %p (F16, 64 / 128 / "
                        "256 / 512, 16-byte aligned, sm_80+ only)", a->ctype, (long long)a->D, k, v);
     if (a->T <= 0) return SB_OK;
-    const fm_rope rp = {a->q_ff, a->q_rot, a->q_mode, a->q_theta_scale, a->q_freq_scale, a->q_attn_factor};
+    const cu_attn_rope *qr = &a->q_rope;
+    const fm_rope rp = {qr->ff, qr->n_rot, qr->mode, qr->theta_scale, qr->freq_scale, qr->attn_factor};
     const bool ws = fw_takes(a);
     int S = ws ? fw_splits(a, split_on) : fm_splits(a, split_on);
     if (S > 1 && (!scratch || !counters || scratch_floats < cu_fattn_mma_scratch(a, split_on) || (uintptr_t)scratch % 16)) S = 1;

@@ -271,6 +271,16 @@ typedef struct cu_rope_job {
 } cu_rope_job;
 sb_status cu_rope_jobs(cu_stream s, const cu_rope_job *jobs, int n, const int32_t *pos);
 
+/* Q's RoPE applied by an attention kernel as it loads q (the executor's fusion of the ROPE before the
+ * attention, pass fuse_attn_rope; cu_rope's math bit for bit, at each token's pos[t]): n_rot = 0
+ * none, else q is the unrotated [D,Hq,T]. One struct for cu_attn_args and cu_attn_paged_args. */
+typedef struct cu_attn_rope {
+    int n_rot, mode;   /* mode 0 normal, 2 neox */
+    float theta_scale; /* freq_base^(-2/n_rot), computed on the host (powf, as the CPU) */
+    float freq_scale, attn_factor;
+    const float *ff;   /* [n_rot/2] or NULL */
+} cu_attn_rope;
+
 typedef struct cu_attn_args {
     int64_t D, Hq, Hkv, T;
     int ctype;                /* F32 | F16 */
@@ -294,11 +304,7 @@ typedef struct cu_attn_args {
     int64_t depth_max;        /* variant 4, T == 1: the deepest (keys in the window) this launch will see, when the caller
                                * knows a bound (a captured graph per depth class); <= small: the small layout's own
                                * compact kernel. 0 = any depth */
-    /* Q's RoPE applied as q is loaded (executor fusion of the ROPE before the attention; the same
-     * math as cu_rope, bit for bit): q_rot = 0 none, else q is the unrotated [D,Hq,T] */
-    int q_rot, q_mode;
-    float q_theta_scale, q_freq_scale, q_attn_factor;
-    const float *q_ff;
+    cu_attn_rope q_rope;      /* Q's RoPE as q is loaded (n_rot 0: none) */
     /* NULL, or also write the output as q8_1 blocks here (executor fusion of the QUANTIZE after the
      * attention; D % 32 == 0: each 32-block lies in one head) — the same bits as cu_quantize_act */
     void *xq;
@@ -319,11 +325,7 @@ typedef struct cu_attn_paged_args {
     int hb;               /* 0: a block per query head (k_attn_paged); 1..8: the grouped kernel, hb query heads
                            * of one kv head a block, each K/V row read once for them (k_attn_paged_gqa: F16,
                            * D 256 or 512, hb D <= 2048, hb | Hq / Hkv, S <= CU_ATT_PAGED_GQA_MAX_SPLITS) */
-    /* Q's RoPE applied as q is loaded (pass fuse_attn_rope; cu_attn_args' fields, the same math as
-     * cu_rope bit for bit, at each token's pos[t]): q_rot = 0 none, else q is the unrotated [D,Hq,T] */
-    int q_rot, q_mode;
-    float q_theta_scale, q_freq_scale, q_attn_factor;
-    const float *q_ff;
+    cu_attn_rope q_rope;  /* Q's RoPE as q is loaded (n_rot 0: none) */
 } cu_attn_paged_args;
 #define CU_ATT_PAGED_MAX_SPLITS 32
 #define CU_ATT_PAGED_GQA_MAX_SPLITS 128

@@ -5,7 +5,7 @@
  * k_attn_paged<F16, false> (one block per (query head, token): all its visible keys, out directly),
  * k_attn_paged<F16, true> (a key split per blockIdx.z: a partial (m, l, acc[D]) per active split,
  * or out directly where only split 0 is active) and k_attn_paged_merge (the partials to out).
- * Math, geometry and the split: k_attn_paged.cu's header. With a.q_rot > 0 each block first rotates
+ * Math, geometry and the split: k_attn_paged.cu's header. With a.q_rope.n_rot > 0 each block first rotates
  * its q (pa_q_rope: through shared memory, two barriers) and reads it from there.
  */
 #ifndef SB_CUDA_DEVICE_ATTN_PAGED_CUH
@@ -32,19 +32,20 @@ template <bool F16> static __device__ __forceinline__ float2 pa_load(const void 
 /* the first visible key of a token at position p (its last is p) */
 static __device__ __forceinline__ int64_t pa_lo(int64_t p, int window) { return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0; }
 
-/* nh heads of one token's q (contiguous from q) into shared memory sq, the first a.q_rot dims of each
+/* nh heads of one token's q (contiguous from q) into shared memory sq, the first a.q_rope.n_rot dims of each
  * rotated at position p (k_rope's math through rope_pair: bit-identical to cu_rope); the whole block
  * of NT threads calls it, and sq is ready for every thread when it returns */
 template <int NT>
 static __device__ __forceinline__ void pa_q_rope(float *sq, const float *q, int nh, int64_t D, int32_t p, const cu_attn_paged_args &a) {
     for (int64_t e = threadIdx.x; e < nh * D; e += NT) sq[e] = q[e];
     __syncthreads();
-    const int half = a.q_rot / 2;
+    const cu_attn_rope &qr = a.q_rope;
+    const int half = qr.n_rot / 2;
     for (int i = threadIdx.x; i < nh * half; i += NT) { /* pairs are disjoint: rotated in place */
         const int g = i / half, r = i - g * half;
         int ia, ib;
         float ya, yb;
-        rope_pair(sq + g * D, r, a.q_rot, a.q_mode, p, a.q_theta_scale, a.q_freq_scale, a.q_attn_factor, a.q_ff, &ia, &ib, &ya, &yb);
+        rope_pair(sq + g * D, r, qr.n_rot, qr.mode, p, qr.theta_scale, qr.freq_scale, qr.attn_factor, qr.ff, &ia, &ib, &ya, &yb);
         sq[g * D + ia] = ya, sq[g * D + ib] = yb;
     }
     __syncthreads();
@@ -67,7 +68,7 @@ __global__ void __launch_bounds__(32 * PA_WARPS)
     CU_PDL_ENTRY();
     __shared__ float s_acc[PA_WARPS][2 * 32 * PA_PAIRS];
     __shared__ float s_m[PA_WARPS], s_l[PA_WARPS];
-    __shared__ float s_q[2 * 32 * PA_PAIRS]; /* q rotated (a.q_rot > 0) */
+    __shared__ float s_q[2 * 32 * PA_PAIRS]; /* q rotated (a.q_rope.n_rot > 0) */
     const int h = blockIdx.x, w = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t t = blockIdx.y, P = a.D / 2, Dkv = a.D * a.Hkv, kvh = h / (a.Hq / a.Hkv);
     const int64_t p = pos[t], lo = pa_lo(p, a.window);
@@ -81,7 +82,7 @@ __global__ void __launch_bounds__(32 * PA_WARPS)
         j1 = j0 + kps < p + 1 ? j0 + kps : p + 1;
     }
     const float *qv = q + (t * a.Hq + h) * a.D;
-    if (a.q_rot > 0) { /* Q's RoPE on load; after the split's early return: every thread of the block is here */
+    if (a.q_rope.n_rot > 0) { /* Q's RoPE on load; after the split's early return: every thread of the block is here */
         pa_q_rope<32 * PA_WARPS>(s_q, qv, 1, a.D, (int32_t)p, a);
         qv = s_q;
     }

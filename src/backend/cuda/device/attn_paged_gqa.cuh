@@ -14,7 +14,7 @@
  * coalesced 512-byte loads. HB scores a key: HB NC 8 FMAs a lane, HB warp sums; one online softmax
  * (m, l, acc[8 NC]) per head per warp. The 8 warps are merged through shared memory a head at a
  * time (8 x D floats). q and acc in registers: HB NC 8 floats each (HB D <= 2048: HB <= 8 at D 256,
- * <= 4 at D 512). Q's RoPE (a.q_rot > 0): the block rotates its HB heads' q into s_acc first
+ * <= 4 at D 512). Q's RoPE (a.q_rope.n_rot > 0): the block rotates its HB heads' q into s_acc first
  * (pa_q_rope, bit-identical to cu_rope), loads qr from there, and meets at a barrier before the keys.
  * Split partials (na > 1): (m, l, 0, 0, acc[D]) at part[((t Hq + h) S + z) (D + 4)] (16-byte
  * aligned rows for the merge's float4 loads). k_attn_paged_gqa_merge: grid (Hq, T, D / 128), 256
@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(32 * PG_WARPS, 1)
                      float *part) {
     CU_PDL_ENTRY();
     constexpr int D = 256 * NC;
-    __shared__ __align__(16) float s_acc[PG_WARPS][D]; /* first q rotated (a.q_rot > 0: HB D <= 8 D floats), then the warps' acc */
+    __shared__ __align__(16) float s_acc[PG_WARPS][D]; /* first q rotated (a.q_rope.n_rot > 0: HB D <= 8 D floats), then the warps' acc */
     __shared__ float s_m[PG_WARPS][HB], s_l[PG_WARPS][HB];
     const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t G = a.Hq / a.Hkv, nhb = G / HB, kvh = blockIdx.x / nhb, h0 = kvh * G + (blockIdx.x % nhb) * HB;
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(32 * PG_WARPS, 1)
     }
     float qr[HB][NC][8], acc[HB][NC][8], m[HB], l[HB];
     const float *qb = q + (t * a.Hq + h0) * D; /* the HB heads' q */
-    if (a.q_rot > 0) { /* Q's RoPE on load, staged in s_acc; after the split's early return: every thread is here */
+    if (a.q_rope.n_rot > 0) { /* Q's RoPE on load, staged in s_acc; after the split's early return: every thread is here */
         pa_q_rope<32 * PG_WARPS>(&s_acc[0][0], qb, HB, D, (int32_t)p, a);
         qb = &s_acc[0][0];
     }
@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(32 * PG_WARPS, 1)
         }
         m[hh] = -INFINITY, l[hh] = 0.0f;
     }
-    if (a.q_rot > 0) __syncthreads(); /* every warp has its q before any writes its acc over it */
+    if (a.q_rope.n_rot > 0) __syncthreads(); /* every warp has its q before any writes its acc over it */
     const int32_t *row_tbl = tbl + t * a.n_tbl;
     for (int64_t ja = j0 + w; ja < j1; ja += 2 * PG_WARPS) {
         const int64_t jb = ja + PG_WARPS;
