@@ -518,7 +518,10 @@ int main(void) {
         printf("-- on CUDA --\n");
         run_models(emb);
         kv_type = SB_TYPE_F16;
-        test_batched_greedy(test_data_path("models/test-qwen2-f32.gguf"), 8, 1e-7, 0.0f);
+        /* the CUDA sessions' prompts on an F16 cache run the tensor-core flash prefill (Q and P
+         * rounded to F16: within 2e-6 of the f32 reference, test_cuda_ops), the engine's paged kernel
+         * computes in f32: measured 3.9e-7 on an H100, the same with SB_TUNE=fuse=0 */
+        test_batched_greedy(test_data_path("models/test-qwen2-f32.gguf"), 8, 2e-6, 0.0f);
         kv_type = SB_TYPE_F32;
         run_engine_suites(emb);
     } else {
