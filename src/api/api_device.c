@@ -109,9 +109,11 @@ sb_status api_buf_host_wrote(api_buf *b) {
     return st;
 }
 
+/* a load before each store: a program's run calls this for every buffer it binds (hundreds of
+ * weights), whose flags are already set after its first run; a load costs less than a fenced store */
 void api_buf_dev_bound(api_buf *b, bool written) {
-    atomic_store(&b->on_dev, true);
-    if (written) atomic_store(&b->dev_newer, true);
+    if (!atomic_load_explicit(&b->on_dev, memory_order_relaxed)) atomic_store(&b->on_dev, true);
+    if (written && !atomic_load_explicit(&b->dev_newer, memory_order_relaxed)) atomic_store(&b->dev_newer, true);
 }
 
 void api_buf_dev_drop(api_buf *b) {
