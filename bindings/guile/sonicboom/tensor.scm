@@ -153,7 +153,9 @@ DATA (a list of numbers, or a bytevector in the type's layout)."
          (ne (ne-pointer shape)))
     (%check 'tensor (sb-tensor-create (%device-code device) (%type-code type) (length shape) (bytevector->pointer ne)
                                       (bytevector->pointer bv) (bytevector-length bv) (bytevector->pointer out)))
-    (wrap (cell-pointer out) #:role role)))
+    ;; the shape and type as created (sb_tensor_get_info would say the same): asking costs more
+    ;; garbage than the rest of the call, and a decode loop makes two input tensors a step
+    (wrap (cell-pointer out) #:role role #:shape shape #:type (%code-type (%type-code type)))))
 
 (define* (tensor-zeros shape #:key (type 'f32) (device 'cpu))
   "A zero-filled tensor on DEVICE (a KV cache: f32 or f16 [Dkv C])."
