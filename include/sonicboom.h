@@ -921,7 +921,7 @@ SB_API int sb_engine_device(const sb_engine *e);
  * the sampler's logit bias and logprob log, swa_full and sb_session_kv_bytes; 3 adds sb_engine_warmup
  * and sb_engine_stats' n_plans_warm and n_graph_captures (taken from its reserved fields); 4 adds
  * sb_compile_params.page_locked_outputs (taken from its reserved fields: a library below 4 ignores
- * it, and its outputs are ordinary host memory). Incremented whenever declarations are
+ * it, and its outputs are ordinary host memory) and sb_tensor_write. Incremented whenever declarations are
  * added (never reset within a major version), so a binding checks sb_abi_level() >= the level it
  * was written for, besides sb_version_number(). */
 #define SB_ABI_LEVEL 4
@@ -980,6 +980,13 @@ SB_API sb_status sb_tensor_get_info(const sb_tensor *t, sb_tensor_info *out);
  * (the element count) to *n_out. SB_ERR_BUFFER_TOO_SMALL when cap < n (the first cap are written).
  * A cache a GPU run wrote is downloaded first (SB_ERR_DEVICE if that fails). */
 SB_API sb_status sb_tensor_read_f32(const sb_tensor *t, float *buf, size_t cap, size_t *n_out);
+
+/* Replace t's data (ABI level 4) with size bytes in its type's layout, exactly the bytes its shape
+ * needs (sb_tensor_info.nbytes): a loop refills its input tensors (a decode step's token and
+ * position) instead of making new ones. Views of the same memory see the new data; a device copy
+ * follows (as for any host write). Errors: SB_ERR_INVALID_ARG (NULL, a model's weight view, another
+ * size: named), SB_ERR_DEVICE (sending it to the device copy). */
+SB_API sb_status sb_tensor_write(sb_tensor *t, const void *data, size_t size);
 
 /* Release t (NULL: no-op); its memory goes when no other view uses it. */
 SB_API void sb_tensor_free(sb_tensor *t);

@@ -184,6 +184,18 @@ SB_API sb_status sb_tensor_read_f32(const sb_tensor *t, float *buf, size_t cap, 
     return SB_OK;
 }
 
+SB_API sb_status sb_tensor_write(sb_tensor *t, const void *data, size_t size) {
+    if (!t || (!data && size)) return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_write: NULL argument");
+    char sh[96];
+    if (!t->buf->owned) return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_write: %s is a model's weight (read-only)", api_shape_str(sh, sizeof sh, t->type, t->ne));
+    const uint64_t nb = bytes_of(t->type, t->ne);
+    if (size != nb)
+        return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_write: %s needs %llu bytes of data, %zu given", api_shape_str(sh, sizeof sh, t->type, t->ne),
+                       (unsigned long long)nb, size);
+    memcpy(t->buf->data, data, (size_t)nb);
+    return api_buf_host_wrote(t->buf); /* a device copy takes the new bytes (and is no longer newer) */
+}
+
 SB_API void sb_tensor_free(sb_tensor *t) {
     if (!t) return;
     api_buf_unref(t->buf);

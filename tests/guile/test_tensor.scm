@@ -170,7 +170,23 @@
     (store! '(-1 -2) 3)
     (check "repeat: then that one repeats" (close? (tensor->list (car (r x3))) '(0 0 10 20 0 0 -1 -1) 0)
            (tensor->list (car (r x3))))
-    (check "repeat: one graph" (= 1 (length (traced-paths r))))))
+    (check "repeat: one graph" (= 1 (length (traced-paths r))))
+    ;; an input refilled in place: the same tensors, so the repeat path, with the new values
+    (tensor-write! x3 '(1 1 1 1 1 1 1 1))
+    (check "tensor-write!: a repeated call sees the input's new values"
+           (and (close? (tensor->list (car (r x3))) '(1 1 11 21 1 1 0 -1) 0) (eq? (car (r x3)) (car r5))) (tensor->list (car (r x3))))))
+(let* ((tk (tokens '(1 2 3))) (bv (make-bytevector 12 0)) (ft (tensor '(1 2 3 4))) (view (reshape ft '(2 2))))
+  (tensor-write! tk '(7 8 9))
+  (tensor-write! ft '(0.5 -1 2 4))
+  (check "tensor-write!: i32 values; f32 values, seen by a view"
+         (and (equal? (tensor->list tk) '(7.0 8.0 9.0)) (equal? (tensor->list view) '(0.5 -1.0 2.0 4.0))))
+  (bytevector-s32-native-set! bv 4 -5)
+  (tensor-write! tk bv)
+  (check "tensor-write!: a bytevector in the type's layout" (equal? (tensor->list tk) '(0.0 -5.0 0.0)))
+  (check "tensor-write!: too few values" (raised (lambda () (tensor-write! tk '(1 2)))))
+  (check "tensor-write!: a bytevector of another size names both sizes"
+         (error-is? (raised (lambda () (tensor-write! tk (make-bytevector 8 0)))) 'SB_ERR_INVALID_ARG "12 bytes of data, 8 given"))
+  (check "tensor-write!: a refused write changes nothing" (equal? (tensor->list tk) '(0.0 -5.0 0.0))))
 (check "a new signature is a new graph" (= 2 (length (traced-paths block/traced))) (traced-paths block/traced))
 (check "a traced op error names the op"
        (error-is? (raised (lambda () ((trace (lambda (x) (add x (tensor '(1 2) #:shape '(2))))) (tensor (iota 6) #:shape '(3 2)))))
