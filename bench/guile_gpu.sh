@@ -5,11 +5,21 @@
 #   sh bench/guile_gpu.sh BUILD MODEL...
 # MODEL: a .gguf path, or preset:NAME for `BUILD/sb synth --preset NAME --type Q4_K_M --fast`
 # (written once under the output folder), e.g. preset:qwen2.5-0.5b preset:llama-3.2-1b.
-# For each model: bench/guile_traced_vs_c.sh BUILD MODEL time --device cuda twice (the C decode
-# step into the session's own page-locked buffer, then --c-logits buffer: into a bytevector, as the
-# traced program's output) and plans --device cuda (bench/plan_diff.py on the CUDA target's plans).
-# The row: prefill and decode, traced and C best / median ms a call, traced / C of the best and the
-# median; the decode ratio with --c-logits buffer; whether the plans are the same.
+# For each model: bench/guile_traced_vs_c.sh BUILD MODEL time --device cuda twice, --logits
+# page-locked and --logits ordinary (bench/guile_traced_vs_c.scm's header: where each side's
+# logits land), and plans --device cuda (bench/plan_diff.py on the CUDA target's plans).
+# The row, each side writing its logits into the same kind of host memory:
+#   prefill traced | prefill C | prefill traced/C  (--logits ordinary: T rows of logits into ordinary
+#       memory on both sides, the C side through sb_session_eval_all — the public API has no
+#       page-locked destination for a C prefill's rows)
+#   decode traced | decode C | decode traced/C     (--logits page-locked: the traced program's reused
+#       page-locked result against sb_session_decode's page-locked buffer, both written by the GPU
+#       directly)
+#   decode traced/C (ordinary memory)               (--logits ordinary: both decode steps copy the
+#       logits into ordinary memory; the C step is sb_session_eval_all of one token)
+#   plans: same or DIFFER
+# Times are best / median ms a call; ratios traced / C of the best and of the median. The C side
+# also scans every logit for NaN/Inf, which the traced side does not (its cost, in every column).
 # Env: DEVICE (default cuda; cpu checks this script on a machine without a GPU), ROUNDS (default 21), PREFILL (tokens, default 32), STEPS (decode steps a round, default 16),
 # GUILE_GPU_OUT (the folder for the logs and synthesized files; default $OUT/guile_gpu when $OUT is
 # set, else /tmp/guile_gpu). guile 3.0 must be on PATH (with its module paths in the environment).
@@ -46,20 +56,20 @@ model_file() {
 }
 
 echo "device $device; prefill $prefill tokens, $steps decode steps a round, $rounds rounds; ms a call (best/median); logs in $out"
-echo "model | prefill traced | prefill C | prefill traced/C | decode traced | decode C | decode traced/C | decode traced/C (C into a buffer) | plans"
+echo "model | prefill traced | prefill C | prefill traced/C | decode traced | decode C | decode traced/C | decode traced/C (ordinary memory) | plans"
 for arg in "$@"; do
     name=$(basename "${arg#preset:}" .gguf)
     f=$(model_file "$arg") || { echo "$name | synth failed"; status=1; continue; }
     log="$out/$name"
     args="--device $device --prefill $prefill --decode-steps $steps --rounds $rounds"
-    $bench "$f" time $args >"$log.time.txt" 2>"$log.time.err" || { echo "$name | time failed: $(grep -m1 '^error' "$log.time.err")"; status=1; continue; }
-    $bench "$f" time $args --c-logits buffer >"$log.buffer.txt" 2>"$log.buffer.err" || { echo "$name | time --c-logits buffer failed: $(grep -m1 '^error' "$log.buffer.err")"; status=1; continue; }
+    $bench "$f" time $args --logits page-locked >"$log.locked.txt" 2>"$log.locked.err" || { echo "$name | time --logits page-locked failed: $(grep -m1 '^error' "$log.locked.err")"; status=1; continue; }
+    $bench "$f" time $args --logits ordinary >"$log.ordinary.txt" 2>"$log.ordinary.err" || { echo "$name | time --logits ordinary failed: $(grep -m1 '^error' "$log.ordinary.err")"; status=1; continue; }
     $bench "$f" plans --device "$device" --prefill "$prefill" >"$log.plans.txt" 2>&1
     case $? in
     0) plans=same ;;
     1) if grep -q '^error' "$log.plans.txt"; then plans="failed: $(grep -m1 '^error' "$log.plans.txt")"; status=1; else plans=DIFFER; fi ;;
     *) plans="failed (log: $log.plans.txt)"; status=1 ;;
     esac
-    echo "$name | $(cells "$log.time.txt" prefill) | $(cells "$log.time.txt" decode) | $(cells "$log.buffer.txt" decode | sed 's/.* | //') | $plans"
+    echo "$name | $(cells "$log.ordinary.txt" prefill) | $(cells "$log.locked.txt" decode) | $(cells "$log.ordinary.txt" decode | sed 's/.* | //') | $plans"
 done
 exit $status

@@ -3,12 +3,14 @@
 ;;; graph)) against the built-in C builder on the same file, both driven from Scheme:
 ;;;   GUILE_SONICBOOM_LIB=build/libsonicboom.so guile -L bindings/guile bench/guile_traced_vs_c.scm \
 ;;;       MODEL.gguf [--device cpu|cuda] [--threads N] [--prefill T] [--rounds R] [--decode-steps S]
-;;;       [--c-logits session|buffer] [--only traced|c] [--iters K]
+;;;       [--logits page-locked|ordinary] [--only traced|c] [--iters K]
 ;;; Timing (default): R rounds, each timing one prefill of T tokens (logits for every token: the
 ;;; traced model's [V, T] against sb_session_eval_all) and S decode steps at position T (one token,
-;;; [V, 1] against sb_session_decode), traced and C alternating which goes first. Both sides write
-;;; into buffers allocated once (#:reuse-outputs? / one logits bytevector), use N threads and an f32
-;;; KV cache of 2T positions. Prints the best and the median per call, their ratio traced / C, by
+;;; [V, 1] against the C decode step below), traced and C alternating which goes first. Both sides
+;;; write into buffers allocated once (#:reuse-outputs? / one logits bytevector), use N threads and
+;;; an f32 KV cache of 2T positions; each side's inputs are made once (the traced side's token and
+;;; position tensors, the C side's token ids), so a traced call repeats the last one (graph.scm's
+;;; repeat path: one foreign call). Prints the best and the median per call, their ratio traced / C, by
 ;;; the wall clock and by the process's CPU time (which, with --threads 1, leaves out the time other
 ;;; processes held the core), and the load average before and after.
 ;;; --device cuda: the C session (session-create #:device 'cuda), the traced programs (trace
@@ -22,16 +24,25 @@
 ;;; program (sb_program_run: "programs' outputs are copied back to the host with each run") alike.
 ;;; So every timed call ends with the GPU work done and the logits in host memory, readable with no
 ;;; further copy: the C prefill's in the eval_all bytevector, the C decode's in the session's own
-;;; buffer (sb_session_get_logits borrows it), the traced calls' in their output tensors' host
+;;; buffer (sb_session_get_logits borrows it) or the bytevector, the traced calls' in their output tensors' host
 ;;; memory (tensor->f32vector would only copy them again, on the host, so neither side reads them).
-;;; What still differs, by design of the two APIs (both at the C builder's cost, not the trace's):
-;;;  - the C session scans every logit it returns for NaN/Inf (session.c check_logits); a program
-;;;    does not;
-;;;  - the session's decode buffer is page-locked, so the vocabulary matmul writes it directly
-;;;    (CUDA direct outputs) where a program's output tensor (ordinary host memory) gets a
-;;;    device-to-host copy. --c-logits buffer makes the C decode step sb_session_eval_all of one
-;;;    token into a bytevector instead (the traced side's kind of destination, plus the session's
-;;;    copy of the last row into its own buffer): the two C rows bracket that difference.
+;;; Where the logits land decides what a CUDA call costs beyond the plan: page-locked host memory is
+;;; written by the vocabulary matmul directly (the executor's direct outputs), ordinary memory gets
+;;; a device-to-host copy (about 50-60 us for 600 KB of logits on an H100). --logits picks it for
+;;; both sides alike:
+;;;  - page-locked (default): the traced results are page-locked (trace #:page-locked-outputs? #t:
+;;;    sb_compile_params.page_locked_outputs), the C decode step is sb_session_decode into the
+;;;    session's own page-locked buffer. The C prefill has no page-locked destination in the public
+;;;    API (sb_session_eval_all writes the caller's memory, a bytevector here): its row is not like
+;;;    with like in this mode (the traced prefill saves the copy).
+;;;  - ordinary: the traced results are ordinary host memory (#:page-locked-outputs? #f), the C
+;;;    prefill and decode step are sb_session_eval_all into the bytevector (the decode step: one
+;;;    token; the session then also copies that row into its own buffer).
+;;; On the CPU both modes write ordinary memory and run the same plans; only the C decode step's
+;;; entry point differs (sb_session_decode or sb_session_eval_all).
+;;; What still differs in every mode, by design of the two APIs (at the C builder's cost): the C
+;;; session scans every logit it returns for NaN/Inf (session.c check_logits) and fstat()s the model
+;;; file each call; a program does neither.
 ;;; On CUDA a prefill with every token's logits moves T x V floats to the host on both sides (and the
 ;;; C side scans them): keep T small there (e.g. 16..64) for the GPU work to dominate.
 ;;; --only traced|c --iters K: set both up, then run only that side K times (prefill then S decode
@@ -55,7 +66,7 @@
   (let ((m (member name args))) (if (and m (pair? (cdr m))) (cadr m) default)))
 (define (usage-error fmt . xs)
   (apply format (current-error-port) fmt xs)
-  (display "usage: guile_traced_vs_c.scm MODEL.gguf [--device cpu|cuda] [--threads N] [--prefill T] [--rounds R] [--decode-steps S] [--c-logits session|buffer] [--only traced|c] [--iters K]\n" (current-error-port))
+  (display "usage: guile_traced_vs_c.scm MODEL.gguf [--device cpu|cuda] [--threads N] [--prefill T] [--rounds R] [--decode-steps S] [--logits page-locked|ordinary] [--only traced|c] [--iters K]\n" (current-error-port))
   (exit 2))
 (define path (if (and (pair? args) (not (string-prefix? "--" (car args)))) (car args) (usage-error "")))
 (define (number-opt name default)
@@ -69,7 +80,7 @@
 (define T (number-opt "--prefill" "32"))
 (define rounds (number-opt "--rounds" "7"))
 (define steps (number-opt "--decode-steps" "8"))
-(define c-logits (choice-opt "--c-logits" '(session buffer)))
+(define logits-mode (choice-opt "--logits" '(page-locked ordinary)))
 (define only (opt "--only" #f))
 (define iters (number-opt "--iters" "0"))
 (when (< T 1) (usage-error "error: --prefill ~a: at least one token\n" T))
@@ -116,10 +127,10 @@
 (define (c-prefill)
   (%check 'truncate (sb-session-truncate sp 0))
   (%check 'eval-all (sb-session-eval-all sp (bytevector->pointer idv) T (bytevector->pointer logits))))
-;; the decode step: into the session's own logits buffer, or (--c-logits buffer) into the first
-;; row of the bytevector, as a program writes its output tensor
+;; the decode step: into the session's own (page-locked on CUDA) logits buffer, or (--logits
+;; ordinary) into the first row of the bytevector, as a program writes an ordinary output tensor
 (define c-decode
-  (if (eq? c-logits 'session)
+  (if (eq? logits-mode 'page-locked)
       (lambda ()
         (%check 'truncate (sb-session-truncate sp T))
         (%check 'decode (sb-session-decode sp 5)))
@@ -129,7 +140,8 @@
 
 ;;; the Scheme decoder, traced and compiled with the same thread count, for the same device
 (define forward (or-stop (lambda () (llama-decoder m path #:n-ctx (* 2 T) #:device device))))
-(define traced (trace forward #:reuse-outputs? #t #:threads threads #:device device))
+(define traced (trace forward #:reuse-outputs? #t #:threads threads #:device device
+                      #:page-locked-outputs? (eq? logits-mode 'page-locked)))
 (define tok-T (tokens ids))
 (define pos-T (positions (iota T)))
 (define tok-1 (tokens '(5)))
@@ -167,9 +179,12 @@
       (do ((k 0 (+ k 1))) ((= k steps)) (decode)))
     (format #t "ran ~a: ~a x (prefill ~a + ~a decode steps)\n" only iters T steps)))
  (else
-  (format #t "model ~a: n_vocab ~a, device ~a~a, ~a threads, prefill ~a tokens, ~a decode steps a round, ~a rounds, C decode logits into ~a\n"
+  (format #t "model ~a: n_vocab ~a, device ~a~a, ~a threads, prefill ~a tokens, ~a decode steps a round, ~a rounds, logits ~a\n"
           path V device (if (eq? device 'cuda) (format #f " (~a)" (assq-ref (backend-info) 'cuda_device_name)) "")
-          threads T steps rounds (if (eq? c-logits 'session) "the session's buffer" "a bytevector (eval_all)"))
+          threads T steps rounds
+          (if (eq? logits-mode 'page-locked)
+              "page-locked (traced results; C decode: the session's buffer; C prefill: a bytevector)"
+              "ordinary (traced results; C prefill and decode: eval_all into a bytevector)"))
   (format #t "load average before: ~a\n" (loadavg))
   (let loop ((r 0) (tp '()) (cp '()) (td '()) (cd '()))
     (if (< r rounds)

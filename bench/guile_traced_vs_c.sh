@@ -7,7 +7,7 @@
 #   sh bench/guile_traced_vs_c.sh BUILD MODEL.gguf instructions [PREFILL] [STEPS] [K]
 #                                                                instructions per call (callgrind, 1 thread)
 # time: bench/guile_traced_vs_c.scm's rounds (ARGS: --device cpu|cuda --threads N --prefill T
-#   --rounds R --decode-steps S --c-logits session|buffer). plans [ARGS]: that script under
+#   --rounds R --decode-steps S --logits page-locked|ordinary). plans [ARGS]: that script under
 #   SB_DUMP_IR=after:fuse_rope_store,memplan, then bench/plan_diff.py (exit 1 when the plans differ
 #   beyond their input order; with --device cuda, the CUDA target's plans). A run that fails (no
 #   GPU for --device cuda) prints its error and exits with its status. instructions:

@@ -919,10 +919,12 @@ SB_API int sb_engine_device(const sb_engine *e);
 
 /* The ABI level: 1 = the declarations before this wave; 2 adds this section, sb_engine, sb_text_stream,
  * the sampler's logit bias and logprob log, swa_full and sb_session_kv_bytes; 3 adds sb_engine_warmup
- * and sb_engine_stats' n_plans_warm and n_graph_captures (taken from its reserved fields). Incremented whenever declarations are
+ * and sb_engine_stats' n_plans_warm and n_graph_captures (taken from its reserved fields); 4 adds
+ * sb_compile_params.page_locked_outputs (taken from its reserved fields: a library below 4 ignores
+ * it, and its outputs are ordinary host memory) and sb_tensor_write. Incremented whenever declarations are
  * added (never reset within a major version), so a binding checks sb_abi_level() >= the level it
  * was written for, besides sb_version_number(). */
-#define SB_ABI_LEVEL 3
+#define SB_ABI_LEVEL 4
 SB_API int sb_abi_level(void);
 
 /* A tensor: a type, a shape ne[0..3] (ne[0] innermost, contiguous, unused dims 1) and its data.
@@ -939,8 +941,8 @@ SB_API int sb_abi_level(void);
  * the host reads it (sb_tensor_read_f32, a CPU op or program using it), which downloads it first; a
  * host write (a CPU op or program writing a cache, an output written in place) is sent on to the
  * device copy at once; freeing the memory frees the device copy. Results of eager ops on the GPU
- * and programs' outputs are copied back to the host with each run, so reading them costs nothing
- * more. sb_tensor_from_weight views are on the CPU (zero-copy) and are uploaded once where a GPU
+ * and programs' outputs are copied back to the host with each run (or written there by the GPU
+ * directly: sb_compile_params.page_locked_outputs), so reading them costs nothing more. sb_tensor_from_weight views are on the CPU (zero-copy) and are uploaded once where a GPU
  * program or op uses them. */
 typedef struct sb_tensor sb_tensor;
 
@@ -978,6 +980,13 @@ SB_API sb_status sb_tensor_get_info(const sb_tensor *t, sb_tensor_info *out);
  * (the element count) to *n_out. SB_ERR_BUFFER_TOO_SMALL when cap < n (the first cap are written).
  * A cache a GPU run wrote is downloaded first (SB_ERR_DEVICE if that fails). */
 SB_API sb_status sb_tensor_read_f32(const sb_tensor *t, float *buf, size_t cap, size_t *n_out);
+
+/* Replace t's data (ABI level 4) with size bytes in its type's layout, exactly the bytes its shape
+ * needs (sb_tensor_info.nbytes): a loop refills its input tensors (a decode step's token and
+ * position) instead of making new ones. Views of the same memory see the new data; a device copy
+ * follows (as for any host write). Errors: SB_ERR_INVALID_ARG (NULL, a model's weight view, another
+ * size: named), SB_ERR_DEVICE (sending it to the device copy). */
+SB_API sb_status sb_tensor_write(sb_tensor *t, const void *data, size_t size);
 
 /* Release t (NULL: no-op); its memory goes when no other view uses it. */
 SB_API void sb_tensor_free(sb_tensor *t);
@@ -1083,7 +1092,12 @@ typedef struct sb_compile_params {
     int device;             /* SB_DEVICE_CPU (0), SB_DEVICE_CUDA (GPU 0) or SB_DEVICE_AUTO (CUDA where a GPU is
                              * usable and runs every node of the graph, else the CPU) */
     int n_threads;          /* CPU: 0 = all cores */
-    int reserved[6];
+    int page_locked_outputs; /* CUDA (ABI level 4): 1 = the new output tensors sb_program_run makes have
+                             * page-locked host memory, which the GPU writes directly when such a tensor is
+                             * passed back as an in-place output (no device-to-host copy of it); for outputs
+                             * reused run after run: allocating and freeing page-locked memory costs more
+                             * than a copy of a small tensor. 0: ordinary host memory. The CPU ignores it */
+    int reserved[5];
 } sb_compile_params;
 
 /* Compile g (p may be NULL: defaults). Errors: SB_ERR_INVALID_ARG (no outputs, an unknown device),
@@ -1098,7 +1112,8 @@ SB_API sb_status sb_program_print(const sb_program *prog, char *buf, size_t cap,
 
 /* Run with in[0..n_in) bound to the graph's run-time inputs (sb_graph_input order; each of the
  * declared type and shape). out[k] (k < n_out = the number of outputs, in sb_graph_output order):
- * NULL on entry gets a new F32 tensor on the program's device; an F32 tensor of the output's shape
+ * NULL on entry gets a new F32 tensor on the program's device (with page-locked host memory where
+ * the program was compiled with page_locked_outputs for CUDA); an F32 tensor of the output's shape
  * that owns its memory is written in place (its host memory; a device copy follows). Bound KV
  * caches are updated (on a CUDA program: in the GPU's copy, read back on demand). Errors:
  * SB_ERR_INVALID_ARG (counts, an input's type or shape: named), SB_ERR_RANGE (a token id outside

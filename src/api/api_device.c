@@ -12,6 +12,8 @@
  * copy newer (dev_newer): any host read downloads it first. A host write (a CPU run, an eager CPU
  * kv_store, an output written in place) is sent on to the device copy at once (refresh). Freeing the
  * memory drops the device copy, so a later buffer at the same address never finds stale data.
+ * Page-locked host memory (api_dev_host_alloc) comes from the backend too: programs' outputs made
+ * there (sb_compile_params.page_locked_outputs) are written by the GPU directly.
  * Non-goals: several GPUs, device-resident eager results (outputs come back to the host each run).
  */
 #include "api/api_tensor.h"
@@ -109,9 +111,11 @@ sb_status api_buf_host_wrote(api_buf *b) {
     return st;
 }
 
+/* a load before each store: a program's run calls this for every buffer it binds (hundreds of
+ * weights), whose flags are already set after its first run; a load costs less than a fenced store */
 void api_buf_dev_bound(api_buf *b, bool written) {
-    atomic_store(&b->on_dev, true);
-    if (written) atomic_store(&b->dev_newer, true);
+    if (!atomic_load_explicit(&b->on_dev, memory_order_relaxed)) atomic_store(&b->on_dev, true);
+    if (written && !atomic_load_explicit(&b->dev_newer, memory_order_relaxed)) atomic_store(&b->dev_newer, true);
 }
 
 void api_buf_dev_drop(api_buf *b) {
@@ -120,5 +124,24 @@ void api_buf_dev_drop(api_buf *b) {
     if (dev_be && dev_be->ops->drop) dev_be->ops->drop(dev_be, b->data);
     atomic_store(&b->on_dev, false);
     atomic_store(&b->dev_newer, false);
+    api_dev_unlock();
+}
+
+// ---- page-locked host memory ----
+
+sb_status api_dev_host_alloc(size_t bytes, void **out) {
+    *out = NULL;
+    sb_status st = SB_OK;
+    api_dev_lock();
+    if (dev_be && dev_be->ops->host_alloc) st = dev_be->ops->host_alloc(dev_be, bytes, out);
+    api_dev_unlock();
+    if (st != SB_OK) *out = NULL;
+    return st;
+}
+
+void api_dev_host_free(void *p) {
+    if (!p) return;
+    api_dev_lock();
+    if (dev_be && dev_be->ops->host_free) dev_be->ops->host_free(dev_be, p);
     api_dev_unlock();
 }

@@ -8,7 +8,9 @@
  * either may be freed first. Values are IR node indices of the recorded graph. A program compiled
  * for CUDA is planned on the shared CUDA backend (api_device.c) and runs under its lock; its
  * run-time inputs are sent with every run (plan_input.per_run), its bound weights and caches live
- * as the backend's device copies, kept coherent with their host memory around every run.
+ * as the backend's device copies, kept coherent with their host memory around every run; its new
+ * outputs may be page-locked (sb_compile_params.page_locked_outputs), so that a caller reusing them
+ * in place has the GPU write them directly (the executor's direct outputs) instead of copying.
  */
 #include "api/api_tensor.h"
 #include "base/status.h"
@@ -41,6 +43,7 @@ struct sb_program {
     plan *p;
     backend *be;         /* its own CPU backend, or the shared CUDA one (not owned) */
     int device;          /* SB_DEVICE_CPU or SB_DEVICE_CUDA */
+    bool page_locked_out; /* CUDA: new output tensors get page-locked host memory (sb_compile_params) */
     void **data;         /* [p->n_inputs] */
     api_buf **bufs;      /* references on bound buffers */
     bool *buf_kv;        /* bufs[i] is bound as a KV cache (runs write it) */
@@ -325,6 +328,8 @@ SB_API sb_status sb_graph_compile(const sb_graph *g, const sb_compile_params *p,
     const sb_compile_params d = {0};
     if (!p) p = &d;
     if (p->n_threads < 0 || p->n_threads > 256) return sb_fail(SB_ERR_INVALID_ARG, "sb_graph_compile: n_threads %d (0 = all cores, at most 256)", p->n_threads);
+    if (p->page_locked_outputs != 0 && p->page_locked_outputs != 1)
+        return sb_fail(SB_ERR_INVALID_ARG, "sb_graph_compile: page_locked_outputs %d (0 or 1)", p->page_locked_outputs);
     if (g->n_out == 0) return sb_fail(SB_ERR_INVALID_ARG, "sb_graph_compile: the graph has no outputs (sb_graph_output)");
     SB_TRY(ir_graph_status(g->g));
     int dev;
@@ -349,6 +354,7 @@ SB_API sb_status sb_graph_compile(const sb_graph *g, const sb_compile_params *p,
         if (st == SB_OK) st = api_plan_prepare(pr->be, g->g, g->decl, g->n_decl, &pr->p);
     }
     if (st == SB_OK) st = bind(pr, g);
+    pr->page_locked_out = dev == SB_DEVICE_CUDA && p->page_locked_outputs;
     if (st != SB_OK) {
         sb_program_free(pr);
         return st;
@@ -429,7 +435,8 @@ SB_API sb_status sb_program_run(sb_program *pr, sb_tensor *const *in, size_t n_i
             else dst[pr->out_idx[k]] = (float *)(inplace[k] = out[k])->buf->data;
             continue;
         }
-        st = api_tensor_new(pr->device, SB_TYPE_F32, 4, n->ne, NULL, &fresh[k]);
+        st = pr->page_locked_out ? api_tensor_new_page_locked(SB_TYPE_F32, 4, n->ne, &fresh[k])
+                                 : api_tensor_new(pr->device, SB_TYPE_F32, 4, n->ne, NULL, &fresh[k]);
         if (st == SB_OK) dst[pr->out_idx[k]] = (float *)fresh[k]->buf->data;
     }
     if (st == SB_OK) st = pr->device == SB_DEVICE_CUDA ? run_cuda(pr, in, inplace, dst) : run_cpu(pr, in, inplace, dst);

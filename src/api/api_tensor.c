@@ -27,7 +27,8 @@ api_buf *api_buf_ref(api_buf *b) {
 void api_buf_unref(api_buf *b) {
     if (!b || atomic_fetch_sub(&b->refs, 1) > 1) return;
     api_buf_dev_drop(b); /* before the address can be reused */
-    if (b->owned) free(b->data);
+    if (b->page_locked) api_dev_host_free(b->data);
+    else if (b->owned) free(b->data);
     free(b);
 }
 
@@ -78,6 +79,24 @@ sb_status api_tensor_new(int device, int type, int n_dims, const int64_t ne[4], 
     const sb_status st = api_tensor_wrap(b, type, n_dims, ne, false, NULL, out);
     if (st != SB_OK) api_buf_unref(api_buf_ref(b));
     else (*out)->device = device;
+    return st;
+}
+
+sb_status api_tensor_new_page_locked(int type, int n_dims, const int64_t ne[4], sb_tensor **out) {
+    const uint64_t nb = bytes_of(type, ne);
+    void *mem = NULL;
+    SB_TRY(api_dev_host_alloc((size_t)nb, &mem));
+    if (!mem) return api_tensor_new(SB_DEVICE_CUDA, type, n_dims, ne, NULL, out);
+    api_buf *b = (api_buf *)calloc(1, sizeof *b);
+    if (!b) {
+        api_dev_host_free(mem);
+        return sb_fail(SB_ERR_OOM, "tensor handle");
+    }
+    memset(mem, 0, (size_t)nb);
+    b->data = mem, b->bytes = nb, b->owned = true, b->page_locked = true;
+    const sb_status st = api_tensor_wrap(b, type, n_dims, ne, false, NULL, out);
+    if (st != SB_OK) api_buf_unref(api_buf_ref(b));
+    else (*out)->device = SB_DEVICE_CUDA;
     return st;
 }
 
@@ -163,6 +182,18 @@ SB_API sb_status sb_tensor_read_f32(const sb_tensor *t, float *buf, size_t cap, 
     }
     if (cap < n) return sb_fail(SB_ERR_BUFFER_TOO_SMALL, "sb_tensor_read_f32: %zu floats needed, room for %zu", n, cap);
     return SB_OK;
+}
+
+SB_API sb_status sb_tensor_write(sb_tensor *t, const void *data, size_t size) {
+    if (!t || (!data && size)) return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_write: NULL argument");
+    char sh[96];
+    if (!t->buf->owned) return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_write: %s is a model's weight (read-only)", api_shape_str(sh, sizeof sh, t->type, t->ne));
+    const uint64_t nb = bytes_of(t->type, t->ne);
+    if (size != nb)
+        return sb_fail(SB_ERR_INVALID_ARG, "sb_tensor_write: %s needs %llu bytes of data, %zu given", api_shape_str(sh, sizeof sh, t->type, t->ne),
+                       (unsigned long long)nb, size);
+    memcpy(t->buf->data, data, (size_t)nb);
+    return api_buf_host_wrote(t->buf); /* a device copy takes the new bytes (and is no longer newer) */
 }
 
 SB_API void sb_tensor_free(sb_tensor *t) {

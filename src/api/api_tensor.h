@@ -24,7 +24,8 @@ typedef struct api_buf {
     atomic_int refs;        /* tensors, graphs and programs holding it (atomic: a binding may free from a finalizer thread) */
     void *data;
     uint64_t bytes;
-    bool owned;             /* malloc'd here (else a model's weight: read-only) */
+    bool owned;             /* allocated here (else a model's weight: read-only) */
+    bool page_locked;       /* owned, from the shared device backend's host_alloc (api_dev_host_alloc) */
     /* the shared device backend may hold a copy of data (it was bound into a device run): host writes
      * are sent on to it, and it is dropped when the memory is freed. Both flags change only under the
      * device lock (api_dev_lock); atomic so a host-only path can test them without it */
@@ -51,6 +52,9 @@ sb_status api_tensor_wrap(api_buf *buf, int type, int n_dims, const int64_t ne[4
 /* A new tensor of a checked type and shape on a resolved device (SB_DEVICE_CPU or _CUDA), its own
  * zeroed buffer (data NULL) or a copy of data's ir_nbytes. */
 sb_status api_tensor_new(int device, int type, int n_dims, const int64_t ne[4], const void *data, sb_tensor **out);
+/* api_tensor_new's zeroed tensor on the CUDA device with page-locked host memory where the shared
+ * device backend allocates it (a backend without host_alloc: ordinary memory, as api_tensor_new). */
+sb_status api_tensor_new_page_locked(int type, int n_dims, const int64_t ne[4], sb_tensor **out);
 /* Do 4 dims (each >= 1) hold at most 2^48 elements (no overflow anywhere downstream)? */
 bool api_dims_ok(const int64_t ne[4]);
 /* "f32[64,4,3]" into buf (for messages). */
@@ -98,5 +102,10 @@ sb_status api_buf_host_wrote(api_buf *b);
 void api_buf_dev_bound(api_buf *b, bool written);
 /* b's memory is about to be freed: its device copy goes (api_buf_unref calls it). */
 void api_buf_dev_drop(api_buf *b);
+/* Page-locked host memory of bytes from the shared device backend (opened: api_dev_resolve gave
+ * SB_DEVICE_CUDA), *out NULL where that backend allocates none (no host_alloc op); SB_ERR_OOM.
+ * Freed by api_dev_host_free. */
+sb_status api_dev_host_alloc(size_t bytes, void **out);
+void api_dev_host_free(void *p);
 
 #endif

@@ -11,6 +11,7 @@
 #include "sonicboom.h"
 #include "api/tensor_lib.h"
 
+#include <math.h>
 #include <time.h>
 
 static uint64_t seed;
@@ -484,9 +485,54 @@ static void test_weights(void) {
     size_t tn;
     CHECK(sb_graph_print(g, text, sizeof text, &tn) == SB_OK && strstr(text, "blk.0.attn_q.weight") && strstr(text, "Q8_0[256,256]"));
     sb_graph_free(g);
+    /* a weight is read-only */
+    float zero = 0;
+    CHECK(sb_tensor_write(w, &zero, sizeof zero) == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "weight"));
     sb_tensor_free(y), sb_tensor_free(tx), sb_tensor_free(w);
     free(wf), free(x), free(ref), free(yv);
     sb_model_free(m);
+}
+
+/* sb_tensor_write: new data read back, seen by a view, used by the next run of a program (an input
+ * refilled, not remade); wrong sizes and NULL refused with the old data kept */
+static void test_write(void) {
+    const int64_t N = 37;
+    float *a, *b = (float *)malloc((size_t)N * sizeof *b);
+    sb_tensor *t = mkf(1, N, 1, 1, &a), *view = NULL;
+    for (int64_t i = 0; i < N; i++) b[i] = frand();
+    CHECK(sb_tensor_op("reshape", &t, 1, (const double[1]){(double)N}, 1, &view) == SB_OK);
+    CHECK(sb_tensor_write(t, b, (size_t)N * sizeof *b) == SB_OK);
+    float *got = rd(t, NULL), *gv = rd(view, NULL);
+    CHECK(!memcmp(got, b, (size_t)N * sizeof *b) && !memcmp(gv, b, (size_t)N * sizeof *b));
+    free(got), free(gv);
+    CHECK(sb_tensor_write(t, a, (size_t)(N - 1) * sizeof *a) == SB_ERR_INVALID_ARG && strstr(sb_last_error(), "148 bytes of data, 144 given"));
+    CHECK(sb_tensor_write(NULL, a, 4) == SB_ERR_INVALID_ARG && sb_tensor_write(t, NULL, 4) == SB_ERR_INVALID_ARG);
+    got = rd(t, NULL);
+    CHECK(!memcmp(got, b, (size_t)N * sizeof *b)); /* a refused write changes nothing */
+    free(got);
+    /* a program's input refilled between runs */
+    sb_graph *g = NULL;
+    sb_value vx, y;
+    CHECK(sb_graph_create(&g) == SB_OK && sb_graph_input(g, SB_INPUT_DATA, "x", SB_TYPE_F32, 1, &N, &vx) == SB_OK);
+    CHECK(sb_graph_op(g, "silu", &vx, 1, NULL, 0, &y) == SB_OK && sb_graph_output(g, y, "y") == SB_OK);
+    sb_program *pr = NULL;
+    CHECK(sb_graph_compile(g, &(sb_compile_params){.n_threads = 1}, &pr) == SB_OK);
+    sb_graph_free(g);
+    sb_tensor *out[1] = {NULL}, *ref = NULL;
+    for (int round = 0; round < 2; round++) {
+        for (int64_t i = 0; i < N; i++) b[i] = frand();
+        CHECK(sb_tensor_write(t, b, (size_t)N * sizeof *b) == SB_OK && sb_program_run(pr, &t, 1, out, 1) == SB_OK);
+        CHECK(sb_tensor_op("silu", &t, 1, NULL, 0, &ref) == SB_OK);
+        float *o = rd(out[0], NULL), *r = rd(ref, NULL);
+        CHECK(!memcmp(o, r, (size_t)N * sizeof *o));
+        for (int64_t i = 0; i < N; i++) CHECK(fabsf(r[i] - b[i] / (1 + expf(-b[i]))) <= 1e-5f * (1 + fabsf(r[i])));
+        free(o), free(r);
+        sb_tensor_free(ref);
+    }
+    sb_tensor_free(out[0]);
+    sb_program_free(pr);
+    sb_tensor_free(view), sb_tensor_free(t);
+    free(a), free(b);
 }
 
 int main(void) {
@@ -498,5 +544,6 @@ int main(void) {
     test_op_errors();
     test_graph();
     test_weights();
+    test_write();
     return test_summary();
 }

@@ -6,7 +6,9 @@
 ;;; 'cuda (f32 KV cache) on the llama and qwen2 F32 test models — a prefill's logits for every token
 ;;; (NMSE <= 1e-6: the same plan on the same executor) and a decode step after it — and against the
 ;;; C builder on the CPU (NMSE <= 1e-5, tests/runtime/test_cuda_models.c's CUDA-vs-CPU limit for
-;;; F32 files). Prints one FAIL line per failed check and "N passed, N failed".
+;;; F32 files); decode steps of a decoder traced with #:reuse-outputs? (page-locked results written
+;;; by the GPU directly, inputs refilled with tensor-write!) against the session's, step by step.
+;;; Prints one FAIL line per failed check and "N passed, N failed".
 (use-modules (sonicboom)
              (sonicboom tensor)
              (sonicboom graph)
@@ -55,6 +57,21 @@
            (r (f32s (session-logits s))))
        (check (label "decode step = the C builder's on CUDA (NMSE <= 1e-6)") (<= (nmse d r) 1e-6) (nmse d r)))
      (check (label "one graph per shape (prefill, decode)") (= 2 (length (traced-paths traced))))
+     ;; results reused in page-locked memory (the GPU writes them directly once a step's graph is
+     ;; captured), inputs refilled in place (the repeat path): each step against the session's
+     (session-truncate! s T)
+     (let* ((reused (trace (llama-decoder m path #:n-ctx 64 #:device 'cuda) #:device 'cuda #:reuse-outputs? #t))
+            (tok (tokens '(0))) (pos (positions '(0))))
+       (reused (tokens ids) (positions (iota T)))
+       (for-each
+        (lambda (t i)
+          (session-decode! s t)
+          (tensor-write! tok (list t))
+          (tensor-write! pos (list (+ T i)))
+          (let ((d (tensor->list (reused tok pos))) (r (f32s (session-logits s))))
+            (check (label (format #f "reused page-locked result, step ~a = the C builder's (NMSE <= 1e-6)" i))
+                   (<= (nmse d r) 1e-6) (nmse d r))))
+        '(77 5 300 9) (iota 4)))
      (session-free! s)
      (session-free! s-cpu)))
  '("llama-f32" "qwen2-f32"))

@@ -45,6 +45,12 @@
 (define xs '(0.5 -1.25 2.0 0.0 3.5 -0.75))
 (define x (tensor xs #:shape '(3 2)))
 (check "tensor shape and type" (and (equal? (tensor-shape x) '(3 2)) (eq? (tensor-type x) 'f32)))
+;; a new tensor's shape and type as created, without asking the library: the same as it would say
+(let ((n (tensor '(1 2 3 4) #:shape '(2 2 1) #:type 'i32)) (tk (tokens '(7 8))))
+  (check "tensor shape and type as created (trailing dims kept)"
+         (and (equal? (tensor-shape n) '(2 2 1)) (eq? (tensor-type n) 'i32) (equal? (tensor-shape tk) '(2)) (eq? (tensor-type tk) 'i32)
+              (equal? (tensor->list n) '(1.0 2.0 3.0 4.0)))
+         (tensor-shape n) (tensor-type n)))
 (check "tensor round trip" (close? (tensor->list x) xs 0))
 (check "silu" (close? (tensor->list (silu x)) (map (lambda (v) (/ v (+ 1 (exp (- v))))) xs) 1e-6))
 (check "softmax per row"
@@ -145,6 +151,42 @@
   (check "reuse-outputs: the next call writes into the last result"
          (and (eq? a b) (close? (tensor->list b) '(2 4 6 8 10 12) 0) (close? a-vals (map (lambda (v) (* 2 v)) xs) 0)))
   (check "reuse-outputs: never over an input" (and (not (eq? c b)) (close? (tensor->list c) '(4 8 12 16 20 24) 0))))
+;; a call repeating the last one (the same tensors, outputs reused) runs the program again through
+;; the pointers it remembered: it must still compute, not hand back the last result. The program reads
+;; a cache written eagerly in between, so a stale result shows.
+(let* ((c (tensor-zeros '(2 4)))
+       (x2 (tensor '(1 2 3 4 5 6 7 8) #:shape '(2 4)))
+       (r (trace (lambda (x) (list (add x c) (scale x 2.0))) #:reuse-outputs? #t))
+       (store! (lambda (vals p) (kv-store! c (tensor vals #:shape '(2 1)) (positions (list p)))))
+       (r1 (r x2)) (r2 (r x2)) (r3 (r x2)))                     ; new, then written into, then repeated
+  (check "repeat: the same result tensors, each call" (and (eq? (car r2) (car r1)) (eq? (car r3) (car r1)) (eq? (cadr r3) (cadr r1))))
+  (store! '(10 20) 1)
+  (let ((r4 (r x2)))
+    (check "repeat: the program runs again (it sees the cache written since)"
+           (and (eq? (car r4) (car r1)) (close? (tensor->list (car r4)) '(1 2 13 24 5 6 7 8) 0)) (tensor->list (car r4))))
+  (let* ((x3 (tensor '(0 0 0 0 0 0 0 1) #:shape '(2 4)))
+         (r5 (r x3)))                                            ; other tensors: the full call
+    (check "repeat: another input tensor is a new call" (close? (tensor->list (cadr r5)) '(0 0 0 0 0 0 0 2) 0))
+    (store! '(-1 -2) 3)
+    (check "repeat: then that one repeats" (close? (tensor->list (car (r x3))) '(0 0 10 20 0 0 -1 -1) 0)
+           (tensor->list (car (r x3))))
+    (check "repeat: one graph" (= 1 (length (traced-paths r))))
+    ;; an input refilled in place: the same tensors, so the repeat path, with the new values
+    (tensor-write! x3 '(1 1 1 1 1 1 1 1))
+    (check "tensor-write!: a repeated call sees the input's new values"
+           (and (close? (tensor->list (car (r x3))) '(1 1 11 21 1 1 0 -1) 0) (eq? (car (r x3)) (car r5))) (tensor->list (car (r x3))))))
+(let* ((tk (tokens '(1 2 3))) (bv (make-bytevector 12 0)) (ft (tensor '(1 2 3 4))) (view (reshape ft '(2 2))))
+  (tensor-write! tk '(7 8 9))
+  (tensor-write! ft '(0.5 -1 2 4))
+  (check "tensor-write!: i32 values; f32 values, seen by a view"
+         (and (equal? (tensor->list tk) '(7.0 8.0 9.0)) (equal? (tensor->list view) '(0.5 -1.0 2.0 4.0))))
+  (bytevector-s32-native-set! bv 4 -5)
+  (tensor-write! tk bv)
+  (check "tensor-write!: a bytevector in the type's layout" (equal? (tensor->list tk) '(0.0 -5.0 0.0)))
+  (check "tensor-write!: too few values" (raised (lambda () (tensor-write! tk '(1 2)))))
+  (check "tensor-write!: a bytevector of another size names both sizes"
+         (error-is? (raised (lambda () (tensor-write! tk (make-bytevector 8 0)))) 'SB_ERR_INVALID_ARG "12 bytes of data, 8 given"))
+  (check "tensor-write!: a refused write changes nothing" (equal? (tensor->list tk) '(0.0 -5.0 0.0))))
 (check "a new signature is a new graph" (= 2 (length (traced-paths block/traced))) (traced-paths block/traced))
 (check "a traced op error names the op"
        (error-is? (raised (lambda () ((trace (lambda (x) (add x (tensor '(1 2) #:shape '(2))))) (tensor (iota 6) #:shape '(3 2)))))

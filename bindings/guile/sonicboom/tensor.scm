@@ -30,7 +30,7 @@
   #:use-module (ice-9 optargs)
   #:use-module (srfi srfi-1)
   #:use-module (srfi srfi-9)
-  #:export (tensor? tensor tensor-zeros tokens positions weight weight-or-false
+  #:export (tensor? tensor tensor-zeros tensor-write! tokens positions weight weight-or-false
             tensor-shape tensor-type tensor-role tensor->list tensor->f32vector tensor-view? tensor-device
             shape dtype
             embedding linear matmul add mul scale softcap silu gelu-tanh swiglu geglu rms-norm
@@ -62,6 +62,7 @@
 (define sb-tensor-read-f32 (%lib-fn "sb_tensor_read_f32" int (list '* '* size_t '*)))
 (define sb-tensor-get-info (%lib-fn "sb_tensor_get_info" int '(* *)))
 (define sb-tensor-op (%lib-fn "sb_tensor_op" int (list '* '* int '* int '*)))
+(define sb-tensor-write (false-if-exception (%lib-fn "sb_tensor_write" int (list '* '* size_t)))) ; ABI level 4
 (define sb-op-name (%lib-fn "sb_op_name" '* (list int)))
 (define %tensor-free (foreign-library-pointer %lib "sb_tensor_free"))
 
@@ -136,11 +137,12 @@
           (else
            (unless (= (length data) n)
              (error (format #f "tensor: ~a values for ~a elements" (length data) n)))
-           (for-each (lambda (v i)
-                       (if (eq? type 'i32)
-                           (bytevector-s32-native-set! bv (* 4 i) v)
-                           (bytevector-ieee-single-native-set! bv (* 4 i) v)))
-                     data (iota n))))
+           (let loop ((vs data) (k 0))
+             (when (pair? vs)
+               (if (eq? type 'i32)
+                   (bytevector-s32-native-set! bv k (car vs))
+                   (bytevector-ieee-single-native-set! bv k (car vs)))
+               (loop (cdr vs) (+ k 4))))))
     bv))
 
 (define* (tensor data #:key (shape (list (if (bytevector? data) (quotient (bytevector-length data) 4) (length data))))
@@ -153,7 +155,9 @@ DATA (a list of numbers, or a bytevector in the type's layout)."
          (ne (ne-pointer shape)))
     (%check 'tensor (sb-tensor-create (%device-code device) (%type-code type) (length shape) (bytevector->pointer ne)
                                       (bytevector->pointer bv) (bytevector-length bv) (bytevector->pointer out)))
-    (wrap (cell-pointer out) #:role role)))
+    ;; the shape and type as created (sb_tensor_get_info would say the same): asking costs more
+    ;; garbage than the rest of the call, and a decode loop makes two input tensors a step
+    (wrap (cell-pointer out) #:role role #:shape shape #:type (%code-type (%type-code type)))))
 
 (define* (tensor-zeros shape #:key (type 'f32) (device 'cpu))
   "A zero-filled tensor on DEVICE (a KV cache: f32 or f16 [Dkv C])."
@@ -161,6 +165,17 @@ DATA (a list of numbers, or a bytevector in the type's layout)."
     (%check 'tensor-zeros (sb-tensor-create (%device-code device) (%type-code type) (length shape) (bytevector->pointer ne)
                                             %null-pointer 0 (bytevector->pointer out)))
     (wrap (cell-pointer out))))
+
+(define (tensor-write! t data)
+  "Replace T's values with DATA (a list of numbers, or a bytevector in T's type's layout; as many as
+T holds): a loop refills its input tensors (a decode step's token and position) instead of making
+new ones, and a traced call given the same tensors again is its cheapest (sb_tensor_write: ABI
+level 4). Views of the same memory see the new values; a model's weight is refused."
+  (unless sb-tensor-write
+    (error (format #f "tensor-write!: ~a has no sb_tensor_write (ABI level 4 needed)" sonicboom-library-path)))
+  (let ((bv (if (bytevector? data) data (fill-bytevector (tensor-type t) (apply * (tensor-shape t)) data))))
+    (%check 'tensor-write! (sb-tensor-write (%tensor-ptr t) (bytevector->pointer bv) (bytevector-length bv)))
+    (keep-alive t bv)))
 
 (define (tokens ids) "An i32 tensor of token ids, the tokens input of a traced model." (tensor ids #:type 'i32 #:role 'tokens))
 (define (positions ps) "An i32 tensor of positions, the pos input of a traced model." (tensor ps #:type 'i32 #:role 'pos))
