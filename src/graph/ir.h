@@ -245,6 +245,13 @@ static inline ir_ref ir_group_addend(const ir_node *n, int j) {
 static inline bool ir_store_by_launch(const ir_node *n) {
     return (n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE) && n->ip[IR_STORE_BY_LAUNCH];
 }
+/* KV_STORE / ROPE_STORE: the cache rows written, one a token. A KV_STORE's src[2]; a ROPE_STORE's
+ * src[2] (its rotation positions) unless it writes elsewhere (pass fuse_rope_store over a paged
+ * store: ip[IR_STORE_ROWS] = 1, src[3] = the rows — the slots input —, its freq factors then src[4]) */
+#define IR_STORE_ROWS 10
+static inline ir_ref ir_store_rows(const ir_node *n) { return n->op == IR_OP_ROPE_STORE && n->ip[IR_STORE_ROWS] ? n->src[3] : n->src[2]; }
+/* ROPE_STORE: its freq factors, or IR_NONE */
+static inline ir_ref ir_rope_store_ff(const ir_node *n) { return n->src[n->ip[IR_STORE_ROWS] ? 4 : 3]; }
 /* GLU_QUANT: the gated activation, IR_OP_SWIGLU or IR_OP_GEGLU */
 static inline ir_op ir_glu_act(const ir_node *n) { return (ir_op)n->ip[0]; }
 /* FUSED: the number of chain steps, and step k: its op, the src index of its second input (0: none)

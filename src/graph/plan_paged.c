@@ -16,7 +16,7 @@ static const int32_t *bound(const plan *p, void *const *data, ir_ref i) {
 
 static sb_status check_store(const plan *p, void *const *data, const ir_node *n) {
     const ir_graph *g = p->g;
-    const ir_ref pr = n->src[2]; /* kv_store and rope_store: the rows written */
+    const ir_ref pr = ir_store_rows(n); /* kv_store and rope_store: the rows written */
     if (g->nodes[pr].op != IR_OP_SLOTS) return SB_OK;
     const int32_t *slots = bound(p, data, pr);
     const int64_t C = n->ne[1], T = g->nodes[pr].ne[0];
@@ -49,9 +49,9 @@ sb_status plan_check_paged(const plan *p, void *const *data) {
     int64_t done_rows = 0, done_bs = 0, done_tbl_rows = 0;
     for (int32_t i = 0; i < p->g->n_nodes; i++) {
         const ir_node *n = &p->g->nodes[i];
-        if ((n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE) && !(n->src[2] == done_slots && n->ne[1] == done_rows)) {
+        if ((n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE) && !(ir_store_rows(n) == done_slots && n->ne[1] == done_rows)) {
             SB_TRY(check_store(p, data, n)); /* every layer's store reads one slots input over caches of one length: once */
-            done_slots = n->src[2], done_rows = n->ne[1];
+            done_slots = ir_store_rows(n), done_rows = n->ne[1];
         }
         if (n->op == IR_OP_ATTENTION && ir_attn_block_size(n) &&
             !(n->src[4] == done_tbl && n->src[3] == done_pos && ir_attn_block_size(n) == done_bs && p->g->nodes[n->src[1]].ne[1] == done_tbl_rows)) {

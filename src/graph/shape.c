@@ -219,9 +219,12 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         break;
     }
     case IR_OP_ROPE_STORE: {
-        const ir_node *pos = S(g, n, 2), *ff = ns > 3 ? S(g, n, 3) : NULL;
+        const bool rows = n->ip[IR_STORE_ROWS] != 0; /* (cache, x, pos, rows, ff?), else (cache, x, pos, ff?) */
+        const ir_node *pos = S(g, n, 2), *ff = ns > 3 + rows ? S(g, n, 3 + rows) : NULL, *rw = rows && ns > 3 ? S(g, n, 3) : NULL;
         int32_t n_rot = n->ip[0], mode = n->ip[1];
         if (a->op != IR_OP_KV && a->op != IR_OP_KV_STORE && a->op != IR_OP_ROPE_STORE) FAIL("rope_store: src0 must be a kv cache");
+        if (!rows && ns > 4) FAIL("rope_store: 5 sources without rows");
+        if (rows && (!rw || !is_i32_vec(rw) || rw->ne[0] != b->ne[2])) FAIL("rope_store: rows must be i32 [T=%lld]", (long long)b->ne[2]);
         if (!is_f32(b) || b->ne[3] != 1 || b->ne[0] * b->ne[1] != a->ne[0])
             FAIL("rope_store: x must be f32 [D,H,T] with D*H = Dkv %lld", (long long)a->ne[0]);
         if (!is_i32_vec(pos) || pos->ne[0] != b->ne[2]) FAIL("rope_store: pos must be i32 [T=%lld]", (long long)b->ne[2]);

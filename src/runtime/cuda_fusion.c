@@ -325,9 +325,10 @@ static void plan_mma_glu_pairs(const plan *p, cuda_fusions *c, const int32_t *us
  * then Q's rope joins the launch and the jobs sum the group's partials (plan_group_jobs) — no reduce
  * kernel, no rope kernel (H200, Qwen2.5-0.5B: pp64 +2%, first token -2%). Where the group does not
  * split (T = 512), Q's rope joining alone measured slower (pp512 -1%, at depth 4096 -2.5%). */
-/* a rope job's input x and its positions: (x, pos, ff?) for a ROPE, (cache, x, pos[, ff]) for a store */
+/* a rope job's input x and the positions it rotates at: (x, pos, ff?) for a ROPE, (cache, x, pos, ...)
+ * for a ROPE_STORE; a KV_STORE rotates nothing (IR_NONE; each store job writes at its own rows) */
 static ir_ref job_x(const ir_node *n) { return n->src[n->op == IR_OP_ROPE ? 0 : 1]; }
-static ir_ref job_pos(const ir_node *n) { return n->src[n->op == IR_OP_ROPE ? 1 : 2]; }
+static ir_ref job_pos(const ir_node *n) { return n->op == IR_OP_KV_STORE ? IR_NONE : n->src[n->op == IR_OP_ROPE ? 1 : 2]; }
 /* does node j launch work at its own place? (not skipped — done by another launch —, nor a view, a result or an input) */
 static bool runs_alone(const ir_graph *g, const cuda_fusions *c, int32_t j) {
     const ir_op op = g->nodes[j].op;
@@ -366,12 +367,12 @@ static void plan_rope_jobs(const plan *p, cuda_fusions *c, const int32_t *uses, 
         if (!rope_job_ok(g, c, i)) continue;
         int32_t mem[CU_ROPE_JOBS_MAX] = {i};
         int n = 1;
+        ir_ref pos = job_pos(&g->nodes[i]); /* the launch's one rotation positions (IR_NONE: none yet) */
         for (int32_t j = i + 1; j < g->n_nodes && n < CU_ROPE_JOBS_MAX; j++) {
             const ir_node *m = &g->nodes[j];
             if (!runs_alone(g, c, j)) continue;
             if (!rope_job_ok(g, c, j)) break;
-            const ir_node *mi = &g->nodes[i];
-            if (job_pos(m) != job_pos(mi)) break; /* one pos for the launch */
+            if (job_pos(m) != IR_NONE && pos != IR_NONE && job_pos(m) != pos) break; /* one pos for the launch */
             const ir_ref in_j = job_x(m);
             bool clash = job_clash(p, c, g, mem, n, j, in_j); /* no job's output over another's input */
             /* a ROPE whose input has memory of its own (a hoisted MMA group member's, e.g. a prefill layer's
@@ -385,6 +386,7 @@ static void plan_rope_jobs(const plan *p, cuda_fusions *c, const int32_t *uses, 
                 if (clash) c->moved[j] = UINT64_MAX;
             }
             if (clash) break;
+            if (pos == IR_NONE) pos = job_pos(m);
             mem[n++] = j;
         }
         for (int q = 1; q < n; q++) {

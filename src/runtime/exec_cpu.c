@@ -387,15 +387,16 @@ static op_rope_args rope_args(const ir_node *n, const ir_node *x, const float *f
 }
 
 /* ROPE_STORE: token t's rotated row in this thread's scratch (op_rope's math), then into the
- * cache column of pos[t] (op_kv_store's rounding) — the bits of ROPE followed by KV_STORE */
+ * cache column of its row (pos[t], or a paged store's rows[t]: ir_store_rows; op_kv_store's
+ * rounding) — the bits of ROPE followed by KV_STORE */
 static void k_rope_store(void *c, int64_t b, int64_t e, int tid) {
     const run *r = c;
     const int64_t DH = r->rope.D * r->rope.H;
     float *row = scratch(r, tid);
-    const int32_t *pos = r->s[2];
+    const int32_t *pos = r->s[2], *rows = r->n->ip[IR_STORE_ROWS] ? r->s[3] : pos;
     for (int64_t t = b; t < e; t++) {
         op_rope(row, (const float *)r->s[1] + t * DH, pos + t, &r->rope, 0, 1);
-        const int32_t at = r->ring ? (int32_t)(pos[t] % r->ring) : pos[t];
+        const int32_t at = r->ring ? (int32_t)(rows[t] % r->ring) : rows[t];
         op_kv_store(r->dst, r->n->dtype, r->n->ne[0], row, &at, 1);
     }
 }
@@ -798,7 +799,8 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
         case IR_OP_ROPE_STORE: {
             const ir_node *x = src(&r, 1);
             r.ring = cache_ring(p->g, i);
-            r.rope = rope_args(n, x, n->src[3] != IR_NONE ? r.s[3] : NULL);
+            const int ffs = n->ip[IR_STORE_ROWS] ? 4 : 3; /* ir_rope_store_ff's slot */
+            r.rope = rope_args(n, x, n->src[ffs] != IR_NONE ? r.s[ffs] : NULL);
             par(pool, nt, x->ne[2], ir_nelem(x), k_rope_store, &r);
             break;
         }

@@ -140,32 +140,38 @@ static cu_rope_job rope_job(crun *r, int32_t i) {
     if (n->op == IR_OP_KV_STORE) {
         const ir_node *x = &g->nodes[n->src[1]];
         cu_rope_job jb = {.store = true, .x = (const float *)dptr(r, n->src[1]),
-                          .a = {.D = n->ne[0], .H = 1, .T = x->ne[1], .cache = dptr(r, i), .ctype = n->dtype}};
+                          .a = {.D = n->ne[0], .H = 1, .T = x->ne[1], .cache = dptr(r, i), .ctype = n->dtype, .rows = (const int32_t *)dptr(r, n->src[2])}};
         rope_job_src(r, n->src[1], &jb);
         return jb;
     }
-    const bool store = n->op == IR_OP_ROPE_STORE; /* (cache, x, pos, ff?), else (x, pos, ff?) */
-    const ir_ref xs = n->src[store], ffs = n->src[store + 2];
+    const bool store = n->op == IR_OP_ROPE_STORE; /* (cache, x, pos, rows?, ff?), else (x, pos, ff?) */
+    const ir_ref xs = n->src[store], ffs = store ? ir_rope_store_ff(n) : n->src[2], rows = store ? ir_store_rows(n) : IR_NONE;
     const ir_node *x = &g->nodes[xs];
     cu_rope_job jb = {.dst = store ? NULL : (float *)dptr(r, i), .x = (const float *)dptr(r, xs),
                       .a = {.D = x->ne[0], .H = x->ne[1], .T = x->ne[2], .n_rot = ir_rope_of(n).n_rot, .mode = ir_rope_of(n).mode,
                             .theta_scale = powf(ir_rope_of(n).freq_base, -2.0f / (float)ir_rope_of(n).n_rot), .freq_scale = ir_rope_of(n).freq_scale, .attn_factor = ir_rope_attn_factor(n),
                             .ff = ffs != IR_NONE ? (const float *)dptr(r, ffs) : NULL,
-                            .cache = store ? dptr(r, i) : NULL, .ctype = store ? n->dtype : 0}};
+                            .cache = store ? dptr(r, i) : NULL, .ctype = store ? n->dtype : 0,
+                            .rows = rows != IR_NONE ? (const int32_t *)dptr(r, rows) : NULL}};
     rope_job_src(r, xs, &jb);
     return jb;
 }
 
-/* the ROPE / KV_STORE jobs chained from i (plan_rope_jobs) in one launch; every job reads the same
- * positions (one plan: one pos input) */
+/* the ROPE / KV_STORE jobs chained from i (plan_rope_jobs) in one launch; every rotation reads the
+ * same positions (cuda_fusion.c's job_pos), every cache write its own rows (cu_rope_args.rows) */
 static sb_status run_rope_jobs(crun *r, int32_t i) {
     cu_rope_job jobs[CU_ROPE_JOBS_MAX];
     int n = 0;
-    for (int32_t m = i; m >= 0 && n < CU_ROPE_JOBS_MAX; m = r->c->fu.rnext[m]) jobs[n++] = rope_job(r, m);
     const ir_node *f = &r->p->g->nodes[i];
+    ir_ref pos = f->src[f->op == IR_OP_ROPE ? 1 : 2]; /* a kv_store's rows where no job rotates (unread then) */
+    for (int32_t m = i; m >= 0 && n < CU_ROPE_JOBS_MAX; m = r->c->fu.rnext[m]) {
+        jobs[n++] = rope_job(r, m);
+        const ir_node *mn = &r->p->g->nodes[m];
+        if (mn->op != IR_OP_KV_STORE) pos = mn->src[mn->op == IR_OP_ROPE ? 1 : 2];
+    }
     r->n_kernels++;
     r->gsrc_n = 0; /* consumed */
-    return cu_rope_jobs(r->cx->s, jobs, n, (const int32_t *)dptr(r, f->src[f->op == IR_OP_ROPE ? 1 : 2]));
+    return cu_rope_jobs(r->cx->s, jobs, n, (const int32_t *)dptr(r, pos));
 }
 
 /* member j of T = 1 launch node i (a lone matmul, or a MATMUL_GROUP) as a segment: weight, result
@@ -181,21 +187,24 @@ static cu_gemv_seg launch_seg(crun *r, int32_t i, int j) {
         return (cu_gemv_seg){.w = dptr(r, wr), .wtype = w->dtype, .N = w->ne[1]};
     cu_gemv_seg q = {.w = dptr(r, wr), .wtype = w->dtype, .N = w->ne[1], .dst = (float *)dptr(r, v), .ep = addend_ep(r, o, v)};
     if (r->c->fu.vstore && r->c->fu.vstore[v] >= 0) {
+        const ir_node *sn = &g->nodes[r->c->fu.vstore[v]];
         q.cache = dptr(r, r->c->fu.vstore[v]);
-        q.ctype = g->nodes[r->c->fu.vstore[v]].dtype;
+        q.ctype = sn->dtype;
+        q.rows = (const int32_t *)dptr(r, ir_store_rows(sn)); /* pos, or a paged plan's slots */
     }
     if (r->c->fu.krope && r->c->fu.krope[v] >= 0) { /* K: rotate, then write the cache of the rope_store */
         const int32_t kvs = r->c->fu.krope[v];
         const ir_node *rn = &g->nodes[kvs], *rx = &g->nodes[rn->src[1]];
         q.cache = dptr(r, kvs);
         q.ctype = rn->dtype;
+        q.rows = (const int32_t *)dptr(r, ir_store_rows(rn)); /* rotated at the launch's pos, written here */
         q.rot = ir_rope_of(rn).n_rot;
         q.rmode = ir_rope_of(rn).mode;
         q.D = (int)rx->ne[0];
         q.theta_scale = powf(ir_rope_of(rn).freq_base, -2.0f / (float)ir_rope_of(rn).n_rot);
         q.freq_scale = ir_rope_of(rn).freq_scale;
         q.attn_factor = ir_rope_attn_factor(rn);
-        q.ff = rn->src[3] != IR_NONE ? (const float *)dptr(r, rn->src[3]) : NULL;
+        q.ff = ir_rope_store_ff(rn) != IR_NONE ? (const float *)dptr(r, ir_rope_store_ff(rn)) : NULL;
     }
     return q;
 }

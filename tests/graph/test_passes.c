@@ -1021,6 +1021,54 @@ static void case_fuse_launch_store(void) {
     ir_graph_free(g);
 }
 
+/* a paged decode step's K rope and stores (rotated at pos, written at the slots): fuse_rope_store
+ * makes rope_store(cache, x, pos, slots, ff) with ir_store_rows the slots and the freq factors after
+ * them; fuse_launch_store then marks both stores by_launch, as on a contiguous cache; the verifier
+ * refuses a fifth source without the rows flag and rows of the wrong length */
+static void case_paged_stores(void) {
+    plan_target t;
+    decode_group_target(&t);
+    t.fuse_rope_store = true;
+    t.launch_store_fits = store_any;
+    ir_graph *g = new_graph();
+    const int64_t E = 256, Dkv = 128, D = 64, C = 32;
+    ir_ref x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, 1, 1, 1}), pos = ir_input_pos(g, 1), slots = ir_input_slots(g, 1);
+    ir_ref ff = W(g, "rope_freqs.weight", SB_TYPE_F32, D / 2, 1);
+    ir_ref kc = ir_input_kv(g, "cache_k_l0", SB_TYPE_F16, (int64_t[4]){Dkv, C, 1, 1});
+    ir_ref vc = ir_input_kv(g, "cache_v_l0", SB_TYPE_F16, (int64_t[4]){Dkv, C, 1, 1});
+    ir_ref h = ir_mul(g, ir_rms_norm(g, x, 1e-6f), W(g, "blk.0.attn_norm.weight", SB_TYPE_F32, E, 1));
+    ir_ref k = ir_matmul(g, W(g, "wk", SB_TYPE_Q4_K, E, Dkv), h), v = ir_matmul(g, W(g, "wv", SB_TYPE_Q6_K, E, Dkv), h);
+    ir_rope_params rp = {.n_rot = D, .mode = IR_ROPE_NEOX, .freq_base = 1e6f, .freq_scale = 1.0f};
+    k = ir_rope(g, ir_reshape(g, k, (int64_t[4]){D, Dkv / D, 1, 1}), pos, ff, &rp);
+    ir_kv_store(g, kc, ir_reshape(g, k, (int64_t[4]){Dkv, 1, 1, 1}), slots);
+    ir_kv_store(g, vc, v, slots);
+    ir_output(g, h, "h");
+    CHECK(ir_graph_status(g) == SB_OK);
+    pass_ctx cx = {.target = &t};
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_rope_store, pass_fuse_matmul_group};
+    for (int q = 0; q < 4; q++) CHECK(pre[q](g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+    int rs = 0, ropes = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        ropes += n->op == IR_OP_ROPE;
+        if (n->op != IR_OP_ROPE_STORE) continue;
+        rs++;
+        CHECK(g->nodes[n->src[2]].op == IR_OP_POS && g->nodes[ir_store_rows(n)].op == IR_OP_SLOTS && ir_rope_store_ff(n) != IR_NONE &&
+              !strcmp(g->nodes[ir_rope_store_ff(n)].name, "rope_freqs.weight"));
+        ir_node bad = *n; /* the flag off: five sources */
+        bad.ip[IR_STORE_ROWS] = 0;
+        CHECK(ir_infer_shape(g, &bad) != SB_OK);
+        bad = *n; /* rows that are no i32 [T]: the cache */
+        bad.src[3] = n->src[0];
+        CHECK(ir_infer_shape(g, &bad) != SB_OK);
+    }
+    CHECK_EQ_INT(rs, 1);
+    CHECK_EQ_INT(ropes, 0);
+    CHECK(pass_fuse_launch_store(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+    CHECK_EQ_INT(count_by_launch(g), 2);
+    ir_graph_free(g);
+}
+
 // ---- chains with a quantize tail ----
 
 /* gemma-shaped sandwich norms (no attention), T tokens, two layers: each layer's post-norm + residual
@@ -1140,6 +1188,7 @@ int main(void) {
     case_fuse_matmul_group();
     case_fuse_group_glu();
     case_fuse_launch_store();
+    case_paged_stores();
     case_slice_view();
     test_verifier();
     test_memplan();

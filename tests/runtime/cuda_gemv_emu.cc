@@ -5,6 +5,8 @@
  * time) built for the host: test_cuda_gemv_emu compiles this file with the host C++ compiler against
  * tests/codegen/emu/cuda_emu.h (-fsanitize=alignment traps) and runs their grids as k_gemv.cu's
  * launchers size them (one wave aside: every block of the grid).
+ * sb_emu_gemv_store: a K (RoPE) and a V segment writing their cache rows, as a decode step's Q/K/V
+ * launch does, with the rotation position and the cache row given apart (a paged cache's slot).
  */
 #include "backend/cuda/device/gemv_kernels.cuh"
 
@@ -66,5 +68,27 @@ extern "C" int sb_emu_gemv(int mode, int xq8k, int n, const int *types, const lo
     }
 #undef R1
 #undef RK
+    return -2;
+}
+
+/* Q8_0 weights on q8_1: segment 0 rotated (NEOX, rot of heads of D, theta_scale ts) into kc, segment
+ * 1 into vdst and vc; both caches [N, C] of f16 (else f32), row crow[0], rotation at pos[0]. mode 0:
+ * k_gemv_reg at two rows a group (one: the V segment one row a group), 1: k_gemv_fused, one item a group */
+extern "C" int sb_emu_gemv_store(int mode, int one, long long N, long long K, const uint8_t *wk, const uint8_t *wv, const uint8_t *x, void *kc,
+                                 void *vc, int f16, float *vdst, const int32_t *crow, const int32_t *pos, int rot, int D, float ts) {
+    mseg_set m = {};
+    m.n = 2, m.one = one;
+    const uint64_t rb = mmvq_row_bytes(CU_T_Q8_0, K);
+    mseg &k = m.s[0], &v = m.s[1];
+    k.w = wk, k.rb = rb, k.N = N, k.cache = kc, k.crow = crow, k.wtype = CU_T_Q8_0, k.f16 = f16, k.rot = rot, k.rmode = 2, k.D = D;
+    k.ts = ts, k.fs = 1.0f, k.af = 1.0f;
+    v.dst = vdst, v.w = wv, v.rb = rb, v.N = N, v.cache = vc, v.crow = crow, v.wtype = CU_T_Q8_0, v.f16 = f16;
+    const long long kitems = N / D * (rot / 2 + D - rot);
+    if (mode == 1) {
+        k.nb = (unsigned)((kitems + 3) / 4), v.nb = (unsigned)((N + 3) / 4);
+        return emu_run(k.nb + v.nb, 128, [&] { k_gemv_fused<CU_T_Q8_1, 1, 4>(m, x, K, pos, 1, 1); });
+    }
+    k.nb = (unsigned)((N / D * (rot / 2) + (N / D * (D - rot) + 1) / 2 + 3) / 4), v.nb = (unsigned)((one ? N : (N + 1) / 2) + 3) / 4;
+    if (K / 32 <= 32) return emu_run(k.nb + v.nb, 128, [&] { k_gemv_reg<CU_T_Q8_1, CU_T_Q8_0, CU_T_Q8_0, 1, 4, 2, 1, false>(m, x, K, pos); });
     return -2;
 }

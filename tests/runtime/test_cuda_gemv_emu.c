@@ -10,7 +10,11 @@
  * the f64 dot of the reference dequantizers' weights and activations (within 1e-5 of the sum of
  * |terms|; the GLU within 1e-4 of its operands' magnitudes).
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler ($CXX or c++).
- * Non-goals: RoPE segments and KV-cache columns (test_cuda_ops on a GPU); speed.
+ * KV-cache columns: a Q/K/V-like launch whose K segment is rotated into its cache and V written into
+ * its own, at a cache row given apart from the rotation position (a paged cache's slot): the row
+ * written there is the one a launch with row = position writes at that position, bit for bit, V's
+ * cache row equals its result, and every other row stays poisoned (F32 and F16 caches).
+ * Non-goals: RoPE math against a reference (test_cuda_ops on a GPU); speed.
  */
 #include "quant/blocks.h"
 #include "quant/quant.h"
@@ -21,6 +25,9 @@
 typedef int (*gemv_fn)(int, int, int, const int *, const long long *, float **, const uint8_t **, const float **, long long, const uint8_t *,
                        int, int);
 static gemv_fn emu_gemv;
+typedef int (*store_fn)(int, int, long long, long long, const uint8_t *, const uint8_t *, const uint8_t *, void *, void *, int, float *,
+                        const int32_t *, const int32_t *, int, int, float);
+static store_fn emu_store;
 static uint64_t seed = 0x6E3E3Aull;
 
 typedef struct mat {
@@ -125,11 +132,57 @@ static void check_pairs(int type, int q8k) {
     free(xq), free(xd), free(g), free(u);
 }
 
+/* the store launch (mode, one) with cache row crow at position 3 into NaN-poisoned caches of C rows */
+static int store_run(int mode, int one, int f16, const mat *mk, const mat *mv, const uint8_t *xq, int32_t crow, uint8_t *kc, uint8_t *vc, float *vd,
+                     int64_t C) {
+    const size_t eb = f16 ? 2 : 4, bytes = (size_t)(mk->N * C) * eb;
+    memset(kc, 0xFF, bytes), memset(vc, 0xFF, bytes); /* NaN in either type */
+    for (int64_t i = 0; i < mv->N; i++) vd[i] = NAN;
+    const int32_t pos = 3;
+    return emu_store(mode, one, mk->N, mk->K, mk->w, mv->w, xq, kc, vc, f16, vd, &crow, &pos, 32, 64, powf(10000.0f, -2.0f / 32));
+}
+
+static bool row_poisoned(const uint8_t *c, int64_t r, int64_t N, size_t eb) {
+    for (size_t b = 0; b < (size_t)N * eb; b++)
+        if (c[(size_t)r * N * eb + b] != 0xFF) return false;
+    return true;
+}
+
+static void check_store_rows(void) {
+    const int64_t N = 128, K = 512, C = 16, slot = 11;
+    mat mk = make_mat(SB_TYPE_Q8_0, N, K), mv = make_mat(SB_TYPE_Q8_0, N, K);
+    uint8_t *xq = aligned_alloc(64, (size_t)((K / 32 * sizeof(blk_q8_1) + 63) & ~(size_t)63));
+    float *xd = malloc(sizeof(float) * (size_t)K), *vd0 = malloc(sizeof(float) * (size_t)N), *vd1 = malloc(sizeof(float) * (size_t)N);
+    make_act(0, K, xq, xd);
+    uint8_t *kc0 = malloc((size_t)(N * C) * 4), *vc0 = malloc((size_t)(N * C) * 4), *kc1 = malloc((size_t)(N * C) * 4), *vc1 = malloc((size_t)(N * C) * 4);
+    for (int f16 = 0; f16 < 2; f16++)
+        for (int how = 0; how < 3; how++) { /* k_gemv_reg two rows a group, V one a group; k_gemv_fused */
+            const int mode = how == 2, one = how == 1;
+            const size_t eb = f16 ? 2 : 4, rbytes = (size_t)N * eb;
+            const int rc0 = store_run(mode, one, f16, &mk, &mv, xq, 3, kc0, vc0, vd0, C); /* row = position 3 */
+            const int rc1 = store_run(mode, one, f16, &mk, &mv, xq, (int32_t)slot, kc1, vc1, vd1, C); /* row 11, position 3 */
+            CHECKF(rc0 == 0 && rc1 == 0, "store launch mode %d one %d f16 %d: emulation returned %d, %d", mode, one, f16, rc0, rc1);
+            int other = 0;
+            for (int64_t r = 0; r < C; r++)
+                if (r != slot) other += !row_poisoned(kc1, r, N, eb) + !row_poisoned(vc1, r, N, eb);
+            CHECKF(!row_poisoned(kc0, 3, N, eb) && !row_poisoned(vc0, 3, N, eb), "mode %d one %d f16 %d: row 3 unwritten", mode, one, f16);
+            CHECKF(other == 0, "mode %d one %d f16 %d: %d rows besides the slot written", mode, one, f16, other);
+            CHECKF(!memcmp(kc1 + slot * rbytes, kc0 + 3 * rbytes, rbytes), "mode %d one %d f16 %d: K's row at the slot differs from row 3's", mode,
+                   one, f16);
+            CHECKF(!memcmp(vc1 + slot * rbytes, vc0 + 3 * rbytes, rbytes) && !memcmp(vd0, vd1, (size_t)N * 4),
+                   "mode %d one %d f16 %d: V's row or result differs", mode, one, f16);
+            if (!f16) CHECKF(!memcmp(vc1 + slot * rbytes, vd1, (size_t)N * 4), "mode %d one %d: V's cache row is not its result", mode, one);
+        }
+    free_mat(&mk), free_mat(&mv);
+    free(xq), free(xd), free(vd0), free(vd1), free(kc0), free(vc0), free(kc1), free(vc1);
+}
+
 int main(void) {
     void *h = emu_build("tests/runtime/cuda_gemv_emu.cc");
     if (h) {
         *(void **)&emu_gemv = dlsym(h, "sb_emu_gemv");
-        CHECK(emu_gemv != NULL);
+        *(void **)&emu_store = dlsym(h, "sb_emu_gemv_store");
+        CHECK(emu_gemv != NULL && emu_store != NULL);
     }
     if (emu_gemv) {
         static const int types[] = {SB_TYPE_Q4_0, SB_TYPE_Q4_1, SB_TYPE_Q5_0, SB_TYPE_Q5_1, SB_TYPE_Q8_0, SB_TYPE_IQ4_NL,
@@ -160,6 +213,7 @@ int main(void) {
                 check_launch(label, 1, R, q8k, ms, 3);
                 for (int k = 0; k < 3; k++) free_mat(&ms[k]);
             }
+        check_store_rows();
     }
     emu_build_done(h);
     return test_summary();

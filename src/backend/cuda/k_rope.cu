@@ -8,7 +8,8 @@
  * (2i, 2i+1) in NORMAL mode and (i, i + n_rot/2) in NEOX mode; dims >= n_rot are copied.
  * Positions come from device memory (pos[t]), so a captured CUDA graph serves every step.
  * k_rope_store (a ROPE_STORE node: the planner's fuse_rope_store): the same math written into the KV cache column
- * pos[t] (F32 or F16) instead of dst — rope + kv_store of K in one kernel.
+ * pos[t] (F32 or F16) instead of dst — rope + kv_store of K in one kernel; a paged cache's column is
+ * rows[t] (cu_rope_args.rows, the slots), the rotation still at pos[t].
  * Geometry: rope: grid (T, H / hpb), block (n_rot/2 threads, one pair each, <= 512; hpb heads, so a
  * block has >= 256 threads) plus the tail copy.
  * kv_store: grid (Dkv/256, T), one element a thread, written at column pos[t].
@@ -47,14 +48,14 @@ template <> __device__ __forceinline__ void cstore<float>(float *c, int64_t i, f
 template <> __device__ __forceinline__ void cstore<uint16_t>(uint16_t *c, int64_t i, float v) { c[i] = cu_f2h(v); }
 
 template <typename C>
-__global__ void k_rope_store(C *cache, const float *x, const int32_t *pos, int64_t D, int64_t H, int n_rot, int mode, float theta_scale,
-                             float freq_scale, float attn_factor, const float *ff) {
+__global__ void k_rope_store(C *cache, const float *x, const int32_t *pos, const int32_t *rows, int64_t D, int64_t H, int n_rot, int mode,
+                             float theta_scale, float freq_scale, float attn_factor, const float *ff) {
     CU_PDL_ENTRY();
     const int64_t t = blockIdx.x, h = (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
     if (h >= H) return;
     const int half = n_rot / 2;
     const float *src = x + (t * H + h) * D;
-    C *out = cache + (int64_t)pos[t] * H * D + h * D;
+    C *out = cache + (int64_t)rows[t] * H * D + h * D;
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
         int ia, ib;
         float ya, yb;
@@ -72,12 +73,13 @@ extern "C" sb_status cu_rope(cu_stream s, float *dst, const float *x, const int3
     const int hpb = th < 256 ? 256 / th : 1; /* heads per block: >= 256 threads, not 32-thread blocks */
     const dim3 g((unsigned)a->T, cu_div_up(a->H, hpb)), b((unsigned)th, (unsigned)hpb);
     if (a->cache) {
+        const int32_t *rows = a->rows ? a->rows : pos;
         if (a->ctype == CU_T_F16)
-            cu_launch(k_rope_store<uint16_t>, g, b, (cudaStream_t)s, (uint16_t *)a->cache, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
-                                                                a->freq_scale, a->attn_factor, a->ff);
+            cu_launch(k_rope_store<uint16_t>, g, b, (cudaStream_t)s, (uint16_t *)a->cache, x, pos, rows, a->D, a->H, a->n_rot, a->mode,
+                      a->theta_scale, a->freq_scale, a->attn_factor, a->ff);
         else
-            cu_launch(k_rope_store<float>, g, b, (cudaStream_t)s, (float *)a->cache, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
-                                                             a->freq_scale, a->attn_factor, a->ff);
+            cu_launch(k_rope_store<float>, g, b, (cudaStream_t)s, (float *)a->cache, x, pos, rows, a->D, a->H, a->n_rot, a->mode,
+                      a->theta_scale, a->freq_scale, a->attn_factor, a->ff);
         return cu_after_launch("k_rope_store");
     }
     cu_launch(k_rope, g, b, (cudaStream_t)s, dst, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
@@ -115,7 +117,7 @@ typedef struct rj_set {
 template <typename C>
 static __device__ __forceinline__ void rj_put(const cu_rope_job &jb, int64_t th, int64_t t, int64_t h, int64_t d, const int32_t *pos, float v) {
     const cu_rope_args &a = jb.a;
-    if (a.cache) cstore((C *)a.cache + (int64_t)pos[t] * a.H * a.D + h * a.D, d, v);
+    if (a.cache) cstore((C *)a.cache + (int64_t)(a.rows ? a.rows : pos)[t] * a.H * a.D + h * a.D, d, v);
     else jb.dst[th * a.D + d] = v;
 }
 
@@ -132,7 +134,7 @@ static __device__ __forceinline__ void rj_run(const cu_rope_job &jb, int64_t e, 
     if (jb.store) { /* cu_kv_store */
         if (e >= a.D * a.T) return;
         const int64_t t = e / a.D;
-        cstore((C *)a.cache, (int64_t)pos[t] * a.D + e % a.D, rj_x(jb, e));
+        cstore((C *)a.cache, (int64_t)(a.rows ? a.rows : pos)[t] * a.D + e % a.D, rj_x(jb, e));
         return;
     }
     const int half = a.n_rot / 2;

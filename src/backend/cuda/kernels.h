@@ -185,6 +185,7 @@ typedef struct cu_gemv_seg {
     cu_epilogue ep;
     void *cache; /* NULL or a KV cache to write too */
     int ctype;   /* its type: F32 or F16 */
+    const int32_t *rows; /* the cache row written (rows[0], a paged cache's slot), or NULL: pos[0] */
     /* rot > 0: RoPE the result (heads of D rows) before the cache write — K's rope + kv_store folded
      * into the launch; the same math as k_rope_store. dst is then not written. */
     int rot, rmode, D;
@@ -253,6 +254,7 @@ typedef struct cu_rope_args {
     const float *ff;          /* [n_rot/2] or NULL */
     void *cache;              /* NULL, or write the result straight into this KV cache [H*D, C] at column */
     int ctype;                /* pos[t] (F32 or F16) instead of dst: rope + kv_store in one kernel */
+    const int32_t *rows;      /* with cache: column rows[t] instead (a paged cache's slots; rotation still at pos[t]), NULL: pos[t] */
 } cu_rope_args;
 sb_status cu_rope(cu_stream s, float *dst, const float *x, const int32_t *pos, const cu_rope_args *a);
 /* cache [Dkv,C] (F32 or F16) column pos[t] = x[:,t]. */
@@ -260,7 +262,8 @@ sb_status cu_kv_store(cu_stream s, void *cache, int ctype, int64_t Dkv, const fl
 /* Up to CU_ROPE_JOBS_MAX of the two above in one launch (a prefill layer's K rope + cache write, V
  * cache write and Q rope, which the executor finds side by side): each job the very math of its
  * own cu_rope (store false: a.cache NULL writes dst, else the cache) or cu_kv_store (store true: x
- * [a.D, a.T] into a.cache of a.ctype), so the same bits. No job may write memory another reads. */
+ * [a.D, a.T] into a.cache of a.ctype), so the same bits. Rotations read pos; a cache write goes to
+ * column a.rows[t] where a.rows is set, else pos[t]. No job may write memory another reads. */
 #define CU_ROPE_JOBS_MAX 4
 typedef struct cu_rope_job {
     bool store;

@@ -5,9 +5,10 @@
  * rope_store of one through views of it, are marked by_launch — that launch writes the cache row
  * (rotating K first) as it writes the result, and nothing runs at the store's place. The store
  * stays in the graph (the cache value its readers read, in order); only who performs it changes.
- * Safe where the store is its value's only reader, writes at the step's positions (the POS
- * input), and no node between the launch and the store reads or writes that cache (the launch
- * runs first). Rope freq factors must be a plan input (the launch reads them whenever it runs).
+ * Safe where the store is its value's only reader, writes at rows the launch can read before it
+ * runs (the POS input, or a paged plan's SLOTS; a rope_store rotates at POS), and no node between
+ * the launch and the store reads or writes that cache (the launch runs first). Rope freq factors
+ * must be a plan input (the launch reads them whenever it runs).
  * Targets ask through launch_store_fits (shape and types only; CUDA: the decode GEMV kernels that
  * take a cache segment).
  * Layer 2 (graph). Pre: verified; after fuse_rope_store (it makes the rope_store),
@@ -65,9 +66,12 @@ static ir_ref store_of(const ir_graph *g, const int32_t *uses, ir_ref v) {
             cur = q;
             continue;
         }
+        const ir_op rows = g->nodes[ir_store_rows(qn)].op; /* the step's positions, or a paged plan's slots */
         const bool ok = (qn->op == IR_OP_KV_STORE ? cur == v : qn->op == IR_OP_ROPE_STORE) && qn->src[xs] == cur &&
-                        g->nodes[qn->src[2]].op == IR_OP_POS && !ir_store_by_launch(qn);
-        if (ok && qn->op == IR_OP_ROPE_STORE && qn->src[3] != IR_NONE && !(ir_ops[g->nodes[qn->src[3]].op].flags & OPF_INPUT)) return IR_NONE;
+                        (qn->op == IR_OP_KV_STORE || g->nodes[qn->src[2]].op == IR_OP_POS) && (rows == IR_OP_POS || rows == IR_OP_SLOTS) &&
+                        !ir_store_by_launch(qn);
+        const ir_ref ff = qn->op == IR_OP_ROPE_STORE ? ir_rope_store_ff(qn) : IR_NONE;
+        if (ok && ff != IR_NONE && !(ir_ops[g->nodes[ff].op].flags & OPF_INPUT)) return IR_NONE;
         return ok ? q : IR_NONE;
     }
     return IR_NONE;

@@ -13,18 +13,20 @@
  *   %19 = kv_store(%8, %18, %1) : f16[128,16]
  * after:
  *   %17 = rope_store(%8, %16, %1) n_rot=64 mode=neox base=1000000 fscale=1 : f16[128,16]
+ * A store at other rows than the rope's positions (a paged decoder's kv_store at the slots input)
+ * fuses too, keeping both: rope_store(cache, x, pos, rows, ff?) with ip[IR_STORE_ROWS] set (ir.h).
  */
 #include "graph/plan.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* The ROPE node feeding store s through reshapes that nothing else reads, at s's positions; IR_NONE if none. */
+/* The ROPE node feeding store s through reshapes that nothing else reads; IR_NONE if none. */
 static ir_ref rope_of_store(const ir_graph *g, const int32_t *uses, const ir_node *s) {
     ir_ref x = s->src[1];
     while (g->nodes[x].op == IR_OP_RESHAPE && uses[x] == 1) x = g->nodes[x].src[0];
     const ir_node *r = &g->nodes[x];
-    if (r->op != IR_OP_ROPE || uses[x] != 1 || r->src[1] != s->src[2]) return IR_NONE;
+    if (r->op != IR_OP_ROPE || uses[x] != 1) return IR_NONE;
     return x;
 }
 
@@ -46,7 +48,10 @@ sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx) {
         memcpy(f.ne, s->ne, sizeof f.ne);
         memcpy(f.name, s->name, sizeof f.name);
         for (int k = 0; k < IR_MAX_SRC; k++) f.src[k] = IR_NONE;
-        f.src[0] = s->src[0], f.src[1] = rope->src[0], f.src[2] = rope->src[1], f.src[3] = rope->src[2];
+        const bool rows = rope->src[1] != s->src[2]; /* a paged store: rotated at pos, written at the slots */
+        f.ip[IR_STORE_ROWS] = rows;
+        f.src[0] = s->src[0], f.src[1] = rope->src[0], f.src[2] = rope->src[1];
+        f.src[3] = rows ? s->src[2] : rope->src[2], f.src[4] = rows ? rope->src[2] : IR_NONE;
         *s = f; /* in place: every source precedes the rope, which precedes the store */
         changed = true;
     }

@@ -27,6 +27,7 @@ typedef struct mseg {
     int64_t N;
     cu_epilogue ep;
     void *cache;
+    const int32_t *crow; /* with cache: the row written is crow[0] (pos, or a paged cache's slot) */
     int wtype, f16;
     unsigned nb; /* blocks of this segment */
     int rot, rmode, D; /* RoPE before the cache write (rot > 0): items are rotation pairs, then passthrough rows */
@@ -123,10 +124,10 @@ static __device__ __forceinline__ void cache_put(const mseg &g, int64_t o, float
 }
 
 /* a plain segment's row n = v: the epilogue add, dst, and the KV cache column when asked */
-static __device__ __forceinline__ void plain_out(const mseg &g, int64_t n, float v, const int32_t *pos) {
+static __device__ __forceinline__ void plain_out(const mseg &g, int64_t n, float v) {
     v = g.ep.add ? v + g.ep.add[n] : v;
     g.dst[n] = v;
-    if (g.cache) cache_put(g, (int64_t)pos[0] * g.N + n, v);
+    if (g.cache) cache_put(g, (int64_t)g.crow[0] * g.N + n, v);
 }
 
 /* item n of segment g: compute and write it (the whole group calls it; live = n is real) */
@@ -152,7 +153,7 @@ static __device__ __forceinline__ void mseg_item(const mseg &g, int64_t n, const
         group_dot2<XQ, WPR>(g, ra, rb2, live, x, K, red, &va, &vb);
         if (live && first) {
             va = g.ep.add ? va + g.ep.add[ra] : va;
-            const int64_t o = (int64_t)pos[0] * g.N;
+            const int64_t o = (int64_t)g.crow[0] * g.N;
             if (rb2 >= 0) {
                 vb = g.ep.add ? vb + g.ep.add[rb2] : vb;
                 float ya, yb;
@@ -167,19 +168,18 @@ static __device__ __forceinline__ void mseg_item(const mseg &g, int64_t n, const
     const bool live = n < g.N;
     float v, unused;
     group_dot2<XQ, WPR>(g, live ? n : 0, -1, live, x, K, red, &v, &unused);
-    if (live && first) plain_out(g, n, v, pos);
+    if (live && first) plain_out(g, n, v);
 }
 
 /* items n0 < n1 of a plain (no RoPE) segment at once: both rows' loads in flight together */
 template <int XQ, int WPR>
-static __device__ __forceinline__ void mseg_item_pair(const mseg &g, int64_t n0, int64_t n1, const uint8_t *x, int64_t K, const int32_t *pos,
-                                                      float *red) {
+static __device__ __forceinline__ void mseg_item_pair(const mseg &g, int64_t n0, int64_t n1, const uint8_t *x, int64_t K, float *red) {
     const bool first = (threadIdx.x & 31) == 0 && (threadIdx.x >> 5) % WPR == 0;
     const bool l0 = n0 < g.N, l1 = n1 < g.N;
     float v0, v1;
     group_dot2<XQ, WPR>(g, l0 ? n0 : 0, l1 ? n1 : -1, l0, x, K, red, &v0, &v1);
-    if (first && l0) plain_out(g, n0, v0, pos);
-    if (first && l1) plain_out(g, n1, v1, pos);
+    if (first && l0) plain_out(g, n0, v0);
+    if (first && l1) plain_out(g, n1, v1);
 }
 
 
@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_fused(mseg_set m, const uint8_
     const int grp = (threadIdx.x >> 5) / WPR;
     int r = 0;
     if (g.rot == 0) /* two rows at a time */
-        for (; r + 1 < R; r += 2) mseg_item_pair<XQ, WPR>(g, item0 + (int64_t)r * G + grp, item0 + (int64_t)(r + 1) * G + grp, x, K, pos, red);
+        for (; r + 1 < R; r += 2) mseg_item_pair<XQ, WPR>(g, item0 + (int64_t)r * G + grp, item0 + (int64_t)(r + 1) * G + grp, x, K, red);
     for (; r < R; r++) mseg_item<XQ, WPR>(g, item0 + (int64_t)r * G + grp, x, K, pos, red);
 }
 
@@ -284,14 +284,14 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
     CU_PDL_WAIT();
     const bool first = lane == 0 && wi == 0;
     float addv[RW];
-    int32_t p0 = 0;
+    int32_t p0 = 0, c0 = 0; /* the rotation position, the cache row */
     if (first) {
 #pragma unroll
         for (int u = 0; u < RW; u++) {
             const mseg &gu = PAIR ? m.s[u & 1] : g;
             addv[u] = gu.ep.add && row[u] >= 0 ? gu.ep.add[row[u]] : 0.0f;
         }
-        if (g.cache) p0 = pos[0];
+        if (g.cache) p0 = pos[0], c0 = g.crow[0];
     }
     float acc[RW];
 #pragma unroll
@@ -348,8 +348,8 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
         float ya, yb;
         rope_rot(g.ep.add ? acc[0] + addv[0] : acc[0], g.ep.add ? acc[RW - 1] + addv[RW - 1] : acc[RW - 1], pi, p0, g.ts, g.fs, g.af, g.ff, &ya,
                  &yb);
-        cache_put(g, (int64_t)p0 * g.N + row[0], ya);
-        cache_put(g, (int64_t)p0 * g.N + row[RW - 1], yb);
+        cache_put(g, (int64_t)c0 * g.N + row[0], ya);
+        cache_put(g, (int64_t)c0 * g.N + row[RW - 1], yb);
         return;
     }
 #pragma unroll
@@ -358,7 +358,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
         if (n < 0) continue;
         const float v = g.ep.add ? acc[u] + addv[u] : acc[u];
         if (g.rot == 0) g.dst[n] = v;
-        if (g.cache) cache_put(g, (int64_t)p0 * g.N + n, v);
+        if (g.cache) cache_put(g, (int64_t)c0 * g.N + n, v);
     }
 }
 
