@@ -353,9 +353,9 @@ sb_status cx_run_node(crun *r, int32_t i) {
             if (need > cap) /* cx_plan_get sized the scratch region for it */
                 return sb_fail(SB_ERR_INTERNAL, "cuda: paged attention of %d splits needs %llu floats of scratch, %llu planned", pa.nsplit,
                                (unsigned long long)need, (unsigned long long)cap);
-            r->n_kernels += pa.nsplit > 1 ? 2 : 1; /* a split: k_attn_paged_merge after it */
+            r->n_kernels += cu_attention_paged_launches(&pa, true); /* a split merged by its last block, or by k_attn_paged_merge */
             return cu_attention_paged(s, dst, SP(0), SP(1), SP(2), SP(3), paged ? (const int32_t *)SP(4) : r->cx->d_zero, &pa,
-                                      need ? (float *)(r->arena + r->c->scratch_off) : NULL);
+                                      need ? (float *)(r->arena + r->c->scratch_off) : NULL, r->cx->d_cnt);
         }
         cu_attn_args a = cx_attn_args(r->cx, r->p, n);
         a.depth_max = r->depth_max;

@@ -141,7 +141,7 @@ static int describe_one(const exec_cuda *cx, const plan *p, int32_t i, int64_t d
         const int64_t na = paged_active(keys, a.nsplit, a.kmin, &kps), bx = a.hb > 0 ? a.Hq / a.hb : a.Hq;
         return o + snprintf(buf + o, rest, "%s hb %d grid (%lld, %lld, %d), %d splits: %lld active of %lld keys%s\n",
                             a.hb > 0 ? "k_attn_paged_gqa" : "k_attn_paged", a.hb, (long long)bx, (long long)a.T, a.nsplit > 1 ? a.nsplit : 1,
-                            a.nsplit, (long long)na, (long long)kps, a.nsplit > 1 ? " + merge" : "");
+                            a.nsplit, (long long)na, (long long)kps, cu_attention_paged_launches(&a, true) > 1 ? " + merge" : a.nsplit > 1 ? ", the last merges" : "");
     }
     const cu_attn_args a = cx_attn_args(cx, p, n);
     int64_t kps;

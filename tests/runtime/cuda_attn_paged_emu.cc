@@ -5,7 +5,7 @@
  * compiler against tests/codegen/emu/cuda_emu.h and runs their grids as k_attn_paged.cu's launcher
  * sizes them: S <= 1 the unsplit kernel (a block of 4 warps per (query head, token)); S > 1 the
  * split kernel over (query head, token, split) into scratch, then k_attn_paged_merge over (query
- * head, token); with hb > 0 the grouped kernels (device/attn_paged_gqa.cuh) as launch_gqa sizes them.
+ * head, token), or (in_kernel) its last block a (head, token) merging over counters; with hb > 0 the grouped kernels (device/attn_paged_gqa.cuh) as launch_gqa sizes them.
  */
 #include "backend/cuda/device/attn_paged_gqa.cuh"
 
@@ -38,17 +38,27 @@ static int gqa(float *dst, const float *q, const void *k, const void *v, const i
     return -2;
 }
 
+/* in_kernel: the split's last block merges (zeroed counters, which it must leave zeroed: else -3) */
 template <bool F16> static int run(float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const int32_t *tbl,
-                                   const cu_attn_paged_args &a, float *scratch) {
+                                   const cu_attn_paged_args &a, float *scratch, bool in_kernel) {
     const dim3 grid{(unsigned)a.Hq, (unsigned)a.T, 1};
-    if (a.nsplit <= 1) return emu_run3(grid, 32 * PA_WARPS, [&] { k_attn_paged<F16, false>(dst, q, k, v, pos, tbl, a, nullptr); });
+    if (a.nsplit <= 1) return emu_run3(grid, 32 * PA_WARPS, [&] { k_attn_paged<F16, false>(dst, q, k, v, pos, tbl, a, nullptr, nullptr); });
     const dim3 split{(unsigned)a.Hq, (unsigned)a.T, (unsigned)a.nsplit};
-    if (emu_run3(split, 32 * PA_WARPS, [&] { k_attn_paged<F16, true>(dst, q, k, v, pos, tbl, a, scratch); })) return -1;
+    static unsigned cnt[CU_ATT_COUNTERS];
+    if (in_kernel) {
+        if (a.T * a.Hq > CU_ATT_COUNTERS) return -2;
+        if (emu_run3(split, 32 * PA_WARPS, [&] { k_attn_paged<F16, true>(dst, q, k, v, pos, tbl, a, scratch, cnt); })) return -1;
+        for (int i = 0; i < CU_ATT_COUNTERS; i++)
+            if (cnt[i]) return -3;
+        return 0;
+    }
+    if (emu_run3(split, 32 * PA_WARPS, [&] { k_attn_paged<F16, true>(dst, q, k, v, pos, tbl, a, scratch, nullptr); })) return -1;
     return emu_run3(grid, 32 * PA_WARPS, [&] { k_attn_paged_merge(dst, scratch, pos, a); });
 }
 
 /* dims = {D, Hq, Hkv, T, n_tbl}, f = {scale, softcap, q_rope.theta_scale, .freq_scale, .attn_factor},
- * i = {ctype, window, bs, nsplit, kmin, hb, q_rope.n_rot, .mode}, q_ff = q_rope.ff (cu_attn_paged_args' fields: the C
+ * i = {ctype, window, bs, nsplit, kmin, hb, q_rope.n_rot, .mode, in_kernel merge (the per-head split)},
+ * q_ff = q_rope.ff (cu_attn_paged_args' fields: the C
  * test sees no backend header); scratch: T Hq S (D + 2) floats (hb > 0: D + 4) with S > 1; -1: a
  * deadlock in the emulation, -2: a grouped shape not built here */
 extern "C" int sb_emu_attn_paged(float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const int32_t *tbl,
@@ -58,6 +68,6 @@ extern "C" int sb_emu_attn_paged(float *dst, const float *q, const void *k, cons
                                   .q_rope = {.n_rot = i[6], .mode = i[7], .theta_scale = f[2], .freq_scale = f[3], .attn_factor = f[4],
                                              .ff = q_ff}};
     if (a.hb > 0) return gqa(dst, q, k, v, pos, tbl, a, scratch);
-    if (a.ctype == CU_T_F16) return run<true>(dst, q, k, v, pos, tbl, a, scratch);
-    return run<false>(dst, q, k, v, pos, tbl, a, scratch);
+    if (a.ctype == CU_T_F16) return run<true>(dst, q, k, v, pos, tbl, a, scratch, i[8] != 0);
+    return run<false>(dst, q, k, v, pos, tbl, a, scratch, i[8] != 0);
 }

@@ -10,8 +10,9 @@
  * every other block, so a wrong row mapping shows. Then a contiguous cache read as the executor
  * reads one of heads past cu_attention's 256 (one block of all C rows, a table of zeros) against
  * op_attention without a table. Both unsplit (S = 1) and with key splits S 2 / 5 / 32 (the split
- * kernel into NaN-poisoned scratch, then the merge): depths where fewer than S splits are active,
- * exactly S, one (below kmin), kmin 1 (splits of one key: warps without keys), windows, softcaps;
+ * kernel into NaN-poisoned scratch, then the merge kernel; and merged by the last split block over
+ * counters, which must give the same bits and leave the counters zeroed): depths where fewer than
+ * S splits are active, exactly S, one (below kmin), kmin 1 (splits of one key: warps without keys), windows, softcaps;
  * where one split is active the output must equal the unsplit kernel's bit for bit. Then the grouped
  * kernel (device/attn_paged_gqa.cuh: hb query heads of a kv head a block, F16, head_dim 256 / 512)
  * the same ways: G 1 / 2 / 4 / 8 in one or two blocks, splits up to 128 (its float4 merge), gemma4's
@@ -104,7 +105,7 @@ static int active(int64_t p, int window, int S, int kmin) {
 /* the emulated launch of c over d into a fresh NaN-poisoned output (split scratch NaN-poisoned too:
  * a partial read but never written shows); NULL after a deadlock. on_load: the kernel rotates d->q
  * (d->rope); else it reads d->qr (rotated beforehand; d->q where there is no rope) */
-static float *launch_q(const pcase *c, const pdata *d, int S, bool on_load) {
+static float *launch_m(const pcase *c, const pdata *d, int S, bool on_load, bool in_kernel) {
     const int64_t n = d->D * d->Hq * d->T, ns = S > 1 ? d->T * d->Hq * S * (d->D + (c->hb > 0 ? 4 : 2)) : 0;
     float *got = malloc((size_t)n * 4), *scratch = ns ? malloc((size_t)ns * 4) : NULL;
     for (int64_t i = 0; i < n; i++) got[i] = NAN;
@@ -114,14 +115,15 @@ static float *launch_q(const pcase *c, const pdata *d, int S, bool on_load) {
     const bool rot = on_load && ra->n_rot > 0;
     const float f[5] = {1.0f / sqrtf((float)d->D), c->softcap, rot ? powf(ra->freq_base, -2.0f / (float)ra->n_rot) : 0.0f,
                         rot ? ra->freq_scale : 0.0f, rot ? ra->attn_factor : 0.0f};
-    const int iv[8] = {c->ctype, c->window, c->bs, S, c->kmin, c->hb, rot ? ra->n_rot : 0, rot ? ra->mode : 0};
+    const int iv[9] = {c->ctype, c->window, c->bs, S, c->kmin, c->hb, rot ? ra->n_rot : 0, rot ? ra->mode : 0, in_kernel};
     const float *q = rot || !d->qr ? d->q : d->qr;
     const int rc = emu_paged(got, q, d->kc, d->vc, d->pos, d->tbl, dims, f, iv, rot ? ra->ff : NULL, scratch);
-    CHECKF(rc == 0, "emulation rc %d (a deadlock)", rc);
+    CHECKF(rc == 0, "emulation rc %d (-1 a deadlock, -3 counters left set)", rc);
     free(scratch);
     if (rc) free(got);
     return rc ? NULL : got;
 }
+static float *launch_q(const pcase *c, const pdata *d, int S, bool on_load) { return launch_m(c, d, S, on_load, false); }
 static float *launch(const pcase *c, const pdata *d, int S) { return launch_q(c, d, S, true); }
 
 /* Q's RoPE on load against the same launch over q rotated by op_rope beforehand: bit for bit (the
@@ -158,6 +160,10 @@ static void check(const char *label, const pcase *c, const pdata *d) {
             CHECKF(!memcmp(got + t * row, one + t * row, (size_t)row * 4), "%s S=%d: token %lld (one split active) differs from S=1", label,
                    c->S, (long long)t);
     free(one);
+    /* the split merged by its last block (one launch, counters) is the merge kernel's, bit for bit */
+    float *ink = c->S > 1 && c->hb == 0 ? launch_m(c, d, c->S, true, true) : NULL;
+    if (ink) CHECKF(!memcmp(got, ink, (size_t)n * 4), "%s S=%d: the in-kernel merge differs from k_attn_paged_merge", label, c->S);
+    free(ink);
     free(got);
 }
 

@@ -15,9 +15,12 @@
  * read on the device (one captured graph serves every depth), kps = max(kmin, ceil(n / S)) and
  * na = ceil(n / kps); split z < na takes [lo + z kps, min(lo + (z + 1) kps, p + 1)) and writes its
  * partial (m, l, acc[D]) to scratch[((t Hq + h) S + z) (D + 2)]; splits z >= na return at once.
- * k_attn_paged_merge (grid (Hq, T)) then reads the na partials: M = max m_z, f_z = exp(m_z - M),
- * out = sum f_z acc_z / sum f_z l_z. Where na == 1 split 0 writes out itself, exactly as S = 1 does,
- * and the merge does nothing. S = 1: one launch of the unsplit kernel, no scratch.
+ * The na partials are then merged: M = max m_z, f_z = exp(m_z - M), out = sum f_z acc_z / sum f_z
+ * l_z — by the last split block of the (head, token) to arrive (an atomic counter a (head, token),
+ * threadfences; T * Hq <= CU_ATT_COUNTERS: one launch, as the contiguous decode kernel), else by
+ * k_attn_paged_merge (grid (Hq, T)) after it: the same code (pa_merge), so the same bits. Where
+ * na == 1 split 0 writes out itself, exactly as S = 1 does, and nothing merges. S = 1: one launch of
+ * the unsplit kernel, no scratch.
  * Traffic: per (token, head) the visible keys' K and V rows (2 * D * bytes each), read once per query
  * head (kv heads shared by G query heads are re-read from L2); ~4 FLOP per byte of K/V: bandwidth
  * and latency bound — the split is for latency: T * Hq blocks of one serial key walk each leave most
@@ -38,6 +41,14 @@
 
 extern "C" uint64_t cu_attention_paged_scratch(const cu_attn_paged_args *a) {
     return a->nsplit > 1 ? (uint64_t)a->T * (uint64_t)a->Hq * (uint64_t)a->nsplit * (uint64_t)(a->D + (a->hb > 0 ? 4 : 2)) : 0;
+}
+
+extern "C" bool cu_attention_paged_merges_in_kernel(const cu_attn_paged_args *a) {
+    return a->nsplit > 1 && a->hb <= 0 && a->T * a->Hq <= CU_ATT_COUNTERS;
+}
+
+extern "C" int cu_attention_paged_launches(const cu_attn_paged_args *a, bool counters) {
+    return a->nsplit > 1 && !(counters && cu_attention_paged_merges_in_kernel(a)) ? 2 : 1;
 }
 
 extern "C" bool cu_attention_paged_gqa_ok(const cu_attn_paged_args *a, int hb) {
@@ -76,7 +87,7 @@ static sb_status launch_gqa(cudaStream_t st, float *dst, const float *q, const v
 }
 
 extern "C" sb_status cu_attention_paged(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
-                                        const int32_t *tbl, const cu_attn_paged_args *a, float *scratch) {
+                                        const int32_t *tbl, const cu_attn_paged_args *a, float *scratch, unsigned *cnt) {
     if (a->T <= 0) return SB_OK;
     if (a->hb > 0) return launch_gqa((cudaStream_t)s, dst, q, k, v, pos, tbl, a, scratch);
     if (a->D % 2 || a->D > 2 * 32 * PA_PAIRS || a->Hkv <= 0 || a->Hq % a->Hkv || a->bs <= 0 || a->n_tbl <= 0 ||
@@ -89,13 +100,15 @@ extern "C" sb_status cu_attention_paged(cu_stream s, float *dst, const float *q,
     if (a->nsplit <= 1) {
         const dim3 grid((unsigned)a->Hq, (unsigned)a->T);
         cu_launch(f16 ? k_attn_paged<true, false> : k_attn_paged<false, false>, grid, 32 * PA_WARPS, st, dst, q, k, v, pos, tbl, *a,
-                  (float *)NULL);
+                  (float *)NULL, (unsigned *)NULL);
         return cu_after_launch("k_attn_paged");
     }
     if (!scratch) return sb_fail(SB_ERR_INTERNAL, "cuda: paged attention of %d splits without scratch", a->nsplit);
     const dim3 grid((unsigned)a->Hq, (unsigned)a->T, (unsigned)a->nsplit);
-    cu_launch(f16 ? k_attn_paged<true, true> : k_attn_paged<false, true>, grid, 32 * PA_WARPS, st, dst, q, k, v, pos, tbl, *a, scratch);
+    unsigned *merge_cnt = cnt && cu_attention_paged_merges_in_kernel(a) ? cnt : NULL; /* the last split block merges */
+    cu_launch(f16 ? k_attn_paged<true, true> : k_attn_paged<false, true>, grid, 32 * PA_WARPS, st, dst, q, k, v, pos, tbl, *a, scratch, merge_cnt);
     SB_TRY(cu_after_launch("k_attn_paged (split)"));
+    if (merge_cnt) return SB_OK;
     cu_launch(k_attn_paged_merge, dim3((unsigned)a->Hq, (unsigned)a->T), 32 * PA_WARPS, st, dst, (const float *)scratch, pos, *a);
     return cu_after_launch("k_attn_paged_merge");
 }

@@ -337,12 +337,18 @@ typedef struct cu_attn_paged_args {
 uint64_t cu_attention_paged_scratch(const cu_attn_paged_args *a);
 /* dst [D*Hq,T]; q [D,Hq,T]; k/v [D*Hkv, C]; pos [T], tbl [n_tbl, T] on the device; the table's
  * entries checked on the host (plan_check_paged); scratch (cu_attention_paged_scratch floats, NULL
- * when that is 0) for the splits' partials. S > 1 launches k_attn_paged_merge after the split
- * kernel (two launches); S <= 1 one launch, no scratch. SB_ERR_UNSUPPORTED: D odd or > 512,
- * Hq % Hkv, S > CU_ATT_PAGED_MAX_SPLITS; with hb > 0 a shape the grouped kernel does not take
- * (cu_attention_paged_gqa_ok). */
+ * when that is 0) for the splits' partials. S > 1: where cu_attention_paged_merges_in_kernel (cnt
+ * given: CU_ATT_COUNTERS zeroed split counters, as cu_attention's), the last split block of each
+ * (head, token) to arrive merges the partials itself (one launch); else k_attn_paged_merge runs after
+ * the split kernel (two launches) — the same bits either way. S <= 1 one launch, no scratch.
+ * SB_ERR_UNSUPPORTED: D odd or > 512, Hq % Hkv, S > CU_ATT_PAGED_MAX_SPLITS; with hb > 0 a shape the
+ * grouped kernel does not take (cu_attention_paged_gqa_ok). */
 sb_status cu_attention_paged(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
-                             const int32_t *tbl, const cu_attn_paged_args *a, float *scratch);
+                             const int32_t *tbl, const cu_attn_paged_args *a, float *scratch, unsigned *cnt);
+/* Launches of cu_attention_paged for a (1 or 2): a split without the in-kernel merge takes two. */
+int cu_attention_paged_launches(const cu_attn_paged_args *a, bool counters);
+/* Does a split of a (S > 1, the per-head kernel: hb 0, T * Hq <= CU_ATT_COUNTERS) merge in the kernel? */
+bool cu_attention_paged_merges_in_kernel(const cu_attn_paged_args *a);
 /* Does the grouped kernel take these args with hb heads a block (F16 cache, D 256 or 512, hb in
  * {1, 2, 4, 8} dividing Hq / Hkv, hb * D <= 2048)? The caller then sets a->hb = hb. */
 bool cu_attention_paged_gqa_ok(const cu_attn_paged_args *a, int hb);

@@ -4,7 +4,8 @@
  * tests/runtime/test_cuda_attn_paged_emu runs them on the CPU under tests/codegen/emu/cuda_emu.h):
  * k_attn_paged<F16, false> (one block per (query head, token): all its visible keys, out directly),
  * k_attn_paged<F16, true> (a key split per blockIdx.z: a partial (m, l, acc[D]) per active split,
- * or out directly where only split 0 is active) and k_attn_paged_merge (the partials to out).
+ * or out directly where only split 0 is active; with counters the last split block of a (head,
+ * token) to arrive merges them, pa_merge) and k_attn_paged_merge (the partials to out, pa_merge).
  * Math, geometry and the split: k_attn_paged.cu's header. With a.q_rope.n_rot > 0 each block first rotates
  * its q (pa_q_rope: through shared memory, two barriers) and reads it from there.
  */
@@ -12,6 +13,7 @@
 #define SB_CUDA_DEVICE_ATTN_PAGED_CUH
 
 #include "backend/cuda/device/common.cuh"
+#include "backend/cuda/device/split.cuh"
 #include "backend/cuda/kernels.h"
 
 #include <math.h>
@@ -61,14 +63,36 @@ static __device__ __forceinline__ int pa_active(int64_t n, int S, int kmin, int6
     return (int)((n + *kps - 1) / *kps);
 }
 
+/* out of (head h, token t) = sum_z f_z acc_z / sum_z f_z l_z over its na (> 1) partials, f_z =
+ * exp(m_z - max m) (0 for m_z = -inf); the whole block of 32 * PA_WARPS threads calls it (s_f:
+ * CU_ATT_PAGED_MAX_SPLITS floats of shared memory) */
+static __device__ __forceinline__ void pa_merge(float *dst, const float *part, int64_t t, int h, int na, const cu_attn_paged_args &a, float *s_f) {
+    const int64_t R = a.D + 2;
+    const float *pp = part + (t * a.Hq + h) * a.nsplit * R;
+    float M = -INFINITY;
+    for (int z = 0; z < na; z++) M = fmaxf(M, pp[z * R]);
+    for (int z = threadIdx.x; z < na; z += 32 * PA_WARPS) s_f[z] = pp[z * R] == -INFINITY ? 0.0f : expf(pp[z * R] - M);
+    __syncthreads();
+    float L = 0.0f;
+    for (int z = 0; z < na; z++) L += s_f[z] * pp[z * R + 1];
+    float *out = dst + (t * a.Hq + h) * a.D;
+    for (int64_t d = threadIdx.x; d < a.D; d += 32 * PA_WARPS) {
+        float o = 0.0f;
+        for (int z = 0; z < na; z++) o += s_f[z] * pp[z * R + 2 + d];
+        out[d] = o / L;
+    }
+}
+
 template <bool F16, bool SPLIT>
 __global__ void __launch_bounds__(32 * PA_WARPS)
     k_attn_paged(float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const int32_t *tbl,
-                 cu_attn_paged_args a, float *part) {
+                 cu_attn_paged_args a, float *part, unsigned *cnt) {
     CU_PDL_ENTRY();
     __shared__ float s_acc[PA_WARPS][2 * 32 * PA_PAIRS];
     __shared__ float s_m[PA_WARPS], s_l[PA_WARPS];
     __shared__ float s_q[2 * 32 * PA_PAIRS]; /* q rotated (a.q_rope.n_rot > 0) */
+    __shared__ float s_f[SPLIT ? CU_ATT_PAGED_MAX_SPLITS : 1]; /* the in-kernel merge's (cnt) */
+    __shared__ int s_last;
     const int h = blockIdx.x, w = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t t = blockIdx.y, P = a.D / 2, Dkv = a.D * a.Hkv, kvh = h / (a.Hq / a.Hkv);
     const int64_t p = pos[t], lo = pa_lo(p, a.window);
@@ -143,6 +167,10 @@ __global__ void __launch_bounds__(32 * PA_WARPS)
             for (int x = 0; x < PA_WARPS; x++) o += wt[x] * s_acc[x][d];
             pp[2 + d] = o;
         }
+        if (!cnt) return; /* k_attn_paged_merge follows */
+        if (!block_arrives_last(&cnt[t * a.Hq + h], (unsigned)na, &s_last)) return;
+        pa_merge(dst, part, t, h, na, a, s_f);
+        if (threadIdx.x == 0) cnt[t * a.Hq + h] = 0; /* ready for the next attention */
         return;
     }
     float *out = dst + (t * a.Hq + h) * a.D; /* all the keys in this block: as the unsplit kernel, bit for bit */
@@ -160,23 +188,11 @@ __global__ void __launch_bounds__(32 * PA_WARPS) k_attn_paged_merge(float *dst, 
     CU_PDL_ENTRY();
     __shared__ float s_f[CU_ATT_PAGED_MAX_SPLITS];
     const int h = blockIdx.x;
-    const int64_t t = blockIdx.y, p = pos[t], lo = pa_lo(p, a.window), R = a.D + 2;
+    const int64_t t = blockIdx.y, p = pos[t], lo = pa_lo(p, a.window);
     int64_t kps;
     const int na = pa_active(p - lo + 1, a.nsplit, a.kmin, &kps);
     if (na == 1) return;
-    const float *pp = part + (t * a.Hq + h) * a.nsplit * R;
-    float M = -INFINITY;
-    for (int z = 0; z < na; z++) M = fmaxf(M, pp[z * R]);
-    for (int z = threadIdx.x; z < na; z += 32 * PA_WARPS) s_f[z] = pp[z * R] == -INFINITY ? 0.0f : expf(pp[z * R] - M);
-    __syncthreads();
-    float L = 0.0f;
-    for (int z = 0; z < na; z++) L += s_f[z] * pp[z * R + 1];
-    float *out = dst + (t * a.Hq + h) * a.D;
-    for (int64_t d = threadIdx.x; d < a.D; d += 32 * PA_WARPS) {
-        float o = 0.0f;
-        for (int z = 0; z < na; z++) o += s_f[z] * pp[z * R + 2 + d];
-        out[d] = o / L;
-    }
+    pa_merge(dst, part, t, h, na, a, s_f);
 }
 
 #endif
