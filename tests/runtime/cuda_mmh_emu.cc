@@ -3,7 +3,7 @@
  * tests/runtime/cuda_mmh_emu.cc — the half-weight matrix products' device code (backend/cuda/device/
  * mmh.cuh) built for the host: test_cuda_mmh_emu compiles this file with the host C++ compiler against
  * tests/codegen/emu/cuda_emu.h (threads as fibers, shared memory, shuffles, the m16n8k16 MMA's
- * fragment exchange, ldmatrix; -fsanitize=alignment traps) and runs k_mmh1's, k_mmh1t's, k_mmh's and k_mmh_big's
+ * fragment exchange, ldmatrix; -fsanitize=alignment traps) and runs k_mmh1's, k_mmh's and k_mmh_big's
  * (device/mmh_big.cuh) blocks over the grids k_mmf.cu's launcher gives them.
  */
 #include "backend/cuda/device/mmh.cuh"
@@ -16,13 +16,6 @@ static int gemv(float *dst, const uint8_t *w, long long K, long long N, const fl
     if (T == 2) return emu_run(grid, 128, [&] { mmh_gemv_block<HT, 2>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
     if (T <= 4) return emu_run(grid, 128, [&] { mmh_gemv_block<HT, 4>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
     return emu_run(grid, 128, [&] { mmh_gemv_block<HT, 8>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
-}
-
-template <int HT>
-static int gemv_mma(float *dst, const uint8_t *w, long long K, long long N, const float *x, long long T, const float *add, int bcast) {
-    const unsigned grid = (unsigned)((N + MMHV_ROWS - 1) / MMHV_ROWS);
-    if (K % 64) return emu_run(grid, 128, [&] { mmh_gemv_mma_block<HT, 4, 4>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
-    return emu_run(grid, 256, [&] { mmh_gemv_mma_block<HT, 2, 8>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
 }
 
 template <int HT>
@@ -39,31 +32,13 @@ static int big(float *dst, const uint8_t *w, long long K, long long N, const flo
     return emu_run3(grid, 256, [&] { mmh_big_tile<HT>(dst, w, K, N, x, T, add, bcast, blockIdx.x, blockIdx.y); });
 }
 
-/* dst [T,N] = W x (+ add) as k_mmf.cu's launcher runs it: T <= 8 k_mmh1's blocks (bigt 1: k_mmh1t's
- * tensor-core blocks), else k_mmh's tiles (bigt 1: k_mmh_big's, cu_config.mmh_big); bf16 0: F16
- * weights. 0, or -1 on a deadlock */
+/* dst [T,N] = W x (+ add) as k_mmf.cu's launcher runs it: T <= 8 k_mmh1's blocks, else k_mmh's
+ * tiles (big: k_mmh_big's, cu_config.mmh_big); bf16 0: F16 weights. 0, or -1 on a deadlock */
 extern "C" int sb_emu_mmh(int bf16, int bigt, float *dst, const uint8_t *w, long long K, long long N, const float *x, long long T,
                           const float *add, int bcast) {
-    if (T <= 8 && bigt) return bf16 ? gemv_mma<CU_T_BF16>(dst, w, K, N, x, T, add, bcast) : gemv_mma<CU_T_F16>(dst, w, K, N, x, T, add, bcast);
     if (T <= 8) return bf16 ? gemv<CU_T_BF16>(dst, w, K, N, x, T, add, bcast) : gemv<CU_T_F16>(dst, w, K, N, x, T, add, bcast);
     if (bigt) return bf16 ? big<CU_T_BF16>(dst, w, K, N, x, T, add, bcast) : big<CU_T_F16>(dst, w, K, N, x, T, add, bcast);
     return bf16 ? tile<CU_T_BF16>(dst, w, K, N, x, T, add, bcast) : tile<CU_T_F16>(dst, w, K, N, x, T, add, bcast);
 }
 
 extern "C" unsigned sb_emu_f2bf(float f) { return cu_f2bf(f); }
-
-/* k_mmh1t_multi's blocks (4 warps of 4 steps) over n segments (w[k], dst[k], add[k] with bcast[k],
- * N[k] rows), or a gate / up pair (glu 1 SwiGLU, 2 GeGLU) writing into dst[0]; 0, or -1 on a deadlock */
-extern "C" int sb_emu_mmh_multi(int bf16, int n, const uint8_t *const *w, float *const *dst, const float *const *add, const int *bcast,
-                                const long long *N, long long K, const float *x, long long T, int glu) {
-    mmhv_set m = {};
-    m.n = n, m.glu = glu;
-    unsigned blocks = 0;
-    for (int k = 0; k < n; k++) {
-        m.s[k] = mmhv_seg{w[k], dst[k], add[k], N[k], bcast[k], 0};
-        m.s[k].nb = glu ? (k ? 0u : (unsigned)((N[0] + 7) / 8)) : (unsigned)((N[k] + MMHV_ROWS - 1) / MMHV_ROWS);
-        blocks += m.s[k].nb;
-    }
-    if (bf16) return emu_run(blocks, 128, [&] { mmh_gemv_mma_multi<CU_T_BF16, 4, 4>(m, x, K, T, blockIdx.x); });
-    return emu_run(blocks, 128, [&] { mmh_gemv_mma_multi<CU_T_F16, 4, 4>(m, x, K, T, blockIdx.x); });
-}

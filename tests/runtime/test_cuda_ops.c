@@ -325,16 +325,6 @@ static void test_matmul(void) {
             if (half_type(t)) { /* the CPU executor rounds x to the half type too: only summation order differs */
                 snprintf(label, sizeof label, "matmul %s T=%lld vs CPU (x rounded)", ir_dtype_name(t), (long long)T);
                 expect(run_cmp(g, &b, label, true), 1e-10, label);
-                if (T <= 8) { /* every decode GEMV whatever the default: a warp a row, the tensor-core shapes */
-                    const int saved = tc_cfg.mmh_gemv;
-                    for (int v = 0; v <= 4; v++) {
-                        tc_cfg.mmh_gemv = v;
-                        snprintf(label, sizeof label, "matmul %s T=%lld (%s %d) vs CPU (x rounded)", ir_dtype_name(t), (long long)T,
-                                 v ? "k_mmh1t" : "k_mmh1", v);
-                        expect(run_cmp(g, &b, label, true), 1e-10, label);
-                    }
-                    tc_cfg.mmh_gemv = saved;
-                }
             }
             if (mmvq_type(t) && T > 8) { /* the token-tile variants: 4 rows per warp; tiled GEMM; int8 MMA */
                 for (int v = 2; v <= (mma_type(t) ? 4 : 3); v++) {

@@ -2,8 +2,7 @@
 /*
  * backend/cuda/k_mmf.cu — matrix x f32 activations for weights without a dp4a path: F32, F16 and
  * BF16 (the float models). F16 / BF16 take device/mmh.cuh's kernels where their shapes allow
- * (T <= 8: k_mmh1t, 16 rows a block on tensor cores, sm_80+ and cu_config.mmh_gemv, else k_mmh1, a
- * warp a row; k_mmh: T > 8, tensor-core tiles of 64 x 64, or of 128 x 128
+ * (k_mmh1: T <= 8, 16-byte weight loads; k_mmh: T > 8, tensor-core tiles of 64 x 64, or of 128 x 128
  * from T = cu_config.mmh_big on (k_mmh_big: device/mmh_big.cuh); SB_TUNE=mmh=0: k_mmf). F32 weights
  * with f32 activations and T > 8 take device/mmf_tile.cuh's tiled GEMM (k_mmft) from T =
  * cu_config.mmf_tile on (SB_TUNE=mmf_tile=0: k_mmf always). It also reads every quantized type by
@@ -76,17 +75,6 @@ __global__ void __launch_bounds__(MMF_WARPS * 32) k_mmh1(float *dst, const uint8
     static_assert(MMF_WARPS == 4, "mmh_gemv_block: 4 warps a block");
     mmh_gemv_block<HT, NC>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
 }
-/* ... or, on sm_80+, T <= 8 as the columns of tensor-core MMAs over 16 rows a block ... */
-template <int HT, int U, int NW>
-__global__ void __launch_bounds__(NW * 32) k_mmh1t(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
-                                                  cu_epilogue ep) {
-    mmh_gemv_mma_block<HT, U, NW>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
-}
-/* ... several matrices over one x, or a gate / up pair writing the GLU, in one launch ... */
-template <int HT, int U, int NW>
-__global__ void __launch_bounds__(NW * 32) k_mmh1t_multi(mmhv_set m, const float *x, int64_t K, int64_t T) {
-    mmh_gemv_mma_multi<HT, U, NW>(m, x, K, T, blockIdx.x);
-}
 /* ... and T > 8 in 64 x 64 tiles on tensor cores (sm_80+) */
 template <int HT>
 __global__ void __launch_bounds__(128) k_mmh(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
@@ -126,16 +114,6 @@ static sb_status launch_mmh(cudaStream_t st, float *dst, const uint8_t *w, int64
         cu_launch(k_mmh<HT>, dim3(cu_div_up(N, MMH_BN), cu_div_up(T, MMH_BT)), 128, st, dst, w, K, N, x, T, ep);
         return cu_after_launch("k_mmh");
     }
-    if (cu_cfg()->mmh_gemv && mmh_cc >= 8) { /* 1: 4 K steps in flight a warp, 4 warps; 2: 8, 4; 3: 2, 4; 4: 4, 8 */
-        const dim3 grid(cu_div_up(N, MMHV_ROWS));
-        switch (cu_cfg()->mmh_gemv) {
-        case 2: cu_launch(k_mmh1t<HT, 8, 4>, grid, 128, st, dst, w, K, N, x, T, ep); break;
-        case 3: cu_launch(k_mmh1t<HT, 2, 4>, grid, 128, st, dst, w, K, N, x, T, ep); break;
-        case 4: cu_launch(k_mmh1t<HT, 4, 8>, grid, 256, st, dst, w, K, N, x, T, ep); break;
-        default: cu_launch(k_mmh1t<HT, 4, 4>, grid, 128, st, dst, w, K, N, x, T, ep); break;
-        }
-        return cu_after_launch("k_mmh1t");
-    }
     const dim3 grid(cu_div_up(N, MMF_WARPS), 1);
     switch (T) {
     case 1: cu_launch(k_mmh1<HT, 1>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
@@ -144,49 +122,6 @@ static sb_status launch_mmh(cudaStream_t st, float *dst, const uint8_t *w, int64
     default: cu_launch(k_mmh1<HT, 8>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
     }
     return cu_after_launch("k_mmh1");
-}
-
-static_assert(MMHV_SEGS == CU_MULTI_MAX, "k_mmh1t_multi takes every planner matmul group");
-
-/* k_mmh1t_multi in cu_config.mmh_gemv's shape (k_mmh1t's) */
-template <int HT> static void launch_mmh_multi(cudaStream_t st, const mmhv_set &m, unsigned blocks, const float *x, int64_t K, int64_t T) {
-    switch (cu_cfg()->mmh_gemv) {
-    case 2: cu_launch(k_mmh1t_multi<HT, 8, 4>, blocks, 128, st, m, x, K, T); break;
-    case 3: cu_launch(k_mmh1t_multi<HT, 2, 4>, blocks, 128, st, m, x, K, T); break;
-    case 4: cu_launch(k_mmh1t_multi<HT, 4, 8>, blocks, 256, st, m, x, K, T); break;
-    default: cu_launch(k_mmh1t_multi<HT, 4, 4>, blocks, 128, st, m, x, K, T); break;
-    }
-}
-
-extern "C" bool cu_mmh_multi_on(void) { /* asked at plan time: the device (or the one a test assumes) each time */
-    return cu_cfg()->mmh && cu_cfg()->mmh_gemv && cu_cc_major() >= 8;
-}
-
-extern "C" sb_status cu_matmul_h_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const float *x, int64_t T, int pair_glu) {
-    if (n < 1 || n > MMHV_SEGS || T < 1 || T > 8 || (pair_glu && (n != 2 || seg[0].N != seg[1].N)))
-        return sb_fail(SB_ERR_INTERNAL, "cuda: half-weight multi-GEMV of %d matrices at T = %lld (glu %d)", n, (long long)T, pair_glu);
-    if (mmh_cc < 0) mmh_cc = cu_cc_major();
-    bool fits = cu_cfg()->mmh && cu_cfg()->mmh_gemv && mmh_cc >= 8 && K % 8 == 0 && (uintptr_t)x % 16 == 0;
-    for (int k = 0; k < n; k++)
-        fits = fits && seg[k].wtype == seg[0].wtype && (seg[k].wtype == CU_T_F16 || seg[k].wtype == CU_T_BF16) && (uintptr_t)seg[k].w % 16 == 0 &&
-               !seg[k].cache && !seg[k].rot;
-    if (!fits && !pair_glu) { /* one launch a matrix, as cu_matmul_f32 takes each */
-        for (int k = 0; k < n; k++) SB_TRY(cu_matmul_f32(s, seg[k].dst, seg[k].w, seg[k].wtype, K, seg[k].N, x, CU_T_F32, T, &seg[k].ep));
-        return SB_OK;
-    }
-    if (!fits) return sb_fail(SB_ERR_UNSUPPORTED, "cuda: gate/up pair of %s weights that the tensor-core GEMV cannot take (alignment, K %% 8, sm_80+)",
-                              seg[0].wtype == CU_T_BF16 ? "BF16" : "F16");
-    mmhv_set m = {};
-    m.n = n, m.glu = pair_glu;
-    unsigned blocks = 0;
-    for (int k = 0; k < n; k++) {
-        m.s[k] = mmhv_seg{(const uint8_t *)seg[k].w, seg[k].dst, seg[k].ep.add, seg[k].N, seg[k].ep.bcast, 0};
-        m.s[k].nb = pair_glu ? (k ? 0 : (unsigned)cu_div_up(seg[0].N, (int64_t)8)) : (unsigned)cu_div_up(seg[k].N, (int64_t)MMHV_ROWS);
-        blocks += m.s[k].nb;
-    }
-    if (seg[0].wtype == CU_T_F16) launch_mmh_multi<CU_T_F16>((cudaStream_t)s, m, blocks, x, K, T);
-    else launch_mmh_multi<CU_T_BF16>((cudaStream_t)s, m, blocks, x, K, T);
-    return cu_after_launch("k_mmh1t_multi");
 }
 
 static uint64_t row_bytes(int type, int64_t K) { /* float rows, or a dp4a type's (every quantized type here) */

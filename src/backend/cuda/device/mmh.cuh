@@ -5,11 +5,8 @@
  * Math: the reference's (llama.cpp's CPU): every activation rounded to the weight's type first
  * (round to nearest even), products of two 16-bit floats (exact in f32), f32 sums; only the order
  * of the sums differs from op_matmul.
- * - mmh_gemv_mma_block (T <= 8, decode, sm_80+): 16 rows a block, the tokens as an MMA's 8 columns,
- *   fragments straight from 16-byte weight loads; no conversion of a weight. Traffic: the weights once
- *   (2 bytes a value), x from L1.
- * - mmh_gemv_row (T <= 8, decode, cu_config.mmh_gemv 0 or before sm_80): a warp a row, each lane 8
- *   weights (one 16-byte load) a step, converted to f32; every token of the tile from the same load.
+ * - mmh_gemv_row (T <= 8, decode): a warp a row, each lane 8 weights (one 16-byte load) a step,
+ *   every token of the tile from the same load; traffic: the weights once (2 bytes a value), x from L1.
  * - mmh_tile (T > 8, prefill): 128 threads own 64 rows x 64 tokens; per K step of 32 the block
  *   stages W (64 x 32 halves) and x rounded to halves (64 x 32) in shared memory (row stride 40
  *   halves: the 8 rows a fragment load touches fall in distinct banks), each warp 32 rows x 32
@@ -116,134 +113,6 @@ static __device__ __forceinline__ void mmh_gemv_block(float *dst, const uint8_t 
     __syncthreads();
     const int c = threadIdx.x / 4, i = threadIdx.x % 4;
     if (c < nt && r0 + i < r1) dst[c * N + r0 + i] = res[c][i];
-}
-
-/* ---- T <= 8 on tensor cores: 16 rows a block (k_mmh1t, k_mmh1t_multi; sm_80+) ---- */
-
-#define MMHV_ROWS 16 /* rows a block */
-
-/* The 16 x 8 product tile of rows A (fragment rows g: row_a, NULL where past the matrix) and rows B
- * (rows g + 8: row_b) with every token of x (T <= 8) as the 8 columns of m16n8k16 MMAs, into part[0]
- * (the block's NW warps' sums added in warp order; part[k][r][c]: row r, token c). Warp wp takes the
- * K steps wp, wp + NW, ... (32 values a step); in a step, lane (g, t) loads 16 bytes of its two rows
- * at k = 32 s + 8 t and feeds them to two MMAs as their k slots {2t, 2t+1, 2t+8, 2t+9}: a dot does
- * not depend on which slot a k value takes as long as x's value takes the same one, so the fragments
- * come straight from coalesced loads. Lane (c, t) for c < T rounds token c's 8 values to HT (the
- * reference's math). K % 8 == 0, rows 16-byte aligned. Traffic: the weights once; a warp's next U
- * steps' weights (U KB) in flight during this U's MMAs, the first before the PDL wait (weights are
- * never written by a kernel), x from L1. Every thread of the block calls it. */
-template <int HT, int U, int NW>
-static __device__ __forceinline__ void mmh_mma_tile(float (&part)[NW][MMHV_ROWS][8], const uint8_t *row_a, const uint8_t *row_b,
-                                                    const float *x, int64_t K, int64_t T) {
-    const int tid = threadIdx.x, lane = tid & 31, wp = tid >> 5, g = lane >> 2, t = lane & 3;
-    const int64_t nc16 = K / 8, nsteps = (K + 31) / 32;
-    const int nt = (int)(T < 8 ? T : 8);
-    const bool xlive = g < nt;
-    const uint4 *pa = (const uint4 *)row_a, *pb = (const uint4 *)row_b;
-    const float4 *xc = (const float4 *)(x + (int64_t)(xlive ? g : 0) * K);
-    uint4 wa[U], wb[U];
-    auto fetch = [&](int64_t s0) {
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int64_t c = 4 * (s0 + NW * u) + t;
-            const bool in = s0 + NW * u < nsteps && c < nc16;
-            wa[u] = in && pa ? pa[c] : make_uint4(0, 0, 0, 0);
-            wb[u] = in && pb ? pb[c] : make_uint4(0, 0, 0, 0);
-        }
-    };
-    fetch(wp);
-    CU_PDL_ENTRY();
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int64_t s0 = wp; s0 < nsteps; s0 += NW * U) {
-        uint4 ca[U], cb[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) ca[u] = wa[u], cb[u] = wb[u];
-        if (s0 + NW * U < nsteps) fetch(s0 + NW * U);
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int64_t s = s0 + NW * u, c = 4 * s + t;
-            if (s >= nsteps) break; /* warp-uniform: the MMAs stay aligned */
-            float4 x0 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), x1 = x0;
-            if (xlive && c < nc16) x0 = xc[2 * c], x1 = xc[2 * c + 1];
-            const uint32_t b0[2] = {mmh_pack<HT>(x0.x, x0.y), mmh_pack<HT>(x0.z, x0.w)};
-            const uint32_t b1[2] = {mmh_pack<HT>(x1.x, x1.y), mmh_pack<HT>(x1.z, x1.w)};
-            const uint32_t a0[4] = {ca[u].x, cb[u].x, ca[u].y, cb[u].y}, a1[4] = {ca[u].z, cb[u].z, ca[u].w, cb[u].w};
-            MMH_MMA(HT, acc, a0, b0);
-            MMH_MMA(HT, acc, a1, b1);
-        }
-    }
-    /* C fragment: acc[0..1] row g, tokens 2t, 2t + 1; acc[2..3] row g + 8 */
-    part[wp][g][2 * t] = acc[0], part[wp][g][2 * t + 1] = acc[1];
-    part[wp][g + 8][2 * t] = acc[2], part[wp][g + 8][2 * t + 1] = acc[3];
-    __syncthreads();
-    for (int i = tid; i < MMHV_ROWS * 8; i += NW * 32) {
-        const int r = i / 8, c = i % 8;
-        float v = part[0][r][c];
-#pragma unroll
-        for (int k = 1; k < NW; k++) v += part[k][r][c];
-        part[0][r][c] = v;
-    }
-    __syncthreads();
-}
-
-/* The block bx of the grid ceil(N / 16): rows 16 bx .. +15 of w, dst [T,N] = W x + (add: [N] bias
- * when bcast, else [T,N]). A token's 16 results leave as consecutive floats (an LM head may write
- * into page-locked host memory: k_mmh1's reason). */
-template <int HT, int U, int NW>
-static __device__ __forceinline__ void mmh_gemv_mma_block(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
-                                                          const float *add, int bcast, unsigned bx) {
-    __shared__ float part[NW][MMHV_ROWS][8];
-    const int64_t r0 = (int64_t)bx * MMHV_ROWS, r1 = r0 + MMHV_ROWS < N ? r0 + MMHV_ROWS : N, rb = 2 * K;
-    const int g = (threadIdx.x & 31) >> 2;
-    prefetch_rows(w + (uint64_t)(r0 * rb), (uint64_t)((r1 - r0) * rb), threadIdx.x, 32 * NW);
-    mmh_mma_tile<HT, U, NW>(part, r0 + g < N ? w + (r0 + g) * rb : NULL, r0 + g + 8 < N ? w + (r0 + g + 8) * rb : NULL, x, K, T);
-    const int c = threadIdx.x / MMHV_ROWS, r = threadIdx.x % MMHV_ROWS;
-    const int64_t n = r0 + r;
-    if (c < (T < 8 ? T : 8) && n < N) dst[c * N + n] = add ? part[0][r][c] + add[bcast ? n : c * N + n] : part[0][r][c];
-}
-
-/* Several matrices over one x in one launch (a layer's Q, K, V): segment k's rows take nb[k]
- * blocks of 16 in order. Or (glu 1 SwiGLU, 2 GeGLU) a gate / up pair of one shape: a block takes 8
- * rows of each — gate rows as the fragment's rows g, up's as rows g + 8 — and writes
- * act(gate) * up (cu_glu's f32 math, as the GLU kernel) into segment 0's dst; segment 1 has none. */
-#define MMHV_SEGS 3
-struct mmhv_seg {
-    const uint8_t *w;
-    float *dst;
-    const float *add;
-    int64_t N;
-    int bcast;
-    unsigned nb; /* blocks */
-};
-struct mmhv_set {
-    mmhv_seg s[MMHV_SEGS];
-    int n, glu;
-};
-
-template <int HT, int U, int NW>
-static __device__ __forceinline__ void mmh_gemv_mma_multi(const mmhv_set &m, const float *x, int64_t K, int64_t T, unsigned bx) {
-    __shared__ float part[NW][MMHV_ROWS][8];
-    int k = 0;
-    while (k + 1 < m.n && bx >= m.s[k].nb) bx -= m.s[k].nb, k++;
-    const mmhv_seg &sg = m.s[k];
-    const int g = (threadIdx.x & 31) >> 2, nt = (int)(T < 8 ? T : 8);
-    const int64_t rb = 2 * K;
-    if (m.glu) { /* rows 8 bx .. +7 of gate (segment 0) and up (segment 1) */
-        const int64_t r0 = (int64_t)bx * 8, N = m.s[0].N, n = r0 + g;
-        const int64_t r1 = r0 + 8 < N ? r0 + 8 : N;
-        prefetch_rows(m.s[0].w + (uint64_t)(r0 * rb), (uint64_t)((r1 - r0) * rb), threadIdx.x, 32 * NW);
-        prefetch_rows(m.s[1].w + (uint64_t)(r0 * rb), (uint64_t)((r1 - r0) * rb), threadIdx.x, 32 * NW);
-        mmh_mma_tile<HT, U, NW>(part, n < N ? m.s[0].w + n * rb : NULL, n < N ? m.s[1].w + n * rb : NULL, x, K, T);
-        const int c = threadIdx.x / 8, r = threadIdx.x % 8;
-        if (c < nt && r0 + r < N) m.s[0].dst[c * N + r0 + r] = cu_glu(part[0][r][c], part[0][r + 8][c], m.glu == 2);
-        return;
-    }
-    const int64_t r0 = (int64_t)bx * MMHV_ROWS, N = sg.N, r1 = r0 + MMHV_ROWS < N ? r0 + MMHV_ROWS : N;
-    prefetch_rows(sg.w + (uint64_t)(r0 * rb), (uint64_t)((r1 - r0) * rb), threadIdx.x, 32 * NW);
-    mmh_mma_tile<HT, U, NW>(part, r0 + g < N ? sg.w + (r0 + g) * rb : NULL, r0 + g + 8 < N ? sg.w + (r0 + g + 8) * rb : NULL, x, K, T);
-    const int c = threadIdx.x / MMHV_ROWS, r = threadIdx.x % MMHV_ROWS;
-    const int64_t n = r0 + r;
-    if (c < nt && n < N) sg.dst[c * N + n] = sg.add ? part[0][r][c] + sg.add[sg.bcast ? n : c * N + n] : part[0][r][c];
 }
 
 /* ---- T > 8: 64 x 64 tiles on tensor cores ---- */
