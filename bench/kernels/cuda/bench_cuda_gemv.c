@@ -10,7 +10,7 @@
  * activation is a few KB) and that rate as a share of this GPU's copy bandwidth, measured in the
  * same run (a 1 GiB device-to-device copy, read + write). Weights are valid random blocks (64
  * quantized rows repeated): values do not change a GEMV's speed.
- * Usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16]
+ * Usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16] [--tune SB_TUNE-style cu_config keys]
  * Built with the CUDA backend only (`make bench`). Layer: links sb_backend_cuda and sb_quant.
  */
 #include "backend/cuda/cu_config.h"
@@ -137,19 +137,23 @@ static double copy_gbps(cu_stream s, void **ev) {
 
 int main(int argc, char **argv) {
     int reps = 50;
-    const char *model = "all", *types = "Q4_K,Q6_K,Q8_0,Q4_0,F16";
+    const char *model = "all", *types = "Q4_K,Q6_K,Q8_0,Q4_0,F16", *tune = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-r")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-m")) model = argv[i + 1];
         else if (!strcmp(argv[i], "-t")) types = argv[i + 1];
+        else if (!strcmp(argv[i], "--tune")) tune = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16]\n");
+            fprintf(stderr, "usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16] [--tune key=value,...]\n");
             return 2;
         }
     }
     if (reps < 1) reps = 1;
     TRY(cu_set_device(0));
-    cu_cfg_bind(&cu_config_default);
+    static cu_config cfg;
+    cfg = cu_config_default;
+    TRY(cu_config_tune(&cfg, tune)); /* a variant of cu_config.h's, for A/B runs */
+    cu_cfg_bind(&cfg);
     cu_stream s;
     TRY(cu_stream_create(&s));
     void *ev[2];
