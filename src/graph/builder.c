@@ -65,6 +65,7 @@ ir_ref ir_mul(ir_graph *g, ir_ref a, ir_ref b) { return binary(g, IR_OP_MUL, a, 
 ir_ref ir_scale(ir_graph *g, ir_ref x, float s) { return unary(g, IR_OP_SCALE, x, s); }
 ir_ref ir_softcap(ir_graph *g, ir_ref x, float c) { return unary(g, IR_OP_SOFTCAP, x, c); }
 ir_ref ir_silu(ir_graph *g, ir_ref x) { return unary(g, IR_OP_SILU, x, 0.0f); }
+ir_ref ir_softmax(ir_graph *g, ir_ref x) { return unary(g, IR_OP_SOFTMAX, x, 0.0f); }
 ir_ref ir_gelu_tanh(ir_graph *g, ir_ref x) { return unary(g, IR_OP_GELU_TANH, x, 0.0f); }
 ir_ref ir_swiglu(ir_graph *g, ir_ref gate, ir_ref up) { return binary(g, IR_OP_SWIGLU, gate, up); }
 ir_ref ir_geglu(ir_graph *g, ir_ref gate, ir_ref up) { return binary(g, IR_OP_GEGLU, gate, up); }

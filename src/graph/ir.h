@@ -133,6 +133,7 @@ ir_ref ir_scale(ir_graph *g, ir_ref x, float s);
 /* c * tanh(x / c). fp[0] = c (> 0). */
 ir_ref ir_softcap(ir_graph *g, ir_ref x, float c);
 ir_ref ir_silu(ir_graph *g, ir_ref x);
+ir_ref ir_softmax(ir_graph *g, ir_ref x); /* over each row (ne[0]) */
 ir_ref ir_gelu_tanh(ir_graph *g, ir_ref x);
 /* silu(gate) * up; gelu_tanh(gate) * up. Same shapes. */
 ir_ref ir_swiglu(ir_graph *g, ir_ref gate, ir_ref up);

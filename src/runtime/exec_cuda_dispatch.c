@@ -286,6 +286,9 @@ sb_status cx_run_node(crun *r, int32_t i) {
         CG_TRY(r, i);
         return cu_ew_rows(s, dst, SP(0), n->ne[0], ir_nrows(n), &c);
     }
+    case IR_OP_SOFTMAX:
+        r->n_kernels++;
+        return cu_softmax(s, dst, SP(0), n->ne[0], ir_nrows(n));
     case IR_OP_SWIGLU: case IR_OP_GEGLU:
         r->n_kernels++;
         return cu_glu(s, dst, SP(0), SP(1), ir_nelem(n), n->op == IR_OP_GEGLU);

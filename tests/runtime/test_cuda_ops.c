@@ -298,6 +298,26 @@ static void test_slice(void) {
     }
 }
 
+/* softmax over rows (k_softmax): short and long rows, one row past a block's 256 threads many
+ * times, rows with a large offset (the max subtracted) */
+static void test_softmax(void) {
+    const int64_t cs[][2] = {{10, 3}, {1000, 7}, {50000, 2}, {257, 70}};
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int64_t E = cs[k][0], R = cs[k][1];
+        float *x = rnd(E * R, 8.0f);
+        for (int64_t i = 0; i < E * R; i += 5) x[i] += 80.0f;
+        ir_graph *g;
+        ir_graph_create(&g);
+        ir_output(g, ir_softmax(g, ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){E, R, 1, 1})), "y");
+        binds b = {.name = {"x"}, .data = {x}, .n = 1};
+        char label[96];
+        snprintf(label, sizeof label, "softmax %lld x %lld rows", (long long)E, (long long)R);
+        expect(run_both(g, &b, label), 1e-12, label);
+        ir_graph_free(g);
+        free(x);
+    }
+}
+
 static void test_matmul(void) {
     const int64_t K = 512, N = 67;
     const int64_t Ts[] = {1, 2, 5, 8, 13, 77};
@@ -2058,6 +2078,7 @@ int main(void) {
     test_get_rows();
     test_gathered_steps();
     test_slice();
+    test_softmax();
     test_matmul();
     test_norm_glu_ew();
     printf("-- the same with the one-row-in-registers quantizers (cu_config.act_fast)\n");

@@ -119,6 +119,45 @@ extern "C" sb_status cu_ew_quant_rows(cu_stream s, float *dst, const float *x, i
     return cu_after_launch(norm ? "k_ew_quant_rows (norm)" : "k_ew_quant_rows");
 }
 
+/* dst [rows, E] = softmax of each row of x (ops_ref.c's op_softmax: the row's max subtracted, expf,
+ * the sum in double, every value times the sum's f32 reciprocal): a 256-thread block a row; each
+ * thread rewrites only the values it read, so dst may be x */
+__global__ void __launch_bounds__(256) k_softmax(float *dst, const float *x, int64_t E) {
+    CU_PDL_ENTRY();
+    __shared__ float smax[8];
+    __shared__ double ssum[8];
+    const int tid = threadIdx.x, lane = tid & 31, wp = tid >> 5;
+    const float *xr = x + (int64_t)blockIdx.x * E;
+    float *y = dst + (int64_t)blockIdx.x * E;
+    float mx = -INFINITY;
+    for (int64_t i = tid; i < E; i += 256) mx = xr[i] > mx ? xr[i] : mx;
+    mx = warp_max(mx);
+    if (lane == 0) smax[wp] = mx;
+    __syncthreads();
+    mx = smax[0];
+    for (int k = 1; k < 8; k++) mx = smax[k] > mx ? smax[k] : mx;
+    double sum = 0.0;
+    for (int64_t i = tid; i < E; i += 256) {
+        const float e = expf(xr[i] - mx);
+        y[i] = e;
+        sum += (double)e;
+    }
+    sum = warp_sum_d(sum);
+    if (lane == 0) ssum[wp] = sum;
+    __syncthreads();
+    sum = 0.0;
+    for (int k = 0; k < 8; k++) sum += ssum[k];
+    const float inv = (float)(1.0 / sum);
+    for (int64_t i = tid; i < E; i += 256) y[i] *= inv;
+}
+
+extern "C" sb_status cu_softmax(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows) {
+    if (rows <= 0 || E <= 0) return SB_OK;
+    if (rows > 0x7FFFFFFF) return sb_fail(SB_ERR_UNSUPPORTED, "cuda: softmax over %lld rows (at most 2^31 - 1)", (long long)rows);
+    cu_launch(k_softmax, (unsigned)rows, 256, (cudaStream_t)s, dst, x, E);
+    return cu_after_launch("k_softmax");
+}
+
 __global__ void k_glu(float *dst, const float *g, const float *u, int64_t n, int gelu) {
     CU_PDL_ENTRY();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;

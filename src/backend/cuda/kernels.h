@@ -115,6 +115,8 @@ sb_status cu_ew_quant_rows(cu_stream s, float *dst, const float *x, int64_t E, i
                            const float *qw, float eps);
 /* dst = act(g) * u over n values (gelu: ggml's fp16-table GELU, else SiLU). */
 sb_status cu_glu(cu_stream s, float *dst, const float *g, const float *u, int64_t n, bool gelu);
+/* dst [rows, E] = softmax over each row of x (ops_ref.c's op_softmax; dst may be x). */
+sb_status cu_softmax(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows);
 
 // ---- 8-bit activations (k_quantize.cu) ----
 /* xq = SB_TYPE_Q8_1 (formats.md §3.2 CUDA semantics: s = F16(sum x)) or SB_TYPE_Q8_K (the CPU
