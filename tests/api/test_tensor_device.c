@@ -274,7 +274,7 @@ static void test_write_bound(void) {
     const int64_t N = 24;
     sb_tensor *w = dl_f32(SB_DEVICE_CUDA, N, 1, NULL), *x = dl_f32(SB_DEVICE_CPU, N, 1, NULL);
     sb_graph *g = NULL;
-    sb_value vx, vw, y;
+    sb_value vx = -1, vw = -1, y = -1;
     CHECK(sb_graph_create(&g) == SB_OK && sb_graph_input(g, SB_INPUT_DATA, "x", SB_TYPE_F32, 1, &N, &vx) == SB_OK);
     CHECK(sb_graph_tensor(g, SB_INPUT_DATA, w, &vw) == SB_OK);
     CHECK(sb_graph_op(g, "add", (sb_value[2]){vx, vw}, 2, NULL, 0, &y) == SB_OK && sb_graph_output(g, y, "y") == SB_OK);
