@@ -66,6 +66,7 @@ static ir_ref store_of(const ir_graph *g, const int32_t *uses, ir_ref v) {
             cur = q;
             continue;
         }
+        if (!xs) return IR_NONE; /* read by something other than a store */
         const ir_op rows = g->nodes[ir_store_rows(qn)].op; /* the step's positions, or a paged plan's slots */
         const bool ok = (qn->op == IR_OP_KV_STORE ? cur == v : qn->op == IR_OP_ROPE_STORE) && qn->src[xs] == cur &&
                         (qn->op == IR_OP_KV_STORE || g->nodes[qn->src[2]].op == IR_OP_POS) && (rows == IR_OP_POS || rows == IR_OP_SLOTS) &&
