@@ -593,6 +593,20 @@ static void test_mmh_big(void) {
     tc_cfg = saved;
 }
 
+/* one cuBLASLt GEMM case (weight type t, epilogue ep as ep_case_make's): within 1e-5 of the f64
+ * reference, in cuBLASLt's launch count (the path was taken); half weights also within 1e-9 of
+ * the CPU executor (x rounded the same way) */
+static void blas_case(int t, int64_t K, int64_t N, int64_t T, int epk, const char *tag) {
+    ep_case c;
+    ep_case_make(&c, t, K, N, T, epk, tag);
+    expect(run_both(c.g, &c.b, c.label), 1e-5, c.label);
+    const cu_epilogue ep = {.add = epk ? c.o : NULL, .bcast = epk == 1};
+    CHECKF(last_kernels == cu_blas_launches(t, K, N, &ep), "%s: %d launches, cuBLASLt's path makes %d", c.label, (int)last_kernels,
+           cu_blas_launches(t, K, N, &ep));
+    if (half_type(t)) expect(run_cmp(c.g, &c.b, c.label, true), 1e-9, "... same vs CPU (x rounded)");
+    ep_case_free(&c);
+}
+
 /* Large-T GEMMs through cuBLASLt (k_blas.cu; cu_config.blas_min_t 1: every T, blas_quant 1): F16 /
  * BF16 weights as stored, Q4_K / Q6_K / Q8_0 (and Q4_0, Q5_K) dequantized to F16 in row chunks (K =
  * 8192 x N = 4224 rows is two chunks of CU_BLAS_CHUNK_BYTES), x rounded to F16 / BF16; no
@@ -619,18 +633,7 @@ static void test_blas_gemm(void) {
     tc_cfg.blas_min_t = 1;
     tc_cfg.blas_quant = 1;
     fuse_on = true;
-    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
-        const int t = cs[k].wt;
-        const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
-        ep_case c;
-        ep_case_make(&c, t, K, N, T, cs[k].ep, "cuBLASLt");
-        expect(run_both(c.g, &c.b, c.label), 1e-5, c.label);
-        const cu_epilogue ep = {.add = cs[k].ep ? c.o : NULL, .bcast = cs[k].ep == 1};
-        CHECKF(last_kernels == cu_blas_launches(t, K, N, &ep), "%s: %d launches, cuBLASLt's path makes %d", c.label, (int)last_kernels,
-               cu_blas_launches(t, K, N, &ep));
-        if (half_type(t)) expect(run_cmp(c.g, &c.b, c.label, true), 1e-9, "... same vs CPU (x rounded)");
-        ep_case_free(&c);
-    }
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) blas_case(cs[k].wt, cs[k].K, cs[k].N, cs[k].T, cs[k].ep, "cuBLASLt");
     fuse_on = false;
     tc_cfg = saved;
 }
@@ -659,17 +662,7 @@ static void test_blas_default(void) {
     tc_cfg.blas_quant = cu_config_default.blas_quant;
     CHECKF(tc_cfg.blas_quant == 256, "cu_config_default.blas_quant %d: these shapes assume 256", tc_cfg.blas_quant);
     fuse_on = true;
-    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
-        const int t = cs[k].wt;
-        const int64_t K = cs[k].K, N = cs[k].N, T = cs[k].T;
-        ep_case c;
-        ep_case_make(&c, t, K, N, T, cs[k].ep, "default: cuBLASLt");
-        expect(run_both(c.g, &c.b, c.label), 1e-5, c.label);
-        const cu_epilogue ep = {.add = cs[k].ep ? c.o : NULL, .bcast = cs[k].ep == 1};
-        CHECKF(last_kernels == cu_blas_launches(t, K, N, &ep), "%s: %d launches, cuBLASLt's path makes %d", c.label, (int)last_kernels,
-               cu_blas_launches(t, K, N, &ep));
-        ep_case_free(&c);
-    }
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) blas_case(cs[k].wt, cs[k].K, cs[k].N, cs[k].T, cs[k].ep, "default: cuBLASLt");
     fuse_on = false;
     /* the FFN of test_mma_glu_pair at T 512: planned with the default threshold, nothing to pair */
     const int64_t K = 896, N = 3232, ND = 64, T = 512;
