@@ -9,13 +9,29 @@
 #include "backend/cuda/device/mmh.cuh"
 #include "backend/cuda/device/mmh_big.cuh"
 
+template <int HT, int WPR, int U>
+static int gemv_wu(float *dst, const uint8_t *w, long long K, long long N, const float *x, long long T, const float *add, int bcast) {
+    const unsigned grid = (unsigned)((N + 3) / 4), nth = 128 * WPR;
+    if (T == 1) return emu_run(grid, nth, [&] { mmh_gemv_block<HT, 1, WPR, U>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
+    if (T == 2) return emu_run(grid, nth, [&] { mmh_gemv_block<HT, 2, WPR, U>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
+    if (T <= 4) return emu_run(grid, nth, [&] { mmh_gemv_block<HT, 4, WPR, U>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
+    return emu_run(grid, nth, [&] { mmh_gemv_block<HT, 8, WPR, U>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
+}
+
+/* k_mmh1's blocks as k_mmf.cu launches them for cu_config.mmh_wpr / mmh_unroll (wu = 10 wpr + u) */
 template <int HT>
-static int gemv(float *dst, const uint8_t *w, long long K, long long N, const float *x, long long T, const float *add, int bcast) {
-    const unsigned grid = (unsigned)((N + 3) / 4);
-    if (T == 1) return emu_run(grid, 128, [&] { mmh_gemv_block<HT, 1>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
-    if (T == 2) return emu_run(grid, 128, [&] { mmh_gemv_block<HT, 2>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
-    if (T <= 4) return emu_run(grid, 128, [&] { mmh_gemv_block<HT, 4>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
-    return emu_run(grid, 128, [&] { mmh_gemv_block<HT, 8>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
+static int gemv(int wu, float *dst, const uint8_t *w, long long K, long long N, const float *x, long long T, const float *add, int bcast) {
+    switch (wu) {
+    case 12: return gemv_wu<HT, 1, 2>(dst, w, K, N, x, T, add, bcast);
+    case 14: return gemv_wu<HT, 1, 4>(dst, w, K, N, x, T, add, bcast);
+    case 21: return gemv_wu<HT, 2, 1>(dst, w, K, N, x, T, add, bcast);
+    case 22: return gemv_wu<HT, 2, 2>(dst, w, K, N, x, T, add, bcast);
+    case 24: return gemv_wu<HT, 2, 4>(dst, w, K, N, x, T, add, bcast);
+    case 41: return gemv_wu<HT, 4, 1>(dst, w, K, N, x, T, add, bcast);
+    case 42: return gemv_wu<HT, 4, 2>(dst, w, K, N, x, T, add, bcast);
+    case 44: return gemv_wu<HT, 4, 4>(dst, w, K, N, x, T, add, bcast);
+    default: return gemv_wu<HT, 1, 1>(dst, w, K, N, x, T, add, bcast);
+    }
 }
 
 template <int HT>
@@ -32,12 +48,13 @@ static int big(float *dst, const uint8_t *w, long long K, long long N, const flo
     return emu_run3(grid, 256, [&] { mmh_big_tile<HT>(dst, w, K, N, x, T, add, bcast, blockIdx.x, blockIdx.y); });
 }
 
-/* dst [T,N] = W x (+ add) as k_mmf.cu's launcher runs it: T <= 8 k_mmh1's blocks, else k_mmh's
- * tiles (big: k_mmh_big's, cu_config.mmh_big); bf16 0: F16 weights. 0, or -1 on a deadlock */
-extern "C" int sb_emu_mmh(int bf16, int bigt, float *dst, const uint8_t *w, long long K, long long N, const float *x, long long T,
+/* dst [T,N] = W x (+ add) as k_mmf.cu's launcher runs it: T <= 8 k_mmh1's blocks (variant: 10 WPR + U,
+ * cu_config.mmh_wpr / mmh_unroll), else k_mmh's tiles (variant 1: k_mmh_big's, cu_config.mmh_big);
+ * bf16 0: F16 weights. 0, or -1 on a deadlock */
+extern "C" int sb_emu_mmh(int bf16, int variant, float *dst, const uint8_t *w, long long K, long long N, const float *x, long long T,
                           const float *add, int bcast) {
-    if (T <= 8) return bf16 ? gemv<CU_T_BF16>(dst, w, K, N, x, T, add, bcast) : gemv<CU_T_F16>(dst, w, K, N, x, T, add, bcast);
-    if (bigt) return bf16 ? big<CU_T_BF16>(dst, w, K, N, x, T, add, bcast) : big<CU_T_F16>(dst, w, K, N, x, T, add, bcast);
+    if (T <= 8) return bf16 ? gemv<CU_T_BF16>(variant, dst, w, K, N, x, T, add, bcast) : gemv<CU_T_F16>(variant, dst, w, K, N, x, T, add, bcast);
+    if (variant) return bf16 ? big<CU_T_BF16>(dst, w, K, N, x, T, add, bcast) : big<CU_T_F16>(dst, w, K, N, x, T, add, bcast);
     return bf16 ? tile<CU_T_BF16>(dst, w, K, N, x, T, add, bcast) : tile<CU_T_F16>(dst, w, K, N, x, T, add, bcast);
 }
 

@@ -8,8 +8,9 @@
  * weight's type (round to nearest even), products summed — within 1e-5 of the sum of |terms| per
  * output (a wrong fragment or a missed K step is off by ~1e-2). Shapes: ragged row and token tiles
  * (N 100, T 9 / 64 / 77 over 64 x 64 tiles; N 130 / 256 / 300, T 129 / 130 / 200 over 128 x 128),
- * K 320 (ten K steps of 32; 32, 96, 352 for the big tile) and, for the GEMV, K 264
- * (not a multiple of 32) with T 1..8; no epilogue, a bias, a residual. Also cu_f2bf (f32 -> bf16
+ * K 320 (ten K steps of 32; 32, 96, 352 for the big tile) and, for the GEMV, K 264 and 2056
+ * (not multiples of 32 x 8: every variant's unrolled loop and its tail) with T 1..8, for each
+ * k_mmh1 variant (1, 2, 4 warps a row x 1, 2, 4 loads in flight); no epilogue, a bias, a residual. Also cu_f2bf (f32 -> bf16
  * bits) against the quant layer's conversion for special and random values.
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler ($CXX or c++).
  * Non-goals: speed; the MMA's own rounding (test_cuda_ops on a GPU).
@@ -26,11 +27,12 @@ static uint64_t seed = 0xF16B16ull;
 static float half_val(int bf16, uint16_t b) { return bf16 ? qk_bf16_to_fp32(b) : qk_fp16_to_fp32(b); }
 static uint16_t half_bits(int bf16, float f) { return bf16 ? qk_fp32_to_bf16(f) : qk_fp32_to_fp16(f); }
 
-/* big: T > 8 through k_mmh_big's 128 x 128 tiles (cu_config.mmh_big) */
+/* big: T > 8 through k_mmh_big's 128 x 128 tiles (cu_config.mmh_big); T <= 8: k_mmh1's variant
+ * 10 WPR + U (warps a row, loads in flight; 0 = 11) */
 static void check_case(int bf16, int big, int64_t K, int64_t N, int64_t T, int ep) {
     char label[96];
-    snprintf(label, sizeof label, "%s K=%lld N=%lld T=%lld%s%s", bf16 ? "BF16" : "F16", (long long)K, (long long)N, (long long)T,
-             ep == 1 ? " + bias" : ep == 2 ? " + residual" : "", big ? " (big tile)" : "");
+    snprintf(label, sizeof label, "%s K=%lld N=%lld T=%lld%s (variant %d)", bf16 ? "BF16" : "F16", (long long)K, (long long)N, (long long)T,
+             ep == 1 ? " + bias" : ep == 2 ? " + residual" : "", big);
     uint16_t *w = aligned_alloc(256, (size_t)((N * K * 2 + 255) & ~(int64_t)255));
     float *x = aligned_alloc(64, (size_t)((T * K * 4 + 63) & ~(int64_t)63));
     float *add = malloc((size_t)(T * N) * sizeof *add), *dst = malloc((size_t)(T * N) * sizeof *dst);
@@ -73,7 +75,9 @@ int main(void) {
         CHECKF(bad == 0, "cu_f2bf: %d of 100000 values differ from qk_fp32_to_bf16", bad);
         for (int bf16 = 0; bf16 < 2; bf16++) {
             static const int64_t Tg[] = {1, 2, 3, 5, 8};
-            for (int i = 0; i < 5; i++) check_case(bf16, 0, 264, 37, Tg[i], i % 3);
+            static const int wu[] = {11, 12, 14, 21, 22, 24, 41, 42, 44};
+            for (int v = 0; v < 9; v++)
+                for (int i = 0; i < 5; i++) check_case(bf16, wu[v], v % 2 ? 264 : 2056, 37, Tg[i], i % 3);
             for (int big = 0; big < 2; big++) {
                 check_case(bf16, big, 320, 100, 9, 0);
                 check_case(bf16, big, 320, 100, 64, 1);

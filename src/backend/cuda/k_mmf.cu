@@ -68,12 +68,12 @@ __global__ void __launch_bounds__(MMF_WARPS * 32) k_mmf(float *dst, const uint8_
     }
 }
 
-/* F16 / BF16 weights (device/mmh.cuh): T <= 8 a warp a row with 16-byte weight loads ... */
-template <int HT, int NC>
-__global__ void __launch_bounds__(MMF_WARPS * 32) k_mmh1(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
-                                                         cu_epilogue ep) {
-    static_assert(MMF_WARPS == 4, "mmh_gemv_block: 4 warps a block");
-    mmh_gemv_block<HT, NC>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
+/* F16 / BF16 weights (device/mmh.cuh): T <= 8 WPR warps a row, U 16-byte loads a thread in flight ... */
+template <int HT, int NC, int WPR, int U>
+__global__ void __launch_bounds__(MMF_WARPS * 32 * WPR) k_mmh1(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
+                                                               cu_epilogue ep) {
+    static_assert(MMF_WARPS == 4, "mmh_gemv_block: 4 rows a block");
+    mmh_gemv_block<HT, NC, WPR, U>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
 }
 /* ... and T > 8 in 64 x 64 tiles on tensor cores (sm_80+) */
 template <int HT>
@@ -102,6 +102,28 @@ __global__ void __launch_bounds__(256, 2) k_mmh_big(float *dst, const uint8_t *w
     mmh_big_tile<HT>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x, blockIdx.y);
 }
 
+template <int HT, int WPR, int U>
+static void launch_mmh1_nc(cudaStream_t st, float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
+    const dim3 grid(cu_div_up(N, MMF_WARPS), 1);
+    const int nth = MMF_WARPS * 32 * WPR;
+    switch (T) {
+    case 1: cu_launch(k_mmh1<HT, 1, WPR, U>, grid, nth, st, dst, w, K, N, x, T, ep); break;
+    case 2: cu_launch(k_mmh1<HT, 2, WPR, U>, grid, nth, st, dst, w, K, N, x, T, ep); break;
+    case 3: case 4: cu_launch(k_mmh1<HT, 4, WPR, U>, grid, nth, st, dst, w, K, N, x, T, ep); break;
+    default: cu_launch(k_mmh1<HT, 8, WPR, U>, grid, nth, st, dst, w, K, N, x, T, ep); break;
+    }
+}
+
+/* k_mmh1 with WPR warps a row and u (1, 2 or 4) loads in flight a thread (cu_config.mmh_wpr / mmh_unroll) */
+template <int HT, int WPR>
+static sb_status launch_mmh1_u(cudaStream_t st, float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep,
+                               int u) {
+    if (u == 4) launch_mmh1_nc<HT, WPR, 4>(st, dst, w, K, N, x, T, ep);
+    else if (u == 2) launch_mmh1_nc<HT, WPR, 2>(st, dst, w, K, N, x, T, ep);
+    else launch_mmh1_nc<HT, WPR, 1>(st, dst, w, K, N, x, T, ep);
+    return cu_after_launch("k_mmh1");
+}
+
 static int mmh_cc = -1;
 
 template <int HT>
@@ -114,14 +136,10 @@ static sb_status launch_mmh(cudaStream_t st, float *dst, const uint8_t *w, int64
         cu_launch(k_mmh<HT>, dim3(cu_div_up(N, MMH_BN), cu_div_up(T, MMH_BT)), 128, st, dst, w, K, N, x, T, ep);
         return cu_after_launch("k_mmh");
     }
-    const dim3 grid(cu_div_up(N, MMF_WARPS), 1);
-    switch (T) {
-    case 1: cu_launch(k_mmh1<HT, 1>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
-    case 2: cu_launch(k_mmh1<HT, 2>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
-    case 3: case 4: cu_launch(k_mmh1<HT, 4>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
-    default: cu_launch(k_mmh1<HT, 8>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
-    }
-    return cu_after_launch("k_mmh1");
+    const int wpr = cu_cfg()->mmh_wpr, u = cu_cfg()->mmh_unroll;
+    if (wpr == 4) return launch_mmh1_u<HT, 4>(st, dst, w, K, N, x, T, ep, u);
+    if (wpr == 2) return launch_mmh1_u<HT, 2>(st, dst, w, K, N, x, T, ep, u);
+    return launch_mmh1_u<HT, 1>(st, dst, w, K, N, x, T, ep, u);
 }
 
 static uint64_t row_bytes(int type, int64_t K) { /* float rows, or a dp4a type's (every quantized type here) */

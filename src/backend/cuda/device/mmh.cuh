@@ -61,58 +61,78 @@ template <int HT> static __device__ __forceinline__ void mmh_mma(float *d, const
 #define MMH_MMA(HT, d, a, b) mmh_mma<HT>((d), (a), (b))
 #endif
 
-/* ---- T <= 8: one row a warp ---- */
+/* ---- T <= 8: WPR warps a row ---- */
 
-/* row n's dot with the NC tokens from t0 (nt live) of x into acc (lane partials; the caller
- * reduces the warp): lane l takes weights 8 (l + 32 i) .. + 7. K % 8 == 0, rows 16-byte aligned. */
+/* one 16-byte step of a row (8 weights at k = 8 k8) into acc for the NC tokens from t0 (nt live) */
 template <int HT, int NC>
-static __device__ __forceinline__ void mmh_gemv_row(const uint8_t *row, const float *x, int64_t K, int64_t t0, int nt, int lane, float *acc) {
+static __device__ __forceinline__ void mmh_gemv_step(uint4 wv, const float *x, int64_t K, int64_t k8, int64_t t0, int nt, float *acc) {
+    const uint32_t ww[4] = {wv.x, wv.y, wv.z, wv.w};
+    float w[8];
 #pragma unroll
-    for (int c = 0; c < NC; c++) acc[c] = 0.0f;
-    for (int64_t k8 = lane; k8 < K / 8; k8 += 32) {
-        const uint4 wv = ((const uint4 *)row)[k8];
-        const uint32_t ww[4] = {wv.x, wv.y, wv.z, wv.w};
-        float w[8];
+    for (int i = 0; i < 4; i++) w[2 * i] = mmh_val<HT>(ww[i] & 0xFFFFu), w[2 * i + 1] = mmh_val<HT>(ww[i] >> 16);
 #pragma unroll
-        for (int i = 0; i < 4; i++) w[2 * i] = mmh_val<HT>(ww[i] & 0xFFFFu), w[2 * i + 1] = mmh_val<HT>(ww[i] >> 16);
+    for (int c = 0; c < NC; c++) {
+        if (c >= nt) continue;
+        const float4 *xp = (const float4 *)(x + (t0 + c) * K + 8 * k8);
+        const float4 x0 = xp[0], x1 = xp[1];
+        const float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
 #pragma unroll
-        for (int c = 0; c < NC; c++) {
-            if (c >= nt) continue;
-            const float4 *xp = (const float4 *)(x + (t0 + c) * K + 8 * k8);
-            const float4 x0 = xp[0], x1 = xp[1];
-            const float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-#pragma unroll
-            for (int i = 0; i < 8; i++) acc[c] += w[i] * mmh_val<HT>(mmh_bits<HT>(xv[i]));
-        }
+        for (int i = 0; i < 8; i++) acc[c] += w[i] * mmh_val<HT>(mmh_bits<HT>(xv[i]));
     }
 }
 
-/* the block bx of k_mmh1's grid (ceil(N / 4) blocks of 4 warps, a warp a row; by = 0): NC >= T tokens,
- * dst [T,N] = W x + (add: [N] bias when bcast, else [T,N]). A token's 4 results leave as one store of
- * consecutive floats (through shared memory): an LM head may write its logits straight into
- * page-locked host memory, where each store is a transfer over PCIe (k_mmvq1 does the same) */
-template <int HT, int NC>
+/* row n's dot with the NC tokens from t0 (nt live) of x into acc (partials of this thread; the
+ * caller reduces): thread j of the row's S = 32 WPR threads takes the 16-byte steps j, j + S, ...,
+ * U loads in flight before their products. K % 8 == 0, rows 16-byte aligned. */
+template <int HT, int NC, int S, int U>
+static __device__ __forceinline__ void mmh_gemv_row(const uint8_t *row, const float *x, int64_t K, int64_t t0, int nt, int j, float *acc) {
+#pragma unroll
+    for (int c = 0; c < NC; c++) acc[c] = 0.0f;
+    const uint4 *wr = (const uint4 *)row;
+    const int64_t K8 = K / 8;
+    int64_t k8 = j;
+    for (; k8 + (int64_t)(U - 1) * S < K8; k8 += (int64_t)U * S) {
+        uint4 wv[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) wv[u] = wr[k8 + u * S];
+#pragma unroll
+        for (int u = 0; u < U; u++) mmh_gemv_step<HT, NC>(wv[u], x, K, k8 + u * S, t0, nt, acc);
+    }
+    for (; k8 < K8; k8 += S) mmh_gemv_step<HT, NC>(wr[k8], x, K, k8, t0, nt, acc);
+}
+
+/* the block bx of k_mmh1's grid (ceil(N / 4) blocks of 4 rows, WPR warps a row: 128 WPR threads;
+ * by = 0): NC >= T tokens, dst [T,N] = W x + (add: [N] bias when bcast, else [T,N]). A token's 4
+ * results leave as one store of consecutive floats (through shared memory): an LM head may write
+ * its logits straight into page-locked host memory, where each store is a transfer over PCIe
+ * (k_mmvq1 does the same) */
+template <int HT, int NC, int WPR, int U>
 static __device__ __forceinline__ void mmh_gemv_block(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
                                                       const float *add, int bcast, unsigned bx) {
     const int64_t r0 = (int64_t)bx * 4, r1 = r0 + 4 < N ? r0 + 4 : N;
-    prefetch_rows(w + (uint64_t)r0 * (uint64_t)(2 * K), (uint64_t)(r1 - r0) * (uint64_t)(2 * K), threadIdx.x, 128);
+    prefetch_rows(w + (uint64_t)r0 * (uint64_t)(2 * K), (uint64_t)(r1 - r0) * (uint64_t)(2 * K), threadIdx.x, 128 * WPR);
     CU_PDL_ENTRY();
-    __shared__ float res[NC][4];
-    const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
-    const int64_t n = r0 + wp;
+    __shared__ float part[NC][4][WPR];
+    const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5, ri = wp / WPR, wi = wp % WPR;
+    const int64_t n = r0 + ri;
     const int nt = (int)(T < NC ? T : NC);
     if (n < N) { /* no early return: every warp meets the barrier */
         float acc[NC];
-        mmh_gemv_row<HT, NC>(w + (uint64_t)n * (uint64_t)(2 * K), x, K, 0, nt, lane, acc);
+        mmh_gemv_row<HT, NC, 32 * WPR, U>(w + (uint64_t)n * (uint64_t)(2 * K), x, K, 0, nt, wi * 32 + lane, acc);
 #pragma unroll
         for (int c = 0; c < NC; c++) {
             const float v = warp_sum(acc[c]);
-            if (lane == 0 && c < nt) res[c][wp] = add ? v + add[bcast ? n : c * N + n] : v;
+            if (lane == 0 && c < nt) part[c][ri][wi] = v;
         }
     }
     __syncthreads();
     const int c = threadIdx.x / 4, i = threadIdx.x % 4;
-    if (c < nt && r0 + i < r1) dst[c * N + r0 + i] = res[c][i];
+    if (c < nt && r0 + i < r1) {
+        float v = 0.0f;
+#pragma unroll
+        for (int q = 0; q < WPR; q++) v += part[c][i][q];
+        dst[c * N + r0 + i] = add ? v + add[bcast ? r0 + i : c * N + r0 + i] : v;
+    }
 }
 
 /* ---- T > 8: 64 x 64 tiles on tensor cores ---- */
