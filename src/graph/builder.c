@@ -67,6 +67,8 @@ ir_ref ir_softcap(ir_graph *g, ir_ref x, float c) { return unary(g, IR_OP_SOFTCA
 ir_ref ir_silu(ir_graph *g, ir_ref x) { return unary(g, IR_OP_SILU, x, 0.0f); }
 ir_ref ir_softmax(ir_graph *g, ir_ref x) { return unary(g, IR_OP_SOFTMAX, x, 0.0f); }
 ir_ref ir_gelu_tanh(ir_graph *g, ir_ref x) { return unary(g, IR_OP_GELU_TANH, x, 0.0f); }
+ir_ref ir_layer_norm(ir_graph *g, ir_ref x, float eps) { return unary(g, IR_OP_LAYER_NORM, x, eps); }
+ir_ref ir_gelu(ir_graph *g, ir_ref x) { return unary(g, IR_OP_GELU, x, 0.0f); }
 ir_ref ir_swiglu(ir_graph *g, ir_ref gate, ir_ref up) { return binary(g, IR_OP_SWIGLU, gate, up); }
 ir_ref ir_geglu(ir_graph *g, ir_ref gate, ir_ref up) { return binary(g, IR_OP_GEGLU, gate, up); }
 ir_ref ir_matmul(ir_graph *g, ir_ref w, ir_ref x) { return binary(g, IR_OP_MATMUL, w, x); }
@@ -124,6 +126,28 @@ ir_ref ir_slice(ir_graph *g, ir_ref x, int32_t start, int32_t n) {
     nd.src[0] = x;
     nd.ip[0] = start;
     nd.ip[1] = n;
+    return ir_append(g, &nd);
+}
+
+ir_ref ir_concat(ir_graph *g, const ir_ref *xs, int n, int32_t dim) {
+    if (n < 2 || n > IR_MAX_SRC) {
+        if (g->status == SB_OK) g->status = sb_fail(SB_ERR_INVALID_ARG, "ir: concat of %d sources (2..%d)", n, IR_MAX_SRC);
+        return IR_NONE;
+    }
+    ir_node nd = proto(IR_OP_CONCAT);
+    for (int i = 0; i < n; i++) {
+        if (xs[i] == IR_NONE) return IR_NONE;
+        nd.src[i] = xs[i];
+    }
+    nd.ip[0] = dim;
+    return ir_append(g, &nd);
+}
+
+ir_ref ir_permute(ir_graph *g, ir_ref x, const int32_t perm[4]) {
+    if (x == IR_NONE) return IR_NONE;
+    ir_node nd = proto(IR_OP_PERMUTE);
+    nd.src[0] = x;
+    for (int k = 0; k < 4; k++) nd.ip[k] = perm[k];
     return ir_append(g, &nd);
 }
 

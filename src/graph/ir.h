@@ -135,6 +135,10 @@ ir_ref ir_softcap(ir_graph *g, ir_ref x, float c);
 ir_ref ir_silu(ir_graph *g, ir_ref x);
 ir_ref ir_softmax(ir_graph *g, ir_ref x); /* over each row (ne[0]) */
 ir_ref ir_gelu_tanh(ir_graph *g, ir_ref x);
+/* (x - mean) / sqrt(var + eps) over ne[0], per row, no weight (fp[0] = eps); exact GELU
+ * 0.5x(1 + erf(x / sqrt 2)) (not gelu_tanh's table). */
+ir_ref ir_layer_norm(ir_graph *g, ir_ref x, float eps);
+ir_ref ir_gelu(ir_graph *g, ir_ref x);
 /* silu(gate) * up; gelu_tanh(gate) * up. Same shapes. */
 ir_ref ir_swiglu(ir_graph *g, ir_ref gate, ir_ref up);
 ir_ref ir_geglu(ir_graph *g, ir_ref gate, ir_ref up);
@@ -189,6 +193,10 @@ ir_ref ir_select_rows(ir_graph *g, ir_ref x, ir_ref rows);
 /* (x f32 [a,b,c,d]) -> [a,n,c,d]: x[:, start .. start+n, :, :] copied (e.g. one layer's slice of a
  * per-layer table [P,L,T]). ip[0]=start ip[1]=n; start >= 0, n >= 1, start+n <= b. */
 ir_ref ir_slice(ir_graph *g, ir_ref x, int32_t start, int32_t n);
+/* n (2..8) f32 values of one shape but ne[dim], joined along ne[dim] (a copy). */
+ir_ref ir_concat(ir_graph *g, const ir_ref *xs, int n, int32_t dim);
+/* f32 x copied to ne[k] = x.ne[perm[k]] (perm a permutation of 0..3). */
+ir_ref ir_permute(ir_graph *g, ir_ref x, const int32_t perm[4]);
 /* Mark x as a graph result called name ("logits"). */
 ir_ref ir_output(ir_graph *g, ir_ref x, const char *name);
 

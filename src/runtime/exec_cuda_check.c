@@ -63,7 +63,7 @@ sb_status exec_cuda_check(const plan *p) {
         case IR_OP_TOKENS: case IR_OP_POS: case IR_OP_OUT_ROWS: case IR_OP_WEIGHT: case IR_OP_RESHAPE: case IR_OP_VIEW: case IR_OP_OUTPUT:
         case IR_OP_RMS_NORM: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU:
         case IR_OP_GELU_TANH: case IR_OP_SWIGLU: case IR_OP_GEGLU: case IR_OP_FUSED: case IR_OP_ROPE: case IR_OP_ROPE_STORE: case IR_OP_SELECT_ROWS:
-        case IR_OP_SLICE: case IR_OP_SOFTMAX:
+        case IR_OP_SLICE: case IR_OP_SOFTMAX: case IR_OP_LAYER_NORM: case IR_OP_GELU: case IR_OP_CONCAT: case IR_OP_PERMUTE:
             if (n->op == IR_OP_FUSED && ir_fused_steps(n) > 7)
                 return sb_fail(SB_ERR_UNSUPPORTED, "cuda: fused chain %%%d of %d steps (at most 7)", (int)i, ir_fused_steps(n));
             if (n->op == IR_OP_FUSED && ir_fused_tail_of(n).op && ir_fused_tail_of(n).type != SB_TYPE_Q8_1 && ir_fused_tail_of(n).type != SB_TYPE_Q8_K)

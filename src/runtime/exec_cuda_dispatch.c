@@ -238,6 +238,25 @@ static cu_attn_rope attn_q_rope(crun *r, const ir_node *n) {
                           .ff = ff != IR_NONE ? (const float *)dptr(r, ff) : NULL};
 }
 
+/* concat i: cu_concat with each source's chunk (its elements up to and including the joined dim),
+ * as exec_cpu's */
+static sb_status run_concat(crun *r, int32_t i) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i];
+    const int d = ir_concat_dim(n);
+    const float *src[IR_MAX_SRC];
+    int64_t chunk[IR_MAX_SRC], outer = 1;
+    int ns = 0;
+    for (; ns < IR_MAX_SRC && n->src[ns] != IR_NONE; ns++) {
+        const ir_node *x = &g->nodes[n->src[ns]];
+        src[ns] = (const float *)dptr(r, n->src[ns]);
+        chunk[ns] = 1;
+        for (int k = 0; k <= d; k++) chunk[ns] *= x->ne[k];
+    }
+    for (int k = d + 1; k < 4; k++) outer *= n->ne[k];
+    return cu_concat(r->cx->s, (float *)dptr(r, i), src, chunk, ns, outer);
+}
+
 sb_status cx_run_node(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[i];
@@ -291,6 +310,18 @@ sb_status cx_run_node(crun *r, int32_t i) {
     case IR_OP_SOFTMAX:
         r->n_kernels++;
         return cu_softmax(s, dst, SP(0), n->ne[0], ir_nrows(n));
+    case IR_OP_LAYER_NORM:
+        r->n_kernels++;
+        return cu_layer_norm(s, dst, SP(0), n->ne[0], ir_nrows(n), ir_f0(n));
+    case IR_OP_GELU:
+        r->n_kernels++;
+        return cu_gelu_erf(s, dst, SP(0), ir_nelem(n));
+    case IR_OP_CONCAT:
+        r->n_kernels++;
+        return run_concat(r, i);
+    case IR_OP_PERMUTE:
+        r->n_kernels++;
+        return cu_permute(s, dst, SP(0), SRC(0)->ne, ir_permute_perm(n));
     case IR_OP_SWIGLU: case IR_OP_GEGLU:
         r->n_kernels++;
         return cu_glu(s, dst, SP(0), SP(1), ir_nelem(n), n->op == IR_OP_GEGLU);

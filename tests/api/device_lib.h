@@ -4,7 +4,8 @@
  * the same work on the CPU: test_tensor_device.c runs them on a stand-in device backend (host
  * memory copies, so CI without a GPU checks every coherence rule), test_tensor_cuda.c on a real
  * GPU. Scenarios: a llama decoder block traced into a prefill and a decode program sharing their
- * caches; eager ops; a cache written eagerly on the CPU between device runs; outputs written in
+ * caches; eager ops; the ops no built-in model uses (layer_norm, gelu, concat, permute) eager and
+ * compiled; a cache written eagerly on the CPU between device runs; outputs written in
  * place and read back by device programs; two views of one weight; the mixed-device refusal.
  * Include after test.h, sonicboom.h and tensor_lib.h; tolerances (allowed max relative difference
  * from the CPU) are the scenarios' arguments: dl_check_all runs every one.
@@ -227,6 +228,78 @@ static void dl_check_eager(const dl_block *b, int dev, double tol) {
     free(xv), free(kvv), free(qv);
 }
 
+/* a tensor on dev of f32 [ne] (nd dims) with the values v */
+static sb_tensor *dl_f32n(int dev, int nd, const int64_t *ne, const float *v) {
+    int64_t n = 1;
+    for (int k = 0; k < nd; k++) n *= ne[k];
+    sb_tensor *t = NULL;
+    CHECKF(sb_tensor_create(dev, SB_TYPE_F32, nd, ne, v, (size_t)n * sizeof *v, &t) == SB_OK, "create on %d: %s", dev, sb_last_error());
+    return t;
+}
+
+/* the ops no built-in model uses (layer_norm with and without weight and bias, the exact gelu,
+ * concat along each dim, permute and transpose that copy) eagerly on dev against the same on CPU
+ * tensors, and permute(concat(gelu(layer_norm(x, w, b)), x2; dim 1), 1 0) compiled for dev against
+ * the CPU's program; every result on dev */
+static void dl_check_tensor_ops(int dev, double tol) {
+    enum { E = 37, T = 5, T2 = 3, NR = 9 };
+    float xv[E * T], x2v[E * T2], wv[E], bv[E], cv[4 * 3 * 5];
+    for (int i = 0; i < E * T; i++) xv[i] = 3.0f * dl_rand() + (i / E % 2 ? 20.0f : 0.0f);
+    for (int i = 0; i < E * T2; i++) x2v[i] = dl_rand();
+    for (int i = 0; i < E; i++) wv[i] = 1.0f + 0.5f * dl_rand(), bv[i] = dl_rand();
+    for (int i = 0; i < 60; i++) cv[i] = dl_rand();
+    const int64_t nx[2] = {E, T}, nx2[2] = {E, T2}, nw[1] = {E}, nc[3] = {4, 3, 5};
+    sb_tensor *in[2][5], *r[2][NR] = {{0}};
+    const double eps = 1e-6, d0 = 0, d1 = 1, d2 = 2, perm[3] = {2, 0, 1}, tr[2] = {0, 1};
+    for (int i = 0; i < 2; i++) {
+        const int d = i ? SB_DEVICE_CPU : dev;
+        sb_tensor **t = in[i];
+        t[0] = dl_f32n(d, 2, nx, xv), t[1] = dl_f32n(d, 2, nx2, x2v), t[2] = dl_f32n(d, 1, nw, wv), t[3] = dl_f32n(d, 1, nw, bv);
+        t[4] = dl_f32n(d, 3, nc, cv);
+        r[i][0] = op("layer_norm", t, 1, NULL, 0);
+        r[i][1] = op("layer_norm", (sb_tensor *[3]){t[0], t[2], t[3]}, 3, &eps, 1);
+        r[i][2] = op("gelu", t, 1, NULL, 0);
+        r[i][3] = op("concat", (sb_tensor *[2]){t[0], t[1]}, 2, &d1, 1);
+        r[i][4] = op("cat", (sb_tensor *[3]){t[0], t[0], t[0]}, 3, &d0, 1);
+        r[i][5] = op("concat", (sb_tensor *[2]){t[4], t[4]}, 2, &d2, 1);
+        r[i][6] = op("permute", &t[4], 1, perm, 3);
+        r[i][7] = op("transpose", t, 1, tr, 2);
+        r[i][8] = op("transpose", &t[4], 1, (const double[2]){1, 2}, 2);
+    }
+    const char *names[NR] = {"layer_norm", "layer_norm (w, b)", "gelu", "concat dim 1", "cat dim 0 (x3)", "concat dim 2 (3-D)",
+                             "permute 2,0,1", "transpose 0 1", "transpose 1 2 (3-D)"};
+    for (int k = 0; k < NR; k++) {
+        CHECKF(r[0][k] && r[1][k] && dl_diff(r[0][k], r[1][k]) <= tol, "eager %s on device %d: %g", names[k], dev,
+               r[0][k] && r[1][k] ? dl_diff(r[0][k], r[1][k]) : -1.0);
+        CHECKF(!r[0][k] || dl_device_of(r[0][k]) == dev, "eager %s: result on device %d", names[k], r[0][k] ? dl_device_of(r[0][k]) : -1);
+    }
+    /* compiled: the four ops in one program */
+    sb_program *pr[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        sb_graph *g = NULL;
+        sb_value vx = -1, vx2 = -1, vw = -1, vb = -1;
+        CHECK(sb_graph_create(&g) == SB_OK && sb_graph_input(g, SB_INPUT_DATA, "x", SB_TYPE_F32, 2, nx, &vx) == SB_OK &&
+              sb_graph_input(g, SB_INPUT_DATA, "x2", SB_TYPE_F32, 2, nx2, &vx2) == SB_OK &&
+              sb_graph_input(g, SB_INPUT_DATA, "w", SB_TYPE_F32, 1, nw, &vw) == SB_OK && sb_graph_input(g, SB_INPUT_DATA, "b", SB_TYPE_F32, 1, nw, &vb) == SB_OK);
+        sb_value y = dl_op(g, "layer_norm", (sb_value[3]){vx, vw, vb}, 3, &eps, 1);
+        y = dl_op(g, "gelu", &y, 1, NULL, 0);
+        y = dl_op(g, "concat", (sb_value[2]){y, vx2}, 2, &d1, 1);
+        y = dl_op(g, "permute", &y, 1, (const double[2]){1, 0}, 2);
+        pr[i] = dl_compile(g, y, i ? SB_DEVICE_CPU : dev, "the layer_norm/gelu/concat/permute program");
+    }
+    sb_tensor *out[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++)
+        if (pr[i]) CHECKF(sb_program_run(pr[i], in[i], 4, &out[i], 1) == SB_OK, "run on %d: %s", i ? SB_DEVICE_CPU : dev, sb_last_error());
+    CHECKF(out[0] && out[1] && dl_diff(out[0], out[1]) <= tol, "compiled layer_norm/gelu/concat/permute on device %d", dev);
+    CHECKF(!out[0] || dl_device_of(out[0]) == dev, "compiled: result on device %d", out[0] ? dl_device_of(out[0]) : -1);
+    for (int i = 0; i < 2; i++) {
+        for (int k = 0; k < NR; k++) sb_tensor_free(r[i][k]);
+        for (int k = 0; k < 5; k++) sb_tensor_free(in[i][k]);
+        sb_tensor_free(out[i]);
+        sb_program_free(pr[i]);
+    }
+}
+
 /* an op on a CPU tensor and a dev tensor: refused, naming the op and both devices */
 static void dl_check_mixed(int dev) {
     sb_tensor *a = dl_f32(SB_DEVICE_CPU, 8, 2, NULL), *b = dl_f32(dev, 8, 2, NULL), *o = (sb_tensor *)1;
@@ -389,6 +462,7 @@ static void dl_check_inplace(int dev) {
  * tol_block (the model's scenarios skip when the shared test data is absent) */
 static void dl_check_all(int dev, double tol_eager, double tol_block) {
     dl_check_mixed(dev);
+    dl_check_tensor_ops(dev, tol_eager);
     dl_check_cache_handoff(dev);
     dl_check_inplace(dev);
     dl_block b = {.C = 16};

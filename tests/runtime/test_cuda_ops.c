@@ -5,7 +5,8 @@
  * exec_cuda with the device arena poisoned with NaN before each run) and for the reference target
  * (run by exec_cpu: unfused ops_ref.c, f32 activations, f64 matmul sums), and the outputs are
  * compared by NMSE. Families: get_rows (every readable type; the table kept in host memory, also
- * across graph replays, or uploaded), slice, matmul (q8_1 dp4a GEMV per type and
+ * across graph replays, or uploaded), slice, softmax, the tensor ABI's layer_norm / exact gelu /
+ * concat / permute (also value by value: within 1e-6, the copies the same bytes), matmul (q8_1 dp4a GEMV per type and
  * T = 1..13 including 8-token tiles; f32-activation GEMV for float and other types; the tiled F32
  * GEMM at T > 8 with ragged tiles and K % 4 != 0; F16/BF16 through the 128 x 128 tile), fused RMSNorm
  * chains, fused chains with a quantize tail (bit-identical to the kernels apart), RMSNorm+quantize, GLU(+quantize), elementwise (scale/softcap/silu/gelu), RoPE
@@ -316,6 +317,144 @@ static void test_softmax(void) {
         ir_graph_free(g);
         free(x);
     }
+}
+
+/* the CUDA output of the last run (last_y) against ref: every value within tol * max(|ref|, lo)
+ * (tol 0: the same bytes), the worst error printed */
+static void expect_values(const float *ref, int64_t n, double tol, double lo, const char *label) {
+    CHECKF(last_y && last_n == n, "%s: no CUDA output to compare (%lld values, want %lld)", label, (long long)last_n, (long long)n);
+    if (!last_y || last_n != n) return;
+    double worst = 0;
+    int64_t exact = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = fabs((double)last_y[i] - ref[i]) / fmax(fabs(ref[i]), lo);
+        worst = d == d && worst == worst ? fmax(worst, d) : NAN;
+        exact += !memcmp(&last_y[i], &ref[i], sizeof *ref);
+    }
+    const bool ok = tol == 0 ? exact == n : worst <= tol;
+    printf("%-44s max error %.2e, %lld/%lld bit-identical%s\n", label, worst, (long long)exact, (long long)n, ok ? "" : "  FAIL");
+    CHECKF(ok, "%s: max error %.3e of max(|ref|, %g) (limit %.0e), %lld of %lld values bit-identical", label, worst, lo, tol, (long long)exact,
+           (long long)n);
+}
+
+static int64_t nelem4(const int64_t ne[4]) { return ne[0] * ne[1] * ne[2] * ne[3]; }
+
+/* layer_norm (k_layer_norm) and the exact GELU (k_gelu_erf) on rows of 1, short, odd, one past the
+ * 256-thread block, long (50,000) and 3-/4-D values; layer_norm's odd rows offset by 50 (the mean
+ * subtracted), within 1e-6 of max(|y|, 1) of op_layer_norm (its double sums in another order);
+ * gelu through +-30 against op_gelu within 1e-6 of max(|y|, 1e-3) (CUDA's double erf, not glibc's) */
+static void test_layer_norm_gelu(void) {
+    const int64_t cs[][4] = {{1, 5, 1, 1}, {7, 3, 1, 1}, {256, 4, 1, 1}, {257, 70, 1, 1}, {1000, 7, 1, 1},
+                             {50000, 2, 1, 1}, {4096, 1, 1, 1}, {33, 4, 3, 1}, {65, 3, 2, 2}};
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int64_t E = cs[k][0], n = nelem4(cs[k]), rows = n / E;
+        for (int op = 0; op < 2; op++) {
+            float *x = rnd(n, op ? 4.0f : 3.0f), *ref = malloc((size_t)n * sizeof *ref);
+            if (op == 0)
+                for (int64_t t = 1; t < rows; t += 2)
+                    for (int64_t i = 0; i < E; i++) x[t * E + i] += 50.0f;
+            else
+                for (int64_t i = 0; i < n; i += 97) x[i] = i % 2 ? 30.0f : -30.0f;
+            ir_graph *g;
+            ir_graph_create(&g);
+            ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, cs[k]);
+            ir_output(g, op ? ir_gelu(g, xr) : ir_layer_norm(g, xr, 1e-5f), "y");
+            binds b = {.name = {"x"}, .data = {x}, .n = 1};
+            char label[96];
+            snprintf(label, sizeof label, "%s [%lld,%lld,%lld,%lld]", op ? "gelu (erf)" : "layer_norm", (long long)cs[k][0], (long long)cs[k][1],
+                     (long long)cs[k][2], (long long)cs[k][3]);
+            expect(run_both(g, &b, label), 1e-12, label);
+            if (op) op_gelu(ref, x, n);
+            else op_layer_norm(ref, x, E, 0, rows, 1e-5f);
+            expect_values(ref, n, 1e-6, op ? 1e-3 : 1.0, label);
+            ir_graph_free(g);
+            free(x), free(ref);
+        }
+    }
+}
+
+/* concat (k_concat) of ns sources of shape ne but ne[dim] = len[i] (twice: source 1 is source 0),
+ * byte for byte against op_concat */
+static void check_concat(const int64_t ne[4], int dim, int ns, const int64_t *len, bool twice) {
+    float *xs[8];
+    int64_t chunk[8], total = 0, outer = 1;
+    ir_graph *g;
+    ir_graph_create(&g);
+    ir_ref refs[8];
+    binds b = {.n = 0};
+    static const char *names[8] = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"};
+    for (int k = dim + 1; k < 4; k++) outer *= ne[k];
+    for (int i = 0; i < ns; i++) {
+        int64_t sne[4] = {ne[0], ne[1], ne[2], ne[3]};
+        sne[dim] = len[i];
+        chunk[i] = len[i];
+        for (int k = 0; k < dim; k++) chunk[i] *= ne[k];
+        total += chunk[i];
+        if (twice && i == 1) {
+            xs[i] = xs[0], refs[i] = refs[0];
+            continue;
+        }
+        xs[i] = rnd(nelem4(sne), 1.0f);
+        refs[i] = ir_input_weight(g, names[i], SB_TYPE_F32, sne);
+        b.name[b.n] = names[i], b.data[b.n++] = xs[i];
+    }
+    ir_output(g, ir_concat(g, refs, ns, dim), "y");
+    float *ref = malloc((size_t)(total * outer) * sizeof *ref);
+    op_concat(ref, (const float *const *)xs, chunk, ns, outer);
+    char label[96];
+    snprintf(label, sizeof label, "concat %d%s along %d of [%lld,%lld,%lld,%lld]", ns, twice ? " (x, x)" : "", dim, (long long)ne[0], (long long)ne[1],
+             (long long)ne[2], (long long)ne[3]);
+    expect(run_both(g, &b, label), 0, label);
+    expect_values(ref, total * outer, 0, 1.0, label);
+    ir_graph_free(g);
+    for (int i = 0; i < ns; i++)
+        if (!(twice && i == 1)) free(xs[i]);
+    free(ref);
+}
+
+/* permute (k_permute) of x [ne] by perm, byte for byte against op_permute */
+static void check_permute(const int64_t ne[4], const int32_t perm[4]) {
+    const int64_t n = nelem4(ne), rows = n / ne[perm[0]];
+    float *x = rnd(n, 1.0f), *ref = malloc((size_t)n * sizeof *ref);
+    ir_graph *g;
+    ir_graph_create(&g);
+    ir_output(g, ir_permute(g, ir_input_weight(g, "x", SB_TYPE_F32, ne), perm), "y");
+    binds b = {.name = {"x"}, .data = {x}, .n = 1};
+    op_permute(ref, x, ne, perm, 0, rows);
+    char label[96];
+    snprintf(label, sizeof label, "permute [%lld,%lld,%lld,%lld] by %d,%d,%d,%d", (long long)ne[0], (long long)ne[1], (long long)ne[2],
+             (long long)ne[3], perm[0], perm[1], perm[2], perm[3]);
+    expect(run_both(g, &b, label), 0, label);
+    expect_values(ref, n, 0, 1.0, label);
+    ir_graph_free(g);
+    free(x), free(ref);
+}
+
+/* concat along every dim of 4-D and 3-D values (2, 3 and 8 sources, a source twice), rows longer
+ * than a block, more outer rows than a grid's y (65535); permute by all 24 permutations of a 4-D
+ * value and the 6 of a 3-D one, long rows, more rows than a grid's y */
+static void test_concat_permute(void) {
+    const int64_t ne[4] = {5, 3, 4, 2}, ne3[4] = {33, 7, 5, 1};
+    for (int dim = 0; dim < 4; dim++) {
+        check_concat(ne, dim, 2, (const int64_t[]){ne[dim], 1}, false);
+        check_concat(ne, dim, 3, (const int64_t[]){ne[dim], ne[dim] + 2, 1}, false);
+        check_concat(ne, dim, 2, (const int64_t[]){ne[dim], ne[dim]}, true);
+        if (dim < 3) check_concat(ne3, dim, 2, (const int64_t[]){ne3[dim], 2}, false);
+    }
+    check_concat(ne, 1, 8, (const int64_t[]){1, 2, 3, 4, 5, 6, 7, 8}, false);
+    check_concat((const int64_t[4]){1000, 3, 1, 1}, 0, 2, (const int64_t[]){1000, 301}, false);
+    check_concat((const int64_t[4]){300, 3, 2, 1}, 1, 3, (const int64_t[]){3, 1, 2}, false);
+    check_concat((const int64_t[4]){2, 1, 70000, 1}, 1, 2, (const int64_t[]){1, 3}, false);
+    for (int code = 0; code < 256; code++) { /* every permutation of 0..3 */
+        const int32_t p[4] = {code & 3, code >> 2 & 3, code >> 4 & 3, code >> 6 & 3};
+        if ((1 << p[0] | 1 << p[1] | 1 << p[2] | 1 << p[3]) != 15) continue;
+        check_permute(ne, p);
+        if (p[3] == 3) check_permute(ne3, p);
+    }
+    check_permute((const int64_t[4]){300, 3, 2, 1}, (const int32_t[4]){1, 0, 2, 3});
+    check_permute((const int64_t[4]){3, 70000, 1, 1}, (const int32_t[4]){1, 0, 2, 3});
+    check_permute((const int64_t[4]){70000, 3, 1, 1}, (const int32_t[4]){1, 0, 2, 3});
+    check_permute((const int64_t[4]){257, 9, 5, 3}, (const int32_t[4]){2, 3, 0, 1});
 }
 
 static void test_matmul(void) {
@@ -2072,6 +2211,8 @@ int main(void) {
     test_gathered_steps();
     test_slice();
     test_softmax();
+    test_layer_norm_gelu();
+    test_concat_permute();
     test_matmul();
     test_norm_glu_ew();
     printf("-- the same with the one-row-in-registers quantizers (cu_config.act_fast)\n");

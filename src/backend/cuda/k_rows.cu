@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
- * backend/cuda/k_rows.cu — row gathers and row-wise elementwise chains.
+ * backend/cuda/k_rows.cu — row gathers, row-wise elementwise chains, softmax and the tensor ABI's
+ * row and copy ops.
  * Math: get_rows y[:,t] = dequant(w[:, tok[t]]) (tok NULL: w[:, t], rows gathered on the host);
  * select_rows y[:,i] = x[:, idx[i]]; slice y[:, j, k] = x[:, start + j, k] (ne[1] cut to n);
  * ew chain: the FUSED node's steps (add/mul with a broadcast or full operand, scale, softcap,
@@ -21,12 +22,19 @@
  * writes 4*E*n*outer each; a chain reads x once, each operand once and writes dst once (later steps
  * hit L1): 8*E*T + 4*E*T per operand,
  * intensity < 1 FLOP/B, bandwidth-bound; at decode sizes (E ~ 1e3) launch latency dominates.
+ * The tensor ABI's ops (layer_norm, exact gelu, concat, permute): device/tensor_ops.cuh says their
+ * math and geometry (layer_norm a block a row; the copies a 2-D grid of 256-thread blocks in
+ * strides); each reads its input once and writes its output once — permute's reads are strided
+ * (uncoalesced) when perm[0] != 0.
  * Tested against: ops_ref.c op_get_rows/op_select_rows/op_slice/op_add/.../op_rms_norm/op_geglu through
  * tests/runtime/test_cuda_ops.c and the whole-model tests; the chain with a quantize tail against the
- * chain and quantizer kernels apart, byte for byte (test_cuda_ew_quant_emu on the host, test_cuda_ops).
+ * chain and quantizer kernels apart, byte for byte (test_cuda_ew_quant_emu on the host, test_cuda_ops);
+ * the tensor ABI's ops against op_layer_norm / op_gelu / op_concat / op_permute
+ * (test_cuda_tensor_ops_emu on the host, test_cuda_ops).
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/ew_rows.cuh"
+#include "backend/cuda/device/tensor_ops.cuh"
 
 // ---- get_rows / select_rows ----
 
@@ -156,6 +164,60 @@ extern "C" sb_status cu_softmax(cu_stream s, float *dst, const float *x, int64_t
     if (rows > 0x7FFFFFFF) return sb_fail(SB_ERR_UNSUPPORTED, "cuda: softmax over %lld rows (at most 2^31 - 1)", (long long)rows);
     cu_launch(k_softmax, (unsigned)rows, 256, (cudaStream_t)s, dst, x, E);
     return cu_after_launch("k_softmax");
+}
+
+// ---- the tensor ABI's ops (device/tensor_ops.cuh) ----
+
+__global__ void __launch_bounds__(LN_THREADS) k_layer_norm(float *dst, const float *x, int64_t E, float eps) {
+    CU_PDL_ENTRY();
+    __shared__ double part[LN_THREADS / 32];
+    layer_norm_row(dst + (int64_t)blockIdx.x * E, x + (int64_t)blockIdx.x * E, E, eps, part);
+}
+
+extern "C" sb_status cu_layer_norm(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows, float eps) {
+    if (rows <= 0 || E <= 0) return SB_OK;
+    if (rows > 0x7FFFFFFF) return sb_fail(SB_ERR_UNSUPPORTED, "cuda: layer_norm over %lld rows (at most 2^31 - 1)", (long long)rows);
+    cu_launch(k_layer_norm, (unsigned)rows, LN_THREADS, (cudaStream_t)s, dst, x, E, eps);
+    return cu_after_launch("k_layer_norm");
+}
+
+__global__ void __launch_bounds__(COPY_THREADS) k_gelu_erf(float *dst, const float *x, int64_t n) {
+    CU_PDL_ENTRY();
+    gelu_elems(dst, x, n);
+}
+
+extern "C" sb_status cu_gelu_erf(cu_stream s, float *dst, const float *x, int64_t n) {
+    if (n <= 0) return SB_OK;
+    cu_launch(k_gelu_erf, tensor_copy_grid(n, 1, COPY_MAX_X, 1), COPY_THREADS, (cudaStream_t)s, dst, x, n);
+    return cu_after_launch("k_gelu_erf");
+}
+
+__global__ void __launch_bounds__(COPY_THREADS) k_concat(float *dst, concat_args a) {
+    CU_PDL_ENTRY();
+    concat_elems(dst, a);
+}
+
+extern "C" sb_status cu_concat(cu_stream s, float *dst, const float *const *src, const int64_t *chunk, int n, int64_t outer) {
+    if (n < 1 || n > CONCAT_MAX_SRC) return sb_fail(SB_ERR_UNSUPPORTED, "cuda: concat of %d sources (1..%d)", n, CONCAT_MAX_SRC);
+    concat_args a = {};
+    a.n = n, a.outer = outer;
+    for (int i = 0; i < n; i++) a.src[i] = src[i], a.chunk[i] = chunk[i], a.total += chunk[i];
+    if (a.total <= 0 || outer <= 0) return SB_OK;
+    cu_launch(k_concat, tensor_copy_grid(a.total, outer, COPY_MAX_X, COPY_MAX_Y), COPY_THREADS, (cudaStream_t)s, dst, a);
+    return cu_after_launch("k_concat");
+}
+
+__global__ void __launch_bounds__(COPY_THREADS) k_permute(float *dst, const float *x, permute_args a) {
+    CU_PDL_ENTRY();
+    permute_elems(dst, x, a);
+}
+
+extern "C" sb_status cu_permute(cu_stream s, float *dst, const float *x, const int64_t ne[4], const int32_t perm[4]) {
+    const permute_args a = permute_args_of(ne, perm);
+    const int64_t rows = a.on[1] * a.on[2] * a.on[3];
+    if (a.on[0] <= 0 || rows <= 0) return SB_OK;
+    cu_launch(k_permute, tensor_copy_grid(a.on[0], rows, COPY_MAX_X, COPY_MAX_Y), COPY_THREADS, (cudaStream_t)s, dst, x, a);
+    return cu_after_launch("k_permute");
 }
 
 __global__ void k_glu(float *dst, const float *g, const float *u, int64_t n, int gelu) {

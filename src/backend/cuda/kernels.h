@@ -117,6 +117,14 @@ sb_status cu_ew_quant_rows(cu_stream s, float *dst, const float *x, int64_t E, i
 sb_status cu_glu(cu_stream s, float *dst, const float *g, const float *u, int64_t n, bool gelu);
 /* dst [rows, E] = softmax over each row of x (ops_ref.c's op_softmax; dst may be x). */
 sb_status cu_softmax(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows);
+/* The tensor ABI's ops (k_rows.cu, device/tensor_ops.cuh), each ops_ref.c's: dst [E, rows] =
+ * op_layer_norm of each row of x (dst may be x); dst = op_gelu(x) over n values (the exact erf GELU,
+ * in double); dst = op_concat of n (1..8) f32 sources, row o of dst being chunk[i] values of each
+ * source i in turn; dst = op_permute of x [ne] (dst.ne[k] = ne[perm[k]]). */
+sb_status cu_layer_norm(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows, float eps);
+sb_status cu_gelu_erf(cu_stream s, float *dst, const float *x, int64_t n);
+sb_status cu_concat(cu_stream s, float *dst, const float *const *src, const int64_t *chunk, int n, int64_t outer);
+sb_status cu_permute(cu_stream s, float *dst, const float *x, const int64_t ne[4], const int32_t perm[4]);
 
 // ---- 8-bit activations (k_quantize.cu) ----
 /* xq = SB_TYPE_Q8_1 (formats.md §3.2 CUDA semantics: s = F16(sum x)) or SB_TYPE_Q8_K (the CPU
