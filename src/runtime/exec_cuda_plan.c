@@ -93,11 +93,12 @@ static int attn_nsplit_paged(const exec_cuda *cx, int64_t T, int64_t Hq, int hb,
 }
 
 /* the grouped kernel's heads a block (cu_attn_paged_args.hb) under cu_config.attn_gqa: the largest
- * power of two <= it the kernel takes for a's shape (G = Hq / Hkv of one kv head, each K/V row read
- * once for them), 0 where none does (F32 caches, other head dims: the per-head kernel) */
+ * divisor of G = Hq / Hkv <= it that the kernel takes for a's shape (all G heads of a kv head where
+ * it can: each K/V row read once for them; Qwen2.5's 7), 0 where none does (attn_gqa 0, head dims
+ * or cache types it has no instance of: the per-head kernel) */
 static int attn_paged_hb(const exec_cuda *cx, const cu_attn_paged_args *a) {
-    for (int hb = 8; hb >= 1; hb /= 2)
-        if (hb <= cx->cfg.attn_gqa && cu_attention_paged_gqa_ok(a, hb)) return hb;
+    for (int hb = cx->cfg.attn_gqa < 8 ? cx->cfg.attn_gqa : 8; hb >= 1; hb--)
+        if (cu_attention_paged_gqa_ok(a, hb)) return hb;
     return 0;
 }
 

@@ -14,10 +14,13 @@
  * counters, which must give the same bits and leave the counters zeroed): depths where fewer than
  * S splits are active, exactly S, one (below kmin), kmin 1 (splits of one key: warps without keys), windows, softcaps;
  * where one split is active the output must equal the unsplit kernel's bit for bit. Then the grouped
- * kernel (device/attn_paged_gqa.cuh: hb query heads of a kv head a block, F16, head_dim 256 / 512)
- * the same ways: G 1 / 2 / 4 / 8 in one or two blocks, splits up to 128 (its float4 merge), gemma4's
- * global layer at depth 2048, a window of 512 at depth 5000, 8 tokens at depths 1..8. Limit NMSE
- * 1e-10 (f32 sums in another order: the kernel's softmax is online, the splits merge).
+ * kernel (device/attn_paged_gqa.cuh: hb query heads of a kv head a block) the same ways: F16 at
+ * head_dim 256 / 512 with G 1 / 2 / 4 / 8 in one or two blocks, splits up to 128 (its float4 merge),
+ * gemma4's global layer at depth 2048, a window of 512 at depth 5000, 8 tokens at depths 1..8; F16
+ * and F32 at head_dim 64 / 128 with G 1 / 2 / 3 / 5 / 6 / 7 / 8 (hb = G, or hb | G in several
+ * blocks), depths 1..600, splits 1..32, up to 5 sequences a step, where the last split block's merge
+ * over counters must equal k_attn_paged_gqa_merge_warps bit for bit. Limit NMSE 1e-10 (f32 sums in
+ * another order: the kernel's softmax is online, the splits merge).
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler.
  */
 #include "ops/ops_ref.h"
@@ -37,12 +40,15 @@ static uint64_t seed = 0xA77E2ull;
 
 #define KMIN_DEFAULT 64 /* kernels.h's CU_ATT_DEC_KMIN: the kernel's fewest keys a split for kmin 0 */
 
-/* one launch's shapes: S key splits (0 / 1: none) of at least kmin keys (0: the default) */
+#define NSEQ 8 /* sequences of a step at most */
+
+/* one launch's shapes: sequence s's len[s] tokens at positions start[s].. (len 0: none); S key
+ * splits (0 / 1: none) of at least kmin keys (0: the default) */
 typedef struct pcase {
     int64_t D, Hq, Hkv;
     int ctype, window, bs;
     float softcap;
-    int64_t start[3], len[3];
+    int64_t start[NSEQ], len[NSEQ];
     int S, kmin;
     int hb; /* 0: the per-head kernel; > 0: the grouped kernel, hb query heads a block */
 } pcase;
@@ -160,8 +166,9 @@ static void check(const char *label, const pcase *c, const pdata *d) {
             CHECKF(!memcmp(got + t * row, one + t * row, (size_t)row * 4), "%s S=%d: token %lld (one split active) differs from S=1", label,
                    c->S, (long long)t);
     free(one);
-    /* the split merged by its last block (one launch, counters) is the merge kernel's, bit for bit */
-    float *ink = c->S > 1 && c->hb == 0 ? launch_m(c, d, c->S, true, true) : NULL;
+    /* the split merged by its last block (one launch, counters) is the merge kernel's, bit for bit
+     * (the per-head kernel; the grouped one at head_dim <= 128) */
+    float *ink = c->S > 1 && (c->hb == 0 || c->D <= 128) ? launch_m(c, d, c->S, true, true) : NULL;
     if (ink) CHECKF(!memcmp(got, ink, (size_t)n * 4), "%s S=%d: the in-kernel merge differs from k_attn_paged_merge", label, c->S);
     free(ink);
     free(got);
@@ -188,23 +195,24 @@ static void rope_free(pdata *d) {
 }
 
 static void run_case(const pcase *c, const qrope *qr) {
-    const int64_t D = c->D, Hq = c->Hq, Hkv = c->Hkv, Dkv = D * Hkv, bs = c->bs, n_blk = 128, C = n_blk * bs;
-    int64_t T = 0, last = 159; /* n_tbl: enough entries for position 159, or the deepest token */
-    for (int s = 0; s < 3; s++) {
+    const int64_t D = c->D, Hq = c->Hq, Hkv = c->Hkv, Dkv = D * Hkv, bs = c->bs;
+    int64_t T = 0, last = 159, nseq = 0; /* n_tbl: enough entries for position 159, or the deepest token */
+    for (int s = 0; s < NSEQ; s++) {
         T += c->len[s];
+        nseq += c->len[s] > 0;
         if (c->len[s] && c->start[s] + c->len[s] - 1 > last) last = c->start[s] + c->len[s] - 1;
     }
-    const int64_t n_tbl = last / bs + 1;
-    CHECKF(3 * n_tbl <= n_blk && T <= 16, "case of %lld tokens, %lld table entries: too large", (long long)T, (long long)n_tbl);
-    if (3 * n_tbl > n_blk || T > 16) return;
-    int32_t blocks[128], pos[16];
+    const int64_t n_tbl = last / bs + 1, n_blk = NSEQ * n_tbl > 128 ? NSEQ * n_tbl : 128, C = n_blk * bs; /* blocks of no sequence too */
+    CHECKF(T <= 16, "case of %lld tokens of %lld sequences: too many", (long long)T, (long long)nseq);
+    if (T > 16) return;
+    int32_t *blocks = malloc((size_t)n_blk * 4), pos[16];
     int32_t *tbl = malloc((size_t)(n_tbl * T) * 4);
     for (int i = 0; i < n_blk; i++) blocks[i] = i;
     for (int i = n_blk - 1; i > 0; i--) {
         const int j = (int)(test_rand_u64(&seed) % (uint64_t)(i + 1)), x = blocks[i];
         blocks[i] = blocks[j], blocks[j] = x;
     }
-    for (int s = 0, t = 0; s < 3; s++)
+    for (int s = 0, t = 0; s < NSEQ; s++) /* sequence s owns the shuffled blocks[s n_tbl ..] */
         for (int64_t i = 0; i < c->len[s]; i++, t++) {
             pos[t] = (int32_t)(c->start[s] + i);
             for (int64_t e = 0; e < n_tbl; e++) tbl[t * n_tbl + e] = blocks[s * n_tbl + e];
@@ -221,7 +229,7 @@ static void run_case(const pcase *c, const qrope *qr) {
              (long long)D, (long long)Hq, (long long)Hkv, (long long)T, (long long)bs, c->window, c->softcap);
     check(label, c, &d);
     rope_free(&d);
-    free(d.q), free(kf), free(vf), free(d.kc), free(d.vc), free(d.ref), free(scores), free(tbl);
+    free(d.q), free(kf), free(vf), free(d.kc), free(d.vc), free(d.ref), free(scores), free(tbl), free(blocks);
 }
 
 /* a contiguous cache of C rows as one block (bs C, one zero entry per token: exec_cuda_dispatch.c's
@@ -296,6 +304,27 @@ int main(void) {
             {512, 4, 1, SB_TYPE_F16, 0, 16, 0, {3, 130, 0}, {1, 1, 2}, 1, 0, 4},         /* unsplit, shallow */
         };
         for (size_t k = 0; k < sizeof gs / sizeof gs[0]; k++) run_case(&gs[k], &no_rope);
+        /* the grouped kernel at head_dim 64 / 128, F16 and F32 (key groups of 8 / 16 / 32 lanes, 4 / 2 / 1
+         * keys a warp): G 1 / 2 / 3 / 5 / 6 / 7 / 8 in one block (hb = G) or several (hb | G), depths
+         * 1..600, splits 1..32 (kmin default, 16, 4, 1: splits of one key, groups and warps without
+         * keys), windows, softcaps, block sizes 5 / 8 / 16, up to 8 sequences with shuffled blocks */
+        const pcase ns[] = {
+            {64, 14, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 90}, {1, 5, 1}, 1, 0, 7},                  /* qwen2.5-0.5b's heads, unsplit */
+            {64, 14, 2, SB_TYPE_F16, 0, 16, 0, {127, 0, 600}, {1, 2, 1}, 4, 0, 7},                /* 2 of 4, 1, 4 of 4 */
+            {64, 14, 2, SB_TYPE_F16, 0, 16, 0, {0, 64, 128, 300, 599}, {1, 1, 1, 1, 1}, 4, 0, 7}, /* 5 decodes: 1, 2, 3, 4, 4 */
+            {64, 14, 2, SB_TYPE_F16, 0, 16, 0, {0, 590, 100}, {1, 3, 2}, 8, 16, 7},               /* prefill chunks, kmin 16 */
+            {128, 16, 2, SB_TYPE_F32, 0, 16, 0, {300, 15, 130}, {1, 1, 1}, 5, 0, 8},              /* F32 D 128, G 8: 5 of 5, 1, 3 */
+            {128, 10, 2, SB_TYPE_F16, 0, 16, 30.0f, {599, 1, 200}, {1, 2, 1}, 12, 4, 5},         /* G 5, softcap, 12 splits */
+            {64, 6, 2, SB_TYPE_F32, 24, 5, 0, {41, 12, 1}, {1, 1, 2}, 32, 1, 3},                  /* G 3, window, bs 5, 1-key splits */
+            {64, 4, 4, SB_TYPE_F16, 200, 16, 50.0f, {500, 33, 256}, {1, 3, 1}, 2, 0, 1},         /* G 1, window 200 deep, softcap */
+            {128, 4, 2, SB_TYPE_F16, 0, 16, 0, {599, 64, 0}, {1, 1, 1}, 10, 0, 2},              /* G 2: 10 of 10, 2, 1 */
+            {64, 8, 1, SB_TYPE_F32, 0, 16, 0, {300, 0, 63}, {1, 2, 1}, 3, 0, 8},                 /* F32 D 64, G 8 */
+            {64, 8, 1, SB_TYPE_F16, 0, 8, 0, {70, 5, 100, 33}, {1, 1, 1, 1}, 5, 4, 4},          /* G 8 as 2 blocks of 4, bs 8 */
+            {128, 12, 2, SB_TYPE_F16, 24, 8, 30.0f, {70, 5, 100}, {1, 1, 1}, 5, 4, 3},          /* G 6 as 2 blocks of 3 */
+            {128, 12, 2, SB_TYPE_F32, 0, 16, 0, {450, 8, 129, 300, 2}, {1, 1, 1, 1, 1}, 7, 0, 6}, /* G 6 in one, F32 */
+            {128, 16, 2, SB_TYPE_F16, 100, 16, 0, {599, 150, 20}, {1, 1, 1}, 3, 0, 8},           /* window 100 past 600 */
+        };
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) run_case(&ns[k], &no_rope);
         const struct { pcase c; int64_t C, T; int32_t p0; } gt[] = {
             {{512, 8, 2, SB_TYPE_F16, 0, 0, 0, {0}, {0}, 65, 0, 4}, 2100, 1, 2047},       /* gemma4-e4b's global layer: 32 of 65 of 64 keys */
             {{256, 8, 2, SB_TYPE_F16, 512, 0, 0, {0}, {0}, 64, 0, 4}, 5100, 1, 4999},     /* its sliding layer past the window: 8 of 64 */
@@ -314,6 +343,9 @@ int main(void) {
             {{256, 8, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 90}, {1, 5, 1}, 1, 0, 4}, {256, 2, 0}},     /* grouped, G 4 */
             {{256, 8, 1, SB_TYPE_F16, 24, 8, 30.0f, {70, 5, 100}, {2, 3, 1}, 5, 4, 8}, {128, 0, 1}}, /* grouped G 8, split, part, ff */
             {{512, 8, 2, SB_TYPE_F16, 0, 16, 0, {200, 0, 127}, {1, 3, 1}, 32, 4, 4}, {512, 2, 1}},  /* grouped D 512, 29 of 32 */
+            {{64, 14, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 190}, {1, 2, 1}, 4, 0, 7}, {64, 2, 0}},     /* grouped qwen2's heads, G 7 */
+            {{128, 16, 2, SB_TYPE_F32, 0, 16, 0, {300, 15, 600}, {1, 1, 1}, 5, 0, 8}, {128, 0, 1}}, /* grouped F32 D 128, ff */
+            {{64, 6, 2, SB_TYPE_F32, 24, 5, 0, {41, 12, 1}, {1, 1, 2}, 8, 1, 3}, {32, 2, 0}},       /* grouped G 3, part of the dims */
         };
         for (size_t k = 0; k < sizeof rs / sizeof rs[0]; k++) run_case(&rs[k].c, &rs[k].r);
         const struct { pcase c; int64_t C, T; int32_t p0; qrope r; } rt[] = {

@@ -1240,9 +1240,11 @@ static void test_attention(void) {
  * executor splits the keys (exec_cuda_plan.c attn_nsplit_paged: S from the table's reach and the
  * SM count; 132 SMs: S 3 in the shallow cases (1 under the window of 24), 11 and 4 in the deep
  * ones, where every split, some or one is active by depth). Each case runs a block per query head
- * (cu_config.attn_gqa 0) and grouped (attn_gqa 8: F16 caches of head_dim 256 / 512 take
- * k_attn_paged_gqa, hb query heads of a kv head a block, up to 128 splits): the gemma shapes below
- * are for it (G 4 / 8, deep tokens of 2,000-5,000 keys with 64-key splits, a window of 512). */
+ * (cu_config.attn_gqa 0) and grouped (attn_gqa 8: F16 caches of head_dim 64 / 128 / 256 / 512 and
+ * F32 of 64 / 128 take k_attn_paged_gqa, hb query heads of a kv head a block, up to 128 splits,
+ * merged by the last split block at head_dim <= 128): the gemma shapes below are for it (G 4 / 8,
+ * deep tokens of 2,000-5,000 keys with 64-key splits, a window of 512), and the last rows (G 7 / 5
+ * / 3 / 8 / 1 at head_dim 64 / 128, F16 and F32, Qwen2.5-0.5B's heads at depth 4,000). */
 static void test_paged_attention(void) {
     struct { int64_t D, Hq, Hkv; int ctype, window, bs; float softcap; int64_t start[3], len[3]; } cs[] = {
         {64, 4, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 90}, {1, 5, 1}},      /* decode + a prefill chunk */
@@ -1256,6 +1258,12 @@ static void test_paged_attention(void) {
         {256, 4, 1, SB_TYPE_F16, 0, 32, 30.0f, {4500, 64, 0}, {1, 1, 4}},  /* gemma3-1b's heads (G 4), softcap */
         {512, 8, 1, SB_TYPE_F16, 0, 16, 0, {1500, 33, 1}, {1, 1, 6}},      /* G 8 at head_dim 512: two blocks a kv head */
         {256, 8, 1, SB_TYPE_F16, 0, 16, 0, {2047, 0, 100}, {1, 3, 1}},     /* G 8 in one block */
+        {64, 14, 2, SB_TYPE_F16, 0, 16, 0, {127, 0, 600}, {1, 5, 1}},      /* qwen2.5-0.5b's heads: G 7 in one block */
+        {64, 14, 2, SB_TYPE_F16, 0, 16, 0, {4000, 150, 1}, {1, 1, 1}},     /* ... deep decodes: up to 63 splits active */
+        {128, 10, 2, SB_TYPE_F16, 0, 16, 30.0f, {599, 1, 200}, {1, 2, 1}}, /* G 5, softcap */
+        {64, 6, 2, SB_TYPE_F32, 24, 5, 0, {41, 12, 1}, {1, 1, 4}},         /* G 3, F32, window, bs 5 */
+        {128, 16, 2, SB_TYPE_F32, 0, 16, 0, {3000, 15, 130}, {1, 1, 1}},   /* G 8, F32, deep */
+        {64, 8, 8, SB_TYPE_F16, 100, 16, 0, {700, 33, 2}, {1, 3, 1}},      /* G 1, window 100 */
     };
     for (size_t kk = 0; kk < 2 * sizeof cs / sizeof cs[0]; kk++) {
         const size_t k = kk % (sizeof cs / sizeof cs[0]);
@@ -1311,7 +1319,8 @@ static void test_paged_attention(void) {
  * kernel rotates q as it loads it (pass fuse_attn_rope; device/attn_paged.cuh pa_q_rope) and the ROPE
  * launch goes — one kernel fewer, the output bit for bit the unfused run's (rope_rot is k_rope's math).
  * Normal / neox, part of the dims, freq factors, a window and softcap, the key split (deep tokens),
- * and the grouped kernel (attn_gqa 8: F16 at head_dim 256, G 4). */
+ * and the grouped kernel (attn_gqa 8: F16 at head_dim 256, G 4; head_dim 64 / 128 at G 7 / 2 / 5, F16
+ * and F32). */
 static void test_paged_rope_attention(void) {
     struct { int64_t D, Hq, Hkv; int ctype, window, bs; float softcap; int32_t p; int mode, n_rot, gqa, ff; } cs[] = {
         {64, 14, 2, SB_TYPE_F16, 0, 16, 0, 37, IR_ROPE_NEOX, 64, 0, 0},       /* qwen2.5-0.5b's heads */
@@ -1320,6 +1329,10 @@ static void test_paged_rope_attention(void) {
         {128, 16, 8, SB_TYPE_F16, 0, 32, 0, 4000, IR_ROPE_NEOX, 128, 0, 1},   /* llama-like, deep */
         {256, 8, 2, SB_TYPE_F16, 0, 16, 0, 2047, IR_ROPE_NEOX, 256, 8, 0},    /* grouped kernel, split */
         {256, 4, 1, SB_TYPE_F16, 0, 16, 30.0f, 5, IR_ROPE_NORMAL, 128, 8, 1}, /* grouped, shallow, softcap, ff */
+        {64, 14, 2, SB_TYPE_F16, 0, 16, 0, 37, IR_ROPE_NEOX, 64, 8, 0},       /* grouped qwen2.5-0.5b: G 7 a block */
+        {64, 14, 2, SB_TYPE_F16, 0, 16, 0, 1000, IR_ROPE_NEOX, 64, 8, 0},     /* ... split, the last block merges */
+        {128, 16, 8, SB_TYPE_F32, 0, 32, 0, 4000, IR_ROPE_NEOX, 128, 8, 1},   /* grouped llama-like, F32, deep, ff */
+        {128, 10, 2, SB_TYPE_F16, 24, 5, 30.0f, 300, IR_ROPE_NORMAL, 64, 8, 0}, /* grouped G 5, part of the dims, window */
     };
     const bool bits_was = fused_bits;
     fused_bits = true;

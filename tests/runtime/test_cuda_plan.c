@@ -407,6 +407,44 @@ int main(void) {
         exec_cuda_assume_device(0, 0);
     }
 
+    /* Qwen2.5-0.5B's paged decode attention at B = 1 as on an H100 (head_dim 64, 14 / 2 heads, F16
+     * pool, a table of 13 blocks of 16: 208 keys), described at depth 192: by default the grouped
+     * kernel, all 7 query heads of a kv head a block, 4 splits (208 keys / kmin 64), 3 active, merged
+     * by the last split block; with attn_gqa 0 a block per query head; with attn_gqa 4 the largest
+     * divisor of 7 <= 4: one head a block, grouped */
+    {
+        exec_cuda_assume_device(9, 132);
+        ir_graph *g;
+        ir_graph_create(&g);
+        const int64_t D = 64, C = 256 * 16, n_tbl = 13;
+        ir_ref q = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, 14, 1, 1});
+        ir_ref k2 = ir_input_kv(g, "cache_k.0", SB_TYPE_F16, (int64_t[4]){2 * D, C, 1, 1});
+        ir_ref v = ir_input_kv(g, "cache_v.0", SB_TYPE_F16, (int64_t[4]){2 * D, C, 1, 1});
+        ir_attn_params ap = {.n_head_kv = 2, .head_dim = (int32_t)D, .scale = 0.125f};
+        ir_ref a = ir_attention_paged(g, q, k2, v, ir_input_pos(g, 1), ir_input_block_table(g, n_tbl, 1), 16, &ap);
+        ir_output(g, ir_matmul(g, ir_input_weight(g, "wo", SB_TYPE_Q8_0, (int64_t[4]){14 * D, 64, 1, 1}), a), "y");
+        plan_target t;
+        gpu_target(NULL, &t);
+        plan *pa = NULL;
+        CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
+        if (pa) {
+            char d8[512] = "", d0[512] = "", d4[512] = "";
+            cu_config cg = cu_config_default;
+            exec_cuda_describe_attention(pa, &cg, 191, d8, sizeof d8);
+            cg.attn_gqa = 0;
+            exec_cuda_describe_attention(pa, &cg, 191, d0, sizeof d0);
+            cg.attn_gqa = 4;
+            exec_cuda_describe_attention(pa, &cg, 191, d4, sizeof d4);
+            printf("qwen2.5-0.5b's paged attention at depth 192, H100:\n%s%s%s", d8, d0, d4);
+            CHECKF(strstr(d8, "k_attn_paged_gqa hb 7 grid (2, 1, 4), 4 splits: 3 active of 64 keys, the last merges") != NULL, "default:\n%s", d8);
+            CHECKF(strstr(d0, "k_attn_paged hb 0 grid (14, 1, 4), 4 splits: 3 active of 64 keys, the last merges") != NULL, "attn_gqa 0:\n%s", d0);
+            CHECKF(strstr(d4, "k_attn_paged_gqa hb 1 grid (14, 1, 4), 4 splits: 3 active of 64 keys, the last merges") != NULL, "attn_gqa 4:\n%s", d4);
+            plan_free(pa);
+        }
+        ir_graph_free(g);
+        exec_cuda_assume_device(0, 0);
+    }
+
     /* attention heads past cu_attention's 256: even ones up to 512 run (the paged kernel over the
      * contiguous cache), Q's rope and the output's q8_1 then stay apart (plan_target
      * .attn_fuse_max_head_dim); odd ones past 256 and any past 512 are refused as unsupported */

@@ -56,8 +56,10 @@ typedef struct cu_config {
     int attn_deep;       /* depth classes past the small one with k_attn_deep.cu */
     int attn_deep_kmin;  /* k_attn_deep.cu: fewest keys a split (a multiple of 32, 32..) */
     int attn_pre;        /* the small-depth kernel's K/V copies before its PDL wait */
-    int attn_gqa;        /* the paged kernel's grouped variant (F16, head_dim 256/512): at most this many query heads
-                          * of a kv head a block (the largest power of two <= it that fits); 0: a block a head */
+    int attn_gqa;        /* the paged kernel's grouped variant (k_attn_paged_gqa: F16 caches of head_dim 64/128/256/512,
+                          * F32 of 64/128; any T): at most this many query heads of a kv head a block — the largest
+                          * divisor of Hq/Hkv <= it that the kernel takes (<= 4 at 512); 0: a block a head
+                          * (k_attn_paged), as for every other shape */
     int fattn_groups;    /* flash prefill at head_dim <= 64: 1 or 2 query groups a block */
     int fattn_split;     /* flash prefill: keys split over blocks when query tiles leave SMs idle */
     int fattn_mma;       /* flash prefill on f16 tensor cores (F16 caches, head_dim 64 / 128 / 256 / 512, sm_80+) */

@@ -27,13 +27,15 @@
  * SMs idle at decode (gemma4's 8 global heads: 8 blocks). Partials: T Hq na (D + 2) floats written
  * and read once through L2. Same results as the contiguous kernels up to f32 summation order (the
  * softmax is online here).
- * Grouped variant (a->hb > 0, cu_config.attn_gqa; F16, D 256 / 512): a block serves hb query heads of
- * one kv head, so each K/V row is read once for them, with 16-byte loads — device/attn_paged_gqa.cuh
- * (its geometry, traffic and the gemma estimates); same split rule (pa_active), up to
- * CU_ATT_PAGED_GQA_MAX_SPLITS, partials of D + 4 floats, its own merge.
- * The kernels are device/attn_paged.cuh. Tested against: ops_ref.c op_attention (paged) through
- * tests/runtime/test_cuda_ops.c on a GPU and test_cuda_attn_paged_emu on the CPU (S 1..32), and the
- * batched engine against CUDA sessions through tests/api/test_batch.c.
+ * Grouped variant (a->hb > 0, cu_config.attn_gqa, on by default; F16 caches of D 64 / 128 / 256 /
+ * 512, F32 of D 64 / 128): a block serves hb query heads of one kv head (hb | Hq / Hkv, up to 8:
+ * Qwen2.5's 7 in one block), so each K/V row is read once for them, with 16-byte loads spread over
+ * key groups of 8-32 lanes — device/attn_paged_gqa.cuh (its geometry, traffic and estimates); same
+ * split rule (pa_active), up to CU_ATT_PAGED_GQA_MAX_SPLITS, partials of D + 4 floats; merged by
+ * the last split block (D <= 128, counters, a warp a head) or by a merge kernel of its own.
+ * The kernels are device/attn_paged.cuh and device/attn_paged_gqa.cuh. Tested against: ops_ref.c
+ * op_attention (paged) through tests/runtime/test_cuda_ops.c on a GPU and test_cuda_attn_paged_emu on
+ * the CPU (S 1..128), and the batched engine against CUDA sessions through tests/api/test_batch.c.
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/attn_paged.cuh"
@@ -44,43 +46,73 @@ extern "C" uint64_t cu_attention_paged_scratch(const cu_attn_paged_args *a) {
 }
 
 extern "C" bool cu_attention_paged_merges_in_kernel(const cu_attn_paged_args *a) {
-    return a->nsplit > 1 && a->hb <= 0 && a->T * a->Hq <= CU_ATT_COUNTERS;
+    return a->nsplit > 1 && (a->hb <= 0 || a->D <= 128) && a->T * a->Hq <= CU_ATT_COUNTERS;
 }
 
 extern "C" int cu_attention_paged_launches(const cu_attn_paged_args *a, bool counters) {
     return a->nsplit > 1 && !(counters && cu_attention_paged_merges_in_kernel(a)) ? 2 : 1;
 }
 
-extern "C" bool cu_attention_paged_gqa_ok(const cu_attn_paged_args *a, int hb) {
-    return a->ctype == CU_T_F16 && (a->D == 256 || a->D == 512) && (hb == 1 || hb == 2 || hb == 4 || hb == 8) && hb * a->D <= 2048 &&
-           a->Hkv > 0 && a->Hq % a->Hkv == 0 && (a->Hq / a->Hkv) % hb == 0;
+/* the grouped kernel's instance cap for hb heads a block: the power of two >= hb */
+static int gqa_cap(int hb) { return hb <= 1 ? 1 : hb <= 2 ? 2 : hb <= 4 ? 4 : 8; }
+
+/* elements of a row a lane of the grouped kernel holds for a's shape (pg_shape's EPL); 0: a shape
+ * it has no instance of */
+static int gqa_lane_elems(const cu_attn_paged_args *a) {
+    if (a->ctype == CU_T_F16)
+        return a->D == 64 ? pg_shape<64, true>::EPL : a->D == 128 ? pg_shape<128, true>::EPL : a->D == 256 ? pg_shape<256, true>::EPL
+             : a->D == 512 ? pg_shape<512, true>::EPL : 0;
+    if (a->ctype == CU_T_F32) return a->D == 64 ? pg_shape<64, false>::EPL : a->D == 128 ? pg_shape<128, false>::EPL : 0;
+    return 0;
 }
 
-/* the grouped kernel's instance for D = 256 NC and hb heads a block (cu_attention_paged_gqa_ok) */
-template <bool SPLIT> static auto *gqa_kernel(int64_t D, int hb) {
-    auto *kf = k_attn_paged_gqa<1, 1, SPLIT>;
-    if (D == 256) kf = hb == 8 ? k_attn_paged_gqa<1, 8, SPLIT> : hb == 4 ? k_attn_paged_gqa<1, 4, SPLIT> : hb == 2 ? k_attn_paged_gqa<1, 2, SPLIT> : kf;
-    else kf = hb == 4 ? k_attn_paged_gqa<2, 4, SPLIT> : hb == 2 ? k_attn_paged_gqa<2, 2, SPLIT> : k_attn_paged_gqa<2, 1, SPLIT>;
+extern "C" bool cu_attention_paged_gqa_ok(const cu_attn_paged_args *a, int hb) {
+    const int epl = gqa_lane_elems(a);
+    return epl > 0 && hb >= 1 && hb <= 8 && gqa_cap(hb) * epl <= 64 && a->Hkv > 0 && a->Hq % a->Hkv == 0 && (a->Hq / a->Hkv) % hb == 0;
+}
+
+/* the grouped kernel's instance for hb heads a block at (D, F16): HBC = gqa_cap(hb), up to the
+ * shape's register bound (HBC EPL <= 64; cu_attention_paged_gqa_ok checked it) */
+template <int D, bool F16, bool SPLIT> static auto *gqa_kernel_hb(int hb) {
+    auto *kf = k_attn_paged_gqa<D, F16, 1, SPLIT>;
+    if (hb > 1) kf = k_attn_paged_gqa<D, F16, 2, SPLIT>;
+    if (hb > 2) kf = k_attn_paged_gqa<D, F16, 4, SPLIT>;
+    if constexpr (8 * pg_shape<D, F16>::EPL <= 64)
+        if (hb > 4) kf = k_attn_paged_gqa<D, F16, 8, SPLIT>;
     return kf;
 }
+template <bool SPLIT> static auto *gqa_kernel(const cu_attn_paged_args *a) {
+    if (a->ctype == CU_T_F32) return a->D == 64 ? gqa_kernel_hb<64, false, SPLIT>(a->hb) : gqa_kernel_hb<128, false, SPLIT>(a->hb);
+    return a->D == 64 ? gqa_kernel_hb<64, true, SPLIT>(a->hb) : a->D == 128 ? gqa_kernel_hb<128, true, SPLIT>(a->hb)
+         : a->D == 256 ? gqa_kernel_hb<256, true, SPLIT>(a->hb) : gqa_kernel_hb<512, true, SPLIT>(a->hb);
+}
 
-/* k_attn_paged_gqa (device/attn_paged_gqa.cuh): grid (Hkv Hq / (Hkv hb), T, S), then with S > 1
- * k_attn_paged_gqa_merge over (Hq, T, D / 128) */
+/* k_attn_paged_gqa (device/attn_paged_gqa.cuh): grid (Hq / hb, T, S); with S > 1 merged by its last
+ * blocks (D <= 128, counters: cu_attention_paged_merges_in_kernel), else by
+ * k_attn_paged_gqa_merge_warps over (Hq / hb, T) (D <= 128) or k_attn_paged_gqa_merge over (Hq, T,
+ * D / 128) after it */
 static sb_status launch_gqa(cudaStream_t st, float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const int32_t *tbl,
-                            const cu_attn_paged_args *a, float *scratch) {
-    if (!cu_attention_paged_gqa_ok(a, a->hb) || a->nsplit > CU_ATT_PAGED_GQA_MAX_SPLITS)
-        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: grouped paged attention of head_dim %lld (256 or 512), heads %lld/%lld, %d a block, cache type "
-                       "%d (F16), %d splits (<= %d)", (long long)a->D, (long long)a->Hq, (long long)a->Hkv, a->hb, a->ctype, a->nsplit,
-                       CU_ATT_PAGED_GQA_MAX_SPLITS);
+                            const cu_attn_paged_args *a, float *scratch, unsigned *cnt) {
+    if (!cu_attention_paged_gqa_ok(a, a->hb) || a->bs <= 0 || a->n_tbl <= 0 || a->nsplit > CU_ATT_PAGED_GQA_MAX_SPLITS)
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: grouped paged attention of head_dim %lld (F16: 64, 128, 256, 512; F32: 64, 128), heads "
+                       "%lld/%lld, %d a block (dividing them, <= 8; <= 4 at 512), cache type %d, block size %d, %d splits (<= %d)",
+                       (long long)a->D, (long long)a->Hq, (long long)a->Hkv, a->hb, a->ctype, a->bs, a->nsplit, CU_ATT_PAGED_GQA_MAX_SPLITS);
     const unsigned nb = (unsigned)(a->Hq / a->hb);
     if (a->nsplit <= 1) {
-        cu_launch(gqa_kernel<false>(a->D, a->hb), dim3(nb, (unsigned)a->T), 32 * PG_WARPS, st, dst, q, k, v, pos, tbl, *a, (float *)NULL);
+        cu_launch(gqa_kernel<false>(a), dim3(nb, (unsigned)a->T), 32 * PG_WARPS, st, dst, q, k, v, pos, tbl, *a, (float *)NULL, (unsigned *)NULL);
         return cu_after_launch("k_attn_paged_gqa");
     }
     if (!scratch) return sb_fail(SB_ERR_INTERNAL, "cuda: paged attention of %d splits without scratch", a->nsplit);
-    cu_launch(gqa_kernel<true>(a->D, a->hb), dim3(nb, (unsigned)a->T, (unsigned)a->nsplit), 32 * PG_WARPS, st, dst, q, k, v, pos, tbl, *a,
-              scratch);
+    unsigned *merge_cnt = cnt && cu_attention_paged_merges_in_kernel(a) ? cnt : NULL; /* the last split block merges */
+    cu_launch(gqa_kernel<true>(a), dim3(nb, (unsigned)a->T, (unsigned)a->nsplit), 32 * PG_WARPS, st, dst, q, k, v, pos, tbl, *a, scratch,
+              merge_cnt);
     SB_TRY(cu_after_launch("k_attn_paged_gqa (split)"));
+    if (merge_cnt) return SB_OK;
+    if (a->D <= 128) {
+        cu_launch(a->D == 64 ? k_attn_paged_gqa_merge_warps<64> : k_attn_paged_gqa_merge_warps<128>, dim3(nb, (unsigned)a->T), 32 * PG_WARPS, st,
+                  dst, (const float *)scratch, pos, *a);
+        return cu_after_launch("k_attn_paged_gqa_merge_warps");
+    }
     cu_launch(k_attn_paged_gqa_merge, dim3((unsigned)a->Hq, (unsigned)a->T, (unsigned)(a->D / 128)), 32 * PG_WARPS, st, dst,
               (const float *)scratch, pos, *a);
     return cu_after_launch("k_attn_paged_gqa_merge");
@@ -89,7 +121,7 @@ static sb_status launch_gqa(cudaStream_t st, float *dst, const float *q, const v
 extern "C" sb_status cu_attention_paged(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                                         const int32_t *tbl, const cu_attn_paged_args *a, float *scratch, unsigned *cnt) {
     if (a->T <= 0) return SB_OK;
-    if (a->hb > 0) return launch_gqa((cudaStream_t)s, dst, q, k, v, pos, tbl, a, scratch);
+    if (a->hb > 0) return launch_gqa((cudaStream_t)s, dst, q, k, v, pos, tbl, a, scratch, cnt);
     if (a->D % 2 || a->D > 2 * 32 * PA_PAIRS || a->Hkv <= 0 || a->Hq % a->Hkv || a->bs <= 0 || a->n_tbl <= 0 ||
         (a->ctype != CU_T_F16 && a->ctype != CU_T_F32) || a->nsplit > CU_ATT_PAGED_MAX_SPLITS)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: paged attention of head_dim %lld (even, <= %d), heads %lld/%lld, block size %d, cache type %d, "

@@ -333,8 +333,9 @@ typedef struct cu_attn_paged_args {
     int kmin;             /* fewest keys a split (0 = CU_ATT_DEC_KMIN): na = ceil(n / max(kmin, ceil(n / S)))
                            * of the S splits are active at n visible keys */
     int hb;               /* 0: a block per query head (k_attn_paged); 1..8: the grouped kernel, hb query heads
-                           * of one kv head a block, each K/V row read once for them (k_attn_paged_gqa: F16,
-                           * D 256 or 512, hb D <= 2048, hb | Hq / Hkv, S <= CU_ATT_PAGED_GQA_MAX_SPLITS) */
+                           * of one kv head a block, each K/V row read once for them (k_attn_paged_gqa: F16
+                           * D 64 / 128 / 256 / 512, F32 D 64 / 128; hb | Hq / Hkv, hb <= 4 at D 512;
+                           * S <= CU_ATT_PAGED_GQA_MAX_SPLITS) */
     cu_attn_rope q_rope;  /* Q's RoPE as q is loaded (n_rot 0: none) */
 } cu_attn_paged_args;
 #define CU_ATT_PAGED_MAX_SPLITS 32
@@ -346,18 +347,20 @@ uint64_t cu_attention_paged_scratch(const cu_attn_paged_args *a);
  * entries checked on the host (plan_check_paged); scratch (cu_attention_paged_scratch floats, NULL
  * when that is 0) for the splits' partials. S > 1: where cu_attention_paged_merges_in_kernel (cnt
  * given: CU_ATT_COUNTERS zeroed split counters, as cu_attention's), the last split block of each
- * (head, token) to arrive merges the partials itself (one launch); else k_attn_paged_merge runs after
- * the split kernel (two launches) — the same bits either way. S <= 1 one launch, no scratch.
+ * (head or grouped block, token) to arrive merges the partials itself (one launch); else a merge
+ * kernel runs after the split kernel (two launches) — the same bits either way where both can run.
+ * S <= 1 one launch, no scratch.
  * SB_ERR_UNSUPPORTED: D odd or > 512, Hq % Hkv, S > CU_ATT_PAGED_MAX_SPLITS; with hb > 0 a shape the
  * grouped kernel does not take (cu_attention_paged_gqa_ok). */
 sb_status cu_attention_paged(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                              const int32_t *tbl, const cu_attn_paged_args *a, float *scratch, unsigned *cnt);
 /* Launches of cu_attention_paged for a (1 or 2): a split without the in-kernel merge takes two. */
 int cu_attention_paged_launches(const cu_attn_paged_args *a, bool counters);
-/* Does a split of a (S > 1, the per-head kernel: hb 0, T * Hq <= CU_ATT_COUNTERS) merge in the kernel? */
+/* Does a split of a (S > 1; the per-head kernel, or the grouped one at D <= 128; T * Hq <= CU_ATT_COUNTERS)
+ * merge in the kernel? */
 bool cu_attention_paged_merges_in_kernel(const cu_attn_paged_args *a);
-/* Does the grouped kernel take these args with hb heads a block (F16 cache, D 256 or 512, hb in
- * {1, 2, 4, 8} dividing Hq / Hkv, hb * D <= 2048)? The caller then sets a->hb = hb. */
+/* Does the grouped kernel take these args with hb heads a block (F16 cache of D 64 / 128 / 256 / 512 or
+ * F32 of D 64 / 128; 1 <= hb <= 8 dividing Hq / Hkv, <= 4 at D 512)? The caller then sets a->hb = hb. */
 bool cu_attention_paged_gqa_ok(const cu_attn_paged_args *a, int hb);
 /* Split counters cu_attention's in-kernel split merge needs: zeroed device memory of this many
  * uint32 (T * Hq of them are used; the last split of each (t, h) resets its counter), shareable by
