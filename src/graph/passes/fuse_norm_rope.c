@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * graph/passes/fuse_norm_rope.c — a per-head RMSNorm (rms_norm over ne[0] = the head dim, then
+ * optionally times a [D] weight) read only by the RoPE that rotates it becomes part of that rope:
+ * the rope normalises each head row as it loads it (ir_rope_norm_of). Qwen3, Gemma 3 and Gemma 4
+ * norm Q and K this way before RoPE; the normed f32 heads never reach memory and one node (one
+ * launch on CUDA, one dispatch and barrier on the CPU) replaces two. fuse_rope_store, after it,
+ * carries the norm into K's rope_store. Numerics: the norm's scale as rms_norm computes it, the
+ * value rounded after the scale and after the weight as rms_norm then mul did, then the same
+ * rotation — the same bits wherever the executor sums the squares in the order of its rms_norm.
+ * Targets whose rope runs the norm ask for it (plan_target.fuse_norm_rope).
+ * Layer 2 (graph). Pre: verified; before fuse_elementwise (which would take the norm and its
+ * weight into a FUSED chain). Post: verified; the norm and its mul are dropped.
+ *
+ * before:
+ *   %14 = rms_norm(%13) eps=1e-06 : f32[64,2,2]
+ *   %15 = mul(%14, %5) : f32[64,2,2]
+ *   %16 = rope(%15, %1) n_rot=64 mode=neox base=1000000 fscale=1 : f32[64,2,2]
+ * after:
+ *   %14 = rope(%13, %1, %5) n_rot=64 mode=neox base=1000000 fscale=1 norm*w eps=1e-06 : f32[64,2,2]
+ * Not fused: a norm (or its product) that anything else reads, a weight that is not f32 [D], a
+ * rope that already has a norm.
+ */
+#include "graph/plan.h"
+
+#include <stdlib.h>
+
+/* is w an f32 [D] row the head norm's weight can be? */
+static bool head_weight(const ir_node *w, int64_t D) {
+    return w->dtype == SB_TYPE_F32 && w->ne[0] == D && w->ne[1] == 1 && w->ne[2] == 1 && w->ne[3] == 1;
+}
+
+/* the rms_norm x of rope r feeds (directly or through its mul by a weight, each read only by the
+ * next), or IR_NONE; *weight the weight or IR_NONE */
+static ir_ref norm_of_rope(const ir_graph *g, const int32_t *uses, const ir_node *r, ir_ref *weight) {
+    ir_ref x = r->src[0];
+    *weight = IR_NONE;
+    if (uses[x] != 1) return IR_NONE;
+    const ir_node *m = &g->nodes[x];
+    if (m->op == IR_OP_MUL) {
+        const ir_node *a = &g->nodes[m->src[0]];
+        if (a->op != IR_OP_RMS_NORM || uses[m->src[0]] != 1 || !head_weight(&g->nodes[m->src[1]], m->ne[0])) return IR_NONE;
+        *weight = m->src[1];
+        return m->src[0];
+    }
+    return m->op == IR_OP_RMS_NORM ? x : IR_NONE;
+}
+
+sb_status pass_fuse_norm_rope(ir_graph *g, const pass_ctx *cx) {
+    if (cx->target && !cx->target->fuse_norm_rope) return SB_OK;
+    const int32_t n = g->n_nodes;
+    int32_t *uses = ir_use_counts_new(g);
+    if (!uses) return SB_ERR_OOM;
+    bool changed = false;
+    for (int32_t i = 0; i < n; i++) {
+        ir_node *r = &g->nodes[i];
+        if (r->op != IR_OP_ROPE || ir_rope_norm_of(r).kind != IR_ROPE_NORM_NONE) continue;
+        ir_ref w;
+        const ir_ref nm = norm_of_rope(g, uses, r, &w);
+        if (nm == IR_NONE) continue;
+        const ir_ref ff = ir_rope_ff(r);
+        r->src[0] = g->nodes[nm].src[0];
+        r->src[2] = ff != IR_NONE ? ff : w;
+        r->src[3] = ff != IR_NONE ? w : IR_NONE;
+        r->ip[IR_ROPE_NORM] = w != IR_NONE ? IR_ROPE_NORM_WEIGHT : IR_ROPE_NORM_PLAIN;
+        r->fp[IR_ROPE_NORM_EPS] = ir_f0(&g->nodes[nm]);
+        changed = true; /* in place: the norm's input and the weight precede the norm, which precedes the rope */
+    }
+    free(uses);
+    return changed ? ir_compact(g) : SB_OK;
+}
