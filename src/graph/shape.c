@@ -54,9 +54,9 @@ static bool is_i32_vec(const ir_node *x) {
     return x && x->dtype == SB_TYPE_I32 && x->ne[1] == 1 && x->ne[2] == 1 && x->ne[3] == 1;
 }
 
-/* ROPE / ROPE_STORE's head norm (ir_rope_norm_of): none (and no eps), or eps in (0, 1) and, with a
- * weight, an f32 [D] of the rotated x's head dim */
-static sb_status check_rope_norm(const ir_graph *g, const ir_node *n, const ir_node *x) {
+/* ROPE / ROPE_STORE / KV_STORE's head norm (ir_rope_norm_of) over heads of D dims: none (and no
+ * eps), or eps in (0, 1) and, with a weight, an f32 [D] */
+static sb_status check_rope_norm(const ir_graph *g, const ir_node *n, int64_t D) {
     const ir_rope_norm rn = ir_rope_norm_of(n);
     if (rn.kind == IR_ROPE_NORM_NONE) {
         if (rn.eps != 0.0f) FAIL("%s: norm eps without a norm", ir_ops[n->op].name);
@@ -65,8 +65,8 @@ static sb_status check_rope_norm(const ir_graph *g, const ir_node *n, const ir_n
     if (rn.kind != IR_ROPE_NORM_PLAIN && rn.kind != IR_ROPE_NORM_WEIGHT) FAIL("%s: norm kind %d", ir_ops[n->op].name, rn.kind);
     if (!(rn.eps > 0.0f && rn.eps < 1.0f)) FAIL("%s: norm eps %g (must be in (0, 1))", ir_ops[n->op].name, rn.eps);
     const ir_node *w = rn.weight != IR_NONE ? S(g, n, ir_nsrc(n) - 1) : NULL;
-    if (rn.kind == IR_ROPE_NORM_WEIGHT && (!is_f32(w) || !is_row_vec(w, x)))
-        FAIL("%s: norm weight must be f32 [D=%lld]", ir_ops[n->op].name, (long long)x->ne[0]);
+    if (rn.kind == IR_ROPE_NORM_WEIGHT && (!is_f32(w) || w->ne[0] != D || w->ne[1] != 1 || w->ne[2] != 1 || w->ne[3] != 1))
+        FAIL("%s: norm weight must be f32 [D=%lld]", ir_ops[n->op].name, (long long)D);
     return SB_OK;
 }
 
@@ -232,7 +232,7 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         if (ff && (!is_f32(ff) || ff->ne[0] < n_rot / 2)) FAIL("rope: freq factors must be f32 [>= n_rot/2]");
         if (!(n->fp[0] > 0.0f) || !(n->fp[1] > 0.0f)) FAIL("rope: freq_base and freq_scale must be > 0");
         if (ns > 3 + (n->ip[IR_ROPE_NORM] == IR_ROPE_NORM_WEIGHT)) FAIL("rope: %d sources (x, pos, ff?, norm weight?)", ns);
-        SB_TRY(check_rope_norm(g, n, a));
+        SB_TRY(check_rope_norm(g, n, a->ne[0]));
         set(&r, SB_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], 1);
         break;
     }
@@ -251,7 +251,7 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         if (mode != IR_ROPE_NORMAL && mode != IR_ROPE_NEOX) FAIL("rope_store: mode %d", mode);
         if (ff && (!is_f32(ff) || ff->ne[0] < n_rot / 2)) FAIL("rope_store: freq factors must be f32 [>= n_rot/2]");
         if (!(n->fp[0] > 0.0f) || !(n->fp[1] > 0.0f)) FAIL("rope_store: freq_base and freq_scale must be > 0");
-        SB_TRY(check_rope_norm(g, n, b));
+        SB_TRY(check_rope_norm(g, n, b->ne[0]));
         set(&r, a->dtype, a->ne[0], a->ne[1], 1, 1);
         break;
     }
@@ -261,6 +261,10 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         if (!is_f32(b) || b->ne[0] != a->ne[0] || b->ne[2] != 1 || b->ne[3] != 1)
             FAIL("kv_store: x must be f32 [Dkv=%lld, T]", (long long)a->ne[0]);
         if (!is_i32_vec(pos) || pos->ne[0] != b->ne[1]) FAIL("kv_store: pos must be i32 [T]");
+        const ir_rope_norm rn = ir_rope_norm_of(n);
+        if (ns > 3 + (rn.kind == IR_ROPE_NORM_WEIGHT)) FAIL("kv_store: %d sources (cache, x, pos, norm weight?)", ns);
+        if (rn.kind && (rn.head_dim < 1 || a->ne[0] % rn.head_dim)) FAIL("kv_store: norm head dim %d vs Dkv %lld", rn.head_dim, (long long)a->ne[0]);
+        SB_TRY(check_rope_norm(g, n, rn.head_dim));
         set(&r, a->dtype, a->ne[0], a->ne[1], 1, 1);
         break;
     }

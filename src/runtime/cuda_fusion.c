@@ -90,7 +90,7 @@ static bool store_launch(const ir_graph *g, const ir_node *launch) { /* the dp4a
     return cf_multi_ok(g, launch);
 }
 bool cf_launch_vstore_ok(const ir_graph *g, const ir_node *launch, const ir_node *store) {
-    return store_launch(g, launch) && store->op == IR_OP_KV_STORE;
+    return store_launch(g, launch) && store->op == IR_OP_KV_STORE && !ir_rope_norm_of(store).kind;
 }
 bool cf_launch_store_ok(const ir_graph *g, const ir_node *launch, const ir_node *store) {
     if (cf_launch_vstore_ok(g, launch, store)) return true;
@@ -340,7 +340,7 @@ static bool rope_job_ok(const ir_graph *g, const cuda_fusions *c, int32_t i) {
     const ir_node *n = &g->nodes[i];
     if (c->skip[i]) return false;
     if (n->op == IR_OP_KV_STORE)
-        return g->nodes[n->src[1]].dtype == SB_TYPE_F32 && (n->dtype == SB_TYPE_F32 || n->dtype == SB_TYPE_F16);
+        return g->nodes[n->src[1]].dtype == SB_TYPE_F32 && (n->dtype == SB_TYPE_F32 || n->dtype == SB_TYPE_F16) && !ir_rope_norm_of(n).kind;
     return (n->op == IR_OP_ROPE || n->op == IR_OP_ROPE_STORE) && g->nodes[job_x(n)].ne[3] == 1 && !ir_rope_norm_of(n).kind;
 }
 /* does the MMA group (plan_mma_groups) whose results include v split K at the plan's T (group_split)? */

@@ -652,6 +652,21 @@ static void kv_store_rows(const run *r, int64_t T) {
     const ir_node *n = r->n;
     const int32_t *pos = r->s[2];
     const int64_t ring = cache_ring(r->g, (ir_ref)(n - r->g->nodes));
+    const ir_rope_norm nm = ir_rope_norm_of(n);
+    if (nm.kind) { /* each head normed (pass fuse_norm_rope) into the scratch row, then stored: rms_norm [, mul], kv_store's bits */
+        const int64_t E = n->ne[0], D = nm.head_dim;
+        const float *w = nm.weight != IR_NONE ? ptr(r, nm.weight) : NULL;
+        float *row = scratch(r, 0); /* the store runs on this thread alone */
+        for (int64_t t = 0; t < T; t++) {
+            for (int64_t h = 0; h < E / D; h++) {
+                op_rms_norm_row(row + h * D, (const float *)r->s[1] + t * E + h * D, D, nm.eps);
+                if (w) op_mul(row + h * D, row + h * D, w, D, D);
+            }
+            const int32_t at = ring ? (int32_t)(pos[t] % ring) : pos[t];
+            op_kv_store(r->dst, n->dtype, E, row, &at, 1);
+        }
+        return;
+    }
     if (!ring) {
         op_kv_store(r->dst, n->dtype, n->ne[0], r->s[1], pos, T);
         return;

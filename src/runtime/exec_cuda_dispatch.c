@@ -382,6 +382,12 @@ sb_status cx_run_node(crun *r, int32_t i) {
     case IR_OP_KV_STORE:
         if ((r->c->fu.rnext && r->c->fu.rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
         r->n_kernels++;
+        if (ir_rope_norm_of(n).kind) { /* pass fuse_norm_rope: each head normed, stored at pos — cu_rope_norm rotating nothing */
+            const ir_rope_norm nm = ir_rope_norm_of(n);
+            const cu_rope_args a = {.D = nm.head_dim, .H = n->ne[0] / nm.head_dim, .T = SRC(1)->ne[1], .n_rot = 0, .mode = 0,
+                                    .theta_scale = 1.0f, .freq_scale = 1.0f, .attn_factor = 1.0f, .cache = dst, .ctype = n->dtype};
+            return cu_rope_norm(s, NULL, SP(1), SP(2), &a, nm.eps, nm.weight != IR_NONE ? (const float *)dptr(r, nm.weight) : NULL);
+        }
         return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
     case IR_OP_ATTENTION: {
         if (cx_attn_on_paged_kernel(r->cx, r->p, n)) { /* k_attn_paged.cu; a contiguous cache as one block of its C rows */

@@ -6,9 +6,10 @@
  * head norm (op_rms_norm_row, op_mul, the rotation: the CPU's ops apart), into NaN-poisoned
  * outputs, and through op_kv_store's rounding for the cache forms. Shapes: Qwen3's heads (D 128,
  * 2 warps a head), Gemma 4's sliding (256, 4 warps, f16 cache at paged rows) and global heads
- * (512, 8 warps, freq factors with gemma4's 1e30 entries: partial rope), and a 64-dim head rotated
+ * (512, 8 warps, freq factors with gemma4's 1e30 entries: partial rope), a 64-dim head rotated
  * on 32 dims in normal mode (one warp a head, 8 heads a block, 3 heads: a block's rows past the
- * heads), with and without the weight. What this catches: a wrong row/lane layout, a missing
+ * heads), with and without the weight, and a store that rotates nothing (n_rot 0: Gemma 4's V
+ * norm folded into its kv_store). What this catches: a wrong row/lane layout, a missing
  * barrier between the sum and the writes, a tail dim left unnormed; not the summation order alone
  * (a double sum of a head rounds the same in any order almost always).
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler.
@@ -78,6 +79,7 @@ int main(void) {
             {512, 1, 1, 512, 2, false, true, true, false, false},   /* a weightless norm, f32 cache */
             {64, 3, 3, 32, 0, true, true, false, false, false},     /* normal mode, tail dims, rows past the heads */
             {64, 3, 2, 32, 0, false, false, true, true, true},
+            {256, 2, 2, 0, 0, false, false, true, true, false},     /* gemma4's V norm: a normed kv_store rotates nothing */
         };
         for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) check_case(&cases[k]);
         printf("%d normed rope cases compared byte for byte with op_rope's norm\n", (int)(sizeof cases / sizeof cases[0]));

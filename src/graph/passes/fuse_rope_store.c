@@ -40,7 +40,7 @@ sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx) {
     bool changed = false;
     for (int32_t i = 0; i < n; i++) {
         ir_node *s = &g->nodes[i];
-        if (s->op != IR_OP_KV_STORE) continue;
+        if (s->op != IR_OP_KV_STORE || ir_rope_norm_of(s).kind) continue; /* a store's own head norm stays its own */
         const ir_ref r = rope_of_store(g, uses, s);
         if (r == IR_NONE) continue;
         const ir_node *rope = &g->nodes[r];
