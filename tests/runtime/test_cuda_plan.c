@@ -7,7 +7,9 @@
  * the tensor; head_dim > 256: SB_ERR_UNSUPPORTED), and a CUDA session on a machine without a
  * usable GPU failing with SB_ERR_DEVICE (never a crash) while a CPU session still works; the
  * paged decoder (the batched engine's) passes the check, no executor fusion of it treats the slots
- * as positions or takes the paged attention's output, and its decode (T = 1) attentions rotate q.
+ * as positions or takes the paged attention's output, and its decode (T = 1) attentions rotate q;
+ * the qwen3 and gemma4 test models' decode plans with their q/k (gemma4: and v) head norms folded into
+ * the ropes and stores (pass fuse_norm_rope) and the launches that saves.
  * The config every plan here assumes: cu_config_default (or the fields a case names) on a GPU where
  * cuBLASLt loads (gpu_target), so CI without one plans as the H100 / H200 do; every launch and fusion
  * count is at T <= 64, below the default blas_quant (256: test_blas_rule, which also plans the
