@@ -259,8 +259,42 @@ static inline bool ir_store_by_launch(const ir_node *n) {
  * store: ip[IR_STORE_ROWS] = 1, src[3] = the rows — the slots input —, its freq factors then src[4]) */
 #define IR_STORE_ROWS 10
 static inline ir_ref ir_store_rows(const ir_node *n) { return n->op == IR_OP_ROPE_STORE && n->ip[IR_STORE_ROWS] ? n->src[3] : n->src[2]; }
-/* ROPE_STORE: its freq factors, or IR_NONE */
-static inline ir_ref ir_rope_store_ff(const ir_node *n) { return n->src[n->ip[IR_STORE_ROWS] ? 4 : 3]; }
+/* The number of sources of n (they are IR_NONE-padded) */
+static inline int ir_nsrc(const ir_node *n) {
+    int k = 0;
+    while (k < IR_MAX_SRC && n->src[k] != IR_NONE) k++;
+    return k;
+}
+/* ROPE / ROPE_STORE / KV_STORE that RMS-normalise each head of x first (pass fuse_norm_rope): the
+ * head norm. ip[IR_ROPE_NORM] = 0 none, 1 x / sqrt(mean(x^2 over the head's D dims) + eps), 2 that
+ * times a weight f32 [D] (rounded after the scale, as rms_norm then mul); fp[IR_ROPE_NORM_EPS] =
+ * eps. A rope's head is x's ne[0]; a KV_STORE's x is [Dkv, T] and its head dim D is ip[0] (D divides
+ * Dkv). The weight is the node's last source, after the freq factors: ROPE (x, pos, ff?, w?),
+ * ROPE_STORE (cache, x, pos, rows?, ff?, w?), KV_STORE (cache, x, pos, w?) — read them through
+ * ir_rope_ff / ir_rope_norm_of. */
+#define IR_ROPE_NORM 2
+#define IR_ROPE_NORM_EPS 3
+enum { IR_ROPE_NORM_NONE = 0, IR_ROPE_NORM_PLAIN = 1, IR_ROPE_NORM_WEIGHT = 2 };
+typedef struct ir_rope_norm {
+    int kind;         /* IR_ROPE_NORM_* */
+    float eps;
+    ir_ref weight;    /* IR_NONE unless kind is IR_ROPE_NORM_WEIGHT */
+    int32_t head_dim; /* a KV_STORE's D; 0 for a rope (its x's ne[0]) */
+} ir_rope_norm;
+static inline ir_rope_norm ir_rope_norm_of(const ir_node *n) {
+    if (n->op != IR_OP_ROPE && n->op != IR_OP_ROPE_STORE && n->op != IR_OP_KV_STORE) return (ir_rope_norm){IR_ROPE_NORM_NONE, 0.0f, IR_NONE, 0};
+    const int kind = n->ip[IR_ROPE_NORM], ns = ir_nsrc(n);
+    return (ir_rope_norm){kind, n->fp[IR_ROPE_NORM_EPS], kind == IR_ROPE_NORM_WEIGHT && ns > 0 ? n->src[ns - 1] : IR_NONE,
+                          n->op == IR_OP_KV_STORE && kind ? n->ip[0] : 0};
+}
+/* ROPE / ROPE_STORE: its freq factors, or IR_NONE (the source after x, pos and a store's cache and
+ * rows, unless that is the norm's weight) */
+static inline ir_ref ir_rope_ff(const ir_node *n) {
+    const int fixed = n->op == IR_OP_ROPE ? 2 : 3 + (n->ip[IR_STORE_ROWS] != 0);
+    const int last = ir_nsrc(n) - (n->ip[IR_ROPE_NORM] == IR_ROPE_NORM_WEIGHT);
+    return fixed < last ? n->src[fixed] : IR_NONE;
+}
+static inline ir_ref ir_rope_store_ff(const ir_node *n) { return ir_rope_ff(n); }
 /* GLU_QUANT: the gated activation, IR_OP_SWIGLU or IR_OP_GEGLU */
 static inline ir_op ir_glu_act(const ir_node *n) { return (ir_op)n->ip[0]; }
 /* FUSED: the number of chain steps, and step k: its op, the src index of its second input (0: none)

@@ -5,12 +5,14 @@
  * after the named ones, "before" also prints the input graph. Output goes to the FILE* of the
  * plan_dump (stderr by default) — the library prints only when a developer asked for it.
  * Layer 2 (graph). Order matters: dce first (fewer rows for everything after), quantize_once
- * before the two quantize fusions, the elementwise fusion after them (they claim the norms that
- * feed matmuls first), then the two add fusions: fuse_matmul_add before fuse_add_norm (a residual
+ * before the two quantize fusions, fuse_norm_rope after them and the elementwise fusion after it
+ * (they claim the norms that feed matmuls, then the per-head norms that feed ropes, first; a chain
+ * would otherwise take both), then the two add fusions: fuse_matmul_add before fuse_add_norm (a residual
  * the matmul adds as it writes costs no launch, and the norm then reads one input), fuse_add_norm
  * after fuse_norm_quant (it extends the node that pass makes). An add a chain took stays there.
  * fuse_chain_quant after both (the chains and norm quantizers are final, and an add fuse_add_norm
  * took is no chain's).
+ * fuse_rope_store after fuse_norm_rope (it carries the rope's head norm into the store).
  * fuse_attn_quant after quantize_once (it takes the quantize nodes that pass made);
  * fuse_matmul_group after them (its members carry the addends fuse_matmul_add gave them), and
  * fuse_group_glu after it (it gates the groups that pass made).
@@ -26,6 +28,7 @@ static const pass_info pipeline[] = {
     {"quantize_once", pass_quantize_once},
     {"fuse_norm_quant", pass_fuse_norm_quant},
     {"fuse_act_quant", pass_fuse_act_quant},
+    {"fuse_norm_rope", pass_fuse_norm_rope},
     {"fuse_elementwise", pass_fuse_elementwise},
     {"fuse_matmul_add", pass_fuse_matmul_add},
     {"fuse_add_norm", pass_fuse_add_norm},

@@ -31,7 +31,7 @@ void plan_target_cpu(plan_target *t) {
         const qk_traits *q = qk_get(i);
         t->act_type[i] = (q && !q->removed && i != SB_TYPE_F32) ? q->vec_dot_type : SB_TYPE_F32;
     }
-    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = t->fuse_rope_store = t->fuse_add_norm = true;
+    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = t->fuse_rope_store = t->fuse_norm_rope = t->fuse_add_norm = true;
     t->slice_view = true;
     t->chain_quant_max_t = INT64_MAX;
 }

@@ -37,6 +37,7 @@ typedef struct plan_target {
     bool fuse_act_quant;             /* run pass fuse_act_quant */
     bool fuse_elementwise;           /* run pass fuse_elementwise */
     bool fuse_rope_store;            /* run pass fuse_rope_store (the executor runs ROPE_STORE) */
+    bool fuse_norm_rope;             /* run pass fuse_norm_rope (the executor's ROPE / ROPE_STORE normalise heads: ir_rope_norm_of) */
     bool fuse_add_norm;              /* run pass fuse_add_norm (the executor runs ADD_RMS_NORM_QUANT and RESULT) */
     bool add_norm_writes_sum;        /* its ADD_RMS_NORM_QUANT always writes the sum: fuse only adds whose sum is read
                                       * elsewhere too (then result 1 has memory); false: the sum may go unwritten */
@@ -88,6 +89,7 @@ sb_status pass_fuse_norm_quant(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_act_quant(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_elementwise(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_norm_rope(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_add_norm(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_chain_quant(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_matmul_add(ir_graph *g, const pass_ctx *cx);

@@ -28,6 +28,12 @@ static void print_params(const ir_node *n, FILE *f) {
         fprintf(f, " n_rot=%d mode=%s base=%.9g fscale=%.9g", n->ip[0], n->ip[1] == IR_ROPE_NEOX ? "neox" : "normal",
                 n->fp[0], n->fp[1]);
         if (n->fp[2] != 1.0f) fprintf(f, " attn_factor=%.9g", n->fp[2]);
+        if (ir_rope_norm_of(n).kind) fprintf(f, " norm%s eps=%.9g", ir_rope_norm_of(n).weight != IR_NONE ? "*w" : "", ir_rope_norm_of(n).eps);
+        break;
+    case IR_OP_KV_STORE:
+        if (ir_rope_norm_of(n).kind)
+            fprintf(f, " norm%s head_dim=%d eps=%.9g", ir_rope_norm_of(n).weight != IR_NONE ? "*w" : "", ir_rope_norm_of(n).head_dim,
+                    ir_rope_norm_of(n).eps);
         break;
     case IR_OP_ATTENTION:
         fprintf(f, " n_head_kv=%d head_dim=%d scale=%.9g", n->ip[0], n->ip[1], n->fp[0]);

@@ -54,6 +54,22 @@ static bool is_i32_vec(const ir_node *x) {
     return x && x->dtype == SB_TYPE_I32 && x->ne[1] == 1 && x->ne[2] == 1 && x->ne[3] == 1;
 }
 
+/* ROPE / ROPE_STORE / KV_STORE's head norm (ir_rope_norm_of) over heads of D dims: none (and no
+ * eps), or eps in (0, 1) and, with a weight, an f32 [D] */
+static sb_status check_rope_norm(const ir_graph *g, const ir_node *n, int64_t D) {
+    const ir_rope_norm rn = ir_rope_norm_of(n);
+    if (rn.kind == IR_ROPE_NORM_NONE) {
+        if (rn.eps != 0.0f) FAIL("%s: norm eps without a norm", ir_ops[n->op].name);
+        return SB_OK;
+    }
+    if (rn.kind != IR_ROPE_NORM_PLAIN && rn.kind != IR_ROPE_NORM_WEIGHT) FAIL("%s: norm kind %d", ir_ops[n->op].name, rn.kind);
+    if (!(rn.eps > 0.0f && rn.eps < 1.0f)) FAIL("%s: norm eps %g (must be in (0, 1))", ir_ops[n->op].name, rn.eps);
+    const ir_node *w = rn.weight != IR_NONE ? S(g, n, ir_nsrc(n) - 1) : NULL;
+    if (rn.kind == IR_ROPE_NORM_WEIGHT && (!is_f32(w) || w->ne[0] != D || w->ne[1] != 1 || w->ne[2] != 1 || w->ne[3] != 1))
+        FAIL("%s: norm weight must be f32 [D=%lld]", ir_ops[n->op].name, (long long)D);
+    return SB_OK;
+}
+
 /* FUSED's quantize tail (ir_fused_tail_of): none, or a quantize / norm-quantize of the chain's
  * [ne0] rows into a block type that divides ne0, the norm's weight f32 [ne0] among the sources */
 static sb_status check_fused_tail(const ir_graph *g, const ir_node *n, const ir_node *a, int ns) {
@@ -207,7 +223,7 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         set(&r, a->dtype, ne[0], ne[1], ne[2], ne[3]);
         break;
     case IR_OP_ROPE: {
-        const ir_node *ff = ns > 2 ? S(g, n, 2) : NULL;
+        const ir_node *ff = ir_rope_ff(n) != IR_NONE ? S(g, n, ns - 1 - (n->ip[IR_ROPE_NORM] == IR_ROPE_NORM_WEIGHT)) : NULL;
         int32_t n_rot = n->ip[0], mode = n->ip[1];
         if (!is_f32(a) || a->ne[3] != 1) FAIL("rope: x must be f32 [D,H,T]");
         if (!is_i32_vec(b) || b->ne[0] != a->ne[2]) FAIL("rope: pos must be i32 [T=%lld]", (long long)a->ne[2]);
@@ -215,15 +231,18 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         if (mode != IR_ROPE_NORMAL && mode != IR_ROPE_NEOX) FAIL("rope: mode %d", mode);
         if (ff && (!is_f32(ff) || ff->ne[0] < n_rot / 2)) FAIL("rope: freq factors must be f32 [>= n_rot/2]");
         if (!(n->fp[0] > 0.0f) || !(n->fp[1] > 0.0f)) FAIL("rope: freq_base and freq_scale must be > 0");
+        if (ns > 3 + (n->ip[IR_ROPE_NORM] == IR_ROPE_NORM_WEIGHT)) FAIL("rope: %d sources (x, pos, ff?, norm weight?)", ns);
+        SB_TRY(check_rope_norm(g, n, a->ne[0]));
         set(&r, SB_TYPE_F32, a->ne[0], a->ne[1], a->ne[2], 1);
         break;
     }
     case IR_OP_ROPE_STORE: {
         const bool rows = n->ip[IR_STORE_ROWS] != 0; /* (cache, x, pos, rows, ff?), else (cache, x, pos, ff?) */
-        const ir_node *pos = S(g, n, 2), *ff = ns > 3 + rows ? S(g, n, 3 + rows) : NULL, *rw = rows && ns > 3 ? S(g, n, 3) : NULL;
+        const ir_node *pos = S(g, n, 2), *ff = ir_rope_ff(n) != IR_NONE ? S(g, n, 3 + rows) : NULL, *rw = rows && ns > 3 ? S(g, n, 3) : NULL;
         int32_t n_rot = n->ip[0], mode = n->ip[1];
         if (a->op != IR_OP_KV && a->op != IR_OP_KV_STORE && a->op != IR_OP_ROPE_STORE) FAIL("rope_store: src0 must be a kv cache");
-        if (!rows && ns > 4) FAIL("rope_store: 5 sources without rows");
+        if (ns > 4 + rows + (n->ip[IR_ROPE_NORM] == IR_ROPE_NORM_WEIGHT))
+            FAIL("rope_store: %d sources (cache, x, pos, rows?, ff?, norm weight?)", ns);
         if (rows && (!rw || !is_i32_vec(rw) || rw->ne[0] != b->ne[2])) FAIL("rope_store: rows must be i32 [T=%lld]", (long long)b->ne[2]);
         if (!is_f32(b) || b->ne[3] != 1 || b->ne[0] * b->ne[1] != a->ne[0])
             FAIL("rope_store: x must be f32 [D,H,T] with D*H = Dkv %lld", (long long)a->ne[0]);
@@ -232,6 +251,7 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         if (mode != IR_ROPE_NORMAL && mode != IR_ROPE_NEOX) FAIL("rope_store: mode %d", mode);
         if (ff && (!is_f32(ff) || ff->ne[0] < n_rot / 2)) FAIL("rope_store: freq factors must be f32 [>= n_rot/2]");
         if (!(n->fp[0] > 0.0f) || !(n->fp[1] > 0.0f)) FAIL("rope_store: freq_base and freq_scale must be > 0");
+        SB_TRY(check_rope_norm(g, n, b->ne[0]));
         set(&r, a->dtype, a->ne[0], a->ne[1], 1, 1);
         break;
     }
@@ -241,6 +261,10 @@ sb_status ir_infer_shape(const ir_graph *g, ir_node *n) {
         if (!is_f32(b) || b->ne[0] != a->ne[0] || b->ne[2] != 1 || b->ne[3] != 1)
             FAIL("kv_store: x must be f32 [Dkv=%lld, T]", (long long)a->ne[0]);
         if (!is_i32_vec(pos) || pos->ne[0] != b->ne[1]) FAIL("kv_store: pos must be i32 [T]");
+        const ir_rope_norm rn = ir_rope_norm_of(n);
+        if (ns > 3 + (rn.kind == IR_ROPE_NORM_WEIGHT)) FAIL("kv_store: %d sources (cache, x, pos, norm weight?)", ns);
+        if (rn.kind && (rn.head_dim < 1 || a->ne[0] % rn.head_dim)) FAIL("kv_store: norm head dim %d vs Dkv %lld", rn.head_dim, (long long)a->ne[0]);
+        SB_TRY(check_rope_norm(g, n, rn.head_dim));
         set(&r, a->dtype, a->ne[0], a->ne[1], 1, 1);
         break;
     }

@@ -271,6 +271,11 @@ void op_rope(float *dst, const float *x, const int32_t *pos, const op_rope_args 
         for (int64_t h = 0; h < H; h++) {
             const float *src = x + (t * H + h) * D;
             float *out = dst + (t * H + h) * D;
+            if (a->norm) { /* the head normalised in place of its output, then rotated there */
+                op_rms_norm_row(out, src, D, a->norm_eps);
+                if (a->norm_w) op_mul(out, out, a->norm_w, D, D);
+                src = out;
+            }
             for (int32_t i = 0; i < half; i++) {
                 const int64_t ia = a->mode == 2 ? i : 2 * i;
                 const int64_t ib = a->mode == 2 ? i + half : 2 * i + 1;

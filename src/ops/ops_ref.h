@@ -100,8 +100,13 @@ typedef struct op_rope_args {
     int32_t mode;           /* 0 normal (adjacent pairs), 2 neox (halves) */
     float freq_base, freq_scale, attn_factor;
     const float *ff;        /* [n_rot/2] freq factors or NULL */
+    bool norm;              /* rotate rms_norm(head) [* norm_w] instead of the head (a ROPE with a head norm) */
+    float norm_eps;
+    const float *norm_w;    /* [D] or NULL */
 } op_rope_args;
-/* dst [D,H,T] tokens [t0,t1) = rope(x) at pos[t] (architectures.md §0.3). dst may be x. */
+/* dst [D,H,T] tokens [t0,t1) = rope(x) at pos[t] (architectures.md §0.3). dst may be x. With norm,
+ * each head is first op_rms_norm_row'd [and op_mul'd by norm_w] into its dst head: the bits of
+ * rms_norm, mul and rope one after the other. */
 void op_rope(float *dst, const float *x, const int32_t *pos, const op_rope_args *a, int64_t t0, int64_t t1);
 
 /* cache [Dkv,C] (f32 or f16) column pos[t] = x[:,t], t in [0,T). */

@@ -90,11 +90,11 @@ static bool store_launch(const ir_graph *g, const ir_node *launch) { /* the dp4a
     return cf_multi_ok(g, launch);
 }
 bool cf_launch_vstore_ok(const ir_graph *g, const ir_node *launch, const ir_node *store) {
-    return store_launch(g, launch) && store->op == IR_OP_KV_STORE;
+    return store_launch(g, launch) && store->op == IR_OP_KV_STORE && !ir_rope_norm_of(store).kind;
 }
 bool cf_launch_store_ok(const ir_graph *g, const ir_node *launch, const ir_node *store) {
     if (cf_launch_vstore_ok(g, launch, store)) return true;
-    if (!store_launch(g, launch) || store->op != IR_OP_ROPE_STORE) return false;
+    if (!store_launch(g, launch) || store->op != IR_OP_ROPE_STORE || ir_rope_norm_of(store).kind) return false; /* no head sum there */
     const ir_node *x = &g->nodes[store->src[1]]; /* (cache, x, pos, ff?) */
     const ir_rope_params rp = ir_rope_of(store);
     return x->ne[2] == 1 && rp.n_rot <= x->ne[0] && rp.n_rot % 2 == 0 && (rp.mode == IR_ROPE_NORMAL || rp.mode == IR_ROPE_NEOX);
@@ -160,7 +160,7 @@ static int32_t inplace_rope_of(const plan *p, const int32_t *uses, ir_ref v) {
             cur = q;
             continue;
         }
-        if (qn->op != IR_OP_ROPE || qn->src[0] != cur || p->vals[q].alias != q || p->vals[q].input >= 0 ||
+        if (qn->op != IR_OP_ROPE || qn->src[0] != cur || ir_rope_norm_of(qn).kind || p->vals[q].alias != q || p->vals[q].input >= 0 ||
             p->vals[q].bytes != p->vals[p->vals[v].alias].bytes)
             return -1;
         for (int32_t k = 0; k < p->n_outputs; k++)
@@ -334,12 +334,14 @@ static bool runs_alone(const ir_graph *g, const cuda_fusions *c, int32_t j) {
     const ir_op op = g->nodes[j].op;
     return !c->skip[j] && op != IR_OP_RESHAPE && op != IR_OP_VIEW && op != IR_OP_RESULT && !(ir_ops[op].flags & OPF_INPUT);
 }
+/* may node i be a job? (a rope that normalises its heads, pass fuse_norm_rope, runs alone: a job
+ * rotates one pair a thread and has no head sum) */
 static bool rope_job_ok(const ir_graph *g, const cuda_fusions *c, int32_t i) {
     const ir_node *n = &g->nodes[i];
     if (c->skip[i]) return false;
     if (n->op == IR_OP_KV_STORE)
-        return g->nodes[n->src[1]].dtype == SB_TYPE_F32 && (n->dtype == SB_TYPE_F32 || n->dtype == SB_TYPE_F16);
-    return (n->op == IR_OP_ROPE || n->op == IR_OP_ROPE_STORE) && g->nodes[job_x(n)].ne[3] == 1;
+        return g->nodes[n->src[1]].dtype == SB_TYPE_F32 && (n->dtype == SB_TYPE_F32 || n->dtype == SB_TYPE_F16) && !ir_rope_norm_of(n).kind;
+    return (n->op == IR_OP_ROPE || n->op == IR_OP_ROPE_STORE) && g->nodes[job_x(n)].ne[3] == 1 && !ir_rope_norm_of(n).kind;
 }
 /* does the MMA group (plan_mma_groups) whose results include v split K at the plan's T (group_split)? */
 static bool group_of_splits(const plan *p, const cuda_fusions *c, ir_ref v) {
@@ -411,7 +413,7 @@ static void plan_group_jobs(const plan *p, cuda_fusions *c) {
         if (c->skip[i] || c->mnext[i] < 0) continue;
         int32_t j = i + 1; /* the next node that launches work */
         while (j < g->n_nodes && !runs_alone(g, c, j)) j++;
-        if (j >= g->n_nodes || (g->nodes[j].op != IR_OP_ROPE && g->nodes[j].op != IR_OP_ROPE_STORE && g->nodes[j].op != IR_OP_KV_STORE)) continue;
+        if (j >= g->n_nodes || !rope_job_ok(g, c, j)) continue; /* a rope, rope_store or kv_store the jobs take */
         bool ok = true;
         for (int32_t m = i; m >= 0 && ok; m = c->mnext[m]) {
             const ir_ref root = p->vals[m].alias;

@@ -36,7 +36,7 @@ void exec_cpu_target(plan_target *t) {
      * F16/BF16 files agree with the references at the F32 bound. */
     t->act_type[SB_TYPE_F16] = SB_TYPE_F16;
     t->act_type[SB_TYPE_BF16] = SB_TYPE_BF16;
-    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = t->fuse_rope_store = t->fuse_add_norm = true;
+    t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = t->fuse_rope_store = t->fuse_norm_rope = t->fuse_add_norm = true;
     t->chain_quant_max_t = INT64_MAX; /* k_fused quantizes each row it finished, at any T */
 }
 
@@ -379,11 +379,16 @@ static void k_rope(void *c, int64_t b, int64_t e, int tid) {
     op_rope(r->dst, r->s[0], r->s[1], &r->rope, b, e);
 }
 
-/* op_rope's arguments for a ROPE or ROPE_STORE node n rotating x [D,H,*] (ff: its freq factors or NULL) */
-static op_rope_args rope_args(const ir_node *n, const ir_node *x, const float *ff) {
+/* op_rope's arguments for the ROPE or ROPE_STORE node r runs, rotating x [D,H,*] (its freq factors
+ * and head norm from its sources: ir_rope_ff, ir_rope_norm_of) */
+static op_rope_args rope_args(const run *r, const ir_node *x) {
+    const ir_node *n = r->n;
     const ir_rope_params rp = ir_rope_of(n);
+    const ir_rope_norm nm = ir_rope_norm_of(n);
+    const ir_ref ff = ir_rope_ff(n);
     return (op_rope_args){.D = x->ne[0], .H = x->ne[1], .n_rot = rp.n_rot, .mode = rp.mode, .freq_base = rp.freq_base,
-                          .freq_scale = rp.freq_scale, .attn_factor = ir_rope_attn_factor(n), .ff = ff};
+                          .freq_scale = rp.freq_scale, .attn_factor = ir_rope_attn_factor(n), .ff = ff != IR_NONE ? ptr(r, ff) : NULL,
+                          .norm = nm.kind != IR_ROPE_NORM_NONE, .norm_eps = nm.eps, .norm_w = nm.weight != IR_NONE ? ptr(r, nm.weight) : NULL};
 }
 
 /* ROPE_STORE: token t's rotated row in this thread's scratch (op_rope's math), then into the
@@ -647,6 +652,21 @@ static void kv_store_rows(const run *r, int64_t T) {
     const ir_node *n = r->n;
     const int32_t *pos = r->s[2];
     const int64_t ring = cache_ring(r->g, (ir_ref)(n - r->g->nodes));
+    const ir_rope_norm nm = ir_rope_norm_of(n);
+    if (nm.kind) { /* each head normed (pass fuse_norm_rope) into the scratch row, then stored: rms_norm [, mul], kv_store's bits */
+        const int64_t E = n->ne[0], D = nm.head_dim;
+        const float *w = nm.weight != IR_NONE ? ptr(r, nm.weight) : NULL;
+        float *row = scratch(r, 0); /* the store runs on this thread alone */
+        for (int64_t t = 0; t < T; t++) {
+            for (int64_t h = 0; h < E / D; h++) {
+                op_rms_norm_row(row + h * D, (const float *)r->s[1] + t * E + h * D, D, nm.eps);
+                if (w) op_mul(row + h * D, row + h * D, w, D, D);
+            }
+            const int32_t at = ring ? (int32_t)(pos[t] % ring) : pos[t];
+            op_kv_store(r->dst, n->dtype, E, row, &at, 1);
+        }
+        return;
+    }
     if (!ring) {
         op_kv_store(r->dst, n->dtype, n->ne[0], r->s[1], pos, T);
         return;
@@ -792,15 +812,14 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
         case IR_OP_OUTPUT: break; /* views */
         case IR_OP_ROPE: {
             const ir_node *x = src(&r, 0);
-            r.rope = rope_args(n, x, n->src[2] != IR_NONE ? r.s[2] : NULL);
+            r.rope = rope_args(&r, x);
             par(pool, nt, x->ne[2], ir_nelem(x), k_rope, &r);
             break;
         }
         case IR_OP_ROPE_STORE: {
             const ir_node *x = src(&r, 1);
             r.ring = cache_ring(p->g, i);
-            const int ffs = n->ip[IR_STORE_ROWS] ? 4 : 3; /* ir_rope_store_ff's slot */
-            r.rope = rope_args(n, x, n->src[ffs] != IR_NONE ? r.s[ffs] : NULL);
+            r.rope = rope_args(&r, x);
             par(pool, nt, x->ne[2], ir_nelem(x), k_rope_store, &r);
             break;
         }

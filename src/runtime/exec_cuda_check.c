@@ -33,7 +33,7 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     if (cc->blas_quant > 0 && cu_blaslt_available(NULL, 0)) t->act_f32_min_rows = cc->blas_quant;
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
     if (!(c ? c : &cu_config_default)->fuse) return; /* cu_config.fuse 0: the planner's fusions off too */
-    t->fuse_matmul_add = t->fuse_add_norm = t->fuse_rope_store = true;
+    t->fuse_matmul_add = t->fuse_add_norm = t->fuse_rope_store = t->fuse_norm_rope = true;
     t->slice_view = true;             /* VIEW: a pointer at an offset (dptr) */
     /* cu_ew_quant_rows (1024 threads a row) in place of the chain's and the quantizer's kernels: decode
      * and small batches, where launches dominate (default 8 rows; not measured past one row yet) */

@@ -8,6 +8,7 @@
 #ifdef SB_HAVE_CUDA /* the whole file: a build without CUDA has no "cuda" backend kind */
 
 #include "runtime/exec_cuda_impl.h"
+#include "backend/cuda/rope_norm.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -145,7 +146,7 @@ static cu_rope_job rope_job(crun *r, int32_t i) {
         return jb;
     }
     const bool store = n->op == IR_OP_ROPE_STORE; /* (cache, x, pos, rows?, ff?), else (x, pos, ff?) */
-    const ir_ref xs = n->src[store], ffs = store ? ir_rope_store_ff(n) : n->src[2], rows = store ? ir_store_rows(n) : IR_NONE;
+    const ir_ref xs = n->src[store], ffs = ir_rope_ff(n), rows = store ? ir_store_rows(n) : IR_NONE;
     const ir_node *x = &g->nodes[xs];
     cu_rope_job jb = {.dst = store ? NULL : (float *)dptr(r, i), .x = (const float *)dptr(r, xs),
                       .a = {.D = x->ne[0], .H = x->ne[1], .T = x->ne[2], .n_rot = ir_rope_of(n).n_rot, .mode = ir_rope_of(n).mode,
@@ -372,11 +373,21 @@ sb_status cx_run_node(crun *r, int32_t i) {
         if ((r->c->fu.rnext && r->c->fu.rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
         cu_rope_job jb = rope_job(r, i);
         r->n_kernels++;
+        const ir_rope_norm nm = ir_rope_norm_of(n); /* pass fuse_norm_rope: each head normed as it is loaded */
+        if (nm.kind != IR_ROPE_NORM_NONE)
+            return cu_rope_norm(s, jb.dst, jb.x, SP(n->op == IR_OP_ROPE ? 1 : 2), &jb.a, nm.eps,
+                                nm.weight != IR_NONE ? (const float *)dptr(r, nm.weight) : NULL);
         return cu_rope(s, jb.dst, jb.x, SP(n->op == IR_OP_ROPE ? 1 : 2), &jb.a);
     }
     case IR_OP_KV_STORE:
         if ((r->c->fu.rnext && r->c->fu.rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
         r->n_kernels++;
+        if (ir_rope_norm_of(n).kind) { /* pass fuse_norm_rope: each head normed, stored at pos — cu_rope_norm rotating nothing */
+            const ir_rope_norm nm = ir_rope_norm_of(n);
+            const cu_rope_args a = {.D = nm.head_dim, .H = n->ne[0] / nm.head_dim, .T = SRC(1)->ne[1], .n_rot = 0, .mode = 0,
+                                    .theta_scale = 1.0f, .freq_scale = 1.0f, .attn_factor = 1.0f, .cache = dst, .ctype = n->dtype};
+            return cu_rope_norm(s, NULL, SP(1), SP(2), &a, nm.eps, nm.weight != IR_NONE ? (const float *)dptr(r, nm.weight) : NULL);
+        }
         return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
     case IR_OP_ATTENTION: {
         if (cx_attn_on_paged_kernel(r->cx, r->p, n)) { /* k_attn_paged.cu; a contiguous cache as one block of its C rows */

@@ -297,6 +297,95 @@ static void case_fuse_rope_store(void) {
 /* Q's bias and the attention's residual add become matmul addends; the FFN's residual add, which
  * the elementwise chain after it took, stays there; a product read twice stays a plain matmul; a
  * target without the flag is left alone */
+/* a qwen3 / gemma4 attention input: q and k normed per head with weights before their ropes (K's
+ * with freq factors), V normed without a weight before its kv_store (gemma4); with
+ * k_read_elsewhere the normed K is an output too */
+static ir_graph *qk_norm_graph(bool k_read_elsewhere) {
+    ir_graph *g = new_graph();
+    const int64_t E = 256, D = 64, Hq = 4, Hkv = 2, T = 2, C = 16;
+    ir_ref h = ir_input_weight(g, "h", SB_TYPE_F32, (int64_t[4]){E, T, 1, 1});
+    ir_ref pos = ir_input_pos(g, T);
+    ir_ref wq = W(g, "blk.0.attn_q.weight", SB_TYPE_Q8_0, E, Hq * D), wk = W(g, "blk.0.attn_k.weight", SB_TYPE_Q8_0, E, Hkv * D);
+    ir_ref wv = W(g, "blk.0.attn_v.weight", SB_TYPE_Q8_0, E, Hkv * D), ff = W(g, "rope_freqs.weight", SB_TYPE_F32, D / 2, 1);
+    ir_ref qn = W(g, "blk.0.attn_q_norm.weight", SB_TYPE_F32, D, 1), kn = W(g, "blk.0.attn_k_norm.weight", SB_TYPE_F32, D, 1);
+    ir_ref kc = ir_input_kv(g, "cache_k.0", SB_TYPE_F16, (int64_t[4]){Hkv * D, C, 1, 1});
+    ir_ref vc = ir_input_kv(g, "cache_v.0", SB_TYPE_F16, (int64_t[4]){Hkv * D, C, 1, 1});
+    ir_rope_params rp = {.n_rot = D, .mode = IR_ROPE_NEOX, .freq_base = 1e6f, .freq_scale = 1.0f};
+    ir_ref q = ir_reshape(g, ir_matmul(g, wq, h), (int64_t[4]){D, Hq, T, 1});
+    q = ir_rope(g, ir_mul(g, ir_rms_norm(g, q, 1e-6f), qn), pos, IR_NONE, &rp);
+    ir_ref k = ir_rms_norm(g, ir_reshape(g, ir_matmul(g, wk, h), (int64_t[4]){D, Hkv, T, 1}), 1e-6f);
+    if (k_read_elsewhere) ir_output(g, k, "k_normed");
+    k = ir_rope(g, ir_mul(g, k, kn), pos, ff, &rp);
+    ir_ref v = ir_rms_norm(g, ir_reshape(g, ir_matmul(g, wv, h), (int64_t[4]){D, Hkv, T, 1}), 1e-6f);
+    ir_ref ks = ir_kv_store(g, kc, ir_reshape(g, k, (int64_t[4]){Hkv * D, T, 1, 1}), pos);
+    ir_ref vs = ir_kv_store(g, vc, ir_reshape(g, v, (int64_t[4]){Hkv * D, T, 1, 1}), pos);
+    ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = 1.0f};
+    ir_output(g, ir_attention(g, q, ks, vs, pos, &ap), "out");
+    CHECK(ir_graph_status(g) == SB_OK);
+    return g;
+}
+
+static int count_normed_ropes(const ir_graph *g, ir_op op) {
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) n += g->nodes[i].op == op && ir_rope_norm_of(&g->nodes[i]).kind != IR_ROPE_NORM_NONE;
+    return n;
+}
+
+/* pass fuse_norm_rope: Q's and K's weighted head norms go into their ropes (the golden file), K's
+ * keeps its freq factors beside the weight, V's weightless norm goes into its kv_store;
+ * fuse_rope_store then carries K's norm into the rope_store. Not fused: a norm read elsewhere, a
+ * reference target. */
+static void case_fuse_norm_rope(void) {
+    plan_target t;
+    test_target(&t);
+    t.fuse_norm_rope = t.fuse_rope_store = true;
+    ir_graph *g = qk_norm_graph(false);
+    golden("fuse_norm_rope", g, NULL, 0, pass_fuse_norm_rope, &t);
+    CHECK_EQ_INT(count_normed_ropes(g, IR_OP_ROPE), 2);
+    int norms = 0, muls = 0;
+    for (int i = 0; i < g->n_nodes; i++) norms += g->nodes[i].op == IR_OP_RMS_NORM, muls += g->nodes[i].op == IR_OP_MUL;
+    CHECK_EQ_INT(norms, 0); /* V's went into its kv_store */
+    CHECK_EQ_INT(muls, 0);
+    CHECK_EQ_INT(count_normed_ropes(g, IR_OP_KV_STORE), 1);
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (n->op != IR_OP_ROPE) continue;
+        const bool is_k = n->ne[1] == 2;
+        CHECK(ir_rope_norm_of(n).kind == IR_ROPE_NORM_WEIGHT && ir_rope_norm_of(n).eps == 1e-6f);
+        CHECK(!strcmp(g->nodes[ir_rope_norm_of(n).weight].name, is_k ? "blk.0.attn_k_norm.weight" : "blk.0.attn_q_norm.weight"));
+        CHECK(is_k ? !strcmp(g->nodes[ir_rope_ff(n)].name, "rope_freqs.weight") : ir_rope_ff(n) == IR_NONE);
+    }
+    pass_ctx cx = {.target = &t};
+    CHECK(pass_fuse_rope_store(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+    CHECK_EQ_INT(count_normed_ropes(g, IR_OP_ROPE_STORE), 1);
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (n->op != IR_OP_ROPE_STORE) continue;
+        CHECK(!strcmp(g->nodes[ir_rope_norm_of(n).weight].name, "blk.0.attn_k_norm.weight"));
+        CHECK(!strcmp(g->nodes[ir_rope_ff(n)].name, "rope_freqs.weight"));
+    }
+    ir_graph_free(g);
+    /* the normed K also read elsewhere: K's rope keeps its input, Q's still fuses */
+    g = qk_norm_graph(true);
+    CHECK(pass_fuse_norm_rope(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+    CHECK_EQ_INT(count_normed_ropes(g, IR_OP_ROPE), 1);
+    int left = 0;
+    for (int i = 0; i < g->n_nodes; i++) left += g->nodes[i].op == IR_OP_RMS_NORM;
+    CHECK_EQ_INT(left, 1); /* K's */
+    ir_graph_free(g);
+    /* a reference target never fuses */
+    plan_target r;
+    plan_target_reference(&r);
+    g = qk_norm_graph(false);
+    char *before = ir_print_str(g);
+    cx.target = &r;
+    CHECK(pass_fuse_norm_rope(g, &cx) == SB_OK);
+    char *after = ir_print_str(g);
+    CHECK(!strcmp(before, after));
+    free(before), free(after);
+    ir_graph_free(g);
+}
+
 static void case_fuse_matmul_add(void) {
     plan_target t;
     test_target(&t);
@@ -704,7 +793,7 @@ static void test_pipeline_dump(void) {
     fclose(f);
     int np = 0;
     const pass_info *pl = pass_pipeline(&np);
-    CHECK(np == 15 && !strcmp(pl[0].name, "dce") && !strcmp(pl[13].name, "fuse_launch_store") && !strcmp(pl[14].name, "slice_view"));
+    CHECK(np == 16 && !strcmp(pl[0].name, "dce") && !strcmp(pl[14].name, "fuse_launch_store") && !strcmp(pl[15].name, "slice_view"));
     for (int i = 0; i < np; i++) {
         char key[80];
         snprintf(key, sizeof key, "IR after %s", pl[i].name);
@@ -1182,6 +1271,7 @@ int main(void) {
     case_fuse_act_quant();
     case_fuse_elementwise();
     case_fuse_rope_store();
+    case_fuse_norm_rope();
     case_fuse_matmul_add();
     case_fuse_attn();
     case_fuse_attn_rope_paged();

@@ -10,7 +10,8 @@
  * T = 1..13 including 8-token tiles; f32-activation GEMV for float and other types; the tiled F32
  * GEMM at T > 8 with ragged tiles and K % 4 != 0; F16/BF16 through the 128 x 128 tile), fused RMSNorm
  * chains, fused chains with a quantize tail (bit-identical to the kernels apart), RMSNorm+quantize, GLU(+quantize), elementwise (scale/softcap/silu/gelu), RoPE
- * NORMAL/NEOX with freq factors (also 512-dim heads), kv_store + attention (F32/F16 cache, GQA,
+ * NORMAL/NEOX with freq factors (also 512-dim heads), ropes and stores with their head norms (Qwen3 /
+ * Gemma 4 q, k and v norms: bit for bit against the norm and rope apart), kv_store + attention (F32/F16 cache, GQA,
  * window, softcap, heads of 320 and 512 on the paged kernel (with key splits),
  * prefill and split-K decode; both k_attention.cu variants; variant 4's decode kernel k_attn_decode.cu
  * at depths 0..4100 with several steps on one executor; paged attention (k_attn_paged.cu: tokens of
@@ -1193,6 +1194,54 @@ static binds attn_binds(const attn_data *a, int32_t *pos) {
     return (binds){.name = {"q", "kn", "vn", "cache_k.0", "cache_v.0"}, .data = {a->q, a->kn, a->vn, a->kc, a->vc}, .n = 5, .pos = pos};
 }
 
+/* ropes and stores with their head norms (pass fuse_norm_rope, cu_rope_norm, device/rope_norm.cuh):
+ * Qwen3-like q / k (D 128, weighted norms, NEOX; K through its rope_store into the f16 cache) and
+ * Gemma 4-like global heads (D 512, freq factors with 1e30 entries, V's weightless norm into its
+ * kv_store), T = 1 and 3..4 at the end of a 64-row f16 cache, up to the attention over them. Against
+ * the reference; the planner's fusions on (fuse_on) against off: 3 (Gemma: 4) launches fewer — the
+ * norms and K's separate store — and the same bits (the rope kernel sums a head's squares in another
+ * order than the chain kernel, both in double: equal unless a head's squares span ~2^29). */
+static void test_norm_rope(void) {
+    const int64_t C = 64;
+    struct { int64_t D, Hq, Hkv, T; bool gemma; } cs[] = {{128, 8, 2, 1, false}, {128, 8, 2, 4, false}, {512, 4, 1, 1, true}, {512, 4, 1, 3, true}};
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        const int64_t D = cs[c].D, Hq = cs[c].Hq, Hkv = cs[c].Hkv, T = cs[c].T, Dkv = D * Hkv;
+        attn_data a = attn_data_new(SB_TYPE_F16, D, Hq, Dkv, T, C);
+        float *qw = rnd(D, 1.0f), *kw = rnd(D, 1.0f), *ff = malloc((size_t)(D / 2) * sizeof *ff);
+        for (int64_t i = 0; i < D / 2; i++) ff[i] = i < D / 8 ? 1.0f + 0.1f * (float)(i % 3) : 1e30f;
+        int32_t pos[4];
+        for (int64_t t = 0; t < T; t++) pos[t] = (int32_t)(C - T + t);
+        ir_graph *g;
+        ir_graph_create(&g);
+        const attn_refs r = attn_inputs(g, SB_TYPE_F16, D, Hq, Dkv, T, C);
+        ir_ref p = ir_input_pos(g, T);
+        ir_ref qn = ir_input_weight(g, "qw", SB_TYPE_F32, (int64_t[4]){D, 1, 1, 1}), kn = ir_input_weight(g, "kw", SB_TYPE_F32, (int64_t[4]){D, 1, 1, 1});
+        ir_ref fr = cs[c].gemma ? ir_input_weight(g, "ff", SB_TYPE_F32, (int64_t[4]){D / 2, 1, 1, 1}) : IR_NONE;
+        ir_rope_params rp = {.n_rot = (int32_t)D, .mode = IR_ROPE_NEOX, .freq_base = 1000000.0f, .freq_scale = 1.0f};
+        ir_ref q = ir_rope(g, ir_mul(g, ir_rms_norm(g, r.q, 1e-6f), qn), p, fr, &rp);
+        ir_ref k = ir_mul(g, ir_rms_norm(g, ir_reshape(g, r.kn, (int64_t[4]){D, Hkv, T, 1}), 1e-6f), kn);
+        ir_ref ks = ir_kv_store(g, r.kc, ir_reshape(g, ir_rope(g, k, p, fr, &rp), (int64_t[4]){Dkv, T, 1, 1}), p);
+        ir_ref v = r.vn;
+        if (cs[c].gemma) v = ir_reshape(g, ir_rms_norm(g, ir_reshape(g, v, (int64_t[4]){D, Hkv, T, 1}), 1e-6f), (int64_t[4]){Dkv, T, 1, 1});
+        ir_ref vs = ir_kv_store(g, r.vc, v, p);
+        ir_attn_params ap = {.n_head_kv = (int32_t)Hkv, .head_dim = (int32_t)D, .scale = cs[c].gemma ? 1.0f : 1.0f / sqrtf((float)D)};
+        ir_output(g, ir_attention(g, q, ks, vs, p, &ap), "y");
+        binds b = attn_binds(&a, pos);
+        b.name[5] = "qw", b.data[5] = qw;
+        b.name[6] = "kw", b.data[6] = kw;
+        b.name[7] = "ff", b.data[7] = ff;
+        b.n = 8;
+        char label[96];
+        snprintf(label, sizeof label, "norm+rope %s D=%lld T=%lld", cs[c].gemma ? "gemma4 (+V norm)" : "qwen3", (long long)D, (long long)T);
+        fused_bits = true;
+        expect_fused(g, &b, label, 1e-9, cs[c].gemma ? 4 : 3);
+        fused_bits = false;
+        ir_graph_free(g);
+        attn_data_free(&a);
+        free(qw), free(kw), free(ff);
+    }
+}
+
 static void test_attention(void) {
     const int64_t Hq = 4, Hkv = 2, C = 300;
     struct { int64_t T, p0; int ctype, window; float softcap; int64_t D; } cs[] = {
@@ -2251,6 +2300,7 @@ int main(void) {
     test_norm_rows();
     test_rope();
     test_rope_wide();
+    test_norm_rope();
     test_attention();
     test_paged_attention();
     test_paged_rope_attention();

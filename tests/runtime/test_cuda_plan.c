@@ -7,7 +7,9 @@
  * the tensor; head_dim > 256: SB_ERR_UNSUPPORTED), and a CUDA session on a machine without a
  * usable GPU failing with SB_ERR_DEVICE (never a crash) while a CPU session still works; the
  * paged decoder (the batched engine's) passes the check, no executor fusion of it treats the slots
- * as positions or takes the paged attention's output, and its decode (T = 1) attentions rotate q.
+ * as positions or takes the paged attention's output, and its decode (T = 1) attentions rotate q;
+ * the qwen3 and gemma4 test models' decode plans with their q/k (gemma4: and v) head norms folded into
+ * the ropes and stores (pass fuse_norm_rope) and the launches that saves.
  * The config every plan here assumes: cu_config_default (or the fields a case names) on a GPU where
  * cuBLASLt loads (gpu_target), so CI without one plans as the H100 / H200 do; every launch and fusion
  * count is at T <= 64, below the default blas_quant (256: test_blas_rule, which also plans the
@@ -305,6 +307,55 @@ static void test_gemma4_launches(void) {
     rt_model_free(m);
 }
 
+/* pass fuse_norm_rope on the qwen3 and gemma4 test models' decode steps, planned as on an H100: the
+ * q and k norms go into their ropes (K's into its rope_store), gemma4's V norm into its kv_store
+ * (every own-KV layer), no rms_norm is left before a rope or store, and each fold saves a launch
+ * except Q's (its rope moves out of the attention, which cannot norm: one launch for two either way) */
+static void test_norm_rope_launches(void) {
+    static const char *files[] = {"models/test-qwen3-q8_0.gguf", "models/test-gemma4-q4_k_m.gguf"};
+    exec_cuda_assume_device(9, 132);
+    for (int k = 0; k < 2; k++) {
+        rt_model *m;
+        if (rt_model_load(test_data_path(files[k]), NULL, &m) != SB_OK) {
+            printf("SKIP %s: %s\n", files[k], sb_last_error());
+            continue;
+        }
+        ir_graph *g;
+        ir_graph_create(&g);
+        rt_build bld = {.g = g, .m = m, .T = 1, .n_out = 1, .n_ctx = 256, .kv_type = SB_TYPE_F16};
+        CHECK(rt_build_decoder(&bld) == SB_OK);
+        int32_t n[2] = {-1, -1}, normed[2] = {0, 0}, stores = 0;
+        for (int on = 0; on < 2; on++) {
+            plan_target t;
+            gpu_target(NULL, &t);
+            t.fuse_norm_rope = on;
+            plan *p = NULL;
+            CHECKF(plan_build(g, &t, NULL, &p) == SB_OK, "%s", sb_last_error());
+            if (!p) continue;
+            CHECKF(exec_cuda_check(p) == SB_OK, "%s", sb_last_error());
+            n[on] = launches(p);
+            for (int32_t i = 0; i < p->g->n_nodes; i++) {
+                const ir_node *x = &p->g->nodes[i];
+                normed[on] += ir_rope_norm_of(x).kind != IR_ROPE_NORM_NONE;
+                stores += on && x->op == IR_OP_KV_STORE && ir_rope_norm_of(x).kind != IR_ROPE_NORM_NONE;
+            }
+            plan_free(p);
+        }
+        const int64_t L = m->hp.n_layer, Lkv = m->hp.n_layer_kv;
+        printf("%s decode (%lld layers, %lld with K/V), H100 plan: %d launches without fuse_norm_rope, %d with (%d normed ropes and stores)\n",
+               files[k], (long long)L, (long long)Lkv, (int)n[0], (int)n[1], (int)normed[1]);
+        const bool gemma = k == 1;
+        CHECK_EQ_INT(normed[0], 0);
+        CHECK_EQ_INT(normed[1], (int)(L + Lkv * (gemma ? 2 : 1))); /* Q every layer; K (and gemma's V) where the layer has its cache */
+        CHECK_EQ_INT(stores, gemma ? (int)Lkv : 0);
+        CHECKF(n[1] == n[0] - (int)(Lkv * (gemma ? 2 : 1)), "%s: %d -> %d launches (%lld fewer expected)", files[k], (int)n[0], (int)n[1],
+               (long long)(Lkv * (gemma ? 2 : 1)));
+        ir_graph_free(g);
+        rt_model_free(m);
+    }
+    exec_cuda_assume_device(0, 0);
+}
+
 int main(void) {
     test_tune();
     /* a build without the backend: the check refuses everything, nothing else to test */
@@ -319,6 +370,7 @@ int main(void) {
     test_paged_plan(1);
     test_paged_plan(8);
     test_gemma4_launches();
+    test_norm_rope_launches();
     test_blas_rule();
 
     /* k_attn_deep's scratch serves every depth class it takes: past ~131k keys it refuses the

@@ -225,6 +225,83 @@ static void test_block(int type, double tol_vs_ref) {
     weights_free(&w);
 }
 
+// ---- 2b: a rope or store with its head norm (pass fuse_norm_rope) == rms_norm, mul, rope, store apart ----
+
+/* Q: a weighted norm, NEOX over all dims; K: a plain norm, NORMAL over half the dims with freq
+ * factors (the tail dims normed, not rotated), stored into an f16 cache (ROPE_STORE); V: a plain
+ * norm into its f16 cache (a KV_STORE with the head norm, gemma4's V). Random
+ * inputs, poisoned arena and cache; the CPU target with the pass against the same target without
+ * it and the reference target: the same bytes. */
+static void test_norm_rope(void) {
+    enum { ND = 64, NHQ = 4, NHK = 2, NT = 3, NC = 8 };
+    float *xq = rnd(ND * NHQ * NT, 3), *xk = rnd(ND * NHK * NT, 0.5f), *xv = rnd(ND * NHK * NT, 2), *w = rnd(ND, 1), *ff = rnd(ND / 4, 1);
+    for (int i = 0; i < ND / 4; i++) ff[i] = 1.0f + fabsf(ff[i]);
+    int32_t pos[NT] = {5, 0, 7};
+    ir_graph *g;
+    CHECK(ir_graph_create(&g) == SB_OK);
+    ir_ref p_in = ir_input_pos(g, NT);
+    ir_ref q = ir_input_weight(g, "xq", SB_TYPE_F32, (int64_t[4]){ND, NHQ, NT, 1});
+    ir_ref k = ir_input_weight(g, "xk", SB_TYPE_F32, (int64_t[4]){ND, NHK, NT, 1});
+    ir_ref wn = ir_input_weight(g, "w", SB_TYPE_F32, (int64_t[4]){ND, 1, 1, 1}), fr = ir_input_weight(g, "ff", SB_TYPE_F32, (int64_t[4]){ND / 4, 1, 1, 1});
+    ir_ref kc = ir_input_kv(g, "cache_k", SB_TYPE_F16, (int64_t[4]){ND * NHK, NC, 1, 1});
+    ir_ref vc = ir_input_kv(g, "cache_v", SB_TYPE_F16, (int64_t[4]){ND * NHK, NC, 1, 1});
+    ir_ref v = ir_rms_norm(g, ir_input_weight(g, "xv", SB_TYPE_F32, (int64_t[4]){ND, NHK, NT, 1}), 1e-6f);
+    ir_kv_store(g, vc, ir_reshape(g, v, (int64_t[4]){ND * NHK, NT, 1, 1}), p_in); /* gemma4's V: a weightless norm, no rope */
+    ir_rope_params rq = {.n_rot = ND, .mode = IR_ROPE_NEOX, .freq_base = 10000, .freq_scale = 1};
+    ir_rope_params rk = {.n_rot = ND / 2, .mode = IR_ROPE_NORMAL, .freq_base = 1e6f, .freq_scale = 0.5f};
+    q = ir_rope(g, ir_mul(g, ir_rms_norm(g, q, 1e-6f), wn), p_in, IR_NONE, &rq);
+    k = ir_rope(g, ir_rms_norm(g, k, 1e-5f), p_in, fr, &rk);
+    ir_kv_store(g, kc, ir_reshape(g, k, (int64_t[4]){ND * NHK, NT, 1, 1}), p_in); /* a root: the cache is state */
+    ir_output(g, q, "q");
+    plan_target tg[3];
+    exec_cpu_target(&tg[0]);
+    tg[1] = tg[0], tg[1].fuse_norm_rope = false;
+    plan_target_reference(&tg[2]);
+    float qo[3][ND * NHQ * NT];
+    uint16_t cache[3][ND * NHK * NC], vcache[3][ND * NHK * NC];
+    for (int v = 0; v < 3; v++) {
+        plan *p = NULL;
+        CHECKF(plan_build(g, &tg[v], NULL, &p) == SB_OK, "%s", sb_last_error());
+        if (!p) continue;
+        int normed = 0;
+        for (int i = 0; i < p->g->n_nodes; i++) normed += ir_rope_norm_of(&p->g->nodes[i]).kind != IR_ROPE_NORM_NONE;
+        CHECK_EQ_INT(normed, v == 0 ? 3 : 0); /* Q's rope, K's rope_store, V's kv_store */
+        memset(cache[v], 0xff, sizeof cache[v]), memset(vcache[v], 0xff, sizeof vcache[v]);
+        void *data[16] = {0};
+        const bind bs[] = {{"pos", pos}, {"xq", xq}, {"xk", xk}, {"w", w}, {"ff", ff}, {"cache_k", cache[v]}, {"xv", xv}, {"cache_v", vcache[v]}};
+        for (int i = 0; i < p->n_inputs; i++)
+            for (int j = 0; j < 8; j++)
+                if (!strcmp(p->inputs[i].name, bs[j].name)) data[i] = bs[j].ptr;
+        const uint64_t need = exec_cpu_arena_bytes(p, 1);
+        void *arena = aligned_alloc(PLAN_ALIGN, (need + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN);
+        memset(arena, 0xff, need);
+        exec_bindings b = {.data = data, .n_data = p->n_inputs, .arena = arena, .arena_bytes = need};
+        const float *out[1] = {0};
+        CHECKF(exec_cpu_run(p, &b, NULL, out) == SB_OK, "%s", sb_last_error());
+        memcpy(qo[v], out[0], sizeof qo[v]);
+        free(arena);
+        plan_free(p);
+    }
+    CHECK(!memcmp(qo[0], qo[1], sizeof qo[0]) && !memcmp(qo[0], qo[2], sizeof qo[0]));
+    CHECK(!memcmp(cache[0], cache[1], sizeof cache[0]) && !memcmp(cache[0], cache[2], sizeof cache[0]));
+    CHECK(!memcmp(vcache[0], vcache[1], sizeof vcache[0]) && !memcmp(vcache[0], vcache[2], sizeof vcache[0]));
+    bool finite = true; /* every q value and every written cache row was written */
+    for (int i = 0; i < ND * NHQ * NT; i++) finite &= isfinite(qo[0][i]);
+    for (int t = 0; t < NT; t++)
+        for (int i = 0; i < ND * NHK; i++) finite &= cache[0][pos[t] * ND * NHK + i] != 0xffff && vcache[0][pos[t] * ND * NHK + i] != 0xffff;
+    CHECK(finite);
+    /* one value by hand: q head 1 of token 2, pair 3 (NEOX: dims 3 and 35) */
+    const float *x = xq + (2 * NHQ + 1) * ND;
+    double ss = 0;
+    for (int i = 0; i < ND; i++) ss += (double)x[i] * x[i];
+    const double sc = 1 / sqrt(ss / ND + 1e-6), th = 7 * pow(10000.0, -2.0 * 3 / ND);
+    const double want = x[3] * sc * w[3] * cos(th) - x[35] * sc * w[35] * sin(th);
+    CHECKF(fabs(qo[0][(2 * NHQ + 1) * ND + 3] - want) < 1e-4, "q[3] %g, by hand %g", qo[0][(2 * NHQ + 1) * ND + 3], want);
+    printf("norm + rope: Q (weighted norm, neox), K's rope_store (plain norm, normal, ff, partial), V's normed kv_store bit-identical to the ops apart\n");
+    ir_graph_free(g);
+    free(xq), free(xk), free(xv), free(w), free(ff);
+}
+
 // ---- 3: the executor's attention == the reference op ----
 
 static void test_attention_vs_ref(int AD, int AT) {
@@ -373,6 +450,7 @@ int main(void) {
     test_attention_vs_ref(64, 37);  /* register-blocked PV, several token blocks, 4-chain QK */
     test_attention_vs_ref(64, 1);   /* decode path */
     test_swiglu_vs_ref();
+    test_norm_rope();
     test_errors();
     return test_summary();
 }

@@ -28,3 +28,4 @@ set_tests_properties(runtime/cli_truncate_model PROPERTIES LABELS runtime SKIP_R
 add_test(NAME runtime/cli_quantize_llama_identity COMMAND sh ${CMAKE_SOURCE_DIR}/tests/runtime/cli_quantize_llama_identity.sh $<TARGET_FILE:sb> ${SB_TESTDATA})
 set_tests_properties(runtime/cli_quantize_llama_identity PROPERTIES LABELS runtime)
 set_tests_properties(runtime/test_gemma4 PROPERTIES SKIP_RETURN_CODE 77)
+set_tests_properties(runtime/test_cuda_rope_emu PROPERTIES SKIP_RETURN_CODE 77)

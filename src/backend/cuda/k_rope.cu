@@ -14,12 +14,17 @@
  * block has >= 256 threads) plus the tail copy.
  * kv_store: grid (Dkv/256, T), one element a thread, written at column pos[t].
  * k_rope_jobs (executor fusion): up to four of those in one launch, each job's math unchanged.
+ * k_rope_norm (cu_rope_norm, rope_norm.h; a rope with a head norm, pass fuse_norm_rope): each head
+ * RMS-normalised [* w] as it is loaded, then rotated the same way, into dst or the cache; blocks of
+ * k_rope's size in one dimension, one row of threads a head (device/rope_norm.cuh).
  * Traffic: rope reads and writes 4*D*H*T bytes; kv_store reads 4*Dkv*T, writes (2|4)*Dkv*T.
  * Tested against: op_rope and op_kv_store (tests/runtime/test_cuda_ops.c, whole-model tests).
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/common.cuh"
+#include "backend/cuda/device/rope_norm.cuh"
 #include "backend/cuda/device/split.cuh"
+#include "backend/cuda/rope_norm.h"
 
 #include <string.h>
 
@@ -85,6 +90,27 @@ extern "C" sb_status cu_rope(cu_stream s, float *dst, const float *x, const int3
     cu_launch(k_rope, g, b, (cudaStream_t)s, dst, x, pos, a->D, a->H, a->n_rot, a->mode, a->theta_scale,
                                                                           a->freq_scale, a->attn_factor, a->ff);
     return cu_after_launch("k_rope");
+}
+
+/* cu_rope_norm: device/rope_norm.cuh's blocks, grid (T, H / hpb) */
+template <typename C>
+__global__ void __launch_bounds__(512) k_rope_norm(float *dst, C *cache, const float *x, const int32_t *pos, const cu_rope_args a, float eps,
+                                                   const float *w) {
+    CU_PDL_ENTRY();
+    __shared__ double part[ROPE_NORM_WARPS];
+    rope_norm_block<C>(dst, cache, x, pos, a, eps, w, part);
+}
+
+extern "C" sb_status cu_rope_norm(cu_stream s, float *dst, const float *x, const int32_t *pos, const cu_rope_args *a, float eps, const float *w) {
+    if (a->T <= 0) return SB_OK;
+    int nt, hpb;
+    rope_norm_geometry(a->n_rot, &nt, &hpb);
+    const dim3 g((unsigned)a->T, cu_div_up(a->H, hpb)), b((unsigned)(nt * hpb));
+    if (a->cache && a->ctype == CU_T_F16)
+        cu_launch(k_rope_norm<uint16_t>, g, b, (cudaStream_t)s, (float *)NULL, (uint16_t *)a->cache, x, pos, *a, eps, w);
+    else
+        cu_launch(k_rope_norm<float>, g, b, (cudaStream_t)s, dst, (float *)a->cache, x, pos, *a, eps, w);
+    return cu_after_launch("k_rope_norm");
 }
 
 __global__ void k_kv_store(void *cache, int f16, int64_t Dkv, const float *x, const int32_t *pos) {

@@ -9,6 +9,8 @@
  * attn_fuse_max_head_dim dims (0: any). Paged attentions (a block table) take it the same way: their
  * rope and attention both read the logical positions (pos), so only the freq factors' slot differs
  * (src[5] after the table, ir_attn_q_rope_ff_slot).
+ * A rope that normalises its heads (pass fuse_norm_rope) stays: the attention kernels rotate q
+ * pair by pair and have no head sum.
  * Layer 2 (graph). Pre: verified. Post: verified; the rope is dropped.
  *
  * before (T = 1):
@@ -32,7 +34,7 @@ sb_status pass_fuse_attn_rope(ir_graph *g, const pass_ctx *cx) {
         ir_node *a = &g->nodes[i];
         if (a->op != IR_OP_ATTENTION || ir_attn_q_rope(a).n_rot) continue;
         const ir_node *r = &g->nodes[a->src[0]];
-        if (r->op != IR_OP_ROPE || uses[a->src[0]] != 1 || r->src[1] != a->src[3]) continue;
+        if (r->op != IR_OP_ROPE || uses[a->src[0]] != 1 || r->src[1] != a->src[3] || ir_rope_norm_of(r).kind) continue;
         if (cx->target && r->ne[2] > cx->target->attn_rope_max_t) continue;
         if (cx->target && cx->target->attn_fuse_max_head_dim > 0 && ir_attn_of(a).head_dim > cx->target->attn_fuse_max_head_dim) continue;
         a->ip[5] = ir_rope_of(r).n_rot, a->ip[6] = ir_rope_of(r).mode;

@@ -15,6 +15,8 @@
  *   %17 = rope_store(%8, %16, %1) n_rot=64 mode=neox base=1000000 fscale=1 : f16[128,16]
  * A store at other rows than the rope's positions (a paged decoder's kv_store at the slots input)
  * fuses too, keeping both: rope_store(cache, x, pos, rows, ff?) with ip[IR_STORE_ROWS] set (ir.h).
+ * A rope that normalises its heads (pass fuse_norm_rope) keeps its norm: the weight is the store's
+ * last source (cache, x, pos, rows?, ff?, w?).
  */
 #include "graph/plan.h"
 
@@ -38,7 +40,7 @@ sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx) {
     bool changed = false;
     for (int32_t i = 0; i < n; i++) {
         ir_node *s = &g->nodes[i];
-        if (s->op != IR_OP_KV_STORE) continue;
+        if (s->op != IR_OP_KV_STORE || ir_rope_norm_of(s).kind) continue; /* a store's own head norm stays its own */
         const ir_ref r = rope_of_store(g, uses, s);
         if (r == IR_NONE) continue;
         const ir_node *rope = &g->nodes[r];
@@ -49,9 +51,13 @@ sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx) {
         memcpy(f.name, s->name, sizeof f.name);
         for (int k = 0; k < IR_MAX_SRC; k++) f.src[k] = IR_NONE;
         const bool rows = rope->src[1] != s->src[2]; /* a paged store: rotated at pos, written at the slots */
+        const ir_ref ff = ir_rope_ff(rope), w = ir_rope_norm_of(rope).weight;
         f.ip[IR_STORE_ROWS] = rows;
-        f.src[0] = s->src[0], f.src[1] = rope->src[0], f.src[2] = rope->src[1];
-        f.src[3] = rows ? s->src[2] : rope->src[2], f.src[4] = rows ? rope->src[2] : IR_NONE;
+        int k = 0;
+        f.src[k++] = s->src[0], f.src[k++] = rope->src[0], f.src[k++] = rope->src[1];
+        if (rows) f.src[k++] = s->src[2];
+        if (ff != IR_NONE) f.src[k++] = ff;
+        if (w != IR_NONE) f.src[k++] = w; /* a head norm (pass fuse_norm_rope) comes along: ip/fp are the rope's */
         *s = f; /* in place: every source precedes the rope, which precedes the store */
         changed = true;
     }
