@@ -50,21 +50,6 @@ bool cf_multi_ok(const ir_graph *g, const ir_node *m) {
            ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(w->dtype)));
 }
 
-/* a T = 1 matmul of F16 / BF16 weights over f32 activations that cu_matmul_h_multi's one launch takes */
-static bool half_gemv_ok(const ir_graph *g, const ir_node *m) {
-    if (m->op != IR_OP_MATMUL) return false;
-    const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
-    return x->dtype == SB_TYPE_F32 && x->ne[1] == 1 && ir_nrows(x) == 1 && (w->dtype == SB_TYPE_F16 || w->dtype == SB_TYPE_BF16) &&
-           w->ne[0] % 8 == 0;
-}
-
-bool cf_group_member_ok(const ir_graph *g, const ir_node *m) { return cf_multi_ok(g, m) || half_gemv_ok(g, m); }
-
-/* is MATMUL_GROUP grp one of half-weight members (cu_matmul_h_multi) rather than dp4a ones? */
-bool cf_half_group(const ir_graph *g, const ir_node *grp) {
-    return grp->op == IR_OP_MATMUL_GROUP && g->nodes[grp->src[0]].dtype == SB_TYPE_F32;
-}
-
 /* matmul m as a segment for cu_gemv_reg_fits: its weight type and rows */
 static cu_gemv_seg mm_seg(const ir_graph *g, const ir_node *m) {
     const ir_node *w = &g->nodes[m->src[0]];
@@ -85,9 +70,8 @@ bool cf_reg_single(const ir_graph *g, const ir_node *m) {
  * launch writes the member's rows into the cache at the positions as well. K's rope_store
  * (cf_launch_store_ok only, cu_config.fuse_ropek): the launch rotates them first — heads of its
  * rows, plain or neox. */
-static bool store_launch(const ir_graph *g, const ir_node *launch) { /* the dp4a GEMVs' cache segment; not the half-weight kernel */
-    if (launch->op == IR_OP_MATMUL_GROUP) return g->nodes[launch->src[0]].ne[1] == 1 && !cf_half_group(g, launch);
-    return cf_multi_ok(g, launch);
+static bool store_launch(const ir_graph *g, const ir_node *launch) {
+    return launch->op == IR_OP_MATMUL_GROUP ? g->nodes[launch->src[0]].ne[1] == 1 : cf_multi_ok(g, launch);
 }
 bool cf_launch_vstore_ok(const ir_graph *g, const ir_node *launch, const ir_node *store) {
     return store_launch(g, launch) && store->op == IR_OP_KV_STORE && !ir_rope_norm_of(store).kind;
@@ -116,16 +100,11 @@ static void index_launch_stores(const ir_graph *g, cuda_fusions *c) {
 
 /* May T = 1 group grp (gate and up, MATMUL_GROUP of two: pass fuse_group_glu) write act(gate) *
  * up itself? Where one k_gemv_reg launch takes the two as gate/up row pairs: it multiplies them in
- * its epilogue (src_glu's f32 math, so the quantize after it sees the values cu_glu_quant would);
- * for half weights k_mmh1_multi's (cu_glu's math: the GLU kernel's values). */
+ * its epilogue (src_glu's f32 math, so the quantize after it sees the values cu_glu_quant would). */
 bool cf_glu_pair_ok(const ir_graph *g, const ir_node *grp) {
     if (grp->op != IR_OP_MATMUL_GROUP || ir_group_n(grp) != 2 || grp->ip[1]) return false;
     const ir_node *x = &g->nodes[grp->src[0]];
     if (x->ne[1] != 1) return false;
-    if (cf_half_group(g, grp)) { /* k_mmh1_multi's gate/up rows: one type, one shape */
-        const ir_node *wg = &g->nodes[ir_group_weight(grp, 0)], *wu = &g->nodes[ir_group_weight(grp, 1)];
-        return wg->dtype == wu->dtype && wg->ne[1] == wu->ne[1] && x->ne[0] % 8 == 0;
-    }
     const cu_gemv_seg sg[2] = {{.wtype = g->nodes[ir_group_weight(grp, 0)].dtype, .N = g->nodes[ir_group_weight(grp, 0)].ne[1]},
                                {.wtype = g->nodes[ir_group_weight(grp, 1)].dtype, .N = g->nodes[ir_group_weight(grp, 1)].ne[1]}};
     return cu_gemv_reg_fits(sg, 2, x->ne[0], x->dtype, true);

@@ -57,8 +57,6 @@ void cuda_fusions_print(const plan *p, const cuda_fusions *f, FILE *out);
 
 /* the kernel-choice predicates the planner and the executor share */
 bool cf_multi_ok(const ir_graph *g, const ir_node *m);   /* a T = 1 matmul a multi-GEMV launch takes */
-bool cf_group_member_ok(const ir_graph *g, const ir_node *m); /* ... or cu_matmul_h_multi's (F16 / BF16 over f32): a group member */
-bool cf_half_group(const ir_graph *g, const ir_node *grp);    /* a MATMUL_GROUP of half-weight members (f32 activation) */
 bool cf_reg_single(const ir_graph *g, const ir_node *m); /* a lone T = 1 GEMV the registers-before-the-wait kernel takes */
 bool cf_glu_pair_ok(const ir_graph *g, const ir_node *grp); /* a T = 1 gate/up group one launch gates (pass fuse_group_glu) */
 /* a T = 1 launch that also performs V's kv_store (cf_launch_vstore_ok) or K's too (pass fuse_launch_store) */

@@ -46,9 +46,7 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     t->attn_fuse_max_head_dim = CU_ATT_MAX_D;
     t->matmul_group_max_t = 1;         /* decode: one multi-GEMV launch (prefill's int8 MMA groups: cuda_fusion.c) */
     t->matmul_group_max = CU_MULTI_MAX;
-    const cu_config *cf = c ? c : &cu_config_default;
-    /* the dp4a multi-GEMV, and k_mmh1_multi for F16 / BF16 where cu_config.mmh and mmh_group */
-    t->group_member_fits = cf->mmh && cf->mmh_group ? cf_group_member_ok : cf_multi_ok;
+    t->group_member_fits = cf_multi_ok;
     if ((c ? c : &cu_config_default)->fuse_glu_pair) t->group_glu_fits = cf_glu_pair_ok; /* k_gemv_reg's gate/up row pairs */
     t->launch_store_fits = (c ? c : &cu_config_default)->fuse_ropek ? cf_launch_store_ok : cf_launch_vstore_ok; /* the GEMVs' cache segment */
 }
@@ -93,14 +91,13 @@ sb_status exec_cuda_check(const plan *p) {
             break;
         }
         case IR_OP_RESULT: break; /* written by its producer */
-        case IR_OP_MATMUL_GROUP: /* the planner's T = 1 groups of cf_group_member_ok members (cu_matmul_q8_multi / _h_multi) */
+        case IR_OP_MATMUL_GROUP: /* the planner's T = 1 groups of cf_multi_ok members (cu_matmul_q8_multi) */
             if (ir_group_n(n) > CU_MULTI_MAX || s0->ne[1] != 1)
                 return sb_fail(SB_ERR_UNSUPPORTED, "cuda: matmul group %%%d of %d members at T = %lld (at most %d, T = 1)", (int)i, ir_group_n(n),
                                (long long)s0->ne[1], CU_MULTI_MAX);
             for (int j = 0; j < ir_group_n(n); j++) {
                 const int wt = g->nodes[ir_group_weight(n, j)].dtype;
-                if (!(s0->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(wt)) && !(s0->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(wt)) &&
-                    !(s0->dtype == SB_TYPE_F32 && (wt == SB_TYPE_F16 || wt == SB_TYPE_BF16)))
+                if (!(s0->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(wt)) && !(s0->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(wt)))
                     return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: matmul group %%%d: weight %s x activation %s", (int)i, ir_dtype_name(wt),
                                    ir_dtype_name(s0->dtype));
             }

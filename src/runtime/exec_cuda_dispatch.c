@@ -210,9 +210,8 @@ static cu_gemv_seg launch_seg(crun *r, int32_t i, int j) {
     return q;
 }
 
-/* a T = 1 launch of the dp4a GEMVs (cu_matmul_q8_multi) or, over f32 activations, the half-weight
- * ones (cu_matmul_h_multi): a lone matmul, or every member of a MATMUL_GROUP (a gated one writing
- * act(gate) * up); the caller counted it */
+/* a T = 1 launch of the dp4a GEMVs (cu_matmul_q8_multi): a lone matmul, or every member of a
+ * MATMUL_GROUP (a gated one writing act(gate) * up); the caller counted it */
 static sb_status run_gemv_launch(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[i];
@@ -224,7 +223,6 @@ static sb_status run_gemv_launch(crun *r, int32_t i) {
     for (int j = 0; j < m; j++) seg[j] = launch_seg(r, i, j);
     const ir_op glu = ir_group_glu(n);
     const int pair_glu = glu ? (glu == IR_OP_GEGLU ? 2 : 1) : 0; /* a gated group (pass fuse_group_glu): gate/up writing the GLU */
-    if (x->dtype == SB_TYPE_F32) return cu_matmul_h_multi(r->cx->s, seg, m, x->ne[0], (const float *)dptr(r, n->src[group ? 0 : 1]), 1, pair_glu);
     return cu_matmul_q8_multi(r->cx->s, seg, m, x->ne[0], dptr(r, n->src[group ? 0 : 1]), x->dtype, r->cx->d_pos, pair_glu);
 }
 

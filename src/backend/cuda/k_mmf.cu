@@ -2,7 +2,7 @@
 /*
  * backend/cuda/k_mmf.cu — matrix x f32 activations for weights without a dp4a path: F32, F16 and
  * BF16 (the float models). F16 / BF16 take device/mmh.cuh's kernels where their shapes allow
- * (k_mmh1 / k_mmh1_multi: T <= 8, 16-byte weight loads; k_mmh: T > 8, tensor-core tiles of 64 x 64, or of 128 x 128
+ * (k_mmh1: T <= 8, 16-byte weight loads; k_mmh: T > 8, tensor-core tiles of 64 x 64, or of 128 x 128
  * from T = cu_config.mmh_big on (k_mmh_big: device/mmh_big.cuh); SB_TUNE=mmh=0: k_mmf). F32 weights
  * with f32 activations and T > 8 take device/mmf_tile.cuh's tiled GEMM (k_mmft) from T =
  * cu_config.mmf_tile on (SB_TUNE=mmf_tile=0: k_mmf always). It also reads every quantized type by
@@ -68,19 +68,12 @@ __global__ void __launch_bounds__(MMF_WARPS * 32) k_mmf(float *dst, const uint8_
     }
 }
 
-/* F16 / BF16 weights (device/mmh.cuh): T <= 8 WPR warps a row, x staged per XS ... */
-template <int HT, int NC, int WPR, int XS>
-__global__ void __launch_bounds__(MMF_WARPS * 32 * WPR) k_mmh1(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
-                                                               cu_epilogue ep) {
-    static_assert(MMF_WARPS == 4, "mmh_gemv_block: 4 rows a block");
-    extern __shared__ __align__(16) uint16_t mmh_xs[];
-    mmh_gemv_block<HT, NC, WPR, XS>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x, mmh_xs);
-}
-/* ... several matrices over one x, or a gate / up pair writing the GLU, in one launch ... */
-template <int HT, int NC, int WPR, int XS>
-__global__ void __launch_bounds__(MMF_WARPS * 32 * WPR) k_mmh1_multi(mmhv_set m, const float *x, int64_t K, int64_t T) {
-    extern __shared__ __align__(16) uint16_t mmh_xs[];
-    mmh_gemv_multi<HT, NC, WPR, XS>(m, x, K, T, blockIdx.x, mmh_xs);
+/* F16 / BF16 weights (device/mmh.cuh): T <= 8 a warp a row with 16-byte weight loads ... */
+template <int HT, int NC>
+__global__ void __launch_bounds__(MMF_WARPS * 32) k_mmh1(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
+                                                         cu_epilogue ep) {
+    static_assert(MMF_WARPS == 4, "mmh_gemv_block: 4 warps a block");
+    mmh_gemv_block<HT, NC>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
 }
 /* ... and T > 8 in 64 x 64 tiles on tensor cores (sm_80+) */
 template <int HT>
@@ -109,36 +102,6 @@ __global__ void __launch_bounds__(256, 2) k_mmh_big(float *dst, const uint8_t *w
     mmh_big_tile<HT>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x, blockIdx.y);
 }
 
-/* shared memory of k_mmh1's x staged as halves (cu_config.mmh_xs 1): 0 where it would pass 48 KB
- * (those launches read x from global memory instead) */
-static size_t mmh_xs_bytes(int64_t K, int64_t T) {
-    const int64_t b = (T < MMF_NC ? T : MMF_NC) * K * 2;
-    return b <= 48 * 1024 ? (size_t)b : 0;
-}
-
-template <int HT, int WPR, int XS>
-static void launch_mmh1_nc(cudaStream_t st, float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
-    const dim3 grid(cu_div_up(N, MMF_WARPS), 1);
-    const int nth = MMF_WARPS * 32 * WPR;
-    const size_t sm = XS == 1 ? mmh_xs_bytes(K, T) : 0;
-    switch (T) {
-    case 1: cu_launch_smem(k_mmh1<HT, 1, WPR, XS>, grid, nth, sm, st, dst, w, K, N, x, T, ep); break;
-    case 2: cu_launch_smem(k_mmh1<HT, 2, WPR, XS>, grid, nth, sm, st, dst, w, K, N, x, T, ep); break;
-    case 3: case 4: cu_launch_smem(k_mmh1<HT, 4, WPR, XS>, grid, nth, sm, st, dst, w, K, N, x, T, ep); break;
-    default: cu_launch_smem(k_mmh1<HT, 8, WPR, XS>, grid, nth, sm, st, dst, w, K, N, x, T, ep); break;
-    }
-}
-
-/* k_mmh1 with WPR warps a row, x per cu_config.mmh_xs (1 only where mmh_xs_bytes fits) */
-template <int HT, int WPR>
-static sb_status launch_mmh1_x(cudaStream_t st, float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
-    const int xs = cu_cfg()->mmh_xs;
-    if (xs == 1 && mmh_xs_bytes(K, T)) launch_mmh1_nc<HT, WPR, 1>(st, dst, w, K, N, x, T, ep);
-    else if (xs == 2) launch_mmh1_nc<HT, WPR, 2>(st, dst, w, K, N, x, T, ep);
-    else launch_mmh1_nc<HT, WPR, 0>(st, dst, w, K, N, x, T, ep);
-    return cu_after_launch("k_mmh1");
-}
-
 static int mmh_cc = -1;
 
 template <int HT>
@@ -151,58 +114,14 @@ static sb_status launch_mmh(cudaStream_t st, float *dst, const uint8_t *w, int64
         cu_launch(k_mmh<HT>, dim3(cu_div_up(N, MMH_BN), cu_div_up(T, MMH_BT)), 128, st, dst, w, K, N, x, T, ep);
         return cu_after_launch("k_mmh");
     }
-    if (cu_cfg()->mmh_wpr == 2) return launch_mmh1_x<HT, 2>(st, dst, w, K, N, x, T, ep);
-    return launch_mmh1_x<HT, 1>(st, dst, w, K, N, x, T, ep);
-}
-
-static_assert(MMHV_SEGS == CU_MULTI_MAX, "k_mmh1_multi takes every planner matmul group");
-
-template <int HT, int WPR, int XS>
-static void launch_mmh_multi_nc(cudaStream_t st, const mmhv_set &m, unsigned blocks, const float *x, int64_t K, int64_t T) {
-    const int nth = MMF_WARPS * 32 * WPR;
-    const size_t sm = XS == 1 ? mmh_xs_bytes(K, T) : 0;
+    const dim3 grid(cu_div_up(N, MMF_WARPS), 1);
     switch (T) {
-    case 1: cu_launch_smem(k_mmh1_multi<HT, 1, WPR, XS>, blocks, nth, sm, st, m, x, K, T); break;
-    case 2: cu_launch_smem(k_mmh1_multi<HT, 2, WPR, XS>, blocks, nth, sm, st, m, x, K, T); break;
-    case 3: case 4: cu_launch_smem(k_mmh1_multi<HT, 4, WPR, XS>, blocks, nth, sm, st, m, x, K, T); break;
-    default: cu_launch_smem(k_mmh1_multi<HT, 8, WPR, XS>, blocks, nth, sm, st, m, x, K, T); break;
+    case 1: cu_launch(k_mmh1<HT, 1>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
+    case 2: cu_launch(k_mmh1<HT, 2>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
+    case 3: case 4: cu_launch(k_mmh1<HT, 4>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
+    default: cu_launch(k_mmh1<HT, 8>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
     }
-}
-template <int HT, int WPR> static void launch_mmh_multi_x(cudaStream_t st, const mmhv_set &m, unsigned blocks, const float *x, int64_t K, int64_t T) {
-    const int xs = cu_cfg()->mmh_xs;
-    if (xs == 1 && mmh_xs_bytes(K, T)) launch_mmh_multi_nc<HT, WPR, 1>(st, m, blocks, x, K, T);
-    else if (xs == 2) launch_mmh_multi_nc<HT, WPR, 2>(st, m, blocks, x, K, T);
-    else launch_mmh_multi_nc<HT, WPR, 0>(st, m, blocks, x, K, T);
-}
-template <int HT> static void launch_mmh_multi(cudaStream_t st, const mmhv_set &m, unsigned blocks, const float *x, int64_t K, int64_t T) {
-    if (cu_cfg()->mmh_wpr == 2) launch_mmh_multi_x<HT, 2>(st, m, blocks, x, K, T);
-    else launch_mmh_multi_x<HT, 1>(st, m, blocks, x, K, T);
-}
-
-extern "C" sb_status cu_matmul_h_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const float *x, int64_t T, int pair_glu) {
-    if (n < 1 || n > MMHV_SEGS || T < 1 || T > MMF_NC || (pair_glu && (n != 2 || seg[0].N != seg[1].N)))
-        return sb_fail(SB_ERR_INTERNAL, "cuda: half-weight multi-GEMV of %d matrices at T = %lld (glu %d)", n, (long long)T, pair_glu);
-    bool fits = cu_cfg()->mmh && K % 8 == 0 && (uintptr_t)x % 16 == 0;
-    for (int k = 0; k < n; k++)
-        fits = fits && seg[k].wtype == seg[0].wtype && (seg[k].wtype == CU_T_F16 || seg[k].wtype == CU_T_BF16) && (uintptr_t)seg[k].w % 16 == 0 &&
-               !seg[k].cache && !seg[k].rot;
-    if (!fits && !pair_glu) { /* one launch a matrix, as cu_matmul_f32 takes each */
-        for (int k = 0; k < n; k++) SB_TRY(cu_matmul_f32(s, seg[k].dst, seg[k].w, seg[k].wtype, K, seg[k].N, x, CU_T_F32, T, &seg[k].ep));
-        return SB_OK;
-    }
-    if (!fits) return sb_fail(SB_ERR_UNSUPPORTED, "cuda: gate/up pair of %s weights that the half-weight GEMV cannot take (alignment, K %% 8)",
-                              seg[0].wtype == CU_T_BF16 ? "BF16" : "F16");
-    mmhv_set m = {};
-    m.n = n, m.glu = pair_glu;
-    unsigned blocks = 0;
-    for (int k = 0; k < n; k++) {
-        m.s[k] = mmhv_seg{(const uint8_t *)seg[k].w, seg[k].dst, seg[k].ep.add, seg[k].N, seg[k].ep.bcast, 0};
-        m.s[k].nb = pair_glu ? (k ? 0 : (unsigned)cu_div_up(seg[0].N, (int64_t)2)) : (unsigned)cu_div_up(seg[k].N, (int64_t)MMF_WARPS);
-        blocks += m.s[k].nb;
-    }
-    if (seg[0].wtype == CU_T_F16) launch_mmh_multi<CU_T_F16>((cudaStream_t)s, m, blocks, x, K, T);
-    else launch_mmh_multi<CU_T_BF16>((cudaStream_t)s, m, blocks, x, K, T);
-    return cu_after_launch("k_mmh1_multi");
+    return cu_after_launch("k_mmh1");
 }
 
 static uint64_t row_bytes(int type, int64_t K) { /* float rows, or a dp4a type's (every quantized type here) */

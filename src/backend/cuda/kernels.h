@@ -222,12 +222,6 @@ bool cu_act_fast(void);
  * F32 weights with f32 activations and T > 8 the tiled f32 GEMM (k_mmft: device/mmf_tile.cuh) from T = cu_config.mmf_tile. */
 sb_status cu_matmul_f32(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *x, int xtype, int64_t T,
                         const cu_epilogue *ep);
-/* Up to CU_MULTI_MAX F16 / BF16 matrices of one type over one f32 x (T <= 8) in one launch of the
- * half-weight GEMV (k_mmh1_multi: device/mmh.cuh), each segment's dst and ep as cu_matmul_f32's
- * (no cache, no RoPE); pair_glu 1 / 2: two segments of one shape, gate and up, writing SwiGLU /
- * GeGLU of them into seg[0].dst. Where that kernel cannot run (K % 8, alignment, cu_config.mmh or
- * mmh_group 0), one cu_matmul_f32 a segment — or, for a pair, SB_ERR_UNSUPPORTED. */
-sb_status cu_matmul_h_multi(cu_stream s, const cu_gemv_seg *seg, int n, int64_t K, const float *x, int64_t T, int pair_glu);
 
 // ---- large-T GEMMs through cuBLASLt (k_blas.cu, cu_blaslt.h) ----
 

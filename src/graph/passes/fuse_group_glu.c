@@ -3,9 +3,8 @@
  * graph/passes/fuse_group_glu.c — a gate/up matmul group whose two products only a GLU reads writes
  * act(gate) * up itself: the launch that computes a row of gate and the same row of up multiplies
  * them there, so up's product never reaches memory and the GLU's read of both goes. The group keeps
- * one result (the gated product, the gate's shape); the GLU_QUANT becomes a QUANTIZE of it, and a
- * plain SWIGLU / GEGLU (f32 activations: F16 / BF16 weights) goes, its readers reading the group.
- * The same f32 math as the GLU kernel (act(gate) * up), so the values are the same.
+ * one result (the gated product, the gate's shape); the GLU_QUANT becomes a QUANTIZE of it. The
+ * same f32 math as the GLU kernel (act(gate) * up), so the quantized values are the same.
  * Targets ask through group_glu_fits (shape and types only; CUDA: the decode GEMV kernel that
  * pairs gate and up rows).
  * Layer 2 (graph). Pre: verified; after fuse_act_quant (it makes the GLU_QUANT) and
@@ -18,7 +17,6 @@
  * after:
  *   %30 = matmul_group(%29, %11, %12) n=2 addends=0 glu=swiglu : f32[512]
  *   %31 = quantize(%30) : Q8_K[512]
- * (with swiglu(%30, %31) : f32[512] in place of the glu_quant, its readers read %30 after)
  */
 #include "graph/plan.h"
 
@@ -28,7 +26,7 @@
 /* GLU_QUANT f's gate and up: the two results of one ungated group without addends, read by f alone
  * (the group's own value by f and its RESULT only) */
 static bool wanted(const ir_graph *g, const pass_ctx *cx, const int32_t *uses, const ir_node *f) {
-    if (f->op != IR_OP_GLU_QUANT && f->op != IR_OP_SWIGLU && f->op != IR_OP_GEGLU) return false;
+    if (f->op != IR_OP_GLU_QUANT) return false;
     const ir_ref gs = f->src[0], us = f->src[1];
     const ir_node *grp = &g->nodes[gs];
     if (grp->op != IR_OP_MATMUL_GROUP || ir_group_n(grp) != 2 || grp->ip[1] || ir_group_glu(grp)) return false;
@@ -45,12 +43,6 @@ sb_status pass_fuse_group_glu(ir_graph *g, const pass_ctx *cx) {
     for (int32_t i = 0; st == SB_OK && i < g->n_nodes; i++) {
         ir_node *f = &g->nodes[i];
         if (!wanted(g, cx, uses, f)) continue;
-        changed = true;
-        if (f->op != IR_OP_GLU_QUANT) { /* f32 activations: the group's value is the GLU's; up's RESULT and f go */
-            g->nodes[f->src[0]].ip[2] = (int32_t)f->op;
-            ir_replace_uses(g, i, f->src[0]);
-            continue;
-        }
         g->nodes[f->src[0]].ip[2] = (int32_t)ir_glu_act(f);
         ir_node q = ir_proto(IR_OP_QUANTIZE);
         q.src[0] = f->src[0];
@@ -58,6 +50,7 @@ sb_status pass_fuse_group_glu(ir_graph *g, const pass_ctx *cx) {
         memcpy(q.name, f->name, sizeof q.name);
         st = ir_infer_shape(g, &q);
         *f = q; /* up's RESULT has no reader now: ir_compact drops it */
+        changed = true;
     }
     free(uses);
     SB_TRY(st);

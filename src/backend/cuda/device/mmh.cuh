@@ -5,10 +5,8 @@
  * Math: the reference's (llama.cpp's CPU): every activation rounded to the weight's type first
  * (round to nearest even), products of two 16-bit floats (exact in f32), f32 sums; only the order
  * of the sums differs from op_matmul.
- * - mmh_gemv_multi (T <= 8, decode): blocks of 4 rows, WPR warps a row, each thread 8 weights (one
- *   16-byte load) a step with U loads in flight, every token of the tile from the same load; one
- *   matrix (k_mmh1), or up to three over one x (a layer's Q/K/V), or a gate / up pair writing the
- *   GLU (k_mmh1_multi); traffic: the weights once (2 bytes a value), x from L1.
+ * - mmh_gemv_row (T <= 8, decode): a warp a row, each lane 8 weights (one 16-byte load) a step,
+ *   every token of the tile from the same load; traffic: the weights once (2 bytes a value), x from L1.
  * - mmh_tile (T > 8, prefill): 128 threads own 64 rows x 64 tokens; per K step of 32 the block
  *   stages W (64 x 32 halves) and x rounded to halves (64 x 32) in shared memory (row stride 40
  *   halves: the 8 rows a fragment load touches fall in distinct banks), each warp 32 rows x 32
@@ -63,138 +61,58 @@ template <int HT> static __device__ __forceinline__ void mmh_mma(float *d, const
 #define MMH_MMA(HT, d, a, b) mmh_mma<HT>((d), (a), (b))
 #endif
 
-/* ---- T <= 8: WPR warps a row ---- */
+/* ---- T <= 8: one row a warp ---- */
 
-/* one 16-byte step of a row (8 weights at k = 8 k8) into acc for the NC tokens (nt live) of x:
- * XS 0: x f32 [K, NC] in global memory, each value rounded to HT here; XS 1: x already rounded,
- * as HT bits [K, NC] in shared memory (mmh_stage_x); XS 2: f32 unrounded (an experiment: not the
- * reference's math) */
-template <int HT, int NC, int XS>
-static __device__ __forceinline__ void mmh_gemv_step(uint4 wv, const void *x, int64_t K, int64_t k8, int nt, float *acc) {
-    const uint32_t ww[4] = {wv.x, wv.y, wv.z, wv.w};
-    float w[8];
+/* row n's dot with the NC tokens from t0 (nt live) of x into acc (lane partials; the caller
+ * reduces the warp): lane l takes weights 8 (l + 32 i) .. + 7. K % 8 == 0, rows 16-byte aligned. */
+template <int HT, int NC>
+static __device__ __forceinline__ void mmh_gemv_row(const uint8_t *row, const float *x, int64_t K, int64_t t0, int nt, int lane, float *acc) {
 #pragma unroll
-    for (int i = 0; i < 4; i++) w[2 * i] = mmh_val<HT>(ww[i] & 0xFFFFu), w[2 * i + 1] = mmh_val<HT>(ww[i] >> 16);
+    for (int c = 0; c < NC; c++) acc[c] = 0.0f;
+    for (int64_t k8 = lane; k8 < K / 8; k8 += 32) {
+        const uint4 wv = ((const uint4 *)row)[k8];
+        const uint32_t ww[4] = {wv.x, wv.y, wv.z, wv.w};
+        float w[8];
 #pragma unroll
-    for (int c = 0; c < NC; c++) {
-        if (c >= nt) continue;
-        if (XS == 1) {
-            const uint4 xh = *(const uint4 *)((const uint16_t *)x + c * K + 8 * k8);
-            const uint32_t xw[4] = {xh.x, xh.y, xh.z, xh.w};
+        for (int i = 0; i < 4; i++) w[2 * i] = mmh_val<HT>(ww[i] & 0xFFFFu), w[2 * i + 1] = mmh_val<HT>(ww[i] >> 16);
 #pragma unroll
-            for (int i = 0; i < 4; i++) acc[c] += w[2 * i] * mmh_val<HT>(xw[i] & 0xFFFFu) + w[2 * i + 1] * mmh_val<HT>(xw[i] >> 16);
-            continue;
+        for (int c = 0; c < NC; c++) {
+            if (c >= nt) continue;
+            const float4 *xp = (const float4 *)(x + (t0 + c) * K + 8 * k8);
+            const float4 x0 = xp[0], x1 = xp[1];
+            const float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+#pragma unroll
+            for (int i = 0; i < 8; i++) acc[c] += w[i] * mmh_val<HT>(mmh_bits<HT>(xv[i]));
         }
-        const float4 *xp = (const float4 *)((const float *)x + c * K + 8 * k8);
-        const float4 x0 = xp[0], x1 = xp[1];
-        const float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-#pragma unroll
-        for (int i = 0; i < 8; i++) acc[c] += w[i] * (XS == 2 ? xv[i] : mmh_val<HT>(mmh_bits<HT>(xv[i])));
     }
 }
 
-/* row n's dot with the NC tokens (nt live) of x into acc (partials of this thread; the caller
- * reduces): thread j of the row's S = 32 WPR threads takes the 16-byte steps j, j + S, ... K % 8
- * == 0, rows 16-byte aligned. */
-template <int HT, int NC, int S, int XS>
-static __device__ __forceinline__ void mmh_gemv_row(const uint8_t *row, const void *x, int64_t K, int nt, int j, float *acc) {
-#pragma unroll
-    for (int c = 0; c < NC; c++) acc[c] = 0.0f;
-    const uint4 *wr = (const uint4 *)row;
-    for (int64_t k8 = j; k8 < K / 8; k8 += S) mmh_gemv_step<HT, NC, XS>(wr[k8], x, K, k8, nt, acc);
-}
-
-/* x's nt token rows (f32 [K]) rounded to HT bits into xs [nt, K] by the block's nth threads (XS 1) */
-template <int HT>
-static __device__ __forceinline__ void mmh_stage_x(uint16_t *xs, const float *x, int64_t K, int nt, int nth) {
-    for (int64_t i = threadIdx.x; i < (int64_t)nt * K; i += nth) xs[i] = (uint16_t)mmh_bits<HT>(x[i]);
-    __syncthreads();
-}
-
-/* A block's 4 rows (128 WPR threads, WPR warps a row): warp w takes row rows[w / WPR] (NULL: none)
- * and the block's row sums for the nt <= NC tokens land in part[c][r] (r: the block row), summed
- * over the row's warps in warp order. Every thread calls it (it ends at a barrier). */
-template <int HT, int NC, int WPR, int XS>
-static __device__ __forceinline__ void mmh_rows4(float (&part)[NC][4][WPR], const uint8_t *const (&rows)[4], const void *x, int64_t K, int nt) {
-    const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5, ri = wp / WPR, wi = wp % WPR;
-    if (rows[ri]) { /* no early return: every warp meets the barrier */
+/* the block bx of k_mmh1's grid (ceil(N / 4) blocks of 4 warps, a warp a row; by = 0): NC >= T tokens,
+ * dst [T,N] = W x + (add: [N] bias when bcast, else [T,N]). A token's 4 results leave as one store of
+ * consecutive floats (through shared memory): an LM head may write its logits straight into
+ * page-locked host memory, where each store is a transfer over PCIe (k_mmvq1 does the same) */
+template <int HT, int NC>
+static __device__ __forceinline__ void mmh_gemv_block(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
+                                                      const float *add, int bcast, unsigned bx) {
+    const int64_t r0 = (int64_t)bx * 4, r1 = r0 + 4 < N ? r0 + 4 : N;
+    prefetch_rows(w + (uint64_t)r0 * (uint64_t)(2 * K), (uint64_t)(r1 - r0) * (uint64_t)(2 * K), threadIdx.x, 128);
+    CU_PDL_ENTRY();
+    __shared__ float res[NC][4];
+    const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+    const int64_t n = r0 + wp;
+    const int nt = (int)(T < NC ? T : NC);
+    if (n < N) { /* no early return: every warp meets the barrier */
         float acc[NC];
-        mmh_gemv_row<HT, NC, 32 * WPR, XS>(rows[ri], x, K, nt, wi * 32 + lane, acc);
+        mmh_gemv_row<HT, NC>(w + (uint64_t)n * (uint64_t)(2 * K), x, K, 0, nt, lane, acc);
 #pragma unroll
         for (int c = 0; c < NC; c++) {
             const float v = warp_sum(acc[c]);
-            if (lane == 0 && c < nt) part[c][ri][wi] = v;
+            if (lane == 0 && c < nt) res[c][wp] = add ? v + add[bcast ? n : c * N + n] : v;
         }
     }
     __syncthreads();
-}
-template <int NC, int WPR> static __device__ __forceinline__ float mmh_part_sum(const float (&part)[NC][4][WPR], int c, int r) {
-    float v = 0.0f;
-#pragma unroll
-    for (int q = 0; q < WPR; q++) v += part[c][r][q];
-    return v;
-}
-
-/* Several matrices over one x in one launch (a layer's Q, K, V): segment k's rows take nb[k] blocks
- * of 4 in order, each as k_mmh1's block. Or (glu 1 SwiGLU, 2 GeGLU) a gate / up pair of one shape:
- * block b takes gate rows 2b, 2b + 1 and the same rows of up, and writes act(gate) * up (cu_glu's
- * f32 math, the GLU kernel's) into segment 0's dst; segment 1 has none. A token's results leave as
- * one store of consecutive floats (through shared memory): an LM head may write its logits straight
- * into page-locked host memory, where each store is a transfer over PCIe (k_mmvq1 does the same). */
-#define MMHV_SEGS 3
-struct mmhv_seg {
-    const uint8_t *w;
-    float *dst;
-    const float *add;
-    int64_t N;
-    int bcast;
-    unsigned nb; /* blocks */
-};
-struct mmhv_set {
-    mmhv_seg s[MMHV_SEGS];
-    int n, glu;
-};
-
-template <int HT, int NC, int WPR, int XS>
-static __device__ __forceinline__ void mmh_gemv_multi(const mmhv_set &m, const float *x, int64_t K, int64_t T, unsigned bx, uint16_t *xs) {
-    int k = 0;
-    while (k + 1 < m.n && bx >= m.s[k].nb) bx -= m.s[k].nb, k++;
-    const mmhv_seg &sg = m.s[k];
-    const int64_t rb = 2 * K, N = sg.N;
-    const int nt = (int)(T < NC ? T : NC);
-    __shared__ float part[NC][4][WPR];
-    /* the block's rows: 4 of the segment from 4 bx, or (glu) rows 2 bx, 2 bx + 1 of gate (block
-     * rows 0, 1) and of up (2, 3) */
-    const int64_t r0 = (int64_t)bx * (m.glu ? 2 : 4), nr = (m.glu ? 2 : 4) < N - r0 ? (m.glu ? 2 : 4) : N - r0;
-    const uint8_t *const w0 = m.glu ? m.s[0].w : sg.w, *const w1 = m.glu ? m.s[1].w : sg.w + 2 * rb;
-    prefetch_rows(w0 + (uint64_t)(r0 * rb), (uint64_t)((m.glu || nr < 2 ? nr : 2) * rb), threadIdx.x, 128 * WPR);
-    if (m.glu || nr > 2) prefetch_rows(w1 + (uint64_t)(r0 * rb), (uint64_t)((m.glu ? nr : nr - 2) * rb), threadIdx.x, 128 * WPR);
-    CU_PDL_ENTRY();
-    const uint8_t *const rows[4] = {w0 + r0 * rb, nr > 1 ? w0 + (r0 + 1) * rb : NULL, (m.glu || nr > 2) ? w1 + r0 * rb : NULL,
-                                    (m.glu ? nr > 1 : nr > 3) ? w1 + (r0 + 1) * rb : NULL};
-    if (XS == 1) mmh_stage_x<HT>(xs, x, K, nt, 128 * WPR);
-    mmh_rows4<HT, NC, WPR, XS>(part, rows, XS == 1 ? (const void *)xs : (const void *)x, K, nt);
-    if (m.glu) {
-        const int c = threadIdx.x / 2, i = threadIdx.x % 2;
-        if (c < nt && i < nr) m.s[0].dst[c * N + r0 + i] = cu_glu(mmh_part_sum(part, c, i), mmh_part_sum(part, c, i + 2), m.glu == 2);
-        return;
-    }
     const int c = threadIdx.x / 4, i = threadIdx.x % 4;
-    if (c < nt && i < nr) {
-        const float v = mmh_part_sum(part, c, i);
-        sg.dst[c * N + r0 + i] = sg.add ? v + sg.add[sg.bcast ? r0 + i : c * N + r0 + i] : v;
-    }
-}
-
-/* the block bx of k_mmh1's grid (ceil(N / 4) blocks of 4 rows; by = 0): NC >= T tokens, dst [T,N] =
- * W x + (add: [N] bias when bcast, else [T,N]) — mmh_gemv_multi's block of one segment */
-template <int HT, int NC, int WPR, int XS>
-static __device__ __forceinline__ void mmh_gemv_block(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
-                                                      const float *add, int bcast, unsigned bx, uint16_t *xs) {
-    mmhv_set m = {};
-    m.s[0] = mmhv_seg{w, dst, add, N, bcast, 0xFFFFFFFFu};
-    m.n = 1;
-    mmh_gemv_multi<HT, NC, WPR, XS>(m, x, K, T, bx, xs);
+    if (c < nt && r0 + i < r1) dst[c * N + r0 + i] = res[c][i];
 }
 
 /* ---- T > 8: 64 x 64 tiles on tensor cores ---- */
