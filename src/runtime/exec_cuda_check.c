@@ -16,6 +16,7 @@
 // ---- target and capability check ----
 
 void exec_cuda_target(const cu_config *c, plan_target *t) {
+    const cu_config *cc = c ? c : &cu_config_default;
     plan_target_reference(t);
     t->name = "cuda";
     t->wants_quantized_act = true;
@@ -24,20 +25,19 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
      * logits) round them — q8_1's per-32 scales round differently and land 1.4-2e-3 NMSE away
      * from the references on the test models (docs/cuda.md). cu_config.act_q8_1 restores llama.cpp's
      * CUDA semantics. */
-    if (!(c ? c : &cu_config_default)->act_q8_1)
+    if (!cc->act_q8_1)
         for (int w = 0; w < SB_TYPE_COUNT; w++)
             if (cu_has_mmvq_q8k(w)) t->act_type[w] = SB_TYPE_Q8_K; /* Q2_K..Q6_K, IQ4_XS */
     /* large-T prefill: quantized weights dequantized to F16 for cuBLASLt read the f32 activation
      * (every weight type that has a quantized activation here is one cu_blas_takes) */
-    const cu_config *cc = c ? c : &cu_config_default;
     if (cc->blas_quant > 0 && cu_blaslt_available(NULL, 0)) t->act_f32_min_rows = cc->blas_quant;
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
-    if (!(c ? c : &cu_config_default)->fuse) return; /* cu_config.fuse 0: the planner's fusions off too */
+    if (!cc->fuse) return; /* cu_config.fuse 0: the planner's fusions off too */
     t->fuse_matmul_add = t->fuse_add_norm = t->fuse_rope_store = t->fuse_norm_rope = true;
     t->slice_view = true;             /* VIEW: a pointer at an offset (dptr) */
     /* cu_ew_quant_rows (1024 threads a row) in place of the chain's and the quantizer's kernels: decode
      * and small batches, where launches dominate (default 8 rows; not measured past one row yet) */
-    t->chain_quant_max_t = (c ? c : &cu_config_default)->chain_quant;
+    t->chain_quant_max_t = cc->chain_quant;
     t->add_norm_writes_sum = true;     /* cu_add_rms_norm_quant reads the sum back */
     t->attn_rope_max_t = 1;            /* decode: prefill plans keep Q's rope in their rope-jobs launch (docs/cuda.md) */
     t->attn_quant_type = SB_TYPE_Q8_1; /* cu_attn_args.xq: the O projection's q8_1 blocks beside the f32 output */
@@ -47,8 +47,8 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     t->matmul_group_max_t = 1;         /* decode: one multi-GEMV launch (prefill's int8 MMA groups: cuda_fusion.c) */
     t->matmul_group_max = CU_MULTI_MAX;
     t->group_member_fits = cf_multi_ok;
-    if ((c ? c : &cu_config_default)->fuse_glu_pair) t->group_glu_fits = cf_glu_pair_ok; /* k_gemv_reg's gate/up row pairs */
-    t->launch_store_fits = (c ? c : &cu_config_default)->fuse_ropek ? cf_launch_store_ok : cf_launch_vstore_ok; /* the GEMVs' cache segment */
+    if (cc->fuse_glu_pair) t->group_glu_fits = cf_glu_pair_ok; /* k_gemv_reg's gate/up row pairs */
+    t->launch_store_fits = cc->fuse_ropek ? cf_launch_store_ok : cf_launch_vstore_ok; /* the GEMVs' cache segment */
 }
 
 sb_status exec_cuda_check(const plan *p) {
