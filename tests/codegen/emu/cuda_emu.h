@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * tests/codegen/emu/cuda_emu.h — just enough CUDA to run a generated kernel on the CPU (g++), for
- * codegen/test_codegen_emu: every thread of a block is a ucontext fiber; __syncthreads waits for
+ * codegen/test_codegen_emu: every thread of a block is a fiber; __syncthreads waits for
  * the block, __shfl_xor_sync for the warp (deposit, wait, read, wait), blocks run one after
  * another; after every block barrier one random warp is held back until no other thread can
  * move (so warps drift apart and shared-memory races between them change results). __shared__ is `static` (fibers share one OS thread). Math: the host's libm, fp16 by
@@ -103,13 +103,48 @@ static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
 // ---- fibers ----
 
 enum { EMU_READY, EMU_BLOCK, EMU_WARP, EMU_DONE };
+#if defined(__x86_64__)
+/* x86-64: a switch saves the callee-saved registers on the old stack and pops them off the new one
+ * (no signal mask syscall, which swapcontext makes twice a switch and which cost half the time) */
+struct emu_ctx {
+    void *sp;
+};
+extern "C" void emu_ctx_swap(void **save_sp, void *to_sp) __attribute__((visibility("hidden")));
+__asm__(".text\n.globl emu_ctx_swap\n.hidden emu_ctx_swap\n.type emu_ctx_swap, @function\n.p2align 4\n"
+        "emu_ctx_swap:\n"
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  movq %rsp, (%rdi)\n  movq %rsi, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n.size emu_ctx_swap, .-emu_ctx_swap\n");
+static inline void emu_swap(emu_ctx *from, emu_ctx *to) { emu_ctx_swap(&from->sp, to->sp); }
+/* a fiber that starts in entry (which never returns) on the stack [lo, lo + size) */
+static inline void emu_ctx_make(emu_ctx *c, char *lo, size_t size, void (*entry)()) {
+    void **sp = (void **)(((uintptr_t)(lo + size)) & ~(uintptr_t)15);
+    *--sp = NULL;            /* entry's return address: it never returns */
+    *--sp = (void *)entry;   /* emu_ctx_swap's ret lands in entry with rsp = 8 mod 16, as after a call */
+    for (int r = 0; r < 6; r++) *--sp = NULL; /* rbp rbx r12..r15 */
+    c->sp = sp;
+}
+#else
+struct emu_ctx {
+    ucontext_t uc;
+};
+static inline void emu_swap(emu_ctx *from, emu_ctx *to) { swapcontext(&from->uc, &to->uc); }
+static inline void emu_ctx_make(emu_ctx *c, char *lo, size_t size, void (*entry)()) {
+    getcontext(&c->uc);
+    c->uc.uc_stack.ss_sp = lo;
+    c->uc.uc_stack.ss_size = size;
+    c->uc.uc_link = NULL;
+    makecontext(&c->uc, entry, 0);
+}
+#endif
 struct emu_fiber {
-    ucontext_t ctx;
+    emu_ctx ctx;
     int state;
 };
 static std::vector<emu_fiber> emu_f;
 static std::vector<char> emu_stacks;
-static ucontext_t emu_main;
+static emu_ctx emu_main;
 static unsigned emu_cur;
 static const std::function<void()> *emu_body;
 static uint64_t emu_slot[1024];
@@ -117,7 +152,7 @@ static uint64_t emu_rng = 0x9E3779B97F4A7C15ull; /* scheduling order (determinis
 
 static inline void emu_yield(int st) {
     emu_f[emu_cur].state = st;
-    swapcontext(&emu_f[emu_cur].ctx, &emu_main);
+    emu_swap(&emu_f[emu_cur].ctx, &emu_main);
 }
 static inline void __syncthreads() { emu_yield(EMU_BLOCK); }
 alignas(16) static unsigned char emu_dsmem[227 << 10]; /* a block's dynamic shared memory (sm_90's opt-in) */
@@ -240,7 +275,7 @@ static inline void emu_mma_s8(int *c, const int *a, const int *b, int cin, int k
 static void emu_tramp() {
     (*emu_body)();
     emu_f[emu_cur].state = EMU_DONE;
-    swapcontext(&emu_f[emu_cur].ctx, &emu_main);
+    emu_swap(&emu_f[emu_cur].ctx, &emu_main);
 }
 
 /* run body as a grid of `grid` blocks (x fastest) of `block` threads; 0, or -1 on a deadlock (a barrier some
@@ -257,11 +292,7 @@ static int emu_run3(dim3 grid, unsigned block, const std::function<void()> &body
         blockIdx = dim3{b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y)};
         memset(emu_dsmem, 0xFF, sizeof emu_dsmem);
         for (unsigned t = 0; t < block; t++) {
-            getcontext(&emu_f[t].ctx);
-            emu_f[t].ctx.uc_stack.ss_sp = &emu_stacks[stack * t];
-            emu_f[t].ctx.uc_stack.ss_size = stack;
-            emu_f[t].ctx.uc_link = NULL;
-            makecontext(&emu_f[t].ctx, emu_tramp, 0);
+            emu_ctx_make(&emu_f[t].ctx, &emu_stacks[stack * t], stack, emu_tramp);
             emu_f[t].state = EMU_READY;
         }
         unsigned delayed = 0; /* this warp runs only when no other thread can: it drifts behind */
@@ -274,7 +305,7 @@ static int emu_run3(dim3 grid, unsigned block, const std::function<void()> &body
                     if (emu_f[t].state != EMU_READY || (t / 32 == delayed) != (late == 1)) continue;
                     emu_cur = t;
                     threadIdx = dim3{t, 0, 0};
-                    swapcontext(&emu_main, &emu_f[t].ctx);
+                    emu_swap(&emu_main, &emu_f[t].ctx);
                     ran = true;
                 }
             unsigned alive = 0, at_block = 0;
