@@ -150,11 +150,7 @@ __global__ void __launch_bounds__(256) k_softmax(float *dst, const float *x, int
         y[i] = e;
         sum += (double)e;
     }
-    sum = warp_sum_d(sum);
-    if (lane == 0) ssum[wp] = sum;
-    __syncthreads();
-    sum = 0.0;
-    for (int k = 0; k < 8; k++) sum += ssum[k];
+    sum = block_sum_d<8>(sum, ssum);
     const float inv = (float)(1.0 / sum);
     for (int64_t i = tid; i < E; i += 256) y[i] *= inv;
 }

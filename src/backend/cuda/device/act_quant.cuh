@@ -97,10 +97,10 @@ static __device__ __forceinline__ uint64_t act_row_bytes(int xq, int64_t E) {
 }
 
 /* RMSNorm scale of one row by a block of NT threads: sum of (v*v) in double over thread-strided
- * partials, warp sums, then the NT/32 warp partials in order (part: NT/32 doubles of shared
- * memory). With b != NULL the row is x + b, also written to sum_out (which may be x or b: each
- * element is read, then written, by one thread); the caller reads the row back from sum_out after
- * this function's barrier. Ends with __syncthreads(). */
+ * partials, then block_sum_d over the NT/32 warps (part: NT/32 doubles of shared memory). With
+ * b != NULL the row is x + b, also written to sum_out (which may be x or b: each element is read,
+ * then written, by one thread); the caller reads the row back from sum_out after this function's
+ * barrier (block_sum_d's, the last one in it). */
 template <int NT>
 static __device__ __forceinline__ float block_rms_scale(const float *xr, const float *br, float *sr, int64_t E, float eps, double *part) {
     double acc = 0.0;
@@ -116,12 +116,7 @@ static __device__ __forceinline__ float block_rms_scale(const float *xr, const f
             acc += (double)(v * v);
         }
     }
-    acc = warp_sum_d(acc);
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = acc;
-    __syncthreads();
-    double sum = 0.0;
-#pragma unroll
-    for (int k = 0; k < NT / 32; k++) sum += part[k];
+    const double sum = block_sum_d<NT / 32>(acc, part);
     const float mean = (float)(sum / (double)E);
     return 1.0f / sqrtf(mean + eps);
 }
@@ -200,12 +195,7 @@ static __device__ __forceinline__ void act_build(void *dst, int64_t E, const flo
         double acc = 0.0;
 #pragma unroll
         for (int i = 0; i < NV; i++) acc += (double)(v[i] * v[i]); /* unused slots are 0 */
-        acc = warp_sum_d(acc);
-        if (lane == 0) part[wp] = acc;
-        __syncthreads();
-        double sum = 0.0;
-#pragma unroll
-        for (int k = 0; k < NW; k++) sum += part[k];
+        const double sum = block_sum_d<NW>(acc, part);
         const float mean = (float)(sum / (double)E);
         const float sc = 1.0f / sqrtf(mean + eps);
 #pragma unroll

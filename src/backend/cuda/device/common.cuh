@@ -2,7 +2,7 @@
 /*
  * backend/cuda/device/common.cuh — pure __device__ helpers shared by every hand-written kernel
  * family (and, later, by NVRTC-generated code: no host dependencies, no includes beyond
- * quant/blocks.h and cuda_fp16.h): fp16/bf16 conversion, warp reductions, per-element
+ * quant/blocks.h and cuda_fp16.h): fp16/bf16 conversion, warp and block reductions, per-element
  * dequantization of every block format this backend reads, and 16/32-bit packed loads for the
  * 2-byte-aligned block formats.
  * Layer 0 (backend/cuda). Invariants: the dequantizers match quant/*.c's dequantize_row_* bit for
@@ -42,6 +42,24 @@ static __device__ __forceinline__ double warp_sum_d(double v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
+}
+/* The block-wide sum of v (each thread's part), every thread of the block calling it and getting the
+ * total: warp_sum_d in every warp, lane 0 of warp w < NW storing its partial in part[w], one
+ * __syncthreads(), then part[w0], ..., part[w0 + nw - 1] added in that order to 0.0 (by default all
+ * NW warps: the whole block). Warps from NW on (a block larger than its summing threads) join the
+ * barrier and store nothing. part: NW doubles of shared memory. Barrier contract: exactly one
+ * __syncthreads() inside, none after the reads — the caller must pass another barrier before part
+ * is written again (a second call with the same part). */
+template <int NW>
+static __device__ __forceinline__ double block_sum_d(double v, double *part, int w0 = 0, int nw = NW) {
+    v = warp_sum_d(v);
+    const unsigned w = threadIdx.x >> 5;
+    if ((threadIdx.x & 31) == 0 && w < (unsigned)NW) part[w] = v;
+    __syncthreads();
+    double sum = 0.0;
+#pragma unroll
+    for (int k = 0; k < nw; k++) sum += part[w0 + k];
+    return sum;
 }
 static __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll

@@ -33,12 +33,7 @@ static __device__ __forceinline__ void ew_chain_row(float *y, const float *in, i
                     const float v = in[i];
                     acc += (double)(v * v);
                 }
-            acc = warp_sum_d(acc);
-            if ((threadIdx.x & 31) == 0 && threadIdx.x < EW_THREADS) part[threadIdx.x / 32] = acc;
-            __syncthreads();
-            double sum = 0.0;
-#pragma unroll
-            for (int w = 0; w < EW_THREADS / 32; w++) sum += part[w];
+            const double sum = block_sum_d<EW_THREADS / 32>(acc, part);
             __syncthreads(); /* part is reused by a later rms step */
             const float mean = (float)(sum / (double)E);
             const float sc = 1.0f / sqrtf(mean + st.f);
@@ -79,12 +74,7 @@ static __device__ __forceinline__ float act_layout_rms_scale(const float *y, int
                 const float v = y[bk * BS + 32 * k + lane];
                 acc += (double)(v * v);
             }
-    acc = warp_sum_d(acc);
-    if (lane == 0 && wp < NW) part[wp] = acc;
-    __syncthreads();
-    double sum = 0.0;
-#pragma unroll
-    for (int k = 0; k < NW; k++) sum += part[k];
+    const double sum = block_sum_d<NW>(acc, part);
     const float mean = (float)(sum / (double)E);
     return 1.0f / sqrtf(mean + eps);
 }

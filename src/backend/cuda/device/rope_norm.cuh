@@ -43,13 +43,11 @@ static __device__ __forceinline__ float rope_norm_scale(const float *src, int64_
             const float v = src[d];
             acc += (double)(v * v);
         }
-    acc = warp_sum_d(acc);
-    if (nt > 32) {
+    if (nt > 32) { /* the row's warps: partials w0 .. w0 + nt/32 - 1 of the block's */
         const int w0 = (int)(threadIdx.x / (unsigned)nt) * (nt / 32);
-        if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = acc;
-        __syncthreads();
-        acc = 0.0;
-        for (int k = 0; k < nt / 32; k++) acc += part[w0 + k];
+        acc = block_sum_d<ROPE_NORM_WARPS>(acc, part, w0, nt / 32);
+    } else {
+        acc = warp_sum_d(acc);
     }
     const float mean = (float)(acc / (double)D);
     return 1.0f / sqrtf(mean + eps);

@@ -34,16 +34,11 @@ static inline dim3 tensor_copy_grid(int64_t inner, int64_t rows, unsigned max_x,
 
 // ---- layer_norm ----
 
-/* the block's sum of v (each thread's part), in the order thread t, then warp butterflies, then
- * the LN_THREADS / 32 warp partials in order; every thread returns it. part: LN_THREADS / 32
- * doubles of shared memory, free again when this returns. */
+/* the block's sum of v (each thread's part): block_sum_d over the LN_THREADS / 32 warps, then a
+ * barrier; every thread returns it. part: LN_THREADS / 32 doubles of shared memory, free again
+ * when this returns. */
 static __device__ __forceinline__ double ln_block_sum(double v, double *part) {
-    v = warp_sum_d(v);
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = v;
-    __syncthreads();
-    double sum = 0.0;
-#pragma unroll
-    for (int w = 0; w < LN_THREADS / 32; w++) sum += part[w];
+    const double sum = block_sum_d<LN_THREADS / 32>(v, part);
     __syncthreads(); /* part is reused by the next sum */
     return sum;
 }
