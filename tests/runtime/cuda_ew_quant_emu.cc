@@ -5,7 +5,7 @@
  * (device/act_quant.cuh) built for the host: test_cuda_ew_quant_emu compiles this file with the
  * host C++ compiler against tests/codegen/emu/cuda_emu.h and runs each as its launcher does — the
  * chain with its quantize tail (k_ew_quant_rows: 1024 threads a row), the chain alone (k_ew_rows:
- * 256), the plain quantizer (k_quant_rows: 1024), the norm quantizer (k_rms_norm_quant: 1024, or
+ * 256; k_ew_flat, a grid over all values, for chains without a norm), the plain quantizer (k_quant_rows: 1024), the norm quantizer (k_rms_norm_quant: 1024, or
  * k_act_rows with act_fast: 256, act_build).
  */
 #include "backend/cuda/device/ew_rows.cuh"
@@ -56,6 +56,14 @@ extern "C" int sb_emu_ew_rows(float *dst, const float *x, long long E, long long
     return emu_run((unsigned)rows, EW_THREADS, [&] {
         __shared__ double part[EW_THREADS / 32];
         ew_chain_row<EW_THREADS>(dst + blockIdx.x * E, x + blockIdx.x * E, blockIdx.x, E, *c, part);
+    });
+}
+
+/* k_ew_flat's grid of `blocks` blocks over rows x E values (cu_ew_rows for chains without a norm) */
+extern "C" int sb_emu_ew_flat(float *dst, const float *x, long long E, long long rows, int kind, const float *a, const float *w, int blocks) {
+    const cu_ew_chain chain = chain_of(kind, a, w), *c = &chain;
+    return emu_run((unsigned)blocks, EW_THREADS, [&] {
+        ew_chain_flat(dst, x, E, E * rows, *c, (int64_t)blockIdx.x * EW_THREADS + threadIdx.x, (int64_t)gridDim.x * EW_THREADS);
     });
 }
 

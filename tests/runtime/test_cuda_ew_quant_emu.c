@@ -28,6 +28,8 @@ typedef int (*ew_quant_fn)(float *, const float *, long long, long long, int, co
                            float);
 typedef int (*ew_rows_fn)(float *, const float *, long long, long long, int, const float *, const float *);
 typedef int (*quant_fn)(uint8_t *, const float *, long long, long long, int, int, const float *, float);
+typedef int (*ew_flat_fn)(float *, const float *, long long, long long, int, const float *, const float *, int);
+static ew_flat_fn emu_ew_flat;
 static ew_quant_fn emu_ew_quant;
 static ew_rows_fn emu_ew_rows;
 static quant_fn emu_quant;
@@ -65,15 +67,43 @@ static void check_case(int chain, int64_t E, int64_t rows, int xq8k, int tail, b
     free(x), free(a), free(w), free(qw), free(y1), free(y2), free(q1), free(q2);
 }
 
+/* chain 2 (scale; softcap; add: no norm) over a grid of all values (k_ew_flat) into NaN-poisoned
+ * rows: k_ew_rows's bits, with a grid that covers every value once or strides, one row longer than
+ * many blocks, a thread's values crossing rows; also within NMSE 1e-12 of x * 3 -> op_softcap -> op_add */
+static void check_flat(int64_t E, int64_t rows, int blocks) {
+    char label[96];
+    snprintf(label, sizeof label, "flat chain E=%lld rows=%lld blocks=%d", (long long)E, (long long)rows, blocks);
+    const int64_t n = E * rows;
+    float *x = malloc((size_t)n * 4), *a = malloc((size_t)n * 4), *w = malloc((size_t)E * 4), *y1 = malloc((size_t)n * 4), *y2 = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) x[i] = test_rand_normal(&seed) * 3.0f, a[i] = test_rand_normal(&seed);
+    for (int64_t i = 0; i < E; i++) w[i] = test_rand_normal(&seed);
+    memset(y1, 0xff, (size_t)n * 4), memset(y2, 0xff, (size_t)n * 4);
+    CHECKF(emu_ew_flat(y1, x, E, rows, 2, a, w, blocks) == 0 && emu_ew_rows(y2, x, E, rows, 2, a, w) == 0, "%s: emulation deadlocked", label);
+    CHECKF(!memcmp(y1, y2, (size_t)n * 4), "%s: differs from k_ew_rows's", label);
+    float *r = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) r[i] = x[i] * 3.0f;
+    op_softcap(r, r, n, 5.0f);
+    op_add(r, r, a, n, n);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) num += ((double)y1[i] - r[i]) * ((double)y1[i] - r[i]), den += (double)r[i] * r[i];
+    CHECKF(num / den < 1e-12, "%s: vs op_softcap / op_add NMSE %g", label, num / den);
+    free(x), free(a), free(w), free(y1), free(y2), free(r);
+}
+
 int main(void) {
     void *h = emu_build("tests/runtime/cuda_ew_quant_emu.cc");
     if (h) {
         *(void **)&emu_ew_quant = dlsym(h, "sb_emu_ew_quant");
         *(void **)&emu_ew_rows = dlsym(h, "sb_emu_ew_rows");
         *(void **)&emu_quant = dlsym(h, "sb_emu_quant");
-        CHECK(emu_ew_quant && emu_ew_rows && emu_quant);
+        *(void **)&emu_ew_flat = dlsym(h, "sb_emu_ew_flat");
+        CHECK(emu_ew_quant && emu_ew_rows && emu_quant && emu_ew_flat);
     }
-    if (emu_ew_quant && emu_ew_rows && emu_quant) {
+    if (emu_ew_quant && emu_ew_rows && emu_quant && emu_ew_flat) {
+        check_flat(20000, 1, 79);  /* a logits row over the grid, one value a thread */
+        check_flat(20000, 1, 7);   /* ... striding */
+        check_flat(2560, 3, 5);    /* rows in one stride: a thread's values cross rows */
+        check_flat(96, 5, 2);
         int cases = 0;
         const int64_t Es[] = {96, 512, 2560, 2816};
         for (int chain = 0; chain < 3; chain++)

@@ -13,9 +13,11 @@
  * cu_quantize_act / cu_rms_norm_quant. The chains' device code is device/ew_rows.cuh (the host
  * emulation runs it: tests/runtime/test_cuda_ew_quant_emu).
  * Geometry: get/select/slice: grid (E/256, rows), one thread per element (slice: the y blocks walk
- * its n * outer rows, at most 65535 of them a pass). ew chain: one 256-thread block
- * per row; thread i owns elements i, i+256, ... through every step, so only the rms_norm step
- * needs a block reduction (warp shuffles + 8 partials in shared memory). With a quantize tail: one
+ * its n * outer rows, at most 65535 of them a pass). ew chain with an rms_norm: one 256-thread
+ * block per row; thread i owns elements i, i+256, ... through every step, so only the rms_norm step
+ * needs a block reduction (warp shuffles + 8 partials in shared memory); without one (k_ew_flat): a
+ * thread a value over all rows, at most 65,536 blocks striding, so a single long row (a decode
+ * step's logits through a softcap) spreads over the GPU instead of one block. With a quantize tail: one
  * 1024-thread block per row (the chain's sums by its first 256 threads, as k_ew_rows's), a barrier,
  * then the quantizer's layout (warp w: quantization blocks w, w + 32, ...).
  * Traffic: get_rows reads T rows of the table (T*E*bytes/elem) and writes 4*T*E; slice reads and
@@ -90,8 +92,20 @@ __global__ void __launch_bounds__(EW_THREADS) k_ew_rows(float *dst, const float 
     ew_chain_row<EW_THREADS>(dst + r * E, x + r * E, r, E, c, part);
 }
 
+__global__ void __launch_bounds__(EW_THREADS) k_ew_flat(float *dst, const float *x, int64_t E, int64_t n, cu_ew_chain c) {
+    CU_PDL_ENTRY();
+    ew_chain_flat(dst, x, E, n, c, (int64_t)blockIdx.x * EW_THREADS + threadIdx.x, (int64_t)gridDim.x * EW_THREADS);
+}
+
 extern "C" sb_status cu_ew_rows(cu_stream s, float *dst, const float *x, int64_t E, int64_t rows, const cu_ew_chain *c) {
     if (rows <= 0) return SB_OK;
+    bool norm = false;
+    for (int k = 0; k < c->n; k++) norm |= c->st[k].op == CU_EW_RMS_NORM;
+    if (!norm) { /* no row sum: the values spread over the grid, whatever the row count */
+        const int64_t n = E * rows, blocks = cu_div_up(n, EW_THREADS);
+        cu_launch(k_ew_flat, (unsigned)(blocks < 65536 ? blocks : 65536), EW_THREADS, (cudaStream_t)s, dst, x, E, n, *c);
+        return cu_after_launch("k_ew_flat");
+    }
     cu_launch(k_ew_rows, (unsigned)rows, EW_THREADS, (cudaStream_t)s, dst, x, E, *c);
     return cu_after_launch("k_ew_rows");
 }

@@ -16,6 +16,38 @@
 
 #define EW_THREADS 256
 
+/* one step other than rms_norm on v, element i of its row (o: the operand's row, or NULL). Every
+ * add and multiply rounds on its own (__fadd_rn / __fmul_rn are never contracted into an FMA), so a
+ * chain gives the same bits whether its values pass through memory between steps or stay in
+ * registers (ew_chain_flat), and the generated chains' (codegen/cg_emit.c) too. */
+static __device__ __forceinline__ float ew_apply(const cu_ew_step &st, float v, const float *o, int64_t i) {
+    switch (st.op) {
+    case CU_EW_ADD: return __fadd_rn(v, o[i]);
+    case CU_EW_MUL: return __fmul_rn(v, o[i]);
+    case CU_EW_SCALE: return __fmul_rn(v, st.f);
+    case CU_EW_SOFTCAP: return __fmul_rn(tanhf(__fmul_rn(v, 1.0f / st.f)), st.f);
+    case CU_EW_SILU: return cu_silu(v);
+    case CU_EW_GELU: return cu_gelu(v);
+    default: return __int_as_float(0x7fc00000);
+    }
+}
+
+/* a chain without an rms_norm step over n = rows x E values: value e (row e / E) through every step in
+ * registers, for e = e0, e0 + stride, ... — any thread may take any value, so one row spreads over
+ * the whole grid (a decode step's 262,144 logits are one row). The same bits as ew_chain_row. */
+static __device__ __forceinline__ void ew_chain_flat(float *dst, const float *x, int64_t E, int64_t n, const cu_ew_chain &c, int64_t e0,
+                                                     int64_t stride) {
+    for (int64_t e = e0; e < n; e += stride) {
+        const int64_t r = e / E, i = e - r * E;
+        float v = x[e];
+        for (int k = 0; k < c.n; k++) {
+            const cu_ew_step &st = c.st[k];
+            v = ew_apply(st, v, st.opd ? (st.bcast ? st.opd : st.opd + r * E) : NULL, i);
+        }
+        dst[e] = v;
+    }
+}
+
 /* the chain's steps over one row (y: its dst row, in: its x row) by a block of NT threads, thread t
  * owning elements t, t + NT, ...; an rms_norm step sums its squares as k_ew_rows's EW_THREADS do
  * (thread t of them: elements t, t + EW_THREADS, ... in double, then the warp butterflies and the
@@ -40,20 +72,7 @@ static __device__ __forceinline__ void ew_chain_row(float *y, const float *in, i
             for (int64_t i = threadIdx.x; i < E; i += NT) y[i] = in[i] * sc;
         } else {
             const float *o = st.opd ? (st.bcast ? st.opd : st.opd + r * E) : NULL;
-            for (int64_t i = threadIdx.x; i < E; i += NT) {
-                const float v = in[i];
-                float out;
-                switch (st.op) {
-                case CU_EW_ADD: out = v + o[i]; break;
-                case CU_EW_MUL: out = v * o[i]; break;
-                case CU_EW_SCALE: out = v * st.f; break;
-                case CU_EW_SOFTCAP: out = tanhf(v * (1.0f / st.f)) * st.f; break;
-                case CU_EW_SILU: out = cu_silu(v); break;
-                case CU_EW_GELU: out = cu_gelu(v); break;
-                default: out = __int_as_float(0x7fc00000); break;
-                }
-                y[i] = out;
-            }
+            for (int64_t i = threadIdx.x; i < E; i += NT) y[i] = ew_apply(st, in[i], o, i);
         }
         in = y;
     }
