@@ -100,6 +100,8 @@ typedef struct cg_variant {
     int rpb;       /* rows per block: 1 or 4 */
     int reg;       /* quant kinds: 1 = the row in registers (act_build, exactly as many values a thread
                     * as E needs), 0 = quant_row's loop */
+    int flat;      /* chains without an rms_norm: 1 = the grid covers all rows x E values, any thread any
+                    * value (rpb 1), as k_rows.cu's k_ew_flat; 0 = a block a row */
 } cg_variant;
 
 #define CG_MAX_VARIANTS 12

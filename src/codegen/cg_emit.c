@@ -13,7 +13,8 @@
  * the autotuner's pick never changes a result. Quantizers hold the row in registers (act_build) when it fits, else quant_row's loop.
  * Layer 3 (codegen). Pure: no I/O, no globals.
  * Geometry: grid = ceil(rows / rpb) blocks of `threads`; block b does rows b*rpb .. b*rpb+rpb-1 one
- * after another (a barrier between rows when the kernel reduces). Thread i of a row owns elements
+ * after another (a barrier between rows when the kernel reduces). Chains without a norm also take a
+ * flat grid (cg_variant.flat): a thread a value over all rows x E, striding past 65,536 blocks. Thread i of a row owns elements
  * i, i + threads, ... for the elementwise parts; in quantization warp w owns quant blocks w,
  * w + threads/32, ...
  * Rows: a compile-time 1 for decode (T = 1); any other count is cg_params.rows at run time, so
@@ -181,9 +182,9 @@ static int reg_values(const cg_group *g, int nt) {
 
 /* the one layout a reducing group may take (cg.h): the hand-written kernel's */
 static cg_variant reduce_layout(const cg_group *grp) {
-    if (grp->kind == CG_EW) return (cg_variant){256, 1, 0};                              /* k_ew_rows */
-    if (grp->hand_reg && reg_values(grp, 256)) return (cg_variant){256, 1, 1};           /* k_act_rows: act_build<256> */
-    return (cg_variant){1024, 1, 0};                                                     /* k_rms_norm_quant<1024> */
+    if (grp->kind == CG_EW) return (cg_variant){256, 1, 0, 0};                              /* k_ew_rows */
+    if (grp->hand_reg && reg_values(grp, 256)) return (cg_variant){256, 1, 1, 0};           /* k_act_rows: act_build<256> */
+    return (cg_variant){1024, 1, 0, 0};                                                     /* k_rms_norm_quant<1024> */
 }
 
 int cg_variants(const cg_group *grp, cg_variant *out) {
@@ -197,34 +198,41 @@ int cg_variants(const cg_group *grp, cg_variant *out) {
     int n = 0;
     if (reduces(grp)) {
         out[n++] = reduce_layout(grp);
-    } else if (grp->kind == CG_EW) {
+    } else if (grp->kind == CG_EW) { /* first the flat grid (k_ew_flat), then a block a row */
+        out[n++] = (cg_variant){256, 1, 0, 1};
+        out[n++] = (cg_variant){128, 1, 0, 1};
         int64_t work = (grp->E + 31) / 32;
         if (work < 4) work = 4;
         for (int t = 0; t < 4; t++)
-            if (t == 0 || th[t] / 32 <= work) out[n++] = (cg_variant){th[t], 1, 0};
+            if (t == 0 || th[t] / 32 <= work) out[n++] = (cg_variant){th[t], 1, 0, 0};
     } else { /* plain and GLU quantization: per-element values, per-warp quant blocks: any layout, the same bits */
         int64_t work = grp->E / (grp->xq == SB_TYPE_Q8_K ? 256 : 32);
         if (work < 4) work = 4;
         for (int t = 0; t < 4; t++) /* registers first */
-            if ((t == 0 || th[t] / 32 <= work) && reg_values(grp, th[t])) out[n++] = (cg_variant){th[t], 1, 1};
+            if ((t == 0 || th[t] / 32 <= work) && reg_values(grp, th[t])) out[n++] = (cg_variant){th[t], 1, 1, 0};
         /* quant_row's loop: only for rows too long for registers (where the row fits, the register
          * form is the faster one on the H200 — k_quantize.cu — so the loop is not worth compiling) */
         if (!n) {
-            out[n++] = (cg_variant){1024, 1, 0};
+            out[n++] = (cg_variant){1024, 1, 0, 0};
             for (int t = 0; t < 3; t++)
-                if (th[t] / 32 <= work) out[n++] = (cg_variant){th[t], 1, 0};
+                if (th[t] / 32 <= work) out[n++] = (cg_variant){th[t], 1, 0, 0};
         }
     }
     const int n1 = n;
     if (grp->rows >= 8) /* several rows per block: fewer, longer blocks for many short rows (each row reduced alone: same bits) */
         for (int k = 0; k < n1 && n < CG_MAX_VARIANTS; k++)
-            if (out[k].threads <= 256) out[n++] = (cg_variant){out[k].threads, 4, out[k].reg};
+            if (out[k].threads <= 256 && !out[k].flat) out[n++] = (cg_variant){out[k].threads, 4, out[k].reg, 0};
     return n;
 }
 
 void cg_geometry(const cg_group *grp, cg_variant v, unsigned *grid, unsigned *block) {
-    *grid = (unsigned)((grp->rows + v.rpb - 1) / v.rpb);
     *block = (unsigned)v.threads;
+    if (v.flat) { /* a thread a value, at most 65,536 blocks (the kernel strides over the rest) */
+        const int64_t blocks = (grp->rows * grp->E + v.threads - 1) / v.threads;
+        *grid = (unsigned)(blocks < 65536 ? blocks : 65536);
+        return;
+    }
+    *grid = (unsigned)((grp->rows + v.rpb - 1) / v.rpb);
 }
 
 // ---- source text ----
@@ -305,7 +313,7 @@ static void signature(sbuf *b, const cg_group *g, cg_variant v) {
         }
         put(b, "]");
     }
-    put(b, " threads=%d rpb=%d%s", v.threads, v.rpb, v.reg ? " reg" : "");
+    put(b, " threads=%d rpb=%d%s%s", v.threads, v.rpb, v.reg ? " reg" : "", v.flat ? " flat" : "");
 }
 
 static sb_status check_group(const cg_group *g, cg_variant v) {
@@ -321,6 +329,7 @@ static sb_status check_group(const cg_group *g, cg_variant v) {
         return SB_OK;
     }
     if (v.reg) return sb_fail(SB_ERR_INVALID_ARG, "codegen: register variant of an elementwise chain");
+    if (v.flat && (v.rpb != 1 || reduces(g))) return sb_fail(SB_ERR_INVALID_ARG, "codegen: a flat grid for a chain with a norm or %d rows a block", v.rpb);
     if (g->n_steps < 1 || g->n_steps > CG_MAX_STEPS) return sb_fail(SB_ERR_INVALID_ARG, "codegen: %d chain steps", g->n_steps);
     int norms = 0;
     for (int k = 0; k < g->n_steps; k++) {
@@ -378,6 +387,14 @@ static sb_status emit_one(sbuf *bp, const cg_group *g, cg_variant v, char name[4
     const bool red = reduces(g) || v.reg; /* act_build takes the partials array in every kind */
     put(bp, "extern \"C\" __global__ void __launch_bounds__(NT) %s(const cg_params a) {\n", name);
     put(bp, "    CU_PDL_ENTRY();\n");
+    if (v.flat) { /* value e of row r = e / E: every step in registers (ew_chain_flat) */
+        put(bp, "    for (int64_t e = (int64_t)blockIdx.x * NT + threadIdx.x; e < ROWS * E_; e += (int64_t)gridDim.x * NT) {\n");
+        put(bp, "        const int64_t r = e / E_, i = e - r * E_;\n");
+        put(bp, "        float v = ((const float *)a.p[1])[e];\n");
+        emit_steps(bp, g, 0, g->n_steps);
+        put(bp, "        ((float *)a.p[0])[e] = v;\n    }\n}\n");
+        return bp->oom ? sb_fail(SB_ERR_OOM, "codegen: source text") : SB_OK;
+    }
     if (red) put(bp, "    __shared__ double part[NT / 32];\n");
     put(bp, "    for (int k = 0; k < RPB; k++) {\n");
     put(bp, "        const int64_t r = (int64_t)blockIdx.x * RPB + k;\n");

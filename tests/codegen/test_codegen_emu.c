@@ -146,7 +146,7 @@ static void test_ew(const ew_case *tc) {
     if (build(&g, &eg, what))
         for (int k = 0; k < eg.nv; k++) {
             char label[200];
-            snprintf(label, sizeof label, "%s [%d thr, %d rows/blk%s]", what, eg.v[k].threads, eg.v[k].rpb, eg.v[k].reg ? ", regs" : "");
+            snprintf(label, sizeof label, "%s [%d thr, %d rows/blk%s]", what, eg.v[k].threads, eg.v[k].rpb, eg.v[k].reg ? ", regs" : eg.v[k].flat ? ", flat" : "");
             memset(y, 0xFF, (size_t)n * 4); /* NaN */
             if (!launch(&g, &eg, k, slots, label)) continue;
             const double e = nmse(y, ref, n);
@@ -260,7 +260,7 @@ static void test_quant(cg_kind kind, int xq, int64_t E, int64_t R, bool flag, bo
         if (build(&g, &eg, what))
             for (int k = 0; k < eg.nv; k++) {
                 char label[200];
-                snprintf(label, sizeof label, "%s [%d thr, %d rows/blk%s]", what, eg.v[k].threads, eg.v[k].rpb, eg.v[k].reg ? ", regs" : "");
+                snprintf(label, sizeof label, "%s [%d thr, %d rows/blk%s]", what, eg.v[k].threads, eg.v[k].rpb, eg.v[k].reg ? ", regs" : eg.v[k].flat ? ", flat" : "");
                 memcpy(x, x0, (size_t)n * 4); /* in place the previous launch overwrote it */
                 memset(out, 0xFF, bytes);
                 memset(sum_out, 0xFF, (size_t)n * 4);
