@@ -102,6 +102,8 @@ void exec_cuda_free(exec_cuda *cx) {
     free(cx->bufs);
     if (cx->ev) cu_events_destroy(cx->ev, cx->n_ev);
     free(cx->ev);
+    free(cx->prof_node_ms);
+    free(cx->prof_node_label);
     cu_free(cx->arena);
     cu_free(cx->d_in);
     cu_free(cx->d_cnt);

@@ -137,8 +137,10 @@ int32_t exec_cuda_count_glu_pairs(const plan *p, const cu_config *c);
 int32_t exec_cuda_count_norm_sums(const plan *p, const cu_config *c);
 
 /* Profiling (cu_config.profile): runs eagerly with a CUDA event between nodes and accumulates
- * device time per op family (matmuls per weight type). The accumulated profile as text, one family a line (µs per run, kernels per run, share), sorted
- * by time; then clears it. Returns the bytes written (0 when nothing was profiled). */
+ * device time per op family (matmuls per weight type) and per node of the last graph profiled. The
+ * accumulated profile as text: one family a line (µs per run, kernels per run, share), sorted by
+ * time, then the slowest nodes (µs per run, index, op, name, shape); then clears it. Returns the
+ * bytes written (0 when nothing was profiled). */
 size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap);
 
 /* The exec_cuda context of a "cuda" backend object (tests reach the settings through it); NULL for

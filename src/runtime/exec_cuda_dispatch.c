@@ -436,6 +436,37 @@ static int prof_family(const plan *p, const ir_node *n) {
     return (int)n->op;
 }
 
+
+/* the events of one profiled run into the family and per-node sums (a graph other than the last one
+ * profiled starts the per-node sums again) */
+static sb_status prof_account(exec_cuda *cx, const ir_graph *g, const int32_t *fam, const int32_t *kn, const int32_t *nd, int32_t ne) {
+    if (cx->prof_g != g || cx->prof_nodes != g->n_nodes) {
+        double *ms = (double *)calloc((size_t)g->n_nodes, sizeof *ms);
+        char(*lab)[PROF_LABEL] = (char(*)[PROF_LABEL])calloc((size_t)g->n_nodes, sizeof *lab);
+        if (!ms || !lab) {
+            free(ms), free(lab);
+            return sb_fail(SB_ERR_OOM, "cuda: profile");
+        }
+        free(cx->prof_node_ms), free(cx->prof_node_label);
+        cx->prof_node_ms = ms, cx->prof_node_label = lab;
+        cx->prof_g = g, cx->prof_nodes = g->n_nodes;
+    }
+    sb_status st = cu_stream_sync(cx->s);
+    for (int32_t k = 1; st == SB_OK && k < ne; k++) {
+        float ms = 0;
+        st = cu_event_ms(cx->ev[k - 1], cx->ev[k], &ms);
+        cx->prof_ms[fam[k]] += ms;
+        cx->prof_k[fam[k]] += kn[k];
+        const ir_node *n = &g->nodes[nd[k]];
+        cx->prof_node_ms[nd[k]] += ms;
+        if (!cx->prof_node_label[nd[k]][0])
+            snprintf(cx->prof_node_label[nd[k]], PROF_LABEL, "%%%d %s \"%.24s\" [%lld,%lld,%lld]", (int)nd[k], ir_ops[n->op].name, n->name,
+                     (long long)n->ne[0], (long long)n->ne[1], (long long)n->ne[2]);
+    }
+    cx->prof_runs++;
+    return st;
+}
+
 sb_status cx_enqueue_all(crun *r) {
     const ir_graph *g = r->p->g;
     exec_cuda *cx = r->cx;
@@ -450,10 +481,12 @@ sb_status cx_enqueue_all(crun *r) {
         cx->n_ev = g->n_nodes + 1;
     }
     int32_t ne = 0;
+    /* per event k: the family, kernels and node it closes */
     int32_t *fam = cx->cfg.profile ? (int32_t *)calloc((size_t)g->n_nodes + 1, sizeof *fam) : NULL;
     int32_t *kn = cx->cfg.profile ? (int32_t *)calloc((size_t)g->n_nodes + 1, sizeof *kn) : NULL;
-    if (cx->cfg.profile && (!fam || !kn)) {
-        free(fam), free(kn);
+    int32_t *nd = cx->cfg.profile ? (int32_t *)calloc((size_t)g->n_nodes + 1, sizeof *nd) : NULL;
+    if (cx->cfg.profile && (!fam || !kn || !nd)) {
+        free(fam), free(kn), free(nd);
         return sb_fail(SB_ERR_OOM, "cuda: profile");
     }
     sb_status st = SB_OK;
@@ -471,21 +504,14 @@ sb_status cx_enqueue_all(crun *r) {
         if (cx->cfg.profile && r->n_kernels > k0) {
             fam[ne] = prof_family(r->p, n);
             kn[ne] = r->n_kernels - k0;
+            nd[ne] = i;
             st = cu_event_record(cx->ev[ne++], cx->s);
         }
     }
-    if (cx->cfg.profile && st == SB_OK) {
-        st = cu_stream_sync(cx->s);
-        for (int32_t k = 1; st == SB_OK && k < ne; k++) {
-            float ms = 0;
-            st = cu_event_ms(cx->ev[k - 1], cx->ev[k], &ms);
-            cx->prof_ms[fam[k]] += ms;
-            cx->prof_k[fam[k]] += kn[k];
-        }
-        cx->prof_runs++;
-    }
+    if (cx->cfg.profile && st == SB_OK) st = prof_account(cx, g, fam, kn, nd, ne);
     free(fam);
     free(kn);
+    free(nd);
     return st;
 }
 

@@ -21,6 +21,8 @@
 
 #define CX_MAX_PLANS 256 /* live plans per context: a session's few, or every program compiled for CUDA through the API */
 #define PROF_FAMILIES (IR_OP_COUNT + SB_TYPE_COUNT) /* ops, then matmul per weight type */
+#define PROF_LABEL 72     /* a profiled node's label: index, op, name, shape */
+#define PROF_TOP_NODES 30 /* nodes the profile report lists */
 
 typedef struct devbuf {
     const void *host;
@@ -98,6 +100,11 @@ struct exec_cuda {
     double prof_ms[PROF_FAMILIES];
     int64_t prof_k[PROF_FAMILIES];
     int64_t prof_runs;
+    /* ... and per node of the last graph profiled (a new graph starts them again): device ms, label */
+    const ir_graph *prof_g;
+    int32_t prof_nodes;
+    double *prof_node_ms;
+    char (*prof_node_label)[PROF_LABEL];
     void **ev;
     int32_t n_ev;
 };

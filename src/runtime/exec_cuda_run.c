@@ -201,13 +201,31 @@ sb_status exec_cuda_warm(exec_cuda *cx, const plan *p, const exec_bindings *b, f
 
 
 typedef struct prof_row {
-    int fam;
+    int fam; /* a family, or a node (prof_report_nodes) */
     double ms;
 } prof_row;
 
 static int prof_cmp(const void *a, const void *b) {
     const double x = ((const prof_row *)a)->ms, y = ((const prof_row *)b)->ms;
     return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* the PROF_TOP_NODES slowest nodes of the last graph profiled, appended at buf + w */
+static size_t prof_report_nodes(const exec_cuda *cx, char *buf, size_t cap, size_t w, double runs) {
+    if (!cx->prof_g || !cx->prof_node_ms) return w;
+    prof_row top[PROF_TOP_NODES];
+    int n = 0;
+    for (int32_t i = 0; i < cx->prof_nodes; i++) { /* insertion into the top list, slowest first */
+        const double ms = cx->prof_node_ms[i];
+        if (ms <= 0 || (n == PROF_TOP_NODES && ms <= top[n - 1].ms)) continue;
+        int k = n < PROF_TOP_NODES ? n++ : n - 1;
+        for (; k > 0 && top[k - 1].ms < ms; k--) top[k] = top[k - 1];
+        top[k] = (prof_row){i, ms};
+    }
+    if (w < cap) w += (size_t)snprintf(buf + w, cap - w, "slowest nodes of the last graph (us/run):\n");
+    for (int k = 0; k < n && w < cap; k++)
+        w += (size_t)snprintf(buf + w, cap - w, "  %9.1f  %s\n", 1e3 * top[k].ms / runs, cx->prof_node_label[top[k].fam]);
+    return w;
 }
 
 size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
@@ -233,9 +251,11 @@ size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
         w += (size_t)snprintf(buf + w, cap - w, "%-22s %10.1f %8.1f %5.1f%%\n", name, 1e3 * rows[i].ms / runs, (double)cx->prof_k[f] / runs,
                               total > 0 ? 100 * rows[i].ms / total : 0.0);
     }
+    w = prof_report_nodes(cx, buf, cap, w < cap ? w : cap - 1, runs);
     memset(cx->prof_ms, 0, sizeof cx->prof_ms);
     memset(cx->prof_k, 0, sizeof cx->prof_k);
     cx->prof_runs = 0;
+    cx->prof_g = NULL; /* the per-node sums start again with the next profiled run */
     return w < cap ? w : cap - 1;
 }
 
