@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * bench/kernels/cuda/bench_cuda_gemv.c — decode GEMV speed on this GPU for the large shapes of
- * issue 26 (Llama-3.1-8B, Qwen2.5-32B): for each matrix and weight type, the T = 1 launch the CUDA
+ * issue 26 (Llama-3.1-8B, Qwen2.5-32B) and of Gemma-4-E4B (issue 27): for each matrix and weight type, the T = 1 launch the CUDA
  * executor makes for it — cu_matmul_q8_multi with one segment where k_gemv_reg takes it and it has
  * at most 65,536 rows (the executor's GF_ROWS_MAX), else cu_matmul_q8 (the LM head); F16 weights
  * through cu_matmul_f32 — and the two launches decode makes of several matrices (Q/K/V, gate/up
@@ -10,7 +10,8 @@
  * activation is a few KB) and that rate as a share of this GPU's copy bandwidth, measured in the
  * same run (a 1 GiB device-to-device copy, read + write). Weights are valid random blocks (64
  * quantized rows repeated): values do not change a GEMV's speed.
- * Usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16] [--tune SB_TUNE-style cu_config keys]
+ * Usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|e4b|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16 or any type names] [--tune SB_TUNE-style
+ * cu_config keys]
  * Built with the CUDA backend only (`make bench`). Layer: links sb_backend_cuda and sb_quant.
  */
 #include "backend/cuda/cu_config.h"
@@ -34,6 +35,12 @@ static const shape shapes[] = {
     {"8b", "down", 14336, {4096, 0, 0}},       {"8b", "lm head", 4096, {128256, 0, 0}},
     {"32b", "q/k/v", 5120, {5120, 1024, 1024}}, {"32b", "o", 5120, {5120, 0, 0}},    {"32b", "gate/up", 5120, {27648, 27648, 0}},
     {"32b", "down", 27648, {5120, 0, 0}},       {"32b", "lm head", 5120, {152064, 0, 0}},
+    /* Gemma 4 E4B: sliding and global layers' q/k/v (heads of 256 / 512), the per-layer embedding's
+     * two small GEMVs (2560 -> 256 -> 2560), the 262,144-row head */
+    {"e4b", "q/k/v sliding", 2560, {2048, 512, 512}}, {"e4b", "q/k/v global", 2560, {4096, 1024, 1024}},
+    {"e4b", "o", 2048, {2560, 0, 0}},                  {"e4b", "gate/up", 2560, {10240, 10240, 0}},
+    {"e4b", "down", 10240, {2560, 0, 0}},              {"e4b", "ple gate", 2560, {256, 0, 0}},
+    {"e4b", "ple proj", 256, {2560, 0, 0}},            {"e4b", "lm head", 2560, {262144, 0, 0}},
 };
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -144,7 +151,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-t")) types = argv[i + 1];
         else if (!strcmp(argv[i], "--tune")) tune = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16] [--tune key=value,...]\n");
+            fprintf(stderr, "usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|e4b|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16,Q3_K,...] [--tune key=value,...]\n");
             return 2;
         }
     }
