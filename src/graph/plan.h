@@ -78,6 +78,17 @@ typedef struct pass_ctx {
 
 typedef sb_status (*pass_fn)(ir_graph *g, const pass_ctx *cx);
 
+/* One node's rewrite in a pass (graph/passes/rewrite_nodes.c): look at node i, rewrite it in place
+ * or append nodes, and set *changed when the graph then needs compacting (nodes appended or left
+ * unread; never cleared). uses[] are the use counts on entry to the pass (the rewrite may update
+ * them). A status other than SB_OK stops the walk. */
+typedef sb_status (*pass_node_rewrite)(ir_graph *g, int32_t *uses, ir_ref i, const pass_ctx *cx, bool *changed);
+/* The frame of the node-rewriting passes: count uses, call rewrite on every node of g as it was on
+ * entry (in order), then compact once when a rewrite set changed. Returns SB_ERR_OOM for the use
+ * counts, the first failing rewrite's status or a sticky graph status (nothing compacted then),
+ * else ir_compact's. */
+sb_status pass_rewrite_nodes(ir_graph *g, pass_node_rewrite rewrite, const pass_ctx *cx);
+
 typedef struct pass_info {
     const char *name;   /* "dce", as in SB_DUMP_IR=after:dce */
     pass_fn fn;

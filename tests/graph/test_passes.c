@@ -1238,6 +1238,80 @@ static void case_fuse_chain_quant(void) {
     }
 }
 
+// ---- the rewrite frame ----
+
+/* what probe_rewrite saw (the nodes offered, in order?) and what it does: at append_at an add of
+ * the node with itself (changed), at bad_at an add of mismatched shapes whose failure it ignores,
+ * at fail_at a failure it returns */
+static struct {
+    int32_t calls, last;
+    bool in_order;
+    ir_ref append_at, bad_at, fail_at;
+} probe;
+
+static void probe_reset(void) {
+    probe.calls = 0, probe.last = -1, probe.in_order = true;
+    probe.append_at = probe.bad_at = probe.fail_at = IR_NONE;
+}
+
+static sb_status probe_rewrite(ir_graph *g, int32_t *uses, ir_ref i, const pass_ctx *cx, bool *changed) {
+    (void)uses, (void)cx;
+    probe.in_order &= i == probe.last + 1;
+    probe.last = i, probe.calls++;
+    if (i == probe.fail_at) return SB_ERR_INVALID_ARG;
+    ir_node a = ir_proto(IR_OP_ADD);
+    a.src[0] = a.src[1] = i;
+    if (i == probe.bad_at) a.src[1] = 0, ir_append(g, &a), *changed = true; /* its failure stays in g->status */
+    if (i == probe.append_at) {
+        if (ir_append(g, &a) == IR_NONE) return ir_graph_status(g);
+        *changed = true;
+    }
+    return SB_OK;
+}
+
+/* x f32[64,2], w f32[32] (a source bad_at can mismatch), a dead mul(x, x), y = add(x, x) output */
+static ir_graph *frame_graph(void) {
+    ir_graph *g = new_graph();
+    ir_ref x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){64, 2, 1, 1});
+    W(g, "w", SB_TYPE_F32, 32, 1);
+    ir_mul(g, x, x);
+    ir_output(g, ir_add(g, x, x), "y");
+    CHECK(ir_graph_status(g) == SB_OK && g->n_nodes == 5);
+    return g;
+}
+
+/* pass_rewrite_nodes offers every node on entry in order, compacts only when a rewrite changed the
+ * graph, and returns a failing rewrite's status or a sticky graph status without compacting */
+static void test_rewrite_frame(void) {
+    pass_ctx cx = {.target = NULL};
+    ir_graph *g = frame_graph();
+    probe_reset();
+    CHECK(pass_rewrite_nodes(g, probe_rewrite, &cx) == SB_OK);
+    CHECK(probe.calls == 5 && probe.in_order);
+    CHECK_EQ_INT(g->n_nodes, 5); /* nothing changed: the dead mul stays */
+    probe_reset();
+    probe.append_at = 3;
+    CHECK(pass_rewrite_nodes(g, probe_rewrite, &cx) == SB_OK && ir_verify(g) == SB_OK);
+    CHECK(probe.calls == 5 && probe.in_order); /* the appended add is not offered */
+    CHECK_EQ_INT(g->n_nodes, 3); /* compacted: x, add, output */
+    ir_graph_free(g);
+
+    g = frame_graph();
+    probe_reset();
+    probe.append_at = 0, probe.fail_at = 2;
+    CHECK(pass_rewrite_nodes(g, probe_rewrite, &cx) == SB_ERR_INVALID_ARG);
+    CHECK(probe.calls == 3 && probe.last == 2); /* the walk stops at the failure */
+    CHECK_EQ_INT(g->n_nodes, 6);                /* and nothing is compacted */
+    ir_graph_free(g);
+
+    g = frame_graph();
+    probe_reset();
+    probe.bad_at = 1; /* add(w, x): [32] + [64,2] */
+    CHECK(pass_rewrite_nodes(g, probe_rewrite, &cx) != SB_OK);
+    CHECK(ir_graph_status(g) != SB_OK && g->n_nodes == 5);
+    ir_graph_free(g);
+}
+
 int main(void) {
     test_stack();
     case_fuse_add_norm();
@@ -1262,5 +1336,6 @@ int main(void) {
     test_verifier();
     test_memplan();
     test_pipeline_dump();
+    test_rewrite_frame();
     return test_summary();
 }

@@ -24,7 +24,6 @@
  */
 #include "graph/plan.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* q (an RMS_NORM_QUANT) reads an ADD of two f32 values of one shape (not a broadcast bias) */
@@ -35,40 +34,32 @@ static bool fusable(const ir_graph *g, const ir_node *q) {
     return x->dtype == SB_TYPE_F32 && y->dtype == SB_TYPE_F32 && !memcmp(x->ne, y->ne, sizeof x->ne);
 }
 
+/* rms_norm_quant i of a fusable add -> add_rms_norm_quant, the sum its result 1 where others read it */
+static sb_status fuse_add_into_norm(ir_graph *g, int32_t *uses, ir_ref i, const pass_ctx *cx, bool *changed) {
+    ir_node *q = &g->nodes[i];
+    if (q->op != IR_OP_RMS_NORM_QUANT || !fusable(g, q)) return SB_OK;
+    const ir_ref add = q->src[0];
+    if (cx->target && cx->target->add_norm_writes_sum && uses[add] < 2) return SB_OK; /* no result to write the sum to */
+    const ir_node *a = &g->nodes[add];
+    /* in place: the add's sources precede it, so they precede q; q depends on nothing else
+     * but its weight, so the add's other readers may all read the result after q */
+    q->op = IR_OP_ADD_RMS_NORM_QUANT;
+    q->src[2] = q->src[1];
+    q->src[0] = a->src[0], q->src[1] = a->src[1];
+    if (uses[add] > 1) {
+        ir_node r = ir_proto(IR_OP_RESULT);
+        r.src[0] = i;
+        r.ip[0] = 1;
+        const ir_ref res = ir_append(g, &r); /* may move the array: q and a are stale after it */
+        if (res == IR_NONE) return ir_graph_status(g);
+        ir_set_name(g, res, "%s", g->nodes[add].name);
+        ir_replace_uses(g, add, res);
+    }
+    *changed = true;
+    return SB_OK;
+}
+
 sb_status pass_fuse_add_norm(ir_graph *g, const pass_ctx *cx) {
     if (cx->target && !cx->target->fuse_add_norm) return SB_OK;
-    const int32_t n = g->n_nodes;
-    int32_t *uses = ir_use_counts_new(g);
-    if (!uses) return SB_ERR_OOM;
-    sb_status st = SB_OK;
-    bool changed = false;
-    for (int32_t i = 0; st == SB_OK && i < n; i++) {
-        ir_node *q = &g->nodes[i];
-        if (q->op != IR_OP_RMS_NORM_QUANT || !fusable(g, q)) continue;
-        const ir_ref add = q->src[0];
-        if (cx->target && cx->target->add_norm_writes_sum && uses[add] < 2) continue; /* no result to write the sum to */
-        const ir_node *a = &g->nodes[add];
-        /* in place: the add's sources precede it, so they precede q; q depends on nothing else
-         * but its weight, so the add's other readers may all read the result after q */
-        q->op = IR_OP_ADD_RMS_NORM_QUANT;
-        q->src[2] = q->src[1];
-        q->src[0] = a->src[0], q->src[1] = a->src[1];
-        if (uses[add] > 1) {
-            ir_node r = ir_proto(IR_OP_RESULT);
-            r.src[0] = i;
-            r.ip[0] = 1;
-            ir_ref res = ir_append(g, &r);
-            if (res == IR_NONE) {
-                st = ir_graph_status(g);
-                break;
-            }
-            q = &g->nodes[i]; /* ir_append may move the array */
-            ir_set_name(g, res, "%s", g->nodes[add].name);
-            ir_replace_uses(g, add, res);
-        }
-        changed = true;
-    }
-    free(uses);
-    SB_TRY(st);
-    return changed ? ir_compact(g) : SB_OK;
+    return pass_rewrite_nodes(g, fuse_add_into_norm, cx);
 }

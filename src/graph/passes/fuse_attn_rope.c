@@ -22,27 +22,23 @@
  */
 #include "graph/plan.h"
 
-#include <stdlib.h>
+/* attention i whose q is a rope read by it alone, at its positions -> the attention rotates q */
+static sb_status fuse_rope_into_attn(ir_graph *g, int32_t *uses, ir_ref i, const pass_ctx *cx, bool *changed) {
+    ir_node *a = &g->nodes[i];
+    if (a->op != IR_OP_ATTENTION || ir_attn_q_rope(a).n_rot) return SB_OK;
+    const ir_node *r = &g->nodes[a->src[0]];
+    if (r->op != IR_OP_ROPE || uses[a->src[0]] != 1 || r->src[1] != a->src[3] || ir_rope_norm_of(r).kind) return SB_OK;
+    if (cx->target && r->ne[2] > cx->target->attn_rope_max_t) return SB_OK;
+    if (cx->target && cx->target->attn_fuse_max_head_dim > 0 && ir_attn_of(a).head_dim > cx->target->attn_fuse_max_head_dim) return SB_OK;
+    a->ip[5] = ir_rope_of(r).n_rot, a->ip[6] = ir_rope_of(r).mode;
+    a->fp[2] = ir_rope_of(r).freq_base, a->fp[3] = ir_rope_of(r).freq_scale, a->fp[4] = ir_rope_attn_factor(r);
+    a->src[ir_attn_q_rope_ff_slot(a)] = r->src[2]; /* freq factors or IR_NONE */
+    a->src[0] = r->src[0];
+    *changed = true;
+    return SB_OK;
+}
 
 sb_status pass_fuse_attn_rope(ir_graph *g, const pass_ctx *cx) {
     if (cx->target && cx->target->attn_rope_max_t <= 0) return SB_OK;
-    const int32_t n = g->n_nodes;
-    int32_t *uses = ir_use_counts_new(g);
-    if (!uses) return SB_ERR_OOM;
-    bool changed = false;
-    for (int32_t i = 0; i < n; i++) {
-        ir_node *a = &g->nodes[i];
-        if (a->op != IR_OP_ATTENTION || ir_attn_q_rope(a).n_rot) continue;
-        const ir_node *r = &g->nodes[a->src[0]];
-        if (r->op != IR_OP_ROPE || uses[a->src[0]] != 1 || r->src[1] != a->src[3] || ir_rope_norm_of(r).kind) continue;
-        if (cx->target && r->ne[2] > cx->target->attn_rope_max_t) continue;
-        if (cx->target && cx->target->attn_fuse_max_head_dim > 0 && ir_attn_of(a).head_dim > cx->target->attn_fuse_max_head_dim) continue;
-        a->ip[5] = ir_rope_of(r).n_rot, a->ip[6] = ir_rope_of(r).mode;
-        a->fp[2] = ir_rope_of(r).freq_base, a->fp[3] = ir_rope_of(r).freq_scale, a->fp[4] = ir_rope_attn_factor(r);
-        a->src[ir_attn_q_rope_ff_slot(a)] = r->src[2]; /* freq factors or IR_NONE */
-        a->src[0] = r->src[0];
-        changed = true;
-    }
-    free(uses);
-    return changed ? ir_compact(g) : SB_OK;
+    return pass_rewrite_nodes(g, fuse_rope_into_attn, cx);
 }

@@ -20,7 +20,6 @@
  */
 #include "graph/plan.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* GLU_QUANT f's gate and up: the two results of one ungated group without addends, read by f alone
@@ -34,25 +33,22 @@ static bool wanted(const ir_graph *g, const pass_ctx *cx, const int32_t *uses, c
     return cx->target->group_glu_fits && cx->target->group_glu_fits(g, grp);
 }
 
+/* glu_quant i of a wanted group -> the group gates itself, i a quantize of its one result */
+static sb_status fuse_glu_into_group(ir_graph *g, int32_t *uses, ir_ref i, const pass_ctx *cx, bool *changed) {
+    ir_node *f = &g->nodes[i];
+    if (!wanted(g, cx, uses, f)) return SB_OK;
+    g->nodes[f->src[0]].ip[2] = (int32_t)ir_glu_act(f);
+    ir_node q = ir_proto(IR_OP_QUANTIZE);
+    q.src[0] = f->src[0];
+    q.dtype = f->dtype;
+    memcpy(q.name, f->name, sizeof q.name);
+    const sb_status st = ir_infer_shape(g, &q);
+    *f = q; /* up's RESULT has no reader now: ir_compact drops it */
+    *changed = true;
+    return st;
+}
+
 sb_status pass_fuse_group_glu(ir_graph *g, const pass_ctx *cx) {
     if (!cx->target || !cx->target->group_glu_fits) return SB_OK;
-    int32_t *uses = ir_use_counts_new(g);
-    if (!uses) return ir_graph_status(g);
-    bool changed = false;
-    sb_status st = SB_OK;
-    for (int32_t i = 0; st == SB_OK && i < g->n_nodes; i++) {
-        ir_node *f = &g->nodes[i];
-        if (!wanted(g, cx, uses, f)) continue;
-        g->nodes[f->src[0]].ip[2] = (int32_t)ir_glu_act(f);
-        ir_node q = ir_proto(IR_OP_QUANTIZE);
-        q.src[0] = f->src[0];
-        q.dtype = f->dtype;
-        memcpy(q.name, f->name, sizeof q.name);
-        st = ir_infer_shape(g, &q);
-        *f = q; /* up's RESULT has no reader now: ir_compact drops it */
-        changed = true;
-    }
-    free(uses);
-    SB_TRY(st);
-    return changed ? ir_compact(g) : SB_OK;
+    return pass_rewrite_nodes(g, fuse_glu_into_group, cx);
 }

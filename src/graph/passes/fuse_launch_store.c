@@ -24,8 +24,6 @@
  */
 #include "graph/plan.h"
 
-#include <stdlib.h>
-
 static bool stores_into(const ir_node *n, ir_ref cin) { /* a kv_store or rope_store writing cache input cin */
     return (n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE) && n->src[0] == cin;
 }
@@ -78,20 +76,22 @@ static ir_ref store_of(const ir_graph *g, const int32_t *uses, ir_ref v) {
     return IR_NONE;
 }
 
+/* T = 1 launch i (a matmul or a group): mark the stores of its results it may perform. Marks only:
+ * no node goes unread, so *changed stays (nothing to compact). */
+static sb_status mark_launch_stores(ir_graph *g, int32_t *uses, ir_ref i, const pass_ctx *cx, bool *changed) {
+    (void)changed;
+    const ir_node *n = &g->nodes[i];
+    if ((n->op != IR_OP_MATMUL && n->op != IR_OP_MATMUL_GROUP) || g->nodes[n->src[n->op == IR_OP_MATMUL]].ne[1] != 1) return SB_OK;
+    const int m = n->op == IR_OP_MATMUL_GROUP ? ir_result_count(n) : 1; /* a gated group: its one result */
+    for (int j = 0; j < m; j++) {
+        const ir_ref v = j ? ir_result_of(g, i, j) : i, s = store_of(g, uses, v);
+        if (s == IR_NONE || cache_touched(g, g->nodes[s].src[0], i, s) || !cx->target->launch_store_fits(g, n, &g->nodes[s])) continue;
+        g->nodes[s].ip[IR_STORE_BY_LAUNCH] = 1;
+    }
+    return SB_OK;
+}
+
 sb_status pass_fuse_launch_store(ir_graph *g, const pass_ctx *cx) {
     if (!cx->target || !cx->target->launch_store_fits) return SB_OK;
-    int32_t *uses = ir_use_counts_new(g);
-    if (!uses) return ir_graph_status(g);
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        const ir_node *n = &g->nodes[i];
-        if ((n->op != IR_OP_MATMUL && n->op != IR_OP_MATMUL_GROUP) || g->nodes[n->src[n->op == IR_OP_MATMUL]].ne[1] != 1) continue;
-        const int m = n->op == IR_OP_MATMUL_GROUP ? ir_result_count(n) : 1; /* a gated group: its one result */
-        for (int j = 0; j < m; j++) {
-            const ir_ref v = j ? ir_result_of(g, i, j) : i, s = store_of(g, uses, v);
-            if (s == IR_NONE || cache_touched(g, g->nodes[s].src[0], i, s) || !cx->target->launch_store_fits(g, n, &g->nodes[s])) continue;
-            g->nodes[s].ip[IR_STORE_BY_LAUNCH] = 1;
-        }
-    }
-    free(uses);
-    return SB_OK;
+    return pass_rewrite_nodes(g, mark_launch_stores, cx);
 }

@@ -24,7 +24,6 @@
  */
 #include "graph/plan.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* Source k of add a (a matmul without a third source, read only by a) and the other operand, an
@@ -37,25 +36,24 @@ static bool fusable(const ir_graph *g, const int32_t *uses, const ir_node *a, in
     return row || !memcmp(o->ne, m->ne, sizeof o->ne);
 }
 
+/* add i of a fusable matmul -> that matmul with the add's other operand as its third source */
+static sb_status fuse_add_into_matmul(ir_graph *g, int32_t *uses, ir_ref i, const pass_ctx *cx, bool *changed) {
+    (void)cx;
+    ir_node *a = &g->nodes[i];
+    if (a->op != IR_OP_ADD) return SB_OK;
+    const int k = fusable(g, uses, a, 0) ? 0 : fusable(g, uses, a, 1) ? 1 : -1;
+    if (k < 0) return SB_OK;
+    const ir_ref mi = a->src[k], o = a->src[1 - k];
+    ir_node f = g->nodes[mi];
+    f.src[2] = o;
+    if (a->name[0]) memcpy(f.name, a->name, sizeof f.name);
+    *a = f; /* in place: the matmul and o both precede the add */
+    uses[mi] = 0;
+    *changed = true;
+    return SB_OK;
+}
+
 sb_status pass_fuse_matmul_add(ir_graph *g, const pass_ctx *cx) {
     if (cx->target && !cx->target->fuse_matmul_add) return SB_OK;
-    const int32_t n = g->n_nodes;
-    int32_t *uses = ir_use_counts_new(g);
-    if (!uses) return SB_ERR_OOM;
-    bool changed = false;
-    for (int32_t i = 0; i < n; i++) {
-        ir_node *a = &g->nodes[i];
-        if (a->op != IR_OP_ADD) continue;
-        const int k = fusable(g, uses, a, 0) ? 0 : fusable(g, uses, a, 1) ? 1 : -1;
-        if (k < 0) continue;
-        const ir_ref mi = a->src[k], o = a->src[1 - k];
-        ir_node f = g->nodes[mi];
-        f.src[2] = o;
-        if (a->name[0]) memcpy(f.name, a->name, sizeof f.name);
-        *a = f; /* in place: the matmul and o both precede the add */
-        uses[mi] = 0;
-        changed = true;
-    }
-    free(uses);
-    return changed ? ir_compact(g) : SB_OK;
+    return pass_rewrite_nodes(g, fuse_add_into_matmul, cx);
 }

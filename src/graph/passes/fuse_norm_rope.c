@@ -32,7 +32,6 @@
 #include "graph/plan.h"
 
 #include <stdint.h>
-#include <stdlib.h>
 
 /* is w an f32 [D] row the head norm's weight can be? */
 static bool head_weight(const ir_node *w, int64_t D) {
@@ -74,28 +73,33 @@ static bool fold_into_store(ir_graph *g, const int32_t *uses, int32_t i) {
     return true;
 }
 
+/* rope i of a head norm: the rope normalises instead, reading the norm's input. Returns whether
+ * it changed. */
+static bool fold_into_rope(ir_graph *g, const int32_t *uses, int32_t i) {
+    ir_node *r = &g->nodes[i];
+    ir_ref w;
+    const ir_ref nm = norm_of(g, uses, r->src[0], &w);
+    if (nm == IR_NONE) return false;
+    const ir_ref ff = ir_rope_ff(r);
+    r->src[0] = g->nodes[nm].src[0];
+    r->src[2] = ff != IR_NONE ? ff : w;
+    r->src[3] = ff != IR_NONE ? w : IR_NONE;
+    r->ip[IR_ROPE_NORM] = w != IR_NONE ? IR_ROPE_NORM_WEIGHT : IR_ROPE_NORM_PLAIN;
+    r->fp[IR_ROPE_NORM_EPS] = ir_f0(&g->nodes[nm]);
+    return true; /* in place: the norm's input and the weight precede the norm, which precedes the rope */
+}
+
+/* rope or kv_store i without a norm of its own that reads a head norm -> it normalises itself */
+static sb_status fold_norm_at(ir_graph *g, int32_t *uses, ir_ref i, const pass_ctx *cx, bool *changed) {
+    (void)cx;
+    const ir_node *n = &g->nodes[i];
+    if (ir_rope_norm_of(n).kind != IR_ROPE_NORM_NONE) return SB_OK;
+    if (n->op == IR_OP_ROPE) *changed |= fold_into_rope(g, uses, i);
+    else if (n->op == IR_OP_KV_STORE) *changed |= fold_into_store(g, uses, i);
+    return SB_OK;
+}
+
 sb_status pass_fuse_norm_rope(ir_graph *g, const pass_ctx *cx) {
     if (cx->target && !cx->target->fuse_norm_rope) return SB_OK;
-    const int32_t n = g->n_nodes;
-    int32_t *uses = ir_use_counts_new(g);
-    if (!uses) return SB_ERR_OOM;
-    bool changed = false;
-    for (int32_t i = 0; i < n; i++) {
-        ir_node *r = &g->nodes[i];
-        if (r->op != IR_OP_ROPE || ir_rope_norm_of(r).kind != IR_ROPE_NORM_NONE) continue;
-        ir_ref w;
-        const ir_ref nm = norm_of(g, uses, r->src[0], &w);
-        if (nm == IR_NONE) continue;
-        const ir_ref ff = ir_rope_ff(r);
-        r->src[0] = g->nodes[nm].src[0];
-        r->src[2] = ff != IR_NONE ? ff : w;
-        r->src[3] = ff != IR_NONE ? w : IR_NONE;
-        r->ip[IR_ROPE_NORM] = w != IR_NONE ? IR_ROPE_NORM_WEIGHT : IR_ROPE_NORM_PLAIN;
-        r->fp[IR_ROPE_NORM_EPS] = ir_f0(&g->nodes[nm]);
-        changed = true; /* in place: the norm's input and the weight precede the norm, which precedes the rope */
-    }
-    for (int32_t i = 0; i < n; i++)
-        if (g->nodes[i].op == IR_OP_KV_STORE && ir_rope_norm_of(&g->nodes[i]).kind == IR_ROPE_NORM_NONE) changed |= fold_into_store(g, uses, i);
-    free(uses);
-    return changed ? ir_compact(g) : SB_OK;
+    return pass_rewrite_nodes(g, fold_norm_at, cx);
 }

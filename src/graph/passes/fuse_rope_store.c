@@ -20,7 +20,6 @@
  */
 #include "graph/plan.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* The ROPE node feeding store s through reshapes that nothing else reads; IR_NONE if none. */
@@ -32,35 +31,34 @@ static ir_ref rope_of_store(const ir_graph *g, const int32_t *uses, const ir_nod
     return x;
 }
 
+/* kv_store i of a rope read by it alone (through reshapes) -> one rope_store in the store's place */
+static sb_status fuse_rope_into_store(ir_graph *g, int32_t *uses, ir_ref i, const pass_ctx *cx, bool *changed) {
+    (void)cx;
+    ir_node *s = &g->nodes[i];
+    if (s->op != IR_OP_KV_STORE || ir_rope_norm_of(s).kind) return SB_OK; /* a store's own head norm stays its own */
+    const ir_ref r = rope_of_store(g, uses, s);
+    if (r == IR_NONE) return SB_OK;
+    const ir_node *rope = &g->nodes[r];
+    ir_node f = *rope; /* its rotation params in ip / fp */
+    f.op = IR_OP_ROPE_STORE;
+    f.dtype = s->dtype;
+    memcpy(f.ne, s->ne, sizeof f.ne);
+    memcpy(f.name, s->name, sizeof f.name);
+    for (int k = 0; k < IR_MAX_SRC; k++) f.src[k] = IR_NONE;
+    const bool rows = rope->src[1] != s->src[2]; /* a paged store: rotated at pos, written at the slots */
+    const ir_ref ff = ir_rope_ff(rope), w = ir_rope_norm_of(rope).weight;
+    f.ip[IR_STORE_ROWS] = rows;
+    int k = 0;
+    f.src[k++] = s->src[0], f.src[k++] = rope->src[0], f.src[k++] = rope->src[1];
+    if (rows) f.src[k++] = s->src[2];
+    if (ff != IR_NONE) f.src[k++] = ff;
+    if (w != IR_NONE) f.src[k++] = w; /* a head norm (pass fuse_norm_rope) comes along: ip/fp are the rope's */
+    *s = f; /* in place: every source precedes the rope, which precedes the store */
+    *changed = true;
+    return SB_OK;
+}
+
 sb_status pass_fuse_rope_store(ir_graph *g, const pass_ctx *cx) {
     if (cx->target && !cx->target->fuse_rope_store) return SB_OK;
-    const int32_t n = g->n_nodes;
-    int32_t *uses = ir_use_counts_new(g);
-    if (!uses) return SB_ERR_OOM;
-    bool changed = false;
-    for (int32_t i = 0; i < n; i++) {
-        ir_node *s = &g->nodes[i];
-        if (s->op != IR_OP_KV_STORE || ir_rope_norm_of(s).kind) continue; /* a store's own head norm stays its own */
-        const ir_ref r = rope_of_store(g, uses, s);
-        if (r == IR_NONE) continue;
-        const ir_node *rope = &g->nodes[r];
-        ir_node f = *rope; /* its rotation params in ip / fp */
-        f.op = IR_OP_ROPE_STORE;
-        f.dtype = s->dtype;
-        memcpy(f.ne, s->ne, sizeof f.ne);
-        memcpy(f.name, s->name, sizeof f.name);
-        for (int k = 0; k < IR_MAX_SRC; k++) f.src[k] = IR_NONE;
-        const bool rows = rope->src[1] != s->src[2]; /* a paged store: rotated at pos, written at the slots */
-        const ir_ref ff = ir_rope_ff(rope), w = ir_rope_norm_of(rope).weight;
-        f.ip[IR_STORE_ROWS] = rows;
-        int k = 0;
-        f.src[k++] = s->src[0], f.src[k++] = rope->src[0], f.src[k++] = rope->src[1];
-        if (rows) f.src[k++] = s->src[2];
-        if (ff != IR_NONE) f.src[k++] = ff;
-        if (w != IR_NONE) f.src[k++] = w; /* a head norm (pass fuse_norm_rope) comes along: ip/fp are the rope's */
-        *s = f; /* in place: every source precedes the rope, which precedes the store */
-        changed = true;
-    }
-    free(uses);
-    return changed ? ir_compact(g) : SB_OK;
+    return pass_rewrite_nodes(g, fuse_rope_into_store, cx);
 }
