@@ -436,10 +436,10 @@ static int prof_family(const plan *p, const ir_node *n) {
     return (int)n->op;
 }
 
-
-/* the events of one profiled run into the family and per-node sums (a graph other than the last one
- * profiled starts the per-node sums again) */
-static sb_status prof_account(exec_cuda *cx, const ir_graph *g, const int32_t *fam, const int32_t *kn, const int32_t *nd, int32_t ne) {
+/* the events of one profiled run into the family and per-node sums: event k closes node nd[k], kn[k]
+ * kernels (a graph other than the last one profiled starts the per-node sums again) */
+static sb_status prof_account(exec_cuda *cx, const plan *p, const int32_t *kn, const int32_t *nd, int32_t ne) {
+    const ir_graph *g = p->g;
     if (cx->prof_g != g || cx->prof_nodes != g->n_nodes) {
         double *ms = (double *)calloc((size_t)g->n_nodes, sizeof *ms);
         char(*lab)[PROF_LABEL] = (char(*)[PROF_LABEL])calloc((size_t)g->n_nodes, sizeof *lab);
@@ -455,9 +455,10 @@ static sb_status prof_account(exec_cuda *cx, const ir_graph *g, const int32_t *f
     for (int32_t k = 1; st == SB_OK && k < ne; k++) {
         float ms = 0;
         st = cu_event_ms(cx->ev[k - 1], cx->ev[k], &ms);
-        cx->prof_ms[fam[k]] += ms;
-        cx->prof_k[fam[k]] += kn[k];
         const ir_node *n = &g->nodes[nd[k]];
+        const int fam = prof_family(p, n);
+        cx->prof_ms[fam] += ms;
+        cx->prof_k[fam] += kn[k];
         cx->prof_node_ms[nd[k]] += ms;
         if (!cx->prof_node_label[nd[k]][0])
             snprintf(cx->prof_node_label[nd[k]], PROF_LABEL, "%%%d %s \"%.24s\" [%lld,%lld,%lld]", (int)nd[k], ir_ops[n->op].name, n->name,
@@ -481,12 +482,11 @@ sb_status cx_enqueue_all(crun *r) {
         cx->n_ev = g->n_nodes + 1;
     }
     int32_t ne = 0;
-    /* per event k: the family, kernels and node it closes */
-    int32_t *fam = cx->cfg.profile ? (int32_t *)calloc((size_t)g->n_nodes + 1, sizeof *fam) : NULL;
+    /* per event k: the kernels and the node it closes */
     int32_t *kn = cx->cfg.profile ? (int32_t *)calloc((size_t)g->n_nodes + 1, sizeof *kn) : NULL;
     int32_t *nd = cx->cfg.profile ? (int32_t *)calloc((size_t)g->n_nodes + 1, sizeof *nd) : NULL;
-    if (cx->cfg.profile && (!fam || !kn || !nd)) {
-        free(fam), free(kn), free(nd);
+    if (cx->cfg.profile && (!kn || !nd)) {
+        free(kn), free(nd);
         return sb_fail(SB_ERR_OOM, "cuda: profile");
     }
     sb_status st = SB_OK;
@@ -502,14 +502,12 @@ sb_status cx_enqueue_all(crun *r) {
             break;
         }
         if (cx->cfg.profile && r->n_kernels > k0) {
-            fam[ne] = prof_family(r->p, n);
             kn[ne] = r->n_kernels - k0;
             nd[ne] = i;
             st = cu_event_record(cx->ev[ne++], cx->s);
         }
     }
-    if (cx->cfg.profile && st == SB_OK) st = prof_account(cx, g, fam, kn, nd, ne);
-    free(fam);
+    if (cx->cfg.profile && st == SB_OK) st = prof_account(cx, r->p, kn, nd, ne);
     free(kn);
     free(nd);
     return st;

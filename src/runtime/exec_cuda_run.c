@@ -201,7 +201,7 @@ sb_status exec_cuda_warm(exec_cuda *cx, const plan *p, const exec_bindings *b, f
 
 
 typedef struct prof_row {
-    int fam; /* a family, or a node (prof_report_nodes) */
+    int id; /* a family, or a node (prof_report_nodes) */
     double ms;
 } prof_row;
 
@@ -224,7 +224,7 @@ static size_t prof_report_nodes(const exec_cuda *cx, char *buf, size_t cap, size
     }
     if (w < cap) w += (size_t)snprintf(buf + w, cap - w, "slowest nodes of the last graph (us/run):\n");
     for (int k = 0; k < n && w < cap; k++)
-        w += (size_t)snprintf(buf + w, cap - w, "  %9.1f  %s\n", 1e3 * top[k].ms / runs, cx->prof_node_label[top[k].fam]);
+        w += (size_t)snprintf(buf + w, cap - w, "  %9.1f  %s\n", 1e3 * top[k].ms / runs, cx->prof_node_label[top[k].id]);
     return w;
 }
 
@@ -243,7 +243,7 @@ size_t exec_cuda_profile_report(exec_cuda *cx, char *buf, size_t cap) {
                                 "share", (long long)cx->prof_runs, 1e3 * total / runs, (double)kt / runs);
     for (int i = 0; i < n && w < cap; i++) {
         char name[40];
-        const int f = rows[i].fam;
+        const int f = rows[i].id;
         if (f < IR_OP_COUNT)
             snprintf(name, sizeof name, "%s", ir_ops[f].name);
         else
