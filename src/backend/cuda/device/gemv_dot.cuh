@@ -11,7 +11,7 @@
 #ifndef SB_BACKEND_CUDA_DEVICE_GEMV_DOT_CUH
 #define SB_BACKEND_CUDA_DEVICE_GEMV_DOT_CUH
 
-#include "backend/cuda/device/unpack.cuh"
+#include "backend/cuda/device/gemv_unit.cuh"
 
 /* Weights are never written by a kernel, so a T = 1 block may pull its rows into L2 before it
  * waits for the previous kernel (PDL): bytes from p, 128 a thread per step (+2.5% tg64, H200). */
@@ -21,30 +21,10 @@ static __device__ __forceinline__ void prefetch_rows(const uint8_t *p, uint64_t 
 #endif
 }
 
-/* acc += one sub-block's dot: d8 * (d0*s0 + d1*s1 + dm*sum q), the min term only for types that
- * have one; Q2_K's two halves' mins: dm * sum q[0..15] + dm1 * sum q[16..31] (every T = 1 kernel
- * and k_mmvq's token tiles step through here: the same bits). The min terms use the exact integer
- * sum of the activation, not the q8_1 sum field: llama.cpp's CPU dots (so the reference logits) use
- * s = F16(d * sum q) for Q4_1 / Q5_1, which the CUDA quantizer does not store (s = F16(sum x),
- * formats.md §3.2) and d8 (d rounded to f16) cannot rebuild (F16(d8 * sum q) was tried: d8's own
- * rounding is of the size of s's, so it lands as far from the reference's s as the exact term). The first H200 run, with
- * q8_1 activations for these types, measured 7.5-7.7e-4 NMSE from their references (limit 1e-3;
- * docs/cuda.md) */
-template <int TYPE> static __device__ __forceinline__ void mmvq_sub_acc(float *acc, const cu_wsub &ws, const int *qy, float d8) {
-    int s0, s1, sq = 0;
-    cu_dp4a_halves(ws.w, qy, &s0, &s1);
-    if (TYPE == CU_T_Q2_K) {
-        const int h0 = cu_dp4a_sum16(qy), h1 = cu_dp4a_sum16(qy + 4);
-        *acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + (ws.dm * (float)h0 + ws.dm1 * (float)h1));
-        return;
-    }
-    if (ws.dm != 0.0f) sq = cu_dp4a_sum(qy);
-    *acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)sq);
-}
 
 /* lane partials of T = 1 row dots, R rows at once: sub-blocks j0, j0 + step, ... of rows[0..n)
  * (n <= R live rows; the others untouched) with activation x, every row's weight loads of a step
- * in flight together. Each row's arithmetic is the same sub-block order through mmvq_sub_acc
+ * in flight together. Each row's arithmetic is the same unit order through gv_acc (gemv_unit.cuh)
  * whatever R is, so every T = 1 kernel (one row, two, an LM head's R) gives the same bits. */
 template <int TYPE, int XQ, int R>
 static __device__ __forceinline__ void mmvq_part_rows(const uint8_t *const *rows, int n, const uint8_t *x, int64_t K, int j0, int step,
@@ -54,14 +34,17 @@ static __device__ __forceinline__ void mmvq_part_rows(const uint8_t *const *rows
     for (int r = 0; r < R; r++) acc[r] = 0.0f;
     for (int j = j0; j < nsb; j += step) {
         cu_wsub ws[R];
+        uint32_t sc[R];
 #pragma unroll
         for (int r = 0; r < R; r++)
-            if (r < n) cu_unpack<TYPE>(rows[r], j, &ws[r]);
-        float d8;
-        const int *qy = cu_act_sub<XQ>(x, K, 0, j, &d8);
+            if (r < n) gv_unpack<TYPE, XQ>(rows[r], j, &ws[r], &sc[r]);
+        int qy[8];
+        uint32_t d8r;
+        gv_act_raw<TYPE, XQ>(x, K, j, qy, &d8r);
+        const float d8 = cu_act_d<XQ>(d8r);
 #pragma unroll
         for (int r = 0; r < R; r++)
-            if (r < n) mmvq_sub_acc<TYPE>(&acc[r], ws[r], qy, d8);
+            if (r < n) gv_acc<TYPE, XQ>(&acc[r], ws[r], sc[r], qy, d8);
     }
 }
 

@@ -220,17 +220,19 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_fused(mseg_set m, const uint8_
  * PAIR (an FFN's gate and up, segments 0 and 1 of one N and type): rows u = 2k, 2k + 1 of a group
  * are gate and up row p = gi * RW/2 + k, and act(gate) * up (src_glu's f32 math) goes to segment 0's
  * dst — the GLU the quantizer after the launch then only quantizes (segment 1's dst is not written). */
-template <int TYPE, int TYPE2> static __device__ __forceinline__ void reg_fetch(int wtype, const uint8_t *row, int j, cu_wraw *r) {
-    if (TYPE2 == TYPE || wtype == TYPE) cu_fetch<TYPE>(row, j, r);
-    else cu_fetch<TYPE2>(row, j, r);
+template <int XQ, int TYPE, int TYPE2> static __device__ __forceinline__ void reg_fetch(int wtype, const uint8_t *row, int j, cu_wraw *r) {
+    if (TYPE2 == TYPE || wtype == TYPE) gv_fetch<TYPE, XQ>(row, j, r);
+    else gv_fetch<TYPE2, XQ>(row, j, r);
 }
-template <int TYPE, int TYPE2> static __device__ __forceinline__ void reg_decode(int wtype, const cu_wraw *r, int j, cu_wsub *ws) {
-    if (TYPE2 == TYPE || wtype == TYPE) cu_decode<TYPE>(r, j, ws);
-    else cu_decode<TYPE2>(r, j, ws);
+template <int XQ, int TYPE, int TYPE2>
+static __device__ __forceinline__ void reg_decode(int wtype, const cu_wraw *r, int j, cu_wsub *ws, uint32_t *sc) {
+    if (TYPE2 == TYPE || wtype == TYPE) gv_decode<TYPE, XQ>(r, j, ws, sc);
+    else gv_decode<TYPE2, XQ>(r, j, ws, sc);
 }
 template <int XQ, int TYPE, int TYPE2, int WPR, int NW, int RW, int SPL, bool PAIR>
 __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t *x, int64_t K, const int32_t *pos) {
     static_assert(TYPE2 == TYPE || (TYPE != CU_T_Q2_K && TYPE2 != CU_T_Q2_K), "k_gemv_reg: Q2_K's sub-block sum only as the one type");
+    static_assert(TYPE2 == TYPE || (!gv_q3k<TYPE, XQ>() && !gv_q3k<TYPE2, XQ>()), "k_gemv_reg: Q3_K's units only as the one type");
     __shared__ float red[NW * RW];
     constexpr int G = NW / WPR;
     CU_PDL_LAUNCH();
@@ -278,7 +280,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
 #pragma unroll
         for (int t = 0; t < SPL; t++) {
             const int j = wi * 32 + lane + t * 32 * WPR;
-            if (row[u] >= 0 && j < nsb) reg_fetch<TYPE, TYPE2>(gu.wtype, gu.w + (uint64_t)row[u] * gu.rb, j, &raw[u][t]);
+            if (row[u] >= 0 && j < nsb) reg_fetch<XQ, TYPE, TYPE2>(gu.wtype, gu.w + (uint64_t)row[u] * gu.rb, j, &raw[u][t]);
         }
     }
     CU_PDL_WAIT();
@@ -301,11 +303,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
 #pragma unroll
     for (int t = 0; t < SPL; t++) { /* every activation load in flight before any use */
         const int j = wi * 32 + lane + t * 32 * WPR;
-        if (j < nsb) {
-            const int *qy = cu_act_sub_raw<XQ>(x, K, 0, j, &d8r[t]);
-#pragma unroll
-            for (int i = 0; i < 8; i++) qx[t][i] = qy[i];
-        }
+        if (j < nsb) gv_act_raw<TYPE, XQ>(x, K, j, qx[t], &d8r[t]);
     }
 #pragma unroll
     for (int t = 0; t < SPL; t++) {
@@ -315,8 +313,9 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
         for (int u = 0; u < RW; u++) {
             if (row[u] < 0) continue;
             cu_wsub ws;
-            reg_decode<TYPE, TYPE2>(g.wtype, &raw[u][t], j, &ws);
-            mmvq_sub_acc<TYPE>(&acc[u], ws, qx[t], cu_act_d<XQ>(d8r[t])); /* TYPE2's arithmetic is TYPE's (not Q2_K) */
+            uint32_t sc;
+            reg_decode<XQ, TYPE, TYPE2>(g.wtype, &raw[u][t], j, &ws, &sc);
+            gv_acc<TYPE, XQ>(&acc[u], ws, sc, qx[t], cu_act_d<XQ>(d8r[t])); /* TYPE2's arithmetic is TYPE's (not Q2_K, Q3_K) */
         }
     }
 #pragma unroll
