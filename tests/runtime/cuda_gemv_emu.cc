@@ -31,7 +31,6 @@ template <int XQ, int TYPE, int WPR, int SPL> static int reg_rw(int how, const m
 template <int XQ, int TYPE> static int reg_any(int how, const mseg_set &m, const uint8_t *x, long long K) {
     const long long nsb = K / 32;
     if (K > CU_MMVQ_LONG_K) {
-        if (how == 2) return -2; /* pairs: one warp a row only */
         return nsb <= 128 ? reg_rw<XQ, TYPE, 4, 1>(how, m, x, K) : reg_rw<XQ, TYPE, 4, 2>(how, m, x, K);
     }
     return nsb <= 32 ? reg_rw<XQ, TYPE, 1, 1>(how, m, x, K) : reg_rw<XQ, TYPE, 1, 2>(how, m, x, K);

@@ -5,7 +5,7 @@
  * the host emulation (tests/runtime/cuda_gemv_emu.cc, tests/codegen/emu) for every dp4a weight type on
  * its activation (q8_1: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL; q8_K: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
  * IQ4_XS): one row a group and two (N 37, a ragged last group and block), K 512 / 1536 (a warp a row,
- * one and two sub-blocks a lane) and 4096 / 4864 (four warps a row, one and two), each with a bias; the gate/up pairs writing SiLU(gate) * up; and one
+ * one and two sub-blocks a lane) and 4096 / 4864 (four warps a row, one and two), each with a bias; the gate/up pairs writing SiLU(gate) * up (K 512 and 2560); and one
  * fused launch of three segments of different types (Q/K/V-like) — into NaN-poisoned outputs, against
  * the f64 dot of the reference dequantizers' weights and activations (within 1e-5 of the sum of
  * |terms|; the GLU within 1e-4 of its operands' magnitudes).
@@ -105,9 +105,10 @@ static void check_launch(const char *label, int mode, int how, int q8k, mat *ms,
     free(xq), free(xd);
 }
 
-/* gate/up pairs: dst = SiLU(gate W x + bg) * (up W x + bu) into the gate's rows */
-static void check_pairs(int type, int q8k) {
-    const int64_t K = 512, N = 37;
+/* gate/up pairs: dst = SiLU(gate W x + bg) * (up W x + bu) into the gate's rows (K 512: a warp a
+ * row; 2560: four, one sub-block a lane) */
+static void check_pairs(int type, int q8k, int64_t K) {
+    const int64_t N = 37;
     mat ms[2] = {make_mat(type, N, K), make_mat(type, N, K)};
     uint8_t *xq = aligned_alloc(64, (size_t)((K / 32 * sizeof(blk_q8_1) + K / 256 * sizeof(blk_q8_K) + 63) & ~(size_t)63)); /* either */
     float *xd = malloc(sizeof(float) * K), *g = malloc(sizeof(float) * N), *u = malloc(sizeof(float) * N);
@@ -125,9 +126,9 @@ static void check_pairs(int type, int q8k) {
         const double gv = dot(&ms[0], r, xd, &mg), uv = dot(&ms[1], r, xd, &mu);
         const double sg = gv / (1 + exp(-gv)), ref = sg * uv;
         if (!(fabs(g[r] - ref) <= 1e-4 * (mg * fabs(uv) + fabs(sg) * mu) + 1e-6) && bad++ < 3)
-            fprintf(stderr, "%s pairs: row %lld: %.9g, reference %.9g\n", qk_get(type)->name, (long long)r, g[r], ref);
+            fprintf(stderr, "%s pairs K=%lld: row %lld: %.9g, reference %.9g\n", qk_get(type)->name, (long long)K, (long long)r, g[r], ref);
     }
-    CHECKF(rc == 0 && bad == 0, "%s gate/up pairs: rc %d, %d rows off", qk_get(type)->name, rc, bad);
+    CHECKF(rc == 0 && bad == 0, "%s gate/up pairs K=%lld: rc %d, %d rows off", qk_get(type)->name, (long long)K, rc, bad);
     free_mat(&ms[0]), free_mat(&ms[1]);
     free(xq), free(xd), free(g), free(u);
 }
@@ -200,7 +201,8 @@ int main(void) {
                 }
                 free_mat(&m);
             }
-            check_pairs(t, q8k);
+            check_pairs(t, q8k, 512);
+            check_pairs(t, q8k, 2560);
         }
         /* k_gemv_fused: three segments of mixed types over one activation, one and two rows a group */
         static const int mix[2][3] = {{SB_TYPE_Q4_1, SB_TYPE_IQ4_NL, SB_TYPE_Q8_0}, {SB_TYPE_Q3_K, SB_TYPE_Q2_K, SB_TYPE_IQ4_XS}};

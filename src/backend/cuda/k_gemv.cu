@@ -106,9 +106,15 @@ static void reg_launch2(cudaStream_t st, const mseg_set &m, const uint8_t *xq, i
 template <int XQ, int TYPE, int TYPE2 = TYPE>
 static void reg_launch1(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos) {
     const int nsb = (int)(K / 32);
-    if (m.glu) { /* reg_fits: one weight type, K <= CU_MMVQ_LONG_K (one warp a row) */
-        if (nsb <= 32) reg_launch2<XQ, TYPE, TYPE, 1, 1, true>(st, m, xq, K, pos);
-        else reg_launch2<XQ, TYPE, TYPE, 1, 2, true>(st, m, xq, K, pos);
+    if (m.glu) { /* reg_fits: one weight type; a warp a row up to CU_MMVQ_LONG_K, four past it */
+        if (K > CU_MMVQ_LONG_K) {
+            if (nsb <= 128) reg_launch2<XQ, TYPE, TYPE, 4, 1, true>(st, m, xq, K, pos);
+            else reg_launch2<XQ, TYPE, TYPE, 4, 2, true>(st, m, xq, K, pos);
+        } else if (nsb <= 32) {
+            reg_launch2<XQ, TYPE, TYPE, 1, 1, true>(st, m, xq, K, pos);
+        } else {
+            reg_launch2<XQ, TYPE, TYPE, 1, 2, true>(st, m, xq, K, pos);
+        }
     } else if (K <= CU_MMVQ_LONG_K) {
         if (nsb <= 32) reg_launch2<XQ, TYPE, TYPE2, 1, 1>(st, m, xq, K, pos);
         else reg_launch2<XQ, TYPE, TYPE2, 1, 2>(st, m, xq, K, pos);
@@ -134,7 +140,7 @@ static int reg_type2(int t) {
  * two sub-blocks a lane (K <= 8192) */
 static bool reg_fits(const cu_gemv_seg *seg, int n, int64_t K, int xtype, bool pair) {
     if (!cu_cfg()->gemv_reg || n < 1 || K > 8192 || K % 32) return false;
-    if (pair && (n != 2 || seg[1].wtype != seg[0].wtype || seg[0].N != seg[1].N || K > CU_MMVQ_LONG_K || seg[0].cache ||
+    if (pair && (n != 2 || seg[1].wtype != seg[0].wtype || seg[0].N != seg[1].N || seg[0].cache ||
                  seg[1].cache || seg[0].rot > 0 || seg[1].rot > 0))
         return false;
     const bool kq = mmvq_k_type(seg[0].wtype);

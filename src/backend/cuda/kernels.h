@@ -182,8 +182,8 @@ sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_
  * kv_store folded in). Rows are the warp computations of cu_matmul_q8 at T = 1 (one warp a row, or
  * four for K > CU_MMVQ_LONG_K), so results are bit-identical to it.
  * The activation: xtype blocks at xq. pair_glu 1 (SiLU) or 2 (GELU): the launch's two segments are an
- * FFN's gate and up (one N and weight type, no cache or RoPE, K <= CU_MMVQ_LONG_K; cu_gemv_reg_fits
- * with pair_glu) taken row by row, and act(gate) * up — cu_glu_quant's f32 values — goes to segment
+ * FFN's gate and up (one N and weight type, no cache or RoPE, K <= 8192; cu_gemv_reg_fits with
+ * pair_glu) taken row by row, and act(gate) * up — cu_glu_quant's f32 values — goes to segment
  * 0's dst (segment 1's is not written); 0: plain segments. */
 #define CU_MULTI_MAX 3
 #define CU_MMVQ_LONG_K 2048 /* T = 1 GEMVs with K above this split each row over 4 warps */
