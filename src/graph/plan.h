@@ -50,6 +50,10 @@ typedef struct plan_target {
     int64_t matmul_group_max_t;
     int matmul_group_max;
     bool (*group_member_fits)(const ir_graph *g, const ir_node *matmul);
+    /* ... and may the matmuls mem[0..n) (of one activation, in the graph's order, each one
+     * group_member_fits accepts) run as one launch? (shape and types only, e.g. which weight types
+     * one kernel mixes; NULL: any) */
+    bool (*group_fits)(const ir_graph *g, const ir_ref *mem, int n);
     /* pass fuse_group_glu: may this gate/up group write act(gate) * up itself (NULL: never) */
     bool (*group_glu_fits)(const ir_graph *g, const ir_node *group);
     int64_t attn_rope_max_t;         /* pass fuse_attn_rope: the attention rotates q itself at most this many tokens (0: never) */

@@ -4,10 +4,11 @@
  * below looks for one pattern in the plan's node order and memory plan and records it in the
  * tables; exec_cuda.c then launches accordingly. The passes, in cuda_fusions_plan's order: V's
  * kv_store and K's rope_store folded into a decode GEMV launch (a lone matmul or the planner's
- * matmul_group), prefill GEMM groups (MMA; hoisted results in a private region after the plan) and
- * their GLU, rope jobs, split-K partials summed by the rope jobs or by the
- * norm after them. (Matmul addends, add + norm, rope + store, Q's rope and the output quantize in
- * the attention, decode's matmul groups and their GLU are the planner's passes: graph/passes/.)
+ * matmul_group), rope jobs (after a prefill layer's K, V, Q group), split-K partials summed by the
+ * rope jobs or by the norm after them. (Matmul addends, add + norm, rope + store, Q's rope and the
+ * output quantize in the attention, the matmul groups of decode GEMVs and prefill int8 MMA GEMMs
+ * and their GLU are the planner's passes: graph/passes/; so are the shape-only predicates below
+ * that the CUDA plan target gives those passes.)
  * Safety is always the same two questions: does what a moved or fused kernel reads exist
  * (unchanged) at its new place, and can what it writes clash with anything in between.
  * Layer 2 (runtime), CUDA builds only.
@@ -98,35 +99,65 @@ static void index_launch_stores(const ir_graph *g, cuda_fusions *c) {
     }
 }
 
-/* May T = 1 group grp (gate and up, MATMUL_GROUP of two: pass fuse_group_glu) write act(gate) *
- * up itself? Where one k_gemv_reg launch takes the two as gate/up row pairs: it multiplies them in
- * its epilogue (src_glu's f32 math, so the quantize after it sees the values cu_glu_quant would). */
-bool cf_glu_pair_ok(const ir_graph *g, const ir_node *grp) {
+/* May group grp (gate and up, MATMUL_GROUP of two without addends: pass fuse_group_glu) write
+ * act(gate) * up itself? At T = 1 where one k_gemv_reg launch takes the two as gate/up row pairs: it
+ * multiplies them in its epilogue (src_glu's f32 math, so the quantize after it sees the values
+ * cu_glu_quant would). At T > 8 (mma 1) where one int8 MMA launch that never splits K
+ * (cu_mma_multi_split 1 with any scratch) takes them as row pairs (cu_matmul_mma_multi pair_glu): one
+ * weight type cu_mma_glu_pair_ok takes (a Qwen2.5-0.5B Q4_K_M file's Q5_0 gate/up), one row count. */
+static bool glu_pair_fits(const ir_graph *g, const ir_node *grp, bool mma) {
     if (grp->op != IR_OP_MATMUL_GROUP || ir_group_n(grp) != 2 || grp->ip[1]) return false;
     const ir_node *x = &g->nodes[grp->src[0]];
-    if (x->ne[1] != 1) return false;
     const cu_gemv_seg sg[2] = {{.wtype = g->nodes[ir_group_weight(grp, 0)].dtype, .N = g->nodes[ir_group_weight(grp, 0)].ne[1]},
                                {.wtype = g->nodes[ir_group_weight(grp, 1)].dtype, .N = g->nodes[ir_group_weight(grp, 1)].ne[1]}};
-    return cu_gemv_reg_fits(sg, 2, x->ne[0], x->dtype, true);
+    if (x->ne[1] == 1) return cu_gemv_reg_fits(sg, 2, x->ne[0], x->dtype, true);
+    return mma && x->ne[1] > 8 && cu_mma_on() && cu_has_mma(sg[0].wtype, x->dtype) && sg[0].wtype == sg[1].wtype &&
+           cu_mma_glu_pair_ok(sg[0].wtype) && sg[0].N == sg[1].N && cu_mma_multi_split(sg, 2, x->ne[0], x->dtype, x->ne[1], UINT64_MAX) == 1;
 }
+bool cf_glu_pair_ok(const ir_graph *g, const ir_node *grp) { return glu_pair_fits(g, grp, true); }
+bool cf_glu_pair_ok_decode(const ir_graph *g, const ir_node *grp) { return glu_pair_fits(g, grp, false); }
 
+bool cf_mma_takes(const ir_node *w, const ir_node *x) { return x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype); }
 bool cf_mma_ok(const ir_graph *g, const ir_node *m) { /* a T > 8 matmul the int8 MMA GEMM takes */
-    if (m->op != IR_OP_MATMUL) return false;
-    const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
-    return x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype);
+    return m->op == IR_OP_MATMUL && cf_mma_takes(&g->nodes[m->src[0]], &g->nodes[m->src[1]]);
 }
 
-bool cf_blas_ok(const ir_graph *g, const ir_node *m) { /* runs alone: no executor fusion takes f32 activations */
-    if (m->op != IR_OP_MATMUL) return false;
-    const ir_node *w = &g->nodes[m->src[0]], *x = &g->nodes[m->src[1]];
+bool cf_group_member_ok(const ir_graph *g, const ir_node *m) { return cf_multi_ok(g, m) || cf_mma_ok(g, m); }
+
+/* May matmuls mem[0..n) (one activation) be one launch? T = 1: the multi-GEMV kernel mixes any of
+ * its types. T > 8: the int8 MMA launch takes one weight type, or two that cu_mma_pair takes (pair;
+ * a Q4_K_M file's V may be Q8_0 beside Q5_0 K and Q), members side by side in the plan only where
+ * adjacent (nothing between one and the next but inputs; cu_config.mma_group 2). */
+static bool group_fits(const ir_graph *g, const ir_ref *mem, int n, bool pair, bool adjacent) {
+    const ir_node *x = &g->nodes[g->nodes[mem[0]].src[1]];
+    if (x->ne[1] == 1) return true;
+    const int wt = g->nodes[g->nodes[mem[0]].src[0]].dtype;
+    int wt2 = wt; /* a second type beside the leader's */
+    for (int k = 1; k < n; k++) {
+        const int mt = g->nodes[g->nodes[mem[k]].src[0]].dtype;
+        if (mt != wt && (wt2 != wt ? mt != wt2 : !pair || !cu_mma_pair(wt, mt, x->dtype))) return false;
+        if (mt != wt) wt2 = mt;
+        for (ir_ref q = mem[k - 1] + 1; adjacent && q < mem[k]; q++)
+            if (!(ir_ops[g->nodes[q].op].flags & OPF_INPUT)) return false;
+    }
+    return true;
+}
+bool cf_group_fits(const ir_graph *g, const ir_ref *mem, int n) { return group_fits(g, mem, n, true, false); }
+bool cf_group_fits_one_type(const ir_graph *g, const ir_ref *mem, int n) { return group_fits(g, mem, n, false, false); }
+bool cf_group_fits_adjacent(const ir_graph *g, const ir_ref *mem, int n) { return group_fits(g, mem, n, true, true); }
+bool cf_group_fits_adjacent_one_type(const ir_graph *g, const ir_ref *mem, int n) { return group_fits(g, mem, n, false, true); }
+
+bool cf_blas_takes(const ir_node *w, const ir_node *x) { /* runs alone: no executor fusion takes f32 activations */
     return x->dtype == SB_TYPE_F32 && ir_nrows(x) == x->ne[1] && cu_blas_on(w->dtype, x->ne[1]);
+}
+bool cf_blas_ok(const ir_graph *g, const ir_node *m) {
+    return m->op == IR_OP_MATMUL && cf_blas_takes(&g->nodes[m->src[0]], &g->nodes[m->src[1]]);
 }
 
 /* The ROPE that is v's only reader (through views of v that nothing else reads), taking v's shape
- * into a value of its own that is not a plan input or output: that ROPE may write its result over
- * v (in place: k_rope_jobs reads a pair before it writes it) when v has memory of its own
- * (plan_rope_jobs; plan_mma_groups keeps such a slot until the ROPE's readers are past). -1: none. */
-static int32_t inplace_rope_of(const plan *p, const int32_t *uses, ir_ref v) {
+ * into a value of its own that is not a plan input or output (a prefill layer's Q rope: its output
+ * may move to a slot of its own, plan_rope_jobs). -1: none. */
+static int32_t only_rope_of(const plan *p, const int32_t *uses, ir_ref v) {
     const ir_graph *g = p->g;
     ir_ref cur = v;
     for (int32_t q = v + 1; q < g->n_nodes; q++) {
@@ -155,11 +186,10 @@ static bool is_output(const plan *p, ir_ref v) { /* is v's memory a plan output'
     return false;
 }
 
-#define MMA_SLOTS 8
-typedef struct mma_slot {
+typedef struct priv_slot { /* a slot of the private region after the plan's */
     uint64_t off, bytes;
     int32_t free_after; /* the last node that reads the value it holds */
-} mma_slot;
+} priv_slot;
 
 /* per alias root: its last reader in the plan's order (-1: none; malloc'd, NULL when out of memory).
  * A skipped reader's work may run later (e.g. a RoPE the attention applies): it reads as late as its
@@ -184,12 +214,12 @@ static int32_t *last_readers(const plan *p, const cuda_fusions *c) {
 /* a slot of the private region (after the plan's) for a value of b bytes written at node i and read
  * until node fa: one whose value's readers are all before i, or a new one while there are fewer than
  * max; UINT64_MAX if neither */
-static uint64_t slot_take(mma_slot *slot, int *ns, int max, uint64_t *at, uint64_t b, int32_t i, int32_t fa) {
+static uint64_t slot_take(priv_slot *slot, int *ns, int max, uint64_t *at, uint64_t b, int32_t i, int32_t fa) {
     int sl = -1;
     for (int k = 0; k < *ns && sl < 0; k++)
         if (slot[k].free_after < i && slot[k].bytes >= b) sl = k;
     if (sl < 0 && *ns < max) {
-        slot[*ns] = (mma_slot){*at, b, 0};
+        slot[*ns] = (priv_slot){*at, b, 0};
         *at += b;
         sl = (*ns)++;
     }
@@ -198,109 +228,34 @@ static uint64_t slot_take(mma_slot *slot, int *ns, int max, uint64_t *at, uint64
     return slot[sl].off;
 }
 
-/* T > 8 matmuls of one activation and one weight type, or two that cu_mma_pair takes (a prefill plan's
- * gate/up; K, V and Q, which the plan orders apart: K's RoPE and cache store, then V, come before Q;
- * a Q4_K_M file's V may be Q8_0 beside Q5_0 K and Q): one int8 MMA launch at the
- * first one's place (mnext chain; the members after it skipped), where cu_mma_multi_split at run
- * time — else they run one by one there. A member adjacent to the one before it (nothing between
- * but inputs) keeps its memory, which then holds nothing live — checked: it overlaps
- * neither the activation nor an earlier member's output or addend. A member further on
- * runs before its place in the plan, so its result gets memory of its own after the plan's region
- * (moved), in a slot no other live value uses: slots are reused once every use of the value they
- * held is past (a layer's Q slot serves every layer). Its addend must exist at the leader. */
-static void plan_mma_groups(const plan *p, cuda_fusions *c, const int32_t *uses, uint64_t *at, bool hoist, bool pair) {
-    const ir_graph *g = p->g;
-    int32_t *last = last_readers(p, c);
-    mma_slot slot[MMA_SLOTS];
-    int ns = 0;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (c->skip[i] || !cf_mma_ok(g, &g->nodes[i])) continue;
-        const ir_ref xi = g->nodes[i].src[1];
-        const int wt = g->nodes[g->nodes[i].src[0]].dtype, xt = g->nodes[xi].dtype;
-        int wt2 = wt; /* a second type the launch takes beside the leader's (cu_mma_pair) */
-        int32_t mem[CU_MULTI_MAX] = {i};
-        bool move[CU_MULTI_MAX] = {false};
-        int n = 1;
-        for (int32_t k = i + 1, prev = i; k < g->n_nodes && n < CU_MULTI_MAX; k++) {
-            const ir_node *m = &g->nodes[k];
-            const int mt = g->nodes[m->src[0]].dtype;
-            if (c->skip[k] || !cf_mma_ok(g, m) || m->src[1] != xi || (mt != wt && (wt2 != wt ? mt != wt2 : !pair || !cu_mma_pair(wt, mt, xt)))) continue;
-            const ir_ref ok = ir_matmul_addend(&g->nodes[k]), out = k;
-            if (ok != IR_NONE && p->vals[ok].input < 0 && ok >= i) continue;
-            bool adjacent = true; /* nothing between the member before and this one but inputs */
-            for (int32_t q = prev + 1; q < k && adjacent; q++) adjacent = ir_ops[g->nodes[q].op].flags & OPF_INPUT;
-            bool clash = overlap(p, c, out, xi);
-            for (int q = 0; q < n && !clash; q++) {
-                const ir_ref oq = ir_matmul_addend(&g->nodes[mem[q]]);
-                clash = overlap(p, c, out, mem[q]) || (oq != IR_NONE && overlap(p, c, out, oq));
-            }
-            if (!adjacent || clash) { /* hoisted: memory of its own */
-                if (!hoist || !last || p->vals[out].input >= 0 || p->vals[out].alias != out) continue;
-                move[n] = true;
-            }
-            mem[n++] = prev = k;
-            if (mt != wt) wt2 = mt;
-        }
-        for (int q = 1; q < n; q++) {
-            c->mnext[mem[q - 1]] = mem[q];
-            c->skip[mem[q]] = 1;
-            const ir_ref out = mem[q];
-            if (!move[q] || c->moved[out] != UINT64_MAX) continue;
-            const uint64_t b = cf_align(p->vals[out].bytes);
-            int32_t fa = last[out] > mem[q] ? last[out] : mem[q];
-            const int32_t r = inplace_rope_of(p, uses, out); /* it may take the slot in place: its readers too */
-            if (r >= 0 && last[r] > fa) fa = last[r];
-            uint64_t off = slot_take(slot, &ns, MMA_SLOTS, at, b, i, fa);
-            if (off == UINT64_MAX) { /* no slot: a region of its own */
-                off = *at;
-                *at += b;
-            }
-            c->moved[out] = off;
-        }
-    }
-    free(last);
-}
-
-/* the K split of the launch of the MMA group led by l (plan_mma_groups) at the plan's T, with scratch
- * enough (cu_mma_multi_split, as run_matmul_group asks it; 0: its members launched one by one) */
-static int group_split(const plan *p, const cuda_fusions *c, int32_t l) {
-    const ir_graph *g = p->g;
+/* the K split of the launch of T > 8 group grp (pass fuse_matmul_group) at the plan's T, with scratch
+ * enough (cu_mma_multi_split, as run_mma_group asks it; 0: its members launched one by one) */
+static int group_split(const ir_graph *g, const ir_node *grp) {
     cu_gemv_seg seg[CU_MULTI_MAX];
-    int ns = 0;
-    for (int32_t m = l; m >= 0 && ns < CU_MULTI_MAX; m = c->mnext[m]) seg[ns++] = mm_seg(g, &g->nodes[m]);
-    const ir_node *x = &g->nodes[g->nodes[l].src[1]];
+    const int ns = ir_group_n(grp) < CU_MULTI_MAX ? ir_group_n(grp) : CU_MULTI_MAX;
+    for (int j = 0; j < ns; j++) {
+        const ir_node *w = &g->nodes[ir_group_weight(grp, j)];
+        seg[j] = (cu_gemv_seg){.wtype = w->dtype, .N = w->ne[1]};
+    }
+    const ir_node *x = &g->nodes[grp->src[0]];
     return cu_mma_multi_split(seg, ns, x->ne[0], x->dtype, x->ne[1], UINT64_MAX);
 }
 
-/* GLU_QUANT f of T > 8 rows whose gate and up are the two members of one MMA group (plan_mma_groups:
- * the gate leading, the up its only member), each used only by f, without epilogues, of one weight
- * type and row count, in a launch that never splits K (cu_mma_multi_split 1 with any scratch): that
- * launch takes them as row pairs (cu_matmul_mma_multi pair_glu) and writes act(gate) * up into the
- * gate's memory, and f only quantizes it — as plan_glu_pairs at T = 1: the GLU kernel's reads of
- * two [T, N] results and the up's write leave the plan. Weight types cu_mma_glu_pair_ok takes (a
- * Qwen2.5-0.5B Q4_K_M file's Q5_0 gate/up). gpair[gate] = f. */
-static void plan_mma_glu_pairs(const plan *p, cuda_fusions *c, const int32_t *uses) {
-    const ir_graph *g = p->g;
-    for (int32_t f = 0; f < g->n_nodes; f++) {
-        const ir_node *fn = &g->nodes[f];
-        if (fn->op != IR_OP_GLU_QUANT || c->skip[f] || ir_nrows(fn) <= 8) continue;
-        const ir_ref gs = fn->src[0], us = fn->src[1];
-        if (gs < 0 || us < 0 || c->skip[gs] || c->mnext[gs] != us || c->mnext[us] >= 0 || uses[gs] != 1 || uses[us] != 1) continue;
-        if (ir_matmul_addend(&g->nodes[gs]) != IR_NONE || ir_matmul_addend(&g->nodes[us]) != IR_NONE) continue;
-        const cu_gemv_seg sg[2] = {mm_seg(g, &g->nodes[gs]), mm_seg(g, &g->nodes[us])};
-        if (sg[0].wtype != sg[1].wtype || !cu_mma_glu_pair_ok(sg[0].wtype) || sg[0].N != sg[1].N || group_split(p, c, gs) != 1) continue;
-        c->gpair[gs] = f;
-    }
+/* the T > 8 matmul group whose member's product value v is (the group itself or one of its RESULTs), or -1 */
+static int32_t mma_group_of(const ir_graph *g, ir_ref v) {
+    const ir_ref grp = g->nodes[v].op == IR_OP_RESULT ? g->nodes[v].src[0] : v;
+    const ir_node *n = &g->nodes[grp];
+    return n->op == IR_OP_MATMUL_GROUP && g->nodes[n->src[0]].ne[1] > 8 ? grp : -1;
 }
 
 /* ROPE / ROPE_STORE / KV_STORE nodes that run one after another (nothing executed between them: the nodes
- * between are skipped — done by a launch before, e.g. a prefill layer's K, V, Q GEMMs in one MMA
- * launch — views or inputs): up to CU_ROPE_JOBS_MAX in one cu_rope_jobs launch at the first one's
- * place (rnext chain; the others skipped) — a prefill layer's K rope + cache write, V cache write
- * and Q rope. Safe where no job writes memory another job reads (they run side by side). A ROPE
- * whose output the plan put over an earlier job's input (a prefill layer's Q rope over K, freed in
- * the plan's order) writes over its own input instead where that input has memory of its own
- * (inplace_rope_of; cu_config.rope_inplace 0 off), where the group computing that input splits K:
+ * between are skipped — done by a launch before —, views, results or inputs; e.g. after a prefill
+ * layer's K, V, Q group): up to CU_ROPE_JOBS_MAX in one cu_rope_jobs launch at the first one's place
+ * (rnext chain; the others skipped) — a prefill layer's K rope + cache write, V cache write and Q
+ * rope. Safe where no job writes memory another job reads (they run side by side). A ROPE whose
+ * output the plan put over an earlier job's input (a prefill layer's Q rope over K, freed in the
+ * plan's order), the only reader of a product of a group that splits K, writes to a slot of its own
+ * after the plan's region instead (kept until its readers are past; cu_config.rope_inplace 0 off):
  * then Q's rope joins the launch and the jobs sum the group's partials (plan_group_jobs) — no reduce
  * kernel, no rope kernel (H200, Qwen2.5-0.5B: pp64 +2%, first token -2%). Where the group does not
  * split (T = 512), Q's rope joining alone measured slower (pp512 -1%, at depth 4096 -2.5%). */
@@ -322,14 +277,10 @@ static bool rope_job_ok(const ir_graph *g, const cuda_fusions *c, int32_t i) {
         return g->nodes[n->src[1]].dtype == SB_TYPE_F32 && (n->dtype == SB_TYPE_F32 || n->dtype == SB_TYPE_F16) && !ir_rope_norm_of(n).kind;
     return (n->op == IR_OP_ROPE || n->op == IR_OP_ROPE_STORE) && g->nodes[job_x(n)].ne[3] == 1 && !ir_rope_norm_of(n).kind;
 }
-/* does the MMA group (plan_mma_groups) whose results include v split K at the plan's T (group_split)? */
-static bool group_of_splits(const plan *p, const cuda_fusions *c, ir_ref v) {
-    for (int32_t l = 0; l < p->g->n_nodes; l++) {
-        if (c->skip[l] || c->mnext[l] < 0) continue; /* leaders only */
-        for (int32_t m = l; m >= 0; m = c->mnext[m])
-            if (m == v) return group_split(p, c, l) > 1;
-    }
-    return false;
+/* is v a product of a T > 8 matmul group (pass fuse_matmul_group) that splits K at the plan's T (group_split)? */
+static bool group_of_splits(const ir_graph *g, ir_ref v) {
+    const int32_t grp = mma_group_of(g, v);
+    return grp >= 0 && group_split(g, &g->nodes[grp]) > 1;
 }
 
 /* does job j (input in_j) write over an input or output of the jobs mem[0..n), or they over its input? */
@@ -342,8 +293,12 @@ static bool job_clash(const plan *p, const cuda_fusions *c, const ir_graph *g, c
     }
     return false;
 }
-static void plan_rope_jobs(const plan *p, cuda_fusions *c, const int32_t *uses, bool inplace /* a ROPE job over its own input */) {
+#define ROPE_SLOTS 4
+static void plan_rope_jobs(const plan *p, cuda_fusions *c, const int32_t *uses, uint64_t *at, bool own_slot /* cu_config.rope_inplace */) {
     const ir_graph *g = p->g;
+    int32_t *last = own_slot ? last_readers(p, c) : NULL;
+    priv_slot slot[ROPE_SLOTS];
+    int nslots = 0;
     for (int32_t i = 0; i < g->n_nodes; i++) {
         if (!rope_job_ok(g, c, i)) continue;
         int32_t mem[CU_ROPE_JOBS_MAX] = {i};
@@ -356,13 +311,13 @@ static void plan_rope_jobs(const plan *p, cuda_fusions *c, const int32_t *uses, 
             if (job_pos(m) != IR_NONE && pos != IR_NONE && job_pos(m) != pos) break; /* one pos for the launch */
             const ir_ref in_j = job_x(m);
             bool clash = job_clash(p, c, g, mem, n, j, in_j); /* no job's output over another's input */
-            /* a ROPE whose input has memory of its own (a hoisted MMA group member's, e.g. a prefill layer's
-             * Q) and which is its only reader: its output over that input instead (in place), where the
-             * plan had put it over an earlier job's input (K's, freed in the plan's order) */
+            /* the only reader of a splitting group's product (a prefill layer's Q) whose output the plan put
+             * over an earlier job's input (K's, freed in the plan's order): its output to a slot of its own */
             const ir_ref rin = p->vals[in_j].alias;
-            if (clash && inplace && m->op == IR_OP_ROPE && c->moved[j] == UINT64_MAX && c->moved[rin] != UINT64_MAX &&
-                inplace_rope_of(p, uses, rin) == j && group_of_splits(p, c, rin)) {
-                c->moved[j] = c->moved[rin];
+            if (clash && last && m->op == IR_OP_ROPE && c->moved[j] == UINT64_MAX && only_rope_of(p, uses, rin) == j &&
+                group_of_splits(g, rin)) {
+                const uint64_t off = slot_take(slot, &nslots, ROPE_SLOTS, at, cf_align(p->vals[j].bytes), i, last[j]); /* written at i */
+                if (off != UINT64_MAX) c->moved[j] = off;
                 clash = job_clash(p, c, g, mem, n, j, in_j);
                 if (clash) c->moved[j] = UINT64_MAX;
             }
@@ -375,36 +330,42 @@ static void plan_rope_jobs(const plan *p, cuda_fusions *c, const int32_t *uses, 
             c->skip[mem[q]] = 1;
         }
     }
+    free(last);
 }
 
-/* an MMA group (plan_mma_groups) whose every result is read only by the jobs of the cu_rope_jobs
+/* a T > 8 MATMUL_GROUP (pass fuse_matmul_group) whose every result is read only by the jobs of the cu_rope_jobs
  * launch that runs right after it (through views): a prefill layer's K, V, Q, their RoPE and cache
  * writes. Where the group splits K, those jobs sum the partials themselves (k_mma_reduce's order:
- * the same bits) and the reduce kernel is left out. gjobs[leader] = 1. */
+ * the same bits) and the reduce kernel is left out. gjobs[group] = 1. */
 static bool job_reads(const cuda_fusions *c, int32_t j0, ir_ref q) { /* is q a job of the chain from j0? */
     for (int32_t j = j0; j >= 0; j = c->rnext[j])
         if (j == q) return true;
     return false;
 }
+/* is every reader of a group's product m (root: its memory; through views) a job of the chain from j, reading it as its x? */
+static bool job_only_reader(const plan *p, const cuda_fusions *c, int32_t j, ir_ref m, ir_ref root) {
+    const ir_graph *g = p->g;
+    for (int32_t q = 0; q < g->n_nodes; q++) {
+        const ir_node *qn = &g->nodes[q];
+        if (q == m || qn->op == IR_OP_RESULT || (qn->op == IR_OP_RESHAPE && p->vals[q].alias == root)) continue; /* no data read */
+        for (int a = 0; a < IR_MAX_SRC; a++) {
+            if (qn->src[a] == IR_NONE || p->vals[qn->src[a]].alias != root) continue;
+            if (!job_reads(c, j, q) || a != (qn->op == IR_OP_ROPE ? 0 : 1)) return false;
+        }
+    }
+    return true;
+}
 static void plan_group_jobs(const plan *p, cuda_fusions *c) {
     const ir_graph *g = p->g;
     for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (c->skip[i] || c->mnext[i] < 0) continue;
+        if (c->skip[i] || mma_group_of(g, i) != i || ir_group_glu(&g->nodes[i])) continue;
         int32_t j = i + 1; /* the next node that launches work */
         while (j < g->n_nodes && !runs_alone(g, c, j)) j++;
         if (j >= g->n_nodes || !rope_job_ok(g, c, j)) continue; /* a rope, rope_store or kv_store the jobs take */
         bool ok = true;
-        for (int32_t m = i; m >= 0 && ok; m = c->mnext[m]) {
-            const ir_ref root = p->vals[m].alias;
-            for (int32_t q = 0; q < g->n_nodes && ok; q++) {
-                const ir_node *qn = &g->nodes[q];
-                if (q == m || (qn->op == IR_OP_RESHAPE && p->vals[q].alias == root)) continue;
-                for (int a = 0; a < IR_MAX_SRC && ok; a++) {
-                    if (qn->src[a] == IR_NONE || p->vals[qn->src[a]].alias != root) continue;
-                    /* a reader: only a job of the chain, through its x */
-                    ok = job_reads(c, j, q) && a == (qn->op == IR_OP_ROPE ? 0 : 1);
-                }
-            }
+        for (int k = 0; k < ir_group_n(&g->nodes[i]) && ok; k++) {
+            const ir_ref m = k ? ir_result_of(g, i, k) : i;
+            ok = m != IR_NONE && job_only_reader(p, c, j, m, p->vals[m].alias);
         }
         c->gjobs[i] = ok;
     }
@@ -428,11 +389,11 @@ static void plan_norm_sums(const plan *p, cuda_fusions *c, const int32_t *uses, 
     const ir_graph *g = p->g;
     int32_t *last = last_readers(p, c);
     if (!last) return;
-    mma_slot slot[NORM_SLOTS];
+    priv_slot slot[NORM_SLOTS];
     int ns = 0;
     for (int32_t m = 0; m < g->n_nodes && cu_mma_small_mode() == 2; m++) { /* mode 2: the partials go to a reduce kernel */
         const ir_node *mn = &g->nodes[m];
-        if (c->skip[m] || c->mnext[m] >= 0 || c->gpair[m] >= 0 || !cf_mma_ok(g, mn)) continue;
+        if (c->skip[m] || !cf_mma_ok(g, mn)) continue; /* a lone MATMUL: a group's members are one MATMUL_GROUP */
         const cu_gemv_seg sg = mm_seg(g, mn);
         const ir_node *x = &g->nodes[mn->src[1]];
         if (cu_mma_multi_split(&sg, 1, x->ne[0], x->dtype, x->ne[1], UINT64_MAX) < 2) continue; /* never splits */
@@ -470,30 +431,23 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
     const ir_graph *g = p->g;
     int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
     c->skip = (uint8_t *)calloc((size_t)g->n_nodes, 1);
-    c->mnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->mnext);
     c->rnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->rnext);
     c->gjobs = (uint8_t *)calloc((size_t)g->n_nodes, 1);
     c->vstore = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->vstore);
     c->moved = (uint64_t *)malloc((size_t)g->n_nodes * sizeof *c->moved);
     c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
-    c->gpair = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->gpair);
     c->nsum = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->nsum);
-    if (!uses || !c->skip || !c->mnext || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->krope || !c->gpair ||
-        !c->nsum) {
+    if (!uses || !c->skip || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->krope || !c->nsum) {
         free(uses);
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
     }
     ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->mnext[i] = c->rnext[i] = c->vstore[i] = c->krope[i] = c->gpair[i] = c->nsum[i] = -1,
+    for (int32_t i = 0; i < g->n_nodes; i++) c->rnext[i] = c->vstore[i] = c->krope[i] = c->nsum[i] = -1,
         c->moved[i] = UINT64_MAX;
     const uint64_t base = cf_align(p->arena_bytes);
     uint64_t at = base;
     index_launch_stores(g, c);
-    /* prefill GEMMs of one activation in one launch (mma_group 2: adjacent ones only; mma_pair 0: one
-     * weight type a group, no Q8_0 V beside Q5_0 K and Q) */
-    if (cfg->mma_group) plan_mma_groups(p, c, uses, &at, cfg->mma_group != 2, cfg->mma_pair);
-    if (cfg->fuse_glu_pair && cfg->mma_glu_pair) plan_mma_glu_pairs(p, c, uses);
-    if (cfg->rope_jobs) plan_rope_jobs(p, c, uses, cfg->rope_inplace);
+    if (cfg->rope_jobs) plan_rope_jobs(p, c, uses, &at, cfg->rope_inplace);
     if (cfg->group_jobs) plan_group_jobs(p, c);
     if (cfg->norm_sums) plan_norm_sums(p, c, uses, &at);
     c->moved_bytes = at - base;
@@ -503,13 +457,11 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
 
 void cuda_fusions_free(cuda_fusions *f) {
     free(f->skip);
-    free(f->mnext);
     free(f->rnext);
     free(f->gjobs);
     free(f->vstore);
     free(f->moved);
     free(f->krope);
-    free(f->gpair);
     free(f->nsum);
     memset(f, 0, sizeof *f);
 }

@@ -2,7 +2,7 @@
 /*
  * runtime/cuda_fusion.h — the CUDA executor's own fusion planning (cuda_fusion.c): given a plan,
  * which nodes the executor (exec_cuda.c) runs inside another node's launch, and where values it
- * hoists or moves out of the plan's memory live. Stopgaps for the planner passes of
+ * moves out of the plan's memory live. Stopgaps for the planner passes of
  * src/graph/passes (docs/cuda.md lists every fusion; cu_config.h has the switch of each); each one gives the same bits as
  * the unfused kernels (tested on every model).
  * Layer 2 (runtime), CUDA builds only (SB_HAVE_CUDA). Host code only: no device calls, so the
@@ -30,15 +30,12 @@ typedef struct cuda_fusions {
      * group or one of its results) also performs (-1 none); krope[v] likewise the rope_store: an
      * index of the planner's by_launch stores (pass fuse_launch_store) */
     int32_t *vstore;
-    int32_t *mnext;       /* per matmul: the next member of its T > 8 int8 MMA launch (plan_mma_groups; -1 none) */
     int32_t *rnext;       /* per ROPE / KV_STORE: the next job of its cu_rope_jobs launch (plan_rope_jobs; -1 none) */
-    uint8_t *gjobs;       /* per MMA group leader: its results go only to the rope jobs launched right after it, which then
-                           * sum a split's partials themselves — no reduce kernel (plan_group_jobs) */
-    uint64_t *moved;      /* per alias root: arena offset of its private copy (UINT64_MAX: the plan's) */
+    uint8_t *gjobs;       /* per T > 8 MATMUL_GROUP (pass fuse_matmul_group): its results go only to the rope jobs launched right
+                           * after it, which then sum a split's partials themselves — no reduce kernel (plan_group_jobs) */
+    uint64_t *moved;      /* per alias root: arena offset of its private slot (UINT64_MAX: the plan's): a rope job's output
+                           * (plan_rope_jobs), a norm's that sums split partials (plan_norm_sums) */
     int32_t *krope;
-    int32_t *gpair;       /* per MMA group leader (T > 8) of gate and up: the GLU_QUANT whose act(gate) * up it writes into the
-                           * gate's memory, rows taken as gate/up pairs — that node then only quantizes (plan_mma_glu_pairs;
-                           * -1 none; decode's gated groups are the IR's: pass fuse_group_glu) */
     int32_t *nsum;        /* per matmul: the RMS_NORM_QUANT right after it that sums its split-K partials, so the split leaves
                            * them unreduced (plan_norm_sums; -1 none) */
     uint64_t moved_bytes; /* the private region's size; it starts at cf_align(p->arena_bytes) */
@@ -58,12 +55,25 @@ void cuda_fusions_print(const plan *p, const cuda_fusions *f, FILE *out);
 /* the kernel-choice predicates the planner and the executor share */
 bool cf_multi_ok(const ir_graph *g, const ir_node *m);   /* a T = 1 matmul a multi-GEMV launch takes */
 bool cf_reg_single(const ir_graph *g, const ir_node *m); /* a lone T = 1 GEMV the registers-before-the-wait kernel takes */
-bool cf_glu_pair_ok(const ir_graph *g, const ir_node *grp); /* a T = 1 gate/up group one launch gates (pass fuse_group_glu) */
+/* a gate/up group one launch gates (pass fuse_group_glu): T = 1 (k_gemv_reg's row pairs) or T > 8 (the
+ * int8 MMA launch's, cu_config.mma_glu_pair); _decode: T = 1 only */
+bool cf_glu_pair_ok(const ir_graph *g, const ir_node *grp);
+bool cf_glu_pair_ok_decode(const ir_graph *g, const ir_node *grp);
+/* pass fuse_matmul_group's member (a T = 1 GEMV the multi-GEMV launch takes, or a T > 8 GEMM the int8
+ * MMA launch takes) and group (plan_target.group_fits: at T > 8 one weight type or a cu_mma_pair;
+ * _one_type: cu_config.mma_pair 0; _adjacent: members side by side only, cu_config.mma_group 2) */
+bool cf_group_member_ok(const ir_graph *g, const ir_node *m);
+bool cf_group_fits(const ir_graph *g, const ir_ref *mem, int n);
+bool cf_group_fits_one_type(const ir_graph *g, const ir_ref *mem, int n);
+bool cf_group_fits_adjacent(const ir_graph *g, const ir_ref *mem, int n);
+bool cf_group_fits_adjacent_one_type(const ir_graph *g, const ir_ref *mem, int n);
 /* a T = 1 launch that also performs V's kv_store (cf_launch_vstore_ok) or K's too (pass fuse_launch_store) */
 bool cf_launch_vstore_ok(const ir_graph *g, const ir_node *launch, const ir_node *store);
 bool cf_launch_store_ok(const ir_graph *g, const ir_node *launch, const ir_node *store);
 bool cf_mma_ok(const ir_graph *g, const ir_node *m);     /* a T > 8 matmul the int8 MMA GEMM takes */
 bool cf_blas_ok(const ir_graph *g, const ir_node *m);    /* a matmul of f32 activations cuBLASLt takes (cu_blas_on) */
+bool cf_mma_takes(const ir_node *w, const ir_node *x);   /* ... as weight w and activation x (a group's member too) */
+bool cf_blas_takes(const ir_node *w, const ir_node *x);
 
 static inline uint64_t cf_align(uint64_t x) { return (x + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1); }
 

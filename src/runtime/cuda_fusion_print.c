@@ -18,24 +18,22 @@ static void chain(FILE *f, const char *what, const int32_t *next, int32_t i) {
     fprintf(f, ";");
 }
 
-/* the node whose launch performs skipped node j (its chain of mnext or rnext; its V store or K rope:
+/* the node whose launch performs skipped node j (its chain of rnext; its V store or K rope:
  * a matmul, a matmul group or one of its results, which its group launches), or -1 */
 static int32_t leader_of(const ir_graph *g, const cuda_fusions *c, int32_t j) {
     for (int32_t i = 0; i < g->n_nodes; i++)
         if (c->vstore[i] == j || c->krope[i] == j) return g->nodes[i].op == IR_OP_RESULT ? g->nodes[i].src[0] : c->skip[i] ? leader_of(g, c, i) : i;
-    const int32_t *tabs[2] = {c->mnext, c->rnext};
-    for (int t = 0; t < 2; t++)
-        for (int32_t i = 0; tabs[t] && i < g->n_nodes; i++) {
-            if (c->skip[i]) continue;
-            for (int32_t m = tabs[t][i]; m >= 0; m = tabs[t][m])
-                if (m == j) return i;
-        }
+    for (int32_t i = 0; c->rnext && i < g->n_nodes; i++) {
+        if (c->skip[i]) continue;
+        for (int32_t m = c->rnext[i]; m >= 0; m = c->rnext[m])
+            if (m == j) return i;
+    }
     return -1;
 }
 
 static bool annotated(const cuda_fusions *c, int32_t i) {
-    return c->skip[i] || c->vstore[i] >= 0 || c->mnext[i] >= 0 || c->rnext[i] >= 0 || c->gjobs[i] ||
-           c->moved[i] != UINT64_MAX || c->krope[i] >= 0 || c->gpair[i] >= 0 || c->nsum[i] >= 0;
+    return c->skip[i] || c->vstore[i] >= 0 || c->rnext[i] >= 0 || c->gjobs[i] ||
+           c->moved[i] != UINT64_MAX || c->krope[i] >= 0 || c->nsum[i] >= 0;
 }
 
 void cuda_fusions_print(const plan *p, const cuda_fusions *c, FILE *f) {
@@ -51,11 +49,9 @@ void cuda_fusions_print(const plan *p, const cuda_fusions *c, FILE *f) {
             if (l >= 0) fprintf(f, " in %%%d's launch;", (int)l);
             else fprintf(f, " done by another node's launch;");
         }
-        if (!c->skip[i]) chain(f, "one int8 MMA launch with", c->mnext, i);
         if (!c->skip[i]) chain(f, "one rope-jobs launch with", c->rnext, i);
         if (c->vstore[i] >= 0) fprintf(f, " also stores V into %%%d;", (int)c->vstore[i]);
         if (c->krope[i] >= 0) fprintf(f, " also rotates K into %%%d;", (int)c->krope[i]);
-        if (c->gpair[i] >= 0) fprintf(f, " writes %%%d's act(gate) * up;", (int)c->gpair[i]);
         if (c->nsum[i] >= 0) fprintf(f, " leaves its split-K partials to %%%d;", (int)c->nsum[i]);
         if (c->gjobs[i]) fprintf(f, " its rope jobs sum its partials;");
         if (c->moved[i] != UINT64_MAX) fprintf(f, " its result moved to arena offset %llu;", (unsigned long long)c->moved[i]);

@@ -44,10 +44,15 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     /* cu_attention's; wider heads go to the paged kernel, which does neither (their prefill maybe to
      * the tensor-core kernel: unfused too) */
     t->attn_fuse_max_head_dim = CU_ATT_MAX_D;
-    t->matmul_group_max_t = 1;         /* decode: one multi-GEMV launch (prefill's int8 MMA groups: cuda_fusion.c) */
+    /* decode: one multi-GEMV launch; prefill (T > 8, cu_config.mma_group, on the int8 MMA GEMMs: mmq 4): one int8 MMA launch */
+    const bool mma = cc->mma_group && cc->mmq == 4;
+    t->matmul_group_max_t = mma ? INT64_MAX : 1;
     t->matmul_group_max = CU_MULTI_MAX;
-    t->group_member_fits = cf_multi_ok;
-    if (cc->fuse_glu_pair) t->group_glu_fits = cf_glu_pair_ok; /* k_gemv_reg's gate/up row pairs */
+    t->group_member_fits = mma ? cf_group_member_ok : cf_multi_ok;
+    t->group_fits = cc->mma_group == 2 ? (cc->mma_pair ? cf_group_fits_adjacent : cf_group_fits_adjacent_one_type)
+                                       : (cc->mma_pair ? cf_group_fits : cf_group_fits_one_type);
+    /* the gate/up launch's row pairs: k_gemv_reg's, the int8 MMA launch's (cu_config.mma_glu_pair) */
+    if (cc->fuse_glu_pair) t->group_glu_fits = mma && cc->mma_glu_pair ? cf_glu_pair_ok : cf_glu_pair_ok_decode;
     t->launch_store_fits = cc->fuse_ropek ? cf_launch_store_ok : cf_launch_vstore_ok; /* the GEMVs' cache segment */
 }
 
@@ -91,19 +96,23 @@ sb_status exec_cuda_check(const plan *p) {
             break;
         }
         case IR_OP_RESULT: break; /* written by its producer */
-        case IR_OP_MATMUL_GROUP: /* the planner's T = 1 groups of cf_multi_ok members (cu_matmul_q8_multi) */
-            if (ir_group_n(n) > CU_MULTI_MAX || s0->ne[1] != 1)
-                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: matmul group %%%d of %d members at T = %lld (at most %d, T = 1)", (int)i, ir_group_n(n),
-                               (long long)s0->ne[1], CU_MULTI_MAX);
+        case IR_OP_MATMUL_GROUP: { /* the planner's groups: T = 1 multi-GEMV (cu_matmul_q8_multi), T > 8 int8 MMA (cu_matmul_mma_multi) */
+            if (ir_group_n(n) > CU_MULTI_MAX || (s0->ne[1] != 1 && s0->ne[1] <= 8))
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: matmul group %%%d of %d members at T = %lld (at most %d, T = 1 or T > 8)", (int)i,
+                               ir_group_n(n), (long long)s0->ne[1], CU_MULTI_MAX);
             for (int j = 0; j < ir_group_n(n); j++) {
                 const int wt = g->nodes[ir_group_weight(n, j)].dtype;
-                if (!(s0->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(wt)) && !(s0->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(wt)))
-                    return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: matmul group %%%d: weight %s x activation %s", (int)i, ir_dtype_name(wt),
-                                   ir_dtype_name(s0->dtype));
+                const bool mmvq = (s0->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(wt)) || (s0->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(wt));
+                /* T > 8: what a lone matmul of the member runs on where the launch does not take them all */
+                const bool ok = mmvq || (s0->ne[1] > 8 && s0->dtype == SB_TYPE_Q8_K && cu_can_dequantize(wt));
+                if (!ok)
+                    return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: matmul group %%%d: weight %s x activation %s at T = %lld", (int)i,
+                                   ir_dtype_name(wt), ir_dtype_name(s0->dtype), (long long)s0->ne[1]);
             }
             if (ir_group_glu(n) && !cf_glu_pair_ok(g, n))
                 return sb_fail(SB_ERR_INTERNAL, "cuda: gated group %%%d that no gate/up launch takes (plan_target.group_glu_fits)", (int)i);
             break;
+        }
         case IR_OP_QUANTIZE: case IR_OP_RMS_NORM_QUANT: case IR_OP_GLU_QUANT: case IR_OP_ADD_RMS_NORM_QUANT:
             if (n->op == IR_OP_ADD_RMS_NORM_QUANT && ir_result_of(g, i, 1) == IR_NONE) /* the kernel writes the sum */
                 return sb_fail(SB_ERR_INTERNAL, "cuda: add_rms_norm_quant %%%d has no sum result (plan_target.add_norm_writes_sum)", (int)i);

@@ -150,7 +150,6 @@ sb_status cx_cg_prepare(exec_cuda *cx, const plan *p, cplan *c) {
     for (int32_t i = 0; st == SB_OK && i < nn; i++) {
         const ir_node *n = &g->nodes[i];
         if (c->fu.skip && c->fu.skip[i]) continue;
-        if (n->op == IR_OP_GLU_QUANT && c->fu.gpair && c->fu.gpair[n->src[0]] == i) continue; /* only quantizes (plan_glu_pairs) */
         if (ir_fused_tail_of(n).op) continue; /* a chain with its quantize tail: cu_ew_quant_rows (no generated form) */
         switch (n->op) {
         case IR_OP_FUSED: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU: case IR_OP_GELU_TANH:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * runtime/exec_cuda_dispatch.c — one node of a plan to its launches: matmuls (alone, as multi-GEMV
- * or MMA groups with their fused epilogues), rope / cache-store jobs, attention, norms, quantizers,
+ * or the planner's groups with their fused epilogues), rope / cache-store jobs, attention, norms, quantizers,
  * elementwise chains; and the walk over a plan's nodes (with per-family profiling when asked).
  * Layer 2 (runtime), CUDA builds only.
  */
@@ -42,87 +42,93 @@ static float *matmul_out(crun *r, int32_t m, cu_epilogue *ep) {
     return (float *)dptr(r, m);
 }
 
-/* matmul i alone (its epilogue ADD fused): cuBLASLt for f32 activations where cu_blas_on says
- * (cu_config.blas_min_t / blas_quant tokens or more), the int8 MMA GEMM for T > 8, else the dp4a or f32 GEMVs; the caller has counted
- * the launch (a split-K reduce, cuBLASLt's extra launches count themselves) */
-static sb_status run_matmul_one(crun *r, int32_t i) {
+/* weight wr times activation xr into dst with epilogue epb (add NULL: none), as a lone matmul runs:
+ * cuBLASLt for f32 activations where cu_blas_on says (cu_config.blas_min_t / blas_quant tokens or
+ * more), the int8 MMA GEMM for T > 8, else the dp4a or f32 GEMVs. nsum_node: the lone matmul whose
+ * split partials a norm may sum (plan_norm_sums; -1: a group's member). The caller has counted the
+ * launch (a split-K reduce, cuBLASLt's extra launches count themselves). */
+static sb_status run_matmul_wx(crun *r, ir_ref wr, ir_ref xr, float *dst, cu_epilogue epb, int32_t nsum_node) {
     const ir_graph *g = r->p->g;
-    const ir_node *n = &g->nodes[i], *w = &g->nodes[n->src[0]], *x = &g->nodes[n->src[1]];
+    const ir_node *w = &g->nodes[wr], *x = &g->nodes[xr];
     cu_stream s = r->cx->s;
-    cu_epilogue epb;
-    float *dst = matmul_out(r, i, &epb);
     const cu_epilogue *ep = epb.add ? &epb : NULL;
-    if (r->cx->d_blas_ws && cf_blas_ok(g, n)) { /* large T: cuBLASLt, the weight as F16 / BF16 (scratch: cx_plan_get) */
-        const sb_status st = cu_matmul_blas(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], (const float *)dptr(r, n->src[1]),
-                                            x->ne[1], ep, r->arena + r->c->scratch_off, r->c->arena_need - r->c->scratch_off,
-                                            r->cx->d_blas_ws);
+    if (r->cx->d_blas_ws && cf_blas_takes(w, x)) { /* large T: cuBLASLt, the weight as F16 / BF16 (scratch: cx_plan_get) */
+        const sb_status st = cu_matmul_blas(s, dst, dptr(r, wr), w->dtype, w->ne[0], w->ne[1], (const float *)dptr(r, xr), x->ne[1], ep,
+                                            r->arena + r->c->scratch_off, r->c->arena_need - r->c->scratch_off, r->cx->d_blas_ws);
         if (st != SB_ERR_UNSUPPORTED) { /* no cuBLASLt algorithm for the shape: the kernels below (x still f32) */
             r->n_kernels += cu_blas_launches(w->dtype, w->ne[0], w->ne[1], ep) - 1;
             return st;
         }
     }
-    if (cf_mma_ok(g, n)) { /* prefill: int8 tensor cores */
+    if (cf_mma_takes(w, x)) { /* prefill: int8 tensor cores */
         if (cu_mma_small_mode()) { /* small T: K split over blocks, partials in the scratch region (shared with attention's) */
             const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_mma_small_scratch(w->ne[0], w->ne[1], x->ne[1]);
-            if (r->c->fu.nsum && r->c->fu.nsum[i] >= 0 && cu_mma_small_mode() == 2) { /* a split leaves its partials to the norm after it */
-                const cu_gemv_seg sg = {.dst = dst, .w = dptr(r, n->src[0]), .wtype = w->dtype, .N = w->ne[1], .ep = epb};
+            if (nsum_node >= 0 && r->c->fu.nsum && r->c->fu.nsum[nsum_node] >= 0 && cu_mma_small_mode() == 2) { /* a split leaves its partials to the norm after it */
+                const cu_gemv_seg sg = {.dst = dst, .w = dptr(r, wr), .wtype = w->dtype, .N = w->ne[1], .ep = epb};
                 cu_split_src src;
-                SB_TRY(cu_matmul_mma_multi(s, &sg, 1, w->ne[0], dptr(r, n->src[1]), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off), cap,
+                SB_TRY(cu_matmul_mma_multi(s, &sg, 1, w->ne[0], dptr(r, xr), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off), cap,
                                            &src, 0));
-                if (src.part) r->nsum_for = r->c->fu.nsum[i], r->nsum_mm = i, r->nsum_src = src;
+                if (src.part) r->nsum_for = r->c->fu.nsum[nsum_node], r->nsum_mm = nsum_node, r->nsum_src = src;
                 return SB_OK;
             }
             const bool counters = cu_mma_small_mode() == 1;
             if (!counters && need > 0 && need <= cap) r->n_kernels++; /* split: k_mma_reduce after it */
-            return cu_matmul_mma_small(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep,
+            return cu_matmul_mma_small(s, dst, dptr(r, wr), w->dtype, w->ne[0], w->ne[1], dptr(r, xr), x->dtype, x->ne[1], ep,
                                        (float *)(r->arena + r->c->scratch_off), cap, counters ? r->cx->d_cnt : NULL);
         }
-        return cu_matmul_mma(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep);
+        return cu_matmul_mma(s, dst, dptr(r, wr), w->dtype, w->ne[0], w->ne[1], dptr(r, xr), x->dtype, x->ne[1], ep);
     }
     if ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(w->dtype)))
-        return cu_matmul_q8(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep);
-    return cu_matmul_f32(s, dst, dptr(r, n->src[0]), w->dtype, w->ne[0], w->ne[1], dptr(r, n->src[1]), x->dtype, x->ne[1], ep); /* f32 or q8_K */
+        return cu_matmul_q8(s, dst, dptr(r, wr), w->dtype, w->ne[0], w->ne[1], dptr(r, xr), x->dtype, x->ne[1], ep);
+    return cu_matmul_f32(s, dst, dptr(r, wr), w->dtype, w->ne[0], w->ne[1], dptr(r, xr), x->dtype, x->ne[1], ep); /* f32 or q8_K */
 }
 
-/* a group of T > 8 matmuls (plan_mma_groups) led by i: one launch where cu_mma_multi_split, else
- * each in turn here */
-static sb_status run_matmul_group(crun *r, int32_t i) {
+/* matmul i alone (its epilogue ADD fused; run_matmul_wx) */
+static sb_status run_matmul_one(crun *r, int32_t i) {
+    const ir_node *n = &r->p->g->nodes[i];
+    cu_epilogue epb;
+    float *dst = matmul_out(r, i, &epb);
+    return run_matmul_wx(r, n->src[0], n->src[1], dst, epb, i);
+}
+
+static cu_gemv_seg launch_seg(crun *r, int32_t i, int j);
+
+/* a T > 8 MATMUL_GROUP i (pass fuse_matmul_group): one int8 MMA launch where cu_mma_multi_split
+ * takes its members (a gated one writing act(gate) * up: pass fuse_group_glu), else each member in
+ * turn as a lone matmul; the launch counts itself */
+static sb_status run_mma_group(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
-    const ir_node *n = &g->nodes[i], *w = &g->nodes[n->src[0]], *x = &g->nodes[n->src[1]];
-    cu_gemv_seg seg[CU_MULTI_MAX] = {{0}};
-    int ns = 0;
-    for (int32_t m = i; m >= 0 && ns < CU_MULTI_MAX; m = r->c->fu.mnext[m]) {
-        const ir_node *mn = &g->nodes[m], *mw = &g->nodes[mn->src[0]];
-        cu_gemv_seg *q = &seg[ns++];
-        *q = (cu_gemv_seg){.w = dptr(r, mn->src[0]), .wtype = mw->dtype, .N = mw->ne[1]};
-        q->dst = matmul_out(r, m, &q->ep);
-    }
-    const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4; /* split-K partials: the scratch region, as run_matmul_one */
-    const int split = cu_mma_multi_split(seg, ns, w->ne[0], x->dtype, x->ne[1], cap);
-    const int32_t f = r->c->fu.gpair ? r->c->fu.gpair[i] : -1; /* a GLU it must write (plan_mma_glu_pairs) */
-    if (f >= 0 && split != 1) /* the GLU_QUANT would quantize the gate alone: never silently */
+    const ir_node *n = &g->nodes[i], *x = &g->nodes[n->src[0]];
+    const int ns = ir_group_n(n);
+    if (ns > CU_MULTI_MAX) return sb_fail(SB_ERR_INTERNAL, "cuda: group %%%d of %d GEMMs", (int)i, ns);
+    cu_gemv_seg seg[CU_MULTI_MAX];
+    for (int j = 0; j < ns; j++) seg[j] = launch_seg(r, i, j); /* a gated group's up: no dst */
+    const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4; /* split-K partials: the scratch region, as run_matmul_wx */
+    const bool mma = cf_mma_takes(&g->nodes[ir_group_weight(n, 0)], x); /* the int8 MMA GEMMs on (cu_config.mmq 4) */
+    const int split = mma ? cu_mma_multi_split(seg, ns, x->ne[0], x->dtype, x->ne[1], cap) : 0;
+    const ir_op glu = ir_group_glu(n);
+    if (glu && split != 1) /* the quantize after it would quantize the gate alone: never silently */
         return sb_fail(SB_ERR_INTERNAL, "cuda: gate/up group %%%d planned to write its GLU, launched %s", (int)i,
                        split > 1 ? "with K split" : "one by one");
     if (split > 0) {
         const bool jobs = r->c->fu.gjobs && r->c->fu.gjobs[i] && split > 1; /* the rope jobs after it sum the partials */
         r->n_kernels += split > 1 && !jobs ? 2 : 1; /* a split: k_mma_reduce after it */
         cu_split_src srcs[CU_MULTI_MAX];
-        const int pair_glu = f >= 0 ? (ir_glu_act(&g->nodes[f]) == IR_OP_GEGLU ? 2 : 1) : 0;
-        SB_TRY(cu_matmul_mma_multi(r->cx->s, seg, ns, w->ne[0], dptr(r, n->src[1]), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off),
+        const int pair_glu = glu ? (glu == IR_OP_GEGLU ? 2 : 1) : 0;
+        SB_TRY(cu_matmul_mma_multi(r->cx->s, seg, ns, x->ne[0], dptr(r, n->src[0]), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off),
                                    cap, jobs ? srcs : NULL, pair_glu));
         if (jobs && srcs[0].part) {
-            int q = 0;
-            for (int32_t m = i; m >= 0 && q < ns; m = r->c->fu.mnext[m], q++) {
-                r->gsrc_root[q] = r->p->vals[m].alias;
+            for (int q = 0; q < ns; q++) {
+                r->gsrc_root[q] = r->p->vals[q ? ir_result_of(g, i, q) : i].alias;
                 r->gsrc[q] = srcs[q];
             }
             r->gsrc_n = ns;
         }
         return SB_OK;
     }
-    for (int32_t m = i; m >= 0; m = r->c->fu.mnext[m]) {
+    for (int j = 0; j < ns; j++) {
         r->n_kernels++;
-        SB_TRY(run_matmul_one(r, m));
+        SB_TRY(run_matmul_wx(r, ir_group_weight(n, j), n->src[0], seg[j].dst, seg[j].ep, -1));
     }
     return SB_OK;
 }
@@ -350,12 +356,9 @@ sb_status cx_run_node(crun *r, int32_t i) {
     case IR_OP_RESULT: return SB_OK; /* written by its producer */
     case IR_OP_GLU_QUANT:
         r->n_kernels++;
-        if (r->c->fu.gpair && r->c->fu.gpair[n->src[0]] == i) /* its gate/up launch wrote act(gate) * up into the gate's memory */
-            return cu_quantize_act(s, n->dtype, dst, SP(0), n->ne[0], ir_nrows(n));
         CG_TRY(r, i);
         return cu_glu_quant(s, n->dtype, dst, SP(0), SP(1), n->ne[0], ir_nrows(n), ir_glu_act(n) == IR_OP_GEGLU);
     case IR_OP_MATMUL: {
-        if (r->c->fu.mnext && r->c->fu.mnext[i] >= 0) return run_matmul_group(r, i);
         r->n_kernels++;
         if (r->c->fu.skip && (r->c->fu.vstore[i] >= 0 || r->c->fu.krope[i] >= 0 ||
                               (cf_multi_ok(g, n) && n->ne[0] <= GF_ROWS_MAX && (r->cx->cfg.gemv_single || cf_reg_single(g, n)))))
@@ -363,6 +366,7 @@ sb_status cx_run_node(crun *r, int32_t i) {
         return run_matmul_one(r, i);
     }
     case IR_OP_MATMUL_GROUP:
+        if (SRC(0)->ne[1] > 1) return run_mma_group(r, i);
         r->n_kernels++;
         return run_gemv_launch(r, i);
     case IR_OP_RESHAPE: case IR_OP_VIEW: case IR_OP_OUTPUT: return SB_OK; /* views */

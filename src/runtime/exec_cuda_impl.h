@@ -146,7 +146,7 @@ static inline void *dptr(const crun *r, ir_ref i) {
     float *d = direct_at(r, i);
     if (d) return d;
     if (v->input >= 0) return r->c->dptr[v->input];
-    if (r->c->fu.moved) { /* hoisted multi-GEMV results live in the private region (plan_groups) */
+    if (r->c->fu.moved) { /* values moved to the private region (cuda_fusion.h) */
         const ir_ref root = v->alias;
         if (root >= 0 && r->c->fu.moved[root] != UINT64_MAX) return r->arena + r->c->fu.moved[root] + (v->offset - r->p->vals[root].offset);
     }

@@ -168,7 +168,7 @@ size_t exec_cuda_describe_attention(const plan *p, const cu_config *c, int64_t d
 }
 
 /* as a new context would plan p: nodes fused away (skips, what 0), gate/up launches that write their
- * GLU (1: the executor's MMA pairs and the planner's gated groups), or matmuls whose norm sums their
+ * GLU (1: the planner's gated groups), or matmuls whose norm sums their
  * split partials (2) */
 static int32_t count_planned(const plan *p, const cu_config *cfg, int what) {
     cuda_fusions c = {0};
@@ -178,7 +178,7 @@ static int32_t count_planned(const plan *p, const cu_config *cfg, int what) {
     if (cuda_fusions_plan(p, &c, cfg) == SB_OK) {
         n = 0;
         for (int32_t i = 0; i < p->g->n_nodes; i++) /* gate/up launches: the planner's gated groups too */
-            n += what == 0 ? c.skip[i] : what == 1 ? c.gpair[i] >= 0 || ir_group_glu(&p->g->nodes[i]) : c.nsum[i] >= 0;
+            n += what == 0 ? c.skip[i] : what == 1 ? ir_group_glu(&p->g->nodes[i]) != 0 : c.nsum[i] >= 0;
     }
     cuda_fusions_free(&c); /* every table (cuda_fusions_plan allocates them all) */
     cu_cfg_bind(prev);
@@ -356,6 +356,14 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
             const uint64_t f = (cu_blas_scratch_bytes(mw->dtype, mw->ne[0], mw->ne[1], mx->ne[1]) + 3) / 4;
             if (f > scratch) scratch = f;
             blas = true;
+        } else if (p->g->nodes[i].op == IR_OP_MATMUL_GROUP && p->g->nodes[p->g->nodes[i].src[0]].ne[1] > 8) {
+            const ir_node *gn = &p->g->nodes[i], *mx = &p->g->nodes[gn->src[0]]; /* a split group's partials: its members' together */
+            uint64_t f = 0;
+            for (int j = 0; j < ir_group_n(gn); j++) {
+                const ir_node *mw = &p->g->nodes[ir_group_weight(gn, j)];
+                f += cu_mma_small_scratch(mw->ne[0], mw->ne[1], mx->ne[1]);
+            }
+            if (f > scratch) scratch = f;
         } else if (p->g->nodes[i].op == IR_OP_MATMUL && cu_mma_small_mode()) { /* split-K partials of the small-T GEMM */
             const ir_node *mw = &p->g->nodes[p->g->nodes[i].src[0]], *mx = &p->g->nodes[p->g->nodes[i].src[1]];
             if (mx->ne[1] > 8 && cu_has_mma(mw->dtype, mx->dtype)) {
@@ -365,15 +373,6 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
         }
     if (st == SB_OK && cx->cfg.fuse) st = cuda_fusions_plan(p, &c->fu, &cx->cfg);
     if (st == SB_OK && c->fu.skip && plan_dump_wants(NULL, "launches")) cuda_fusions_print(p, &c->fu, stderr); /* asked by a developer */
-    for (int32_t i = 0; st == SB_OK && c->fu.mnext && i < p->g->n_nodes; i++) { /* a split MMA group's partials: its members' together */
-        if (c->fu.mnext[i] < 0 || c->fu.skip[i]) continue;
-        uint64_t f = 0;
-        for (int32_t m = i; m >= 0; m = c->fu.mnext[m]) {
-            const ir_node *mw = &p->g->nodes[p->g->nodes[m].src[0]], *mx = &p->g->nodes[p->g->nodes[m].src[1]];
-            f += cu_mma_small_scratch(mw->ne[0], mw->ne[1], mx->ne[1]);
-        }
-        if (f > scratch) scratch = f;
-    }
     if (st == SB_OK && blas && !cx->d_blas_ws) {
         st = cu_malloc(&cx->d_blas_ws, CU_BLASLT_WORKSPACE, "cuBLASLt workspace");
         if (st == SB_OK) cx->st.device_bytes += CU_BLASLT_WORKSPACE;

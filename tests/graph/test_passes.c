@@ -618,6 +618,48 @@ static void case_fuse_group_glu(void) {
     }
 }
 
+/* prefill (T = 16): the same pass for a target grouping more tokens (CUDA's int8 MMA launch):
+ * group_fits takes one weight type a group here, so K and Q (Q4_K) are one group, V (Q6_K) stays
+ * alone though it reads the same activation, gate and up are one; fuse_group_glu then gates gate/up
+ * as at T = 1. A target whose members need more than 8 tokens groups nothing at T = 4. */
+static bool prefill_member(const ir_graph *g, const ir_node *m) { return g->nodes[m->src[1]].ne[1] > 8; }
+static bool one_weight_type(const ir_graph *g, const ir_ref *mem, int n) {
+    for (int k = 1; k < n; k++)
+        if (g->nodes[g->nodes[mem[k]].src[0]].dtype != g->nodes[g->nodes[mem[0]].src[0]].dtype) return false;
+    return true;
+}
+static void case_fuse_matmul_group_prefill(void) {
+    plan_target t;
+    decode_group_target(&t);
+    t.matmul_group_max_t = INT64_MAX;
+    t.group_member_fits = prefill_member;
+    t.group_fits = one_weight_type;
+    t.group_glu_fits = glu_yes;
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise, pass_fuse_matmul_add,
+                     pass_fuse_matmul_group};
+    ir_graph *g = attn_ffn_graph_t(false, 16);
+    golden("fuse_matmul_group_prefill", g, pre, 5, pass_fuse_matmul_group, &t);
+    int sizes = 0, matmuls = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].op == IR_OP_MATMUL_GROUP) sizes = sizes * 10 + ir_group_n(&g->nodes[i]);
+        matmuls += g->nodes[i].op == IR_OP_MATMUL;
+    }
+    CHECK_EQ_INT(sizes, 22); /* K + Q, gate + up */
+    CHECK_EQ_INT(matmuls, 3); /* V, O, down */
+    ir_graph_free(g);
+    g = attn_ffn_graph_t(false, 16);
+    golden("fuse_group_glu_prefill", g, pre, 6, pass_fuse_group_glu, &t);
+    int gated = 0;
+    for (int i = 0; i < g->n_nodes; i++) gated += g->nodes[i].op == IR_OP_MATMUL_GROUP && ir_group_glu(&g->nodes[i]) == IR_OP_SWIGLU;
+    CHECK_EQ_INT(gated, 1);
+    ir_graph_free(g);
+    g = attn_ffn_graph_t(false, 4);
+    pass_ctx cx = {.target = &t};
+    for (int k = 0; k < 5; k++) CHECK(pre[k](g, &cx) == SB_OK);
+    check_unchanged(g, &cx, pass_fuse_matmul_group, NULL);
+    ir_graph_free(g);
+}
+
 static void case_fuse_elementwise(void) {
     plan_target t;
     test_target(&t);
@@ -1330,6 +1372,7 @@ int main(void) {
     case_fuse_attn_rope_paged();
     case_fuse_matmul_group();
     case_fuse_group_glu();
+    case_fuse_matmul_group_prefill();
     case_fuse_launch_store();
     case_paged_stores();
     case_slice_view();

@@ -1974,14 +1974,14 @@ static void test_prefill_block(void) {
     }
 }
 
-/* Prefill GEMMs of one activation as one int8 MMA launch (cuda_fusion.c plan_mma_groups, k_mma.cu
+/* Prefill GEMMs of one activation as one int8 MMA launch (the planner's fuse_matmul_group, k_mma.cu
  * cu_matmul_mma_multi): gate/up (Q5_0, N 4864 each, SwiGLU of the two as the output) and Q/K with
  * bias epilogues (N 896 + 128, both outputs, each compared in turn), T 64 / 100 / 512; vs the f64
  * reference, and the fused plan launches fewer kernels. Q/K split K at T 64 / 100 on the H200 (7
  * ways each, as alone): one split launch and one reduce, bit-identical to the GEMMs one by one (so is
  * Q at T 512, unsplit either way; K alone would split there); gate/up's group does not split where
  * each alone would (other bits, same bound).
- * Then K, an op on K, Q (a plan's order): Q's GEMM hoisted into K's launch, its result in memory of
+ * Then K, an op on K, Q (a plan's order): Q's GEMM in K's group, its result in memory of
  * its own, bit-identical too; and the same with a Q8_0 V beside the Q5_0 K (two weight types in one
  * launch, each block decoding its own). */
 static void test_mma_groups(void) {
@@ -2020,7 +2020,7 @@ static void test_mma_groups(void) {
 }
 
 /* A prefill FFN (T > 8): the gate/up MMA group whose launch writes the GLU itself (cuda_fusion.c
- * plan_mma_glu_pairs; k_mma.cu's paired rows: a warp's two m16 tiles the gate and the up of the same
+ * pass fuse_group_glu; k_mma.cu's paired rows: a warp's two m16 tiles the gate and the up of the same
  * 16 rows), then a Q5_0 down projection over its q8_1 quantization. Q5_0 SwiGLU at T 64 (32-row
  * small-T tiles), Q8_0 GeGLU at T 17, Q4_0 SwiGLU at T 512 (launch_mma's 128-row tiles, the last
  * one half full: N 3232 = 50.5 x 64 pairs); N large enough that the group does not split K (on

@@ -8,7 +8,10 @@
  * group's step, apart from all it reads, so no launch moves a result anywhere. Numerics are each
  * member's own kernel's (a group launch computes every row as the lone GEMV does).
  * Targets ask for it up to matmul_group_max_t tokens and matmul_group_max members, each member one
- * their group_member_fits accepts (CUDA: decode GEMVs on the dp4a kernels).
+ * their group_member_fits accepts and the members together ones their group_fits accepts (CUDA:
+ * decode GEMVs on the dp4a kernels; prefill GEMMs (T > 8) on the int8 MMA kernel, of one weight
+ * type or two it mixes — a layer's K, V and Q though the builder orders K's rope and cache write
+ * before V and Q, and gate/up).
  * Layer 2 (graph). Pre: verified; after fuse_matmul_add (addends are part of the members). Post:
  * verified; the members after the first are dropped, their readers read the group's results.
  *
@@ -22,6 +25,17 @@
  *   %15 = matmul_group(%14, %4, %5, %3, %6) n=3 addends=0x4 : f32[128]
  *   %16 = result(%15) k=1 : f32[128]
  *   %17 = result(%15) k=2 : f32[256]
+ * before (T = 16, a target of one weight type a group: K and Q are Q4_K, V Q6_K):
+ *   %15 = matmul(%4, %14) : f32[128,16]
+ *   ...
+ *   %20 = matmul(%5, %14) : f32[128,16]
+ *   ...
+ *   %22 = matmul(%3, %14, %6) : f32[256,16]
+ * after:
+ *   %15 = matmul_group(%14, %4, %3, %6) n=2 addends=0x2 : f32[128,16]
+ *   %16 = result(%15) k=1 : f32[256,16]
+ *   ...
+ *   %21 = matmul(%5, %14) : f32[128,16]
  */
 #include "graph/plan.h"
 
@@ -82,7 +96,9 @@ sb_status pass_fuse_matmul_group(ir_graph *g, const pass_ctx *cx) {
         for (int32_t j = i + 1; j < n && k < most; j++) {
             const ir_node *m = &g->nodes[j];
             if (taken[j] || !member_ok(g, cx, m) || m->src[1] != g->nodes[i].src[1] || !addend_ready(g, j, i)) continue;
-            mem[k++] = j;
+            mem[k] = j;
+            if (cx->target->group_fits && !cx->target->group_fits(g, mem, k + 1)) continue;
+            k++;
         }
         if (k < 2) continue;
         for (int q = 0; q < k; q++) taken[mem[q]] = 1;
