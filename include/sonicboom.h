@@ -339,11 +339,11 @@ typedef struct sb_session_params {
     int codegen;            /* 1 on (default): generated kernels where autotuning finds them faster; -1 off: hand-written only */
     int act_type;           /* activations of K-quant weights: SB_TYPE_Q8_K (default: rounded as llama.cpp's CPU rounds
                              * them, so the logits match its CPU) or SB_TYPE_Q8_1 (as llama.cpp's CUDA backend) */
-    int swa_full;           /* models with sliding-window layers (gemma3, gemma4): 0 (default) = a CPU session keeps
-                             * those layers' KV in rings of window + n_batch positions, so a long context costs the
-                             * full-attention layers' KV only (same logits); 1 = keep every position (llama.cpp's
-                             * --swa-full). A prefix cut deeper than the rings hold is recomputed. Any other value:
-                             * SB_ERR_INVALID_ARG. CUDA sessions always keep every position. */
+    int swa_full;           /* models with sliding-window layers (gemma3, gemma4): 0 (default) = a session (CPU or
+                             * CUDA) keeps those layers' KV in rings of window + n_batch positions, so a long context
+                             * costs the full-attention layers' KV only (same logits); 1 = keep every position
+                             * (llama.cpp's --swa-full). A prefix cut deeper than the rings hold is recomputed. Any
+                             * other value: SB_ERR_INVALID_ARG. */
     int reserved[6];
 } sb_session_params;
 

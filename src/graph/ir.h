@@ -118,6 +118,11 @@ ir_ref ir_input_kv_ring(ir_graph *g, const char *name, int dtype, const int64_t 
 /* KV: is it a ring; and the KV input a cache value (kv, kv_store, rope_store chain) writes into */
 static inline bool ir_kv_is_ring(const ir_node *kv) { return kv->ip[0] == 1; }
 ir_ref ir_kv_root(const ir_graph *g, ir_ref cache);
+/* the rows C of the ring the cache value c is or writes into (position p at row p mod C); 0: no ring */
+static inline int64_t ir_kv_ring(const ir_graph *g, ir_ref c) {
+    const ir_ref kv = ir_kv_root(g, c);
+    return kv != IR_NONE && ir_kv_is_ring(&g->nodes[kv]) ? g->nodes[kv].ne[1] : 0;
+}
 
 // ---- builder: ops (all results f32 unless said) ----
 

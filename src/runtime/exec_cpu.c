@@ -641,17 +641,11 @@ static void k_attention(void *c, int64_t b, int64_t e, int tid) {
     for (int64_t i = b; i < e; i++) attn_pair(r, i / r->attn.Hq, i % r->attn.Hq, scores, fn);
 }
 
-/* the ring length of the cache value c writes into or is (0: not a ring) */
-static int64_t cache_ring(const ir_graph *g, ir_ref c) {
-    const ir_ref kv = ir_kv_root(g, c);
-    return kv != IR_NONE && ir_kv_is_ring(&g->nodes[kv]) ? g->nodes[kv].ne[1] : 0;
-}
-
 /* KV_STORE of T rows at their positions' cache rows */
 static void kv_store_rows(const run *r, int64_t T) {
     const ir_node *n = r->n;
     const int32_t *pos = r->s[2];
-    const int64_t ring = cache_ring(r->g, (ir_ref)(n - r->g->nodes));
+    const int64_t ring = ir_kv_ring(r->g, (ir_ref)(n - r->g->nodes));
     const ir_rope_norm nm = ir_rope_norm_of(n);
     if (nm.kind) { /* each head normed (pass fuse_norm_rope) into the scratch row, then stored: rms_norm [, mul], kv_store's bits */
         const int64_t E = n->ne[0], D = nm.head_dim;
@@ -818,7 +812,7 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
         }
         case IR_OP_ROPE_STORE: {
             const ir_node *x = src(&r, 1);
-            r.ring = cache_ring(p->g, i);
+            r.ring = ir_kv_ring(p->g, i);
             r.rope = rope_args(&r, x);
             par(pool, nt, x->ne[2], ir_nelem(x), k_rope_store, &r);
             break;
@@ -832,7 +826,7 @@ sb_status exec_cpu_run(const plan *p, const exec_bindings *b, tp_pool *pool, con
             const ir_node *q = src(&r, 0), *k = src(&r, 1);
             r.attn = (op_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = ir_attn_of(n).n_head_kv, .ctype = k->dtype, .scale = ir_attn_of(n).scale,
                                     .softcap = ir_attn_of(n).softcap, .window = ir_attn_of(n).window,
-                                    .ring = cache_ring(p->g, n->src[1])};
+                                    .ring = ir_kv_ring(p->g, n->src[1])};
             if (ir_attn_block_size(n)) { /* paged: src[4] is the block table [n_tbl, T] */
                 r.attn.table = r.s[4];
                 r.attn.n_tbl = src(&r, 4)->ne[0];

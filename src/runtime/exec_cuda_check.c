@@ -78,7 +78,8 @@ sb_status exec_cuda_check(const plan *p) {
         case IR_OP_KV:
             if (n->dtype != SB_TYPE_F32 && n->dtype != SB_TYPE_F16)
                 return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: KV cache \"%s\" of type %s (F32 or F16 only)", n->name, ir_dtype_name(n->dtype));
-            if (ir_kv_is_ring(n)) return sb_fail(SB_ERR_UNSUPPORTED, "cuda: KV cache \"%s\" is a sliding-window ring", n->name);
+            if (ir_kv_is_ring(n) && n->ne[1] > INT32_MAX) /* kv_row's 32-bit arithmetic */
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: ring KV cache \"%s\" of %lld rows", n->name, (long long)n->ne[1]);
             break;
         case IR_OP_KV_STORE: break;
         case IR_OP_SLOTS: case IR_OP_BLOCK_TABLE: break; /* the paged KV inputs (graph/builder_paged.c) */

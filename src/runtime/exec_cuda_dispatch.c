@@ -147,7 +147,8 @@ static cu_rope_job rope_job(crun *r, int32_t i) {
     if (n->op == IR_OP_KV_STORE) {
         const ir_node *x = &g->nodes[n->src[1]];
         cu_rope_job jb = {.store = true, .x = (const float *)dptr(r, n->src[1]),
-                          .a = {.D = n->ne[0], .H = 1, .T = x->ne[1], .cache = dptr(r, i), .ctype = n->dtype, .rows = (const int32_t *)dptr(r, n->src[2])}};
+                          .a = {.D = n->ne[0], .H = 1, .T = x->ne[1], .cache = dptr(r, i), .ctype = n->dtype, .rows = (const int32_t *)dptr(r, n->src[2]),
+                                .ring = ir_kv_ring(g, i)}};
         rope_job_src(r, n->src[1], &jb);
         return jb;
     }
@@ -159,7 +160,7 @@ static cu_rope_job rope_job(crun *r, int32_t i) {
                             .theta_scale = powf(ir_rope_of(n).freq_base, -2.0f / (float)ir_rope_of(n).n_rot), .freq_scale = ir_rope_of(n).freq_scale, .attn_factor = ir_rope_attn_factor(n),
                             .ff = ffs != IR_NONE ? (const float *)dptr(r, ffs) : NULL,
                             .cache = store ? dptr(r, i) : NULL, .ctype = store ? n->dtype : 0,
-                            .rows = rows != IR_NONE ? (const int32_t *)dptr(r, rows) : NULL}};
+                            .rows = rows != IR_NONE ? (const int32_t *)dptr(r, rows) : NULL, .ring = store ? ir_kv_ring(g, i) : 0}};
     rope_job_src(r, xs, &jb);
     return jb;
 }
@@ -198,6 +199,7 @@ static cu_gemv_seg launch_seg(crun *r, int32_t i, int j) {
         q.cache = dptr(r, r->c->fu.vstore[v]);
         q.ctype = sn->dtype;
         q.rows = (const int32_t *)dptr(r, ir_store_rows(sn)); /* pos, or a paged plan's slots */
+        q.ring = ir_kv_ring(g, r->c->fu.vstore[v]);
     }
     if (r->c->fu.krope && r->c->fu.krope[v] >= 0) { /* K: rotate, then write the cache of the rope_store */
         const int32_t kvs = r->c->fu.krope[v];
@@ -205,6 +207,7 @@ static cu_gemv_seg launch_seg(crun *r, int32_t i, int j) {
         q.cache = dptr(r, kvs);
         q.ctype = rn->dtype;
         q.rows = (const int32_t *)dptr(r, ir_store_rows(rn)); /* rotated at the launch's pos, written here */
+        q.ring = ir_kv_ring(g, kvs);
         q.rot = ir_rope_of(rn).n_rot;
         q.rmode = ir_rope_of(rn).mode;
         q.D = (int)rx->ne[0];
@@ -387,10 +390,11 @@ sb_status cx_run_node(crun *r, int32_t i) {
         if (ir_rope_norm_of(n).kind) { /* pass fuse_norm_rope: each head normed, stored at pos — cu_rope_norm rotating nothing */
             const ir_rope_norm nm = ir_rope_norm_of(n);
             const cu_rope_args a = {.D = nm.head_dim, .H = n->ne[0] / nm.head_dim, .T = SRC(1)->ne[1], .n_rot = 0, .mode = 0,
-                                    .theta_scale = 1.0f, .freq_scale = 1.0f, .attn_factor = 1.0f, .cache = dst, .ctype = n->dtype};
+                                    .theta_scale = 1.0f, .freq_scale = 1.0f, .attn_factor = 1.0f, .cache = dst, .ctype = n->dtype,
+                                    .ring = ir_kv_ring(g, i)};
             return cu_rope_norm(s, NULL, SP(1), SP(2), &a, nm.eps, nm.weight != IR_NONE ? (const float *)dptr(r, nm.weight) : NULL);
         }
-        return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1]);
+        return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1], ir_kv_ring(g, i));
     case IR_OP_ATTENTION: {
         if (cx_attn_on_paged_kernel(r->cx, r->p, n)) { /* k_attn_paged.cu; a contiguous cache as one block of its C rows */
             const bool paged = ir_attn_block_size(n) > 0;

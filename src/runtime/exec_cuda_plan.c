@@ -63,7 +63,8 @@ static int attn_nsplit(const exec_cuda *cx, const plan *p, const ir_node *n) {
 cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) {
     const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
     return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = ir_attn_of(n).n_head_kv, .T = q->ne[2], .ctype = k->dtype, .scale = ir_attn_of(n).scale,
-                          .softcap = ir_attn_of(n).softcap, .window = ir_attn_of(n).window, .nsplit = attn_nsplit(cx, p, n),
+                          .softcap = ir_attn_of(n).softcap, .window = ir_attn_of(n).window, .ring = ir_kv_ring(p->g, n->src[1]),
+                          .nsplit = attn_nsplit(cx, p, n),
                           .variant = cx->cfg.attn_variant == 1 ? 1 : cx->cfg.attn_variant == 4 ? 4 : 2, .kmin = cx->cfg.attn_kmin,
                           .hpb = cx->cfg.attn_hpb, .ctx = k->ne[1], .warp = cx->cfg.attn_warp, .small = cx->cfg.attn_small};
 }
@@ -110,7 +111,8 @@ cu_attn_paged_args cx_attn_paged_args(const exec_cuda *cx, const plan *p, const 
     int64_t keys = bs > 0 && n_tbl * bs < C ? n_tbl * bs : C;
     if (ap.window > 0 && ap.window < keys) keys = ap.window;
     cu_attn_paged_args a = {.D = q->ne[0], .Hq = q->ne[1], .Hkv = ap.n_head_kv, .T = q->ne[2], .ctype = k->dtype, .scale = ap.scale,
-                            .softcap = ap.softcap, .window = ap.window, .bs = bs > 0 ? bs : (int)C, .n_tbl = n_tbl, .kmin = cx->cfg.attn_kmin};
+                            .softcap = ap.softcap, .window = ap.window, .bs = bs > 0 ? bs : (int)C, .n_tbl = n_tbl,
+                            .ring = bs > 0 ? 0 : ir_kv_ring(p->g, n->src[1]), .kmin = cx->cfg.attn_kmin};
     a.hb = attn_paged_hb(cx, &a);
     a.nsplit = attn_nsplit_paged(cx, a.T, a.Hq, a.hb, keys);
     return a;

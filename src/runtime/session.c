@@ -164,14 +164,15 @@ sb_status rt_session_create(const rt_model *m, const rt_session_params *p, rt_se
     s->m = m;
     s->prm = prm;
     const rt_hparams *hp = &m->hp;
+    /* rings for a sliding-window model's windowed layers where they are shorter than the context (the
+     * CPU and CUDA executors both read them): window + n_batch rows hold a step's window and its tokens */
+    if (hp->n_swa > 0 && !prm.swa_full && hp->n_swa + prm.n_batch < prm.n_ctx) s->swa_ring = hp->n_swa + prm.n_batch;
     const uint64_t kv_elem = (uint64_t)prm.n_ctx * (uint64_t)qk_get(prm.kv_type)->type_size; /* bytes per cached value */
+    const uint64_t ring_elem = (uint64_t)s->swa_ring * (uint64_t)qk_get(prm.kv_type)->type_size;
     uint64_t kv_total = 0; /* per layer: gemma4's layers differ in width, and its shared-KV layers own none */
-    for (int64_t l = 0; l < hp->n_layer; l++) kv_total += 2 * (uint64_t)rt_hp_kv_dim(hp, l) * kv_elem;
+    for (int64_t l = 0; l < hp->n_layer; l++) kv_total += 2 * (uint64_t)rt_hp_kv_dim(hp, l) * (s->swa_ring && hp->is_swa[l] ? ring_elem : kv_elem);
     const bool automatic = prm.device == 2;
     if (automatic) s->prm.device = prm.device = auto_device(m, kv_total, prm.n_ctx);
-    /* rings where the CPU runs a sliding-window model and they are shorter than the context */
-    if (prm.device == 0 && hp->n_swa > 0 && !prm.swa_full && hp->n_swa + prm.n_batch < prm.n_ctx) s->swa_ring = hp->n_swa + prm.n_batch;
-    const uint64_t ring_elem = (uint64_t)s->swa_ring * (uint64_t)qk_get(prm.kv_type)->type_size;
     sb_status st = SB_OK;
     s->kv = (void **)calloc((size_t)(2 * hp->n_layer), sizeof *s->kv);
     s->cached = (int32_t *)malloc((size_t)prm.n_ctx * sizeof *s->cached);

@@ -4,7 +4,7 @@
  * (one per shape: decode T=1, prefill per batch size), the arena, prefix reuse, logits.
  * Layer 2 (runtime).
  * Invariants: positions 0..n_cached-1 of the KV cache hold the K/V of tokens cached[0..n_cached)
- * — except that a CPU session of a sliding-window model keeps those layers in rings of window +
+ * — except that a session of a sliding-window model keeps those layers in rings of window +
  * n_batch rows (the last positions only; swa_full keeps them whole), so a prefix cut deeper than
  * the ring still holds is recomputed from the tokens; evaluation appends at n_cached; nothing is
  * allocated on the decode path once its plan exists.
@@ -36,8 +36,8 @@ typedef struct rt_session_params {
     int act_type;       /* CUDA only: K-quant activations, 0 = default (q8_K), SB_TYPE_Q8_K or SB_TYPE_Q8_1 */
     int allow_ctx_extend; /* 1: n_ctx may exceed the model's trained context (a SB_LOG_WARN says so); 0: such an
                            * n_ctx is SB_ERR_INVALID_ARG naming both lengths */
-    int swa_full;       /* 1: sliding-window layers keep all n_ctx positions; 0: a CPU session keeps them in rings of
-                         * window + n_batch rows (CUDA sessions always keep them whole) */
+    int swa_full;       /* 1: sliding-window layers keep all n_ctx positions; 0: the session (CPU or CUDA) keeps them
+                         * in rings of window + n_batch rows */
 } rt_session_params;
 
 typedef struct rt_session_stats {

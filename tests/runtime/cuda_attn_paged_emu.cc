@@ -82,14 +82,15 @@ template <bool F16> static int run(float *dst, const float *q, const void *k, co
 }
 
 /* dims = {D, Hq, Hkv, T, n_tbl}, f = {scale, softcap, q_rope.theta_scale, .freq_scale, .attn_factor},
- * i = {ctype, window, bs, nsplit, kmin, hb, q_rope.n_rot, .mode, in_kernel merge (a split over counters)},
+ * i = {ctype, window, bs, nsplit, kmin, hb, q_rope.n_rot, .mode, in_kernel merge (a split over counters),
+ * ring (0: the table; else a contiguous sliding-window ring of that many rows)},
  * q_ff = q_rope.ff (cu_attn_paged_args' fields: the C
  * test sees no backend header); scratch: T Hq S (D + 2) floats (hb > 0: D + 4) with S > 1; -1: a
  * deadlock in the emulation, -2: a grouped shape not built here */
 extern "C" int sb_emu_attn_paged(float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const int32_t *tbl,
                                  const long long *dims, const float *f, const int *i, const float *q_ff, float *scratch) {
     const cu_attn_paged_args a = {.D = dims[0], .Hq = dims[1], .Hkv = dims[2], .T = dims[3], .ctype = i[0], .scale = f[0],
-                                  .softcap = f[1], .window = i[1], .bs = i[2], .n_tbl = dims[4], .nsplit = i[3], .kmin = i[4], .hb = i[5],
+                                  .softcap = f[1], .window = i[1], .bs = i[2], .n_tbl = dims[4], .ring = i[9], .nsplit = i[3], .kmin = i[4], .hb = i[5],
                                   .q_rope = {.n_rot = i[6], .mode = i[7], .theta_scale = f[2], .freq_scale = f[3], .attn_factor = f[4],
                                              .ff = q_ff}};
     if (a.hb > 0) return gqa(dst, q, k, v, pos, tbl, a, scratch, i[8] != 0);

@@ -11,17 +11,17 @@
 #include "backend/cuda/device/fattn_mma.cuh"
 
 template <int D, int BK> static int mma(float *dst, const float *q, const uint16_t *k, const uint16_t *v, const int32_t *pos, int T, int Hq, int Hkv,
-                                        float scale, float softcap, int window, int S, blk_q8_1 *xq, float *part, unsigned *cnt) {
+                                        float scale, float softcap, int window, int ring, int S, blk_q8_1 *xq, float *part, unsigned *cnt) {
     const dim3 grid{(unsigned)((T + FM_BQ(D) - 1) / FM_BQ(D)), (unsigned)Hq, (unsigned)S};
     const fm_rope rp = {};
     return emu_run3(grid, FM_WARPS * 32,
-                    [&] { k_fattn_mma<D, BK>(dst, q, k, v, pos, T, Hq, Hkv, scale, softcap, window, rp, xq, part, cnt); });
+                    [&] { k_fattn_mma<D, BK>(dst, q, k, v, pos, T, Hq, Hkv, scale, softcap, window, ring, rp, xq, part, cnt); });
 }
 template <int D> static int ws(float *dst, const float *q, const uint16_t *k, const uint16_t *v, const int32_t *pos, int T, int Hq, int Hkv,
-                               float scale, float softcap, int window, int S, blk_q8_1 *xq, float *part, unsigned *cnt) {
+                               float scale, float softcap, int window, int ring, int S, blk_q8_1 *xq, float *part, unsigned *cnt) {
     const dim3 grid{(unsigned)((T + FW_BQ - 1) / FW_BQ), (unsigned)Hq, (unsigned)S};
     const fm_rope rp = {};
-    return emu_run3(grid, 2 * 32, [&] { k_fattn_ws<D, 2, 2>(dst, q, k, v, pos, T, Hq, Hkv, scale, softcap, window, rp, xq, part, cnt); });
+    return emu_run3(grid, 2 * 32, [&] { k_fattn_ws<D, 2, 2>(dst, q, k, v, pos, T, Hq, Hkv, scale, softcap, window, ring, rp, xq, part, cnt); });
 }
 
 /* queries a block of the launch (the scratch's row tiles): k_fattn_ws 16, else FM_BQ(D) */
@@ -29,22 +29,23 @@ extern "C" int sb_emu_fattn_bq(int D, int use_ws) { return use_ws ? FW_BQ : FM_B
 extern "C" int sb_emu_fattn_ps(int D) { return FM_PS(D); }
 
 /* dst [T][Hq][D] (and xq's q8_1 blocks when not NULL) for q [T][Hq][D], F16 caches k / v [C][Hkv][D],
- * pos [T]; f = {scale, softcap}; i = {D, T, Hq, Hkv, window, S, use_ws}; part / cnt: the split's
+ * pos [T]; f = {scale, softcap}; i = {D, T, Hq, Hkv, window, S, use_ws, ring (0: linear; else a
+ * sliding-window ring of that many rows)}; part / cnt: the split's
  * scratch (tiles x Hq x S x BQ x FM_PS(D) floats) and counters (tiles x Hq, zero). 0, -1 on a
  * deadlock, -2 for a head_dim the kernels do not take. */
 extern "C" int sb_emu_fattn_mma(float *dst, const float *q, const uint16_t *k, const uint16_t *v, const int32_t *pos, const float *f, const int *i,
                                 blk_q8_1 *xq, float *part, unsigned *cnt) {
-    const int D = i[0], T = i[1], Hq = i[2], Hkv = i[3], window = i[4], S = i[5], use_ws = i[6];
+    const int D = i[0], T = i[1], Hq = i[2], Hkv = i[3], window = i[4], S = i[5], use_ws = i[6], ring = i[7];
     if (use_ws) {
-        if (D == 64) return ws<64>(dst, q, k, v, pos, T, Hq, Hkv, f[0], f[1], window, S, xq, part, cnt);
-        if (D == 128) return ws<128>(dst, q, k, v, pos, T, Hq, Hkv, f[0], f[1], window, S, xq, part, cnt);
+        if (D == 64) return ws<64>(dst, q, k, v, pos, T, Hq, Hkv, f[0], f[1], window, ring, S, xq, part, cnt);
+        if (D == 128) return ws<128>(dst, q, k, v, pos, T, Hq, Hkv, f[0], f[1], window, ring, S, xq, part, cnt);
         return -2;
     }
     switch (D) {
-    case 64: return mma<64, 64>(dst, q, k, v, pos, T, Hq, Hkv, f[0], f[1], window, S, xq, part, cnt);
-    case 128: return mma<128, 64>(dst, q, k, v, pos, T, Hq, Hkv, f[0], f[1], window, S, xq, part, cnt);
-    case 256: return mma<256, 32>(dst, q, k, v, pos, T, Hq, Hkv, f[0], f[1], window, S, xq, part, cnt);
-    case 512: return mma<512, 32>(dst, q, k, v, pos, T, Hq, Hkv, f[0], f[1], window, S, xq, part, cnt);
+    case 64: return mma<64, 64>(dst, q, k, v, pos, T, Hq, Hkv, f[0], f[1], window, ring, S, xq, part, cnt);
+    case 128: return mma<128, 64>(dst, q, k, v, pos, T, Hq, Hkv, f[0], f[1], window, ring, S, xq, part, cnt);
+    case 256: return mma<256, 32>(dst, q, k, v, pos, T, Hq, Hkv, f[0], f[1], window, ring, S, xq, part, cnt);
+    case 512: return mma<512, 32>(dst, q, k, v, pos, T, Hq, Hkv, f[0], f[1], window, ring, S, xq, part, cnt);
     default: return -2;
     }
 }

@@ -71,16 +71,18 @@ extern "C" int sb_emu_gemv(int mode, int xq8k, int n, const int *types, const lo
 }
 
 /* Q8_0 weights on q8_1: segment 0 rotated (NEOX, rot of heads of D, theta_scale ts) into kc, segment
- * 1 into vdst and vc; both caches [N, C] of f16 (else f32), row crow[0], rotation at pos[0]. mode 0:
+ * 1 into vdst and vc; both caches [N, C] of f16 (else f32), row crow[0] (mod ring: a sliding-window ring
+ * of that many rows; 0 linear), rotation at pos[0]. mode 0:
  * k_gemv_reg at two rows a group (one: the V segment one row a group), 1: k_gemv_fused, one item a group */
 extern "C" int sb_emu_gemv_store(int mode, int one, long long N, long long K, const uint8_t *wk, const uint8_t *wv, const uint8_t *x, void *kc,
-                                 void *vc, int f16, float *vdst, const int32_t *crow, const int32_t *pos, int rot, int D, float ts) {
+                                 void *vc, int f16, float *vdst, const int32_t *crow, const int32_t *pos, int rot, int D, float ts,
+                                 long long ring) {
     mseg_set m = {};
     m.n = 2, m.one = one;
     const uint64_t rb = mmvq_row_bytes(CU_T_Q8_0, K);
     mseg &k = m.s[0], &v = m.s[1];
     k.w = wk, k.rb = rb, k.N = N, k.cache = kc, k.crow = crow, k.wtype = CU_T_Q8_0, k.f16 = f16, k.rot = rot, k.rmode = 2, k.D = D;
-    k.ts = ts, k.fs = 1.0f, k.af = 1.0f;
+    k.ts = ts, k.fs = 1.0f, k.af = 1.0f, k.ring = ring, v.ring = ring;
     v.dst = vdst, v.w = wv, v.rb = rb, v.N = N, v.cache = vc, v.crow = crow, v.wtype = CU_T_Q8_0, v.f16 = f16;
     const long long kitems = N / D * (rot / 2 + D - rot);
     if (mode == 1) {

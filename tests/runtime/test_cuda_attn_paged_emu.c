@@ -21,6 +21,9 @@
  * blocks), depths 1..600, splits 1..32, up to 5 sequences a step, where the last split block's merge
  * over counters must equal k_attn_paged_gqa_merge_warps bit for bit. Limit NMSE 1e-10 (f32 sums in
  * another order: the kernel's softmax is online, the splits merge).
+ * Then sliding-window ring caches read as one block (cu_attn_paged_args.ring: position j at row j
+ * mod C, no table; tests/runtime/ring_kv.h) past 3x the window, against the linear reference and bit
+ * for bit the same launch over the linear cache.
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler.
  */
 #include "ops/ops_ref.h"
@@ -28,6 +31,7 @@
 #include "quant/types.h"
 #include "test.h"
 #include "codegen/emu/emu_build.h"
+#include "ring_kv.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -67,6 +71,7 @@ typedef struct pdata {
     void *kc, *vc;
     const int32_t *pos, *tbl;
     op_rope_args rope;
+    int ring; /* > 0: no table, a contiguous sliding-window ring cache of this many rows (run_ring) */
 } pdata;
 
 static float *rnd(int64_t n) {
@@ -121,7 +126,7 @@ static float *launch_m(const pcase *c, const pdata *d, int S, bool on_load, bool
     const bool rot = on_load && ra->n_rot > 0;
     const float f[5] = {1.0f / sqrtf((float)d->D), c->softcap, rot ? powf(ra->freq_base, -2.0f / (float)ra->n_rot) : 0.0f,
                         rot ? ra->freq_scale : 0.0f, rot ? ra->attn_factor : 0.0f};
-    const int iv[9] = {c->ctype, c->window, c->bs, S, c->kmin, c->hb, rot ? ra->n_rot : 0, rot ? ra->mode : 0, in_kernel};
+    const int iv[10] = {c->ctype, c->window, c->bs, S, c->kmin, c->hb, rot ? ra->n_rot : 0, rot ? ra->mode : 0, in_kernel, d->ring};
     const float *q = rot || !d->qr ? d->q : d->qr;
     const int rc = emu_paged(got, q, d->kc, d->vc, d->pos, d->tbl, dims, f, iv, rot ? ra->ff : NULL, scratch);
     CHECKF(rc == 0, "emulation rc %d (-1 a deadlock, -3 counters left set)", rc);
@@ -260,6 +265,42 @@ static void run_contig(const pcase *c, int64_t C, int64_t T, int32_t p0, const q
     free(d.q), free(kf), free(vf), free(d.kc), free(d.vc), free(d.ref), free(scores);
 }
 
+/* a sliding-window ring cache of C rows (exec_cuda_dispatch.c's attention of head_dim > CU_ATT_MAX_D
+ * over a session's ring: bs C, ring C, the table unread): T tokens at positions p0.. with the ring
+ * holding positions up to the last (ring_kv.h: stale rows where older positions were) against
+ * op_attention over the linear cache; the same launch over the linear cache (one block of its rows)
+ * must give the same bits. c: D, Hq, Hkv, ctype, window, softcap, S, kmin, hb */
+static void run_ring(const pcase *c, int64_t C, int64_t T, int32_t p0) {
+    const int64_t D = c->D, Hq = c->Hq, Dkv = D * c->Hkv, L = p0 + T + 3, rb = Dkv * (c->ctype == SB_TYPE_F16 ? 2 : 4);
+    int32_t pos[16], zeros[16] = {0};
+    CHECKF(T <= 16 && C >= c->window + T - 1, "%lld tokens, ring %lld: bad case", (long long)T, (long long)C);
+    if (T > 16) return;
+    for (int64_t t = 0; t < T; t++) pos[t] = p0 + (int32_t)t;
+    float *kf = rnd(Dkv * L), *vf = rnd(Dkv * L), *sf = rnd(Dkv * C), *scores = malloc((size_t)L * 4);
+    void *kl = as_cache(c->ctype, kf, Dkv * L), *vl = as_cache(c->ctype, vf, Dkv * L), *st = as_cache(c->ctype, sf, Dkv * C);
+    pdata d = {.D = D, .Hq = Hq, .T = T, .n_tbl = 1, .q = rnd(D * Hq * T), .ref = malloc((size_t)(D * Hq * T) * 4),
+               .kc = ring_from_linear(kl, st, rb, C, p0 + T - 1), .vc = ring_from_linear(vl, st, rb, C, p0 + T - 1), .pos = pos, .tbl = zeros,
+               .ring = (int)C};
+    const op_attn_args oa = {.D = D, .Hq = Hq, .Hkv = c->Hkv, .ctype = c->ctype, .scale = 1.0f / sqrtf((float)D), .softcap = c->softcap,
+                             .window = c->window};
+    op_attention(d.ref, d.q, kl, vl, pos, &oa, 0, T * Hq, scores);
+    pcase cc = *c;
+    cc.bs = (int)C;
+    char label[128];
+    snprintf(label, sizeof label, "ring %s D=%lld Hq/Hkv=%lld/%lld T=%lld C=%lld p0=%d w=%d cap=%g", c->ctype == SB_TYPE_F16 ? "f16" : "f32",
+             (long long)D, (long long)Hq, (long long)c->Hkv, (long long)T, (long long)C, (int)p0, c->window, c->softcap);
+    check(label, &cc, &d);
+    float *got = launch(&cc, &d, c->S);
+    pcase cl = *c;
+    cl.bs = (int)L;
+    pdata dl = d;
+    dl.kc = kl, dl.vc = vl, dl.ring = 0;
+    float *lin = launch(&cl, &dl, c->S);
+    if (got && lin) CHECKF(!memcmp(got, lin, (size_t)(D * Hq * T) * 4), "%s S=%d: the ring's outputs differ from the linear cache's", label, c->S);
+    free(got), free(lin);
+    free(d.q), free(kf), free(vf), free(sf), free(kl), free(vl), free(st), free(d.kc), free(d.vc), free(d.ref), free(scores);
+}
+
 int main(void) {
     void *h = emu_build("tests/runtime/cuda_attn_paged_emu.cc");
     if (!h) return test_summary();
@@ -353,6 +394,15 @@ int main(void) {
             {{320, 2, 1, SB_TYPE_F32, 0, 0, 0, {0}, {0}, 1, 0, 0}, 40, 2, 38, {64, 0, 1}},
         };
         for (size_t k = 0; k < sizeof rt / sizeof rt[0]; k++) run_contig(&rt[k].c, rt[k].C, rt[k].T, rt[k].p0, &rt[k].r);
+        /* sliding-window rings read as one contiguous block: past 3x the window, rows of window + T - 1
+         * and more, unsplit and split, the per-head and the grouped kernel */
+        const struct { pcase c; int64_t C, T; int32_t p0; } rg[] = {
+            {{512, 4, 1, SB_TYPE_F16, 96, 0, 0, {0}, {0}, 1, 0, 0}, 96, 1, 3 * 96 + 40},       /* window + T - 1 rows exactly */
+            {{320, 2, 1, SB_TYPE_F32, 40, 0, 30.0f, {0}, {0}, 3, 8, 0}, 45, 6, 200},          /* a prefill chunk of 6, splits */
+            {{256, 8, 2, SB_TYPE_F16, 128, 0, 0, {0}, {0}, 8, 16, 4}, 135, 1, 1000},          /* grouped, G 4, 8 of 8 splits */
+            {{512, 8, 1, SB_TYPE_F16, 64, 0, 20.0f, {0}, {0}, 1, 0, 4}, 71, 8, 500},          /* grouped, 2 blocks of G 8, 8 tokens */
+        };
+        for (size_t k = 0; k < sizeof rg / sizeof rg[0]; k++) run_ring(&rg[k].c, rg[k].C, rg[k].T, rg[k].p0);
     }
     emu_build_done(h);
     return test_summary();

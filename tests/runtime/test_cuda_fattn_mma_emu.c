@@ -11,6 +11,10 @@
  * short, cached prefixes 0 / 300 / 700 / 4096, windows (512 at depth 4096), softcaps, key splits
  * S 2..16 over few queries on a deep prefix (splits with no keys, the last block's merge, its
  * counters back at zero), the q8_1 output (every block written, each value within half a step).
+ * Sliding-window ring caches (graph/ir.h: position p at row p mod C; tests/runtime/ring_kv.h: stale
+ * rows where older positions were) of C = window + T - 1 rows and more, past 3x the window, the wrap
+ * inside a key tile: against the linear reference, and bit for bit the same launch over the linear
+ * cache.
  * Limit NMSE 2e-6 (test_cuda_ops.c flash_limit: f16 Q and P, f32 accumulation; typical ~1e-7).
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler.
  */
@@ -20,6 +24,7 @@
 #include "quant/types.h"
 #include "test.h"
 #include "codegen/emu/emu_build.h"
+#include "ring_kv.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -35,6 +40,7 @@ static uint64_t seed = 0xFA77ull;
 typedef struct fcase {
     int D, Hq, Hkv, T, p0, window, S, ws, xq;
     float softcap;
+    int ring; /* > 0: the caches are a ring of this many rows (>= window + T - 1) */
 } fcase;
 
 static float *rnd(int64_t n) {
@@ -64,11 +70,18 @@ static void run_case(const fcase *c) {
     for (int64_t i = 0; i < np; i++) part[i] = NAN;
     if (xq) memset(xq, 0xFF, (size_t)nb * sizeof *xq);
     const float f[2] = {scale, c->softcap};
-    const int iv[7] = {c->D, c->T, c->Hq, c->Hkv, c->window, S, c->ws};
-    const int rc = emu_fattn(got, q, kc, vc, pos, f, iv, xq, part, cnt);
+    const int iv[8] = {c->D, c->T, c->Hq, c->Hkv, c->window, S, c->ws, c->ring};
+    uint16_t *kr = NULL, *vr = NULL; /* the ring: stale rows (f16 of fresh values) where older positions were */
+    if (c->ring) {
+        uint16_t *stale = malloc((size_t)(Dkv * c->ring) * 2);
+        for (int64_t i = 0; i < Dkv * c->ring; i++) stale[i] = qk_fp32_to_fp16(test_rand_normal(&seed));
+        kr = ring_from_linear(kc, stale, Dkv * 2, c->ring, c->p0 + T - 1), vr = ring_from_linear(vc, stale, Dkv * 2, c->ring, c->p0 + T - 1);
+        free(stale);
+    }
+    const int rc = emu_fattn(got, q, c->ring ? kr : kc, c->ring ? vr : vc, pos, f, iv, xq, part, cnt);
     char label[160];
-    snprintf(label, sizeof label, "%s D=%d %d/%d T=%d p0=%d w=%d cap=%g S=%d%s", c->ws ? "k_fattn_ws" : "k_fattn_mma", c->D, c->Hq, c->Hkv, c->T,
-             c->p0, c->window, c->softcap, S, c->xq ? " +q8_1" : "");
+    snprintf(label, sizeof label, "%s D=%d %d/%d T=%d p0=%d w=%d cap=%g S=%d%s ring=%d", c->ws ? "k_fattn_ws" : "k_fattn_mma", c->D, c->Hq, c->Hkv,
+             c->T, c->p0, c->window, c->softcap, S, c->xq ? " +q8_1" : "", c->ring);
     CHECKF(rc == 0, "%s: emulation rc %d", label, rc);
     if (rc == 0) {
         double num = 0, den = 0;
@@ -90,7 +103,18 @@ static void run_case(const fcase *c) {
         }
         CHECKF(bad == 0, "%s: %lld q8_1 values off", label, (long long)bad);
     }
-    free(q), free(kf), free(vf), free(ref), free(got), free(scores), free(kc), free(vc), free(pos), free(part), free(cnt), free(xq);
+    if (rc == 0 && c->ring) { /* the same launch over the linear cache: the same bits (only the rows read move) */
+        float *lin = malloc((size_t)n * 4);
+        for (int64_t i = 0; i < n; i++) lin[i] = NAN;
+        for (int64_t i = 0; i < np; i++) part[i] = NAN;
+        int iv0[8];
+        memcpy(iv0, iv, sizeof iv0);
+        iv0[7] = 0;
+        const int rc0 = emu_fattn(lin, q, kc, vc, pos, f, iv0, xq, part, cnt);
+        CHECKF(rc0 == 0 && !memcmp(lin, got, (size_t)n * 4), "%s: the ring's outputs differ from the linear cache's (rc %d)", label, rc0);
+        free(lin);
+    }
+    free(q), free(kf), free(vf), free(ref), free(got), free(scores), free(kc), free(vc), free(pos), free(part), free(cnt), free(xq), free(kr), free(vr);
 }
 
 int main(void) {
@@ -120,6 +144,14 @@ int main(void) {
         {.D = 128, .Hq = 4, .Hkv = 2, .T = 40, .p0 = 200, .softcap = 30.0f, .S = 3, .xq = 1},
         {.D = 64, .Hq = 4, .Hkv = 1, .T = 16, .p0 = 512, .S = 2, .ws = 1},
         {.D = 128, .Hq = 4, .Hkv = 2, .T = 5, .p0 = 70, .softcap = 25.0f, .ws = 1},
+        /* sliding-window rings: gemma's head_dim 256 (window + T - 1 rows exactly, and window + n_batch),
+         * the wrap inside a 32- / 64-key tile and between splits; k_fattn_ws's early loads of old keys */
+        {.D = 256, .Hq = 4, .Hkv = 1, .T = 24, .p0 = 3 * 123 + 50, .window = 100, .ring = 123},
+        {.D = 256, .Hq = 8, .Hkv = 2, .T = 9, .p0 = 1000, .window = 96, .S = 4, .softcap = 30.0f, .xq = 1, .ring = 96 + 64},
+        {.D = 512, .Hq = 2, .Hkv = 1, .T = 17, .p0 = 400, .window = 64, .ring = 80},
+        {.D = 64, .Hq = 4, .Hkv = 2, .T = 40, .p0 = 3 * 90 + 7, .window = 51, .ring = 90},
+        {.D = 128, .Hq = 4, .Hkv = 1, .T = 16, .p0 = 777, .window = 150, .S = 2, .ws = 1, .ring = 165},
+        {.D = 64, .Hq = 4, .Hkv = 2, .T = 5, .p0 = 333, .window = 80, .ws = 1, .ring = 84},
     };
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) run_case(&cs[k]);
     emu_build_done(h);

@@ -26,7 +26,7 @@ typedef int (*gemv_fn)(int, int, int, const int *, const long long *, float **, 
                        int, int);
 static gemv_fn emu_gemv;
 typedef int (*store_fn)(int, int, long long, long long, const uint8_t *, const uint8_t *, const uint8_t *, void *, void *, int, float *,
-                        const int32_t *, const int32_t *, int, int, float);
+                        const int32_t *, const int32_t *, int, int, float, long long);
 static store_fn emu_store;
 static uint64_t seed = 0x6E3E3Aull;
 
@@ -133,14 +133,15 @@ static void check_pairs(int type, int q8k, int64_t K) {
     free(xq), free(xd), free(g), free(u);
 }
 
-/* the store launch (mode, one) with cache row crow at position 3 into NaN-poisoned caches of C rows */
+/* the store launch (mode, one) with cache row crow (mod ring > 0: a ring of C rows) at position 3 into
+ * NaN-poisoned caches of C rows */
 static int store_run(int mode, int one, int f16, const mat *mk, const mat *mv, const uint8_t *xq, int32_t crow, uint8_t *kc, uint8_t *vc, float *vd,
-                     int64_t C) {
+                     int64_t C, int64_t ring) {
     const size_t eb = f16 ? 2 : 4, bytes = (size_t)(mk->N * C) * eb;
     memset(kc, 0xFF, bytes), memset(vc, 0xFF, bytes); /* NaN in either type */
     for (int64_t i = 0; i < mv->N; i++) vd[i] = NAN;
     const int32_t pos = 3;
-    return emu_store(mode, one, mk->N, mk->K, mk->w, mv->w, xq, kc, vc, f16, vd, &crow, &pos, 32, 64, powf(10000.0f, -2.0f / 32));
+    return emu_store(mode, one, mk->N, mk->K, mk->w, mv->w, xq, kc, vc, f16, vd, &crow, &pos, 32, 64, powf(10000.0f, -2.0f / 32), ring);
 }
 
 static bool row_poisoned(const uint8_t *c, int64_t r, int64_t N, size_t eb) {
@@ -156,13 +157,21 @@ static void check_store_rows(void) {
     float *xd = malloc(sizeof(float) * (size_t)K), *vd0 = malloc(sizeof(float) * (size_t)N), *vd1 = malloc(sizeof(float) * (size_t)N);
     make_act(0, K, xq, xd);
     uint8_t *kc0 = malloc((size_t)(N * C) * 4), *vc0 = malloc((size_t)(N * C) * 4), *kc1 = malloc((size_t)(N * C) * 4), *vc1 = malloc((size_t)(N * C) * 4);
+    uint8_t *kc2 = malloc((size_t)(N * C) * 4), *vc2 = malloc((size_t)(N * C) * 4);
     for (int f16 = 0; f16 < 2; f16++)
         for (int how = 0; how < 3; how++) { /* k_gemv_reg two rows a group, V one a group; k_gemv_fused */
             const int mode = how == 2, one = how == 1;
             const size_t eb = f16 ? 2 : 4, rbytes = (size_t)N * eb;
-            const int rc0 = store_run(mode, one, f16, &mk, &mv, xq, 3, kc0, vc0, vd0, C); /* row = position 3 */
-            const int rc1 = store_run(mode, one, f16, &mk, &mv, xq, (int32_t)slot, kc1, vc1, vd1, C); /* row 11, position 3 */
+            const int rc0 = store_run(mode, one, f16, &mk, &mv, xq, 3, kc0, vc0, vd0, C, 0); /* row = position 3 */
+            const int rc1 = store_run(mode, one, f16, &mk, &mv, xq, (int32_t)slot, kc1, vc1, vd1, C, 0); /* row 11, position 3 */
             CHECKF(rc0 == 0 && rc1 == 0, "store launch mode %d one %d f16 %d: emulation returned %d, %d", mode, one, f16, rc0, rc1);
+            /* a sliding-window ring of C rows: position 5 C + 3 at row 3 (rotated at 3 here: the same values) */
+            const int rc2 = store_run(mode, one, f16, &mk, &mv, xq, (int32_t)(5 * C + 3), kc2, vc2, vd1, C, C);
+            int ring_other = 0;
+            for (int64_t r = 0; r < C; r++)
+                if (r != 3) ring_other += !row_poisoned(kc2, r, N, eb) + !row_poisoned(vc2, r, N, eb);
+            CHECKF(rc2 == 0 && ring_other == 0 && !memcmp(kc2 + 3 * rbytes, kc0 + 3 * rbytes, rbytes) && !memcmp(vc2 + 3 * rbytes, vc0 + 3 * rbytes, rbytes),
+                   "mode %d one %d f16 %d: ring store (rc %d): %d other rows written, or row 3 differs", mode, one, f16, rc2, ring_other);
             int other = 0;
             for (int64_t r = 0; r < C; r++)
                 if (r != slot) other += !row_poisoned(kc1, r, N, eb) + !row_poisoned(vc1, r, N, eb);
@@ -175,7 +184,7 @@ static void check_store_rows(void) {
             if (!f16) CHECKF(!memcmp(vc1 + slot * rbytes, vd1, (size_t)N * 4), "mode %d one %d: V's cache row is not its result", mode, one);
         }
     free_mat(&mk), free_mat(&mv);
-    free(xq), free(xd), free(vd0), free(vd1), free(kc0), free(vc0), free(kc1), free(vc1);
+    free(xq), free(xd), free(vd0), free(vd1), free(kc0), free(vc0), free(kc1), free(vc1), free(kc2), free(vc2);
 }
 
 int main(void) {

@@ -15,6 +15,10 @@
  *     another order than the prefill kernel —, 1e-3 quantized).
  *  5. the prompt on an F16 KV cache, CUDA (the tensor-core flash prefill, then k_fattn.cu) vs the
  *     CPU executor on an F16 cache: NMSE <= 1e-3.
+ *  6. sliding-window models (gemma3, gemma4): CUDA sessions keeping those layers in rings of
+ *     window + 4 rows (chunks of 4) vs full caches, F32 and F16 KV, past 3x the window: prefill,
+ *     every decode step, a shallow cut, a deep cut (recomputed); fewer KV bytes; the last step
+ *     against the CPU's ring session.
  * Prints the kernels per decode step. Usage: test_cuda_models [name-substring].
  * test_cuda_models --perf MODEL [DEPTH]: the same executor as a profiler on any model — device
  * time per op family for one 512-token prefill and for decode steps at KV depth DEPTH (default
@@ -139,6 +143,73 @@ static void check_f16_kv(const rt_model *m, const ref_file *r, const char *gguf)
     free(hs);
 }
 
+/* 6. rings (swa_full 0) vs full caches (1) on CUDA, sessions of N_BATCH-token chunks, kv_type F32
+ * and F16 (the tensor-core prefill): the logits of every step within lim (the decode attention's
+ * splits follow the cache rows, so the sums' order may differ: 1e-6 for float models on F32, else
+ * the F16 / quantized bounds), then the last step against the CPU's ring session (the model's CUDA vs
+ * CPU limit on F32, f16_kv_limit on F16) */
+#define RING_BATCH 4
+static rt_session *ring_session(const rt_model *m, int64_t n_ctx, int device, int swa_full, int kv_type) {
+    rt_session *s = NULL;
+    rt_session_params p = {.n_ctx = n_ctx, .n_batch = RING_BATCH, .n_threads = 2, .device = device, .swa_full = swa_full, .kv_type = kv_type};
+    const sb_status st = rt_session_create(m, &p, &s);
+    CHECKF(st == SB_OK, "ring session (device %d, swa_full %d): %s", device, swa_full, sb_last_error());
+    return st == SB_OK ? s : NULL;
+}
+static void check_swa_rings(const rt_model *m, const char *gguf, double f32_cpu_lim) {
+    const int64_t W = m->hp.n_swa, V = m->hp.n_vocab, N = 3 * W + 20;
+    if (W <= 0) return;
+    int32_t *tok = malloc((size_t)N * sizeof *tok);
+    uint64_t seed = 0x5eed0000u + (uint64_t)W;
+    for (int64_t i = 0; i < N; i++) tok[i] = (int32_t)(test_rand_u64(&seed) % (uint64_t)V);
+    for (int kv = 0; kv < 2; kv++) {
+        const int kv_type = kv ? SB_TYPE_F16 : SB_TYPE_F32;
+        const double lim = !kv && is_float_model(gguf) ? 1e-6 : f16_kv_limit(gguf), cpu_lim = kv ? f16_kv_limit(gguf) : f32_cpu_lim;
+        rt_session *ring = ring_session(m, N + 8, 1, 0, kv_type), *full = ring_session(m, N + 8, 1, 1, kv_type);
+        rt_session *cpu = ring_session(m, N + 8, 0, 0, kv_type);
+        if (!ring || !full || !cpu) goto next;
+        CHECKF(rt_session_kv_bytes(ring) < rt_session_kv_bytes(full), "%s: CUDA ring %llu KV bytes, full %llu", gguf,
+               (unsigned long long)rt_session_kv_bytes(ring), (unsigned long long)rt_session_kv_bytes(full));
+        double worst = 0;
+        int bad = 0, steps = 0;
+        sb_status st = rt_session_eval(ring, tok, 10, false, NULL);
+        if (st == SB_OK) st = rt_session_eval(full, tok, 10, false, NULL);
+        for (int64_t i = 10; st == SB_OK && i <= N; i++) { /* i == N: the shallow cut re-decoded, then the deep cut */
+            const double e = nmse(rt_session_logits(ring), rt_session_logits(full), V);
+            worst = e > worst ? e : worst, bad += !(e <= lim), steps++;
+            if (i == N) break;
+            st = rt_session_eval(ring, &tok[i], 1, false, NULL);
+            if (st == SB_OK) st = rt_session_eval(full, &tok[i], 1, false, NULL);
+        }
+        /* a shallow cut the rings hold (the last 2 again), a deep one they do not (from 12: recomputed) */
+        if (st == SB_OK) st = rt_session_truncate(ring, N - 2) == SB_OK && rt_session_truncate(full, N - 2) == SB_OK ? SB_OK : SB_ERR_INTERNAL;
+        if (st == SB_OK) st = rt_session_eval(ring, &tok[N - 2], 2, false, NULL);
+        if (st == SB_OK) st = rt_session_eval(full, &tok[N - 2], 2, false, NULL);
+        double shallow = st == SB_OK ? nmse(rt_session_logits(ring), rt_session_logits(full), V) : 1e30;
+        if (st == SB_OK) st = rt_session_truncate(ring, 12) == SB_OK && rt_session_truncate(full, 12) == SB_OK ? SB_OK : SB_ERR_INTERNAL;
+        for (int64_t i = 12; st == SB_OK && i < N; i++) {
+            st = rt_session_eval(ring, &tok[i], 1, false, NULL);
+            if (st == SB_OK) st = rt_session_eval(full, &tok[i], 1, false, NULL);
+        }
+        const double deep = st == SB_OK ? nmse(rt_session_logits(ring), rt_session_logits(full), V) : 1e30;
+        if (st == SB_OK) st = rt_session_eval(cpu, tok, N, false, NULL);
+        const double vs_cpu = st == SB_OK ? nmse(rt_session_logits(ring), rt_session_logits(cpu), V) : 1e30;
+        CHECKF(st == SB_OK, "%s: rings on CUDA (%s KV): %s %s", gguf, kv ? "f16" : "f32", sb_status_str(st), sb_last_error());
+        const bool ok = st == SB_OK && !bad && shallow <= lim && deep <= lim && vs_cpu <= cpu_lim;
+        printf("%-28s rings (window %lld, %lld rows) vs full caches on CUDA, %s KV: worst step NMSE %.3e (%d of %d over %.0e), cuts %.3e / %.3e, "
+               "vs the CPU's rings %.3e (limit %.0e)%s\n",
+               gguf, (long long)W, (long long)(W + RING_BATCH), kv ? "f16" : "f32", worst, bad, steps, lim, shallow, deep, vs_cpu, cpu_lim,
+               ok ? "" : "  FAIL");
+        CHECKF(ok, "%s: rings on CUDA (%s KV): %d of %d steps over %.0e (worst %.3e), cuts %.3e / %.3e, vs CPU %.3e", gguf, kv ? "f16" : "f32",
+               bad, steps, lim, worst, shallow, deep, vs_cpu);
+    next:
+        rt_session_free(ring);
+        rt_session_free(full);
+        rt_session_free(cpu);
+    }
+    free(tok);
+}
+
 static void run_model(const char *dir, const char *gguf) {
     char path[2048];
     ref_file r;
@@ -252,6 +323,7 @@ static void run_model(const char *dir, const char *gguf) {
             rt_session_free(ss);
         }
         check_f16_kv(m, &r, gguf);
+        check_swa_rings(m, gguf, limit);
     }
     free(cu);
     free(cpu);

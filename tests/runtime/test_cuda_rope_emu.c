@@ -9,7 +9,7 @@
  * (512, 8 warps, freq factors with gemma4's 1e30 entries: partial rope), a 64-dim head rotated
  * on 32 dims in normal mode (one warp a head, 8 heads a block, 3 heads: a block's rows past the
  * heads), with and without the weight, and a store that rotates nothing (n_rot 0: Gemma 4's V
- * norm folded into its kv_store). What this catches: a wrong row/lane layout, a missing
+ * norm folded into its kv_store), and cache stores into sliding-window rings (row = position mod C). What this catches: a wrong row/lane layout, a missing
  * barrier between the sum and the writes, a tail dim left unnormed; not the summation order alone
  * (a double sum of a head rounds the same in any order almost always).
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler.
@@ -22,7 +22,7 @@
 #include <math.h>
 
 typedef int (*rope_norm_fn)(float *, void *, int, const float *, const int32_t *, const int32_t *, long long, long long, long long, int, int,
-                            float, float, const float *, float, const float *);
+                            float, float, const float *, float, const float *, long long);
 static rope_norm_fn emu_rope_norm;
 static uint64_t seed = 0x20BE27ull;
 
@@ -32,12 +32,13 @@ typedef struct rcase {
     bool weight, ff, cache, f16, rows;
 } rcase;
 
-static void check_case(const rcase *c) {
+/* ring > 0: the cache is a sliding-window ring of that many rows (row = position or slot mod ring) */
+static void check_case(const rcase *c, int64_t ring) {
     char label[160];
-    snprintf(label, sizeof label, "D=%lld H=%lld T=%lld n_rot=%d %s%s%s%s%s", (long long)c->D, (long long)c->H, (long long)c->T, c->n_rot,
+    snprintf(label, sizeof label, "D=%lld H=%lld T=%lld n_rot=%d %s%s%s%s%s ring %lld", (long long)c->D, (long long)c->H, (long long)c->T, c->n_rot,
              c->mode == 2 ? "neox" : "normal", c->weight ? " *w" : "", c->ff ? " ff" : "", c->cache ? (c->f16 ? " f16 cache" : " f32 cache") : "",
-             c->rows ? " at rows" : "");
-    const int64_t n = c->D * c->H * c->T, C = 1024, DH = c->D * c->H; /* C past the largest pos */
+             c->rows ? " at rows" : "", (long long)ring);
+    const int64_t n = c->D * c->H * c->T, C = ring ? ring : 1024, DH = c->D * c->H; /* C past the largest pos, or a ring it wraps */
     float *x = malloc((size_t)n * 4), *w = malloc((size_t)c->D * 4), *ff = malloc((size_t)c->n_rot / 2 * 4);
     float *y = malloc((size_t)n * 4), *want = malloc((size_t)n * 4);
     const size_t cb = (size_t)(DH * C) * (c->f16 ? 2 : 4);
@@ -53,10 +54,13 @@ static void check_case(const rcase *c) {
                        .ff = c->ff ? ff : NULL, .norm = true, .norm_eps = eps, .norm_w = c->weight ? w : NULL};
     op_rope(want, x, pos, &ra, 0, c->T);
     const int rc = emu_rope_norm(y, c->cache ? cache : NULL, c->f16, x, pos, c->rows ? rows : NULL, c->D, c->H, c->T, c->n_rot, c->mode,
-                                 powf(base, -2.0f / (float)c->n_rot), fscale, c->ff ? ff : NULL, eps, c->weight ? w : NULL);
+                                 powf(base, -2.0f / (float)c->n_rot), fscale, c->ff ? ff : NULL, eps, c->weight ? w : NULL, ring);
     CHECKF(rc == 0, "%s: emulation deadlocked", label);
     if (c->cache) {
-        for (int64_t t = 0; t < c->T; t++) op_kv_store(cwant, c->f16 ? SB_TYPE_F16 : SB_TYPE_F32, DH, want + t * DH, c->rows ? rows + t : pos + t, 1);
+        for (int64_t t = 0; t < c->T; t++) {
+            const int32_t at = (c->rows ? rows : pos)[t] % (int32_t)C;
+            op_kv_store(cwant, c->f16 ? SB_TYPE_F16 : SB_TYPE_F32, DH, want + t * DH, &at, 1);
+        }
         CHECKF(!memcmp(cache, cwant, cb), "%s: the cache differs from op_rope's rows through op_kv_store", label);
     } else {
         CHECKF(!memcmp(y, want, (size_t)n * 4), "%s: differs from op_rope with its norm", label);
@@ -81,8 +85,11 @@ int main(void) {
             {64, 3, 2, 32, 0, false, false, true, true, true},
             {256, 2, 2, 0, 0, false, false, true, true, false},     /* gemma4's V norm: a normed kv_store rotates nothing */
         };
-        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) check_case(&cases[k]);
-        printf("%d normed rope cases compared byte for byte with op_rope's norm\n", (int)(sizeof cases / sizeof cases[0]));
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) check_case(&cases[k], 0);
+        /* sliding-window rings (positions 97..679 in 37 / 50 rows): gemma4's sliding k and its V store, qwen3's k */
+        const rcase sliding_k = {256, 4, 3, 256, 2, true, false, true, true, false};
+        check_case(&sliding_k, 37), check_case(&cases[1], 50), check_case(&cases[7], 37);
+        printf("%d normed rope cases compared byte for byte with op_rope's norm\n", (int)(sizeof cases / sizeof cases[0]) + 3);
     }
     emu_build_done(h);
     return test_summary();

@@ -43,6 +43,7 @@ static void usage(FILE *f) {
             "  -r, --repetitions N     timed runs of each test (default 5)\n"
             "  -o, --output FMT        md|csv|json|jsonl|sql to stdout (default md); -oe, --output-err FMT: to stderr\n"
             "  --no-warmup             skip the untimed warm-up runs;  --progress: progress lines on stderr\n"
+            "  --swa-full              sliding-window layers keep every position (default: rings of window + batch)\n"
             "  --prefix P,N            first-token latency with a cached P-token prefix and N new tokens\n"
             "  --bw GB/s               use this read bandwidth instead of measuring it (CUDA: 4270, the H200's copy rate)\n"
             "  " ARG_DEVICE_HELP);
@@ -62,7 +63,7 @@ typedef struct bench_opts {
     int n_owned;
     list pp, tg, pg_p, pg_g, dd, threads, ngl, nb, nub;
     int64_t reps, prefix[2];
-    int have_prefix, no_warmup, progress, device, fa_given, fa_off;
+    int have_prefix, no_warmup, progress, device, fa_given, fa_off, swa_full;
     const char *kv, *kv_v; /* -ctk, -ctv: one KV type here, so they must agree */
     float bw_given;
     bench_format out, out_err;
@@ -215,6 +216,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         }
         if (!strcmp(a, "--no-warmup")) o->no_warmup = 1;
         else if (!strcmp(a, "--progress")) o->progress = 1;
+        else if (!strcmp(a, "--swa-full")) o->swa_full = 1;
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) rc = arg_i64("bench", argc, argv, &i, 1, MAX_REPS, &o->reps);
         else if (!strcmp(a, "--bw")) rc = arg_f32("bench", argc, argv, &i, 0.001f, 1e6f, &o->bw_given);
         else if ((rc = value_flag(o, a, i + 1 < argc ? argv[i + 1] : NULL)) == -1) {
@@ -431,6 +433,7 @@ static sb_status bench_session(bench_ctx *c, sb_model *m, const sb_model_info *m
     sp.n_batch = nb < nub ? nb : nub; /* the largest prefill chunk: llama.cpp's physical batch */
     sp.kv_type = strcmp(o->kv, "f16") ? SB_TYPE_F32 : SB_TYPE_F16;
     sp.device = session_device(c, ngl);
+    sp.swa_full = o->swa_full;
     sb_session *s = NULL;
     sb_status st = sb_session_create(m, &sp, &s);
     int32_t *toks = st == SB_OK ? (int32_t *)malloc((size_t)sp.n_ctx * sizeof *toks) : NULL;

@@ -54,7 +54,7 @@ static void usage(FILE *f) {
             "      --log-disable       no speed summary and no -v details on stderr\n"
             "      --check-tensors     scan every weight for NaN/Inf at load (1-D weights always are)\n"
             "      --allow-long-context  allow -c above the model's trained context length (with a warning)\n"
-            "      --swa-full          sliding-window layers keep every position (default on the CPU: a ring of\n"
+            "      --swa-full          sliding-window layers keep every position (default: a ring of\n"
             "                          window + batch positions, same output, less memory)\n"
             "      --no-mmap           read the model into memory instead of mapping it (survives the\n"
             "                          file being truncated or rewritten while running)\n"

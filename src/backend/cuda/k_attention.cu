@@ -23,6 +23,7 @@
  * (non-tensor-core) kernel: first slice, not flash attention.
  * Variant 4 (decode, T == 1, with counters): cu_attention hands over to k_attn_decode.cu (one
  * block per (kv head, split), splits active by depth); its prefill (T > 1) runs variant 2 here.
+ * A sliding-window ring cache (cu_attn_args.ring): key j at row kv_row(j, ring).
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c) and the whole-model tests.
  */
 #include "backend/cuda/cu_launch.cuh"
@@ -98,7 +99,7 @@ static __device__ __forceinline__ void attn_merge(float *dst, blk_q8_1 *xq, cons
 template <int VARIANT>
 __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos,
                                                          int D, int Hq, int Hkv, int f16, float scale, float softcap, int window,
-                                                         int nsplit, float *part, attn_rope rp, unsigned *cnt, blk_q8_1 *xq) {
+                                                         int64_t ring, int nsplit, float *part, attn_rope rp, unsigned *cnt, blk_q8_1 *xq) {
     CU_PDL_ENTRY();
     __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
     __shared__ float sm_acc[ATT_WARPS][ATT_DL * 32];
@@ -143,7 +144,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
             const bool ok = j < j1;
             float s = -INFINITY;
             if (ok) {
-                s = row_dot(sm_q, kc, f16, j * Dkv + (int64_t)kvh * D, D) * scale;
+                s = row_dot(sm_q, kc, f16, kv_row(j, ring) * Dkv + (int64_t)kvh * D, D) * scale;
                 if (softcap > 0.0f) s = tanhf(s / softcap) * softcap;
             }
             const float mn = fmaxf(m, warp_max(s)); /* finite: key jb is valid */
@@ -159,7 +160,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
 #pragma unroll
                 for (int u = 0; u < 4; u++) {
                     pj[u] = __shfl_sync(0xffffffffu, e, jj + u);
-                    const int64_t base = (jb + jj + u) * Dkv + (int64_t)kvh * D;
+                    const int64_t base = kv_row(jb + jj + u, ring) * Dkv + (int64_t)kvh * D;
 #pragma unroll
                     for (int k = 0; k < ATT_DL; k++) {
                         const int d = lane + 32 * k;
@@ -174,7 +175,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
             }
             for (; jj < nv; jj++) {
                 const float pj = __shfl_sync(0xffffffffu, e, jj);
-                const int64_t base = (jb + jj) * Dkv + (int64_t)kvh * D;
+                const int64_t base = kv_row(jb + jj, ring) * Dkv + (int64_t)kvh * D;
 #pragma unroll
                 for (int k = 0; k < ATT_DL; k++) {
                     const int d = lane + 32 * k;
@@ -185,7 +186,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) k_attn(float *dst, const float
         }
     } else
     for (int64_t j = j0 + w; j < j1; j += ATT_WARPS) {
-        const int64_t base = j * Dkv + (int64_t)kvh * D;
+        const int64_t base = kv_row(j, ring) * Dkv + (int64_t)kvh * D;
         float s = 0.0f;
 #pragma unroll
         for (int k = 0; k < ATT_DL; k++) {
@@ -282,10 +283,10 @@ extern "C" sb_status cu_attention(cu_stream s, float *dst, const float *q, const
     blk_q8_1 *xq = (blk_q8_1 *)a->xq;
     if (a->variant != 1) /* 2, and variant 4's prefill (T > 1) or its decode without counters */
         cu_launch(k_attn<2>, grid, ATT_WARPS * 32, st, dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale,
-                                                   a->softcap, a->window, a->nsplit, scratch, rp, cnt, xq);
+                                                   a->softcap, a->window, a->ring, a->nsplit, scratch, rp, cnt, xq);
     else
         cu_launch(k_attn<1>, grid, ATT_WARPS * 32, st, dst, q, k, v, pos, (int)a->D, (int)a->Hq, (int)a->Hkv, a->ctype == CU_T_F16, a->scale,
-                                                   a->softcap, a->window, a->nsplit, scratch, rp, cnt, xq);
+                                                   a->softcap, a->window, a->ring, a->nsplit, scratch, rp, cnt, xq);
     sb_status r = cu_after_launch("k_attn");
     if (r != SB_OK || a->nsplit == 1 || cnt) return r;
     cu_launch(k_attn_combine, dim3((unsigned)a->Hq, (unsigned)a->T), a->D < 32 ? 32 : ((unsigned)a->D + 31) / 32 * 32, st, dst, scratch, (int)a->D,

@@ -87,6 +87,8 @@
  * load, expf, 2 V loads, 2 FMAs; independent but the acc chain) -> barrier -> 8 x 2 shared loads
  * + adds -> store (+ q8_1: 2 shuffle reductions); vs the warp path's 64 dependent FMAs of the row
  * dot and 32 x (shuffle + FMA) of P.V in one warp.
+ * A sliding-window ring cache (cu_attn_args.ring): key j at row kv_row(j, ring) in every load; the
+ * speculative rows [0, spec) are keys 0..spec-1 only where they are read (lo == 0: p < window <= ring).
  * Requires: G <= 8, D <= 256, F32 or F16 cache, S <= 256, counters for every head block
  * (cu_attention falls back to variant 2 without them).
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c: attention, rope+attention, the
@@ -133,31 +135,34 @@ typedef struct ad_args {
     int small_off;          /* byte offset of its scratch when the keys are the speculative rows (0: read them from global memory then) */
     int small_off0;         /* byte offset of its scratch otherwise (after q) */
     int64_t Dkv;            /* cache row length (elements) */
+    int64_t ring;           /* a sliding-window ring cache of this many rows: key j at row kv_row(j, ring); 0: linear */
     float scale, softcap;
 } ad_args;
 
-/* keys j+k0 .. j+k1-1 of one kv head's rows (cache c) into shared rows k0 .. k1-1 of ks bytes */
+/* keys j+k0 .. j+k1-1 of one kv head's rows (cache c; key i at row kv_row(i, a.ring)) into shared rows
+ * k0 .. k1-1 of ks bytes */
 static __device__ __forceinline__ void ad_load_tile(unsigned char *sdst, const void *c, int64_t j, int k0, int k1, int64_t head_el, const ad_args &a) {
     const int es = a.f16 ? 2 : 4, rb = a.D * es, nk = k1 - k0;
     const int64_t stride = a.Dkv * es;
-    const unsigned char *src = (const unsigned char *)c + ((j + k0) * a.Dkv + head_el) * es;
+    const unsigned char *src = (const unsigned char *)c + head_el * es;
+    j += k0;
     sdst += k0 * a.ks;
     if (nk <= 0) return;
     if (a.vec) {
         const int cpr = rb / 16;
         for (int i = threadIdx.x; i < nk * cpr; i += AD_THREADS) {
             const int key = i / cpr, part = i - key * cpr;
-            cu_cp16(sdst + key * a.ks + part * 16, src + key * stride + part * 16);
+            cu_cp16(sdst + key * a.ks + part * 16, src + kv_row(j + key, a.ring) * stride + part * 16);
         }
     } else if (a.f16) {
         for (int i = threadIdx.x; i < nk * a.D; i += AD_THREADS) {
             const int key = i / a.D, d = i - key * a.D;
-            ((uint16_t *)(sdst + key * a.ks))[d] = ((const uint16_t *)(src + key * stride))[d];
+            ((uint16_t *)(sdst + key * a.ks))[d] = ((const uint16_t *)(src + kv_row(j + key, a.ring) * stride))[d];
         }
     } else {
         for (int i = threadIdx.x; i < nk * a.D; i += AD_THREADS) {
             const int key = i / a.D, d = i - key * a.D;
-            ((float *)(sdst + key * a.ks))[d] = ((const float *)(src + key * stride))[d];
+            ((float *)(sdst + key * a.ks))[d] = ((const float *)(src + kv_row(j + key, a.ring) * stride))[d];
         }
     }
 }
@@ -257,7 +262,11 @@ static __device__ __forceinline__ void ad_q_to_shared(float *sq, const float *qr
 // ---- the warp path (a.warp: depth n <= a.warp, one query head a block) ----
 
 static __device__ __forceinline__ void ad_prefetch_l1(const unsigned char *g) {
+#ifdef __CUDA_ARCH__ /* (a no-op in host emulation: tests/codegen/emu) */
     asm volatile("prefetch.global.L1 [%0];" ::"l"(g));
+#else
+    (void)g;
+#endif
 }
 
 /* q . row for one whole row (no parts), the row in global or shared memory (generic loads), up to
@@ -321,9 +330,10 @@ static __device__ __forceinline__ void ad_warp_head(float *dst, blk_q8_1 *xq, co
             const bool valid = lane < nk;
             float s = -INFINITY;
             if (valid) {
-                const unsigned char *kr = sk ? sk + (k0 + lane) * a.ks : kg + (lo + k0 + lane) * stride;
+                const int64_t kr_row = kv_row(lo + k0 + lane, a.ring);
+                const unsigned char *kr = sk ? sk + (k0 + lane) * a.ks : kg + kr_row * stride;
                 if (!sk)
-                    for (int o = 0; o < rb; o += 128) ad_prefetch_l1(vg + (lo + k0 + lane) * stride + o); /* lines of this key's V row */
+                    for (int o = 0; o < rb; o += 128) ad_prefetch_l1(vg + kr_row * stride + o); /* lines of this key's V row */
                 s = ad_row_dot(sq, kr, a) * a.scale;
                 if (a.softcap > 0.0f) s = tanhf(s / a.softcap) * a.softcap;
             }
@@ -336,7 +346,7 @@ static __device__ __forceinline__ void ad_warp_head(float *dst, blk_q8_1 *xq, co
 #pragma unroll 8
             for (int k = 0; k < nk; k++) {
                 const float pk = __shfl_sync(0xffffffffu, e, k);
-                const unsigned char *vr = sk ? sv + (k0 + k) * a.ks : vg + (lo + k0 + k) * stride;
+                const unsigned char *vr = sk ? sv + (k0 + k) * a.ks : vg + kv_row(lo + k0 + k, a.ring) * stride;
 #pragma unroll
                 for (int i = 0; i < AD_WDIMS; i++)
                     if (lane + 32 * i < D) acc[i] += pk * ad_row_at(vr, lane + 32 * i, a.f16);
@@ -462,7 +472,7 @@ static __device__ __forceinline__ void ad_small_head(float *dst, blk_q8_1 *xq, c
     for (int k0 = 0; k0 < n; k0 += AD_THREADS / AD_STPK) { /* block-uniform bounds (the shuffles need whole warps) */
         const int k = k0 + tid / AD_STPK;
         const bool valid = k < n; /* the same for the 4 threads of a key */
-        float s = valid ? ad_dot_part(sq, sk ? sk + k * a.ks : kg + (lo + k) * stride, part, AD_STPK, a) : 0.0f;
+        float s = valid ? ad_dot_part(sq, sk ? sk + k * a.ks : kg + kv_row(lo + k, a.ring) * stride, part, AD_STPK, a) : 0.0f;
         s += __shfl_xor_sync(0xffffffffu, s, 2);
         s += __shfl_xor_sync(0xffffffffu, s, 1); /* the same bits in the 4 threads: (s0 + s2) + (s1 + s3) */
         if (valid) {
@@ -484,7 +494,7 @@ static __device__ __forceinline__ void ad_small_head(float *dst, blk_q8_1 *xq, c
 #pragma unroll 4
     for (int k = w; k < n; k += AD_WARPS) { /* warp-uniform; no shuffles: each lane its own dims */
         const float pk = expf(ssc[k] - M);
-        const unsigned char *vr = sk ? sv + k * a.ks : vg + (lo + k) * stride;
+        const unsigned char *vr = sk ? sv + k * a.ks : vg + kv_row(lo + k, a.ring) * stride;
         l += pk;
 #pragma unroll
         for (int i = 0; i < AD_WDIMS; i++)
@@ -523,7 +533,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
         CU_PDL_LAUNCH();
     else
         CU_PDL_ENTRY();
-    extern __shared__ __align__(16) unsigned char ad_sm[];
+    CU_DYN_SMEM(ad_sm);
     __shared__ int last;
     const int L = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int D = a.D, G = a.G, Hkv = a.Hkv;
@@ -873,6 +883,7 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
     g.kmin = a->kmin > 0 ? a->kmin : CU_ATT_DEC_KMIN;
     g.ks = (rb + 15) / 16 * 16 + 16;
     g.Dkv = a->D * a->Hkv;
+    g.ring = a->ring;
     g.scale = a->scale;
     g.softcap = a->softcap;
     g.pre = cu_cfg()->attn_pre;

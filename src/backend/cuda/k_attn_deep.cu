@@ -32,6 +32,9 @@
  * k_attn_decode.cu): d512 1,195 vs 960, d4096 1,132-1,137 vs 914, d16384 951-954 vs 446. ncu at depth
  * ~3.9k (serialized, no PDL overlap): split kernel 8.1 us, merge 3.9 us. Fewest keys a split
  * (SB_TUNE=attn_deep_kmin) 32 (default) / 64 / 128: d512 1,195 / 1,174 / 1,123, d4096 1,135 / 1,136 / 1,066.
+ * A sliding-window ring cache (cu_attn_args.ring): key j at row kv_row(j, ring); this step's row p
+ * overwrites position p - ring, which lies before the window (ring >= window), so the rows read
+ * before the wait are still earlier steps' keys.
  * Requires: G <= 8, D <= 256 (gemma's 256: two key groups in P.V, at most 64 keys a split in the 96 KB)
  * with rows of whole 16-byte chunks, F32 or F16 cache, fused q RoPE any,
  * q8_1 output with D % 32 == 0; cu_attn_deep_fits says; cu_attn_decode falls back to its own
@@ -54,6 +57,7 @@
 typedef struct dp_args {
     int D, G, Hkv, window, kps, S, ks; /* ks: a row's bytes in shared memory (padded by 16) */
     int64_t Dkv;                       /* cache row length (elements) */
+    int64_t ring;                      /* a sliding-window ring cache of this many rows: key j at row kv_row(j, ring); 0: linear */
     float scale, softcap;
     const float *ff;                   /* Q's RoPE (n_rot 0: none) */
     int n_rot, mode;
@@ -84,7 +88,7 @@ template <int F16>
 __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const void *kc, const void *vc, const int32_t *pos, dp_args a,
                                                           float *part) {
     CU_PDL_LAUNCH();
-    extern __shared__ __align__(16) unsigned char dp_sm[];
+    CU_DYN_SMEM(dp_sm);
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int s = blockIdx.x, kvh = blockIdx.y, D = a.D, G = a.G, kps = a.kps;
     constexpr int es = F16 ? 2 : 4;
@@ -96,20 +100,21 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const 
     float *sq = (float *)(sv + kps * a.ks), *ss = sq + G * D, *sml = ss + G * kps, *red = sml + 2 * DP_GMAX;
     const int chunks = D * es / 16;
     const int64_t rs = a.Dkv * es; /* cache row stride in bytes */
-    const unsigned char *kg = (const unsigned char *)kc + j0 * rs + (int64_t)kvh * D * es;
-    const unsigned char *vg = (const unsigned char *)vc + j0 * rs + (int64_t)kvh * D * es;
-    for (int i = tid; i < npre * chunks; i += DP_THREADS) { /* before the wait: rows earlier steps wrote */
+    const unsigned char *kg = (const unsigned char *)kc + (int64_t)kvh * D * es;
+    const unsigned char *vg = (const unsigned char *)vc + (int64_t)kvh * D * es;
+    for (int i = tid; i < npre * chunks; i += DP_THREADS) { /* before the wait: rows earlier steps wrote (a ring's row of p is none of them) */
         const int r = i / chunks, c = i - r * chunks;
-        cu_cp16(sk + r * a.ks + 16 * c, kg + r * rs + 16 * c);
-        cu_cp16(sv + r * a.ks + 16 * c, vg + r * rs + 16 * c);
+        const int64_t o = kv_row(j0 + r, a.ring) * rs + 16 * c;
+        cu_cp16(sk + r * a.ks + 16 * c, kg + o);
+        cu_cp16(sv + r * a.ks + 16 * c, vg + o);
     }
     cu_cp_commit();
     CU_PDL_WAIT();
     for (int i = tid; i < G * D; i += DP_THREADS) sq[i] = q[(int64_t)kvh * G * D + i];
     if (npre < nk) /* row p: this step's, written by the previous kernel */
         for (int c = tid; c < chunks; c += DP_THREADS) {
-            *(uint4 *)(sk + npre * a.ks + 16 * c) = *(const uint4 *)(kg + npre * rs + 16 * c);
-            *(uint4 *)(sv + npre * a.ks + 16 * c) = *(const uint4 *)(vg + npre * rs + 16 * c);
+            *(uint4 *)(sk + npre * a.ks + 16 * c) = *(const uint4 *)(kg + kv_row(p, a.ring) * rs + 16 * c);
+            *(uint4 *)(sv + npre * a.ks + 16 * c) = *(const uint4 *)(vg + kv_row(p, a.ring) * rs + 16 * c);
         }
     if (a.n_rot > 0) { /* Q's RoPE (k_rope's math through rope_rot: bit-identical), pairs rotated in place */
         __syncthreads();
@@ -378,7 +383,7 @@ extern "C" sb_status cu_attn_deep(cu_stream s, float *dst, const float *q, const
                        (long long)a->D, (long long)a->Hkv);
     dp_args g = {};
     g.D = (int)a->D, g.G = (int)(a->Hq / a->Hkv), g.Hkv = (int)a->Hkv, g.window = a->window, g.kps = kps, g.S = S;
-    g.ks = (int)a->D * es + 16, g.Dkv = a->D * a->Hkv, g.scale = a->scale, g.softcap = a->softcap;
+    g.ks = (int)a->D * es + 16, g.Dkv = a->D * a->Hkv, g.ring = a->ring, g.scale = a->scale, g.softcap = a->softcap;
     const cu_attn_rope *qr = &a->q_rope;
     g.ff = qr->ff, g.n_rot = qr->n_rot, g.mode = qr->mode, g.ts = qr->theta_scale, g.fs = qr->freq_scale, g.af = qr->attn_factor;
     const int smem = dp_smem(kps, g.D, g.G, es);

@@ -23,6 +23,8 @@
  * 335), 633 at depth 4096 (k_attn 4,517; one group: 571) — latency-bound by the serial key tiles.
  * F16 caches with head_dim 64 or 128 on sm_80+ go to the tensor-core kernel of k_fattn_mma.cu
  * instead (cu_config.fattn_mma, default on; SB_TUNE=fattn_mma=0 keeps them here).
+ * A sliding-window ring cache (cu_attn_args.ring): key j at row kv_row(j, ring); a block's keys
+ * [kmin, kmax] span at most window + T - 1 <= ring positions, so no two share a row.
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c) and every test model.
  */
 #include "backend/cuda/cu_launch.cuh"
@@ -42,8 +44,8 @@ typedef struct fa_rope {
 
 template <int DL, int G>
 __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos, int T,
-                                                         int D, int Hq, int Hkv, int f16, float scale, float softcap, int window, fa_rope rp,
-                                                         blk_q8_1 *xq, float *part, unsigned *cnt) {
+                                                         int D, int Hq, int Hkv, int f16, float scale, float softcap, int window,
+                                                         int64_t ring, fa_rope rp, blk_q8_1 *xq, float *part, unsigned *cnt) {
     CU_PDL_ENTRY();
     constexpr int DM = 32 * DL;             /* max head dim */
     /* G key groups: group gi takes keys 32 gi .. 32 gi + 31 of each tile */
@@ -134,7 +136,7 @@ __global__ void __launch_bounds__(FA_WARPS * 32, 2) k_fattn(float *dst, const fl
             pk[e] = pv[e] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             const int j = kb + (rc[e] >> 16), c = 4 * (rc[e] & 0xFFFF);
             if (rc[e] < 0 || j > kmax) continue;
-            const int64_t o = (int64_t)j * Dkv + (int64_t)kvh * D + c;
+            const int64_t o = kv_row(j, ring) * Dkv + (int64_t)kvh * D + c;
             if (vec && !f16) {
                 pk[e] = *(const float4 *)((const float *)kc + o);
                 pv[e] = *(const float4 *)((const float *)vc + o);
@@ -362,12 +364,12 @@ extern "C" sb_status cu_attention_prefill(cu_stream s, float *dst, const float *
     const dim3 grid(cu_div_up(T, bq), (unsigned)a->Hq, (unsigned)S);
     if (a->D <= 64 && cu_cfg()->fattn_groups == 2)
         cu_launch(k_fattn<2, 2>, grid, FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq, (int)a->Hkv, f16, a->scale, a->softcap,
-                  a->window, rp, xq, scratch, counters);
+                  a->window, a->ring, rp, xq, scratch, counters);
     else if (a->D <= 64)
         cu_launch(k_fattn<2, 1>, grid, FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq, (int)a->Hkv, f16, a->scale, a->softcap,
-                  a->window, rp, xq, scratch, counters);
+                  a->window, a->ring, rp, xq, scratch, counters);
     else
         cu_launch(k_fattn<4, 1>, grid, FA_WARPS * 32, st, dst, q, k, v, pos, T, (int)a->D, (int)a->Hq, (int)a->Hkv, f16, a->scale, a->softcap,
-                  a->window, rp, xq, scratch, counters);
+                  a->window, a->ring, rp, xq, scratch, counters);
     return cu_after_launch("k_fattn");
 }

@@ -68,7 +68,10 @@
  * Head_dim 256 / 512 (and the shared tile code at 64 / 128) are unmeasured on a GPU.
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c test_flash_attention, MMA on and
  * off, head_dim 64..512), every test model; the device code under the host emulation
- * (tests/runtime/test_cuda_fattn_mma_emu: head_dim 64..512, windows, softcap, GQA, key splits, q8_1).
+ * (tests/runtime/test_cuda_fattn_mma_emu: head_dim 64..512, windows, softcap, GQA, key splits, q8_1,
+ * sliding-window ring caches). A ring (cu_attn_args.ring): key j at row kv_row(j, ring); the keys a
+ * block loads span at most window + T - 1 <= ring positions, and k_fattn_ws's early loads (keys below
+ * the run's first position) are rows this step does not write.
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/fattn_mma.cuh"
@@ -129,8 +132,8 @@ extern "C" uint64_t cu_fattn_mma_scratch(const cu_attn_args *a, int split_on) {
 }
 
 /* both kernels' launch: the shared-memory opt-in above 48 KB once per kernel (*attr), then the grid */
-typedef void (*fa_kernel)(float *, const float *, const uint16_t *, const uint16_t *, const int32_t *, int, int, int, float, float, int, fm_rope,
-                          blk_q8_1 *, float *, unsigned *);
+typedef void (*fa_kernel)(float *, const float *, const uint16_t *, const uint16_t *, const int32_t *, int, int, int, float, float, int, int64_t,
+                          fm_rope, blk_q8_1 *, float *, unsigned *);
 static sb_status fa_launch(fa_kernel kern, const char *name, int *attr, size_t smem, int threads, cudaStream_t st, float *dst, const float *q,
                            const void *k, const void *v, const int32_t *pos, const cu_attn_args *a, dim3 grid, fm_rope rp, float *scratch,
                            unsigned *counters) {
@@ -140,7 +143,7 @@ static sb_status fa_launch(fa_kernel kern, const char *name, int *attr, size_t s
         *attr = 1;
     }
     cu_launch_smem(kern, grid, threads, smem, st, dst, q, (const uint16_t *)k, (const uint16_t *)v, pos, (int)a->T, (int)a->Hq, (int)a->Hkv,
-                   a->scale, a->softcap, a->window, rp, (blk_q8_1 *)a->xq, scratch, counters);
+                   a->scale, a->softcap, a->window, a->ring, rp, (blk_q8_1 *)a->xq, scratch, counters);
     return cu_after_launch(name);
 }
 

@@ -215,7 +215,7 @@ extern "C" sb_status cu_matmul_q8_multi(cu_stream s, const cu_gemv_seg *seg, int
         total += items[k];
         m.s[k] = mseg{seg[k].dst, (const uint8_t *)seg[k].w, mmvq_row_bytes(t, K), seg[k].N, seg[k].ep, seg[k].cache, seg[k].rows ? seg[k].rows : pos, t,
                       seg[k].ctype == CU_T_F16, 0, seg[k].rot, seg[k].rmode, (int)seg[k].D,
-                      seg[k].theta_scale, seg[k].freq_scale, seg[k].attn_factor, seg[k].ff};
+                      seg[k].theta_scale, seg[k].freq_scale, seg[k].attn_factor, seg[k].ff, seg[k].ring};
     }
     if (total == 0) return SB_OK;
     const cudaStream_t st = (cudaStream_t)s;

@@ -9,7 +9,8 @@
  * Positions come from device memory (pos[t]), so a captured CUDA graph serves every step.
  * k_rope_store (a ROPE_STORE node: the planner's fuse_rope_store): the same math written into the KV cache column
  * pos[t] (F32 or F16) instead of dst — rope + kv_store of K in one kernel; a paged cache's column is
- * rows[t] (cu_rope_args.rows, the slots), the rotation still at pos[t].
+ * rows[t] (cu_rope_args.rows, the slots), the rotation still at pos[t]; a sliding-window ring's column is
+ * that mod its rows (cu_rope_args.ring, kv_row) for every cache write here.
  * Geometry: rope: grid (T, H / hpb), block (n_rot/2 threads, one pair each, <= 512; hpb heads, so a
  * block has >= 256 threads) plus the tail copy.
  * kv_store: grid (Dkv/256, T), one element a thread, written at column pos[t].
@@ -53,14 +54,14 @@ template <> __device__ __forceinline__ void cstore<float>(float *c, int64_t i, f
 template <> __device__ __forceinline__ void cstore<uint16_t>(uint16_t *c, int64_t i, float v) { c[i] = cu_f2h(v); }
 
 template <typename C>
-__global__ void k_rope_store(C *cache, const float *x, const int32_t *pos, const int32_t *rows, int64_t D, int64_t H, int n_rot, int mode,
-                             float theta_scale, float freq_scale, float attn_factor, const float *ff) {
+__global__ void k_rope_store(C *cache, const float *x, const int32_t *pos, const int32_t *rows, int64_t ring, int64_t D, int64_t H, int n_rot,
+                             int mode, float theta_scale, float freq_scale, float attn_factor, const float *ff) {
     CU_PDL_ENTRY();
     const int64_t t = blockIdx.x, h = (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
     if (h >= H) return;
     const int half = n_rot / 2;
     const float *src = x + (t * H + h) * D;
-    C *out = cache + (int64_t)rows[t] * H * D + h * D;
+    C *out = cache + kv_row(rows[t], ring) * H * D + h * D;
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
         int ia, ib;
         float ya, yb;
@@ -80,10 +81,10 @@ extern "C" sb_status cu_rope(cu_stream s, float *dst, const float *x, const int3
     if (a->cache) {
         const int32_t *rows = a->rows ? a->rows : pos;
         if (a->ctype == CU_T_F16)
-            cu_launch(k_rope_store<uint16_t>, g, b, (cudaStream_t)s, (uint16_t *)a->cache, x, pos, rows, a->D, a->H, a->n_rot, a->mode,
+            cu_launch(k_rope_store<uint16_t>, g, b, (cudaStream_t)s, (uint16_t *)a->cache, x, pos, rows, a->ring, a->D, a->H, a->n_rot, a->mode,
                       a->theta_scale, a->freq_scale, a->attn_factor, a->ff);
         else
-            cu_launch(k_rope_store<float>, g, b, (cudaStream_t)s, (float *)a->cache, x, pos, rows, a->D, a->H, a->n_rot, a->mode,
+            cu_launch(k_rope_store<float>, g, b, (cudaStream_t)s, (float *)a->cache, x, pos, rows, a->ring, a->D, a->H, a->n_rot, a->mode,
                       a->theta_scale, a->freq_scale, a->attn_factor, a->ff);
         return cu_after_launch("k_rope_store");
     }
@@ -113,21 +114,21 @@ extern "C" sb_status cu_rope_norm(cu_stream s, float *dst, const float *x, const
     return cu_after_launch("k_rope_norm");
 }
 
-__global__ void k_kv_store(void *cache, int f16, int64_t Dkv, const float *x, const int32_t *pos) {
+__global__ void k_kv_store(void *cache, int f16, int64_t Dkv, const float *x, const int32_t *pos, int64_t ring) {
     CU_PDL_ENTRY();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
     if (i >= Dkv) return;
     const float v = x[t * Dkv + i];
-    const int64_t o = (int64_t)pos[t] * Dkv + i;
+    const int64_t o = kv_row(pos[t], ring) * Dkv + i;
     if (f16)
         ((uint16_t *)cache)[o] = cu_f2h(v);
     else
         ((float *)cache)[o] = v;
 }
 
-extern "C" sb_status cu_kv_store(cu_stream s, void *cache, int ctype, int64_t Dkv, const float *x, const int32_t *pos, int64_t T) {
+extern "C" sb_status cu_kv_store(cu_stream s, void *cache, int ctype, int64_t Dkv, const float *x, const int32_t *pos, int64_t T, int64_t ring) {
     if (T <= 0) return SB_OK;
-    cu_launch(k_kv_store, dim3(cu_div_up(Dkv, 256), (unsigned)T), 256, (cudaStream_t)s, cache, ctype == CU_T_F16, Dkv, x, pos);
+    cu_launch(k_kv_store, dim3(cu_div_up(Dkv, 256), (unsigned)T), 256, (cudaStream_t)s, cache, ctype == CU_T_F16, Dkv, x, pos, ring);
     return cu_after_launch("k_kv_store");
 }
 
@@ -143,7 +144,7 @@ typedef struct rj_set {
 template <typename C>
 static __device__ __forceinline__ void rj_put(const cu_rope_job &jb, int64_t th, int64_t t, int64_t h, int64_t d, const int32_t *pos, float v) {
     const cu_rope_args &a = jb.a;
-    if (a.cache) cstore((C *)a.cache + (int64_t)(a.rows ? a.rows : pos)[t] * a.H * a.D + h * a.D, d, v);
+    if (a.cache) cstore((C *)a.cache + kv_row((a.rows ? a.rows : pos)[t], a.ring) * a.H * a.D + h * a.D, d, v);
     else jb.dst[th * a.D + d] = v;
 }
 
@@ -160,7 +161,7 @@ static __device__ __forceinline__ void rj_run(const cu_rope_job &jb, int64_t e, 
     if (jb.store) { /* cu_kv_store */
         if (e >= a.D * a.T) return;
         const int64_t t = e / a.D;
-        cstore((C *)a.cache, (int64_t)(a.rows ? a.rows : pos)[t] * a.D + e % a.D, rj_x(jb, e));
+        cstore((C *)a.cache, kv_row((a.rows ? a.rows : pos)[t], a.ring) * a.D + e % a.D, rj_x(jb, e));
         return;
     }
     const int half = a.n_rot / 2;

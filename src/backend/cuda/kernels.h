@@ -196,6 +196,7 @@ typedef struct cu_gemv_seg {
     void *cache; /* NULL or a KV cache to write too */
     int ctype;   /* its type: F32 or F16 */
     const int32_t *rows; /* the cache row written (rows[0], a paged cache's slot), or NULL: pos[0] */
+    int64_t ring;        /* the cache is a sliding-window ring of this many rows: row kv_row(rows[0], ring); 0: linear */
     /* rot > 0: RoPE the result (heads of D rows) before the cache write — K's rope + kv_store folded
      * into the launch; the same math as k_rope_store. dst is then not written. */
     int rot, rmode, D;
@@ -256,15 +257,18 @@ typedef struct cu_rope_args {
     void *cache;              /* NULL, or write the result straight into this KV cache [H*D, C] at column */
     int ctype;                /* pos[t] (F32 or F16) instead of dst: rope + kv_store in one kernel */
     const int32_t *rows;      /* with cache: column rows[t] instead (a paged cache's slots; rotation still at pos[t]), NULL: pos[t] */
+    int64_t ring;             /* with cache: a sliding-window ring of this many rows, the column taken mod ring
+                               * (device/common.cuh kv_row); 0: a linear cache */
 } cu_rope_args;
 sb_status cu_rope(cu_stream s, float *dst, const float *x, const int32_t *pos, const cu_rope_args *a);
-/* cache [Dkv,C] (F32 or F16) column pos[t] = x[:,t]. */
-sb_status cu_kv_store(cu_stream s, void *cache, int ctype, int64_t Dkv, const float *x, const int32_t *pos, int64_t T);
+/* cache [Dkv,C] (F32 or F16) column pos[t] = x[:,t]; ring > 0: a sliding-window ring of C = ring rows,
+ * column pos[t] mod ring. */
+sb_status cu_kv_store(cu_stream s, void *cache, int ctype, int64_t Dkv, const float *x, const int32_t *pos, int64_t T, int64_t ring);
 /* Up to CU_ROPE_JOBS_MAX of the two above in one launch (a prefill layer's K rope + cache write, V
  * cache write and Q rope, which the executor finds side by side): each job the very math of its
  * own cu_rope (store false: a.cache NULL writes dst, else the cache) or cu_kv_store (store true: x
  * [a.D, a.T] into a.cache of a.ctype), so the same bits. Rotations read pos; a cache write goes to
- * column a.rows[t] where a.rows is set, else pos[t]. No job may write memory another reads. */
+ * column a.rows[t] where a.rows is set, else pos[t] (mod a.ring for a ring). No job may write memory another reads. */
 #define CU_ROPE_JOBS_MAX 4
 typedef struct cu_rope_job {
     bool store;
@@ -290,6 +294,8 @@ typedef struct cu_attn_args {
     int ctype;                /* F32 | F16 */
     float scale, softcap;     /* softcap 0 = none */
     int window;               /* 0 = none */
+    int64_t ring;             /* the caches are sliding-window rings of this many rows (>= window + T - 1): key j
+                               * at row j mod ring (device/common.cuh kv_row; masks stay on positions); 0: linear */
     int nsplit;               /* KV splits (flash-decoding); 1 = none */
     int variant;              /* 1 = key per warp step, 2 (default) = 32 keys per warp step (k_attention.cu); 4 = for
                                * T == 1 one block per (kv head, split), splits active by depth (k_attn_decode.cu),
@@ -297,7 +303,8 @@ typedef struct cu_attn_args {
     int kmin;                 /* variant 4: fewest keys per split (0 = CU_ATT_DEC_KMIN) */
     int hpb;                  /* variant 4: query heads per block; 0 = auto (1 while those blocks fit one per SM, else
                                * all G = Hq/Hkv of a kv head); n > 0 forces min(n, G) at every depth */
-    int64_t ctx;              /* variant 4: rows of the k/v caches (0 = unknown: no key loads before pos is read) */
+    int64_t ctx;              /* variant 4: rows of the k/v caches (0 = unknown: no key loads before pos is read); a
+                               * ring's rows, which hold positions 0..ctx-1 until it wraps */
     int warp;                 /* variant 4: up to this depth (keys in the window) one block a query head with warps
                                * over 32-key chunks, lanes over keys, shuffles, no tiles (k_attn_decode.cu's warp
                                * path); 0 = off; only with one query head a block (hpb auto or 1) */
@@ -314,7 +321,7 @@ typedef struct cu_attn_args {
     void *xq;
 } cu_attn_args;
 /* Attention over a paged KV cache (k_attn_paged.cu): token t's logical position j lives at cache row
- * tbl[t * n_tbl + j / bs] * bs + j % bs. */
+ * tbl[t * n_tbl + j / bs] * bs + j % bs (a ring: j mod ring). */
 typedef struct cu_attn_paged_args {
     int64_t D, Hq, Hkv, T;
     int ctype;            /* F32 | F16 */
@@ -322,6 +329,8 @@ typedef struct cu_attn_paged_args {
     int window;           /* 0 = none */
     int bs;               /* rows per block */
     int64_t n_tbl;        /* table entries per token */
+    int64_t ring;         /* > 0: no table (tbl unread), a contiguous sliding-window ring cache of this many rows
+                           * (>= window + T - 1): position j at row j mod ring, as cu_attn_args.ring */
     int nsplit;           /* key splits S (flash-decoding, grid Hq x T x S); 0 or 1 = none, at most
                            * CU_ATT_PAGED_MAX_SPLITS */
     int kmin;             /* fewest keys a split (0 = CU_ATT_DEC_KMIN): na = ceil(n / max(kmin, ceil(n / S)))

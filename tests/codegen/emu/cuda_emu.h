@@ -12,6 +12,7 @@
  * Dynamic shared memory (extern __shared__) is emu_dsmem, refilled with 0xFF (f16 / f32 NaN) before
  * every block: the device code names it through a macro (backend/cuda/device/fattn_mma.cuh).
  * Non-goals: speed, atomics, PDL (CU_PDL_ENTRY is a no-op without __CUDA_ARCH__).
+ * Whole k_*.cu files (their host launchers too) run through tests/codegen/emu/cuda_runtime.h.
  */
 #ifndef SB_CUDA_EMU_H
 #define SB_CUDA_EMU_H
@@ -38,6 +39,7 @@
 
 struct dim3 {
     unsigned x, y, z;
+    dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {} /* CUDA's dim3(x [, y [, z]]) */
 };
 static dim3 threadIdx, blockIdx, blockDim, gridDim;
 
@@ -82,6 +84,7 @@ static inline float2 make_float2(float x, float y) { return float2{x, y}; }
 static inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
 static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
 static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+static inline float2 __half22float2(__half2 h) { return float2{__half2float(h.x), __half2float(h.y)}; }
 /* c + the dot of a's and b's four signed bytes */
 static inline int __dp4a(int a, int b, int c) {
     for (int k = 0; k < 4; k++) c += (int)(int8_t)(a >> (8 * k)) * (int)(int8_t)(b >> (8 * k));

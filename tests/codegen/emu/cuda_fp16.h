@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * tests/codegen/emu/cuda_fp16.h — the four fp16 conversions of cuda_fp16.h that the device headers
- * use, for the CPU emulation of generated kernels (cuda_emu.h): _Float16 rounds to nearest even,
+ * use (and __half2, a pair of them: __half22float2 is cuda_emu.h's), for the CPU emulation of generated kernels (cuda_emu.h): _Float16 rounds to nearest even,
  * as cvt.rn.f16.f32 does.
  */
 #ifndef SB_CUDA_EMU_FP16_H
@@ -18,6 +18,9 @@ static inline __half __float2half_rn(float f) {
     memcpy(&h.x, &v, 2);
     return h;
 }
+struct alignas(4) __half2 {
+    __half x, y;
+};
 static inline float __half2float(__half h) {
     _Float16 v;
     memcpy(&v, &h.x, 2);

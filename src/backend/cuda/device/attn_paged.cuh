@@ -31,6 +31,12 @@ template <bool F16> static __device__ __forceinline__ float2 pa_load(const void 
     return ((const float2 *)c)[e / 2];
 }
 
+/* the cache row of key position j of the token whose table row is row_tbl: its block's row, or (a.ring
+ * > 0: a contiguous sliding-window ring, no table) kv_row(j, a.ring) — ops_ref.h's op_attn_row */
+static __device__ __forceinline__ int64_t pa_row(const int32_t *row_tbl, int64_t j, const cu_attn_paged_args &a) {
+    return a.ring > 0 ? kv_row(j, a.ring) : (int64_t)row_tbl[j / a.bs] * a.bs + j % a.bs;
+}
+
 /* the first visible key of a token at position p (its last is p) */
 static __device__ __forceinline__ int64_t pa_lo(int64_t p, int window) { return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0; }
 
@@ -120,7 +126,7 @@ __global__ void __launch_bounds__(32 * PA_WARPS)
     const int32_t *row_tbl = tbl + t * a.n_tbl;
     float m = -INFINITY, l = 0.0f;
     for (int64_t j = j0 + w; j < j1; j += PA_WARPS) {
-        const int64_t base = ((int64_t)row_tbl[j / a.bs] * a.bs + j % a.bs) * Dkv + kvh * a.D;
+        const int64_t base = pa_row(row_tbl, j, a) * Dkv + kvh * a.D;
         float s = 0.0f;
 #pragma unroll
         for (int i = 0; i < PA_PAIRS; i++) {

@@ -249,8 +249,8 @@ __global__ void __launch_bounds__(32 * PG_WARPS, 1)
         const int64_t ja = jw + g, jb = ja + S::NG;
         const bool hasa = ja < j1, hasb = jb < j1; /* hasb: hasa too */
         const int64_t ra = hasa ? ja : jw; /* a lane past j1 reads the warp's first row and drops its scores */
-        const int64_t ba = ((int64_t)row_tbl[ra / a.bs] * a.bs + ra % a.bs) * Dkv + kvh * D;
-        const int64_t bb = hasb ? ((int64_t)row_tbl[jb / a.bs] * a.bs + jb % a.bs) * Dkv + kvh * D : ba;
+        const int64_t ba = pa_row(row_tbl, ra, a) * Dkv + kvh * D;
+        const int64_t bb = hasb ? pa_row(row_tbl, jb, a) * Dkv + kvh * D : ba;
         uint4 ka[S::NC], kb[S::NC], va[S::NC], vb[S::NC];
         pg_row<S>(k, ba, r, ka);
         pg_row<S>(k, bb, r, kb);

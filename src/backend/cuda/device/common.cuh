@@ -119,6 +119,23 @@ static __device__ __forceinline__ void q8_1_store(blk_q8_1 *b, float v, int lane
 #define CU_PDL_WAIT() ((void)0)
 #endif
 
+/* a kernel's dynamic shared memory, 16-byte aligned (the host emulation's: emu_dsmem, tests/codegen/emu) */
+#ifdef SB_CUDA_EMU_H
+#define CU_DYN_SMEM(name) unsigned char *name = emu_dsmem
+#else
+#define CU_DYN_SMEM(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
+
+// ---- KV cache rows ----
+
+/* The cache row holding position (or a paged cache's slot) j >= 0: j itself, or j mod ring in a
+ * sliding-window ring cache of `ring` rows (graph/ir.h ir_input_kv_ring; ring 0: a linear cache).
+ * Every kernel that writes a cache row or reads a key goes through it (ops_ref.h's op_attn_row on
+ * the CPU); masks and RoPE stay on the logical position j. */
+static __device__ __forceinline__ int64_t kv_row(int64_t j, int64_t ring) {
+    return ring > 0 ? (int64_t)((uint32_t)j % (uint32_t)ring) : j; /* positions and rings fit 31 bits */
+}
+
 // ---- RoPE (k_rope.cu, and Q's rotation inside k_attention.cu: one helper, so both are bit-identical) ----
 
 /* rotate pair i of a head (NORMAL: 2i, 2i+1; NEOX (mode 2): i, i + n_rot/2) at position p; products

@@ -227,18 +227,18 @@ static __device__ __forceinline__ void fm_tile(const uint16_t *sk, const uint16_
     }
 }
 
-/* K/V tile of BK keys kb.. (rows past kmax zero) into sk / sv, by NTH threads from thread index i0:
- * 2 * BK * D/8 chunks of 16 bytes */
+/* K/V tile of BK keys kb.. (rows past kmax zero; key j at cache row kv_row(j, ring)) into sk / sv, by
+ * NTH threads from thread index i0: 2 * BK * D/8 chunks of 16 bytes */
 template <int D, int BK, int NTH>
 static __device__ __forceinline__ void fm_issue_tile(uint16_t *sk, uint16_t *sv, const uint16_t *kc, const uint16_t *vc, int kb, int kmax, int64_t Dkv,
-                                                     int kvh, int i0) {
+                                                     int64_t ring, int kvh, int i0) {
     constexpr int SR = D + 8, CH = D / 8;
     for (int i = i0; i < 2 * BK * CH; i += NTH) {
         const int isv = i >= BK * CH, rem = isv ? i - BK * CH : i;
         const int r = rem / CH, ch = rem % CH, j = kb + r;
         const bool ok = j <= kmax;
         const uint16_t *src = isv ? vc : kc;
-        if (ok) src += (int64_t)j * Dkv + (int64_t)kvh * D + ch * 8;
+        if (ok) src += kv_row(j, ring) * Dkv + (int64_t)kvh * D + ch * 8;
         cu_cp16((isv ? sv : sk) + r * SR + ch * 8, src, ok);
     }
     cu_cp_commit();
@@ -365,7 +365,7 @@ static __device__ __forceinline__ void fm_finish(float *dst, blk_q8_1 *xq, float
 template <int D, int BK>
 __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     k_fattn_mma(float *dst, const float *q, const uint16_t *kc, const uint16_t *vc, const int32_t *pos, int T, int Hq, int Hkv, float scale,
-                float softcap, int window, fm_rope rp, blk_q8_1 *xq, float *part, unsigned *cnt) {
+                float softcap, int window, int64_t kv_ring, fm_rope rp, blk_q8_1 *xq, float *part, unsigned *cnt) {
     CU_PDL_ENTRY();
     constexpr int BQ = FM_BQ(D);        /* queries a block */
     constexpr int DW = FM_DW(D);        /* dims of O a warp holds */
@@ -408,7 +408,7 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
     const int S = gridDim.z, z = blockIdx.z;
     const int Se = attn_split_keys(S, z, BK, &kmin, &kmax); /* kmin > kmax: no keys here */
     if (z >= Se) return; /* the whole block */
-    if (kmin <= kmax) fm_issue_tile<D, BK, NTH>(skv, skv + TILE, kc, vc, kmin, kmax, Dkv, kvh, tid); /* overlaps Q's staging */
+    if (kmin <= kmax) fm_issue_tile<D, BK, NTH>(skv, skv + TILE, kc, vc, kmin, kmax, Dkv, kv_ring, kvh, tid); /* overlaps Q's staging */
     fm_stage_q<D, BQ, NTH>(sq, q, t0, T, Hq, h, rp, s_p);
     __syncthreads();
     const int rg = w / DS, d0 = (w % DS) * DW; /* the warp's rows 16 rg .. + 15 and O's dims d0 .. + DW - 1 */
@@ -429,7 +429,7 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
         for (int kb = kmin; kb <= kmax; kb += BK, it++) {
             const int b = it & 1;
             if (kb + BK <= kmax) { /* the next tile into the other buffer (its readers passed the last barrier) */
-                fm_issue_tile<D, BK, NTH>(skv + 2 * (b ^ 1) * TILE, skv + 2 * (b ^ 1) * TILE + TILE, kc, vc, kb + BK, kmax, Dkv, kvh, tid);
+                fm_issue_tile<D, BK, NTH>(skv + 2 * (b ^ 1) * TILE, skv + 2 * (b ^ 1) * TILE + TILE, kc, vc, kb + BK, kmax, Dkv, kv_ring, kvh, tid);
                 cu_cp_wait<1>();
             } else {
                 cu_cp_wait<0>();
@@ -484,7 +484,7 @@ __global__ void __launch_bounds__(FM_WARPS * 32, D == 64 ? 3 : 2)
 template <int D, int NW, int NB>
 __global__ void __launch_bounds__(NW * 32)
     k_fattn_ws(float *dst, const float *q, const uint16_t *kc, const uint16_t *vc, const int32_t *pos, int T, int Hq, int Hkv, float scale,
-               float softcap, int window, fm_rope rp, blk_q8_1 *xq, float *part, unsigned *cnt) {
+               float softcap, int window, int64_t kv_ring, fm_rope rp, blk_q8_1 *xq, float *part, unsigned *cnt) {
     CU_PDL_LAUNCH();
     constexpr int SR = D + 8, TILE = FM_BK * SR, SO = D + 4, NT = D / 8, KS = D / 16, NTH = NW * 32;
     FM_DYN_SMEM(fm_smem);
@@ -528,7 +528,7 @@ __global__ void __launch_bounds__(NW * 32)
     auto issue = [&](int i) {
         if (i < nwt) {
             uint16_t *sk = ring + (i % NB) * 2 * TILE;
-            fm_issue_tile<D, FM_BK, 32>(sk, sk + TILE, kc, vc, kmin + (w + i * NW) * FM_BK, kmax, Dkv, kvh, lane);
+            fm_issue_tile<D, FM_BK, 32>(sk, sk + TILE, kc, vc, kmin + (w + i * NW) * FM_BK, kmax, Dkv, kv_ring, kvh, lane);
         } else {
             cu_cp_commit();
         }

@@ -33,6 +33,7 @@ typedef struct mseg {
     int rot, rmode, D; /* RoPE before the cache write (rot > 0): items are rotation pairs, then passthrough rows */
     float ts, fs, af;
     const float *ff;
+    int64_t ring; /* with cache: a sliding-window ring of this many rows, the row written kv_row(crow[0], ring); 0: linear */
 } mseg;
 typedef struct mseg_set {
     mseg s[CU_MULTI_MAX];
@@ -127,7 +128,7 @@ static __device__ __forceinline__ void cache_put(const mseg &g, int64_t o, float
 static __device__ __forceinline__ void plain_out(const mseg &g, int64_t n, float v) {
     v = g.ep.add ? v + g.ep.add[n] : v;
     g.dst[n] = v;
-    if (g.cache) cache_put(g, (int64_t)g.crow[0] * g.N + n, v);
+    if (g.cache) cache_put(g, kv_row(g.crow[0], g.ring) * g.N + n, v);
 }
 
 /* item n of segment g: compute and write it (the whole group calls it; live = n is real) */
@@ -153,7 +154,7 @@ static __device__ __forceinline__ void mseg_item(const mseg &g, int64_t n, const
         group_dot2<XQ, WPR>(g, ra, rb2, live, x, K, red, &va, &vb);
         if (live && first) {
             va = g.ep.add ? va + g.ep.add[ra] : va;
-            const int64_t o = (int64_t)g.crow[0] * g.N;
+            const int64_t o = kv_row(g.crow[0], g.ring) * g.N;
             if (rb2 >= 0) {
                 vb = g.ep.add ? vb + g.ep.add[rb2] : vb;
                 float ya, yb;
@@ -286,14 +287,15 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
     CU_PDL_WAIT();
     const bool first = lane == 0 && wi == 0;
     float addv[RW];
-    int32_t p0 = 0, c0 = 0; /* the rotation position, the cache row */
+    int32_t p0 = 0; /* the rotation position */
+    int64_t c0 = 0; /* the cache row */
     if (first) {
 #pragma unroll
         for (int u = 0; u < RW; u++) {
             const mseg &gu = PAIR ? m.s[u & 1] : g;
             addv[u] = gu.ep.add && row[u] >= 0 ? gu.ep.add[row[u]] : 0.0f;
         }
-        if (g.cache) p0 = pos[0], c0 = g.crow[0];
+        if (g.cache) p0 = pos[0], c0 = kv_row(g.crow[0], g.ring);
     }
     float acc[RW];
 #pragma unroll
@@ -347,8 +349,8 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
         float ya, yb;
         rope_rot(g.ep.add ? acc[0] + addv[0] : acc[0], g.ep.add ? acc[RW - 1] + addv[RW - 1] : acc[RW - 1], pi, p0, g.ts, g.fs, g.af, g.ff, &ya,
                  &yb);
-        cache_put(g, (int64_t)c0 * g.N + row[0], ya);
-        cache_put(g, (int64_t)c0 * g.N + row[RW - 1], yb);
+        cache_put(g, c0 * g.N + row[0], ya);
+        cache_put(g, c0 * g.N + row[RW - 1], yb);
         return;
     }
 #pragma unroll
@@ -357,7 +359,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
         if (n < 0) continue;
         const float v = g.ep.add ? acc[u] + addv[u] : acc[u];
         if (g.rot == 0) g.dst[n] = v;
-        if (g.cache) cache_put(g, (int64_t)c0 * g.N + n, v);
+        if (g.cache) cache_put(g, c0 * g.N + n, v);
     }
 }
 

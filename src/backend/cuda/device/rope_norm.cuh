@@ -64,7 +64,7 @@ static __device__ __forceinline__ void rope_norm_put(uint16_t *o, int64_t d, flo
 
 /* this thread's share of block blockIdx of the normed rope of x [D,H,T] (a: cu_rope's args; w the
  * norm's weight or NULL): out = dst [D,H,T], or cache (C = float | uint16_t for F32 | F16) column
- * rows[t] (or pos[t] when rows is NULL) */
+ * rows[t] (or pos[t] when rows is NULL), mod a.ring in a ring cache */
 template <typename C>
 static __device__ __forceinline__ void rope_norm_block(float *dst, C *cache, const float *x, const int32_t *pos, const cu_rope_args &a,
                                                        float eps, const float *w, double *part) {
@@ -83,7 +83,7 @@ static __device__ __forceinline__ void rope_norm_block(float *dst, C *cache, con
         float ya, yb;
         rope_rot(rope_normed(src, ia, sc, w), rope_normed(src, ib, sc, w), i, p, a.theta_scale, a.freq_scale, a.attn_factor, a.ff, &ya, &yb);
         if (cache) {
-            C *o = cache + (int64_t)(a.rows ? a.rows : pos)[t] * a.H * a.D + h * a.D;
+            C *o = cache + kv_row((a.rows ? a.rows : pos)[t], a.ring) * a.H * a.D + h * a.D;
             rope_norm_put(o, ia, ya), rope_norm_put(o, ib, yb);
         } else {
             dst[(t * a.H + h) * a.D + ia] = ya, dst[(t * a.H + h) * a.D + ib] = yb;
@@ -91,7 +91,7 @@ static __device__ __forceinline__ void rope_norm_block(float *dst, C *cache, con
     }
     for (int64_t d = a.n_rot + r; d < a.D; d += nt) {
         const float v = rope_normed(src, d, sc, w);
-        if (cache) rope_norm_put(cache + (int64_t)(a.rows ? a.rows : pos)[t] * a.H * a.D + h * a.D, d, v);
+        if (cache) rope_norm_put(cache + kv_row((a.rows ? a.rows : pos)[t], a.ring) * a.H * a.D + h * a.D, d, v);
         else dst[(t * a.H + h) * a.D + d] = v;
     }
 }
