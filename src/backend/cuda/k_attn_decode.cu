@@ -145,24 +145,24 @@ static __device__ __forceinline__ void ad_load_tile(unsigned char *sdst, const v
     const int es = a.f16 ? 2 : 4, rb = a.D * es, nk = k1 - k0;
     const int64_t stride = a.Dkv * es;
     const unsigned char *src = (const unsigned char *)c + head_el * es;
-    j += k0;
     sdst += k0 * a.ks;
     if (nk <= 0) return;
+    const int64_t r0 = kv_row(j + k0, a.ring); /* key j + k0 + key at row kv_row_next(r0, key) */
     if (a.vec) {
         const int cpr = rb / 16;
         for (int i = threadIdx.x; i < nk * cpr; i += AD_THREADS) {
             const int key = i / cpr, part = i - key * cpr;
-            cu_cp16(sdst + key * a.ks + part * 16, src + kv_row(j + key, a.ring) * stride + part * 16);
+            cu_cp16(sdst + key * a.ks + part * 16, src + kv_row_next(r0, key, a.ring) * stride + part * 16);
         }
     } else if (a.f16) {
         for (int i = threadIdx.x; i < nk * a.D; i += AD_THREADS) {
             const int key = i / a.D, d = i - key * a.D;
-            ((uint16_t *)(sdst + key * a.ks))[d] = ((const uint16_t *)(src + kv_row(j + key, a.ring) * stride))[d];
+            ((uint16_t *)(sdst + key * a.ks))[d] = ((const uint16_t *)(src + kv_row_next(r0, key, a.ring) * stride))[d];
         }
     } else {
         for (int i = threadIdx.x; i < nk * a.D; i += AD_THREADS) {
             const int key = i / a.D, d = i - key * a.D;
-            ((float *)(sdst + key * a.ks))[d] = ((const float *)(src + kv_row(j + key, a.ring) * stride))[d];
+            ((float *)(sdst + key * a.ks))[d] = ((const float *)(src + kv_row_next(r0, key, a.ring) * stride))[d];
         }
     }
 }
@@ -321,6 +321,7 @@ static __device__ __forceinline__ void ad_warp_head(float *dst, blk_q8_1 *xq, co
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, D = a.D;
     const int nch = (n + 31) / 32, nw = nch < AD_WARPS ? nch : AD_WARPS; /* block-uniform */
     const int rb = D * (a.f16 ? 2 : 4);
+    const int64_t r_lo = kv_row(lo, a.ring); /* key lo + k at row kv_row_next(r_lo, k) */
     float m = -INFINITY, l = 0.0f, acc[AD_WDIMS];
 #pragma unroll
     for (int i = 0; i < AD_WDIMS; i++) acc[i] = 0.0f;
@@ -330,7 +331,7 @@ static __device__ __forceinline__ void ad_warp_head(float *dst, blk_q8_1 *xq, co
             const bool valid = lane < nk;
             float s = -INFINITY;
             if (valid) {
-                const int64_t kr_row = kv_row(lo + k0 + lane, a.ring);
+                const int64_t kr_row = kv_row_next(r_lo, k0 + lane, a.ring);
                 const unsigned char *kr = sk ? sk + (k0 + lane) * a.ks : kg + kr_row * stride;
                 if (!sk)
                     for (int o = 0; o < rb; o += 128) ad_prefetch_l1(vg + kr_row * stride + o); /* lines of this key's V row */
@@ -346,7 +347,7 @@ static __device__ __forceinline__ void ad_warp_head(float *dst, blk_q8_1 *xq, co
 #pragma unroll 8
             for (int k = 0; k < nk; k++) {
                 const float pk = __shfl_sync(0xffffffffu, e, k);
-                const unsigned char *vr = sk ? sv + (k0 + k) * a.ks : vg + kv_row(lo + k0 + k, a.ring) * stride;
+                const unsigned char *vr = sk ? sv + (k0 + k) * a.ks : vg + kv_row_next(r_lo, k0 + k, a.ring) * stride;
 #pragma unroll
                 for (int i = 0; i < AD_WDIMS; i++)
                     if (lane + 32 * i < D) acc[i] += pk * ad_row_at(vr, lane + 32 * i, a.f16);
@@ -468,11 +469,12 @@ static __device__ __forceinline__ void ad_small_head(float *dst, blk_q8_1 *xq, c
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, D = a.D;
     float *ssc = ws, *wm = ws + AD_SKMAX, *wl = wm + AD_WARPS, *wa = wl + AD_WARPS;
     const int part = tid & (AD_STPK - 1);
+    const int64_t r_lo = kv_row(lo, a.ring); /* key lo + k at row kv_row_next(r_lo, k) */
     float mx = -INFINITY;
     for (int k0 = 0; k0 < n; k0 += AD_THREADS / AD_STPK) { /* block-uniform bounds (the shuffles need whole warps) */
         const int k = k0 + tid / AD_STPK;
         const bool valid = k < n; /* the same for the 4 threads of a key */
-        float s = valid ? ad_dot_part(sq, sk ? sk + k * a.ks : kg + kv_row(lo + k, a.ring) * stride, part, AD_STPK, a) : 0.0f;
+        float s = valid ? ad_dot_part(sq, sk ? sk + k * a.ks : kg + kv_row_next(r_lo, k, a.ring) * stride, part, AD_STPK, a) : 0.0f;
         s += __shfl_xor_sync(0xffffffffu, s, 2);
         s += __shfl_xor_sync(0xffffffffu, s, 1); /* the same bits in the 4 threads: (s0 + s2) + (s1 + s3) */
         if (valid) {
@@ -494,7 +496,7 @@ static __device__ __forceinline__ void ad_small_head(float *dst, blk_q8_1 *xq, c
 #pragma unroll 4
     for (int k = w; k < n; k += AD_WARPS) { /* warp-uniform; no shuffles: each lane its own dims */
         const float pk = expf(ssc[k] - M);
-        const unsigned char *vr = sk ? sv + k * a.ks : vg + kv_row(lo + k, a.ring) * stride;
+        const unsigned char *vr = sk ? sv + k * a.ks : vg + kv_row_next(r_lo, k, a.ring) * stride;
         l += pk;
 #pragma unroll
         for (int i = 0; i < AD_WDIMS; i++)

@@ -135,6 +135,12 @@ static __device__ __forceinline__ void q8_1_store(blk_q8_1 *b, float v, int lane
 static __device__ __forceinline__ int64_t kv_row(int64_t j, int64_t ring) {
     return ring > 0 ? (int64_t)((uint32_t)j % (uint32_t)ring) : j; /* positions and rings fit 31 bits */
 }
+/* the row of position j + k from r0 = kv_row(j, ring), 0 <= k < ring (keys of one window): a compare
+ * where kv_row would divide — a loop over keys takes its first row once */
+static __device__ __forceinline__ int64_t kv_row_next(int64_t r0, int k, int64_t ring) {
+    const int64_t r = r0 + k;
+    return ring > 0 && r >= ring ? r - ring : r;
+}
 
 // ---- RoPE (k_rope.cu, and Q's rotation inside k_attention.cu: one helper, so both are bit-identical) ----
 
