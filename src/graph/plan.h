@@ -57,6 +57,7 @@ typedef struct plan_target {
     /* pass fuse_group_glu: may this gate/up group write act(gate) * up itself (NULL: never) */
     bool (*group_glu_fits)(const ir_graph *g, const ir_node *group);
     int64_t attn_rope_max_t;         /* pass fuse_attn_rope: the attention rotates q itself at most this many tokens (0: never) */
+    int64_t attn_rope_paged_max_t;   /* the same for a paged attention (a block table) where larger (0: attn_rope_max_t) */
     int32_t attn_quant_type;         /* pass fuse_attn_quant: the activation type an attention also writes its output in
                                       * (its result 1; head_dim a multiple of the block), -1 or 0 (F32): none */
     int32_t attn_fuse_max_head_dim;  /* passes fuse_attn_rope and fuse_attn_quant: only attentions of head_dim up to

@@ -40,6 +40,8 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     t->chain_quant_max_t = cc->chain_quant;
     t->add_norm_writes_sum = true;     /* cu_add_rms_norm_quant reads the sum back */
     t->attn_rope_max_t = 1;            /* decode: prefill plans keep Q's rope in their rope-jobs launch (docs/cuda.md) */
+    t->attn_rope_paged_max_t = 8;      /* the paged kernels rotate q a block at any T; up to 8 tokens (GEMVs a matrix,
+                                        * cf_mma_ok's T > 8) no rope-jobs launch would take Q's rope */
     t->attn_quant_type = SB_TYPE_Q8_1; /* cu_attn_args.xq: the O projection's q8_1 blocks beside the f32 output */
     /* cu_attention's; wider heads go to the paged kernel, which does neither (their prefill maybe to
      * the tensor-core kernel: unfused too) */
@@ -127,12 +129,10 @@ sb_status exec_cuda_check(const plan *p) {
             if (ir_attn_quant_type(n) >= 0 && (ir_attn_quant_type(n) != SB_TYPE_Q8_1 || ir_attn_of(n).head_dim % 32))
                 return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention %%%d writing %s (q8_1 only, head_dim a multiple of 32)", (int)i,
                                ir_dtype_name(ir_attn_quant_type(n)));
-            if (ir_attn_block_size(n)) { /* paged: k_attn_paged.cu (Q's RoPE on load too) */
+            if (ir_attn_block_size(n)) { /* paged: k_attn_paged.cu (Q's RoPE on load and the q8_1 output too) */
                 if (ir_attn_of(n).head_dim % 2 || ir_attn_of(n).head_dim > 512 || ir_attn_of(n).head_dim < 2)
                     return sb_fail(SB_ERR_UNSUPPORTED, "cuda: paged attention %%%d with head_dim %d (even, 2..512)", (int)i,
                                    ir_attn_of(n).head_dim);
-                if (ir_attn_quant_type(n) >= 0) /* pass fuse_attn_quant leaves paged attentions alone */
-                    return sb_fail(SB_ERR_INTERNAL, "cuda: paged attention %%%d writes a quantized output (the paged kernels do not)", (int)i);
                 break;
             }
             { /* contiguous: cu_attention up to CU_ATT_MAX_D; wider heads k_attn_paged.cu over the cache as one

@@ -400,6 +400,7 @@ sb_status cx_run_node(crun *r, int32_t i) {
             const bool paged = ir_attn_block_size(n) > 0;
             cu_attn_paged_args pa = cx_attn_paged_args(r->cx, r->p, n);
             pa.q_rope = attn_q_rope(r, n);
+            if (ir_attn_quant_type(n) >= 0) pa.xq = dptr(r, ir_result_of(g, i, 1)); /* the q8_1 output too (pass fuse_attn_quant) */
             const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_attention_paged_scratch(&pa);
             if (need > cap) /* cx_plan_get sized the scratch region for it */
                 return sb_fail(SB_ERR_INTERNAL, "cuda: paged attention of %d splits needs %llu floats of scratch, %llu planned", pa.nsplit,

@@ -437,27 +437,40 @@ static void case_fuse_matmul_add(void) {
 }
 
 /* a paged decode (T = 1): Q's rope (with freq factors) into the paged attention, whose block table
- * stays src[4] and freq factors go to src[5]; the text form shows both; 2 tokens keep the rope;
- * the shape rule refuses a sixth source on a contiguous attention */
+ * stays src[4] and freq factors go to src[5]; the text form shows both; 2 tokens keep the rope
+ * unless attn_rope_paged_max_t takes them (3 then keep it); the shape rule refuses a sixth source
+ * on a contiguous attention. The paged attention writes its output's q8_1 too (fuse_attn_quant). */
 static void case_fuse_attn_rope_paged(void) {
     plan_target t;
     test_target(&t);
     t.attn_rope_max_t = 1;
+    t.attn_quant_type = SB_TYPE_Q8_1;
     pass_ctx cx = {.target = &t};
-    for (int64_t T = 1; T <= 2; T++) {
+    static const struct { int64_t T, paged_max_t; bool want; } cs[] = {{1, 0, true}, {2, 0, false}, {2, 2, true}, {3, 2, false}};
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        const int64_t nt = cs[k].T;
+        const bool want = cs[k].want;
+        t.attn_rope_paged_max_t = cs[k].paged_max_t;
         ir_graph *g = new_graph();
-        ir_ref q = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){64, 4, T, 1});
+        ir_ref q = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){64, 4, nt, 1});
         ir_ref kc = ir_input_kv(g, "k", SB_TYPE_F16, (int64_t[4]){128, 64, 1, 1}), vc = ir_input_kv(g, "v", SB_TYPE_F16, (int64_t[4]){128, 64, 1, 1});
-        ir_ref pos = ir_input_pos(g, T), tbl = ir_input_block_table(g, 4, T), ff = W(g, "ff", SB_TYPE_F32, 32, 1);
+        ir_ref pos = ir_input_pos(g, nt), tbl = ir_input_block_table(g, 4, nt), ff = W(g, "ff", SB_TYPE_F32, 32, 1);
         const ir_rope_params rp = {.n_rot = 64, .mode = IR_ROPE_NEOX, .freq_base = 1e6f, .freq_scale = 1.0f};
         const ir_attn_params ap = {.n_head_kv = 2, .head_dim = 64, .scale = 0.125f};
-        ir_output(g, ir_attention_paged(g, ir_rope(g, q, pos, ff, &rp), kc, vc, pos, tbl, 16, &ap), "y");
+        const ir_ref att = ir_attention_paged(g, ir_rope(g, q, pos, ff, &rp), kc, vc, pos, tbl, 16, &ap);
+        ir_output(g, att, "y");
+        ir_node qn = ir_proto(IR_OP_QUANTIZE); /* the O projection's activation (read by nothing here) */
+        qn.src[0] = att, qn.dtype = SB_TYPE_Q8_1;
+        ir_append(g, &qn);
         CHECK(ir_graph_status(g) == SB_OK && ir_verify(g) == SB_OK);
+        CHECK(pass_fuse_attn_quant(g, &cx) == SB_OK && ir_verify(g) == SB_OK); /* first: the rope pass's compaction drops the dead quantize */
         CHECK(pass_fuse_attn_rope(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
-        int ropes = 0, fused = 0;
+        int ropes = 0, fused = 0, quants = 0, results = 0;
         for (int32_t i = 0; i < g->n_nodes; i++) {
             const ir_node *n = &g->nodes[i];
             ropes += n->op == IR_OP_ROPE;
+            quants += n->op == IR_OP_QUANTIZE;
+            results += n->op == IR_OP_ATTENTION && ir_attn_quant_type(n) == SB_TYPE_Q8_1; /* its result 1 read by nothing here: compacted away */
             if (n->op != IR_OP_ATTENTION || !ir_attn_q_rope(n).n_rot) continue;
             fused++;
             CHECK(ir_attn_block_size(n) == 16 && g->nodes[n->src[4]].op == IR_OP_BLOCK_TABLE && ir_attn_q_rope_ff(n) == n->src[5] &&
@@ -469,8 +482,10 @@ static void case_fuse_attn_rope_paged(void) {
             bad.ip[3] = 0;
             CHECK(ir_infer_shape(g, &bad) != SB_OK && strstr(sb_last_error(), "6 sources"));
         }
-        CHECK_EQ_INT(fused, T == 1);
-        CHECK_EQ_INT(ropes, T == 1 ? 0 : 1);
+        CHECKF(fused == want && ropes == !want, "T=%lld (paged bound %lld): %d attentions rotate q, %d ropes left", (long long)nt,
+               (long long)t.attn_rope_paged_max_t, fused, ropes);
+        CHECK_EQ_INT(quants, 0);
+        CHECK_EQ_INT(results, 1);
         ir_graph_free(g);
     }
 }

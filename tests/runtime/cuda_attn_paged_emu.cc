@@ -7,9 +7,11 @@
  * split kernel over (query head, token, split) into scratch, then k_attn_paged_merge over (query
  * head, token), or (in_kernel) its last block a (head, token) merging over counters; with hb > 0 the
  * grouped kernels (device/attn_paged_gqa.cuh) as launch_gqa sizes them (F16 head_dim 64 / 128 / 256 /
- * 512, F32 64 / 128; every instance cap HBC a hb can take).
+ * 512, F32 64 / 128; every instance cap HBC a hb can take), writing the q8_1 output too where asked;
+ * and the plain q8_1 quantizer (device/act_quant.cuh) that output is compared with.
  */
 #include "backend/cuda/device/attn_paged_gqa.cuh"
+#include "backend/cuda/device/act_quant.cuh"
 
 /* the grouped kernel's instance HBC (a.hb <= HBC heads a block): grid (Hq / hb, T, S); S > 1 then
  * merged by the last split block over counters (in_kernel, D <= 128: which must leave them zeroed,
@@ -84,16 +86,25 @@ template <bool F16> static int run(float *dst, const float *q, const void *k, co
 /* dims = {D, Hq, Hkv, T, n_tbl}, f = {scale, softcap, q_rope.theta_scale, .freq_scale, .attn_factor},
  * i = {ctype, window, bs, nsplit, kmin, hb, q_rope.n_rot, .mode, in_kernel merge (a split over counters),
  * ring (0: the table; else a contiguous sliding-window ring of that many rows)},
- * q_ff = q_rope.ff (cu_attn_paged_args' fields: the C
+ * q_ff = q_rope.ff, xq = the q8_1 output (NULL: none; cu_attn_paged_args' fields: the C
  * test sees no backend header); scratch: T Hq S (D + 2) floats (hb > 0: D + 4) with S > 1; -1: a
  * deadlock in the emulation, -2: a grouped shape not built here */
 extern "C" int sb_emu_attn_paged(float *dst, const float *q, const void *k, const void *v, const int32_t *pos, const int32_t *tbl,
-                                 const long long *dims, const float *f, const int *i, const float *q_ff, float *scratch) {
+                                 const long long *dims, const float *f, const int *i, const float *q_ff, float *scratch, void *xq) {
     const cu_attn_paged_args a = {.D = dims[0], .Hq = dims[1], .Hkv = dims[2], .T = dims[3], .ctype = i[0], .scale = f[0],
                                   .softcap = f[1], .window = i[1], .bs = i[2], .n_tbl = dims[4], .ring = i[9], .nsplit = i[3], .kmin = i[4], .hb = i[5],
                                   .q_rope = {.n_rot = i[6], .mode = i[7], .theta_scale = f[2], .freq_scale = f[3], .attn_factor = f[4],
-                                             .ff = q_ff}};
+                                             .ff = q_ff}, .xq = xq};
     if (a.hb > 0) return gqa(dst, q, k, v, pos, tbl, a, scratch, i[8] != 0);
     if (a.ctype == CU_T_F16) return run<true>(dst, q, k, v, pos, tbl, a, scratch, i[8] != 0);
     return run<false>(dst, q, k, v, pos, tbl, a, scratch, i[8] != 0);
+}
+
+/* rows of E values (E % 32 == 0) to q8_1 blocks as cu_quantize_act does it (k_quant_rows<Q8_1, AQ_PLAIN>:
+ * 1024 threads a row, quant_row): what a fused q8_1 output must equal byte for byte */
+extern "C" int sb_emu_quant_q8_1(uint8_t *xq, const float *y, long long E, long long rows) {
+    return emu_run((unsigned)rows, 1024, [&] {
+        const int64_t r = blockIdx.x;
+        quant_row<CU_T_Q8_1, 1024>(xq + act_row_bytes(CU_T_Q8_1, E) * (uint64_t)r, E, src_plain{y + r * E});
+    });
 }

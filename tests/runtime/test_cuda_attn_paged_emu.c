@@ -20,7 +20,10 @@
  * and F32 at head_dim 64 / 128 with G 1 / 2 / 3 / 5 / 6 / 7 / 8 (hb = G, or hb | G in several
  * blocks), depths 1..600, splits 1..32, up to 5 sequences a step, where the last split block's merge
  * over counters must equal k_attn_paged_gqa_merge_warps bit for bit. Limit NMSE 1e-10 (f32 sums in
- * another order: the kernel's softmax is online, the splits merge).
+ * another order: the kernel's softmax is online, the splits merge). At head_dim % 32 == 0 every
+ * main launch also writes the q8_1 output (pass fuse_attn_quant, into 0xA5-poisoned bytes), which
+ * must be the plain quantizer's bytes over the launch's f32 output (and the in-kernel merge's the
+ * merge kernel's).
  * Then sliding-window ring caches read as one block (cu_attn_paged_args.ring: position j at row j
  * mod C, no table; tests/runtime/ring_kv.h) past 3x the window, against the linear reference and bit
  * for bit the same launch over the linear cache.
@@ -38,8 +41,10 @@
 #include <string.h>
 
 typedef int (*paged_fn)(float *, const float *, const void *, const void *, const int32_t *, const int32_t *, const long long *, const float *,
-                        const int *, const float *, float *);
+                        const int *, const float *, float *, void *);
+typedef int (*quant_fn)(uint8_t *, const float *, long long, long long);
 static paged_fn emu_paged;
+static quant_fn emu_quant;
 static uint64_t seed = 0xA77E2ull;
 
 #define KMIN_DEFAULT 64 /* kernels.h's CU_ATT_DEC_KMIN: the kernel's fewest keys a split for kmin 0 */
@@ -115,8 +120,9 @@ static int active(int64_t p, int window, int S, int kmin) {
 
 /* the emulated launch of c over d into a fresh NaN-poisoned output (split scratch NaN-poisoned too:
  * a partial read but never written shows); NULL after a deadlock. on_load: the kernel rotates d->q
- * (d->rope); else it reads d->qr (rotated beforehand; d->q where there is no rope) */
-static float *launch_m(const pcase *c, const pdata *d, int S, bool on_load, bool in_kernel) {
+ * (d->rope); else it reads d->qr (rotated beforehand; d->q where there is no rope). xq: the q8_1
+ * output too (NULL: none) */
+static float *launch_x(const pcase *c, const pdata *d, int S, bool on_load, bool in_kernel, uint8_t *xq) {
     const int64_t n = d->D * d->Hq * d->T, ns = S > 1 ? d->T * d->Hq * S * (d->D + (c->hb > 0 ? 4 : 2)) : 0;
     float *got = malloc((size_t)n * 4), *scratch = ns ? malloc((size_t)ns * 4) : NULL;
     for (int64_t i = 0; i < n; i++) got[i] = NAN;
@@ -128,12 +134,13 @@ static float *launch_m(const pcase *c, const pdata *d, int S, bool on_load, bool
                         rot ? ra->freq_scale : 0.0f, rot ? ra->attn_factor : 0.0f};
     const int iv[10] = {c->ctype, c->window, c->bs, S, c->kmin, c->hb, rot ? ra->n_rot : 0, rot ? ra->mode : 0, in_kernel, d->ring};
     const float *q = rot || !d->qr ? d->q : d->qr;
-    const int rc = emu_paged(got, q, d->kc, d->vc, d->pos, d->tbl, dims, f, iv, rot ? ra->ff : NULL, scratch);
+    const int rc = emu_paged(got, q, d->kc, d->vc, d->pos, d->tbl, dims, f, iv, rot ? ra->ff : NULL, scratch, xq);
     CHECKF(rc == 0, "emulation rc %d (-1 a deadlock, -3 counters left set)", rc);
     free(scratch);
     if (rc) free(got);
     return rc ? NULL : got;
 }
+static float *launch_m(const pcase *c, const pdata *d, int S, bool on_load, bool in_kernel) { return launch_x(c, d, S, on_load, in_kernel, NULL); }
 static float *launch_q(const pcase *c, const pdata *d, int S, bool on_load) { return launch_m(c, d, S, on_load, false); }
 static float *launch(const pcase *c, const pdata *d, int S) { return launch_q(c, d, S, true); }
 
@@ -151,12 +158,38 @@ static void check_rope_bits(const char *label, const pcase *c, const pdata *d, c
     free(pre);
 }
 
+/* q8_1 bytes of n values (a fresh buffer poisoned with 0xA5: a block never written shows) */
+static uint8_t *poisoned_q8(int64_t n) {
+    uint8_t *x = malloc((size_t)(n / 32 * 36));
+    memset(x, 0xA5, (size_t)(n / 32 * 36));
+    return x;
+}
+
+/* the kernel's q8_1 output xq against the plain quantizer (k_quant_rows' code under the same
+ * emulation) over its f32 output got: byte for byte (pass fuse_attn_quant's promise) */
+static void check_xq(const char *label, const pcase *c, const pdata *d, const float *got, const uint8_t *xq) {
+    const int64_t row = d->D * d->Hq, bytes = row * d->T / 32 * 36;
+    uint8_t *want = poisoned_q8(row * d->T);
+    const int rc = emu_quant(want, got, row, d->T);
+    CHECKF(rc == 0, "quantizer emulation rc %d", rc);
+    int64_t diff = 0;
+    for (int64_t i = 0; i < bytes; i++) diff += want[i] != xq[i];
+    printf("%s S=%d: q8_1 output, %lld of %lld bytes differ from the quantizer's\n", label, c->S, (long long)diff, (long long)bytes);
+    CHECKF(rc == 0 && diff == 0, "%s S=%d: the q8_1 output differs from quantizing the f32 output in %lld bytes", label, c->S, (long long)diff);
+    free(want);
+}
+
 /* c's launch against the reference; with S > 1 also unsplit, and every token with one active split
- * bit-identical to it */
+ * bit-identical to it; at head_dim % 32 == 0 the launches also write the q8_1 output (check_xq) */
 static void check(const char *label, const pcase *c, const pdata *d) {
     const int64_t n = d->D * d->Hq * d->T, row = d->D * d->Hq;
-    float *got = launch(c, d, c->S);
-    if (!got) return;
+    uint8_t *xq = d->D % 32 == 0 ? poisoned_q8(n) : NULL;
+    float *got = launch_x(c, d, c->S, true, false, xq);
+    if (!got) {
+        free(xq);
+        return;
+    }
+    if (xq) check_xq(label, c, d, got, xq);
     int64_t nan = 0;
     const double e = nmse(got, d->ref, n, &nan);
     char na[64] = "";
@@ -173,10 +206,14 @@ static void check(const char *label, const pcase *c, const pdata *d) {
     free(one);
     /* the split merged by its last block (one launch, counters) is the merge kernel's, bit for bit
      * (the per-head kernel; the grouped one at head_dim <= 128) */
-    float *ink = c->S > 1 && (c->hb == 0 || c->D <= 128) ? launch_m(c, d, c->S, true, true) : NULL;
+    uint8_t *xq_ink = xq ? poisoned_q8(n) : NULL;
+    float *ink = c->S > 1 && (c->hb == 0 || c->D <= 128) ? launch_x(c, d, c->S, true, true, xq_ink) : NULL;
     if (ink) CHECKF(!memcmp(got, ink, (size_t)n * 4), "%s S=%d: the in-kernel merge differs from k_attn_paged_merge", label, c->S);
+    if (ink && xq)
+        CHECKF(!memcmp(xq, xq_ink, (size_t)(n / 32 * 36)), "%s S=%d: the in-kernel merge's q8_1 output differs from the merge kernel's", label, c->S);
     free(ink);
     free(got);
+    free(xq), free(xq_ink);
 }
 
 /* c's Q rope (if any) into d: normal mode base 1e4 and freq scale 0.5, neox base 1e6; with freq
@@ -305,8 +342,9 @@ int main(void) {
     void *h = emu_build("tests/runtime/cuda_attn_paged_emu.cc");
     if (!h) return test_summary();
     *(void **)&emu_paged = dlsym(h, "sb_emu_attn_paged");
-    CHECKF(emu_paged != NULL, "dlsym: %s", dlerror());
-    if (emu_paged) {
+    *(void **)&emu_quant = dlsym(h, "sb_emu_quant_q8_1");
+    CHECKF(emu_paged != NULL && emu_quant != NULL, "dlsym: %s", dlerror());
+    if (emu_paged && emu_quant) {
         const pcase cs[] = {
             /* unsplit */
             {64, 4, 2, SB_TYPE_F16, 0, 16, 0, {37, 0, 90}, {1, 5, 1}, 1, 0, 0},     /* decode + a prefill chunk */

@@ -195,7 +195,9 @@ static void test_tune(void) {
  * tokens, planned as on an H200: it passes exec_cuda_check, and of the executor's fusions none
  * writes a cache through a RoPE or a GEMV at the rope's positions when the store's rows are the
  * slots; each paged attention takes Q's rope (at its logical positions, no ROPE node left before
- * it) exactly where the target asks (T <= attn_rope_max_t), and none writes its output quantized. */
+ * it) exactly where the target asks (T <= attn_rope_paged_max_t), and no q8_1 quantize of an
+ * attention of head_dim % 32 == 0 is left (pass fuse_attn_quant; this model's O projection reads
+ * q8_K: test_paged_launches has the q8_1 case). */
 static void test_paged_plan(int64_t T) {
     rt_model *m;
     if (rt_model_load(test_data_path("models/test-qwen2-q4_k_m.gguf"), NULL, &m) != SB_OK) {
@@ -215,30 +217,34 @@ static void test_paged_plan(int64_t T) {
     if (p) CHECKF(exec_cuda_check(p) == SB_OK, "paged plan T=%lld: %s", (long long)T, sb_last_error());
     if (p && cuda_fusions_plan(p, &f, &cu_config_default) == SB_OK) {
         const ir_graph *pg = p->g;
-        int32_t n_attn = 0, n_fused = 0, n_rope = 0;
+        int32_t n_attn = 0, n_fused = 0, n_rope = 0, n_quant = 0;
         for (int32_t i = 0; i < pg->n_nodes; i++) {
             const ir_node *n = &pg->nodes[i];
             n_fused += f.skip[i] + planner_fused(n);
             if (n->op == IR_OP_ATTENTION) {
-                const bool want_rope = T <= t.attn_rope_max_t;
+                const bool want_rope = T <= (t.attn_rope_paged_max_t > t.attn_rope_max_t ? t.attn_rope_paged_max_t : t.attn_rope_max_t);
                 n_attn++;
                 n_rope += ir_attn_q_rope(n).n_rot > 0;
-                CHECKF(ir_attn_block_size(n) > 0 && (ir_attn_q_rope(n).n_rot > 0) == want_rope && ir_attn_quant_type(n) < 0,
-                       "T=%lld: attention %%%d: paged %d, q rope %d (wanted %d), quantized output %d", (long long)T, (int)i,
-                       (int)ir_attn_block_size(n), (int)ir_attn_q_rope(n).n_rot, (int)want_rope, (int)ir_attn_quant_type(n));
+                n_quant += ir_attn_quant_type(n) == SB_TYPE_Q8_1 && ir_result_of(pg, i, 1) != IR_NONE;
+                CHECKF(ir_attn_block_size(n) > 0 && (ir_attn_q_rope(n).n_rot > 0) == want_rope,
+                       "T=%lld: attention %%%d: paged %d, q rope %d (wanted %d)", (long long)T, (int)i,
+                       (int)ir_attn_block_size(n), (int)ir_attn_q_rope(n).n_rot, (int)want_rope);
                 CHECKF(pg->nodes[n->src[3]].op == IR_OP_POS && pg->nodes[n->src[4]].op == IR_OP_BLOCK_TABLE &&
                        (pg->nodes[n->src[0]].op == IR_OP_ROPE) == !want_rope,
                        "T=%lld: attention %%%d reads q from %s, positions from %s, its table from %s", (long long)T, (int)i,
                        ir_ops[pg->nodes[n->src[0]].op].name, ir_ops[pg->nodes[n->src[3]].op].name, ir_ops[pg->nodes[n->src[4]].op].name);
             }
+            CHECKF(!(n->op == IR_OP_QUANTIZE && n->dtype == SB_TYPE_Q8_1 && pg->nodes[n->src[0]].op == IR_OP_ATTENTION &&
+                     ir_attn_of(&pg->nodes[n->src[0]]).head_dim % 32 == 0),
+                   "T=%lld: q8_1 quantize %%%d of a paged attention's output in a launch of its own (pass fuse_attn_quant)", (long long)T, (int)i);
             const int32_t store = n->op == IR_OP_ROPE_STORE ? i : n->op == IR_OP_MATMUL ? f.vstore[i] : -1;
             if (store >= 0)
                 CHECKF(pg->nodes[pg->nodes[store].src[2]].op == IR_OP_POS, "T=%lld: node %%%d writes kv_store %%%d at its positions, "
                        "but the store's rows are %s", (long long)T, (int)i, (int)store, ir_ops[pg->nodes[pg->nodes[store].src[2]].op].name);
         }
         CHECK_EQ_INT(n_attn, m->hp.n_layer);
-        printf("qwen2 test model, paged, T=%lld: %d nodes fused away (%d paged attentions rotate q)\n", (long long)T, (int)n_fused,
-               (int)n_rope);
+        printf("qwen2 test model, paged, T=%lld: %d nodes fused away (%d paged attentions rotate q, %d write q8_1 too)\n", (long long)T,
+               (int)n_fused, (int)n_rope, (int)n_quant);
         CHECK(n_fused > 0); /* the other fusions still apply (GEMV epilogues, groups) */
     }
     cuda_fusions_free(&f);
@@ -356,6 +362,50 @@ static void test_norm_rope_launches(void) {
     exec_cuda_assume_device(0, 0);
 }
 
+/* launches of NL Qwen2.5-0.5B layers at T tokens (bs > 0: the paged form) as on an H200: compute
+ * nodes no other launch performs; -1 where planning fails. *quant: attentions writing q8_1 */
+static int32_t qwen_launches(int NL, int64_t T, int32_t bs, int32_t *quant) {
+    exec_cuda_assume_device(9, 132);
+    ir_graph *g = qwen_layers_bs(NL, T, 1024, bs);
+    plan_target t;
+    gpu_target(NULL, &t);
+    plan *p = NULL;
+    int32_t n = -1;
+    *quant = 0;
+    cuda_fusions f = {0};
+    if (plan_build(g, &t, NULL, &p) == SB_OK && exec_cuda_check(p) == SB_OK && cuda_fusions_plan(p, &f, &cu_config_default) == SB_OK) {
+        n = 0;
+        for (int32_t i = 0; i < p->g->n_nodes; i++) {
+            const ir_node *x = &p->g->nodes[i];
+            const bool compute = !(ir_ops[x->op].flags & OPF_INPUT) && x->op != IR_OP_RESHAPE && x->op != IR_OP_OUTPUT && x->op != IR_OP_RESULT;
+            n += compute && !f.skip[i];
+            *quant += x->op == IR_OP_ATTENTION && ir_attn_quant_type(x) == SB_TYPE_Q8_1;
+        }
+    }
+    cuda_fusions_free(&f);
+    plan_free(p);
+    ir_graph_free(g);
+    exec_cuda_assume_device(0, 0);
+    return n;
+}
+
+/* the batched engine's B = 1 step launches what a session's decode step launches (Qwen2.5-0.5B's
+ * layers, F16 caches): its paged attention writes the O projection's q8_1 (fuse_attn_quant) and
+ * rotates q as the session's does; at T = 8 (B = 8) the paged attention rotates q too, one launch
+ * a layer fewer than the contiguous plan of 8 tokens */
+static void test_paged_launches(void) {
+    int32_t qs, qp, q8, qc8;
+    const int32_t s1 = qwen_launches(3, 1, 0, &qs), p1 = qwen_launches(3, 1, 16, &qp);
+    const int32_t c8 = qwen_launches(3, 8, 0, &qc8), p8 = qwen_launches(3, 8, 16, &q8);
+    printf("three Qwen2.5-0.5B layers: T=1 %d launches, paged %d (q8_1 out %d / %d); T=8 %d, paged %d (q8_1 out %d / %d)\n", (int)s1,
+           (int)p1, (int)qs, (int)qp, (int)c8, (int)p8, (int)qc8, (int)q8);
+    CHECK(s1 > 0 && c8 > 0);
+    CHECK_EQ_INT(p1, s1);
+    CHECK_EQ_INT(qp, 3);
+    CHECK_EQ_INT(q8, 3);
+    CHECK_EQ_INT(p8, c8 - 3);
+}
+
 int main(void) {
     test_tune();
     /* a build without the backend: the check refuses everything, nothing else to test */
@@ -369,6 +419,7 @@ int main(void) {
     plan_free(probe);
     test_paged_plan(1);
     test_paged_plan(8);
+    test_paged_launches();
     test_gemma4_launches();
     test_norm_rope_launches();
     test_blas_rule();

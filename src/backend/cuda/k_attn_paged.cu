@@ -33,6 +33,9 @@
  * key groups of 8-32 lanes — device/attn_paged_gqa.cuh (its geometry, traffic and estimates); same
  * split rule (pa_active), up to CU_ATT_PAGED_GQA_MAX_SPLITS, partials of D + 4 floats; merged by
  * the last split block (D <= 128, counters, a warp a head) or by a merge kernel of its own.
+ * Quantized output (a->xq, pass fuse_attn_quant): whichever block writes a head's out (the unsplit
+ * block, split 0 alone, the merging block or merge kernel) also writes its q8_1 blocks with the
+ * quantizer's q8_1_store over the same values — the bytes cu_quantize_act of out writes.
  * The kernels are device/attn_paged.cuh and device/attn_paged_gqa.cuh. Tested against: ops_ref.c
  * op_attention (paged) through tests/runtime/test_cuda_ops.c on a GPU and test_cuda_attn_paged_emu on
  * the CPU (S 1..128), and the batched engine against CUDA sessions through tests/api/test_batch.c.
@@ -121,6 +124,8 @@ static sb_status launch_gqa(cudaStream_t st, float *dst, const float *q, const v
 extern "C" sb_status cu_attention_paged(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                                         const int32_t *tbl, const cu_attn_paged_args *a, float *scratch, unsigned *cnt) {
     if (a->T <= 0) return SB_OK;
+    if (a->xq && a->D % 32)
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: paged attention writing q8_1 blocks with head_dim %lld (a multiple of 32 only)", (long long)a->D);
     if (a->hb > 0) return launch_gqa((cudaStream_t)s, dst, q, k, v, pos, tbl, a, scratch, cnt);
     if (a->D % 2 || a->D > 2 * 32 * PA_PAIRS || a->Hkv <= 0 || a->Hq % a->Hkv || a->bs <= 0 || a->n_tbl <= 0 ||
         (a->ctype != CU_T_F16 && a->ctype != CU_T_F32) || a->nsplit > CU_ATT_PAGED_MAX_SPLITS)

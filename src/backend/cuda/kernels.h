@@ -340,6 +340,8 @@ typedef struct cu_attn_paged_args {
                            * D 64 / 128 / 256 / 512, F32 D 64 / 128; hb | Hq / Hkv, hb <= 4 at D 512;
                            * S <= CU_ATT_PAGED_GQA_MAX_SPLITS) */
     cu_attn_rope q_rope;  /* Q's RoPE as q is loaded (n_rot 0: none) */
+    void *xq;             /* non-NULL (D % 32 == 0): out's q8_1 blocks too, [D*Hq/32, T], as cu_quantize_act of
+                           * out would write them (pass fuse_attn_quant) */
 } cu_attn_paged_args;
 #define CU_ATT_PAGED_MAX_SPLITS 32
 #define CU_ATT_PAGED_GQA_MAX_SPLITS 128
@@ -353,8 +355,8 @@ uint64_t cu_attention_paged_scratch(const cu_attn_paged_args *a);
  * (head or grouped block, token) to arrive merges the partials itself (one launch); else a merge
  * kernel runs after the split kernel (two launches) — the same bits either way where both can run.
  * S <= 1 one launch, no scratch.
- * SB_ERR_UNSUPPORTED: D odd or > 512, Hq % Hkv, S > CU_ATT_PAGED_MAX_SPLITS; with hb > 0 a shape the
- * grouped kernel does not take (cu_attention_paged_gqa_ok). */
+ * SB_ERR_UNSUPPORTED: D odd or > 512, Hq % Hkv, S > CU_ATT_PAGED_MAX_SPLITS, xq with D % 32; with hb > 0 a
+ * shape the grouped kernel does not take (cu_attention_paged_gqa_ok). */
 sb_status cu_attention_paged(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                              const int32_t *tbl, const cu_attn_paged_args *a, float *scratch, unsigned *cnt);
 /* Launches of cu_attention_paged for a (1 or 2): a split without the in-kernel merge takes two. */

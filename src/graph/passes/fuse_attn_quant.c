@@ -6,7 +6,7 @@
  * same values and rounding; one launch and one read of the output go. The memory plan gives the
  * result its place at the attention's step, apart from everything the attention reads.
  * Targets ask for it with the type their attention writes (attn_quant_type; CUDA: q8_1), for heads
- * of at most attn_fuse_max_head_dim dims (0: any).
+ * of at most attn_fuse_max_head_dim dims (0: any); paged attentions (a block table) too.
  * Layer 2 (graph). Pre: verified, after quantize_once. Post: verified; the quantize is dropped.
  *
  * before:
@@ -25,7 +25,7 @@
 static bool wanted(const ir_graph *g, const ir_node *q, int32_t type, int32_t max_hd) {
     if (q->op != IR_OP_QUANTIZE || q->dtype != type) return false;
     const ir_node *a = &g->nodes[q->src[0]];
-    return a->op == IR_OP_ATTENTION && !ir_attn_block_size(a) && ir_attn_quant_type(a) < 0 && ir_attn_of(a).head_dim % qk_get(type)->blck == 0 &&
+    return a->op == IR_OP_ATTENTION && ir_attn_quant_type(a) < 0 && ir_attn_of(a).head_dim % qk_get(type)->blck == 0 &&
            (max_hd <= 0 || ir_attn_of(a).head_dim <= max_hd);
 }
 

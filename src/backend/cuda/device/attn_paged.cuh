@@ -6,6 +6,8 @@
  * k_attn_paged<F16, true> (a key split per blockIdx.z: a partial (m, l, acc[D]) per active split,
  * or out directly where only split 0 is active; with counters the last split block of a (head,
  * token) to arrive merges them, pa_merge) and k_attn_paged_merge (the partials to out, pa_merge).
+ * Whichever writes out also writes its q8_1 blocks where a.xq is set (pa_out: q8_1_store, the
+ * quantizer's code, so the bytes cu_quantize_act of out would write).
  * Math, geometry and the split: k_attn_paged.cu's header. With a.q_rope.n_rot > 0 each block first rotates
  * its q (pa_q_rope: through shared memory, two barriers) and reads it from there.
  */
@@ -69,9 +71,18 @@ static __device__ __forceinline__ int pa_active(int64_t n, int S, int kmin, int6
     return (int)((n + *kps - 1) / *kps);
 }
 
+/* dims d of (head h, token t) = o: out[d], and with a.xq its q8_1 block (q8_1_store, as
+ * cu_quantize_act of out: the same bits); with a.xq (D % 32 == 0) the caller's whole warp calls it
+ * for 32 consecutive d of the head, lane i dim 32 k + i */
+static __device__ __forceinline__ void pa_out(float *dst, int64_t t, int64_t h, int64_t d, float o, const cu_attn_paged_args &a) {
+    const int64_t e = (t * a.Hq + h) * a.D + d;
+    dst[e] = o;
+    if (a.xq) q8_1_store((blk_q8_1 *)a.xq + e / 32, o, (int)(e & 31));
+}
+
 /* out of (head h, token t) = sum_z f_z acc_z / sum_z f_z l_z over its na (> 1) partials, f_z =
- * exp(m_z - max m) (0 for m_z = -inf); the whole block of 32 * PA_WARPS threads calls it (s_f:
- * CU_ATT_PAGED_MAX_SPLITS floats of shared memory) */
+ * exp(m_z - max m) (0 for m_z = -inf), and its q8_1 blocks with a.xq (pa_out); the whole block of
+ * 32 * PA_WARPS threads calls it (s_f: CU_ATT_PAGED_MAX_SPLITS floats of shared memory) */
 static __device__ __forceinline__ void pa_merge(float *dst, const float *part, int64_t t, int h, int na, const cu_attn_paged_args &a, float *s_f) {
     const int64_t R = a.D + 2;
     const float *pp = part + (t * a.Hq + h) * a.nsplit * R;
@@ -81,11 +92,10 @@ static __device__ __forceinline__ void pa_merge(float *dst, const float *part, i
     __syncthreads();
     float L = 0.0f;
     for (int z = 0; z < na; z++) L += s_f[z] * pp[z * R + 1];
-    float *out = dst + (t * a.Hq + h) * a.D;
-    for (int64_t d = threadIdx.x; d < a.D; d += 32 * PA_WARPS) {
+    for (int64_t d = threadIdx.x; d < a.D; d += 32 * PA_WARPS) { /* with xq (D % 32 == 0) whole warps */
         float o = 0.0f;
         for (int z = 0; z < na; z++) o += s_f[z] * pp[z * R + 2 + d];
-        out[d] = o / L;
+        pa_out(dst, t, h, d, o / L, a);
     }
 }
 
@@ -179,11 +189,10 @@ __global__ void __launch_bounds__(32 * PA_WARPS)
         if (threadIdx.x == 0) cnt[t * a.Hq + h] = 0; /* ready for the next attention */
         return;
     }
-    float *out = dst + (t * a.Hq + h) * a.D; /* all the keys in this block: as the unsplit kernel, bit for bit */
-    for (int64_t d = threadIdx.x; d < a.D; d += 32 * PA_WARPS) {
+    for (int64_t d = threadIdx.x; d < a.D; d += 32 * PA_WARPS) { /* all the keys in this block: as the unsplit kernel, bit for bit */
         float o = 0.0f;
         for (int x = 0; x < PA_WARPS; x++) o += wt[x] * s_acc[x][d];
-        out[d] = o / sum;
+        pa_out(dst, t, h, d, o / sum, a);
     }
 }
 

@@ -34,7 +34,8 @@
  * split kernel: the same bits. D 256 / 512: k_attn_paged_gqa_merge, grid (Hq, T, D / 128), 256
  * threads: thread (float4 column c4 of 32, warp zg of 8) sums splits zg, zg + 8, ... (8 loads in
  * flight), the 8 sums added in shared memory. na == 1: split 0 writes out itself, bit for bit as the
- * unsplit kernel, and nothing merges.
+ * unsplit kernel, and nothing merges. With a.xq whichever writes out writes its q8_1 blocks too
+ * (pa_out; pg_merge_warp shuffles its float4 columns to a value a lane for q8_1_store).
  * Traffic a step (n visible keys, Hkv kv heads, b bytes an element): K/V 2 n D b Hkv bytes read once
  * from HBM per group of hb heads (G / hb times in all: once where hb = G), q hb D 4 a block; partials
  * T Hq na (D + 4) 4 bytes written and read once through L2. Estimates on an H100 (~3.0 TB/s, 132
@@ -186,6 +187,15 @@ static __device__ __forceinline__ void pg_merge_warp(float *dst, const float *pa
             o.z += __shfl_xor_sync(0xffffffffu, o.z, s), o.w += __shfl_xor_sync(0xffffffffu, o.w, s);
         }
         if (zg == 0) ((float4 *)out)[c0 + c4] = make_float4(o.x / L, o.y / L, o.z / L, o.w / L);
+        if (a.xq) /* every lane holds its column's sum; of this pass's 4 C4 dims, 32 b + lane is column 8 b + lane / 4's */
+#pragma unroll
+            for (int b = 0; b < C4 / 8; b++) {
+                const int src = 8 * b + lane / 4;
+                const float x = __shfl_sync(0xffffffffu, o.x, src), y = __shfl_sync(0xffffffffu, o.y, src);
+                const float z = __shfl_sync(0xffffffffu, o.z, src), u = __shfl_sync(0xffffffffu, o.w, src);
+                const float mine = lane % 4 == 0 ? x : lane % 4 == 1 ? y : lane % 4 == 2 ? z : u;
+                q8_1_store((blk_q8_1 *)a.xq + ((t * a.Hq + h) * D + 4 * c0) / 32 + b, mine / L, lane);
+            }
     }
 }
 
@@ -309,12 +319,11 @@ __global__ void __launch_bounds__(32 * PG_WARPS, 1)
                 pp[4 + d] = o;
             }
         } else {
-            float *out = dst + (t * a.Hq + h) * D;
-            for (int d = threadIdx.x; d < D; d += 32 * PG_WARPS) {
+            for (int d = threadIdx.x; d < D; d += 32 * PG_WARPS) { /* whole warps (D % 32 == 0): pa_out's q8_1 blocks */
                 float o = 0.0f;
 #pragma unroll
                 for (int x = 0; x < PG_WARPS; x++) o += wt[x] * s_acc[x][d];
-                out[d] = o / sum;
+                pa_out(dst, t, h, d, o / sum, a);
             }
         }
         __syncthreads(); /* s_acc is the next head's */
@@ -379,7 +388,7 @@ __global__ void __launch_bounds__(32 * PG_WARPS) k_attn_paged_gqa_merge(float *d
         float L = 0.0f, r = 0.0f;
         for (int z = 0; z < na; z++) L += s_f[z] * s_l[z];
         for (int g = 0; g < PG_WARPS; g++) r += ((const float *)s_o[g])[threadIdx.x];
-        dst[(t * a.Hq + h) * a.D + 128 * blockIdx.z + threadIdx.x] = r / L;
+        pa_out(dst, t, h, 128 * blockIdx.z + threadIdx.x, r / L, a); /* warps 0..3 whole */
     }
 }
 
