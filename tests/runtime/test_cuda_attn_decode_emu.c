@@ -23,6 +23,7 @@
 #include "quant/types.h"
 #include "test.h"
 #include "codegen/emu/emu_build.h"
+#include "attn_emu_data.h"
 #include "ring_kv.h"
 
 #include <math.h>
@@ -50,24 +51,6 @@ typedef struct dcase {
     int path;
 } dcase;
 
-static float *rnd(int64_t n) {
-    float *x = malloc((size_t)n * sizeof *x);
-    for (int64_t i = 0; i < n; i++) x[i] = test_rand_normal(&seed);
-    return x;
-}
-
-/* n f32 values as the cache type (a fresh buffer) */
-static void *as_cache(int ctype, const float *x, int64_t n) {
-    if (ctype == SB_TYPE_F32) {
-        void *d = malloc((size_t)n * 4);
-        memcpy(d, x, (size_t)n * 4);
-        return d;
-    }
-    uint16_t *h = malloc((size_t)n * 2);
-    for (int64_t i = 0; i < n; i++) h[i] = qk_fp32_to_fp16(x[i]);
-    return h;
-}
-
 /* the emulated cu_attention of c over caches k / v of ctx rows (ring: a ring of them) into a fresh
  * NaN-poisoned output; NULL after a failure (checked) */
 static float *launch(const dcase *c, const float *q, const void *k, const void *v, const int32_t *pos, int64_t ctx, int64_t ring) {
@@ -91,15 +74,15 @@ static void run_case(const dcase *c) {
     CHECKF(T <= 16 && (!C || C >= c->window + T - 1), "%s: T %lld, ring %lld (window + T - 1 rows at least)", c->what, (long long)T, (long long)C);
     int32_t pos[16];
     for (int64_t t = 0; t < T; t++) pos[t] = c->p0 + (int32_t)t;
-    float *kf = rnd(Dkv * L), *vf = rnd(Dkv * L), *q = rnd(n), *ref = malloc((size_t)n * 4), *scores = malloc((size_t)L * 4);
-    void *kl = as_cache(c->ctype, kf, Dkv * L), *vl = as_cache(c->ctype, vf, Dkv * L); /* linear: position p at row p */
+    float *kf = attn_rnd(&seed, Dkv * L), *vf = attn_rnd(&seed, Dkv * L), *q = attn_rnd(&seed, n), *ref = malloc((size_t)n * 4), *scores = malloc((size_t)L * 4);
+    void *kl = attn_as_cache(c->ctype, kf, Dkv * L), *vl = attn_as_cache(c->ctype, vf, Dkv * L); /* linear: position p at row p */
     op_attn_args oa = {.D = D, .Hq = Hq, .Hkv = c->Hkv, .ctype = c->ctype, .scale = 1.0f / sqrtf((float)D), .softcap = c->softcap,
                        .window = c->window};
     op_attention(ref, q, kl, vl, pos, &oa, 0, T * Hq, scores);
     void *kr = NULL, *vr = NULL;
     if (C) {
-        float *sk = rnd(Dkv * C), *sv = rnd(Dkv * C);
-        void *skc = as_cache(c->ctype, sk, Dkv * C), *svc = as_cache(c->ctype, sv, Dkv * C);
+        float *sk = attn_rnd(&seed, Dkv * C), *sv = attn_rnd(&seed, Dkv * C);
+        void *skc = attn_as_cache(c->ctype, sk, Dkv * C), *svc = attn_as_cache(c->ctype, sv, Dkv * C);
         kr = ring_from_linear(kl, skc, rb, C, last), vr = ring_from_linear(vl, svc, rb, C, last);
         free(sk), free(sv), free(skc), free(svc);
         float *rref = malloc((size_t)n * 4); /* op_attention reading the ring (op_attn_row): the linear reference's bits */
@@ -110,13 +93,8 @@ static void run_case(const dcase *c) {
     }
     float *got = launch(c, q, C ? kr : kl, C ? vr : vl, pos, C ? C : L, C);
     if (got) {
-        double num = 0, den = 0;
-        int64_t nan = 0;
-        for (int64_t i = 0; i < n; i++) {
-            nan += got[i] != got[i];
-            num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]), den += (double)ref[i] * ref[i];
-        }
-        const double e = nan ? 1e30 : num / den;
+        int64_t nan;
+        const double e = attn_nmse(got, ref, n, &nan);
         printf("%s: D=%lld %lld/%lld %s T=%lld p0=%d w=%d ring=%lld: NMSE %.3e%s\n", c->what, (long long)D, (long long)Hq, (long long)c->Hkv,
                c->ctype == SB_TYPE_F16 ? "f16" : "f32", (long long)T, (int)c->p0, c->window, (long long)C, e, nan ? " (unwritten outputs)" : "");
         CHECKF(e <= 1e-10, "%s: NMSE %.3e (%lld NaN)", c->what, e, (long long)nan);

@@ -34,6 +34,7 @@
 #include "quant/types.h"
 #include "test.h"
 #include "codegen/emu/emu_build.h"
+#include "attn_emu_data.h"
 #include "ring_kv.h"
 
 #include <math.h>
@@ -78,36 +79,6 @@ typedef struct pdata {
     op_rope_args rope;
     int ring; /* > 0: no table, a contiguous sliding-window ring cache of this many rows (run_ring) */
 } pdata;
-
-static float *rnd(int64_t n) {
-    float *x = malloc((size_t)n * sizeof *x);
-    for (int64_t i = 0; i < n; i++) x[i] = test_rand_normal(&seed);
-    return x;
-}
-
-/* n f32 values as the cache type (a fresh buffer) */
-static void *as_cache(int ctype, const float *x, int64_t n) {
-    if (ctype == SB_TYPE_F32) {
-        void *d = malloc((size_t)n * 4);
-        memcpy(d, x, (size_t)n * 4);
-        return d;
-    }
-    uint16_t *h = malloc((size_t)n * 2);
-    for (int64_t i = 0; i < n; i++) h[i] = qk_fp32_to_fp16(x[i]);
-    return h;
-}
-
-/* NMSE of got against ref over n values; 1e30 when got has NaN (unwritten outputs: *nan of them) */
-static double nmse(const float *got, const float *ref, int64_t n, int64_t *nan) {
-    double num = 0, den = 0;
-    *nan = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (got[i] != got[i]) ++*nan;
-        num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
-        den += (double)ref[i] * ref[i];
-    }
-    return *nan ? 1e30 : num / den;
-}
 
 /* the splits active for a token at position p (attn_paged.cuh's pa_active) */
 static int active(int64_t p, int window, int S, int kmin) {
@@ -191,7 +162,7 @@ static void check(const char *label, const pcase *c, const pdata *d) {
     }
     if (xq) check_xq(label, c, d, got, xq);
     int64_t nan = 0;
-    const double e = nmse(got, d->ref, n, &nan);
+    const double e = attn_nmse(got, d->ref, n, &nan);
     char na[64] = "";
     for (int64_t t = 0, o = 0; t < d->T && o < (int64_t)sizeof na - 8; t++)
         o += snprintf(na + o, sizeof na - (size_t)o, "%s%d", t ? "," : "", active(d->pos[t], c->window, c->S, c->kmin));
@@ -259,9 +230,9 @@ static void run_case(const pcase *c, const qrope *qr) {
             pos[t] = (int32_t)(c->start[s] + i);
             for (int64_t e = 0; e < n_tbl; e++) tbl[t * n_tbl + e] = blocks[s * n_tbl + e];
         }
-    float *kf = rnd(Dkv * C), *vf = rnd(Dkv * C), *scores = malloc(4096 * 4);
-    pdata d = {.D = D, .Hq = Hq, .T = T, .n_tbl = n_tbl, .q = rnd(D * Hq * T), .ref = malloc((size_t)(D * Hq * T) * 4),
-               .kc = as_cache(c->ctype, kf, Dkv * C), .vc = as_cache(c->ctype, vf, Dkv * C), .pos = pos, .tbl = tbl};
+    float *kf = attn_rnd(&seed, Dkv * C), *vf = attn_rnd(&seed, Dkv * C), *scores = malloc(4096 * 4);
+    pdata d = {.D = D, .Hq = Hq, .T = T, .n_tbl = n_tbl, .q = attn_rnd(&seed, D * Hq * T), .ref = malloc((size_t)(D * Hq * T) * 4),
+               .kc = attn_as_cache(c->ctype, kf, Dkv * C), .vc = attn_as_cache(c->ctype, vf, Dkv * C), .pos = pos, .tbl = tbl};
     const op_attn_args oa = {.D = D, .Hq = Hq, .Hkv = Hkv, .ctype = c->ctype, .scale = 1.0f / sqrtf((float)D), .softcap = c->softcap,
                              .window = c->window, .table = tbl, .n_tbl = n_tbl, .bs = (int32_t)bs};
     rope_setup(qr, &d);
@@ -284,9 +255,9 @@ static void run_contig(const pcase *c, int64_t C, int64_t T, int32_t p0, const q
     CHECKF(T <= 16, "%lld tokens: too many", (long long)T);
     if (T > 16) return;
     for (int64_t t = 0; t < T; t++) pos[t] = p0 + (int32_t)t;
-    float *kf = rnd(Dkv * C), *vf = rnd(Dkv * C), *scores = malloc((size_t)C * 4);
-    pdata d = {.D = D, .Hq = Hq, .T = T, .n_tbl = 1, .q = rnd(D * Hq * T), .ref = malloc((size_t)(D * Hq * T) * 4),
-               .kc = as_cache(c->ctype, kf, Dkv * C), .vc = as_cache(c->ctype, vf, Dkv * C), .pos = pos, .tbl = zeros};
+    float *kf = attn_rnd(&seed, Dkv * C), *vf = attn_rnd(&seed, Dkv * C), *scores = malloc((size_t)C * 4);
+    pdata d = {.D = D, .Hq = Hq, .T = T, .n_tbl = 1, .q = attn_rnd(&seed, D * Hq * T), .ref = malloc((size_t)(D * Hq * T) * 4),
+               .kc = attn_as_cache(c->ctype, kf, Dkv * C), .vc = attn_as_cache(c->ctype, vf, Dkv * C), .pos = pos, .tbl = zeros};
     const op_attn_args oa = {.D = D, .Hq = Hq, .Hkv = c->Hkv, .ctype = c->ctype, .scale = 1.0f / sqrtf((float)D), .softcap = c->softcap,
                              .window = c->window};
     rope_setup(qr, &d);
@@ -313,9 +284,9 @@ static void run_ring(const pcase *c, int64_t C, int64_t T, int32_t p0) {
     CHECKF(T <= 16 && C >= c->window + T - 1, "%lld tokens, ring %lld: bad case", (long long)T, (long long)C);
     if (T > 16) return;
     for (int64_t t = 0; t < T; t++) pos[t] = p0 + (int32_t)t;
-    float *kf = rnd(Dkv * L), *vf = rnd(Dkv * L), *sf = rnd(Dkv * C), *scores = malloc((size_t)L * 4);
-    void *kl = as_cache(c->ctype, kf, Dkv * L), *vl = as_cache(c->ctype, vf, Dkv * L), *st = as_cache(c->ctype, sf, Dkv * C);
-    pdata d = {.D = D, .Hq = Hq, .T = T, .n_tbl = 1, .q = rnd(D * Hq * T), .ref = malloc((size_t)(D * Hq * T) * 4),
+    float *kf = attn_rnd(&seed, Dkv * L), *vf = attn_rnd(&seed, Dkv * L), *sf = attn_rnd(&seed, Dkv * C), *scores = malloc((size_t)L * 4);
+    void *kl = attn_as_cache(c->ctype, kf, Dkv * L), *vl = attn_as_cache(c->ctype, vf, Dkv * L), *st = attn_as_cache(c->ctype, sf, Dkv * C);
+    pdata d = {.D = D, .Hq = Hq, .T = T, .n_tbl = 1, .q = attn_rnd(&seed, D * Hq * T), .ref = malloc((size_t)(D * Hq * T) * 4),
                .kc = ring_from_linear(kl, st, rb, C, p0 + T - 1), .vc = ring_from_linear(vl, st, rb, C, p0 + T - 1), .pos = pos, .tbl = zeros,
                .ring = (int)C};
     const op_attn_args oa = {.D = D, .Hq = Hq, .Hkv = c->Hkv, .ctype = c->ctype, .scale = 1.0f / sqrtf((float)D), .softcap = c->softcap,

@@ -24,6 +24,7 @@
 #include "quant/types.h"
 #include "test.h"
 #include "codegen/emu/emu_build.h"
+#include "attn_emu_data.h"
 #include "ring_kv.h"
 
 #include <math.h>
@@ -43,15 +44,9 @@ typedef struct fcase {
     int ring; /* > 0: the caches are a ring of this many rows (>= window + T - 1) */
 } fcase;
 
-static float *rnd(int64_t n) {
-    float *x = malloc((size_t)n * sizeof *x);
-    for (int64_t i = 0; i < n; i++) x[i] = test_rand_normal(&seed);
-    return x;
-}
-
 static void run_case(const fcase *c) {
     const int64_t D = c->D, Hq = c->Hq, Hkv = c->Hkv, T = c->T, Dkv = D * Hkv, C = c->p0 + T + 5, n = D * Hq * T;
-    float *q = rnd(n), *kf = rnd(Dkv * C), *vf = rnd(Dkv * C), *ref = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
+    float *q = attn_rnd(&seed, n), *kf = attn_rnd(&seed, Dkv * C), *vf = attn_rnd(&seed, Dkv * C), *ref = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
     float *scores = malloc((size_t)C * 4);
     uint16_t *kc = malloc((size_t)(Dkv * C) * 2), *vc = malloc((size_t)(Dkv * C) * 2);
     for (int64_t i = 0; i < Dkv * C; i++) kc[i] = qk_fp32_to_fp16(kf[i]), vc[i] = qk_fp32_to_fp16(vf[i]);
@@ -84,13 +79,8 @@ static void run_case(const fcase *c) {
              c->T, c->p0, c->window, c->softcap, S, c->xq ? " +q8_1" : "", c->ring);
     CHECKF(rc == 0, "%s: emulation rc %d", label, rc);
     if (rc == 0) {
-        double num = 0, den = 0;
-        int64_t nan = 0;
-        for (int64_t i = 0; i < n; i++) {
-            nan += got[i] != got[i];
-            num += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]), den += (double)ref[i] * ref[i];
-        }
-        const double e = nan ? 1e30 : num / den;
+        int64_t nan;
+        const double e = attn_nmse(got, ref, n, &nan);
         printf("%s: NMSE %.3e%s\n", label, e, nan ? " (unwritten outputs)" : "");
         CHECKF(e <= 2e-6, "%s: NMSE %.3e (%lld NaN)", label, e, (long long)nan);
         int64_t left = 0, bad = 0;
