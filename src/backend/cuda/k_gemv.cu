@@ -103,25 +103,24 @@ static void reg_launch2(cudaStream_t st, const mseg_set &m, const uint8_t *xq, i
     }
 }
 
+/* a warp a row up to CU_MMVQ_LONG_K, four past it (k_mmvq1 / k_mmvq_long's rows); one or two
+ * sub-blocks a lane */
+template <int XQ, int TYPE, int TYPE2, bool PAIR>
+static void reg_launch_rows(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos) {
+    const int nsb = (int)(K / 32);
+    if (K <= CU_MMVQ_LONG_K) {
+        if (nsb <= 32) reg_launch2<XQ, TYPE, TYPE2, 1, 1, PAIR>(st, m, xq, K, pos);
+        else reg_launch2<XQ, TYPE, TYPE2, 1, 2, PAIR>(st, m, xq, K, pos);
+    } else {
+        if (nsb <= 128) reg_launch2<XQ, TYPE, TYPE2, 4, 1, PAIR>(st, m, xq, K, pos);
+        else reg_launch2<XQ, TYPE, TYPE2, 4, 2, PAIR>(st, m, xq, K, pos);
+    }
+}
+
 template <int XQ, int TYPE, int TYPE2 = TYPE>
 static void reg_launch1(cudaStream_t st, const mseg_set &m, const uint8_t *xq, int64_t K, const int32_t *pos) {
-    const int nsb = (int)(K / 32);
-    if (m.glu) { /* reg_fits: one weight type; a warp a row up to CU_MMVQ_LONG_K, four past it */
-        if (K > CU_MMVQ_LONG_K) {
-            if (nsb <= 128) reg_launch2<XQ, TYPE, TYPE, 4, 1, true>(st, m, xq, K, pos);
-            else reg_launch2<XQ, TYPE, TYPE, 4, 2, true>(st, m, xq, K, pos);
-        } else if (nsb <= 32) {
-            reg_launch2<XQ, TYPE, TYPE, 1, 1, true>(st, m, xq, K, pos);
-        } else {
-            reg_launch2<XQ, TYPE, TYPE, 1, 2, true>(st, m, xq, K, pos);
-        }
-    } else if (K <= CU_MMVQ_LONG_K) {
-        if (nsb <= 32) reg_launch2<XQ, TYPE, TYPE2, 1, 1>(st, m, xq, K, pos);
-        else reg_launch2<XQ, TYPE, TYPE2, 1, 2>(st, m, xq, K, pos);
-    } else {
-        if (nsb <= 128) reg_launch2<XQ, TYPE, TYPE2, 4, 1>(st, m, xq, K, pos);
-        else reg_launch2<XQ, TYPE, TYPE2, 4, 2>(st, m, xq, K, pos);
-    }
+    if (m.glu) reg_launch_rows<XQ, TYPE, TYPE, true>(st, m, xq, K, pos); /* reg_fits: one weight type */
+    else reg_launch_rows<XQ, TYPE, TYPE2, false>(st, m, xq, K, pos);
 }
 
 /* the second weight type a launch may mix with its first (reg_fits; reg_launch): the Q/K/V pairs of
