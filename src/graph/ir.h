@@ -259,6 +259,14 @@ static inline ir_ref ir_group_addend(const ir_node *n, int j) {
 static inline bool ir_store_by_launch(const ir_node *n) {
     return (n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE) && n->ip[IR_STORE_BY_LAUNCH];
 }
+/* ROPE / ROPE_STORE / KV_STORE jobs of one launch (pass fuse_rope_jobs): ip[IR_JOB_NEXT] = how many
+ * nodes on the launch's next job is (0: the last, or no launch of jobs). The launch runs at its first
+ * job's place, every job side by side: the memory plan keeps what any job reads until the last one. */
+#define IR_JOB_NEXT 9
+static inline bool ir_is_job_op(ir_op op) { return op == IR_OP_ROPE || op == IR_OP_ROPE_STORE || op == IR_OP_KV_STORE; }
+static inline ir_ref ir_job_next(const ir_node *n, ir_ref i) {
+    return ir_is_job_op(n->op) && n->ip[IR_JOB_NEXT] > 0 ? i + n->ip[IR_JOB_NEXT] : IR_NONE;
+}
 /* KV_STORE / ROPE_STORE: the cache rows written, one a token. A KV_STORE's src[2]; a ROPE_STORE's
  * src[2] (its rotation positions) unless it writes elsewhere (pass fuse_rope_store over a paged
  * store: ip[IR_STORE_ROWS] = 1, src[3] = the rows — the slots input —, its freq factors then src[4]) */

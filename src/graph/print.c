@@ -84,6 +84,12 @@ static void print_params(const ir_node *n, FILE *f) {
     if (ir_store_by_launch(n)) fputs(" by_launch", f);
 }
 
+/* a job of a rope-jobs launch (pass fuse_rope_jobs): the launch's next job */
+static void print_job_next(const ir_graph *g, ir_ref i, FILE *f) {
+    const ir_ref nx = ir_job_next(&g->nodes[i], i);
+    if (nx != IR_NONE) fprintf(f, " jobs_next=%%%d", (int)nx);
+}
+
 // ---- graph ----
 
 void ir_print(const ir_graph *g, FILE *f) {
@@ -93,6 +99,7 @@ void ir_print(const ir_graph *g, FILE *f) {
         for (int j = 0; j < IR_MAX_SRC && n->src[j] != IR_NONE; j++) fprintf(f, "%s%%%d", j ? ", " : "", (int)n->src[j]);
         fputc(')', f);
         print_params(n, f);
+        print_job_next(g, i, f);
         int nd = 4;
         while (nd > 1 && n->ne[nd - 1] == 1) nd--;
         fprintf(f, " : %s[", ir_dtype_name(n->dtype));
