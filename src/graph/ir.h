@@ -253,6 +253,10 @@ static inline ir_ref ir_group_addend(const ir_node *n, int j) {
     if (!((n->ip[1] >> j) & 1)) return IR_NONE;
     return n->src[1 + n->ip[0] + __builtin_popcount((unsigned)n->ip[1] & ((1u << j) - 1))];
 }
+/* MATMUL_GROUP whose results only the launch of jobs right after it reads (pass fuse_group_jobs):
+ * ip[IR_GROUP_JOBS_SUM] = 1; where its launch splits K, it leaves the partials and those jobs sum them */
+#define IR_GROUP_JOBS_SUM 3
+static inline bool ir_group_jobs_sum(const ir_node *n) { return n->op == IR_OP_MATMUL_GROUP && n->ip[IR_GROUP_JOBS_SUM]; }
 /* KV_STORE / ROPE_STORE that the T = 1 launch computing its x also performs (pass
  * fuse_launch_store): ip[IR_STORE_BY_LAUNCH] = 1; nothing runs at the store's own place */
 #define IR_STORE_BY_LAUNCH 11

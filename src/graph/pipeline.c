@@ -17,7 +17,7 @@
  * fuse_matmul_group after them (its members carry the addends fuse_matmul_add gave them), and
  * fuse_group_glu after it (it gates the groups that pass made).
  * fuse_rope_jobs last (it links jobs by node distance, and takes the by_launch stores and views as
- * launching nothing).
+ * launching nothing); fuse_group_jobs after it (it reads the launches).
  * Non-goals: pass options per run, pass timing.
  */
 #include "graph/plan.h"
@@ -43,6 +43,7 @@ static const pass_info pipeline[] = {
     {"fuse_launch_store", pass_fuse_launch_store},
     {"slice_view", pass_slice_view},
     {"fuse_rope_jobs", pass_fuse_rope_jobs},
+    {"fuse_group_jobs", pass_fuse_group_jobs},
 };
 
 const pass_info *pass_pipeline(int *n_out) {

@@ -71,6 +71,9 @@ typedef struct plan_target {
      * launch of at most rope_jobs_max jobs that run side by side? Shape and types only (NULL: never) */
     int rope_jobs_max;
     bool (*rope_job_fits)(const ir_graph *g, const ir_node *job, int k);
+    /* pass fuse_group_jobs: may this matmul group leave a split's partials to the launch of jobs
+     * right after it, which sum them? Shape and types only (NULL: never) */
+    bool (*group_jobs_fits)(const ir_graph *g, const ir_node *group);
 } plan_target;
 
 /* The CPU target llama.cpp's CPU backend corresponds to: act_type[w] = qk_get(w)->vec_dot_type
@@ -120,6 +123,7 @@ sb_status pass_fuse_attn_quant(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_launch_store(ir_graph *g, const pass_ctx *cx);
 sb_status pass_slice_view(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_rope_jobs(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_group_jobs(ir_graph *g, const pass_ctx *cx);
 
 /* The pipeline table (graph/pipeline.c), in order; n_out receives the count. */
 const pass_info *pass_pipeline(int *n_out);

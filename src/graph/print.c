@@ -58,6 +58,7 @@ static void print_params(const ir_node *n, FILE *f) {
     case IR_OP_MATMUL_GROUP:
         fprintf(f, " n=%d addends=%#x", n->ip[0], (unsigned)n->ip[1]);
         if (n->ip[2]) fprintf(f, " glu=%s", ir_ops[n->ip[2]].name);
+        if (ir_group_jobs_sum(n)) fputs(" jobs_sum_partials", f);
         break;
     case IR_OP_GLU_QUANT: fprintf(f, " act=%s", (unsigned)n->ip[0] < IR_OP_COUNT ? ir_ops[n->ip[0]].name : "?"); break;
     case IR_OP_FUSED:

@@ -829,8 +829,8 @@ static void test_pipeline_dump(void) {
     fclose(f);
     int np = 0;
     const pass_info *pl = pass_pipeline(&np);
-    CHECK(np == 17 && !strcmp(pl[0].name, "dce") && !strcmp(pl[14].name, "fuse_launch_store") && !strcmp(pl[15].name, "slice_view") &&
-          !strcmp(pl[16].name, "fuse_rope_jobs"));
+    CHECK(np == 18 && !strcmp(pl[0].name, "dce") && !strcmp(pl[14].name, "fuse_launch_store") && !strcmp(pl[15].name, "slice_view") &&
+          !strcmp(pl[16].name, "fuse_rope_jobs") && !strcmp(pl[17].name, "fuse_group_jobs"));
     for (int i = 0; i < np; i++) {
         char key[80];
         snprintf(key, sizeof key, "IR after %s", pl[i].name);
@@ -1232,6 +1232,38 @@ static void case_fuse_rope_jobs(void) {
     ir_graph_free(g);
 }
 
+/* fuse_group_jobs: the T = 16 K, V, Q group whose results only the launch of jobs after it reads
+ * (K's rope_store, V's kv_store, Q's rope) is marked (the golden file); where Q's rope is no job of
+ * that launch (rope_jobs_max 2), or the target has no group_jobs_fits, nothing is */
+static bool group_any(const ir_graph *g, const ir_node *grp) { return g && grp; }
+static int count_jobs_sum(const ir_graph *g) {
+    int k = 0;
+    for (int i = 0; i < g->n_nodes; i++) k += ir_group_jobs_sum(&g->nodes[i]);
+    return k;
+}
+static void case_fuse_group_jobs(void) {
+    plan_target t;
+    rope_jobs_target(&t);
+    t.group_jobs_fits = group_any;
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise, pass_fuse_matmul_add,
+                     pass_fuse_rope_store, pass_fuse_matmul_group, pass_fuse_group_glu, pass_fuse_rope_jobs};
+    ir_graph *g = attn_ffn_graph_t(false, 16);
+    golden("fuse_group_jobs", g, pre, 9, pass_fuse_group_jobs, &t);
+    CHECK_EQ_INT(count_jobs_sum(g), 1);
+    ir_graph_free(g);
+    for (int k = 0; k < 2; k++) {
+        plan_target u = t;
+        if (k == 0) u.rope_jobs_max = 2;
+        if (k == 1) u.group_jobs_fits = NULL;
+        g = attn_ffn_graph_t(false, 16);
+        pass_ctx cx = {.target = &u};
+        for (int q = 0; q < 9; q++) CHECK(pre[q](g, &cx) == SB_OK);
+        CHECK(pass_fuse_group_jobs(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+        CHECK_EQ_INT(count_jobs_sum(g), 0);
+        ir_graph_free(g);
+    }
+}
+
 /* a paged decode step's K rope and stores (rotated at pos, written at the slots): fuse_rope_store
  * makes rope_store(cache, x, pos, slots, ff) with ir_store_rows the slots and the freq factors after
  * them; fuse_launch_store then marks both stores by_launch, as on a contiguous cache; the verifier
@@ -1476,6 +1508,7 @@ int main(void) {
     case_fuse_matmul_group_prefill();
     case_fuse_launch_store();
     case_fuse_rope_jobs();
+    case_fuse_group_jobs();
     case_paged_stores();
     case_slice_view();
     test_verifier();
