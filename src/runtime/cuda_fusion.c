@@ -3,12 +3,13 @@
  * runtime/cuda_fusion.c — the CUDA executor's fusion planning (contract: cuda_fusion.h). Each pass
  * below looks for one pattern in the plan's node order and memory plan and records it in the
  * tables; exec_cuda.c then launches accordingly. The passes, in cuda_fusions_plan's order: V's
- * kv_store and K's rope_store folded into a decode GEMV launch (a lone matmul or the planner's
- * matmul_group), rope jobs (after a prefill layer's K, V, Q group), split-K partials summed by the
- * rope jobs or by the norm after them. (Matmul addends, add + norm, rope + store, Q's rope and the
- * output quantize in the attention, the matmul groups of decode GEMVs and prefill int8 MMA GEMMs
- * and their GLU are the planner's passes: graph/passes/; so are the shape-only predicates below
- * that the CUDA plan target gives those passes.)
+ * kv_store and K's rope_store folded into a decode GEMV launch, the rope jobs' launches and the
+ * groups whose partials they sum (indexes of the planner's marks: passes fuse_launch_store,
+ * fuse_rope_jobs, fuse_group_jobs), split-K partials summed by the norm after a lone GEMM. (Matmul
+ * addends, add + norm, rope + store, Q's rope and the output quantize in the attention, the matmul
+ * groups of decode GEMVs and prefill int8 MMA GEMMs and their GLU, the stores and jobs above are
+ * the planner's passes: graph/passes/; so are the shape-only predicates below that the CUDA plan
+ * target gives those passes.)
  * Safety is always the same two questions: does what a moved or fused kernel reads exist
  * (unchanged) at its new place, and can what it writes clash with anything in between.
  * Layer 2 (runtime), CUDA builds only.
@@ -154,32 +155,6 @@ bool cf_blas_ok(const ir_graph *g, const ir_node *m) {
     return m->op == IR_OP_MATMUL && cf_blas_takes(&g->nodes[m->src[0]], &g->nodes[m->src[1]]);
 }
 
-/* The ROPE that is v's only reader (through views of v that nothing else reads), taking v's shape
- * into a value of its own that is not a plan input or output (a prefill layer's Q rope: its output
- * may move to a slot of its own, plan_rope_jobs). -1: none. */
-static int32_t only_rope_of(const plan *p, const int32_t *uses, ir_ref v) {
-    const ir_graph *g = p->g;
-    ir_ref cur = v;
-    for (int32_t q = v + 1; q < g->n_nodes; q++) {
-        const ir_node *qn = &g->nodes[q];
-        bool reads = false;
-        for (int a = 0; a < IR_MAX_SRC; a++) reads |= qn->src[a] == cur;
-        if (!reads) continue;
-        if (uses[cur] != 1) return -1;
-        if (qn->op == IR_OP_RESHAPE && p->vals[q].alias == p->vals[v].alias) {
-            cur = q;
-            continue;
-        }
-        if (qn->op != IR_OP_ROPE || qn->src[0] != cur || ir_rope_norm_of(qn).kind || p->vals[q].alias != q || p->vals[q].input >= 0 ||
-            p->vals[q].bytes != p->vals[p->vals[v].alias].bytes)
-            return -1;
-        for (int32_t k = 0; k < p->n_outputs; k++)
-            if (p->outputs[k].node == q) return -1;
-        return q;
-    }
-    return -1;
-}
-
 static bool is_output(const plan *p, ir_ref v) { /* is v's memory a plan output's? */
     for (int32_t k = 0; k < p->n_outputs; k++)
         if (p->vals[p->outputs[k].node].alias == p->vals[v].alias) return true;
@@ -248,127 +223,63 @@ static int32_t mma_group_of(const ir_graph *g, ir_ref v) {
     return n->op == IR_OP_MATMUL_GROUP && g->nodes[n->src[0]].ne[1] > 8 ? grp : -1;
 }
 
-/* ROPE / ROPE_STORE / KV_STORE nodes that run one after another (nothing executed between them: the nodes
- * between are skipped — done by a launch before —, views, results or inputs; e.g. after a prefill
- * layer's K, V, Q group): up to CU_ROPE_JOBS_MAX in one cu_rope_jobs launch at the first one's place
- * (rnext chain; the others skipped) — a prefill layer's K rope + cache write, V cache write and Q
- * rope. Safe where no job writes memory another job reads (they run side by side). A ROPE whose
- * output the plan put over an earlier job's input (a prefill layer's Q rope over K, freed in the
- * plan's order), the only reader of a product of a group that splits K, writes to a slot of its own
- * after the plan's region instead (kept until its readers are past; cu_config.rope_inplace 0 off):
- * then Q's rope joins the launch and the jobs sum the group's partials (plan_group_jobs) — no reduce
- * kernel, no rope kernel (H200, Qwen2.5-0.5B: pp64 +2%, first token -2%). Where the group does not
- * split (T = 512), Q's rope joining alone measured slower (pp512 -1%, at depth 4096 -2.5%). */
-/* a rope job's input x and the positions it rotates at: (x, pos, ff?) for a ROPE, (cache, x, pos, ...)
- * for a ROPE_STORE; a KV_STORE rotates nothing (IR_NONE; each store job writes at its own rows) */
+/* a rope job's input x: (x, pos, ff?) for a ROPE, (cache, x, pos, ...) for a ROPE_STORE or KV_STORE */
 static ir_ref job_x(const ir_node *n) { return n->src[n->op == IR_OP_ROPE ? 0 : 1]; }
-static ir_ref job_pos(const ir_node *n) { return n->op == IR_OP_KV_STORE ? IR_NONE : n->src[n->op == IR_OP_ROPE ? 1 : 2]; }
 /* does node j launch work at its own place? (not skipped — done by another launch —, nor a view, a result or an input) */
 static bool runs_alone(const ir_graph *g, const cuda_fusions *c, int32_t j) {
     const ir_op op = g->nodes[j].op;
     return !c->skip[j] && op != IR_OP_RESHAPE && op != IR_OP_VIEW && op != IR_OP_RESULT && !(ir_ops[op].flags & OPF_INPUT);
 }
-/* may node i be a job? (a rope that normalises its heads, pass fuse_norm_rope, runs alone: a job
- * rotates one pair a thread and has no head sum) */
-static bool rope_job_ok(const ir_graph *g, const cuda_fusions *c, int32_t i) {
-    const ir_node *n = &g->nodes[i];
-    if (c->skip[i]) return false;
+/* a node cu_rope_jobs takes as a job (a rope that normalises its heads, pass fuse_norm_rope, runs
+ * alone: a job rotates one pair a thread and has no head sum) */
+static bool job_takes(const ir_graph *g, const ir_node *n) {
     if (n->op == IR_OP_KV_STORE)
         return g->nodes[n->src[1]].dtype == SB_TYPE_F32 && (n->dtype == SB_TYPE_F32 || n->dtype == SB_TYPE_F16) && !ir_rope_norm_of(n).kind;
     return (n->op == IR_OP_ROPE || n->op == IR_OP_ROPE_STORE) && g->nodes[job_x(n)].ne[3] == 1 && !ir_rope_norm_of(n).kind;
 }
-/* is v a product of a T > 8 matmul group (pass fuse_matmul_group) that splits K at the plan's T (group_split)? */
+/* is v (through views) a product of a T > 8 matmul group (pass fuse_matmul_group) that splits K at the plan's T (group_split)? */
 static bool group_of_splits(const ir_graph *g, ir_ref v) {
+    while (g->nodes[v].op == IR_OP_RESHAPE || g->nodes[v].op == IR_OP_VIEW) v = g->nodes[v].src[0];
     const int32_t grp = mma_group_of(g, v);
     return grp >= 0 && group_split(g, &g->nodes[grp]) > 1;
 }
 
-/* does job j (input in_j) write over an input or output of the jobs mem[0..n), or they over its input? */
-static bool job_clash(const plan *p, const cuda_fusions *c, const ir_graph *g, const int32_t *mem, int n, int32_t j, ir_ref in_j) {
-    for (int q = 0; q < n; q++) {
-        const ir_node *mq = &g->nodes[mem[q]];
-        const ir_ref in_q = job_x(mq);
-        if (overlap(p, c, j, in_q) || overlap(p, c, mem[q], in_j) || overlap(p, c, j, mem[q]))
-            return true;
-    }
-    return false;
+/* Pass fuse_rope_jobs' plan_target.rope_job_fits: up to CU_ROPE_JOBS_MAX jobs in one cu_rope_jobs
+ * launch (a prefill layer's K rope + cache write, V cache write and Q rope). A ROPE after the first
+ * job (a prefill layer's Q rope after K's and V's stores; the memory plan keeps their inputs off its
+ * output) joins by cu_config.rope_inplace: 1 always, 2 only where it reads a product of a group that
+ * splits K, 0 never. Where the group splits, the jobs then sum its partials (pass fuse_group_jobs) —
+ * no reduce kernel, no rope kernel (H200, Qwen2.5-0.5B: pp64 +2%, first token -2%). Where it does
+ * not split (T = 512), Q's rope joining alone measured slower (pp512 -1%, at depth 4096 -2.5%) when
+ * its output moved to a private slot; the executor's rule then joined it wherever the memory plan's
+ * layout happened not to clash. */
+bool cf_rope_job_ok(const ir_graph *g, const ir_node *job, int k) { return job_takes(g, job) && k >= 0; }
+bool cf_rope_job_ok_split(const ir_graph *g, const ir_node *job, int k) {
+    return job_takes(g, job) && (k == 0 || job->op != IR_OP_ROPE || group_of_splits(g, job_x(job)));
 }
-#define ROPE_SLOTS 4
-static void plan_rope_jobs(const plan *p, cuda_fusions *c, const int32_t *uses, uint64_t *at, bool own_slot /* cu_config.rope_inplace */) {
-    const ir_graph *g = p->g;
-    int32_t *last = own_slot ? last_readers(p, c) : NULL;
-    priv_slot slot[ROPE_SLOTS];
-    int nslots = 0;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (!rope_job_ok(g, c, i)) continue;
-        int32_t mem[CU_ROPE_JOBS_MAX] = {i};
-        int n = 1;
-        ir_ref pos = job_pos(&g->nodes[i]); /* the launch's one rotation positions (IR_NONE: none yet) */
-        for (int32_t j = i + 1; j < g->n_nodes && n < CU_ROPE_JOBS_MAX; j++) {
-            const ir_node *m = &g->nodes[j];
-            if (!runs_alone(g, c, j)) continue;
-            if (!rope_job_ok(g, c, j)) break;
-            if (job_pos(m) != IR_NONE && pos != IR_NONE && job_pos(m) != pos) break; /* one pos for the launch */
-            const ir_ref in_j = job_x(m);
-            bool clash = job_clash(p, c, g, mem, n, j, in_j); /* no job's output over another's input */
-            /* the only reader of a splitting group's product (a prefill layer's Q) whose output the plan put
-             * over an earlier job's input (K's, freed in the plan's order): its output to a slot of its own */
-            const ir_ref rin = p->vals[in_j].alias;
-            if (clash && last && m->op == IR_OP_ROPE && c->moved[j] == UINT64_MAX && only_rope_of(p, uses, rin) == j &&
-                group_of_splits(g, rin)) {
-                const uint64_t off = slot_take(slot, &nslots, ROPE_SLOTS, at, cf_align(p->vals[j].bytes), i, last[j]); /* written at i */
-                if (off != UINT64_MAX) c->moved[j] = off;
-                clash = job_clash(p, c, g, mem, n, j, in_j);
-                if (clash) c->moved[j] = UINT64_MAX;
-            }
-            if (clash) break;
-            if (pos == IR_NONE) pos = job_pos(m);
-            mem[n++] = j;
-        }
-        for (int q = 1; q < n; q++) {
-            c->rnext[mem[q - 1]] = mem[q];
-            c->skip[mem[q]] = 1;
-        }
-    }
-    free(last);
+bool cf_rope_job_ok_no_rope(const ir_graph *g, const ir_node *job, int k) {
+    return job_takes(g, job) && (k == 0 || job->op != IR_OP_ROPE);
 }
 
-/* a T > 8 MATMUL_GROUP (pass fuse_matmul_group) whose every result is read only by the jobs of the cu_rope_jobs
- * launch that runs right after it (through views): a prefill layer's K, V, Q, their RoPE and cache
- * writes. Where the group splits K, those jobs sum the partials themselves (k_mma_reduce's order:
- * the same bits) and the reduce kernel is left out. gjobs[group] = 1. */
-static bool job_reads(const cuda_fusions *c, int32_t j0, ir_ref q) { /* is q a job of the chain from j0? */
-    for (int32_t j = j0; j >= 0; j = c->rnext[j])
-        if (j == q) return true;
-    return false;
-}
-/* is every reader of a group's product m (root: its memory; through views) a job of the chain from j, reading it as its x? */
-static bool job_only_reader(const plan *p, const cuda_fusions *c, int32_t j, ir_ref m, ir_ref root) {
-    const ir_graph *g = p->g;
-    for (int32_t q = 0; q < g->n_nodes; q++) {
-        const ir_node *qn = &g->nodes[q];
-        if (q == m || qn->op == IR_OP_RESULT || (qn->op == IR_OP_RESHAPE && p->vals[q].alias == root)) continue; /* no data read */
-        for (int a = 0; a < IR_MAX_SRC; a++) {
-            if (qn->src[a] == IR_NONE || p->vals[qn->src[a]].alias != root) continue;
-            if (!job_reads(c, j, q) || a != (qn->op == IR_OP_ROPE ? 0 : 1)) return false;
-        }
+/* The executor's index of the planner's launches of jobs (pass fuse_rope_jobs): rnext[j] = the next
+ * job of j's launch; every job but the first is skipped (the first launches them all); gjobs[i] =
+ * group i leaves a split's partials to them (pass fuse_group_jobs). */
+static void index_rope_jobs(const ir_graph *g, cuda_fusions *c) {
+    for (int32_t j = 0; j < g->n_nodes; j++) {
+        const ir_ref nx = ir_job_next(&g->nodes[j], j);
+        if (nx == IR_NONE) continue;
+        c->rnext[j] = nx;
+        c->skip[nx] = 1;
     }
-    return true;
+    for (int32_t i = 0; i < g->n_nodes; i++) c->gjobs[i] = ir_group_jobs_sum(&g->nodes[i]); /* pass fuse_group_jobs */
 }
-static void plan_group_jobs(const plan *p, cuda_fusions *c) {
-    const ir_graph *g = p->g;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (c->skip[i] || mma_group_of(g, i) != i || ir_group_glu(&g->nodes[i])) continue;
-        int32_t j = i + 1; /* the next node that launches work */
-        while (j < g->n_nodes && !runs_alone(g, c, j)) j++;
-        if (j >= g->n_nodes || !rope_job_ok(g, c, j)) continue; /* a rope, rope_store or kv_store the jobs take */
-        bool ok = true;
-        for (int k = 0; k < ir_group_n(&g->nodes[i]) && ok; k++) {
-            const ir_ref m = k ? ir_result_of(g, i, k) : i;
-            ok = m != IR_NONE && job_only_reader(p, c, j, m, p->vals[m].alias);
-        }
-        c->gjobs[i] = ok;
-    }
+
+/* Pass fuse_group_jobs' plan_target.group_jobs_fits: a T > 8 MATMUL_GROUP (pass fuse_matmul_group)
+ * whose results only the rope jobs launched right after it read (a prefill layer's K, V, Q, their
+ * RoPE and cache writes). Where the group splits K at run time (run_mma_group), those jobs sum the
+ * partials themselves (k_mma_reduce's order: the same bits) and the reduce kernel is left out. */
+bool cf_group_jobs_ok(const ir_graph *g, const ir_node *grp) {
+    return grp->op == IR_OP_MATMUL_GROUP && !ir_group_glu(grp) && g->nodes[grp->src[0]].ne[1] > 8;
 }
 
 /* A lone MATMUL m on the int8 MMA path (T > 8; no group, no GLU) whose result v goes only into the
@@ -447,8 +358,7 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
     const uint64_t base = cf_align(p->arena_bytes);
     uint64_t at = base;
     index_launch_stores(g, c);
-    if (cfg->rope_jobs) plan_rope_jobs(p, c, uses, &at, cfg->rope_inplace);
-    if (cfg->group_jobs) plan_group_jobs(p, c);
+    index_rope_jobs(g, c);
     if (cfg->norm_sums) plan_norm_sums(p, c, uses, &at);
     c->moved_bytes = at - base;
     free(uses);

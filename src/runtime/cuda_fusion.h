@@ -30,11 +30,11 @@ typedef struct cuda_fusions {
      * group or one of its results) also performs (-1 none); krope[v] likewise the rope_store: an
      * index of the planner's by_launch stores (pass fuse_launch_store) */
     int32_t *vstore;
-    int32_t *rnext;       /* per ROPE / KV_STORE: the next job of its cu_rope_jobs launch (plan_rope_jobs; -1 none) */
+    int32_t *rnext;       /* per ROPE / KV_STORE: the next job of its cu_rope_jobs launch (pass fuse_rope_jobs' links; -1 none) */
     uint8_t *gjobs;       /* per T > 8 MATMUL_GROUP (pass fuse_matmul_group): its results go only to the rope jobs launched right
-                           * after it, which then sum a split's partials themselves — no reduce kernel (plan_group_jobs) */
-    uint64_t *moved;      /* per alias root: arena offset of its private slot (UINT64_MAX: the plan's): a rope job's output
-                           * (plan_rope_jobs), a norm's that sums split partials (plan_norm_sums) */
+                           * after it, which then sum a split's partials themselves — no reduce kernel (pass fuse_group_jobs) */
+    uint64_t *moved;      /* per alias root: arena offset of its private slot (UINT64_MAX: the plan's): a norm's that sums
+                           * split partials (plan_norm_sums) */
     int32_t *krope;
     int32_t *nsum;        /* per matmul: the RMS_NORM_QUANT right after it that sums its split-K partials, so the split leaves
                            * them unreduced (plan_norm_sums; -1 none) */
@@ -70,6 +70,12 @@ bool cf_group_fits_adjacent_one_type(const ir_graph *g, const ir_ref *mem, int n
 /* a T = 1 launch that also performs V's kv_store (cf_launch_vstore_ok) or K's too (pass fuse_launch_store) */
 bool cf_launch_vstore_ok(const ir_graph *g, const ir_node *launch, const ir_node *store);
 bool cf_launch_store_ok(const ir_graph *g, const ir_node *launch, const ir_node *store);
+/* pass fuse_rope_jobs' job k of a cu_rope_jobs launch (plan_target.rope_job_fits): a ROPE after the
+ * first job always (cu_config.rope_inplace 1), only where its group splits K (_split: 2), never (_no_rope: 0) */
+bool cf_rope_job_ok(const ir_graph *g, const ir_node *job, int k);
+bool cf_rope_job_ok_split(const ir_graph *g, const ir_node *job, int k);
+bool cf_rope_job_ok_no_rope(const ir_graph *g, const ir_node *job, int k);
+bool cf_group_jobs_ok(const ir_graph *g, const ir_node *grp); /* pass fuse_group_jobs' group (plan_target.group_jobs_fits) */
 bool cf_mma_ok(const ir_graph *g, const ir_node *m);     /* a T > 8 matmul the int8 MMA GEMM takes */
 bool cf_blas_ok(const ir_graph *g, const ir_node *m);    /* a matmul of f32 activations cuBLASLt takes (cu_blas_on) */
 bool cf_mma_takes(const ir_node *w, const ir_node *x);   /* ... as weight w and activation x (a group's member too) */

@@ -165,8 +165,8 @@ static cu_rope_job rope_job(crun *r, int32_t i) {
     return jb;
 }
 
-/* the ROPE / KV_STORE jobs chained from i (plan_rope_jobs) in one launch; every rotation reads the
- * same positions (cuda_fusion.c's job_pos), every cache write its own rows (cu_rope_args.rows) */
+/* the ROPE / KV_STORE jobs chained from i (pass fuse_rope_jobs) in one launch; every rotation reads the
+ * same positions (the pass's job_pos), every cache write its own rows (cu_rope_args.rows) */
 static sb_status run_rope_jobs(crun *r, int32_t i) {
     cu_rope_job jobs[CU_ROPE_JOBS_MAX];
     int n = 0;

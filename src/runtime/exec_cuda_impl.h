@@ -123,7 +123,7 @@ typedef struct crun {
     int n_direct;
     ir_ref direct_node[CX_MAX_OUT];
     float *direct_dst[CX_MAX_OUT];
-    /* an MMA group's unreduced split partials for the rope jobs launched right after it (plan_group_jobs):
+    /* an MMA group's unreduced split partials for the rope jobs launched right after it (pass fuse_group_jobs):
      * the alias roots of its results and their partials; n 0: none pending */
     int gsrc_n;
     ir_ref gsrc_root[CU_MULTI_MAX];
