@@ -257,6 +257,13 @@ static inline ir_ref ir_group_addend(const ir_node *n, int j) {
  * ip[IR_GROUP_JOBS_SUM] = 1; where its launch splits K, it leaves the partials and those jobs sum them */
 #define IR_GROUP_JOBS_SUM 3
 static inline bool ir_group_jobs_sum(const ir_node *n) { return n->op == IR_OP_MATMUL_GROUP && n->ip[IR_GROUP_JOBS_SUM]; }
+/* RMS_NORM_QUANT / ADD_RMS_NORM_QUANT that sums the split-K partials of the lone MATMUL before it
+ * (pass fuse_norm_sums): ip[IR_NORM_SUMS] = how many nodes back that matmul is (0: none); the norm
+ * then reads the matmul's addend too (the memory plan keeps it live until the norm) */
+#define IR_NORM_SUMS 7
+static inline ir_ref ir_norm_sums_of(const ir_node *n, ir_ref i) {
+    return (n->op == IR_OP_RMS_NORM_QUANT || n->op == IR_OP_ADD_RMS_NORM_QUANT) && n->ip[IR_NORM_SUMS] > 0 ? i - n->ip[IR_NORM_SUMS] : IR_NONE;
+}
 /* KV_STORE / ROPE_STORE that the T = 1 launch computing its x also performs (pass
  * fuse_launch_store): ip[IR_STORE_BY_LAUNCH] = 1; nothing runs at the store's own place */
 #define IR_STORE_BY_LAUNCH 11

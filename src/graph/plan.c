@@ -7,7 +7,8 @@
  * to the free list after its last reader ran (reads through views count: reshape, kv_store,
  * output alias their source). Outputs stay live to the end (the caller reads them after the run).
  * A value is never placed over a value its own node reads (inputs are freed after allocation), nor
- * over one that a job of its launch of jobs reads (pass fuse_rope_jobs: those live until its last job).
+ * over one that a job of its launch of jobs reads (pass fuse_rope_jobs: those live until its last job),
+ * nor a norm's over the addend of the matmul whose partials it sums (pass fuse_norm_sums).
  * Offsets are PLAN_ALIGN-aligned. The arena is the caller's; running a plan allocates nothing.
  * Non-goals: in-place reuse of an input's block by its consumer, multiple arenas/devices.
  *
@@ -153,6 +154,19 @@ static void keep_job_reads(const plan *p, int32_t *last, int32_t *job_end) {
     }
 }
 
+/* A norm summing a matmul's split-K partials (pass fuse_norm_sums) adds the matmul's addend as it
+ * sums: that addend lives until the norm. */
+static void keep_norm_sum_reads(const plan *p, int32_t *last) {
+    const ir_graph *g = p->g;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_ref mm = ir_norm_sums_of(&g->nodes[i], i);
+        const ir_ref o = mm != IR_NONE ? ir_matmul_addend(&g->nodes[mm]) : IR_NONE;
+        if (o == IR_NONE) continue;
+        const ir_ref r = p->vals[o].alias;
+        if (last[r] != INT32_MAX && last[r] < i) last[r] = i;
+    }
+}
+
 /* at node i, the last job of a launch: free what its other jobs read (free_reads) */
 static bool free_job_reads(const plan *p, freelist *fl, int32_t *last, const int32_t *job_end, int32_t i) {
     if (job_end[i] != i) return true;
@@ -203,6 +217,7 @@ sb_status plan_memory(plan *p) {
     for (int32_t i = 0; i < n; i++)
         if (p->vals[i].alias != i && last[i] > last[p->vals[i].alias]) last[p->vals[i].alias] = last[i];
     keep_job_reads(p, last, job_end);
+    keep_norm_sum_reads(p, last);
     p->naive_bytes = 0;
     for (int32_t i = 0; i < n; i++) {
         plan_value *v = &p->vals[i];
@@ -220,7 +235,8 @@ sb_status plan_memory(plan *p) {
             goto cleanup;
         }
         /* free every root whose last reader is node i (or the launch of jobs that ends at i) */
-        if (!free_reads(p, &fl, last, i, i) || !free_job_reads(p, &fl, last, job_end, i)) {
+        const ir_ref mm = ir_norm_sums_of(&g->nodes[i], i); /* a norm summing mm's partials reads mm's addend */
+        if (!free_reads(p, &fl, last, i, i) || !free_job_reads(p, &fl, last, job_end, i) || (mm != IR_NONE && !free_reads(p, &fl, last, i, mm))) {
             st = sb_fail(SB_ERR_OOM, "plan: free list");
             goto cleanup;
         }

@@ -74,6 +74,9 @@ typedef struct plan_target {
     /* pass fuse_group_jobs: may this matmul group leave a split's partials to the launch of jobs
      * right after it, which sum them? Shape and types only (NULL: never) */
     bool (*group_jobs_fits)(const ir_graph *g, const ir_node *group);
+    /* pass fuse_norm_sums: may the norm right after this lone matmul sum its split-K partials?
+     * Shape and types only (NULL: never) */
+    bool (*norm_sum_fits)(const ir_graph *g, const ir_node *matmul, const ir_node *norm);
 } plan_target;
 
 /* The CPU target llama.cpp's CPU backend corresponds to: act_type[w] = qk_get(w)->vec_dot_type
@@ -124,6 +127,7 @@ sb_status pass_fuse_launch_store(ir_graph *g, const pass_ctx *cx);
 sb_status pass_slice_view(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_rope_jobs(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_group_jobs(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_norm_sums(ir_graph *g, const pass_ctx *cx);
 
 /* The pipeline table (graph/pipeline.c), in order; n_out receives the count. */
 const pass_info *pass_pipeline(int *n_out);

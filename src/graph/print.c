@@ -85,10 +85,11 @@ static void print_params(const ir_node *n, FILE *f) {
     if (ir_store_by_launch(n)) fputs(" by_launch", f);
 }
 
-/* a job of a rope-jobs launch (pass fuse_rope_jobs): the launch's next job */
+/* a job of a rope-jobs launch (pass fuse_rope_jobs): the launch's next job; a norm summing a matmul's partials */
 static void print_job_next(const ir_graph *g, ir_ref i, FILE *f) {
-    const ir_ref nx = ir_job_next(&g->nodes[i], i);
+    const ir_ref nx = ir_job_next(&g->nodes[i], i), mm = ir_norm_sums_of(&g->nodes[i], i);
     if (nx != IR_NONE) fprintf(f, " jobs_next=%%%d", (int)nx);
+    if (mm != IR_NONE) fprintf(f, " sums_partials_of=%%%d", (int)mm); /* pass fuse_norm_sums */
 }
 
 // ---- graph ----

@@ -829,8 +829,9 @@ static void test_pipeline_dump(void) {
     fclose(f);
     int np = 0;
     const pass_info *pl = pass_pipeline(&np);
-    CHECK(np == 18 && !strcmp(pl[0].name, "dce") && !strcmp(pl[14].name, "fuse_launch_store") && !strcmp(pl[15].name, "slice_view") &&
-          !strcmp(pl[16].name, "fuse_rope_jobs") && !strcmp(pl[17].name, "fuse_group_jobs"));
+    CHECK(np == 19 && !strcmp(pl[0].name, "dce") && !strcmp(pl[14].name, "fuse_launch_store") && !strcmp(pl[15].name, "slice_view") &&
+          !strcmp(pl[16].name, "fuse_rope_jobs") && !strcmp(pl[17].name, "fuse_group_jobs") &&
+          !strcmp(pl[18].name, "fuse_norm_sums"));
     for (int i = 0; i < np; i++) {
         char key[80];
         snprintf(key, sizeof key, "IR after %s", pl[i].name);
@@ -1264,6 +1265,61 @@ static void case_fuse_group_jobs(void) {
     }
 }
 
+/* fuse_norm_sums: at T = 16 the O projection adds the residual x itself and the ffn norm after it
+ * sums its partials (the golden file: sums_partials_of on that norm); a target refusing marks
+ * nothing. The memory plan keeps x (the matmul's addend, last read by the matmul) live until the
+ * norm: the norm's output never lands on it (fails without plan_memory's keep_norm_sum_reads). */
+static bool norm_sum_any(const ir_graph *g, const ir_node *m, const ir_node *n) { return g && m && n; }
+static int count_norm_sums(const ir_graph *g, ir_ref *norm) {
+    int k = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (ir_norm_sums_of(&g->nodes[i], i) != IR_NONE) k++, *norm = i;
+    return k;
+}
+static void case_fuse_norm_sums(void) {
+    plan_target t;
+    rope_jobs_target(&t);
+    t.norm_sum_fits = norm_sum_any;
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise, pass_fuse_matmul_add,
+                     pass_fuse_add_norm, pass_fuse_rope_store, pass_fuse_matmul_group, pass_fuse_group_glu};
+    ir_graph *g = attn_ffn_graph_t(false, 16);
+    golden("fuse_norm_sums", g, pre, 9, pass_fuse_norm_sums, &t);
+    ir_ref nn = IR_NONE;
+    CHECK_EQ_INT(count_norm_sums(g, &nn), 1);
+    ir_graph_free(g);
+    plan_target u = t;
+    u.norm_sum_fits = NULL;
+    g = attn_ffn_graph_t(false, 16);
+    pass_ctx cx = {.target = &u};
+    for (int q = 0; q < 9; q++) CHECK(pre[q](g, &cx) == SB_OK);
+    check_unchanged(g, &cx, pass_fuse_norm_sums, NULL);
+    ir_graph_free(g);
+    /* r = silu(x) computed, h = W1 r + r (the matmul adds r), y = W2 rms_norm_quant(h): r's last reader
+     * is the matmul, so without the norm's read of it the norm's output would reuse r's memory */
+    g = new_graph();
+    const ir_ref x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){256, 16, 1, 1});
+    const ir_ref r = ir_silu(g, x);
+    const ir_ref h = ir_add(g, ir_matmul(g, W(g, "w1", SB_TYPE_Q4_K, 256, 256), r), r);
+    const ir_ref hn = ir_mul(g, ir_rms_norm(g, h, 1e-6f), W(g, "wn", SB_TYPE_F32, 256, 1));
+    ir_output(g, ir_matmul(g, W(g, "w2", SB_TYPE_Q4_K, 256, 256), hn), "y");
+    CHECK(ir_graph_status(g) == SB_OK);
+    plan *p = NULL;
+    plan_dump d = {.spec = "", .f = NULL};
+    CHECKF(plan_build(g, &t, &d, &p) == SB_OK, "%s", sb_last_error());
+    if (p && count_norm_sums(p->g, &nn) == 1) {
+        const ir_ref m = ir_norm_sums_of(&p->g->nodes[nn], nn), o = ir_matmul_addend(&p->g->nodes[m]);
+        CHECK(o != IR_NONE && p->vals[p->vals[o].alias].input < 0);
+        const plan_value *vn = &p->vals[nn], *vo = &p->vals[p->vals[o].alias];
+        CHECKF(vn->offset >= vo->offset + vo->bytes || vo->offset >= vn->offset + vn->bytes,
+               "norm %%%d at %llu over the addend %%%d at %llu", (int)nn, (unsigned long long)vn->offset, (int)o, (unsigned long long)vo->offset);
+        check_no_overlap(p);
+    } else {
+        CHECK(0);
+    }
+    plan_free(p);
+    ir_graph_free(g);
+}
+
 /* a paged decode step's K rope and stores (rotated at pos, written at the slots): fuse_rope_store
  * makes rope_store(cache, x, pos, slots, ff) with ir_store_rows the slots and the freq factors after
  * them; fuse_launch_store then marks both stores by_launch, as on a contiguous cache; the verifier
@@ -1509,6 +1565,7 @@ int main(void) {
     case_fuse_launch_store();
     case_fuse_rope_jobs();
     case_fuse_group_jobs();
+    case_fuse_norm_sums();
     case_paged_stores();
     case_slice_view();
     test_verifier();
