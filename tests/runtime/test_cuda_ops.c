@@ -1613,7 +1613,7 @@ static void test_qkv_rope_block(void) {
 /* Three Qwen2.5-0.5B layers at 64 new tokens after 512 (qwen_layers.h), fused: the K, V, Q group
  * splits K, so Q's rope joins the K/V jobs (pass fuse_rope_jobs, cu_config.rope_inplace), which sum
  * the group's partials (pass fuse_group_jobs);
- * the norms after the O and down GEMMs sum their split-K partials (plan_norm_sums: 5 reduces).
+ * the norms after the O and down GEMMs sum their split-K partials (pass fuse_norm_sums: 5 reduces).
  * Vs the f64 reference, and bit for bit the plan without these (cu_config rope_inplace and
  * norm_sums 0), with as many kernels fewer at each step as the host-side plan counts
  * (exec_cuda_count_fusions, exec_cuda_count_norm_sums). */
