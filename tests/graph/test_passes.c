@@ -1300,7 +1300,8 @@ static void case_fuse_norm_sums(void) {
     const ir_ref x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){256, 16, 1, 1});
     const ir_ref r = ir_silu(g, x);
     const ir_ref h = ir_add(g, ir_matmul(g, W(g, "w1", SB_TYPE_Q4_K, 256, 256), r), r);
-    const ir_ref hn = ir_mul(g, ir_rms_norm(g, h, 1e-6f), W(g, "wn", SB_TYPE_F32, 256, 1));
+    const ir_ref wn = W(g, "wn", SB_TYPE_F32, 256, 1); /* one node-making call an argument list (clang's order is gcc's reverse) */
+    const ir_ref hn = ir_mul(g, ir_rms_norm(g, h, 1e-6f), wn);
     ir_output(g, ir_matmul(g, W(g, "w2", SB_TYPE_Q4_K, 256, 256), hn), "y");
     CHECK(ir_graph_status(g) == SB_OK);
     plan *p = NULL;
