@@ -253,11 +253,30 @@ static inline ir_ref ir_group_addend(const ir_node *n, int j) {
     if (!((n->ip[1] >> j) & 1)) return IR_NONE;
     return n->src[1 + n->ip[0] + __builtin_popcount((unsigned)n->ip[1] & ((1u << j) - 1))];
 }
+/* MATMUL_GROUP whose results only the launch of jobs right after it reads (pass fuse_group_jobs):
+ * ip[IR_GROUP_JOBS_SUM] = 1; where its launch splits K, it leaves the partials and those jobs sum them */
+#define IR_GROUP_JOBS_SUM 3
+static inline bool ir_group_jobs_sum(const ir_node *n) { return n->op == IR_OP_MATMUL_GROUP && n->ip[IR_GROUP_JOBS_SUM]; }
+/* RMS_NORM_QUANT / ADD_RMS_NORM_QUANT that sums the split-K partials of the lone MATMUL before it
+ * (pass fuse_norm_sums): ip[IR_NORM_SUMS] = how many nodes back that matmul is (0: none); the norm
+ * then reads the matmul's addend too (the memory plan keeps it live until the norm) */
+#define IR_NORM_SUMS 7
+static inline ir_ref ir_norm_sums_of(const ir_node *n, ir_ref i) {
+    return (n->op == IR_OP_RMS_NORM_QUANT || n->op == IR_OP_ADD_RMS_NORM_QUANT) && n->ip[IR_NORM_SUMS] > 0 ? i - n->ip[IR_NORM_SUMS] : IR_NONE;
+}
 /* KV_STORE / ROPE_STORE that the T = 1 launch computing its x also performs (pass
  * fuse_launch_store): ip[IR_STORE_BY_LAUNCH] = 1; nothing runs at the store's own place */
 #define IR_STORE_BY_LAUNCH 11
 static inline bool ir_store_by_launch(const ir_node *n) {
     return (n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE) && n->ip[IR_STORE_BY_LAUNCH];
+}
+/* ROPE / ROPE_STORE / KV_STORE jobs of one launch (pass fuse_rope_jobs): ip[IR_JOB_NEXT] = how many
+ * nodes on the launch's next job is (0: the last, or no launch of jobs). The launch runs at its first
+ * job's place, every job side by side: the memory plan keeps what any job reads until the last one. */
+#define IR_JOB_NEXT 9
+static inline bool ir_is_job_op(ir_op op) { return op == IR_OP_ROPE || op == IR_OP_ROPE_STORE || op == IR_OP_KV_STORE; }
+static inline ir_ref ir_job_next(const ir_node *n, ir_ref i) {
+    return ir_is_job_op(n->op) && n->ip[IR_JOB_NEXT] > 0 ? i + n->ip[IR_JOB_NEXT] : IR_NONE;
 }
 /* KV_STORE / ROPE_STORE: the cache rows written, one a token. A KV_STORE's src[2]; a ROPE_STORE's
  * src[2] (its rotation positions) unless it writes elsewhere (pass fuse_rope_store over a paged

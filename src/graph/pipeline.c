@@ -16,6 +16,9 @@
  * fuse_attn_quant after quantize_once (it takes the quantize nodes that pass made);
  * fuse_matmul_group after them (its members carry the addends fuse_matmul_add gave them), and
  * fuse_group_glu after it (it gates the groups that pass made).
+ * fuse_rope_jobs last (it links jobs by node distance, and takes the by_launch stores and views as
+ * launching nothing); fuse_group_jobs after it (it reads the launches), fuse_norm_sums last (links
+ * by node distance too).
  * Non-goals: pass options per run, pass timing.
  */
 #include "graph/plan.h"
@@ -40,6 +43,9 @@ static const pass_info pipeline[] = {
     {"fuse_group_glu", pass_fuse_group_glu},
     {"fuse_launch_store", pass_fuse_launch_store},
     {"slice_view", pass_slice_view},
+    {"fuse_rope_jobs", pass_fuse_rope_jobs},
+    {"fuse_group_jobs", pass_fuse_group_jobs},
+    {"fuse_norm_sums", pass_fuse_norm_sums},
 };
 
 const pass_info *pass_pipeline(int *n_out) {

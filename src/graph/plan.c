@@ -6,7 +6,9 @@
  * gets the best-fitting free block (or grows the arena) when it is defined, and its block returns
  * to the free list after its last reader ran (reads through views count: reshape, kv_store,
  * output alias their source). Outputs stay live to the end (the caller reads them after the run).
- * A value is never placed over a value its own node reads (inputs are freed after allocation).
+ * A value is never placed over a value its own node reads (inputs are freed after allocation), nor
+ * over one that a job of its launch of jobs reads (pass fuse_rope_jobs: those live until its last job),
+ * nor a norm's over the addend of the matmul whose partials it sums (pass fuse_norm_sums).
  * Offsets are PLAN_ALIGN-aligned. The arena is the caller's; running a plan allocates nothing.
  * Non-goals: in-place reuse of an input's block by its consumer, multiple arenas/devices.
  *
@@ -118,15 +120,71 @@ static void alloc_value(plan *p, freelist *fl, int32_t i) {
     p->naive_bytes += sz;
 }
 
+/* free the roots node k reads whose last reader is node i (at i); false: the free list failed */
+static bool free_reads(const plan *p, freelist *fl, int32_t *last, int32_t i, int32_t k) {
+    const ir_node *nd = &p->g->nodes[k];
+    for (int j = 0; j < IR_MAX_SRC && nd->src[j] != IR_NONE; j++) {
+        ir_ref r = p->vals[nd->src[j]].alias;
+        if (last[r] == i && p->vals[r].input < 0 && r != i) {
+            last[r] = -1; /* freed once */
+            uint64_t sz = (p->vals[r].bytes + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1);
+            if (!fl_free(fl, p->vals[r].offset, sz)) return false;
+        }
+    }
+    return true;
+}
+
+/* A launch of jobs (pass fuse_rope_jobs: ir_job_next links) runs its jobs side by side: what any
+ * job reads stays live until its last job. job_end[k] = the last job of the launch job k is in
+ * (-1: none); the launch's reads last at least until there. */
+static void keep_job_reads(const plan *p, int32_t *last, int32_t *job_end) {
+    const ir_graph *g = p->g;
+    for (int32_t i = 0; i < g->n_nodes; i++) job_end[i] = -1;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (job_end[i] >= 0 || ir_job_next(&g->nodes[i], i) == IR_NONE) continue; /* not a launch's first job */
+        int32_t end = i;
+        while (ir_job_next(&g->nodes[end], end) != IR_NONE) end = ir_job_next(&g->nodes[end], end);
+        for (int32_t k = i; k != IR_NONE; k = ir_job_next(&g->nodes[k], k)) {
+            job_end[k] = end;
+            for (int j = 0; j < IR_MAX_SRC && g->nodes[k].src[j] != IR_NONE; j++) {
+                const ir_ref r = p->vals[g->nodes[k].src[j]].alias;
+                if (last[r] != INT32_MAX && last[r] < end) last[r] = end;
+            }
+        }
+    }
+}
+
+/* A norm summing a matmul's split-K partials (pass fuse_norm_sums) adds the matmul's addend as it
+ * sums: that addend lives until the norm. */
+static void keep_norm_sum_reads(const plan *p, int32_t *last) {
+    const ir_graph *g = p->g;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ir_ref mm = ir_norm_sums_of(&g->nodes[i], i);
+        const ir_ref o = mm != IR_NONE ? ir_matmul_addend(&g->nodes[mm]) : IR_NONE;
+        if (o == IR_NONE) continue;
+        const ir_ref r = p->vals[o].alias;
+        if (last[r] != INT32_MAX && last[r] < i) last[r] = i;
+    }
+}
+
+/* at node i, the last job of a launch: free what its other jobs read (free_reads) */
+static bool free_job_reads(const plan *p, freelist *fl, int32_t *last, const int32_t *job_end, int32_t i) {
+    if (job_end[i] != i) return true;
+    for (int32_t q = 0; q < i; q++) /* a few launches a layer: a scan each */
+        if (job_end[q] == i && !free_reads(p, fl, last, i, q)) return false;
+    return true;
+}
+
 sb_status plan_memory(plan *p) {
     const ir_graph *g = p->g;
     int32_t n = g->n_nodes;
     free(p->vals);
     p->vals = calloc((size_t)(n ? n : 1), sizeof *p->vals);
     int32_t *last = malloc((size_t)(n ? n : 1) * sizeof *last);
+    int32_t *job_end = malloc((size_t)(n ? n : 1) * sizeof *job_end);
     freelist fl = {0};
     sb_status st = SB_OK;
-    if (!p->vals || !last) {
+    if (!p->vals || !last || !job_end) {
         st = sb_fail(SB_ERR_OOM, "plan: memory plan of %d nodes", (int)n);
         goto cleanup;
     }
@@ -158,6 +216,8 @@ sb_status plan_memory(plan *p) {
     /* a view's readers extend its root: propagate in order (roots precede views) */
     for (int32_t i = 0; i < n; i++)
         if (p->vals[i].alias != i && last[i] > last[p->vals[i].alias]) last[p->vals[i].alias] = last[i];
+    keep_job_reads(p, last, job_end);
+    keep_norm_sum_reads(p, last);
     p->naive_bytes = 0;
     for (int32_t i = 0; i < n; i++) {
         plan_value *v = &p->vals[i];
@@ -174,17 +234,11 @@ sb_status plan_memory(plan *p) {
             st = sb_fail(SB_ERR_INTERNAL, "plan: view %%%d of an input", (int)i);
             goto cleanup;
         }
-        /* free every root whose last reader is node i */
-        for (int j = 0; j < IR_MAX_SRC && g->nodes[i].src[j] != IR_NONE; j++) {
-            ir_ref r = p->vals[g->nodes[i].src[j]].alias;
-            if (last[r] == i && p->vals[r].input < 0 && r != i) {
-                last[r] = -1; /* freed once */
-                uint64_t sz = (p->vals[r].bytes + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1);
-                if (!fl_free(&fl, p->vals[r].offset, sz)) {
-                    st = sb_fail(SB_ERR_OOM, "plan: free list");
-                    goto cleanup;
-                }
-            }
+        /* free every root whose last reader is node i (or the launch of jobs that ends at i) */
+        const ir_ref mm = ir_norm_sums_of(&g->nodes[i], i); /* a norm summing mm's partials reads mm's addend */
+        if (!free_reads(p, &fl, last, i, i) || !free_job_reads(p, &fl, last, job_end, i) || (mm != IR_NONE && !free_reads(p, &fl, last, i, mm))) {
+            st = sb_fail(SB_ERR_OOM, "plan: free list");
+            goto cleanup;
         }
         if (v->input < 0 && v->alias == i && last[i] == i) { /* never read: free at once */
             uint64_t sz = (v->bytes + PLAN_ALIGN - 1) & ~(uint64_t)(PLAN_ALIGN - 1);
@@ -198,6 +252,7 @@ sb_status plan_memory(plan *p) {
     p->arena_bytes = fl.top;
 cleanup:
     free(last);
+    free(job_end);
     free(fl.b);
     return st;
 }

@@ -67,6 +67,16 @@ typedef struct plan_target {
      * perform store (the kv_store of one of its results, or the rope_store of one through views)?
      * Shape and types only (NULL: never) */
     bool (*launch_store_fits)(const ir_graph *g, const ir_node *launch, const ir_node *store);
+    /* pass fuse_rope_jobs: may ROPE / ROPE_STORE / KV_STORE node job be job k (0: the first) of a
+     * launch of at most rope_jobs_max jobs that run side by side? Shape and types only (NULL: never) */
+    int rope_jobs_max;
+    bool (*rope_job_fits)(const ir_graph *g, const ir_node *job, int k);
+    /* pass fuse_group_jobs: may this matmul group leave a split's partials to the launch of jobs
+     * right after it, which sum them? Shape and types only (NULL: never) */
+    bool (*group_jobs_fits)(const ir_graph *g, const ir_node *group);
+    /* pass fuse_norm_sums: may the norm right after this lone matmul sum its split-K partials?
+     * Shape and types only (NULL: never) */
+    bool (*norm_sum_fits)(const ir_graph *g, const ir_node *matmul, const ir_node *norm);
 } plan_target;
 
 /* The CPU target llama.cpp's CPU backend corresponds to: act_type[w] = qk_get(w)->vec_dot_type
@@ -115,6 +125,9 @@ sb_status pass_fuse_group_glu(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_attn_quant(ir_graph *g, const pass_ctx *cx);
 sb_status pass_fuse_launch_store(ir_graph *g, const pass_ctx *cx);
 sb_status pass_slice_view(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_rope_jobs(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_group_jobs(ir_graph *g, const pass_ctx *cx);
+sb_status pass_fuse_norm_sums(ir_graph *g, const pass_ctx *cx);
 
 /* The pipeline table (graph/pipeline.c), in order; n_out receives the count. */
 const pass_info *pass_pipeline(int *n_out);

@@ -58,6 +58,7 @@ static void print_params(const ir_node *n, FILE *f) {
     case IR_OP_MATMUL_GROUP:
         fprintf(f, " n=%d addends=%#x", n->ip[0], (unsigned)n->ip[1]);
         if (n->ip[2]) fprintf(f, " glu=%s", ir_ops[n->ip[2]].name);
+        if (ir_group_jobs_sum(n)) fputs(" jobs_sum_partials", f);
         break;
     case IR_OP_GLU_QUANT: fprintf(f, " act=%s", (unsigned)n->ip[0] < IR_OP_COUNT ? ir_ops[n->ip[0]].name : "?"); break;
     case IR_OP_FUSED:
@@ -84,6 +85,13 @@ static void print_params(const ir_node *n, FILE *f) {
     if (ir_store_by_launch(n)) fputs(" by_launch", f);
 }
 
+/* a job of a rope-jobs launch (pass fuse_rope_jobs): the launch's next job; a norm summing a matmul's partials */
+static void print_job_next(const ir_graph *g, ir_ref i, FILE *f) {
+    const ir_ref nx = ir_job_next(&g->nodes[i], i), mm = ir_norm_sums_of(&g->nodes[i], i);
+    if (nx != IR_NONE) fprintf(f, " jobs_next=%%%d", (int)nx);
+    if (mm != IR_NONE) fprintf(f, " sums_partials_of=%%%d", (int)mm); /* pass fuse_norm_sums */
+}
+
 // ---- graph ----
 
 void ir_print(const ir_graph *g, FILE *f) {
@@ -93,6 +101,7 @@ void ir_print(const ir_graph *g, FILE *f) {
         for (int j = 0; j < IR_MAX_SRC && n->src[j] != IR_NONE; j++) fprintf(f, "%s%%%d", j ? ", " : "", (int)n->src[j]);
         fputc(')', f);
         print_params(n, f);
+        print_job_next(g, i, f);
         int nd = 4;
         while (nd > 1 && n->ne[nd - 1] == 1) nd--;
         fprintf(f, " : %s[", ir_dtype_name(n->dtype));

@@ -5,7 +5,8 @@
  * shape and dtype equal to what the op's shape function derives, inputs named, OUTPUT names
  * unique, kv_store chains rooted at a kv input, select_rows rows from an i32 input, every RESULT
  * right after its producer and its lower results, ring caches read only by windowed attention
- * of at most C - window + 1 tokens.
+ * of at most C - window + 1 tokens, a rope job's link (ir_job_next) to a later rope or store node, a norm's (ir_norm_sums_of) to an
+ * earlier matmul.
  * Failure: SB_ERR_INTERNAL naming the node index, op and reason (a pass or builder bug).
  * Non-goals: checking numerics or bound data (the executor validates data per run).
  */
@@ -62,6 +63,12 @@ sb_status ir_verify(const ir_graph *g) {
                 return sb_fail(SB_ERR_INTERNAL, "ir verify: result %%%d of %%%d is not right after its producer and its lower results",
                                (int)i, (int)n->src[0]);
         }
+        const ir_ref nx = ir_job_next(n, i); /* pass fuse_rope_jobs: a later job, read by none of its launch */
+        if (nx != IR_NONE && (nx >= g->n_nodes || !ir_is_job_op(g->nodes[nx].op)))
+            return sb_fail(SB_ERR_INTERNAL, "ir verify: job %%%d links to %%%d, no rope / store job", (int)i, (int)nx);
+        const ir_ref mm = ir_norm_sums_of(n, i); /* pass fuse_norm_sums: an earlier matmul */
+        if (mm != IR_NONE && (mm < 0 || g->nodes[mm].op != IR_OP_MATMUL))
+            return sb_fail(SB_ERR_INTERNAL, "ir verify: norm %%%d sums the partials of %%%d, no matmul", (int)i, (int)mm);
         if (n->op == IR_OP_ATTENTION) SB_TRY(check_ring_reader(g, i));
         if (n->op == IR_OP_SELECT_ROWS && g->nodes[n->src[1]].op != IR_OP_OUT_ROWS)
             return sb_fail(SB_ERR_INTERNAL, "ir verify: select_rows %%%d rows must come from out_rows", (int)i);

@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
- * runtime/cuda_fusion.c — the CUDA executor's fusion planning (contract: cuda_fusion.h). Each pass
- * below looks for one pattern in the plan's node order and memory plan and records it in the
- * tables; exec_cuda.c then launches accordingly. The passes, in cuda_fusions_plan's order: V's
- * kv_store and K's rope_store folded into a decode GEMV launch (a lone matmul or the planner's
- * matmul_group), rope jobs (after a prefill layer's K, V, Q group), split-K partials summed by the
- * rope jobs or by the norm after them. (Matmul addends, add + norm, rope + store, Q's rope and the
- * output quantize in the attention, the matmul groups of decode GEMVs and prefill int8 MMA GEMMs
- * and their GLU are the planner's passes: graph/passes/; so are the shape-only predicates below
- * that the CUDA plan target gives those passes.)
- * Safety is always the same two questions: does what a moved or fused kernel reads exist
- * (unchanged) at its new place, and can what it writes clash with anything in between.
+ * runtime/cuda_fusion.c — the CUDA executor's fusion tables (contract: cuda_fusion.h): indexes of
+ * the planner's marks — V's kv_store and K's rope_store a decode GEMV launch performs (pass
+ * fuse_launch_store), the rope jobs' launches (fuse_rope_jobs), the groups whose split partials
+ * those jobs sum (fuse_group_jobs), the norms that sum a lone GEMM's (fuse_norm_sums) — and the
+ * shape-only predicates the CUDA plan target gives those passes and the executor's kernel choice.
+ * The memory plan gives every value its place (plan_memory keeps what a launch's jobs or a summing
+ * norm read live long enough); nothing here reads it.
  * Layer 2 (runtime), CUDA builds only.
  */
 #ifdef SB_HAVE_CUDA
@@ -24,25 +20,6 @@
 
 #include <string.h>
 
-
-/* arena byte range of value i (its alias root); false for inputs (their own buffers) */
-static bool arena_range(const plan *p, ir_ref i, uint64_t *lo, uint64_t *hi) {
-    const plan_value *v = &p->vals[p->vals[i].alias];
-    if (v->input >= 0 || p->vals[i].input >= 0) return false;
-    *lo = v->offset;
-    *hi = v->offset + v->bytes;
-    return true;
-}
-
-/* do values a and b share memory? A value moved to the private region (c->moved, by alias root)
- * shares it only with the views of its own root */
-static bool overlap(const plan *p, const cuda_fusions *c, ir_ref a, ir_ref b) {
-    const ir_ref ra = p->vals[a].alias, rb = p->vals[b].alias;
-    if (c->moved && (c->moved[ra] != UINT64_MAX || c->moved[rb] != UINT64_MAX)) return ra == rb;
-    uint64_t a0, a1, b0, b1;
-    if (!arena_range(p, a, &a0, &a1) || !arena_range(p, b, &b0, &b1)) return false;
-    return a0 < b1 && b0 < a1;
-}
 
 bool cf_multi_ok(const ir_graph *g, const ir_node *m) {
     if (m->op != IR_OP_MATMUL) return false;
@@ -154,80 +131,6 @@ bool cf_blas_ok(const ir_graph *g, const ir_node *m) {
     return m->op == IR_OP_MATMUL && cf_blas_takes(&g->nodes[m->src[0]], &g->nodes[m->src[1]]);
 }
 
-/* The ROPE that is v's only reader (through views of v that nothing else reads), taking v's shape
- * into a value of its own that is not a plan input or output (a prefill layer's Q rope: its output
- * may move to a slot of its own, plan_rope_jobs). -1: none. */
-static int32_t only_rope_of(const plan *p, const int32_t *uses, ir_ref v) {
-    const ir_graph *g = p->g;
-    ir_ref cur = v;
-    for (int32_t q = v + 1; q < g->n_nodes; q++) {
-        const ir_node *qn = &g->nodes[q];
-        bool reads = false;
-        for (int a = 0; a < IR_MAX_SRC; a++) reads |= qn->src[a] == cur;
-        if (!reads) continue;
-        if (uses[cur] != 1) return -1;
-        if (qn->op == IR_OP_RESHAPE && p->vals[q].alias == p->vals[v].alias) {
-            cur = q;
-            continue;
-        }
-        if (qn->op != IR_OP_ROPE || qn->src[0] != cur || ir_rope_norm_of(qn).kind || p->vals[q].alias != q || p->vals[q].input >= 0 ||
-            p->vals[q].bytes != p->vals[p->vals[v].alias].bytes)
-            return -1;
-        for (int32_t k = 0; k < p->n_outputs; k++)
-            if (p->outputs[k].node == q) return -1;
-        return q;
-    }
-    return -1;
-}
-
-static bool is_output(const plan *p, ir_ref v) { /* is v's memory a plan output's? */
-    for (int32_t k = 0; k < p->n_outputs; k++)
-        if (p->vals[p->outputs[k].node].alias == p->vals[v].alias) return true;
-    return false;
-}
-
-typedef struct priv_slot { /* a slot of the private region after the plan's */
-    uint64_t off, bytes;
-    int32_t free_after; /* the last node that reads the value it holds */
-} priv_slot;
-
-/* per alias root: its last reader in the plan's order (-1: none; malloc'd, NULL when out of memory).
- * A skipped reader's work may run later (e.g. a RoPE the attention applies): it reads as late as its
- * own readers. */
-static int32_t *last_readers(const plan *p, const cuda_fusions *c) {
-    const ir_graph *g = p->g;
-    int32_t *last = (int32_t *)malloc((size_t)g->n_nodes * sizeof *last);
-    if (!last) return NULL;
-    for (int32_t i = 0; i < g->n_nodes; i++) last[i] = -1;
-    for (int32_t q = g->n_nodes - 1; q >= 0; q--) {
-        const ir_ref rq = p->vals[q].alias >= 0 ? p->vals[q].alias : q;
-        const int32_t at_q = c->skip[q] && last[rq] > q ? last[rq] : q;
-        for (int a = 0; a < IR_MAX_SRC; a++) {
-            const ir_ref sr = g->nodes[q].src[a];
-            if (sr == IR_NONE || p->vals[sr].alias < 0) continue;
-            if (at_q > last[p->vals[sr].alias]) last[p->vals[sr].alias] = at_q;
-        }
-    }
-    return last;
-}
-
-/* a slot of the private region (after the plan's) for a value of b bytes written at node i and read
- * until node fa: one whose value's readers are all before i, or a new one while there are fewer than
- * max; UINT64_MAX if neither */
-static uint64_t slot_take(priv_slot *slot, int *ns, int max, uint64_t *at, uint64_t b, int32_t i, int32_t fa) {
-    int sl = -1;
-    for (int k = 0; k < *ns && sl < 0; k++)
-        if (slot[k].free_after < i && slot[k].bytes >= b) sl = k;
-    if (sl < 0 && *ns < max) {
-        slot[*ns] = (priv_slot){*at, b, 0};
-        *at += b;
-        sl = (*ns)++;
-    }
-    if (sl < 0) return UINT64_MAX;
-    slot[sl].free_after = fa > i ? fa : i;
-    return slot[sl].off;
-}
-
 /* the K split of the launch of T > 8 group grp (pass fuse_matmul_group) at the plan's T, with scratch
  * enough (cu_mma_multi_split, as run_mma_group asks it; 0: its members launched one by one) */
 static int group_split(const ir_graph *g, const ir_node *grp) {
@@ -248,210 +151,92 @@ static int32_t mma_group_of(const ir_graph *g, ir_ref v) {
     return n->op == IR_OP_MATMUL_GROUP && g->nodes[n->src[0]].ne[1] > 8 ? grp : -1;
 }
 
-/* ROPE / ROPE_STORE / KV_STORE nodes that run one after another (nothing executed between them: the nodes
- * between are skipped — done by a launch before —, views, results or inputs; e.g. after a prefill
- * layer's K, V, Q group): up to CU_ROPE_JOBS_MAX in one cu_rope_jobs launch at the first one's place
- * (rnext chain; the others skipped) — a prefill layer's K rope + cache write, V cache write and Q
- * rope. Safe where no job writes memory another job reads (they run side by side). A ROPE whose
- * output the plan put over an earlier job's input (a prefill layer's Q rope over K, freed in the
- * plan's order), the only reader of a product of a group that splits K, writes to a slot of its own
- * after the plan's region instead (kept until its readers are past; cu_config.rope_inplace 0 off):
- * then Q's rope joins the launch and the jobs sum the group's partials (plan_group_jobs) — no reduce
- * kernel, no rope kernel (H200, Qwen2.5-0.5B: pp64 +2%, first token -2%). Where the group does not
- * split (T = 512), Q's rope joining alone measured slower (pp512 -1%, at depth 4096 -2.5%). */
-/* a rope job's input x and the positions it rotates at: (x, pos, ff?) for a ROPE, (cache, x, pos, ...)
- * for a ROPE_STORE; a KV_STORE rotates nothing (IR_NONE; each store job writes at its own rows) */
+/* a rope job's input x: (x, pos, ff?) for a ROPE, (cache, x, pos, ...) for a ROPE_STORE or KV_STORE */
 static ir_ref job_x(const ir_node *n) { return n->src[n->op == IR_OP_ROPE ? 0 : 1]; }
-static ir_ref job_pos(const ir_node *n) { return n->op == IR_OP_KV_STORE ? IR_NONE : n->src[n->op == IR_OP_ROPE ? 1 : 2]; }
-/* does node j launch work at its own place? (not skipped — done by another launch —, nor a view, a result or an input) */
-static bool runs_alone(const ir_graph *g, const cuda_fusions *c, int32_t j) {
-    const ir_op op = g->nodes[j].op;
-    return !c->skip[j] && op != IR_OP_RESHAPE && op != IR_OP_VIEW && op != IR_OP_RESULT && !(ir_ops[op].flags & OPF_INPUT);
-}
-/* may node i be a job? (a rope that normalises its heads, pass fuse_norm_rope, runs alone: a job
- * rotates one pair a thread and has no head sum) */
-static bool rope_job_ok(const ir_graph *g, const cuda_fusions *c, int32_t i) {
-    const ir_node *n = &g->nodes[i];
-    if (c->skip[i]) return false;
+/* a node cu_rope_jobs takes as a job (a rope that normalises its heads, pass fuse_norm_rope, runs
+ * alone: a job rotates one pair a thread and has no head sum) */
+static bool job_takes(const ir_graph *g, const ir_node *n) {
     if (n->op == IR_OP_KV_STORE)
         return g->nodes[n->src[1]].dtype == SB_TYPE_F32 && (n->dtype == SB_TYPE_F32 || n->dtype == SB_TYPE_F16) && !ir_rope_norm_of(n).kind;
     return (n->op == IR_OP_ROPE || n->op == IR_OP_ROPE_STORE) && g->nodes[job_x(n)].ne[3] == 1 && !ir_rope_norm_of(n).kind;
 }
-/* is v a product of a T > 8 matmul group (pass fuse_matmul_group) that splits K at the plan's T (group_split)? */
+/* is v (through views) a product of a T > 8 matmul group (pass fuse_matmul_group) that splits K at the plan's T (group_split)? */
 static bool group_of_splits(const ir_graph *g, ir_ref v) {
+    while (g->nodes[v].op == IR_OP_RESHAPE || g->nodes[v].op == IR_OP_VIEW) v = g->nodes[v].src[0];
     const int32_t grp = mma_group_of(g, v);
     return grp >= 0 && group_split(g, &g->nodes[grp]) > 1;
 }
 
-/* does job j (input in_j) write over an input or output of the jobs mem[0..n), or they over its input? */
-static bool job_clash(const plan *p, const cuda_fusions *c, const ir_graph *g, const int32_t *mem, int n, int32_t j, ir_ref in_j) {
-    for (int q = 0; q < n; q++) {
-        const ir_node *mq = &g->nodes[mem[q]];
-        const ir_ref in_q = job_x(mq);
-        if (overlap(p, c, j, in_q) || overlap(p, c, mem[q], in_j) || overlap(p, c, j, mem[q]))
-            return true;
-    }
-    return false;
+/* Pass fuse_rope_jobs' plan_target.rope_job_fits: up to CU_ROPE_JOBS_MAX jobs in one cu_rope_jobs
+ * launch (a prefill layer's K rope + cache write, V cache write and Q rope). A ROPE after the first
+ * job (a prefill layer's Q rope after K's and V's stores; the memory plan keeps their inputs off its
+ * output) joins by cu_config.rope_inplace: 1 always, 2 only where it reads a product of a group that
+ * splits K, 0 never. Where the group splits, the jobs then sum its partials (pass fuse_group_jobs) —
+ * no reduce kernel, no rope kernel (H200, Qwen2.5-0.5B: pp64 +2%, first token -2%). Where it does
+ * not split (T = 512), Q's rope joining alone measured slower (pp512 -1%, at depth 4096 -2.5%) when
+ * its output moved to a private slot; the executor's rule then joined it wherever the memory plan's
+ * layout happened not to clash. */
+bool cf_rope_job_ok(const ir_graph *g, const ir_node *job, int k) { return job_takes(g, job) && k >= 0; }
+bool cf_rope_job_ok_split(const ir_graph *g, const ir_node *job, int k) {
+    return job_takes(g, job) && (k == 0 || job->op != IR_OP_ROPE || group_of_splits(g, job_x(job)));
 }
-#define ROPE_SLOTS 4
-static void plan_rope_jobs(const plan *p, cuda_fusions *c, const int32_t *uses, uint64_t *at, bool own_slot /* cu_config.rope_inplace */) {
-    const ir_graph *g = p->g;
-    int32_t *last = own_slot ? last_readers(p, c) : NULL;
-    priv_slot slot[ROPE_SLOTS];
-    int nslots = 0;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (!rope_job_ok(g, c, i)) continue;
-        int32_t mem[CU_ROPE_JOBS_MAX] = {i};
-        int n = 1;
-        ir_ref pos = job_pos(&g->nodes[i]); /* the launch's one rotation positions (IR_NONE: none yet) */
-        for (int32_t j = i + 1; j < g->n_nodes && n < CU_ROPE_JOBS_MAX; j++) {
-            const ir_node *m = &g->nodes[j];
-            if (!runs_alone(g, c, j)) continue;
-            if (!rope_job_ok(g, c, j)) break;
-            if (job_pos(m) != IR_NONE && pos != IR_NONE && job_pos(m) != pos) break; /* one pos for the launch */
-            const ir_ref in_j = job_x(m);
-            bool clash = job_clash(p, c, g, mem, n, j, in_j); /* no job's output over another's input */
-            /* the only reader of a splitting group's product (a prefill layer's Q) whose output the plan put
-             * over an earlier job's input (K's, freed in the plan's order): its output to a slot of its own */
-            const ir_ref rin = p->vals[in_j].alias;
-            if (clash && last && m->op == IR_OP_ROPE && c->moved[j] == UINT64_MAX && only_rope_of(p, uses, rin) == j &&
-                group_of_splits(g, rin)) {
-                const uint64_t off = slot_take(slot, &nslots, ROPE_SLOTS, at, cf_align(p->vals[j].bytes), i, last[j]); /* written at i */
-                if (off != UINT64_MAX) c->moved[j] = off;
-                clash = job_clash(p, c, g, mem, n, j, in_j);
-                if (clash) c->moved[j] = UINT64_MAX;
-            }
-            if (clash) break;
-            if (pos == IR_NONE) pos = job_pos(m);
-            mem[n++] = j;
-        }
-        for (int q = 1; q < n; q++) {
-            c->rnext[mem[q - 1]] = mem[q];
-            c->skip[mem[q]] = 1;
-        }
-    }
-    free(last);
+bool cf_rope_job_ok_no_rope(const ir_graph *g, const ir_node *job, int k) {
+    return job_takes(g, job) && (k == 0 || job->op != IR_OP_ROPE);
 }
 
-/* a T > 8 MATMUL_GROUP (pass fuse_matmul_group) whose every result is read only by the jobs of the cu_rope_jobs
- * launch that runs right after it (through views): a prefill layer's K, V, Q, their RoPE and cache
- * writes. Where the group splits K, those jobs sum the partials themselves (k_mma_reduce's order:
- * the same bits) and the reduce kernel is left out. gjobs[group] = 1. */
-static bool job_reads(const cuda_fusions *c, int32_t j0, ir_ref q) { /* is q a job of the chain from j0? */
-    for (int32_t j = j0; j >= 0; j = c->rnext[j])
-        if (j == q) return true;
-    return false;
-}
-/* is every reader of a group's product m (root: its memory; through views) a job of the chain from j, reading it as its x? */
-static bool job_only_reader(const plan *p, const cuda_fusions *c, int32_t j, ir_ref m, ir_ref root) {
-    const ir_graph *g = p->g;
-    for (int32_t q = 0; q < g->n_nodes; q++) {
-        const ir_node *qn = &g->nodes[q];
-        if (q == m || qn->op == IR_OP_RESULT || (qn->op == IR_OP_RESHAPE && p->vals[q].alias == root)) continue; /* no data read */
-        for (int a = 0; a < IR_MAX_SRC; a++) {
-            if (qn->src[a] == IR_NONE || p->vals[qn->src[a]].alias != root) continue;
-            if (!job_reads(c, j, q) || a != (qn->op == IR_OP_ROPE ? 0 : 1)) return false;
-        }
+/* The executor's index of the planner's launches of jobs (pass fuse_rope_jobs): rnext[j] = the next
+ * job of j's launch; every job but the first is skipped (the first launches them all); gjobs[i] =
+ * group i leaves a split's partials to them (pass fuse_group_jobs). */
+static void index_rope_jobs(const ir_graph *g, cuda_fusions *c) {
+    for (int32_t j = 0; j < g->n_nodes; j++) {
+        const ir_ref nx = ir_job_next(&g->nodes[j], j);
+        if (nx == IR_NONE) continue;
+        c->rnext[j] = nx;
+        c->skip[nx] = 1;
     }
-    return true;
-}
-static void plan_group_jobs(const plan *p, cuda_fusions *c) {
-    const ir_graph *g = p->g;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        if (c->skip[i] || mma_group_of(g, i) != i || ir_group_glu(&g->nodes[i])) continue;
-        int32_t j = i + 1; /* the next node that launches work */
-        while (j < g->n_nodes && !runs_alone(g, c, j)) j++;
-        if (j >= g->n_nodes || !rope_job_ok(g, c, j)) continue; /* a rope, rope_store or kv_store the jobs take */
-        bool ok = true;
-        for (int k = 0; k < ir_group_n(&g->nodes[i]) && ok; k++) {
-            const ir_ref m = k ? ir_result_of(g, i, k) : i;
-            ok = m != IR_NONE && job_only_reader(p, c, j, m, p->vals[m].alias);
-        }
-        c->gjobs[i] = ok;
-    }
+    for (int32_t i = 0; i < g->n_nodes; i++) c->gjobs[i] = ir_group_jobs_sum(&g->nodes[i]); /* pass fuse_group_jobs */
 }
 
-/* A lone MATMUL m on the int8 MMA path (T > 8; no group, no GLU) whose result v goes only into the
- * residual sum h = v + o that the RMS_NORM_QUANT n right after it normalizes (nothing runs between):
- * either m adds o itself (its addend: h is m) and n reads it, or n is the planner's add_rms_norm_quant and v is its
- * one operand. Where m splits K at run time, it leaves the partials unreduced and n sums them —
- * mma_split_sum with o as the epilogue: k_mma_reduce's order, and x + b == b + x in f32, so the
- * same h, which n writes to h's memory — and the reduce kernel leaves the chain (a prefill layer's
- * O and down projections at small T; planned where m would split with scratch enough and the norm's
- * rows fit one wave of its 1024-thread blocks — past that the separate kernels measured faster —
- * used where m does split at run time). n reads o and the partials while its blocks write h and its
- * output: the output must overlap neither o nor h (h may be o exactly: one thread reads, then writes,
- * an element). Where the plan put n's output over o (dead after h in its order), that output moves
- * to a slot of its own after the plan's region, shared by such norms whose readers are past.
- * nsum[m] = n. */
-#define NORM_SLOTS 4
-static void plan_norm_sums(const plan *p, cuda_fusions *c, const int32_t *uses, uint64_t *at) {
-    const ir_graph *g = p->g;
-    int32_t *last = last_readers(p, c);
-    if (!last) return;
-    priv_slot slot[NORM_SLOTS];
-    int ns = 0;
-    for (int32_t m = 0; m < g->n_nodes && cu_mma_small_mode() == 2; m++) { /* mode 2: the partials go to a reduce kernel */
-        const ir_node *mn = &g->nodes[m];
-        if (c->skip[m] || !cf_mma_ok(g, mn)) continue; /* a lone MATMUL: a group's members are one MATMUL_GROUP */
-        const cu_gemv_seg sg = mm_seg(g, mn);
-        const ir_node *x = &g->nodes[mn->src[1]];
-        if (cu_mma_multi_split(&sg, 1, x->ne[0], x->dtype, x->ne[1], UINT64_MAX) < 2) continue; /* never splits */
-        const bool own = ir_matmul_addend(mn) != IR_NONE; /* m adds o itself; else n's fused ADD does */
-        if (!own && (uses[m] != 1 || p->vals[m].alias != m)) continue;
-        int32_t n = m + 1;
-        while (n < g->n_nodes && !runs_alone(g, c, n)) n++;
-        if (n >= g->n_nodes) continue;
-        const ir_node *nn = &g->nodes[n];
-        if (nn->op != (own ? IR_OP_RMS_NORM_QUANT : IR_OP_ADD_RMS_NORM_QUANT) || ir_nelem(nn) != ir_nelem(mn) ||
-            cu_norm_rows_fit(nn->dtype, nn->ne[0], ir_nrows(nn)))
-            continue;
-        ir_ref h, o;
-        if (own) {
-            if (nn->src[0] != m) continue;
-            h = m, o = ir_matmul_addend(mn);
-        } else { /* n = add_rms_norm_quant(v, o) or (o, v), the sum its result 1 */
-            if (nn->src[0] != m && nn->src[1] != m) continue;
-            h = ir_result_of(g, n, 1), o = nn->src[0] == m ? nn->src[1] : nn->src[0];
-            if (h == IR_NONE || ir_nelem(&g->nodes[o]) != ir_nelem(mn)) continue;
-        }
-        if (overlap(p, c, n, h)) continue;
-        if (overlap(p, c, n, o)) { /* n's output to a slot of its own */
-            if (p->vals[n].alias != n || p->vals[n].input >= 0 || c->moved[n] != UINT64_MAX || is_output(p, n)) continue;
-            const uint64_t off = slot_take(slot, &ns, NORM_SLOTS, at, cf_align(p->vals[n].bytes), n, last[n]);
-            if (off == UINT64_MAX) continue;
-            c->moved[n] = off;
-        }
-        c->nsum[m] = n;
-    }
-    free(last);
+/* Pass fuse_group_jobs' plan_target.group_jobs_fits: a T > 8 MATMUL_GROUP (pass fuse_matmul_group)
+ * whose results only the rope jobs launched right after it read (a prefill layer's K, V, Q, their
+ * RoPE and cache writes). Where the group splits K at run time (run_mma_group), those jobs sum the
+ * partials themselves (k_mma_reduce's order: the same bits) and the reduce kernel is left out. */
+bool cf_group_jobs_ok(const ir_graph *g, const ir_node *grp) {
+    return grp->op == IR_OP_MATMUL_GROUP && !ir_group_glu(grp) && g->nodes[grp->src[0]].ne[1] > 8;
+}
+
+/* Pass fuse_norm_sums' plan_target.norm_sum_fits: a lone MATMUL m on the int8 MMA path (T > 8; no
+ * group, no GLU) whose residual sum the RMS_NORM_QUANT n right after it normalizes. Where m splits K
+ * at run time, it leaves the partials unreduced and n sums them — mma_split_sum with m's addend as
+ * the epilogue: k_mma_reduce's order, and x + b == b + x in f32, so the same h — and the reduce kernel
+ * leaves the chain (a prefill layer's O and down projections at small T). Planned where m would split
+ * with scratch enough (cu_mma_small_mode 2: the partials go to a reduce kernel) and the norm's rows
+ * do not fit one wave of its 1024-thread blocks — there the separate kernels measured faster. */
+bool cf_norm_sum_ok(const ir_graph *g, const ir_node *m, const ir_node *n) {
+    if (cu_mma_small_mode() != 2 || !cf_mma_ok(g, m)) return false;
+    const cu_gemv_seg sg = mm_seg(g, m);
+    const ir_node *x = &g->nodes[m->src[1]];
+    return cu_mma_multi_split(&sg, 1, x->ne[0], x->dtype, x->ne[1], UINT64_MAX) >= 2 && !cu_norm_rows_fit(n->dtype, n->ne[0], ir_nrows(n));
 }
 
 sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg) {
+    (void)cfg; /* its switches are the target's (exec_cuda_target) */
     const ir_graph *g = p->g;
-    int32_t *uses = (int32_t *)malloc((size_t)g->n_nodes * sizeof *uses);
     c->skip = (uint8_t *)calloc((size_t)g->n_nodes, 1);
     c->rnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->rnext);
     c->gjobs = (uint8_t *)calloc((size_t)g->n_nodes, 1);
     c->vstore = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->vstore);
-    c->moved = (uint64_t *)malloc((size_t)g->n_nodes * sizeof *c->moved);
     c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
     c->nsum = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->nsum);
-    if (!uses || !c->skip || !c->rnext || !c->gjobs || !c->vstore || !c->moved || !c->krope || !c->nsum) {
-        free(uses);
+    if (!c->skip || !c->rnext || !c->gjobs || !c->vstore || !c->krope || !c->nsum)
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
-    }
-    ir_use_counts(g, uses);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->rnext[i] = c->vstore[i] = c->krope[i] = c->nsum[i] = -1,
-        c->moved[i] = UINT64_MAX;
-    const uint64_t base = cf_align(p->arena_bytes);
-    uint64_t at = base;
+    for (int32_t i = 0; i < g->n_nodes; i++) c->rnext[i] = c->vstore[i] = c->krope[i] = c->nsum[i] = -1;
     index_launch_stores(g, c);
-    if (cfg->rope_jobs) plan_rope_jobs(p, c, uses, &at, cfg->rope_inplace);
-    if (cfg->group_jobs) plan_group_jobs(p, c);
-    if (cfg->norm_sums) plan_norm_sums(p, c, uses, &at);
-    c->moved_bytes = at - base;
-    free(uses);
+    index_rope_jobs(g, c);
+    for (int32_t n = 0; n < g->n_nodes; n++) { /* pass fuse_norm_sums: nsum[m] = n */
+        const ir_ref m = ir_norm_sums_of(&g->nodes[n], n);
+        if (m != IR_NONE) c->nsum[m] = n;
+    }
     return SB_OK;
 }
 
@@ -460,7 +245,6 @@ void cuda_fusions_free(cuda_fusions *f) {
     free(f->rnext);
     free(f->gjobs);
     free(f->vstore);
-    free(f->moved);
     free(f->krope);
     free(f->nsum);
     memset(f, 0, sizeof *f);

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
- * runtime/cuda_fusion.h — the CUDA executor's own fusion planning (cuda_fusion.c): given a plan,
- * which nodes the executor (exec_cuda.c) runs inside another node's launch, and where values it
- * moves out of the plan's memory live. Stopgaps for the planner passes of
- * src/graph/passes (docs/cuda.md lists every fusion; cu_config.h has the switch of each); each one gives the same bits as
- * the unfused kernels (tested on every model).
+ * runtime/cuda_fusion.h — the CUDA executor's fusion tables (cuda_fusion.c): given a plan, which
+ * nodes the executor (exec_cuda.c) runs inside another node's launch — indexes of the marks the
+ * planner's passes (src/graph/passes) left in the IR — and the shape-only predicates the CUDA plan
+ * target gives those passes (docs/cuda.md lists every fusion; cu_config.h has the switch of each);
+ * each one gives the same bits as the unfused kernels (tested on every model).
  * Layer 2 (runtime), CUDA builds only (SB_HAVE_CUDA). Host code only: no device calls, so the
  * fusion tables of a plan can be computed and counted without a GPU (exec_cuda_count_fusions,
  * tests/runtime test_cuda_plan, with cu_assume_device standing in for the device's limits).
- * Tables are per IR node, -1 (or 0, UINT64_MAX) where nothing applies.
+ * Tables are per IR node, -1 (or 0) where nothing applies.
  */
 #ifndef SB_RUNTIME_CUDA_FUSION_H
 #define SB_RUNTIME_CUDA_FUSION_H
@@ -30,20 +30,17 @@ typedef struct cuda_fusions {
      * group or one of its results) also performs (-1 none); krope[v] likewise the rope_store: an
      * index of the planner's by_launch stores (pass fuse_launch_store) */
     int32_t *vstore;
-    int32_t *rnext;       /* per ROPE / KV_STORE: the next job of its cu_rope_jobs launch (plan_rope_jobs; -1 none) */
+    int32_t *rnext;       /* per ROPE / KV_STORE: the next job of its cu_rope_jobs launch (pass fuse_rope_jobs' links; -1 none) */
     uint8_t *gjobs;       /* per T > 8 MATMUL_GROUP (pass fuse_matmul_group): its results go only to the rope jobs launched right
-                           * after it, which then sum a split's partials themselves — no reduce kernel (plan_group_jobs) */
-    uint64_t *moved;      /* per alias root: arena offset of its private slot (UINT64_MAX: the plan's): a rope job's output
-                           * (plan_rope_jobs), a norm's that sums split partials (plan_norm_sums) */
+                           * after it, which then sum a split's partials themselves — no reduce kernel (pass fuse_group_jobs) */
     int32_t *krope;
     int32_t *nsum;        /* per matmul: the RMS_NORM_QUANT right after it that sums its split-K partials, so the split leaves
-                           * them unreduced (plan_norm_sums; -1 none) */
-    uint64_t moved_bytes; /* the private region's size; it starts at cf_align(p->arena_bytes) */
+                           * them unreduced (pass fuse_norm_sums; -1 none) */
 } cuda_fusions;
 
-/* Plan every fusion of p into f (zeroed by the caller; freed with cuda_fusions_free, also after a
- * failure), the ones cfg turns on (cu_config.h: fuse_ropek, fuse_glu_pair, mma_group, ...; the
- * caller binds cfg too, cu_cfg_bind, for the kernel-choice predicates). SB_ERR_OOM only. */
+/* Index the planner's marks in p into f (zeroed by the caller; freed with cuda_fusions_free, also
+ * after a failure). Which fusions a plan has is its target's choice (exec_cuda_target: cfg's
+ * switches, cu_config.h); cfg is unused here. SB_ERR_OOM only. */
 sb_status cuda_fusions_plan(const plan *p, cuda_fusions *f, const cu_config *cfg);
 void cuda_fusions_free(cuda_fusions *f);
 /* f as text after p's IR dump: one line per node taking part in an executor fusion (SB_DUMP_IR
@@ -70,6 +67,14 @@ bool cf_group_fits_adjacent_one_type(const ir_graph *g, const ir_ref *mem, int n
 /* a T = 1 launch that also performs V's kv_store (cf_launch_vstore_ok) or K's too (pass fuse_launch_store) */
 bool cf_launch_vstore_ok(const ir_graph *g, const ir_node *launch, const ir_node *store);
 bool cf_launch_store_ok(const ir_graph *g, const ir_node *launch, const ir_node *store);
+/* pass fuse_rope_jobs' job k of a cu_rope_jobs launch (plan_target.rope_job_fits): a ROPE after the
+ * first job always (cu_config.rope_inplace 1), only where its group splits K (_split: 2), never (_no_rope: 0) */
+bool cf_rope_job_ok(const ir_graph *g, const ir_node *job, int k);
+bool cf_rope_job_ok_split(const ir_graph *g, const ir_node *job, int k);
+bool cf_rope_job_ok_no_rope(const ir_graph *g, const ir_node *job, int k);
+bool cf_group_jobs_ok(const ir_graph *g, const ir_node *grp); /* pass fuse_group_jobs' group (plan_target.group_jobs_fits) */
+/* pass fuse_norm_sums' matmul m and norm n (plan_target.norm_sum_fits) */
+bool cf_norm_sum_ok(const ir_graph *g, const ir_node *m, const ir_node *n);
 bool cf_mma_ok(const ir_graph *g, const ir_node *m);     /* a T > 8 matmul the int8 MMA GEMM takes */
 bool cf_blas_ok(const ir_graph *g, const ir_node *m);    /* a matmul of f32 activations cuBLASLt takes (cu_blas_on) */
 bool cf_mma_takes(const ir_node *w, const ir_node *x);   /* ... as weight w and activation x (a group's member too) */

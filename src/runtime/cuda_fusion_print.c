@@ -33,7 +33,7 @@ static int32_t leader_of(const ir_graph *g, const cuda_fusions *c, int32_t j) {
 
 static bool annotated(const cuda_fusions *c, int32_t i) {
     return c->skip[i] || c->vstore[i] >= 0 || c->rnext[i] >= 0 || c->gjobs[i] ||
-           c->moved[i] != UINT64_MAX || c->krope[i] >= 0 || c->nsum[i] >= 0;
+           c->krope[i] >= 0 || c->nsum[i] >= 0;
 }
 
 void cuda_fusions_print(const plan *p, const cuda_fusions *c, FILE *f) {
@@ -54,10 +54,9 @@ void cuda_fusions_print(const plan *p, const cuda_fusions *c, FILE *f) {
         if (c->krope[i] >= 0) fprintf(f, " also rotates K into %%%d;", (int)c->krope[i]);
         if (c->nsum[i] >= 0) fprintf(f, " leaves its split-K partials to %%%d;", (int)c->nsum[i]);
         if (c->gjobs[i]) fprintf(f, " its rope jobs sum its partials;");
-        if (c->moved[i] != UINT64_MAX) fprintf(f, " its result moved to arena offset %llu;", (unsigned long long)c->moved[i]);
         fputc('\n', f);
     }
-    fprintf(f, "// %d nodes run inside other launches; private region %llu bytes\n", (int)skipped, (unsigned long long)c->moved_bytes);
+    fprintf(f, "// %d nodes run inside other launches\n", (int)skipped);
 }
 
 #endif /* SB_HAVE_CUDA */

@@ -33,6 +33,12 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     if (cc->blas_quant > 0 && cu_blaslt_available(NULL, 0)) t->act_f32_min_rows = cc->blas_quant;
     t->fuse_norm_quant = t->fuse_act_quant = t->fuse_elementwise = true;
     if (!cc->fuse) return; /* cu_config.fuse 0: the planner's fusions off too */
+    /* pass fuse_rope_jobs: cu_rope_jobs' launches (a Q rope after the stores: cu_config.rope_inplace) */
+    t->rope_jobs_max = CU_ROPE_JOBS_MAX;
+    if (cc->rope_jobs)
+        t->rope_job_fits = cc->rope_inplace == 2 ? cf_rope_job_ok_split : cc->rope_inplace ? cf_rope_job_ok : cf_rope_job_ok_no_rope;
+    if (cc->group_jobs) t->group_jobs_fits = cf_group_jobs_ok; /* the jobs sum a split group's partials */
+    if (cc->norm_sums) t->norm_sum_fits = cf_norm_sum_ok;      /* the norm sums a split GEMM's partials */
     t->fuse_matmul_add = t->fuse_add_norm = t->fuse_rope_store = t->fuse_norm_rope = true;
     t->slice_view = true;             /* VIEW: a pointer at an offset (dptr) */
     /* cu_ew_quant_rows (1024 threads a row) in place of the chain's and the quantizer's kernels: decode

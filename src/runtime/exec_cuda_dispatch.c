@@ -45,7 +45,7 @@ static float *matmul_out(crun *r, int32_t m, cu_epilogue *ep) {
 /* weight wr times activation xr into dst with epilogue epb (add NULL: none), as a lone matmul runs:
  * cuBLASLt for f32 activations where cu_blas_on says (cu_config.blas_min_t / blas_quant tokens or
  * more), the int8 MMA GEMM for T > 8, else the dp4a or f32 GEMVs. nsum_node: the lone matmul whose
- * split partials a norm may sum (plan_norm_sums; -1: a group's member). The caller has counted the
+ * split partials a norm may sum (pass fuse_norm_sums; -1: a group's member). The caller has counted the
  * launch (a split-K reduce, cuBLASLt's extra launches count themselves). */
 static sb_status run_matmul_wx(crun *r, ir_ref wr, ir_ref xr, float *dst, cu_epilogue epb, int32_t nsum_node) {
     const ir_graph *g = r->p->g;
@@ -165,8 +165,8 @@ static cu_rope_job rope_job(crun *r, int32_t i) {
     return jb;
 }
 
-/* the ROPE / KV_STORE jobs chained from i (plan_rope_jobs) in one launch; every rotation reads the
- * same positions (cuda_fusion.c's job_pos), every cache write its own rows (cu_rope_args.rows) */
+/* the ROPE / KV_STORE jobs chained from i (pass fuse_rope_jobs) in one launch; every rotation reads the
+ * same positions (the pass's job_pos), every cache write its own rows (cu_rope_args.rows) */
 static sb_status run_rope_jobs(crun *r, int32_t i) {
     cu_rope_job jobs[CU_ROPE_JOBS_MAX];
     int n = 0;
@@ -343,7 +343,7 @@ sb_status cx_run_node(crun *r, int32_t i) {
         const float *w = n->src[add ? 2 : 1] != IR_NONE ? SP(add ? 2 : 1) : NULL;
         float *sum = add ? (float *)dptr(r, ir_result_of(g, i, 1)) : NULL;
         r->n_kernels++;
-        if (r->nsum_for == i) { /* the GEMM before it left its split partials: h = their sum + o (plan_norm_sums) */
+        if (r->nsum_for == i) { /* the GEMM before it left its split partials: h = their sum + o (pass fuse_norm_sums) */
             cu_split_src src = r->nsum_src;
             r->nsum_for = 0;
             if (add) { /* h = v + o summed here: o as the partials' epilogue */

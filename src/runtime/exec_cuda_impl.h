@@ -123,12 +123,12 @@ typedef struct crun {
     int n_direct;
     ir_ref direct_node[CX_MAX_OUT];
     float *direct_dst[CX_MAX_OUT];
-    /* an MMA group's unreduced split partials for the rope jobs launched right after it (plan_group_jobs):
+    /* an MMA group's unreduced split partials for the rope jobs launched right after it (pass fuse_group_jobs):
      * the alias roots of its results and their partials; n 0: none pending */
     int gsrc_n;
     ir_ref gsrc_root[CU_MULTI_MAX];
     cu_split_src gsrc[CU_MULTI_MAX];
-    /* a lone GEMM's unreduced split partials for the RMS_NORM_QUANT nsum_for right after it (plan_norm_sums; 0: none) */
+    /* a lone GEMM's unreduced split partials for the RMS_NORM_QUANT nsum_for right after it (pass fuse_norm_sums; 0: none) */
     int32_t nsum_for, nsum_mm;
     cu_split_src nsum_src;
 } crun;
@@ -146,10 +146,6 @@ static inline void *dptr(const crun *r, ir_ref i) {
     float *d = direct_at(r, i);
     if (d) return d;
     if (v->input >= 0) return r->c->dptr[v->input];
-    if (r->c->fu.moved) { /* values moved to the private region (cuda_fusion.h) */
-        const ir_ref root = v->alias;
-        if (root >= 0 && r->c->fu.moved[root] != UINT64_MAX) return r->arena + r->c->fu.moved[root] + (v->offset - r->p->vals[root].offset);
-    }
     return r->arena + v->offset;
 }
 

@@ -379,7 +379,7 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
         st = cu_malloc(&cx->d_blas_ws, CU_BLASLT_WORKSPACE, "cuBLASLt workspace");
         if (st == SB_OK) cx->st.device_bytes += CU_BLASLT_WORKSPACE;
     }
-    c->scratch_off = cf_align(p->arena_bytes) + cf_align(c->fu.moved_bytes);
+    c->scratch_off = cf_align(p->arena_bytes);
     c->arena_need = c->scratch_off + cf_align(scratch * 4);
     if (st == SB_OK && c->arena_need > cx->arena_bytes) {
         st = cu_stream_sync(cx->s);

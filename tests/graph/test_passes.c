@@ -829,7 +829,9 @@ static void test_pipeline_dump(void) {
     fclose(f);
     int np = 0;
     const pass_info *pl = pass_pipeline(&np);
-    CHECK(np == 16 && !strcmp(pl[0].name, "dce") && !strcmp(pl[14].name, "fuse_launch_store") && !strcmp(pl[15].name, "slice_view"));
+    CHECK(np == 19 && !strcmp(pl[0].name, "dce") && !strcmp(pl[14].name, "fuse_launch_store") && !strcmp(pl[15].name, "slice_view") &&
+          !strcmp(pl[16].name, "fuse_rope_jobs") && !strcmp(pl[17].name, "fuse_group_jobs") &&
+          !strcmp(pl[18].name, "fuse_norm_sums"));
     for (int i = 0; i < np; i++) {
         char key[80];
         snprintf(key, sizeof key, "IR after %s", pl[i].name);
@@ -1146,6 +1148,179 @@ static void case_fuse_launch_store(void) {
     ir_graph_free(g);
 }
 
+/* fuse_rope_jobs, prefill (T = 16, K, V, Q one group, a target whose group takes any types):
+ * K's rope_store, V's kv_store and Q's rope run one after another and become one launch of three
+ * jobs (the golden file); a target refusing a rope after the first job links the two stores only;
+ * rope_jobs_max 2 likewise; without rope_job_fits nothing. The memory plan then keeps what every job
+ * reads until the launch's last job: no job's output over another job's input (fails without
+ * plan_memory's keep_job_reads: Q's rope output lands on K's and V's freed memory). */
+static bool job_any(const ir_graph *g, const ir_node *j, int k) { return g && j && k >= 0; }
+static bool job_no_late_rope(const ir_graph *g, const ir_node *j, int k) { return g && (k == 0 || j->op != IR_OP_ROPE); }
+static int count_links(const ir_graph *g) {
+    int k = 0;
+    for (int i = 0; i < g->n_nodes; i++) k += ir_job_next(&g->nodes[i], i) != IR_NONE;
+    return k;
+}
+static void rope_jobs_target(plan_target *t) {
+    decode_group_target(t);
+    t->fuse_rope_store = true;
+    t->matmul_group_max_t = INT64_MAX;
+    t->group_member_fits = prefill_member;
+    t->group_fits = NULL;
+    t->rope_jobs_max = 4;
+    t->rope_job_fits = job_any;
+}
+/* every arena value a job of a launch reads against every job's output in it */
+static int job_clashes(const plan *p) {
+    const ir_graph *g = p->g;
+    int bad = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        if (ir_job_next(&g->nodes[i], i) == IR_NONE) continue;
+        for (int32_t a = i; a != IR_NONE; a = ir_job_next(&g->nodes[a], a)) {
+            const plan_value *out = &p->vals[p->vals[a].alias];
+            if (out->input >= 0) continue; /* a store: the cache */
+            for (int32_t b = i; b != IR_NONE; b = ir_job_next(&g->nodes[b], b))
+                for (int s = 0; s < IR_MAX_SRC && g->nodes[b].src[s] != IR_NONE; s++) {
+                    const plan_value *in = &p->vals[p->vals[g->nodes[b].src[s]].alias];
+                    if (in->input >= 0 || in == out) continue;
+                    bad += in->offset < out->offset + out->bytes && out->offset < in->offset + in->bytes;
+                }
+        }
+    }
+    return bad;
+}
+static void case_fuse_rope_jobs(void) {
+    plan_target t;
+    rope_jobs_target(&t);
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise, pass_fuse_matmul_add,
+                     pass_fuse_rope_store, pass_fuse_matmul_group, pass_fuse_group_glu};
+    ir_graph *g = attn_ffn_graph_t(false, 16);
+    golden("fuse_rope_jobs", g, pre, 8, pass_fuse_rope_jobs, &t);
+    CHECK_EQ_INT(count_links(g), 2);
+    ir_graph_free(g);
+    for (int k = 0; k < 3; k++) { /* no late rope; at most 2 jobs; no callback */
+        plan_target u = t;
+        if (k == 0) u.rope_job_fits = job_no_late_rope;
+        if (k == 1) u.rope_jobs_max = 2;
+        if (k == 2) u.rope_job_fits = NULL;
+        g = attn_ffn_graph_t(false, 16);
+        pass_ctx cx = {.target = &u};
+        for (int q = 0; q < 8; q++) CHECK(pre[q](g, &cx) == SB_OK);
+        CHECK(pass_fuse_rope_jobs(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+        CHECK_EQ_INT(count_links(g), k == 2 ? 0 : 1);
+        ir_graph_free(g);
+    }
+    /* the whole pipeline and the memory plan: the launch's jobs clash nowhere */
+    g = attn_ffn_graph_t(false, 16);
+    plan *p = NULL;
+    plan_dump d = {.spec = "", .f = NULL};
+    CHECKF(plan_build(g, &t, &d, &p) == SB_OK, "%s", sb_last_error());
+    if (p) {
+        CHECK_EQ_INT(count_links(p->g), 2);
+        CHECK_EQ_INT(job_clashes(p), 0);
+        check_no_overlap(p);
+        plan_free(p);
+    }
+    ir_graph_free(g);
+    /* a link to a node that is no job fails the verifier */
+    g = attn_ffn_graph_t(false, 16);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == IR_OP_ROPE_STORE || g->nodes[i].op == IR_OP_KV_STORE) {
+            g->nodes[i].ip[IR_JOB_NEXT] = g->n_nodes - i; /* past the end */
+            break;
+        }
+    CHECK(ir_verify(g) != SB_OK && strstr(sb_last_error(), "links to"));
+    ir_graph_free(g);
+}
+
+/* fuse_group_jobs: the T = 16 K, V, Q group whose results only the launch of jobs after it reads
+ * (K's rope_store, V's kv_store, Q's rope) is marked (the golden file); where Q's rope is no job of
+ * that launch (rope_jobs_max 2), or the target has no group_jobs_fits, nothing is */
+static bool group_any(const ir_graph *g, const ir_node *grp) { return g && grp; }
+static int count_jobs_sum(const ir_graph *g) {
+    int k = 0;
+    for (int i = 0; i < g->n_nodes; i++) k += ir_group_jobs_sum(&g->nodes[i]);
+    return k;
+}
+static void case_fuse_group_jobs(void) {
+    plan_target t;
+    rope_jobs_target(&t);
+    t.group_jobs_fits = group_any;
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise, pass_fuse_matmul_add,
+                     pass_fuse_rope_store, pass_fuse_matmul_group, pass_fuse_group_glu, pass_fuse_rope_jobs};
+    ir_graph *g = attn_ffn_graph_t(false, 16);
+    golden("fuse_group_jobs", g, pre, 9, pass_fuse_group_jobs, &t);
+    CHECK_EQ_INT(count_jobs_sum(g), 1);
+    ir_graph_free(g);
+    for (int k = 0; k < 2; k++) {
+        plan_target u = t;
+        if (k == 0) u.rope_jobs_max = 2;
+        if (k == 1) u.group_jobs_fits = NULL;
+        g = attn_ffn_graph_t(false, 16);
+        pass_ctx cx = {.target = &u};
+        for (int q = 0; q < 9; q++) CHECK(pre[q](g, &cx) == SB_OK);
+        CHECK(pass_fuse_group_jobs(g, &cx) == SB_OK && ir_verify(g) == SB_OK);
+        CHECK_EQ_INT(count_jobs_sum(g), 0);
+        ir_graph_free(g);
+    }
+}
+
+/* fuse_norm_sums: at T = 16 the O projection adds the residual x itself and the ffn norm after it
+ * sums its partials (the golden file: sums_partials_of on that norm); a target refusing marks
+ * nothing. The memory plan keeps x (the matmul's addend, last read by the matmul) live until the
+ * norm: the norm's output never lands on it (fails without plan_memory's keep_norm_sum_reads). */
+static bool norm_sum_any(const ir_graph *g, const ir_node *m, const ir_node *n) { return g && m && n; }
+static int count_norm_sums(const ir_graph *g, ir_ref *norm) {
+    int k = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (ir_norm_sums_of(&g->nodes[i], i) != IR_NONE) k++, *norm = i;
+    return k;
+}
+static void case_fuse_norm_sums(void) {
+    plan_target t;
+    rope_jobs_target(&t);
+    t.norm_sum_fits = norm_sum_any;
+    pass_fn pre[] = {pass_quantize_once, pass_fuse_norm_quant, pass_fuse_act_quant, pass_fuse_elementwise, pass_fuse_matmul_add,
+                     pass_fuse_add_norm, pass_fuse_rope_store, pass_fuse_matmul_group, pass_fuse_group_glu};
+    ir_graph *g = attn_ffn_graph_t(false, 16);
+    golden("fuse_norm_sums", g, pre, 9, pass_fuse_norm_sums, &t);
+    ir_ref nn = IR_NONE;
+    CHECK_EQ_INT(count_norm_sums(g, &nn), 1);
+    ir_graph_free(g);
+    plan_target u = t;
+    u.norm_sum_fits = NULL;
+    g = attn_ffn_graph_t(false, 16);
+    pass_ctx cx = {.target = &u};
+    for (int q = 0; q < 9; q++) CHECK(pre[q](g, &cx) == SB_OK);
+    check_unchanged(g, &cx, pass_fuse_norm_sums, NULL);
+    ir_graph_free(g);
+    /* r = silu(x) computed, h = W1 r + r (the matmul adds r), y = W2 rms_norm_quant(h): r's last reader
+     * is the matmul, so without the norm's read of it the norm's output would reuse r's memory */
+    g = new_graph();
+    const ir_ref x = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){256, 16, 1, 1});
+    const ir_ref r = ir_silu(g, x);
+    const ir_ref h = ir_add(g, ir_matmul(g, W(g, "w1", SB_TYPE_Q4_K, 256, 256), r), r);
+    const ir_ref wn = W(g, "wn", SB_TYPE_F32, 256, 1); /* one node-making call an argument list (clang's order is gcc's reverse) */
+    const ir_ref hn = ir_mul(g, ir_rms_norm(g, h, 1e-6f), wn);
+    ir_output(g, ir_matmul(g, W(g, "w2", SB_TYPE_Q4_K, 256, 256), hn), "y");
+    CHECK(ir_graph_status(g) == SB_OK);
+    plan *p = NULL;
+    plan_dump d = {.spec = "", .f = NULL};
+    CHECKF(plan_build(g, &t, &d, &p) == SB_OK, "%s", sb_last_error());
+    if (p && count_norm_sums(p->g, &nn) == 1) {
+        const ir_ref m = ir_norm_sums_of(&p->g->nodes[nn], nn), o = ir_matmul_addend(&p->g->nodes[m]);
+        CHECK(o != IR_NONE && p->vals[p->vals[o].alias].input < 0);
+        const plan_value *vn = &p->vals[nn], *vo = &p->vals[p->vals[o].alias];
+        CHECKF(vn->offset >= vo->offset + vo->bytes || vo->offset >= vn->offset + vn->bytes,
+               "norm %%%d at %llu over the addend %%%d at %llu", (int)nn, (unsigned long long)vn->offset, (int)o, (unsigned long long)vo->offset);
+        check_no_overlap(p);
+    } else {
+        CHECK(0);
+    }
+    plan_free(p);
+    ir_graph_free(g);
+}
+
 /* a paged decode step's K rope and stores (rotated at pos, written at the slots): fuse_rope_store
  * makes rope_store(cache, x, pos, slots, ff) with ir_store_rows the slots and the freq factors after
  * them; fuse_launch_store then marks both stores by_launch, as on a contiguous cache; the verifier
@@ -1389,6 +1564,9 @@ int main(void) {
     case_fuse_group_glu();
     case_fuse_matmul_group_prefill();
     case_fuse_launch_store();
+    case_fuse_rope_jobs();
+    case_fuse_group_jobs();
+    case_fuse_norm_sums();
     case_paged_stores();
     case_slice_view();
     test_verifier();

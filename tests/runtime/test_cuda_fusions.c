@@ -235,7 +235,6 @@ static void describe(sbuf *b, const plan *p, const cuda_fusions *f) {
         ref(b, "stores V", g, f, f->vstore[i]);
         ref(b, "next rope job", g, f, f->rnext[i]);
         if (f->gjobs[i]) put(b, " partials to its rope jobs");
-        if (f->moved[i] != UINT64_MAX) put(b, " moved");
         if (n->op == IR_OP_ATTENTION && ir_attn_q_rope(n).n_rot) put(b, " rotates q of "), name_q_rope(b, g, f, n, 1);
         ref(b, "rotates k of", g, f, f->krope[i]);
         ref(b, "partials summed by", g, f, f->nsum[i]);

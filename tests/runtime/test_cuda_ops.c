@@ -1611,9 +1611,9 @@ static void test_qkv_rope_block(void) {
 }
 
 /* Three Qwen2.5-0.5B layers at 64 new tokens after 512 (qwen_layers.h), fused: the K, V, Q group
- * splits K, and where the plan put Q's rope over K's result the rope writes over Q's own memory
- * instead (cuda_fusion.c inplace_rope_of) and joins the K/V jobs, which sum the group's partials;
- * the norms after the O and down GEMMs sum their split-K partials (plan_norm_sums: 5 reduces).
+ * splits K, so Q's rope joins the K/V jobs (pass fuse_rope_jobs, cu_config.rope_inplace), which sum
+ * the group's partials (pass fuse_group_jobs);
+ * the norms after the O and down GEMMs sum their split-K partials (pass fuse_norm_sums: 5 reduces).
  * Vs the f64 reference, and bit for bit the plan without these (cu_config rope_inplace and
  * norm_sums 0), with as many kernels fewer at each step as the host-side plan counts
  * (exec_cuda_count_fusions, exec_cuda_count_norm_sums). */
@@ -1650,9 +1650,8 @@ static void test_qwen_layers(void) {
     tc_cfg.mmq = 4; /* the int8 MMA GEMMs (the default outside these tests) */
     fuse_on = true;
     /* each plan: fewer kernels than the one before, the same bytes as the first */
-    /* (T 64: every group and O / down GEMM splits) the in-place rope in layers 2.., the quantize
-     * where a layer's plan put it over the rope's first place (3..), a reduce of every O and down GEMM
-     * but the last down */
+    /* (T 64: every group and O / down GEMM splits) Q's rope a job in every layer, a reduce of every
+     * O and down GEMM but the last down */
     static const char *what[3] = {"(fused)", "(in-place rope)", "(+ norm sums)"};
     int fewer[3] = {0, 0, 0}, was = 0;
     for (int k = 0; k < 3; k++) { /* each step's kernels fewer: its nodes fused away and reduces left to norms */

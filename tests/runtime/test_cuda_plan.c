@@ -657,10 +657,9 @@ int main(void) {
 
     /* Three Qwen2.5-0.5B layers (E 896, 14 / 2 heads of 64, FFN 4864; Q5_0 with a Q8_0 V, Q6_K down)
      * at 64 new tokens, planned as on an H200 (sm_90, 132 SMs; no GPU needed): the K, V, Q GEMMs are
-     * one MMA group that splits K, and the memory plan puts Q's rope over K's result, so the rope goes
-     * over Q's own memory (inplace_rope_of) and joins K's and V's jobs — a fusion more than with
-     * cu_config.rope_inplace 0 where the plan put it there (layers 2 and 3 here; then the jobs sum the
-     * group's partials: no reduce kernel either). Every attention writes its q8_1 output (the
+     * one MMA group that splits K, so Q's rope joins K's and V's jobs (pass fuse_rope_jobs; the memory
+     * plan keeps K and V live until it) — a fusion more a layer than with cu_config.rope_inplace 0
+     * (then the jobs sum the group's partials: no reduce kernel either). Every attention writes its q8_1 output (the
      * planner's fuse_attn_quant, whatever the memory plan). The O and down GEMMs split K, and the
      * norm after each (but the last down's: the graph ends there) sums the partials
      * (cu_config.norm_sums: 5, no node fewer: a reduce kernel each). */
@@ -674,7 +673,7 @@ int main(void) {
             cfg.rope_inplace = on != 0;
             cfg.norm_sums = on == 2;
             plan_target t;
-            gpu_target(NULL, &t);
+            gpu_target(&cfg, &t); /* the rope jobs are the planner's (pass fuse_rope_jobs) */
             plan *pa = NULL;
             CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
             if (pa) nf[on] = fused_away(pa, &cfg), ns[on] = exec_cuda_count_norm_sums(pa, &cfg);
@@ -717,7 +716,7 @@ int main(void) {
         plan *pa = NULL;
         CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
         if (pa) {
-            /* + the two kv_stores side by side in one launch (plan_rope_jobs) */
+            /* + the two kv_stores side by side in one launch (pass fuse_rope_jobs) */
             CHECKF(fused_away(pa, NULL) == 2 + gemv, "rope(q)+attention%s T=%d: %d fusions (%d expected)", gemv ? "+gemv" : "", T,
                    (int)fused_away(pa, NULL), 2 + gemv);
             plan_free(pa);

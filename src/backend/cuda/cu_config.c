@@ -43,7 +43,7 @@ typedef struct tune_key {
 static const tune_key keys[] = {
     K(graphs, 0, 1), K(direct_out, 0, 1), K(pdl, 0, 1), K(poison, 0, 1), K(profile, 0, 1), K(act_q8_1, 0, 1),
     K(codegen, 0, 2), K(codegen_hand1, 0, 1),
-    K(fuse, 0, 1), K(fuse_ropek, 0, 1), K(fuse_glu_pair, 0, 1), K(rope_inplace, 0, 1), K(mma_group, 0, 2),
+    K(fuse, 0, 1), K(fuse_ropek, 0, 1), K(fuse_glu_pair, 0, 1), K(rope_inplace, 0, 2), K(mma_group, 0, 2),
     K(mma_pair, 0, 1), K(mma_glu_pair, 0, 1), K(rope_jobs, 0, 1), K(group_jobs, 0, 1),
     K(norm_sums, 0, 1), K(chain_quant, 0, 1 << 20),
     K(attn_variant, 1, 4), K(attn_splits, 1, 64), K(attn_kmin, 1, 1 << 20), K(attn_hpb, 0, 64),

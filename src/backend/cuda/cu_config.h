@@ -36,7 +36,7 @@ typedef struct cu_config {
     int fuse;            /* all of them (0: none of the below) */
     int fuse_ropek;      /* K's RoPE + kv_store inside the Q/K/V launch */
     int fuse_glu_pair;   /* an FFN's GLU computed by its gate/up launch */
-    int rope_inplace;    /* Q's RoPE inside a rope job, its output moved to a slot of its own */
+    int rope_inplace;    /* Q's RoPE a rope job after the stores (pass fuse_rope_jobs): 1 always, 2 where its group splits K */
     int mma_group;       /* prefill GEMMs of one activation in one launch (the plan target's): 0 off, 1 any members, 2 adjacent only */
     int mma_pair;        /* ... pairs of two weight types in one group */
     int mma_glu_pair;    /* the prefill GLU written by its gate/up group */

@@ -89,6 +89,8 @@
  * dot and 32 x (shuffle + FMA) of P.V in one warp.
  * A sliding-window ring cache (cu_attn_args.ring): key j at row kv_row(j, ring) in every load; the
  * speculative rows [0, spec) are keys 0..spec-1 only where they are read (lo == 0: p < window <= ring).
+ * Rings take their own instantiations (RING): a linear cache's kernels carry no row arithmetic per
+ * key (it cost the small layout 16 registers and ~11% of its time).
  * Requires: G <= 8, D <= 256, F32 or F16 cache, S <= 256, counters for every head block
  * (cu_attention falls back to variant 2 without them).
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c: attention, rope+attention, the
@@ -139,30 +141,31 @@ typedef struct ad_args {
     float scale, softcap;
 } ad_args;
 
-/* keys j+k0 .. j+k1-1 of one kv head's rows (cache c; key i at row kv_row(i, a.ring)) into shared rows
+/* keys j+k0 .. j+k1-1 of one kv head's rows (cache c; key i at row kv_row(i, ring)) into shared rows
  * k0 .. k1-1 of ks bytes */
-static __device__ __forceinline__ void ad_load_tile(unsigned char *sdst, const void *c, int64_t j, int k0, int k1, int64_t head_el, const ad_args &a) {
+static __device__ __forceinline__ void ad_load_tile(unsigned char *sdst, const void *c, int64_t j, int k0, int k1, int64_t head_el, int64_t ring,
+                                                    const ad_args &a) {
     const int es = a.f16 ? 2 : 4, rb = a.D * es, nk = k1 - k0;
     const int64_t stride = a.Dkv * es;
     const unsigned char *src = (const unsigned char *)c + head_el * es;
     sdst += k0 * a.ks;
     if (nk <= 0) return;
-    const int64_t r0 = kv_row(j + k0, a.ring); /* key j + k0 + key at row kv_row_next(r0, key) */
+    const int64_t r0 = kv_row(j + k0, ring); /* key j + k0 + key at row kv_row_next(r0, key) */
     if (a.vec) {
         const int cpr = rb / 16;
         for (int i = threadIdx.x; i < nk * cpr; i += AD_THREADS) {
             const int key = i / cpr, part = i - key * cpr;
-            cu_cp16(sdst + key * a.ks + part * 16, src + kv_row_next(r0, key, a.ring) * stride + part * 16);
+            cu_cp16(sdst + key * a.ks + part * 16, src + kv_row_next(r0, key, ring) * stride + part * 16);
         }
     } else if (a.f16) {
         for (int i = threadIdx.x; i < nk * a.D; i += AD_THREADS) {
             const int key = i / a.D, d = i - key * a.D;
-            ((uint16_t *)(sdst + key * a.ks))[d] = ((const uint16_t *)(src + kv_row_next(r0, key, a.ring) * stride))[d];
+            ((uint16_t *)(sdst + key * a.ks))[d] = ((const uint16_t *)(src + kv_row_next(r0, key, ring) * stride))[d];
         }
     } else {
         for (int i = threadIdx.x; i < nk * a.D; i += AD_THREADS) {
             const int key = i / a.D, d = i - key * a.D;
-            ((float *)(sdst + key * a.ks))[d] = ((const float *)(src + kv_row_next(r0, key, a.ring) * stride))[d];
+            ((float *)(sdst + key * a.ks))[d] = ((const float *)(src + kv_row_next(r0, key, ring) * stride))[d];
         }
     }
 }
@@ -317,11 +320,11 @@ static __device__ __forceinline__ float ad_row_at(const unsigned char *row, int 
  * caller's barrier passed). */
 static __device__ __forceinline__ void ad_warp_head(float *dst, blk_q8_1 *xq, const unsigned char *kg, const unsigned char *vg, int64_t stride,
                                                     const unsigned char *sk, const unsigned char *sv, float *wp, const float *sq, int64_t lo,
-                                                    int n, int64_t h0, float *pp, const ad_args &a) {
+                                                    int n, int64_t h0, float *pp, int64_t ring, const ad_args &a) {
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, D = a.D;
     const int nch = (n + 31) / 32, nw = nch < AD_WARPS ? nch : AD_WARPS; /* block-uniform */
     const int rb = D * (a.f16 ? 2 : 4);
-    const int64_t r_lo = kv_row(lo, a.ring); /* key lo + k at row kv_row_next(r_lo, k) */
+    const int64_t r_lo = kv_row(lo, ring); /* key lo + k at row kv_row_next(r_lo, k) */
     float m = -INFINITY, l = 0.0f, acc[AD_WDIMS];
 #pragma unroll
     for (int i = 0; i < AD_WDIMS; i++) acc[i] = 0.0f;
@@ -331,7 +334,7 @@ static __device__ __forceinline__ void ad_warp_head(float *dst, blk_q8_1 *xq, co
             const bool valid = lane < nk;
             float s = -INFINITY;
             if (valid) {
-                const int64_t kr_row = kv_row_next(r_lo, k0 + lane, a.ring);
+                const int64_t kr_row = kv_row_next(r_lo, k0 + lane, ring);
                 const unsigned char *kr = sk ? sk + (k0 + lane) * a.ks : kg + kr_row * stride;
                 if (!sk)
                     for (int o = 0; o < rb; o += 128) ad_prefetch_l1(vg + kr_row * stride + o); /* lines of this key's V row */
@@ -347,7 +350,7 @@ static __device__ __forceinline__ void ad_warp_head(float *dst, blk_q8_1 *xq, co
 #pragma unroll 8
             for (int k = 0; k < nk; k++) {
                 const float pk = __shfl_sync(0xffffffffu, e, k);
-                const unsigned char *vr = sk ? sv + (k0 + k) * a.ks : vg + kv_row_next(r_lo, k0 + k, a.ring) * stride;
+                const unsigned char *vr = sk ? sv + (k0 + k) * a.ks : vg + kv_row_next(r_lo, k0 + k, ring) * stride;
 #pragma unroll
                 for (int i = 0; i < AD_WDIMS; i++)
                     if (lane + 32 * i < D) acc[i] += pk * ad_row_at(vr, lane + 32 * i, a.f16);
@@ -465,16 +468,16 @@ static __device__ __forceinline__ void ad_warp_merge(float *dst, blk_q8_1 *xq, c
  * sq: the rotated q (the caller's barrier passed). */
 static __device__ __forceinline__ void ad_small_head(float *dst, blk_q8_1 *xq, const unsigned char *kg, const unsigned char *vg, int64_t stride,
                                                      const unsigned char *sk, const unsigned char *sv, float *ws, const float *sq, int64_t lo,
-                                                     int n, int64_t h0, const ad_args &a) {
+                                                     int n, int64_t h0, int64_t ring, const ad_args &a) {
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, D = a.D;
     float *ssc = ws, *wm = ws + AD_SKMAX, *wl = wm + AD_WARPS, *wa = wl + AD_WARPS;
     const int part = tid & (AD_STPK - 1);
-    const int64_t r_lo = kv_row(lo, a.ring); /* key lo + k at row kv_row_next(r_lo, k) */
+    const int64_t r_lo = kv_row(lo, ring); /* key lo + k at row kv_row_next(r_lo, k) */
     float mx = -INFINITY;
     for (int k0 = 0; k0 < n; k0 += AD_THREADS / AD_STPK) { /* block-uniform bounds (the shuffles need whole warps) */
         const int k = k0 + tid / AD_STPK;
         const bool valid = k < n; /* the same for the 4 threads of a key */
-        float s = valid ? ad_dot_part(sq, sk ? sk + k * a.ks : kg + kv_row_next(r_lo, k, a.ring) * stride, part, AD_STPK, a) : 0.0f;
+        float s = valid ? ad_dot_part(sq, sk ? sk + k * a.ks : kg + kv_row_next(r_lo, k, ring) * stride, part, AD_STPK, a) : 0.0f;
         s += __shfl_xor_sync(0xffffffffu, s, 2);
         s += __shfl_xor_sync(0xffffffffu, s, 1); /* the same bits in the 4 threads: (s0 + s2) + (s1 + s3) */
         if (valid) {
@@ -496,7 +499,7 @@ static __device__ __forceinline__ void ad_small_head(float *dst, blk_q8_1 *xq, c
 #pragma unroll 4
     for (int k = w; k < n; k += AD_WARPS) { /* warp-uniform; no shuffles: each lane its own dims */
         const float pk = expf(ssc[k] - M);
-        const unsigned char *vr = sk ? sv + k * a.ks : vg + kv_row_next(r_lo, k, a.ring) * stride;
+        const unsigned char *vr = sk ? sv + k * a.ks : vg + kv_row_next(r_lo, k, ring) * stride;
         l += pk;
 #pragma unroll
         for (int i = 0; i < AD_WDIMS; i++)
@@ -525,7 +528,7 @@ static __device__ __forceinline__ void ad_small_head(float *dst, blk_q8_1 *xq, c
  * code is left out, a fraction of the full kernel's instructions (the H200's profile of the full
  * kernel at depth <= 5 showed a third of its stall samples waiting for instruction fetch). A depth
  * it does not take (a host bug) writes NaN, never a plausible result. */
-template <bool SMALL_ONLY>
+template <bool SMALL_ONLY, bool RING>
 __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos,
                                                          ad_args a, ad_rope rp, float *part, unsigned *cnt, blk_q8_1 *xq) {
     /* SMALL_ONLY with a.pre: the speculative K/V rows (cache rows [0, spec), earlier steps' but for
@@ -537,6 +540,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
         CU_PDL_ENTRY();
     CU_DYN_SMEM(ad_sm);
     __shared__ int last;
+    const int64_t ring = RING ? a.ring : 0; /* a constant 0 for linear caches: no row arithmetic per key */
     const int L = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int D = a.D, G = a.G, Hkv = a.Hkv;
     const int kvh = L % Hkv; /* the same in both modes: block L = kvh + Hkv * (head block + nhb * split) */
@@ -550,9 +554,9 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
     const bool spec = a.spec > 0 && L < (nbx_lo > nbx_hi ? nbx_lo : nbx_hi);
     const int soff = a.tk - a.spec; /* they go to the top rows [tk - spec, tk): a first tile of <= tk - spec keys at row 0 does not wait for them */
     if (spec) {
-        ad_load_tile(sk + soff * a.ks, kc, 0, 0, a.spec, head_el, a);
+        ad_load_tile(sk + soff * a.ks, kc, 0, 0, a.spec, head_el, ring, a);
         cu_cp_commit();
-        ad_load_tile(sv + soff * a.ks, vc, 0, 0, a.spec, head_el, a);
+        ad_load_tile(sv + soff * a.ks, vc, 0, 0, a.spec, head_el, ring, a);
         cu_cp_commit();
     }
     if (pre) CU_PDL_WAIT();
@@ -588,7 +592,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
         }
         ad_small_head(dst, xq, (const unsigned char *)kc + head_el * es, (const unsigned char *)vc + head_el * es, a.Dkv * es,
                       in_smem ? sk + soff * a.ks : NULL, in_smem ? sv + soff * a.ks : NULL, (float *)(ad_sm + (in_smem ? a.small_off : a.small_off0)),
-                      sq, lo, (int)n, (int64_t)kvh * G + g0_lo, a);
+                      sq, lo, (int)n, (int64_t)kvh * G + g0_lo, ring, a);
         return;
     }
     if (SMALL_ONLY) { /* not a depth this kernel takes: a visible NaN (dst and the q8_1 scales) */
@@ -616,7 +620,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
         float *pkw = naw > 1 ? part + (int64_t)bxw * a.S * (4 + D) : NULL; /* the hpb 1 partial layout: (m, l, pad, acc[D]) a split */
         ad_warp_head(dst, xq, (const unsigned char *)kc + head_el * es, (const unsigned char *)vc + head_el * es, a.Dkv * es,
                      in_smem ? sk + soff * a.ks : NULL, in_smem ? sv + soff * a.ks : NULL, (float *)sk, sq, lo + jw, nkw, h0w,
-                     pkw ? pkw + (int64_t)spw * (4 + D) : NULL, a);
+                     pkw ? pkw + (int64_t)spw * (4 + D) : NULL, ring, a);
         if (naw == 1) return;
         if (!block_arrives_last(&cnt[bxw], (unsigned)naw, &last)) return;
         ad_warp_merge(dst, xq, pkw, naw, (float *)sk, cnt + bxw, h0w, a);
@@ -671,9 +675,9 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
                 cu_cp_wait<0>();
                 __syncthreads();
             }
-            ad_load_tile(sk, kc, jt, 0, nk, head_el, a);
+            ad_load_tile(sk, kc, jt, 0, nk, head_el, ring, a);
             cu_cp_commit();
-            ad_load_tile(sv, vc, jt, 0, nk, head_el, a);
+            ad_load_tile(sv, vc, jt, 0, nk, head_el, ring, a);
             cu_cp_commit();
         }
         cu_cp_wait<1>(); /* this thread's K copies landed (groups complete in order; older ones, the speculative ones too) */
@@ -946,11 +950,11 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
     const int64_t grid = grid_t > grid_w ? grid_t : grid_w;
     const cu_attn_rope *qr = &a->q_rope;
     const ad_rope rp = {qr->ff, qr->n_rot, qr->mode, qr->theta_scale, qr->freq_scale, qr->attn_factor};
-    if (a->depth_max > 0 && g.small > 0 && a->depth_max <= g.small) /* every depth takes the small layout: its own kernel, its blocks */
-        cu_launch_smem(k_attn_dec<true>, dim3((unsigned)nbx_lo), AD_THREADS, (size_t)smem, (cudaStream_t)s, dst, q, k, v, pos, g, rp, scratch,
-                       counters, (blk_q8_1 *)a->xq);
-    else
-        cu_launch_smem(k_attn_dec<false>, dim3((unsigned)grid), AD_THREADS, (size_t)smem, (cudaStream_t)s, dst, q, k, v, pos, g, rp, scratch,
-                       counters, (blk_q8_1 *)a->xq);
+    /* every depth takes the small layout: its own kernel, its blocks; a ring cache its own instantiations */
+    const bool small = a->depth_max > 0 && g.small > 0 && a->depth_max <= g.small;
+    void (*kern)(float *, const float *, const void *, const void *, const int32_t *, ad_args, ad_rope, float *, unsigned *, blk_q8_1 *) =
+        small ? (g.ring ? k_attn_dec<true, true> : k_attn_dec<true, false>) : (g.ring ? k_attn_dec<false, true> : k_attn_dec<false, false>);
+    cu_launch_smem(kern, dim3((unsigned)(small ? nbx_lo : grid)), AD_THREADS, (size_t)smem, (cudaStream_t)s, dst, q, k, v, pos, g, rp, scratch,
+                   counters, (blk_q8_1 *)a->xq);
     return cu_after_launch("k_attn_dec");
 }

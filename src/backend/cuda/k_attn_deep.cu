@@ -34,7 +34,8 @@
  * (SB_TUNE=attn_deep_kmin) 32 (default) / 64 / 128: d512 1,195 / 1,174 / 1,123, d4096 1,135 / 1,136 / 1,066.
  * A sliding-window ring cache (cu_attn_args.ring): key j at row kv_row(j, ring); this step's row p
  * overwrites position p - ring, which lies before the window (ring >= window), so the rows read
- * before the wait are still earlier steps' keys.
+ * before the wait are still earlier steps' keys. Rings take their own instantiations (RING), so a
+ * linear cache's kernel computes no ring rows.
  * Requires: G <= 8, D <= 256 (gemma's 256: two key groups in P.V, at most 64 keys a split in the 96 KB)
  * with rows of whole 16-byte chunks, F32 or F16 cache, fused q RoPE any,
  * q8_1 output with D % 32 == 0; cu_attn_deep_fits says; cu_attn_decode falls back to its own
@@ -84,7 +85,7 @@ template <int F16> static __device__ __forceinline__ void dp_row8(const unsigned
     }
 }
 
-template <int F16>
+template <int F16, bool RING>
 __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const void *kc, const void *vc, const int32_t *pos, dp_args a,
                                                           float *part) {
     CU_PDL_LAUNCH();
@@ -93,6 +94,7 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const 
     const int s = blockIdx.x, kvh = blockIdx.y, D = a.D, G = a.G, kps = a.kps;
     constexpr int es = F16 ? 2 : 4;
     const int64_t p = pos[0]; /* host-written before the graph: no kernel of the step writes it */
+    const int64_t ring = RING ? a.ring : 0; /* a constant 0 for linear caches: no row arithmetic per key */
     const int64_t j0 = attn_window_lo(p, a.window) + (int64_t)s * kps;
     if (j0 > p) return; /* an inactive split: the merge derives the same count from pos */
     const int nk = (int)(p + 1 - j0 < kps ? p + 1 - j0 : kps), npre = p - j0 < nk ? (int)(p - j0) : nk; /* rows < p: npre */
@@ -104,7 +106,7 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const 
     const unsigned char *vg = (const unsigned char *)vc + (int64_t)kvh * D * es;
     for (int i = tid; i < npre * chunks; i += DP_THREADS) { /* before the wait: rows earlier steps wrote (a ring's row of p is none of them) */
         const int r = i / chunks, c = i - r * chunks;
-        const int64_t o = kv_row(j0 + r, a.ring) * rs + 16 * c;
+        const int64_t o = kv_row(j0 + r, ring) * rs + 16 * c;
         cu_cp16(sk + r * a.ks + 16 * c, kg + o);
         cu_cp16(sv + r * a.ks + 16 * c, vg + o);
     }
@@ -113,8 +115,8 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const 
     for (int i = tid; i < G * D; i += DP_THREADS) sq[i] = q[(int64_t)kvh * G * D + i];
     if (npre < nk) /* row p: this step's, written by the previous kernel */
         for (int c = tid; c < chunks; c += DP_THREADS) {
-            *(uint4 *)(sk + npre * a.ks + 16 * c) = *(const uint4 *)(kg + kv_row(p, a.ring) * rs + 16 * c);
-            *(uint4 *)(sv + npre * a.ks + 16 * c) = *(const uint4 *)(vg + kv_row(p, a.ring) * rs + 16 * c);
+            *(uint4 *)(sk + npre * a.ks + 16 * c) = *(const uint4 *)(kg + kv_row(p, ring) * rs + 16 * c);
+            *(uint4 *)(sv + npre * a.ks + 16 * c) = *(const uint4 *)(vg + kv_row(p, ring) * rs + 16 * c);
         }
     if (a.n_rot > 0) { /* Q's RoPE (k_rope's math through rope_rot: bit-identical), pairs rotated in place */
         __syncthreads();
@@ -356,18 +358,18 @@ extern "C" uint64_t cu_attn_deep_scratch(const cu_attn_args *a) {
 
 /* the split kernel for one cache type; past the default 48 KB of dynamic shared memory it opts in
  * once (to DP_SMEM_CAP) */
-template <int F16>
+template <int F16, bool RING>
 static sb_status dp_launch(cudaStream_t st, int smem, const float *q, const void *k, const void *v, const int32_t *pos, const dp_args &g,
                            float *scratch) {
     static bool opted = false;
     if (smem > 48 * 1024 && !opted) {
-        const cudaError_t e = cudaFuncSetAttribute(k_attn_deep<F16>, cudaFuncAttributeMaxDynamicSharedMemorySize, DP_SMEM_CAP);
+        const cudaError_t e = cudaFuncSetAttribute(k_attn_deep<F16, RING>, cudaFuncAttributeMaxDynamicSharedMemorySize, DP_SMEM_CAP);
         if (e != cudaSuccess)
             return sb_fail(SB_ERR_DEVICE, "cuda: k_attn_deep: %d bytes of shared memory: %s (%s)", DP_SMEM_CAP, cudaGetErrorString(e),
                            cudaGetErrorName(e));
         opted = true;
     }
-    cu_launch_smem(k_attn_deep<F16>, dim3((unsigned)g.S, (unsigned)g.Hkv), DP_THREADS, (size_t)smem, st, q, k, v, pos, g, scratch);
+    cu_launch_smem(k_attn_deep<F16, RING>, dim3((unsigned)g.S, (unsigned)g.Hkv), DP_THREADS, (size_t)smem, st, q, k, v, pos, g, scratch);
     return SB_OK;
 }
 
@@ -388,10 +390,9 @@ extern "C" sb_status cu_attn_deep(cu_stream s, float *dst, const float *q, const
     g.ff = qr->ff, g.n_rot = qr->n_rot, g.mode = qr->mode, g.ts = qr->theta_scale, g.fs = qr->freq_scale, g.af = qr->attn_factor;
     const int smem = dp_smem(kps, g.D, g.G, es);
     const cudaStream_t st = (cudaStream_t)s;
-    if (a->ctype == CU_T_F16)
-        SB_TRY(dp_launch<1>(st, smem, q, k, v, pos, g, scratch));
-    else
-        SB_TRY(dp_launch<0>(st, smem, q, k, v, pos, g, scratch));
+    const bool f16 = a->ctype == CU_T_F16; /* a ring cache takes its own instantiations */
+    SB_TRY(f16 ? (g.ring ? dp_launch<1, true> : dp_launch<1, false>)(st, smem, q, k, v, pos, g, scratch)
+               : (g.ring ? dp_launch<0, true> : dp_launch<0, false>)(st, smem, q, k, v, pos, g, scratch));
     SB_TRY(cu_after_launch("k_attn_deep"));
     cu_launch(k_attn_deep_merge, dim3((unsigned)a->Hq), DP_THREADS, st, dst, (blk_q8_1 *)a->xq, pos, (const float *)scratch, g);
     return cu_after_launch("k_attn_deep_merge");

@@ -13,7 +13,7 @@
  * RMSNorm: sum of squares in double over the row (as ops_ref.c), scale = 1/sqrtf(mean + eps),
  * v = (x*scale)*w. GLU: v = act(g)*u with k_rows.cu's activations.
  * The RMSNorm's row may also be a small-T GEMM's unreduced split-K partials plus its epilogue
- * (k_rms_norm_quant_split, 1024 threads: the executor's plan_norm_sums, no reduce kernel between
+ * (k_rms_norm_quant_split, 1024 threads: the planner's fuse_norm_sums, no reduce kernel between
  * them; only where the rows fit one wave of those — past it, the reduce kernel + the 256-thread rows
  * kernel measured faster: H200 pp512 -0.7% with the sums).
  * The device math (quant_row, q8_K_store, the value sources, block_rms_scale) is
