@@ -249,6 +249,7 @@ static inline ir_ref ir_matmul_addend(const ir_node *n) { return n->op == IR_OP_
 static inline int ir_group_n(const ir_node *n) { return n->ip[0]; }
 static inline ir_op ir_group_glu(const ir_node *n) { return n->op == IR_OP_MATMUL_GROUP ? (ir_op)n->ip[2] : (ir_op)0; }
 static inline ir_ref ir_group_weight(const ir_node *n, int j) { return n->src[1 + j]; }
+static inline bool ir_group_has_addends(const ir_node *n) { return n->op == IR_OP_MATMUL_GROUP && n->ip[1] != 0; }
 static inline ir_ref ir_group_addend(const ir_node *n, int j) {
     if (!((n->ip[1] >> j) & 1)) return IR_NONE;
     return n->src[1 + n->ip[0] + __builtin_popcount((unsigned)n->ip[1] & ((1u << j) - 1))];
@@ -282,7 +283,8 @@ static inline ir_ref ir_job_next(const ir_node *n, ir_ref i) {
  * src[2] (its rotation positions) unless it writes elsewhere (pass fuse_rope_store over a paged
  * store: ip[IR_STORE_ROWS] = 1, src[3] = the rows — the slots input —, its freq factors then src[4]) */
 #define IR_STORE_ROWS 10
-static inline ir_ref ir_store_rows(const ir_node *n) { return n->op == IR_OP_ROPE_STORE && n->ip[IR_STORE_ROWS] ? n->src[3] : n->src[2]; }
+static inline bool ir_store_has_rows(const ir_node *n) { return n->op == IR_OP_ROPE_STORE && n->ip[IR_STORE_ROWS]; }
+static inline ir_ref ir_store_rows(const ir_node *n) { return ir_store_has_rows(n) ? n->src[3] : n->src[2]; }
 /* The number of sources of n (they are IR_NONE-padded) */
 static inline int ir_nsrc(const ir_node *n) {
     int k = 0;

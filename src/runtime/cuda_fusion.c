@@ -83,7 +83,7 @@ static void index_launch_stores(const ir_graph *g, cuda_fusions *c) {
  * (cu_mma_multi_split 1 with any scratch) takes them as row pairs (cu_matmul_mma_multi pair_glu): one
  * weight type cu_mma_glu_pair_ok takes (a Qwen2.5-0.5B Q4_K_M file's Q5_0 gate/up), one row count. */
 static bool glu_pair_fits(const ir_graph *g, const ir_node *grp, bool mma) {
-    if (grp->op != IR_OP_MATMUL_GROUP || ir_group_n(grp) != 2 || grp->ip[1]) return false;
+    if (grp->op != IR_OP_MATMUL_GROUP || ir_group_n(grp) != 2 || ir_group_has_addends(grp)) return false;
     const ir_node *x = &g->nodes[grp->src[0]];
     const cu_gemv_seg sg[2] = {{.wtype = g->nodes[ir_group_weight(grp, 0)].dtype, .N = g->nodes[ir_group_weight(grp, 0)].ne[1]},
                                {.wtype = g->nodes[ir_group_weight(grp, 1)].dtype, .N = g->nodes[ir_group_weight(grp, 1)].ne[1]}};

@@ -398,7 +398,7 @@ static void k_rope_store(void *c, int64_t b, int64_t e, int tid) {
     const run *r = c;
     const int64_t DH = r->rope.D * r->rope.H;
     float *row = scratch(r, tid);
-    const int32_t *pos = r->s[2], *rows = r->n->ip[IR_STORE_ROWS] ? r->s[3] : pos;
+    const int32_t *pos = r->s[2], *rows = ir_store_has_rows(r->n) ? r->s[3] : pos;
     for (int64_t t = b; t < e; t++) {
         op_rope(row, (const float *)r->s[1] + t * DH, pos + t, &r->rope, 0, 1);
         const int32_t at = r->ring ? (int32_t)(rows[t] % r->ring) : rows[t];

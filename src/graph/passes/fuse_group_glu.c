@@ -28,7 +28,7 @@ static bool wanted(const ir_graph *g, const pass_ctx *cx, const int32_t *uses, c
     if (f->op != IR_OP_GLU_QUANT) return false;
     const ir_ref gs = f->src[0], us = f->src[1];
     const ir_node *grp = &g->nodes[gs];
-    if (grp->op != IR_OP_MATMUL_GROUP || ir_group_n(grp) != 2 || grp->ip[1] || ir_group_glu(grp)) return false;
+    if (grp->op != IR_OP_MATMUL_GROUP || ir_group_n(grp) != 2 || ir_group_has_addends(grp) || ir_group_glu(grp)) return false;
     if (ir_result_of(g, gs, 1) != us || uses[gs] != 2 || uses[us] != 1) return false; /* f, and up's RESULT */
     return cx->target->group_glu_fits && cx->target->group_glu_fits(g, grp);
 }
