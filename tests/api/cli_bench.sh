@@ -7,7 +7,8 @@
 # path holding '"', '\', a newline and an invalid UTF-8 byte, and a crafted general.name (quotes,
 # escape codes, invalid UTF-8) still give valid JSON / CSV / SQL and a terminal-safe md table;
 # lists, ranges and several -m give the cross product of rows in llama-bench's order; -pg names
-# "pp8+tg4"; --prefix, -fa 0, -oe, --progress; bad list syntax is one usage line and exit 2.
+# "pp8+tg4"; --prefix, -fa 0, -oe, --progress, -lm none | mmap | auto; bad list syntax is one usage
+# line and exit 2.
 . "$(dirname "$0")/../cli_lib.sh"
 model=$(ls "$(dirname "$0")"/../../models/*-q8_0.gguf | head -1)
 fields="build_commit build_number cpu_info gpu_info backends model_filename model_type model_size model_n_params
@@ -190,6 +191,16 @@ usage_err "--prefix 8,0" --prefix 8,0
 usage_err "-p without a value" -p
 usage_err "unknown option" --bogus
 usage_err "too many values" -p 1-65
+usage_err "-lm dio" -lm dio
+usage_err "-lm mmap,none" -lm mmap,none
+usage_err "-lm without a value" -lm
+# -lm none: the model read into memory (llama-bench's load_mode none), the same tests and rows
+"$sb" bench $tiny -lm none -o json > "$tmp/lm.json" 2> "$tmp/err"; rc=$?
+[ $rc = 0 ] && check json "$tmp/lm.json" > /dev/null && python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert len(r)==2 and all(x["load_mode"]=="none" for x in r)' "$tmp/lm.json" \
+    && ok || bad "-lm none: rc=$rc $(cat "$tmp/err")"
+"$sb" bench $tiny --load-mode auto -o json > "$tmp/lm.json" 2> "$tmp/err"; rc=$?
+[ $rc = 0 ] && python3 -c 'import json,sys; assert all(x["load_mode"]=="mmap" for x in json.load(open(sys.argv[1])))' "$tmp/lm.json" \
+    && ok || bad "--load-mode auto: rc=$rc $(cat "$tmp/err")"
 # a model that does not load: one error line, exit 1, and the json so far still valid
 "$sb" bench $tiny -o json -m "$tmp/missing.gguf" > "$tmp/x" 2> "$tmp/err"; rc=$?
 [ $rc = 1 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q '^error: SB_ERR_IO: ' "$tmp/err" && check json "$tmp/x" > /dev/null \

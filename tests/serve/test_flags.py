@@ -3,7 +3,8 @@
 (exit 2, one line: unknown flag, bad numbers, a non-loopback --host without --api-key), a model
 that does not load and a port in use (exit 1, one "error:" line), -ngl without a GPU (a warning,
 then the CPU), -a alias in /v1/models, and --api-key: 401 without or with a wrong key on every
-endpoint but /health, 200 with it."""
+endpoint but /health, 200 with it; --no-mmap (the model read into memory) serves the same greedy
+completion as the mapped model."""
 import os
 import subprocess
 import sys
@@ -61,4 +62,19 @@ try:
     check(b'"id":"kjv"' in b, "-a alias: %r" % b)
 finally:
     s.stop()
+
+# --no-mmap: the model read into memory; greedy completions equal the mapped model's
+req = {"prompt": "In the beginning", "max_tokens": 8, "temperature": 0}
+texts = []
+for args in (["-t", "1"], ["-t", "1", "--no-mmap"]):
+    s = Server(sb, args)
+    try:
+        st, j = s.post("/v1/completions", req)
+        check(st == 200, "%r: completion %s %r" % (args, st, j))
+        texts.append(j["choices"][0]["text"] if st == 200 else None)
+    finally:
+        s.stop()
+check(texts[0] is not None and texts[0] == texts[1], "--no-mmap text %r vs mapped %r" % (texts[1:], texts[:1]))
+rc, out, err = run(["--help"])
+check("--no-mmap" in out, "--help names --no-mmap")
 finish()

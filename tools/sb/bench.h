@@ -53,6 +53,7 @@ typedef struct bench_row {
     const char *backend;        /* "CPU" or "CUDA": where the session ran */
     int64_t n_batch, n_ubatch, n_threads, n_gpu_layers;
     const char *type_k, *type_v; /* "f16" / "f32" */
+    const char *load_mode;       /* llama-bench's load_mode: "mmap" (the file mapped) or "none" (read into memory) */
     int64_t n_prompt, n_gen, n_depth;
     char test_time[32];         /* RFC 3339, UTC */
     const double *samples_s;    /* seconds per repetition */

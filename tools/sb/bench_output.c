@@ -151,7 +151,7 @@ static void fill_fields(const bench_printer *p, const bench_row *r, const stats 
     S("devices", "auto");
     S("tensor_split", "0.00");
     S("tensor_buft_overrides", "none");
-    S("load_mode", "mmap"); /* the weights are mapped from the file */
+    S("load_mode", r->load_mode ? r->load_mode : "mmap");
     S("lazy_mode", "auto");
     B("embeddings", 0);
     I("no_op_offload", 0);
@@ -176,7 +176,7 @@ static void fill_fields(const bench_printer *p, const bench_row *r, const stats 
 static void field_names(field *f) {
     static const bench_model_desc md0 = {"", "", 0, 0, 0};
     static const bench_machine m0 = {"", 0, "", "", 0};
-    const bench_row r0 = {&md0, "", 0, 0, 0, 0, "", "", 0, 0, 0, "", NULL, 0, 0};
+    const bench_row r0 = {.model = &md0, .backend = "", .type_k = "", .type_v = "", .load_mode = "mmap"};
     const bench_printer p0 = {BENCH_OUT_NONE, NULL, &m0, {0, 0, 0, 0, 0, 0}, 0};
     const stats st = {0, 0, 0, 0};
     fill_fields(&p0, &r0, &st, f);

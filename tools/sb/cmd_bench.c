@@ -40,6 +40,7 @@ static void usage(FILE *f) {
             "  -b, --batch-size LIST   logical batch (default 2048); -ub, --ubatch-size LIST physical (default 512)\n"
             "  -ctk, -ctv, --kv-type f16|f32   KV cache type (default f16, as llama-bench)\n"
             "  -fa, --flash-attn LIST  0|1|on|off|auto: accepted; attention is always flash attention here\n"
+            "  -lm, --load-mode MODE   mmap (default; auto too): map the file; none: read it into memory\n"
             "  -r, --repetitions N     timed runs of each test (default 5)\n"
             "  -o, --output FMT        md|csv|json|jsonl|sql to stdout (default md); -oe, --output-err FMT: to stderr\n"
             "  --no-warmup             skip the untimed warm-up runs;  --progress: progress lines on stderr\n"
@@ -63,7 +64,7 @@ typedef struct bench_opts {
     int n_owned;
     list pp, tg, pg_p, pg_g, dd, threads, ngl, nb, nub;
     int64_t reps, prefix[2];
-    int have_prefix, no_warmup, progress, device, fa_given, fa_off, swa_full;
+    int have_prefix, no_warmup, progress, device, fa_given, fa_off, swa_full, no_mmap;
     const char *kv, *kv_v; /* -ctk, -ctv: one KV type here, so they must agree */
     float bw_given;
     bench_format out, out_err;
@@ -139,7 +140,7 @@ static int pair_arg(const char *opt, const char *v, int64_t *out, int lo_second)
 static const char *const value_flags[] = {
     "-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-d", "--n-depth", "-t", "--threads", "-ngl",
     "--n-gpu-layers", "-b", "--batch-size", "-ub", "--ubatch-size", "-fa", "--flash-attn", "-pg", "--prefix",
-    "-o", "--output", "-oe", "--output-err", "--kv-type", "-ctk", "-ctv", "--cache-type-k", "--cache-type-v",
+    "-o", "--output", "-oe", "--output-err", "--kv-type", "-ctk", "-ctv", "--cache-type-k", "--cache-type-v", "-lm", "--load-mode",
 };
 
 /* The value flags (v: the next argument, NULL at the end); 0 ok, 2 usage error, -1 not one of them. */
@@ -169,6 +170,12 @@ static int value_flag(bench_opts *o, const char *a, const char *v) {
         if (o->pg_p.n == BENCH_MAX_LIST) return bench_arg_error(a, v, "at most 64 -pg tests");
         o->pg_p.v[o->pg_p.n++] = pg[0];
         o->pg_g.v[o->pg_g.n++] = pg[1];
+        return 0;
+    }
+    if (!strcmp(a, "-lm") || !strcmp(a, "--load-mode")) {
+        if (!strcmp(v, "none")) o->no_mmap = 1;
+        else if (!strcmp(v, "mmap") || !strcmp(v, "auto")) o->no_mmap = 0;
+        else return bench_arg_error(a, v, "expected mmap, auto or none (one mode; mlock and direct I/O are not supported)");
         return 0;
     }
     if (!strcmp(a, "--prefix")) {
@@ -444,7 +451,9 @@ static sb_status bench_session(bench_ctx *c, sb_model *m, const sb_model_info *m
         return st;
     }
     const int cuda = sb_session_device(s) == SB_DEVICE_CUDA;
-    bench_row r = {md, cuda ? "CUDA" : "CPU", nb, nub, nt, o->ngl.given ? ngl : cuda ? -1 : 0, o->kv, o->kv, 0, 0, 0, "", NULL, 0, 0};
+    bench_row r = {.model = md, .backend = cuda ? "CUDA" : "CPU", .n_batch = nb, .n_ubatch = nub, .n_threads = nt,
+                   .n_gpu_layers = o->ngl.given ? ngl : cuda ? -1 : 0, .type_k = o->kv, .type_v = o->kv,
+                   .load_mode = o->no_mmap ? "none" : "mmap"};
     r.bw_gbs = session_bw(c, cuda, nt);
     for (int a = 0; a < o->dd.n && st == SB_OK; a++) {
         r.n_depth = o->dd.v[a];
@@ -483,7 +492,10 @@ static sb_status bench_model(bench_ctx *c, const char *path) {
     sb_model_info mi;
     bench_model_desc md;
     cli_watch_file(path); /* a SIGBUS on this mapped file: one line naming it */
-    sb_status st = sb_model_load(path, NULL, &m);
+    sb_model_params mp;
+    sb_model_default_params(&mp);
+    mp.no_mmap = o->no_mmap;
+    sb_status st = sb_model_load(path, &mp, &m);
     if (st == SB_OK) st = sb_model_get_info(m, &mi);
     if (st == SB_OK) st = bench_describe_model(path, &mi, &md);
     if (st != SB_OK) sb_cli_fail(st);

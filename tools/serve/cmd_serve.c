@@ -34,6 +34,8 @@ static void usage(FILE *f) {
             "                          divided among the slots)\n"
             "      --api-key KEY       require 'Authorization: Bearer KEY' on every endpoint but /health\n"
             "  -a, --alias NAME        model id in /v1/models and replies (default: the file name)\n"
+            "      --no-mmap           read the model into memory instead of mapping it (CPU decode reads it\n"
+            "                          from huge pages where the kernel gives them: faster; the file's size in RAM)\n"
             "      " ARG_DEVICE_HELP
             "  -v, --verbose           library info lines on stderr\n",
             SERVE_MAX_PARALLEL, SERVE_MAX_QUEUE);
@@ -78,7 +80,8 @@ static int parse_serve_args(int argc, char **argv, serve_config *c) {
             if (!rc && strcmp(t, "f16") && strcmp(t, "f32")) rc = usage_error("serve", "%s '%s': the KV cache here is f16 or f32", a, t);
             if (!rc && kv && strcmp(kv, t)) rc = usage_error("serve", "%s %s and %s: K and V share one cache type here", a, t, kv);
             kv = t;
-        } else if (!strcmp(a, "-nocb") || !strcmp(a, "--no-cont-batching")) c->no_batching = 1;
+        } else if (!strcmp(a, "--no-mmap")) c->no_mmap = 1;
+        else if (!strcmp(a, "-nocb") || !strcmp(a, "--no-cont-batching")) c->no_batching = 1;
         else if (!strcmp(a, "-cb") || !strcmp(a, "--cont-batching")) c->no_batching = 0;
         else rc = usage_error("serve", "unknown option '%s'", a);
     }

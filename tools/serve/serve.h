@@ -99,6 +99,7 @@ typedef struct serve_config {
     int port, parallel, queue_size, threads, device, verbose;
     int kv_type;                  /* SB_TYPE_F16 (default) or SB_TYPE_F32 */
     int no_batching;              /* --no-cont-batching: a session per slot even where the batched engine runs */
+    int no_mmap;                  /* --no-mmap: read the model into memory (huge pages where the kernel gives them) */
     int64_t n_ctx;
 } serve_config;
 

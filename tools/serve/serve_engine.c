@@ -338,6 +338,7 @@ static sb_status create_sessions(serve_engine *e) {
 sb_status serve_engine_load(serve_engine *e) {
     sb_model_params mp;
     sb_model_default_params(&mp);
+    mp.no_mmap = e->cfg->no_mmap;
     sb_status st = cli_load_model(e->cfg->model_path, &mp, &e->model);
     if (st == SB_OK) st = sb_model_get_info(e->model, &e->info);
     if (st != SB_OK) return st;
