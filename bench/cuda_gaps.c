@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * bench/cuda_gaps.c — where a CUDA decode step's time goes between kernels: CUPTI's kernel activity
+ * records (start, end, name; graph kernels too) for N decode steps of a model at a depth, through the
+ * public API. Prints, per kernel of the step in launch order, its mean duration and the mean gap from
+ * the end of the kernel before it to its start (negative: it started before that one ended — PDL's
+ * overlap), then per kernel name the sums a step; the gap before each step's first kernel is the
+ * host's time between graph launches (the session's work: the logits' check, the next token). Two
+ * builds' outputs side by side show which launch boundaries grew (the question bench/NOTES.md's
+ * thirteenth session left: ~30 us a Qwen2.5-0.5B step between kernels, with equal bodies).
+ * Usage: bench_cuda_gaps -m MODEL [-d DEPTH (64)] [-n STEPS (32)] [-k KERNELS_SHOWN (all)]
+ * Built with the CUDA backend only (`make bench`); links libsonicboom and CUPTI. Not a test.
+ */
+#include "sonicboom.h"
+
+#include <cupti.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct krec {
+    uint64_t start, end;
+    const char *name;
+} krec;
+
+static krec *recs;
+static size_t n_recs, cap_recs;
+static int dropped;
+
+#define ACT_BUF (8u << 20)
+
+static void CUPTIAPI buf_request(uint8_t **buf, size_t *size, size_t *max_records) {
+    *buf = (uint8_t *)aligned_alloc(8, ACT_BUF);
+    *size = *buf ? ACT_BUF : 0;
+    *max_records = 0;
+}
+
+static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid) {
+    (void)ctx, (void)stream, (void)size;
+    CUpti_Activity *r = NULL;
+    while (cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS) {
+        if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && r->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
+        const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
+        if (n_recs == cap_recs) {
+            size_t c = cap_recs ? 2 * cap_recs : 4096;
+            krec *p = (krec *)realloc(recs, c * sizeof *p);
+            if (!p) {
+                dropped = 1;
+                break;
+            }
+            recs = p, cap_recs = c;
+        }
+        recs[n_recs++] = (krec){k->start, k->end, strdup(k->name ? k->name : "?")};
+    }
+    free(buf);
+}
+
+static int by_start(const void *a, const void *b) {
+    const krec *x = (const krec *)a, *y = (const krec *)b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+#define CK(x)                                                                                \
+    do {                                                                                     \
+        sb_status s_ = (x);                                                                  \
+        if (s_ != SB_OK) {                                                                   \
+            fprintf(stderr, "bench_cuda_gaps: %s: %s\n", #x, sb_last_error());               \
+            return 1;                                                                        \
+        }                                                                                    \
+    } while (0)
+#define CU(x)                                                                                \
+    do {                                                                                     \
+        CUptiResult r_ = (x);                                                                \
+        if (r_ != CUPTI_SUCCESS) {                                                           \
+            const char *e_ = NULL;                                                           \
+            cuptiGetResultString(r_, &e_);                                                   \
+            fprintf(stderr, "bench_cuda_gaps: %s: %s\n", #x, e_ ? e_ : "?");                 \
+            return 1;                                                                        \
+        }                                                                                    \
+    } while (0)
+
+/* the steps' records: one step = the kernels between two host gaps; per position, the mean duration
+ * and the mean gap before it, over the steps that have the same kernel count as the first */
+static void report(int steps, int shown) {
+    qsort(recs, n_recs, sizeof *recs, by_start);
+    const int K = steps > 0 ? (int)(n_recs / (size_t)steps) : 0;
+    if (K <= 0 || (size_t)K * (size_t)steps != n_recs) {
+        printf("%zu kernel records for %d steps: not a whole number of kernels a step\n", n_recs, steps);
+        return;
+    }
+    double span = 0, body = 0, host = 0;
+    printf("| # | kernel | us | gap before, us |\n|---:|---|---:|---:|\n");
+    for (int i = 0; i < K; i++) {
+        double d = 0, g = 0;
+        for (int s = 0; s < steps; s++) {
+            const krec *r = &recs[(size_t)s * K + i];
+            d += (double)(r->end - r->start) / 1e3;
+            if (i > 0) g += ((double)r->start - (double)recs[(size_t)s * K + i - 1].end) / 1e3;
+            else if (s > 0) host += ((double)r->start - (double)recs[(size_t)(s - 1) * K + K - 1].end) / 1e3;
+        }
+        d /= steps, g /= steps;
+        body += d;
+        if (i < shown) printf("| %d | %.60s | %.2f | %.2f |\n", i, recs[i].name, d, i ? g : 0.0);
+    }
+    for (int s = 0; s < steps; s++) span += (double)(recs[(size_t)s * K + K - 1].end - recs[(size_t)s * K].start) / 1e3;
+    span /= steps;
+    printf("\n%d kernels a step: first start to last end %.1f us, bodies %.1f us, between kernels %.1f us; "
+           "host between steps %.1f us\n",
+           K, span, body, span - body, steps > 1 ? host / (steps - 1) : 0.0);
+}
+
+int main(int argc, char **argv) {
+    const char *path = NULL;
+    int64_t depth = 64;
+    int steps = 32, shown = 1 << 30;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "-m")) path = argv[i + 1];
+        else if (!strcmp(argv[i], "-d")) depth = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "-n")) steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-k")) shown = atoi(argv[i + 1]);
+    }
+    if (!path || depth < 1 || steps < 1) {
+        fprintf(stderr, "usage: bench_cuda_gaps -m MODEL [-d DEPTH (64, >= 1)] [-n STEPS (32)] [-k KERNELS_SHOWN]\n");
+        return 2;
+    }
+    sb_model *m = NULL;
+    sb_session *s = NULL;
+    CK(sb_model_load(path, NULL, &m));
+    sb_session_params sp;
+    sb_session_default_params(&sp);
+    sp.device = SB_DEVICE_CUDA;
+    sp.n_ctx = depth + steps + 16;
+    CK(sb_session_create(m, &sp, &s));
+    int32_t *tok = (int32_t *)malloc((size_t)depth * sizeof *tok);
+    if (!tok) return 1;
+    for (int64_t i = 0; i < depth; i++) tok[i] = (int32_t)(1 + (i * 7919) % 1000);
+    CK(sb_session_prefill(s, tok, (size_t)depth - 1, NULL));
+    for (int i = 0; i < 3; i++) CK(sb_session_decode(s, tok[depth - 1])); /* capture, warm */
+    CK(sb_session_truncate(s, depth - 1));
+    CU(cuptiActivityRegisterCallbacks(buf_request, buf_complete));
+    CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    for (int i = 0; i < steps; i++) CK(sb_session_decode(s, tok[(depth - 1 + i) % depth]));
+    CU(cuptiActivityFlushAll(1));
+    CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    if (dropped) fprintf(stderr, "bench_cuda_gaps: out of memory: some records dropped\n");
+    printf("%s, depth %lld, %d steps\n\n", path, (long long)depth, steps);
+    report(steps, shown);
+    sb_session_free(s);
+    sb_model_free(m);
+    free(tok);
+    return 0;
+}
