@@ -10,7 +10,9 @@
  * thirteenth session left: ~30 us a Qwen2.5-0.5B step between kernels, with equal bodies).
  * With -e the steps are a batched engine's (sb_engine_step, one sequence: the paged graph) instead of
  * a session's, so the two step kinds' kernels can be set side by side too (issue 28's B = 1 step).
- * Usage: bench_cuda_gaps -m MODEL [-d DEPTH (64)] [-n STEPS (32)] [-k KERNELS_SHOWN (all)] [-e]
+ * With -t T > 1 a step is a prompt chunk instead: T tokens after DEPTH cached ones, the cache cut
+ * back to DEPTH before each (the first-token-after-a-cached-prefix case).
+ * Usage: bench_cuda_gaps -m MODEL [-d DEPTH (64)] [-n STEPS (32)] [-t T (1)] [-k KERNELS_SHOWN (all)] [-e]
  * Built with the CUDA backend only (`make bench`); links libsonicboom and CUPTI. Not a test.
  */
 #include "sonicboom.h"
@@ -158,6 +160,13 @@ static sb_status truncate_to(stepper *st, int64_t n) {
     return sb_session_truncate(st->s, n);
 }
 
+/* a prompt chunk: tok[depth, depth + T) after tok[0, depth) cached (the cache cut back first) */
+static sb_status chunk(stepper *st, const int32_t *tok, int64_t depth, int64_t T) {
+    sb_status r = truncate_to(st, depth);
+    if (r != SB_OK || st->s || !GAPS_ENGINE) return r != SB_OK ? r : sb_session_prefill(st->s, tok, (size_t)(depth + T), NULL);
+    return fill(st, tok + depth, T);
+}
+
 static sb_status open_stepper(sb_model *m, int engine, int64_t n_ctx, stepper *st) {
     if (!engine) {
         sb_session_params sp;
@@ -183,6 +192,7 @@ static sb_status open_stepper(sb_model *m, int engine, int64_t n_ctx, stepper *s
 int main(int argc, char **argv) {
     const char *path = NULL;
     int64_t depth = 64;
+    int64_t T = 1;
     int steps = 32, shown = 1 << 30, engine = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-e")) engine = 1;
@@ -191,28 +201,35 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-d")) depth = atoll(argv[++i]);
         else if (!strcmp(argv[i], "-n")) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-k")) shown = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-t")) T = atoll(argv[++i]);
     }
-    if (!path || depth < 1 || steps < 1) {
-        fprintf(stderr, "usage: bench_cuda_gaps -m MODEL [-d DEPTH (64, >= 1)] [-n STEPS (32)] [-k KERNELS_SHOWN] [-e]\n");
+    if (!path || depth < 1 || steps < 1 || T < 1 || T > 4096) {
+        fprintf(stderr, "usage: bench_cuda_gaps -m MODEL [-d DEPTH (64, >= 1)] [-n STEPS (32)] [-t T (1..4096)] [-k KERNELS_SHOWN] [-e]\n");
         return 2;
     }
     sb_model *m = NULL;
     stepper st = {0};
     CK(sb_model_load(path, NULL, &m));
-    CK(open_stepper(m, engine, depth + steps + 16, &st));
-    int32_t *tok = (int32_t *)malloc((size_t)depth * sizeof *tok);
+    CK(open_stepper(m, engine, depth + (T > 1 ? T : steps) + 16, &st));
+    int32_t *tok = (int32_t *)malloc((size_t)(depth + T) * sizeof *tok);
     if (!tok) return 1;
-    for (int64_t i = 0; i < depth; i++) tok[i] = (int32_t)(1 + (i * 7919) % 1000);
-    if (depth > 1) CK(fill(&st, tok, depth - 1));
-    for (int i = 0; i < 3; i++) CK(step(&st, tok[depth - 1])); /* capture, warm */
-    CK(truncate_to(&st, depth - 1));
+    for (int64_t i = 0; i < depth + T; i++) tok[i] = (int32_t)(1 + (i * 7919) % 1000);
+    if (T > 1) {
+        CK(fill(&st, tok, depth));
+        for (int i = 0; i < 3; i++) CK(chunk(&st, tok, depth, T)); /* plan, capture, warm */
+    } else {
+        if (depth > 1) CK(fill(&st, tok, depth - 1));
+        for (int i = 0; i < 3; i++) CK(step(&st, tok[depth - 1])); /* capture, warm */
+        CK(truncate_to(&st, depth - 1));
+    }
     CU(cuptiActivityRegisterCallbacks(buf_request, buf_complete));
     CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-    for (int i = 0; i < steps; i++) CK(step(&st, tok[(depth - 1 + i) % depth]));
+    for (int i = 0; i < steps; i++) CK(T > 1 ? chunk(&st, tok, depth, T) : step(&st, tok[(depth - 1 + i) % depth]));
     CU(cuptiActivityFlushAll(1));
     CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     if (dropped) fprintf(stderr, "bench_cuda_gaps: out of memory: some records dropped\n");
-    printf("%s, %s, depth %lld, %d steps\n\n", path, engine ? "engine (one sequence)" : "session", (long long)depth, steps);
+    printf("%s, %s, depth %lld, %lld token(s) a step, %d steps\n\n", path, engine ? "engine (one sequence)" : "session", (long long)depth,
+           (long long)T, steps);
     report(steps, shown);
     if (st.s) sb_session_free(st.s);
 #if GAPS_ENGINE
