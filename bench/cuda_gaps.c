@@ -8,7 +8,11 @@
  * host's time between graph launches (the session's work: the logits' check, the next token). Two
  * builds' outputs side by side show which launch boundaries grew (the question bench/NOTES.md's
  * thirteenth session left: ~30 us a Qwen2.5-0.5B step between kernels, with equal bodies).
- * Usage: bench_cuda_gaps -m MODEL [-d DEPTH (64)] [-n STEPS (32)] [-k KERNELS_SHOWN (all)]
+ * With -e the steps are a batched engine's (sb_engine_step, one sequence: the paged graph) instead of
+ * a session's, so the two step kinds' kernels can be set side by side too (issue 28's B = 1 step).
+ * With -t T > 1 a step is a prompt chunk instead: T tokens after DEPTH cached ones, the cache cut
+ * back to DEPTH before each (the first-token-after-a-cached-prefix case).
+ * Usage: bench_cuda_gaps -m MODEL [-d DEPTH (64)] [-n STEPS (32)] [-t T (1)] [-k KERNELS_SHOWN (all)] [-e]
  * Built with the CUDA backend only (`make bench`); links libsonicboom and CUPTI. Not a test.
  */
 #include "sonicboom.h"
@@ -110,43 +114,127 @@ static void report(int steps, int shown) {
            K, span, body, span - body, steps > 1 ? host / (steps - 1) : 0.0);
 }
 
+/* The engine's calls are compiled only against a header that has them (ABI level 2), so the tool
+ * also builds against an older tree's library to compare its sessions. */
+#if defined(SB_ABI_LEVEL) && SB_ABI_LEVEL >= 2
+#define GAPS_ENGINE 1
+#else
+#define GAPS_ENGINE 0
+typedef struct sb_engine sb_engine;
+#endif
+
+/* one decode step of the session or, with an engine, of its one sequence */
+typedef struct stepper {
+    sb_session *s;
+    sb_engine *e;
+    int32_t seq;
+} stepper;
+
+static sb_status step(stepper *st, int32_t token) {
+    if (st->s || !GAPS_ENGINE) return sb_session_decode(st->s, token);
+#if GAPS_ENGINE
+    sb_batch_item it = {.seq = st->seq, .token = token, .logits = 1};
+    return sb_engine_step(st->e, &it, 1, NULL);
+#endif
+}
+
+/* the first n tokens of tok into the cache (the engine's in chunks of its batch) */
+static sb_status fill(stepper *st, const int32_t *tok, int64_t n) {
+    if (st->s || !GAPS_ENGINE) return sb_session_prefill(st->s, tok, (size_t)n, NULL);
+#if GAPS_ENGINE
+    sb_batch_item items[256];
+    for (int64_t i = 0; i < n;) {
+        size_t k = 0;
+        for (; k < 256 && i < n; k++, i++) items[k] = (sb_batch_item){.seq = st->seq, .token = tok[i], .logits = i == n - 1};
+        sb_status r = sb_engine_step(st->e, items, k, NULL);
+        if (r != SB_OK) return r;
+    }
+#endif
+    return SB_OK;
+}
+
+static sb_status truncate_to(stepper *st, int64_t n) {
+#if GAPS_ENGINE
+    if (!st->s) return sb_seq_truncate(st->e, st->seq, n);
+#endif
+    return sb_session_truncate(st->s, n);
+}
+
+/* a prompt chunk: tok[depth, depth + T) after tok[0, depth) cached (the cache cut back first) */
+static sb_status chunk(stepper *st, const int32_t *tok, int64_t depth, int64_t T) {
+    sb_status r = truncate_to(st, depth);
+    if (r != SB_OK || st->s || !GAPS_ENGINE) return r != SB_OK ? r : sb_session_prefill(st->s, tok, (size_t)(depth + T), NULL);
+    return fill(st, tok + depth, T);
+}
+
+static sb_status open_stepper(sb_model *m, int engine, int64_t n_ctx, stepper *st) {
+    if (!engine) {
+        sb_session_params sp;
+        sb_session_default_params(&sp);
+        sp.device = SB_DEVICE_CUDA;
+        sp.n_ctx = n_ctx;
+        return sb_session_create(m, &sp, &st->s);
+    }
+#if GAPS_ENGINE
+    sb_engine_params ep;
+    sb_engine_default_params(&ep);
+    ep.device = SB_DEVICE_CUDA;
+    ep.n_seq_max = 1;
+    ep.n_ctx = n_ctx;
+    sb_status r = sb_engine_create(m, &ep, &st->e);
+    return r == SB_OK ? sb_seq_open(st->e, &st->seq) : r;
+#else
+    fprintf(stderr, "bench_cuda_gaps: -e: this library's header has no engine\n");
+    return SB_ERR_UNSUPPORTED;
+#endif
+}
+
 int main(int argc, char **argv) {
     const char *path = NULL;
     int64_t depth = 64;
-    int steps = 32, shown = 1 << 30;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "-m")) path = argv[i + 1];
-        else if (!strcmp(argv[i], "-d")) depth = atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "-n")) steps = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "-k")) shown = atoi(argv[i + 1]);
+    int64_t T = 1;
+    int steps = 32, shown = 1 << 30, engine = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-e")) engine = 1;
+        else if (i + 1 >= argc) break;
+        else if (!strcmp(argv[i], "-m")) path = argv[++i];
+        else if (!strcmp(argv[i], "-d")) depth = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "-n")) steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-k")) shown = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-t")) T = atoll(argv[++i]);
     }
-    if (!path || depth < 1 || steps < 1) {
-        fprintf(stderr, "usage: bench_cuda_gaps -m MODEL [-d DEPTH (64, >= 1)] [-n STEPS (32)] [-k KERNELS_SHOWN]\n");
+    if (!path || depth < 1 || steps < 1 || T < 1 || T > 4096) {
+        fprintf(stderr, "usage: bench_cuda_gaps -m MODEL [-d DEPTH (64, >= 1)] [-n STEPS (32)] [-t T (1..4096)] [-k KERNELS_SHOWN] [-e]\n");
         return 2;
     }
     sb_model *m = NULL;
-    sb_session *s = NULL;
+    stepper st = {0};
     CK(sb_model_load(path, NULL, &m));
-    sb_session_params sp;
-    sb_session_default_params(&sp);
-    sp.device = SB_DEVICE_CUDA;
-    sp.n_ctx = depth + steps + 16;
-    CK(sb_session_create(m, &sp, &s));
-    int32_t *tok = (int32_t *)malloc((size_t)depth * sizeof *tok);
+    CK(open_stepper(m, engine, depth + (T > 1 ? T : steps) + 16, &st));
+    int32_t *tok = (int32_t *)malloc((size_t)(depth + T) * sizeof *tok);
     if (!tok) return 1;
-    for (int64_t i = 0; i < depth; i++) tok[i] = (int32_t)(1 + (i * 7919) % 1000);
-    CK(sb_session_prefill(s, tok, (size_t)depth - 1, NULL));
-    for (int i = 0; i < 3; i++) CK(sb_session_decode(s, tok[depth - 1])); /* capture, warm */
-    CK(sb_session_truncate(s, depth - 1));
+    for (int64_t i = 0; i < depth + T; i++) tok[i] = (int32_t)(1 + (i * 7919) % 1000);
+    if (T > 1) {
+        CK(fill(&st, tok, depth));
+        for (int i = 0; i < 3; i++) CK(chunk(&st, tok, depth, T)); /* plan, capture, warm */
+    } else {
+        if (depth > 1) CK(fill(&st, tok, depth - 1));
+        for (int i = 0; i < 3; i++) CK(step(&st, tok[depth - 1])); /* capture, warm */
+        CK(truncate_to(&st, depth - 1));
+    }
     CU(cuptiActivityRegisterCallbacks(buf_request, buf_complete));
     CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-    for (int i = 0; i < steps; i++) CK(sb_session_decode(s, tok[(depth - 1 + i) % depth]));
+    for (int i = 0; i < steps; i++) CK(T > 1 ? chunk(&st, tok, depth, T) : step(&st, tok[(depth - 1 + i) % depth]));
     CU(cuptiActivityFlushAll(1));
     CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     if (dropped) fprintf(stderr, "bench_cuda_gaps: out of memory: some records dropped\n");
-    printf("%s, depth %lld, %d steps\n\n", path, (long long)depth, steps);
+    printf("%s, %s, depth %lld, %lld token(s) a step, %d steps\n\n", path, engine ? "engine (one sequence)" : "session", (long long)depth,
+           (long long)T, steps);
     report(steps, shown);
-    sb_session_free(s);
+    if (st.s) sb_session_free(st.s);
+#if GAPS_ENGINE
+    if (st.e) sb_engine_free(st.e);
+#endif
     sb_model_free(m);
     free(tok);
     return 0;

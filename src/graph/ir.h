@@ -271,11 +271,20 @@ static inline ir_ref ir_norm_sums_of(const ir_node *n, ir_ref i) {
 static inline bool ir_store_by_launch(const ir_node *n) {
     return (n->op == IR_OP_KV_STORE || n->op == IR_OP_ROPE_STORE) && n->ip[IR_STORE_BY_LAUNCH];
 }
+/* does n launch nothing at its own place? (a view, a result, an input, a store another launch
+ * performs) — what the passes that link a launch to the next one's work may step over */
+static inline bool ir_launches_nothing(const ir_node *n) {
+    return n->op == IR_OP_RESHAPE || n->op == IR_OP_VIEW || n->op == IR_OP_RESULT || (ir_ops[n->op].flags & OPF_INPUT) ||
+           ir_store_by_launch(n);
+}
 /* ROPE / ROPE_STORE / KV_STORE jobs of one launch (pass fuse_rope_jobs): ip[IR_JOB_NEXT] = how many
  * nodes on the launch's next job is (0: the last, or no launch of jobs). The launch runs at its first
  * job's place, every job side by side: the memory plan keeps what any job reads until the last one. */
 #define IR_JOB_NEXT 9
 static inline bool ir_is_job_op(ir_op op) { return op == IR_OP_ROPE || op == IR_OP_ROPE_STORE || op == IR_OP_KV_STORE; }
+/* a job's sources: ROPE (x, pos, ...), ROPE_STORE / KV_STORE (cache, x, pos, ...) — the index of x, of pos */
+static inline int ir_job_x_src(const ir_node *n) { return n->op == IR_OP_ROPE ? 0 : 1; }
+static inline int ir_job_pos_src(const ir_node *n) { return n->op == IR_OP_ROPE ? 1 : 2; }
 static inline ir_ref ir_job_next(const ir_node *n, ir_ref i) {
     return ir_is_job_op(n->op) && n->ip[IR_JOB_NEXT] > 0 ? i + n->ip[IR_JOB_NEXT] : IR_NONE;
 }

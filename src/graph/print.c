@@ -86,7 +86,7 @@ static void print_params(const ir_node *n, FILE *f) {
 }
 
 /* a job of a rope-jobs launch (pass fuse_rope_jobs): the launch's next job; a norm summing a matmul's partials */
-static void print_job_next(const ir_graph *g, ir_ref i, FILE *f) {
+static void print_links(const ir_graph *g, ir_ref i, FILE *f) {
     const ir_ref nx = ir_job_next(&g->nodes[i], i), mm = ir_norm_sums_of(&g->nodes[i], i);
     if (nx != IR_NONE) fprintf(f, " jobs_next=%%%d", (int)nx);
     if (mm != IR_NONE) fprintf(f, " sums_partials_of=%%%d", (int)mm); /* pass fuse_norm_sums */
@@ -101,7 +101,7 @@ void ir_print(const ir_graph *g, FILE *f) {
         for (int j = 0; j < IR_MAX_SRC && n->src[j] != IR_NONE; j++) fprintf(f, "%s%%%d", j ? ", " : "", (int)n->src[j]);
         fputc(')', f);
         print_params(n, f);
-        print_job_next(g, i, f);
+        print_links(g, i, f);
         int nd = 4;
         while (nd > 1 && n->ne[nd - 1] == 1) nd--;
         fprintf(f, " : %s[", ir_dtype_name(n->dtype));

@@ -152,7 +152,7 @@ static int32_t mma_group_of(const ir_graph *g, ir_ref v) {
 }
 
 /* a rope job's input x: (x, pos, ff?) for a ROPE, (cache, x, pos, ...) for a ROPE_STORE or KV_STORE */
-static ir_ref job_x(const ir_node *n) { return n->src[n->op == IR_OP_ROPE ? 0 : 1]; }
+static ir_ref job_x(const ir_node *n) { return n->src[ir_job_x_src(n)]; }
 /* a node cu_rope_jobs takes as a job (a rope that normalises its heads, pass fuse_norm_rope, runs
  * alone: a job rotates one pair a thread and has no head sum) */
 static bool job_takes(const ir_graph *g, const ir_node *n) {
@@ -184,17 +184,13 @@ bool cf_rope_job_ok_no_rope(const ir_graph *g, const ir_node *job, int k) {
     return job_takes(g, job) && (k == 0 || job->op != IR_OP_ROPE);
 }
 
-/* The executor's index of the planner's launches of jobs (pass fuse_rope_jobs): rnext[j] = the next
- * job of j's launch; every job but the first is skipped (the first launches them all); gjobs[i] =
- * group i leaves a split's partials to them (pass fuse_group_jobs). */
+/* The planner's launches of jobs (pass fuse_rope_jobs, ir_job_next): every job but the first is
+ * skipped (the first launches them all, following the links). */
 static void index_rope_jobs(const ir_graph *g, cuda_fusions *c) {
     for (int32_t j = 0; j < g->n_nodes; j++) {
         const ir_ref nx = ir_job_next(&g->nodes[j], j);
-        if (nx == IR_NONE) continue;
-        c->rnext[j] = nx;
-        c->skip[nx] = 1;
+        if (nx != IR_NONE) c->skip[nx] = 1;
     }
-    for (int32_t i = 0; i < g->n_nodes; i++) c->gjobs[i] = ir_group_jobs_sum(&g->nodes[i]); /* pass fuse_group_jobs */
 }
 
 /* Pass fuse_group_jobs' plan_target.group_jobs_fits: a T > 8 MATMUL_GROUP (pass fuse_matmul_group)
@@ -223,14 +219,12 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
     (void)cfg; /* its switches are the target's (exec_cuda_target) */
     const ir_graph *g = p->g;
     c->skip = (uint8_t *)calloc((size_t)g->n_nodes, 1);
-    c->rnext = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->rnext);
-    c->gjobs = (uint8_t *)calloc((size_t)g->n_nodes, 1);
     c->vstore = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->vstore);
     c->krope = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->krope);
     c->nsum = (int32_t *)malloc((size_t)g->n_nodes * sizeof *c->nsum);
-    if (!c->skip || !c->rnext || !c->gjobs || !c->vstore || !c->krope || !c->nsum)
+    if (!c->skip || !c->vstore || !c->krope || !c->nsum)
         return sb_fail(SB_ERR_OOM, "cuda: fusion tables of %d nodes", (int)g->n_nodes);
-    for (int32_t i = 0; i < g->n_nodes; i++) c->rnext[i] = c->vstore[i] = c->krope[i] = c->nsum[i] = -1;
+    for (int32_t i = 0; i < g->n_nodes; i++) c->vstore[i] = c->krope[i] = c->nsum[i] = -1;
     index_launch_stores(g, c);
     index_rope_jobs(g, c);
     for (int32_t n = 0; n < g->n_nodes; n++) { /* pass fuse_norm_sums: nsum[m] = n */
@@ -242,8 +236,6 @@ sb_status cuda_fusions_plan(const plan *p, cuda_fusions *c, const cu_config *cfg
 
 void cuda_fusions_free(cuda_fusions *f) {
     free(f->skip);
-    free(f->rnext);
-    free(f->gjobs);
     free(f->vstore);
     free(f->krope);
     free(f->nsum);

@@ -30,9 +30,6 @@ typedef struct cuda_fusions {
      * group or one of its results) also performs (-1 none); krope[v] likewise the rope_store: an
      * index of the planner's by_launch stores (pass fuse_launch_store) */
     int32_t *vstore;
-    int32_t *rnext;       /* per ROPE / KV_STORE: the next job of its cu_rope_jobs launch (pass fuse_rope_jobs' links; -1 none) */
-    uint8_t *gjobs;       /* per T > 8 MATMUL_GROUP (pass fuse_matmul_group): its results go only to the rope jobs launched right
-                           * after it, which then sum a split's partials themselves — no reduce kernel (pass fuse_group_jobs) */
     int32_t *krope;
     int32_t *nsum;        /* per matmul: the RMS_NORM_QUANT right after it that sums its split-K partials, so the split leaves
                            * them unreduced (pass fuse_norm_sums; -1 none) */

@@ -111,7 +111,7 @@ static sb_status run_mma_group(crun *r, int32_t i) {
         return sb_fail(SB_ERR_INTERNAL, "cuda: gate/up group %%%d planned to write its GLU, launched %s", (int)i,
                        split > 1 ? "with K split" : "one by one");
     if (split > 0) {
-        const bool jobs = r->c->fu.gjobs && r->c->fu.gjobs[i] && split > 1; /* the rope jobs after it sum the partials */
+        const bool jobs = ir_group_jobs_sum(n) && split > 1; /* the rope jobs after it sum the partials (pass fuse_group_jobs) */
         r->n_kernels += split > 1 && !jobs ? 2 : 1; /* a split: k_mma_reduce after it */
         cu_split_src srcs[CU_MULTI_MAX];
         const int pair_glu = glu ? (glu == IR_OP_GEGLU ? 2 : 1) : 0;
@@ -171,11 +171,11 @@ static sb_status run_rope_jobs(crun *r, int32_t i) {
     cu_rope_job jobs[CU_ROPE_JOBS_MAX];
     int n = 0;
     const ir_node *f = &r->p->g->nodes[i];
-    ir_ref pos = f->src[f->op == IR_OP_ROPE ? 1 : 2]; /* a kv_store's rows where no job rotates (unread then) */
-    for (int32_t m = i; m >= 0 && n < CU_ROPE_JOBS_MAX; m = r->c->fu.rnext[m]) {
+    ir_ref pos = f->src[ir_job_pos_src(f)]; /* a kv_store's rows where no job rotates (unread then) */
+    for (ir_ref m = i; m != IR_NONE && n < CU_ROPE_JOBS_MAX; m = ir_job_next(&r->p->g->nodes[m], m)) {
         jobs[n++] = rope_job(r, m);
         const ir_node *mn = &r->p->g->nodes[m];
-        if (mn->op != IR_OP_KV_STORE) pos = mn->src[mn->op == IR_OP_ROPE ? 1 : 2];
+        if (mn->op != IR_OP_KV_STORE) pos = mn->src[ir_job_pos_src(mn)];
     }
     r->n_kernels++;
     r->gsrc_n = 0; /* consumed */
@@ -375,17 +375,17 @@ sb_status cx_run_node(crun *r, int32_t i) {
     case IR_OP_RESHAPE: case IR_OP_VIEW: case IR_OP_OUTPUT: return SB_OK; /* views */
     case IR_OP_ROPE:
     case IR_OP_ROPE_STORE: {
-        if ((r->c->fu.rnext && r->c->fu.rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
+        if (ir_job_next(n, i) != IR_NONE || r->gsrc_n) return run_rope_jobs(r, i);
         cu_rope_job jb = rope_job(r, i);
         r->n_kernels++;
         const ir_rope_norm nm = ir_rope_norm_of(n); /* pass fuse_norm_rope: each head normed as it is loaded */
         if (nm.kind != IR_ROPE_NORM_NONE)
-            return cu_rope_norm(s, jb.dst, jb.x, SP(n->op == IR_OP_ROPE ? 1 : 2), &jb.a, nm.eps,
+            return cu_rope_norm(s, jb.dst, jb.x, SP(ir_job_pos_src(n)), &jb.a, nm.eps,
                                 nm.weight != IR_NONE ? (const float *)dptr(r, nm.weight) : NULL);
-        return cu_rope(s, jb.dst, jb.x, SP(n->op == IR_OP_ROPE ? 1 : 2), &jb.a);
+        return cu_rope(s, jb.dst, jb.x, SP(ir_job_pos_src(n)), &jb.a);
     }
     case IR_OP_KV_STORE:
-        if ((r->c->fu.rnext && r->c->fu.rnext[i] >= 0) || r->gsrc_n) return run_rope_jobs(r, i);
+        if (ir_job_next(n, i) != IR_NONE || r->gsrc_n) return run_rope_jobs(r, i);
         r->n_kernels++;
         if (ir_rope_norm_of(n).kind) { /* pass fuse_norm_rope: each head normed, stored at pos — cu_rope_norm rotating nothing */
             const ir_rope_norm nm = ir_rope_norm_of(n);

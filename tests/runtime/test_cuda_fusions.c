@@ -233,8 +233,8 @@ static void describe(sbuf *b, const plan *p, const cuda_fusions *f) {
         if (member) member_notes(b, g, f, n->op == IR_OP_RESULT ? n->src[0] : i, n->op == IR_OP_RESULT ? ir_result_index(n) : 0);
         ref(b, "quantizes into", g, f, n->op == IR_OP_ATTENTION ? ir_result_of(g, i, 1) : -1);
         ref(b, "stores V", g, f, f->vstore[i]);
-        ref(b, "next rope job", g, f, f->rnext[i]);
-        if (f->gjobs[i]) put(b, " partials to its rope jobs");
+        ref(b, "next rope job", g, f, ir_job_next(n, i));
+        if (ir_group_jobs_sum(n)) put(b, " partials to its rope jobs");
         if (n->op == IR_OP_ATTENTION && ir_attn_q_rope(n).n_rot) put(b, " rotates q of "), name_q_rope(b, g, f, n, 1);
         ref(b, "rotates k of", g, f, f->krope[i]);
         ref(b, "partials summed by", g, f, f->nsum[i]);

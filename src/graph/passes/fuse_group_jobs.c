@@ -25,11 +25,6 @@
  */
 #include "graph/plan.h"
 
-static bool launches_nothing(const ir_node *n) {
-    return n->op == IR_OP_RESHAPE || n->op == IR_OP_VIEW || n->op == IR_OP_RESULT || (ir_ops[n->op].flags & OPF_INPUT) ||
-           ir_store_by_launch(n);
-}
-
 static bool in_launch(const ir_graph *g, ir_ref first, ir_ref q) { /* is q a job of the launch starting at first? */
     for (ir_ref j = first; j != IR_NONE; j = ir_job_next(&g->nodes[j], j))
         if (j == q) return true;
@@ -45,7 +40,7 @@ static bool read_by_jobs_only(const ir_graph *g, ir_ref v, ir_ref first) {
             if (qn->src[a] != v) continue;
             if (qn->op == IR_OP_RESHAPE || qn->op == IR_OP_VIEW) {
                 if (!read_by_jobs_only(g, q, first)) return false;
-            } else if (!in_launch(g, first, q) || a != (qn->op == IR_OP_ROPE ? 0 : 1)) {
+            } else if (!in_launch(g, first, q) || a != ir_job_x_src(qn)) {
                 return false;
             }
         }
@@ -60,7 +55,7 @@ sb_status pass_fuse_group_jobs(ir_graph *g, const pass_ctx *cx) {
         ir_node *n = &g->nodes[i];
         if (n->op != IR_OP_MATMUL_GROUP || ir_group_glu(n) || !t->group_jobs_fits(g, n)) continue;
         ir_ref j = i + 1; /* the next node that launches work: the launch of jobs */
-        while (j < g->n_nodes && launches_nothing(&g->nodes[j])) j++;
+        while (j < g->n_nodes && ir_launches_nothing(&g->nodes[j])) j++;
         if (j >= g->n_nodes || !ir_is_job_op(g->nodes[j].op) || !t->rope_job_fits || !t->rope_job_fits(g, &g->nodes[j], 0)) continue;
         bool ok = true;
         for (int k = 0; k < ir_group_n(n) && ok; k++) {

@@ -20,17 +20,12 @@
  */
 #include "graph/plan.h"
 
-static bool launches_nothing(const ir_node *n) {
-    return n->op == IR_OP_RESHAPE || n->op == IR_OP_VIEW || n->op == IR_OP_RESULT || (ir_ops[n->op].flags & OPF_INPUT) ||
-           ir_store_by_launch(n);
-}
-
 /* the norm summing matmul m's partials: the next node that launches work, of the shape above; IR_NONE if none */
 static ir_ref norm_of(const ir_graph *g, const int32_t *uses, ir_ref m) {
     const ir_node *mn = &g->nodes[m];
     const bool own = ir_matmul_addend(mn) != IR_NONE; /* m adds o itself; else n's fused ADD does */
     ir_ref n = m + 1;
-    while (n < g->n_nodes && launches_nothing(&g->nodes[n])) n++;
+    while (n < g->n_nodes && ir_launches_nothing(&g->nodes[n])) n++;
     if (n >= g->n_nodes) return IR_NONE;
     const ir_node *nn = &g->nodes[n];
     if (nn->op != (own ? IR_OP_RMS_NORM_QUANT : IR_OP_ADD_RMS_NORM_QUANT) || ir_nelem(nn) != ir_nelem(mn)) return IR_NONE;

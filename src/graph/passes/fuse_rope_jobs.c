@@ -25,14 +25,8 @@
 
 #include <stdlib.h>
 
-/* does node j launch nothing at its own place? (a view, a result, an input, a store another launch performs) */
-static bool launches_nothing(const ir_node *n) {
-    return n->op == IR_OP_RESHAPE || n->op == IR_OP_VIEW || n->op == IR_OP_RESULT || (ir_ops[n->op].flags & OPF_INPUT) ||
-           ir_store_by_launch(n);
-}
-
 /* the positions a job rotates at: (x, pos, ...) for a ROPE, (cache, x, pos, ...) for a ROPE_STORE; a KV_STORE none */
-static ir_ref job_pos(const ir_node *n) { return n->op == IR_OP_KV_STORE ? IR_NONE : n->src[n->op == IR_OP_ROPE ? 1 : 2]; }
+static ir_ref job_pos(const ir_node *n) { return n->op == IR_OP_KV_STORE ? IR_NONE : n->src[ir_job_pos_src(n)]; }
 
 static ir_ref root_of(const ir_graph *g, ir_ref v) {
     while (g->nodes[v].op == IR_OP_RESHAPE || g->nodes[v].op == IR_OP_VIEW) v = g->nodes[v].src[0];
@@ -61,7 +55,7 @@ static int gather_jobs(const ir_graph *g, const plan_target *t, ir_ref i, ir_ref
     ir_ref pos = job_pos(&g->nodes[i]); /* the launch's one rotation positions (IR_NONE: none yet) */
     for (ir_ref j = i + 1; j < g->n_nodes && n < max; j++) {
         const ir_node *m = &g->nodes[j];
-        if (launches_nothing(m)) continue;
+        if (ir_launches_nothing(m)) continue;
         if (!job_ok(g, t, j, n) || reads_a_job(g, j, mem, n)) break;
         if (job_pos(m) != IR_NONE && pos != IR_NONE && job_pos(m) != pos) break;
         if (pos == IR_NONE) pos = job_pos(m);
