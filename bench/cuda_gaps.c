@@ -26,6 +26,7 @@
 typedef struct krec {
     uint64_t start, end;
     const char *name;
+    int blocks, threads, regs, smem; /* the launch's blocks, threads a block, registers a thread, shared bytes a block */
 } krec;
 
 static krec *recs;
@@ -55,7 +56,8 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, 
             }
             recs = p, cap_recs = c;
         }
-        recs[n_recs++] = (krec){k->start, k->end, strdup(k->name ? k->name : "?")};
+        recs[n_recs++] = (krec){k->start, k->end, strdup(k->name ? k->name : "?"), k->gridX * k->gridY * k->gridZ,
+                                k->blockX * k->blockY * k->blockZ, k->registersPerThread, k->staticSharedMemory + k->dynamicSharedMemory};
     }
     free(buf);
 }
@@ -94,7 +96,7 @@ static void report(int steps, int shown) {
         return;
     }
     double span = 0, body = 0, host = 0;
-    printf("| # | kernel | us | gap before, us |\n|---:|---|---:|---:|\n");
+    printf("| # | kernel | us | gap before, us | blocks x threads, regs, smem |\n|---:|---|---:|---:|---|\n");
     for (int i = 0; i < K; i++) {
         double d = 0, g = 0;
         for (int s = 0; s < steps; s++) {
@@ -105,7 +107,8 @@ static void report(int steps, int shown) {
         }
         d /= steps, g /= steps;
         body += d;
-        if (i < shown) printf("| %d | %.60s | %.2f | %.2f |\n", i, recs[i].name, d, i ? g : 0.0);
+        const krec *f = &recs[i];
+        if (i < shown) printf("| %d | %.60s | %.2f | %.2f | %d x %d, %d, %d |\n", i, f->name, d, i ? g : 0.0, f->blocks, f->threads, f->regs, f->smem);
     }
     for (int s = 0; s < steps; s++) span += (double)(recs[(size_t)s * K + K - 1].end - recs[(size_t)s * K].start) / 1e3;
     span /= steps;
