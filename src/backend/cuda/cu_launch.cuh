@@ -30,6 +30,21 @@ static inline unsigned cu_div_up(int64_t a, int64_t b) { return (unsigned)((a + 
 template <class T> struct cu_id {
     typedef T type;
 };
+/* the attributes of every launch (at[0..2)): programmatic stream serialization when cu_pdl_on, the
+ * preferred shared-memory carveout when cu_config carveout >= 0; returns how many */
+static inline unsigned cu_launch_attrs(cudaLaunchAttribute *at) {
+    unsigned n = 0;
+    if (cu_pdl_on()) {
+        at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[n++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cu_cfg()->carveout >= 0) {
+        at[n].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+        at[n++].val.sharedMemCarveout = (unsigned)cu_cfg()->carveout;
+    }
+    return n;
+}
+
 /* launch k on s with `smem` bytes of dynamic shared memory (above 48 KB the caller has set k's
  * cudaFuncAttributeMaxDynamicSharedMemorySize) and the PDL attribute when cu_pdl_flag; cu_launch:
  * the same without dynamic shared memory */
@@ -40,11 +55,9 @@ static inline void cu_launch_smem(void (*k)(KArgs...), dim3 grid, dim3 block, si
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute at[2];
     cfg.attrs = at;
-    cfg.numAttrs = cu_pdl_on() ? 1 : 0;
+    cfg.numAttrs = cu_launch_attrs(at);
     (void)cudaLaunchKernelEx(&cfg, k, args...); /* an error stays for cu_after_launch's cudaGetLastError */
 }
 template <typename... KArgs>

@@ -81,11 +81,9 @@ extern "C" sb_status cu_gen_launch(cu_stream s, void *fn, unsigned grid, unsigne
     cfg.blockDim = dim3(block);
     cfg.dynamicSmemBytes = 0;
     cfg.stream = (cudaStream_t)s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute at[2];
     cfg.attrs = at;
-    cfg.numAttrs = cu_pdl_on() ? 1 : 0;
+    cfg.numAttrs = cu_launch_attrs(at);
     void *args[1] = {params};
     (void)cudaLaunchKernelExC(&cfg, (const void *)fn, args);
     return cu_after_launch("a generated kernel (codegen)");
