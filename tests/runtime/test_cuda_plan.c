@@ -179,6 +179,8 @@ static void test_tune(void) {
     CHECK(c.attn_variant == 2 && c.mma_small_tmax == 300 && c.fuse == 0 && c.graphs == 1);
     CHECK(cu_config_default.carveout == -1); /* the driver's choice unless an experiment sets one */
     CHECK(cu_config_tune(&c, "carveout=30") == SB_OK && c.carveout == 30 && cu_config_tune(&c, "carveout=-1") == SB_OK && c.carveout == -1);
+    CHECK(cu_config_default.carveout_attn == 0 && cu_config_tune(&c, "carveout_attn=30") == SB_OK && c.carveout_attn == 30);
+    CHECK(cu_config_tune(&c, "carveout_attn=0") == SB_OK && c.carveout_attn == 0);
     const cu_config before = c;
     static const struct {
         const char *spec, *needle;

@@ -41,7 +41,7 @@ typedef struct tune_key {
 
 #define K(f, lo, hi) {#f, offsetof(cu_config, f), lo, hi}
 static const tune_key keys[] = {
-    K(graphs, 0, 1), K(direct_out, 0, 1), K(pdl, 0, 1), K(carveout, -1, 100), K(poison, 0, 1), K(profile, 0, 1), K(act_q8_1, 0, 1),
+    K(graphs, 0, 1), K(direct_out, 0, 1), K(pdl, 0, 1), K(carveout, -1, 100), K(carveout_attn, 0, 100), K(poison, 0, 1), K(profile, 0, 1), K(act_q8_1, 0, 1),
     K(codegen, 0, 2), K(codegen_hand1, 0, 1),
     K(fuse, 0, 1), K(fuse_ropek, 0, 1), K(fuse_glu_pair, 0, 1), K(rope_inplace, 0, 2), K(mma_group, 0, 2),
     K(mma_pair, 0, 1), K(mma_glu_pair, 0, 1), K(rope_jobs, 0, 1), K(group_jobs, 0, 1),
