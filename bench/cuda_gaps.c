@@ -165,9 +165,10 @@ static sb_status truncate_to(stepper *st, int64_t n) {
 
 /* a prompt chunk: tok[depth, depth + T) after tok[0, depth) cached (the cache cut back first) */
 static sb_status chunk(stepper *st, const int32_t *tok, int64_t depth, int64_t T) {
-    sb_status r = truncate_to(st, depth);
-    if (r != SB_OK || st->s || !GAPS_ENGINE) return r != SB_OK ? r : sb_session_prefill(st->s, tok, (size_t)(depth + T), NULL);
-    return fill(st, tok + depth, T);
+    const sb_status r = truncate_to(st, depth);
+    if (r != SB_OK) return r;
+    /* a session takes the whole prompt and reuses the cached prefix; an engine's sequence appends */
+    return st->s ? sb_session_prefill(st->s, tok, (size_t)(depth + T), NULL) : fill(st, tok + depth, T);
 }
 
 static sb_status open_stepper(sb_model *m, int engine, int64_t n_ctx, stepper *st) {
