@@ -477,17 +477,6 @@ static sb_status prof_account(exec_cuda *cx, const plan *p, const int32_t *kn, c
     return st;
 }
 
-/* whether the next node of r's plan after i that launches a kernel is an attention */
-static bool next_launch_attends(const crun *r, int32_t i) {
-    const ir_graph *g = r->p->g;
-    for (int32_t j = i + 1; j < g->n_nodes; j++) {
-        const ir_node *n = &g->nodes[j];
-        if (ir_launches_nothing(n) || (r->c->fu.skip && r->c->fu.skip[j])) continue;
-        return n->op == IR_OP_ATTENTION;
-    }
-    return false;
-}
-
 sb_status cx_enqueue_all(crun *r) {
     const ir_graph *g = r->p->g;
     exec_cuda *cx = r->cx;
@@ -511,17 +500,12 @@ sb_status cx_enqueue_all(crun *r) {
     }
     sb_status st = SB_OK;
     if (cx->cfg.profile) st = cu_event_record(cx->ev[ne++], cx->s);
-    cu_config before_attn = cx->cfg; /* the launch before an attention: carveout_attn's share */
-    before_attn.carveout = cx->cfg.carveout_attn;
     for (int32_t i = 0; st == SB_OK && i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         if (ir_ops[n->op].flags & OPF_INPUT) continue;
         if (r->c->fu.skip && r->c->fu.skip[i]) continue; /* done by the matmul before it */
         const int32_t k0 = r->n_kernels;
-        const bool rebind = cx->cfg.carveout_attn > 0 && next_launch_attends(r, i);
-        const cu_config *bound = rebind ? cu_cfg_bind(&before_attn) : NULL;
         st = cx_run_node(r, i);
-        if (rebind) cu_cfg_bind(bound);
         if (st != SB_OK) {
             st = sb_fail_context(st, "cuda: node %%%d %s \"%s\"", (int)i, ir_ops[n->op].name, n->name);
             break;

@@ -177,16 +177,12 @@ static void test_tune(void) {
     CHECK(cu_config_tune(&c, NULL) == SB_OK && cu_config_tune(&c, "") == SB_OK && !memcmp(&c, &cu_config_default, sizeof c));
     CHECK(cu_config_tune(&c, "attn_variant=2,mma_small_tmax=300,,fuse=0") == SB_OK);
     CHECK(c.attn_variant == 2 && c.mma_small_tmax == 300 && c.fuse == 0 && c.graphs == 1);
-    CHECK(cu_config_default.carveout == -1); /* the driver's choice unless an experiment sets one */
-    CHECK(cu_config_tune(&c, "carveout=30") == SB_OK && c.carveout == 30 && cu_config_tune(&c, "carveout=-1") == SB_OK && c.carveout == -1);
-    CHECK(cu_config_default.carveout_attn == 0 && cu_config_tune(&c, "carveout_attn=30") == SB_OK && c.carveout_attn == 30);
-    CHECK(cu_config_tune(&c, "carveout_attn=0") == SB_OK && c.carveout_attn == 0);
     const cu_config before = c;
     static const struct {
         const char *spec, *needle;
     } bad[] = {{"nonsense=1", "unknown key \"nonsense\""}, {"fuse", "not key=value"}, {"fuse=", "fuse needs an integer"},
                {"fuse=2", "fuse=2 is not an integer in 0..1"}, {"attn_variant=x", "attn_variant=x"}, {"fuse=0,graphs=7", "graphs=7"},
-               {"mmq=99999999999999999999", "mmq"}, {"fuse=1x", "fuse=1x"}, {"carveout=101", "carveout=101 is not an integer in -1..100"}};
+               {"mmq=99999999999999999999", "mmq"}, {"fuse=1x", "fuse=1x"}, {"pdl=2", "pdl=2 is not an integer in 0..1"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const sb_status st = cu_config_tune(&c, bad[i].spec);
         CHECKF(st == SB_ERR_INVALID_ARG && strstr(sb_last_error(), bad[i].needle), "SB_TUNE \"%s\": %s (%s)", bad[i].spec, sb_status_str(st),

@@ -12,7 +12,7 @@
 #include <string.h>
 
 const cu_config cu_config_default = {
-    .graphs = 1, .direct_out = 1, .pdl = 1, .carveout = -1, .codegen = 1,
+    .graphs = 1, .direct_out = 1, .pdl = 1, .codegen = 1,
     .fuse = 1, .fuse_ropek = 1, .fuse_glu_pair = 1, .rope_inplace = 1, .mma_group = 1, .mma_pair = 1,
     .mma_glu_pair = 1, .rope_jobs = 1, .group_jobs = 1, .norm_sums = 1, .chain_quant = 8,
     .attn_variant = 4, .attn_splits = 2, .attn_kmin = 64, .attn_warp = 1 << 30, .attn_small = 128,
@@ -41,7 +41,7 @@ typedef struct tune_key {
 
 #define K(f, lo, hi) {#f, offsetof(cu_config, f), lo, hi}
 static const tune_key keys[] = {
-    K(graphs, 0, 1), K(direct_out, 0, 1), K(pdl, 0, 1), K(carveout, -1, 100), K(carveout_attn, 0, 100), K(poison, 0, 1), K(profile, 0, 1), K(act_q8_1, 0, 1),
+    K(graphs, 0, 1), K(direct_out, 0, 1), K(pdl, 0, 1), K(poison, 0, 1), K(profile, 0, 1), K(act_q8_1, 0, 1),
     K(codegen, 0, 2), K(codegen_hand1, 0, 1),
     K(fuse, 0, 1), K(fuse_ropek, 0, 1), K(fuse_glu_pair, 0, 1), K(rope_inplace, 0, 2), K(mma_group, 0, 2),
     K(mma_pair, 0, 1), K(mma_glu_pair, 0, 1), K(rope_jobs, 0, 1), K(group_jobs, 0, 1),

@@ -27,9 +27,6 @@ typedef struct cu_config {
     int graphs;          /* capture plans as CUDA Graphs (T = 1 on the first run, others on the second) */
     int direct_out;      /* graph runs write page-locked outputs straight from their kernels */
     int pdl;             /* programmatic dependent launch where the device and the kernels allow it */
-    int carveout;        /* every launch's preferred shared-memory share of L1, percent (-1: the driver's choice) */
-    int carveout_attn;   /* ... of the launch right before each attention instead (0: as every launch), so the
-                          * attention's blocks can start beside its blocks under PDL */
     int poison;          /* fill the arena with 0xFF (f32 NaN) before each run (tests) */
     int profile;         /* run eagerly with events between nodes (exec_cuda_profile_report) */
     int act_q8_1;        /* K-quant weights take q8_1 activations (llama.cpp's CUDA) instead of q8_K */

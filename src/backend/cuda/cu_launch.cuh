@@ -31,16 +31,12 @@ template <class T> struct cu_id {
     typedef T type;
 };
 /* the attributes of every launch (at[0..2)): programmatic stream serialization when cu_pdl_on, the
- * preferred shared-memory carveout when cu_config carveout >= 0; returns how many */
+ * returns how many */
 static inline unsigned cu_launch_attrs(cudaLaunchAttribute *at) {
     unsigned n = 0;
     if (cu_pdl_on()) {
         at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         at[n++].val.programmaticStreamSerializationAllowed = 1;
-    }
-    if (cu_cfg()->carveout >= 0) {
-        at[n].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
-        at[n++].val.sharedMemCarveout = (unsigned)cu_cfg()->carveout;
     }
     return n;
 }

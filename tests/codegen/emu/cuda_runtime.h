@@ -17,13 +17,12 @@
 typedef struct CUstream_st *cudaStream_t;
 typedef int cudaError_t;
 enum { cudaSuccess = 0, cudaErrorLaunchFailure = 719, cudaErrorInvalidConfiguration = 9 };
-enum cudaLaunchAttributeID { cudaLaunchAttributeProgrammaticStreamSerialization = 5, cudaLaunchAttributePreferredSharedMemoryCarveout = 14 };
+enum cudaLaunchAttributeID { cudaLaunchAttributeProgrammaticStreamSerialization = 5 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 typedef struct cudaLaunchAttribute {
     cudaLaunchAttributeID id;
     struct {
         int programmaticStreamSerializationAllowed;
-        unsigned sharedMemCarveout; /* no effect in the emulation */
     } val;
 } cudaLaunchAttribute;
 typedef struct cudaLaunchConfig_t {
