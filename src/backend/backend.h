@@ -44,6 +44,9 @@ typedef struct backend_ops {
      * all (CPU), nothing is run */
     sb_status (*warm)(backend *be, const struct plan *p, void *const *data, int32_t n_data, float *const *out);
     backend_stats (*stats)(const backend *be);
+    /* whether output k of the last successful run is finite as the backend checked it while writing
+     * it: 1 all finite, 0 not, -1 not checked (the caller scans it if it must know); NULL op: -1 */
+    int (*output_finite)(const backend *be, int32_t k);
     /* memory the backend's outputs land in fastest (page-locked on CUDA); NULL ops: plain malloc */
     sb_status (*host_alloc)(backend *be, size_t bytes, void **out);
     void (*host_free)(backend *be, void *p);

@@ -39,6 +39,7 @@ static backend_stats cuda_stats(const backend *be) {
                            .kernels_last_run = s.kernels_last_run, .device_bytes = s.device_bytes};
 }
 
+static int cuda_output_finite(const backend *be, int32_t k) { return exec_cuda_output_finite(cx_of(be), k); }
 static sb_status cuda_host_alloc(backend *be, size_t bytes, void **out) { return exec_cuda_host_alloc(cx_of(be), bytes, out); }
 static void cuda_host_free(backend *be, void *p) { exec_cuda_host_free(cx_of(be), p); }
 static sb_status cuda_kv_copy(backend *be, void *buf, uint64_t dst, uint64_t src, uint64_t bytes) {
@@ -57,7 +58,7 @@ static void cuda_free(backend *be) {
 
 static const backend_ops cuda_ops = {
     .name = "cuda", .target = cuda_target, .prepare = cuda_prepare, .run = cuda_run, .warm = cuda_warm, .forget = cuda_forget, .stats = cuda_stats,
-    .host_alloc = cuda_host_alloc, .host_free = cuda_host_free, .kv_copy = cuda_kv_copy, .download = cuda_download,
+    .output_finite = cuda_output_finite, .host_alloc = cuda_host_alloc, .host_free = cuda_host_free, .kv_copy = cuda_kv_copy, .download = cuda_download,
     .refresh = cuda_refresh, .drop = cuda_drop, .free = cuda_free,
 };
 

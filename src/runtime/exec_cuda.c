@@ -74,6 +74,7 @@ sb_status exec_cuda_create(int64_t max_tokens, const cu_config *cfg, exec_cuda *
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_in, 3 * ib, "input buffer");
     if (st == SB_OK) cx->d_tok = cx->d_in, cx->d_pos = cx->d_in + max_tokens, cx->d_rows = cx->d_in + 2 * max_tokens;
     if (st == SB_OK) st = cu_host_alloc((void **)&cx->h_in, 3 * ib, "input staging");
+    if (st == SB_OK) st = cu_host_alloc((void **)&cx->h_nonfinite, CX_MAX_OUT * sizeof(unsigned), "non-finite flags");
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_cnt, CU_ATT_COUNTERS * sizeof(unsigned), "attention split counters");
     if (st == SB_OK) st = cu_memset(cx->d_cnt, 0, CU_ATT_COUNTERS * sizeof(unsigned), cx->s);
     if (st == SB_OK) st = cu_malloc((void **)&cx->d_zero, ib, "a block table of zeros");
@@ -110,6 +111,7 @@ void exec_cuda_free(exec_cuda *cx) {
     cu_free(cx->d_zero);
     cu_free(cx->d_blas_ws);
     cu_host_free(cx->h_in);
+    cu_host_free(cx->h_nonfinite);
     cu_stream_destroy(cx->s);
     free(cx);
 }

@@ -35,6 +35,7 @@ typedef struct exec_cuda exec_cuda;
 typedef struct exec_cuda_stats {
     int64_t eager_runs, graph_captures, graph_replays;
     int64_t direct_replays;       /* graph replays whose kernels wrote outputs straight to the caller (cu_config.direct_out) */
+    int64_t checked_runs;         /* runs whose kernels checked an output for NaN / Inf as they wrote it (exec_cuda_output_finite) */
     int32_t kernels_last_run;     /* launches enqueued by the last run (eager or captured) */
     uint64_t device_bytes;        /* weights + KV + arena + staging on the device */
 } exec_cuda_stats;
@@ -80,6 +81,12 @@ sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, fl
  * same outputs would replay (exec_cuda_run captures a plan of T > 1 only on its second run), so
  * that p's next run builds and captures nothing. An engine readies its step classes with it. */
 sb_status exec_cuda_warm(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out);
+
+/* Whether output k of the last successful run is finite, as the kernel that wrote it checked: 1 every
+ * value finite, 0 one is NaN or infinite, -1 not checked there (the caller scans it if it must know).
+ * A graph run whose output k went straight to the caller from a T = 1 dp4a GEMV (an LM head) is
+ * checked; other outputs are not. */
+int exec_cuda_output_finite(const exec_cuda *cx, int32_t k);
 
 /* Drop the per-plan device state of p (its captured graph); call before plan_free(p). */
 void exec_cuda_forget(exec_cuda *cx, const plan *p);

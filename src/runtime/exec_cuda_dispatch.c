@@ -42,6 +42,11 @@ static float *matmul_out(crun *r, int32_t m, cu_epilogue *ep) {
     return (float *)dptr(r, m);
 }
 
+/* does the dp4a GEMV (cu_matmul_q8) take weight w times activation x? */
+static bool q8_gemv_takes(const ir_node *w, const ir_node *x) {
+    return (x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(w->dtype));
+}
+
 /* weight wr times activation xr into dst with epilogue epb (add NULL: none), as a lone matmul runs:
  * cuBLASLt for f32 activations where cu_blas_on says (cu_config.blas_min_t / blas_quant tokens or
  * more), the int8 MMA GEMM for T > 8, else the dp4a or f32 GEMVs. nsum_node: the lone matmul whose
@@ -51,7 +56,9 @@ static sb_status run_matmul_wx(crun *r, ir_ref wr, ir_ref xr, float *dst, cu_epi
     const ir_graph *g = r->p->g;
     const ir_node *w = &g->nodes[wr], *x = &g->nodes[xr];
     cu_stream s = r->cx->s;
-    const cu_epilogue *ep = epb.add ? &epb : NULL;
+    const cu_epilogue *ep = epb.add || epb.nonfinite ? &epb : NULL;
+    if (epb.nonfinite && !(x->ne[1] == 1 && q8_gemv_takes(w, x))) /* run_matmul_one arms it for that path only */
+        return sb_fail(SB_ERR_INTERNAL, "cuda: a non-finite flag on a matmul no T = 1 dp4a GEMV runs");
     if (r->cx->d_blas_ws && cf_blas_takes(w, x)) { /* large T: cuBLASLt, the weight as F16 / BF16 (scratch: cx_plan_get) */
         const sb_status st = cu_matmul_blas(s, dst, dptr(r, wr), w->dtype, w->ne[0], w->ne[1], (const float *)dptr(r, xr), x->ne[1], ep,
                                             r->arena + r->c->scratch_off, r->c->arena_need - r->c->scratch_off, r->cx->d_blas_ws);
@@ -78,16 +85,24 @@ static sb_status run_matmul_wx(crun *r, ir_ref wr, ir_ref xr, float *dst, cu_epi
         }
         return cu_matmul_mma(s, dst, dptr(r, wr), w->dtype, w->ne[0], w->ne[1], dptr(r, xr), x->dtype, x->ne[1], ep);
     }
-    if ((x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(w->dtype)))
+    if (q8_gemv_takes(w, x))
         return cu_matmul_q8(s, dst, dptr(r, wr), w->dtype, w->ne[0], w->ne[1], dptr(r, xr), x->dtype, x->ne[1], ep);
     return cu_matmul_f32(s, dst, dptr(r, wr), w->dtype, w->ne[0], w->ne[1], dptr(r, xr), x->dtype, x->ne[1], ep); /* f32 or q8_K */
 }
 
-/* matmul i alone (its epilogue ADD fused; run_matmul_wx) */
+/* matmul i alone (its epilogue ADD fused; run_matmul_wx). Where it writes an output straight to
+ * the caller from a T = 1 dp4a GEMV (an LM head), that kernel also flags a non-finite value in the
+ * output's slot of h_nonfinite, so the host need not read the logits again to know. */
 static sb_status run_matmul_one(crun *r, int32_t i) {
-    const ir_node *n = &r->p->g->nodes[i];
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i], *x = &g->nodes[n->src[1]];
     cu_epilogue epb;
     float *dst = matmul_out(r, i, &epb);
+    const int slot = direct_slot(r, i);
+    if (slot >= 0 && x->ne[1] == 1 && q8_gemv_takes(&g->nodes[n->src[0]], x)) {
+        epb.nonfinite = r->cx->h_nonfinite + slot;
+        r->checked |= 1u << slot;
+    }
     return run_matmul_wx(r, n->src[0], n->src[1], dst, epb, i);
 }
 

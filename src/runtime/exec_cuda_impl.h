@@ -62,6 +62,7 @@ typedef struct cplan {
     void *graph_arena[CX_DEPTH_CLASSES]; /* the arena each was captured with */
     int32_t n_kernels[CX_DEPTH_CLASSES];
     bool graph_direct[CX_DEPTH_CLASSES];           /* its kernels write outputs straight to their destinations (graph_out) */
+    unsigned graph_checked[CX_DEPTH_CLASSES];      /* the direct slots whose kernel flags non-finite values (crun.checked) */
     float *graph_out[CX_DEPTH_CLASSES][CX_MAX_OUT];
     int64_t runs;         /* runs of this plan so far */
     cuda_fusions fu;      /* executor-level fusion (cx->cfg.fuse; cuda_fusion.h): all NULL when off */
@@ -91,6 +92,8 @@ struct exec_cuda {
     unsigned *d_cnt;      /* CU_ATT_COUNTERS zeroed split counters (attention's in-kernel merge) */
     int32_t *d_zero;      /* [max_tokens] zeros: the block table of a contiguous cache read by the paged kernel */
     int32_t *h_in;        /* page-locked staging [3 * max_tokens]: tokens, positions, out_rows */
+    unsigned *h_nonfinite; /* page-locked [CX_MAX_OUT]: per direct slot, set by its kernel on a NaN or Inf (cu_epilogue) */
+    int8_t out_finite[CX_MAX_OUT]; /* the last run's outputs: 1 all finite, 0 not, -1 not checked (exec_cuda_output_finite) */
     void *d_blas_ws;      /* cuBLASLt's workspace (CU_BLASLT_WORKSPACE bytes), allocated by the first plan with a cf_blas_ok matmul */
     int64_t max_tokens;
     cu_config cfg;        /* every setting (cu_config.h); bound to the thread for each call into the backend */
@@ -123,6 +126,8 @@ typedef struct crun {
     int n_direct;
     ir_ref direct_node[CX_MAX_OUT];
     float *direct_dst[CX_MAX_OUT];
+    int32_t direct_out[CX_MAX_OUT]; /* the plan output each slot is */
+    unsigned checked;               /* slots whose kernel sets h_nonfinite[slot] (bit per slot) */
     /* an MMA group's unreduced split partials for the rope jobs launched right after it (pass fuse_group_jobs):
      * the alias roots of its results and their partials; n 0: none pending */
     int gsrc_n;
@@ -139,6 +144,13 @@ static inline float *direct_at(const crun *r, ir_ref i) {
     for (int k = 0; k < r->n_direct; k++)
         if (r->direct_node[k] == i || r->direct_node[k] == r->p->vals[i].alias) return r->direct_dst[k];
     return NULL;
+}
+
+/* the direct slot whose root is value i itself, or -1 */
+static inline int direct_slot(const crun *r, ir_ref i) {
+    for (int k = 0; k < r->n_direct; k++)
+        if (r->direct_node[k] == i) return k;
+    return -1;
 }
 
 static inline void *dptr(const crun *r, ir_ref i) {

@@ -83,6 +83,7 @@ static const uint8_t *stage(cplan *c, const plan *p, const exec_bindings *b) {
 /* warm: capture the graph in this run, whatever the plan's run count (exec_cuda_warm) */
 static sb_status run_bound(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out, bool warm) {
     const int32_t *rows = NULL;
+    memset(cx->out_finite, -1, sizeof cx->out_finite);
     SB_TRY(plan_check_bindings(p, b->data, b->n_data, &rows));
     int64_t n_rows = 0;
     for (int32_t i = 0; i < p->n_inputs; i++) {
@@ -138,12 +139,14 @@ static sb_status run_bound(exec_cuda *cx, const plan *p, const exec_bindings *b,
         for (int32_t k = 0; k < p->n_outputs; k++) {
             const ir_ref root = out[k] ? direct_root(p, p->outputs[k].node) : IR_NONE;
             if (root == IR_NONE || !(checked || cu_is_pinned(out[k]))) continue;
+            r.direct_out[r.n_direct] = k;
             r.direct_node[r.n_direct] = root;
             r.direct_dst[r.n_direct++] = out[k];
         }
         direct = r.n_direct > 0;
     }
     if (in_bytes) SB_TRY(cu_memcpy_h2d(cx->d_in, cx->h_in, in_bytes, cx->s));
+    for (int j = 0; j < r.n_direct; j++) ((volatile unsigned *)cx->h_nonfinite)[j] = 0; /* the previous run has ended */
     if (use_graph) {
         if (!c->graph[dc] || c->graph_arena[dc] != cx->arena || c->graph_direct[dc] != direct || (direct && !outs_same)) {
             cu_graph_destroy(c->graph[dc]);
@@ -160,10 +163,12 @@ static sb_status run_bound(exec_cuda *cx, const plan *p, const exec_bindings *b,
             c->graph[dc] = gr;
             c->graph_arena[dc] = cx->arena;
             c->graph_direct[dc] = direct;
+            c->graph_checked[dc] = r.checked;
             for (int32_t k = 0; k < CX_MAX_OUT; k++) c->graph_out[dc][k] = direct && k < p->n_outputs ? out[k] : NULL;
             c->n_kernels[dc] = r.n_kernels;
             cx->st.graph_captures++;
         }
+        r.checked = c->graph_checked[dc];
         SB_TRY(cu_graph_launch(c->graph[dc], cx->s));
         cx->st.graph_replays++;
         cx->st.direct_replays += direct;
@@ -179,8 +184,13 @@ static sb_status run_bound(exec_cuda *cx, const plan *p, const exec_bindings *b,
         SB_TRY(cu_memcpy_d2h_async(out[k], dptr(&r, p->outputs[k].node), (size_t)ir_nelem(n) * sizeof(float), cx->s));
     }
     SB_TRY(cu_stream_sync(cx->s));
+    for (int j = 0; j < r.n_direct; j++)
+        if (r.checked >> j & 1u) cx->out_finite[r.direct_out[j]] = ((volatile const unsigned *)cx->h_nonfinite)[j] ? 0 : 1;
+    cx->st.checked_runs += r.checked != 0;
     return SB_OK;
 }
+
+int exec_cuda_output_finite(const exec_cuda *cx, int32_t k) { return cx && k >= 0 && k < CX_MAX_OUT ? cx->out_finite[k] : -1; }
 
 sb_status exec_cuda_run(exec_cuda *cx, const plan *p, const exec_bindings *b, float *const *out) {
     if (!cx || !p || !b) return sb_fail(SB_ERR_INVALID_ARG, "exec_cuda: NULL context, plan or bindings");

@@ -306,7 +306,9 @@ static sb_status get_plan(rt_session *s, int64_t T, int64_t n_out, plan_entry **
 
 /* SB_ERR_NUMERIC naming the first non-finite logit of rows [0, n_rows) of V floats (row r belongs to
  * position pos0 + r, token tokens[r]): a NaN or Inf logit means the pass went wrong (corrupt weights,
- * extreme values), and sampling from the rest would hide it. */
+ * extreme values), and sampling from the rest would hide it. Not called where the backend's kernels
+ * checked the logits as they wrote them (backend_ops.output_finite: a CUDA LM head writing straight
+ * to the host), which saves reading them again from memory. */
 static sb_status check_logits(const float *l, int64_t n_rows, int64_t V, const int32_t *tokens, int64_t pos0) {
     for (int64_t r = 0; r < n_rows; r++) {
         const int64_t i = rt_nonfinite_at(l + r * V, V);
@@ -335,7 +337,8 @@ static sb_status run_chunk(rt_session *s, const int32_t *tokens, int64_t T, int6
     else if (!(dst[oi] = tmp = (float *)malloc((size_t)(n_out * V) * sizeof *tmp)))
         return sb_fail(SB_ERR_OOM, "session: %lld logits rows", (long long)n_out);
     sb_status st = s->be->ops->run(s->be, e->p, e->data, e->p->n_inputs, dst);
-    if (st == SB_OK) st = check_logits(dst[oi], n_out, V, tokens + T - n_out, s->n_cached + T - n_out);
+    const int finite = st == SB_OK && s->be->ops->output_finite ? s->be->ops->output_finite(s->be, oi) : -1;
+    if (st == SB_OK && finite != 1) st = check_logits(dst[oi], n_out, V, tokens + T - n_out, s->n_cached + T - n_out);
     if (st == SB_OK && dst[oi] != s->logits) memcpy(s->logits, dst[oi] + (n_out - 1) * V, (size_t)V * sizeof *s->logits);
     free(tmp);
     SB_TRY(st);

@@ -102,7 +102,11 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq1(float *dst, const uin
         if (lane < n) res[(threadIdx.x >> 5) * R + lane] = ep.add ? mine + ep.add[n0 + lane] : mine;
     }
     __syncthreads();
-    if (threadIdx.x < r1 - r0) dst[r0 + threadIdx.x] = res[threadIdx.x];
+    if (threadIdx.x < r1 - r0) {
+        const float v = res[threadIdx.x];
+        dst[r0 + threadIdx.x] = v;
+        if (ep.nonfinite && !isfinite(v)) *ep.nonfinite = 1u;
+    }
 }
 
 /* T = 1 with a long K (more than MMVQ_LONG sub-blocks, e.g. ffn_down): the block's 4 warps share
@@ -127,7 +131,9 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_long(float *dst, const
         float v = 0.0f;
 #pragma unroll
         for (int k = 0; k < MMVQ_WARPS; k++) v += part[k];
-        dst[n] = ep.add ? v + ep.add[n] : v;
+        v = ep.add ? v + ep.add[n] : v;
+        dst[n] = v;
+        if (ep.nonfinite && !isfinite(v)) *ep.nonfinite = 1u;
     }
 }
 
@@ -354,7 +360,8 @@ extern "C" bool cu_has_mmvq_q8k(int type) { return mmvq_k_type(type) && cu_has_m
 extern "C" sb_status cu_matmul_q8(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype,
                                   int64_t T, const cu_epilogue *epp) {
     if (T <= 0 || N <= 0) return SB_OK;
-    const cu_epilogue ep = epp ? *epp : cu_epilogue{NULL, 0};
+    const cu_epilogue ep = epp ? *epp : cu_epilogue{NULL, 0, NULL};
+    if (ep.nonfinite && T != 1) return sb_fail(SB_ERR_INTERNAL, "cuda: a non-finite flag on a %lld-token dp4a GEMV", (long long)T);
     const uint64_t rb = mmvq_row_bytes(wtype, K);
     const cudaStream_t st = (cudaStream_t)s;
     const uint8_t *wb = (const uint8_t *)w, *x = (const uint8_t *)xq;

@@ -144,10 +144,14 @@ sb_status cu_glu_quant(cu_stream s, int xq, void *dst, const float *g, const flo
 // ---- matmul (k_mmvq.cu, k_mmf.cu) ----
 
 /* Optional GEMV epilogue: y[n,t] = (W x)[n,t] + add[n] (bcast: a bias) or + add[t*N + n] (a
- * residual of the output's shape; add may be dst itself). NULL = none. */
+ * residual of the output's shape; add may be dst itself). NULL = none. nonfinite (NULL = none;
+ * cu_matmul_q8 at T == 1 only, the others fail on it): set to 1 when a value written is NaN or
+ * infinite — never cleared, so the caller zeroes it before the launch (an LM head's logits checked
+ * where they are computed, not read again by the host). */
 typedef struct cu_epilogue {
     const float *add;
     int bcast;
+    unsigned *nonfinite;
 } cu_epilogue;
 
 /* The raw split-K partials of one GEMM segment, left unreduced (cu_matmul_mma_multi with srcs):

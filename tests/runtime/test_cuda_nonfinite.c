@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
+/*
+ * tests/runtime/test_cuda_nonfinite.c — the CUDA LM head's non-finite flag (cu_epilogue.nonfinite,
+ * exec_cuda_output_finite, backend_ops.output_finite): on a copy of the qwen2 Q8_0 test model
+ * whose token 300 embeds as NaN (the scale of its row's first block; output.weight is its own
+ * tensor, so other tokens stay finite), a CUDA session's decode of token 300 fails with
+ * SB_ERR_NUMERIC naming its position, from the flag the LM head set (checked_runs counts a checked
+ * run; the session then did not scan the logits itself), and the next decode of a clean token at the same
+ * position succeeds (the flag is cleared before every run) — through each depth class's graph
+ * it reaches; the failed step leaves the cache as it was. With direct outputs off (the logits copied after
+ * the run) nothing is checked on the device and the host scan still finds the NaN. Each clean
+ * decode's logits equal the copied run's bit for bit.
+ * SKIPs (exit 0, with the reason) when no CUDA device is usable — CI has none.
+ */
+#include "runtime/exec_cuda.h"
+#include "runtime/session.h"
+#include "format/gguf.h"
+#include "format/gguf_write.h"
+#include "base/status.h"
+#include "test.h"
+#include "runtime/tmp_dir.h"
+
+#include <string.h>
+
+#define BAD_TOKEN 300
+
+/* src with the f16 scale of token BAD_TOKEN's first Q8_0 block in token_embd set to NaN, written
+ * to path; false if src is not such a file */
+static bool write_poisoned(const char *src, const char *path) {
+    gguf_file f;
+    if (gguf_open(src, &f) != SB_OK) return false;
+    gguf_writer *w;
+    uint8_t *copy = NULL;
+    bool ok = gguf_writer_create(&w) == SB_OK, poked = false;
+    for (int64_t i = 0; ok && i < f.n_kv; i++) ok = gguf_writer_copy_kv(w, &f.kvs[i]) == SB_OK;
+    for (int64_t i = 0; ok && i < f.n_tensors; i++) {
+        const gguf_tensor *t = &f.tensors[i];
+        const void *data = t->data;
+        if (!strcmp(t->name, "token_embd.weight")) {
+            const uint64_t row = (uint64_t)t->ne[0] / 32 * 34; /* Q8_0: 32 values a block, f16 scale + 32 int8 */
+            ok = t->type == SB_TYPE_Q8_0 && t->ne[1] > BAD_TOKEN && (copy = malloc(t->nbytes)) != NULL;
+            if (!ok) break;
+            memcpy(copy, t->data, t->nbytes);
+            copy[BAD_TOKEN * row] = 0x00, copy[BAD_TOKEN * row + 1] = 0x7E; /* f16 NaN, little-endian */
+            data = copy, poked = true;
+        }
+        ok = gguf_writer_add_tensor(w, t->name, t->type, 4, t->ne, data) == SB_OK;
+    }
+    ok = ok && poked && gguf_writer_write(w, path) == SB_OK;
+    gguf_writer_free(w);
+    free(copy);
+    gguf_close(&f);
+    return ok;
+}
+
+static exec_cuda *session_cx(const rt_session *s) { return backend_cuda_exec(rt_session_backend(s)); }
+
+/* a decode of tok at the session's next position; for a clean token, its logits into out */
+static sb_status decode(rt_session *s, int32_t tok, float *out, int64_t V) {
+    const sb_status st = rt_session_eval(s, &tok, 1, false, NULL);
+    if (st == SB_OK && out) memcpy(out, rt_session_logits(s), (size_t)V * sizeof *out);
+    return st;
+}
+
+/* steps decodes after a 3-token prompt, each first trying BAD_TOKEN (must fail, cache unchanged)
+ * then a clean token; direct: cu_config.direct_out. logits [steps, V] of the clean tokens. */
+static void run(const rt_model *m, bool direct, int steps, float *logits) {
+    const int64_t V = m->hp.n_vocab;
+    rt_session *s;
+    const rt_session_params sp = {.n_ctx = 512, .n_threads = 2, .device = 1, .cuda_graph = 1};
+    CHECK(rt_session_create(m, &sp, &s) == SB_OK);
+    if (!s) return;
+    exec_cuda *cx = session_cx(s);
+    CHECK(cx != NULL);
+    if (!cx) {
+        rt_session_free(s);
+        return;
+    }
+    cu_config c = *exec_cuda_config(cx);
+    c.direct_out = direct;
+    exec_cuda_set_config(cx, &c);
+    const int32_t prompt[3] = {1, 2, 3};
+    CHECK(rt_session_eval(s, prompt, 3, false, NULL) == SB_OK);
+    for (int k = 0; k < steps; k++) {
+        const int64_t pos = rt_session_n_cached(s), before = exec_cuda_get_stats(cx).checked_runs;
+        sb_status st = decode(s, BAD_TOKEN, NULL, V);
+        char want[64];
+        snprintf(want, sizeof want, "(position %lld, token %d", (long long)pos, BAD_TOKEN);
+        CHECKF(st == SB_ERR_NUMERIC && strstr(sb_last_error(), "NaN logits") && strstr(sb_last_error(), want), "step %d, direct %d: %s: %s", k,
+               direct, sb_status_str(st), sb_last_error());
+        CHECK(rt_session_n_cached(s) == pos);
+        const int64_t mid = exec_cuda_get_stats(cx).checked_runs;
+        CHECKF(mid - before == (direct ? 1 : 0), "step %d, direct %d: %lld checked runs for the bad token", k, direct, (long long)(mid - before));
+        st = decode(s, 5 + k, logits + k * V, V);
+        CHECKF(st == SB_OK, "step %d, direct %d: the clean token after it: %s: %s", k, direct, sb_status_str(st), sb_last_error());
+        CHECKF(exec_cuda_get_stats(cx).checked_runs - mid == (direct ? 1 : 0), "step %d, direct %d: the clean token was not checked", k, direct);
+        CHECK(exec_cuda_output_finite(cx, 0) == (direct ? 1 : -1));
+    }
+    rt_session_free(s);
+}
+
+int main(void) {
+    char why[512];
+    if (!exec_cuda_available(why, sizeof why)) {
+        printf("SKIP: %s\n", why);
+        return 0;
+    }
+    if (!tmp_dir_create("nonfinite")) return 1;
+    const char *path = tmp_path("nan-embd.gguf");
+    if (!write_poisoned(test_data_path("models/test-qwen2-q8_0.gguf"), path)) {
+        printf("SKIP: no models/test-qwen2-q8_0.gguf with a Q8_0 token_embd under the test data\n");
+        return 0;
+    }
+    rt_model *m = NULL;
+    CHECK(rt_model_load(path, NULL, &m) == SB_OK);
+    if (m) {
+        const int steps = 140; /* past the first depth class (cu_config.attn_small, 128 keys) */
+        const int64_t V = m->hp.n_vocab;
+        float *a = malloc((size_t)(steps * V) * sizeof *a), *b = malloc((size_t)(steps * V) * sizeof *b);
+        CHECK(a && b);
+        if (a && b) {
+            run(m, true, steps, a);
+            run(m, false, steps, b);
+            CHECK(!memcmp(a, b, (size_t)(steps * V) * sizeof *a));
+        }
+        free(a), free(b);
+        rt_model_free(m);
+    }
+    unlink(path);
+    tmp_dir_remove();
+    return test_summary();
+}
