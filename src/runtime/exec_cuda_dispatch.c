@@ -411,6 +411,19 @@ sb_status cx_run_node(crun *r, int32_t i) {
         }
         return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1], ir_kv_ring(g, i));
     case IR_OP_ATTENTION: {
+        if (cx_attn_paged_on_dec(r->cx, r->p, n, r->depth_max)) { /* a paged B = 1 step at a depth class: the session's kernels through the table */
+            cu_attn_args a = cx_attn_paged_dec_args(r->cx, r->p, n, r->depth_max);
+            a.tbl = (const int32_t *)SP(4);
+            a.q_rope = attn_q_rope(r, n);
+            if (ir_attn_quant_type(n) >= 0) a.xq = dptr(r, ir_result_of(g, i, 1)); /* the q8_1 output too (pass fuse_attn_quant) */
+            const bool deep = cu_attn_deep_fits(&a); /* k_attn_deep + its merge; else the small layout's own kernel */
+            const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = deep ? cu_attn_deep_scratch(&a) : 0;
+            if (need > cap) /* cx_plan_get sized the scratch region for it */
+                return sb_fail(SB_ERR_INTERNAL, "cuda: paged decode attention needs %llu floats of scratch, %llu planned", (unsigned long long)need,
+                               (unsigned long long)cap);
+            r->n_kernels += deep ? 2 : 1;
+            return cu_attn_decode(s, dst, SP(0), SP(1), SP(2), SP(3), &a, (float *)(r->arena + r->c->scratch_off), r->cx->d_cnt);
+        }
         if (cx_attn_on_paged_kernel(r->cx, r->p, n)) { /* k_attn_paged.cu; a contiguous cache as one block of its C rows */
             const bool paged = ir_attn_block_size(n) > 0;
             cu_attn_paged_args pa = cx_attn_paged_args(r->cx, r->p, n);

@@ -174,9 +174,22 @@ cu_attn_paged_args cx_attn_paged_args(const exec_cuda *cx, const plan *p, const 
  * cache, attention variant 3 or 4, args cu_fattn_supported takes (T > 1; head_dim up to 128, or what
  * the tensor-core kernel takes: also 256 / 512)? */
 bool cx_attn_on_flash(const exec_cuda *cx, const plan *p, const ir_node *n);
-/* does ATTENTION n run the paged kernel: a paged cache, or heads past cu_attention's
- * (CU_ATT_MAX_D) that the flash prefill does not take — decodes, and prefills where the tensor-core
- * kernel is off or absent (a contiguous cache as one block of its rows) */
+/* exec_cuda_run.c: the keys bound of depth class c (0: none), and the class of a decode step that
+ * sees `keys` keys: the smallest c >= 1 with keys <= attn_small << (c - 1), 0 past the deepest class
+ * or where classes are off (attn_variant != 4, attn_small 0, attn_class 0; attn_deep 0: class 1 only) */
+int64_t cx_class_depth(const exec_cuda *cx, int c);
+int cx_depth_class(const exec_cuda *cx, int64_t keys);
+/* exec_cuda_plan.c: the session's decode kernels' args for paged ATTENTION n (its block size, the
+ * table's reach as the cache depth ctx, no ring; tbl set at the launch) at depth bound depth_max */
+cu_attn_args cx_attn_paged_dec_args(const exec_cuda *cx, const plan *p, const ir_node *n, int64_t depth_max);
+/* exec_cuda_plan.c: does paged ATTENTION n run on the session's decode kernels through its block
+ * table (cu_attn_decode: the small layout's own kernel or k_attn_deep) in a run of depth bound
+ * depth_max: one token (the batched engine's B = 1 step), attention variant 4, a depth class
+ * (depth_max > 0) and a shape those kernels take (cu_attn_decode_paged_fits)? Else the paged kernel. */
+bool cx_attn_paged_on_dec(const exec_cuda *cx, const plan *p, const ir_node *n, int64_t depth_max);
+/* does ATTENTION n run the paged kernel (unless cx_attn_paged_on_dec, asked first): a paged cache, or
+ * heads past cu_attention's (CU_ATT_MAX_D) that the flash prefill does not take — decodes, and
+ * prefills where the tensor-core kernel is off or absent (a contiguous cache as one block of its rows) */
 static inline bool cx_attn_on_paged_kernel(const exec_cuda *cx, const plan *p, const ir_node *n) {
     return ir_attn_block_size(n) > 0 || (ir_attn_of(n).head_dim > CU_ATT_MAX_D && !cx_attn_on_flash(cx, p, n));
 }

@@ -69,6 +69,22 @@ cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) 
                           .hpb = cx->cfg.attn_hpb, .ctx = k->ne[1], .warp = cx->cfg.attn_warp, .small = cx->cfg.attn_small};
 }
 
+cu_attn_args cx_attn_paged_dec_args(const exec_cuda *cx, const plan *p, const ir_node *n, int64_t depth_max) {
+    cu_attn_args a = cx_attn_args(cx, p, n);
+    const int bs = ir_attn_block_size(n);
+    const int64_t reach = bs > 0 ? p->g->nodes[n->src[4]].ne[0] * bs : 0; /* keys the table can name */
+    if (reach > 0 && reach < a.ctx) a.ctx = reach;
+    a.ring = 0, a.bs = bs, a.depth_max = depth_max;
+    if (a.T == 1 && a.variant == 4) a.nsplit = attn_nsplit_dec(cx, a.Hkv, a.ctx);
+    return a;
+}
+
+bool cx_attn_paged_on_dec(const exec_cuda *cx, const plan *p, const ir_node *n, int64_t depth_max) {
+    if (ir_attn_block_size(n) <= 0 || depth_max <= 0 || cx->cfg.attn_variant != 4 || p->g->nodes[n->src[0]].ne[2] != 1) return false;
+    const cu_attn_args a = cx_attn_paged_dec_args(cx, p, n, depth_max);
+    return cu_attn_decode_paged_fits(&a);
+}
+
 bool cx_attn_on_flash(const exec_cuda *cx, const plan *p, const ir_node *n) {
     if (ir_attn_block_size(n) > 0 || (cx->cfg.attn_variant != 3 && cx->cfg.attn_variant != 4)) return false;
     const cu_attn_args a = cx_attn_args(cx, p, n);
@@ -138,6 +154,13 @@ static int describe_one(const exec_cuda *cx, const plan *p, int32_t i, int64_t d
     const int o = snprintf(buf, cap, "%%%d head_dim %d heads %lld/%d window %d, %lld keys: ", (int)i, (int)ap.head_dim, (long long)p->g->nodes[n->src[0]].ne[1],
                            (int)ap.n_head_kv, (int)ap.window, (long long)keys);
     const size_t rest = (size_t)o < cap ? cap - (size_t)o : 0;
+    const int64_t dm = p->n_tokens == 1 ? cx_class_depth(cx, cx_depth_class(cx, depth + 1)) : 0; /* the run's depth bound */
+    if (cx_attn_paged_on_dec(cx, p, n, dm)) {
+        const cu_attn_args a = cx_attn_paged_dec_args(cx, p, n, dm);
+        const bool deep = cu_attn_deep_fits(&a);
+        return o + snprintf(buf + o, rest, "%s through the block table (block size %d), depth class of %lld keys\n",
+                            deep ? "k_attn_deep + k_attn_deep_merge" : "k_attn_dec small layout (SMALL_ONLY)", a.bs, (long long)dm);
+    }
     if (cx_attn_on_paged_kernel(cx, p, n)) {
         const cu_attn_paged_args a = cx_attn_paged_args(cx, p, n);
         int64_t kps;
@@ -343,8 +366,13 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
     for (int32_t i = 0; i < p->g->n_nodes; i++)
         if (p->g->nodes[i].op == IR_OP_ATTENTION && cx_attn_on_paged_kernel(cx, p, &p->g->nodes[i])) {
             const cu_attn_paged_args a = cx_attn_paged_args(cx, p, &p->g->nodes[i]); /* the paged kernel's key-split partials */
-            const uint64_t f = cu_attention_paged_scratch(&a);
+            uint64_t f = cu_attention_paged_scratch(&a);
             if (f > scratch) scratch = f;
+            if (ir_attn_block_size(&p->g->nodes[i]) > 0 && a.T == 1) { /* k_attn_deep's partials at any depth class (cx_attn_paged_on_dec) */
+                const cu_attn_args d = cx_attn_paged_dec_args(cx, p, &p->g->nodes[i], 0);
+                f = cu_attn_deep_scratch(&d);
+                if (f > scratch) scratch = f;
+            }
         } else if (p->g->nodes[i].op == IR_OP_ATTENTION) {
             cu_attn_args a = cx_attn_args(cx, p, &p->g->nodes[i]);
             uint64_t f = cu_attention_scratch(&a);

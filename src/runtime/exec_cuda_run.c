@@ -17,24 +17,25 @@
 
 // ---- run ----
 
-/* the keys bound of depth class c (0: none) */
-static int64_t class_depth(const exec_cuda *cx, int c) { return c >= 1 ? (int64_t)cx->cfg.attn_small << (c - 1) : 0; }
+int64_t cx_class_depth(const exec_cuda *cx, int c) { return c >= 1 ? (int64_t)cx->cfg.attn_small << (c - 1) : 0; }
 
-/* the depth class of a run: for one token (a decode step) at position pos, the smallest c >= 1 with
- * pos + 1 <= attn_small << (c - 1) (no attention of the step sees more keys: a window only lowers
- * it) — class 1 takes the small-depth layout's compact kernel, deeper classes k_attn_deep.cu sized
- * for their bound; 0 otherwise (any depth: the all-modes kernel). Each class has its own captured
- * graph: the graph of a step is chosen by the host, which knows pos. */
-static int depth_class(const exec_cuda *cx, const plan *p, const cplan *c, const exec_bindings *b) {
-    if (p->n_tokens != 1 || cx->cfg.attn_variant != 4 || cx->cfg.attn_small <= 0 || !cx->cfg.attn_class) return 0;
-    if (c->paged_words) return 0; /* paged attention has one kernel for every depth */
-    for (int32_t i = 0; i < p->n_inputs; i++) {
-        if (p->inputs[i].kind != IR_OP_POS) continue;
-        const int64_t need = (int64_t)((const int32_t *)b->data[i])[0] + 1;
-        for (int c = 1; c < (cx->cfg.attn_deep ? CX_DEPTH_CLASSES : 2); c++)
-            if (need <= class_depth(cx, c)) return c;
-        return 0;
-    }
+int cx_depth_class(const exec_cuda *cx, int64_t keys) {
+    if (cx->cfg.attn_variant != 4 || cx->cfg.attn_small <= 0 || !cx->cfg.attn_class) return 0;
+    for (int c = 1; c < (cx->cfg.attn_deep ? CX_DEPTH_CLASSES : 2); c++)
+        if (keys <= cx_class_depth(cx, c)) return c;
+    return 0;
+}
+
+/* the depth class of a run: for one token (a decode step, a session's or the batched engine's B = 1
+ * step over its paged cache) at position pos, cx_depth_class(pos + 1) (no attention of the step sees
+ * more keys: a window only lowers it) — class 1 takes the small-depth layout's compact kernel,
+ * deeper classes k_attn_deep.cu sized for their bound (through the block table for a paged cache);
+ * 0 otherwise (any depth: the all-modes kernel, or the paged kernel). Each class has its own
+ * captured graph: the graph of a step is chosen by the host, which knows pos. */
+static int depth_class(const exec_cuda *cx, const plan *p, const exec_bindings *b) {
+    if (p->n_tokens != 1) return 0;
+    for (int32_t i = 0; i < p->n_inputs; i++)
+        if (p->inputs[i].kind == IR_OP_POS) return cx_depth_class(cx, (int64_t)((const int32_t *)b->data[i])[0] + 1);
     return 0;
 }
 
@@ -122,8 +123,8 @@ static sb_status run_bound(exec_cuda *cx, const plan *p, const exec_bindings *b,
     }
     if (c->stage_bytes) SB_TRY(cu_memcpy_h2d(c->d_stage, stage(c, p, b), (size_t)c->stage_bytes, cx->s));
     if (cx->cfg.poison) SB_TRY(cu_memset(cx->arena, 0xFF, (size_t)cx->arena_bytes, cx->s));
-    const int dc = depth_class(cx, p, c, b);
-    crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena, .depth_max = class_depth(cx, dc)};
+    const int dc = depth_class(cx, p, b);
+    crun r = {.cx = cx, .p = p, .c = c, .arena = (uint8_t *)cx->arena, .depth_max = cx_class_depth(cx, dc)};
     /* decode plans are captured on their first run; other shapes (prefill chunks, whose sizes vary
      * per request) on their second, so a one-off shape does not pay the capture; a warm run
      * captures any shape (its caller will run it again) */

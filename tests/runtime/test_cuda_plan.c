@@ -511,28 +511,50 @@ int main(void) {
     }
 
     /* Qwen2.5-0.5B's paged decode attention at B = 1 as on an H100 (head_dim 64, 14 / 2 heads, F16
-     * pool, a table of 13 blocks of 16: 208 keys), described at depth 192: by default the grouped
-     * kernel, all 7 query heads of a kv head a block, 4 splits (208 keys / kmin 64), 3 active, merged
-     * by the last split block; with attn_gqa 0 a block per query head; with attn_gqa 4 the largest
-     * divisor of 7 <= 4: one head a block, grouped */
-    {
+     * pool, a table of 13 blocks of 16: 208 keys), described at depth 192. By default (depth classes
+     * on) the session's kernels through the block table: depth 64 the small layout's own kernel
+     * (class 128), 192 k_attn_deep (class 256); past the deepest class the paged kernel. Without
+     * depth classes (attn_class 0) the paged kernel: the grouped one, all 7 query heads of a kv head
+     * a block, 4 splits (208 keys / kmin 64), 3 active, merged by the last split block; with
+     * attn_gqa 0 a block per query head; with attn_gqa 4 the largest divisor of 7 <= 4: one head a
+     * block, grouped. A step of 8 tokens (B = 8) keeps the grouped paged kernel at every depth. */
+    for (int64_t T = 1; T <= 8; T += 7) {
         exec_cuda_assume_device(9, 132);
         ir_graph *g;
         ir_graph_create(&g);
         const int64_t D = 64, C = 256 * 16, n_tbl = 13;
-        ir_ref q = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, 14, 1, 1});
+        ir_ref q = ir_input_weight(g, "q", SB_TYPE_F32, (int64_t[4]){D, 14, T, 1});
         ir_ref k2 = ir_input_kv(g, "cache_k.0", SB_TYPE_F16, (int64_t[4]){2 * D, C, 1, 1});
         ir_ref v = ir_input_kv(g, "cache_v.0", SB_TYPE_F16, (int64_t[4]){2 * D, C, 1, 1});
         ir_attn_params ap = {.n_head_kv = 2, .head_dim = (int32_t)D, .scale = 0.125f};
-        ir_ref a = ir_attention_paged(g, q, k2, v, ir_input_pos(g, 1), ir_input_block_table(g, n_tbl, 1), 16, &ap);
+        ir_ref a = ir_attention_paged(g, q, k2, v, ir_input_pos(g, T), ir_input_block_table(g, n_tbl, T), 16, &ap);
         ir_output(g, ir_matmul(g, ir_input_weight(g, "wo", SB_TYPE_Q8_0, (int64_t[4]){14 * D, 64, 1, 1}), a), "y");
         plan_target t;
         gpu_target(NULL, &t);
         plan *pa = NULL;
         CHECK(plan_build(g, &t, NULL, &pa) == SB_OK);
-        if (pa) {
+        if (pa && T > 1) {
+            char d[512] = "", dd[512] = "";
+            exec_cuda_describe_attention(pa, &cu_config_default, 63, d, sizeof d);
+            exec_cuda_describe_attention(pa, &cu_config_default, 191, dd, sizeof dd);
+            printf("qwen2.5-0.5b's paged attention, 8 tokens, at depth 64 and 192, H100:\n%s%s", d, dd);
+            CHECKF(strstr(d, "k_attn_paged_gqa hb 7 grid (2, 8, ") != NULL && strstr(dd, "k_attn_paged_gqa hb 7 grid (2, 8, ") != NULL,
+                   "T = 8:\n%s%s", d, dd);
+        }
+        if (pa && T == 1) {
+            char ds[512] = "", dd[512] = "", df[512] = "";
+            exec_cuda_describe_attention(pa, &cu_config_default, 63, ds, sizeof ds);
+            exec_cuda_describe_attention(pa, &cu_config_default, 191, dd, sizeof dd);
+            exec_cuda_describe_attention(pa, &cu_config_default, 200000, df, sizeof df);
+            printf("qwen2.5-0.5b's paged attention at depth 64, 192 and past the classes, H100:\n%s%s%s", ds, dd, df);
+            CHECKF(strstr(ds, "64 keys: k_attn_dec small layout (SMALL_ONLY) through the block table (block size 16), depth class of 128 keys") != NULL,
+                   "depth 64:\n%s", ds);
+            CHECKF(strstr(dd, "192 keys: k_attn_deep + k_attn_deep_merge through the block table (block size 16), depth class of 256 keys") != NULL,
+                   "depth 192:\n%s", dd);
+            CHECKF(strstr(df, "k_attn_paged_gqa hb 7") != NULL, "past the deepest class:\n%s", df);
             char d8[512] = "", d0[512] = "", d4[512] = "";
             cu_config cg = cu_config_default;
+            cg.attn_class = 0;
             exec_cuda_describe_attention(pa, &cg, 191, d8, sizeof d8);
             cg.attn_gqa = 0;
             exec_cuda_describe_attention(pa, &cg, 191, d0, sizeof d0);

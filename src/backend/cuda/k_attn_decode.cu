@@ -90,13 +90,17 @@
  * A sliding-window ring cache (cu_attn_args.ring): key j at row kv_row(j, ring) in every load; the
  * speculative rows [0, spec) are keys 0..spec-1 only where they are read (lo == 0: p < window <= ring).
  * Rings take their own instantiations (RING): a linear cache's kernels carry no row arithmetic per
- * key (it cost the small layout 16 registers and ~11% of its time).
+ * key (it cost the small layout 16 registers and ~11% of its time). A paged cache (cu_attn_args.tbl:
+ * the batched engine's B = 1 step at a depth class, cu_attn_decode_paged_fits) takes the SMALL_ONLY
+ * kernel's PAGED instantiation (key j at row kv_row_tbl(j, tbl, bs)) or k_attn_deep's; the linear
+ * and ring instantiations compile to the same PTX as before it existed.
  * Requires: G <= 8, D <= 256, F32 or F16 cache, S <= 256, counters for every head block
  * (cu_attention falls back to variant 2 without them).
  * Tested against: op_attention (tests/runtime/test_cuda_ops.c: attention, rope+attention, the
  * Q/K/V block and the decode-depth cases for variant 4, with heads per block auto, 1, 3 and G; the
  * warp path up to depth 1024 and 32, and on with 3 heads a block (where it is off); the small layout
- * up to 64 and 128 keys, depths 0..128 with windows, softcap, head_dim 64..256, q8_1 output).
+ * up to 64 and 128 keys, depths 0..128 with windows, softcap, head_dim 64..256, q8_1 output);
+ * without a GPU test_cuda_attn_decode_emu, and test_cuda_attn_paged_dec_emu for the paged form).
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/common.cuh"
@@ -139,12 +143,20 @@ typedef struct ad_args {
     int64_t Dkv;            /* cache row length (elements) */
     int64_t ring;           /* a sliding-window ring cache of this many rows: key j at row kv_row(j, ring); 0: linear */
     float scale, softcap;
+    const int32_t *tbl;     /* a paged cache (PAGED instantiations only): key j at row kv_row_tbl(j, tbl, bs) */
+    int bs;
 } ad_args;
 
-/* keys j+k0 .. j+k1-1 of one kv head's rows (cache c; key i at row kv_row(i, ring)) into shared rows
- * k0 .. k1-1 of ks bytes */
+/* the row of key j0 + k from r0 = kv_row(j0, ring): through the block table when tbl (a constant
+ * NULL in the instantiations without one, so their code keeps no table arithmetic) */
+static __device__ __forceinline__ int64_t ad_row(int64_t r0, int64_t j0, int k, int64_t ring, const int32_t *tbl, int bs) {
+    return tbl ? kv_row_tbl(j0 + k, tbl, bs) : kv_row_next(r0, k, ring);
+}
+
+/* keys j+k0 .. j+k1-1 of one kv head's rows (cache c; key i at row kv_row(i, ring), or through the
+ * block table tbl) into shared rows k0 .. k1-1 of ks bytes */
 static __device__ __forceinline__ void ad_load_tile(unsigned char *sdst, const void *c, int64_t j, int k0, int k1, int64_t head_el, int64_t ring,
-                                                    const ad_args &a) {
+                                                    const int32_t *tbl, const ad_args &a) {
     const int es = a.f16 ? 2 : 4, rb = a.D * es, nk = k1 - k0;
     const int64_t stride = a.Dkv * es;
     const unsigned char *src = (const unsigned char *)c + head_el * es;
@@ -155,17 +167,17 @@ static __device__ __forceinline__ void ad_load_tile(unsigned char *sdst, const v
         const int cpr = rb / 16;
         for (int i = threadIdx.x; i < nk * cpr; i += AD_THREADS) {
             const int key = i / cpr, part = i - key * cpr;
-            cu_cp16(sdst + key * a.ks + part * 16, src + kv_row_next(r0, key, ring) * stride + part * 16);
+            cu_cp16(sdst + key * a.ks + part * 16, src + ad_row(r0, j + k0, key, ring, tbl, a.bs) * stride + part * 16);
         }
     } else if (a.f16) {
         for (int i = threadIdx.x; i < nk * a.D; i += AD_THREADS) {
             const int key = i / a.D, d = i - key * a.D;
-            ((uint16_t *)(sdst + key * a.ks))[d] = ((const uint16_t *)(src + kv_row_next(r0, key, ring) * stride))[d];
+            ((uint16_t *)(sdst + key * a.ks))[d] = ((const uint16_t *)(src + ad_row(r0, j + k0, key, ring, tbl, a.bs) * stride))[d];
         }
     } else {
         for (int i = threadIdx.x; i < nk * a.D; i += AD_THREADS) {
             const int key = i / a.D, d = i - key * a.D;
-            ((float *)(sdst + key * a.ks))[d] = ((const float *)(src + kv_row_next(r0, key, ring) * stride))[d];
+            ((float *)(sdst + key * a.ks))[d] = ((const float *)(src + ad_row(r0, j + k0, key, ring, tbl, a.bs) * stride))[d];
         }
     }
 }
@@ -465,10 +477,10 @@ static __device__ __forceinline__ void ad_warp_merge(float *dst, blk_q8_1 *xq, c
  * shuffles; the 8 partial (l, acc[D]) through shared memory, one barrier, thread d < D adds dim d
  * over the warps and writes out = acc / l (and warp i the q8_1 block i). ws: AD_SKMAX + 2 *
  * AD_WARPS + AD_WARPS * D floats of shared memory overlapping neither q (sq) nor the rows sk/sv;
- * sq: the rotated q (the caller's barrier passed). */
+ * sq: the rotated q (the caller's barrier passed). Global rows through the block table when tbl. */
 static __device__ __forceinline__ void ad_small_head(float *dst, blk_q8_1 *xq, const unsigned char *kg, const unsigned char *vg, int64_t stride,
                                                      const unsigned char *sk, const unsigned char *sv, float *ws, const float *sq, int64_t lo,
-                                                     int n, int64_t h0, int64_t ring, const ad_args &a) {
+                                                     int n, int64_t h0, int64_t ring, const int32_t *tbl, const ad_args &a) {
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, D = a.D;
     float *ssc = ws, *wm = ws + AD_SKMAX, *wl = wm + AD_WARPS, *wa = wl + AD_WARPS;
     const int part = tid & (AD_STPK - 1);
@@ -477,7 +489,7 @@ static __device__ __forceinline__ void ad_small_head(float *dst, blk_q8_1 *xq, c
     for (int k0 = 0; k0 < n; k0 += AD_THREADS / AD_STPK) { /* block-uniform bounds (the shuffles need whole warps) */
         const int k = k0 + tid / AD_STPK;
         const bool valid = k < n; /* the same for the 4 threads of a key */
-        float s = valid ? ad_dot_part(sq, sk ? sk + k * a.ks : kg + kv_row_next(r_lo, k, ring) * stride, part, AD_STPK, a) : 0.0f;
+        float s = valid ? ad_dot_part(sq, sk ? sk + k * a.ks : kg + ad_row(r_lo, lo, k, ring, tbl, a.bs) * stride, part, AD_STPK, a) : 0.0f;
         s += __shfl_xor_sync(0xffffffffu, s, 2);
         s += __shfl_xor_sync(0xffffffffu, s, 1); /* the same bits in the 4 threads: (s0 + s2) + (s1 + s3) */
         if (valid) {
@@ -499,7 +511,7 @@ static __device__ __forceinline__ void ad_small_head(float *dst, blk_q8_1 *xq, c
 #pragma unroll 4
     for (int k = w; k < n; k += AD_WARPS) { /* warp-uniform; no shuffles: each lane its own dims */
         const float pk = expf(ssc[k] - M);
-        const unsigned char *vr = sk ? sv + k * a.ks : vg + kv_row_next(r_lo, k, ring) * stride;
+        const unsigned char *vr = sk ? sv + k * a.ks : vg + ad_row(r_lo, lo, k, ring, tbl, a.bs) * stride;
         l += pk;
 #pragma unroll
         for (int i = 0; i < AD_WDIMS; i++)
@@ -527,10 +539,15 @@ static __device__ __forceinline__ void ad_small_head(float *dst, blk_q8_1 *xq, c
  * this launch sees is one it takes), launched with lo mode's split-0 blocks only; the other modes'
  * code is left out, a fraction of the full kernel's instructions (the H200's profile of the full
  * kernel at depth <= 5 showed a third of its stall samples waiting for instruction fetch). A depth
- * it does not take (a host bug) writes NaN, never a plausible result. */
-template <bool SMALL_ONLY, bool RING>
+ * it does not take (a host bug) writes NaN, never a plausible result.
+ * PAGED (SMALL_ONLY only, no ring): a paged cache, key j at row kv_row_tbl(j, a.tbl, a.bs) (the
+ * batched engine's B = 1 step). Only table entries of positions <= p are valid (plan_check_paged),
+ * so pos is read first (host-written before the graph) and the speculative copies take keys 0 ..
+ * min(spec, p + 1) - 1, none when the window starts past 0; the rest is the contiguous code. */
+template <bool SMALL_ONLY, bool RING, bool PAGED = false>
 __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float *q, const void *kc, const void *vc, const int32_t *pos,
                                                          ad_args a, ad_rope rp, float *part, unsigned *cnt, blk_q8_1 *xq) {
+    static_assert(!PAGED || (SMALL_ONLY && !RING), "k_attn_dec: a paged cache takes the small-only kernel of a linear one");
     /* SMALL_ONLY with a.pre: the speculative K/V rows (cache rows [0, spec), earlier steps' but for
      * row p, which is re-read after the wait) are issued BEFORE the PDL wait, under the previous kernel */
     const bool pre = SMALL_ONLY && a.pre;
@@ -541,6 +558,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
     CU_DYN_SMEM(ad_sm);
     __shared__ int last;
     const int64_t ring = RING ? a.ring : 0; /* a constant 0 for linear caches: no row arithmetic per key */
+    const int32_t *tbl = PAGED ? a.tbl : nullptr; /* a constant NULL but for paged caches */
     const int L = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int D = a.D, G = a.G, Hkv = a.Hkv;
     const int kvh = L % Hkv; /* the same in both modes: block L = kvh + Hkv * (head block + nhb * split) */
@@ -553,10 +571,15 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
      * larger head-block count, at least in lo mode), and the raw q of lo mode's heads */
     const bool spec = a.spec > 0 && L < (nbx_lo > nbx_hi ? nbx_lo : nbx_hi);
     const int soff = a.tk - a.spec; /* they go to the top rows [tk - spec, tk): a first tile of <= tk - spec keys at row 0 does not wait for them */
+    int nspec = a.spec;
+    if (PAGED && spec) { /* table entries up to p only; from key 0 only where the window starts there */
+        const int64_t p0 = pos[0];
+        nspec = attn_window_lo(p0, a.window) > 0 ? 0 : p0 + 1 < a.spec ? (int)p0 + 1 : a.spec;
+    }
     if (spec) {
-        ad_load_tile(sk + soff * a.ks, kc, 0, 0, a.spec, head_el, ring, a);
+        ad_load_tile(sk + soff * a.ks, kc, 0, 0, nspec, head_el, ring, tbl, a);
         cu_cp_commit();
-        ad_load_tile(sv + soff * a.ks, vc, 0, 0, a.spec, head_el, ring, a);
+        ad_load_tile(sv + soff * a.ks, vc, 0, 0, nspec, head_el, ring, tbl, a);
         cu_cp_commit();
     }
     if (pre) CU_PDL_WAIT();
@@ -582,7 +605,8 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
         const int es = a.f16 ? 2 : 4;
         if (pre && in_smem) { /* row p was copied before the wait (every copy landed: the barrier above): this step's, re-read */
             const int cpr = D * es / 16; /* spec > 0 only with whole 16-byte rows (a.vec) */
-            const unsigned char *kr = (const unsigned char *)kc + (p * a.Dkv + head_el) * es, *vr = (const unsigned char *)vc + (p * a.Dkv + head_el) * es;
+            const int64_t rp = tbl ? kv_row_tbl(p, tbl, a.bs) : p;
+            const unsigned char *kr = (const unsigned char *)kc + (rp * a.Dkv + head_el) * es, *vr = (const unsigned char *)vc + (rp * a.Dkv + head_el) * es;
             for (int i = tid; i < 2 * cpr; i += AD_THREADS) {
                 const int c = i < cpr ? i : i - cpr;
                 unsigned char *row = (i < cpr ? sk : sv) + (soff + p) * a.ks;
@@ -592,7 +616,7 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
         }
         ad_small_head(dst, xq, (const unsigned char *)kc + head_el * es, (const unsigned char *)vc + head_el * es, a.Dkv * es,
                       in_smem ? sk + soff * a.ks : NULL, in_smem ? sv + soff * a.ks : NULL, (float *)(ad_sm + (in_smem ? a.small_off : a.small_off0)),
-                      sq, lo, (int)n, (int64_t)kvh * G + g0_lo, ring, a);
+                      sq, lo, (int)n, (int64_t)kvh * G + g0_lo, ring, tbl, a);
         return;
     }
     if (SMALL_ONLY) { /* not a depth this kernel takes: a visible NaN (dst and the q8_1 scales) */
@@ -675,9 +699,9 @@ __global__ void __launch_bounds__(AD_THREADS) k_attn_dec(float *dst, const float
                 cu_cp_wait<0>();
                 __syncthreads();
             }
-            ad_load_tile(sk, kc, jt, 0, nk, head_el, ring, a);
+            ad_load_tile(sk, kc, jt, 0, nk, head_el, ring, tbl, a);
             cu_cp_commit();
-            ad_load_tile(sv, vc, jt, 0, nk, head_el, ring, a);
+            ad_load_tile(sv, vc, jt, 0, nk, head_el, ring, tbl, a);
             cu_cp_commit();
         }
         cu_cp_wait<1>(); /* this thread's K copies landed (groups complete in order; older ones, the speculative ones too) */
@@ -826,6 +850,14 @@ static void ad_modes(const cu_attn_args *a, int G, int *hpb_lo, int *hpb_hi) {
     *hpb_lo = a->nsplit > 1 && a->Hq > CU_ATT_COUNTERS ? G : 1;
 }
 
+/* the small layout's most keys for a (0: off): a->small up to AD_SKMAX, with one query head a block
+ * (hpb_lo) and its scratch (scores, m and l a warp, acc[D] a warp) after q within AD_SMEM */
+static int ad_small_keys(const cu_attn_args *a, int hpb_lo) {
+    const int sbytes = (AD_SKMAX + 2 * AD_WARPS + AD_WARPS * (int)a->D) * 4, q_end = ((int)a->D * 4 + 15) / 16 * 16;
+    if (a->small <= 0 || hpb_lo != 1 || q_end + sbytes > AD_SMEM) return 0; /* D <= 256: 1,024 + 8,768 bytes */
+    return a->small < AD_SKMAX ? a->small : AD_SKMAX;
+}
+
 static uint64_t ad_partial_floats(int hpb, int64_t D) { return (uint64_t)((2 * hpb + 3) & ~3) + (uint64_t)hpb * (uint64_t)D; }
 
 extern "C" uint64_t cu_attn_decode_scratch(const cu_attn_args *a) {
@@ -836,6 +868,17 @@ extern "C" uint64_t cu_attn_decode_scratch(const cu_attn_args *a) {
     const uint64_t fl = (uint64_t)((G + lo - 1) / lo) * ad_partial_floats(lo, a->D), fh = (uint64_t)((G + hi - 1) / hi) * ad_partial_floats(hi, a->D);
     const uint64_t own = (uint64_t)a->Hkv * (uint64_t)a->nsplit * (fl > fh ? fl : fh), deep = cu_attn_deep_scratch(a); /* k_attn_deep.cu at any class */
     return own > deep ? own : deep;
+}
+
+extern "C" bool cu_attn_decode_paged_fits(const cu_attn_args *a) {
+    cu_attn_args b = *a;
+    b.nsplit = 1; /* the shape checks alone: neither kernel below uses the all-modes kernel's splits */
+    if (a->T != 1 || a->bs <= 0 || a->ring > 0 || a->depth_max <= 0 || !cu_attn_decode_fits(&b, NULL, NULL)) return false;
+    int lo, hi;
+    ad_modes(a, (int)(a->Hq / a->Hkv), &lo, &hi);
+    const int small = ad_small_keys(a, lo);
+    if (small > 0 && a->depth_max <= small) return true; /* the SMALL_ONLY kernel */
+    return cu_attn_deep_fits(a) && (a->D * a->Hkv * (a->ctype == CU_T_F16 ? 2 : 4)) % 16 == 0;
 }
 
 /* whether cu_attn_decode takes a (every check it makes below); cu_attention sends the rest
@@ -866,6 +909,10 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention with a fused RoPE of %d dims (head_dim %lld)", a->q_rope.n_rot, (long long)a->D);
     if (a->xq && a->D % 32)
         return sb_fail(SB_ERR_UNSUPPORTED, "cuda: attention writing q8_1 blocks with head_dim %lld (a multiple of 32 only)", (long long)a->D);
+    if (a->tbl && (!cu_attn_decode_paged_fits(a) || (cu_attn_deep_fits(a) && !scratch)))
+        return sb_fail(SB_ERR_UNSUPPORTED, "cuda: decode attention through a block table (block size %d) at depth bound %lld: neither the small "
+                       "layout's kernel nor k_attn_deep takes it (head_dim %lld, %lld/%lld heads, cache type %d%s)", a->bs, (long long)a->depth_max,
+                       (long long)a->D, (long long)a->Hq, (long long)a->Hkv, a->ctype, scratch ? "" : ", no scratch");
     if (scratch && cu_attn_deep_fits(a)) /* a bounded depth past the small layout */
         return cu_attn_deep(s, dst, q, k, v, pos, a, scratch);
     ad_args g = {};
@@ -893,6 +940,8 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
     g.scale = a->scale;
     g.softcap = a->softcap;
     g.pre = cu_cfg()->attn_pre;
+    g.tbl = a->tbl;
+    g.bs = a->bs;
     /* the warp path: up to AD_WKEYS keys one block a query head; deeper, splits of AD_WKEYS keys (at
      * most S: the scratch and counters of lo mode) merged by the last one */
     const int64_t wcap = (int64_t)AD_WKEYS * g.S;
@@ -924,17 +973,15 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
      * when the keys are the speculative rows also clear of them (small_off): below the K rows [tile_off
      * + soff * ks, ...) or in the gap between the K tile's end and the V rows [.. + soff * ks, ...);
      * neither: those keys read from global memory (L2) instead */
-    if (a->small > 0 && g.hpb_lo == 1) {
+    g.small = ad_small_keys(a, g.hpb_lo);
+    if (g.small > 0) {
         const int sbytes = (AD_SKMAX + 2 * AD_WARPS + AD_WARPS * g.D) * 4, q_end = (g.D * 4 + 15) / 16 * 16, soff = tk - g.spec;
-        if (q_end + sbytes <= AD_SMEM) { /* D <= 256: 1,024 + 8,768 bytes */
-            g.small = a->small < AD_SKMAX ? a->small : AD_SKMAX;
-            g.small_off0 = q_end;
-            if (smem < q_end + sbytes) smem = q_end + sbytes;
-            if (g.spec > 0 && q_end + sbytes <= g.tile_off + soff * g.ks)
-                g.small_off = q_end;
-            else if (g.spec > 0 && sbytes <= soff * g.ks)
-                g.small_off = g.tile_off + tk * g.ks;
-        }
+        g.small_off0 = q_end;
+        if (smem < q_end + sbytes) smem = q_end + sbytes;
+        if (g.spec > 0 && q_end + sbytes <= g.tile_off + soff * g.ks)
+            g.small_off = q_end;
+        else if (g.spec > 0 && sbytes <= soff * g.ks)
+            g.small_off = g.tile_off + tk * g.ks;
     }
     /* the grid: hi mode's Hkv * nhb_hi * S blocks, or more so that lo mode has a block per head
      * block and split up to one block per SM; lo mode while its active blocks fit that */
@@ -950,10 +997,12 @@ extern "C" sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, con
     const int64_t grid = grid_t > grid_w ? grid_t : grid_w;
     const cu_attn_rope *qr = &a->q_rope;
     const ad_rope rp = {qr->ff, qr->n_rot, qr->mode, qr->theta_scale, qr->freq_scale, qr->attn_factor};
-    /* every depth takes the small layout: its own kernel, its blocks; a ring cache its own instantiations */
+    /* every depth takes the small layout: its own kernel, its blocks; a ring cache, a paged one (always
+     * this kernel: cu_attn_decode_paged_fits) their own instantiations */
     const bool small = a->depth_max > 0 && g.small > 0 && a->depth_max <= g.small;
     void (*kern)(float *, const float *, const void *, const void *, const int32_t *, ad_args, ad_rope, float *, unsigned *, blk_q8_1 *) =
-        small ? (g.ring ? k_attn_dec<true, true> : k_attn_dec<true, false>) : (g.ring ? k_attn_dec<false, true> : k_attn_dec<false, false>);
+        small ? (g.tbl ? k_attn_dec<true, false, true> : g.ring ? k_attn_dec<true, true> : k_attn_dec<true, false>)
+              : (g.ring ? k_attn_dec<false, true> : k_attn_dec<false, false>);
     cu_launch_smem(kern, dim3((unsigned)(small ? nbx_lo : grid)), AD_THREADS, (size_t)smem, (cudaStream_t)s, dst, q, k, v, pos, g, rp, scratch,
                    counters, (blk_q8_1 *)a->xq);
     return cu_after_launch("k_attn_dec");

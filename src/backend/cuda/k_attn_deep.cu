@@ -39,8 +39,11 @@
  * Requires: G <= 8, D <= 256 (gemma's 256: two key groups in P.V, at most 64 keys a split in the 96 KB)
  * with rows of whole 16-byte chunks, F32 or F16 cache, fused q RoPE any,
  * q8_1 output with D % 32 == 0; cu_attn_deep_fits says; cu_attn_decode falls back to its own
- * kernel otherwise. Tested against: op_attention (tests/runtime/test_cuda_ops.c, the depth-class
- * cases) and every test model through the graphs of each depth class.
+ * kernel otherwise. A paged cache (cu_attn_args.tbl: the batched engine's B = 1 step) takes its own
+ * instantiations (PAGED: key j at row kv_row_tbl(j, tbl, bs)).
+ * Tested against: op_attention (tests/runtime/test_cuda_ops.c, the depth-class
+ * cases) and every test model through the graphs of each depth class; without a GPU
+ * test_cuda_attn_decode_emu and, through a block table, test_cuda_attn_paged_dec_emu.
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/common.cuh"
@@ -63,6 +66,8 @@ typedef struct dp_args {
     const float *ff;                   /* Q's RoPE (n_rot 0: none) */
     int n_rot, mode;
     float ts, fs, af;
+    const int32_t *tbl;                /* a paged cache (PAGED instantiations only): key j at row kv_row_tbl(j, tbl, bs) */
+    int bs;
 } dp_args;
 
 
@@ -85,7 +90,10 @@ template <int F16> static __device__ __forceinline__ void dp_row8(const unsigned
     }
 }
 
-template <int F16, bool RING>
+/* PAGED (no ring): a paged cache, key j at row kv_row_tbl(j, a.tbl, a.bs) — the batched engine's B = 1
+ * step; the keys read are [lo, p], whose table entries are valid (plan_check_paged) and host-written
+ * before the graph, as pos */
+template <int F16, bool RING, bool PAGED = false>
 __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const void *kc, const void *vc, const int32_t *pos, dp_args a,
                                                           float *part) {
     CU_PDL_LAUNCH();
@@ -95,6 +103,8 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const 
     constexpr int es = F16 ? 2 : 4;
     const int64_t p = pos[0]; /* host-written before the graph: no kernel of the step writes it */
     const int64_t ring = RING ? a.ring : 0; /* a constant 0 for linear caches: no row arithmetic per key */
+    const int32_t *tbl = PAGED ? a.tbl : nullptr; /* a constant NULL but for paged caches */
+    static_assert(!PAGED || !RING, "k_attn_deep: a paged cache has no ring");
     const int64_t j0 = attn_window_lo(p, a.window) + (int64_t)s * kps;
     if (j0 > p) return; /* an inactive split: the merge derives the same count from pos */
     const int nk = (int)(p + 1 - j0 < kps ? p + 1 - j0 : kps), npre = p - j0 < nk ? (int)(p - j0) : nk; /* rows < p: npre */
@@ -106,7 +116,7 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const 
     const unsigned char *vg = (const unsigned char *)vc + (int64_t)kvh * D * es;
     for (int i = tid; i < npre * chunks; i += DP_THREADS) { /* before the wait: rows earlier steps wrote (a ring's row of p is none of them) */
         const int r = i / chunks, c = i - r * chunks;
-        const int64_t o = kv_row(j0 + r, ring) * rs + 16 * c;
+        const int64_t o = (tbl ? kv_row_tbl(j0 + r, tbl, a.bs) : kv_row(j0 + r, ring)) * rs + 16 * c;
         cu_cp16(sk + r * a.ks + 16 * c, kg + o);
         cu_cp16(sv + r * a.ks + 16 * c, vg + o);
     }
@@ -115,8 +125,8 @@ __global__ void __launch_bounds__(DP_THREADS) k_attn_deep(const float *q, const 
     for (int i = tid; i < G * D; i += DP_THREADS) sq[i] = q[(int64_t)kvh * G * D + i];
     if (npre < nk) /* row p: this step's, written by the previous kernel */
         for (int c = tid; c < chunks; c += DP_THREADS) {
-            *(uint4 *)(sk + npre * a.ks + 16 * c) = *(const uint4 *)(kg + kv_row(p, ring) * rs + 16 * c);
-            *(uint4 *)(sv + npre * a.ks + 16 * c) = *(const uint4 *)(vg + kv_row(p, ring) * rs + 16 * c);
+            *(uint4 *)(sk + npre * a.ks + 16 * c) = *(const uint4 *)(kg + (tbl ? kv_row_tbl(p, tbl, a.bs) : kv_row(p, ring)) * rs + 16 * c);
+            *(uint4 *)(sv + npre * a.ks + 16 * c) = *(const uint4 *)(vg + (tbl ? kv_row_tbl(p, tbl, a.bs) : kv_row(p, ring)) * rs + 16 * c);
         }
     if (a.n_rot > 0) { /* Q's RoPE (k_rope's math through rope_rot: bit-identical), pairs rotated in place */
         __syncthreads();
@@ -358,18 +368,18 @@ extern "C" uint64_t cu_attn_deep_scratch(const cu_attn_args *a) {
 
 /* the split kernel for one cache type; past the default 48 KB of dynamic shared memory it opts in
  * once (to DP_SMEM_CAP) */
-template <int F16, bool RING>
+template <int F16, bool RING, bool PAGED = false>
 static sb_status dp_launch(cudaStream_t st, int smem, const float *q, const void *k, const void *v, const int32_t *pos, const dp_args &g,
                            float *scratch) {
     static bool opted = false;
     if (smem > 48 * 1024 && !opted) {
-        const cudaError_t e = cudaFuncSetAttribute(k_attn_deep<F16, RING>, cudaFuncAttributeMaxDynamicSharedMemorySize, DP_SMEM_CAP);
+        const cudaError_t e = cudaFuncSetAttribute(k_attn_deep<F16, RING, PAGED>, cudaFuncAttributeMaxDynamicSharedMemorySize, DP_SMEM_CAP);
         if (e != cudaSuccess)
             return sb_fail(SB_ERR_DEVICE, "cuda: k_attn_deep: %d bytes of shared memory: %s (%s)", DP_SMEM_CAP, cudaGetErrorString(e),
                            cudaGetErrorName(e));
         opted = true;
     }
-    cu_launch_smem(k_attn_deep<F16, RING>, dim3((unsigned)g.S, (unsigned)g.Hkv), DP_THREADS, (size_t)smem, st, q, k, v, pos, g, scratch);
+    cu_launch_smem(k_attn_deep<F16, RING, PAGED>, dim3((unsigned)g.S, (unsigned)g.Hkv), DP_THREADS, (size_t)smem, st, q, k, v, pos, g, scratch);
     return SB_OK;
 }
 
@@ -388,11 +398,12 @@ extern "C" sb_status cu_attn_deep(cu_stream s, float *dst, const float *q, const
     g.ks = (int)a->D * es + 16, g.Dkv = a->D * a->Hkv, g.ring = a->ring, g.scale = a->scale, g.softcap = a->softcap;
     const cu_attn_rope *qr = &a->q_rope;
     g.ff = qr->ff, g.n_rot = qr->n_rot, g.mode = qr->mode, g.ts = qr->theta_scale, g.fs = qr->freq_scale, g.af = qr->attn_factor;
+    g.tbl = a->tbl, g.bs = a->bs;
     const int smem = dp_smem(kps, g.D, g.G, es);
     const cudaStream_t st = (cudaStream_t)s;
-    const bool f16 = a->ctype == CU_T_F16; /* a ring cache takes its own instantiations */
-    SB_TRY(f16 ? (g.ring ? dp_launch<1, true> : dp_launch<1, false>)(st, smem, q, k, v, pos, g, scratch)
-               : (g.ring ? dp_launch<0, true> : dp_launch<0, false>)(st, smem, q, k, v, pos, g, scratch));
+    const bool f16 = a->ctype == CU_T_F16; /* a ring cache, a paged one take their own instantiations */
+    SB_TRY(f16 ? (g.tbl ? dp_launch<1, false, true> : g.ring ? dp_launch<1, true> : dp_launch<1, false>)(st, smem, q, k, v, pos, g, scratch)
+               : (g.tbl ? dp_launch<0, false, true> : g.ring ? dp_launch<0, true> : dp_launch<0, false>)(st, smem, q, k, v, pos, g, scratch));
     SB_TRY(cu_after_launch("k_attn_deep"));
     cu_launch(k_attn_deep_merge, dim3((unsigned)a->Hq), DP_THREADS, st, dst, (blk_q8_1 *)a->xq, pos, (const float *)scratch, g);
     return cu_after_launch("k_attn_deep_merge");

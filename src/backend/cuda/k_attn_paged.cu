@@ -2,7 +2,9 @@
 /*
  * backend/cuda/k_attn_paged.cu — attention over a paged KV cache (a block table per token: many
  * sequences in one step, runtime/batch.h; and a contiguous cache of heads past cu_attention's 256 as
- * one block of its C rows).
+ * one block of its C rows). A step of one token at a depth class the session's decode kernels take
+ * runs on them through its table instead (cu_attn_decode with cu_attn_args.tbl; exec_cuda_plan.c
+ * cx_attn_paged_on_dec).
  * Math (op_attention with a table, ops_ref.c): for token t at position p = pos[t] and query head h,
  * over the visible keys j in [lo, p], lo = max(0, p - window + 1) (window 0: lo = 0), each stored at
  * cache row tbl[t][j / bs] * bs + j % bs: s_j = q.k_j * scale, softcapped (cap * tanh(s / cap)) when

@@ -320,6 +320,9 @@ typedef struct cu_attn_args {
                                * knows a bound (a captured graph per depth class); <= small: the small layout's own
                                * compact kernel. 0 = any depth */
     cu_attn_rope q_rope;      /* Q's RoPE as q is loaded (n_rot 0: none) */
+    const int32_t *tbl;       /* variant 4, T == 1, a bounded depth: a paged cache (the batched engine's B = 1 step),
+                               * key j at row tbl[j / bs] * bs + j % bs (cu_attn_decode_paged_fits); NULL: rows by ring */
+    int bs;                   /* with tbl: rows a block */
     /* NULL, or also write the output as q8_1 blocks here (executor fusion of the QUANTIZE after the
      * attention; D % 32 == 0: each 32-block lies in one head) — the same bits as cu_quantize_act */
     void *xq;
@@ -400,6 +403,11 @@ bool cu_attn_decode_fits(const cu_attn_args *a, const unsigned *counters, const 
 sb_status cu_attn_decode(cu_stream s, float *dst, const float *q, const void *k, const void *v, const int32_t *pos,
                          const cu_attn_args *a, float *scratch, unsigned *counters);
 uint64_t cu_attn_decode_scratch(const cu_attn_args *a);
+/* Does cu_attn_decode take a over a paged cache (a->bs > 0; a->tbl set at the launch, no ring): T == 1,
+ * a depth bound a->depth_max > 0 that the small layout's own kernel takes (<= its keys) or k_attn_deep
+ * does (cu_attn_deep_fits, rows of whole 16-byte chunks)? Then key j is read at row tbl[j / bs] * bs +
+ * j % bs, and only positions <= pos[0] of the table are read. Else the caller keeps the paged kernel. */
+bool cu_attn_decode_paged_fits(const cu_attn_args *a);
 /* Decode attention at a bounded depth past the small layout (k_attn_deep.cu; cu_attn_decode takes it
  * when cu_attn_deep_fits: a->depth_max > a->small, splits, a shape it supports): a split kernel whose
  * K/V loads of earlier steps' rows are issued before its PDL wait, then a merge kernel. The executor

@@ -141,6 +141,11 @@ static __device__ __forceinline__ int64_t kv_row_next(int64_t r0, int k, int64_t
     const int64_t r = r0 + k;
     return ring > 0 && r >= ring ? r - ring : r;
 }
+/* the row of position j in a paged cache (the batched engine's pool): row j % bs of block
+ * tbl[j / bs] (positions fit 31 bits); as device/attn_paged.cuh's pa_row */
+static __device__ __forceinline__ int64_t kv_row_tbl(int64_t j, const int32_t *tbl, int bs) {
+    return (int64_t)tbl[(uint32_t)j / (uint32_t)bs] * bs + (int64_t)((uint32_t)j % (uint32_t)bs);
+}
 
 // ---- RoPE (k_rope.cu, and Q's rotation inside k_attention.cu: one helper, so both are bit-identical) ----
 
