@@ -146,6 +146,9 @@ static inline float *direct_at(const crun *r, ir_ref i) {
     return NULL;
 }
 
+/* is operand o of node n's shape a row broadcast over n's rows (a bias), not n's own shape? */
+static inline bool cx_bcast(const ir_node *o, const ir_node *n) { return ir_nelem(o) == n->ne[0] && ir_nrows(n) != 1; }
+
 /* the direct slot whose root is value i itself, or -1 */
 static inline int direct_slot(const crun *r, ir_ref i) {
     for (int k = 0; k < r->n_direct; k++)
@@ -197,6 +200,8 @@ sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, const c
 sb_status cx_cg_prepare(exec_cuda *cx, const plan *p, cplan *c); /* exec_cuda_codegen.c: before any capture */
 bool cx_cg_try(crun *r, int32_t i, sb_status *st);
 sb_status cx_run_node(crun *r, int32_t i);      /* exec_cuda_dispatch.c */
+sb_status cx_run_matmul(crun *r, int32_t i);    /* exec_cuda_matmul.c: a MATMUL or MATMUL_GROUP node */
+sb_status cx_run_attention(crun *r, int32_t i); /* exec_cuda_attention.c */
 sb_status cx_enqueue_all(crun *r);
 
 /* run_node's hook: node i ran as its generated kernel (return its launch status) */
