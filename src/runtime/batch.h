@@ -83,6 +83,7 @@ kv_pool *rt_engine_pool(rt_engine *e);
 const rt_model *rt_engine_model(const rt_engine *e);
 rt_engine_stats rt_engine_get_stats(const rt_engine *e);
 int rt_engine_device(const rt_engine *e); /* 0 = CPU, 1 = CUDA (after auto's choice) */
+struct backend *rt_engine_backend(const rt_engine *e); /* the executor it runs on (tests) */
 /* The last successful step's logit rows (n_rows of n_vocab, item order), valid until the next
  * step; NULL (*n_rows 0) when it wanted none or failed. */
 const float *rt_engine_logits(const rt_engine *e, int64_t *n_rows);

@@ -11,11 +11,15 @@
  * off, since fused this model's 512-row head runs through the multi-GEMV entry (cu_matmul_q8_multi,
  * which does not check: heads of up to GF_ROWS_MAX rows), as it does with direct outputs off (the
  * logits copied after the run) — in both, nothing is checked on the device and the host scan still
- * finds the NaN. Each clean decode's logits are the same bits in all three runs.
+ * finds the NaN. Each clean decode's logits are the same bits in all three runs. The batched
+ * engine's one-row steps (paged plans) the same way: the bad token fails naming its item and changes
+ * nothing, the next clean one succeeds, both checked by the LM head.
  * SKIPs (exit 0, with the reason) when no CUDA device is usable — CI has none.
  */
 #include "runtime/exec_cuda.h"
 #include "runtime/session.h"
+#include "runtime/batch.h"
+#include "runtime/kv_pool.h"
 #include "format/gguf.h"
 #include "format/gguf_write.h"
 #include "base/status.h"
@@ -104,6 +108,37 @@ static void run(const rt_model *m, bool direct, bool fuse, int steps, float *log
     rt_session_free(s);
 }
 
+/* the engine, fusions off: a one-row step of BAD_TOKEN fails from the flag, a clean one after it succeeds */
+static void run_engine(const rt_model *m) {
+    const rt_engine_params ep = {.n_seq_max = 1, .n_ctx = 256, .n_threads = 2, .kv_type = SB_TYPE_F16, .device = 1};
+    rt_engine *e = NULL;
+    CHECK(rt_engine_create(m, &ep, &e) == SB_OK);
+    exec_cuda *cx = e ? backend_cuda_exec(rt_engine_backend(e)) : NULL;
+    CHECK(cx != NULL);
+    int32_t a = -1;
+    if (cx && kv_pool_seq_open(rt_engine_pool(e), &a) == SB_OK) {
+        cu_config c = *exec_cuda_config(cx);
+        c.fuse = 0;
+        exec_cuda_set_config(cx, &c);
+        const rt_batch_item prompt[3] = {{a, 1, false}, {a, 2, false}, {a, 3, true}};
+        CHECK(rt_engine_step(e, prompt, 3, NULL) == SB_OK);
+        for (int k = 0; k < 20; k++) {
+            const int64_t len = kv_pool_seq_len(rt_engine_pool(e), a), before = exec_cuda_get_stats(cx).checked_runs;
+            const rt_batch_item bad = {a, BAD_TOKEN, true}, good = {a, 5 + k, true};
+            sb_status st = rt_engine_step(e, &bad, 1, NULL);
+            CHECKF(st == SB_ERR_NUMERIC && strstr(sb_last_error(), "NaN logits (item 0"), "engine step %d: %s: %s", k, sb_status_str(st),
+                   sb_last_error());
+            CHECK(kv_pool_seq_len(rt_engine_pool(e), a) == len && exec_cuda_get_stats(cx).checked_runs - before == 1);
+            st = rt_engine_step(e, &good, 1, NULL);
+            CHECKF(st == SB_OK && kv_pool_seq_len(rt_engine_pool(e), a) == len + 1, "engine step %d, the clean token: %s: %s", k,
+                   sb_status_str(st), sb_last_error());
+            CHECK(exec_cuda_get_stats(cx).checked_runs - before == 2 && exec_cuda_output_finite(cx, 0) == 1);
+            if (test_failed_ > 8) break;
+        }
+    }
+    rt_engine_free(e);
+}
+
 int main(void) {
     char why[512];
     if (!exec_cuda_available(why, sizeof why)) {
@@ -130,6 +165,7 @@ int main(void) {
             run(m, true, true, steps, c);   /* fused: the multi-GEMV head, the host scans */
             CHECK(!memcmp(a, b, bytes) && !memcmp(a, c, bytes));
         }
+        run_engine(m);
         free(a), free(b), free(c);
         rt_model_free(m);
     }

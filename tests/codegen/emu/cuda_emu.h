@@ -27,6 +27,10 @@
 
 #include "cuda_fp16.h" /* tests/codegen/emu's: the conversions the MMA emulation needs too */
 
+using std::isfinite; /* CUDA device code calls the math classifiers unqualified */
+using std::isinf;
+using std::isnan;
+
 #define __device__
 #define __host__
 #define __global__
