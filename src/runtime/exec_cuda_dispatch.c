@@ -96,37 +96,17 @@ static sb_status run_concat(crun *r, int32_t i) {
     return cu_concat(r->cx->s, (float *)dptr(r, i), src, chunk, ns, outer);
 }
 
-sb_status cx_run_node(crun *r, int32_t i) {
+#define SRC(j) (&g->nodes[n->src[j]])
+#define SP(j) dptr(r, n->src[j])
+
+/* an elementwise op, or a FUSED chain of them (pass fuse_elementwise; with its quantize tail: pass
+ * fuse_chain_quant), as one cu_ew_rows launch or its generated kernel */
+static sb_status run_elementwise(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[i];
     cu_stream s = r->cx->s;
     void *dst = dptr(r, i);
-#define SRC(j) (&g->nodes[n->src[j]])
-#define SP(j) dptr(r, n->src[j])
-    switch (n->op) {
-    case IR_OP_GET_ROWS: {
-        const ir_node *w = SRC(0);
-        const cgather *gt = cx_gather_of(r->c, i);
-        uint64_t rb = 0;
-        qk_row_bytes(w->dtype, w->ne[0], &rb);
-        r->n_kernels++;
-        if (gt) /* the table stays in host memory: this run's rows are in the stage, in token order */
-            return cu_get_rows(s, dst, r->c->d_stage + gt->off, w->dtype, n->ne[0], rb, NULL, n->ne[1]);
-        return cu_get_rows(s, dst, SP(0), w->dtype, n->ne[0], rb, SP(1), n->ne[1]);
-    }
-    case IR_OP_RMS_NORM: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU:
-    case IR_OP_GELU_TANH: {
-        cu_ew_chain c = {.n = 1};
-        c.st[0] = (cu_ew_step){.op = ew_code(n->op), .f = ir_f0(n)};
-        if (n->op == IR_OP_ADD || n->op == IR_OP_MUL) {
-            c.st[0].opd = SP(1);
-            c.st[0].bcast = cx_bcast(SRC(1), n);
-        }
-        r->n_kernels++;
-        CG_TRY(r, i);
-        return cu_ew_rows(s, dst, SP(0), n->ne[0], ir_nrows(n), &c);
-    }
-    case IR_OP_FUSED: {
+    if (n->op == IR_OP_FUSED) {
         cu_ew_chain c = {.n = ir_fused_steps(n)};
         for (int k = 0; k < ir_fused_steps(n); k++) {
             const ir_fused_step fs = ir_fused_step_of(n, k);
@@ -146,6 +126,89 @@ sb_status cx_run_node(crun *r, int32_t i) {
         CG_TRY(r, i);
         return cu_ew_rows(s, dst, SP(0), n->ne[0], ir_nrows(n), &c);
     }
+    cu_ew_chain c = {.n = 1};
+    c.st[0] = (cu_ew_step){.op = ew_code(n->op), .f = ir_f0(n)};
+    if (n->op == IR_OP_ADD || n->op == IR_OP_MUL) {
+        c.st[0].opd = SP(1);
+        c.st[0].bcast = cx_bcast(SRC(1), n);
+    }
+    r->n_kernels++;
+    CG_TRY(r, i);
+    return cu_ew_rows(s, dst, SP(0), n->ne[0], ir_nrows(n), &c);
+}
+
+/* RMS_NORM_QUANT or ADD_RMS_NORM_QUANT: the norm (summing the GEMM's split partials before it
+ * where pass fuse_norm_sums left them) and the quantizer in one launch */
+static sb_status run_norm_quant(crun *r, int32_t i) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i];
+    cu_stream s = r->cx->s;
+    void *dst = dptr(r, i);
+    const bool add = n->op == IR_OP_ADD_RMS_NORM_QUANT; /* (a, b, w?): the sum is its result 1 */
+    const float *w = n->src[add ? 2 : 1] != IR_NONE ? SP(add ? 2 : 1) : NULL;
+    float *sum = add ? (float *)dptr(r, ir_result_of(g, i, 1)) : NULL;
+    r->n_kernels++;
+    if (r->nsum_for == i) { /* the GEMM before it left its split partials: h = their sum + o (pass fuse_norm_sums) */
+        cu_split_src src = r->nsum_src;
+        r->nsum_for = 0;
+        if (add) { /* h = v + o summed here: o as the partials' epilogue */
+            const ir_ref o = n->src[0] == r->nsum_mm ? n->src[1] : n->src[0];
+            src.ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = 0};
+        }
+        return cu_rms_norm_quant_split(s, n->dtype, dst, add ? sum : (float *)SP(0), &src, w, n->ne[0], ir_nrows(n), ir_f0(n));
+    }
+    CG_TRY(r, i);
+    if (add) return cu_add_rms_norm_quant(s, n->dtype, dst, sum, SP(0), SP(1), w, n->ne[0], ir_nrows(n), ir_f0(n));
+    return cu_rms_norm_quant(s, n->dtype, dst, SP(0), w, n->ne[0], ir_nrows(n), ir_f0(n));
+}
+
+/* ROPE, ROPE_STORE or KV_STORE i: with the jobs chained from it (pass fuse_rope_jobs) as one launch,
+ * else alone (normalising each head first where pass fuse_norm_rope put a norm in it) */
+static sb_status run_rope_store(crun *r, int32_t i) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i];
+    cu_stream s = r->cx->s;
+    void *dst = dptr(r, i);
+    if (ir_job_next(n, i) != IR_NONE || r->gsrc_n) return run_rope_jobs(r, i);
+    if (n->op != IR_OP_KV_STORE) {
+        cu_rope_job jb = rope_job(r, i);
+        r->n_kernels++;
+        const ir_rope_norm nm = ir_rope_norm_of(n); /* pass fuse_norm_rope: each head normed as it is loaded */
+        if (nm.kind != IR_ROPE_NORM_NONE)
+            return cu_rope_norm(s, jb.dst, jb.x, SP(ir_job_pos_src(n)), &jb.a, nm.eps,
+                                nm.weight != IR_NONE ? (const float *)dptr(r, nm.weight) : NULL);
+        return cu_rope(s, jb.dst, jb.x, SP(ir_job_pos_src(n)), &jb.a);
+    }
+    r->n_kernels++;
+    if (ir_rope_norm_of(n).kind) { /* pass fuse_norm_rope: each head normed, stored at pos — cu_rope_norm rotating nothing */
+        const ir_rope_norm nm = ir_rope_norm_of(n);
+        const cu_rope_args a = {.D = nm.head_dim, .H = n->ne[0] / nm.head_dim, .T = SRC(1)->ne[1], .n_rot = 0, .mode = 0,
+                                .theta_scale = 1.0f, .freq_scale = 1.0f, .attn_factor = 1.0f, .cache = dst, .ctype = n->dtype,
+                                .ring = ir_kv_ring(g, i)};
+        return cu_rope_norm(s, NULL, SP(1), SP(2), &a, nm.eps, nm.weight != IR_NONE ? (const float *)dptr(r, nm.weight) : NULL);
+    }
+    return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1], ir_kv_ring(g, i));
+}
+
+/* node i of r's plan to its launches (counted in r->n_kernels) */
+sb_status cx_run_node(crun *r, int32_t i) {
+    const ir_graph *g = r->p->g;
+    const ir_node *n = &g->nodes[i];
+    cu_stream s = r->cx->s;
+    void *dst = dptr(r, i);
+    switch (n->op) {
+    case IR_OP_GET_ROWS: {
+        const ir_node *w = SRC(0);
+        const cgather *gt = cx_gather_of(r->c, i);
+        uint64_t rb = 0;
+        qk_row_bytes(w->dtype, w->ne[0], &rb);
+        r->n_kernels++;
+        if (gt) /* the table stays in host memory: this run's rows are in the stage, in token order */
+            return cu_get_rows(s, dst, r->c->d_stage + gt->off, w->dtype, n->ne[0], rb, NULL, n->ne[1]);
+        return cu_get_rows(s, dst, SP(0), w->dtype, n->ne[0], rb, SP(1), n->ne[1]);
+    }
+    case IR_OP_RMS_NORM: case IR_OP_ADD: case IR_OP_MUL: case IR_OP_SCALE: case IR_OP_SOFTCAP: case IR_OP_SILU:
+    case IR_OP_GELU_TANH: case IR_OP_FUSED: return run_elementwise(r, i);
     case IR_OP_SOFTMAX:
         r->n_kernels++;
         return cu_softmax(s, dst, SP(0), n->ne[0], ir_nrows(n));
@@ -168,25 +231,7 @@ sb_status cx_run_node(crun *r, int32_t i) {
         r->n_kernels++;
         CG_TRY(r, i);
         return cu_quantize_act(s, n->dtype, dst, SP(0), n->ne[0], ir_nrows(n));
-    case IR_OP_RMS_NORM_QUANT:
-    case IR_OP_ADD_RMS_NORM_QUANT: {
-        const bool add = n->op == IR_OP_ADD_RMS_NORM_QUANT; /* (a, b, w?): the sum is its result 1 */
-        const float *w = n->src[add ? 2 : 1] != IR_NONE ? SP(add ? 2 : 1) : NULL;
-        float *sum = add ? (float *)dptr(r, ir_result_of(g, i, 1)) : NULL;
-        r->n_kernels++;
-        if (r->nsum_for == i) { /* the GEMM before it left its split partials: h = their sum + o (pass fuse_norm_sums) */
-            cu_split_src src = r->nsum_src;
-            r->nsum_for = 0;
-            if (add) { /* h = v + o summed here: o as the partials' epilogue */
-                const ir_ref o = n->src[0] == r->nsum_mm ? n->src[1] : n->src[0];
-                src.ep = (cu_epilogue){.add = (const float *)dptr(r, o), .bcast = 0};
-            }
-            return cu_rms_norm_quant_split(s, n->dtype, dst, add ? sum : (float *)SP(0), &src, w, n->ne[0], ir_nrows(n), ir_f0(n));
-        }
-        CG_TRY(r, i);
-        if (add) return cu_add_rms_norm_quant(s, n->dtype, dst, sum, SP(0), SP(1), w, n->ne[0], ir_nrows(n), ir_f0(n));
-        return cu_rms_norm_quant(s, n->dtype, dst, SP(0), w, n->ne[0], ir_nrows(n), ir_f0(n));
-    }
+    case IR_OP_RMS_NORM_QUANT: case IR_OP_ADD_RMS_NORM_QUANT: return run_norm_quant(r, i);
     case IR_OP_RESULT: return SB_OK; /* written by its producer */
     case IR_OP_GLU_QUANT:
         r->n_kernels++;
@@ -194,28 +239,7 @@ sb_status cx_run_node(crun *r, int32_t i) {
         return cu_glu_quant(s, n->dtype, dst, SP(0), SP(1), n->ne[0], ir_nrows(n), ir_glu_act(n) == IR_OP_GEGLU);
     case IR_OP_MATMUL: case IR_OP_MATMUL_GROUP: return cx_run_matmul(r, i);
     case IR_OP_RESHAPE: case IR_OP_VIEW: case IR_OP_OUTPUT: return SB_OK; /* views */
-    case IR_OP_ROPE:
-    case IR_OP_ROPE_STORE: {
-        if (ir_job_next(n, i) != IR_NONE || r->gsrc_n) return run_rope_jobs(r, i);
-        cu_rope_job jb = rope_job(r, i);
-        r->n_kernels++;
-        const ir_rope_norm nm = ir_rope_norm_of(n); /* pass fuse_norm_rope: each head normed as it is loaded */
-        if (nm.kind != IR_ROPE_NORM_NONE)
-            return cu_rope_norm(s, jb.dst, jb.x, SP(ir_job_pos_src(n)), &jb.a, nm.eps,
-                                nm.weight != IR_NONE ? (const float *)dptr(r, nm.weight) : NULL);
-        return cu_rope(s, jb.dst, jb.x, SP(ir_job_pos_src(n)), &jb.a);
-    }
-    case IR_OP_KV_STORE:
-        if (ir_job_next(n, i) != IR_NONE || r->gsrc_n) return run_rope_jobs(r, i);
-        r->n_kernels++;
-        if (ir_rope_norm_of(n).kind) { /* pass fuse_norm_rope: each head normed, stored at pos — cu_rope_norm rotating nothing */
-            const ir_rope_norm nm = ir_rope_norm_of(n);
-            const cu_rope_args a = {.D = nm.head_dim, .H = n->ne[0] / nm.head_dim, .T = SRC(1)->ne[1], .n_rot = 0, .mode = 0,
-                                    .theta_scale = 1.0f, .freq_scale = 1.0f, .attn_factor = 1.0f, .cache = dst, .ctype = n->dtype,
-                                    .ring = ir_kv_ring(g, i)};
-            return cu_rope_norm(s, NULL, SP(1), SP(2), &a, nm.eps, nm.weight != IR_NONE ? (const float *)dptr(r, nm.weight) : NULL);
-        }
-        return cu_kv_store(s, dst, n->dtype, n->ne[0], SP(1), SP(2), SRC(1)->ne[1], ir_kv_ring(g, i));
+    case IR_OP_ROPE: case IR_OP_ROPE_STORE: case IR_OP_KV_STORE: return run_rope_store(r, i);
     case IR_OP_ATTENTION: return cx_run_attention(r, i);
     case IR_OP_SELECT_ROWS:
         r->n_kernels++;
