@@ -59,7 +59,8 @@ done
 t0=$(date +%s)
 # SB_GPU_PREBUILT=1: skip the build, use the carried binaries (saves device time)
 if [ "${SB_GPU_PREBUILT:-0}" != 1 ] && cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUTD/cmake.log" 2>&1 &&
-   cmake --build "$BUILD" -j"$NP" --target sb runtime_test_cuda_ops runtime_test_cuda_models >"$OUTD/build.log" 2>&1; then
+   cmake --build "$BUILD" -j"$NP" --target sb runtime_test_cuda_ops runtime_test_cuda_models \
+       runtime_test_cuda_plan runtime_test_cuda_fusions runtime_test_cuda_nonfinite api_test_batch api_test_tensor_cuda >"$OUTD/build.log" 2>&1; then
     BIN=$BUILD; TBIN=$BUILD/tests
     echo "build: $(( $(date +%s) - t0 )) s (sm_90)"
 else
@@ -84,6 +85,13 @@ timeout 180 "$TBIN/runtime_test_cuda_ops" >"$OUTD/test_cuda_ops.log" 2>&1; ops_r
 grep -E "FAIL|SKIP|passed" "$OUTD/test_cuda_ops.log" | head -40
 timeout 150 "$TBIN/runtime_test_cuda_models" >"$OUTD/test_cuda_models.log" 2>&1; models_rc=$?
 cat "$OUTD/test_cuda_models.log" | grep -v "^$" | head -80
+# the other CUDA test programs (plans and fusions counted, the LM head's non-finite flag, the batched
+# engine against sessions, the tensor API on the GPU): a line each
+for t in runtime_test_cuda_plan runtime_test_cuda_fusions runtime_test_cuda_nonfinite api_test_batch api_test_tensor_cuda; do
+    [ -x "$TBIN/$t" ] || continue
+    timeout 150 "$TBIN/$t" >"$OUTD/$t.log" 2>&1
+    echo "$t: rc=$? $(tail -1 "$OUTD/$t.log")"; grep -m5 FAIL "$OUTD/$t.log"
+done
 # llama.cpp's CUDA activation semantics for the K-quants (q8_1 instead of the CPU's q8_K): expected
 # 1.4-2e-3 NMSE against the CPU-made references, so FAIL lines here are informative only (SB_GPU_Q81=1)
 if [ "${SB_GPU_Q81:-0}" = 1 ]; then
