@@ -2,8 +2,9 @@
 /*
  * runtime/exec_cuda_impl.h — private to the CUDA executor's files: the context (exec_cuda.c), the
  * capability check (exec_cuda_check.c), per-plan state (exec_cuda_plan.c), generated kernels
- * (exec_cuda_codegen.c), node dispatch (exec_cuda_dispatch.c) and runs with graph capture
- * (exec_cuda_run.c); the state they share and the functions one lends another.
+ * (exec_cuda_codegen.c), node dispatch (exec_cuda_dispatch.c; matmuls exec_cuda_matmul.c, attention
+ * exec_cuda_attention.c) and runs with graph capture (exec_cuda_run.c); the state they share and the
+ * functions one lends another.
  * Layer 2 (runtime), CUDA builds only.
  */
 #ifndef SB_RUNTIME_EXEC_CUDA_IMPL_H
@@ -170,10 +171,11 @@ void cx_drop_graphs(cplan *c);                  /* exec_cuda_plan.c: c's capture
 void cx_plan_clear(cplan *c);                   /* ... and everything else of c */
 sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cplan **out); /* found or built */
 const cgather *cx_gather_of(const cplan *c, int32_t node); /* node's host gather, or NULL: its table is on the GPU */
+/* exec_cuda_attention.c: the contiguous attention kernels' args of ATTENTION n */
 cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n);
-/* exec_cuda_plan.c: the paged kernel's args of an attention it runs (cx_attn_on_paged_kernel) */
+/* exec_cuda_attention.c: the paged kernel's args of an attention it runs (cx_attn_on_paged_kernel) */
 cu_attn_paged_args cx_attn_paged_args(const exec_cuda *cx, const plan *p, const ir_node *n);
-/* exec_cuda_plan.c: does ATTENTION n run the flash prefill (cu_attention_prefill): a contiguous
+/* exec_cuda_attention.c: does ATTENTION n run the flash prefill (cu_attention_prefill): a contiguous
  * cache, attention variant 3 or 4, args cu_fattn_supported takes (T > 1; head_dim up to 128, or what
  * the tensor-core kernel takes: also 256 / 512)? */
 bool cx_attn_on_flash(const exec_cuda *cx, const plan *p, const ir_node *n);
@@ -182,10 +184,10 @@ bool cx_attn_on_flash(const exec_cuda *cx, const plan *p, const ir_node *n);
  * or where classes are off (attn_variant != 4, attn_small 0, attn_class 0; attn_deep 0: class 1 only) */
 int64_t cx_class_depth(const exec_cuda *cx, int c);
 int cx_depth_class(const exec_cuda *cx, int64_t keys);
-/* exec_cuda_plan.c: the session's decode kernels' args for paged ATTENTION n (its block size, the
+/* exec_cuda_attention.c: the session's decode kernels' args for paged ATTENTION n (its block size, the
  * table's reach as the cache depth ctx, no ring; tbl set at the launch) at depth bound depth_max */
 cu_attn_args cx_attn_paged_dec_args(const exec_cuda *cx, const plan *p, const ir_node *n, int64_t depth_max);
-/* exec_cuda_plan.c: does paged ATTENTION n run on the session's decode kernels through its block
+/* exec_cuda_attention.c: does paged ATTENTION n run on the session's decode kernels through its block
  * table (cu_attn_decode: the small layout's own kernel or k_attn_deep) in a run of depth bound
  * depth_max: one token (the batched engine's B = 1 step), attention variant 4, a depth class
  * (depth_max > 0) and a shape those kernels take (cu_attn_decode_paged_fits)? Else the paged kernel. */

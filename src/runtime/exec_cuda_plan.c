@@ -2,7 +2,7 @@
 /*
  * runtime/exec_cuda_plan.c — per-plan device state (cplan): input bindings to device memory (a
  * weight read only as a get_rows table by the tokens stays in host memory: its rows go through the
- * plan's per-run stage), attention split counts, the executor-level fusion tables (cuda_fusion.h),
+ * plan's per-run stage), the executor-level fusion tables (cuda_fusion.h),
  * the arena size with split scratch, generated kernels; found by plan pointer or built on a plan's
  * first run.
  * Layer 2 (runtime), CUDA builds only.
@@ -11,7 +11,6 @@
 
 #include "runtime/exec_cuda_impl.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,160 +36,9 @@ void cx_plan_clear(cplan *c) {
 
 // ---- per-plan state ----
 
-/* Variant 4's grid splits per kv head (k_attn_decode.cu): enough splits of kmin keys to cover the
- * capacity C, at most mul * SMs / Hkv (default 2: ~2 blocks per SM at the deepest context; fewer
- * when the capacity is short) and 256; the kernel activates max(1, ceil(depth / kps)) of them. */
-static int attn_nsplit_dec(const exec_cuda *cx, int64_t Hkv, int64_t C) {
-    int64_t ns = (C + cx->cfg.attn_kmin - 1) / cx->cfg.attn_kmin;
-    const int64_t most = Hkv > 0 ? ((int64_t)cx->cfg.attn_splits * cx->sms + Hkv - 1) / Hkv : 1;
-    if (ns > most) ns = most;
-    if (ns > 256) ns = 256;
-    return ns < 1 ? 1 : (int)ns;
-}
-
-static int attn_nsplit(const exec_cuda *cx, const plan *p, const ir_node *n) {
-    const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
-    const int64_t T = q->ne[2], Hq = q->ne[1], C = k->ne[1];
-    if (T > 1) return 1;
-    if (cx->cfg.attn_variant == 4) return attn_nsplit_dec(cx, ir_attn_of(n).n_head_kv, C);
-    int64_t ns = ((int64_t)cx->cfg.attn_splits * cx->sms + Hq - 1) / Hq;
-    int64_t cap = (C + 63) / 64;
-    if (ns > cap) ns = cap;
-    if (ns > 64) ns = 64;
-    return ns < 1 ? 1 : (int)ns;
-}
-
-cu_attn_args cx_attn_args(const exec_cuda *cx, const plan *p, const ir_node *n) {
-    const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
-    return (cu_attn_args){.D = q->ne[0], .Hq = q->ne[1], .Hkv = ir_attn_of(n).n_head_kv, .T = q->ne[2], .ctype = k->dtype, .scale = ir_attn_of(n).scale,
-                          .softcap = ir_attn_of(n).softcap, .window = ir_attn_of(n).window, .ring = ir_kv_ring(p->g, n->src[1]),
-                          .nsplit = attn_nsplit(cx, p, n),
-                          .variant = cx->cfg.attn_variant == 1 ? 1 : cx->cfg.attn_variant == 4 ? 4 : 2, .kmin = cx->cfg.attn_kmin,
-                          .hpb = cx->cfg.attn_hpb, .ctx = k->ne[1], .warp = cx->cfg.attn_warp, .small = cx->cfg.attn_small};
-}
-
-cu_attn_args cx_attn_paged_dec_args(const exec_cuda *cx, const plan *p, const ir_node *n, int64_t depth_max) {
-    cu_attn_args a = cx_attn_args(cx, p, n);
-    const int bs = ir_attn_block_size(n);
-    const int64_t reach = bs > 0 ? p->g->nodes[n->src[4]].ne[0] * bs : 0; /* keys the table can name */
-    if (reach > 0 && reach < a.ctx) a.ctx = reach;
-    a.ring = 0, a.bs = bs, a.depth_max = depth_max;
-    if (a.T == 1 && a.variant == 4) a.nsplit = attn_nsplit_dec(cx, a.Hkv, a.ctx);
-    return a;
-}
-
-bool cx_attn_paged_on_dec(const exec_cuda *cx, const plan *p, const ir_node *n, int64_t depth_max) {
-    if (ir_attn_block_size(n) <= 0 || depth_max <= 0 || cx->cfg.attn_variant != 4 || p->g->nodes[n->src[0]].ne[2] != 1) return false;
-    const cu_attn_args a = cx_attn_paged_dec_args(cx, p, n, depth_max);
-    return cu_attn_decode_paged_fits(&a);
-}
-
-bool cx_attn_on_flash(const exec_cuda *cx, const plan *p, const ir_node *n) {
-    if (ir_attn_block_size(n) > 0 || (cx->cfg.attn_variant != 3 && cx->cfg.attn_variant != 4)) return false;
-    const cu_attn_args a = cx_attn_args(cx, p, n);
-    return cu_fattn_supported(&a);
-}
-
-/* Key splits S of the paged kernel (k_attn_paged.cu): its T * Hq blocks (grouped, hb > 0: T * Hq / hb,
- * at most CU_ATT_PAGED_GQA_MAX_SPLITS) each walk their keys
- * serially, so a decode of few tokens deep in the cache leaves most SMs idle (gemma4's 8 global
- * heads at depth 4096: 8 blocks on 132 SMs; unsplit, H100: 21 tok/s against 304 at depth 0). S gives
- * ~attn_splits (2) blocks per SM at the deepest context a token can see (keys: the table's reach,
- * the cache rows, the window), in splits of at least kmin keys (shallower: fewer of them active,
- * the kernel decides from pos), at most CU_ATT_PAGED_MAX_SPLITS; S = 1 (the unsplit kernel, no
- * scratch) where T * Hq blocks already fill that (prefill, large batches) or keys <= kmin. */
-static int attn_nsplit_paged(const exec_cuda *cx, int64_t T, int64_t Hq, int hb, int64_t keys) {
-    const int64_t blocks = T * (hb > 0 ? Hq / hb : Hq), want = (int64_t)cx->cfg.attn_splits * cx->sms, kmin = cx->cfg.attn_kmin;
-    if (blocks <= 0 || blocks >= want) return 1;
-    int64_t ns = (want + blocks - 1) / blocks;
-    const int64_t most = (keys + kmin - 1) / kmin;
-    if (ns > most) ns = most;
-    if (ns > (hb > 0 ? CU_ATT_PAGED_GQA_MAX_SPLITS : CU_ATT_PAGED_MAX_SPLITS)) ns = hb > 0 ? CU_ATT_PAGED_GQA_MAX_SPLITS : CU_ATT_PAGED_MAX_SPLITS;
-    return ns < 1 ? 1 : (int)ns;
-}
-
-/* the grouped kernel's heads a block (cu_attn_paged_args.hb) under cu_config.attn_gqa: the largest
- * divisor of G = Hq / Hkv <= it that the kernel takes for a's shape (all G heads of a kv head where
- * it can: each K/V row read once for them; Qwen2.5's 7), 0 where none does (attn_gqa 0, head dims
- * or cache types it has no instance of: the per-head kernel) */
-static int attn_paged_hb(const exec_cuda *cx, const cu_attn_paged_args *a) {
-    for (int hb = cx->cfg.attn_gqa < 8 ? cx->cfg.attn_gqa : 8; hb >= 1; hb--)
-        if (cu_attention_paged_gqa_ok(a, hb)) return hb;
-    return 0;
-}
-
-cu_attn_paged_args cx_attn_paged_args(const exec_cuda *cx, const plan *p, const ir_node *n) {
-    const ir_node *q = &p->g->nodes[n->src[0]], *k = &p->g->nodes[n->src[1]];
-    const ir_attn_params ap = ir_attn_of(n);
-    const int bs = ir_attn_block_size(n); /* 0: a contiguous cache, one block of its C rows */
-    const int64_t C = k->ne[1], n_tbl = bs > 0 ? p->g->nodes[n->src[4]].ne[0] : 1;
-    int64_t keys = bs > 0 && n_tbl * bs < C ? n_tbl * bs : C;
-    if (ap.window > 0 && ap.window < keys) keys = ap.window;
-    cu_attn_paged_args a = {.D = q->ne[0], .Hq = q->ne[1], .Hkv = ap.n_head_kv, .T = q->ne[2], .ctype = k->dtype, .scale = ap.scale,
-                            .softcap = ap.softcap, .window = ap.window, .bs = bs > 0 ? bs : (int)C, .n_tbl = n_tbl,
-                            .ring = bs > 0 ? 0 : ir_kv_ring(p->g, n->src[1]), .kmin = cx->cfg.attn_kmin};
-    a.hb = attn_paged_hb(cx, &a);
-    a.nsplit = attn_nsplit_paged(cx, a.T, a.Hq, a.hb, keys);
-    return a;
-}
-
 void exec_cuda_assume_device(int cc_major, int sms) { cu_assume_device(cc_major, sms); }
 bool exec_cuda_blaslt_available(char *why, size_t cap) { return cu_blaslt_available(why, cap); }
 void exec_cuda_assume_blaslt(int on) { cu_blaslt_assume(on); }
-
-/* the splits active at n visible keys of S of at least kmin (attn_paged.cuh's pa_active) */
-static int64_t paged_active(int64_t n, int S, int kmin, int64_t *kps) {
-    const int64_t km = kmin > 0 ? kmin : CU_ATT_DEC_KMIN;
-    *kps = S > 1 ? (n + S - 1) / S : n;
-    if (S > 1 && *kps < km) *kps = km;
-    return S > 1 ? (n + *kps - 1) / *kps : 1;
-}
-
-/* one line about attention node n at depth (its last position): the kernel, grid and splits */
-static int describe_one(const exec_cuda *cx, const plan *p, int32_t i, int64_t depth, char *buf, size_t cap) {
-    const ir_node *n = &p->g->nodes[i];
-    const ir_attn_params ap = ir_attn_of(n);
-    const int64_t keys = ap.window > 0 && ap.window < depth + 1 ? ap.window : depth + 1;
-    const int o = snprintf(buf, cap, "%%%d head_dim %d heads %lld/%d window %d, %lld keys: ", (int)i, (int)ap.head_dim, (long long)p->g->nodes[n->src[0]].ne[1],
-                           (int)ap.n_head_kv, (int)ap.window, (long long)keys);
-    const size_t rest = (size_t)o < cap ? cap - (size_t)o : 0;
-    const int64_t dm = p->n_tokens == 1 ? cx_class_depth(cx, cx_depth_class(cx, depth + 1)) : 0; /* the run's depth bound */
-    if (cx_attn_paged_on_dec(cx, p, n, dm)) {
-        const cu_attn_args a = cx_attn_paged_dec_args(cx, p, n, dm);
-        const bool deep = cu_attn_deep_fits(&a);
-        return o + snprintf(buf + o, rest, "%s through the block table (block size %d), depth class of %lld keys\n",
-                            deep ? "k_attn_deep + k_attn_deep_merge" : "k_attn_dec small layout (SMALL_ONLY)", a.bs, (long long)dm);
-    }
-    if (cx_attn_on_paged_kernel(cx, p, n)) {
-        const cu_attn_paged_args a = cx_attn_paged_args(cx, p, n);
-        int64_t kps;
-        const int64_t na = paged_active(keys, a.nsplit, a.kmin, &kps), bx = a.hb > 0 ? a.Hq / a.hb : a.Hq;
-        return o + snprintf(buf + o, rest, "%s hb %d grid (%lld, %lld, %d), %d splits: %lld active of %lld keys%s\n",
-                            a.hb > 0 ? "k_attn_paged_gqa" : "k_attn_paged", a.hb, (long long)bx, (long long)a.T, a.nsplit > 1 ? a.nsplit : 1,
-                            a.nsplit, (long long)na, (long long)kps, cu_attention_paged_launches(&a, true) > 1 ? " + merge" : a.nsplit > 1 ? ", the last merges" : "");
-    }
-    const cu_attn_args a = cx_attn_args(cx, p, n);
-    int64_t kps;
-    const int64_t na = paged_active(keys, a.nsplit, a.kmin, &kps);
-    return o + snprintf(buf + o, rest, "cu_attention variant %d (T %lld, ctype %d), %d splits of >= %d keys (%lld active), warp path to %d, "
-                        "small to %d, deep %d\n", a.variant, (long long)a.T, a.ctype, a.nsplit, a.kmin, (long long)na, a.warp, a.small,
-                        cx->cfg.attn_deep);
-}
-
-size_t exec_cuda_describe_attention(const plan *p, const cu_config *c, int64_t depth, char *buf, size_t cap) {
-    exec_cuda *cx = (exec_cuda *)calloc(1, sizeof *cx);
-    if (!cx) return 0;
-    cx->cfg = c ? *c : cu_config_default;
-    cx->sms = cu_sm_count();
-    size_t o = 0;
-    for (int32_t i = 0; i < p->g->n_nodes; i++)
-        if (p->g->nodes[i].op == IR_OP_ATTENTION) {
-            const int k = describe_one(cx, p, i, depth, buf + (o < cap ? o : cap), o < cap ? cap - o : 0);
-            o += k > 0 ? (size_t)k : 0;
-        }
-    free(cx);
-    return o;
-}
 
 /* as a new context would plan p: nodes fused away (skips, what 0), gate/up launches that write their
  * GLU (1: the planner's gated groups), or matmuls whose norm sums their
