@@ -11,25 +11,7 @@
 #include "backend/cuda/k_attention.cu"
 #include "backend/cuda/k_attn_decode.cu"
 #include "backend/cuda/k_attn_deep.cu"
-
-#include <cstdarg>
-#include <cstdio>
-#include <cstdlib>
-
-/* what the launchers call of the library */
-static cu_config emu_cfg;
-static int emu_sms = 8;
-static char emu_err[512];
-extern "C" const cu_config *cu_cfg(void) { return &emu_cfg; }
-extern "C" int cu_sm_count(void) { return emu_sms; }
-extern "C" bool cu_pdl_on(void) { return false; }
-extern "C" sb_status sb_fail(sb_status s, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(emu_err, sizeof emu_err, fmt, ap);
-    va_end(ap);
-    return s;
-}
+#include "emu_library.h" /* cu_cfg (emu_cfg), cu_sm_count (emu_sms), cu_pdl_on, sb_fail (emu_err) */
 
 /* cu_attention of dims = {D, Hq, Hkv, T, ctx, ring, depth_max}, f = {scale, softcap}, i = {ctype,
  * window, nsplit, variant, kmin, hpb, warp, small, attn_pre} (cu_attn_args' fields: the C test sees

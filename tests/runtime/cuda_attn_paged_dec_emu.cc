@@ -11,25 +11,7 @@
 #include "backend/cuda/k_attn_decode.cu"
 #include "backend/cuda/k_attn_deep.cu"
 #include "backend/cuda/device/act_quant.cuh"
-
-#include <cstdarg>
-#include <cstdio>
-#include <cstdlib>
-
-/* what the launchers call of the library */
-static cu_config emu_cfg;
-static int emu_sms = 8;
-static char emu_err[512];
-extern "C" const cu_config *cu_cfg(void) { return &emu_cfg; }
-extern "C" int cu_sm_count(void) { return emu_sms; }
-extern "C" bool cu_pdl_on(void) { return false; }
-extern "C" sb_status sb_fail(sb_status s, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(emu_err, sizeof emu_err, fmt, ap);
-    va_end(ap);
-    return s;
-}
+#include "emu_library.h" /* cu_cfg (emu_cfg), cu_sm_count (emu_sms), cu_pdl_on, sb_fail (emu_err) */
 
 /* cu_attn_decode of one token (T 1, variant 4) with dims = {D, Hq, Hkv, ctx, depth_max, bs}, f = {scale,
  * softcap, q_rope.theta_scale, .freq_scale, .attn_factor}, i = {ctype, window, nsplit, small, attn_pre,

@@ -6,23 +6,7 @@
  * as the launcher sizes them, with the epilogue's non-finite flag.
  */
 #include "backend/cuda/k_mmvq.cu"
-
-#include <cstdarg>
-#include <cstdio>
-
-/* what the launcher calls of the library */
-static cu_config emu_cfg;
-static char emu_err[512];
-extern "C" const cu_config *cu_cfg(void) { return &emu_cfg; }
-extern "C" int cu_sm_count(void) { return 8; }
-extern "C" bool cu_pdl_on(void) { return false; }
-extern "C" sb_status sb_fail(sb_status s, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(emu_err, sizeof emu_err, fmt, ap);
-    va_end(ap);
-    return s;
-}
+#include "emu_library.h" /* cu_cfg (emu_cfg), cu_sm_count, cu_pdl_on, sb_fail (emu_err) */
 
 /* cu_matmul_q8 of w [N rows of wtype over K] times xq (T tokens of xtype) into dst, with the
  * epilogue {add (a bias, NULL: none), flag}; head_rows: cu_config.head_rows (rows a warp past 65,536

@@ -7,7 +7,7 @@
  * a deadlock or a launch past those limits is the error cudaGetLastError returns (and clears).
  * Streams are plain pointers, function attributes are accepted and ignored, PDL attributes too.
  * Found through -Itests/codegen/emu (emu_build.h) by cu_launch.cuh's #include <cuda_runtime.h>.
- * The driver defines what the launchers call of the library (sb_fail, cu_cfg, cu_sm_count, cu_pdl_on).
+ * What the launchers call of the library (sb_fail, cu_cfg, cu_sm_count, cu_pdl_on): emu_library.h.
  */
 #ifndef SB_CUDA_EMU_RUNTIME_H
 #define SB_CUDA_EMU_RUNTIME_H
