@@ -71,6 +71,9 @@ struct backend {
     const backend_ops *ops;
 };
 
+/* backend_ops.output_finite where the backend has it, else -1 (not checked) */
+static inline int backend_output_finite(const backend *be, int32_t k) { return be->ops->output_finite ? be->ops->output_finite(be, k) : -1; }
+
 /* What a session asks of a backend kind when it creates one. */
 typedef struct backend_params {
     int n_threads;      /* CPU: the thread pool's size */

@@ -418,7 +418,7 @@ static sb_status run_plan(rt_engine *e, int64_t T, int64_t n_out, const rt_batch
             }
     }
     /* the rows are scanned unless the kernel that wrote them checked them (a one-row step's LM head) */
-    if (!e->be->ops->output_finite || e->be->ops->output_finite(e->be, oi) != 1) SB_TRY(check_logits(e, n_out, items));
+    if (backend_output_finite(e->be, oi) != 1) SB_TRY(check_logits(e, n_out, items));
     if (logits && n_out) memcpy(logits, e->out, (size_t)(n_out * V) * sizeof *logits);
     e->n_out_last = n_out;
     return SB_OK;

@@ -337,8 +337,7 @@ static sb_status run_chunk(rt_session *s, const int32_t *tokens, int64_t T, int6
     else if (!(dst[oi] = tmp = (float *)malloc((size_t)(n_out * V) * sizeof *tmp)))
         return sb_fail(SB_ERR_OOM, "session: %lld logits rows", (long long)n_out);
     sb_status st = s->be->ops->run(s->be, e->p, e->data, e->p->n_inputs, dst);
-    const int finite = st == SB_OK && s->be->ops->output_finite ? s->be->ops->output_finite(s->be, oi) : -1;
-    if (st == SB_OK && finite != 1) st = check_logits(dst[oi], n_out, V, tokens + T - n_out, s->n_cached + T - n_out);
+    if (st == SB_OK && backend_output_finite(s->be, oi) != 1) st = check_logits(dst[oi], n_out, V, tokens + T - n_out, s->n_cached + T - n_out);
     if (st == SB_OK && dst[oi] != s->logits) memcpy(s->logits, dst[oi] + (n_out - 1) * V, (size_t)V * sizeof *s->logits);
     free(tmp);
     SB_TRY(st);
