@@ -38,7 +38,7 @@ static __device__ __forceinline__ void mmvq_part_rows(const uint8_t *const *rows
 #pragma unroll
         for (int r = 0; r < R; r++)
             if (r < n) gv_unpack<TYPE, XQ>(rows[r], j, &ws[r], &sc[r]);
-        int qy[9]; /* [8]: gv_act_raw's bsums word */
+        int qy[8];
         uint32_t d8r;
         gv_act_raw<TYPE, XQ>(x, K, j, qy, &d8r);
         const float d8 = cu_act_d<XQ>(d8r);

@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(NW * 32) k_gemv_reg(mseg_set m, const uint8_t 
     float acc[RW];
 #pragma unroll
     for (int u = 0; u < RW; u++) acc[u] = 0.0f;
-    int qx[SPL][9]; /* [8]: gv_act_raw's bsums word */
+    int qx[SPL][8];
     uint32_t d8r[SPL]; /* the scales' raw bits: converted at use, so no load waits for another */
 #pragma unroll
     for (int t = 0; t < SPL; t++) { /* every activation load in flight before any use */

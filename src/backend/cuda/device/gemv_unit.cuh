@@ -29,29 +29,16 @@
  * rounding is of the size of s's, so it lands as far from the reference's s as the exact term). The first H200 run, with
  * q8_1 activations for these types, measured 7.5-7.7e-4 NMSE from their references (limit 1e-3;
  * docs/cuda.md) */
-/* ... with the activation's two 16-value sums given (h0, h1: q8_K's bsums, the same integers) */
-template <int TYPE> static __device__ __forceinline__ void mmvq_sub_acc_sums(float *acc, const cu_wsub &ws, const int *qy, float d8, int h0, int h1) {
-    int s0, s1;
+template <int TYPE> static __device__ __forceinline__ void mmvq_sub_acc(float *acc, const cu_wsub &ws, const int *qy, float d8) {
+    int s0, s1, sq = 0;
     cu_dp4a_halves(ws.w, qy, &s0, &s1);
     if (TYPE == CU_T_Q2_K) {
+        const int h0 = cu_dp4a_sum16(qy), h1 = cu_dp4a_sum16(qy + 4);
         *acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + (ws.dm * (float)h0 + ws.dm1 * (float)h1));
         return;
     }
-    *acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)(h0 + h1));
-}
-template <int TYPE> static __device__ __forceinline__ void mmvq_sub_acc(float *acc, const cu_wsub &ws, const int *qy, float d8) {
-    if (TYPE == CU_T_Q2_K) {
-        mmvq_sub_acc_sums<TYPE>(acc, ws, qy, d8, cu_dp4a_sum16(qy), cu_dp4a_sum16(qy + 4));
-        return;
-    }
-    int sq = 0;
     if (ws.dm != 0.0f) sq = cu_dp4a_sum(qy);
-    mmvq_sub_acc_sums<TYPE>(acc, ws, qy, d8, sq, 0);
-}
-
-/* does unit j's dot need the activation's sums (a min term), which q8_K stores as bsums? */
-template <int TYPE, int XQ> static __host__ __device__ constexpr bool gv_bsums() {
-    return XQ == CU_T_Q8_K && (TYPE == CU_T_Q2_K || TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K);
+    *acc += d8 * (ws.d0 * (float)s0 + ws.d1 * (float)s1 + ws.dm * (float)sq);
 }
 
 /* does the type's decode unit differ from its element-order sub-block? */
@@ -97,10 +84,8 @@ template <int TYPE, int XQ> static __device__ __forceinline__ void gv_decode(con
 }
 
 /* the activation words of unit j: q8_K sub-block j's 8 (element order), or Q3_K's four sub-blocks'
- * positions p0 .. p0 + 7 (qs[32 (4h + m) + p0 + 4k] -> q[2m + k]); the scale's raw bits; where
- * gv_bsums, q[8] = the sub-block's two bsums (int16 each, low = the first 16 values) */
+ * positions p0 .. p0 + 7 (qs[32 (4h + m) + p0 + 4k] -> q[2m + k]); the scale's raw bits */
 template <int TYPE, int XQ> static __device__ __forceinline__ void gv_act_raw(const uint8_t *x, int64_t K, int j, int *q, uint32_t *draw) {
-    if (gv_bsums<TYPE, XQ>()) q[8] = *(const int *)(((const blk_q8_K *)x + j / 8)->bsums + 2 * (j % 8));
     if (gv_q3k<TYPE, XQ>()) {
         const blk_q8_K *xb = (const blk_q8_K *)x + j / 8;
         const int *qs = (const int *)(xb->qs + 128 * ((j % 8) / 4) + 8 * (j % 4));
@@ -125,8 +110,7 @@ template <int TYPE, int XQ> static __device__ __forceinline__ void gv_unpack(con
     }
 }
 
-/* acc += unit j's dot (gv_decode's w, sc; gv_act_raw's q, d8): where gv_bsums, the min term's
- * activation sums from q8_K's bsums instead of 8 dp4a (the same integers, so the same bits) */
+/* acc += unit j's dot (gv_decode's w, sc; gv_act_raw's q, d8) */
 template <int TYPE, int XQ> static __device__ __forceinline__ void gv_acc(float *acc, const cu_wsub &ws, uint32_t sc, const int *q, float d8) {
     if (gv_q3k<TYPE, XQ>()) {
         int isum = 0;
@@ -137,8 +121,6 @@ template <int TYPE, int XQ> static __device__ __forceinline__ void gv_acc(float 
             isum += ((int)((sc >> (8 * m)) & 0xFFu) - 32) * (dot - 4 * sum);
         }
         *acc += d8 * (ws.d0 * (float)isum);
-    } else if (gv_bsums<TYPE, XQ>()) {
-        mmvq_sub_acc_sums<TYPE>(acc, ws, q, d8, (int)(int16_t)(q[8] & 0xFFFF), q[8] >> 16);
     } else {
         mmvq_sub_acc<TYPE>(acc, ws, q, d8);
     }
