@@ -5,7 +5,9 @@
  * move the choice, a NaN/+Inf logit fails with SB_ERR_NUMERIC, all -inf with SB_ERR_RANGE, and the draw
  * frequencies follow softmax(logits / temp) (chi-square-style bound); top-k's one-pass selection
  * draws exactly what the full sort draws over the k best (ties by id), greedy with and without
- * bias or penalties is the first largest.
+ * bias or penalties is the first largest; the greedy draw's four-lane scan equals a plain loop
+ * (first largest, first NaN / +Inf, all -inf) at every vocabulary size 1..70 and 151,936, on rows
+ * with ties, signed zeros, -inf runs and bad values at random places.
  */
 #include "runtime/sampler.h"
 #include "test.h"
@@ -20,6 +22,56 @@ static int argmax(const float *l) {
     int b = 0;
     for (int i = 1; i < V; i++) b = l[i] > l[b] ? i : b;
     return b;
+}
+
+/* the plain loop the greedy scan must equal: the token, or -1 - (first bad index), or -(n + 1) when
+ * every logit is -inf */
+static int64_t plain_greedy(const float *l, int64_t n) {
+    int64_t best = -1;
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        if (l[i] != l[i] || l[i] == INFINITY) return -1 - i;
+        if (l[i] > mx) mx = l[i], best = i;
+    }
+    return best < 0 ? -(n + 1) : best;
+}
+
+/* rows of size n with few distinct values (ties), +0 / -0, -inf, and sometimes a NaN / +Inf */
+static void test_greedy_scan(void) {
+    uint64_t seed = 7;
+    const int64_t big = 151936;
+    float *l = malloc((size_t)big * sizeof *l);
+    CHECK(l != NULL);
+    for (int64_t n = 1; l && n <= 71; n++) {
+        const int64_t len = n == 71 ? big : n;
+        rt_sampler_params p;
+        rt_sampler_defaults(&p);
+        p.temp = 0;
+        rt_sampler *s = NULL;
+        CHECK(rt_sampler_create(&p, len, &s) == SB_OK);
+        for (int trial = 0; s && trial < 40; trial++) {
+            for (int64_t i = 0; i < len; i++) {
+                const uint64_t r = test_rand_u64(&seed) % 16;
+                l[i] = r < 3 ? -INFINITY : r == 3 ? 0.0f : r == 4 ? -0.0f : (float)(r % 5) - 2.0f;
+            }
+            if (trial % 4 == 1) l[test_rand_u64(&seed) % len] = NAN;
+            if (trial % 4 == 2) l[test_rand_u64(&seed) % len] = INFINITY;
+            if (trial % 8 == 3)
+                for (int64_t i = 0; i < len; i++) l[i] = -INFINITY;
+            const int64_t want = plain_greedy(l, len);
+            int32_t t = -7;
+            const sb_status st = rt_sampler_sample(s, l, &t);
+            if (want >= 0) CHECK(st == SB_OK && t == want);
+            else if (want == -(len + 1)) CHECK(st == SB_ERR_RANGE && t == -7);
+            else {
+                char at[40];
+                snprintf(at, sizeof at, "logit %lld ", (long long)(-1 - want));
+                CHECK(st == SB_ERR_NUMERIC && t == -7 && strstr(sb_last_error(), at));
+            }
+        }
+        rt_sampler_free(s);
+    }
+    free(l);
 }
 
 /* The defaults with the given temperature and top-k / top-p / min-p filters. */
@@ -73,6 +125,7 @@ static void test_topk_selection(void) {
 
 int main(void) {
     test_topk_selection();
+    test_greedy_scan();
     uint64_t seed = 42;
     float l[V];
     rt_sampler *s;

@@ -186,6 +186,8 @@ typedef struct serve_draw_job {
     sb_sampler *smp;
     const float *logits;
     int mask_eog;
+    int exact_unmasked; /* a deterministic draw without logprobs: its result on the unmasked row is the
+                           masked row's unless an end-of-generation token wins (then it redraws) */
     int32_t tok;
     sb_status st;
     char msg[200];

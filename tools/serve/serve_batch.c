@@ -284,8 +284,12 @@ static int step(serve_batch *b) {
     for (size_t k = 0; k < n; k++) {
         bchoice *c = b->owner[k];
         if (c->state == CH_PREFILL) c->fed++;
-        if (b->items[k].logits)
-            b->jobs[nj] = (serve_draw_job){.smp = c->smp, .logits = logits + (size_t)V * nj, .mask_eog = c->j->req.ignore_eos}, nj++;
+        if (b->items[k].logits) {
+            const serve_request *rq = &c->j->req;
+            b->jobs[nj] = (serve_draw_job){.smp = c->smp, .logits = logits + (size_t)V * nj, .mask_eog = rq->ignore_eos,
+                                           .exact_unmasked = rq->sp.temp <= 0 && !rq->logprobs};
+            nj++;
+        }
     }
     serve_drawers_run(b->draw, b->jobs, nj);
     for (size_t k = 0, r = 0; k < n; k++) {

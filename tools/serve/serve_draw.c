@@ -37,9 +37,28 @@ struct serve_drawers {
     atomic_size_t next;
 };
 
+static int is_eog(const serve_drawers *d, int32_t tok) {
+    for (int k = 0; k < d->n_eog; k++)
+        if (d->eog[k] == tok) return 1;
+    return 0;
+}
+
+/* A job's draw; end-of-generation tokens masked (-inf) for ignore_eos jobs, as sb_generate does. The
+ * mask costs a copy of the row (600 KB at a 150k vocabulary), so a deterministic draw without
+ * logprobs (greedy: no random number, no log entry) first draws from the row as it is: if no
+ * end-of-generation token wins there, the masked row gives the same token (the first index of the
+ * same maximum). */
 static void draw_one(serve_drawers *d, serve_draw_job *j, float *row) {
     const float *l = j->logits;
-    if (j->mask_eog && d->n_eog) { /* as sb_generate: end-of-generation tokens never drawn */
+    if (j->mask_eog && d->n_eog && j->exact_unmasked) {
+        j->st = sb_sampler_sample(j->smp, l, &j->tok);
+        if (j->st == SB_OK && !is_eog(d, j->tok)) {
+            j->st = sb_sampler_accept(j->smp, j->tok);
+            if (j->st != SB_OK) snprintf(j->msg, sizeof j->msg, "%s", sb_last_error());
+            return;
+        }
+    }
+    if (j->mask_eog && d->n_eog) {
         memcpy(row, j->logits, (size_t)d->n_vocab * sizeof *row);
         for (int k = 0; k < d->n_eog; k++) row[d->eog[k]] = -INFINITY;
         l = row;
