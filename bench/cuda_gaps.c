@@ -9,10 +9,12 @@
  * builds' outputs side by side show which launch boundaries grew (the question bench/NOTES.md's
  * thirteenth session left: ~30 us a Qwen2.5-0.5B step between kernels, with equal bodies).
  * With -e the steps are a batched engine's (sb_engine_step, one sequence: the paged graph) instead of
- * a session's, so the two step kinds' kernels can be set side by side too (issue 28's B = 1 step).
+ * a session's, so the two step kinds' kernels can be set side by side too (issue 28's B = 1 step);
+ * -B N (with -e) decodes N sequences a step, each DEPTH tokens deep with its own tokens (no shared
+ * prefix blocks): the batched step sb serve runs at N streams.
  * With -t T > 1 a step is a prompt chunk instead: T tokens after DEPTH cached ones, the cache cut
  * back to DEPTH before each (the first-token-after-a-cached-prefix case).
- * Usage: bench_cuda_gaps -m MODEL [-d DEPTH (64)] [-n STEPS (32)] [-t T (1)] [-k KERNELS_SHOWN (all)] [-e]
+ * Usage: bench_cuda_gaps -m MODEL [-d DEPTH (64)] [-n STEPS (32)] [-t T (1)] [-k KERNELS_SHOWN (all)] [-e [-B N (1..64)]]
  * Built with the CUDA backend only (`make bench`); links libsonicboom and CUPTI. Not a test.
  */
 #include "sonicboom.h"
@@ -126,39 +128,53 @@ static void report(int steps, int shown) {
 typedef struct sb_engine sb_engine;
 #endif
 
-/* one decode step of the session or, with an engine, of its one sequence */
+#define GAPS_MAX_B 64
+
+/* one decode step of the session or, with an engine, of its nseq sequences */
 typedef struct stepper {
     sb_session *s;
     sb_engine *e;
-    int32_t seq;
+    int32_t seq[GAPS_MAX_B];
+    int nseq;
 } stepper;
+
+/* sequence q's token where sequence 0 has t: every sequence its own tokens, so no prefix is shared */
+static int32_t seq_token(int32_t t, int q) { return (int32_t)(1 + (t + 37 * q) % 1000); }
 
 static sb_status step(stepper *st, int32_t token) {
     if (st->s || !GAPS_ENGINE) return sb_session_decode(st->s, token);
 #if GAPS_ENGINE
-    sb_batch_item it = {.seq = st->seq, .token = token, .logits = 1};
-    return sb_engine_step(st->e, &it, 1, NULL);
+    sb_batch_item it[GAPS_MAX_B];
+    for (int q = 0; q < st->nseq; q++) it[q] = (sb_batch_item){.seq = st->seq[q], .token = seq_token(token, q), .logits = 1};
+    return sb_engine_step(st->e, it, (size_t)st->nseq, NULL);
 #endif
 }
 
-/* the first n tokens of tok into the cache (the engine's in chunks of its batch) */
+/* the first n tokens of tok into the cache (each engine sequence's in chunks of the batch) */
 static sb_status fill(stepper *st, const int32_t *tok, int64_t n) {
     if (st->s || !GAPS_ENGINE) return sb_session_prefill(st->s, tok, (size_t)n, NULL);
 #if GAPS_ENGINE
     sb_batch_item items[256];
-    for (int64_t i = 0; i < n;) {
-        size_t k = 0;
-        for (; k < 256 && i < n; k++, i++) items[k] = (sb_batch_item){.seq = st->seq, .token = tok[i], .logits = i == n - 1};
-        sb_status r = sb_engine_step(st->e, items, k, NULL);
-        if (r != SB_OK) return r;
-    }
+    for (int q = 0; q < st->nseq; q++)
+        for (int64_t i = 0; i < n;) {
+            size_t k = 0;
+            for (; k < 256 && i < n; k++, i++) items[k] = (sb_batch_item){.seq = st->seq[q], .token = seq_token(tok[i], q), .logits = i == n - 1};
+            sb_status r = sb_engine_step(st->e, items, k, NULL);
+            if (r != SB_OK) return r;
+        }
 #endif
     return SB_OK;
 }
 
 static sb_status truncate_to(stepper *st, int64_t n) {
 #if GAPS_ENGINE
-    if (!st->s) return sb_seq_truncate(st->e, st->seq, n);
+    if (!st->s) {
+        for (int q = 0; q < st->nseq; q++) {
+            sb_status r = sb_seq_truncate(st->e, st->seq[q], n);
+            if (r != SB_OK) return r;
+        }
+        return SB_OK;
+    }
 #endif
     return sb_session_truncate(st->s, n);
 }
@@ -171,7 +187,7 @@ static sb_status chunk(stepper *st, const int32_t *tok, int64_t depth, int64_t T
     return st->s ? sb_session_prefill(st->s, tok, (size_t)(depth + T), NULL) : fill(st, tok + depth, T);
 }
 
-static sb_status open_stepper(sb_model *m, int engine, int64_t n_ctx, stepper *st) {
+static sb_status open_stepper(sb_model *m, int engine, int nseq, int64_t n_ctx, stepper *st) {
     if (!engine) {
         sb_session_params sp;
         sb_session_default_params(&sp);
@@ -183,10 +199,11 @@ static sb_status open_stepper(sb_model *m, int engine, int64_t n_ctx, stepper *s
     sb_engine_params ep;
     sb_engine_default_params(&ep);
     ep.device = SB_DEVICE_CUDA;
-    ep.n_seq_max = 1;
+    ep.n_seq_max = nseq;
     ep.n_ctx = n_ctx;
     sb_status r = sb_engine_create(m, &ep, &st->e);
-    return r == SB_OK ? sb_seq_open(st->e, &st->seq) : r;
+    for (st->nseq = 0; r == SB_OK && st->nseq < nseq; st->nseq++) r = sb_seq_open(st->e, &st->seq[st->nseq]);
+    return r;
 #else
     fprintf(stderr, "bench_cuda_gaps: -e: this library's header has no engine\n");
     return SB_ERR_UNSUPPORTED;
@@ -197,7 +214,7 @@ int main(int argc, char **argv) {
     const char *path = NULL;
     int64_t depth = 64;
     int64_t T = 1;
-    int steps = 32, shown = 1 << 30, engine = 0;
+    int steps = 32, shown = 1 << 30, engine = 0, nseq = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-e")) engine = 1;
         else if (i + 1 >= argc) break;
@@ -206,15 +223,17 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-n")) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-k")) shown = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-t")) T = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "-B")) nseq = atoi(argv[++i]);
     }
-    if (!path || depth < 1 || steps < 1 || T < 1 || T > 4096) {
-        fprintf(stderr, "usage: bench_cuda_gaps -m MODEL [-d DEPTH (64, >= 1)] [-n STEPS (32)] [-t T (1..4096)] [-k KERNELS_SHOWN] [-e]\n");
+    if (!path || depth < 1 || steps < 1 || T < 1 || T > 4096 || nseq < 1 || nseq > GAPS_MAX_B || (nseq > 1 && (!engine || T > 1))) {
+        fprintf(stderr, "usage: bench_cuda_gaps -m MODEL [-d DEPTH (64, >= 1)] [-n STEPS (32)] [-t T (1..4096)] [-k KERNELS_SHOWN] [-e [-B N (1..%d)]]\n"
+                        "  (-B N > 1: an engine's decode step of N sequences; not with -t)\n", GAPS_MAX_B);
         return 2;
     }
     sb_model *m = NULL;
     stepper st = {0};
     CK(sb_model_load(path, NULL, &m));
-    CK(open_stepper(m, engine, depth + (T > 1 ? T : steps) + 16, &st));
+    CK(open_stepper(m, engine, nseq, depth + (T > 1 ? T : steps) + 16, &st));
     int32_t *tok = (int32_t *)malloc((size_t)(depth + T) * sizeof *tok);
     if (!tok) return 1;
     for (int64_t i = 0; i < depth + T; i++) tok[i] = (int32_t)(1 + (i * 7919) % 1000);
@@ -232,8 +251,10 @@ int main(int argc, char **argv) {
     CU(cuptiActivityFlushAll(1));
     CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     if (dropped) fprintf(stderr, "bench_cuda_gaps: out of memory: some records dropped\n");
-    printf("%s, %s, depth %lld, %lld token(s) a step, %d steps\n\n", path, engine ? "engine (one sequence)" : "session", (long long)depth,
-           (long long)T, steps);
+    char kind[48];
+    snprintf(kind, sizeof kind, "engine (%d sequence%s)", nseq, nseq > 1 ? "s" : "");
+    printf("%s, %s, depth %lld, %lld token(s) a step, %d steps\n\n", path, engine ? kind : "session", (long long)depth,
+           (long long)(engine ? T * nseq : T), steps);
     report(steps, shown);
     if (st.s) sb_session_free(st.s);
 #if GAPS_ENGINE
