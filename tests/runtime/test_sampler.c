@@ -7,7 +7,9 @@
  * draws exactly what the full sort draws over the k best (ties by id), greedy with and without
  * bias or penalties is the first largest; the greedy draw's four-lane scan equals a plain loop
  * (first largest, first NaN / +Inf, all -inf) at every vocabulary size 1..70 and 151,936, on rows
- * with ties, signed zeros, -inf runs and bad values at random places.
+ * with ties, signed zeros, -inf runs and bad values at random places; the top-k selection's
+ * four-value skip draws what a plain top-k (the row with all but its k best set to -inf, drawn with
+ * top-k off) draws, at vocabularies of 1,001 and 151,936, and names the same first NaN / +Inf.
  */
 #include "runtime/sampler.h"
 #include "test.h"
@@ -123,9 +125,74 @@ static void test_topk_selection(void) {
     }
 }
 
+/* the row with everything but its k best (logit desc, id asc) set to -inf, for any n: a threshold
+ * value and how many of it to keep, by counting */
+static void keep_best_n(float *dst, const float *l, int64_t n, int k) {
+    float *v = malloc((size_t)n * sizeof *v);
+    CHECK(v != NULL);
+    if (!v) return;
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (l[i] != -INFINITY) v[m++] = l[i];
+    for (int64_t i = 0; i < n; i++) dst[i] = -INFINITY;
+    float thr = -INFINITY;
+    for (int r = 0; r < k && r < m; r++) { /* the k-th largest by repeated maxima (k small) */
+        float best = -INFINITY;
+        int64_t at = -1;
+        for (int64_t j = 0; j < m; j++)
+            if (v[j] > best || at < 0) best = v[j], at = j;
+        thr = best;
+        v[at] = -INFINITY;
+    }
+    int64_t above = 0;
+    for (int64_t i = 0; i < n; i++) above += l[i] > thr;
+    int64_t ties = k - above; /* of the values equal to thr, the lowest ids */
+    for (int64_t i = 0; i < n; i++)
+        if (l[i] > thr || (l[i] == thr && l[i] != -INFINITY && ties-- > 0)) dst[i] = l[i];
+    free(v);
+}
+
+static void test_topk_large(void) {
+    const int64_t ns[] = {1001, 151936};
+    const int ks[] = {1, 40, 100};
+    uint64_t seed = 11;
+    for (size_t a = 0; a < 2; a++)
+        for (size_t b = 0; b < 3; b++) {
+            const int64_t n = ns[a];
+            float *l = malloc((size_t)n * sizeof *l), *m = malloc((size_t)n * sizeof *m);
+            rt_sampler_params p = filters(0.8f, ks[b], 0.95f, 0.05f), q = p;
+            q.top_k = 0;
+            rt_sampler *s = NULL, *r = NULL;
+            CHECK(l && m && rt_sampler_create(&p, n, &s) == SB_OK && rt_sampler_create(&q, n, &r) == SB_OK);
+            for (int t = 0; l && m && s && r && t < 12; t++) {
+                for (int64_t i = 0; i < n; i++) l[i] = roundf(8.0f * test_rand_normal(&seed)) / 4.0f; /* many ties */
+                if (t % 4 == 1) l[test_rand_u64(&seed) % n] = t % 8 == 1 ? NAN : INFINITY;
+                int32_t x = -1, y = -2;
+                const sb_status st = rt_sampler_sample(s, l, &x);
+                int64_t bad = -1;
+                for (int64_t i = 0; i < n && bad < 0; i++)
+                    if (l[i] != l[i] || l[i] == INFINITY) bad = i;
+                if (bad >= 0) {
+                    char at[40];
+                    snprintf(at, sizeof at, "logit %lld ", (long long)bad);
+                    CHECK(st == SB_ERR_NUMERIC && x == -1 && strstr(sb_last_error(), at));
+                    continue;
+                }
+                keep_best_n(m, l, n, ks[b]);
+                CHECK(st == SB_OK && rt_sampler_sample(r, m, &y) == SB_OK);
+                CHECKF(x == y, "n %lld top_k %d: %d vs the plain top-k's %d", (long long)n, ks[b], x, y);
+            }
+            rt_sampler_free(s);
+            rt_sampler_free(r);
+            free(l);
+            free(m);
+        }
+}
+
 int main(void) {
     test_topk_selection();
     test_greedy_scan();
+    test_topk_large();
     uint64_t seed = 42;
     float l[V];
     rt_sampler *s;
