@@ -178,7 +178,7 @@ static sb_status broken_logit(const rt_sampler *s, int64_t i, float x) {
 /* The candidates in by_logit_desc's order, at most keep of them (0: all) into s->c; their count.
  * Greedy keeps 1 and top-k k: one pass over the vocabulary (a heap of k), no sort of it all;
  * without bias or penalties the pass skips four values at a time (SSE2) that cannot enter the
- * full heap (top-k 40 over 152k logits: the default draw 758 -> see bench/NOTES.md). */
+ * full heap — most of a large vocabulary, so a draw costs about one vector pass over the row. */
 static sb_status candidates(rt_sampler *s, const float *logits, int64_t keep, int64_t *n_out) {
     const rt_sampler_params *p = &s->prm;
     const bool pen = s->hist_n && (p->repeat_penalty != 1.0f || p->presence_penalty != 0 || p->frequency_penalty != 0);
@@ -231,9 +231,9 @@ static sb_status candidates(rt_sampler *s, const float *logits, int64_t keep, in
 
 /* Greedy without bias or penalties: the first index of the largest logit, or the first NaN / +inf
  * as an error. Maxima and a "bad" mask over the row first, four lanes at a time where SSE2 is there
- * (x86-64 always; the scalar compare-and-branch loop cost ~0.2 ms a draw over a 152k vocabulary, a
- * serve step's largest host cost), then the first index holding the maximum. MAXPS(x, m) is
- * x > m ? x : m exactly, and +0 / -0 compare equal in both passes, as in a one-pass loop. */
+ * (x86-64 always: a draw is one vector pass, where a compare-and-branch a value was a serve step's
+ * largest host cost), then the first index holding the maximum. MAXPS(x, m) is x > m ? x : m
+ * exactly, and +0 / -0 compare equal in both passes, as in a one-pass loop. */
 static sb_status argmax_plain(const rt_sampler *s, const float *logits, int32_t *token) {
     const int64_t n = s->n_vocab;
     float mx = -INFINITY;
