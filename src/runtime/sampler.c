@@ -175,6 +175,11 @@ static sb_status broken_logit(const rt_sampler *s, int64_t i, float x) {
                    (long long)s->n_vocab, x != x ? "NaN" : "+Inf");
 }
 
+#if defined(__SSE2__)
+/* the lanes of x that are NaN or +Inf (broken_logit's cases), all bits set */
+static inline __m128 broken4(__m128 x) { return _mm_or_ps(_mm_cmpunord_ps(x, x), _mm_cmpeq_ps(x, _mm_set1_ps(INFINITY))); }
+#endif
+
 /* The candidates in by_logit_desc's order, at most keep of them (0: all) into s->c; their count.
  * Greedy keeps 1 and top-k k: one pass over the vocabulary (a heap of k), no sort of it all;
  * without bias or penalties the pass skips four values at a time (SSE2) that cannot enter the
@@ -189,7 +194,6 @@ static sb_status candidates(rt_sampler *s, const float *logits, int64_t keep, in
     sb_status st = SB_OK;
 #if defined(__SSE2__)
     const bool plain = !s->bias && !pen && keep > 0; /* a candidate's logit is the row's value */
-    const __m128 inf4 = _mm_set1_ps(INFINITY);
 #endif
     for (int64_t i = 0; i < s->n_vocab; i++) {
 #if defined(__SSE2__)
@@ -197,7 +201,7 @@ static sb_status candidates(rt_sampler *s, const float *logits, int64_t keep, in
          * NaN / +Inf (an error) needs the loop below: skip four at a time where none is */
         if (plain && n == keep && (i & 3) == 0 && i + 4 <= s->n_vocab) {
             const __m128 x = _mm_loadu_ps(logits + i);
-            const __m128 hit = _mm_or_ps(_mm_cmpgt_ps(x, _mm_set1_ps(s->c[0].logit)), _mm_or_ps(_mm_cmpunord_ps(x, x), _mm_cmpeq_ps(x, inf4)));
+            const __m128 hit = _mm_or_ps(_mm_cmpgt_ps(x, _mm_set1_ps(s->c[0].logit)), broken4(x));
             if (!_mm_movemask_ps(hit)) {
                 i += 3;
                 continue;
@@ -241,11 +245,10 @@ static sb_status argmax_plain(const rt_sampler *s, const float *logits, int32_t 
     int64_t i = 0;
 #if defined(__SSE2__)
     __m128 m4 = _mm_set1_ps(-INFINITY), bad4 = _mm_setzero_ps();
-    const __m128 inf4 = _mm_set1_ps(INFINITY);
     for (; i + 4 <= n; i += 4) {
         const __m128 x = _mm_loadu_ps(logits + i);
         m4 = _mm_max_ps(x, m4);
-        bad4 = _mm_or_ps(bad4, _mm_or_ps(_mm_cmpunord_ps(x, x), _mm_cmpeq_ps(x, inf4)));
+        bad4 = _mm_or_ps(bad4, broken4(x));
     }
     float l[4];
     _mm_storeu_ps(l, m4);

@@ -49,21 +49,18 @@ static int is_eog(const serve_drawers *d, int32_t tok) {
  * end-of-generation token wins there, the masked row gives the same token (the first index of the
  * same maximum). */
 static void draw_one(serve_drawers *d, serve_draw_job *j, float *row) {
-    const float *l = j->logits;
-    if (j->mask_eog && d->n_eog && j->exact_unmasked) {
-        j->st = sb_sampler_sample(j->smp, l, &j->tok);
-        if (j->st == SB_OK && !is_eog(d, j->tok)) {
-            j->st = sb_sampler_accept(j->smp, j->tok);
-            if (j->st != SB_OK) snprintf(j->msg, sizeof j->msg, "%s", sb_last_error());
-            return;
+    const int mask = j->mask_eog && d->n_eog;
+    if (mask && j->exact_unmasked && sb_sampler_sample(j->smp, j->logits, &j->tok) == SB_OK && !is_eog(d, j->tok)) {
+        j->st = SB_OK;
+    } else {
+        const float *l = j->logits;
+        if (mask) {
+            memcpy(row, j->logits, (size_t)d->n_vocab * sizeof *row);
+            for (int k = 0; k < d->n_eog; k++) row[d->eog[k]] = -INFINITY;
+            l = row;
         }
+        j->st = sb_sampler_sample(j->smp, l, &j->tok);
     }
-    if (j->mask_eog && d->n_eog) {
-        memcpy(row, j->logits, (size_t)d->n_vocab * sizeof *row);
-        for (int k = 0; k < d->n_eog; k++) row[d->eog[k]] = -INFINITY;
-        l = row;
-    }
-    j->st = sb_sampler_sample(j->smp, l, &j->tok);
     if (j->st == SB_OK) j->st = sb_sampler_accept(j->smp, j->tok);
     if (j->st != SB_OK) snprintf(j->msg, sizeof j->msg, "%s", sb_last_error());
 }
