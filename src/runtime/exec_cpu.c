@@ -16,6 +16,7 @@
 #include "ops/ops_ref.h"
 #include "quant/fp16.h"
 #include "quant/types.h"
+#include "runtime/vexp_avx2.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -225,31 +226,9 @@ static void k_matmul_add(void *c, int64_t b, int64_t e, int tid) {
     ew_step(IR_OP_ADD, r->dst, r->dst, r->s[2], bcast(src(r, 2), r->n), 0.0f, r->n->ne[0], b, e);
 }
 
-/* Functions compiled for AVX2+FMA+F16C, called only when cpu_isa_active() >= CPU_ISA_AVX2. */
-#define AVX2_ATTR __attribute__((target("avx2,fma,f16c")))
-
-/* SwiGLU over F x T values is the largest non-matmul cost of a prefill (one expf each), so AVX2
- * machines use a vector exp: n = round(x log2 e), r = x - n ln2 (two-part ln2), e^r by its
- * degree-7 Taylor polynomial on |r| <= ln2/2 (truncation < 2e-8 relative), times 2^n built in the
- * exponent bits; x is clamped to [-87, 88] so 2^n stays a normal float. Within ~2 ulp of expf;
- * tests/runtime/test_exec_cpu.c checks it against op_swiglu. */
-AVX2_ATTR static inline __m256 exp_avx2(__m256 x) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
+/* Functions compiled for AVX2+FMA+F16C (AVX2_ATTR, runtime/vexp_avx2.h), called only when
+ * cpu_isa_active() >= CPU_ISA_AVX2. SwiGLU over F x T values is the largest non-matmul cost of a
+ * prefill (one e^x each), so AVX2 machines take it 8 at a time (exp_avx2). */
 AVX2_ATTR static void swiglu_avx2(float *y, const float *g, const float *u, int64_t n) {
     const __m256 one = _mm256_set1_ps(1.0f);
     int64_t i = 0;
@@ -591,24 +570,7 @@ AVX2_ATTR static void att_block_avx2(const run *r, int64_t task, float *scr) {
                 if (v > mx) mx = v;
             }
             /* exponentials 8 at a time (exp_avx2, as ggml's softmax uses a vector exp), sum in double */
-            double sum = 0.0;
-            int64_t jj = j0;
-            const __m256 vmx = _mm256_set1_ps(mx);
-            __m256d s0 = _mm256_setzero_pd(), s1 = s0;
-            for (; jj + 8 <= j1; jj += 8) {
-                const __m256 ex = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(sc + jj), vmx));
-                _mm256_storeu_ps(sc + jj, ex);
-                s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(ex)));
-                s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(ex, 1)));
-            }
-            double sv[4];
-            _mm256_storeu_pd(sv, _mm256_add_pd(s0, s1));
-            sum = (sv[0] + sv[1]) + (sv[2] + sv[3]);
-            for (; jj < j1; jj++) {
-                const float ex = expf(sc[jj] - mx);
-                sc[jj] = ex;
-                sum += (double)ex;
-            }
+            const double sum = exp_sum_avx2(sc + j0, sc + j0, NULL, j1 - j0, mx);
             const float inv = (float)(1.0 / sum);
             if (D % 64 == 0) { /* out held in 8 registers per 64 dims across all keys */
                 for (int64_t dc = 0; dc < D; dc += 64) {

@@ -196,8 +196,57 @@ static void test_logprobs(void) {
     rt_sampler_free(s);
 }
 
+/* a vocabulary of n (not a multiple of the 4- and 16-lane steps): the log against log-softmax in
+ * double over every token, with bias (-inf bans among them), ties in the top list, and a drawn
+ * token that is not always in it */
+static const double *order_lp; /* by_lp_desc's values */
+static int by_lp_desc(const void *a, const void *b) {
+    const double x = order_lp[*(const int32_t *)a], y = order_lp[*(const int32_t *)b];
+    return x > y ? -1 : x < y ? 1 : *(const int32_t *)a - *(const int32_t *)b;
+}
+static void test_wide_vocab(void) {
+    const int n = 10007, top = 20;
+    uint64_t seed = 11;
+    float *l = malloc(n * sizeof *l), *bias = malloc(n * sizeof *bias);
+    double *lp = malloc(n * sizeof *lp);
+    int32_t *all = malloc(n * sizeof *all), *ord = malloc(n * sizeof *ord), t;
+    for (int i = 0; i < n; i++) all[i] = i, bias[i] = i % 3 ? 0.0f : i % 9 == 0 ? -INFINITY : 1.25f;
+    for (int temp = 0; temp < 2; temp++) {
+        rt_sampler_params p;
+        rt_sampler_defaults(&p);
+        p.temp = temp ? 0.8f : 0.0f, p.top_k = 0, p.seed = 9;
+        rt_sampler *s = NULL;
+        CHECK(rt_sampler_create(&p, n, &s) == SB_OK && s);
+        if (!s) break;
+        CHECK(rt_sampler_set_logprobs(s, top) == SB_OK && rt_sampler_set_logit_bias(s, all, bias, n) == SB_OK);
+        for (int k = 0; k < 6; k++) {
+            for (int i = 0; i < n; i++) l[i] = 4.0f * test_rand_normal(&seed);
+            for (int i = 0; i < 8; i++) l[n - 1 - 3 * i] = l[1 + 3 * i] = 14.0f; /* ties across the top, in the tail too */
+            double mx = -INFINITY, sum = 0;
+            for (int i = 0; i < n; i++) mx = fmax(mx, (double)(l[i] + bias[i]));
+            for (int i = 0; i < n; i++) sum += exp((double)(l[i] + bias[i]) - mx);
+            int finite = 0;
+            for (int i = 0; i < n; i++) lp[i] = (double)(l[i] + bias[i]) - mx - log(sum), ord[finite] = i, finite += lp[i] > -INFINITY;
+            order_lp = lp;
+            qsort(ord, (size_t)finite, sizeof *ord, by_lp_desc);
+            CHECK(rt_sampler_sample(s, l, &t) == SB_OK);
+            size_t nt = 0;
+            const rt_token_logprob *e = rt_sampler_logprob(s, (size_t)k, &nt);
+            CHECK(e && nt == (size_t)top);
+            if (!e) break;
+            CHECKF(e[0].token == t && fabs(e[0].logprob - lp[t]) < 1e-6, "draw %d: chosen %d %.9g vs %.9g", k, t, e[0].logprob, lp[t]);
+            for (int j = 0; j < top; j++)
+                CHECKF(e[1 + j].token == ord[j] && fabs(e[1 + j].logprob - lp[ord[j]]) < 1e-6, "draw %d top %d: %d %.9g, expected %d %.9g", k, j,
+                       e[1 + j].token, e[1 + j].logprob, ord[j], lp[ord[j]]);
+        }
+        rt_sampler_free(s);
+    }
+    free(l), free(bias), free(lp), free(all), free(ord);
+}
+
 int main(void) {
     test_bias();
     test_logprobs();
+    test_wide_vocab();
     return test_summary();
 }
