@@ -29,7 +29,7 @@ typedef struct cand {
 struct rt_sampler {
     rt_sampler_params prm;
     int64_t n_vocab;
-    cand *c;            /* [n_vocab] */
+    cand *c;            /* [n_vocab] candidates, then [n_vocab] of the radix sort's scratch */
     int32_t *hist;      /* ring of the last penalty_last_n tokens */
     int32_t hist_n, hist_pos;
     uint16_t *counts;   /* [n_vocab] occurrences in the history (scratch) */
@@ -88,7 +88,7 @@ sb_status rt_sampler_create(const rt_sampler_params *p, int64_t n_vocab, rt_samp
     s->prm = *p;
     s->n_vocab = n_vocab;
     s->lp_top = -1;
-    s->c = (cand *)malloc((size_t)n_vocab * sizeof *s->c);
+    s->c = (cand *)malloc(2 * (size_t)n_vocab * sizeof *s->c);
     s->counts = (uint16_t *)calloc((size_t)n_vocab, sizeof *s->counts);
     s->hist = (int32_t *)malloc((size_t)(p->penalty_last_n ? p->penalty_last_n : 1) * sizeof *s->hist);
     if (!s->c || !s->counts || !s->hist) {
@@ -121,6 +121,33 @@ static int by_logit_desc(const void *a, const void *b) {
     float x = ((const cand *)a)->logit, y = ((const cand *)b)->logit;
     if (x != y) return x > y ? -1 : 1;
     return ((const cand *)a)->id - ((const cand *)b)->id; /* stable order for equal logits */
+}
+
+/* c[0..n) in by_logit_desc's order, for candidates that arrive in ascending id order (the whole
+ * vocabulary: top-k off): a stable LSD radix sort, 3 passes of 11 bits, on a key that orders the
+ * logits descending (+0 and -0 one key, as they compare equal); ties keep their id order. ~1 ms
+ * for 152k candidates where qsort took ~20 ms. tmp: n candidates of scratch. */
+static uint32_t desc_key(float x) {
+    uint32_t u;
+    if (x == 0) x = 0; /* -0 -> +0 */
+    memcpy(&u, &x, sizeof u);
+    u = u & 0x80000000u ? ~u : u | 0x80000000u; /* ascending order of the floats */
+    return ~u;
+}
+static void sort_desc_radix(cand *c, cand *tmp, int64_t n) {
+    cand *src = c, *dst = tmp;
+    for (int shift = 0; shift < 33; shift += 11) {
+        int64_t at[2048] = {0};
+        for (int64_t i = 0; i < n; i++) at[desc_key(src[i].logit) >> shift & 2047]++;
+        for (int64_t d = 0, sum = 0; d < 2048; d++) {
+            const int64_t k = at[d];
+            at[d] = sum, sum += k;
+        }
+        for (int64_t i = 0; i < n; i++) dst[at[desc_key(src[i].logit) >> shift & 2047]++] = src[i];
+        cand *t = src;
+        src = dst, dst = t;
+    }
+    memcpy(c, src, (size_t)n * sizeof *c); /* three passes: the result is in tmp */
 }
 
 /* Softmax over c[0..n) (sorted descending) into p. */
@@ -231,7 +258,8 @@ static sb_status candidates(rt_sampler *s, const float *logits, int64_t keep, in
             if (s->hist[i] >= 0 && s->hist[i] < s->n_vocab) s->counts[s->hist[i]] = 0;
     if (st != SB_OK) return st;
     if (n == 0) return sb_fail(SB_ERR_RANGE, "sampler: every logit is -inf: no token can be drawn");
-    qsort(s->c, (size_t)n, sizeof *s->c, by_logit_desc);
+    if (!keep && n > 512) sort_desc_radix(s->c, s->c + s->n_vocab, n); /* in id order: stable sort */
+    else qsort(s->c, (size_t)n, sizeof *s->c, by_logit_desc);
     *n_out = n;
     return SB_OK;
 }

@@ -189,8 +189,37 @@ static void test_topk_large(void) {
         }
 }
 
+/* top-k off sorts the whole vocabulary (a radix sort: candidates arrive in id order) and must give
+ * by_logit_desc's order — logit descending, ties by id, +0 and -0 equal — exactly as top-k = n
+ * does through its heap and qsort: the same draws from the same seed */
+static void test_topk_off_order(void) {
+    const int64_t n = 5003;
+    uint64_t seed = 5;
+    float *l = malloc((size_t)n * sizeof *l);
+    rt_sampler_params p = filters(1.5f, 0, 1.0f, 0.0f), q = p;
+    q.top_k = (int32_t)n;
+    rt_sampler *s = NULL, *r = NULL;
+    CHECK(l && rt_sampler_create(&p, n, &s) == SB_OK && rt_sampler_create(&q, n, &r) == SB_OK);
+    int differ = 0;
+    for (int t = 0; l && s && r && t < 300; t++) {
+        if (t % 50 == 0)
+            for (int64_t i = 0; i < n; i++) { /* a few values, many of each; signed zeros; bans */
+                const int64_t v = (int64_t)(test_rand_u64(&seed) % 9) - 4;
+                l[i] = v == 0 ? (i & 1 ? -0.0f : 0.0f) : v == 4 ? -INFINITY : (float)v * 0.25f;
+            }
+        int32_t x = -1, y = -2;
+        CHECK(rt_sampler_sample(s, l, &x) == SB_OK && rt_sampler_sample(r, l, &y) == SB_OK);
+        differ += x != y;
+    }
+    CHECKF(differ == 0, "top-k off and top-k n drew differently %d times of 300", differ);
+    rt_sampler_free(s);
+    rt_sampler_free(r);
+    free(l);
+}
+
 int main(void) {
     test_topk_selection();
+    test_topk_off_order();
     test_greedy_scan();
     test_topk_large();
     uint64_t seed = 42;
