@@ -18,7 +18,7 @@
 #include "test.h"
 #include "codegen/emu/emu_build.h"
 
-typedef int (*mmh_fn)(int, int, float *, const uint8_t *, long long, long long, const float *, long long, const float *, int);
+typedef int (*mmh_fn)(int, int, int, int, float *, const uint8_t *, long long, long long, const float *, long long, const float *, int);
 static mmh_fn emu_mmh;
 static unsigned (*emu_f2bf)(float);
 static uint64_t seed = 0xF16B16ull;
@@ -26,18 +26,19 @@ static uint64_t seed = 0xF16B16ull;
 static float half_val(int bf16, uint16_t b) { return bf16 ? qk_bf16_to_fp32(b) : qk_fp16_to_fp32(b); }
 static uint16_t half_bits(int bf16, float f) { return bf16 ? qk_fp32_to_bf16(f) : qk_fp32_to_fp16(f); }
 
-/* big: T > 8 through k_mmh_big's 128 x 128 tiles (cu_config.mmh_big) */
-static void check_case(int bf16, int big, int64_t K, int64_t N, int64_t T, int ep) {
-    char label[96];
-    snprintf(label, sizeof label, "%s K=%lld N=%lld T=%lld%s%s", bf16 ? "BF16" : "F16", (long long)K, (long long)N, (long long)T,
-             ep == 1 ? " + bias" : ep == 2 ? " + residual" : "", big ? " (big tile)" : "");
+/* big: T > 8 through k_mmh_big's 128 x 128 tiles (cu_config.mmh_big); T <= 8: k_mmh1 with tpr lanes a
+ * row (0: by K) and rb rows a lane group */
+static void check_case_geo(int bf16, int big, int tpr, int rb, int64_t K, int64_t N, int64_t T, int ep) {
+    char label[128];
+    snprintf(label, sizeof label, "%s K=%lld N=%lld T=%lld%s%s tpr %d rb %d", bf16 ? "BF16" : "F16", (long long)K, (long long)N,
+             (long long)T, ep == 1 ? " + bias" : ep == 2 ? " + residual" : "", big ? " (big tile)" : "", tpr, rb);
     uint16_t *w = aligned_alloc(256, (size_t)((N * K * 2 + 255) & ~(int64_t)255));
     float *x = aligned_alloc(64, (size_t)((T * K * 4 + 63) & ~(int64_t)63));
     float *add = malloc((size_t)(T * N) * sizeof *add), *dst = malloc((size_t)(T * N) * sizeof *dst);
     for (int64_t i = 0; i < N * K; i++) w[i] = half_bits(bf16, 0.05f * test_rand_normal(&seed));
     for (int64_t i = 0; i < T * K; i++) x[i] = test_rand_normal(&seed) * (i % 11 == 0 ? 8.0f : 1.0f);
     for (int64_t i = 0; i < T * N; i++) add[i] = test_rand_normal(&seed), dst[i] = NAN;
-    CHECKF(emu_mmh(bf16, big, dst, (const uint8_t *)w, K, N, x, T, ep ? add : NULL, ep == 1) == 0, "%s: emulation deadlocked", label);
+    CHECKF(emu_mmh(bf16, big, tpr, rb, dst, (const uint8_t *)w, K, N, x, T, ep ? add : NULL, ep == 1) == 0, "%s: emulation deadlocked", label);
     int bad = 0, unwritten = 0;
     for (int64_t t = 0; t < T; t++)
         for (int64_t n = 0; n < N; n++) {
@@ -54,6 +55,21 @@ static void check_case(int bf16, int big, int64_t K, int64_t N, int64_t T, int e
         }
     CHECKF(unwritten == 0 && bad == 0, "%s: %d outputs unwritten, %d off the reference", label, unwritten, bad);
     free(w), free(x), free(add), free(dst);
+}
+
+static void check_case(int bf16, int big, int64_t K, int64_t N, int64_t T, int ep) { check_case_geo(bf16, big, 0, 1, K, N, T, ep); }
+
+/* k_mmh1 at every geometry: lanes a row 32 / 64 / 128 and the choice by K, one or two rows a group;
+ * K's chunks ragged over the lanes and MMH_U steps, N ragged over a block's rows */
+static void check_gemv_geometries(int bf16) {
+    static const int tprs[] = {0, 32, 64, 128};
+    static const int64_t Ks[] = {264, 2056, 4104};
+    for (int i = 0; i < 4; i++)
+        for (int rb = 1; rb <= 2; rb++)
+            for (int k = 0; k < 3; k++) {
+                static const int64_t Tg[] = {1, 2, 4, 7};
+                check_case_geo(bf16, 0, tprs[i], rb, Ks[k], 13 + 4 * k, Tg[(i + rb + k) % 4], (i + k) % 3);
+            }
 }
 
 int main(void) {
@@ -74,6 +90,7 @@ int main(void) {
         for (int bf16 = 0; bf16 < 2; bf16++) {
             static const int64_t Tg[] = {1, 2, 3, 5, 8};
             for (int i = 0; i < 5; i++) check_case(bf16, 0, 264, 37, Tg[i], i % 3);
+            check_gemv_geometries(bf16);
             for (int big = 0; big < 2; big++) {
                 check_case(bf16, big, 320, 100, 9, 0);
                 check_case(bf16, big, 320, 100, 64, 1);

@@ -2,7 +2,7 @@
 /*
  * backend/cuda/k_mmf.cu — matrix x f32 activations for weights without a dp4a path: F32, F16 and
  * BF16 (the float models). F16 / BF16 take device/mmh.cuh's kernels where their shapes allow
- * (k_mmh1: T <= 8, 16-byte weight loads; k_mmh: T > 8, tensor-core tiles of 64 x 64, or of 128 x 128
+ * (k_mmh1: T <= 8, a row over 32..128 lanes, 16-byte weight loads; k_mmh: T > 8, tensor-core tiles of 64 x 64, or of 128 x 128
  * from T = cu_config.mmh_big on (k_mmh_big: device/mmh_big.cuh); SB_TUNE=mmh=0: k_mmf). F32 weights
  * with f32 activations and T > 8 take device/mmf_tile.cuh's tiled GEMM (k_mmft) from T =
  * cu_config.mmf_tile on (SB_TUNE=mmf_tile=0: k_mmf always). It also reads every quantized type by
@@ -68,12 +68,10 @@ __global__ void __launch_bounds__(MMF_WARPS * 32) k_mmf(float *dst, const uint8_
     }
 }
 
-/* F16 / BF16 weights (device/mmh.cuh): T <= 8 a warp a row with 16-byte weight loads ... */
-template <int HT, int NC>
-__global__ void __launch_bounds__(MMF_WARPS * 32) k_mmh1(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
-                                                         cu_epilogue ep) {
-    static_assert(MMF_WARPS == 4, "mmh_gemv_block: 4 warps a block");
-    mmh_gemv_block<HT, NC>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
+/* F16 / BF16 weights (device/mmh.cuh): T <= 8 a row over 32..128 lanes with 16-byte weight loads ... */
+template <int HT, int NC, int TPR, int RB>
+__global__ void __launch_bounds__(128) k_mmh1(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
+    mmh_gemv_block<HT, NC, TPR, RB>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
 }
 /* ... and T > 8 in 64 x 64 tiles on tensor cores (sm_80+) */
 template <int HT>
@@ -114,13 +112,12 @@ static sb_status launch_mmh(cudaStream_t st, float *dst, const uint8_t *w, int64
         cu_launch(k_mmh<HT>, dim3(cu_div_up(N, MMH_BN), cu_div_up(T, MMH_BT)), 128, st, dst, w, K, N, x, T, ep);
         return cu_after_launch("k_mmh");
     }
-    const dim3 grid(cu_div_up(N, MMF_WARPS), 1);
-    switch (T) {
-    case 1: cu_launch(k_mmh1<HT, 1>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
-    case 2: cu_launch(k_mmh1<HT, 2>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
-    case 3: case 4: cu_launch(k_mmh1<HT, 4>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
-    default: cu_launch(k_mmh1<HT, 8>, grid, MMF_WARPS * 32, st, dst, w, K, N, x, T, ep); break;
-    }
+    const int tpr = mmh_gemv_tpr(K, cu_cfg()->mmh_tpr), rb = cu_cfg()->mmh_rows == 2 ? 2 : 1;
+    const dim3 grid((unsigned)cu_div_up(N, mmh_gemv_rows_a_block(tpr, rb)), 1);
+    mmh_gemv_pick<HT>(T, tpr, rb, [&](auto s) {
+        using S = decltype(s);
+        cu_launch(k_mmh1<HT, S::NC, S::TPR, S::RB>, grid, 128, st, dst, w, K, N, x, T, ep);
+    });
     return cu_after_launch("k_mmh1");
 }
 

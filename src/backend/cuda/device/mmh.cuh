@@ -5,8 +5,9 @@
  * Math: the reference's (llama.cpp's CPU): every activation rounded to the weight's type first
  * (round to nearest even), products of two 16-bit floats (exact in f32), f32 sums; only the order
  * of the sums differs from op_matmul.
- * - mmh_gemv_row (T <= 8, decode): a warp a row, each lane 8 weights (one 16-byte load) a step,
- *   every token of the tile from the same load; traffic: the weights once (2 bytes a value), x from L1.
+ * - mmh_gemv_block (T <= 8, decode): a row over 32, 64 or 128 lanes (by K), each lane 8 weights
+ *   (one 16-byte load) a chunk and MMH_U chunks in flight, every token of the tile from the same
+ *   load; traffic: the weights once (2 bytes a value), x from L1.
  * - mmh_tile (T > 8, prefill): 128 threads own 64 rows x 64 tokens; per K step of 32 the block
  *   stages W (64 x 32 halves) and x rounded to halves (64 x 32) in shared memory (row stride 40
  *   halves: the 8 rows a fragment load touches fall in distinct banks), each warp 32 rows x 32
@@ -61,58 +62,143 @@ template <int HT> static __device__ __forceinline__ void mmh_mma(float *d, const
 #define MMH_MMA(HT, d, a, b) mmh_mma<HT>((d), (a), (b))
 #endif
 
-/* ---- T <= 8: one row a warp ---- */
+/* ---- T <= 8: a row over TPR lanes ---- */
 
-/* row n's dot with the NC tokens from t0 (nt live) of x into acc (lane partials; the caller
- * reduces the warp): lane l takes weights 8 (l + 32 i) .. + 7. K % 8 == 0, rows 16-byte aligned. */
-template <int HT, int NC>
-static __device__ __forceinline__ void mmh_gemv_row(const uint8_t *row, const float *x, int64_t K, int64_t t0, int nt, int lane, float *acc) {
+/* k_mmh1's geometry: a block of 128 threads is 128 / TPR groups, a group of TPR lanes RB rows. A
+ * row's 16-byte chunks go to its group's lanes in turn, MMH_U chunks a lane in flight a step, so
+ * TPR grows with K until each lane has about MMH_U chunks: a short grid (K / V's 1,024 rows) still
+ * keeps every SM's loads in flight, and a long row's lanes never wait on one load at a time.
+ * tpr / rb: cu_config.mmh_tpr / mmh_rows (0: by K / 1). */
+#define MMH_U 4
+static __host__ __device__ inline int mmh_gemv_tpr(int64_t K, int tpr) {
+    if (tpr == 32 || tpr == 64 || tpr == 128) return tpr;
+    return K >= 4096 ? 128 : K >= 2048 ? 64 : 32;
+}
+static __host__ __device__ inline int64_t mmh_gemv_rows_a_block(int tpr, int rb) { return (int64_t)(128 / tpr) * rb; }
+
+/* a 16-byte weight load that bypasses L1 (each weight is read once) */
+static __device__ __forceinline__ uint4 mmh_ld_w(const uint4 *p) {
+#ifdef __CUDA_ARCH__
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+#else
+    return *p;
+#endif
+}
+
+/* the 8 values of x at token row xr, chunk k8, rounded to HT (the reference's rounding) */
+template <int HT> static __device__ __forceinline__ void mmh_x8(const float *xr, int64_t k8, float *xv) {
+    const float4 *xp = (const float4 *)(xr + 8 * k8);
+    const float4 x0 = xp[0], x1 = xp[1];
+    const float f[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
 #pragma unroll
-    for (int c = 0; c < NC; c++) acc[c] = 0.0f;
-    for (int64_t k8 = lane; k8 < K / 8; k8 += 32) {
-        const uint4 wv = ((const uint4 *)row)[k8];
-        const uint32_t ww[4] = {wv.x, wv.y, wv.z, wv.w};
-        float w[8];
+    for (int i = 0; i < 8; i++) xv[i] = mmh_val<HT>(mmh_bits<HT>(f[i]));
+}
+
+/* the group's lane partials of RB rows' dots with NC tokens (nt live): lane l takes chunks
+ * l + TPR j, the loads of MMH_U steps issued before any arithmetic. K % 8 == 0. */
+template <int HT, int NC, int TPR, int RB>
+static __device__ __forceinline__ void mmh_gemv_rows(const uint4 *const *rows, const float *x, int64_t K, int nt, int lane,
+                                                     float (&acc)[RB][NC]) {
 #pragma unroll
-        for (int i = 0; i < 4; i++) w[2 * i] = mmh_val<HT>(ww[i] & 0xFFFFu), w[2 * i + 1] = mmh_val<HT>(ww[i] >> 16);
+    for (int r = 0; r < RB; r++)
 #pragma unroll
-        for (int c = 0; c < NC; c++) {
-            if (c >= nt) continue;
-            const float4 *xp = (const float4 *)(x + (t0 + c) * K + 8 * k8);
-            const float4 x0 = xp[0], x1 = xp[1];
-            const float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+        for (int c = 0; c < NC; c++) acc[r][c] = 0.0f;
+    const int64_t K8 = K / 8;
+    for (int64_t b = lane; b < K8; b += TPR * MMH_U) {
+        uint4 wv[MMH_U][RB];
 #pragma unroll
-            for (int i = 0; i < 8; i++) acc[c] += w[i] * mmh_val<HT>(mmh_bits<HT>(xv[i]));
+        for (int u = 0; u < MMH_U; u++)
+#pragma unroll
+            for (int r = 0; r < RB; r++) wv[u][r] = b + u * TPR < K8 ? mmh_ld_w(rows[r] + b + u * TPR) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int u = 0; u < MMH_U; u++) {
+            const int64_t k8 = b + u * TPR;
+            if (k8 >= K8) break;
+            float w[RB][8];
+#pragma unroll
+            for (int r = 0; r < RB; r++) {
+                const uint32_t ww[4] = {wv[u][r].x, wv[u][r].y, wv[u][r].z, wv[u][r].w};
+#pragma unroll
+                for (int i = 0; i < 4; i++) w[r][2 * i] = mmh_val<HT>(ww[i] & 0xFFFFu), w[r][2 * i + 1] = mmh_val<HT>(ww[i] >> 16);
+            }
+#pragma unroll
+            for (int c = 0; c < NC; c++) {
+                if (c >= nt) break;
+                float xv[8];
+                mmh_x8<HT>(x + c * K, k8, xv);
+#pragma unroll
+                for (int r = 0; r < RB; r++)
+#pragma unroll
+                    for (int i = 0; i < 8; i++) acc[r][c] += w[r][i] * xv[i];
+            }
         }
     }
 }
 
-/* the block bx of k_mmh1's grid (ceil(N / 4) blocks of 4 warps, a warp a row; by = 0): NC >= T tokens,
- * dst [T,N] = W x + (add: [N] bias when bcast, else [T,N]). A token's 4 results leave as one store of
- * consecutive floats (through shared memory): an LM head may write its logits straight into
- * page-locked host memory, where each store is a transfer over PCIe (k_mmvq1 does the same) */
-template <int HT, int NC>
+/* the block bx of k_mmh1's grid (ceil(N / mmh_gemv_rows_a_block) blocks of 128 threads): NC >= T
+ * tokens, dst [T,N] = W x + (add: [N] bias when bcast, else [T,N]). The block's rows are
+ * consecutive, and a token's results leave as one store of consecutive floats (through shared
+ * memory): an LM head may write its logits straight into page-locked host memory, where each
+ * store is a transfer over PCIe (k_mmvq1 does the same). */
+template <int HT, int NC, int TPR, int RB>
 static __device__ __forceinline__ void mmh_gemv_block(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
                                                       const float *add, int bcast, unsigned bx) {
-    const int64_t r0 = (int64_t)bx * 4, r1 = r0 + 4 < N ? r0 + 4 : N;
+    constexpr int G = 128 / TPR, RPB = G * RB, WPG = TPR / 32; /* groups, rows, warps a group */
+    const int64_t r0 = (int64_t)bx * RPB, r1 = r0 + RPB < N ? r0 + RPB : N;
     prefetch_rows(w + (uint64_t)r0 * (uint64_t)(2 * K), (uint64_t)(r1 - r0) * (uint64_t)(2 * K), threadIdx.x, 128);
     CU_PDL_ENTRY();
-    __shared__ float res[NC][4];
-    const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
-    const int64_t n = r0 + wp;
+    __shared__ float part[4][RB][NC];
+    __shared__ float res[NC][RPB];
+    const int tid = threadIdx.x, grp = tid / TPR, lane = tid % TPR, wp = tid >> 5;
     const int nt = (int)(T < NC ? T : NC);
-    if (n < N) { /* no early return: every warp meets the barrier */
-        float acc[NC];
-        mmh_gemv_row<HT, NC>(w + (uint64_t)n * (uint64_t)(2 * K), x, K, 0, nt, lane, acc);
+    const uint4 *rows[RB];
+#pragma unroll
+    for (int r = 0; r < RB; r++) { /* rows past N read row N - 1 and are not stored */
+        const int64_t n = r0 + grp * RB + r < N ? r0 + grp * RB + r : N - 1;
+        rows[r] = (const uint4 *)(w + (uint64_t)n * (uint64_t)(2 * K));
+    }
+    float acc[RB][NC];
+    mmh_gemv_rows<HT, NC, TPR, RB>(rows, x, K, nt, lane, acc);
+#pragma unroll
+    for (int r = 0; r < RB; r++)
 #pragma unroll
         for (int c = 0; c < NC; c++) {
-            const float v = warp_sum(acc[c]);
-            if (lane == 0 && c < nt) res[c][wp] = add ? v + add[bcast ? n : c * N + n] : v;
+            const float v = warp_sum(acc[r][c]);
+            if ((tid & 31) == 0) part[wp][r][c] = v;
         }
+    __syncthreads();
+    if (tid < RPB * NC) {
+        const int c = tid / RPB, i = tid % RPB, g = i / RB, r = i % RB;
+        float v = 0.0f;
+#pragma unroll
+        for (int q = 0; q < WPG; q++) v += part[g * WPG + q][r][c];
+        const int64_t n = r0 + i;
+        if (c < nt && n < N) res[c][i] = add ? v + add[bcast ? n : c * N + n] : v;
     }
     __syncthreads();
-    const int c = threadIdx.x / 4, i = threadIdx.x % 4;
-    if (c < nt && r0 + i < r1) dst[c * N + r0 + i] = res[c][i];
+    for (int e = tid; e < RPB * NC; e += 128) {
+        const int c = e / RPB, i = e % RPB;
+        if (c < nt && r0 + i < r1) dst[c * N + r0 + i] = res[c][i];
+    }
+}
+
+/* Calls launch(mmh_gemv_shape<HT, NC, TPR, RB>{}) for the shape k_mmh1 takes at T (<= 8) tokens,
+ * tpr threads a row and rb rows a group: the one dispatch the launcher and the host emulation share. */
+template <int HT_, int NC_, int TPR_, int RB_> struct mmh_gemv_shape {
+    static constexpr int HT = HT_, NC = NC_, TPR = TPR_, RB = RB_;
+};
+template <int HT, int NC, class L> static void mmh_gemv_pick_rows(int tpr, int rb, const L &launch) {
+    if (tpr == 128) rb == 2 ? launch(mmh_gemv_shape<HT, NC, 128, 2>{}) : launch(mmh_gemv_shape<HT, NC, 128, 1>{});
+    else if (tpr == 64) rb == 2 ? launch(mmh_gemv_shape<HT, NC, 64, 2>{}) : launch(mmh_gemv_shape<HT, NC, 64, 1>{});
+    else rb == 2 ? launch(mmh_gemv_shape<HT, NC, 32, 2>{}) : launch(mmh_gemv_shape<HT, NC, 32, 1>{});
+}
+template <int HT, class L> static void mmh_gemv_pick(int64_t T, int tpr, int rb, const L &launch) {
+    if (T == 1) mmh_gemv_pick_rows<HT, 1>(tpr, rb, launch);
+    else if (T == 2) mmh_gemv_pick_rows<HT, 2>(tpr, rb, launch);
+    else if (T <= 4) mmh_gemv_pick_rows<HT, 4>(tpr, rb, launch);
+    else mmh_gemv_pick_rows<HT, 8>(tpr, rb, launch);
 }
 
 /* ---- T > 8: 64 x 64 tiles on tensor cores ---- */
