@@ -533,6 +533,27 @@ static void test_matmul(void) {
         ir_graph_free(g);
         free(wf), free(x), free(bias), free(w);
     }
+    /* half weights at K where k_mmh1 spreads a row over 64 and 128 lanes (device/mmh.cuh's
+     * mmh_gemv_tpr), K ragged over the lanes' load steps, every token count of its tiles */
+    for (int bf = 0; bf < 2; bf++)
+        for (int64_t KH = 2056; KH <= 4104; KH += 2048)
+            for (int64_t T = 1; T <= 8; T += 3) {
+                const int t = bf ? SB_TYPE_BF16 : SB_TYPE_F16;
+                const int64_t NH = 37;
+                float *wf = rnd(KH * NH, 0.1f), *x = rnd(KH * T, 1.0f);
+                void *w = quant_rows(t, wf, KH, NH);
+                ir_graph *g;
+                ir_graph_create(&g);
+                ir_ref wr = ir_input_weight(g, "w", t, (int64_t[4]){KH, NH, 1, 1});
+                ir_ref xr = ir_input_weight(g, "x", SB_TYPE_F32, (int64_t[4]){KH, T, 1, 1});
+                ir_output(g, ir_matmul(g, wr, xr), "y");
+                binds b = {.name = {"w", "x"}, .data = {w, x}, .n = 2};
+                char label[96];
+                snprintf(label, sizeof label, "matmul %s K=%lld T=%lld vs CPU (x rounded)", ir_dtype_name(t), (long long)KH, (long long)T);
+                expect(run_cmp(g, &b, label, true), 1e-10, label);
+                ir_graph_free(g);
+                free(wf), free(x), free(w);
+            }
     tc_cfg.blas_min_t = blas_saved;
 }
 
