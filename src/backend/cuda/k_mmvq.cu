@@ -39,9 +39,11 @@
 template <int TYPE, int XQ, int NC>
 __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq(float *dst, const uint8_t *w, uint64_t rb, int64_t K, int64_t N,
                                                           const uint8_t *x, int64_t T, cu_epilogue ep) {
+    const int64_t r0 = (int64_t)blockIdx.x * MMVQ_WARPS; /* the block's rows into L2 before the wait, as k_mmvq1's */
+    if (blockIdx.y == 0) prefetch_rows(w + (uint64_t)r0 * rb, (uint64_t)((N - r0 < MMVQ_WARPS ? N - r0 : MMVQ_WARPS)) * rb, threadIdx.x, MMVQ_WARPS * 32);
     CU_PDL_ENTRY();
     const int lane = threadIdx.x & 31;
-    const int64_t n = (int64_t)blockIdx.x * MMVQ_WARPS + (threadIdx.x >> 5);
+    const int64_t n = r0 + (threadIdx.x >> 5);
     if (n >= N) return;
     const uint8_t *row = w + (uint64_t)n * rb;
     const int64_t t0 = (int64_t)blockIdx.y * NC;
