@@ -9,18 +9,16 @@
 #include "backend/cuda/device/mmh.cuh"
 #include "backend/cuda/device/mmh_big.cuh"
 
-/* k_mmh1's blocks over the launcher's grid, through the dispatch it uses (tpr, rb: cu_config.mmh_tpr /
- * mmh_rows) */
+/* k_mmh1's blocks over the launcher's grid, through the dispatch it uses, at tpr lanes a row
+ * (0: the launcher's choice by K) */
 template <int HT>
-static int gemv(float *dst, const uint8_t *w, long long K, long long N, const float *x, long long T, const float *add, int bcast, int tpr,
-                int rb) {
-    const int tp = mmh_gemv_tpr(K, tpr);
-    const long long rows = mmh_gemv_rows_a_block(tp, rb);
-    const unsigned grid = (unsigned)((N + rows - 1) / rows);
+static int gemv(float *dst, const uint8_t *w, long long K, long long N, const float *x, long long T, const float *add, int bcast, int tpr) {
+    const int tp = tpr ? tpr : mmh_gemv_tpr(K);
+    const unsigned grid = (unsigned)((N + 128 / tp - 1) / (128 / tp));
     int rc = 0;
-    mmh_gemv_pick<HT>(T, tp, rb, [&](auto s) {
+    mmh_gemv_pick<HT>(T, tp, [&](auto s) {
         using S = decltype(s);
-        rc = emu_run(grid, 128, [&] { mmh_gemv_block<HT, S::NC, S::TPR, S::RB>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
+        rc = emu_run(grid, 128, [&] { mmh_gemv_block<HT, S::NC, S::TPR>(dst, w, K, N, x, T, add, bcast, blockIdx.x); });
     });
     return rc;
 }
@@ -40,12 +38,12 @@ static int big(float *dst, const uint8_t *w, long long K, long long N, const flo
 }
 
 /* dst [T,N] = W x (+ add) as k_mmf.cu's launcher runs it: T <= 8 k_mmh1's blocks (tpr lanes a row, 0: by
- * K; rb rows a lane group), else k_mmh's
+ * K), else k_mmh's
  * tiles (big: k_mmh_big's, cu_config.mmh_big); bf16 0: F16 weights. 0, or -1 on a deadlock */
-extern "C" int sb_emu_mmh(int bf16, int bigt, int tpr, int rb, float *dst, const uint8_t *w, long long K, long long N, const float *x,
+extern "C" int sb_emu_mmh(int bf16, int bigt, int tpr, float *dst, const uint8_t *w, long long K, long long N, const float *x,
                           long long T, const float *add, int bcast) {
     if (T <= 8)
-        return bf16 ? gemv<CU_T_BF16>(dst, w, K, N, x, T, add, bcast, tpr, rb) : gemv<CU_T_F16>(dst, w, K, N, x, T, add, bcast, tpr, rb);
+        return bf16 ? gemv<CU_T_BF16>(dst, w, K, N, x, T, add, bcast, tpr) : gemv<CU_T_F16>(dst, w, K, N, x, T, add, bcast, tpr);
     if (bigt) return bf16 ? big<CU_T_BF16>(dst, w, K, N, x, T, add, bcast) : big<CU_T_F16>(dst, w, K, N, x, T, add, bcast);
     return bf16 ? tile<CU_T_BF16>(dst, w, K, N, x, T, add, bcast) : tile<CU_T_F16>(dst, w, K, N, x, T, add, bcast);
 }

@@ -74,8 +74,6 @@ typedef struct cu_config {
     int mma_split_waves; /* ... split of fewest waves (0: one wave) */
     int mma_group_split; /* GEMM groups that split K as one launch + one reduce */
     int mmh;             /* F16 / BF16 weights: vectorized GEMV and f16 tensor-core tiles (0: k_mmf) */
-    int mmh_tpr;         /* ... their T <= 8 GEMV: lanes a row, 32 / 64 / 128 (0: by K, device/mmh.cuh's mmh_gemv_tpr) */
-    int mmh_rows;        /* ... and rows a lane group, 1 or 2 */
     int mmh_big;         /* ... their T > 8 tiles: 128 x 128 (device/mmh_big.cuh) for T >= this, else 64 x 64 (0: never) */
     int blas_min_t;      /* T >= this: F16 / BF16 weights through cuBLASLt (cu_blaslt.h, k_blas.cu) where it loads (0: never) */
     int blas_quant;      /* T >= this: quantized weights too, dequantized to F16 in row chunks (their activations stay f32

@@ -69,9 +69,9 @@ __global__ void __launch_bounds__(MMF_WARPS * 32) k_mmf(float *dst, const uint8_
 }
 
 /* F16 / BF16 weights (device/mmh.cuh): T <= 8 a row over 32..128 lanes with 16-byte weight loads ... */
-template <int HT, int NC, int TPR, int RB>
+template <int HT, int NC, int TPR>
 __global__ void __launch_bounds__(128) k_mmh1(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T, cu_epilogue ep) {
-    mmh_gemv_block<HT, NC, TPR, RB>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
+    mmh_gemv_block<HT, NC, TPR>(dst, w, K, N, x, T, ep.add, ep.bcast, blockIdx.x);
 }
 /* ... and T > 8 in 64 x 64 tiles on tensor cores (sm_80+) */
 template <int HT>
@@ -112,11 +112,11 @@ static sb_status launch_mmh(cudaStream_t st, float *dst, const uint8_t *w, int64
         cu_launch(k_mmh<HT>, dim3(cu_div_up(N, MMH_BN), cu_div_up(T, MMH_BT)), 128, st, dst, w, K, N, x, T, ep);
         return cu_after_launch("k_mmh");
     }
-    const int tpr = mmh_gemv_tpr(K, cu_cfg()->mmh_tpr), rb = cu_cfg()->mmh_rows == 2 ? 2 : 1;
-    const dim3 grid((unsigned)cu_div_up(N, mmh_gemv_rows_a_block(tpr, rb)), 1);
-    mmh_gemv_pick<HT>(T, tpr, rb, [&](auto s) {
+    const int tpr = mmh_gemv_tpr(K);
+    const dim3 grid(cu_div_up(N, 128 / tpr), 1);
+    mmh_gemv_pick<HT>(T, tpr, [&](auto s) {
         using S = decltype(s);
-        cu_launch(k_mmh1<HT, S::NC, S::TPR, S::RB>, grid, 128, st, dst, w, K, N, x, T, ep);
+        cu_launch(k_mmh1<HT, S::NC, S::TPR>, grid, 128, st, dst, w, K, N, x, T, ep);
     });
     return cu_after_launch("k_mmh1");
 }

@@ -64,17 +64,12 @@ template <int HT> static __device__ __forceinline__ void mmh_mma(float *d, const
 
 /* ---- T <= 8: a row over TPR lanes ---- */
 
-/* k_mmh1's geometry: a block of 128 threads is 128 / TPR groups, a group of TPR lanes RB rows. A
- * row's 16-byte chunks go to its group's lanes in turn, MMH_U chunks a lane in flight a step, so
+/* k_mmh1's geometry: a block of 128 threads is 128 / TPR groups of TPR lanes, a group a row. A
+ * row's 16-byte chunks go to its group's lanes in turn, MMH_U chunks a lane in flight a step, and
  * TPR grows with K until each lane has about MMH_U chunks: a short grid (K / V's 1,024 rows) still
- * keeps every SM's loads in flight, and a long row's lanes never wait on one load at a time.
- * tpr / rb: cu_config.mmh_tpr / mmh_rows (0: by K / 1). */
+ * keeps every SM's loads in flight, and a long row's lanes never wait on one load at a time. */
 #define MMH_U 4
-static __host__ __device__ inline int mmh_gemv_tpr(int64_t K, int tpr) {
-    if (tpr == 32 || tpr == 64 || tpr == 128) return tpr;
-    return K >= 4096 ? 128 : K >= 2048 ? 64 : 32;
-}
-static __host__ __device__ inline int64_t mmh_gemv_rows_a_block(int tpr, int rb) { return (int64_t)(128 / tpr) * rb; }
+static __host__ __device__ inline int mmh_gemv_tpr(int64_t K) { return K >= 4096 ? 128 : K >= 2048 ? 64 : 32; }
 
 /* a 16-byte weight load that bypasses L1 (each weight is read once) */
 static __device__ __forceinline__ uint4 mmh_ld_w(const uint4 *p) {
@@ -96,109 +91,91 @@ template <int HT> static __device__ __forceinline__ void mmh_x8(const float *xr,
     for (int i = 0; i < 8; i++) xv[i] = mmh_val<HT>(mmh_bits<HT>(f[i]));
 }
 
-/* the group's lane partials of RB rows' dots with NC tokens (nt live): lane l takes chunks
+/* the group's lane partials of one row's dots with NC tokens (nt live): lane l takes chunks
  * l + TPR j, the loads of MMH_U steps issued before any arithmetic. K % 8 == 0. */
-template <int HT, int NC, int TPR, int RB>
-static __device__ __forceinline__ void mmh_gemv_rows(const uint4 *const *rows, const float *x, int64_t K, int nt, int lane,
-                                                     float (&acc)[RB][NC]) {
+template <int HT, int NC, int TPR>
+static __device__ __forceinline__ void mmh_gemv_row(const uint4 *row, const float *x, int64_t K, int nt, int lane, float (&acc)[NC]) {
 #pragma unroll
-    for (int r = 0; r < RB; r++)
-#pragma unroll
-        for (int c = 0; c < NC; c++) acc[r][c] = 0.0f;
+    for (int c = 0; c < NC; c++) acc[c] = 0.0f;
     const int64_t K8 = K / 8;
     for (int64_t b = lane; b < K8; b += TPR * MMH_U) {
-        uint4 wv[MMH_U][RB];
+        uint4 wv[MMH_U];
 #pragma unroll
-        for (int u = 0; u < MMH_U; u++)
-#pragma unroll
-            for (int r = 0; r < RB; r++) wv[u][r] = b + u * TPR < K8 ? mmh_ld_w(rows[r] + b + u * TPR) : make_uint4(0, 0, 0, 0);
+        for (int u = 0; u < MMH_U; u++) wv[u] = b + u * TPR < K8 ? mmh_ld_w(row + b + u * TPR) : make_uint4(0, 0, 0, 0);
 #pragma unroll
         for (int u = 0; u < MMH_U; u++) {
             const int64_t k8 = b + u * TPR;
             if (k8 >= K8) break;
-            float w[RB][8];
+            const uint32_t ww[4] = {wv[u].x, wv[u].y, wv[u].z, wv[u].w};
+            float w[8];
 #pragma unroll
-            for (int r = 0; r < RB; r++) {
-                const uint32_t ww[4] = {wv[u][r].x, wv[u][r].y, wv[u][r].z, wv[u][r].w};
-#pragma unroll
-                for (int i = 0; i < 4; i++) w[r][2 * i] = mmh_val<HT>(ww[i] & 0xFFFFu), w[r][2 * i + 1] = mmh_val<HT>(ww[i] >> 16);
-            }
+            for (int i = 0; i < 4; i++) w[2 * i] = mmh_val<HT>(ww[i] & 0xFFFFu), w[2 * i + 1] = mmh_val<HT>(ww[i] >> 16);
 #pragma unroll
             for (int c = 0; c < NC; c++) {
                 if (c >= nt) break;
                 float xv[8];
                 mmh_x8<HT>(x + c * K, k8, xv);
 #pragma unroll
-                for (int r = 0; r < RB; r++)
-#pragma unroll
-                    for (int i = 0; i < 8; i++) acc[r][c] += w[r][i] * xv[i];
+                for (int i = 0; i < 8; i++) acc[c] += w[i] * xv[i];
             }
         }
     }
 }
 
-/* the block bx of k_mmh1's grid (ceil(N / mmh_gemv_rows_a_block) blocks of 128 threads): NC >= T
- * tokens, dst [T,N] = W x + (add: [N] bias when bcast, else [T,N]). The block's rows are
- * consecutive, and a token's results leave as one store of consecutive floats (through shared
- * memory): an LM head may write its logits straight into page-locked host memory, where each
- * store is a transfer over PCIe (k_mmvq1 does the same). */
-template <int HT, int NC, int TPR, int RB>
+/* the block bx of k_mmh1's grid (ceil(N / (128 / TPR)) blocks of 128 threads): NC >= T tokens,
+ * dst [T,N] = W x + (add: [N] bias when bcast, else [T,N]). The block's rows are consecutive,
+ * and a token's results leave as one store of consecutive floats (through shared memory): an LM
+ * head may write its logits straight into page-locked host memory, where each store is a
+ * transfer over PCIe (k_mmvq1 does the same). */
+template <int HT, int NC, int TPR>
 static __device__ __forceinline__ void mmh_gemv_block(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
                                                       const float *add, int bcast, unsigned bx) {
-    constexpr int G = 128 / TPR, RPB = G * RB, WPG = TPR / 32; /* groups, rows, warps a group */
+    constexpr int RPB = 128 / TPR, WPG = TPR / 32; /* rows a block, warps a row */
     const int64_t r0 = (int64_t)bx * RPB, r1 = r0 + RPB < N ? r0 + RPB : N;
     prefetch_rows(w + (uint64_t)r0 * (uint64_t)(2 * K), (uint64_t)(r1 - r0) * (uint64_t)(2 * K), threadIdx.x, 128);
     CU_PDL_ENTRY();
-    __shared__ float part[4][RB][NC];
+    __shared__ float part[4][NC];
     __shared__ float res[NC][RPB];
-    const int tid = threadIdx.x, grp = tid / TPR, lane = tid % TPR, wp = tid >> 5;
+    const int tid = threadIdx.x, grp = tid / TPR, wp = tid >> 5;
     const int nt = (int)(T < NC ? T : NC);
-    const uint4 *rows[RB];
+    const int64_t n = r0 + grp < N ? r0 + grp : N - 1; /* a row past N reads row N - 1 and is not stored */
+    float acc[NC];
+    mmh_gemv_row<HT, NC, TPR>((const uint4 *)(w + (uint64_t)n * (uint64_t)(2 * K)), x, K, nt, tid % TPR, acc);
 #pragma unroll
-    for (int r = 0; r < RB; r++) { /* rows past N read row N - 1 and are not stored */
-        const int64_t n = r0 + grp * RB + r < N ? r0 + grp * RB + r : N - 1;
-        rows[r] = (const uint4 *)(w + (uint64_t)n * (uint64_t)(2 * K));
+    for (int c = 0; c < NC; c++) {
+        const float v = warp_sum(acc[c]);
+        if ((tid & 31) == 0) part[wp][c] = v;
     }
-    float acc[RB][NC];
-    mmh_gemv_rows<HT, NC, TPR, RB>(rows, x, K, nt, lane, acc);
-#pragma unroll
-    for (int r = 0; r < RB; r++)
-#pragma unroll
-        for (int c = 0; c < NC; c++) {
-            const float v = warp_sum(acc[r][c]);
-            if ((tid & 31) == 0) part[wp][r][c] = v;
-        }
     __syncthreads();
     if (tid < RPB * NC) {
-        const int c = tid / RPB, i = tid % RPB, g = i / RB, r = i % RB;
+        const int c = tid / RPB, i = tid % RPB;
         float v = 0.0f;
 #pragma unroll
-        for (int q = 0; q < WPG; q++) v += part[g * WPG + q][r][c];
-        const int64_t n = r0 + i;
-        if (c < nt && n < N) res[c][i] = add ? v + add[bcast ? n : c * N + n] : v;
+        for (int q = 0; q < WPG; q++) v += part[i * WPG + q][c];
+        if (c < nt && r0 + i < N) res[c][i] = add ? v + add[bcast ? r0 + i : c * N + r0 + i] : v;
     }
     __syncthreads();
-    for (int e = tid; e < RPB * NC; e += 128) {
-        const int c = e / RPB, i = e % RPB;
+    if (tid < RPB * NC) {
+        const int c = tid / RPB, i = tid % RPB;
         if (c < nt && r0 + i < r1) dst[c * N + r0 + i] = res[c][i];
     }
 }
 
-/* Calls launch(mmh_gemv_shape<HT, NC, TPR, RB>{}) for the shape k_mmh1 takes at T (<= 8) tokens,
- * tpr threads a row and rb rows a group: the one dispatch the launcher and the host emulation share. */
-template <int HT_, int NC_, int TPR_, int RB_> struct mmh_gemv_shape {
-    static constexpr int HT = HT_, NC = NC_, TPR = TPR_, RB = RB_;
+/* Calls launch(mmh_gemv_shape<HT, NC, TPR>{}) for the kernel k_mmh1 runs at T (<= 8) tokens and
+ * tpr lanes a row: the one dispatch the launcher and the host emulation share. */
+template <int HT_, int NC_, int TPR_> struct mmh_gemv_shape {
+    static constexpr int HT = HT_, NC = NC_, TPR = TPR_;
 };
-template <int HT, int NC, class L> static void mmh_gemv_pick_rows(int tpr, int rb, const L &launch) {
-    if (tpr == 128) rb == 2 ? launch(mmh_gemv_shape<HT, NC, 128, 2>{}) : launch(mmh_gemv_shape<HT, NC, 128, 1>{});
-    else if (tpr == 64) rb == 2 ? launch(mmh_gemv_shape<HT, NC, 64, 2>{}) : launch(mmh_gemv_shape<HT, NC, 64, 1>{});
-    else rb == 2 ? launch(mmh_gemv_shape<HT, NC, 32, 2>{}) : launch(mmh_gemv_shape<HT, NC, 32, 1>{});
+template <int HT, int NC, class L> static void mmh_gemv_pick_tpr(int tpr, const L &launch) {
+    if (tpr == 128) launch(mmh_gemv_shape<HT, NC, 128>{});
+    else if (tpr == 64) launch(mmh_gemv_shape<HT, NC, 64>{});
+    else launch(mmh_gemv_shape<HT, NC, 32>{});
 }
-template <int HT, class L> static void mmh_gemv_pick(int64_t T, int tpr, int rb, const L &launch) {
-    if (T == 1) mmh_gemv_pick_rows<HT, 1>(tpr, rb, launch);
-    else if (T == 2) mmh_gemv_pick_rows<HT, 2>(tpr, rb, launch);
-    else if (T <= 4) mmh_gemv_pick_rows<HT, 4>(tpr, rb, launch);
-    else mmh_gemv_pick_rows<HT, 8>(tpr, rb, launch);
+template <int HT, class L> static void mmh_gemv_pick(int64_t T, int tpr, const L &launch) {
+    if (T == 1) mmh_gemv_pick_tpr<HT, 1>(tpr, launch);
+    else if (T == 2) mmh_gemv_pick_tpr<HT, 2>(tpr, launch);
+    else if (T <= 4) mmh_gemv_pick_tpr<HT, 4>(tpr, launch);
+    else mmh_gemv_pick_tpr<HT, 8>(tpr, launch);
 }
 
 /* ---- T > 8: 64 x 64 tiles on tensor cores ---- */
