@@ -2,8 +2,9 @@
 /*
  * backend/cuda/k_mmf.cu — matrix x f32 activations for weights without a dp4a path: F32, F16 and
  * BF16 (the float models). F16 / BF16 take device/mmh.cuh's kernels where their shapes allow
- * (k_mmh1: T <= 8, a row over 32..128 lanes, 16-byte weight loads; k_mmh: T > 8, tensor-core tiles of 64 x 64, or of 128 x 128
- * from T = cu_config.mmh_big on (k_mmh_big: device/mmh_big.cuh); SB_TUNE=mmh=0: k_mmf). F32 weights
+ * (k_mmh1: T <= 8, a row over 32..128 lanes, 16-byte weight loads; k_mmh: T > 8, tensor-core
+ * tiles of 64 x 64, or of 128 x 128 from T = cu_config.mmh_big on (k_mmh_big: device/mmh_big.cuh);
+ * SB_TUNE=mmh=0: k_mmf). F32 weights
  * with f32 activations and T > 8 take device/mmf_tile.cuh's tiled GEMM (k_mmft) from T =
  * cu_config.mmf_tile on (SB_TUNE=mmf_tile=0: k_mmf always). It also reads every quantized type by
  * per-element dequantization (correct, not fast: each element re-derives its block's scale), which
