@@ -37,9 +37,9 @@ static int big(float *dst, const uint8_t *w, long long K, long long N, const flo
     return emu_run3(grid, 256, [&] { mmh_big_tile<HT>(dst, w, K, N, x, T, add, bcast, blockIdx.x, blockIdx.y); });
 }
 
-/* dst [T,N] = W x (+ add) as k_mmf.cu's launcher runs it: T <= 8 k_mmh1's blocks (tpr lanes a row, 0: by
- * K), else k_mmh's
- * tiles (big: k_mmh_big's, cu_config.mmh_big); bf16 0: F16 weights. 0, or -1 on a deadlock */
+/* dst [T,N] = W x (+ add) as k_mmf.cu's launcher runs it: T <= 8 k_mmh1's blocks (tpr lanes a row,
+ * 0: by K), else k_mmh's tiles (big: k_mmh_big's, cu_config.mmh_big); bf16 0: F16 weights. 0, or
+ * -1 on a deadlock */
 extern "C" int sb_emu_mmh(int bf16, int bigt, int tpr, float *dst, const uint8_t *w, long long K, long long N, const float *x,
                           long long T, const float *add, int bcast) {
     if (T <= 8)

@@ -123,10 +123,10 @@ static __device__ __forceinline__ void mmh_gemv_row(const uint4 *row, const floa
 }
 
 /* the block bx of k_mmh1's grid (ceil(N / (128 / TPR)) blocks of 128 threads): NC >= T tokens,
- * dst [T,N] = W x + (add: [N] bias when bcast, else [T,N]). The block's rows are consecutive,
- * and a token's results leave as one store of consecutive floats (through shared memory): an LM
- * head may write its logits straight into page-locked host memory, where each store is a
- * transfer over PCIe (k_mmvq1 does the same). */
+ * dst [T,N] = W x + (add: [N] bias when bcast, else [T,N]). The block's rows are consecutive and
+ * consecutive threads sum and store a token's results, so they leave as one store of consecutive
+ * floats: an LM head may write its logits straight into page-locked host memory, where each
+ * store is a transfer over PCIe (k_mmvq1 does the same). */
 template <int HT, int NC, int TPR>
 static __device__ __forceinline__ void mmh_gemv_block(float *dst, const uint8_t *w, int64_t K, int64_t N, const float *x, int64_t T,
                                                       const float *add, int bcast, unsigned bx) {
@@ -135,7 +135,6 @@ static __device__ __forceinline__ void mmh_gemv_block(float *dst, const uint8_t 
     prefetch_rows(w + (uint64_t)r0 * (uint64_t)(2 * K), (uint64_t)(r1 - r0) * (uint64_t)(2 * K), threadIdx.x, 128);
     CU_PDL_ENTRY();
     __shared__ float part[4][NC];
-    __shared__ float res[NC][RPB];
     const int tid = threadIdx.x, grp = tid / TPR, wp = tid >> 5;
     const int nt = (int)(T < NC ? T : NC);
     const int64_t n = r0 + grp < N ? r0 + grp : N - 1; /* a row past N reads row N - 1 and is not stored */
@@ -152,12 +151,7 @@ static __device__ __forceinline__ void mmh_gemv_block(float *dst, const uint8_t 
         float v = 0.0f;
 #pragma unroll
         for (int q = 0; q < WPG; q++) v += part[i * WPG + q][c];
-        if (c < nt && r0 + i < N) res[c][i] = add ? v + add[bcast ? r0 + i : c * N + r0 + i] : v;
-    }
-    __syncthreads();
-    if (tid < RPB * NC) {
-        const int c = tid / RPB, i = tid % RPB;
-        if (c < nt && r0 + i < r1) dst[c * N + r0 + i] = res[c][i];
+        if (c < nt && r0 + i < r1) dst[c * N + r0 + i] = add ? v + add[bcast ? r0 + i : c * N + r0 + i] : v;
     }
 }
 
