@@ -79,7 +79,7 @@ static void index_launch_stores(const ir_graph *g, cuda_fusions *c) {
 /* May group grp (gate and up, MATMUL_GROUP of two without addends: pass fuse_group_glu) write
  * act(gate) * up itself? At T = 1 where one k_gemv_reg launch takes the two as gate/up row pairs: it
  * multiplies them in its epilogue (src_glu's f32 math, so the quantize after it sees the values
- * cu_glu_quant would). At T > 8 (mma 1) where one int8 MMA launch that never splits K
+ * cu_glu_quant would). At T >= mma_min_t (mma 1) where one int8 MMA launch that never splits K
  * (cu_mma_multi_split 1 with any scratch) takes them as row pairs (cu_matmul_mma_multi pair_glu): one
  * weight type cu_mma_glu_pair_ok takes (a Qwen2.5-0.5B Q4_K_M file's Q5_0 gate/up), one row count. */
 static bool glu_pair_fits(const ir_graph *g, const ir_node *grp, bool mma) {
@@ -88,21 +88,21 @@ static bool glu_pair_fits(const ir_graph *g, const ir_node *grp, bool mma) {
     const cu_gemv_seg sg[2] = {{.wtype = g->nodes[ir_group_weight(grp, 0)].dtype, .N = g->nodes[ir_group_weight(grp, 0)].ne[1]},
                                {.wtype = g->nodes[ir_group_weight(grp, 1)].dtype, .N = g->nodes[ir_group_weight(grp, 1)].ne[1]}};
     if (x->ne[1] == 1) return cu_gemv_reg_fits(sg, 2, x->ne[0], x->dtype, true);
-    return mma && x->ne[1] > 8 && cu_mma_on() && cu_has_mma(sg[0].wtype, x->dtype) && sg[0].wtype == sg[1].wtype &&
+    return mma && x->ne[1] >= cu_mma_min_t() && cu_mma_on() && cu_has_mma(sg[0].wtype, x->dtype) && sg[0].wtype == sg[1].wtype &&
            cu_mma_glu_pair_ok(sg[0].wtype) && sg[0].N == sg[1].N && cu_mma_multi_split(sg, 2, x->ne[0], x->dtype, x->ne[1], UINT64_MAX) == 1;
 }
 bool cf_glu_pair_ok(const ir_graph *g, const ir_node *grp) { return glu_pair_fits(g, grp, true); }
 bool cf_glu_pair_ok_decode(const ir_graph *g, const ir_node *grp) { return glu_pair_fits(g, grp, false); }
 
-bool cf_mma_takes(const ir_node *w, const ir_node *x) { return x->ne[1] > 8 && cu_mma_on() && cu_has_mma(w->dtype, x->dtype); }
-bool cf_mma_ok(const ir_graph *g, const ir_node *m) { /* a T > 8 matmul the int8 MMA GEMM takes */
+bool cf_mma_takes(const ir_node *w, const ir_node *x) { return x->ne[1] >= cu_mma_min_t() && cu_mma_on() && cu_has_mma(w->dtype, x->dtype); }
+bool cf_mma_ok(const ir_graph *g, const ir_node *m) { /* a T >= mma_min_t matmul the int8 MMA GEMM takes */
     return m->op == IR_OP_MATMUL && cf_mma_takes(&g->nodes[m->src[0]], &g->nodes[m->src[1]]);
 }
 
 bool cf_group_member_ok(const ir_graph *g, const ir_node *m) { return cf_multi_ok(g, m) || cf_mma_ok(g, m); }
 
 /* May matmuls mem[0..n) (one activation) be one launch? T = 1: the multi-GEMV kernel mixes any of
- * its types. T > 8: the int8 MMA launch takes one weight type, or two that cu_mma_pair takes (pair;
+ * its types. T >= mma_min_t: the int8 MMA launch takes one weight type, or two that cu_mma_pair takes (pair;
  * a Q4_K_M file's V may be Q8_0 beside Q5_0 K and Q), members side by side in the plan only where
  * adjacent (nothing between one and the next but inputs; cu_config.mma_group 2). */
 static bool group_fits(const ir_graph *g, const ir_ref *mem, int n, bool pair, bool adjacent) {
@@ -131,7 +131,7 @@ bool cf_blas_ok(const ir_graph *g, const ir_node *m) {
     return m->op == IR_OP_MATMUL && cf_blas_takes(&g->nodes[m->src[0]], &g->nodes[m->src[1]]);
 }
 
-/* the K split of the launch of T > 8 group grp (pass fuse_matmul_group) at the plan's T, with scratch
+/* the K split of the launch of T >= mma_min_t group grp (pass fuse_matmul_group) at the plan's T, with scratch
  * enough (cu_mma_multi_split, as run_mma_group asks it; 0: its members launched one by one) */
 static int group_split(const ir_graph *g, const ir_node *grp) {
     cu_gemv_seg seg[CU_MULTI_MAX];
@@ -144,11 +144,11 @@ static int group_split(const ir_graph *g, const ir_node *grp) {
     return cu_mma_multi_split(seg, ns, x->ne[0], x->dtype, x->ne[1], UINT64_MAX);
 }
 
-/* the T > 8 matmul group whose member's product value v is (the group itself or one of its RESULTs), or -1 */
+/* the T >= mma_min_t matmul group whose member's product value v is (the group itself or one of its RESULTs), or -1 */
 static int32_t mma_group_of(const ir_graph *g, ir_ref v) {
     const ir_ref grp = g->nodes[v].op == IR_OP_RESULT ? g->nodes[v].src[0] : v;
     const ir_node *n = &g->nodes[grp];
-    return n->op == IR_OP_MATMUL_GROUP && g->nodes[n->src[0]].ne[1] > 8 ? grp : -1;
+    return n->op == IR_OP_MATMUL_GROUP && g->nodes[n->src[0]].ne[1] >= cu_mma_min_t() ? grp : -1;
 }
 
 /* a rope job's input x: (x, pos, ff?) for a ROPE, (cache, x, pos, ...) for a ROPE_STORE or KV_STORE */
@@ -160,7 +160,7 @@ static bool job_takes(const ir_graph *g, const ir_node *n) {
         return g->nodes[n->src[1]].dtype == SB_TYPE_F32 && (n->dtype == SB_TYPE_F32 || n->dtype == SB_TYPE_F16) && !ir_rope_norm_of(n).kind;
     return (n->op == IR_OP_ROPE || n->op == IR_OP_ROPE_STORE) && g->nodes[job_x(n)].ne[3] == 1 && !ir_rope_norm_of(n).kind;
 }
-/* is v (through views) a product of a T > 8 matmul group (pass fuse_matmul_group) that splits K at the plan's T (group_split)? */
+/* is v (through views) a product of a T >= mma_min_t matmul group (pass fuse_matmul_group) that splits K at the plan's T (group_split)? */
 static bool group_of_splits(const ir_graph *g, ir_ref v) {
     while (g->nodes[v].op == IR_OP_RESHAPE || g->nodes[v].op == IR_OP_VIEW) v = g->nodes[v].src[0];
     const int32_t grp = mma_group_of(g, v);
@@ -193,15 +193,15 @@ static void index_rope_jobs(const ir_graph *g, cuda_fusions *c) {
     }
 }
 
-/* Pass fuse_group_jobs' plan_target.group_jobs_fits: a T > 8 MATMUL_GROUP (pass fuse_matmul_group)
+/* Pass fuse_group_jobs' plan_target.group_jobs_fits: a T >= mma_min_t MATMUL_GROUP (pass fuse_matmul_group)
  * whose results only the rope jobs launched right after it read (a prefill layer's K, V, Q, their
  * RoPE and cache writes). Where the group splits K at run time (run_mma_group), those jobs sum the
  * partials themselves (k_mma_reduce's order: the same bits) and the reduce kernel is left out. */
 bool cf_group_jobs_ok(const ir_graph *g, const ir_node *grp) {
-    return grp->op == IR_OP_MATMUL_GROUP && !ir_group_glu(grp) && g->nodes[grp->src[0]].ne[1] > 8;
+    return grp->op == IR_OP_MATMUL_GROUP && !ir_group_glu(grp) && g->nodes[grp->src[0]].ne[1] >= cu_mma_min_t();
 }
 
-/* Pass fuse_norm_sums' plan_target.norm_sum_fits: a lone MATMUL m on the int8 MMA path (T > 8; no
+/* Pass fuse_norm_sums' plan_target.norm_sum_fits: a lone MATMUL m on the int8 MMA path (T >= mma_min_t; no
  * group, no GLU) whose residual sum the RMS_NORM_QUANT n right after it normalizes. Where m splits K
  * at run time, it leaves the partials unreduced and n sums them — mma_split_sum with m's addend as
  * the epilogue: k_mma_reduce's order, and x + b == b + x in f32, so the same h — and the reduce kernel

@@ -47,12 +47,12 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     t->add_norm_writes_sum = true;     /* cu_add_rms_norm_quant reads the sum back */
     t->attn_rope_max_t = 1;            /* decode: prefill plans keep Q's rope in their rope-jobs launch (docs/cuda.md) */
     t->attn_rope_paged_max_t = 8;      /* the paged kernels rotate q a block at any T; up to 8 tokens (GEMVs a matrix,
-                                        * cf_mma_ok's T > 8) no rope-jobs launch would take Q's rope */
+                                        * cf_mma_ok: T >= mma_min_t) no rope-jobs launch would take Q's rope */
     t->attn_quant_type = SB_TYPE_Q8_1; /* cu_attn_args.xq: the O projection's q8_1 blocks beside the f32 output */
     /* cu_attention's; wider heads go to the paged kernel, which does neither (their prefill maybe to
      * the tensor-core kernel: unfused too) */
     t->attn_fuse_max_head_dim = CU_ATT_MAX_D;
-    /* decode: one multi-GEMV launch; prefill (T > 8, cu_config.mma_group, on the int8 MMA GEMMs: mmq 4): one int8 MMA launch */
+    /* decode: one multi-GEMV launch; prefill (T >= mma_min_t, cu_config.mma_group, on the int8 MMA GEMMs: mmq 4): one int8 MMA launch */
     const bool mma = cc->mma_group && cc->mmq == 4;
     t->matmul_group_max_t = mma ? INT64_MAX : 1;
     t->matmul_group_max = CU_MULTI_MAX;
@@ -105,15 +105,15 @@ sb_status exec_cuda_check(const plan *p) {
             break;
         }
         case IR_OP_RESULT: break; /* written by its producer */
-        case IR_OP_MATMUL_GROUP: { /* the planner's groups: T = 1 multi-GEMV (cu_matmul_q8_multi), T > 8 int8 MMA (cu_matmul_mma_multi) */
-            if (ir_group_n(n) > CU_MULTI_MAX || (s0->ne[1] != 1 && s0->ne[1] <= 8))
-                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: matmul group %%%d of %d members at T = %lld (at most %d, T = 1 or T > 8)", (int)i,
-                               ir_group_n(n), (long long)s0->ne[1], CU_MULTI_MAX);
+        case IR_OP_MATMUL_GROUP: { /* the planner's groups: T = 1 multi-GEMV (cu_matmul_q8_multi), T >= cu_mma_min_t() int8 MMA (cu_matmul_mma_multi) */
+            if (ir_group_n(n) > CU_MULTI_MAX || (s0->ne[1] != 1 && s0->ne[1] < cu_mma_min_t()))
+                return sb_fail(SB_ERR_UNSUPPORTED, "cuda: matmul group %%%d of %d members at T = %lld (at most %d, T = 1 or T >= %lld)", (int)i,
+                               ir_group_n(n), (long long)s0->ne[1], CU_MULTI_MAX, (long long)cu_mma_min_t());
             for (int j = 0; j < ir_group_n(n); j++) {
                 const int wt = g->nodes[ir_group_weight(n, j)].dtype;
                 const bool mmvq = (s0->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(wt)) || (s0->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(wt));
-                /* T > 8: what a lone matmul of the member runs on where the launch does not take them all */
-                const bool ok = mmvq || (s0->ne[1] > 8 && s0->dtype == SB_TYPE_Q8_K && cu_can_dequantize(wt));
+                /* T >= cu_mma_min_t(): what a lone matmul of the member runs on where the launch does not take them all */
+                const bool ok = mmvq || (s0->ne[1] >= cu_mma_min_t() && s0->dtype == SB_TYPE_Q8_K && cu_can_dequantize(wt));
                 if (!ok)
                     return sb_fail(SB_ERR_MODEL_TENSOR_TYPE, "cuda: matmul group %%%d: weight %s x activation %s at T = %lld", (int)i,
                                    ir_dtype_name(wt), ir_dtype_name(s0->dtype), (long long)s0->ne[1]);

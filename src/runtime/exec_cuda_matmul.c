@@ -31,7 +31,7 @@ static bool q8_gemv_takes(const ir_node *w, const ir_node *x) {
 
 /* weight wr times activation xr into dst with epilogue epb (add NULL: none), as a lone matmul runs:
  * cuBLASLt for f32 activations where cu_blas_on says (cu_config.blas_min_t / blas_quant tokens or
- * more), the int8 MMA GEMM for T > 8, else the dp4a or f32 GEMVs. nsum_node: the lone matmul whose
+ * more), the int8 MMA GEMM for T >= mma_min_t, else the dp4a or f32 GEMVs. nsum_node: the lone matmul whose
  * split partials a norm may sum (pass fuse_norm_sums; -1: a group's member). The caller has counted the
  * launch (a split-K reduce, cuBLASLt's extra launches count themselves). */
 static sb_status run_matmul_wx(crun *r, ir_ref wr, ir_ref xr, float *dst, cu_epilogue epb, int32_t nsum_node) {
@@ -92,7 +92,7 @@ static cu_gemv_seg launch_seg(crun *r, int32_t i, int j);
 
 static cu_gemv_seg launch_seg(crun *r, int32_t i, int j);
 
-/* a T > 8 MATMUL_GROUP i (pass fuse_matmul_group): one int8 MMA launch where cu_mma_multi_split
+/* a T >= mma_min_t MATMUL_GROUP i (pass fuse_matmul_group): one int8 MMA launch where cu_mma_multi_split
  * takes its members (a gated one writing act(gate) * up: pass fuse_group_glu), else each member in
  * turn as a lone matmul; the launch counts itself */
 static sb_status run_mma_group(crun *r, int32_t i) {

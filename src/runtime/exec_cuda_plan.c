@@ -234,7 +234,7 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
             const uint64_t f = (cu_blas_scratch_bytes(mw->dtype, mw->ne[0], mw->ne[1], mx->ne[1]) + 3) / 4;
             if (f > scratch) scratch = f;
             blas = true;
-        } else if (p->g->nodes[i].op == IR_OP_MATMUL_GROUP && p->g->nodes[p->g->nodes[i].src[0]].ne[1] > 8) {
+        } else if (p->g->nodes[i].op == IR_OP_MATMUL_GROUP && p->g->nodes[p->g->nodes[i].src[0]].ne[1] >= cu_mma_min_t()) {
             const ir_node *gn = &p->g->nodes[i], *mx = &p->g->nodes[gn->src[0]]; /* a split group's partials: its members' together */
             uint64_t f = 0;
             for (int j = 0; j < ir_group_n(gn); j++) {
@@ -244,7 +244,7 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
             if (f > scratch) scratch = f;
         } else if (p->g->nodes[i].op == IR_OP_MATMUL && cu_mma_small_mode()) { /* split-K partials of the small-T GEMM */
             const ir_node *mw = &p->g->nodes[p->g->nodes[i].src[0]], *mx = &p->g->nodes[p->g->nodes[i].src[1]];
-            if (mx->ne[1] > 8 && cu_has_mma(mw->dtype, mx->dtype)) {
+            if (mx->ne[1] >= cu_mma_min_t() && cu_has_mma(mw->dtype, mx->dtype)) {
                 uint64_t f = cu_mma_small_scratch(mw->ne[0], mw->ne[1], mx->ne[1]);
                 if (f > scratch) scratch = f;
             }

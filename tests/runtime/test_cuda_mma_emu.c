@@ -29,7 +29,8 @@ typedef int (*mma_fn)(int, int, int, int, float *, const uint8_t *, long long, l
 static mma_fn emu_mma;
 static uint64_t seed = 0x1A7E5EEDull;
 
-static void check_type(int type, int q8k) {
+/* T tokens (<= T_): 40 spans ragged token tiles; 5 is a lone partial tile (cu_config.mma_min_t below 9) */
+static void check_type(int type, int q8k, int T) {
     const qk_traits *tr = qk_get(type);
     const uint64_t rb = (uint64_t)(K_ / tr->blck) * (uint64_t)tr->type_size;
     uint8_t *w = aligned_alloc(256, (size_t)((N_ * rb + 255) & ~(uint64_t)255) + 256);
@@ -44,7 +45,7 @@ static void check_type(int type, int q8k) {
         tr->from_float_ref(row, w + (uint64_t)n * rb, K_);
         tr->to_float(w + (uint64_t)n * rb, wf + n * K_, K_);
     }
-    for (int t = 0; t < T_; t++) {
+    for (int t = 0; t < T; t++) {
         for (int k = 0; k < K_; k++) xf[t * K_ + k] = test_rand_normal(&seed) * (k % 13 == 0 ? 6.0f : 1.0f);
         if (q8k) {
             qk_quantize_row_q8_K_ref(xf + t * K_, xq + t * xrb, K_);
@@ -60,10 +61,10 @@ static void check_type(int type, int q8k) {
         const int ep = (tile + type) % 3;
         for (int i = 0; i < T_ * N_; i++) dst[i] = NAN;
         for (int i = 0; i < 3 * T_ * N_; i++) part[i] = NAN;
-        const int rc = emu_mma(type, q8k, tile, 3, dst, w, N_, K_, xq, T_, ep ? add : NULL, ep == 1, part);
-        CHECKF(rc == 0, "%s x %s %s: emulation returned %d", tr->name, q8k ? "q8_K" : "q8_1", tile_name[tile], rc);
+        const int rc = emu_mma(type, q8k, tile, 3, dst, w, N_, K_, xq, T, ep ? add : NULL, ep == 1, part);
+        CHECKF(rc == 0, "%s x %s %s T %d: emulation returned %d", tr->name, q8k ? "q8_K" : "q8_1", tile_name[tile], T, rc);
         int bad = 0, unwritten = 0;
-        for (int t = 0; t < T_; t++)
+        for (int t = 0; t < T; t++)
             for (int n = 0; n < N_; n++) {
                 double ref = 0, mag = 0;
                 for (int k = 0; k < K_; k++) ref += (double)wf[n * K_ + k] * xd[t * K_ + k], mag += fabs((double)wf[n * K_ + k] * xd[t * K_ + k]);
@@ -74,8 +75,8 @@ static void check_type(int type, int q8k) {
                 else if (!(fabs(got - ref) <= 1e-5 * mag + 1e-30) && bad++ < 3)
                     fprintf(stderr, "%s x %s %s: [t %d, n %d] %.9g, reference %.9g\n", tr->name, q8k ? "q8_K" : "q8_1", tile_name[tile], t, n, got, ref);
             }
-        CHECKF(unwritten == 0 && bad == 0, "%s x %s %s (%s): %d outputs unwritten, %d off the reference", tr->name, q8k ? "q8_K" : "q8_1",
-               tile_name[tile], ep == 1 ? "bias" : ep == 2 ? "residual" : "no epilogue", unwritten, bad);
+        CHECKF(unwritten == 0 && bad == 0, "%s x %s %s T %d (%s): %d outputs unwritten, %d off the reference", tr->name, q8k ? "q8_K" : "q8_1",
+               tile_name[tile], T, ep == 1 ? "bias" : ep == 2 ? "residual" : "no epilogue", unwritten, bad);
     }
     free(w), free(xq), free(wf), free(xf), free(xd), free(add), free(dst), free(part);
 }
@@ -90,8 +91,8 @@ int main(void) {
         static const int on_q81[] = {SB_TYPE_Q4_0, SB_TYPE_Q4_1, SB_TYPE_Q5_0, SB_TYPE_Q5_1, SB_TYPE_Q8_0,
                                      SB_TYPE_IQ4_NL, SB_TYPE_Q4_K, SB_TYPE_Q5_K, SB_TYPE_Q6_K};
         static const int on_q8k[] = {SB_TYPE_Q3_K, SB_TYPE_Q4_K, SB_TYPE_Q5_K, SB_TYPE_Q6_K, SB_TYPE_IQ4_XS};
-        for (size_t i = 0; i < sizeof on_q81 / sizeof on_q81[0]; i++) check_type(on_q81[i], 0);
-        for (size_t i = 0; i < sizeof on_q8k / sizeof on_q8k[0]; i++) check_type(on_q8k[i], 1);
+        for (size_t i = 0; i < sizeof on_q81 / sizeof on_q81[0]; i++) check_type(on_q81[i], 0, T_), check_type(on_q81[i], 0, 5);
+        for (size_t i = 0; i < sizeof on_q8k / sizeof on_q8k[0]; i++) check_type(on_q8k[i], 1, T_), check_type(on_q8k[i], 1, 5);
         float d;
         CHECK(emu_mma(SB_TYPE_Q2_K, 1, 0, 1, &d, NULL, 0, 0, NULL, 0, NULL, 0, NULL) == -2); /* Q2_K: k_mmq's */
     }

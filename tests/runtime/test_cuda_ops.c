@@ -486,6 +486,13 @@ static void test_matmul(void) {
                 snprintf(label, sizeof label, "matmul %s T=%lld vs CPU (x rounded)", ir_dtype_name(t), (long long)T);
                 expect(run_cmp(g, &b, label, true), 1e-10, label);
             }
+            if (mma_type(t) && T > 1 && T <= 8) { /* the int8 MMA GEMM below its default token count (cu_config.mma_min_t) */
+                const int mmq_saved = tc_cfg.mmq, min_saved = tc_cfg.mma_min_t;
+                tc_cfg.mmq = 4, tc_cfg.mma_min_t = 2;
+                snprintf(label, sizeof label, "matmul %s T=%lld (int8 MMA from T 2)", ir_dtype_name(t), (long long)T);
+                expect(run_both(g, &b, label), 5e-4, label);
+                tc_cfg.mmq = mmq_saved, tc_cfg.mma_min_t = min_saved;
+            }
             if (mmvq_type(t) && T > 8) { /* the token-tile variants: 4 rows per warp; tiled GEMM; int8 MMA */
                 for (int v = 2; v <= (mma_type(t) ? 4 : 3); v++) {
                     tc_cfg.mmq = v;

@@ -57,6 +57,7 @@ static int mma_sms = 0, mma_cc = -1; /* device properties, read once */
 
 extern "C" void cu_mma_forget_device(void) { mma_cc = -1, mma_sms = 0; } /* cu_assume_device: read them again */
 extern "C" bool cu_mma_on(void) { return cu_cfg()->mmq == 4; }
+extern "C" int64_t cu_mma_min_t(void) { return cu_cfg()->mma_min_t; }
 
 
 
@@ -300,7 +301,7 @@ extern "C" sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w,
 /* segments of one weight type (or a cu_mma_pair), each with rows, in one launch: 0 where not (the caller launches them
  * one by one), else the launch's split of K (ma_small_split; 1 above the small path's T limit) */
 extern "C" int cu_mma_multi_split(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int64_t T, uint64_t scratch_floats) {
-    if (n < 1 || n > CU_MULTI_MAX || T <= 8 || !cu_has_mma(seg[0].wtype, xtype)) return 0;
+    if (n < 1 || n > CU_MULTI_MAX || T < cu_mma_min_t() || !cu_has_mma(seg[0].wtype, xtype)) return 0;
     ma_segs sg = {};
     int w2 = seg[0].wtype;
     for (int q = 0; q < n; q++) {

@@ -425,6 +425,8 @@ sb_status cu_attn_deep(cu_stream s, float *dst, const float *q, const void *k, c
 bool cu_has_mma(int wtype, int xtype);
 /* the executor uses cu_matmul_mma for T > 8 where cu_has_mma (cu_config.mmq 4) */
 bool cu_mma_on(void);
+/* the fewest tokens the int8 MMA GEMMs take (cu_config.mma_min_t; fewer: the dp4a GEMVs) */
+int64_t cu_mma_min_t(void);
 /* Tile of cu_matmul_mma (cu_config.mma_tile): 0 chosen from the grid size, 1 = 128 rows x 64 tokens,
  * 2 = 64 x 64, 3 = 64 x 32. */
 /* dst [N,T] = W x as cu_matmul_q8 (same operands, epilogue and results up to f32 summation
