@@ -4,8 +4,8 @@
  * mma_tile.cuh: k_mma, k_mma_reduce) built for the host: test_cuda_mma_emu compiles this file with
  * the host C++ compiler against tests/codegen/emu/cuda_emu.h (the warp's fragments exchanged for
  * ldmatrix and the s8 MMAs per PTX's layouts; -fsanitize=alignment traps) and runs one segment's
- * grid as k_mma.cu's launchers would: a tile shape, or the 32 x 64 tile with K split over blocks and
- * the reduce kernel after it.
+ * grid as k_mma.cu's launchers would: a tile shape, or the 32 x 64 or 256 x 8 tile with K split over
+ * blocks and the reduce kernel after it.
  */
 #include "backend/cuda/device/mma_tile.cuh"
 
@@ -27,13 +27,15 @@ static int tiles(int tile, ma_segs sg, uint64_t rb, long long K, const uint8_t *
     case 1: return go<TYPE, XQ, 64, 64, false>(sg, rb, K, x, T, 0, part);
     case 2: return go<TYPE, XQ, 64, 32, false>(sg, rb, K, x, T, 0, part);
     case 3: return go<TYPE, XQ, 32, 64, false>(sg, rb, K, x, T, 0, part);
-    default: return go<TYPE, XQ, 32, 64, true>(sg, rb, K, x, T, nsplit, part);
+    case 4: return go<TYPE, XQ, 32, 64, true>(sg, rb, K, x, T, nsplit, part);
+    case 5: return go<TYPE, XQ, 256, 8, false>(sg, rb, K, x, T, 0, part);
+    default: return go<TYPE, XQ, 256, 8, true>(sg, rb, K, x, T, nsplit, part);
     }
 }
 
 /* dst [T,N] = W x (+ add) for weights of `type` on q8_1 (xq8k 0) or q8_K activations; tile 0..3: the
  * 128 x 64, 64 x 64, 64 x 32 and 32 x 64 tiles, 4: 32 x 64 split nsplit ways (part: nsplit x T x N
- * floats) and reduced. -1: a deadlock, -2: a type the kernel does not take. */
+ * floats) and reduced; 5, 6: the 256 x 8 decode tile whole and split. -1: a deadlock, -2: a type the kernel does not take. */
 extern "C" int sb_emu_mma(int type, int xq8k, int tile, int nsplit, float *dst, const uint8_t *w, long long N, long long K, const uint8_t *x,
                           long long T, const float *add, int bcast, float *part) {
     ma_segs sg = {};

@@ -5,8 +5,9 @@
  * (tests/runtime/cuda_mma_emu.cc, tests/codegen/emu: ldmatrix and the s8 m16n8k32 / m16n8k16 MMAs
  * exchange the warp's registers per PTX's layouts) for every weight type it takes — on q8_1: Q4_0,
  * Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K; on q8_K: Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS — in
- * each tile shape (128 x 64, 64 x 64, 64 x 32, 32 x 64 whole and split 3 ways over K with the reduce
- * kernel), over ragged tiles (N 96, T 40, K 512: four K steps, a split of two sub-blocks), with no
+ * each tile shape (128 x 64, 64 x 64, 64 x 32; 32 x 64 and the 256 x 8 decode tile whole and split 3
+ * ways over K with the reduce kernel), over ragged tiles (N 96, T 40, 8 and 5, K 512: four K steps, a
+ * split of two sub-blocks), with no
  * epilogue, a bias or a residual, into NaN-poisoned outputs, against the f64 dot of the reference
  * dequantizers' weights and activations within 1e-5 of the sum of |terms|. The types that ran on the
  * H200 for sessions (Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K) passing here is what vouches for the
@@ -56,8 +57,8 @@ static void check_type(int type, int q8k, int T) {
         }
     }
     for (int i = 0; i < T_ * N_; i++) add[i] = test_rand_normal(&seed);
-    static const char *tile_name[5] = {"128x64", "64x64", "64x32", "32x64", "32x64 split 3"};
-    for (int tile = 0; tile < 5; tile++) {
+    static const char *tile_name[7] = {"128x64", "64x64", "64x32", "32x64", "32x64 split 3", "256x8", "256x8 split 3"};
+    for (int tile = 0; tile < 7; tile++) {
         const int ep = (tile + type) % 3;
         for (int i = 0; i < T_ * N_; i++) dst[i] = NAN;
         for (int i = 0; i < 3 * T_ * N_; i++) part[i] = NAN;
@@ -91,8 +92,8 @@ int main(void) {
         static const int on_q81[] = {SB_TYPE_Q4_0, SB_TYPE_Q4_1, SB_TYPE_Q5_0, SB_TYPE_Q5_1, SB_TYPE_Q8_0,
                                      SB_TYPE_IQ4_NL, SB_TYPE_Q4_K, SB_TYPE_Q5_K, SB_TYPE_Q6_K};
         static const int on_q8k[] = {SB_TYPE_Q3_K, SB_TYPE_Q4_K, SB_TYPE_Q5_K, SB_TYPE_Q6_K, SB_TYPE_IQ4_XS};
-        for (size_t i = 0; i < sizeof on_q81 / sizeof on_q81[0]; i++) check_type(on_q81[i], 0, T_), check_type(on_q81[i], 0, 5);
-        for (size_t i = 0; i < sizeof on_q8k / sizeof on_q8k[0]; i++) check_type(on_q8k[i], 1, T_), check_type(on_q8k[i], 1, 5);
+        for (size_t i = 0; i < sizeof on_q81 / sizeof on_q81[0]; i++) check_type(on_q81[i], 0, T_), check_type(on_q81[i], 0, 8), check_type(on_q81[i], 0, 5);
+        for (size_t i = 0; i < sizeof on_q8k / sizeof on_q8k[0]; i++) check_type(on_q8k[i], 1, T_), check_type(on_q8k[i], 1, 8), check_type(on_q8k[i], 1, 5);
         float d;
         CHECK(emu_mma(SB_TYPE_Q2_K, 1, 0, 1, &d, NULL, 0, 0, NULL, 0, NULL, 0, NULL) == -2); /* Q2_K: k_mmq's */
     }

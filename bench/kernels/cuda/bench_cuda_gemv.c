@@ -10,8 +10,12 @@
  * activation is a few KB) and that rate as a share of this GPU's copy bandwidth, measured in the
  * same run (a 1 GiB device-to-device copy, read + write). Weights are valid random blocks (64
  * quantized rows repeated): values do not change a GEMV's speed.
- * Usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|e4b|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16 or any type names] [--tune SB_TUNE-style
- * cu_config keys]
+ * -T TOKENS (default 1): the launches a step of T tokens makes for quantized weights (a batch of
+ * decoding sequences) — under cu_config.mma_min_t, cu_matmul_q8 a matrix (k_mmvq's token tiles);
+ * from it, the int8 MMA small path (cu_matmul_mma_multi for a group it takes, split K through
+ * scratch and k_mma_reduce, else cu_matmul_mma_small a matrix).
+ * Usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|e4b|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16 or any type names] [-T TOKENS]
+ * [--tune SB_TUNE-style cu_config keys]
  * Built with the CUDA backend only (`make bench`). Layer: links sb_backend_cuda and sb_quant.
  */
 #include "backend/cuda/cu_config.h"
@@ -91,16 +95,33 @@ static int act_type(int t) {
 typedef struct launch {
     cu_gemv_seg seg[CU_MULTI_MAX];
     int n;
-    int64_t K;
+    int64_t K, T;
     int xtype;
     const void *x; /* f32 or quantized activation */
+    float *scratch; /* T > 1 on the MMA: split-K partials */
+    uint64_t scratch_floats;
 } launch;
+
+/* T > 1 on quantized weights: the dp4a token tiles under mma_min_t, else the MMA small path */
+static sb_status run_tokens(const launch *l, cu_stream s) {
+    if (l->T < cu_cfg()->mma_min_t || !cu_has_mma(l->seg[0].wtype, l->xtype)) {
+        for (int k = 0; k < l->n; k++) SB_TRY(cu_matmul_q8(s, l->seg[k].dst, l->seg[k].w, l->seg[k].wtype, l->K, l->seg[k].N, l->x, l->xtype, l->T, NULL));
+        return SB_OK;
+    }
+    if (l->n > 1 && cu_mma_multi_split(l->seg, l->n, l->K, l->xtype, l->T, l->scratch_floats) >= 1)
+        return cu_matmul_mma_multi(s, l->seg, l->n, l->K, l->x, l->xtype, l->T, l->scratch, l->scratch_floats, NULL, 0);
+    for (int k = 0; k < l->n; k++)
+        SB_TRY(cu_matmul_mma_small(s, l->seg[k].dst, l->seg[k].w, l->seg[k].wtype, l->K, l->seg[k].N, l->x, l->xtype, l->T, NULL, l->scratch,
+                                   l->scratch_floats, NULL));
+    return SB_OK;
+}
 
 static sb_status run(const launch *l, cu_stream s) {
     if (l->xtype == SB_TYPE_F32) { /* F16 weights: one f32-activation launch a matrix */
-        for (int k = 0; k < l->n; k++) SB_TRY(cu_matmul_f32(s, l->seg[k].dst, l->seg[k].w, l->seg[k].wtype, l->K, l->seg[k].N, l->x, SB_TYPE_F32, 1, NULL));
+        for (int k = 0; k < l->n; k++) SB_TRY(cu_matmul_f32(s, l->seg[k].dst, l->seg[k].w, l->seg[k].wtype, l->K, l->seg[k].N, l->x, SB_TYPE_F32, l->T, NULL));
         return SB_OK;
     }
+    if (l->T > 1) return run_tokens(l, s);
     bool multi = cu_gemv_reg_fits(l->seg, l->n, l->K, l->xtype, false);
     for (int k = 0; k < l->n; k++) multi = multi && l->seg[k].N <= MULTI_ROWS_MAX;
     if (multi || l->n > 1) return cu_matmul_q8_multi(s, l->seg, l->n, l->K, l->x, l->xtype, NULL, 0);
@@ -143,19 +164,24 @@ static double copy_gbps(cu_stream s, void **ev) {
 }
 
 int main(int argc, char **argv) {
-    int reps = 50;
+    int reps = 50, T = 1;
     const char *model = "all", *types = "Q4_K,Q6_K,Q8_0,Q4_0,F16", *tune = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-r")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-m")) model = argv[i + 1];
         else if (!strcmp(argv[i], "-t")) types = argv[i + 1];
+        else if (!strcmp(argv[i], "-T")) T = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--tune")) tune = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|e4b|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16,Q3_K,...] [--tune key=value,...]\n");
+            fprintf(stderr, "usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|e4b|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16,Q3_K,...] [-T TOKENS] [--tune key=value,...]\n");
             return 2;
         }
     }
     if (reps < 1) reps = 1;
+    if (T < 1 || T > 64) {
+        fprintf(stderr, "bench_cuda_gemv: -T is 1..64 tokens\n");
+        return 2;
+    }
     TRY(cu_set_device(0));
     static cu_config cfg;
     cfg = cu_config_default;
@@ -166,7 +192,8 @@ int main(int argc, char **argv) {
     void *ev[2];
     TRY(cu_events_create(ev, 2));
     const double copy = copy_gbps(s, ev);
-    printf("copy bandwidth %.0f GB/s (1 GiB device to device, read + write); %d launches a batch, best of 3\n\n", copy, reps);
+    printf("copy bandwidth %.0f GB/s (1 GiB device to device, read + write); %d launches a batch, best of 3; %d token%s\n\n", copy, reps, T,
+           T > 1 ? "s" : "");
     printf("| model | matrices | type | K | N | MB | us | GB/s | %% of copy |\n|---|---|---|---:|---|---:|---:|---:|---:|\n");
     for (int t = 0; t < SB_TYPE_COUNT; t++) {
         const char *name = qk_get(t)->name;
@@ -175,17 +202,18 @@ int main(int argc, char **argv) {
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
             const shape *sh = &shapes[k];
             if (strcmp(model, "all") && strcmp(model, sh->model)) continue;
-            float *xf = malloc((size_t)sh->K * sizeof *xf);
-            for (int64_t i = 0; i < sh->K; i++) xf[i] = frand();
+            const int64_t KT = sh->K * T;
+            float *xf = malloc((size_t)KT * sizeof *xf);
+            for (int64_t i = 0; i < KT; i++) xf[i] = frand();
             void *dx = NULL, *dq = NULL;
             uint64_t xb = 0;
-            TRY(cu_malloc(&dx, (size_t)sh->K * 4, "bench x"));
-            TRY(cu_memcpy_h2d(dx, xf, (size_t)sh->K * 4, s));
-            launch l = {.K = sh->K, .xtype = xt, .x = dx};
+            TRY(cu_malloc(&dx, (size_t)KT * 4, "bench x"));
+            TRY(cu_memcpy_h2d(dx, xf, (size_t)KT * 4, s));
+            launch l = {.K = sh->K, .T = T, .xtype = xt, .x = dx};
             if (xt != SB_TYPE_F32) {
                 qk_row_bytes(xt, sh->K, &xb);
-                TRY(cu_malloc(&dq, (size_t)xb, "bench xq"));
-                TRY(cu_quantize_act(s, xt, dq, dx, sh->K, 1));
+                TRY(cu_malloc(&dq, (size_t)xb * T, "bench xq"));
+                TRY(cu_quantize_act(s, xt, dq, dx, sh->K, T));
                 l.x = dq;
             }
             uint64_t total = 0;
@@ -193,17 +221,19 @@ int main(int argc, char **argv) {
             for (int m = 0; m < 3 && sh->N[m]; m++) {
                 uint64_t b = 0;
                 l.seg[m] = (cu_gemv_seg){.w = weights(t, sh->K, sh->N[m], &b, s), .wtype = t, .N = sh->N[m]};
-                TRY(cu_malloc((void **)&l.seg[m].dst, (size_t)sh->N[m] * 4, "bench y"));
+                TRY(cu_malloc((void **)&l.seg[m].dst, (size_t)sh->N[m] * 4 * T, "bench y"));
+                l.scratch_floats += cu_mma_small_scratch(sh->K, sh->N[m], T) + (uint64_t)sh->N[m] * T * 16; /* the group's common split too */
                 total += b;
                 snprintf(ns + strlen(ns), sizeof ns - strlen(ns), "%s%lld", m ? "+" : "", (long long)sh->N[m]);
                 l.n = m + 1;
             }
+            if (l.scratch_floats) TRY(cu_malloc((void **)&l.scratch, (size_t)l.scratch_floats * 4, "bench scratch"));
             const double us = time_us(&l, reps, s, ev), gbps = (double)total / (us * 1e-6) / 1e9;
             printf("| %s | %s | %s | %lld | %s | %.1f | %.2f | %.0f | %.0f%% |\n", sh->model, sh->what, name, (long long)sh->K, ns, total / 1e6, us,
                    gbps, 100.0 * gbps / copy);
             fflush(stdout);
             for (int m = 0; m < l.n; m++) cu_free((void *)l.seg[m].w), cu_free(l.seg[m].dst);
-            cu_free(dx), cu_free(dq), free(xf);
+            cu_free(dx), cu_free(dq), cu_free(l.scratch), free(xf);
         }
     }
     cu_events_destroy(ev, 2);

@@ -117,10 +117,20 @@ extern "C" int cu_mma_small_mode(void) { return cu_cfg()->mma_small; }
  * (grid0 x split over the slots) x (K steps a block + 1) plus 2 steps for the reduce — the same
  * splits as the one-wave rule at T 64 on the H200, and K split 5 ways instead of not at all for the
  * down projection (K 4864, 224 tiles) at T 512 */
+/* the small path's tile: 32 rows x 64 tokens; for T <= 8 (a step of up to 8 decoding sequences)
+ * with cu_config.mma_dec the decode tile, 256 rows x 8 tokens (8 warps along rows, one m16n8 pair
+ * each: every warp's MMAs do work, and a K step stages 1,024 weight sub-blocks a block) */
+#define MA_DEC_BN 256
+#define MA_DEC_BT 8
+static bool ma_dec_tile(int64_t T) { return T <= MA_DEC_BT && cu_cfg()->mma_dec; }
+static int ma_small_bn(int64_t T) { return ma_dec_tile(T) ? MA_DEC_BN : 32; }
+static int ma_small_bt(int64_t T) { return ma_dec_tile(T) ? MA_DEC_BT : 64; }
+
 static int mma_small_split(int64_t K, int64_t N, int64_t T, uint64_t scratch_floats, int *spb) {
     if (!mma_sms) mma_sms = cu_sm_count();
-    const int64_t slots = MA_MINB(32) * (int64_t)mma_sms, nsb = K / 32, steps = (nsb + MA_KB - 1) / MA_KB;
-    const int64_t grid0 = (int64_t)cu_div_up(N, 32) * cu_div_up(T, 64);
+    const int bn = ma_small_bn(T), bt = ma_small_bt(T);
+    const int64_t slots = (bn == 32 ? MA_MINB(32) : MA_MINB(MA_DEC_BN)) * (int64_t)mma_sms, nsb = K / 32, steps = (nsb + MA_KB - 1) / MA_KB;
+    const int64_t grid0 = (int64_t)cu_div_up(N, bn) * cu_div_up(T, bt);
     int64_t split = 1;
     if (cu_cfg()->mma_split_waves) { /* the split of fewest waves x (steps a block + 1), a reduce counted as 2 steps */
         for (int64_t s = 1, best = INT64_MAX; s <= steps && s <= MMA_SPLIT_MAX; s++) {
@@ -156,7 +166,8 @@ extern "C" uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T) {
  * members would split differently or the scratch is short (the caller then launches them one by one) */
 
 static int ma_small_split(ma_segs *sg, int64_t K, int64_t T, uint64_t scratch_floats, int *spb) {
-    const int64_t N = 32 * (int64_t)ma_tiles(sg, 32); /* the rows the 32-row tiles cover */
+    const int bn = ma_small_bn(T);
+    const int64_t N = bn * (int64_t)ma_tiles(sg, bn); /* the rows the tiles cover */
     for (int q = 0; q < CU_MULTI_MAX; q++) sg->poff[q] = 0;
     if (sg->n == 1) return mma_small_split(K, N, T, scratch_floats, spb);
     if (mma_small_split(K, N, T, UINT64_MAX, spb) == 1) return 1;
@@ -165,7 +176,7 @@ static int ma_small_split(ma_segs *sg, int64_t K, int64_t T, uint64_t scratch_fl
     uint64_t off = 0;
     for (int q = 0; q < sg->n; q++) {
         int pq = 0;
-        const int sq = mma_small_split(K, 32 * cu_div_up(sg->N[q], 32), T, UINT64_MAX, &pq);
+        const int sq = mma_small_split(K, bn * cu_div_up(sg->N[q], bn), T, UINT64_MAX, &pq);
         if (q > 0 && (sq != split || pq != per)) return 0;
         split = sq, per = pq;
         sg->poff[q] = (int64_t)off;
@@ -176,20 +187,14 @@ static int ma_small_split(ma_segs *sg, int64_t K, int64_t T, uint64_t scratch_fl
     return split;
 }
 
-template <int TYPE, int XQ, int TYPE2 = TYPE>
-static sb_status launch_mma_small(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, float *scratch,
-                                  uint64_t scratch_floats, unsigned *counters, cu_split_src *srcs) {
-    int spb = 0;
-    const int split = ma_small_split(&sg, K, T, scratch ? scratch_floats : 0, &spb);
-    if (split < 1) return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMM segments that split K differently in one launch", sg.n);
-    if (split > 1 && sg.pair_glu) return sb_fail(SB_ERR_INTERNAL, "cuda: a paired gate/up GEMM that splits K (%d ways)", split);
-    const int64_t N = 32 * (int64_t)ma_tiles(&sg, 32);
-    if (split == 1 && (int64_t)cu_div_up(N, 32) * cu_div_up(T, 64) >= MA_MINB(32) * (int64_t)mma_sms) /* the 32-row tiles fill the GPU: the usual tiles */
-        return launch_mma<TYPE, XQ, TYPE2>(s, sg, rb, K, x, T);
-    if (split == 1) return mma_go<TYPE, XQ, 32, 64, false, TYPE2>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
-    const unsigned tiles = cu_div_up(N, 32) * cu_div_up(T, 64);
+/* one small-path launch in tile BN x BT: unsplit, or split K ways with the reduce its partials need */
+template <int TYPE, int XQ, int BN, int BT, int TYPE2 = TYPE>
+static sb_status small_go(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, int split, int spb, float *scratch,
+                          unsigned *counters, cu_split_src *srcs) {
+    if (split == 1) return mma_go<TYPE, XQ, BN, BT, false, TYPE2>(sg, 1, s, rb, K, x, T, 0, NULL, NULL);
+    const unsigned tiles = ma_tiles(&sg, BN) * cu_div_up(T, BT);
     unsigned *cnt = counters && !srcs && tiles <= CU_ATT_COUNTERS ? counters : NULL;
-    sb_status r = mma_go<TYPE, XQ, 32, 64, true, TYPE2>(sg, (unsigned)split, s, rb, K, x, T, spb, scratch, cnt);
+    sb_status r = mma_go<TYPE, XQ, BN, BT, true, TYPE2>(sg, (unsigned)split, s, rb, K, x, T, spb, scratch, cnt);
     if (r != SB_OK || cnt) return r;
     if (srcs) { /* the consumer sums the partials itself */
         for (int q = 0; q < sg.n; q++) srcs[q] = cu_split_src{scratch + sg.poff[q], split, T * sg.N[q], sg.N[q], sg.ep[q]};
@@ -199,6 +204,19 @@ static sb_status launch_mma_small(cudaStream_t s, ma_segs sg, uint64_t rb, int64
     for (int q = 0; q < sg.n; q++) outs += sg.N[q] * T;
     cu_launch(k_mma_reduce, dim3(cu_div_up(outs, 256)), 256, s, sg, (const float *)scratch, T, split);
     return cu_after_launch("k_mma_reduce");
+}
+
+template <int TYPE, int XQ, int TYPE2 = TYPE>
+static sb_status launch_mma_small(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, const uint8_t *x, int64_t T, float *scratch,
+                                  uint64_t scratch_floats, unsigned *counters, cu_split_src *srcs) {
+    int spb = 0;
+    const int split = ma_small_split(&sg, K, T, scratch ? scratch_floats : 0, &spb);
+    if (split < 1) return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMM segments that split K differently in one launch", sg.n);
+    if (split > 1 && sg.pair_glu) return sb_fail(SB_ERR_INTERNAL, "cuda: a paired gate/up GEMM that splits K (%d ways)", split);
+    if (ma_dec_tile(T)) return small_go<TYPE, XQ, MA_DEC_BN, MA_DEC_BT, TYPE2>(s, sg, rb, K, x, T, split, spb, scratch, counters, srcs);
+    if (split == 1 && (int64_t)ma_tiles(&sg, 32) * cu_div_up(T, 64) >= MA_MINB(32) * (int64_t)mma_sms) /* the 32-row tiles fill the GPU: the usual tiles */
+        return launch_mma<TYPE, XQ, TYPE2>(s, sg, rb, K, x, T);
+    return small_go<TYPE, XQ, 32, 64, TYPE2>(s, sg, rb, K, x, T, split, spb, scratch, counters, srcs);
 }
 
 /* small: NULL = the tiles of launch_mma; else the small-T path where T <= mma_small_tmax */

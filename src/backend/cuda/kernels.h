@@ -441,7 +441,8 @@ int cu_mma_small_mode(void);
 /* Floats of scratch cu_matmul_mma_small wants for (K, N, T) (0: no split of K). */
 uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T);
 /* cu_matmul_mma (same operands, epilogue, results up to f32 summation order) for T up to the limit above, with
- * 32-row x 64-token tiles and K split across blocks so that every SM has work (rule: k_mma.cu);
+ * 32-row x 64-token tiles (T <= 8 with cu_config.mma_dec: 256 rows x 8 tokens) and K split across
+ * blocks so that every SM has work (rule: k_mma.cu);
  * partials in scratch (scratch_floats of them; fewer than cu_mma_small_scratch: no split);
  * counters (CU_ATT_COUNTERS zeroed uint32, shareable with cu_attention, or NULL): the last split
  * block of each tile sums the partials (one kernel), NULL: a second reduce kernel. Larger T:
