@@ -49,12 +49,12 @@ void cuda_fusions_print(const plan *p, const cuda_fusions *f, FILE *out);
 /* the kernel-choice predicates the planner and the executor share */
 bool cf_multi_ok(const ir_graph *g, const ir_node *m);   /* a T = 1 matmul a multi-GEMV launch takes */
 bool cf_reg_single(const ir_graph *g, const ir_node *m); /* a lone T = 1 GEMV the registers-before-the-wait kernel takes */
-/* a gate/up group one launch gates (pass fuse_group_glu): T = 1 (k_gemv_reg's row pairs) or T > 8 (the
+/* a gate/up group one launch gates (pass fuse_group_glu): T = 1 (k_gemv_reg's row pairs) or T >= mma_min_t (the
  * int8 MMA launch's, cu_config.mma_glu_pair); _decode: T = 1 only */
 bool cf_glu_pair_ok(const ir_graph *g, const ir_node *grp);
 bool cf_glu_pair_ok_decode(const ir_graph *g, const ir_node *grp);
-/* pass fuse_matmul_group's member (a T = 1 GEMV the multi-GEMV launch takes, or a T > 8 GEMM the int8
- * MMA launch takes) and group (plan_target.group_fits: at T > 8 one weight type or a cu_mma_pair;
+/* pass fuse_matmul_group's member (a T = 1 GEMV the multi-GEMV launch takes, or a T >= mma_min_t GEMM the int8
+ * MMA launch takes) and group (plan_target.group_fits: at T >= mma_min_t one weight type or a cu_mma_pair;
  * _one_type: cu_config.mma_pair 0; _adjacent: members side by side only, cu_config.mma_group 2) */
 bool cf_group_member_ok(const ir_graph *g, const ir_node *m);
 bool cf_group_fits(const ir_graph *g, const ir_ref *mem, int n);
@@ -72,7 +72,7 @@ bool cf_rope_job_ok_no_rope(const ir_graph *g, const ir_node *job, int k);
 bool cf_group_jobs_ok(const ir_graph *g, const ir_node *grp); /* pass fuse_group_jobs' group (plan_target.group_jobs_fits) */
 /* pass fuse_norm_sums' matmul m and norm n (plan_target.norm_sum_fits) */
 bool cf_norm_sum_ok(const ir_graph *g, const ir_node *m, const ir_node *n);
-bool cf_mma_ok(const ir_graph *g, const ir_node *m);     /* a T > 8 matmul the int8 MMA GEMM takes */
+bool cf_mma_ok(const ir_graph *g, const ir_node *m);     /* a T >= mma_min_t matmul the int8 MMA GEMM takes */
 bool cf_blas_ok(const ir_graph *g, const ir_node *m);    /* a matmul of f32 activations cuBLASLt takes (cu_blas_on) */
 bool cf_mma_takes(const ir_node *w, const ir_node *x);   /* ... as weight w and activation x (a group's member too) */
 bool cf_blas_takes(const ir_node *w, const ir_node *x);

@@ -137,7 +137,7 @@ void exec_cuda_assume_blaslt(int on);
  * terminated where it fits); returns the length of the whole text (0 without the backend). */
 size_t exec_cuda_describe_attention(const plan *p, const cu_config *c, int64_t depth, char *buf, size_t cap);
 /* Gate/up launches of p that write their GLU (the GLU_QUANT then only quantizes: T = 1 GEMVs and
- * T > 8 int8 MMA groups of Q4_0 / Q5_0 / Q8_0), as a new context would plan them; -1 without the backend. */
+ * T >= mma_min_t int8 MMA groups of Q4_0 / Q5_0 / Q8_0), as a new context would plan them; -1 without the backend. */
 int32_t exec_cuda_count_glu_pairs(const plan *p, const cu_config *c);
 /* Small-T GEMMs of p whose split-K partials the RMSNorm after them sums (no reduce kernel), as a new
  * context would plan them (whether one splits is decided at run time); -1 without the backend. */

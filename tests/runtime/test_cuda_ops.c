@@ -486,7 +486,7 @@ static void test_matmul(void) {
                 snprintf(label, sizeof label, "matmul %s T=%lld vs CPU (x rounded)", ir_dtype_name(t), (long long)T);
                 expect(run_cmp(g, &b, label, true), 1e-10, label);
             }
-            if (mma_type(t) && T > 1 && T <= 8) { /* the int8 MMA GEMM below its default token count (cu_config.mma_min_t) */
+            if (mma_type(t) && T > 1 && T <= 8) { /* the int8 MMA GEMM from T 2 (cu_config.mma_min_t, default 3) */
                 const int mmq_saved = tc_cfg.mmq, min_saved = tc_cfg.mma_min_t;
                 tc_cfg.mmq = 4, tc_cfg.mma_min_t = 2;
                 snprintf(label, sizeof label, "matmul %s T=%lld (int8 MMA from T 2)", ir_dtype_name(t), (long long)T);
@@ -2005,10 +2005,10 @@ static void test_prefill_block(void) {
  * its own, bit-identical too; and the same with a Q8_0 V beside the Q5_0 K (two weight types in one
  * launch, each block decoding its own). */
 static void test_mma_groups(void) {
-    static const int64_t Ts[] = {64, 100, 512};
+    static const int64_t Ts[] = {5, 64, 100, 512}; /* 5: the decode tile, every member split alike */
     const cu_config saved = mma_config_pin();
     for (int c = 0; c < 5; c++)
-        for (int ti = 0; ti < 3; ti++) {
+        for (int ti = 0; ti < 4; ti++) {
             const int64_t K = 896, T = Ts[ti], N1 = c == 0 ? 4864 : c >= 3 ? 128 : 896, N2 = c == 0 ? 4864 : c >= 3 ? 896 : 128;
             float *w1f = rnd(K * N1, 0.1f), *w2f = rnd(K * N2, 0.1f), *x = rnd(K * T, 1.0f), *b1 = rnd(N1, 1.0f), *b2 = rnd(N2, 1.0f);
             /* c 4: K, op, V as c 3 with V Q8_0 beside K's Q5_0 — one launch of two weight types */

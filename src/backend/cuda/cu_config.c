@@ -18,7 +18,7 @@ const cu_config cu_config_default = {
     .attn_variant = 4, .attn_splits = 2, .attn_kmin = 64, .attn_warp = 1 << 30, .attn_small = 128,
     .attn_class = 1, .attn_deep = 1, .attn_deep_kmin = 32, .attn_pre = 1, .attn_gqa = 8,
     .fattn_groups = 2, .fattn_split = 1, .fattn_mma = 1, .fattn_mma_tmin = 1, .fattn_ws = 1, .fattn_ws_warps = 8,
-    .mmq = 4, .mma_min_t = 9, .mma_dec = 1, .mma_small = 2, .mma_small_tmax = 512, .mma_split_waves = 1, .mma_group_split = 1, .mmh = 1, .blas_min_t = 64, .blas_quant = 256, .mmf_tile = 9,
+    .mmq = 4, .mma_min_t = 3, .mma_small = 2, .mma_small_tmax = 512, .mma_split_waves = 1, .mma_group_split = 1, .mmh = 1, .blas_min_t = 64, .blas_quant = 256, .mmf_tile = 9,
     .gemv_reg = 1, .gemv_reg_mix = 1, .gemv_reg_one = 1, .gf_rows = 1, .gf_prefetch = 1, .gf_warps = 4,
     .head_rows = 2, .norm_rows = 1,
 };
@@ -51,7 +51,7 @@ static const tune_key keys[] = {
     K(attn_deep_kmin, 32, 128), K(attn_pre, 0, 1), K(attn_gqa, 0, 8),
     K(fattn_groups, 1, 2), K(fattn_split, 0, 1), K(fattn_mma, 0, 1), K(fattn_mma_tmin, 1, 1 << 20), K(fattn_ws, 0, 1),
     K(fattn_ws_warps, 4, 8),
-    K(mmq, 1, 4), K(mma_tile, 0, 3), K(mma_min_t, 2, 1 << 20), K(mma_dec, 0, 1), K(mma_small, 0, 2), K(mma_small_tmax, 9, 1 << 20),
+    K(mmq, 1, 4), K(mma_tile, 0, 3), K(mma_min_t, 2, 1 << 20), K(mma_small, 0, 2), K(mma_small_tmax, 9, 1 << 20),
     K(mma_split_waves, 0, 1), K(mma_group_split, 0, 1), K(mmh, 0, 1), K(mmh_big, 0, 1 << 20), K(blas_min_t, 0, 1 << 20), K(blas_quant, 0, 1 << 20),
     K(mmf_tile, 0, 1 << 20),
     K(gemv_reg, 0, 1), K(gemv_reg_mix, 0, 1), K(gemv_reg_one, 0, 1), K(gemv_single, 0, 1),

@@ -70,7 +70,6 @@ typedef struct cu_config {
     int mmq;             /* T > 8 quantized GEMM: 4 int8 tensor cores (sm_80+, else 3), 3 tiled dp4a, 2, 1 */
     int mma_tile;        /* int8 MMA tile: 0 auto, 1 128x64, 2 64x64, 3 64x32 */
     int mma_min_t;       /* the fewest tokens the int8 MMA GEMMs take (fewer: the dp4a GEMVs); >= 2 */
-    int mma_dec;         /* T <= 8 on the small path: 1 the 256-row x 8-token decode tile, 0 the 32 x 64 tile */
     int mma_small;       /* small-T GEMM with K split: 0 off, 1 last block reduces, 2 separate reduce kernel */
     int mma_small_tmax;  /* ... for T up to this */
     int mma_split_waves; /* ... split of fewest waves (0: one wave) */

@@ -423,14 +423,14 @@ sb_status cu_attn_deep(cu_stream s, float *dst, const float *q, const void *k, c
 /* Is there an int8 tensor-core GEMM (mma.sync, sm_80+ device) for weights of wtype x activations
  * of xtype (Q8_1: Q4_0/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K; Q8_K: the K-quants)? */
 bool cu_has_mma(int wtype, int xtype);
-/* the executor uses cu_matmul_mma for T > 8 where cu_has_mma (cu_config.mmq 4) */
+/* the executor uses the int8 MMA GEMMs from T = cu_mma_min_t() where cu_has_mma (cu_config.mmq 4) */
 bool cu_mma_on(void);
 /* the fewest tokens the int8 MMA GEMMs take (cu_config.mma_min_t; fewer: the dp4a GEMVs) */
 int64_t cu_mma_min_t(void);
 /* Tile of cu_matmul_mma (cu_config.mma_tile): 0 chosen from the grid size, 1 = 128 rows x 64 tokens,
  * 2 = 64 x 64, 3 = 64 x 32. */
 /* dst [N,T] = W x as cu_matmul_q8 (same operands, epilogue and results up to f32 summation
- * order), on int8 tensor cores; meant for T > 8. SB_ERR_UNSUPPORTED unless cu_has_mma. */
+ * order), on int8 tensor cores; meant for T > 8 (smaller T: cu_matmul_mma_small). SB_ERR_UNSUPPORTED unless cu_has_mma. */
 sb_status cu_matmul_mma(cu_stream s, float *dst, const void *w, int wtype, int64_t K, int64_t N, const void *xq, int xtype, int64_t T,
                         const cu_epilogue *ep);
 /* The small-T path (cu_config.mma_small): 0 off, 1 the executor calls cu_matmul_mma_small instead of
@@ -441,7 +441,7 @@ int cu_mma_small_mode(void);
 /* Floats of scratch cu_matmul_mma_small wants for (K, N, T) (0: no split of K). */
 uint64_t cu_mma_small_scratch(int64_t K, int64_t N, int64_t T);
 /* cu_matmul_mma (same operands, epilogue, results up to f32 summation order) for T up to the limit above, with
- * 32-row x 64-token tiles (T <= 8 with cu_config.mma_dec: 256 rows x 8 tokens) and K split across
+ * 32-row x 64-token tiles (T <= 8: 256 rows x 8 tokens) and K split across
  * blocks so that every SM has work (rule: k_mma.cu);
  * partials in scratch (scratch_floats of them; fewer than cu_mma_small_scratch: no split);
  * counters (CU_ATT_COUNTERS zeroed uint32, shareable with cu_attention, or NULL): the last split
@@ -454,7 +454,7 @@ sb_status cu_matmul_mma_small(cu_stream s, float *dst, const void *w, int wtype,
  * path splits K, each split as it would alone (the same split for every member), partials in
  * scratch, one reduce kernel after: each result equals its own cu_matmul_mma_small's bit for bit;
  * where their rows together do not split, the group unsplit. cu_mma_multi_split: 0 where one launch
- * does not take them (types, T <= 8, sm < 80, members that would split differently, scratch_floats
+ * does not take them (types, T under cu_mma_min_t(), sm < 80, members that would split differently, scratch_floats
  * short) — the caller launches them one by one —, else the split (1: none; > 1: a reduce follows). */
 int cu_mma_multi_split(const cu_gemv_seg *seg, int n, int64_t K, int xtype, int64_t T, uint64_t scratch_floats);
 /* may one int8 MMA launch mix weight types a and b? (equal; or Q4_0 / Q5_0 beside Q8_0 on q8_1
