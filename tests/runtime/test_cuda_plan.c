@@ -391,19 +391,24 @@ static int32_t qwen_launches(int NL, int64_t T, int32_t bs, int32_t *quant) {
 
 /* the batched engine's B = 1 step launches what a session's decode step launches (Qwen2.5-0.5B's
  * layers, F16 caches): its paged attention writes the O projection's q8_1 (fuse_attn_quant) and
- * rotates q as the session's does; at T = 8 (B = 8) the paged attention rotates q too, one launch
- * a layer fewer than the contiguous plan of 8 tokens */
+ * rotates q as the session's does; at T = 2 (B = 2: dp4a GEMVs a matrix) the paged attention
+ * rotates q too, one launch a layer fewer than the contiguous plan of 2 tokens; at T = 8 (from
+ * cu_config.mma_min_t: the Q/K/V int8 MMA group, whose rope-jobs launch takes Q's rope) both plans
+ * launch the same */
 static void test_paged_launches(void) {
-    int32_t qs, qp, q8, qc8;
+    int32_t qs, qp, q2, qc2, q8, qc8;
     const int32_t s1 = qwen_launches(3, 1, 0, &qs), p1 = qwen_launches(3, 1, 16, &qp);
+    const int32_t c2 = qwen_launches(3, 2, 0, &qc2), p2 = qwen_launches(3, 2, 16, &q2);
     const int32_t c8 = qwen_launches(3, 8, 0, &qc8), p8 = qwen_launches(3, 8, 16, &q8);
-    printf("three Qwen2.5-0.5B layers: T=1 %d launches, paged %d (q8_1 out %d / %d); T=8 %d, paged %d (q8_1 out %d / %d)\n", (int)s1,
-           (int)p1, (int)qs, (int)qp, (int)c8, (int)p8, (int)qc8, (int)q8);
-    CHECK(s1 > 0 && c8 > 0);
+    printf("three Qwen2.5-0.5B layers: T=1 %d launches, paged %d (q8_1 out %d / %d); T=2 %d, paged %d (%d / %d); T=8 %d, paged %d (%d / %d)\n",
+           (int)s1, (int)p1, (int)qs, (int)qp, (int)c2, (int)p2, (int)qc2, (int)q2, (int)c8, (int)p8, (int)qc8, (int)q8);
+    CHECK(s1 > 0 && c2 > 0 && c8 > 0);
     CHECK_EQ_INT(p1, s1);
     CHECK_EQ_INT(qp, 3);
+    CHECK_EQ_INT(q2, 3);
     CHECK_EQ_INT(q8, 3);
-    CHECK_EQ_INT(p8, c8 - 3);
+    CHECK_EQ_INT(p2, c2 - 3);
+    CHECK_EQ_INT(p8, c8);
 }
 
 int main(void) {
