@@ -308,14 +308,17 @@ sb_status api_cpu_backend(int n_threads, backend **out) {
 
 sb_status api_plan_prepare(backend *be, const ir_graph *g, const ir_ref *per_run, int n_per_run, plan **out) {
     plan_target t;
+    *out = NULL;
+    const void *bound = backend_bind(be); /* the target's callbacks read the backend's settings */
     be->ops->target(be, &t);
-    SB_TRY(plan_build(g, &t, NULL, out));
-    for (int i = 0; i < n_per_run; i++) { /* by name: the planned graph is a rewritten copy */
+    sb_status st = plan_build(g, &t, NULL, out);
+    for (int i = 0; st == SB_OK && i < n_per_run; i++) { /* by name: the planned graph is a rewritten copy */
         const int32_t slot = plan_find_input(*out, g->nodes[per_run[i]].name);
         if (slot >= 0) (*out)->inputs[slot].per_run = true;
     }
-    const sb_status st = be->ops->prepare(be, *out);
-    if (st != SB_OK) {
+    if (st == SB_OK) st = be->ops->prepare(be, *out);
+    backend_unbind(be, bound);
+    if (st != SB_OK && *out) {
         plan_free(*out);
         *out = NULL;
     }

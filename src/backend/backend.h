@@ -36,6 +36,11 @@ typedef struct backend_ops {
     const char *name; /* "cpu", "cuda" */
     void (*target)(const backend *be, struct plan_target *t);
     sb_status (*prepare)(backend *be, const struct plan *p);
+    /* make the backend's settings the calling thread's while a plan is built and prepared for it (the
+     * target's callbacks and prepare read them: CUDA's cu_config); bind returns what unbind restores.
+     * NULL ops: nothing to bind (backend_bind / backend_unbind below) */
+    const void *(*bind)(backend *be);
+    void (*unbind)(backend *be, const void *prev);
     sb_status (*run)(backend *be, const struct plan *p, void *const *data, int32_t n_data, float *const *out);
     void (*forget)(backend *be, const struct plan *p);
     /* ready a prepared plan by one run on data (as run: inputs a run accepts, outputs into out) so
@@ -70,6 +75,12 @@ typedef struct backend_ops {
 struct backend {
     const backend_ops *ops;
 };
+
+/* backend_ops.bind / unbind where the backend has them: around target, plan_build and prepare */
+static inline const void *backend_bind(backend *be) { return be->ops->bind ? be->ops->bind(be) : NULL; }
+static inline void backend_unbind(backend *be, const void *prev) {
+    if (be->ops->unbind) be->ops->unbind(be, prev);
+}
 
 /* backend_ops.output_finite where the backend has it, else -1 (not checked) */
 static inline int backend_output_finite(const backend *be, int32_t k) { return be->ops->output_finite ? be->ops->output_finite(be, k) : -1; }

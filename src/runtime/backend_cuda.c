@@ -20,6 +20,8 @@ static exec_cuda *cx_of(const backend *be) { return ((const cuda_backend *)be)->
 
 static void cuda_target(const backend *be, plan_target *t) { exec_cuda_target(exec_cuda_config(cx_of(be)), t); }
 static sb_status cuda_prepare(backend *be, const plan *p) { return exec_cuda_check(p); }
+static const void *cuda_bind(backend *be) { return exec_cuda_bind(cx_of(be)); }
+static void cuda_unbind(backend *be, const void *prev) { exec_cuda_unbind(prev); }
 
 static sb_status cuda_run(backend *be, const plan *p, void *const *data, int32_t n_data, float *const *out) {
     const exec_bindings eb = {.data = data, .n_data = n_data};
@@ -57,7 +59,7 @@ static void cuda_free(backend *be) {
 }
 
 static const backend_ops cuda_ops = {
-    .name = "cuda", .target = cuda_target, .prepare = cuda_prepare, .run = cuda_run, .warm = cuda_warm, .forget = cuda_forget, .stats = cuda_stats,
+    .name = "cuda", .target = cuda_target, .prepare = cuda_prepare, .bind = cuda_bind, .unbind = cuda_unbind, .run = cuda_run, .warm = cuda_warm, .forget = cuda_forget, .stats = cuda_stats,
     .output_finite = cuda_output_finite, .host_alloc = cuda_host_alloc, .host_free = cuda_host_free, .kv_copy = cuda_kv_copy, .download = cuda_download,
     .refresh = cuda_refresh, .drop = cuda_drop, .free = cuda_free,
 };

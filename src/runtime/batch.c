@@ -144,9 +144,11 @@ static sb_status get_plan(rt_engine *e, int64_t T, int64_t n_out, eplan **out) {
     sb_status st = rt_build_decoder(&b);
     if (st == SB_OK) {
         plan_target t;
+        const void *bound = backend_bind(e->be); /* the target's callbacks read the backend's settings */
         e->be->ops->target(e->be, &t);
         st = plan_build(g, &t, NULL, &victim->p);
         if (st == SB_OK) st = e->be->ops->prepare(e->be, victim->p);
+        backend_unbind(e->be, bound);
     }
     ir_graph_free(g);
     if (st == SB_OK) st = bind_plan(e, victim);

@@ -126,6 +126,8 @@ static void drop_plans(exec_cuda *cx) {
 sb_status exec_cuda_host_alloc(exec_cuda *cx, size_t bytes, void **out) { return cu_host_alloc(out, bytes, "host buffer"); }
 void exec_cuda_host_free(exec_cuda *cx, void *p) { cu_host_free(p); }
 const cu_config *exec_cuda_config(const exec_cuda *cx) { return &cx->cfg; }
+const void *exec_cuda_bind(const exec_cuda *cx) { return cu_cfg_bind(&cx->cfg); }
+void exec_cuda_unbind(const void *prev) { cu_cfg_bind((const cu_config *)prev); }
 
 /* A change of a setting that shapes plans or captured kernels drops every plan (and graph); the
  * run-level ones (capture, direct outputs, poison, profiling) are read at each run. */

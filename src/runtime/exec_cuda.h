@@ -57,6 +57,10 @@ void exec_cuda_free(exec_cuda *cx);
  * SB_TUNE applied). exec_cuda_set_config replaces them; a change drops every per-plan state
  * (captured graphs bake in kernel choices), rebuilt without re-uploads on each plan's next run. */
 const cu_config *exec_cuda_config(const exec_cuda *cx);
+/* cx's settings as the calling thread's (cu_cfg) until exec_cuda_unbind(the returned value): the
+ * planner's CUDA target callbacks and exec_cuda_check read them (exec_cuda_run binds them itself) */
+const void *exec_cuda_bind(const exec_cuda *cx);
+void exec_cuda_unbind(const void *prev);
 void exec_cuda_set_config(exec_cuda *cx, const cu_config *c);
 
 /* The CUDA plan target: q8_1 activations for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/IQ4_NL, q8_K for the

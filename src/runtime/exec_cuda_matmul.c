@@ -90,8 +90,6 @@ static sb_status run_matmul_one(crun *r, int32_t i) {
 
 static cu_gemv_seg launch_seg(crun *r, int32_t i, int j);
 
-static cu_gemv_seg launch_seg(crun *r, int32_t i, int j);
-
 /* a T >= mma_min_t MATMUL_GROUP i (pass fuse_matmul_group): one int8 MMA launch where cu_mma_multi_split
  * takes its members (a gated one writing act(gate) * up: pass fuse_group_glu), else each member in
  * turn as a lone matmul; the launch counts itself */

@@ -284,9 +284,11 @@ static sb_status get_plan(rt_session *s, int64_t T, int64_t n_out, plan_entry **
     sb_status st = rt_build_decoder(&b);
     if (st == SB_OK) {
         plan_target t;
+        const void *bound = backend_bind(s->be); /* the target's callbacks read the backend's settings */
         s->be->ops->target(s->be, &t);
         st = plan_build(g, &t, NULL, &victim->p);
         if (st == SB_OK) st = s->be->ops->prepare(s->be, victim->p);
+        backend_unbind(s->be, bound);
     }
     ir_graph_free(g);
     if (st == SB_OK) st = bind_plan(s, victim);

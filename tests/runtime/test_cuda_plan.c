@@ -411,6 +411,37 @@ static void test_paged_launches(void) {
     CHECK_EQ_INT(p8, c8);
 }
 
+/* the CUDA target's callbacks read the config bound to the thread (sessions and engines bind their
+ * backend's around planning: backend_bind): three Qwen2.5-0.5B layers at T = 8 plan int8 MMA groups
+ * under mma_min_t 3 (the default) and none under 9 */
+static int32_t groups_at(int64_t T, int mma_min_t) {
+    exec_cuda_assume_device(9, 132);
+    cu_config c = cu_config_default;
+    c.mma_min_t = mma_min_t;
+    const cu_config *prev = cu_cfg_bind(&c);
+    ir_graph *g = qwen_layers_bs(3, T, 1024, 16);
+    plan_target t;
+    gpu_target(&c, &t);
+    plan *p = NULL;
+    int32_t n = -1;
+    if (plan_build(g, &t, NULL, &p) == SB_OK && exec_cuda_check(p) == SB_OK) {
+        n = 0;
+        for (int32_t i = 0; i < p->g->n_nodes; i++) n += p->g->nodes[i].op == IR_OP_MATMUL_GROUP;
+    }
+    plan_free(p);
+    ir_graph_free(g);
+    cu_cfg_bind(prev);
+    exec_cuda_assume_device(0, 0);
+    return n;
+}
+
+static void test_bound_config(void) {
+    const int32_t g3 = groups_at(8, 3), g9 = groups_at(8, 9);
+    printf("three Qwen2.5-0.5B layers, paged, T=8: %d matmul groups under mma_min_t 3, %d under 9\n", (int)g3, (int)g9);
+    CHECK(g3 >= 3);
+    CHECK_EQ_INT(g9, 0);
+}
+
 int main(void) {
     test_tune();
     /* a build without the backend: the check refuses everything, nothing else to test */
@@ -425,6 +456,7 @@ int main(void) {
     test_paged_plan(1);
     test_paged_plan(8);
     test_paged_launches();
+    test_bound_config();
     test_gemma4_launches();
     test_norm_rope_launches();
     test_blas_rule();
