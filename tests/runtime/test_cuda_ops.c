@@ -2083,9 +2083,10 @@ static void test_mma_glu_pair(void) {
 }
 
 /* The small-T path of the int8 tensor-core GEMM (k_mma.cu cu_matmul_mma_small, cu_config.mma_small):
- * 32 x 64 tiles with K split across blocks, every weight type k_mma takes (Q4_0 / Q5_0 / Q8_0 on
+ * 32 x 64 tiles (T 3..8: 256 x 8) with K split across blocks, every weight type k_mma takes (Q4_0 / Q5_0 / Q8_0 on
  * q8_1, K 896 or 4864; Q4_K / Q5_K / Q6_K on q8_K, and on q8_1 through cu_config.act_q8_1, K 4864;
- * Q4_1 / Q5_1 / IQ4_NL / Q3_K / IQ4_XS in 4 cases each)
+ * Q4_1 / Q5_1 / IQ4_NL / Q3_K / IQ4_XS in 4 cases each; the decode tile at T 3..8 for Q4_K, Q6_K,
+ * Q5_0, Q8_0, Q3_K in 4 cases each)
  * x T 9 / 16 / 17 / 33 / 64 x N 16 / 128 / 136 / 896 (ragged 32-row and 64-token tiles, 1..28
  * tiles; on a 132-SM H200 K 896 splits 7 ways, K 4864 13 ways, with a short last split), the bias
  * and residual epilogues (the reducing block applies them), then N 3000 (94 tiles, 4 splits),
@@ -2099,7 +2100,7 @@ static void test_mma_small(void) {
     static const int types[] = {SB_TYPE_Q4_0, SB_TYPE_Q5_0, SB_TYPE_Q8_0, SB_TYPE_Q4_K, SB_TYPE_Q5_K, SB_TYPE_Q6_K};
     static const int64_t Ts[] = {9, 16, 17, 33, 64}, Ns[] = {16, 128, 136, 896};
     typedef struct { int t; int64_t K, N, T; int ep; bool q81; int64_t tmax; } small_case;
-    small_case cs[160];
+    small_case cs[200];
     int n = 0;
     for (int ti = 0; ti < 6; ti++)
         for (int a = 0; a < 5; a++)
@@ -2115,6 +2116,13 @@ static void test_mma_small(void) {
     for (int li = 0; li < 5; li++)
         for (int c = 0; c < 4; c++)
             cs[n++] = (small_case){later[li], q8k_type(later[li]) || c % 2 ? 4864 : 896, c < 2 ? 136 : 896, c % 2 ? 64 : 17, (li + c) % 3, false, 0};
+    /* the 256 x 8 decode tile (T 3..8): one ragged tile (N 136), 4 tiles (896), split or not (3000,
+     * 9000), legacy and K-quant types, every epilogue */
+    static const int dec_types[] = {SB_TYPE_Q4_K, SB_TYPE_Q6_K, SB_TYPE_Q5_0, SB_TYPE_Q8_0, SB_TYPE_Q3_K};
+    for (int di = 0; di < 5; di++)
+        for (int c = 0; c < 4; c++)
+            cs[n++] = (small_case){dec_types[di], q8k_type(dec_types[di]) || c % 2 ? 4864 : 896, c == 0 ? 136 : c == 1 ? 896 : c == 2 ? 3000 : 9000,
+                                   3 + (di + c) % 6, (di + c) % 3, false, 0};
     cs[n++] = (small_case){SB_TYPE_Q5_0, 896, 3000, 64, 2, false, 0};
     cs[n++] = (small_case){SB_TYPE_Q6_K, 4864, 3000, 33, 1, false, 0};
     cs[n++] = (small_case){SB_TYPE_Q4_K, 4864, 3000, 17, 0, true, 0};
