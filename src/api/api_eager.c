@@ -15,6 +15,7 @@
 #include "backend/backend.h"
 #include "base/status.h"
 #include "graph/plan.h"
+#include "runtime/backends.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -47,7 +48,7 @@ static sb_status add_src(ir_graph *g, const char *op, int i, const sb_tensor *t,
  * be NULL); be's lock held */
 static sb_status run_on(backend *be, const ir_graph *g, sb_tensor *const *src, int n_src, float *dst) {
     plan *p = NULL;
-    sb_status st = api_plan_prepare(be, g, NULL, 0, &p);
+    sb_status st = backend_plan(be, g, NULL, 0, &p);
     void *data[IR_MAX_SRC] = {0};
     for (int i = 0; st == SB_OK && i < n_src; i++) {
         const int32_t slot = plan_find_input(p, g->nodes[i].name);

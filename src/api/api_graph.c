@@ -306,25 +306,6 @@ sb_status api_cpu_backend(int n_threads, backend **out) {
     return backend_kind_cpu.create(&bp, out);
 }
 
-sb_status api_plan_prepare(backend *be, const ir_graph *g, const ir_ref *per_run, int n_per_run, plan **out) {
-    plan_target t;
-    *out = NULL;
-    const void *bound = backend_bind(be); /* the target's callbacks read the backend's settings */
-    be->ops->target(be, &t);
-    sb_status st = plan_build(g, &t, NULL, out);
-    for (int i = 0; st == SB_OK && i < n_per_run; i++) { /* by name: the planned graph is a rewritten copy */
-        const int32_t slot = plan_find_input(*out, g->nodes[per_run[i]].name);
-        if (slot >= 0) (*out)->inputs[slot].per_run = true;
-    }
-    if (st == SB_OK) st = be->ops->prepare(be, *out);
-    backend_unbind(be, bound);
-    if (st != SB_OK && *out) {
-        plan_free(*out);
-        *out = NULL;
-    }
-    return st;
-}
-
 SB_API sb_status sb_graph_compile(const sb_graph *g, const sb_compile_params *p, sb_program **out) {
     NEED(g && out, "sb_graph_compile");
     *out = NULL;
@@ -344,7 +325,7 @@ SB_API sb_status sb_graph_compile(const sb_graph *g, const sb_compile_params *p,
         api_dev_lock();
         pr->be = api_dev_backend();
         pr->device = SB_DEVICE_CUDA;
-        st = api_plan_prepare(pr->be, g->g, g->decl, g->n_decl, &pr->p);
+        st = backend_plan(pr->be, g->g, g->decl, g->n_decl, &pr->p);
         api_dev_unlock();
         if (p->device == SB_DEVICE_AUTO && (st == SB_ERR_MODEL_TENSOR_TYPE || st == SB_ERR_UNSUPPORTED)) { /* a node CUDA cannot run */
             sb_log(SB_LOG_INFO, "sb_graph_compile: device auto: the CPU (%s)", sb_last_error());
@@ -354,7 +335,7 @@ SB_API sb_status sb_graph_compile(const sb_graph *g, const sb_compile_params *p,
     }
     if (dev == SB_DEVICE_CPU) {
         st = api_cpu_backend(p->n_threads, &pr->be);
-        if (st == SB_OK) st = api_plan_prepare(pr->be, g->g, g->decl, g->n_decl, &pr->p);
+        if (st == SB_OK) st = backend_plan(pr->be, g->g, g->decl, g->n_decl, &pr->p);
     }
     if (st == SB_OK) st = bind(pr, g);
     pr->page_locked_out = dev == SB_DEVICE_CUDA && p->page_locked_outputs;

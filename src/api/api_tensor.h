@@ -73,9 +73,6 @@ struct backend;
 struct plan;
 /* A CPU backend of n_threads threads (0 = all cores). */
 sb_status api_cpu_backend(int n_threads, struct backend **out);
-/* Plan g for be's target (the built-in models' passes and memory plan) and prepare be for it; the
- * inputs per_run[0..n_per_run) (nodes of g) are bound afresh each run (plan_input.per_run). */
-sb_status api_plan_prepare(struct backend *be, const ir_graph *g, const ir_ref *per_run, int n_per_run, struct plan **out);
 
 // ---- the shared device backend and host/device coherence (api_device.c) ----
 

@@ -9,9 +9,17 @@
 #define SB_RUNTIME_BACKENDS_H
 
 #include "backend/backend.h"
+#include "graph/ir.h"
+
+struct plan;
 
 /* The kind called name, or NULL when this build has none. */
 const backend_kind *backend_kind_find(const char *name);
+
+/* g planned for be's target (the passes and the memory plan) and prepared on be, with be's settings
+ * bound meanwhile (backend_bind: the target's callbacks read them); the inputs per_run[0..n_per_run)
+ * (nodes of g) are bound afresh each run (plan_input.per_run). *out: the plan, NULL on failure. */
+sb_status backend_plan(backend *be, const ir_graph *g, const ir_ref *per_run, int n_per_run, struct plan **out);
 
 extern const backend_kind backend_kind_cpu;
 #ifdef SB_HAVE_CUDA

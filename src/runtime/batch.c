@@ -142,14 +142,7 @@ static sb_status get_plan(rt_engine *e, int64_t T, int64_t n_out, eplan **out) {
     rt_build b = {.g = g, .m = e->m, .T = T, .n_out = n_out, .n_ctx = kv_pool_rows(e->pool), .kv_type = e->prm.kv_type,
                   .block_size = kv_pool_block_size(e->pool), .n_blk_max = e->tbl_len};
     sb_status st = rt_build_decoder(&b);
-    if (st == SB_OK) {
-        plan_target t;
-        const void *bound = backend_bind(e->be); /* the target's callbacks read the backend's settings */
-        e->be->ops->target(e->be, &t);
-        st = plan_build(g, &t, NULL, &victim->p);
-        if (st == SB_OK) st = e->be->ops->prepare(e->be, victim->p);
-        backend_unbind(e->be, bound);
-    }
+    if (st == SB_OK) st = backend_plan(e->be, g, NULL, 0, &victim->p);
     ir_graph_free(g);
     if (st == SB_OK) st = bind_plan(e, victim);
     if (st != SB_OK) {

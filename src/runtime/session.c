@@ -4,8 +4,9 @@
  * binding of plan inputs to weights/KV/staging buffers (done once per plan), chunked evaluation,
  * prefix reuse.
  * Layer 2 (runtime); the composition point of graph, backend and model:
- *   graph/plan.h (provides: plan_build), runtime/backends.h (provides: the "cpu" and, in builds with
- *   CUDA, "cuda" backend kinds: one backend object a session, driven through backend/backend.h),
+ *   graph/plan.h (provides: the plan), runtime/backends.h (provides: the "cpu" and, in builds with
+ *   CUDA, "cuda" backend kinds: one backend object a session, driven through backend/backend.h;
+ *   backend_plan),
  *   runtime/arch/arch.h (provides: rt_build_decoder).
  */
 #include "runtime/session.h"
@@ -282,14 +283,7 @@ static sb_status get_plan(rt_session *s, int64_t T, int64_t n_out, plan_entry **
     SB_TRY(ir_graph_create(&g));
     rt_build b = {.g = g, .m = s->m, .T = T, .n_out = n_out, .n_ctx = s->prm.n_ctx, .n_swa_ring = s->swa_ring, .kv_type = s->prm.kv_type};
     sb_status st = rt_build_decoder(&b);
-    if (st == SB_OK) {
-        plan_target t;
-        const void *bound = backend_bind(s->be); /* the target's callbacks read the backend's settings */
-        s->be->ops->target(s->be, &t);
-        st = plan_build(g, &t, NULL, &victim->p);
-        if (st == SB_OK) st = s->be->ops->prepare(s->be, victim->p);
-        backend_unbind(s->be, bound);
-    }
+    if (st == SB_OK) st = backend_plan(s->be, g, NULL, 0, &victim->p);
     ir_graph_free(g);
     if (st == SB_OK) st = bind_plan(s, victim);
     if (st != SB_OK) {
