@@ -46,8 +46,9 @@ void exec_cuda_target(const cu_config *c, plan_target *t) {
     t->chain_quant_max_t = cc->chain_quant;
     t->add_norm_writes_sum = true;     /* cu_add_rms_norm_quant reads the sum back */
     t->attn_rope_max_t = 1;            /* decode: prefill plans keep Q's rope in their rope-jobs launch (docs/cuda.md) */
-    t->attn_rope_paged_max_t = 8;      /* the paged kernels rotate q a block at any T; up to 8 tokens (GEMVs a matrix,
-                                        * cf_mma_ok: T >= mma_min_t) no rope-jobs launch would take Q's rope */
+    t->attn_rope_paged_max_t = 8;      /* the paged kernels rotate q a block at any T; up to 8 tokens (the engine's steps:
+                                        * under mma_min_t Q's rope would be a launch of its own, from it the rope-jobs
+                                        * launch of K and V runs either way) */
     t->attn_quant_type = SB_TYPE_Q8_1; /* cu_attn_args.xq: the O projection's q8_1 blocks beside the f32 output */
     /* cu_attention's; wider heads go to the paged kernel, which does neither (their prefill maybe to
      * the tensor-core kernel: unfused too) */

@@ -393,8 +393,9 @@ static int32_t qwen_launches(int NL, int64_t T, int32_t bs, int32_t *quant) {
  * layers, F16 caches): its paged attention writes the O projection's q8_1 (fuse_attn_quant) and
  * rotates q as the session's does; at T = 2 (B = 2: dp4a GEMVs a matrix) the paged attention
  * rotates q too, one launch a layer fewer than the contiguous plan of 2 tokens; at T = 8 (from
- * cu_config.mma_min_t: the Q/K/V int8 MMA group, whose rope-jobs launch takes Q's rope) both plans
- * launch the same */
+ * cu_config.mma_min_t: the Q/K/V int8 MMA group and the rope-jobs launch of K and V) both plans
+ * launch the same: the contiguous one's jobs launch rotates Q too, the paged attention rotates q
+ * itself */
 static void test_paged_launches(void) {
     int32_t qs, qp, q2, qc2, q8, qc8;
     const int32_t s1 = qwen_launches(3, 1, 0, &qs), p1 = qwen_launches(3, 1, 16, &qp);

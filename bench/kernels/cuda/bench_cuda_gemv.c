@@ -222,7 +222,7 @@ int main(int argc, char **argv) {
                 uint64_t b = 0;
                 l.seg[m] = (cu_gemv_seg){.w = weights(t, sh->K, sh->N[m], &b, s), .wtype = t, .N = sh->N[m]};
                 TRY(cu_malloc((void **)&l.seg[m].dst, (size_t)sh->N[m] * 4 * T, "bench y"));
-                l.scratch_floats += cu_mma_small_scratch(sh->K, sh->N[m], T) + (uint64_t)sh->N[m] * T * 16; /* the group's common split too */
+                l.scratch_floats += cu_mma_small_scratch(sh->K, sh->N[m], T); /* a group's partials: its members' together, as the executor sizes them */
                 total += b;
                 snprintf(ns + strlen(ns), sizeof ns - strlen(ns), "%s%lld", m ? "+" : "", (long long)sh->N[m]);
                 l.n = m + 1;

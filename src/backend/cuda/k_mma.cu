@@ -130,7 +130,7 @@ static int ma_small_bt(int64_t T) { return ma_dec_tile(T) ? MA_DEC_BT : 64; }
 static int mma_small_split(int64_t K, int64_t N, int64_t T, uint64_t scratch_floats, int *spb) {
     if (!mma_sms) mma_sms = cu_sm_count();
     const int bn = ma_small_bn(T), bt = ma_small_bt(T);
-    const int64_t slots = (bn == 32 ? MA_MINB(32) : MA_MINB(MA_DEC_BN)) * (int64_t)mma_sms, nsb = K / 32, steps = (nsb + MA_KB - 1) / MA_KB;
+    const int64_t slots = MA_MINB(bn) * (int64_t)mma_sms, nsb = K / 32, steps = (nsb + MA_KB - 1) / MA_KB;
     const int64_t grid0 = (int64_t)cu_div_up(N, bn) * cu_div_up(T, bt);
     int64_t split = 1;
     if (cu_cfg()->mma_split_waves) { /* the split of fewest waves x (steps a block + 1), a reduce counted as 2 steps */

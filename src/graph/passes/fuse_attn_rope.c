@@ -8,9 +8,9 @@
  * a decode step; prefill plans keep Q's rope in their rope-jobs launch) and heads of at most
  * attn_fuse_max_head_dim dims (0: any). Paged attentions (a block table) take it the same way, up
  * to attn_rope_paged_max_t tokens where that is larger (CUDA: the batched engine's steps of up to 8
- * sequences, whose GEMVs leave Q's rope a launch of its own): their rope and attention both read
- * the logical positions (pos), so only the freq factors' slot differs (src[5] after the table,
- * ir_attn_q_rope_ff_slot).
+ * sequences; where their GEMVs run a matrix at a time, Q's rope would be a launch of its own): their
+ * rope and attention both read the logical positions (pos), so only the freq factors' slot
+ * differs (src[5] after the table, ir_attn_q_rope_ff_slot).
  * A rope that normalises its heads (pass fuse_norm_rope) stays: the attention kernels rotate q
  * pair by pair and have no head sum.
  * Layer 2 (graph). Pre: verified. Post: verified; the rope is dropped.
