@@ -100,6 +100,8 @@ typedef struct backend_kind {
     int (*available)(char *why, size_t cap);
     /* free and total device memory (SB_ERR_UNSUPPORTED where it has none of its own) */
     sb_status (*memory)(uint64_t *free_b, uint64_t *total_b);
+    /* bytes a weight of `type` taking `bytes` in the file takes in its memory (NULL: the same) */
+    uint64_t (*stored_bytes)(int type, uint64_t bytes);
     sb_status (*create)(const backend_params *p, backend **out);
 } backend_kind;
 

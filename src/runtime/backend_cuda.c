@@ -8,6 +8,7 @@
 
 #include "runtime/backends.h"
 #include "runtime/exec_cuda.h"
+#include "backend/cuda/cu_layout.h"
 
 #include <stdlib.h>
 
@@ -87,8 +88,10 @@ static sb_status cuda_create(const backend_params *bp, backend **out) {
     return SB_OK;
 }
 
+static uint64_t cuda_stored_bytes(int type, uint64_t bytes) { return cu_dev_bytes(type, bytes); } /* cu_layout.h */
+
 const backend_kind backend_kind_cuda = {
-    .name = "cuda", .available = cuda_available, .memory = exec_cuda_device_memory, .create = cuda_create,
+    .name = "cuda", .available = cuda_available, .memory = exec_cuda_device_memory, .stored_bytes = cuda_stored_bytes, .create = cuda_create,
 };
 
 #endif

@@ -151,12 +151,50 @@ void exec_cuda_forget(exec_cuda *cx, const plan *p) {
 
 // ---- device buffers keyed by host pointer ----
 
-sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, const char *name, void **dev) {
+#define LAYOUT_CHUNK (16u << 20) /* bytes a padded copy converts at a time */
+
+/* bytes of host to or from the device copy dev whose blocks are stored padded (type: cu_layout.h),
+ * through a host buffer a chunk at a time */
+static sb_status copy_padded(exec_cuda *cx, void *dev, void *host, uint64_t bytes, int type, bool to_dev) {
+    const uint64_t g = cu_pad_gguf_block(type), d = cu_pad_dev_block(type), step = LAYOUT_CHUNK / d;
+    if (bytes % g) return sb_fail(SB_ERR_INTERNAL, "cuda: %llu bytes of %s are no whole blocks", (unsigned long long)bytes, ir_dtype_name(type));
+    uint8_t *tmp = (uint8_t *)malloc((size_t)(step * d));
+    if (!tmp) return sb_fail(SB_ERR_OOM, "cuda: %u bytes to convert a weight's blocks", (unsigned)(step * d));
+    sb_status st = SB_OK;
+    for (uint64_t b = 0; st == SB_OK && b < bytes / g; b += step) {
+        const uint64_t n = bytes / g - b < step ? bytes / g - b : step;
+        if (to_dev) {
+            cu_layout_copy(tmp, (const uint8_t *)host + b * g, type, n, 0);
+            st = cu_memcpy_h2d((uint8_t *)dev + b * d, tmp, (size_t)(n * d), cx->s);
+            if (st == SB_OK) st = cu_stream_sync(cx->s); /* before tmp is written again */
+        } else {
+            st = cu_memcpy_d2h(tmp, (const uint8_t *)dev + b * d, (size_t)(n * d), cx->s);
+            if (st == SB_OK) cu_layout_copy((uint8_t *)host + b * g, tmp, type, n, 1);
+        }
+    }
+    free(tmp);
+    return st;
+}
+
+/* bytes (at most the buffer's) of host into entry i's device copy, converted to its layout */
+static sb_status devbuf_upload(exec_cuda *cx, int32_t i, const void *host, uint64_t bytes) {
+    const devbuf *b = &cx->bufs[i];
+    if (bytes > b->bytes) bytes = b->bytes;
+    if (b->layout >= 0) return copy_padded(cx, b->dev, (void *)host, bytes, b->layout, true);
+    SB_TRY(cu_memcpy_h2d(b->dev, host, (size_t)bytes, cx->s));
+    return cu_stream_sync(cx->s); /* the host buffer may be pageable/mmap'd, or change again as soon as this returns */
+}
+
+sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, int dtype, const char *name, void **dev) {
+    const int layout = dtype >= 0 && cu_pad_gguf_block(dtype) ? dtype : -1;
     for (int32_t i = 0; i < cx->n_bufs; i++)
         if (cx->bufs[i].host == host) {
             if (cx->bufs[i].bytes < bytes)
                 return sb_fail(SB_ERR_INTERNAL, "cuda: buffer \"%s\" bound with %llu bytes, cached with %llu", name,
                                (unsigned long long)bytes, (unsigned long long)cx->bufs[i].bytes);
+            if (cx->bufs[i].layout != layout)
+                return sb_fail(SB_ERR_INVALID_ARG, "cuda: buffer \"%s\" bound as %s, on the device already as %s", name,
+                               layout >= 0 ? ir_dtype_name(layout) : "unpadded bytes", cx->bufs[i].layout >= 0 ? ir_dtype_name(cx->bufs[i].layout) : "unpadded bytes");
             *dev = cx->bufs[i].dev;
             return SB_OK;
         }
@@ -167,19 +205,20 @@ sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, const c
         cx->bufs = nb;
         cx->cap_bufs = cap;
     }
+    const uint64_t dev_bytes = layout >= 0 ? cu_dev_bytes(layout, bytes) : bytes;
     void *d;
     char what[128];
     snprintf(what, sizeof what, "\"%.100s\"", name);
     /* whole 256-byte units: the GEMVs' aligned word loads (cu_ld_words_a2) read up to 2 bytes past a matrix's last block */
-    SB_TRY(cu_malloc(&d, (size_t)((bytes + 255) & ~(uint64_t)255), what));
-    sb_status st = cu_memcpy_h2d(d, host, (size_t)bytes, cx->s);
-    if (st == SB_OK) st = cu_stream_sync(cx->s); /* the host buffer may be pageable/mmap'd: finish before returning */
+    SB_TRY(cu_malloc(&d, (size_t)((dev_bytes + 255) & ~(uint64_t)255), what));
+    cx->bufs[cx->n_bufs] = (devbuf){host, d, bytes, layout};
+    sb_status st = devbuf_upload(cx, cx->n_bufs, host, bytes);
     if (st != SB_OK) {
         cu_free(d);
         return st;
     }
-    cx->bufs[cx->n_bufs++] = (devbuf){host, d, bytes};
-    cx->st.device_bytes += bytes;
+    cx->n_bufs++;
+    cx->st.device_bytes += dev_bytes;
     *dev = d;
     return SB_OK;
 }
@@ -206,14 +245,15 @@ static int32_t buf_find(const exec_cuda *cx, const void *host) {
 sb_status exec_cuda_buf_download(exec_cuda *cx, void *host, uint64_t bytes) {
     const int32_t i = buf_find(cx, host);
     if (i < 0) return SB_OK;
-    return cu_memcpy_d2h(host, cx->bufs[i].dev, (size_t)(bytes < cx->bufs[i].bytes ? bytes : cx->bufs[i].bytes), cx->s);
+    const devbuf *b = &cx->bufs[i];
+    if (bytes > b->bytes) bytes = b->bytes;
+    if (b->layout >= 0) return copy_padded(cx, b->dev, host, bytes, b->layout, false);
+    return cu_memcpy_d2h(host, b->dev, (size_t)bytes, cx->s);
 }
 
 sb_status exec_cuda_buf_refresh(exec_cuda *cx, const void *host, uint64_t bytes) {
     const int32_t i = buf_find(cx, host);
-    if (i < 0) return SB_OK;
-    SB_TRY(cu_memcpy_h2d(cx->bufs[i].dev, host, (size_t)(bytes < cx->bufs[i].bytes ? bytes : cx->bufs[i].bytes), cx->s));
-    return cu_stream_sync(cx->s); /* the host memory may change again as soon as this returns */
+    return i < 0 ? SB_OK : devbuf_upload(cx, i, host, bytes);
 }
 
 void exec_cuda_buf_drop(exec_cuda *cx, const void *host) {
@@ -230,7 +270,7 @@ void exec_cuda_buf_drop(exec_cuda *cx, const void *host) {
             }
     }
     cu_free(dev);
-    cx->st.device_bytes -= cx->bufs[i].bytes;
+    cx->st.device_bytes -= cx->bufs[i].layout >= 0 ? cu_dev_bytes(cx->bufs[i].layout, cx->bufs[i].bytes) : cx->bufs[i].bytes;
     cx->bufs[i] = cx->bufs[--cx->n_bufs];
 }
 

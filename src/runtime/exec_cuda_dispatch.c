@@ -202,6 +202,7 @@ sb_status cx_run_node(crun *r, int32_t i) {
         const cgather *gt = cx_gather_of(r->c, i);
         uint64_t rb = 0;
         qk_row_bytes(w->dtype, w->ne[0], &rb);
+        rb = cu_dev_bytes(w->dtype, rb); /* rows as the device stores them (cu_layout.h) */
         r->n_kernels++;
         if (gt) /* the table stays in host memory: this run's rows are in the stage, in token order */
             return cu_get_rows(s, dst, r->c->d_stage + gt->off, w->dtype, n->ne[0], rb, NULL, n->ne[1]);

@@ -15,6 +15,7 @@
 #include "backend/cuda/cu_blaslt.h"
 #include "backend/cuda/cu_config.h"
 #include "backend/cuda/cu_device.h"
+#include "backend/cuda/cu_layout.h"
 #include "backend/cuda/kernels.h"
 #include "codegen/cg.h"
 #include "base/status.h"
@@ -28,17 +29,21 @@
 typedef struct devbuf {
     const void *host;
     void *dev;
-    uint64_t bytes;
+    uint64_t bytes; /* the host's (GGUF layout) */
+    int layout;     /* a type the device stores padded (cu_layout.h), its blocks converted on every copy; -1: bytes as on the host */
 } devbuf;
 
 /* a get_rows whose table stays in host memory (cx_plan_get: every reader of the weight is a get_rows
  * by the tokens input; an embedding table such as gemma4's per-layer one is never uploaded whole):
- * each run copies its T rows, still in the table's format, into the plan's stage, in token order */
+ * each run copies its T rows, in the table's format as the device stores it (cu_layout.h), into the
+ * plan's stage, in token order */
 typedef struct cgather {
     int32_t node;         /* the GET_ROWS node */
     int32_t w_in, tok_in; /* the input slots of its table and of its tokens */
     uint64_t off;         /* its rows' bytes into the stage */
-    uint64_t row_bytes;
+    uint64_t row_bytes;   /* a row's bytes in the host's table (GGUF) */
+    uint64_t dev_row_bytes; /* ... in the stage */
+    int type;             /* the table's type */
     int64_t T;            /* rows: the node's ne[1] */
 } cgather;
 
@@ -46,7 +51,8 @@ typedef struct cgather {
  * copies its bytes from the bound host memory into the plan's stage, where its kernels read it */
 typedef struct cruntime {
     int32_t in;           /* its input slot */
-    uint64_t off, bytes;  /* into the stage */
+    uint64_t off, bytes;  /* into the stage; bytes: the host's (GGUF layout) */
+    int type;             /* its type (Q3_K / Q6_K blocks are padded in the stage: cu_layout.h) */
 } cruntime;
 
 #define CX_MAX_OUT 4 /* outputs a graph run may have written directly (direct_root; a plan with more copies them) */
@@ -198,7 +204,9 @@ bool cx_attn_paged_on_dec(const exec_cuda *cx, const plan *p, const ir_node *n, 
 static inline bool cx_attn_on_paged_kernel(const exec_cuda *cx, const plan *p, const ir_node *n) {
     return ir_attn_block_size(n) > 0 || (ir_attn_of(n).head_dim > CU_ATT_MAX_D && !cx_attn_on_flash(cx, p, n));
 }
-sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, const char *name, void **dev); /* exec_cuda.c */
+/* exec_cuda.c: host's device copy, made on first use (dtype: the input's type, whose blocks may be
+ * stored padded: cu_layout.h; -1 for bytes as they are) */
+sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, int dtype, const char *name, void **dev);
 sb_status cx_cg_prepare(exec_cuda *cx, const plan *p, cplan *c); /* exec_cuda_codegen.c: before any capture */
 bool cx_cg_try(crun *r, int32_t i, sb_status *st);
 sb_status cx_run_node(crun *r, int32_t i);      /* exec_cuda_dispatch.c */

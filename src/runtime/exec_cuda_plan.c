@@ -119,9 +119,10 @@ static sb_status stage_runtime(cplan *c, const plan *p, const uint8_t *gat, uint
     for (int32_t i = 0; i < p->n_inputs; i++) {
         if (!p->inputs[i].per_run || p->inputs[i].kind != IR_OP_WEIGHT || gat[p->inputs[i].node]) continue;
         *off = (*off + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
-        const uint64_t nb = ir_nbytes(&p->g->nodes[p->inputs[i].node]);
-        c->runtime[c->n_runtime++] = (cruntime){.in = i, .off = *off, .bytes = nb};
-        *off += nb;
+        const ir_node *n = &p->g->nodes[p->inputs[i].node];
+        const uint64_t nb = ir_nbytes(n);
+        c->runtime[c->n_runtime++] = (cruntime){.in = i, .off = *off, .bytes = nb, .type = n->dtype};
+        *off += cu_dev_bytes(n->dtype, nb);
     }
     return SB_OK;
 }
@@ -145,11 +146,12 @@ static sb_status stage_buffers(cplan *c, const plan *p, const uint8_t *gat) {
         const ir_node *w = &g->nodes[n->src[0]];
         cgather *gt = &c->gathers[c->n_gathers++];
         off = (off + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
-        *gt = (cgather){.node = i, .w_in = p->vals[n->src[0]].input, .tok_in = p->vals[n->src[1]].input, .off = off, .T = n->ne[1]};
+        *gt = (cgather){.node = i, .w_in = p->vals[n->src[0]].input, .tok_in = p->vals[n->src[1]].input, .off = off, .type = w->dtype, .T = n->ne[1]};
         if (qk_row_bytes(w->dtype, w->ne[0], &gt->row_bytes) || gt->w_in < 0 || gt->tok_in < 0)
             return sb_fail(SB_ERR_INTERNAL, "cuda: get_rows %%%d of \"%s\" (type %s) cannot be gathered on the host", (int)i, w->name,
                            ir_dtype_name(w->dtype));
-        off += (uint64_t)n->ne[1] * gt->row_bytes;
+        gt->dev_row_bytes = cu_dev_bytes(w->dtype, gt->row_bytes);
+        off += (uint64_t)n->ne[1] * gt->dev_row_bytes;
     }
     c->stage_bytes = off;
     if (!off) return SB_OK;
@@ -202,9 +204,9 @@ sb_status cx_plan_get(exec_cuda *cx, const plan *p, const exec_bindings *b, cpla
                     if (c->runtime[k].in == i) c->dptr[i] = c->d_stage + c->runtime[k].off;
                 break;
             }
-            st = cx_devbuf_get(cx, b->data[i], ir_nbytes(n), in->name, &c->dptr[i]);
+            st = cx_devbuf_get(cx, b->data[i], ir_nbytes(n), n->dtype, in->name, &c->dptr[i]);
             break;
-        case IR_OP_KV: st = cx_devbuf_get(cx, b->data[i], ir_nbytes(n), in->name, &c->dptr[i]); break;
+        case IR_OP_KV: st = cx_devbuf_get(cx, b->data[i], ir_nbytes(n), -1, in->name, &c->dptr[i]); break;
         default: st = sb_fail(SB_ERR_INTERNAL, "cuda: plan input %d has kind %d", (int)i, in->kind);
         }
     }

@@ -97,6 +97,8 @@ static sb_status bind_weights(rt_model *m, const rt_model_params *p) {
         if (!full[ti]) {
             m->gathered[ti] = 1;
             m->gather_bytes += t->nbytes;
+        } else if (t->type >= 0 && t->type < SB_TYPE_COUNT) {
+            m->step_type_bytes[t->type] += t->nbytes;
         }
         if ((p && p->check_tensors) || rt_tensor_is_1d(t)) s = check_values(&m->file, m->path, t);
     }

@@ -80,6 +80,7 @@ struct rt_model {
     /* of weight_bytes: the tables the graph only gathers rows of (gemma4's per-layer embeddings, an
      * untied token_embd): a step reads one row of each per token, never the whole table */
     uint64_t gather_bytes;
+    uint64_t step_type_bytes[SB_TYPE_COUNT]; /* rt_model_step_bytes by weight type (a backend may store some types larger) */
     uint8_t *gathered;          /* [file.n_tensors]: 1 = only gathered (rt_model_prefetch skips it) */
     char path[1024];
 };

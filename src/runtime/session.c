@@ -63,15 +63,17 @@ static double now_s(void) {
 static sb_status get_plan(rt_session *s, int64_t T, int64_t n_out, plan_entry **out);
 
 /* does the GPU's free memory hold the model's weights and its KV cache (kv_total bytes) plus margin?
- * The weights less the gathered tables (rt_model_step_bytes): the CUDA executor keeps a table it only
- * gathers rows of in host memory. SB_ERR_OOM naming the bytes if not; the device-memory query's own
- * error if it fails */
+ * The weights less the gathered tables (rt_model_step_bytes), as the backend stores them
+ * (stored_bytes): the CUDA executor keeps a table it only gathers rows of in host memory.
+ * SB_ERR_OOM naming the bytes if not; the device-memory query's own error if it fails */
 static sb_status gpu_room(const rt_model *m, uint64_t kv_total, uint64_t margin, int64_t n_ctx) {
     uint64_t fr = 0, tot = 0;
     const backend_kind *k = backend_kind_find("cuda");
     if (!k) return sb_fail(SB_ERR_UNSUPPORTED, "session: this build has no CUDA backend");
     SB_TRY(k->memory(&fr, &tot));
-    const uint64_t wb = rt_model_step_bytes(m), need = wb + kv_total + margin;
+    uint64_t wb = 0;
+    for (int t = 0; t < SB_TYPE_COUNT; t++) wb += k->stored_bytes ? k->stored_bytes(t, m->step_type_bytes[t]) : m->step_type_bytes[t];
+    const uint64_t need = wb + kv_total + margin;
     if (need > fr)
         return sb_fail(SB_ERR_OOM, "session: the model's weights (%llu bytes) and KV cache (%llu bytes, n_ctx %lld)%s need %llu bytes on the GPU; "
                        "%llu of %llu bytes are free", (unsigned long long)wb, (unsigned long long)kv_total, (long long)n_ctx,

@@ -9,6 +9,7 @@
  * launch does, with the rotation position and the cache row given apart (a paged cache's slot).
  */
 #include "backend/cuda/device/gemv_kernels.cuh"
+#include "emu_layout.h"
 
 template <int XQ, int TYPE, int WPR, int RW, int SPL, bool PAIR> static int reg(mseg_set m, const uint8_t *x, long long K) {
     constexpr int G = 4 / WPR;

@@ -8,6 +8,7 @@
  * blocks and the reduce kernel after it.
  */
 #include "backend/cuda/device/mma_tile.cuh"
+#include "emu_layout.h"
 
 template <int TYPE, int XQ, int BN, int BT, bool SPLIT>
 static int go(ma_segs sg, uint64_t rb, long long K, const uint8_t *x, long long T, int nsplit, float *part) {

@@ -6,6 +6,7 @@
  * as the launcher sizes them, with the epilogue's non-finite flag.
  */
 #include "backend/cuda/k_mmvq.cu"
+#include "emu_layout.h"
 #include "emu_library.h" /* cu_cfg (emu_cfg), cu_sm_count, cu_pdl_on, sb_fail (emu_err) */
 
 /* cu_matmul_q8 of w [N rows of wtype over K] times xq (T tokens of xtype) into dst, with the

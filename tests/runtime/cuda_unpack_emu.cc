@@ -7,6 +7,7 @@
  * One thread's view: the functions under test are per-lane code, no warp collectives.
  */
 #include "backend/cuda/device/gemv_dot.cuh"
+#include "emu_layout.h"
 
 template <int T> static void unpack_t(const uint8_t *row, int j, int how, int *w, float *d) {
     cu_wsub o;

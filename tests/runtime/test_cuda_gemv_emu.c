@@ -16,6 +16,7 @@
  * cache row equals its result, and every other row stays poisoned (F32 and F16 caches).
  * Non-goals: RoPE math against a reference (test_cuda_ops on a GPU); speed.
  */
+#include "dev_layout.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
 #include "quant/types.h"
@@ -33,7 +34,7 @@ static uint64_t seed = 0x6E3E3Aull;
 typedef struct mat {
     int type;
     int64_t N, K;
-    uint8_t *w; /* 256-byte aligned, rows of rb bytes */
+    uint8_t *w; /* 256-byte aligned, in the device's layout (dev_layout.h) */
     float *deq; /* [N][K] the reference dequantizer's values */
     float *bias;
 } mat;
@@ -51,6 +52,7 @@ static mat make_mat(int type, int64_t N, int64_t K) {
         tr->to_float(m.w + (uint64_t)n * rb, m.deq + n * K, K);
         m.bias[n] = test_rand_normal(&seed);
     }
+    m.w = test_to_dev_layout(type, m.w, (uint64_t)N * rb); /* the kernels read the device's layout */
     free(row);
     return m;
 }
@@ -192,9 +194,9 @@ int main(void) {
     if (h) {
         *(void **)&emu_gemv = dlsym(h, "sb_emu_gemv");
         *(void **)&emu_store = dlsym(h, "sb_emu_gemv_store");
-        CHECK(emu_gemv != NULL && emu_store != NULL);
+        CHECK(emu_gemv != NULL && emu_store != NULL && test_dev_layout_load(h));
     }
-    if (emu_gemv) {
+    if (emu_gemv && emu_to_dev_layout) {
         static const int types[] = {SB_TYPE_Q4_0, SB_TYPE_Q4_1, SB_TYPE_Q5_0, SB_TYPE_Q5_1, SB_TYPE_Q8_0, SB_TYPE_IQ4_NL,
                                     SB_TYPE_Q2_K, SB_TYPE_Q3_K, SB_TYPE_Q4_K, SB_TYPE_Q5_K, SB_TYPE_Q6_K, SB_TYPE_IQ4_XS};
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {

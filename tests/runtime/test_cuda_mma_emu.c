@@ -15,6 +15,7 @@
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler ($CXX or c++).
  * Non-goals: the segment groups and the paired gate/up (test_cuda_ops on a GPU); speed.
  */
+#include "dev_layout.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
 #include "quant/types.h"
@@ -46,6 +47,7 @@ static void check_type(int type, int q8k, int T) {
         tr->from_float_ref(row, w + (uint64_t)n * rb, K_);
         tr->to_float(w + (uint64_t)n * rb, wf + n * K_, K_);
     }
+    w = test_to_dev_layout(type, w, N_ * rb); /* the kernels read the device's layout */
     for (int t = 0; t < T; t++) {
         for (int k = 0; k < K_; k++) xf[t * K_ + k] = test_rand_normal(&seed) * (k % 13 == 0 ? 6.0f : 1.0f);
         if (q8k) {
@@ -86,9 +88,9 @@ int main(void) {
     void *h = emu_build("tests/runtime/cuda_mma_emu.cc");
     if (h) {
         *(void **)&emu_mma = dlsym(h, "sb_emu_mma");
-        CHECK(emu_mma != NULL);
+        CHECK(emu_mma != NULL && test_dev_layout_load(h));
     }
-    if (emu_mma) {
+    if (emu_mma && emu_to_dev_layout) {
         static const int on_q81[] = {SB_TYPE_Q4_0, SB_TYPE_Q4_1, SB_TYPE_Q5_0, SB_TYPE_Q5_1, SB_TYPE_Q8_0,
                                      SB_TYPE_IQ4_NL, SB_TYPE_Q4_K, SB_TYPE_Q5_K, SB_TYPE_Q6_K};
         static const int on_q8k[] = {SB_TYPE_Q3_K, SB_TYPE_Q4_K, SB_TYPE_Q5_K, SB_TYPE_Q6_K, SB_TYPE_IQ4_XS};

@@ -12,6 +12,7 @@
  *  - the flag on a launch of T > 1 fails with SB_ERR_INTERNAL (only T = 1 honours it).
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler.
  */
+#include "dev_layout.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
 #include "quant/types.h"
@@ -50,6 +51,8 @@ static lm_head make_head(int type, int xtype, int64_t N, int64_t K) {
         tr->to_float(h.w + (uint64_t)n * h.rb, h.deq + n * K, K);
         h.bias[n] = test_rand_normal(&seed);
     }
+    h.w = test_to_dev_layout(type, h.w, (uint64_t)N * h.rb); /* the kernels read the device's layout */
+    h.rb = emu_dev_bytes(type, h.rb);
     for (int64_t k = 0; k < K; k++) row[k] = test_rand_normal(&seed);
     if (xtype == SB_TYPE_Q8_K) qk_quantize_row_q8_K_ref(row, h.xq, K), qk_dequantize_row_q8_K(h.xq, h.xd, K);
     else qk_quantize_row_q8_1_ref(row, h.xq, K), qk_dequantize_row_q8_1(h.xq, h.xd, K);
@@ -86,7 +89,7 @@ static void check_head(int type, int xtype, int64_t N, int64_t K, int head_rows)
     int off = run_head(label, &h, head_rows, -1, &flag);
     CHECKF(off == 0 && flag == 0, "%s, finite: %d rows off, flag %u", label, off, flag);
     const int64_t bad = N / 2 + 1;
-    uint8_t *scale = h.w + (uint64_t)bad * h.rb + (type == SB_TYPE_Q6_K ? h.rb - 2 : 0); /* the row's first block's f16 d (Q6_K: last block's) */
+    uint8_t *scale = h.w + (uint64_t)bad * h.rb + (type == SB_TYPE_Q6_K ? h.rb - emu_dev_bytes(type, 210) + 208 : 0); /* the row's first block's f16 d (Q6_K: last block's) */
     const uint8_t keep[2] = {scale[0], scale[1]};
     scale[0] = 0x00, scale[1] = 0x7E; /* f16 NaN */
     off = run_head(label, &h, head_rows, bad, &flag);
@@ -102,9 +105,9 @@ int main(void) {
     void *so = emu_build("tests/runtime/cuda_mmvq_emu.cc");
     if (so) {
         *(void **)&emu_mmvq = dlsym(so, "sb_emu_mmvq");
-        CHECK(emu_mmvq != NULL);
+        CHECK(emu_mmvq != NULL && test_dev_layout_load(so));
     }
-    if (emu_mmvq) {
+    if (emu_mmvq && emu_to_dev_layout) {
         check_head(SB_TYPE_Q8_0, SB_TYPE_Q8_1, 300, 256, 1);   /* k_mmvq1, a row a warp */
         check_head(SB_TYPE_Q6_K, SB_TYPE_Q8_K, 77, 512, 1);    /* a K-quant head on q8_K */
         check_head(SB_TYPE_Q8_0, SB_TYPE_Q8_1, 65539, 64, 2);  /* past 65,536 rows: 2 rows a warp, a ragged last block */

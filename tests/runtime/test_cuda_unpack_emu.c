@@ -18,6 +18,7 @@
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler ($CXX or c++).
  * Non-goals: warp collectives and launch geometry (test_cuda_ops on a GPU).
  */
+#include "dev_layout.h"
 #include "quant/blocks.h"
 #include "quant/fp16.h"
 #include "quant/quant.h"
@@ -80,15 +81,18 @@ static void fill_rows(int type, uint8_t *w, uint64_t rb) {
 /* one type's checks (in a child process: the exit status is its failure count) */
 static void check_type(int type) {
     const qk_traits *tr = qk_get(type);
-    const uint64_t rb = emu_row_bytes(type, K_ROW);
-    CHECKF(rb == (uint64_t)(K_ROW / tr->blck) * (uint64_t)tr->type_size, "%s: row bytes %llu", tr->name, (unsigned long long)rb);
-    uint8_t *w = aligned_alloc(256, (size_t)((N_ROWS * rb + 255) & ~(uint64_t)255) + 256);
-    fill_rows(type, w, rb);
+    const uint64_t grb = (uint64_t)(K_ROW / tr->blck) * (uint64_t)tr->type_size, rb = emu_row_bytes(type, K_ROW);
+    CHECKF(rb == emu_dev_bytes(type, grb), "%s: device row bytes %llu (GGUF %llu)", tr->name, (unsigned long long)rb, (unsigned long long)grb);
+    uint8_t *g = aligned_alloc(256, (size_t)((N_ROWS * grb + 255) & ~(uint64_t)255) + 256);
+    fill_rows(type, g, grb);
+    uint8_t *w = malloc((size_t)(N_ROWS * grb)); /* the GGUF rows, kept for the reference */
+    memcpy(w, g, (size_t)(N_ROWS * grb));
+    g = test_to_dev_layout(type, g, N_ROWS * grb); /* what the kernels read */
     float deq[K_ROW], xf[K_ROW], xd[K_ROW];
     int bad_elems = 0, bad_pairs = 0;
     for (int r = 0; r < N_ROWS; r++) {
-        const uint8_t *row = w + (uint64_t)r * rb;
-        tr->to_float(row, deq, K_ROW);
+        const uint8_t *row = g + (uint64_t)r * rb;
+        tr->to_float(w + (uint64_t)r * grb, deq, K_ROW);
         for (int j = 0; j < K_ROW / 32; j++) {
             int wu[8], wf[8];
             float du[4], df[4];
@@ -131,7 +135,7 @@ static void check_type(int type) {
     }
     CHECKF(bad_pairs == 0, "%s: %d sub-blocks where fetch + decode and unpack differ", tr->name, bad_pairs);
     CHECKF(bad_elems == 0, "%s: %d elements off the reference dequantizer", tr->name, bad_elems);
-    free(w);
+    free(w), free(g);
 }
 
 int main(void) {
@@ -142,9 +146,9 @@ int main(void) {
         *(void **)&emu_row_bytes = dlsym(h, "sb_emu_row_bytes");
         *(void **)&emu_k_type = dlsym(h, "sb_emu_k_type");
         *(void **)&emu_iq4_lookup = dlsym(h, "sb_emu_iq4_lookup");
-        CHECK(emu_unpack && emu_dot && emu_row_bytes && emu_k_type && emu_iq4_lookup);
+        CHECK(emu_unpack && emu_dot && emu_row_bytes && emu_k_type && emu_iq4_lookup && test_dev_layout_load(h));
     }
-    if (emu_unpack && emu_dot && emu_row_bytes && emu_k_type && emu_iq4_lookup) {
+    if (emu_unpack && emu_dot && emu_row_bytes && emu_k_type && emu_iq4_lookup && emu_to_dev_layout) {
         static const int8_t kv[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
         int bad = 0;
         for (unsigned i = 0; i < 65536; i++) {

@@ -19,6 +19,7 @@
  * Built with the CUDA backend only (`make bench`). Layer: links sb_backend_cuda and sb_quant.
  */
 #include "backend/cuda/cu_config.h"
+#include "backend/cuda/cu_layout.h"
 #include "backend/cuda/kernels.h"
 #include "base/status.h"
 #include "quant/types.h"
@@ -62,7 +63,8 @@ static float frand(void) {
         }                                                                          \
     } while (0)
 
-/* N rows of K random values of type t on the device (64 quantized rows repeated) */
+/* N rows of K random values of type t on the device, in its layout (cu_layout.h; 64 quantized rows
+ * repeated); *bytes: the device's */
 static void *weights(int t, int64_t K, int64_t N, uint64_t *bytes, cu_stream s) {
     uint64_t rb = 0;
     if (qk_row_bytes(t, K, &rb) || !qk_get(t)->from_float_ref) {
@@ -75,6 +77,12 @@ static void *weights(int t, int64_t K, int64_t N, uint64_t *bytes, cu_stream s) 
     for (int64_t r = 0; r < R; r++) {
         for (int64_t k = 0; k < K; k++) f[k] = frand();
         qk_get(t)->from_float_ref(f, h + rb * (uint64_t)r, K);
+    }
+    if (cu_pad_gguf_block(t)) { /* Q3_K / Q6_K: padded blocks */
+        uint8_t *p = malloc((size_t)cu_dev_bytes(t, rb * R));
+        cu_layout_copy(p, h, t, rb * R / cu_pad_gguf_block(t), 0);
+        free(h);
+        h = p, rb = cu_dev_bytes(t, rb);
     }
     void *d = NULL;
     TRY(cu_malloc(&d, (size_t)(rb * (uint64_t)N), "bench weights"));

@@ -2,7 +2,7 @@
 /*
  * backend/cuda/device/common.cuh — pure __device__ helpers shared by every hand-written kernel
  * family (and, later, by NVRTC-generated code: no host dependencies, no includes beyond
- * quant/blocks.h and cuda_fp16.h): fp16/bf16 conversion, warp and block reductions, per-element
+ * quant/blocks.h, weight_layout.cuh and cuda_fp16.h): fp16/bf16 conversion, warp and block reductions, per-element
  * dequantization of every block format this backend reads, and 16/32-bit packed loads for the
  * 2-byte-aligned block formats.
  * Layer 0 (backend/cuda). Invariants: the dequantizers match quant/*.c's dequantize_row_* bit for
@@ -13,6 +13,7 @@
 #ifndef SB_BACKEND_CUDA_DEVICE_COMMON_CUH
 #define SB_BACKEND_CUDA_DEVICE_COMMON_CUH
 
+#include "backend/cuda/device/weight_layout.cuh"
 #include "quant/blocks.h"
 
 #include <cuda_fp16.h>
@@ -176,7 +177,8 @@ static __device__ __forceinline__ void rope_pair(const float *src, int i, int n_
 /* the IQ4 code points (quant/blocks.h's host table, which device code cannot read) */
 static __constant__ int8_t cu_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
-// ---- per-element dequantization (row-major: element e of a row starting at `row`) ----
+// ---- per-element dequantization (row-major: element e of a row starting at `row`; Q3_K / Q6_K
+// rows in the device's padded blocks, weight_layout.cuh) ----
 
 static __device__ __forceinline__ void k4_scale_min(int j, const uint8_t *q, int *sc, int *m) {
     if (j < 4) {
@@ -243,7 +245,7 @@ static __device__ __forceinline__ float cu_deq1(int type, const uint8_t *row, in
         return dl * (float)q - ml;
     }
     case CU_T_Q3_K: {
-        const blk_q3_K *b = (const blk_q3_K *)row + e / 256;
+        const blk_q3_K *b = (const blk_q3_K *)(row + (uint64_t)(e / 256) * CU_Q3_K_DEV_BYTES);
         const int i = (int)(e % 256), r = i % 128, j = i / 16;
         const int lo = j < 8 ? b->scales[j] & 0xF : b->scales[j - 8] >> 4;
         const int hi = (b->scales[8 + j % 4] >> (2 * (j / 4))) & 3;
@@ -269,7 +271,7 @@ static __device__ __forceinline__ float cu_deq1(int type, const uint8_t *row, in
         return (cu_h2f(b->d) * (float)sc) * (float)q - cu_h2f(b->dmin) * (float)m;
     }
     case CU_T_Q6_K: {
-        const blk_q6_K *b = (const blk_q6_K *)row + e / 256;
+        const blk_q6_K *b = (const blk_q6_K *)(row + (uint64_t)(e / 256) * CU_Q6_K_DEV_BYTES);
         const int i = (int)(e % 256), n = i / 128, r = i % 128, g = r / 32, l = r % 32;
         const int lo = (b->ql[64 * n + l + 32 * (g & 1)] >> (4 * (g >> 1))) & 0xF;
         const int hi = (b->qh[32 * n + l] >> (2 * g)) & 3;

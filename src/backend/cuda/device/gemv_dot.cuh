@@ -66,7 +66,8 @@ static __device__ __forceinline__ void mmvq_part2(const uint8_t *ra, const uint8
     *pa = acc[0], *pb = acc[1];
 }
 
-/* bytes of one K-value row of a dp4a weight type (0: no dp4a path) */
+/* device bytes of one K-value row of a dp4a weight type (0: no dp4a path): Q3_K / Q6_K rows in
+ * the device's padded blocks (weight_layout.cuh) */
 static __host__ __device__ __forceinline__ uint64_t mmvq_row_bytes(int type, int64_t K) {
     switch (type) {
     case CU_T_Q4_0: return (uint64_t)(K / 32) * sizeof(blk_q4_0);
@@ -76,10 +77,10 @@ static __host__ __device__ __forceinline__ uint64_t mmvq_row_bytes(int type, int
     case CU_T_Q8_0: return (uint64_t)(K / 32) * sizeof(blk_q8_0);
     case CU_T_IQ4_NL: return (uint64_t)(K / 32) * sizeof(blk_iq4_nl);
     case CU_T_Q2_K: return (uint64_t)(K / 256) * sizeof(blk_q2_K);
-    case CU_T_Q3_K: return (uint64_t)(K / 256) * sizeof(blk_q3_K);
+    case CU_T_Q3_K: return (uint64_t)(K / 256) * CU_Q3_K_DEV_BYTES;
     case CU_T_Q4_K: return (uint64_t)(K / 256) * sizeof(blk_q4_K);
     case CU_T_Q5_K: return (uint64_t)(K / 256) * sizeof(blk_q5_K);
-    case CU_T_Q6_K: return (uint64_t)(K / 256) * sizeof(blk_q6_K);
+    case CU_T_Q6_K: return (uint64_t)(K / 256) * CU_Q6_K_DEV_BYTES;
     case CU_T_IQ4_XS: return (uint64_t)(K / 256) * sizeof(blk_iq4_xs);
     default: return 0;
     }

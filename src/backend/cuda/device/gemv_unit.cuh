@@ -8,7 +8,7 @@
  * one sub-block, element order) and gv_acc is mmvq_sub_acc. Q3_K on q8_K: unit j of super-block
  * j / 8 is the 8 positions p0 = 8 (j % 4) .. p0 + 7 of the four sub-blocks 4h .. 4h + 3 (h = (j % 8)
  * / 4) — 8 bytes of qs and 8 of hmask that no other lane needs, where the element-order sub-block
- * needs 32 bytes of each shared by 4 and 8 lanes (10 loads instead of 21). Its dot is one integer
+ * needs 32 bytes of each shared by 4 and 8 lanes (3 loads instead of 6). Its dot is one integer
  * sum over the four sub-blocks' scales (isum = sum_m (sc_m - 32) * dot_m, the -4 of a clear hmask
  * bit applied as -4 * sum q8), then acc += d8 * (d * isum): the CPU's q3_K x q8_K order of
  * operations within a unit (quant/q3_k.c sums a whole super-block before scaling).
@@ -44,15 +44,16 @@ template <int TYPE> static __device__ __forceinline__ void mmvq_sub_acc(float *a
 /* does the type's decode unit differ from its element-order sub-block? */
 template <int TYPE, int XQ> static __host__ __device__ constexpr bool gv_q3k() { return TYPE == CU_T_Q3_K && XQ == CU_T_Q8_K; }
 
-/* Q3_K unit j's raw words: q[0..2] qs, h[0..2] hmask (bytes p0 .. p0 + 7, from 4-byte words with the
- * block's bit offset s2: 110-byte blocks are 2-byte aligned), q[3..6] scales[0..11] and d */
+/* Q3_K unit j's raw words: q[0..1] qs, h[0..1] hmask (bytes p0 .. p0 + 7), q[3..6] scales[0..11] and
+ * d — 8- and 16-byte loads from the device's 112-byte blocks (weight_layout.cuh) */
 template <int TYPE, int XQ> static __device__ __forceinline__ void gv_fetch(const uint8_t *row, int j, cu_wraw *r) {
     if (gv_q3k<TYPE, XQ>()) {
-        const uint8_t *b = row + (uint64_t)(j / 8) * sizeof(blk_q3_K);
+        const blk_q3_K *b = (const blk_q3_K *)(row + (uint64_t)(j / 8) * CU_Q3_K_DEV_BYTES);
         const int h = (j % 8) / 4, p0 = 8 * (j % 4);
-        r->s2 = cu_ld_words_a2<3>(b + 32 + 32 * h + p0, (uint32_t *)r->q); /* qs (offset 32): the block's parity */
-        cu_ld_words_a2<3>(b + p0, (uint32_t *)r->h);                       /* hmask (offset 0) */
-        cu_ld_words_a2<4>(b + 96, (uint32_t *)r->q + 3);                   /* scales (96), d (108) */
+        const uint2 q = *(const uint2 *)(b->qs + 32 * h + p0), hm = *(const uint2 *)(b->hmask + p0);
+        const int4 sd = *(const int4 *)b->scales; /* scales[0..11], d */
+        r->q[0] = (int)q.x, r->q[1] = (int)q.y, r->h[0] = (int)hm.x, r->h[1] = (int)hm.y;
+        r->q[3] = sd.x, r->q[4] = sd.y, r->q[5] = sd.z, r->q[6] = sd.w;
     } else {
         cu_fetch<TYPE>(row, j, r);
     }
@@ -63,21 +64,20 @@ template <int TYPE, int XQ> static __device__ __forceinline__ void gv_fetch(cons
 template <int TYPE, int XQ> static __device__ __forceinline__ void gv_decode(const cu_wraw *r, int j, cu_wsub *o, uint32_t *sc) {
     if (gv_q3k<TYPE, XQ>()) {
         const int h = (j % 8) / 4, hf = (j % 4) >> 1;
-        const unsigned sh = r->s2;
         const uint32_t *q = (const uint32_t *)r->q, *hm = (const uint32_t *)r->h;
 #pragma unroll
         for (int k = 0; k < 2; k++) {
-            const uint32_t qw = cu_win(q, k, 0, sh), hw = (cu_win(hm, k, 0, sh) >> (4 * h)) << 2; /* bit m of each byte -> bit 2 + m */
+            const uint32_t qw = q[k], hw = (hm[k] >> (4 * h)) << 2; /* bit m of each byte -> bit 2 + m */
 #pragma unroll
             for (int m = 0; m < 4; m++) o->w[2 * m + k] = (int)(((qw >> (2 * m)) & 0x03030303u) | ((hw >> m) & 0x04040404u));
         }
         /* scale 8h + 2m + hf: low nibble of scales[2m + hf] >> 4h, high bits (scales[8 + (2m + hf) % 4]
          * >> 2 (2h + m / 2)) & 3 */
-        const uint32_t s0 = cu_win(q, 3, 0, sh), s1 = cu_win(q, 4, 0, sh), s2 = cu_win(q, 5, 0, sh);
+        const uint32_t s0 = q[3], s1 = q[4], s2 = q[5];
         const uint32_t lo = (__byte_perm(s0, s1, 0x6420u + 0x1111u * (unsigned)hf) >> (4 * h)) & 0x0F0F0F0Fu;
         const uint32_t hp = __byte_perm(s2, 0u, 0x2020u + 0x1111u * (unsigned)hf) >> (4 * h);
         *sc = lo | (((hp & 0x00000303u) | ((hp >> 2) & 0x03030000u)) << 4);
-        o->d0 = cu_h2f((uint16_t)(cu_win(q, 6, 0, sh) & 0xFFFFu));
+        o->d0 = cu_h2f((uint16_t)(q[6] & 0xFFFFu));
     } else {
         cu_decode<TYPE>(r, j, o);
     }

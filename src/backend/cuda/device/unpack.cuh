@@ -91,25 +91,27 @@ static __device__ __forceinline__ uint32_t cu_win(const uint32_t *w, int k, int 
  * into registers, cu_decode turns them into the cu_unpack result (bit-identical). Fields a type
  * does not use are dead and cost no registers. */
 typedef struct cu_wraw {
-    int q[9], h[9];
+    int q[9], h[8]; /* q: Q8_0's 9 unaligned words; h: Q5_K's qh, Q6_K's qh, Q3_K's hmask */
     uint32_t s0, s1, s2, s3;
 } cu_wraw;
 
 /* all-zero raw words: they decode to zero scales (no contribution) */
 static __device__ __forceinline__ void cu_wraw_zero(cu_wraw *o) {
 #pragma unroll
-    for (int i = 0; i < 9; i++) o->q[i] = o->h[i] = 0;
+    for (int i = 0; i < 9; i++) o->q[i] = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) o->h[i] = 0;
     o->s0 = o->s1 = o->s2 = o->s3 = 0;
 }
 
 /* cu_fetch only issues loads into the fields: nothing in it uses a loaded value (combining two
  * loads there stalled the thread on the first before it issued the next fetch — the K-quants'
- * scale bytes, the 16-bit halves). The 2-byte-aligned blocks (Q4_0, Q5_0, Q8_0, Q6_K) are fetched as
+ * scale bytes, the 16-bit halves). The 2-byte-aligned blocks (Q4_0, Q5_0, Q8_0) are fetched as
  * aligned 32-bit words with the block's bit offset (cu_ld_words_a2; cu_decode applies cu_win): half
- * the load instructions of 16-bit halves; Q6_K's ql and qh segments start a multiple of 4 bytes
- * into the block, so one offset serves both. Q4_K / Q5_K blocks (144 / 176 bytes) are whole 16-byte
- * units in 256-byte-aligned buffers (exec_cuda's cu_malloc per weight): 16-byte loads of the
- * header (d, dmin, the 12 scale bytes) and of the sub-block's 32 bytes of qs (and qh). */
+ * the load instructions of 16-bit halves. Q4_K / Q5_K blocks (144 / 176 bytes), and Q3_K / Q6_K
+ * blocks as the device stores them (112 / 224 bytes, weight_layout.cuh), are whole 16-byte units in
+ * 256-byte-aligned buffers (exec_cuda's cu_malloc per weight): 16-byte loads of the header (d,
+ * dmin, the 12 scale bytes) and of the sub-block's 32 bytes of qs (and qh / hmask). */
 template <int TYPE> static __device__ __forceinline__ void cu_fetch(const uint8_t *row, int j, cu_wraw *o) {
     static_assert(cu_dp4a_type(TYPE), "cu_fetch: a weight type without a dp4a path");
     if (TYPE == CU_T_Q4_0) {
@@ -132,11 +134,13 @@ template <int TYPE> static __device__ __forceinline__ void cu_fetch(const uint8_
             const int4 h0 = qh[0], h1 = qh[1];
             o->h[0] = h0.x, o->h[1] = h0.y, o->h[2] = h0.z, o->h[3] = h0.w, o->h[4] = h1.x, o->h[5] = h1.y, o->h[6] = h1.z, o->h[7] = h1.w;
         }
-    } else if (TYPE == CU_T_Q6_K) {
-        const blk_q6_K *b = (const blk_q6_K *)row + j / 8;
+    } else if (TYPE == CU_T_Q6_K) { /* the device's 224-byte blocks (weight_layout.cuh): ql 0, qh 128, scales 192, d 208 */
+        const blk_q6_K *b = (const blk_q6_K *)(row + (uint64_t)(j / 8) * CU_Q6_K_DEV_BYTES);
         const int s = j % 8, n = s / 4, g = s % 4;
-        o->s2 = cu_ld_words_a2<9>(b->ql + 64 * n + 32 * (g & 1), (uint32_t *)o->q);
-        cu_ld_words_a2<9>(b->qh + 32 * n, (uint32_t *)o->h);
+        const int4 *ql = (const int4 *)(b->ql + 64 * n + 32 * (g & 1)), *qh = (const int4 *)(b->qh + 32 * n);
+        const int4 l0 = ql[0], l1 = ql[1], h0 = qh[0], h1 = qh[1];
+        o->q[0] = l0.x, o->q[1] = l0.y, o->q[2] = l0.z, o->q[3] = l0.w, o->q[4] = l1.x, o->q[5] = l1.y, o->q[6] = l1.z, o->q[7] = l1.w;
+        o->h[0] = h0.x, o->h[1] = h0.y, o->h[2] = h0.z, o->h[3] = h0.w, o->h[4] = h1.x, o->h[5] = h1.y, o->h[6] = h1.z, o->h[7] = h1.w;
         o->s0 = b->d;
         o->s1 = *(const uint16_t *)(b->scales + 2 * s); /* scales[2s] | scales[2s + 1] << 8 */
     } else if (TYPE == CU_T_Q4_1 || TYPE == CU_T_Q5_1) { /* 20 / 24-byte blocks: 4-byte aligned words */
@@ -153,14 +157,15 @@ template <int TYPE> static __device__ __forceinline__ void cu_fetch(const uint8_
         const uint2 q0 = q[0], q1 = q[1];
         o->s0 = hd.x, o->s1 = hd.y;
         o->q[0] = (int)q0.x, o->q[1] = (int)q0.y, o->q[2] = (int)q1.x, o->q[3] = (int)q1.y;
-    } else if (TYPE == CU_T_Q3_K) { /* 110-byte blocks (2-byte aligned): hmask[32], qs[64], scales[12], d */
-        const blk_q3_K *b = (const blk_q3_K *)row + j / 8;
+    } else if (TYPE == CU_T_Q3_K) { /* the device's 112-byte blocks (weight_layout.cuh): hmask 0, qs 32, scales 96, d 108 */
+        const blk_q3_K *b = (const blk_q3_K *)(row + (uint64_t)(j / 8) * CU_Q3_K_DEV_BYTES);
         const int s = j % 8;
-        o->s2 = cu_ld_words_a2<9>(b->qs + 32 * (s / 4), (uint32_t *)o->q); /* the same offset mod 4 as hmask */
-        cu_ld_words_a2<9>(b->hmask, (uint32_t *)o->h);
-        o->s0 = b->d;
-        o->s1 = *(const uint16_t *)(b->scales + 2 * (s % 4));     /* the low-nibble pair of scales 2s, 2s + 1 */
-        o->s3 = *(const uint16_t *)(b->scales + 8 + 2 * (s % 2)); /* their high-bit pair */
+        const int4 *qs = (const int4 *)(b->qs + 32 * (s / 4)), *hm = (const int4 *)b->hmask;
+        const int4 q0 = qs[0], q1 = qs[1], h0 = hm[0], h1 = hm[1];
+        const int4 sd = *(const int4 *)b->scales; /* scales[0..11], d | 0 << 16 */
+        o->q[0] = q0.x, o->q[1] = q0.y, o->q[2] = q0.z, o->q[3] = q0.w, o->q[4] = q1.x, o->q[5] = q1.y, o->q[6] = q1.z, o->q[7] = q1.w;
+        o->h[0] = h0.x, o->h[1] = h0.y, o->h[2] = h0.z, o->h[3] = h0.w, o->h[4] = h1.x, o->h[5] = h1.y, o->h[6] = h1.z, o->h[7] = h1.w;
+        o->s1 = (uint32_t)sd.x, o->s2 = (uint32_t)sd.y, o->s3 = (uint32_t)sd.z, o->s0 = (uint32_t)sd.w;
     } else if (TYPE == CU_T_Q2_K) { /* 84-byte blocks (4-byte aligned): scales[16], qs[64], d, dmin */
         const uint8_t *blk = row + (uint64_t)(j / 8) * sizeof(blk_q2_K);
         const int s = j % 8;
@@ -226,11 +231,10 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
         o->dm = -cu_h2f((uint16_t)(r->s0 >> 16)) * (float)m;
     } else if (TYPE == CU_T_Q6_K) {
         const int g = (j % 8) % 4;
-        const unsigned sh = r->s2;
 #pragma unroll
         for (int i = 0; i < 8; i++) {
-            const int lo = ((int)cu_win((const uint32_t *)r->q, i, 0, sh) >> (4 * (g >> 1))) & 0x0F0F0F0F;
-            const int hi = (int)(((cu_win((const uint32_t *)r->h, i, 0, sh) >> (2 * g)) & 0x03030303u) << 4);
+            const int lo = (r->q[i] >> (4 * (g >> 1))) & 0x0F0F0F0F;
+            const int hi = (int)((((uint32_t)r->h[i] >> (2 * g)) & 0x03030303u) << 4);
             o->w[i] = cu_sub_bytes(lo | hi, 0x20202020);
         }
         const float d = cu_h2f((uint16_t)r->s0);
@@ -279,18 +283,18 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
         o->dm = 0.0f;
     } else if (TYPE == CU_T_Q3_K) {
         const int s = j % 8;
-        const unsigned sh = r->s2;
 #pragma unroll
         for (int i = 0; i < 8; i++) {
-            const uint32_t lo = (cu_win((const uint32_t *)r->q, i, 0, sh) >> (2 * (s % 4))) & 0x03030303u;
-            const uint32_t hb = (cu_win((const uint32_t *)r->h, i, 0, sh) >> s) & 0x01010101u;
+            const uint32_t lo = ((uint32_t)r->q[i] >> (2 * (s % 4))) & 0x03030303u;
+            const uint32_t hb = ((uint32_t)r->h[i] >> s) & 0x01010101u;
             o->w[i] = cu_sub_bytes((int)(lo | (hb << 2)), 0x04040404); /* q - 4 where the hmask bit is clear */
         }
-        /* scales 2s + h (h = 0, 1): low nibble (s < 4) or high nibble (s >= 4) of scales[2(s%4) + h],
-         * high bits 2 * (s / 2) of scales[8 + 2(s%2) + h] */
+        /* scales 2s + h (h = 0, 1): low nibble (s < 4) or high nibble (s >= 4) of scales[2(s%4) + h]
+         * (bytes 0..7: words s1, s2), high bits 2 * (s / 2) of scales[8 + 2(s%2) + h] (word s3) */
         const int sl = s < 4 ? 0 : 4, shh = 2 * (s / 2);
-        const int sc0 = ((int)((r->s1 >> sl) & 0xF) | (int)(((r->s3 >> shh) & 3) << 4)) - 32;
-        const int sc1 = ((int)((r->s1 >> (8 + sl)) & 0xF) | (int)(((r->s3 >> (8 + shh)) & 3) << 4)) - 32;
+        const uint32_t lp = ((s % 4) < 2 ? r->s1 : r->s2) >> (16 * (s % 2)), hp = r->s3 >> (16 * (s % 2));
+        const int sc0 = ((int)((lp >> sl) & 0xF) | (int)(((hp >> shh) & 3) << 4)) - 32;
+        const int sc1 = ((int)((lp >> (8 + sl)) & 0xF) | (int)(((hp >> (8 + shh)) & 3) << 4)) - 32;
         const float d = cu_h2f((uint16_t)r->s0);
         o->d0 = d * (float)sc0;
         o->d1 = d * (float)sc1;
@@ -340,15 +344,15 @@ template <int TYPE> static __device__ __forceinline__ void cu_unpack(const uint8
         }
         o->d0 = o->d1 = cu_h2f(d) * (float)sc;
         o->dm = -cu_h2f(dmin) * (float)m;
-    } else { /* CU_T_Q6_K */
-        const blk_q6_K *b = (const blk_q6_K *)row + j / 8;
+    } else { /* CU_T_Q6_K, the device's 224-byte blocks */
+        const blk_q6_K *b = (const blk_q6_K *)(row + (uint64_t)(j / 8) * CU_Q6_K_DEV_BYTES);
         const int s = j % 8, n = s / 4, g = s % 4;
-        const uint8_t *ql = b->ql + 64 * n + 32 * (g & 1);
-        const uint8_t *qh = b->qh + 32 * n;
+        const int *ql = (const int *)(b->ql + 64 * n + 32 * (g & 1));
+        const int *qh = (const int *)(b->qh + 32 * n);
 #pragma unroll
         for (int i = 0; i < 8; i++) {
-            const int lo = (ld_i32_a2(ql + 4 * i) >> (4 * (g >> 1))) & 0x0F0F0F0F;
-            const int hi = (int)((((unsigned)ld_i32_a2(qh + 4 * i) >> (2 * g)) & 0x03030303u) << 4);
+            const int lo = (ql[i] >> (4 * (g >> 1))) & 0x0F0F0F0F;
+            const int hi = (int)((((unsigned)qh[i] >> (2 * g)) & 0x03030303u) << 4);
             o->w[i] = cu_sub_bytes(lo | hi, 0x20202020);
         }
         const float d = cu_h2f(b->d);
