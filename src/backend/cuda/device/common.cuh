@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * backend/cuda/device/common.cuh — pure __device__ helpers shared by every hand-written kernel
- * family (and, later, by NVRTC-generated code: no host dependencies, no includes beyond
- * quant/blocks.h, weight_layout.cuh and cuda_fp16.h): fp16/bf16 conversion, warp and block reductions, per-element
- * dequantization of every block format this backend reads, and 16/32-bit packed loads for the
- * 2-byte-aligned block formats.
+ * family and by NVRTC-generated code (no host dependencies, no includes beyond quant/blocks.h,
+ * weight_layout.cuh and cuda_fp16.h): fp16/bf16 conversion, warp and block reductions, and
+ * per-element dequantization of every block format this backend reads.
  * Layer 0 (backend/cuda). Invariants: the dequantizers match quant/*.c's dequantize_row_* bit for
  * bit (the same f32 products in the same order); they exist once, here.
  * Non-goals: vectorized multi-element dequant (the GEMV reads blocks through k_mmvq.cu's dots).
@@ -82,15 +81,6 @@ static __device__ __forceinline__ float cu_gelu(float x) {
 /* a GLU value: act(g) * u, GELU where gelu, else SiLU — one copy for every kernel that computes it
  * (the GLU kernels, the quantizers, the gate/up launches that write it: the same bits) */
 static __device__ __forceinline__ float cu_glu(float g, float u, int gelu) { return (gelu ? cu_gelu(g) : cu_silu(g)) * u; }
-
-// ---- packed loads ----
-
-/* 32 bits from a 2-byte-aligned address (Q4_0/Q5_0/Q8_0/Q6_K blocks are only 2-aligned) */
-static __device__ __forceinline__ int ld_i32_a2(const void *p) {
-    const uint16_t *h = (const uint16_t *)p;
-    return (int)((uint32_t)h[0] | ((uint32_t)h[1] << 16));
-}
-static __device__ __forceinline__ int ld_i32_a4(const void *p) { return *(const int *)p; }
 
 // ---- activation quantization shared by k_quantize.cu and k_attention.cu (bit-identical) ----
 
