@@ -170,7 +170,11 @@ static int ma_small_split(ma_segs *sg, int64_t K, int64_t T, uint64_t scratch_fl
     const int bn = ma_small_bn(T);
     const int64_t N = bn * (int64_t)ma_tiles(sg, bn); /* the rows the tiles cover */
     for (int q = 0; q < CU_MULTI_MAX; q++) sg->poff[q] = 0;
-    if (sg->n == 1) return mma_small_split(K, N, T, scratch_floats, spb);
+    /* one segment: its own rows, as cu_mma_small_scratch sizes the partials (split x T x N floats;
+     * the tiles' rows ask for more where N is no multiple of the tile's — the 256-row decode tile
+     * and a 896-row matrix — and the launch then fell back to no split where the scratch was sized
+     * exactly: slower, and other bits than the same matrix in a group) */
+    if (sg->n == 1) return mma_small_split(K, sg->pair_glu ? 2 * sg->N[0] : sg->N[0], T, scratch_floats, spb); /* pairs: 2 rows each */
     if (mma_small_split(K, N, T, UINT64_MAX, spb) == 1) return 1;
     if (!cu_cfg()->mma_group_split) return 0;
     int split = 0, per = 0;
