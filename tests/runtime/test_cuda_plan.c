@@ -656,6 +656,7 @@ int main(void) {
     {
         rt_model *m;
         if (rt_model_load(test_data_path("models/test-qwen2-q4_k_m.gguf"), NULL, &m) == SB_OK) {
+            exec_cuda_assume_device(9, 132); /* the split-K decisions (and so the fusions) as on an H200 */
             for (int64_t T = 1; T <= 7; T += 6) {
                 ir_graph *g;
                 ir_graph_create(&g);
@@ -670,9 +671,10 @@ int main(void) {
                     printf("qwen2 test model, T=%lld: %d nodes fused away (%lld layers)\n", (long long)T, nf,
                            (long long)m->hp.n_layer);
                     /* also: K/V (or Q) and up into one launch with Q (or K) and gate, V's kv_store into
-                     * that launch (T = 1) or K, V and Q's rope jobs after it (T = 7, on the int8 MMA from
-                     * cu_config.mma_min_t 3), an unabsorbed residual add into the next norm. Measured 12 a
-                     * layer at T = 1 (K's rope and the GLU pair included), 10 at T = 7 (H100) */
+                     * that launch (T = 1) or K, V and Q's rope jobs summing its split partials (T = 7: the
+                     * int8 MMA from cu_config.mma_min_t 3), an unabsorbed residual add into the next norm.
+                     * Planned as on an H200 (here and on any GPU alike): 12 a layer at T = 1 (K's rope and
+                     * the GLU pair included), 10 at T = 7 */
                     const int32_t lo = 8, hi = T == 1 ? 16 : 12;
                     CHECKF(nf >= lo * m->hp.n_layer && nf <= hi * m->hp.n_layer + 1, "T=%lld: %d fusions for %lld layers", (long long)T, nf,
                            (long long)m->hp.n_layer);
@@ -680,6 +682,7 @@ int main(void) {
                 }
                 ir_graph_free(g);
             }
+            exec_cuda_assume_device(0, 0);
             rt_model_free(m);
         }
     }
