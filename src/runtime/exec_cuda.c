@@ -205,7 +205,7 @@ sb_status cx_devbuf_get(exec_cuda *cx, const void *host, uint64_t bytes, int dty
         cx->bufs = nb;
         cx->cap_bufs = cap;
     }
-    const uint64_t dev_bytes = layout >= 0 ? cu_dev_bytes(layout, bytes) : bytes;
+    const uint64_t dev_bytes = cu_dev_bytes(layout, bytes);
     void *d;
     char what[128];
     snprintf(what, sizeof what, "\"%.100s\"", name);
@@ -270,7 +270,7 @@ void exec_cuda_buf_drop(exec_cuda *cx, const void *host) {
             }
     }
     cu_free(dev);
-    cx->st.device_bytes -= cx->bufs[i].layout >= 0 ? cu_dev_bytes(cx->bufs[i].layout, cx->bufs[i].bytes) : cx->bufs[i].bytes;
+    cx->st.device_bytes -= cu_dev_bytes(cx->bufs[i].layout, cx->bufs[i].bytes);
     cx->bufs[i] = cx->bufs[--cx->n_bufs];
 }
 

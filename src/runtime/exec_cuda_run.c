@@ -58,15 +58,9 @@ static ir_ref direct_root(const plan *p, ir_ref o) {
     return root;
 }
 
-/* bytes of a type's data (GGUF layout) into the stage, in the device's layout (cu_layout.h) */
-static void stage_copy(uint8_t *dst, const void *src, int type, uint64_t bytes) {
-    if (cu_pad_gguf_block(type)) cu_layout_copy(dst, (const uint8_t *)src, type, bytes / cu_pad_gguf_block(type), 0);
-    else memcpy(dst, src, (size_t)bytes);
-}
-
 /* c's page-locked stage filled for this run (cx_plan_get's layout): the slots and block tables in
  * input order, then each per-run weight input's bytes, then each host gather's rows tok[t] of its
- * table, in the device's layout (stage_copy; the tokens were range-checked against the table by plan_check_bindings);
+ * table, in the device's layout (cu_layout_to_dev; the tokens were range-checked against the table by plan_check_bindings);
  * the previous run has finished with it */
 static const uint8_t *stage(cplan *c, const plan *p, const exec_bindings *b) {
     int32_t *words = (int32_t *)c->h_stage;
@@ -76,13 +70,16 @@ static const uint8_t *stage(cplan *c, const plan *p, const exec_bindings *b) {
         memcpy(words, b->data[i], (size_t)nw * 4);
         words += nw;
     }
-    for (int32_t k = 0; k < c->n_runtime; k++) stage_copy(c->h_stage + c->runtime[k].off, b->data[c->runtime[k].in], c->runtime[k].type, c->runtime[k].bytes);
+    for (int32_t k = 0; k < c->n_runtime; k++) {
+        const cruntime *rt = &c->runtime[k];
+        cu_layout_to_dev(c->h_stage + rt->off, (const uint8_t *)b->data[rt->in], rt->type, rt->bytes);
+    }
     for (int32_t k = 0; k < c->n_gathers; k++) {
         const cgather *gt = &c->gathers[k];
         const int32_t *tok = (const int32_t *)b->data[gt->tok_in];
         const uint8_t *tab = (const uint8_t *)b->data[gt->w_in];
         uint8_t *dst = c->h_stage + gt->off;
-        for (int64_t t = 0; t < gt->T; t++, dst += gt->dev_row_bytes) stage_copy(dst, tab + (uint64_t)tok[t] * gt->row_bytes, gt->type, gt->row_bytes);
+        for (int64_t t = 0; t < gt->T; t++, dst += gt->dev_row_bytes) cu_layout_to_dev(dst, tab + (uint64_t)tok[t] * gt->row_bytes, gt->type, gt->row_bytes);
     }
     return c->h_stage;
 }

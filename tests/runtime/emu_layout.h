@@ -13,9 +13,7 @@
 extern "C" unsigned long long sb_emu_dev_bytes(int type, unsigned long long bytes) { return cu_dev_bytes(type, bytes); }
 /* its bytes from GGUF's layout (src) into the device's (dst, sb_emu_dev_bytes long) */
 extern "C" void sb_emu_to_dev_layout(uint8_t *dst, const uint8_t *src, int type, unsigned long long bytes) {
-    const uint32_t g = cu_pad_gguf_block(type);
-    if (g) cu_layout_copy(dst, src, type, bytes / g, 0);
-    else memcpy(dst, src, bytes);
+    cu_layout_to_dev(dst, src, type, bytes);
 }
 
 #endif

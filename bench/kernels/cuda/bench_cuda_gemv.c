@@ -80,7 +80,7 @@ static void *weights(int t, int64_t K, int64_t N, uint64_t *bytes, cu_stream s) 
     }
     if (cu_pad_gguf_block(t)) { /* Q3_K / Q6_K: padded blocks */
         uint8_t *p = malloc((size_t)cu_dev_bytes(t, rb * R));
-        cu_layout_copy(p, h, t, rb * R / cu_pad_gguf_block(t), 0);
+        cu_layout_to_dev(p, h, t, rb * R);
         free(h);
         h = p, rb = cu_dev_bytes(t, rb);
     }

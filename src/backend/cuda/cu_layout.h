@@ -25,7 +25,8 @@ static inline uint32_t cu_pad_gguf_block(int type) { return type == 11 ? 110u : 
 /* ... and its device block bytes */
 static inline uint32_t cu_pad_dev_block(int type) { return type == 11 ? CU_Q3_K_DEV_BYTES : type == 14 ? CU_Q6_K_DEV_BYTES : 0u; }
 
-/* device bytes of a tensor of `type` that takes `bytes` in GGUF (whole blocks) */
+/* device bytes of a tensor of `type` that takes `bytes` in GGUF (whole blocks); any other id, -1
+ * too, the same bytes */
 static inline uint64_t cu_dev_bytes(int type, uint64_t bytes) {
     const uint32_t g = cu_pad_gguf_block(type);
     return g ? bytes / g * cu_pad_dev_block(type) : bytes;
@@ -42,6 +43,14 @@ static inline void cu_layout_copy(uint8_t *dst, const uint8_t *src, int type, ui
             memset(dst + b * d + g, 0, d - g);
         }
     }
+}
+
+/* a tensor of `type` taking `bytes` in GGUF (whole blocks) into dst in the device's layout
+ * (cu_dev_bytes of them): padded, or copied as it is */
+static inline void cu_layout_to_dev(uint8_t *dst, const uint8_t *src, int type, uint64_t bytes) {
+    const uint32_t g = cu_pad_gguf_block(type);
+    if (g) cu_layout_copy(dst, src, type, bytes / g, 0);
+    else memcpy(dst, src, (size_t)bytes);
 }
 
 #endif
