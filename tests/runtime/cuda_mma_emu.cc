@@ -30,13 +30,16 @@ static int tiles(int tile, ma_segs sg, uint64_t rb, long long K, const uint8_t *
     case 3: return go<TYPE, XQ, 32, 64, false>(sg, rb, K, x, T, 0, part);
     case 4: return go<TYPE, XQ, 32, 64, true>(sg, rb, K, x, T, nsplit, part);
     case 5: return go<TYPE, XQ, 256, 8, false>(sg, rb, K, x, T, 0, part);
-    default: return go<TYPE, XQ, 256, 8, true>(sg, rb, K, x, T, nsplit, part);
+    case 6: return go<TYPE, XQ, 256, 8, true>(sg, rb, K, x, T, nsplit, part);
+    case 7: return go<TYPE, XQ, 128, 32, false>(sg, rb, K, x, T, 0, part);
+    case 8: return go<TYPE, XQ, 128, 32, true>(sg, rb, K, x, T, nsplit, part);
+    default: return go<TYPE, XQ, 128, 64, true>(sg, rb, K, x, T, nsplit, part);
     }
 }
 
 /* dst [T,N] = W x (+ add) for weights of `type` on q8_1 (xq8k 0) or q8_K activations; tile 0..3: the
  * 128 x 64, 64 x 64, 64 x 32 and 32 x 64 tiles, 4: 32 x 64 split nsplit ways (part: nsplit x T x N
- * floats) and reduced; 5, 6: the 256 x 8 decode tile whole and split. -1: a deadlock, -2: a type the kernel does not take. */
+ * floats) and reduced; 5, 6: the 256 x 8 decode tile whole and split; 7, 8: the 128 x 32 tile; 9: 128 x 64 split. -1: a deadlock, -2: a type the kernel does not take. */
 extern "C" int sb_emu_mma(int type, int xq8k, int tile, int nsplit, float *dst, const uint8_t *w, long long N, long long K, const uint8_t *x,
                           long long T, const float *add, int bcast, float *part) {
     ma_segs sg = {};

@@ -5,7 +5,7 @@
  * (tests/runtime/cuda_mma_emu.cc, tests/codegen/emu: ldmatrix and the s8 m16n8k32 / m16n8k16 MMAs
  * exchange the warp's registers per PTX's layouts) for every weight type it takes — on q8_1: Q4_0,
  * Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K; on q8_K: Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS — in
- * each tile shape (128 x 64, 64 x 64, 64 x 32; 32 x 64 and the 256 x 8 decode tile whole and split 3
+ * each tile shape (128 x 64, 64 x 64, 64 x 32; 32 x 64, the 256 x 8 decode tile and 128 x 32 whole and split 3
  * ways over K with the reduce kernel), over ragged tiles (N 96, T 40, 8 and 5, K 512: four K steps, a
  * split of two sub-blocks), with no
  * epilogue, a bias or a residual, into NaN-poisoned outputs, against the f64 dot of the reference
@@ -59,8 +59,9 @@ static void check_type(int type, int q8k, int T) {
         }
     }
     for (int i = 0; i < T_ * N_; i++) add[i] = test_rand_normal(&seed);
-    static const char *tile_name[7] = {"128x64", "64x64", "64x32", "32x64", "32x64 split 3", "256x8", "256x8 split 3"};
-    for (int tile = 0; tile < 7; tile++) {
+    static const char *tile_name[10] = {"128x64", "64x64", "64x32", "32x64", "32x64 split 3", "256x8", "256x8 split 3", "128x32", "128x32 split 3",
+                                        "128x64 split 3"};
+    for (int tile = 0; tile < 10; tile++) {
         const int ep = (tile + type) % 3;
         for (int i = 0; i < T_ * N_; i++) dst[i] = NAN;
         for (int i = 0; i < 3 * T_ * N_; i++) part[i] = NAN;

@@ -460,12 +460,12 @@ static void test_concat_permute(void) {
 
 static void test_matmul(void) {
     const int64_t K = 512, N = 67;
-    const int64_t Ts[] = {1, 2, 5, 8, 13, 77};
+    const int64_t Ts[] = {1, 2, 5, 8, 13, 40, 77};
     const int blas_saved = tc_cfg.blas_min_t;
     tc_cfg.blas_min_t = 0; /* F16 / BF16 at T 77 on k_mmh's tiles, not cuBLASLt (test_blas_gemm) */
     for (int k = 0; k < N_TYPES; k++) {
         int t = all_types[k];
-        for (int j = 0; j < 6; j++) {
+        for (int j = 0; j < 7; j++) {
             int64_t T = Ts[j];
             if (!mmvq_type(t) && !q8k_type(t) && !half_type(t) && T != 1 && T != 13) continue;
             /* several 32- or 64-token tiles with a tail: the GEMM variants, the half weights' tensor-core tiles */
@@ -485,6 +485,13 @@ static void test_matmul(void) {
             if (half_type(t)) { /* the CPU executor rounds x to the half type too: only summation order differs */
                 snprintf(label, sizeof label, "matmul %s T=%lld vs CPU (x rounded)", ir_dtype_name(t), (long long)T);
                 expect(run_cmp(g, &b, label, true), 1e-10, label);
+            }
+            if (mma_type(t) && T > 8 && T <= 64) { /* the small path's 128 x 32 / 128 x 64 tiles */
+                const int mmq_saved = tc_cfg.mmq;
+                tc_cfg.mmq = 4;
+                snprintf(label, sizeof label, "matmul %s T=%lld (int8 MMA, 128 x %d tile)", ir_dtype_name(t), (long long)T, T <= 32 ? 32 : 64);
+                expect(run_both(g, &b, label), 5e-4, label);
+                tc_cfg.mmq = mmq_saved;
             }
             if (mma_type(t) && T > 1 && T <= 8) { /* the int8 MMA GEMM from T 2 (cu_config.mma_min_t, default 3) */
                 const int mmq_saved = tc_cfg.mmq, min_saved = tc_cfg.mma_min_t;
@@ -2005,10 +2012,11 @@ static void test_prefill_block(void) {
  * its own, bit-identical too; and the same with a Q8_0 V beside the Q5_0 K (two weight types in one
  * launch, each block decoding its own). */
 static void test_mma_groups(void) {
-    static const int64_t Ts[] = {5, 64, 100, 512}; /* 5: the decode tile, every member split alike */
+    /* 5: the decode tile, every member split alike; 24: the 128 x 32 tile */
+    static const int64_t Ts[] = {5, 24, 64, 100, 512};
     const cu_config saved = mma_config_pin();
     for (int c = 0; c < 5; c++)
-        for (int ti = 0; ti < 4; ti++) {
+        for (int ti = 0; ti < 5; ti++) {
             const int64_t K = 896, T = Ts[ti], N1 = c == 0 ? 4864 : c >= 3 ? 128 : 896, N2 = c == 0 ? 4864 : c >= 3 ? 896 : 128;
             float *w1f = rnd(K * N1, 0.1f), *w2f = rnd(K * N2, 0.1f), *x = rnd(K * T, 1.0f), *b1 = rnd(N1, 1.0f), *b2 = rnd(N2, 1.0f);
             /* c 4: K, op, V as c 3 with V Q8_0 beside K's Q5_0 — one launch of two weight types */

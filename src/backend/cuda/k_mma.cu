@@ -117,15 +117,22 @@ extern "C" int cu_mma_small_mode(void) { return cu_cfg()->mma_small; }
  * (grid0 x split over the slots) x (K steps a block + 1) plus 2 steps for the reduce — the same
  * splits as the one-wave rule at T 64 on the H200, and K split 5 ways instead of not at all for the
  * down projection (K 4864, 224 tiles) at T 512 */
-/* the small path's tile: 32 rows x 64 tokens; for T <= 8 (a step of 3 to 8 decoding sequences)
- * the decode tile, 256 rows x 8 tokens (8 warps along rows, one m16n8 pair each: every warp's MMAs
- * do work, and a K step stages 1,024 weight sub-blocks a block). H100, Llama-3.1-8B Q4_K at T 8:
- * gate/up 51 us (the dp4a token tiles 128, the 32 x 64 tile 136), the LM head 175 (502, 571). */
+/* the small path's tiles by T (the int8 MMA is memory-bound there, so each tile stages as many weight
+ * sub-blocks a K step as its warps' MMAs can use, and K is split to fill the GPU):
+ * - T <= 8 (a step of 3 to 8 decoding sequences): 256 rows x 8 tokens (8 warps along rows, one
+ *   m16n8 pair each), 1,024 weight sub-blocks a K step;
+ * - 8 < T <= 32: 128 x 32 (4 warps along rows, 2 along tokens, two pairs each), 512 sub-blocks;
+ * - 32 < T <= 64: 128 x 64 (four pairs each); above 64, 32 x 64.
+ * H100, Llama-3.1-8B Q4_K gate/up: T 8 51 us (dp4a token tiles 128, 32 x 64 136); T 16 82 us (148),
+ * T 32 89 (172), T 64 131 (225). */
 #define MA_DEC_BN 256
 #define MA_DEC_BT 8
+#define MA_MID_BN 128
 static bool ma_dec_tile(int64_t T) { return T <= MA_DEC_BT; }
-static int ma_small_bn(int64_t T) { return ma_dec_tile(T) ? MA_DEC_BN : 32; }
-static int ma_small_bt(int64_t T) { return ma_dec_tile(T) ? MA_DEC_BT : 64; }
+/* the 128-row tile's tokens for T, 0: not one */
+static int ma_mid_tile(int64_t T) { return T <= MA_DEC_BT ? 0 : T <= 32 ? 32 : T <= 64 ? 64 : 0; }
+static int ma_small_bn(int64_t T) { return ma_dec_tile(T) ? MA_DEC_BN : ma_mid_tile(T) ? MA_MID_BN : 32; }
+static int ma_small_bt(int64_t T) { return ma_dec_tile(T) ? MA_DEC_BT : ma_mid_tile(T) ? ma_mid_tile(T) : 64; }
 
 static int mma_small_split(int64_t K, int64_t N, int64_t T, uint64_t scratch_floats, int *spb) {
     if (!mma_sms) mma_sms = cu_sm_count();
@@ -219,6 +226,8 @@ static sb_status launch_mma_small(cudaStream_t s, ma_segs sg, uint64_t rb, int64
     if (split < 1) return sb_fail(SB_ERR_INTERNAL, "cuda: %d GEMM segments that split K differently in one launch", sg.n);
     if (split > 1 && sg.pair_glu) return sb_fail(SB_ERR_INTERNAL, "cuda: a paired gate/up GEMM that splits K (%d ways)", split);
     if (ma_dec_tile(T)) return small_go<TYPE, XQ, MA_DEC_BN, MA_DEC_BT, TYPE2>(s, sg, rb, K, x, T, split, spb, scratch, counters, srcs);
+    if (ma_mid_tile(T) == 32) return small_go<TYPE, XQ, MA_MID_BN, 32, TYPE2>(s, sg, rb, K, x, T, split, spb, scratch, counters, srcs);
+    if (ma_mid_tile(T) == 64) return small_go<TYPE, XQ, MA_MID_BN, 64, TYPE2>(s, sg, rb, K, x, T, split, spb, scratch, counters, srcs);
     if (split == 1 && (int64_t)ma_tiles(&sg, 32) * cu_div_up(T, 64) >= MA_MINB(32) * (int64_t)mma_sms) /* the 32-row tiles fill the GPU: the usual tiles */
         return launch_mma<TYPE, XQ, TYPE2>(s, sg, rb, K, x, T);
     return small_go<TYPE, XQ, 32, 64, TYPE2>(s, sg, rb, K, x, T, split, spb, scratch, counters, srcs);
