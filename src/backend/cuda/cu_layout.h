@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * backend/cuda/cu_layout.h — how quantized weights lie in device memory: GGUF's blocks, except
- * Q3_K (110 bytes) and Q6_K (210), whose blocks are padded to whole 16-byte units (112 and 224
- * bytes) when a weight is copied to the GPU. Every field then starts on a 16-byte boundary (Q3_K:
- * hmask 0, qs 32, scales 96, d 108; Q6_K: ql 0, qh 128, scales 192, d 208), so the kernels read a
- * sub-block's bits with 16-byte loads and no funnel shifts; fields keep GGUF's offsets and
- * meaning, the pad bytes are zero. Every other type is stored as in the file.
+ * Q3_K (110 bytes) and Q6_K (210), whose 2-byte-aligned blocks are padded when a weight is copied
+ * to the GPU: Q3_K to 112 bytes (a whole 16-byte unit: hmask 0, qs 32, scales 96, d 108 on 16-byte
+ * boundaries), Q6_K to 212 (ql 0, qh 128, scales 192, d 208 on 4-byte boundaries). The kernels then
+ * read a sub-block's bits with aligned loads and no funnel shifts; fields keep GGUF's offsets and
+ * meaning, the pad bytes are zero. Every other type is stored as in the file. Q6_K in 224-byte
+ * blocks (16-byte loads) made each GEMV of short rows faster but the 8B's decode step 7 %
+ * slower than 212 (bench/NOTES.md).
  * Layer 0 (backend/cuda). Header-only plain C: host code (exec_cuda's uploads and stages), device
  * code (strides) and the host-emulated kernel tests include it.
  * Invariants: a padded tensor's bytes are whole blocks (a row is K/256 of them).

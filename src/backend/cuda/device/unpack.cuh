@@ -108,10 +108,11 @@ static __device__ __forceinline__ void cu_wraw_zero(cu_wraw *o) {
  * loads there stalled the thread on the first before it issued the next fetch — the K-quants'
  * scale bytes, the 16-bit halves). The 2-byte-aligned blocks (Q4_0, Q5_0, Q8_0) are fetched as
  * aligned 32-bit words with the block's bit offset (cu_ld_words_a2; cu_decode applies cu_win): half
- * the load instructions of 16-bit halves. Q4_K / Q5_K blocks (144 / 176 bytes), and Q3_K / Q6_K
- * blocks as the device stores them (112 / 224 bytes, weight_layout.cuh), are whole 16-byte units in
- * 256-byte-aligned buffers (exec_cuda's cu_malloc per weight): 16-byte loads of the header (d,
- * dmin, the 12 scale bytes) and of the sub-block's 32 bytes of qs (and qh / hmask). */
+ * the load instructions of 16-bit halves. Q4_K / Q5_K blocks (144 / 176 bytes), and Q3_K blocks as
+ * the device stores them (112 bytes, weight_layout.cuh), are whole 16-byte units in 256-byte-aligned
+ * buffers (exec_cuda's cu_malloc per weight): 16-byte loads of the header (d, dmin, the 12 scale
+ * bytes) and of the sub-block's 32 bytes of qs (and qh / hmask). The device's Q6_K blocks (212
+ * bytes) are 4-byte aligned: 32-bit loads. */
 template <int TYPE> static __device__ __forceinline__ void cu_fetch(const uint8_t *row, int j, cu_wraw *o) {
     static_assert(cu_dp4a_type(TYPE), "cu_fetch: a weight type without a dp4a path");
     if (TYPE == CU_T_Q4_0) {
@@ -134,13 +135,12 @@ template <int TYPE> static __device__ __forceinline__ void cu_fetch(const uint8_
             const int4 h0 = qh[0], h1 = qh[1];
             o->h[0] = h0.x, o->h[1] = h0.y, o->h[2] = h0.z, o->h[3] = h0.w, o->h[4] = h1.x, o->h[5] = h1.y, o->h[6] = h1.z, o->h[7] = h1.w;
         }
-    } else if (TYPE == CU_T_Q6_K) { /* the device's 224-byte blocks (weight_layout.cuh): ql 0, qh 128, scales 192, d 208 */
+    } else if (TYPE == CU_T_Q6_K) { /* the device's 212-byte blocks (weight_layout.cuh): ql 0, qh 128, scales 192, d 208 */
         const blk_q6_K *b = (const blk_q6_K *)(row + (uint64_t)(j / 8) * CU_Q6_K_DEV_BYTES);
         const int s = j % 8, n = s / 4, g = s % 4;
-        const int4 *ql = (const int4 *)(b->ql + 64 * n + 32 * (g & 1)), *qh = (const int4 *)(b->qh + 32 * n);
-        const int4 l0 = ql[0], l1 = ql[1], h0 = qh[0], h1 = qh[1];
-        o->q[0] = l0.x, o->q[1] = l0.y, o->q[2] = l0.z, o->q[3] = l0.w, o->q[4] = l1.x, o->q[5] = l1.y, o->q[6] = l1.z, o->q[7] = l1.w;
-        o->h[0] = h0.x, o->h[1] = h0.y, o->h[2] = h0.z, o->h[3] = h0.w, o->h[4] = h1.x, o->h[5] = h1.y, o->h[6] = h1.z, o->h[7] = h1.w;
+        const int *ql = (const int *)(b->ql + 64 * n + 32 * (g & 1)), *qh = (const int *)(b->qh + 32 * n);
+#pragma unroll
+        for (int i = 0; i < 8; i++) o->q[i] = ql[i], o->h[i] = qh[i];
         o->s0 = b->d;
         o->s1 = *(const uint16_t *)(b->scales + 2 * s); /* scales[2s] | scales[2s + 1] << 8 */
     } else if (TYPE == CU_T_Q4_1 || TYPE == CU_T_Q5_1) { /* 20 / 24-byte blocks: 4-byte aligned words */
@@ -344,7 +344,7 @@ template <int TYPE> static __device__ __forceinline__ void cu_unpack(const uint8
         }
         o->d0 = o->d1 = cu_h2f(d) * (float)sc;
         o->dm = -cu_h2f(dmin) * (float)m;
-    } else { /* CU_T_Q6_K, the device's 224-byte blocks */
+    } else { /* CU_T_Q6_K, the device's 212-byte blocks */
         const blk_q6_K *b = (const blk_q6_K *)(row + (uint64_t)(j / 8) * CU_Q6_K_DEV_BYTES);
         const int s = j % 8, n = s / 4, g = s % 4;
         const int *ql = (const int *)(b->ql + 64 * n + 32 * (g & 1));

@@ -9,6 +9,6 @@
 #define SB_BACKEND_CUDA_DEVICE_WEIGHT_LAYOUT_CUH
 
 #define CU_Q3_K_DEV_BYTES 112 /* GGUF 110: hmask 0, qs 32, scales 96, d 108, 2 zero bytes */
-#define CU_Q6_K_DEV_BYTES 224 /* GGUF 210: ql 0, qh 128, scales 192, d 208, 14 zero bytes */
+#define CU_Q6_K_DEV_BYTES 212 /* GGUF 210: ql 0, qh 128, scales 192, d 208, 2 zero bytes: 4-byte aligned */
 
 #endif
