@@ -2049,20 +2049,22 @@ static void test_mma_groups(void) {
 
 /* A prefill FFN (T > 8): the gate/up MMA group whose launch writes the GLU itself (cuda_fusion.c
  * pass fuse_group_glu; k_mma.cu's paired rows: a warp's two m16 tiles the gate and the up of the same
- * 16 rows), then a Q5_0 down projection over its q8_1 quantization. Q5_0 SwiGLU at T 64 (32-row
- * small-T tiles), Q8_0 GeGLU at T 17, Q4_0 SwiGLU at T 512 (launch_mma's 128-row tiles, the last
- * one half full: N 3232 = 50.5 x 64 pairs); N large enough that the group does not split K (on
- * >= 100 SMs). The plan pairs it (exec_cuda_count_glu_pairs), the result is within the 8-bit limit
+ * 16 rows), then a Q5_0 down projection over its q8_1 quantization. Q5_0 SwiGLU at T 100 (N 2900:
+ * the small path's 32 x 64 tiles on 132 SMs), Q8_0 GeGLU at T 77 and Q4_0 SwiGLU at T 512
+ * (launch_mma's 128-row tiles, the last one half full: N 3232 = 50.5 x 64 pairs); N large enough
+ * that the group does not split K (on >= 100 SMs). At T 9 to 64 the small path's 128-row tiles
+ * split K, so the plan leaves the GLU to a launch of its own there. The plan pairs it
+ * (exec_cuda_count_glu_pairs), the result is within the 8-bit limit
  * of the f64 reference, and bit for bit the unpaired group's (the GLU kernel computed the same f32
  * values from the same sums). */
 static void test_mma_glu_pair(void) {
-    typedef struct { int t; int64_t T; bool gelu; } pair_case;
-    static const pair_case cs[] = {{SB_TYPE_Q5_0, 64, false}, {SB_TYPE_Q8_0, 17, true}, {SB_TYPE_Q4_0, 512, false}};
-    const int64_t K = 896, N = 3232, ND = 64;
+    typedef struct { int t; int64_t T, N; bool gelu; } pair_case;
+    static const pair_case cs[] = {{SB_TYPE_Q5_0, 100, 2900, false}, {SB_TYPE_Q8_0, 77, 3232, true}, {SB_TYPE_Q4_0, 512, 3232, false}};
+    const int64_t K = 896, ND = 64;
     const cu_config saved = mma_config_pin();
     for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
         const int t = cs[k].t;
-        const int64_t T = cs[k].T;
+        const int64_t T = cs[k].T, N = cs[k].N;
         float *wgf = rnd(K * N, 0.1f), *wuf = rnd(K * N, 0.1f), *wdf = rnd(N * ND, 0.05f), *x = rnd(K * T, 1.0f);
         void *wg = quant_rows(t, wgf, K, N), *wu = quant_rows(t, wuf, K, N), *wd = quant_rows(SB_TYPE_Q5_0, wdf, N, ND);
         ir_graph *g;
