@@ -112,13 +112,8 @@ extern "C" int cu_mma_small_mode(void) { return cu_cfg()->mma_small; }
 
 
 
-/* splits of K (>= 1) and sub-blocks per split for (K, N, T) under the rule above, scratch_floats
- * of scratch available; with mma_split_waves (default) the split that minimizes waves of blocks
- * (grid0 x split over the slots) x (K steps a block + 1) plus 2 steps for the reduce — the same
- * splits as the one-wave rule at T 64 on the H200, and K split 5 ways instead of not at all for the
- * down projection (K 4864, 224 tiles) at T 512 */
-/* the small path's tiles by T (the int8 MMA is memory-bound there, so each tile stages as many weight
- * sub-blocks a K step as its warps' MMAs can use, and K is split to fill the GPU):
+/* the small path's tiles by T (there the MMAs wait on their weights' loads, so each tile stages as
+ * many weight sub-blocks a K step as its warps' MMAs can use, and K is split to fill the GPU):
  * - T <= 8 (a step of 3 to 8 decoding sequences): 256 rows x 8 tokens (8 warps along rows, one
  *   m16n8 pair each), 1,024 weight sub-blocks a K step;
  * - 8 < T <= 32: 128 x 32 (4 warps along rows, 2 along tokens, two pairs each), 512 sub-blocks;
@@ -134,6 +129,11 @@ static int ma_mid_tile(int64_t T) { return T <= MA_DEC_BT ? 0 : T <= 32 ? 32 : T
 static int ma_small_bn(int64_t T) { return ma_dec_tile(T) ? MA_DEC_BN : ma_mid_tile(T) ? MA_MID_BN : 32; }
 static int ma_small_bt(int64_t T) { return ma_dec_tile(T) ? MA_DEC_BT : ma_mid_tile(T) ? ma_mid_tile(T) : 64; }
 
+/* splits of K (>= 1) and sub-blocks per split for (K, N, T) under the rule above, scratch_floats
+ * of scratch available; with mma_split_waves (default) the split that minimizes waves of blocks
+ * (grid0 x split over the slots) x (K steps a block + 1) plus 2 steps for the reduce — the same
+ * splits as the one-wave rule at T 64 on the H200, and K split 5 ways instead of not at all for the
+ * down projection (K 4864, 224 tiles) at T 512 */
 static int mma_small_split(int64_t K, int64_t N, int64_t T, uint64_t scratch_floats, int *spb) {
     if (!mma_sms) mma_sms = cu_sm_count();
     const int bn = ma_small_bn(T), bt = ma_small_bt(T);
