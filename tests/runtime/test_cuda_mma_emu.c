@@ -5,13 +5,13 @@
  * (tests/runtime/cuda_mma_emu.cc, tests/codegen/emu: ldmatrix and the s8 m16n8k32 / m16n8k16 MMAs
  * exchange the warp's registers per PTX's layouts) for every weight type it takes — on q8_1: Q4_0,
  * Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K; on q8_K: Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS — in
- * each tile shape (128 x 64, 64 x 64, 64 x 32; 32 x 64, the 256 x 8 decode tile and 128 x 32 whole and split 3
- * ways over K with the reduce kernel), over ragged tiles (N 96, T 40, 8 and 5, K 512: four K steps, a
- * split of two sub-blocks), with no
- * epilogue, a bias or a residual, into NaN-poisoned outputs, against the f64 dot of the reference
- * dequantizers' weights and activations within 1e-5 of the sum of |terms|. The types that ran on the
- * H200 for sessions (Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K) passing here is what vouches for the
- * emulated fragment layouts; the later ones (Q4_1, Q5_1, IQ4_NL, Q3_K, IQ4_XS) then check the kernel.
+ * each tile shape (128 x 64, 64 x 64, 64 x 32; 32 x 64, the 256 x 8 decode tile and 128 x 32 whole
+ * and split 3 ways over K with the reduce kernel; 128 x 64 split too), over ragged tiles (N 96, T
+ * 40, 8 and 5, K 512: four K steps, a split of two sub-blocks), with no epilogue, a bias or a
+ * residual, into NaN-poisoned outputs, against the f64 dot of the reference dequantizers' weights
+ * and activations within 1e-5 of the sum of |terms|. The types that ran on the H200 for sessions
+ * (Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K) passing here is what vouches for the emulated fragment
+ * layouts; the later ones (Q4_1, Q5_1, IQ4_NL, Q3_K, IQ4_XS) then check the kernel.
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler ($CXX or c++).
  * Non-goals: the segment groups and the paired gate/up (test_cuda_ops on a GPU); speed.
  */
