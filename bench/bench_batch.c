@@ -8,7 +8,9 @@
  * Each decode step reads the logit rows where the engine keeps them (sb_engine_logits) and takes
  * each row's argmax on the host, as a server's greedy draws would.
  * Usage: bench_batch [-m MODEL] [-B 1,4,8,16] [-p 32] [-n 32] [-t THREADS] [-r 3] [-d cpu|cuda|auto]
- *        [-ctk f32|f16]
+ *        [-ctk f32|f16] [-s 1|0]
+ * -s 0 leaves the sessions out: they run one after another, so at B 64 they take most of a run's
+ * time, and an A/B of the engine needs none of them.
  */
 #include "sonicboom.h"
 
@@ -116,7 +118,7 @@ static double run_sessions(sb_model *m, int B, int p, int n, int threads, int64_
 
 int main(int argc, char **argv) {
     const char *model = "models/sonicboom-kjv-13m-q8_0.gguf", *blist = "1,4,8,16";
-    int p = 32, n = 32, threads = 0, reps = 3;
+    int p = 32, n = 32, threads = 0, reps = 3, sessions = 1;
     for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) {
@@ -129,6 +131,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-n")) n = atoi(v);
         else if (!strcmp(a, "-t")) threads = atoi(v);
         else if (!strcmp(a, "-r")) reps = atoi(v);
+        else if (!strcmp(a, "-s") && (!strcmp(v, "0") || !strcmp(v, "1"))) sessions = v[0] == '1';
         else if (!strcmp(a, "-d") && (!strcmp(v, "cpu") || !strcmp(v, "cuda") || !strcmp(v, "auto")))
             device = !strcmp(v, "cpu") ? SB_DEVICE_CPU : !strcmp(v, "cuda") ? SB_DEVICE_CUDA : SB_DEVICE_AUTO;
         else if (!strcmp(a, "-ctk") && (!strcmp(v, "f32") || !strcmp(v, "f16"))) kv_type = !strcmp(v, "f16") ? SB_TYPE_F16 : SB_TYPE_F32;
@@ -158,12 +161,17 @@ int main(int argc, char **argv) {
         double te[100], ts[100];
         for (int r = 0; r < reps; r++) {
             te[r] = run_engine(m, B, p, n, threads, mi.n_vocab);
-            ts[r] = run_sessions(m, B, p, n, threads, mi.n_vocab);
+            if (sessions) ts[r] = run_sessions(m, B, p, n, threads, mi.n_vocab);
         }
         qsort(te, (size_t)reps, sizeof *te, cmp_d);
-        qsort(ts, (size_t)reps, sizeof *ts, cmp_d);
-        const double tok = (double)B * n, me = te[reps / 2], ms = ts[reps / 2];
-        printf("| %d | %.1f / %.1f | %.1f / %.1f | %.2fx |\n", B, tok / te[0], tok / me, tok / ts[0], tok / ms, ms / me);
+        const double tok = (double)B * n, me = te[reps / 2];
+        if (sessions) {
+            qsort(ts, (size_t)reps, sizeof *ts, cmp_d);
+            const double ms = ts[reps / 2];
+            printf("| %d | %.1f / %.1f | %.1f / %.1f | %.2fx |\n", B, tok / te[0], tok / me, tok / ts[0], tok / ms, ms / me);
+        } else {
+            printf("| %d | %.1f / %.1f | - | - |\n", B, tok / te[0], tok / me);
+        }
         fflush(stdout);
         while (*c && *c != ',') c++;
         if (*c == ',') c++;
