@@ -2049,14 +2049,14 @@ static void test_mma_groups(void) {
 
 /* A prefill FFN (T > 8): the gate/up MMA group whose launch writes the GLU itself (cuda_fusion.c
  * pass fuse_group_glu; k_mma.cu's paired rows: a warp's two m16 tiles the gate and the up of the same
- * 16 rows), then a Q5_0 down projection over its q8_1 quantization. Q5_0 SwiGLU at T 100 (N 2912, a multiple of 32 as the
- * down projection's K; the small path's 32 x 64 tiles on 132 SMs), Q8_0 GeGLU at T 77 and Q4_0 SwiGLU at T 512
- * (launch_mma's 128-row tiles, the last one half full: N 3232 = 50.5 x 64 pairs); N large enough
- * that the group does not split K (on >= 100 SMs). At T 9 to 64 the small path's 128-row tiles
- * split K, so the plan leaves the GLU to a launch of its own there. The plan pairs it
- * (exec_cuda_count_glu_pairs), the result is within the 8-bit limit
- * of the f64 reference, and bit for bit the unpaired group's (the GLU kernel computed the same f32
- * values from the same sums). */
+ * 16 rows), then a Q5_0 down projection over its q8_1 quantization. Q5_0 SwiGLU at T 100 (N 2912, a
+ * multiple of 32 as the down projection's K; the small path's 32 x 64 tiles on 132 SMs), Q8_0 GeGLU
+ * at T 77 and Q4_0 SwiGLU at T 512 (launch_mma's 128-row tiles, the last one half full: N 3232 =
+ * 50.5 x 64 pairs); N large enough that the group does not split K (on >= 100 SMs). At T 9 to 64 the
+ * small path's 128-row tiles split K, so the plan leaves the GLU to a launch of its own there. The
+ * plan pairs it (exec_cuda_count_glu_pairs), the result is within the 8-bit limit of the f64
+ * reference, and bit for bit the unpaired group's (the GLU kernel computed the same f32 values from
+ * the same sums). */
 static void test_mma_glu_pair(void) {
     typedef struct { int t; int64_t T, N; bool gelu; } pair_case;
     static const pair_case cs[] = {{SB_TYPE_Q5_0, 100, 2912, false}, {SB_TYPE_Q8_0, 77, 3232, true}, {SB_TYPE_Q4_0, 512, 3232, false}};
