@@ -7,7 +7,7 @@
  * Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K; on q8_K: Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS — in
  * each tile shape (128 x 64, 64 x 64, 64 x 32; 32 x 64, the 256 x 8 decode tile and 128 x 32 whole
  * and split 3 ways over K with the reduce kernel; 128 x 64 split too), over ragged tiles (N 96, T
- * 40, 8 and 5, K 512: four K steps, a split of two sub-blocks), with no epilogue, a bias or a
+ * 40, 8 and 5; K 768, or 704 for the 32-value blocks: a last K step of two sub-blocks), with no epilogue, a bias or a
  * residual, into NaN-poisoned outputs, against the f64 dot of the reference dequantizers' weights
  * and activations within 1e-5 of the sum of |terms|. The types that ran on the H200 for sessions
  * (Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K) passing here is what vouches for the emulated fragment
@@ -22,7 +22,7 @@
 #include "test.h"
 #include "codegen/emu/emu_build.h"
 
-#define K_ 512
+#define K_MAX 768
 #define N_ 96
 #define T_ 40
 
@@ -34,28 +34,31 @@ static uint64_t seed = 0x1A7E5EEDull;
 /* T tokens (<= T_): 40 spans ragged token tiles; 5 is a lone partial tile (cu_config.mma_min_t below 9) */
 static void check_type(int type, int q8k, int T) {
     const qk_traits *tr = qk_get(type);
-    const uint64_t rb = (uint64_t)(K_ / tr->blck) * (uint64_t)tr->type_size;
+    /* K: six K steps, split 3 ways in whole steps (as the launchers split); 704 for the 32-value blocks:
+     * the last split's last step two sub-blocks */
+    const int K = tr->blck == 256 ? 768 : 704;
+    const uint64_t rb = (uint64_t)(K / tr->blck) * (uint64_t)tr->type_size;
     uint8_t *w = aligned_alloc(256, (size_t)((N_ * rb + 255) & ~(uint64_t)255) + 256);
-    const size_t xrb = q8k ? K_ / 256 * sizeof(blk_q8_K) : K_ / 32 * sizeof(blk_q8_1);
+    const size_t xrb = q8k ? K / 256 * sizeof(blk_q8_K) : K / 32 * sizeof(blk_q8_1);
     uint8_t *xq = aligned_alloc(64, (T_ * xrb + 63) & ~(size_t)63);
-    float *wf = malloc(sizeof(float) * N_ * K_), *xf = malloc(sizeof(float) * T_ * K_), *xd = malloc(sizeof(float) * T_ * K_);
+    float *wf = malloc(sizeof(float) * N_ * K), *xf = malloc(sizeof(float) * T_ * K), *xd = malloc(sizeof(float) * T_ * K);
     float *add = malloc(sizeof(float) * T_ * N_), *dst = malloc(sizeof(float) * T_ * N_), *part = malloc(sizeof(float) * 3 * T_ * N_);
     for (int n = 0; n < N_; n++) {
-        float row[K_];
+        float row[K_MAX];
         const float sc = n % 3 == 0 ? 2.0f : 0.05f;
-        for (int k = 0; k < K_; k++) row[k] = sc * test_rand_normal(&seed) + (n % 5 == 0 ? sc : 0.0f);
-        tr->from_float_ref(row, w + (uint64_t)n * rb, K_);
-        tr->to_float(w + (uint64_t)n * rb, wf + n * K_, K_);
+        for (int k = 0; k < K; k++) row[k] = sc * test_rand_normal(&seed) + (n % 5 == 0 ? sc : 0.0f);
+        tr->from_float_ref(row, w + (uint64_t)n * rb, K);
+        tr->to_float(w + (uint64_t)n * rb, wf + n * K, K);
     }
     w = test_to_dev_layout(type, w, N_ * rb); /* the kernels read the device's layout */
     for (int t = 0; t < T; t++) {
-        for (int k = 0; k < K_; k++) xf[t * K_ + k] = test_rand_normal(&seed) * (k % 13 == 0 ? 6.0f : 1.0f);
+        for (int k = 0; k < K; k++) xf[t * K + k] = test_rand_normal(&seed) * (k % 13 == 0 ? 6.0f : 1.0f);
         if (q8k) {
-            qk_quantize_row_q8_K_ref(xf + t * K_, xq + t * xrb, K_);
-            qk_dequantize_row_q8_K(xq + t * xrb, xd + t * K_, K_);
+            qk_quantize_row_q8_K_ref(xf + t * K, xq + t * xrb, K);
+            qk_dequantize_row_q8_K(xq + t * xrb, xd + t * K, K);
         } else {
-            qk_quantize_row_q8_1_ref(xf + t * K_, xq + t * xrb, K_);
-            qk_dequantize_row_q8_1(xq + t * xrb, xd + t * K_, K_);
+            qk_quantize_row_q8_1_ref(xf + t * K, xq + t * xrb, K);
+            qk_dequantize_row_q8_1(xq + t * xrb, xd + t * K, K);
         }
     }
     for (int i = 0; i < T_ * N_; i++) add[i] = test_rand_normal(&seed);
@@ -65,13 +68,13 @@ static void check_type(int type, int q8k, int T) {
         const int ep = (tile + type) % 3;
         for (int i = 0; i < T_ * N_; i++) dst[i] = NAN;
         for (int i = 0; i < 3 * T_ * N_; i++) part[i] = NAN;
-        const int rc = emu_mma(type, q8k, tile, 3, dst, w, N_, K_, xq, T, ep ? add : NULL, ep == 1, part);
+        const int rc = emu_mma(type, q8k, tile, 3, dst, w, N_, K, xq, T, ep ? add : NULL, ep == 1, part);
         CHECKF(rc == 0, "%s x %s %s T %d: emulation returned %d", tr->name, q8k ? "q8_K" : "q8_1", tile_name[tile], T, rc);
         int bad = 0, unwritten = 0;
         for (int t = 0; t < T; t++)
             for (int n = 0; n < N_; n++) {
                 double ref = 0, mag = 0;
-                for (int k = 0; k < K_; k++) ref += (double)wf[n * K_ + k] * xd[t * K_ + k], mag += fabs((double)wf[n * K_ + k] * xd[t * K_ + k]);
+                for (int k = 0; k < K; k++) ref += (double)wf[n * K + k] * xd[t * K + k], mag += fabs((double)wf[n * K + k] * xd[t * K + k]);
                 const double e = ep == 1 ? add[n] : ep == 2 ? add[t * N_ + n] : 0.0;
                 ref += e, mag += fabs(e);
                 const float got = dst[t * N_ + n];

@@ -93,7 +93,8 @@ static inline unsigned ma_tiles(ma_segs *sg, int BN) {
     return (unsigned)sg->x0[sg->n];
 }
 
-/* SPLIT: block z of the grid covers sub-blocks [z * spb, min(nsb, (z + 1) * spb)) of K and writes
+/* SPLIT: block z of the grid covers sub-blocks [z * spb, min(nsb, (z + 1) * spb)) of K (spb a multiple
+ * of MA_KB: whole K steps, so a step never crosses a super-block, which IACC's sums rely on) and writes
  * its raw sums to its segment's partials part + poff[s], [z][T][N[s]]; with cnt the last block of each (x, y) tile to arrive (a counter
  * per tile, reset by that block) sums the partials of the tile (mma_split_sum), else k_mma_reduce
  * does. !SPLIT: the whole of K, written through the epilogue (spb, part, cnt unused). */
@@ -123,10 +124,19 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
     constexpr bool DM = TYPE == CU_T_Q4_K || TYPE == CU_T_Q5_K || TYPE == CU_T_Q4_1 || TYPE == CU_T_Q5_1; /* a min term */
     static_assert(TYPE != CU_T_Q2_K, "k_mma: Q2_K has a scale and a min per 16 values (k_mmq takes it)");
     /* biased MMA results, ma_scaled (see MA_BIAS); not IQ4_NL, whose 32-row tile then spilled 16 bytes (ptxas, sm_90) */
-    constexpr bool BIAS = !K6 && !DM && BN == 32 && TYPE != CU_T_IQ4_NL;
+    /* integer sums over a super-block: on q8_K (one activation scale a super-block) the K-quants' and
+     * IQ4_XS's MMA results are summed as isc * s in int32 over the super-block's sub-blocks (one IMAD a
+     * result, two for K6), then scaled once by dsb * d8 (|sum| < 2^28 for each such type; the largest,
+     * Q6_K's: 16 halves x 16 x 127 x 32 x 128); DM's min term stays a float FMA a sub-block. Only up to
+     * two n8 tiles a warp (the 128 x 64 tile's 32 more registers spilled hundreds of bytes, ptxas) and
+     * not in the 8-token decode tile, whose spills then grew and which ran 3-8 % slower (bench/NOTES.md) */
+    constexpr bool IACC = XQ == CU_T_Q8_K && TYPE2 == TYPE && (K6 || DM || TYPE == CU_T_IQ4_XS) && NT <= 2 && BT > 8;
+    constexpr bool BIAS = !K6 && !DM && !IACC && BN == 32 && TYPE != CU_T_IQ4_NL;
     static_assert(NT >= 1 && WR >= 1 && WR * WT == 8 && BT * MA_KB <= 256 && (WSUB % 256 == 0 || WSUB < 256), "k_mma tile shape");
     __shared__ __align__(16) int ws[BN][MA_LD];
-    __shared__ float2 wd[MA_KB][BN]; /* (d0, d1), (d0, dm) or with BIAS (d0, -MA_BIAS_F * d0): dm is 0 there */
+    __shared__ float2 wd[MA_KB][BN]; /* (d0, d1), (d0, dm) or with BIAS (d0, -MA_BIAS_F * d0): dm is 0 there; with
+                                      * IACC (isc0, isc1) or (isc0, dm) as bits */
+    __shared__ float wsd[IACC ? BN : 1]; /* IACC: the step's super-block scale dsb a row */
     __shared__ __align__(16) int xs[BT][MA_LD];
     __shared__ __align__(8) float xd[MA_KB][BT];
     __shared__ __align__(8) float xm[MA_KB][BT]; /* d8 * sum q (DM types) */
@@ -139,12 +149,13 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
     const int jb = SPLIT ? (int)blockIdx.z * spb : 0; /* this block's sub-blocks [jb, je) */
     const int je = SPLIT ? min(nsb, jb + spb) : nsb;
     float acc[2][NT][4];
+    int iacc[IACC ? 2 : 1][NT][4]; /* IACC: this super-block's integer sums */
 #pragma unroll
     for (int m = 0; m < 2; m++)
 #pragma unroll
         for (int n = 0; n < NT; n++)
 #pragma unroll
-            for (int c = 0; c < 4; c++) acc[m][n][c] = 0.0f;
+            for (int c = 0; c < 4; c++) acc[m][n][c] = 0.0f, iacc[IACC ? m : 0][n][c] = 0;
     /* software pipeline: the raw words of step j0 + MA_KB are loaded into registers before step
      * j0's tensor-core work, decoded into shared memory after it */
     cu_wraw raw[U];
@@ -186,7 +197,12 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
             else cu_decode<TYPE>(&raw[u2], j0 + jj, &t);
             *(int4 *)&ws[r][jj * 8] = make_int4(t.w[0], t.w[1], t.w[2], t.w[3]);
             *(int4 *)&ws[r][jj * 8 + 4] = make_int4(t.w[4], t.w[5], t.w[6], t.w[7]);
-            wd[jj][r] = make_float2(t.d0, K6 ? t.d1 : BIAS ? -MA_BIAS_F * t.d0 : t.dm); /* once a row, not in every warp */
+            if (IACC) {
+                wd[jj][r] = make_float2(__int_as_float(t.isc0), K6 ? __int_as_float(t.isc1) : t.dm);
+                if (jj == 0) wsd[r] = t.dsb; /* a step lies in one super-block (MA_KB divides 8) */
+            } else {
+                wd[jj][r] = make_float2(t.d0, K6 ? t.d1 : BIAS ? -MA_BIAS_F * t.d0 : t.dm); /* once a row, not in every warp */
+            }
         }
         if (at < BT) {
             *(int4 *)&xs[at][aj * 8] = make_int4(xr[0], xr[1], xr[2], xr[3]);
@@ -258,9 +274,21 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
 #pragma unroll
             for (int n = 0; n < NT; n++) {
                 const int c = wt * WN + n * 8 + 2 * tig;
-                const float2 d8 = *(const float2 *)&xd[jj][c];
                 float2 sm = make_float2(0.0f, 0.0f);
                 if (DM) sm = *(const float2 *)&xm[jj][c];
+                if (IACC) {
+#pragma unroll
+                    for (int m = 0; m < 2; m++)
+#pragma unroll
+                        for (int i = 0; i < 4; i++) {
+                            const float2 dw = sw[m][i >> 1];
+                            iacc[IACC ? m : 0][n][i] += __float_as_int(dw.x) * s[m][n][i];
+                            if (K6) iacc[IACC ? m : 0][n][i] += __float_as_int(dw.y) * s1[K6 ? m : 0][n][i];
+                            if (DM) acc[m][n][i] += dw.y * (i & 1 ? sm.y : sm.x);
+                        }
+                    continue;
+                }
+                const float2 d8 = *(const float2 *)&xd[jj][c];
 #pragma unroll
                 for (int m = 0; m < 2; m++)
 #pragma unroll
@@ -273,6 +301,20 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
                             acc[m][n][i] += dt * (BIAS ? ma_scaled(s[m][n][i], dw.x, dw.y) : dw.x * i2f_exact(s[m][n][i]));
                             if (DM) acc[m][n][i] += dw.y * (i & 1 ? sm.y : sm.x); /* DM: never BIAS */
                         }
+                    }
+            }
+        }
+        if (IACC && ((j0 & 4) || !more)) { /* the super-block's last step (or the split's): its sums, scaled once */
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                const float2 d8 = *(const float2 *)&xd[0][wt * WN + n * 8 + 2 * tig];
+#pragma unroll
+                for (int m = 0; m < 2; m++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        const float ds = wsd[wr * 32 + m * 16 + g + 8 * (i >> 1)];
+                        acc[m][n][i] += ds * (i & 1 ? d8.y : d8.x) * (float)iacc[IACC ? m : 0][n][i];
+                        iacc[IACC ? m : 0][n][i] = 0;
                     }
             }
         }

@@ -24,6 +24,9 @@ typedef struct cu_wsub {
     int w[8];
     float d0, d1, dm;
     float dm1; /* Q2_K only: the second half's min (dm is the first half's); dead for every other type */
+    /* the 256-value super-block types but Q2_K: d0 = dsb * isc0, d1 = dsb * isc1 (k_mma's integer sums) */
+    int isc0, isc1;
+    float dsb;
 } cu_wsub;
 
 /* the dp4a weight types as X(type) lists, for the kernels' type dispatch: those of 256-value
@@ -227,7 +230,8 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
 #pragma unroll
             for (int i = 0; i < 8; i++) o->w[i] |= (int)((((unsigned)r->h[i] >> s) & 0x01010101u) << 4);
         }
-        o->d0 = o->d1 = cu_h2f((uint16_t)(r->s0 & 0xFFFF)) * (float)sc;
+        o->dsb = cu_h2f((uint16_t)(r->s0 & 0xFFFF)), o->isc0 = o->isc1 = sc;
+        o->d0 = o->d1 = o->dsb * (float)sc;
         o->dm = -cu_h2f((uint16_t)(r->s0 >> 16)) * (float)m;
     } else if (TYPE == CU_T_Q6_K) {
         const int g = (j % 8) % 4;
@@ -238,8 +242,9 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
             o->w[i] = cu_sub_bytes(lo | hi, 0x20202020);
         }
         const float d = cu_h2f((uint16_t)r->s0);
-        o->d0 = d * (float)(int8_t)(r->s1 & 0xFF);
-        o->d1 = d * (float)(int8_t)((r->s1 >> 8) & 0xFF);
+        o->dsb = d, o->isc0 = (int8_t)(r->s1 & 0xFF), o->isc1 = (int8_t)((r->s1 >> 8) & 0xFF);
+        o->d0 = d * (float)o->isc0;
+        o->d1 = d * (float)o->isc1;
         o->dm = 0.0f;
     } else if (TYPE == CU_T_Q4_1) { /* word 0: d | m << 16; words 1..4: qs */
 #pragma unroll
@@ -279,7 +284,8 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
             o->w[i] = cu_iq4_lookup(q & 0x0F0F0F0Fu);
             o->w[i + 4] = cu_iq4_lookup((q >> 4) & 0x0F0F0F0Fu);
         }
-        o->d0 = o->d1 = cu_h2f((uint16_t)(r->s0 & 0xFFFF)) * (float)(ls - 32);
+        o->dsb = cu_h2f((uint16_t)(r->s0 & 0xFFFF)), o->isc0 = o->isc1 = ls - 32;
+        o->d0 = o->d1 = o->dsb * (float)(ls - 32);
         o->dm = 0.0f;
     } else if (TYPE == CU_T_Q3_K) {
         const int s = j % 8;
@@ -296,6 +302,7 @@ template <int TYPE> static __device__ __forceinline__ void cu_decode(const cu_wr
         const int sc0 = ((int)((lp >> sl) & 0xF) | (int)(((hp >> shh) & 3) << 4)) - 32;
         const int sc1 = ((int)((lp >> (8 + sl)) & 0xF) | (int)(((hp >> (8 + shh)) & 3) << 4)) - 32;
         const float d = cu_h2f((uint16_t)r->s0);
+        o->dsb = d, o->isc0 = sc0, o->isc1 = sc1;
         o->d0 = d * (float)sc0;
         o->d1 = d * (float)sc1;
         o->dm = 0.0f;
