@@ -14,7 +14,8 @@
  * prefix blocks): the batched step sb serve runs at N streams.
  * With -t T > 1 a step is a prompt chunk instead: T tokens after DEPTH cached ones, the cache cut
  * back to DEPTH before each (the first-token-after-a-cached-prefix case).
- * Usage: bench_cuda_gaps -m MODEL [-d DEPTH (64)] [-n STEPS (32)] [-t T (1)] [-k KERNELS_SHOWN (all)] [-e [-B N (1..64)]]
+ * Usage: bench_cuda_gaps -m MODEL [-d DEPTH (64)] [-n STEPS (32)] [-t T (1)] [-k KERNELS_SHOWN (all)] [-ctk f32|f16 (f32)]
+ *        [-e [-B N (1..64)]]
  * Built with the CUDA backend only (`make bench`); links libsonicboom and CUPTI. Not a test.
  */
 #include "sonicboom.h"
@@ -187,12 +188,13 @@ static sb_status chunk(stepper *st, const int32_t *tok, int64_t depth, int64_t T
     return st->s ? sb_session_prefill(st->s, tok, (size_t)(depth + T), NULL) : fill(st, tok + depth, T);
 }
 
-static sb_status open_stepper(sb_model *m, int engine, int nseq, int64_t n_ctx, stepper *st) {
+static sb_status open_stepper(sb_model *m, int engine, int nseq, int64_t n_ctx, int kv_type, stepper *st) {
     if (!engine) {
         sb_session_params sp;
         sb_session_default_params(&sp);
         sp.device = SB_DEVICE_CUDA;
         sp.n_ctx = n_ctx;
+        sp.kv_type = kv_type;
         return sb_session_create(m, &sp, &st->s);
     }
 #if GAPS_ENGINE
@@ -201,6 +203,7 @@ static sb_status open_stepper(sb_model *m, int engine, int nseq, int64_t n_ctx, 
     ep.device = SB_DEVICE_CUDA;
     ep.n_seq_max = nseq;
     ep.n_ctx = n_ctx;
+    ep.kv_type = kv_type;
     sb_status r = sb_engine_create(m, &ep, &st->e);
     for (st->nseq = 0; r == SB_OK && st->nseq < nseq; st->nseq++) r = sb_seq_open(st->e, &st->seq[st->nseq]);
     return r;
@@ -214,7 +217,7 @@ int main(int argc, char **argv) {
     const char *path = NULL;
     int64_t depth = 64;
     int64_t T = 1;
-    int steps = 32, shown = 1 << 30, engine = 0, nseq = 1;
+    int steps = 32, shown = 1 << 30, engine = 0, nseq = 1, kv_type = SB_TYPE_F32;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-e")) engine = 1;
         else if (i + 1 >= argc) break;
@@ -224,16 +227,20 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-k")) shown = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-t")) T = atoll(argv[++i]);
         else if (!strcmp(argv[i], "-B")) nseq = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-ctk")) {
+            const char *v = argv[++i];
+            kv_type = !strcmp(v, "f16") ? SB_TYPE_F16 : !strcmp(v, "f32") ? SB_TYPE_F32 : -1;
+        }
     }
-    if (!path || depth < 1 || steps < 1 || T < 1 || T > 4096 || nseq < 1 || nseq > GAPS_MAX_B || (nseq > 1 && (!engine || T > 1))) {
-        fprintf(stderr, "usage: bench_cuda_gaps -m MODEL [-d DEPTH (64, >= 1)] [-n STEPS (32)] [-t T (1..4096)] [-k KERNELS_SHOWN] [-e [-B N (1..%d)]]\n"
+    if (!path || kv_type < 0 || depth < 1 || steps < 1 || T < 1 || T > 4096 || nseq < 1 || nseq > GAPS_MAX_B || (nseq > 1 && (!engine || T > 1))) {
+        fprintf(stderr, "usage: bench_cuda_gaps -m MODEL [-d DEPTH (64, >= 1)] [-n STEPS (32)] [-t T (1..4096)] [-k KERNELS_SHOWN] [-ctk f32|f16] [-e [-B N (1..%d)]]\n"
                         "  (-B N > 1: an engine's decode step of N sequences; not with -t)\n", GAPS_MAX_B);
         return 2;
     }
     sb_model *m = NULL;
     stepper st = {0};
     CK(sb_model_load(path, NULL, &m));
-    CK(open_stepper(m, engine, nseq, depth + (T > 1 ? T : steps) + 16, &st));
+    CK(open_stepper(m, engine, nseq, depth + (T > 1 ? T : steps) + 16, kv_type, &st));
     int32_t *tok = (int32_t *)malloc((size_t)(depth + T) * sizeof *tok);
     if (!tok) return 1;
     for (int64_t i = 0; i < depth + T; i++) tok[i] = (int32_t)(1 + (i * 7919) % 1000);
@@ -253,8 +260,8 @@ int main(int argc, char **argv) {
     if (dropped) fprintf(stderr, "bench_cuda_gaps: out of memory: some records dropped\n");
     char kind[48];
     snprintf(kind, sizeof kind, "engine (%d sequence%s)", nseq, nseq > 1 ? "s" : "");
-    printf("%s, %s, depth %lld, %lld token(s) a step, %d steps\n\n", path, engine ? kind : "session", (long long)depth,
-           (long long)(engine ? T * nseq : T), steps);
+    printf("%s, %s, depth %lld, %lld token(s) a step, %d steps, %s KV\n\n", path, engine ? kind : "session", (long long)depth,
+           (long long)(engine ? T * nseq : T), steps, kv_type == SB_TYPE_F16 ? "f16" : "f32");
     report(steps, shown);
     if (st.s) sb_session_free(st.s);
 #if GAPS_ENGINE
