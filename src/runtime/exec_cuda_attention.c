@@ -78,10 +78,13 @@ bool cx_attn_on_flash(const exec_cuda *cx, const plan *p, const ir_node *n) {
  * ~attn_splits (2) blocks per SM at the deepest context a token can see (keys: the table's reach,
  * the cache rows, the window), in splits of at least kmin keys (shallower: fewer of them active,
  * the kernel decides from pos), at most CU_ATT_PAGED_MAX_SPLITS; S = 1 (the unsplit kernel, no
- * scratch) where T * Hq blocks already fill that (prefill, large batches) or keys <= kmin. */
+ * scratch) where the T * Hq blocks already give every SM one (prefill, batches of many sequences)
+ * or keys <= kmin. Past one block an SM a split only adds waves and merges: the grouped F16 split
+ * instance holds one 256-thread block an SM (135 registers on sm_90), and Llama-3.1-8B's 256
+ * blocks at B = 32 ran 2.4x faster unsplit than in 2 splits (bench/NOTES.md). */
 static int attn_nsplit_paged(const exec_cuda *cx, int64_t T, int64_t Hq, int hb, int64_t keys) {
     const int64_t blocks = T * (hb > 0 ? Hq / hb : Hq), want = (int64_t)cx->cfg.attn_splits * cx->sms, kmin = cx->cfg.attn_kmin;
-    if (blocks <= 0 || blocks >= want) return 1;
+    if (blocks <= 0 || blocks >= cx->sms || blocks >= want) return 1;
     int64_t ns = (want + blocks - 1) / blocks;
     const int64_t most = (keys + kmin - 1) / kmin;
     if (ns > most) ns = most;
