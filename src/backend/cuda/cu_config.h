@@ -47,7 +47,8 @@ typedef struct cu_config {
                           * up to this many rows (0: off; with fuse) */
     /* attention */
     int attn_variant;    /* 1, 2 (k_attention.cu), 3 (2 + flash prefill), 4 (k_attn_decode.cu + flash prefill) */
-    int attn_splits;     /* decode: at most attn_splits * SMs / heads splits per head (the paged kernel: blocks per SM) */
+    int attn_splits;     /* decode: at most attn_splits * SMs / heads splits per head (the paged kernel: blocks per
+                          * SM, where its unsplit grid has fewer blocks than SMs) */
     int attn_kmin;       /* variant 4 and the paged kernel's splits: fewest keys a split */
     int attn_hpb;        /* variant 4: query heads a block (0: auto) */
     int attn_warp;       /* variant 4: the warp path up to this depth (0: off) */
