@@ -21,7 +21,8 @@ if [ "${1:-}" = pack ]; then
     B=${3:?usage: bench/ab.sh pack NAME BUILD_DIR}
     S=$(mktemp -d) || exit 1
     cp -L "$B/libsonicboom.so.0" "$S/" || exit 1
-    for f in sb sb-serve bench_cuda_gemv bench_batch bench_cuda_gaps runtime_test_cuda_ops runtime_test_cuda_models api_test_batch; do
+    for f in sb sb-serve bench_cuda_gemv bench_batch bench_cuda_gaps runtime_test_cuda_ops runtime_test_cuda_models api_test_batch \
+        runtime_test_cuda_nonfinite; do
         for p in "$B/$f" "$B/bench/$f" "$B/tests/$f"; do [ -x "$p" ] && { cp "$p" "$S/"; break; }; done
     done
     mkdir -p "$G" && tar cf - -C "$S" . | xz -T2 -9 >"$G/$N.tar.xz"
