@@ -84,7 +84,7 @@ bool cx_attn_on_flash(const exec_cuda *cx, const plan *p, const ir_node *n) {
  * blocks at B = 32 ran 2.4x faster unsplit than in 2 splits (bench/NOTES.md). */
 static int attn_nsplit_paged(const exec_cuda *cx, int64_t T, int64_t Hq, int hb, int64_t keys) {
     const int64_t blocks = T * (hb > 0 ? Hq / hb : Hq), want = (int64_t)cx->cfg.attn_splits * cx->sms, kmin = cx->cfg.attn_kmin;
-    if (blocks <= 0 || blocks >= cx->sms || blocks >= want) return 1;
+    if (blocks <= 0 || blocks >= cx->sms) return 1; /* want >= sms: attn_splits >= 1 */
     int64_t ns = (want + blocks - 1) / blocks;
     const int64_t most = (keys + kmin - 1) / kmin;
     if (ns > most) ns = most;
