@@ -13,9 +13,8 @@
 template <int TYPE, int XQ, int BN, int BT, bool SPLIT>
 static int go(ma_segs sg, uint64_t rb, long long K, const uint8_t *x, long long T, int nsplit, float *part) {
     const unsigned gx = ma_tiles(&sg, BN), gy = (unsigned)((T + BT - 1) / BT);
-    /* a split is whole K steps, as k_mma.cu's launchers make it (mma_small_split) */
-    const int nsb = (int)(K / 32), steps = (nsb + MA_KB - 1) / MA_KB, per = SPLIT ? (steps + nsplit - 1) / nsplit : 0;
-    const int spb = per * MA_KB, gz = SPLIT ? (steps + per - 1) / per : 1;
+    int spb = 0; /* a split is whole K steps, as k_mma.cu's launchers make it */
+    const int gz = SPLIT ? ma_split_steps(K / 32, nsplit, &spb) : 1;
     if (emu_run3(dim3{gx, gy, (unsigned)gz}, 256, [&] { k_mma<TYPE, XQ, BN, BT, SPLIT>(sg, rb, K, x, T, spb, part, nullptr); })) return -1;
     if (!SPLIT) return 0;
     long long outs = 0;

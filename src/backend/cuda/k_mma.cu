@@ -142,7 +142,8 @@ static int mma_small_split(int64_t K, int64_t N, int64_t T, uint64_t scratch_flo
     int64_t split = 1;
     if (cu_cfg()->mma_split_waves) { /* the split of fewest waves x (steps a block + 1), a reduce counted as 2 steps */
         for (int64_t s = 1, best = INT64_MAX; s <= steps && s <= MMA_SPLIT_MAX; s++) {
-            const int64_t per = (steps + s - 1) / s, se = (steps + per - 1) / per;
+            int sb = 0;
+            const int64_t se = ma_split_steps(nsb, s, &sb), per = sb / MA_KB;
             const int64_t cost = (grid0 * se + slots - 1) / slots * (per + 1) + (se > 1 ? 2 : 0);
             if (cost < best) best = cost, split = se;
         }
@@ -152,10 +153,10 @@ static int mma_small_split(int64_t K, int64_t N, int64_t T, uint64_t scratch_flo
         if (split > MMA_SPLIT_MAX) split = MMA_SPLIT_MAX;
         if (split < 1) split = 1;
     }
-    const int64_t per = (steps + split - 1) / split;
-    split = (steps + per - 1) / per;
-    if ((uint64_t)split * (uint64_t)N * (uint64_t)T > scratch_floats) split = 1, *spb = (int)nsb;
-    else *spb = (int)(per * MA_KB);
+    int sb = 0;
+    split = ma_split_steps(nsb, split, &sb);
+    if ((uint64_t)split * (uint64_t)N * (uint64_t)T > scratch_floats) split = 1, sb = (int)nsb;
+    *spb = sb;
     return (int)split;
 }
 

@@ -93,6 +93,15 @@ static inline unsigned ma_tiles(ma_segs *sg, int BN) {
     return (unsigned)sg->x0[sg->n];
 }
 
+/* K of nsb sub-blocks split about `split` ways in whole K steps (MA_KB sub-blocks): *spb sub-blocks
+ * a split (the last may be shorter), and the splits that gives, none empty (k_mma.cu's launchers,
+ * and the host emulation's driver) */
+static inline int ma_split_steps(int64_t nsb, int64_t split, int *spb) {
+    const int64_t steps = (nsb + MA_KB - 1) / MA_KB, per = (steps + split - 1) / split;
+    *spb = (int)(per * MA_KB);
+    return (int)((steps + per - 1) / per);
+}
+
 /* SPLIT: block z of the grid covers sub-blocks [z * spb, min(nsb, (z + 1) * spb)) of K (spb a multiple
  * of MA_KB: whole K steps, so a step never crosses a super-block, which IACC's sums rely on) and writes
  * its raw sums to its segment's partials part + poff[s], [z][T][N[s]]; with cnt the last block of each (x, y) tile to arrive (a counter
