@@ -29,6 +29,16 @@ static bool q8_gemv_takes(const ir_node *w, const ir_node *x) {
     return (x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(w->dtype));
 }
 
+/* does the path run_matmul_wx takes for w x x flag a non-finite value it writes (cu_epilogue.nonfinite)?
+ * The T = 1 dp4a GEMV and the int8 MMA GEMMs do, but not a split whose partials a norm sums
+ * (nsum_node's) nor cuBLASLt or the f32 GEMVs */
+static bool matmul_flags_nonfinite(const crun *r, const ir_node *w, const ir_node *x, int32_t nsum_node) {
+    if (r->cx->d_blas_ws && cf_blas_takes(w, x)) return false;
+    if (cf_mma_takes(w, x))
+        return !(cu_mma_small_mode() == 2 && nsum_node >= 0 && r->c->fu.nsum && r->c->fu.nsum[nsum_node] >= 0);
+    return x->ne[1] == 1 && q8_gemv_takes(w, x);
+}
+
 /* weight wr times activation xr into dst with epilogue epb (add NULL: none), as a lone matmul runs:
  * cuBLASLt for f32 activations where cu_blas_on says (cu_config.blas_min_t / blas_quant tokens or
  * more), the int8 MMA GEMM for T >= mma_min_t, else the dp4a or f32 GEMVs. nsum_node: the lone matmul whose
@@ -39,8 +49,8 @@ static sb_status run_matmul_wx(crun *r, ir_ref wr, ir_ref xr, float *dst, cu_epi
     const ir_node *w = &g->nodes[wr], *x = &g->nodes[xr];
     cu_stream s = r->cx->s;
     const cu_epilogue *ep = epb.add || epb.nonfinite ? &epb : NULL;
-    if (epb.nonfinite && !(x->ne[1] == 1 && q8_gemv_takes(w, x))) /* run_matmul_one arms it for that path only */
-        return sb_fail(SB_ERR_INTERNAL, "cuda: a non-finite flag on a matmul no T = 1 dp4a GEMV runs");
+    if (epb.nonfinite && !matmul_flags_nonfinite(r, w, x, nsum_node)) /* run_matmul_one arms it for those paths only */
+        return sb_fail(SB_ERR_INTERNAL, "cuda: a non-finite flag on a matmul whose kernel does not set it");
     if (r->cx->d_blas_ws && cf_blas_takes(w, x)) { /* large T: cuBLASLt, the weight as F16 / BF16 (scratch: cx_plan_get) */
         const sb_status st = cu_matmul_blas(s, dst, dptr(r, wr), w->dtype, w->ne[0], w->ne[1], (const float *)dptr(r, xr), x->ne[1], ep,
                                             r->arena + r->c->scratch_off, r->c->arena_need - r->c->scratch_off, r->cx->d_blas_ws);
@@ -73,15 +83,16 @@ static sb_status run_matmul_wx(crun *r, ir_ref wr, ir_ref xr, float *dst, cu_epi
 }
 
 /* matmul i alone (its epilogue ADD fused; run_matmul_wx). Where it writes an output straight to
- * the caller from a T = 1 dp4a GEMV (an LM head), that kernel also flags a non-finite value in the
- * output's slot of h_nonfinite, so the host need not read the logits again to know. */
+ * the caller from a kernel that can (matmul_flags_nonfinite: an LM head's dp4a GEMV or int8 MMA
+ * GEMM), that kernel also flags a non-finite value in the output's slot of h_nonfinite, so the host
+ * need not read the logits again to know (a batched step's B x n_vocab floats). */
 static sb_status run_matmul_one(crun *r, int32_t i) {
     const ir_graph *g = r->p->g;
     const ir_node *n = &g->nodes[i], *x = &g->nodes[n->src[1]];
     cu_epilogue epb;
     float *dst = matmul_out(r, i, &epb);
     const int slot = direct_slot(r, i);
-    if (slot >= 0 && x->ne[1] == 1 && q8_gemv_takes(&g->nodes[n->src[0]], x)) {
+    if (slot >= 0 && matmul_flags_nonfinite(r, &g->nodes[n->src[0]], x, i)) {
         epb.nonfinite = r->cx->h_nonfinite + slot;
         r->checked |= 1u << slot;
     }

@@ -40,11 +40,12 @@ static int tiles(int tile, ma_segs sg, uint64_t rb, long long K, const uint8_t *
 
 /* dst [T,N] = W x (+ add) for weights of `type` on q8_1 (xq8k 0) or q8_K activations; tile 0..3: the
  * 128 x 64, 64 x 64, 64 x 32 and 32 x 64 tiles, 4: 32 x 64 split nsplit ways (part: nsplit x T x N
- * floats) and reduced; 5, 6: the 256 x 8 decode tile whole and split; 7, 8: the 128 x 32 tile; 9: 128 x 64 split. -1: a deadlock, -2: a type the kernel does not take. */
+ * floats) and reduced; 5, 6: the 256 x 8 decode tile whole and split; 7, 8: the 128 x 32 tile; 9: 128 x 64 split.
+ * nonfinite (NULL: none): the epilogue's flag, set to 1 where a value written is not finite. -1: a deadlock, -2: a type the kernel does not take. */
 extern "C" int sb_emu_mma(int type, int xq8k, int tile, int nsplit, float *dst, const uint8_t *w, long long N, long long K, const uint8_t *x,
-                          long long T, const float *add, int bcast, float *part) {
+                          long long T, const float *add, int bcast, float *part, unsigned *nonfinite) {
     ma_segs sg = {};
-    sg.w[0] = w, sg.dst[0] = dst, sg.N[0] = N, sg.ep[0] = cu_epilogue{add, bcast}, sg.wt[0] = type, sg.n = 1;
+    sg.w[0] = w, sg.dst[0] = dst, sg.N[0] = N, sg.ep[0] = cu_epilogue{add, bcast, nonfinite}, sg.wt[0] = type, sg.n = 1;
     const uint64_t rb = mmvq_row_bytes(type, K);
 #define T8(t, xq) \
     if (type == t) return tiles<t, xq>(tile, sg, rb, K, x, T, nsplit, part);

@@ -9,7 +9,9 @@
  * and split 3 ways over K with the reduce kernel; 128 x 64 split too), over ragged tiles (N 96, T
  * 40, 8 and 5; K 768, or 704 for the 32-value blocks: a last K step of two sub-blocks), with no epilogue, a bias or a
  * residual, into NaN-poisoned outputs, against the f64 dot of the reference dequantizers' weights
- * and activations within 1e-5 of the sum of |terms|. The types that ran on the H200 for sessions
+ * and activations within 1e-5 of the sum of |terms|; the epilogue's non-finite flag stays 0 there and
+ * is set by one infinite residual entry (Q4_K, every tile; not the last-block reduce, which needs a
+ * GPU's counters). The types that ran on the H200 for sessions
  * (Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K) passing here is what vouches for the emulated fragment
  * layouts; the later ones (Q4_1, Q5_1, IQ4_NL, Q3_K, IQ4_XS) then check the kernel.
  * Runs from the repository root (ctest does). SKIPs (exit 77) without a host C++ compiler ($CXX or c++).
@@ -27,7 +29,7 @@
 #define T_ 40
 
 typedef int (*mma_fn)(int, int, int, int, float *, const uint8_t *, long long, long long, const uint8_t *, long long, const float *, int,
-                      float *);
+                      float *, unsigned *);
 static mma_fn emu_mma;
 static uint64_t seed = 0x1A7E5EEDull;
 
@@ -68,8 +70,10 @@ static void check_type(int type, int q8k, int T) {
         const int ep = (tile + type) % 3;
         for (int i = 0; i < T_ * N_; i++) dst[i] = NAN;
         for (int i = 0; i < 3 * T_ * N_; i++) part[i] = NAN;
-        const int rc = emu_mma(type, q8k, tile, 3, dst, w, N_, K, xq, T, ep ? add : NULL, ep == 1, part);
+        unsigned flag = 0;
+        const int rc = emu_mma(type, q8k, tile, 3, dst, w, N_, K, xq, T, ep ? add : NULL, ep == 1, part, &flag);
         CHECKF(rc == 0, "%s x %s %s T %d: emulation returned %d", tr->name, q8k ? "q8_K" : "q8_1", tile_name[tile], T, rc);
+        CHECKF(flag == 0, "%s x %s %s T %d: finite outputs flagged non-finite", tr->name, q8k ? "q8_K" : "q8_1", tile_name[tile], T);
         int bad = 0, unwritten = 0;
         for (int t = 0; t < T; t++)
             for (int n = 0; n < N_; n++) {
@@ -84,6 +88,16 @@ static void check_type(int type, int q8k, int T) {
             }
         CHECKF(unwritten == 0 && bad == 0, "%s x %s %s T %d (%s): %d outputs unwritten, %d off the reference", tr->name, q8k ? "q8_K" : "q8_1",
                tile_name[tile], T, ep == 1 ? "bias" : ep == 2 ? "residual" : "no epilogue", unwritten, bad);
+        if (type == SB_TYPE_Q4_K && T == T_) { /* one infinite addend: the flag is set, whole or split */
+            const int at = (T - 1) * N_ + N_ - 1 - tile;
+            const float keep = add[at];
+            add[at] = INFINITY;
+            flag = 0;
+            CHECK(emu_mma(type, q8k, tile, 3, dst, w, N_, K, xq, T, add, 0, part, &flag) == 0);
+            CHECKF(flag == 1 && isinf(dst[at]), "%s x %s %s: an infinite output at %d not flagged (flag %u)", tr->name, q8k ? "q8_K" : "q8_1",
+                   tile_name[tile], at, flag);
+            add[at] = keep;
+        }
     }
     free(w), free(xq), free(wf), free(xf), free(xd), free(add), free(dst), free(part);
 }
@@ -101,7 +115,7 @@ int main(void) {
         for (size_t i = 0; i < sizeof on_q81 / sizeof on_q81[0]; i++) check_type(on_q81[i], 0, T_), check_type(on_q81[i], 0, 8), check_type(on_q81[i], 0, 5);
         for (size_t i = 0; i < sizeof on_q8k / sizeof on_q8k[0]; i++) check_type(on_q8k[i], 1, T_), check_type(on_q8k[i], 1, 8), check_type(on_q8k[i], 1, 5);
         float d;
-        CHECK(emu_mma(SB_TYPE_Q2_K, 1, 0, 1, &d, NULL, 0, 0, NULL, 0, NULL, 0, NULL) == -2); /* Q2_K: k_mmq's */
+        CHECK(emu_mma(SB_TYPE_Q2_K, 1, 0, 1, &d, NULL, 0, 0, NULL, 0, NULL, 0, NULL, NULL) == -2); /* Q2_K: k_mmq's */
     }
     emu_build_done(h);
     return test_summary();

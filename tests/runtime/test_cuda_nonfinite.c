@@ -13,7 +13,8 @@
  * logits copied after the run) — in both, nothing is checked on the device and the host scan still
  * finds the NaN. Each clean decode's logits are the same bits in all three runs. The batched
  * engine's one-row steps (paged plans) the same way: the bad token fails naming its item and changes
- * nothing, the next clean one succeeds, both checked by the LM head.
+ * nothing, the next clean one succeeds, both checked by the LM head; and its four-row steps, whose
+ * LM head is the int8 MMA GEMM, flagged there too.
  * SKIPs (exit 0, with the reason) when no CUDA device is usable — CI has none.
  */
 #include "runtime/exec_cuda.h"
@@ -139,6 +140,45 @@ static void run_engine(const rt_model *m) {
     rt_engine_free(e);
 }
 
+/* the engine, default settings, four sequences a step: the LM head over 4 rows runs the int8 MMA GEMM
+ * (T >= cu_config.mma_min_t), whose flag names the bad item; the clean step after it succeeds, both
+ * checked on the device (the host does not scan the 4 x n_vocab logits) */
+static void run_engine_rows(const rt_model *m) {
+    const rt_engine_params ep = {.n_seq_max = 4, .n_ctx = 256, .n_threads = 2, .kv_type = SB_TYPE_F16, .device = 1};
+    rt_engine *e = NULL;
+    CHECK(rt_engine_create(m, &ep, &e) == SB_OK);
+    exec_cuda *cx = e ? backend_cuda_exec(rt_engine_backend(e)) : NULL;
+    int32_t sq[4] = {-1, -1, -1, -1};
+    bool open = cx != NULL;
+    for (int q = 0; q < 4 && open; q++) open = kv_pool_seq_open(rt_engine_pool(e), &sq[q]) == SB_OK;
+    CHECK(open);
+    for (int q = 0; q < 4 && open; q++) {
+        const rt_batch_item prompt[2] = {{sq[q], 1 + q, false}, {sq[q], 7 + q, true}};
+        CHECK(rt_engine_step(e, prompt, 2, NULL) == SB_OK);
+    }
+    if (open) { /* a clean step first: a step class runs eagerly the first time, unchecked; its graph, which
+                 * the device check needs, is captured at its second run (exec_cuda_run.c) */
+        const rt_batch_item warm[4] = {{sq[0], 11, true}, {sq[1], 12, true}, {sq[2], 13, true}, {sq[3], 14, true}};
+        CHECK(rt_engine_step(e, warm, 4, NULL) == SB_OK);
+    }
+    for (int k = 0; k < 10 && open; k++) {
+        const int64_t before = exec_cuda_get_stats(cx).checked_runs;
+        rt_batch_item it[4];
+        for (int q = 0; q < 4; q++) it[q] = (rt_batch_item){sq[q], q == 1 ? BAD_TOKEN : 20 + k + q, true};
+        sb_status st = rt_engine_step(e, it, 4, NULL);
+        CHECKF(st == SB_ERR_NUMERIC && strstr(sb_last_error(), "NaN logits (item 1"), "4-row engine step %d: %s: %s", k, sb_status_str(st),
+               sb_last_error());
+        CHECKF(exec_cuda_get_stats(cx).checked_runs - before == 1, "4-row engine step %d: the LM head did not check the bad step", k);
+        it[1].token = 40 + k;
+        st = rt_engine_step(e, it, 4, NULL);
+        CHECKF(st == SB_OK, "4-row engine step %d, clean: %s: %s", k, sb_status_str(st), sb_last_error());
+        CHECKF(exec_cuda_get_stats(cx).checked_runs - before == 2 && exec_cuda_output_finite(cx, 0) == 1,
+               "4-row engine step %d: the LM head did not check the clean step", k);
+        if (test_failed_ > 8) break;
+    }
+    rt_engine_free(e);
+}
+
 int main(void) {
     char why[512];
     if (!exec_cuda_available(why, sizeof why)) {
@@ -166,6 +206,7 @@ int main(void) {
             CHECK(!memcmp(a, b, bytes) && !memcmp(a, c, bytes));
         }
         run_engine(m);
+        run_engine_rows(m);
         free(a), free(b), free(c);
         rt_model_free(m);
     }

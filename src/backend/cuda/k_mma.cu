@@ -209,7 +209,9 @@ static sb_status small_go(cudaStream_t s, ma_segs sg, uint64_t rb, int64_t K, co
     unsigned *cnt = counters && !srcs && tiles <= CU_ATT_COUNTERS ? counters : NULL;
     sb_status r = mma_go<TYPE, XQ, BN, BT, true, TYPE2>(sg, (unsigned)split, s, rb, K, x, T, spb, scratch, cnt);
     if (r != SB_OK || cnt) return r;
-    if (srcs) { /* the consumer sums the partials itself */
+    if (srcs) { /* the consumer sums the partials itself (and so could not flag a non-finite sum) */
+        for (int q = 0; q < sg.n; q++)
+            if (sg.ep[q].nonfinite) return sb_fail(SB_ERR_INTERNAL, "cuda: a non-finite flag on GEMM partials left to their consumer");
         for (int q = 0; q < sg.n; q++) srcs[q] = cu_split_src{scratch + sg.poff[q], split, T * sg.N[q], sg.N[q], sg.ep[q]};
         return SB_OK;
     }
@@ -362,7 +364,8 @@ extern "C" sb_status cu_matmul_mma_multi(cu_stream s, const cu_gemv_seg *seg, in
     for (int q = 0; q < n; q++) sg.w[q] = (const uint8_t *)seg[q].w, sg.dst[q] = seg[q].dst, sg.N[q] = seg[q].N, sg.ep[q] = seg[q].ep, sg.wt[q] = seg[q].wtype;
     sg.n = n;
     if (pair_glu) { /* gate and up as one segment of row pairs (ma_segs.pair_glu) */
-        if (n != 2 || seg[0].N != seg[1].N || seg[0].wtype != seg[1].wtype || !cu_mma_glu_pair_ok(seg[0].wtype) || seg[0].ep.add || seg[1].ep.add)
+        if (n != 2 || seg[0].N != seg[1].N || seg[0].wtype != seg[1].wtype || !cu_mma_glu_pair_ok(seg[0].wtype) || seg[0].ep.add || seg[1].ep.add ||
+            seg[0].ep.nonfinite || seg[1].ep.nonfinite)
             return sb_fail(SB_ERR_INTERNAL, "cuda: a paired gate/up GEMM of %d segments, %lld and %lld rows", n, (long long)seg[0].N,
                            (long long)seg[n > 1].N);
         sg.n = 1, sg.pair_glu = pair_glu;

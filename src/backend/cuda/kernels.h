@@ -145,9 +145,10 @@ sb_status cu_glu_quant(cu_stream s, int xq, void *dst, const float *g, const flo
 
 /* Optional GEMV epilogue: y[n,t] = (W x)[n,t] + add[n] (bcast: a bias) or + add[t*N + n] (a
  * residual of the output's shape; add may be dst itself). NULL = none. nonfinite (NULL = none;
- * cu_matmul_q8 at T == 1 only, the others fail on it): set to 1 when a value written is NaN or
- * infinite — never cleared, so the caller zeroes it before the launch (an LM head's logits checked
- * where they are computed, not read again by the host). */
+ * cu_matmul_q8 at T == 1 and the int8 MMA GEMMs, cu_matmul_mma*, whose split reduces flag too;
+ * the others, partials left to a consumer and paired gate/up launches fail on it): set to 1 when a
+ * value written is NaN or infinite — never cleared, so the caller zeroes it before the launch (an
+ * LM head's logits checked where they are computed, not read again by the host). */
 typedef struct cu_epilogue {
     const float *add;
     int bcast;

@@ -353,10 +353,13 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
                 const int64_t t = t0 + wt * WN + n * 8 + 2 * tig + (i & 1);
                 if (row < N && t < T) {
                     const int64_t o = t * N + row;
-                    if (SPLIT)
+                    if (SPLIT) {
                         part[(int64_t)blockIdx.z * T * N + o] = acc[m][n][i];
-                    else
-                        dst[o] = ep.add ? acc[m][n][i] + ep.add[ep.bcast ? row : o] : acc[m][n][i];
+                    } else {
+                        const float v = ep.add ? acc[m][n][i] + ep.add[ep.bcast ? row : o] : acc[m][n][i];
+                        dst[o] = v;
+                        if (ep.nonfinite && !isfinite(v)) *ep.nonfinite = 1u;
+                    }
                 }
             }
     if (SPLIT && cnt) { /* the last split block of this tile reduces it (threadfence reduction) */
@@ -398,7 +401,9 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
         for (int p = 0; p < PER; p++)
             if (ok[p]) {
                 const int64_t row = o[p] % N;
-                dst[o[p]] = ep.add ? v[p] + ep.add[ep.bcast ? row : o[p]] : v[p];
+                const float y = ep.add ? v[p] + ep.add[ep.bcast ? row : o[p]] : v[p];
+                dst[o[p]] = y;
+                if (ep.nonfinite && !isfinite(y)) *ep.nonfinite = 1u;
             }
         if (tid == 0) cnt[tile] = 0; /* ready for the next kernel that uses the counters */
     }
@@ -414,7 +419,9 @@ __global__ void k_mma_reduce(const ma_segs sg, const float *part, int64_t T, int
         if (q >= sg.n) return;
         const int64_t TN = T * sg.N[q];
         if (o < TN) {
-            sg.dst[q][o] = mma_split_sum(part + sg.poff[q], o, o % sg.N[q], nsplit, TN, sg.ep[q]);
+            const float y = mma_split_sum(part + sg.poff[q], o, o % sg.N[q], nsplit, TN, sg.ep[q]);
+            sg.dst[q][o] = y;
+            if (sg.ep[q].nonfinite && !isfinite(y)) *sg.ep[q].nonfinite = 1u;
             return;
         }
         o -= TN;
