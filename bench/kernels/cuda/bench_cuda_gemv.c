@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later WITH SonicBoom-CUDA-exception */
 /*
  * bench/kernels/cuda/bench_cuda_gemv.c — decode GEMV speed on this GPU for the large shapes of
- * issue 26 (Llama-3.1-8B, Qwen2.5-32B) and of Gemma-4-E4B (issue 27): for each matrix and weight type, the T = 1 launch the CUDA
+ * issue 26 (Llama-3.1-8B, Qwen2.5-32B), of Gemma-4-E4B (issue 27) and of Qwen2.5-0.5B: for each matrix and weight type, the T = 1 launch the CUDA
  * executor makes for it — cu_matmul_q8_multi with one segment where k_gemv_reg takes it and it has
  * at most 65,536 rows (the executor's GF_ROWS_MAX), else cu_matmul_q8 (the LM head); F16 weights
  * through cu_matmul_f32 — and the two launches decode makes of several matrices (Q/K/V, gate/up
@@ -14,7 +14,7 @@
  * decoding sequences) — under cu_config.mma_min_t, cu_matmul_q8 a matrix (k_mmvq's token tiles);
  * from it, the int8 MMA small path (cu_matmul_mma_multi for a group it takes, split K through
  * scratch and k_mma_reduce, else cu_matmul_mma_small a matrix).
- * Usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|e4b|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16 or any type names] [-T TOKENS]
+ * Usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|e4b|q05|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16 or any type names] [-T TOKENS]
  * [--tune SB_TUNE-style cu_config keys]
  * Built with the CUDA backend only (`make bench`). Layer: links sb_backend_cuda and sb_quant.
  */
@@ -46,6 +46,10 @@ static const shape shapes[] = {
     {"e4b", "o", 2048, {2560, 0, 0}},                  {"e4b", "gate/up", 2560, {10240, 10240, 0}},
     {"e4b", "down", 10240, {2560, 0, 0}},              {"e4b", "ple gate", 2560, {256, 0, 0}},
     {"e4b", "ple proj", 256, {2560, 0, 0}},            {"e4b", "lm head", 2560, {262144, 0, 0}},
+    /* Qwen2.5-0.5B: few rows, short K (896: the legacy types only; the down projection's K 4864 takes
+     * the K-quants), where the small path's tiles need splits of K to fill the GPU */
+    {"q05", "q/k/v", 896, {896, 128, 128}}, {"q05", "o", 896, {896, 0, 0}}, {"q05", "gate/up", 896, {4864, 4864, 0}},
+    {"q05", "down", 4864, {896, 0, 0}},     {"q05", "lm head", 896, {151936, 0, 0}},
 };
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -181,7 +185,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-T")) T = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--tune")) tune = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|e4b|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16,Q3_K,...] [-T TOKENS] [--tune key=value,...]\n");
+            fprintf(stderr, "usage: bench_cuda_gemv [-r REPS] [-m 8b|32b|e4b|q05|all] [-t Q4_K,Q6_K,Q8_0,Q4_0,F16,Q3_K,...] [-T TOKENS] [--tune key=value,...]\n");
             return 2;
         }
     }
@@ -210,6 +214,7 @@ int main(int argc, char **argv) {
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
             const shape *sh = &shapes[k];
             if (strcmp(model, "all") && strcmp(model, sh->model)) continue;
+            if (sh->K % qk_get(t)->blck) continue; /* a K this type's blocks do not divide (Qwen2.5-0.5B's 896 for the K-quants) */
             const int64_t KT = sh->K * T;
             float *xf = malloc((size_t)KT * sizeof *xf);
             for (int64_t i = 0; i < KT; i++) xf[i] = frand();
