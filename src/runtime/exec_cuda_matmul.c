@@ -29,13 +29,18 @@ static bool q8_gemv_takes(const ir_node *w, const ir_node *x) {
     return (x->dtype == SB_TYPE_Q8_1 && cu_has_mmvq(w->dtype)) || (x->dtype == SB_TYPE_Q8_K && cu_has_mmvq_q8k(w->dtype));
 }
 
+/* does the int8 MMA GEMM of lone matmul nsum_node (-1: a group's member) leave its split partials to
+ * the norm after it (pass fuse_norm_sums) instead of reducing them itself? */
+static bool partials_to_norm(const crun *r, int32_t nsum_node) {
+    return cu_mma_small_mode() == 2 && nsum_node >= 0 && r->c->fu.nsum && r->c->fu.nsum[nsum_node] >= 0;
+}
+
 /* does the path run_matmul_wx takes for w x x flag a non-finite value it writes (cu_epilogue.nonfinite)?
  * The T = 1 dp4a GEMV and the int8 MMA GEMMs do, but not a split whose partials a norm sums
  * (nsum_node's) nor cuBLASLt or the f32 GEMVs */
 static bool matmul_flags_nonfinite(const crun *r, const ir_node *w, const ir_node *x, int32_t nsum_node) {
     if (r->cx->d_blas_ws && cf_blas_takes(w, x)) return false;
-    if (cf_mma_takes(w, x))
-        return !(cu_mma_small_mode() == 2 && nsum_node >= 0 && r->c->fu.nsum && r->c->fu.nsum[nsum_node] >= 0);
+    if (cf_mma_takes(w, x)) return !partials_to_norm(r, nsum_node);
     return x->ne[1] == 1 && q8_gemv_takes(w, x);
 }
 
@@ -62,7 +67,7 @@ static sb_status run_matmul_wx(crun *r, ir_ref wr, ir_ref xr, float *dst, cu_epi
     if (cf_mma_takes(w, x)) { /* prefill: int8 tensor cores */
         if (cu_mma_small_mode()) { /* small T: K split over blocks, partials in the scratch region (shared with attention's) */
             const uint64_t cap = (r->c->arena_need - r->c->scratch_off) / 4, need = cu_mma_small_scratch(w->ne[0], w->ne[1], x->ne[1]);
-            if (nsum_node >= 0 && r->c->fu.nsum && r->c->fu.nsum[nsum_node] >= 0 && cu_mma_small_mode() == 2) { /* a split leaves its partials to the norm after it */
+            if (partials_to_norm(r, nsum_node)) { /* a split leaves its partials to the norm after it */
                 const cu_gemv_seg sg = {.dst = dst, .w = dptr(r, wr), .wtype = w->dtype, .N = w->ne[1], .ep = epb};
                 cu_split_src src;
                 SB_TRY(cu_matmul_mma_multi(s, &sg, 1, w->ne[0], dptr(r, xr), x->dtype, x->ne[1], (float *)(r->arena + r->c->scratch_off), cap,
