@@ -30,6 +30,7 @@
  */
 #include "backend/cuda/cu_launch.cuh"
 #include "backend/cuda/device/gemv_dot.cuh"
+#include "backend/cuda/device/split.cuh"
 
 #include <string.h>
 
@@ -105,9 +106,7 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq1(float *dst, const uin
     }
     __syncthreads();
     if (threadIdx.x < r1 - r0) {
-        const float v = res[threadIdx.x];
-        dst[r0 + threadIdx.x] = v;
-        if (ep.nonfinite && !isfinite(v)) *ep.nonfinite = 1u;
+        epi_store(dst, r0 + threadIdx.x, res[threadIdx.x], ep);
     }
 }
 
@@ -134,8 +133,7 @@ __global__ void __launch_bounds__(MMVQ_WARPS * 32) k_mmvq_long(float *dst, const
 #pragma unroll
         for (int k = 0; k < MMVQ_WARPS; k++) v += part[k];
         v = ep.add ? v + ep.add[n] : v;
-        dst[n] = v;
-        if (ep.nonfinite && !isfinite(v)) *ep.nonfinite = 1u;
+        epi_store(dst, n, v, ep);
     }
 }
 

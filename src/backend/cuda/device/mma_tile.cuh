@@ -357,8 +357,7 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
                         part[(int64_t)blockIdx.z * T * N + o] = acc[m][n][i];
                     } else {
                         const float v = ep.add ? acc[m][n][i] + ep.add[ep.bcast ? row : o] : acc[m][n][i];
-                        dst[o] = v;
-                        if (ep.nonfinite && !isfinite(v)) *ep.nonfinite = 1u;
+                        epi_store(dst, o, v, ep);
                     }
                 }
             }
@@ -402,8 +401,7 @@ __global__ void __launch_bounds__(256, MA_MINB(BN)) k_mma(const ma_segs sg, uint
             if (ok[p]) {
                 const int64_t row = o[p] % N;
                 const float y = ep.add ? v[p] + ep.add[ep.bcast ? row : o[p]] : v[p];
-                dst[o[p]] = y;
-                if (ep.nonfinite && !isfinite(y)) *ep.nonfinite = 1u;
+                epi_store(dst, o[p], y, ep);
             }
         if (tid == 0) cnt[tile] = 0; /* ready for the next kernel that uses the counters */
     }
@@ -420,8 +418,7 @@ __global__ void k_mma_reduce(const ma_segs sg, const float *part, int64_t T, int
         const int64_t TN = T * sg.N[q];
         if (o < TN) {
             const float y = mma_split_sum(part + sg.poff[q], o, o % sg.N[q], nsplit, TN, sg.ep[q]);
-            sg.dst[q][o] = y;
-            if (sg.ep[q].nonfinite && !isfinite(y)) *sg.ep[q].nonfinite = 1u;
+            epi_store(sg.dst[q], o, y, sg.ep[q]);
             return;
         }
         o -= TN;

@@ -110,6 +110,12 @@ static __device__ __forceinline__ bool block_arrives_last(unsigned *cnt, unsigne
 
 #define MMA_SPLIT_MAX 16 /* K splits of the small path at most (k_mma.cu mma_small_split) */
 
+/* dst[o] = v, raising the epilogue's non-finite flag (kernels.h) when v is NaN or infinite */
+static __device__ __forceinline__ void epi_store(float *dst, int64_t o, float v, const cu_epilogue &ep) {
+    dst[o] = v;
+    if (ep.nonfinite && !isfinite(v)) *ep.nonfinite = 1u;
+}
+
 /* sum of the nsplit (<= MMA_SPLIT_MAX) partials [nsplit][T][N] at o = t * N + row, in split order
  * from 0, plus the epilogue (k_mma_reduce; the last block of a tile adds in the same order,
  * bit-identical). Every partial is loaded before the first add: one load per add in a loop was one
